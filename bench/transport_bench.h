@@ -1,0 +1,35 @@
+// One-direction throughput of the TowerPS transport against raw ZeroMQ, over the same endpoint
+// kind and message size, measured in one invocation so the ratio is meaningful on a noisy box.
+//
+// Contract: runs a sender thread and a receiver on this process; blocks for about 2 * seconds.
+// Returns kNetwork/kTimeout on transport failure. Not thread-safe (uses its own context).
+#ifndef TOWERPS_BENCH_TRANSPORT_BENCH_H_
+#define TOWERPS_BENCH_TRANSPORT_BENCH_H_
+
+#include <cstddef>
+#include <string>
+
+#include "common/result.h"
+
+namespace towerps::bench {
+
+struct TransportBenchOptions {
+  size_t message_bytes = 1 << 20;
+  double seconds = 2.0;
+  std::string endpoint = "tcp://127.0.0.1:0";  // port 0: any free port
+  int window = 64;                             // messages in flight before the sender waits
+};
+
+struct TransportBenchResult {
+  double raw_zmq_gbps = 0;  // payload GB/s (1e9 bytes) through plain libzmq DEALER->ROUTER
+  double towerps_gbps = 0;  // payload GB/s through Transport with a Cap'n Proto header
+  double ratio = 0;         // towerps / raw
+  long raw_messages = 0;
+  long towerps_messages = 0;
+};
+
+Result<TransportBenchResult> RunTransportBench(const TransportBenchOptions& options);
+
+}  // namespace towerps::bench
+
+#endif  // TOWERPS_BENCH_TRANSPORT_BENCH_H_

@@ -1,0 +1,224 @@
+#include "common/internal/zmq_transport.h"
+
+#include <cerrno>
+#include <utility>
+#include <vector>
+
+#include "common/logging.h"
+
+namespace towerps::internal {
+namespace {
+
+// Frees the heap-held storage reference that kept a tensor alive while ZeroMQ sent it.
+void ReleaseTensorStorage(void* /*data*/, void* hint) {
+  delete static_cast<std::shared_ptr<std::byte>*>(hint);
+}
+
+zmq::message_t ZeroCopyFrame(const Tensor& t) {
+  auto* keepalive = new std::shared_ptr<std::byte>(t.storage());
+  return zmq::message_t(t.raw_data(), t.byte_size(), &ReleaseTensorStorage, keepalive);
+}
+
+// Waits until `events` are ready on `socket` or the deadline passes. Retries on EINTR.
+Result<bool> WaitFor(zmq::socket_t& socket, short events, Deadline deadline) {
+  for (;;) {
+    const int ready = socket.get(zmq::sockopt::events);
+    if (ready & events) return true;
+    if (deadline.expired()) return false;
+    zmq::pollitem_t item{socket.handle(), 0, events, 0};
+    const int rc = zmq_poll(&item, 1, deadline.remaining_ms());
+    if (rc < 0 && zmq_errno() != EINTR) {
+      return NetworkError(std::string("poll failed: ") + zmq_strerror(zmq_errno()));
+    }
+  }
+}
+
+class ZmqSocket final : public Socket {
+ public:
+  ZmqSocket(zmq::socket_t socket, bool router, std::string endpoint, const WireLimits& limits)
+      : socket_(std::move(socket)),
+        router_(router),
+        endpoint_(std::move(endpoint)),
+        limits_(limits) {}
+
+  Status Send(OutgoingMessage message, Deadline deadline) override {
+    if (router_ && message.peer().empty()) {
+      return InvalidArgumentError("reply on " + endpoint_ + " has no peer routing id");
+    }
+    std::vector<zmq::message_t> frames;
+    frames.reserve(message.tensors().size() + 2);
+    if (router_) frames.emplace_back(message.peer().data(), message.peer().size());
+    frames.push_back(message.EncodeHeader());
+    size_t bytes = frames.back().size();
+    for (const Tensor& t : message.tensors()) {
+      frames.push_back(ZeroCopyFrame(t));
+      bytes += t.byte_size();
+    }
+    try {
+      // Parts after the first are accepted together with it: ZeroMQ sends multipart atomically.
+      for (size_t i = 0; i < frames.size(); ++i) {
+        const auto more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+        if (i > 0) {
+          socket_.send(frames[i], more);
+          continue;
+        }
+        for (;;) {
+          if (socket_.send(frames[0], more | zmq::send_flags::dontwait)) break;
+          TOWERPS_ASSIGN_OR_RETURN(bool ready, WaitFor(socket_, ZMQ_POLLOUT, deadline));
+          if (!ready) {
+            return TimeoutError("could not send on " + endpoint_ +
+                                " before the deadline: the "
+                                "peer is not reading (send queue full)");
+          }
+        }
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EHOSTUNREACH) {
+        return NetworkError("peer '" + message.peer() + "' is not connected to " + endpoint_);
+      }
+      return NetworkError("send on " + endpoint_ + " failed: " + e.what());
+    }
+    ++stats_.messages_out;
+    stats_.bytes_out += bytes;
+    return Status::Ok();
+  }
+
+  Result<IncomingMessage> Receive(Deadline deadline) override {
+    const long waited_ms = deadline.remaining_ms();
+    TOWERPS_ASSIGN_OR_RETURN(bool ready, WaitFor(socket_, ZMQ_POLLIN, deadline));
+    if (!ready) {
+      return TimeoutError("no message arrived on " + endpoint_ + " within " +
+                          std::to_string(waited_ms) + " ms");
+    }
+    std::string peer;
+    std::vector<zmq::message_t> frames;
+    size_t dropped_frames = 0;
+    size_t bytes = 0;
+    // Frames kept: header + payloads up to the limit, plus one so DecodeMessage sees the excess.
+    const size_t keep = limits_.max_payload_frames + 2;
+    try {
+      bool first = true;
+      for (;;) {
+        zmq::message_t frame;
+        if (!socket_.recv(frame, first ? zmq::recv_flags::dontwait : zmq::recv_flags::none)) {
+          return TimeoutError("message on " + endpoint_ + " vanished after poll");
+        }
+        const bool more = frame.more();
+        bytes += frame.size();
+        if (router_ && first) {
+          peer.assign(static_cast<const char*>(frame.data()), frame.size());
+        } else if (frames.size() < keep) {
+          frames.push_back(std::move(frame));
+        } else {
+          ++dropped_frames;  // drained, not stored: memory stays bounded
+        }
+        first = false;
+        if (!more) break;
+      }
+    } catch (const zmq::error_t& e) {
+      return NetworkError("receive on " + endpoint_ + " failed: " + e.what());
+    }
+    Result<IncomingMessage> msg = DecodeMessage(peer, std::move(frames), limits_);
+    if (!msg.ok()) {
+      ++stats_.rejected;
+      std::string from = peer.empty() ? endpoint_ : "peer '" + peer + "' on " + endpoint_;
+      TOWERPS_LOG(kWarning) << "rejected message from " << from << ": " << msg.status().message()
+                            << (dropped_frames ? " (" + std::to_string(dropped_frames) +
+                                                     " excess frames drained)"
+                                               : "");
+      return msg.status().WithContext("rejected message from " + from);
+    }
+    ++stats_.messages_in;
+    stats_.bytes_in += bytes;
+    stats_.realigned_payloads += msg->realigned_payloads();
+    return msg;
+  }
+
+  const std::string& endpoint() const override { return endpoint_; }
+  const SocketStats& stats() const override { return stats_; }
+
+ private:
+  zmq::socket_t socket_;
+  const bool router_;
+  const std::string endpoint_;
+  const WireLimits limits_;
+  SocketStats stats_;
+};
+
+// ZeroMQ spells "any port" as '*'.
+std::string ZmqBindSpelling(const std::string& endpoint) {
+  if (endpoint.rfind("tcp://", 0) == 0 && endpoint.size() > 2 &&
+      endpoint.compare(endpoint.size() - 2, 2, ":0") == 0) {
+    return endpoint.substr(0, endpoint.size() - 1) + "*";
+  }
+  return endpoint;
+}
+
+Status ValidateEndpoint(const std::string& endpoint) {
+  for (const char* scheme : {"tcp://", "ipc://", "inproc://"}) {
+    if (endpoint.rfind(scheme, 0) == 0 && endpoint.size() > std::string(scheme).size()) {
+      return Status::Ok();
+    }
+  }
+  return InvalidArgumentError("endpoint '" + endpoint +
+                              "' is not tcp://HOST:PORT, ipc://PATH or inproc://NAME");
+}
+
+}  // namespace
+
+ZmqTransport::ZmqTransport(const TransportOptions& options)
+    : options_(options), context_(options.io_threads) {}
+
+Status ZmqTransport::Configure(zmq::socket_t& socket) {
+  socket.set(zmq::sockopt::linger, options_.linger_ms);
+  socket.set(zmq::sockopt::sndhwm, options_.send_high_water_mark);
+  socket.set(zmq::sockopt::rcvhwm, options_.receive_high_water_mark);
+  // ZeroMQ itself refuses frames over the limit, so a hostile size never gets allocated.
+  socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options_.limits.max_frame_bytes));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Socket>> ZmqTransport::Listen(const std::string& endpoint) {
+  TOWERPS_RETURN_IF_ERROR(ValidateEndpoint(endpoint));
+  try {
+    zmq::socket_t socket(context_, zmq::socket_type::router);
+    TOWERPS_RETURN_IF_ERROR(Configure(socket));
+    socket.set(zmq::sockopt::router_mandatory, 1);  // unknown peers are errors, not silent drops
+    socket.bind(ZmqBindSpelling(endpoint));
+    std::string bound = socket.get(zmq::sockopt::last_endpoint);
+    return std::unique_ptr<Socket>(
+        new ZmqSocket(std::move(socket), /*router=*/true, std::move(bound), options_.limits));
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EADDRINUSE) {
+      return NetworkError("cannot listen on " + endpoint +
+                          ": the port is already in use; choose another port or stop the "
+                          "process that holds it");
+    }
+    if (e.num() == EADDRNOTAVAIL || e.num() == ENODEV) {
+      return NetworkError("cannot listen on " + endpoint +
+                          ": no local interface has that address; check the bind address");
+    }
+    return NetworkError("cannot listen on " + endpoint + ": " + e.what());
+  }
+}
+
+Result<std::unique_ptr<Socket>> ZmqTransport::Connect(const std::string& endpoint,
+                                                      const std::string& identity) {
+  TOWERPS_RETURN_IF_ERROR(ValidateEndpoint(endpoint));
+  if (identity.empty() || identity.size() > 255 || identity[0] == '\0') {
+    return InvalidArgumentError("socket identity '" + identity +
+                                "' must be 1-255 bytes and not start with a zero byte");
+  }
+  try {
+    zmq::socket_t socket(context_, zmq::socket_type::dealer);
+    TOWERPS_RETURN_IF_ERROR(Configure(socket));
+    socket.set(zmq::sockopt::routing_id, identity);
+    socket.connect(endpoint);
+    return std::unique_ptr<Socket>(
+        new ZmqSocket(std::move(socket), /*router=*/false, endpoint, options_.limits));
+  } catch (const zmq::error_t& e) {
+    return NetworkError("cannot connect to " + endpoint + ": " + e.what());
+  }
+}
+
+}  // namespace towerps::internal

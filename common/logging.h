@@ -1,0 +1,61 @@
+// Levelled logging with a process prefix: "[ps:0] I 12:00:01.234 message".
+//
+// Contract:
+//  - The process identity (role, rank) and the minimum level are process-wide, because a log
+//    line belongs to the process. They are set once, by main(), through InitLogging(); libraries
+//    never call it. Before InitLogging() the prefix is "[towerps]" and the level is kInfo.
+//  - TOWERPS_LOG(level) << ...; writes one whole line to stderr when the statement ends.
+//  - Thread-safe: lines from concurrent threads never interleave.
+#ifndef TOWERPS_COMMON_LOGGING_H_
+#define TOWERPS_COMMON_LOGGING_H_
+
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace towerps {
+
+enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
+
+struct LogOptions {
+  std::string role = "towerps";  // "ps", "worker", "launch", "bench"
+  int rank = -1;                 // -1: no rank in the prefix
+  LogLevel min_level = LogLevel::kInfo;
+};
+
+// Installs the process identity and level. Call from main() only.
+void InitLogging(const LogOptions& options);
+
+// Parses "debug", "info", "warning" or "error".
+Result<LogLevel> ParseLogLevel(std::string_view text);
+
+// True when messages at `level` are written.
+bool LogEnabled(LogLevel level);
+
+namespace internal {
+
+class LogLine {
+ public:
+  explicit LogLine(LogLevel level) : level_(level) {}
+  ~LogLine();
+  LogLine(const LogLine&) = delete;
+  LogLine& operator=(const LogLine&) = delete;
+  std::ostream& stream() { return stream_; }
+
+ private:
+  LogLevel level_;
+  std::ostringstream stream_;
+};
+
+}  // namespace internal
+}  // namespace towerps
+
+#define TOWERPS_LOG(level)                           \
+  !::towerps::LogEnabled(::towerps::LogLevel::level) \
+      ? (void)0                                      \
+      : ::towerps::internal::Voidify() &             \
+            ::towerps::internal::LogLine(::towerps::LogLevel::level).stream()
+
+#endif  // TOWERPS_COMMON_LOGGING_H_

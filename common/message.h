@@ -1,0 +1,123 @@
+// Messages: a Cap'n Proto header plus raw tensor payload frames (see common/proto/towerps.capnp).
+//
+// OutgoingMessage is built by the sender; the transport encodes it. IncomingMessage is produced by
+// DecodeMessage() from received frames, after validation, and is what receivers read.
+//
+// Contract:
+//  - Payload tensors are never copied on send: the transport hands their storage to ZeroMQ with a
+//    deleter that keeps the Tensor's storage alive until ZeroMQ is done. The sender must not write
+//    to a tensor after adding it, until the send has completed on the wire (the ZeroMQ deleter
+//    has run); copy-on-write is the caller's choice.
+//  - On receive, payloads are views of the ZeroMQ message buffers (Tensor::WrapExternal) and keep
+//    them alive. The one exception is a payload whose address is not aligned to its dtype, which
+//    libzmq produces only for small frames packed into its shared receive buffer: those are
+//    copied into aligned storage and counted in IncomingMessage::realigned_payloads().
+//  - DecodeMessage() validates everything before anything is used: frame counts, header size,
+//    Cap'n Proto structure (traversal and nesting limits), message type, tensor metadata against
+//    frame sizes. It never allocates an amount a header declares, and never throws.
+//  - Both classes are move-only and not thread-safe; hand them between threads by moving.
+#ifndef TOWERPS_COMMON_MESSAGE_H_
+#define TOWERPS_COMMON_MESSAGE_H_
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/proto/towerps.capnp.h"
+#include "common/result.h"
+#include "common/tensor.h"
+
+namespace towerps {
+
+// Bounds applied to every received message. Defaults suit training traffic; tests shrink them.
+struct WireLimits {
+  size_t max_header_bytes = 4u << 20;     // a header larger than this is rejected
+  size_t max_payload_frames = 65536;      // tensors per message
+  uint64_t max_frame_bytes = 1ull << 30;  // per payload frame; also ZMQ_MAXMSGSIZE
+  int max_tensor_rank = 8;
+  int capnp_nesting_limit = 16;
+};
+
+class OutgoingMessage {
+ public:
+  explicit OutgoingMessage(proto::MessageType type);
+  OutgoingMessage(OutgoingMessage&&) = default;
+  OutgoingMessage& operator=(OutgoingMessage&&) = default;
+
+  // Header fields other than `tensors`, which AddTensor() manages.
+  proto::Header::Builder header() { return builder_->getRoot<proto::Header>(); }
+
+  // Appends `tensor` as the next payload frame, described by (variable_id, chunk_id).
+  // Shares the tensor's storage; see the contract above.
+  void AddTensor(const Tensor& tensor, uint32_t variable_id, uint32_t chunk_id);
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+
+  // ROUTER sockets send to this peer (the routing id from IncomingMessage::peer()).
+  void set_peer(std::string peer) { peer_ = std::move(peer); }
+  const std::string& peer() const { return peer_; }
+
+  // Writes the tensor list into the header and returns the header frame as ZeroMQ takes it.
+  // Call once, when sending.
+  zmq::message_t EncodeHeader();
+
+ private:
+  struct PayloadId {
+    uint32_t variable_id;
+    uint32_t chunk_id;
+  };
+  std::unique_ptr<capnp::MallocMessageBuilder> builder_;  // heap: builders are not movable
+  std::vector<Tensor> tensors_;
+  std::vector<PayloadId> ids_;
+  std::string peer_;
+};
+
+class IncomingMessage {
+ public:
+  IncomingMessage(IncomingMessage&&) = default;
+  IncomingMessage& operator=(IncomingMessage&&) = default;
+
+  proto::Header::Reader header() const { return header_; }
+  proto::MessageType type() const { return header_.getType(); }
+  // Payload i, described by header().getTensors()[i].
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  // Routing id of the sender (ROUTER sockets); empty on DEALER sockets.
+  const std::string& peer() const { return peer_; }
+  size_t realigned_payloads() const { return realigned_; }
+  // The ZeroMQ frame payload i views, or null when it had to be realigned by a copy.
+  const zmq::message_t* payload_frame(size_t i) const { return payload_frames_.at(i).get(); }
+
+ private:
+  friend Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,
+                                               const WireLimits& limits);
+  IncomingMessage() = default;
+
+  std::shared_ptr<zmq::message_t> header_frame_;
+  kj::Array<capnp::word> aligned_header_;  // used only when the frame was misaligned
+  std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+  proto::Header::Reader header_;
+  std::vector<Tensor> tensors_;
+  std::vector<std::shared_ptr<zmq::message_t>> payload_frames_;  // parallel to tensors_
+  std::string peer_;
+  size_t realigned_ = 0;
+};
+
+// Validates and decodes frames[0] (header) and frames[1..] (payloads). On failure returns a
+// kProtocol Status whose message says what was wrong; nothing is kept.
+Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,
+                                      const WireLimits& limits);
+
+// Status <-> header fields.
+void SetStatus(proto::Header::Builder header, const Status& status);
+Status StatusFromHeader(proto::Header::Reader header);
+
+// "pull", "pushReply", or "type 99" for values outside the schema.
+std::string MessageTypeName(proto::MessageType type);
+
+}  // namespace towerps
+
+#endif  // TOWERPS_COMMON_MESSAGE_H_

@@ -1,0 +1,97 @@
+# TowerPS wire protocol: the header frame of every message.
+#
+# A message on the wire is a ZeroMQ multipart message:
+#   [routing id, ROUTER side only] [header] [payload 0] ... [payload n-1]
+# The header is this schema's Header, as an unpacked Cap'n Proto flat array. Tensor bytes never
+# enter Cap'n Proto: payload i is raw little-endian data described by Header.tensors[i].
+# Adding fields is backwards compatible; never renumber or reuse an ordinal.
+@0xb14e0c88fcd901a7;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("towerps::proto");
+
+enum MessageType {
+  invalid @0;          # never sent; the zero value catches uninitialised headers
+  ping @1;
+  pong @2;
+  register @3;         # worker -> server: declares variables, fingerprints
+  registerReply @4;
+  init @5;             # chief -> server: initial values
+  initReply @6;
+  push @7;             # worker -> server: gradients for step
+  pushReply @8;
+  pull @9;             # worker -> server: wants chunks at version >= step
+  pullReply @10;
+  stats @11;
+  statsReply @12;
+  error @13;           # reply carrying only a status
+  shutdown @14;
+}
+
+enum Role {
+  unknown @0;
+  server @1;
+  worker @2;
+  launcher @3;
+  tool @4;             # benchmarks, tests, admin clients
+}
+
+enum DType {
+  float32 @0;
+  uint8 @1;
+}
+
+# Mirrors towerps::StatusCode.
+enum StatusCode {
+  ok @0;
+  invalidArgument @1;
+  notFound @2;
+  ioError @3;
+  network @4;
+  timeout @5;
+  protocol @6;
+  corruption @7;
+  failedPrecondition @8;
+  resourceExhausted @9;
+  cancelled @10;
+  internal @11;
+}
+
+# Describes one payload frame.
+struct TensorMeta {
+  variableId @0 :UInt32;
+  chunkId @1 :UInt32;
+  shape @2 :List(Int64);
+  dtype @3 :DType;
+  payloadBytes @4 :UInt64;   # must equal the frame size and prod(shape) * sizeof(dtype)
+}
+
+struct VariableSpec {
+  name @0 :Text;
+  shape @1 :List(Int64);
+  dtype @2 :DType;
+}
+
+struct Header {
+  type @0 :MessageType;
+  senderRole @1 :Role;
+  senderRank @2 :UInt32;
+  jobId @3 :UInt64;
+  requestId @4 :UInt64;       # echoed in the reply
+  step @5 :Int64;             # push: step the gradient belongs to; pull: minimum version;
+                              # replies: version of the returned chunks
+  tensors @6 :List(TensorMeta);
+  statusCode @7 :StatusCode;
+  statusMessage @8 :Text;
+
+  # register: what the worker declares; the server compares them with its own.
+  variables @9 :List(VariableSpec);
+  configFingerprint @10 :UInt64;
+  modelSignature @11 :UInt64;
+  configFields @12 :List(ConfigField);   # name=value pairs, to name the differing field
+}
+
+struct ConfigField {
+  name @0 :Text;
+  value @1 :Text;
+}

@@ -1,0 +1,100 @@
+// Tensor: a dense host array with a shape and a dtype, stored in 64-byte aligned memory or viewing
+// memory someone else owns (a received ZeroMQ message).
+//
+// Contract:
+//  - A Tensor is a reference-counted handle. Copies, View(), Slice() and Reshape() share storage
+//    and never copy bytes; Clone() is the only deep copy. The storage lives as long as any handle.
+//  - Memory from Tensor::Empty/Zeros is 64-byte aligned and padded to a 64-byte multiple.
+//    WrapExternal() memory is as aligned as the caller's pointer; it must be at least aligned to
+//    the dtype (checked).
+//  - Shapes are row-major; images are NCHW. A rank-0 tensor has one element.
+//  - Thread safety: like std::shared_ptr. Handles may be copied across threads; concurrent writes
+//    to the same elements are the caller's race.
+//  - Misuse (out-of-range views, wrong dtype access) is a programming error: TOWERPS_CHECK.
+#ifndef TOWERPS_COMMON_TENSOR_H_
+#define TOWERPS_COMMON_TENSOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/check.h"
+#include "common/result.h"
+
+namespace towerps {
+
+// Values match proto::DType in common/proto/towerps.capnp.
+enum class DType : uint8_t { kFloat32 = 0, kUInt8 = 1 };
+
+size_t DTypeSize(DType dtype);
+const char* DTypeName(DType dtype);
+
+using Shape = std::vector<int64_t>;
+
+// Number of elements; 1 for a rank-0 shape. Fails when a dimension is negative or the product
+// overflows int64 (shapes can come from the wire).
+Result<int64_t> CheckedNumElements(const Shape& shape);
+// Same, for shapes already known to be valid.
+int64_t NumElements(const Shape& shape);
+std::string ShapeToString(const Shape& shape);  // "[64, 3, 24, 24]"
+
+inline constexpr size_t kTensorAlignment = 64;
+
+class Tensor {
+ public:
+  Tensor() = default;  // an empty handle: no storage, shape {0}
+
+  // Uninitialised aligned storage.
+  static Tensor Empty(Shape shape, DType dtype = DType::kFloat32);
+  static Tensor Zeros(Shape shape, DType dtype = DType::kFloat32);
+  // Views `data` without copying. `owner` is kept alive while any handle to the view exists; the
+  // memory must stay valid and unmodified by others for that long.
+  static Tensor WrapExternal(void* data, Shape shape, DType dtype, std::shared_ptr<void> owner);
+
+  bool defined() const { return base_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  int64_t num_elements() const { return NumElements(shape_); }
+  size_t byte_size() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype_); }
+  int64_t dim(size_t i) const { return shape_.at(i); }
+  size_t rank() const { return shape_.size(); }
+
+  void* raw_data() const { return base_.get() + offset_bytes_; }
+  uint8_t* u8() const {
+    TOWERPS_CHECK(dtype_ == DType::kUInt8) << "tensor dtype is " << DTypeName(dtype_);
+    return static_cast<uint8_t*>(raw_data());
+  }
+  float* f32() const {
+    TOWERPS_CHECK(dtype_ == DType::kFloat32) << "tensor dtype is " << DTypeName(dtype_);
+    return static_cast<float*>(raw_data());
+  }
+
+  // A view of `shape` starting `element_offset` elements into this tensor's data.
+  Tensor View(int64_t element_offset, Shape shape) const;
+  // Rows [begin, end) along dimension 0.
+  Tensor Slice(int64_t begin, int64_t end) const;
+  // Same data, new shape with the same element count.
+  Tensor Reshape(Shape shape) const;
+  // A deep copy in fresh aligned storage.
+  Tensor Clone() const;
+
+  // The shared storage owner; used to keep memory alive during zero-copy sends.
+  const std::shared_ptr<std::byte>& storage() const { return base_; }
+  bool SharesStorageWith(const Tensor& other) const;
+
+ private:
+  Tensor(std::shared_ptr<std::byte> base, size_t base_bytes, size_t offset_bytes, Shape shape,
+         DType dtype);
+
+  std::shared_ptr<std::byte> base_;  // start of the storage (or aliasing an external owner)
+  size_t base_bytes_ = 0;            // bytes addressable from base_
+  size_t offset_bytes_ = 0;          // where this view starts
+  Shape shape_ = {0};
+  DType dtype_ = DType::kFloat32;
+};
+
+}  // namespace towerps
+
+#endif  // TOWERPS_COMMON_TENSOR_H_

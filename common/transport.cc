@@ -1,0 +1,17 @@
+#include "common/transport.h"
+
+#include "common/internal/zmq_transport.h"
+
+namespace towerps {
+
+Result<std::unique_ptr<Transport>> Transport::Create(std::string_view name,
+                                                     const TransportOptions& options) {
+  if (name == "zmq") return std::unique_ptr<Transport>(new internal::ZmqTransport(options));
+  return InvalidArgumentError("unknown transport '" + std::string(name) + "'; available: zmq");
+}
+
+std::string TcpEndpoint(const std::string& host, int port) {
+  return "tcp://" + host + ":" + std::to_string(port);
+}
+
+}  // namespace towerps

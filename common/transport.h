@@ -1,0 +1,93 @@
+// Transport: sockets that carry OutgoingMessage/IncomingMessage between processes.
+//
+// A server Listen()s (ZeroMQ ROUTER: many peers, replies addressed by routing id); a client
+// Connect()s (ZeroMQ DEALER: one server). Endpoints are tcp://HOST:PORT, ipc://PATH or
+// inproc://NAME; tcp port 0 asks the OS for a free port, and Socket::endpoint() reports the real
+// one. Implementations are chosen by name (today only "zmq"), so that a different fabric can be
+// added behind the same interface.
+//
+// Contract:
+//  - Transport owns the I/O context and must outlive every Socket it created. Thread-safe.
+//  - A Socket is used by one thread at a time (ZeroMQ sockets are not thread-safe).
+//  - Send() and Receive() never wait past their Deadline: they return kTimeout naming the endpoint.
+//  - Receive() validates the message (DecodeMessage); an invalid one is drained, logged with its
+//    reason, counted in SocketStats::rejected, and returned as a kProtocol Status. The socket
+//    stays usable: the next Receive() serves the next message.
+//  - Bind failures name the endpoint and say whether the port is in use.
+#ifndef TOWERPS_COMMON_TRANSPORT_H_
+#define TOWERPS_COMMON_TRANSPORT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/deadline.h"
+#include "common/message.h"
+#include "common/result.h"
+
+namespace towerps {
+
+struct TransportOptions {
+  int io_threads = 1;            // ZeroMQ I/O threads per Transport
+  int send_high_water_mark = 0;  // queued messages per peer before Send waits; 0 = unlimited
+  int receive_high_water_mark = 0;
+  int linger_ms = 200;  // how long close() may flush unsent messages
+  WireLimits limits;
+};
+
+struct SocketStats {
+  uint64_t messages_in = 0;
+  uint64_t messages_out = 0;
+  uint64_t bytes_in = 0;  // header + payload bytes of accepted messages
+  uint64_t bytes_out = 0;
+  uint64_t rejected = 0;  // malformed messages dropped by Receive()
+  uint64_t realigned_payloads = 0;
+};
+
+class Socket {
+ public:
+  virtual ~Socket() = default;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  // Queues `message` for sending. ROUTER sockets need message.peer(); an unknown peer is a
+  // kNetwork error naming it. Payload tensors are handed over without copying.
+  virtual Status Send(OutgoingMessage message, Deadline deadline) = 0;
+  // Returns the next valid message, kTimeout at the deadline, or kProtocol for a rejected one.
+  virtual Result<IncomingMessage> Receive(Deadline deadline) = 0;
+  // The bound or connected endpoint, with the real port.
+  virtual const std::string& endpoint() const = 0;
+  virtual const SocketStats& stats() const = 0;
+
+ protected:
+  Socket() = default;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // `name` selects the implementation: "zmq".
+  static Result<std::unique_ptr<Transport>> Create(std::string_view name,
+                                                   const TransportOptions& options);
+
+  // Binds a server socket.
+  virtual Result<std::unique_ptr<Socket>> Listen(const std::string& endpoint) = 0;
+  // Connects a client socket; `identity` (e.g. "worker:3") must be unique among the peers of the
+  // server. Connecting is asynchronous: an absent server shows up as a Receive() timeout.
+  virtual Result<std::unique_ptr<Socket>> Connect(const std::string& endpoint,
+                                                  const std::string& identity) = 0;
+
+ protected:
+  Transport() = default;
+};
+
+// "tcp://HOST:PORT"; port 0 means "any free port" when listening.
+std::string TcpEndpoint(const std::string& host, int port);
+
+}  // namespace towerps
+
+#endif  // TOWERPS_COMMON_TRANSPORT_H_

@@ -1,0 +1,75 @@
+#include "ps/placement.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+namespace towerps::ps {
+
+Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& variables,
+                                               int num_servers, size_t partition_bytes) {
+  if (variables.empty()) return InvalidArgumentError("the model declares no variables");
+  if (num_servers <= 0) {
+    return InvalidArgumentError("--servers must be at least 1, got " + std::to_string(num_servers));
+  }
+  ChunkPlacement p;
+  p.num_servers_ = num_servers;
+  for (uint32_t v = 0; v < variables.size(); ++v) {
+    const VariableSpec& var = variables[v];
+    TOWERPS_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(var.shape));
+    const size_t esize = DTypeSize(var.dtype);
+    if (partition_bytes < esize) {
+      return InvalidArgumentError("--partition-bytes=" + std::to_string(partition_bytes) +
+                                  " is smaller than one element of " + var.name);
+    }
+    const int64_t per_chunk = static_cast<int64_t>(partition_bytes / esize);
+    p.first_chunk_.push_back(p.chunks_.size());
+    uint32_t c = 0;
+    for (int64_t off = 0; off < n || (n == 0 && c == 0); off += per_chunk, ++c) {
+      const int64_t len = std::min(per_chunk, n - off);
+      p.chunks_.push_back({v, c, off, len, static_cast<size_t>(len) * esize, 0});
+    }
+  }
+  p.first_chunk_.push_back(p.chunks_.size());
+
+  std::vector<size_t> order(p.chunks_.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return p.chunks_[a].bytes > p.chunks_[b].bytes;  // stable: ties keep (variable, chunk) order
+  });
+  std::vector<size_t> load(num_servers, 0);
+  for (size_t i : order) {
+    const int s = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    p.chunks_[i].server = s;
+    load[s] += p.chunks_[i].bytes;
+  }
+  return p;
+}
+
+std::span<const ChunkSpec> ChunkPlacement::ChunksOf(uint32_t variable_id) const {
+  TOWERPS_CHECK(variable_id + 1 < first_chunk_.size()) << "variable " << variable_id;
+  const size_t begin = first_chunk_[variable_id];
+  return {chunks_.data() + begin, first_chunk_[variable_id + 1] - begin};
+}
+
+std::vector<size_t> ChunkPlacement::BytesPerServer() const {
+  std::vector<size_t> load(num_servers_, 0);
+  for (const ChunkSpec& c : chunks_) load[c.server] += c.bytes;
+  return load;
+}
+
+std::string ChunkPlacement::Describe(const std::vector<VariableSpec>& variables) const {
+  std::string out;
+  char line[512];
+  for (const ChunkSpec& c : chunks_) {
+    std::snprintf(line, sizeof(line), "%s chunk %u [%lld, %lld) %.3f MiB -> server %d\n",
+                  variables.at(c.variable_id).name.c_str(), c.chunk_id,
+                  static_cast<long long>(c.offset),
+                  static_cast<long long>(c.offset + c.num_elements),
+                  static_cast<double>(c.bytes) / (1 << 20), c.server);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace towerps::ps

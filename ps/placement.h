@@ -1,0 +1,56 @@
+// ChunkPlacement: how a job's variables are cut into chunks and spread over the servers.
+//
+// Each variable is cut along its flattened elements into chunks of at most `partition_bytes`.
+// Chunks are then placed largest first (ties: variable order, then chunk order) on the server
+// with the fewest bytes so far (ties: lowest rank). This is deterministic, so every process
+// computes the same placement from the same variable list, and it keeps any two servers' loads
+// within one chunk of each other: no server is pinned by many small variables.
+//
+// Contract: immutable after Compute(); safe to share between threads.
+#ifndef TOWERPS_PS_PLACEMENT_H_
+#define TOWERPS_PS_PLACEMENT_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "ps/variable.h"
+
+namespace towerps::ps {
+
+struct ChunkSpec {
+  uint32_t variable_id = 0;  // index in the declared variable list
+  uint32_t chunk_id = 0;     // index within the variable
+  int64_t offset = 0;        // first flattened element of the variable in this chunk
+  int64_t num_elements = 0;
+  size_t bytes = 0;
+  int server = 0;  // rank of the owning server
+};
+
+class ChunkPlacement {
+ public:
+  // Fails on an empty variable list, a non-positive server count, or a partition smaller than
+  // one element.
+  static Result<ChunkPlacement> Compute(const std::vector<VariableSpec>& variables, int num_servers,
+                                        size_t partition_bytes);
+
+  // All chunks, ordered by (variable_id, chunk_id).
+  const std::vector<ChunkSpec>& chunks() const { return chunks_; }
+  // The chunks of one variable, in order.
+  std::span<const ChunkSpec> ChunksOf(uint32_t variable_id) const;
+  int num_servers() const { return num_servers_; }
+  std::vector<size_t> BytesPerServer() const;
+  // One line per chunk: "conv1/kernel chunk 0 [0, 262144) 1.00 MiB -> server 1".
+  std::string Describe(const std::vector<VariableSpec>& variables) const;
+
+ private:
+  std::vector<ChunkSpec> chunks_;
+  std::vector<size_t> first_chunk_;  // per variable: index of its first chunk, plus a sentinel
+  int num_servers_ = 0;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_PLACEMENT_H_

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs TowerPS's build and test dependencies from Debian packages. Idempotent: when every
+# package is present it changes nothing and needs no network. Runs apt-get as root (or via sudo).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libzmq3-dev cppzmq-dev
+  capnproto libcapnp-dev
+  libboost-program-options-dev
+  googletest libgtest-dev
+  zlib1g-dev
+  libopenblas-dev
+  dataset-fashion-mnist
+  python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then
+    SUDO="sudo"
+  else
+    echo "setup: missing packages: ${missing[*]}" >&2
+    echo "setup: run as root, or install them with: apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds, and runs the whole suite with CTest.
+#   scripts/test.sh                  release suite, then the asan (ASan+UBSan) suite
+#   scripts/test.sh --presets "cpu"  only the named presets
+# GPU tests skip, saying why, on machines without an NVIDIA GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+presets="release asan"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --presets) presets="$2"; shift 2 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "test: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+scripts/setup.sh
+for preset in $presets; do
+  echo "=== test: building preset '$preset'"
+  scripts/build.sh "$preset"
+  echo "=== test: running preset '$preset'"
+  ctest --preset "$preset" --output-on-failure -j "$(nproc)" --timeout 900
+done

@@ -1,0 +1,84 @@
+#include "ps/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+namespace towerps::ps {
+namespace {
+
+std::vector<VariableSpec> Mlp() {
+  return {{"fc1/kernel", {784, 256}}, {"fc1/bias", {256}},       {"fc2/kernel", {256, 128}},
+          {"fc2/bias", {128}},        {"fc3/kernel", {128, 10}}, {"fc3/bias", {10}}};
+}
+
+TEST(PlacementTest, ChunksCoverEveryVariableExactlyOnce) {
+  auto vars = Mlp();
+  auto p = ChunkPlacement::Compute(vars, 3, 64 << 10);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  for (uint32_t v = 0; v < vars.size(); ++v) {
+    int64_t next = 0;
+    for (const ChunkSpec& c : p->ChunksOf(v)) {
+      EXPECT_EQ(c.variable_id, v);
+      EXPECT_EQ(c.offset, next);
+      EXPECT_LE(c.bytes, size_t{64} << 10);
+      EXPECT_GT(c.num_elements, 0);
+      next += c.num_elements;
+    }
+    EXPECT_EQ(next, NumElements(vars[v].shape));
+  }
+}
+
+TEST(PlacementTest, LoadsStayWithinOneChunk) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<VariableSpec> vars;
+    const int nvars = 1 + rng() % 40;
+    for (int i = 0; i < nvars; ++i) {
+      vars.push_back({"v" + std::to_string(i), {1 + static_cast<int64_t>(rng() % 100000)}});
+    }
+    const int servers = 1 + rng() % 6;
+    const size_t partition = 4 * (1 + rng() % 20000);
+    auto p = ChunkPlacement::Compute(vars, servers, partition);
+    ASSERT_TRUE(p.ok());
+    size_t biggest = 0;
+    for (const ChunkSpec& c : p->chunks()) biggest = std::max(biggest, c.bytes);
+    auto load = p->BytesPerServer();
+    const auto [lo, hi] = std::minmax_element(load.begin(), load.end());
+    EXPECT_LE(*hi - *lo, biggest) << "trial " << trial;
+  }
+}
+
+TEST(PlacementTest, SmallVariablesDoNotPinServerZero) {
+  std::vector<VariableSpec> vars;
+  for (int i = 0; i < 12; ++i) vars.push_back({"bias" + std::to_string(i), {10}});
+  auto p = ChunkPlacement::Compute(vars, 4, 1 << 20);
+  ASSERT_TRUE(p.ok());
+  for (size_t bytes : p->BytesPerServer()) EXPECT_EQ(bytes, 3u * 40u);
+}
+
+TEST(PlacementTest, DeterministicAcrossCalls) {
+  auto vars = Mlp();
+  auto a = ChunkPlacement::Compute(vars, 2, 100000);
+  auto b = ChunkPlacement::Compute(vars, 2, 100000);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->chunks().size(), b->chunks().size());
+  for (size_t i = 0; i < a->chunks().size(); ++i) {
+    EXPECT_EQ(a->chunks()[i].server, b->chunks()[i].server);
+    EXPECT_EQ(a->chunks()[i].offset, b->chunks()[i].offset);
+  }
+  EXPECT_EQ(a->Describe(vars), b->Describe(vars));
+  EXPECT_NE(a->Describe(vars).find("fc1/kernel chunk 0"), std::string::npos);
+}
+
+TEST(PlacementTest, BadArgumentsAreErrors) {
+  EXPECT_FALSE(ChunkPlacement::Compute({}, 2, 1024).ok());
+  EXPECT_FALSE(ChunkPlacement::Compute(Mlp(), 0, 1024).ok());
+  auto tiny = ChunkPlacement::Compute(Mlp(), 2, 2);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("--partition-bytes=2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace towerps::ps
