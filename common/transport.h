@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "common/deadline.h"
 #include "common/message.h"
@@ -76,8 +78,15 @@ class Transport {
 
   // Binds a server socket.
   virtual Result<std::unique_ptr<Socket>> Listen(const std::string& endpoint) = 0;
+  // Waits until at least one of `sockets` has a message or `wake_fd` (>= 0; e.g.
+  // Mailbox::wake_fd) is readable, or the deadline passes. Returns one flag per socket, plus a
+  // last flag for `wake_fd`; all false on timeout. Every socket must come from this Transport.
+  virtual Result<std::vector<bool>> Poll(std::span<Socket* const> sockets, int wake_fd,
+                                         Deadline deadline) = 0;
+
   // Connects a client socket; `identity` (e.g. "worker:3") must be unique among the peers of the
-  // server. Connecting is asynchronous: an absent server shows up as a Receive() timeout.
+  // server: a second connection with the same identity takes over from the first (so a restarted
+  // worker is served at once). Connecting is asynchronous: an absent server shows up as a Receive() timeout.
   virtual Result<std::unique_ptr<Socket>> Connect(const std::string& endpoint,
                                                   const std::string& identity) = 0;
 

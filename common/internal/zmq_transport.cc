@@ -136,6 +136,7 @@ class ZmqSocket final : public Socket {
 
   const std::string& endpoint() const override { return endpoint_; }
   const SocketStats& stats() const override { return stats_; }
+  zmq::socket_t& raw() { return socket_; }
 
  private:
   zmq::socket_t socket_;
@@ -184,6 +185,7 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Listen(const std::string& endpoint
     zmq::socket_t socket(context_, zmq::socket_type::router);
     TOWERPS_RETURN_IF_ERROR(Configure(socket));
     socket.set(zmq::sockopt::router_mandatory, 1);  // unknown peers are errors, not silent drops
+    socket.set(zmq::sockopt::router_handover, 1);   // a reconnecting peer takes over its identity
     socket.bind(ZmqBindSpelling(endpoint));
     std::string bound = socket.get(zmq::sockopt::last_endpoint);
     return std::unique_ptr<Socket>(
@@ -199,6 +201,38 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Listen(const std::string& endpoint
                           ": no local interface has that address; check the bind address");
     }
     return NetworkError("cannot listen on " + endpoint + ": " + e.what());
+  }
+}
+
+Result<std::vector<bool>> ZmqTransport::Poll(std::span<Socket* const> sockets, int wake_fd,
+                                             Deadline deadline) {
+  std::vector<zmq::pollitem_t> items;
+  items.reserve(sockets.size() + 1);
+  for (Socket* s : sockets) {
+    items.push_back({static_cast<ZmqSocket*>(s)->raw().handle(), 0, ZMQ_POLLIN, 0});
+  }
+  if (wake_fd >= 0) items.push_back({nullptr, wake_fd, ZMQ_POLLIN, 0});
+  std::vector<bool> ready(sockets.size() + 1, false);
+  for (;;) {
+    // ZeroMQ's readiness is edge-triggered internally: ask each socket first.
+    bool any = false;
+    for (size_t i = 0; i < sockets.size(); ++i) {
+      ready[i] = static_cast<ZmqSocket*>(sockets[i])->raw().get(zmq::sockopt::events) & ZMQ_POLLIN;
+      any = any || ready[i];
+    }
+    const int rc = zmq_poll(items.data(), static_cast<int>(items.size()), any ? 0 : deadline.remaining_ms());
+    if (rc < 0) {
+      if (zmq_errno() == EINTR) {
+        if (deadline.expired()) return ready;
+        continue;
+      }
+      return NetworkError(std::string("poll failed: ") + zmq_strerror(zmq_errno()));
+    }
+    for (size_t i = 0; i < sockets.size(); ++i) {
+      ready[i] = ready[i] || (items[i].revents & ZMQ_POLLIN);
+    }
+    if (wake_fd >= 0) ready.back() = items.back().revents & ZMQ_POLLIN;
+    return ready;
   }
 }
 

@@ -18,6 +18,8 @@ class ZmqTransport final : public Transport {
   Result<std::unique_ptr<Socket>> Listen(const std::string& endpoint) override;
   Result<std::unique_ptr<Socket>> Connect(const std::string& endpoint,
                                           const std::string& identity) override;
+  Result<std::vector<bool>> Poll(std::span<Socket* const> sockets, int wake_fd,
+                                 Deadline deadline) override;
 
  private:
   Status Configure(zmq::socket_t& socket);

@@ -89,6 +89,33 @@ struct Header {
   configFingerprint @10 :UInt64;
   modelSignature @11 :UInt64;
   configFields @12 :List(ConfigField);   # name=value pairs, to name the differing field
+
+  # push/pull/init address one chunk: (variableId, chunkId). Push and init also carry it in
+  # tensors[0]; a pull has no payload, so it is named here.
+  variableId @13 :UInt32;
+  chunkId @14 :UInt32;
+  # push: the worker's iteration (SSP clock) this gradient belongs to; pull: the iteration the
+  # worker is about to compute. `step` stays the parameter version (see above).
+  clock @15 :Int64;
+  # statsReply
+  stats @16 :ServerStats;
+  # pushReply: staleness of the applied update (async/SSP), or -1 when dropped as stale.
+  staleness @17 :Int64;
+}
+
+struct ServerStats {
+  bytesIn @0 :UInt64;
+  bytesOut @1 :UInt64;
+  gradientsReceived @2 :UInt64;
+  updatesApplied @3 :UInt64;
+  staleDropped @4 :UInt64;
+  stalenessHistogram @5 :List(UInt64);   # bucket i counts updates of staleness i; last: >= len-1
+  aggregationNanos @6 :UInt64;
+  pullsServed @7 :UInt64;
+  rejectedMessages @8 :UInt64;
+  minVersion @9 :Int64;
+  maxVersion @10 :Int64;
+  checkpointsWritten @11 :UInt64;
 }
 
 struct ConfigField {

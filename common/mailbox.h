@@ -1,0 +1,80 @@
+// Mailbox<T>: a multi-producer queue whose consumer can wait on it alone (WaitPop) or, through
+// wake_fd(), together with sockets in Transport::Poll.
+//
+// Contract: thread-safe. Push never blocks (the queue is unbounded; producers bound themselves).
+// The eventfd is readable while items may be pending; DrainAll() clears it.
+#ifndef TOWERPS_COMMON_MAILBOX_H_
+#define TOWERPS_COMMON_MAILBOX_H_
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "common/check.h"
+#include "common/deadline.h"
+
+namespace towerps {
+
+template <typename T>
+class Mailbox {
+ public:
+  Mailbox() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    TOWERPS_CHECK(fd_ >= 0) << "eventfd failed";
+  }
+  ~Mailbox() { close(fd_); }
+  Mailbox(const Mailbox&) = delete;
+  Mailbox& operator=(const Mailbox&) = delete;
+
+  void Push(T item) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      items_.push_back(std::move(item));
+    }
+    cv_.notify_one();
+    const uint64_t one = 1;
+    ssize_t n = write(fd_, &one, sizeof(one));
+    (void)n;  // EAGAIN only when the counter is saturated, which still means "readable"
+  }
+
+  // Takes every pending item (possibly none) and clears the eventfd.
+  std::vector<T> DrainAll() {
+    uint64_t count;
+    ssize_t n = read(fd_, &count, sizeof(count));
+    (void)n;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<T> out(std::make_move_iterator(items_.begin()),
+                       std::make_move_iterator(items_.end()));
+    items_.clear();
+    return out;
+  }
+
+  // Waits for one item until the deadline; nullopt on timeout.
+  std::optional<T> WaitPop(Deadline deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_until(lock, deadline.when(), [&] { return !items_.empty(); })) {
+      return std::nullopt;
+    }
+    T item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+
+  // For Transport::Poll.
+  int wake_fd() const { return fd_; }
+
+ private:
+  const int fd_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<T> items_;  // guarded by mu_
+};
+
+}  // namespace towerps
+
+#endif  // TOWERPS_COMMON_MAILBOX_H_

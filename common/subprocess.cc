@@ -1,0 +1,108 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace towerps {
+
+Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
+  if (options.argv.empty()) return InvalidArgumentError("Subprocess::Start with an empty argv");
+  int out_fd = -1;
+  if (!options.output_path.empty()) {
+    out_fd = open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0) {
+      return IoError(options.output_path + ": cannot create: " + std::strerror(errno));
+    }
+  }
+  // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
+  std::vector<char*> argv;
+  for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
+  for (const std::string& e : options.extra_env) env_storage.push_back(e);
+  std::vector<char*> envp;
+  for (std::string& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    if (out_fd >= 0) close(out_fd);
+    return ResourceExhaustedError(std::string("fork failed: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    if (options.new_process_group) setpgid(0, 0);
+    if (out_fd >= 0) {
+      dup2(out_fd, STDOUT_FILENO);
+      dup2(out_fd, STDERR_FILENO);
+    }
+    execve(argv[0], argv.data(), envp.data());
+    const char msg[] = "exec failed: ";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    w = write(STDERR_FILENO, argv[0], strlen(argv[0]));
+    (void)w;
+    _exit(127);
+  }
+  if (options.new_process_group) setpgid(pid, pid);  // also in the parent: no race on Signal()
+  if (out_fd >= 0) close(out_fd);
+  return Subprocess(pid, options.new_process_group);
+}
+
+Subprocess::Subprocess(Subprocess&& other) noexcept
+    : pid_(other.pid_), group_(other.group_), exit_code_(other.exit_code_) {
+  other.pid_ = -1;
+}
+
+Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
+  if (this != &other) {
+    this->~Subprocess();
+    pid_ = other.pid_;
+    group_ = other.group_;
+    exit_code_ = other.exit_code_;
+    other.pid_ = -1;
+  }
+  return *this;
+}
+
+Subprocess::~Subprocess() {
+  if (pid_ > 0 && !Poll().has_value()) {
+    Signal(SIGKILL);
+    Wait(Deadline::After(std::chrono::seconds(10)));
+  }
+}
+
+void Subprocess::Signal(int sig) {
+  if (pid_ <= 0 || exit_code_.has_value()) return;
+  if (group_) {
+    kill(-pid_, sig);
+  } else {
+    kill(pid_, sig);
+  }
+}
+
+std::optional<int> Subprocess::Poll() {
+  if (pid_ <= 0 || exit_code_.has_value()) return exit_code_;
+  int status = 0;
+  const pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (group_) kill(-pid_, SIGKILL);  // reap stragglers the child left in its group
+  }
+  return exit_code_;
+}
+
+std::optional<int> Subprocess::Wait(Deadline deadline) {
+  for (;;) {
+    if (auto code = Poll()) return code;
+    if (deadline.expired()) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace towerps

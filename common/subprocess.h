@@ -1,0 +1,52 @@
+// Subprocess: a child process started from an argv, with its output sent to a file.
+//
+// Contract: move-only owner of one child. The destructor kills (SIGKILL) and reaps a child that
+// is still running, so no test or launcher leaks processes. Wait() never blocks past its
+// deadline. Not thread-safe; one owner thread.
+#ifndef TOWERPS_COMMON_SUBPROCESS_H_
+#define TOWERPS_COMMON_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/result.h"
+
+namespace towerps {
+
+struct SubprocessOptions {
+  std::vector<std::string> argv;                // argv[0] is the program path
+  std::vector<std::string> extra_env;           // "NAME=value" added to the parent's environment
+  std::string output_path;                      // stdout+stderr go here; empty: inherit
+  bool new_process_group = true;                // so a signal can reach the whole tree
+};
+
+class Subprocess {
+ public:
+  static Result<Subprocess> Start(const SubprocessOptions& options);
+  Subprocess(Subprocess&& other) noexcept;
+  Subprocess& operator=(Subprocess&& other) noexcept;
+  ~Subprocess();
+
+  pid_t pid() const { return pid_; }
+  // Sends `signal` to the child (and its group when it has one). No-op after exit.
+  void Signal(int signal);
+  // Exit code (0..255), or 128 + signal number when killed; nullopt while running at the deadline.
+  std::optional<int> Wait(Deadline deadline);
+  // Non-blocking check.
+  std::optional<int> Poll();
+  bool running() { return !Poll().has_value(); }
+
+ private:
+  explicit Subprocess(pid_t pid, bool group) : pid_(pid), group_(group) {}
+  pid_t pid_ = -1;
+  bool group_ = false;
+  std::optional<int> exit_code_;
+};
+
+}  // namespace towerps
+
+#endif  // TOWERPS_COMMON_SUBPROCESS_H_

@@ -1,0 +1,285 @@
+#include "ps/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace towerps::ps {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 1};
+constexpr uint32_t kHeaderTag = 0x48445221;  // "!RDH"
+constexpr uint32_t kChunkTag = 0x4b4e4843;   // "CHNK"
+constexpr uint32_t kEndTag = 0x21444e45;     // "END!"
+constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 36;
+
+// Appends plain values to a record buffer.
+class Writer {
+ public:
+  template <typename T>
+  void Put(const T& v) {
+    const auto* p = reinterpret_cast<const char*>(&v);
+    buf_.append(p, sizeof(T));
+  }
+  void PutBytes(const void* p, size_t n) { buf_.append(static_cast<const char*>(p), n); }
+  void PutString(const std::string& s) {
+    Put<uint32_t>(static_cast<uint32_t>(s.size()));
+    buf_.append(s);
+  }
+  std::string& buffer() { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+// Reads values from a validated record, failing (never reading past the end) on short data.
+class Reader {
+ public:
+  Reader(const std::string& buf, std::string where) : buf_(buf), where_(std::move(where)) {}
+  template <typename T>
+  Status Get(T* v) {
+    return GetBytes(v, sizeof(T));
+  }
+  Status GetBytes(void* out, size_t n) {
+    if (n > buf_.size() - pos_) return CorruptionError(where_ + ": record ends early");
+    std::memcpy(out, buf_.data() + pos_, n);
+    pos_ += n;
+    return Status::Ok();
+  }
+  Status GetString(std::string* s) {
+    uint32_t n;
+    TOWERPS_RETURN_IF_ERROR(Get(&n));
+    if (n > buf_.size() - pos_) return CorruptionError(where_ + ": string runs past its record");
+    s->assign(buf_.data() + pos_, n);
+    pos_ += n;
+    return Status::Ok();
+  }
+  bool done() const { return pos_ == buf_.size(); }
+
+ private:
+  const std::string& buf_;
+  std::string where_;
+  size_t pos_ = 0;
+};
+
+uint32_t Crc(const std::string& s) {
+  return static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(s.data()),
+                                     static_cast<uInt>(s.size())));
+}
+
+// Record layout: tag u32, length u64, body, crc32(body) u32.
+void AppendRecord(std::string* out, uint32_t tag, const std::string& body) {
+  Writer w;
+  w.Put(tag);
+  w.Put<uint64_t>(body.size());
+  w.PutBytes(body.data(), body.size());
+  w.Put(Crc(body));
+  out->append(w.buffer());
+}
+
+Status ReadRecord(std::ifstream& in, const std::string& path, uint64_t file_left, uint32_t* tag,
+                  std::string* body) {
+  uint64_t len;
+  if (!in.read(reinterpret_cast<char*>(tag), 4) || !in.read(reinterpret_cast<char*>(&len), 8)) {
+    return CorruptionError(path + ": truncated (a record header is cut off)");
+  }
+  if (len > kMaxRecordBytes || len + 4 > file_left) {
+    return CorruptionError(path + ": truncated or corrupt (a record claims " + std::to_string(len) +
+                           " bytes)");
+  }
+  body->resize(len);
+  uint32_t crc;
+  if (!in.read(body->data(), static_cast<std::streamsize>(len)) ||
+      !in.read(reinterpret_cast<char*>(&crc), 4)) {
+    return CorruptionError(path + ": truncated inside a record");
+  }
+  if (crc != Crc(*body)) return CorruptionError(path + ": CRC mismatch; the file is corrupt");
+  return Status::Ok();
+}
+
+std::string EncodeMeta(const CheckpointMeta& m) {
+  Writer w;
+  w.Put(m.job_fingerprint);
+  w.Put(m.model_signature);
+  w.Put<int32_t>(m.server_rank);
+  w.Put<int32_t>(m.num_servers);
+  w.Put(m.partition_bytes);
+  w.Put<uint32_t>(static_cast<uint32_t>(m.variables.size()));
+  for (const VariableSpec& v : m.variables) {
+    w.PutString(v.name);
+    w.Put<uint8_t>(static_cast<uint8_t>(v.dtype));
+    w.Put<uint32_t>(static_cast<uint32_t>(v.shape.size()));
+    for (int64_t d : v.shape) w.Put(d);
+  }
+  return std::move(w.buffer());
+}
+
+Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMeta* m) {
+  Reader r(body, path);
+  int32_t rank = 0, servers = 0;
+  uint32_t nvars = 0;
+  TOWERPS_RETURN_IF_ERROR(r.Get(&m->job_fingerprint));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&m->model_signature));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&rank));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&servers));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&m->partition_bytes));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nvars));
+  m->server_rank = rank;
+  m->num_servers = servers;
+  for (uint32_t i = 0; i < nvars; ++i) {
+    VariableSpec v;
+    uint8_t dtype;
+    uint32_t rank_dims;
+    TOWERPS_RETURN_IF_ERROR(r.GetString(&v.name));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&dtype));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&rank_dims));
+    if (dtype > static_cast<uint8_t>(DType::kUInt8) || rank_dims > 8) {
+      return CorruptionError(path + ": variable " + std::to_string(i) + " is malformed");
+    }
+    v.dtype = static_cast<DType>(dtype);
+    v.shape.resize(rank_dims);
+    for (auto& d : v.shape) TOWERPS_RETURN_IF_ERROR(r.Get(&d));
+    if (!CheckedNumElements(v.shape).ok()) {
+      return CorruptionError(path + ": variable " + v.name + " has an invalid shape");
+    }
+    m->variables.push_back(std::move(v));
+  }
+  if (!r.done()) return CorruptionError(path + ": header record has trailing bytes");
+  return Status::Ok();
+}
+
+std::string EncodeChunk(const ChunkState& c) {
+  Writer w;
+  w.Put(c.variable_id);
+  w.Put(c.chunk_id);
+  w.Put(c.version);
+  w.Put(c.updates);
+  w.Put<uint64_t>(static_cast<uint64_t>(c.values.num_elements()));
+  w.Put<uint32_t>(static_cast<uint32_t>(c.slots.size()));
+  w.Put<uint32_t>(static_cast<uint32_t>(c.worker_clocks.size()));
+  for (int64_t clock : c.worker_clocks) w.Put(clock);
+  w.PutBytes(c.values.raw_data(), c.values.byte_size());
+  for (const Tensor& s : c.slots) w.PutBytes(s.raw_data(), s.byte_size());
+  return std::move(w.buffer());
+}
+
+Status DecodeChunk(const std::string& body, const std::string& path, ChunkState* c) {
+  Reader r(body, path);
+  uint64_t n = 0;
+  uint32_t nslots = 0, nclocks = 0;
+  TOWERPS_RETURN_IF_ERROR(r.Get(&c->variable_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&c->chunk_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&c->version));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&c->updates));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&n));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nslots));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nclocks));
+  // The record's CRC passed and its length is bounded, so these sizes are checked against it.
+  if (nslots > 4 || nclocks > (1u << 20) || n > body.size() / 4 ||
+      (uint64_t{nclocks} * 8 + (1 + uint64_t{nslots}) * n * 4) > body.size()) {
+    return CorruptionError(path + ": chunk record sizes do not add up");
+  }
+  c->worker_clocks.resize(nclocks);
+  for (auto& clock : c->worker_clocks) TOWERPS_RETURN_IF_ERROR(r.Get(&clock));
+  c->values = Tensor::Empty({static_cast<int64_t>(n)});
+  TOWERPS_RETURN_IF_ERROR(r.GetBytes(c->values.raw_data(), c->values.byte_size()));
+  for (uint32_t s = 0; s < nslots; ++s) {
+    Tensor slot = Tensor::Empty({static_cast<int64_t>(n)});
+    TOWERPS_RETURN_IF_ERROR(r.GetBytes(slot.raw_data(), slot.byte_size()));
+    c->slots.push_back(std::move(slot));
+  }
+  if (!r.done()) return CorruptionError(path + ": chunk record has trailing bytes");
+  return Status::Ok();
+}
+
+Status WriteAll(int fd, const std::string& data, const std::string& path) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return IoError(path + ": write failed: " + std::strerror(errno));
+    }
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string CheckpointPath(const std::string& dir, int server_rank) {
+  return (std::filesystem::path(dir) / ("ps-" + std::to_string(server_rank) + ".ckpt")).string();
+}
+
+Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
+  std::string data(kMagic, sizeof(kMagic));
+  AppendRecord(&data, kHeaderTag, EncodeMeta(checkpoint.meta));
+  for (const ChunkState& c : checkpoint.chunks) AppendRecord(&data, kChunkTag, EncodeChunk(c));
+  Writer count;
+  count.Put<uint64_t>(checkpoint.chunks.size());
+  AppendRecord(&data, kEndTag, count.buffer());
+
+  const std::string tmp = path + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(tmp + ": cannot create: " + std::strerror(errno));
+  Status s = WriteAll(fd, data, tmp);
+  if (s.ok() && fsync(fd) != 0) s = IoError(tmp + ": fsync failed: " + std::strerror(errno));
+  close(fd);
+  if (s.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    s = IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  }
+  if (!s.ok()) {
+    unlink(tmp.c_str());
+    return s;
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int dfd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return Status::Ok();
+}
+
+Result<Checkpoint> LoadCheckpoint(const std::string& path) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return NotFoundError(path + ": " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path + ": cannot open");
+  char magic[sizeof(kMagic)];
+  if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    return CorruptionError(path + ": not a TowerPS checkpoint (bad magic)");
+  }
+  Checkpoint ck;
+  uint32_t tag;
+  std::string body;
+  auto left = [&]() { return size - static_cast<uint64_t>(in.tellg()); };
+  TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
+  if (tag != kHeaderTag) return CorruptionError(path + ": header record missing");
+  TOWERPS_RETURN_IF_ERROR(DecodeMeta(body, path, &ck.meta));
+  for (;;) {
+    TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
+    if (tag == kEndTag) break;
+    if (tag != kChunkTag) return CorruptionError(path + ": unknown record type");
+    ChunkState c;
+    TOWERPS_RETURN_IF_ERROR(DecodeChunk(body, path, &c));
+    ck.chunks.push_back(std::move(c));
+  }
+  Reader end(body, path);
+  uint64_t count;
+  TOWERPS_RETURN_IF_ERROR(end.Get(&count));
+  if (count != ck.chunks.size()) {
+    return CorruptionError(path + ": end marker counts " + std::to_string(count) +
+                           " chunks but the file holds " + std::to_string(ck.chunks.size()));
+  }
+  if (left() != 0) return CorruptionError(path + ": bytes follow the end marker");
+  return ck;
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,49 @@
+// Checkpoint files: one per server, "<dir>/ps-<rank>.ckpt", holding that server's chunks with
+// their versions and optimizer state.
+//
+// Format (little-endian): "TOWERPS\x01", a header record, the chunk records, an end marker. Every
+// record is followed by its CRC-32 (zlib). The header names the job fingerprint, the model
+// signature, the server rank and count, the partition size and the variable list, so a
+// checkpoint from a different job, model or layout is refused rather than half-loaded.
+//
+// Contract:
+//  - SaveCheckpoint writes to "<path>.tmp", fsyncs it, renames it over <path> and fsyncs the
+//    directory: a crash leaves either the old or the new checkpoint, never a torn one.
+//  - LoadCheckpoint validates the whole file (lengths, CRCs, counts) before returning anything;
+//    errors are kCorruption or kFailedPrecondition naming the file and the problem.
+//  - Thread-compatible; the caller serialises access to one path.
+#ifndef TOWERPS_PS_CHECKPOINT_H_
+#define TOWERPS_PS_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "ps/chunk.h"
+#include "ps/variable.h"
+
+namespace towerps::ps {
+
+struct CheckpointMeta {
+  uint64_t job_fingerprint = 0;
+  uint64_t model_signature = 0;
+  int server_rank = 0;
+  int num_servers = 0;
+  uint64_t partition_bytes = 0;
+  std::vector<VariableSpec> variables;
+};
+
+struct Checkpoint {
+  CheckpointMeta meta;
+  std::vector<ChunkState> chunks;
+};
+
+std::string CheckpointPath(const std::string& dir, int server_rank);
+
+Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint);
+Result<Checkpoint> LoadCheckpoint(const std::string& path);
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_CHECKPOINT_H_

@@ -1,0 +1,191 @@
+#include "ps/chunk.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include "ps/optimizer.h"
+
+namespace towerps::ps {
+namespace {
+
+// True when `t` holds the only reference to its storage. The acquire fence pairs with the
+// release in the last other holder's decrement, so its reads of the data happen-before our
+// writes.
+bool Exclusive(const Tensor& t) {
+  if (t.storage().use_count() != 1) return false;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
+
+}  // namespace
+
+Chunk::Chunk(const ChunkSpec& spec, const JobConfig& config)
+    : spec_(spec), config_(config), worker_clocks_(static_cast<size_t>(config.workers), 0) {}
+
+Result<bool> Chunk::Init(const Tensor& values) {
+  if (values.num_elements() != spec_.num_elements || values.dtype() != DType::kFloat32) {
+    return InvalidArgumentError("initial value for variable " + std::to_string(spec_.variable_id) +
+                                " chunk " + std::to_string(spec_.chunk_id) + " has " +
+                                std::to_string(values.num_elements()) + " elements, expected " +
+                                std::to_string(spec_.num_elements));
+  }
+  if (initialized()) return false;
+  values_ = values.Clone();
+  slots_.clear();
+  for (int s = 0; s < OptimizerSlots(config_.optimizer.kind); ++s) {
+    Tensor slot = Tensor::Empty({spec_.num_elements});
+    std::fill_n(slot.f32(), spec_.num_elements, OptimizerSlotInitialValue(config_.optimizer, s));
+    slots_.push_back(std::move(slot));
+  }
+  version_ = 0;
+  updates_ = 0;
+  return true;
+}
+
+void Chunk::Restore(const ChunkState& state) {
+  values_ = state.values.Clone();
+  slots_.clear();
+  for (const Tensor& s : state.slots) slots_.push_back(s.Clone());
+  version_ = state.version;
+  updates_ = state.updates;
+  worker_clocks_ = state.worker_clocks;
+  worker_clocks_.resize(static_cast<size_t>(config_.workers), 0);
+  pending_.clear();
+}
+
+ChunkState Chunk::Snapshot() const {
+  ChunkState s;
+  s.variable_id = spec_.variable_id;
+  s.chunk_id = spec_.chunk_id;
+  s.version = version_;
+  s.updates = updates_;
+  if (initialized()) {
+    s.values = values_.Clone();
+    for (const Tensor& slot : slots_) s.slots.push_back(slot.Clone());
+  }
+  s.worker_clocks = worker_clocks_;
+  return s;
+}
+
+Tensor Chunk::WritableBuffer() {
+  if (Exclusive(values_)) return values_;
+  for (auto it = spares_.begin(); it != spares_.end(); ++it) {
+    if (Exclusive(*it)) {
+      Tensor t = std::move(*it);
+      spares_.erase(it);
+      return t;
+    }
+  }
+  return Tensor::Empty({spec_.num_elements});
+}
+
+void Chunk::Update(const float* const* grads, int k, float lr, ShardCounters* counters) {
+  const auto start = std::chrono::steady_clock::now();
+  Tensor out = WritableBuffer();
+  UpdateArgs args;
+  args.grads = grads;
+  args.k = k;
+  args.scale = 1.0f / static_cast<float>(k);
+  args.w_in = values_.f32();
+  args.w_out = out.f32();
+  args.slot0 = slots_.size() > 0 ? slots_[0].f32() : nullptr;
+  args.slot1 = slots_.size() > 1 ? slots_[1].f32() : nullptr;
+  args.n = spec_.num_elements;
+  args.lr = lr;
+  args.t = updates_ + 1;
+  ApplyUpdate(config_.optimizer, args);
+  if (out.raw_data() != values_.raw_data()) {
+    if (spares_.size() < 3) spares_.push_back(std::move(values_));
+    values_ = std::move(out);
+  }
+  ++updates_;
+  ++version_;
+  counters->updates_applied.fetch_add(1, std::memory_order_relaxed);
+  counters->aggregation_nanos.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start)
+                                .count()),
+      std::memory_order_relaxed);
+}
+
+Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
+                                const Tensor& gradient, ShardCounters* counters) {
+  const std::string where = "variable " + std::to_string(spec_.variable_id) + " chunk " +
+                            std::to_string(spec_.chunk_id);
+  if (!initialized()) {
+    return FailedPreconditionError(where + " has no value yet: the chief must Init it first");
+  }
+  if (gradient.num_elements() != spec_.num_elements || gradient.dtype() != DType::kFloat32) {
+    return InvalidArgumentError("gradient for " + where + " has " +
+                                std::to_string(gradient.num_elements()) + " elements, expected " +
+                                std::to_string(spec_.num_elements));
+  }
+  if (worker < 0 || worker >= config_.workers) {
+    return InvalidArgumentError("worker rank " + std::to_string(worker) + " is outside 0.." +
+                                std::to_string(config_.workers - 1));
+  }
+  counters->gradients_received.fetch_add(1, std::memory_order_relaxed);
+  PushOutcome out;
+  const float lr = LearningRateAt(config_.optimizer, config_.schedule, updates_);
+
+  if (config_.mode == UpdateMode::kSync) {
+    if (base_version < version_) {
+      counters->stale_dropped.fetch_add(1, std::memory_order_relaxed);
+      out.kind = PushOutcome::Kind::kDropped;
+      out.version = version_;
+      return out;
+    }
+    if (base_version > version_) {
+      return InvalidArgumentError("gradient for step " + std::to_string(base_version) + " of " +
+                                  where + ", which is only at version " +
+                                  std::to_string(version_) + ": pull before pushing");
+    }
+    auto& bucket = pending_[base_version];
+    if (!bucket.emplace(worker, gradient).second) {
+      return InvalidArgumentError("worker " + std::to_string(worker) + " pushed twice for step " +
+                                  std::to_string(base_version) + " of " + where);
+    }
+    if (static_cast<int>(bucket.size()) < config_.EffectiveReplicas()) {
+      out.version = version_;
+      return out;  // pending
+    }
+    std::vector<const float*> grads;  // std::map iterates in worker-rank order
+    for (const auto& [rank, g] : bucket) grads.push_back(g.f32());
+    Update(grads.data(), static_cast<int>(grads.size()), lr, counters);
+    pending_.erase(base_version);
+    counters->RecordStaleness(0);
+    out.kind = PushOutcome::Kind::kApplied;
+    out.version = version_;
+    return out;
+  }
+
+  // async and ssp
+  const int64_t staleness = version_ - base_version;
+  if (staleness < 0) {
+    return InvalidArgumentError("gradient computed from version " + std::to_string(base_version) +
+                                " of " + where + ", which is only at version " +
+                                std::to_string(version_));
+  }
+  const float effective_lr =
+      config_.staleness_aware_lr ? lr / static_cast<float>(std::max<int64_t>(1, staleness)) : lr;
+  const float* g = gradient.f32();
+  Update(&g, 1, effective_lr, counters);
+  counters->RecordStaleness(staleness);
+  int64_t& c = worker_clocks_[static_cast<size_t>(worker)];
+  c = std::max(c, clock + 1);
+  out.kind = PushOutcome::Kind::kApplied;
+  out.staleness = staleness;
+  out.version = version_;
+  return out;
+}
+
+bool Chunk::PullReady(int64_t min_version, int64_t clock) const {
+  if (!initialized() || version_ < min_version) return false;
+  if (config_.mode != UpdateMode::kSsp) return true;
+  const int64_t slowest = *std::min_element(worker_clocks_.begin(), worker_clocks_.end());
+  return slowest >= clock - config_.staleness;
+}
+
+}  // namespace towerps::ps

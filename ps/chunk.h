@@ -1,0 +1,92 @@
+// Chunk: one piece of one variable held by a server, with its optimizer state, its version, and
+// the update rule of the job's mode.
+//
+//  sync   Gradients for step t (= the version they were computed from) wait until
+//         EffectiveReplicas() have arrived; they are summed in worker-rank order, averaged, and
+//         applied once; the version moves to t+1. A gradient for a step below the version is
+//         dropped and counted (its worker was a backup this step).
+//  async  Each gradient is applied on arrival; staleness = version - base version, recorded;
+//         with staleness_aware_lr the learning rate is divided by max(1, staleness).
+//  ssp    As async; in addition a pull for clock c is ready only once every worker has pushed
+//         clock c - s - 1 or later (Ho et al. 2013), i.e. no worker is more than s ahead.
+//
+// Contract: owned and used by exactly one server thread; not thread-safe. values() returns a
+// handle that stays valid and unchanged after later updates (copy-on-write: an update whose
+// current buffer is still shared, e.g. being sent, writes into another buffer).
+#ifndef TOWERPS_PS_CHUNK_H_
+#define TOWERPS_PS_CHUNK_H_
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "common/result.h"
+#include "common/tensor.h"
+#include "ps/job_config.h"
+#include "ps/placement.h"
+#include "ps/server_stats.h"
+
+namespace towerps::ps {
+
+struct PushOutcome {
+  enum class Kind { kApplied, kPending, kDropped } kind = Kind::kPending;
+  int64_t staleness = 0;  // async/ssp: of this update; sync: 0
+  int64_t version = 0;    // the chunk's version after the push
+};
+
+// Everything a checkpoint needs to restore a chunk exactly.
+struct ChunkState {
+  uint32_t variable_id = 0;
+  uint32_t chunk_id = 0;
+  int64_t version = -1;
+  int64_t updates = 0;
+  Tensor values;
+  std::vector<Tensor> slots;
+  std::vector<int64_t> worker_clocks;
+};
+
+class Chunk {
+ public:
+  Chunk(const ChunkSpec& spec, const JobConfig& config);
+  Chunk(const Chunk&) = delete;
+  Chunk& operator=(const Chunk&) = delete;
+
+  const ChunkSpec& spec() const { return spec_; }
+  bool initialized() const { return version_ >= 0; }
+  int64_t version() const { return version_; }
+
+  // Sets the initial values (copied) and version 0. Only the first call has an effect; returns
+  // whether this one did. Fails on a size mismatch.
+  Result<bool> Init(const Tensor& values);
+  // Replaces all state with a checkpointed one (same spec; checked by the caller).
+  void Restore(const ChunkState& state);
+  ChunkState Snapshot() const;  // deep copy
+
+  // Applies the mode's rule to one worker's gradient (kept by reference while pending). Errors:
+  // not initialised, wrong size, worker rank out of range, a step from the future (sync), or a
+  // second gradient from one worker for one step.
+  Result<PushOutcome> Push(int worker, int64_t base_version, int64_t clock, const Tensor& gradient,
+                           ShardCounters* counters);
+
+  // Whether a pull asking for (min_version, clock) can be answered now.
+  bool PullReady(int64_t min_version, int64_t clock) const;
+  const Tensor& values() const { return values_; }
+
+ private:
+  void Update(const float* const* grads, int k, float lr, ShardCounters* counters);
+  Tensor WritableBuffer();
+
+  const ChunkSpec spec_;
+  const JobConfig config_;
+  int64_t version_ = -1;  // -1 until initialised
+  int64_t updates_ = 0;
+  Tensor values_;
+  std::vector<Tensor> spares_;  // earlier buffers, reused once nobody else holds them
+  std::vector<Tensor> slots_;
+  std::map<int64_t, std::map<int, Tensor>> pending_;  // sync: step -> worker -> gradient
+  std::vector<int64_t> worker_clocks_;                // ssp: clocks pushed so far, per worker
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_CHUNK_H_

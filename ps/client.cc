@@ -1,0 +1,446 @@
+#include "ps/client.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "common/logging.h"
+#include "common/mailbox.h"
+
+namespace towerps::ps {
+namespace {
+
+using Completion = std::function<void(Result<IncomingMessage>)>;
+
+struct Call {
+  int server = -1;  // -1: stop the I/O thread
+  std::optional<OutgoingMessage> message;
+  std::string what;
+  Completion done;
+};
+
+struct Pending {
+  int server;
+  Deadline deadline;
+  std::string what;
+  Completion done;
+};
+
+// Gathers the per-chunk replies of one call into one future.
+template <typename T>
+struct Join {
+  explicit Join(int parts) : remaining(parts) {}
+  std::mutex mu;
+  int remaining;  // guarded by mu
+  Status error;   // guarded by mu: the first failure
+  T value;        // guarded by mu
+  std::promise<Result<T>> promise;
+
+  // Runs `merge` on the value under the lock; fulfils the promise after the last part.
+  template <typename F>
+  void Part(const Status& status, F&& merge) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!status.ok() && error.ok()) error = status;
+    if (status.ok()) merge(value);
+    if (--remaining == 0) {
+      if (error.ok()) {
+        promise.set_value(std::move(value));
+      } else {
+        promise.set_value(error);
+      }
+    }
+  }
+};
+
+// The same for calls whose only result is a Status.
+struct StatusJoin {
+  explicit StatusJoin(int parts) : remaining(parts) {}
+  std::mutex mu;
+  int remaining;  // guarded by mu
+  Status error;   // guarded by mu
+  std::promise<Status> promise;
+
+  void Part(const Status& status) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!status.ok() && error.ok()) error = status;
+    if (--remaining == 0) promise.set_value(error);
+  }
+};
+
+template <typename T>
+std::future<Result<T>> Ready(Result<T> r) {
+  std::promise<Result<T>> p;
+  p.set_value(std::move(r));
+  return p.get_future();
+}
+
+std::future<Status> ReadyStatus(Status s) {
+  std::promise<Status> p;
+  p.set_value(std::move(s));
+  return p.get_future();
+}
+
+}  // namespace
+
+void PulledVariable::CopyTo(float* dst) const {
+  for (const auto& [spec, t] : chunks) {
+    std::memcpy(dst + spec.offset, t.raw_data(), static_cast<size_t>(spec.num_elements) * 4);
+  }
+}
+
+class Client::Impl {
+ public:
+  explicit Impl(ClientOptions options) : options_(std::move(options)) {}
+  ~Impl() {
+    if (io_.joinable()) {
+      calls_.Push(Call{});
+      io_.join();
+    }
+  }
+
+  Status Start() {
+    TOWERPS_ASSIGN_OR_RETURN(transport_, Transport::Create("zmq", options_.transport));
+    const std::string identity = "worker:" + std::to_string(options_.worker_rank);
+    for (const std::string& endpoint : options_.servers) {
+      TOWERPS_ASSIGN_OR_RETURN(auto socket, transport_->Connect(endpoint, identity));
+      sockets_.push_back(std::move(socket));
+    }
+    io_ = std::thread([this] { Loop(); });
+    return Status::Ok();
+  }
+
+  void Submit(int server, OutgoingMessage msg, std::string what, Completion done) {
+    Call call;
+    call.server = server;
+    call.message.emplace(std::move(msg));
+    call.what = std::move(what);
+    call.done = std::move(done);
+    calls_.Push(std::move(call));
+  }
+
+  OutgoingMessage NewMessage(proto::MessageType type) {
+    OutgoingMessage m(type);
+    m.header().setSenderRole(proto::Role::WORKER);
+    m.header().setSenderRank(static_cast<uint32_t>(options_.worker_rank));
+    m.header().setJobId(job_id_);
+    return m;
+  }
+
+  std::string ServerName(int server) const {
+    return "server " + std::to_string(server) + " (" + options_.servers[server] + ")";
+  }
+
+  const ClientOptions options_;
+  const uint64_t job_id_ = options_.job.Fingerprint();
+  mutable std::mutex placement_mu_;
+  std::optional<ChunkPlacement> placement_;  // guarded by placement_mu_; set once by Register
+
+ private:
+  void Loop() {
+    std::vector<Socket*> sockets;
+    for (auto& s : sockets_) sockets.push_back(s.get());
+    for (;;) {
+      Deadline wait = Deadline::After(std::chrono::milliseconds(50));
+      for (const auto& [id, p] : pending_) wait = wait.Earlier(p.deadline);
+      Result<std::vector<bool>> ready = transport_->Poll(sockets, calls_.wake_fd(), wait);
+      if (!ready.ok()) {
+        TOWERPS_LOG(kError) << "client poll failed: " << ready.status().ToString();
+        continue;
+      }
+      if (ready->back()) {
+        for (Call& call : calls_.DrainAll()) {
+          if (call.server < 0) {
+            FailAll(CancelledError("the parameter-server client was shut down"));
+            return;
+          }
+          Send(std::move(call));
+        }
+      }
+      for (size_t i = 0; i < sockets.size(); ++i) {
+        if (!(*ready)[i]) continue;
+        for (;;) {
+          Result<IncomingMessage> msg = sockets[i]->Receive(Deadline::After(std::chrono::milliseconds(0)));
+          if (!msg.ok()) break;
+          Complete(static_cast<int>(i), std::move(msg).value());
+        }
+      }
+      ExpireDeadlines();
+    }
+  }
+
+  void Send(Call call) {
+    const uint64_t id = ++next_request_id_;
+    call.message->header().setRequestId(id);
+    Deadline deadline = Deadline::After(options_.rpc_timeout);
+    Status s = sockets_[call.server]->Send(std::move(*call.message), deadline);
+    if (!s.ok()) {
+      call.done(s.WithContext(call.what + " to " + ServerName(call.server)));
+      return;
+    }
+    pending_.emplace(id, Pending{call.server, deadline, std::move(call.what), std::move(call.done)});
+  }
+
+  void Complete(int server, IncomingMessage msg) {
+    auto it = pending_.find(msg.header().getRequestId());
+    if (it == pending_.end() || it->second.server != server) return;  // late reply to a timed-out call
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    if (msg.type() == proto::MessageType::ERROR) {
+      p.done(StatusFromHeader(msg.header()).WithContext(ServerName(server) + " refused " + p.what));
+      return;
+    }
+    p.done(std::move(msg));
+  }
+
+  void ExpireDeadlines() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (!it->second.deadline.expired()) {
+        ++it;
+        continue;
+      }
+      Pending p = std::move(it->second);
+      it = pending_.erase(it);
+      p.done(TimeoutError(ServerName(p.server) + " did not answer " + p.what + " within " +
+                          std::to_string(options_.rpc_timeout.count()) +
+                          " ms; is it running and reachable?"));
+    }
+  }
+
+  void FailAll(const Status& status) {
+    for (auto& [id, p] : pending_) p.done(status);
+    pending_.clear();
+    for (Call& call : calls_.DrainAll()) {
+      if (call.done) call.done(status);
+    }
+  }
+
+  std::unique_ptr<Transport> transport_;
+  std::vector<std::unique_ptr<Socket>> sockets_;
+  Mailbox<Call> calls_;
+  std::thread io_;
+  uint64_t next_request_id_ = 0;           // I/O thread only
+  std::map<uint64_t, Pending> pending_;    // I/O thread only
+};
+
+Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
+  TOWERPS_RETURN_IF_ERROR(options.job.Validate());
+  if (static_cast<int>(options.servers.size()) != options.job.servers) {
+    return InvalidArgumentError(std::to_string(options.servers.size()) +
+                                " server endpoints given but --servers=" +
+                                std::to_string(options.job.servers));
+  }
+  if (options.worker_rank < 0 || options.worker_rank >= options.job.workers) {
+    return InvalidArgumentError("--rank=" + std::to_string(options.worker_rank) + " is outside 0.." +
+                                std::to_string(options.job.workers - 1));
+  }
+  auto impl = std::make_unique<Impl>(std::move(options));
+  TOWERPS_RETURN_IF_ERROR(impl->Start());
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+const ChunkPlacement& Client::placement() const {
+  std::lock_guard<std::mutex> lock(impl_->placement_mu_);
+  TOWERPS_CHECK(impl_->placement_.has_value()) << "placement() before Register()";
+  return *impl_->placement_;
+}
+
+int Client::num_servers() const { return static_cast<int>(impl_->options_.servers.size()); }
+
+std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variables,
+                                              uint64_t model_signature) {
+  Result<ChunkPlacement> placement = ChunkPlacement::Compute(
+      variables, impl_->options_.job.servers, impl_->options_.job.partition_bytes);
+  if (!placement.ok()) return Ready<int64_t>(placement.status());
+  std::vector<bool> owns(impl_->options_.servers.size(), false);
+  for (const ChunkSpec& c : placement->chunks()) owns[c.server] = true;
+  {
+    std::lock_guard<std::mutex> lock(impl_->placement_mu_);
+    impl_->placement_ = std::move(placement).value();
+  }
+  const int n = num_servers();
+  auto join = std::make_shared<Join<int64_t>>(n);
+  join->value = -2;  // none merged yet
+  auto future = join->promise.get_future();
+  for (int s = 0; s < n; ++s) {
+    OutgoingMessage m = impl_->NewMessage(proto::MessageType::REGISTER);
+    auto h = m.header();
+    h.setModelSignature(model_signature);
+    h.setConfigFingerprint(impl_->job_id_);
+    auto vars = h.initVariables(static_cast<unsigned>(variables.size()));
+    for (size_t i = 0; i < variables.size(); ++i) {
+      auto v = vars[static_cast<unsigned>(i)];
+      v.setName(variables[i].name);
+      v.setDtype(static_cast<proto::DType>(variables[i].dtype));
+      auto shape = v.initShape(static_cast<unsigned>(variables[i].shape.size()));
+      for (size_t d = 0; d < variables[i].shape.size(); ++d) {
+        shape.set(static_cast<unsigned>(d), variables[i].shape[d]);
+      }
+    }
+    const auto fields = impl_->options_.job.Fields();
+    auto list = h.initConfigFields(static_cast<unsigned>(fields.size()));
+    for (size_t i = 0; i < fields.size(); ++i) {
+      list[static_cast<unsigned>(i)].setName(fields[i].first);
+      list[static_cast<unsigned>(i)].setValue(fields[i].second);
+    }
+    const bool counts = owns[s];
+    impl_->Submit(s, std::move(m), "register", [join, counts](Result<IncomingMessage> r) {
+      const int64_t v = r.ok() ? r->header().getStep() : 0;
+      join->Part(r.status(), [&](int64_t& acc) {
+        if (counts) acc = acc == -2 ? v : std::min(acc, v);
+      });
+    });
+  }
+  return future;
+}
+
+std::future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
+  const auto chunks = placement().ChunksOf(variable_id);
+  int64_t total = 0;
+  for (const ChunkSpec& c : chunks) total += c.num_elements;
+  if (value.num_elements() != total) {
+    return ReadyStatus(InvalidArgumentError("Init of variable " + std::to_string(variable_id) +
+                                            " with " + std::to_string(value.num_elements()) +
+                                            " elements, expected " + std::to_string(total)));
+  }
+  auto join = std::make_shared<StatusJoin>(static_cast<int>(chunks.size()));
+  auto future = join->promise.get_future();
+  for (const ChunkSpec& c : chunks) {
+    OutgoingMessage m = impl_->NewMessage(proto::MessageType::INIT);
+    m.header().setVariableId(c.variable_id);
+    m.header().setChunkId(c.chunk_id);
+    m.AddTensor(value.Reshape({total}).View(c.offset, {c.num_elements}), c.variable_id, c.chunk_id);
+    impl_->Submit(c.server, std::move(m),
+                  "init of variable " + std::to_string(c.variable_id) + " chunk " +
+                      std::to_string(c.chunk_id),
+                  [join](Result<IncomingMessage> r) { join->Part(r.status()); });
+  }
+  return future;
+}
+
+std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t version, int64_t clock,
+                                             const Tensor& gradient) {
+  const auto chunks = placement().ChunksOf(variable_id);
+  int64_t total = 0;
+  for (const ChunkSpec& c : chunks) total += c.num_elements;
+  if (gradient.num_elements() != total || gradient.dtype() != DType::kFloat32) {
+    return Ready<PushReport>(InvalidArgumentError(
+        "Push of variable " + std::to_string(variable_id) + " with " +
+        std::to_string(gradient.num_elements()) + " elements, expected " + std::to_string(total)));
+  }
+  auto join = std::make_shared<Join<PushReport>>(static_cast<int>(chunks.size()));
+  join->value.version = INT64_MAX;
+  auto applied = std::make_shared<int>(0);
+  auto future = join->promise.get_future();
+  const Tensor flat = gradient.Reshape({total});
+  for (const ChunkSpec& c : chunks) {
+    OutgoingMessage m = impl_->NewMessage(proto::MessageType::PUSH);
+    m.header().setVariableId(c.variable_id);
+    m.header().setChunkId(c.chunk_id);
+    m.header().setStep(version);
+    m.header().setClock(clock);
+    m.AddTensor(flat.View(c.offset, {c.num_elements}), c.variable_id, c.chunk_id);
+    impl_->Submit(c.server, std::move(m),
+                  "push of variable " + std::to_string(c.variable_id) + " chunk " +
+                      std::to_string(c.chunk_id),
+                  [join, applied](Result<IncomingMessage> r) {
+                    const int64_t v = r.ok() ? r->header().getStep() : 0;
+                    const int64_t s = r.ok() ? r->header().getStaleness() : 0;
+                    join->Part(r.status(), [&](PushReport& rep) {
+                      rep.version = std::min(rep.version, v);
+                      if (s < 0) {
+                        ++rep.dropped_chunks;
+                        return;
+                      }
+                      rep.max_staleness = std::max(rep.max_staleness, s);
+                      rep.mean_staleness = (rep.mean_staleness * *applied + s) / (*applied + 1);
+                      ++*applied;
+                    });
+                  });
+  }
+  return future;
+}
+
+std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t min_version,
+                                                 int64_t clock) {
+  const auto chunks = placement().ChunksOf(variable_id);
+  auto join = std::make_shared<Join<PulledVariable>>(static_cast<int>(chunks.size()));
+  join->value.version = INT64_MAX;
+  auto future = join->promise.get_future();
+  for (const ChunkSpec& c : chunks) {
+    OutgoingMessage m = impl_->NewMessage(proto::MessageType::PULL);
+    m.header().setVariableId(c.variable_id);
+    m.header().setChunkId(c.chunk_id);
+    m.header().setStep(min_version);
+    m.header().setClock(clock);
+    impl_->Submit(c.server, std::move(m),
+                  "pull of variable " + std::to_string(c.variable_id) + " chunk " +
+                      std::to_string(c.chunk_id),
+                  [join, c](Result<IncomingMessage> r) {
+                    Status s = r.status();
+                    if (s.ok() && (r->tensors().size() != 1 ||
+                                   r->tensors()[0].num_elements() != c.num_elements)) {
+                      s = ProtocolError("pull reply for variable " + std::to_string(c.variable_id) +
+                                        " chunk " + std::to_string(c.chunk_id) + " has the wrong size");
+                    }
+                    join->Part(s, [&](PulledVariable& out) {
+                      out.version = std::min(out.version, r->header().getStep());
+                      out.chunks.emplace_back(c, r->tensors()[0]);
+                    });
+                  });
+  }
+  return future;
+}
+
+std::future<Result<ServerStatsReport>> Client::Stats(int server) {
+  auto promise = std::make_shared<std::promise<Result<ServerStatsReport>>>();
+  auto future = promise->get_future();
+  impl_->Submit(server, impl_->NewMessage(proto::MessageType::STATS), "stats",
+                [promise](Result<IncomingMessage> r) {
+                  if (!r.ok()) {
+                    promise->set_value(r.status());
+                    return;
+                  }
+                  auto st = r->header().getStats();
+                  ServerStatsReport rep;
+                  rep.bytes_in = st.getBytesIn();
+                  rep.bytes_out = st.getBytesOut();
+                  rep.gradients_received = st.getGradientsReceived();
+                  rep.updates_applied = st.getUpdatesApplied();
+                  rep.stale_dropped = st.getStaleDropped();
+                  rep.pulls_served = st.getPullsServed();
+                  rep.aggregation_nanos = st.getAggregationNanos();
+                  rep.rejected_messages = st.getRejectedMessages();
+                  rep.checkpoints_written = st.getCheckpointsWritten();
+                  rep.min_version = st.getMinVersion();
+                  rep.max_version = st.getMaxVersion();
+                  for (uint64_t b : st.getStalenessHistogram()) rep.staleness_histogram.push_back(b);
+                  promise->set_value(std::move(rep));
+                });
+  return future;
+}
+
+std::future<Status> Client::Ping(int server) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  impl_->Submit(server, impl_->NewMessage(proto::MessageType::PING), "ping",
+                [promise](Result<IncomingMessage> r) { promise->set_value(r.status()); });
+  return future;
+}
+
+std::future<Status> Client::Shutdown(int server) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  impl_->Submit(server, impl_->NewMessage(proto::MessageType::SHUTDOWN), "shutdown",
+                [promise](Result<IncomingMessage> r) { promise->set_value(r.status()); });
+  return future;
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,98 @@
+// Client: what a worker uses to reach the parameter servers.
+//
+// Every call is asynchronous: it queues the request and returns a std::future at once. A
+// background I/O thread owns one DEALER socket per server, sends to all servers in parallel and
+// completes the futures. A call that touches a variable is split into one request per chunk,
+// sent to the chunk's server (the placement is computed here exactly as on the servers).
+//
+// Contract:
+//  - Tensors passed to Init/Push are sent without copying; the caller must not modify them until
+//    the returned future is ready (by then the servers have received them).
+//  - Pulled chunks are views of the received messages and stay valid as long as the result.
+//  - Every call completes within `rpc_timeout` of being issued: with a result, the server's
+//    error, or kTimeout naming the server that did not answer. Nothing waits forever.
+//  - Methods are thread-safe. Register() must complete before variable calls.
+//  - Destroying the client fails outstanding calls with kCancelled.
+#ifndef TOWERPS_PS_CLIENT_H_
+#define TOWERPS_PS_CLIENT_H_
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/transport.h"
+#include "ps/job_config.h"
+#include "ps/placement.h"
+
+namespace towerps::ps {
+
+struct ClientOptions {
+  std::vector<std::string> servers;  // endpoints; index = server rank
+  int worker_rank = 0;
+  std::chrono::milliseconds rpc_timeout{30000};
+  TransportOptions transport;
+  JobConfig job;
+};
+
+struct PulledVariable {
+  int64_t version = 0;  // the lowest version among the variable's chunks
+  std::vector<std::pair<ChunkSpec, Tensor>> chunks;  // views of the received messages
+  // Assembles the chunks into `dst` (the variable's flattened elements).
+  void CopyTo(float* dst) const;
+};
+
+struct PushReport {
+  int64_t version = 0;     // lowest chunk version after the push
+  int dropped_chunks = 0;  // chunks that discarded the gradient as stale (sync)
+  int64_t max_staleness = 0;
+  double mean_staleness = 0;  // over applied chunks
+};
+
+struct ServerStatsReport {
+  uint64_t bytes_in = 0, bytes_out = 0;
+  uint64_t gradients_received = 0, updates_applied = 0, stale_dropped = 0, pulls_served = 0;
+  uint64_t aggregation_nanos = 0, rejected_messages = 0, checkpoints_written = 0;
+  int64_t min_version = -1, max_version = -1;
+  std::vector<uint64_t> staleness_histogram;
+};
+
+class Client {
+ public:
+  static Result<std::unique_ptr<Client>> Connect(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Declares the model to every server (configuration and model are checked there) and computes
+  // the placement. The result's value is the lowest version the servers hold (-1: no values yet;
+  // >= 0 after a restore).
+  std::future<Result<int64_t>> Register(std::vector<VariableSpec> variables,
+                                        uint64_t model_signature);
+  // Chief only: the initial value of one variable. Servers keep the first value they get.
+  std::future<Status> Init(uint32_t variable_id, const Tensor& value);
+  // The gradient of one variable, computed from parameters at `version` during iteration `clock`.
+  std::future<Result<PushReport>> Push(uint32_t variable_id, int64_t version, int64_t clock,
+                                       const Tensor& gradient);
+  // The variable once every chunk has reached `min_version` (and, in SSP, the slowest worker is
+  // within the staleness bound of `clock`).
+  std::future<Result<PulledVariable>> Pull(uint32_t variable_id, int64_t min_version, int64_t clock);
+  std::future<Result<ServerStatsReport>> Stats(int server);
+  std::future<Status> Ping(int server);
+  // Asks a server to checkpoint (if configured) and exit.
+  std::future<Status> Shutdown(int server);
+
+  const ChunkPlacement& placement() const;
+  int num_servers() const;
+
+ private:
+  class Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_CLIENT_H_

@@ -1,0 +1,190 @@
+#include "ps/job_config.h"
+
+#include <cstdio>
+
+namespace towerps::ps {
+namespace {
+
+std::string FloatText(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+}  // namespace
+
+const char* UpdateModeName(UpdateMode mode) {
+  switch (mode) {
+    case UpdateMode::kSync: return "sync";
+    case UpdateMode::kAsync: return "async";
+    case UpdateMode::kSsp: return "ssp";
+  }
+  return "?";
+}
+
+Result<UpdateMode> ParseUpdateMode(const std::string& text) {
+  if (text == "sync") return UpdateMode::kSync;
+  if (text == "async") return UpdateMode::kAsync;
+  if (text == "ssp") return UpdateMode::kSsp;
+  return InvalidArgumentError("--mode=" + text + " is not one of sync, async, ssp");
+}
+
+const char* OptimizerKindName(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kMomentum: return "momentum";
+    case OptimizerKind::kAdam: return "adam";
+    case OptimizerKind::kAdagrad: return "adagrad";
+  }
+  return "?";
+}
+
+Result<OptimizerKind> ParseOptimizerKind(const std::string& text) {
+  if (text == "sgd") return OptimizerKind::kSgd;
+  if (text == "momentum") return OptimizerKind::kMomentum;
+  if (text == "adam") return OptimizerKind::kAdam;
+  if (text == "adagrad") return OptimizerKind::kAdagrad;
+  return InvalidArgumentError("--optimizer=" + text + " is not one of sgd, momentum, adam, adagrad");
+}
+
+const char* LrScheduleKindName(LrScheduleKind kind) {
+  switch (kind) {
+    case LrScheduleKind::kConstant: return "constant";
+    case LrScheduleKind::kStep: return "step";
+    case LrScheduleKind::kExponential: return "exponential";
+  }
+  return "?";
+}
+
+Result<LrScheduleKind> ParseLrScheduleKind(const std::string& text) {
+  if (text == "constant") return LrScheduleKind::kConstant;
+  if (text == "step") return LrScheduleKind::kStep;
+  if (text == "exponential") return LrScheduleKind::kExponential;
+  return InvalidArgumentError("--lr-schedule=" + text +
+                              " is not one of constant, step, exponential");
+}
+
+Status JobConfig::Validate() const {
+  auto bad = [](const std::string& what) { return InvalidArgumentError(what); };
+  if (workers < 1) return bad("--workers must be at least 1, got " + std::to_string(workers));
+  if (servers < 1) return bad("--servers must be at least 1, got " + std::to_string(servers));
+  if (replicas_to_aggregate < 0 || replicas_to_aggregate > workers) {
+    return bad("--replicas-to-aggregate=" + std::to_string(replicas_to_aggregate) +
+               " must be between 1 and --workers=" + std::to_string(workers) + " (0 means all)");
+  }
+  if (staleness < 0) return bad("--staleness must be >= 0, got " + std::to_string(staleness));
+  if (partition_bytes < 64) {
+    return bad("--partition-bytes must be at least 64, got " + std::to_string(partition_bytes));
+  }
+  if (!(optimizer.learning_rate > 0)) {
+    return bad("--lr must be positive, got " + FloatText(optimizer.learning_rate));
+  }
+  if (optimizer.momentum < 0 || optimizer.momentum >= 1) {
+    return bad("--momentum must be in [0, 1), got " + FloatText(optimizer.momentum));
+  }
+  if (optimizer.beta1 < 0 || optimizer.beta1 >= 1 || optimizer.beta2 < 0 || optimizer.beta2 >= 1) {
+    return bad("--beta1 and --beta2 must be in [0, 1)");
+  }
+  if (!(optimizer.epsilon > 0)) return bad("--epsilon must be positive");
+  if (optimizer.weight_decay < 0) return bad("--weight-decay must be >= 0");
+  if (!(optimizer.initial_accumulator > 0)) return bad("--adagrad-initial must be positive");
+  if (schedule.decay_steps < 1) return bad("--lr-decay-steps must be at least 1");
+  if (!(schedule.decay_rate > 0)) return bad("--lr-decay-rate must be positive");
+  if (schedule.warmup_steps < 0) return bad("--lr-warmup-steps must be >= 0");
+  if (epochs < 1) return bad("--epochs must be at least 1, got " + std::to_string(epochs));
+  if (batch_size < 1) return bad("--batch-size must be at least 1, got " + std::to_string(batch_size));
+  return Status::Ok();
+}
+
+std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
+  return {
+      {"--workers", std::to_string(workers)},
+      {"--servers", std::to_string(servers)},
+      {"--mode", UpdateModeName(mode)},
+      {"--replicas-to-aggregate", std::to_string(EffectiveReplicas())},
+      {"--staleness", std::to_string(staleness)},
+      {"--staleness-aware-lr", staleness_aware_lr ? "true" : "false"},
+      {"--partition-bytes", std::to_string(partition_bytes)},
+      {"--optimizer", OptimizerKindName(optimizer.kind)},
+      {"--lr", FloatText(optimizer.learning_rate)},
+      {"--momentum", FloatText(optimizer.momentum)},
+      {"--nesterov", optimizer.nesterov ? "true" : "false"},
+      {"--beta1", FloatText(optimizer.beta1)},
+      {"--beta2", FloatText(optimizer.beta2)},
+      {"--epsilon", FloatText(optimizer.epsilon)},
+      {"--adagrad-initial", FloatText(optimizer.initial_accumulator)},
+      {"--weight-decay", FloatText(optimizer.weight_decay)},
+      {"--lr-schedule", LrScheduleKindName(schedule.kind)},
+      {"--lr-decay-rate", FloatText(schedule.decay_rate)},
+      {"--lr-decay-steps", std::to_string(schedule.decay_steps)},
+      {"--lr-staircase", schedule.staircase ? "true" : "false"},
+      {"--lr-warmup-steps", std::to_string(schedule.warmup_steps)},
+      {"--model", model},
+      {"--dataset", dataset},
+      {"--epochs", std::to_string(epochs)},
+      {"--batch-size", std::to_string(batch_size)},
+      {"--seed", std::to_string(seed)},
+  };
+}
+
+std::vector<std::string> JobConfig::ToArgs() const {
+  std::vector<std::string> args;
+  for (const auto& [name, value] : Fields()) {
+    if (value == "false") continue;  // switches are off by default
+    args.push_back(name);
+    if (value != "true") args.push_back(value);
+  }
+  return args;
+}
+
+uint64_t Fnv1a(const void* data, size_t size, uint64_t seed) {
+  uint64_t h = seed;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+uint64_t JobConfig::Fingerprint() const {
+  uint64_t h = Fnv1a("towerps-job", 11);
+  for (const auto& [name, value] : Fields()) {
+    h = Fnv1a(name.data(), name.size(), h);
+    h = Fnv1a("=", 1, h);
+    h = Fnv1a(value.data(), value.size(), h);
+    h = Fnv1a(";", 1, h);
+  }
+  return h;
+}
+
+Status CompareConfigFields(const std::vector<std::pair<std::string, std::string>>& mine,
+                           const std::string& my_name,
+                           const std::vector<std::pair<std::string, std::string>>& theirs,
+                           const std::string& their_name) {
+  const std::string advice = "; give every process of the job the same options (e.g. one --config file)";
+  for (const auto& [name, value] : mine) {
+    const std::pair<std::string, std::string>* found = nullptr;
+    for (const auto& f : theirs) {
+      if (f.first == name) found = &f;
+    }
+    if (found == nullptr) {
+      return FailedPreconditionError("configuration mismatch: " + their_name + " does not set " +
+                                     name + " (" + my_name + " has " + value + ")" + advice);
+    }
+    if (found->second != value) {
+      return FailedPreconditionError("configuration mismatch: " + name + " is " + found->second +
+                                     " at " + their_name + " but " + value + " at " + my_name +
+                                     advice);
+    }
+  }
+  if (theirs.size() != mine.size()) {
+    return FailedPreconditionError("configuration mismatch: " + their_name + " sends " +
+                                   std::to_string(theirs.size()) + " job fields, " + my_name +
+                                   " knows " + std::to_string(mine.size()) +
+                                   " (different TowerPS versions?)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,92 @@
+// JobConfig: the options every process of one job must share (update mode, optimizer, model,
+// data, ...). Per-process options (rank, ports, directories) live in ServerOptions and friends.
+//
+// Contract: a plain value type. Fields() lists every field as ("--flag", "value"), in a fixed
+// order, so that two processes can name the first field they disagree on; Fingerprint() hashes
+// that list. Thread-compatible.
+#ifndef TOWERPS_PS_JOB_CONFIG_H_
+#define TOWERPS_PS_JOB_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace towerps::ps {
+
+enum class UpdateMode { kSync, kAsync, kSsp };
+enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad };
+enum class LrScheduleKind { kConstant, kStep, kExponential };
+
+const char* UpdateModeName(UpdateMode mode);
+Result<UpdateMode> ParseUpdateMode(const std::string& text);
+const char* OptimizerKindName(OptimizerKind kind);
+Result<OptimizerKind> ParseOptimizerKind(const std::string& text);
+const char* LrScheduleKindName(LrScheduleKind kind);
+Result<LrScheduleKind> ParseLrScheduleKind(const std::string& text);
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::kMomentum;
+  float learning_rate = 0.05f;
+  float momentum = 0.9f;          // momentum
+  bool nesterov = false;          // momentum
+  float beta1 = 0.9f;             // adam
+  float beta2 = 0.999f;           // adam
+  float epsilon = 1e-8f;          // adam
+  float initial_accumulator = 0.1f;  // adagrad
+  float weight_decay = 0.0f;      // L2 coefficient added to the gradient: g + wd * w
+};
+
+struct LrScheduleOptions {
+  LrScheduleKind kind = LrScheduleKind::kConstant;
+  float decay_rate = 0.1f;     // step and exponential
+  int64_t decay_steps = 1000;  // step and exponential
+  bool staircase = false;      // exponential: decay in whole intervals
+  int64_t warmup_steps = 0;    // linear warm-up from lr/warmup to lr, before any decay
+};
+
+struct JobConfig {
+  int workers = 2;
+  int servers = 1;
+  UpdateMode mode = UpdateMode::kSync;
+  int replicas_to_aggregate = 0;  // sync: gradients per step; 0 means all workers
+  int staleness = 2;              // ssp: the bound s
+  bool staleness_aware_lr = false;  // async/ssp: lr / max(1, staleness)
+  size_t partition_bytes = 1 << 20;
+  OptimizerOptions optimizer;
+  LrScheduleOptions schedule;
+  // Training options, shared so that every worker trains the same job.
+  std::string model = "mlp";
+  std::string dataset = "fashion-mnist";
+  int epochs = 5;
+  int batch_size = 64;  // per worker
+  uint64_t seed = 1;
+
+  // Gradients a sync step needs.
+  int EffectiveReplicas() const { return replicas_to_aggregate > 0 ? replicas_to_aggregate : workers; }
+
+  // Checks ranges and combinations; the error names the flag and the accepted values.
+  Status Validate() const;
+  std::vector<std::pair<std::string, std::string>> Fields() const;
+  uint64_t Fingerprint() const;
+  // The fields as command-line arguments that JobFlags parses back into an equal config.
+  std::vector<std::string> ToArgs() const;
+};
+
+// Compares this process's fields with a peer's; on the first difference returns
+// kFailedPrecondition naming the field and both values, e.g. "--lr is 0.1 at worker 2 but 0.05
+// at server 0".
+Status CompareConfigFields(const std::vector<std::pair<std::string, std::string>>& mine,
+                           const std::string& my_name,
+                           const std::vector<std::pair<std::string, std::string>>& theirs,
+                           const std::string& their_name);
+
+// FNV-1a, 64 bit; used for fingerprints and signatures.
+uint64_t Fnv1a(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ull);
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_JOB_CONFIG_H_

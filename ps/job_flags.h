@@ -1,0 +1,41 @@
+// Command-line and config-file parsing for JobConfig. Used by the entry points (main functions)
+// only; libraries take the typed JobConfig.
+//
+// Every process of a job accepts the same job flags, on the command line or in an INI file given
+// with --config (Boost.Program_options syntax: "lr = 0.1"; command-line values win).
+#ifndef TOWERPS_PS_JOB_FLAGS_H_
+#define TOWERPS_PS_JOB_FLAGS_H_
+
+#include <boost/program_options.hpp>
+#include <string>
+
+#include "common/result.h"
+#include "ps/job_config.h"
+
+namespace towerps::ps {
+
+class JobFlags {
+ public:
+  JobFlags();
+  JobFlags(const JobFlags&) = delete;
+  JobFlags& operator=(const JobFlags&) = delete;
+
+  // The job options, bound to this object; add them to the program's description.
+  const boost::program_options::options_description& options() const { return desc_; }
+  // After parsing: the validated config, or an error naming the bad flag.
+  Result<JobConfig> ToConfig() const;
+
+ private:
+  JobConfig config_;
+  std::string mode_, optimizer_, schedule_;
+  boost::program_options::options_description desc_;
+};
+
+// Parses argv and, when --config FILE is given, that file too. Boost's errors become a
+// kInvalidArgument Status naming the option. `program` prefixes messages.
+Status ParseFlags(int argc, char** argv, const boost::program_options::options_description& desc,
+                  boost::program_options::variables_map* vm);
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_JOB_FLAGS_H_

@@ -1,0 +1,400 @@
+#include "ps/server.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/logging.h"
+
+namespace towerps::ps {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);
+
+std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reader h) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto f : h.getConfigFields()) out.emplace_back(f.getName().cStr(), f.getValue().cStr());
+  return out;
+}
+
+}  // namespace
+
+uint64_t VariableListHash(const std::vector<VariableSpec>& variables) {
+  uint64_t h = Fnv1a("vars", 4);
+  for (const VariableSpec& v : variables) {
+    h = Fnv1a(v.name.data(), v.name.size(), h);
+    const auto dtype = static_cast<uint8_t>(v.dtype);
+    h = Fnv1a(&dtype, 1, h);
+    for (int64_t d : v.shape) h = Fnv1a(&d, sizeof(d), h);
+    h = Fnv1a("|", 1, h);
+  }
+  return h;
+}
+
+Server::Server(ServerOptions options) : options_(std::move(options)) {}
+
+Server::~Server() {
+  for (auto& s : shards_) s->Stop();
+}
+
+Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
+  TOWERPS_RETURN_IF_ERROR(options.job.Validate());
+  if (options.rank < 0 || options.rank >= options.job.servers) {
+    return InvalidArgumentError("--rank=" + std::to_string(options.rank) + " is outside 0.." +
+                                std::to_string(options.job.servers - 1) + " (--servers=" +
+                                std::to_string(options.job.servers) + ")");
+  }
+  if (options.threads < 1 || options.threads > 256) {
+    return InvalidArgumentError("--threads=" + std::to_string(options.threads) +
+                                " must be between 1 and 256");
+  }
+  if (options.checkpoint_every < 0) {
+    return InvalidArgumentError("--checkpoint-every must be >= 0");
+  }
+  std::unique_ptr<Server> server(new Server(std::move(options)));
+  const ServerOptions& o = server->options_;
+  TOWERPS_ASSIGN_OR_RETURN(server->transport_, Transport::Create("zmq", o.transport));
+  TOWERPS_ASSIGN_OR_RETURN(server->socket_, server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
+  for (int i = 0; i < o.threads; ++i) {
+    server->shards_.push_back(std::make_unique<Shard>(i, server->options_.job, &server->outbox_));
+  }
+  if (!o.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint_dir, ec);
+    if (ec) {
+      return IoError("--checkpoint-dir " + o.checkpoint_dir + ": cannot create: " + ec.message());
+    }
+    const std::string path = CheckpointPath(o.checkpoint_dir, o.rank);
+    if (std::filesystem::exists(path)) {
+      TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck, LoadCheckpoint(path));
+      TOWERPS_RETURN_IF_ERROR(server->Restore(ck).WithContext("refusing checkpoint " + path));
+      TOWERPS_LOG(kInfo) << "restored " << ck.chunks.size() << " chunks from " << path
+                         << " at version " << server->last_checkpoint_version_;
+    }
+  }
+  return server;
+}
+
+Status Server::Restore(const Checkpoint& ck) {
+  const CheckpointMeta& m = ck.meta;
+  if (m.server_rank != options_.rank || m.num_servers != options_.job.servers) {
+    return FailedPreconditionError("it belongs to server " + std::to_string(m.server_rank) + " of " +
+                                   std::to_string(m.num_servers) + ", this is server " +
+                                   std::to_string(options_.rank) + " of " +
+                                   std::to_string(options_.job.servers));
+  }
+  if (m.partition_bytes != options_.job.partition_bytes) {
+    return FailedPreconditionError("it was written with --partition-bytes=" +
+                                   std::to_string(m.partition_bytes));
+  }
+  if (m.job_fingerprint != options_.job.Fingerprint()) {
+    return FailedPreconditionError(
+        "it was written by a job with different options (fingerprint differs); start with the "
+        "same job options or move the checkpoint away");
+  }
+  TOWERPS_RETURN_IF_ERROR(EstablishModel(m.variables, m.model_signature));
+  if (ck.chunks.size() != homes_.size()) {
+    return FailedPreconditionError("it holds " + std::to_string(ck.chunks.size()) +
+                                   " chunks but this server owns " + std::to_string(homes_.size()));
+  }
+  int64_t min_version = -1;
+  for (const ChunkState& c : ck.chunks) {
+    auto it = homes_.find({c.variable_id, c.chunk_id});
+    if (it == homes_.end()) {
+      return FailedPreconditionError("it holds variable " + std::to_string(c.variable_id) +
+                                     " chunk " + std::to_string(c.chunk_id) +
+                                     ", which this server does not own");
+    }
+    Chunk& chunk = *shards_[it->second.shard]->chunks()[it->second.index];
+    if (c.values.num_elements() != chunk.spec().num_elements && c.version >= 0) {
+      return CorruptionError("chunk sizes differ from the placement");
+    }
+    min_version = min_version < 0 ? c.version : std::min(min_version, c.version);
+  }
+  for (const ChunkState& c : ck.chunks) {
+    const ChunkHome& home = homes_.at({c.variable_id, c.chunk_id});
+    if (c.version >= 0) shards_[home.shard]->chunks()[home.index]->Restore(c);
+  }
+  last_checkpoint_version_ = min_version;
+  StartShards();
+  return Status::Ok();
+}
+
+Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature) {
+  TOWERPS_ASSIGN_OR_RETURN(ChunkPlacement placement,
+                           ChunkPlacement::Compute(variables, options_.job.servers,
+                                                   options_.job.partition_bytes));
+  variables_ = variables;
+  model_signature_ = signature;
+  int next = 0;
+  for (const ChunkSpec& spec : placement.chunks()) {
+    if (spec.server != options_.rank) continue;
+    const int shard = next++ % options_.threads;
+    const size_t index =
+        shards_[shard]->AddChunk(std::make_unique<Chunk>(spec, options_.job));
+    homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
+  }
+  if (options_.log_device_placement) {
+    TOWERPS_LOG(kInfo) << "chunk placement (" << placement.chunks().size() << " chunks, "
+                       << options_.job.servers << " servers):\n"
+                       << placement.Describe(variables);
+  }
+  placement_ = std::move(placement);
+  return Status::Ok();
+}
+
+void Server::StartShards() {
+  if (shards_started_) return;
+  for (auto& s : shards_) s->Start();
+  shards_started_ = true;
+}
+
+Status Server::Run() {
+  TOWERPS_LOG(kInfo) << "serving on " << endpoint() << " (" << UpdateModeName(options_.job.mode)
+                     << " mode, " << options_.job.workers << " workers, " << options_.threads
+                     << " threads)";
+  auto next_log = Deadline::After(options_.stats_log_interval);
+  Socket* sockets[] = {socket_.get()};
+  while (!shutdown_requested_ && !(options_.stop && options_.stop->load())) {
+    TOWERPS_ASSIGN_OR_RETURN(
+        std::vector<bool> ready,
+        transport_->Poll(sockets, outbox_.wake_fd(), Deadline::After(kPollInterval)));
+    if (ready[0]) {
+      // Bounded batch, so replies never starve behind a flood of requests.
+      for (int i = 0; i < 64; ++i) {
+        Result<IncomingMessage> msg = socket_->Receive(Deadline::After(std::chrono::milliseconds(0)));
+        if (!msg.ok()) break;  // timeout: drained; protocol errors were logged and counted
+        HandleMessage(std::move(msg).value());
+      }
+    }
+    for (ServerOutput& out : outbox_.DrainAll()) {
+      if (auto* m = std::get_if<OutgoingMessage>(&out)) {
+        SendOrLog(std::move(*m));
+      } else {
+        snapshot_parts_.push_back(std::move(std::get<SnapshotPart>(out)));
+      }
+    }
+    MaybeCheckpoint(/*final=*/false);
+    if (next_log.expired()) {
+      LogStats();
+      next_log = Deadline::After(options_.stats_log_interval);
+    }
+  }
+  TOWERPS_LOG(kInfo) << (shutdown_requested_ ? "shutdown requested" : "stop signal received")
+                     << "; stopping";
+  for (auto& s : shards_) s->Stop();
+  for (ServerOutput& out : outbox_.DrainAll()) {
+    if (auto* m = std::get_if<OutgoingMessage>(&out)) SendOrLog(std::move(*m));
+  }
+  MaybeCheckpoint(/*final=*/true);
+  LogStats();
+  return Status::Ok();
+}
+
+void Server::HandleMessage(IncomingMessage msg) {
+  switch (msg.type()) {
+    case proto::MessageType::PING: {
+      SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
+      return;
+    }
+    case proto::MessageType::REGISTER: HandleRegister(msg); return;
+    case proto::MessageType::STATS: HandleStats(msg); return;
+    case proto::MessageType::SHUTDOWN:
+      shutdown_requested_ = true;
+      SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
+      return;
+    case proto::MessageType::INIT:
+    case proto::MessageType::PUSH:
+    case proto::MessageType::PULL: Route(std::move(msg)); return;
+    default:
+      ReplyError(msg, InvalidArgumentError("a server does not accept " + MessageTypeName(msg.type()) +
+                                           " messages"));
+  }
+}
+
+void Server::HandleRegister(const IncomingMessage& msg) {
+  auto h = msg.header();
+  const std::string who = "worker " + std::to_string(h.getSenderRank());
+  const std::string me = "server " + std::to_string(options_.rank);
+  Status s = CompareConfigFields(options_.job.Fields(), me, FieldsFrom(h), who);
+  if (s.ok() && h.getSenderRank() >= static_cast<uint32_t>(options_.job.workers)) {
+    s = InvalidArgumentError(who + " is outside --workers=" + std::to_string(options_.job.workers));
+  }
+  std::vector<VariableSpec> vars;
+  for (auto v : h.getVariables()) {
+    VariableSpec spec;
+    spec.name = v.getName().cStr();
+    for (int64_t d : v.getShape()) spec.shape.push_back(d);
+    spec.dtype = static_cast<DType>(v.getDtype());
+    vars.push_back(std::move(spec));
+  }
+  if (s.ok() && !placement_) {
+    s = EstablishModel(vars, h.getModelSignature());
+    if (s.ok()) StartShards();
+  } else if (s.ok() && (h.getModelSignature() != model_signature_ ||
+                        VariableListHash(vars) != VariableListHash(variables_))) {
+    s = FailedPreconditionError(
+        "model mismatch: " + who + " declares " + std::to_string(vars.size()) +
+        " variables with signature " + std::to_string(h.getModelSignature()) + " but " + me +
+        " holds " + std::to_string(variables_.size()) + " with signature " +
+        std::to_string(model_signature_) +
+        " (same --model for every process? a checkpoint from another model?)");
+  }
+  if (!s.ok()) {
+    ReplyError(msg, s);
+    return;
+  }
+  int64_t min_version = -1;
+  for (auto& shard : shards_) {
+    if (!shard->chunks().empty()) {
+      const int64_t v = shard->MinVersion();
+      min_version = min_version < 0 ? v : std::min(min_version, v);
+    }
+  }
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
+  reply.header().setStep(min_version);
+  SendOrLog(std::move(reply));
+  TOWERPS_LOG(kInfo) << who << " registered (" << msg.peer() << ")";
+}
+
+void Server::Route(IncomingMessage msg) {
+  auto h = msg.header();
+  auto it = homes_.find({h.getVariableId(), h.getChunkId()});
+  if (it == homes_.end()) {
+    ReplyError(msg, NotFoundError(
+                        "server " + std::to_string(options_.rank) + " holds no variable " +
+                        std::to_string(h.getVariableId()) + " chunk " +
+                        std::to_string(h.getChunkId()) +
+                        (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)")));
+    return;
+  }
+  ShardTask task;
+  task.chunk = it->second.index;
+  task.message.emplace(std::move(msg));
+  shards_[it->second.shard]->Post(std::move(task));
+}
+
+void Server::HandleStats(const IncomingMessage& msg) {
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::STATS_REPLY);
+  auto st = reply.header().initStats();
+  uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0;
+  std::vector<uint64_t> hist(kStalenessBuckets, 0);
+  int64_t min_v = -1, max_v = -1;
+  for (auto& shard : shards_) {
+    const ShardCounters& c = shard->counters();
+    received += c.gradients_received.load();
+    applied += c.updates_applied.load();
+    dropped += c.stale_dropped.load();
+    pulls += c.pulls_served.load();
+    nanos += c.aggregation_nanos.load();
+    for (int b = 0; b < kStalenessBuckets; ++b) hist[b] += c.staleness[b].load();
+    if (shards_started_ && !shard->chunks().empty()) {
+      min_v = min_v < 0 ? shard->MinVersion() : std::min(min_v, shard->MinVersion());
+      max_v = std::max(max_v, shard->MaxVersion());
+    }
+  }
+  const SocketStats& ss = socket_->stats();
+  st.setBytesIn(ss.bytes_in);
+  st.setBytesOut(ss.bytes_out);
+  st.setGradientsReceived(received);
+  st.setUpdatesApplied(applied);
+  st.setStaleDropped(dropped);
+  st.setPullsServed(pulls);
+  st.setAggregationNanos(nanos);
+  st.setRejectedMessages(ss.rejected);
+  st.setMinVersion(min_v);
+  st.setMaxVersion(max_v);
+  st.setCheckpointsWritten(checkpoints_written_);
+  auto h = st.initStalenessHistogram(kStalenessBuckets);
+  for (int b = 0; b < kStalenessBuckets; ++b) h.set(b, hist[b]);
+  SendOrLog(std::move(reply));
+}
+
+void Server::SendOrLog(OutgoingMessage msg) {
+  const std::string peer = msg.peer();
+  Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
+  if (!s.ok()) TOWERPS_LOG(kWarning) << "reply to " << peer << " lost: " << s.ToString();
+}
+
+void Server::ReplyError(const IncomingMessage& msg, const Status& status) {
+  TOWERPS_LOG(kWarning) << MessageTypeName(msg.type()) << " from " << msg.peer()
+                        << " refused: " << status.ToString();
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::ERROR);
+  SetStatus(reply.header(), status);
+  SendOrLog(std::move(reply));
+}
+
+void Server::MaybeCheckpoint(bool final) {
+  if (options_.checkpoint_dir.empty() || !shards_started_) return;
+  if (final) {
+    // Shards are stopped: their chunks can be read directly.
+    std::vector<SnapshotPart> parts;
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      SnapshotPart p;
+      p.shard = static_cast<int>(i);
+      for (const auto& c : shards_[i]->chunks()) p.chunks.push_back(c->Snapshot());
+      parts.push_back(std::move(p));
+    }
+    Status s = WriteCheckpoint(std::move(parts));
+    if (!s.ok()) TOWERPS_LOG(kError) << "final checkpoint failed: " << s.ToString();
+    return;
+  }
+  if (snapshot_in_flight_) {
+    if (snapshot_parts_.size() < shards_.size()) return;
+    snapshot_in_flight_ = false;
+    Status s = WriteCheckpoint(std::move(snapshot_parts_));
+    snapshot_parts_.clear();
+    if (!s.ok()) TOWERPS_LOG(kError) << "checkpoint failed: " << s.ToString();
+    return;
+  }
+  if (options_.checkpoint_every <= 0) return;
+  int64_t min_v = -1;
+  for (auto& shard : shards_) {
+    if (shard->chunks().empty()) continue;
+    min_v = min_v < 0 ? shard->MinVersion() : std::min(min_v, shard->MinVersion());
+  }
+  if (min_v < 0 || min_v < last_checkpoint_version_ + options_.checkpoint_every) return;
+  snapshot_in_flight_ = true;
+  for (auto& shard : shards_) {
+    ShardTask t;
+    t.kind = ShardTask::Kind::kSnapshot;
+    shard->Post(std::move(t));
+  }
+}
+
+Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
+  Checkpoint ck;
+  ck.meta.job_fingerprint = options_.job.Fingerprint();
+  ck.meta.model_signature = model_signature_;
+  ck.meta.server_rank = options_.rank;
+  ck.meta.num_servers = options_.job.servers;
+  ck.meta.partition_bytes = options_.job.partition_bytes;
+  ck.meta.variables = variables_;
+  int64_t min_v = -1;
+  for (SnapshotPart& p : parts) {
+    for (ChunkState& c : p.chunks) {
+      min_v = min_v < 0 ? c.version : std::min(min_v, c.version);
+      ck.chunks.push_back(std::move(c));
+    }
+  }
+  const std::string path = CheckpointPath(options_.checkpoint_dir, options_.rank);
+  TOWERPS_RETURN_IF_ERROR(SaveCheckpoint(path, ck));
+  last_checkpoint_version_ = min_v;
+  ++checkpoints_written_;
+  TOWERPS_LOG(kInfo) << "checkpoint written: " << path << " (version " << min_v << ")";
+  return Status::Ok();
+}
+
+void Server::LogStats() {
+  uint64_t applied = 0, dropped = 0, received = 0;
+  for (auto& shard : shards_) {
+    applied += shard->counters().updates_applied.load();
+    dropped += shard->counters().stale_dropped.load();
+    received += shard->counters().gradients_received.load();
+  }
+  const SocketStats& ss = socket_->stats();
+  TOWERPS_LOG(kInfo) << "stats: " << received << " gradients, " << applied << " updates, "
+                     << dropped << " stale dropped, " << ss.bytes_in / (1 << 20) << " MiB in, "
+                     << ss.bytes_out / (1 << 20) << " MiB out, " << ss.rejected << " rejected";
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,97 @@
+// Server: one parameter-server process's state and loop. It owns the listening socket (driven by
+// the I/O thread that calls Run) and `threads` shards that own the chunks placed on this rank.
+//
+// Message handling on the I/O thread: ping, register (configuration and model checks, placement),
+// stats and shutdown are answered there; init, push and pull go to the owning shard. Checkpoints
+// are taken from shard snapshots at least every `checkpoint_every` versions and at shutdown, and
+// restored at start when a checkpoint file exists.
+//
+// Contract: Create() binds and restores; Run() serves until a shutdown message or until
+// `*stop` becomes true, then stops the shards and writes the final checkpoint. Run() is called
+// once, from one thread. Errors from Create/Run are user-facing Statuses.
+#ifndef TOWERPS_PS_SERVER_H_
+#define TOWERPS_PS_SERVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/mailbox.h"
+#include "common/transport.h"
+#include "ps/checkpoint.h"
+#include "ps/job_config.h"
+#include "ps/placement.h"
+#include "ps/shard.h"
+
+namespace towerps::ps {
+
+struct ServerOptions {
+  int rank = 0;
+  std::string bind = "127.0.0.1";  // interface address to listen on
+  int port = 0;                    // 0: any free port (see Server::endpoint)
+  int threads = 1;                 // shards
+  std::string checkpoint_dir;      // empty: no checkpoints
+  int64_t checkpoint_every = 0;    // versions between checkpoints; 0: only at shutdown
+  bool log_device_placement = false;
+  std::chrono::milliseconds stats_log_interval{10000};
+  const std::atomic<bool>* stop = nullptr;  // borrowed; set by a signal handler, may be null
+  TransportOptions transport;
+  JobConfig job;
+};
+
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> Create(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  const std::string& endpoint() const { return socket_->endpoint(); }
+  Status Run();
+
+ private:
+  struct ChunkHome {
+    int shard;
+    size_t index;
+  };
+  explicit Server(ServerOptions options);
+  Status Restore(const Checkpoint& checkpoint);
+  Status EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature);
+  void StartShards();
+  void HandleMessage(IncomingMessage msg);
+  void HandleRegister(const IncomingMessage& msg);
+  void HandleStats(const IncomingMessage& msg);
+  void Route(IncomingMessage msg);
+  void SendOrLog(OutgoingMessage msg);
+  void ReplyError(const IncomingMessage& msg, const Status& status);
+  void MaybeCheckpoint(bool final);
+  Status WriteCheckpoint(std::vector<SnapshotPart> parts);
+  void LogStats();
+
+  ServerOptions options_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<Socket> socket_;
+  Mailbox<ServerOutput> outbox_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  bool shards_started_ = false;
+  std::vector<VariableSpec> variables_;
+  uint64_t model_signature_ = 0;
+  std::optional<ChunkPlacement> placement_;
+  std::map<std::pair<uint32_t, uint32_t>, ChunkHome> homes_;
+  bool shutdown_requested_ = false;
+  int64_t last_checkpoint_version_ = -1;
+  bool snapshot_in_flight_ = false;
+  std::vector<SnapshotPart> snapshot_parts_;
+  uint64_t checkpoints_written_ = 0;
+};
+
+// Hash of a variable list (names, shapes, dtypes, in order); part of the model check.
+uint64_t VariableListHash(const std::vector<VariableSpec>& variables);
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_H_

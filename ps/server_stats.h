@@ -1,0 +1,30 @@
+// Counters a server shard thread updates and the I/O thread reads for STATS requests and the
+// periodic log. Relaxed atomics: each counter is exact, a snapshot across counters is not.
+#ifndef TOWERPS_PS_SERVER_STATS_H_
+#define TOWERPS_PS_SERVER_STATS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace towerps::ps {
+
+inline constexpr int kStalenessBuckets = 64;  // the last bucket counts staleness >= 63
+
+struct ShardCounters {
+  std::atomic<uint64_t> gradients_received{0};
+  std::atomic<uint64_t> updates_applied{0};
+  std::atomic<uint64_t> stale_dropped{0};
+  std::atomic<uint64_t> pulls_served{0};
+  std::atomic<uint64_t> aggregation_nanos{0};
+  std::array<std::atomic<uint64_t>, kStalenessBuckets> staleness{};
+
+  void RecordStaleness(int64_t s) {
+    const int64_t b = s < 0 ? 0 : (s >= kStalenessBuckets ? kStalenessBuckets - 1 : s);
+    staleness[static_cast<size_t>(b)].fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_STATS_H_

@@ -1,0 +1,164 @@
+#include "ps/shard.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "common/logging.h"
+
+namespace towerps::ps {
+
+OutgoingMessage ReplyTo(const IncomingMessage& request, proto::MessageType type) {
+  OutgoingMessage reply(type);
+  reply.set_peer(request.peer());
+  auto h = reply.header();
+  h.setSenderRole(proto::Role::SERVER);
+  h.setRequestId(request.header().getRequestId());
+  h.setVariableId(request.header().getVariableId());
+  h.setChunkId(request.header().getChunkId());
+  return reply;
+}
+
+Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox)
+    : index_(index), config_(config), outbox_(outbox) {}
+
+Shard::~Shard() { Stop(); }
+
+size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk) {
+  TOWERPS_CHECK(!thread_.joinable()) << "AddChunk after Start";
+  chunks_.push_back(std::move(chunk));
+  waiters_.emplace_back();
+  return chunks_.size() - 1;
+}
+
+void Shard::Start() {
+  versions_ = std::make_unique<std::atomic<int64_t>[]>(chunks_.size());
+  for (size_t i = 0; i < chunks_.size(); ++i) versions_[i].store(chunks_[i]->version());
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Shard::Stop() {
+  if (!thread_.joinable()) return;
+  ShardTask stop;
+  stop.kind = ShardTask::Kind::kStop;
+  Post(std::move(stop));
+  thread_.join();
+}
+
+int64_t Shard::MinVersion() const {
+  int64_t v = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < chunks_.size(); ++i) v = std::min(v, versions_[i].load());
+  return chunks_.empty() ? -1 : v;
+}
+
+int64_t Shard::MaxVersion() const {
+  int64_t v = -1;
+  for (size_t i = 0; i < chunks_.size(); ++i) v = std::max(v, versions_[i].load());
+  return v;
+}
+
+void Shard::Loop() {
+  for (;;) {
+    // Waking once a second costs nothing and keeps a lost wake-up from ever hanging the shard.
+    std::optional<ShardTask> task = inbox_.WaitPop(Deadline::After(std::chrono::seconds(1)));
+    if (!task) continue;
+    switch (task->kind) {
+      case ShardTask::Kind::kStop: return;
+      case ShardTask::Kind::kSnapshot: {
+        SnapshotPart part;
+        part.shard = index_;
+        for (const auto& c : chunks_) part.chunks.push_back(c->Snapshot());
+        outbox_->Push(std::move(part));
+        break;
+      }
+      case ShardTask::Kind::kRequest: Handle(task->chunk, std::move(*task->message)); break;
+    }
+  }
+}
+
+void Shard::Handle(size_t index, IncomingMessage msg) {
+  Chunk& chunk = *chunks_[index];
+  auto h = msg.header();
+  switch (msg.type()) {
+    case proto::MessageType::INIT: {
+      if (msg.tensors().size() != 1) {
+        ReplyError(msg, InvalidArgumentError("init carries " + std::to_string(msg.tensors().size()) +
+                                             " tensors, expected 1"));
+        return;
+      }
+      Result<bool> applied = chunk.Init(msg.tensors()[0]);
+      if (!applied.ok()) {
+        ReplyError(msg, applied.status());
+        return;
+      }
+      OutgoingMessage reply = ReplyTo(msg, proto::MessageType::INIT_REPLY);
+      reply.header().setStep(chunk.version());
+      outbox_->Push(std::move(reply));
+      break;
+    }
+    case proto::MessageType::PUSH: {
+      if (msg.tensors().size() != 1) {
+        ReplyError(msg, InvalidArgumentError("push carries " + std::to_string(msg.tensors().size()) +
+                                             " tensors, expected 1"));
+        return;
+      }
+      Result<PushOutcome> out = chunk.Push(static_cast<int>(h.getSenderRank()), h.getStep(),
+                                           h.getClock(), msg.tensors()[0], &counters_);
+      if (!out.ok()) {
+        ReplyError(msg, out.status());
+        return;
+      }
+      OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
+      reply.header().setStep(out->version);
+      reply.header().setStaleness(out->kind == PushOutcome::Kind::kDropped ? -1 : out->staleness);
+      outbox_->Push(std::move(reply));
+      break;
+    }
+    case proto::MessageType::PULL: {
+      if (chunk.PullReady(h.getStep(), h.getClock())) {
+        ReplyPull(index, msg);
+      } else if (waiters_[index].size() >= static_cast<size_t>(4 * config_.workers + 16)) {
+        ReplyError(msg, ResourceExhaustedError("too many pulls waiting on one chunk"));
+      } else {
+        waiters_[index].push_back({std::move(msg)});
+      }
+      return;  // a pull changes nothing
+    }
+    default:
+      ReplyError(msg, InvalidArgumentError("a shard cannot serve " + MessageTypeName(msg.type())));
+      return;
+  }
+  versions_[index].store(chunk.version());
+  AnswerReadyPulls(index);
+}
+
+void Shard::AnswerReadyPulls(size_t index) {
+  auto& waiting = waiters_[index];
+  const Chunk& chunk = *chunks_[index];
+  auto ready = std::stable_partition(waiting.begin(), waiting.end(), [&](const Waiter& w) {
+    auto h = w.request.header();
+    return !chunk.PullReady(h.getStep(), h.getClock());
+  });
+  for (auto it = ready; it != waiting.end(); ++it) ReplyPull(index, it->request);
+  waiting.erase(ready, waiting.end());
+}
+
+void Shard::ReplyPull(size_t index, const IncomingMessage& request) {
+  const Chunk& chunk = *chunks_[index];
+  OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
+  reply.header().setStep(chunk.version());
+  // Zero copy: the chunk writes its next update elsewhere while this buffer is shared.
+  reply.AddTensor(chunk.values(), chunk.spec().variable_id, chunk.spec().chunk_id);
+  counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);
+  outbox_->Push(std::move(reply));
+}
+
+void Shard::ReplyError(const IncomingMessage& request, const Status& status) {
+  TOWERPS_LOG(kWarning) << MessageTypeName(request.type()) << " from " << request.peer()
+                        << " refused: " << status.ToString();
+  OutgoingMessage reply = ReplyTo(request, proto::MessageType::ERROR);
+  SetStatus(reply.header(), status);
+  outbox_->Push(std::move(reply));
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,134 @@
+#include "ps/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace towerps::ps {
+namespace {
+
+namespace fs = std::filesystem;
+
+Tensor Random(int64_t n, uint32_t seed) {
+  Tensor t = Tensor::Empty({n});
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  for (int64_t i = 0; i < n; ++i) t.f32()[i] = d(rng);
+  return t;
+}
+
+Checkpoint Sample() {
+  Checkpoint ck;
+  ck.meta.job_fingerprint = 0x1234;
+  ck.meta.model_signature = 0x5678;
+  ck.meta.server_rank = 1;
+  ck.meta.num_servers = 2;
+  ck.meta.partition_bytes = 4096;
+  ck.meta.variables = {{"w", {10, 30}}, {"b", {30}}};
+  for (uint32_t c = 0; c < 3; ++c) {
+    ChunkState s;
+    s.variable_id = c == 2 ? 1 : 0;
+    s.chunk_id = c == 2 ? 0 : c;
+    s.version = 17 + c;
+    s.updates = 17 + c;
+    s.values = Random(100 + c, c);
+    s.slots = {Random(100 + c, 10 + c), Random(100 + c, 20 + c)};
+    s.worker_clocks = {5, 7, 6};
+    ck.chunks.push_back(std::move(s));
+  }
+  return ck;
+}
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ckpt_test_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    path_ = CheckpointPath(dir_.string(), 1);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string ReadFile() {
+    std::ifstream in(path_, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void WriteFile(const std::string& bytes) { std::ofstream(path_, std::ios::binary) << bytes; }
+
+  fs::path dir_;
+  std::string path_;
+};
+
+TEST_F(CheckpointTest, RoundTripsEverything) {
+  const Checkpoint ck = Sample();
+  ASSERT_TRUE(SaveCheckpoint(path_, ck).ok());
+  EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+  auto back = LoadCheckpoint(path_);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->meta.job_fingerprint, 0x1234u);
+  EXPECT_EQ(back->meta.model_signature, 0x5678u);
+  EXPECT_EQ(back->meta.server_rank, 1);
+  EXPECT_EQ(back->meta.partition_bytes, 4096u);
+  ASSERT_EQ(back->meta.variables.size(), 2u);
+  EXPECT_EQ(back->meta.variables[0].shape, (Shape{10, 30}));
+  ASSERT_EQ(back->chunks.size(), 3u);
+  for (size_t c = 0; c < 3; ++c) {
+    const ChunkState& a = ck.chunks[c];
+    const ChunkState& b = back->chunks[c];
+    EXPECT_EQ(b.variable_id, a.variable_id);
+    EXPECT_EQ(b.version, a.version);
+    EXPECT_EQ(b.worker_clocks, a.worker_clocks);
+    ASSERT_EQ(b.values.num_elements(), a.values.num_elements());
+    EXPECT_EQ(std::memcmp(b.values.raw_data(), a.values.raw_data(), a.values.byte_size()), 0);
+    ASSERT_EQ(b.slots.size(), 2u);
+    EXPECT_EQ(std::memcmp(b.slots[1].raw_data(), a.slots[1].raw_data(), a.slots[1].byte_size()), 0);
+  }
+}
+
+TEST_F(CheckpointTest, EveryFlippedByteIsDetected) {
+  ASSERT_TRUE(SaveCheckpoint(path_, Sample()).ok());
+  const std::string good = ReadFile();
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string bad = good;
+    const size_t pos = rng() % bad.size();
+    bad[pos] = static_cast<char>(bad[pos] ^ (1 + rng() % 255));
+    WriteFile(bad);
+    auto r = LoadCheckpoint(path_);
+    ASSERT_FALSE(r.ok()) << "flip at byte " << pos << " went unnoticed";
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(r.status().message().find(path_), std::string::npos);
+  }
+}
+
+TEST_F(CheckpointTest, EveryTruncationIsDetected) {
+  ASSERT_TRUE(SaveCheckpoint(path_, Sample()).ok());
+  const std::string good = ReadFile();
+  for (size_t len = 0; len < good.size(); len += 1 + len / 7) {
+    WriteFile(good.substr(0, len));
+    auto r = LoadCheckpoint(path_);
+    ASSERT_FALSE(r.ok()) << "truncated to " << len;
+  }
+  WriteFile(good + "extra");
+  EXPECT_FALSE(LoadCheckpoint(path_).ok());
+}
+
+TEST_F(CheckpointTest, MissingFileIsNotFound) {
+  EXPECT_EQ(LoadCheckpoint(path_).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(CheckpointTest, FailedSaveKeepsTheOldCheckpoint) {
+  ASSERT_TRUE(SaveCheckpoint(path_, Sample()).ok());
+  const std::string before = ReadFile();
+  // A directory where the temporary file should go makes the save fail.
+  fs::create_directories(path_ + ".tmp");
+  Checkpoint other = Sample();
+  other.meta.model_signature = 1;
+  EXPECT_FALSE(SaveCheckpoint(path_, other).ok());
+  EXPECT_EQ(ReadFile(), before);
+}
+
+}  // namespace
+}  // namespace towerps::ps

@@ -1,0 +1,186 @@
+// The update rules of one chunk: sync (exact, order-independent, backups), async, SSP, and
+// copy-on-write of values being sent.
+#include "ps/chunk.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+namespace towerps::ps {
+namespace {
+
+constexpr int64_t kN = 1000;
+
+Tensor Random(uint32_t seed) {
+  Tensor t = Tensor::Empty({kN});
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  for (int64_t i = 0; i < kN; ++i) t.f32()[i] = d(rng);
+  return t;
+}
+
+JobConfig Sgd(UpdateMode mode, int workers) {
+  JobConfig c;
+  c.mode = mode;
+  c.workers = workers;
+  c.optimizer.kind = OptimizerKind::kSgd;
+  c.optimizer.learning_rate = 0.5f;
+  return c;
+}
+
+ChunkSpec Spec() { return {0, 0, 0, kN, kN * 4, 0}; }
+
+TEST(ChunkSyncTest, AveragesExactlyAndIsBitwiseIndependentOfArrivalOrder) {
+  JobConfig config = Sgd(UpdateMode::kSync, 4);
+  const Tensor init = Random(1);
+  std::vector<Tensor> grads = {Random(10), Random(11), Random(12), Random(13)};
+  std::vector<std::vector<float>> results;
+  std::vector<int> order = {0, 1, 2, 3};
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 6; ++trial) {
+    std::shuffle(order.begin(), order.end(), rng);
+    Chunk chunk(Spec(), config);
+    ShardCounters counters;
+    ASSERT_TRUE(*chunk.Init(init));
+    for (size_t i = 0; i < order.size(); ++i) {
+      auto out = chunk.Push(order[i], 0, 0, grads[order[i]], &counters);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_EQ(out->kind, i + 1 < order.size() ? PushOutcome::Kind::kPending
+                                                : PushOutcome::Kind::kApplied);
+      EXPECT_EQ(chunk.PullReady(1, 0), i + 1 == order.size());
+    }
+    EXPECT_EQ(chunk.version(), 1);
+    const float* v = chunk.values().f32();
+    results.emplace_back(v, v + kN);
+  }
+  for (int64_t i = 0; i < kN; ++i) {
+    // w - lr * ((g0 + g1 + g2 + g3) * 1/4), summed in rank order
+    const float g = (((grads[0].f32()[i] + grads[1].f32()[i]) + grads[2].f32()[i]) +
+                     grads[3].f32()[i]) * 0.25f;
+    ASSERT_EQ(results[0][i], init.f32()[i] - 0.5f * g) << i;
+  }
+  for (const auto& r : results) {
+    EXPECT_EQ(std::memcmp(r.data(), results[0].data(), kN * 4), 0);
+  }
+}
+
+TEST(ChunkSyncTest, BackupWorkersStepWithoutTheSlowestAndDropItsLateGradient) {
+  JobConfig config = Sgd(UpdateMode::kSync, 4);
+  config.replicas_to_aggregate = 3;
+  Chunk chunk(Spec(), config);
+  ShardCounters counters;
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  for (int w : {2, 0, 1}) ASSERT_TRUE(chunk.Push(w, 0, 0, Random(20 + w), &counters).ok());
+  EXPECT_EQ(chunk.version(), 1);  // stepped without worker 3
+  auto late = chunk.Push(3, 0, 0, Random(23), &counters);
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->kind, PushOutcome::Kind::kDropped);
+  EXPECT_EQ(counters.stale_dropped.load(), 1u);
+  EXPECT_EQ(counters.updates_applied.load(), 1u);
+  EXPECT_EQ(chunk.version(), 1);
+}
+
+TEST(ChunkSyncTest, RejectsFutureStepsDuplicatesAndBadSizes) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kSync, 2));
+  ShardCounters counters;
+  EXPECT_EQ(chunk.Push(0, 0, 0, Random(1), &counters).status().code(),
+            StatusCode::kFailedPrecondition);  // not initialised
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  EXPECT_FALSE(*chunk.Init(Random(2)));  // the first Init wins
+  EXPECT_FALSE(chunk.Push(0, 5, 0, Random(1), &counters).ok());
+  ASSERT_TRUE(chunk.Push(0, 0, 0, Random(1), &counters).ok());
+  EXPECT_FALSE(chunk.Push(0, 0, 0, Random(1), &counters).ok());
+  EXPECT_FALSE(chunk.Push(7, 0, 0, Random(1), &counters).ok());
+  EXPECT_FALSE(chunk.Push(1, 0, 0, Tensor::Empty({3}), &counters).ok());
+  EXPECT_EQ(chunk.version(), 0);
+}
+
+TEST(ChunkAsyncTest, AppliesEveryGradientAndRecordsStaleness) {
+  JobConfig config = Sgd(UpdateMode::kAsync, 4);
+  Chunk chunk(Spec(), config);
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  ASSERT_TRUE(*chunk.Init(init));
+  // All four computed from version 0; they arrive one after another.
+  std::vector<float> expect(init.f32(), init.f32() + kN);
+  for (int w = 0; w < 4; ++w) {
+    Tensor g = Random(30 + w);
+    auto out = chunk.Push(w, 0, 0, g, &counters);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(out->kind, PushOutcome::Kind::kApplied);
+    EXPECT_EQ(out->staleness, w);
+    for (int64_t i = 0; i < kN; ++i) expect[i] -= 0.5f * g.f32()[i];
+  }
+  EXPECT_EQ(chunk.version(), 4);
+  for (int s = 0; s < 4; ++s) EXPECT_EQ(counters.staleness[s].load(), 1u);
+  for (int64_t i = 0; i < kN; ++i) ASSERT_NEAR(chunk.values().f32()[i], expect[i], 1e-5);
+}
+
+TEST(ChunkAsyncTest, StalenessAwareLearningRateDividesByStaleness) {
+  JobConfig config = Sgd(UpdateMode::kAsync, 2);
+  config.staleness_aware_lr = true;
+  Chunk chunk(Spec(), config);
+  ShardCounters counters;
+  Tensor zero = Tensor::Zeros({kN});
+  zero.f32()[0] = 1.0f;  // w[0] = 1
+  ASSERT_TRUE(*chunk.Init(zero));
+  Tensor g = Tensor::Zeros({kN});
+  g.f32()[0] = 1.0f;
+  ASSERT_TRUE(chunk.Push(0, 0, 0, g, &counters).ok());  // staleness 0: lr 0.5
+  EXPECT_FLOAT_EQ(chunk.values().f32()[0], 0.5f);
+  ASSERT_TRUE(chunk.Push(1, 0, 0, g, &counters).ok());  // staleness 1: lr 0.5
+  EXPECT_FLOAT_EQ(chunk.values().f32()[0], 0.0f);
+  ASSERT_TRUE(chunk.Push(0, 0, 1, g, &counters).ok());  // staleness 2: lr 0.25
+  EXPECT_FLOAT_EQ(chunk.values().f32()[0], -0.25f);
+}
+
+TEST(ChunkSspTest, PullWaitsUntilTheSlowestIsWithinTheBound) {
+  JobConfig config = Sgd(UpdateMode::kSsp, 2);
+  config.staleness = 1;
+  Chunk chunk(Spec(), config);
+  ShardCounters counters;
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  // Worker 0 runs ahead: clocks 0 and 1 pushed.
+  ASSERT_TRUE(chunk.Push(0, 0, 0, Random(2), &counters).ok());
+  EXPECT_TRUE(chunk.PullReady(0, 1));   // clock 1: slowest (0) >= 1 - 1
+  ASSERT_TRUE(chunk.Push(0, 1, 1, Random(3), &counters).ok());
+  EXPECT_FALSE(chunk.PullReady(0, 2));  // clock 2 needs worker 1 at clock >= 1
+  ASSERT_TRUE(chunk.Push(1, 0, 0, Random(4), &counters).ok());
+  EXPECT_TRUE(chunk.PullReady(0, 2));   // released as soon as the slow one catches up
+  EXPECT_FALSE(chunk.PullReady(0, 3));
+}
+
+TEST(ChunkSspTest, ZeroBoundIsLockstep) {
+  JobConfig config = Sgd(UpdateMode::kSsp, 3);
+  config.staleness = 0;
+  Chunk chunk(Spec(), config);
+  ShardCounters counters;
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  for (int w = 0; w < 3; ++w) {
+    EXPECT_FALSE(chunk.PullReady(0, 1)) << "after " << w << " pushes";
+    ASSERT_TRUE(chunk.Push(w, w, 0, Random(5 + w), &counters).ok());
+  }
+  EXPECT_TRUE(chunk.PullReady(0, 1));
+}
+
+TEST(ChunkTest, SharedValuesAreNeverOverwritten) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kAsync, 1));
+  ShardCounters counters;
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  Tensor sent = chunk.values();  // as if in flight to a worker
+  std::vector<float> before(sent.f32(), sent.f32() + kN);
+  ASSERT_TRUE(chunk.Push(0, 0, 0, Random(2), &counters).ok());
+  EXPECT_NE(chunk.values().raw_data(), sent.raw_data());
+  EXPECT_EQ(std::memcmp(sent.raw_data(), before.data(), kN * 4), 0);
+  // Once released, the buffer is reused rather than reallocated.
+  const void* old = sent.raw_data();
+  sent = Tensor();
+  Tensor hold = chunk.values();
+  ASSERT_TRUE(chunk.Push(0, 1, 1, Random(3), &counters).ok());
+  EXPECT_EQ(chunk.values().raw_data(), old);
+}
+
+}  // namespace
+}  // namespace towerps::ps

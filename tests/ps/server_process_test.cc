@@ -1,0 +1,315 @@
+// The parameter server as users run it: real towerps-server processes over tcp loopback, with
+// clients as workers. 2 servers and 4 workers unless a test needs otherwise.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "tests/ps/cluster.h"
+
+namespace towerps::ps {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::Cluster;
+
+// Two variables, cut by a 16 KiB partition into 8 + 1 chunks spread over the servers.
+std::vector<VariableSpec> Model() { return {{"w", {300, 100}}, {"b", {100}}}; }
+constexpr uint64_t kSignature = 0xabcdef;
+
+JobConfig Job(UpdateMode mode, int workers = 4, int servers = 2) {
+  JobConfig j;
+  j.mode = mode;
+  j.workers = workers;
+  j.servers = servers;
+  j.partition_bytes = 16384;
+  j.optimizer.kind = OptimizerKind::kSgd;
+  j.optimizer.learning_rate = 0.5f;
+  return j;
+}
+
+Tensor Random(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::Empty(shape);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = d(rng);
+  return t;
+}
+
+template <typename T>
+T Get(std::future<Result<T>> f) {
+  auto r = f.get();
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return std::move(r).value();
+}
+
+void Check(std::future<Status> f) {
+  Status s = f.get();
+  if (!s.ok()) throw std::runtime_error(s.ToString());
+}
+
+std::vector<float> PullAll(Client& c, uint32_t var, int64_t min_version, int64_t* version = nullptr) {
+  PulledVariable p = Get(c.Pull(var, min_version, 0));
+  if (version) *version = p.version;
+  std::vector<float> out(NumElements(Model()[var].shape));
+  p.CopyTo(out.data());
+  return out;
+}
+
+struct Workers {
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<Tensor> initial;
+};
+
+Workers Connect(const Cluster& cluster, int workers) {
+  Workers w;
+  for (int r = 0; r < workers; ++r) {
+    w.clients.push_back(cluster.MakeClient(r));
+    Get(w.clients.back()->Register(Model(), kSignature));
+  }
+  for (uint32_t v = 0; v < Model().size(); ++v) {
+    w.initial.push_back(Random(Model()[v].shape, 100 + v));
+    Check(w.clients[0]->Init(v, w.initial.back()));
+  }
+  return w;
+}
+
+class ServerProcessTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure() && cluster_) {
+      for (int r = 0; r < static_cast<int>(cluster_->endpoints().size()); ++r) {
+        std::cerr << "---- server " << r << " log ----\n" << cluster_->Log(r);
+      }
+    }
+  }
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(ServerProcessTest, SyncAveragingIsExactAndIndependentOfArrivalOrder) {
+  std::vector<std::vector<float>> finals;
+  for (uint32_t trial = 0; trial < 2; ++trial) {
+    cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync), "sync" + std::to_string(trial));
+    ASSERT_TRUE(cluster_->ok());
+    Workers w = Connect(*cluster_, 4);
+    std::vector<int> order = {0, 1, 2, 3};
+    std::mt19937 rng(trial + 7);
+    std::vector<Tensor> grads;
+    for (int r = 0; r < 4; ++r) grads.push_back(Random(Model()[0].shape, 10 + r));
+    for (int step = 0; step < 2; ++step) {
+      std::shuffle(order.begin(), order.end(), rng);
+      for (int r : order) {
+        const PushReport rep = Get(w.clients[r]->Push(0, step, step, grads[r]));
+        EXPECT_EQ(rep.dropped_chunks, 0);
+      }
+    }
+    int64_t version = -1;
+    std::vector<float> got = PullAll(*w.clients[1], 0, 2, &version);
+    EXPECT_EQ(version, 2);
+    // Expected: two SGD steps with the rank-ordered average, in float as the server does it.
+    std::vector<float> expect(w.initial[0].f32(), w.initial[0].f32() + got.size());
+    for (int step = 0; step < 2; ++step) {
+      for (size_t i = 0; i < expect.size(); ++i) {
+        const float g = (((grads[0].f32()[i] + grads[1].f32()[i]) + grads[2].f32()[i]) +
+                         grads[3].f32()[i]) * 0.25f;
+        expect[i] = expect[i] - 0.5f * g;
+      }
+    }
+    ASSERT_EQ(std::memcmp(got.data(), expect.data(), got.size() * 4), 0);
+    finals.push_back(got);
+
+    // Placement agrees in every process: each server served exactly the pulls of the chunks the
+    // client placed on it (a chunk asked of the wrong server is refused).
+    std::vector<uint64_t> expected_pulls(2, 0);
+    for (const ChunkSpec& c : w.clients[1]->placement().ChunksOf(0)) ++expected_pulls[c.server];
+    for (int s = 0; s < 2; ++s) {
+      ServerStatsReport st = Get(w.clients[0]->Stats(s));
+      EXPECT_EQ(st.pulls_served, expected_pulls[s]) << "server " << s;
+      EXPECT_GT(expected_pulls[s], 0u) << "placement left server " << s << " empty";
+      EXPECT_EQ(st.stale_dropped, 0u);
+    }
+  }
+  EXPECT_EQ(std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * 4), 0);
+}
+
+TEST_F(ServerProcessTest, BackupWorkerIsNotWaitedForAndItsGradientIsDropped) {
+  JobConfig job = Job(UpdateMode::kSync);
+  job.replicas_to_aggregate = 3;
+  cluster_ = std::make_unique<Cluster>(job, "backup");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 4);
+  for (int r : {2, 0, 1}) Get(w.clients[r]->Push(1, 0, 0, Random(Model()[1].shape, r)));
+  int64_t version = -1;
+  PullAll(*w.clients[0], 1, 1, &version);  // completes without worker 3
+  EXPECT_EQ(version, 1);
+  const PushReport late = Get(w.clients[3]->Push(1, 0, 0, Random(Model()[1].shape, 3)));
+  const int chunks = static_cast<int>(w.clients[3]->placement().ChunksOf(1).size());
+  EXPECT_EQ(late.dropped_chunks, chunks);
+  uint64_t dropped = 0;
+  for (int s = 0; s < 2; ++s) dropped += Get(w.clients[0]->Stats(s)).stale_dropped;
+  EXPECT_EQ(dropped, static_cast<uint64_t>(chunks));
+}
+
+TEST_F(ServerProcessTest, AsyncAppliesEveryGradientAndReportsStaleness) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync), "async");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 4);
+  std::vector<int64_t> staleness;
+  for (int r = 0; r < 4; ++r) {  // all computed from version 0
+    staleness.push_back(Get(w.clients[r]->Push(1, 0, 0, Random(Model()[1].shape, r))).max_staleness);
+  }
+  EXPECT_EQ(staleness, (std::vector<int64_t>{0, 1, 2, 3}));
+  int64_t version = -1;
+  PullAll(*w.clients[0], 1, 0, &version);
+  EXPECT_EQ(version, 4);
+  std::vector<uint64_t> hist(4, 0);
+  uint64_t applied = 0;
+  for (int s = 0; s < 2; ++s) {
+    ServerStatsReport st = Get(w.clients[0]->Stats(s));
+    applied += st.updates_applied;
+    for (int b = 0; b < 4; ++b) hist[b] += st.staleness_histogram[b];
+  }
+  EXPECT_EQ(applied, 4u);
+  EXPECT_EQ(hist, (std::vector<uint64_t>{1, 1, 1, 1}));
+}
+
+TEST_F(ServerProcessTest, SspHoldsTheFastWorkerUntilTheSlowOneIsWithinTheBound) {
+  JobConfig job = Job(UpdateMode::kSsp, 2);
+  job.staleness = 1;
+  cluster_ = std::make_unique<Cluster>(job, "ssp");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 2);
+  Get(w.clients[0]->Push(1, 0, 0, Random(Model()[1].shape, 1)));
+  Get(w.clients[0]->Push(1, 1, 1, Random(Model()[1].shape, 2)));
+  auto blocked = w.clients[0]->Pull(1, 0, 2);  // clock 2: worker 1 must reach clock 1
+  EXPECT_EQ(blocked.wait_for(milliseconds(400)), std::future_status::timeout);
+  const auto released = std::chrono::steady_clock::now();
+  Get(w.clients[1]->Push(1, 0, 0, Random(Model()[1].shape, 3)));
+  ASSERT_EQ(blocked.wait_for(seconds(5)), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - released, seconds(2));  // and no longer
+  EXPECT_TRUE(blocked.get().ok());
+}
+
+TEST_F(ServerProcessTest, CheckpointRestoresValuesAndVersionsAndRefusesCorruption) {
+  JobConfig job = Job(UpdateMode::kSync, 2, 1);
+  job.optimizer.kind = OptimizerKind::kAdam;  // optimizer state must survive too
+  const std::string ckpt =
+      (std::filesystem::temp_directory_path() / ("towerps_ckpt_" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(ckpt);
+  std::vector<std::string> extra = {"--checkpoint-dir", ckpt};
+  cluster_ = std::make_unique<Cluster>(job, "ckpt", extra);
+  ASSERT_TRUE(cluster_->ok());
+  std::vector<float> before, after_next;
+  {
+    Workers w = Connect(*cluster_, 2);
+    for (int step = 0; step < 3; ++step) {
+      for (int r = 0; r < 2; ++r) {
+        for (uint32_t v = 0; v < 2; ++v) {
+          Get(w.clients[r]->Push(v, step, step, Random(Model()[v].shape, step * 2 + r)));
+        }
+      }
+    }
+    before = PullAll(*w.clients[0], 0, 3);
+    Check(w.clients[0]->Shutdown(0));
+  }
+  ASSERT_EQ(cluster_->server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(0));
+  ASSERT_TRUE(std::filesystem::exists(ckpt + "/ps-0.ckpt"));
+
+  cluster_->Start(0, extra);
+  ASSERT_TRUE(cluster_->ok()) << cluster_->Log(0);
+  {
+    auto c0 = cluster_->MakeClient(0);
+    auto c1 = cluster_->MakeClient(1);
+    EXPECT_EQ(Get(c0->Register(Model(), kSignature)), 3);  // workers continue from step 3
+    Get(c1->Register(Model(), kSignature));
+    int64_t version = -1;
+    EXPECT_EQ(PullAll(*c1, 0, 0, &version), before);
+    EXPECT_EQ(version, 3);
+    // Adam's moments came back too: a further step from the restored state is well-formed.
+    for (int r = 0; r < 2; ++r) Get((r ? c1 : c0)->Push(0, 3, 3, Random(Model()[0].shape, 50 + r)));
+    after_next = PullAll(*c0, 0, 4);
+    EXPECT_NE(after_next, before);
+    Check(c0->Shutdown(0));
+  }
+  ASSERT_EQ(cluster_->server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(0));
+
+  // Corrupt one byte in the middle: the server must refuse to start rather than half-load.
+  const std::string path = ckpt + "/ps-0.ckpt";
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[bytes.size() / 2] ^= 0x40;
+  std::ofstream(path, std::ios::binary) << bytes;
+  cluster_->Start(0, extra);
+  EXPECT_FALSE(cluster_->ok());
+  EXPECT_EQ(cluster_->server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(1));
+  EXPECT_NE(cluster_->Log(0).find("CRC mismatch"), std::string::npos) << cluster_->Log(0);
+  std::filesystem::remove_all(ckpt);
+}
+
+TEST_F(ServerProcessTest, AbsentServerTimesOutWithinTheDeadlineNamingIt) {
+  JobConfig job = Job(UpdateMode::kSync, 1, 1);
+  cluster_ = std::make_unique<Cluster>(job, "absent");
+  ASSERT_TRUE(cluster_->ok());
+  const std::string endpoint = cluster_->endpoints()[0];
+  cluster_->server(0).Signal(SIGKILL);
+  cluster_->server(0).Wait(Deadline::After(seconds(10)));
+  auto client = cluster_->MakeClient(0, milliseconds(500));
+  const auto start = std::chrono::steady_clock::now();
+  Status s = client->Ping(0).get();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kTimeout);
+  EXPECT_NE(s.message().find("server 0 (" + endpoint + ")"), std::string::npos) << s.message();
+  EXPECT_GE(elapsed, milliseconds(450));
+  EXPECT_LT(elapsed, seconds(3));
+}
+
+TEST_F(ServerProcessTest, ServerDyingMidRunTurnsIntoATimeoutNamingIt) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync), "dies");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 4);
+  auto client = cluster_->MakeClient(0, milliseconds(800));
+  Get(client->Register(Model(), kSignature));
+  PullAll(*client, 0, 0);  // healthy first
+  const std::string endpoint = cluster_->endpoints()[1];
+  cluster_->server(1).Signal(SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = client->Pull(0, 0, 0).get();  // variable 0 has chunks on both servers
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTimeout);
+  EXPECT_NE(r.status().message().find("server 1 (" + endpoint + ")"), std::string::npos)
+      << r.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(3));
+}
+
+TEST_F(ServerProcessTest, MismatchedConfigurationIsRefusedNamingTheField) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync), "mismatch");
+  ASSERT_TRUE(cluster_->ok());
+  JobConfig other = Job(UpdateMode::kSync);
+  other.optimizer.learning_rate = 0.25f;
+  auto client = cluster_->MakeClient(0, seconds(10), &other);
+  auto r = client->Register(Model(), kSignature).get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("--lr is 0.25 at worker 0 but 0.5 at server"),
+            std::string::npos)
+      << r.status().message();
+
+  auto good = cluster_->MakeClient(1);
+  ASSERT_TRUE(good->Register(Model(), kSignature).get().ok());
+  auto wrong_model = cluster_->MakeClient(2);
+  auto m = wrong_model->Register({{"w", {300, 101}}, {"b", {100}}}, kSignature + 1).get();
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("model mismatch"), std::string::npos) << m.status().message();
+}
+
+}  // namespace
+}  // namespace towerps::ps
