@@ -30,6 +30,10 @@ struct TransportBenchResult {
 
 Result<TransportBenchResult> RunTransportBench(const TransportBenchOptions& options);
 
+// Raw libzmq DEALER -> ROUTER payload throughput in GB/s for options.message_bytes messages:
+// the ceiling the other benchmarks are compared with.
+Result<double> RawZmqThroughput(const TransportBenchOptions& options, long* messages);
+
 }  // namespace towerps::bench
 
 #endif  // TOWERPS_BENCH_TRANSPORT_BENCH_H_

@@ -18,10 +18,10 @@
 namespace towerps {
 
 struct SubprocessOptions {
-  std::vector<std::string> argv;                // argv[0] is the program path
-  std::vector<std::string> extra_env;           // "NAME=value" added to the parent's environment
-  std::string output_path;                      // stdout+stderr go here; empty: inherit
-  bool new_process_group = true;                // so a signal can reach the whole tree
+  std::vector<std::string> argv;       // argv[0] is the program path
+  std::vector<std::string> extra_env;  // "NAME=value" added to the parent's environment
+  std::string output_path;             // stdout+stderr go here; empty: inherit
+  bool new_process_group = true;       // so a signal can reach the whole tree
 };
 
 class Subprocess {

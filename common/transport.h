@@ -19,8 +19,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -86,7 +86,8 @@ class Transport {
 
   // Connects a client socket; `identity` (e.g. "worker:3") must be unique among the peers of the
   // server: a second connection with the same identity takes over from the first (so a restarted
-  // worker is served at once). Connecting is asynchronous: an absent server shows up as a Receive() timeout.
+  // worker is served at once). Connecting is asynchronous: an absent server shows up as a Receive()
+  // timeout.
   virtual Result<std::unique_ptr<Socket>> Connect(const std::string& endpoint,
                                                   const std::string& identity) = 0;
 

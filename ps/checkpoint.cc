@@ -68,8 +68,8 @@ class Reader {
 };
 
 uint32_t Crc(const std::string& s) {
-  return static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(s.data()),
-                                     static_cast<uInt>(s.size())));
+  return static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
 }
 
 // Record layout: tag u32, length u64, body, crc32(body) u32.

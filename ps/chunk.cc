@@ -112,8 +112,8 @@ void Chunk::Update(const float* const* grads, int k, float lr, ShardCounters* co
 
 Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
                                 const Tensor& gradient, ShardCounters* counters) {
-  const std::string where = "variable " + std::to_string(spec_.variable_id) + " chunk " +
-                            std::to_string(spec_.chunk_id);
+  const std::string where =
+      "variable " + std::to_string(spec_.variable_id) + " chunk " + std::to_string(spec_.chunk_id);
   if (!initialized()) {
     return FailedPreconditionError(where + " has no value yet: the chief must Init it first");
   }
@@ -139,8 +139,8 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
     }
     if (base_version > version_) {
       return InvalidArgumentError("gradient for step " + std::to_string(base_version) + " of " +
-                                  where + ", which is only at version " +
-                                  std::to_string(version_) + ": pull before pushing");
+                                  where + ", which is only at version " + std::to_string(version_) +
+                                  ": pull before pushing");
     }
     auto& bucket = pending_[base_version];
     if (!bucket.emplace(worker, gradient).second) {

@@ -164,7 +164,8 @@ class Client::Impl {
       for (size_t i = 0; i < sockets.size(); ++i) {
         if (!(*ready)[i]) continue;
         for (;;) {
-          Result<IncomingMessage> msg = sockets[i]->Receive(Deadline::After(std::chrono::milliseconds(0)));
+          Result<IncomingMessage> msg =
+              sockets[i]->Receive(Deadline::After(std::chrono::milliseconds(0)));
           if (!msg.ok()) break;
           Complete(static_cast<int>(i), std::move(msg).value());
         }
@@ -182,12 +183,14 @@ class Client::Impl {
       call.done(s.WithContext(call.what + " to " + ServerName(call.server)));
       return;
     }
-    pending_.emplace(id, Pending{call.server, deadline, std::move(call.what), std::move(call.done)});
+    pending_.emplace(id,
+                     Pending{call.server, deadline, std::move(call.what), std::move(call.done)});
   }
 
   void Complete(int server, IncomingMessage msg) {
     auto it = pending_.find(msg.header().getRequestId());
-    if (it == pending_.end() || it->second.server != server) return;  // late reply to a timed-out call
+    if (it == pending_.end() || it->second.server != server)
+      return;  // late reply to a timed-out call
     Pending p = std::move(it->second);
     pending_.erase(it);
     if (msg.type() == proto::MessageType::ERROR) {
@@ -223,20 +226,20 @@ class Client::Impl {
   std::vector<std::unique_ptr<Socket>> sockets_;
   Mailbox<Call> calls_;
   std::thread io_;
-  uint64_t next_request_id_ = 0;           // I/O thread only
-  std::map<uint64_t, Pending> pending_;    // I/O thread only
+  uint64_t next_request_id_ = 0;         // I/O thread only
+  std::map<uint64_t, Pending> pending_;  // I/O thread only
 };
 
 Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   TOWERPS_RETURN_IF_ERROR(options.job.Validate());
   if (static_cast<int>(options.servers.size()) != options.job.servers) {
-    return InvalidArgumentError(std::to_string(options.servers.size()) +
-                                " server endpoints given but --servers=" +
-                                std::to_string(options.job.servers));
+    return InvalidArgumentError(
+        std::to_string(options.servers.size()) +
+        " server endpoints given but --servers=" + std::to_string(options.job.servers));
   }
   if (options.worker_rank < 0 || options.worker_rank >= options.job.workers) {
-    return InvalidArgumentError("--rank=" + std::to_string(options.worker_rank) + " is outside 0.." +
-                                std::to_string(options.job.workers - 1));
+    return InvalidArgumentError("--rank=" + std::to_string(options.worker_rank) +
+                                " is outside 0.." + std::to_string(options.job.workers - 1));
   }
   auto impl = std::make_unique<Impl>(std::move(options));
   TOWERPS_RETURN_IF_ERROR(impl->Start());
@@ -256,8 +259,8 @@ int Client::num_servers() const { return static_cast<int>(impl_->options_.server
 
 std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variables,
                                               uint64_t model_signature) {
-  Result<ChunkPlacement> placement = ChunkPlacement::Compute(
-      variables, impl_->options_.job.servers, impl_->options_.job.partition_bytes);
+  Result<ChunkPlacement> placement = ChunkPlacement::Compute(variables, impl_->options_.job.servers,
+                                                             impl_->options_.job.partition_bytes);
   if (!placement.ok()) return Ready<int64_t>(placement.status());
   std::vector<bool> owns(impl_->options_.servers.size(), false);
   for (const ChunkSpec& c : placement->chunks()) owns[c.server] = true;
@@ -380,21 +383,22 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
     m.header().setChunkId(c.chunk_id);
     m.header().setStep(min_version);
     m.header().setClock(clock);
-    impl_->Submit(c.server, std::move(m),
-                  "pull of variable " + std::to_string(c.variable_id) + " chunk " +
-                      std::to_string(c.chunk_id),
-                  [join, c](Result<IncomingMessage> r) {
-                    Status s = r.status();
-                    if (s.ok() && (r->tensors().size() != 1 ||
-                                   r->tensors()[0].num_elements() != c.num_elements)) {
-                      s = ProtocolError("pull reply for variable " + std::to_string(c.variable_id) +
-                                        " chunk " + std::to_string(c.chunk_id) + " has the wrong size");
-                    }
-                    join->Part(s, [&](PulledVariable& out) {
-                      out.version = std::min(out.version, r->header().getStep());
-                      out.chunks.emplace_back(c, r->tensors()[0]);
-                    });
-                  });
+    impl_->Submit(
+        c.server, std::move(m),
+        "pull of variable " + std::to_string(c.variable_id) + " chunk " +
+            std::to_string(c.chunk_id),
+        [join, c](Result<IncomingMessage> r) {
+          Status s = r.status();
+          if (s.ok() &&
+              (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements)) {
+            s = ProtocolError("pull reply for variable " + std::to_string(c.variable_id) +
+                              " chunk " + std::to_string(c.chunk_id) + " has the wrong size");
+          }
+          join->Part(s, [&](PulledVariable& out) {
+            out.version = std::min(out.version, r->header().getStep());
+            out.chunks.emplace_back(c, r->tensors()[0]);
+          });
+        });
   }
   return future;
 }
@@ -421,7 +425,8 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
                   rep.checkpoints_written = st.getCheckpointsWritten();
                   rep.min_version = st.getMinVersion();
                   rep.max_version = st.getMaxVersion();
-                  for (uint64_t b : st.getStalenessHistogram()) rep.staleness_histogram.push_back(b);
+                  for (uint64_t b : st.getStalenessHistogram())
+                    rep.staleness_histogram.push_back(b);
                   promise->set_value(std::move(rep));
                 });
   return future;

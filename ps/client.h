@@ -78,7 +78,8 @@ class Client {
                                        const Tensor& gradient);
   // The variable once every chunk has reached `min_version` (and, in SSP, the slowest worker is
   // within the staleness bound of `clock`).
-  std::future<Result<PulledVariable>> Pull(uint32_t variable_id, int64_t min_version, int64_t clock);
+  std::future<Result<PulledVariable>> Pull(uint32_t variable_id, int64_t min_version,
+                                           int64_t clock);
   std::future<Result<ServerStatsReport>> Stats(int server);
   std::future<Status> Ping(int server);
   // Asks a server to checkpoint (if configured) and exit.

@@ -15,9 +15,12 @@ std::string FloatText(float v) {
 
 const char* UpdateModeName(UpdateMode mode) {
   switch (mode) {
-    case UpdateMode::kSync: return "sync";
-    case UpdateMode::kAsync: return "async";
-    case UpdateMode::kSsp: return "ssp";
+    case UpdateMode::kSync:
+      return "sync";
+    case UpdateMode::kAsync:
+      return "async";
+    case UpdateMode::kSsp:
+      return "ssp";
   }
   return "?";
 }
@@ -31,10 +34,14 @@ Result<UpdateMode> ParseUpdateMode(const std::string& text) {
 
 const char* OptimizerKindName(OptimizerKind kind) {
   switch (kind) {
-    case OptimizerKind::kSgd: return "sgd";
-    case OptimizerKind::kMomentum: return "momentum";
-    case OptimizerKind::kAdam: return "adam";
-    case OptimizerKind::kAdagrad: return "adagrad";
+    case OptimizerKind::kSgd:
+      return "sgd";
+    case OptimizerKind::kMomentum:
+      return "momentum";
+    case OptimizerKind::kAdam:
+      return "adam";
+    case OptimizerKind::kAdagrad:
+      return "adagrad";
   }
   return "?";
 }
@@ -44,14 +51,18 @@ Result<OptimizerKind> ParseOptimizerKind(const std::string& text) {
   if (text == "momentum") return OptimizerKind::kMomentum;
   if (text == "adam") return OptimizerKind::kAdam;
   if (text == "adagrad") return OptimizerKind::kAdagrad;
-  return InvalidArgumentError("--optimizer=" + text + " is not one of sgd, momentum, adam, adagrad");
+  return InvalidArgumentError("--optimizer=" + text +
+                              " is not one of sgd, momentum, adam, adagrad");
 }
 
 const char* LrScheduleKindName(LrScheduleKind kind) {
   switch (kind) {
-    case LrScheduleKind::kConstant: return "constant";
-    case LrScheduleKind::kStep: return "step";
-    case LrScheduleKind::kExponential: return "exponential";
+    case LrScheduleKind::kConstant:
+      return "constant";
+    case LrScheduleKind::kStep:
+      return "step";
+    case LrScheduleKind::kExponential:
+      return "exponential";
   }
   return "?";
 }
@@ -92,7 +103,8 @@ Status JobConfig::Validate() const {
   if (!(schedule.decay_rate > 0)) return bad("--lr-decay-rate must be positive");
   if (schedule.warmup_steps < 0) return bad("--lr-warmup-steps must be >= 0");
   if (epochs < 1) return bad("--epochs must be at least 1, got " + std::to_string(epochs));
-  if (batch_size < 1) return bad("--batch-size must be at least 1, got " + std::to_string(batch_size));
+  if (batch_size < 1)
+    return bad("--batch-size must be at least 1, got " + std::to_string(batch_size));
   return Status::Ok();
 }
 
@@ -162,7 +174,8 @@ Status CompareConfigFields(const std::vector<std::pair<std::string, std::string>
                            const std::string& my_name,
                            const std::vector<std::pair<std::string, std::string>>& theirs,
                            const std::string& their_name) {
-  const std::string advice = "; give every process of the job the same options (e.g. one --config file)";
+  const std::string advice =
+      "; give every process of the job the same options (e.g. one --config file)";
   for (const auto& [name, value] : mine) {
     const std::pair<std::string, std::string>* found = nullptr;
     for (const auto& f : theirs) {

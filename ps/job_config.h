@@ -31,13 +31,13 @@ Result<LrScheduleKind> ParseLrScheduleKind(const std::string& text);
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kMomentum;
   float learning_rate = 0.05f;
-  float momentum = 0.9f;          // momentum
-  bool nesterov = false;          // momentum
-  float beta1 = 0.9f;             // adam
-  float beta2 = 0.999f;           // adam
-  float epsilon = 1e-8f;          // adam
+  float momentum = 0.9f;             // momentum
+  bool nesterov = false;             // momentum
+  float beta1 = 0.9f;                // adam
+  float beta2 = 0.999f;              // adam
+  float epsilon = 1e-8f;             // adam
   float initial_accumulator = 0.1f;  // adagrad
-  float weight_decay = 0.0f;      // L2 coefficient added to the gradient: g + wd * w
+  float weight_decay = 0.0f;         // L2 coefficient added to the gradient: g + wd * w
 };
 
 struct LrScheduleOptions {
@@ -52,8 +52,8 @@ struct JobConfig {
   int workers = 2;
   int servers = 1;
   UpdateMode mode = UpdateMode::kSync;
-  int replicas_to_aggregate = 0;  // sync: gradients per step; 0 means all workers
-  int staleness = 2;              // ssp: the bound s
+  int replicas_to_aggregate = 0;    // sync: gradients per step; 0 means all workers
+  int staleness = 2;                // ssp: the bound s
   bool staleness_aware_lr = false;  // async/ssp: lr / max(1, staleness)
   size_t partition_bytes = 1 << 20;
   OptimizerOptions optimizer;
@@ -66,7 +66,9 @@ struct JobConfig {
   uint64_t seed = 1;
 
   // Gradients a sync step needs.
-  int EffectiveReplicas() const { return replicas_to_aggregate > 0 ? replicas_to_aggregate : workers; }
+  int EffectiveReplicas() const {
+    return replicas_to_aggregate > 0 ? replicas_to_aggregate : workers;
+  }
 
   // Checks ranges and combinations; the error names the flag and the accepted values.
   Status Validate() const;

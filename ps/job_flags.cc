@@ -12,51 +12,50 @@ JobFlags::JobFlags()
       schedule_(LrScheduleKindName(config_.schedule.kind)),
       desc_("Job options (identical in every process of a job)") {
   JobConfig& c = config_;
-  desc_.add_options()
-      ("workers", po::value(&c.workers)->default_value(c.workers), "number of workers")
-      ("servers", po::value(&c.servers)->default_value(c.servers), "number of parameter servers")
-      ("mode", po::value(&mode_)->default_value(mode_), "update mode: sync, async or ssp")
-      ("replicas-to-aggregate", po::value(&c.replicas_to_aggregate)->default_value(0),
-       "sync: gradients averaged per step; 0 = all workers, fewer = backup workers")
-      ("staleness", po::value(&c.staleness)->default_value(c.staleness), "ssp: staleness bound s")
-      ("staleness-aware-lr", po::bool_switch(&c.staleness_aware_lr),
-       "async/ssp: divide the learning rate by max(1, staleness)")
-      ("partition-bytes", po::value(&c.partition_bytes)->default_value(c.partition_bytes),
-       "largest chunk a variable is cut into")
-      ("optimizer", po::value(&optimizer_)->default_value(optimizer_),
-       "sgd, momentum, adam or adagrad")
-      ("lr", po::value(&c.optimizer.learning_rate)->default_value(c.optimizer.learning_rate),
-       "learning rate")
-      ("momentum", po::value(&c.optimizer.momentum)->default_value(c.optimizer.momentum),
-       "momentum coefficient")
-      ("nesterov", po::bool_switch(&c.optimizer.nesterov), "Nesterov momentum")
-      ("beta1", po::value(&c.optimizer.beta1)->default_value(c.optimizer.beta1), "adam beta1")
-      ("beta2", po::value(&c.optimizer.beta2)->default_value(c.optimizer.beta2), "adam beta2")
-      ("epsilon", po::value(&c.optimizer.epsilon)->default_value(c.optimizer.epsilon),
-       "adam epsilon")
-      ("adagrad-initial",
-       po::value(&c.optimizer.initial_accumulator)->default_value(c.optimizer.initial_accumulator),
-       "adagrad initial accumulator")
-      ("weight-decay", po::value(&c.optimizer.weight_decay)->default_value(0.0f),
-       "L2 weight decay added to gradients")
-      ("lr-schedule", po::value(&schedule_)->default_value(schedule_),
-       "constant, step or exponential")
-      ("lr-decay-rate", po::value(&c.schedule.decay_rate)->default_value(c.schedule.decay_rate),
-       "step/exponential decay factor")
-      ("lr-decay-steps",
-       po::value(&c.schedule.decay_steps)->default_value(c.schedule.decay_steps),
-       "step/exponential decay interval, in updates")
-      ("lr-staircase", po::bool_switch(&c.schedule.staircase), "exponential: decay in whole steps")
-      ("lr-warmup-steps",
-       po::value(&c.schedule.warmup_steps)->default_value(c.schedule.warmup_steps),
-       "linear warm-up length, in updates")
-      ("model", po::value(&c.model)->default_value(c.model), "model name: mlp, cnn, cifar10")
-      ("dataset", po::value(&c.dataset)->default_value(c.dataset),
-       "fashion-mnist, cifar10 or synthetic")
-      ("epochs", po::value(&c.epochs)->default_value(c.epochs), "training epochs")
-      ("batch-size", po::value(&c.batch_size)->default_value(c.batch_size),
-       "examples per step per worker")
-      ("seed", po::value(&c.seed)->default_value(c.seed), "random seed");
+  desc_.add_options()("workers", po::value(&c.workers)->default_value(c.workers),
+                      "number of workers")(
+      "servers", po::value(&c.servers)->default_value(c.servers), "number of parameter servers")(
+      "mode", po::value(&mode_)->default_value(mode_), "update mode: sync, async or ssp")(
+      "replicas-to-aggregate", po::value(&c.replicas_to_aggregate)->default_value(0),
+      "sync: gradients averaged per step; 0 = all workers, fewer = backup workers")(
+      "staleness", po::value(&c.staleness)->default_value(c.staleness), "ssp: staleness bound s")(
+      "staleness-aware-lr", po::bool_switch(&c.staleness_aware_lr),
+      "async/ssp: divide the learning rate by max(1, staleness)")(
+      "partition-bytes", po::value(&c.partition_bytes)->default_value(c.partition_bytes),
+      "largest chunk a variable is cut into")("optimizer",
+                                              po::value(&optimizer_)->default_value(optimizer_),
+                                              "sgd, momentum, adam or adagrad")(
+      "lr", po::value(&c.optimizer.learning_rate)->default_value(c.optimizer.learning_rate),
+      "learning rate")("momentum",
+                       po::value(&c.optimizer.momentum)->default_value(c.optimizer.momentum),
+                       "momentum coefficient")("nesterov", po::bool_switch(&c.optimizer.nesterov),
+                                               "Nesterov momentum")(
+      "beta1", po::value(&c.optimizer.beta1)->default_value(c.optimizer.beta1), "adam beta1")(
+      "beta2", po::value(&c.optimizer.beta2)->default_value(c.optimizer.beta2), "adam beta2")(
+      "epsilon", po::value(&c.optimizer.epsilon)->default_value(c.optimizer.epsilon),
+      "adam epsilon")(
+      "adagrad-initial",
+      po::value(&c.optimizer.initial_accumulator)->default_value(c.optimizer.initial_accumulator),
+      "adagrad initial accumulator")("weight-decay",
+                                     po::value(&c.optimizer.weight_decay)->default_value(0.0f),
+                                     "L2 weight decay added to gradients")(
+      "lr-schedule", po::value(&schedule_)->default_value(schedule_),
+      "constant, step or exponential")(
+      "lr-decay-rate", po::value(&c.schedule.decay_rate)->default_value(c.schedule.decay_rate),
+      "step/exponential decay factor")(
+      "lr-decay-steps", po::value(&c.schedule.decay_steps)->default_value(c.schedule.decay_steps),
+      "step/exponential decay interval, in updates")(
+      "lr-staircase", po::bool_switch(&c.schedule.staircase), "exponential: decay in whole steps")(
+      "lr-warmup-steps",
+      po::value(&c.schedule.warmup_steps)->default_value(c.schedule.warmup_steps),
+      "linear warm-up length, in updates")("model", po::value(&c.model)->default_value(c.model),
+                                           "model name: mlp, cnn, cifar10")(
+      "dataset", po::value(&c.dataset)->default_value(c.dataset),
+      "fashion-mnist, cifar10 or synthetic")(
+      "epochs", po::value(&c.epochs)->default_value(c.epochs), "training epochs")(
+      "batch-size", po::value(&c.batch_size)->default_value(c.batch_size),
+      "examples per step per worker")("seed", po::value(&c.seed)->default_value(c.seed),
+                                      "random seed");
 }
 
 Result<JobConfig> JobFlags::ToConfig() const {

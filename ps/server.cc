@@ -40,8 +40,8 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   TOWERPS_RETURN_IF_ERROR(options.job.Validate());
   if (options.rank < 0 || options.rank >= options.job.servers) {
     return InvalidArgumentError("--rank=" + std::to_string(options.rank) + " is outside 0.." +
-                                std::to_string(options.job.servers - 1) + " (--servers=" +
-                                std::to_string(options.job.servers) + ")");
+                                std::to_string(options.job.servers - 1) +
+                                " (--servers=" + std::to_string(options.job.servers) + ")");
   }
   if (options.threads < 1 || options.threads > 256) {
     return InvalidArgumentError("--threads=" + std::to_string(options.threads) +
@@ -53,7 +53,8 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const ServerOptions& o = server->options_;
   TOWERPS_ASSIGN_OR_RETURN(server->transport_, Transport::Create("zmq", o.transport));
-  TOWERPS_ASSIGN_OR_RETURN(server->socket_, server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
+  TOWERPS_ASSIGN_OR_RETURN(server->socket_,
+                           server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
   for (int i = 0; i < o.threads; ++i) {
     server->shards_.push_back(std::make_unique<Shard>(i, server->options_.job, &server->outbox_));
   }
@@ -77,8 +78,8 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
 Status Server::Restore(const Checkpoint& ck) {
   const CheckpointMeta& m = ck.meta;
   if (m.server_rank != options_.rank || m.num_servers != options_.job.servers) {
-    return FailedPreconditionError("it belongs to server " + std::to_string(m.server_rank) + " of " +
-                                   std::to_string(m.num_servers) + ", this is server " +
+    return FailedPreconditionError("it belongs to server " + std::to_string(m.server_rank) +
+                                   " of " + std::to_string(m.num_servers) + ", this is server " +
                                    std::to_string(options_.rank) + " of " +
                                    std::to_string(options_.job.servers));
   }
@@ -120,17 +121,16 @@ Status Server::Restore(const Checkpoint& ck) {
 }
 
 Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature) {
-  TOWERPS_ASSIGN_OR_RETURN(ChunkPlacement placement,
-                           ChunkPlacement::Compute(variables, options_.job.servers,
-                                                   options_.job.partition_bytes));
+  TOWERPS_ASSIGN_OR_RETURN(
+      ChunkPlacement placement,
+      ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes));
   variables_ = variables;
   model_signature_ = signature;
   int next = 0;
   for (const ChunkSpec& spec : placement.chunks()) {
     if (spec.server != options_.rank) continue;
     const int shard = next++ % options_.threads;
-    const size_t index =
-        shards_[shard]->AddChunk(std::make_unique<Chunk>(spec, options_.job));
+    const size_t index = shards_[shard]->AddChunk(std::make_unique<Chunk>(spec, options_.job));
     homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
   }
   if (options_.log_device_placement) {
@@ -161,7 +161,8 @@ Status Server::Run() {
     if (ready[0]) {
       // Bounded batch, so replies never starve behind a flood of requests.
       for (int i = 0; i < 64; ++i) {
-        Result<IncomingMessage> msg = socket_->Receive(Deadline::After(std::chrono::milliseconds(0)));
+        Result<IncomingMessage> msg =
+            socket_->Receive(Deadline::After(std::chrono::milliseconds(0)));
         if (!msg.ok()) break;  // timeout: drained; protocol errors were logged and counted
         HandleMessage(std::move(msg).value());
       }
@@ -196,18 +197,24 @@ void Server::HandleMessage(IncomingMessage msg) {
       SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
       return;
     }
-    case proto::MessageType::REGISTER: HandleRegister(msg); return;
-    case proto::MessageType::STATS: HandleStats(msg); return;
+    case proto::MessageType::REGISTER:
+      HandleRegister(msg);
+      return;
+    case proto::MessageType::STATS:
+      HandleStats(msg);
+      return;
     case proto::MessageType::SHUTDOWN:
       shutdown_requested_ = true;
       SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
       return;
     case proto::MessageType::INIT:
     case proto::MessageType::PUSH:
-    case proto::MessageType::PULL: Route(std::move(msg)); return;
+    case proto::MessageType::PULL:
+      Route(std::move(msg));
+      return;
     default:
-      ReplyError(msg, InvalidArgumentError("a server does not accept " + MessageTypeName(msg.type()) +
-                                           " messages"));
+      ReplyError(msg, InvalidArgumentError("a server does not accept " +
+                                           MessageTypeName(msg.type()) + " messages"));
   }
 }
 
@@ -260,11 +267,11 @@ void Server::Route(IncomingMessage msg) {
   auto h = msg.header();
   auto it = homes_.find({h.getVariableId(), h.getChunkId()});
   if (it == homes_.end()) {
-    ReplyError(msg, NotFoundError(
-                        "server " + std::to_string(options_.rank) + " holds no variable " +
-                        std::to_string(h.getVariableId()) + " chunk " +
-                        std::to_string(h.getChunkId()) +
-                        (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)")));
+    ReplyError(msg,
+               NotFoundError(
+                   "server " + std::to_string(options_.rank) + " holds no variable " +
+                   std::to_string(h.getVariableId()) + " chunk " + std::to_string(h.getChunkId()) +
+                   (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)")));
     return;
   }
   ShardTask task;

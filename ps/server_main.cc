@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "common/logging.h"
+#include "common/process_setup.h"
 #include "ps/job_flags.h"
 #include "ps/server.h"
 
@@ -20,32 +21,33 @@ void OnSignal(int) { g_stop.store(true); }
 
 int main(int argc, char** argv) {
   using namespace towerps;
+  ConfigureAllocatorForLargeMessages();
   ps::ServerOptions options;
   ps::JobFlags job_flags;
   std::string log_level = "info";
   std::string ready_file;
   int64_t stats_ms = options.stats_log_interval.count();
   po::options_description process("Server options");
-  process.add_options()
-      ("help,h", "show this help")
-      ("config", po::value<std::string>(), "INI file with job options (command line wins)")
-      ("rank", po::value(&options.rank)->default_value(0), "this server's rank, 0..servers-1")
-      ("bind", po::value(&options.bind)->default_value(options.bind),
-       "address of the interface to listen on (0.0.0.0 for all)")
-      ("port", po::value(&options.port)->default_value(0), "TCP port; 0 picks a free one")
-      ("threads", po::value(&options.threads)->default_value(options.threads),
-       "threads owning chunks (each chunk has one owner)")
-      ("checkpoint-dir", po::value(&options.checkpoint_dir), "directory for ps-<rank>.ckpt; "
-       "a checkpoint found there is restored at start")
-      ("checkpoint-every", po::value(&options.checkpoint_every)->default_value(0),
-       "save at least every N versions (0: only at shutdown)")
-      ("log-device-placement", po::bool_switch(&options.log_device_placement),
-       "print which server holds each chunk")
-      ("stats-interval-ms", po::value(&stats_ms)->default_value(stats_ms),
-       "how often to log statistics")
-      ("ready-file", po::value(&ready_file),
-       "write the listening endpoint to this file once serving (for launchers)")
-      ("log-level", po::value(&log_level)->default_value(log_level), "debug, info, warning, error");
+  process.add_options()("help,h", "show this help")(
+      "config", po::value<std::string>(), "INI file with job options (command line wins)")(
+      "rank", po::value(&options.rank)->default_value(0), "this server's rank, 0..servers-1")(
+      "bind", po::value(&options.bind)->default_value(options.bind),
+      "address of the interface to listen on (0.0.0.0 for all)")(
+      "port", po::value(&options.port)->default_value(0), "TCP port; 0 picks a free one")(
+      "threads", po::value(&options.threads)->default_value(options.threads),
+      "threads owning chunks (each chunk has one owner)")(
+      "checkpoint-dir", po::value(&options.checkpoint_dir),
+      "directory for ps-<rank>.ckpt; "
+      "a checkpoint found there is restored at start")(
+      "checkpoint-every", po::value(&options.checkpoint_every)->default_value(0),
+      "save at least every N versions (0: only at shutdown)")(
+      "log-device-placement", po::bool_switch(&options.log_device_placement),
+      "print which server holds each chunk")("stats-interval-ms",
+                                             po::value(&stats_ms)->default_value(stats_ms),
+                                             "how often to log statistics")(
+      "ready-file", po::value(&ready_file),
+      "write the listening endpoint to this file once serving (for launchers)")(
+      "log-level", po::value(&log_level)->default_value(log_level), "debug, info, warning, error");
   po::options_description all("Usage: towerps-server [options]\n\nRuns one parameter-server shard");
   all.add(process).add(job_flags.options());
 
@@ -62,7 +64,8 @@ int main(int argc, char** argv) {
   Result<LogLevel> level = ParseLogLevel(log_level);
   Result<ps::JobConfig> job = job_flags.ToConfig();
   if (!level.ok() || !job.ok()) {
-    std::cerr << "towerps-server: " << (level.ok() ? job.status() : level.status()).message() << "\n";
+    std::cerr << "towerps-server: " << (level.ok() ? job.status() : level.status()).message()
+              << "\n";
     return 2;
   }
   InitLogging({.role = "ps", .rank = options.rank, .min_level = *level});

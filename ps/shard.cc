@@ -63,7 +63,8 @@ void Shard::Loop() {
     std::optional<ShardTask> task = inbox_.WaitPop(Deadline::After(std::chrono::seconds(1)));
     if (!task) continue;
     switch (task->kind) {
-      case ShardTask::Kind::kStop: return;
+      case ShardTask::Kind::kStop:
+        return;
       case ShardTask::Kind::kSnapshot: {
         SnapshotPart part;
         part.shard = index_;
@@ -71,7 +72,9 @@ void Shard::Loop() {
         outbox_->Push(std::move(part));
         break;
       }
-      case ShardTask::Kind::kRequest: Handle(task->chunk, std::move(*task->message)); break;
+      case ShardTask::Kind::kRequest:
+        Handle(task->chunk, std::move(*task->message));
+        break;
     }
   }
 }
@@ -82,8 +85,9 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
   switch (msg.type()) {
     case proto::MessageType::INIT: {
       if (msg.tensors().size() != 1) {
-        ReplyError(msg, InvalidArgumentError("init carries " + std::to_string(msg.tensors().size()) +
-                                             " tensors, expected 1"));
+        ReplyError(msg,
+                   InvalidArgumentError("init carries " + std::to_string(msg.tensors().size()) +
+                                        " tensors, expected 1"));
         return;
       }
       Result<bool> applied = chunk.Init(msg.tensors()[0]);
@@ -98,8 +102,9 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
     }
     case proto::MessageType::PUSH: {
       if (msg.tensors().size() != 1) {
-        ReplyError(msg, InvalidArgumentError("push carries " + std::to_string(msg.tensors().size()) +
-                                             " tensors, expected 1"));
+        ReplyError(msg,
+                   InvalidArgumentError("push carries " + std::to_string(msg.tensors().size()) +
+                                        " tensors, expected 1"));
         return;
       }
       Result<PushOutcome> out = chunk.Push(static_cast<int>(h.getSenderRank()), h.getStep(),

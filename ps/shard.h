@@ -27,7 +27,7 @@ namespace towerps::ps {
 
 struct ShardTask {
   enum class Kind { kRequest, kSnapshot, kStop } kind = Kind::kRequest;
-  size_t chunk = 0;                       // kRequest: index in this shard
+  size_t chunk = 0;                        // kRequest: index in this shard
   std::optional<IncomingMessage> message;  // kRequest: init, push or pull
 };
 
@@ -72,8 +72,8 @@ class Shard {
   Mailbox<ServerOutput>* outbox_;
   Mailbox<ShardTask> inbox_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
-  std::vector<std::vector<Waiter>> waiters_;                // per chunk
-  std::unique_ptr<std::atomic<int64_t>[]> versions_;        // per chunk, mirrored for readers
+  std::vector<std::vector<Waiter>> waiters_;          // per chunk
+  std::unique_ptr<std::atomic<int64_t>[]> versions_;  // per chunk, mirrored for readers
   ShardCounters counters_;
   std::thread thread_;
 };

@@ -220,7 +220,8 @@ Result<std::vector<bool>> ZmqTransport::Poll(std::span<Socket* const> sockets, i
       ready[i] = static_cast<ZmqSocket*>(sockets[i])->raw().get(zmq::sockopt::events) & ZMQ_POLLIN;
       any = any || ready[i];
     }
-    const int rc = zmq_poll(items.data(), static_cast<int>(items.size()), any ? 0 : deadline.remaining_ms());
+    const int rc =
+        zmq_poll(items.data(), static_cast<int>(items.size()), any ? 0 : deadline.remaining_ms());
     if (rc < 0) {
       if (zmq_errno() == EINTR) {
         if (deadline.expired()) return ready;

@@ -47,8 +47,8 @@ TEST(ChunkSyncTest, AveragesExactlyAndIsBitwiseIndependentOfArrivalOrder) {
     for (size_t i = 0; i < order.size(); ++i) {
       auto out = chunk.Push(order[i], 0, 0, grads[order[i]], &counters);
       ASSERT_TRUE(out.ok()) << out.status().ToString();
-      EXPECT_EQ(out->kind, i + 1 < order.size() ? PushOutcome::Kind::kPending
-                                                : PushOutcome::Kind::kApplied);
+      EXPECT_EQ(out->kind,
+                i + 1 < order.size() ? PushOutcome::Kind::kPending : PushOutcome::Kind::kApplied);
       EXPECT_EQ(chunk.PullReady(1, 0), i + 1 == order.size());
     }
     EXPECT_EQ(chunk.version(), 1);
@@ -57,8 +57,8 @@ TEST(ChunkSyncTest, AveragesExactlyAndIsBitwiseIndependentOfArrivalOrder) {
   }
   for (int64_t i = 0; i < kN; ++i) {
     // w - lr * ((g0 + g1 + g2 + g3) * 1/4), summed in rank order
-    const float g = (((grads[0].f32()[i] + grads[1].f32()[i]) + grads[2].f32()[i]) +
-                     grads[3].f32()[i]) * 0.25f;
+    const float g =
+        (((grads[0].f32()[i] + grads[1].f32()[i]) + grads[2].f32()[i]) + grads[3].f32()[i]) * 0.25f;
     ASSERT_EQ(results[0][i], init.f32()[i] - 0.5f * g) << i;
   }
   for (const auto& r : results) {
@@ -144,11 +144,11 @@ TEST(ChunkSspTest, PullWaitsUntilTheSlowestIsWithinTheBound) {
   ASSERT_TRUE(*chunk.Init(Random(1)));
   // Worker 0 runs ahead: clocks 0 and 1 pushed.
   ASSERT_TRUE(chunk.Push(0, 0, 0, Random(2), &counters).ok());
-  EXPECT_TRUE(chunk.PullReady(0, 1));   // clock 1: slowest (0) >= 1 - 1
+  EXPECT_TRUE(chunk.PullReady(0, 1));  // clock 1: slowest (0) >= 1 - 1
   ASSERT_TRUE(chunk.Push(0, 1, 1, Random(3), &counters).ok());
   EXPECT_FALSE(chunk.PullReady(0, 2));  // clock 2 needs worker 1 at clock >= 1
   ASSERT_TRUE(chunk.Push(1, 0, 0, Random(4), &counters).ok());
-  EXPECT_TRUE(chunk.PullReady(0, 2));   // released as soon as the slow one catches up
+  EXPECT_TRUE(chunk.PullReady(0, 2));  // released as soon as the slow one catches up
   EXPECT_FALSE(chunk.PullReady(0, 3));
 }
 

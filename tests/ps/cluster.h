@@ -20,8 +20,7 @@ namespace towerps::ps::testing {
 class Cluster {
  public:
   // Starts job.servers servers; `extra(rank)` adds per-server flags.
-  Cluster(const JobConfig& job, const std::string& name,
-          std::vector<std::string> extra = {})
+  Cluster(const JobConfig& job, const std::string& name, std::vector<std::string> extra = {})
       : job_(job) {
     dir_ = std::filesystem::temp_directory_path() /
            ("towerps_" + name + "_" + std::to_string(getpid()));
@@ -38,8 +37,8 @@ class Cluster {
     const std::string ready = (dir_ / ("ready-" + std::to_string(rank))).string();
     std::filesystem::remove(ready);
     SubprocessOptions o;
-    o.argv = {TOWERPS_SERVER_BIN, "--rank", std::to_string(rank), "--port", "0", "--ready-file",
-              ready, "--stats-interval-ms", "60000"};
+    o.argv = {TOWERPS_SERVER_BIN, "--rank", std::to_string(rank),  "--port", "0",
+              "--ready-file",     ready,    "--stats-interval-ms", "60000"};
     for (const std::string& a : job_.ToArgs()) o.argv.push_back(a);
     for (const std::string& a : extra) o.argv.push_back(a);
     o.output_path = LogPath(rank);
@@ -62,7 +61,9 @@ class Cluster {
   }
 
   bool ok() const { return !start_failed_; }
-  std::string LogPath(int rank) const { return (dir_ / ("ps-" + std::to_string(rank) + ".log")).string(); }
+  std::string LogPath(int rank) const {
+    return (dir_ / ("ps-" + std::to_string(rank) + ".log")).string();
+  }
   std::string Log(int rank) const {
     std::ifstream in(LogPath(rank));
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -71,8 +72,8 @@ class Cluster {
   Subprocess& server(int rank) { return *servers_[rank]; }
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 
-  std::unique_ptr<Client> MakeClient(int worker, std::chrono::milliseconds timeout =
-                                                     std::chrono::seconds(20),
+  std::unique_ptr<Client> MakeClient(int worker,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(20),
                                      const JobConfig* job = nullptr) const {
     ClientOptions o;
     o.servers = endpoints_;

@@ -23,7 +23,9 @@ void ReferenceStep(const OptimizerOptions& o, double lr, int64_t t,
     for (const auto& gr : grads) g += gr[i];
     g = g / grads.size() + o.weight_decay * r->w[i];
     switch (o.kind) {
-      case OptimizerKind::kSgd: r->w[i] -= lr * g; break;
+      case OptimizerKind::kSgd:
+        r->w[i] -= lr * g;
+        break;
       case OptimizerKind::kMomentum: {
         r->s0[i] = o.momentum * r->s0[i] + g;
         r->w[i] -= lr * (o.nesterov ? g + o.momentum * r->s0[i] : r->s0[i]);

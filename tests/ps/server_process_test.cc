@@ -53,7 +53,8 @@ void Check(std::future<Status> f) {
   if (!s.ok()) throw std::runtime_error(s.ToString());
 }
 
-std::vector<float> PullAll(Client& c, uint32_t var, int64_t min_version, int64_t* version = nullptr) {
+std::vector<float> PullAll(Client& c, uint32_t var, int64_t min_version,
+                           int64_t* version = nullptr) {
   PulledVariable p = Get(c.Pull(var, min_version, 0));
   if (version) *version = p.version;
   std::vector<float> out(NumElements(Model()[var].shape));
@@ -115,8 +116,9 @@ TEST_F(ServerProcessTest, SyncAveragingIsExactAndIndependentOfArrivalOrder) {
     std::vector<float> expect(w.initial[0].f32(), w.initial[0].f32() + got.size());
     for (int step = 0; step < 2; ++step) {
       for (size_t i = 0; i < expect.size(); ++i) {
-        const float g = (((grads[0].f32()[i] + grads[1].f32()[i]) + grads[2].f32()[i]) +
-                         grads[3].f32()[i]) * 0.25f;
+        const float g =
+            (((grads[0].f32()[i] + grads[1].f32()[i]) + grads[2].f32()[i]) + grads[3].f32()[i]) *
+            0.25f;
         expect[i] = expect[i] - 0.5f * g;
       }
     }
@@ -161,7 +163,8 @@ TEST_F(ServerProcessTest, AsyncAppliesEveryGradientAndReportsStaleness) {
   Workers w = Connect(*cluster_, 4);
   std::vector<int64_t> staleness;
   for (int r = 0; r < 4; ++r) {  // all computed from version 0
-    staleness.push_back(Get(w.clients[r]->Push(1, 0, 0, Random(Model()[1].shape, r))).max_staleness);
+    staleness.push_back(
+        Get(w.clients[r]->Push(1, 0, 0, Random(Model()[1].shape, r))).max_staleness);
   }
   EXPECT_EQ(staleness, (std::vector<int64_t>{0, 1, 2, 3}));
   int64_t version = -1;
@@ -199,7 +202,8 @@ TEST_F(ServerProcessTest, CheckpointRestoresValuesAndVersionsAndRefusesCorruptio
   JobConfig job = Job(UpdateMode::kSync, 2, 1);
   job.optimizer.kind = OptimizerKind::kAdam;  // optimizer state must survive too
   const std::string ckpt =
-      (std::filesystem::temp_directory_path() / ("towerps_ckpt_" + std::to_string(getpid()))).string();
+      (std::filesystem::temp_directory_path() / ("towerps_ckpt_" + std::to_string(getpid())))
+          .string();
   std::filesystem::remove_all(ckpt);
   std::vector<std::string> extra = {"--checkpoint-dir", ckpt};
   cluster_ = std::make_unique<Cluster>(job, "ckpt", extra);

@@ -1,0 +1,194 @@
+#include "bench/ps_bench.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "bench/transport_bench.h"
+#include "common/subprocess.h"
+#include "ps/client.h"
+
+namespace towerps::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+std::string DefaultServerBinary() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "towerps-server" : (self.parent_path() / "towerps-server").string();
+}
+
+struct Servers {
+  std::vector<Subprocess> processes;
+  std::vector<std::string> endpoints;
+  fs::path dir;
+  ~Servers() {
+    processes.clear();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* s) {
+  s->dir = fs::temp_directory_path() / ("towerps_bench_ps_" + std::to_string(getpid()));
+  fs::create_directories(s->dir);
+  const std::string bin = o.server_binary.empty() ? DefaultServerBinary() : o.server_binary;
+  if (!fs::exists(bin)) {
+    return NotFoundError("server binary " + bin + " not found; pass --server-bin");
+  }
+  for (int r = 0; r < o.servers; ++r) {
+    SubprocessOptions so;
+    const std::string ready = (s->dir / ("ready-" + std::to_string(r))).string();
+    so.argv = {bin,           "--rank",    std::to_string(r),
+               "--port",      "0",         "--ready-file",
+               ready,         "--threads", std::to_string(o.server_threads),
+               "--log-level", "warning"};
+    for (const std::string& a : job.ToArgs()) so.argv.push_back(a);
+    so.output_path = (s->dir / ("ps-" + std::to_string(r) + ".log")).string();
+    TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(so));
+    s->processes.push_back(std::move(p));
+    const auto deadline = Deadline::After(std::chrono::seconds(20));
+    while (!fs::exists(ready)) {
+      if (!s->processes.back().running() || deadline.expired()) {
+        std::ifstream log(so.output_path);
+        return NetworkError("server " + std::to_string(r) + " did not start: " +
+                            std::string(std::istreambuf_iterator<char>(log), {}));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::string endpoint;
+    std::ifstream(ready) >> endpoint;
+    s->endpoints.push_back(endpoint);
+  }
+  return Status::Ok();
+}
+
+// One worker: registers, (chief) initialises, waits for the values, then runs rounds until
+// `stop_at`.
+Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
+                  const std::vector<std::string>& endpoints, int rank, std::atomic<int>* registered,
+                  const std::atomic<bool>* measuring, const std::atomic<int64_t>* stop_at,
+                  std::atomic<int64_t>* current, long* rounds, double* busy_seconds) {
+  ps::ClientOptions co;
+  co.servers = endpoints;
+  co.worker_rank = rank;
+  co.job = job;
+  co.rpc_timeout = std::chrono::seconds(30);
+  TOWERPS_ASSIGN_OR_RETURN(auto client, ps::Client::Connect(co));
+  const int64_t floats = static_cast<int64_t>(o.chunk_bytes / 4);
+  std::vector<ps::VariableSpec> vars;
+  for (int k = 0; k < o.chunks; ++k) vars.push_back({"v" + std::to_string(k), {floats}});
+  TOWERPS_RETURN_IF_ERROR(client->Register(vars, 1).get().status());
+  Tensor grad = Tensor::Empty({floats});
+  for (int64_t i = 0; i < floats; ++i) grad.f32()[i] = 1e-6f * static_cast<float>(i % 97);
+  if (rank == 0) {
+    for (int k = 0; k < o.chunks; ++k) TOWERPS_RETURN_IF_ERROR(client->Init(k, grad).get());
+  }
+  // As a real worker does: wait for the chief's initial values before the first push.
+  for (int k = 0; k < o.chunks; ++k) TOWERPS_RETURN_IF_ERROR(client->Pull(k, 0, 0).get().status());
+  registered->fetch_add(1);
+  // Sync rounds need every worker, so all stop after the same round: stop_at.
+  for (int64_t step = 0; step < stop_at->load(); ++step) {
+    current->store(step);
+    const auto start = Clock::now();
+    std::vector<std::future<Result<ps::PushReport>>> pushes;
+    std::vector<std::future<Result<ps::PulledVariable>>> pulls;
+    for (int k = 0; k < o.chunks; ++k) pushes.push_back(client->Push(k, step, step, grad));
+    // Pulls go out at once and are answered when the step's average has been applied.
+    for (int k = 0; k < o.chunks; ++k) pulls.push_back(client->Pull(k, step + 1, step + 1));
+    for (auto& f : pushes) TOWERPS_RETURN_IF_ERROR(f.get().status());
+    for (auto& f : pulls) TOWERPS_RETURN_IF_ERROR(f.get().status());
+    if (measuring->load()) {
+      ++*rounds;
+      *busy_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
+  if (o.servers < 1 || o.workers < 1 || o.chunks < 1 || o.chunk_bytes < 4 ||
+      o.chunk_bytes % 4 != 0 || !(o.seconds > 0)) {
+    return InvalidArgumentError(
+        "need --servers, --workers, --chunks >= 1, --chunk-bytes a positive multiple of 4 and "
+        "--seconds > 0");
+  }
+  ps::JobConfig job;
+  job.servers = o.servers;
+  job.workers = o.workers;
+  job.partition_bytes = o.chunk_bytes;
+  job.optimizer.kind = ps::OptimizerKind::kSgd;
+  job.optimizer.learning_rate = 1e-6f;
+  Servers servers;
+  if (o.progress) std::fprintf(stderr, "starting %d server(s)...\n", o.servers);
+  TOWERPS_RETURN_IF_ERROR(StartServers(o, job, &servers));
+
+  std::atomic<int> registered{0};
+  std::atomic<bool> measuring{false};
+  std::atomic<int64_t> stop_at{INT64_MAX};
+  std::vector<std::atomic<int64_t>> current(o.workers);
+  std::vector<long> rounds(o.workers, 0);
+  std::vector<double> busy(o.workers, 0);
+  std::vector<Status> status(o.workers);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < o.workers; ++r) {
+    threads.emplace_back([&, r] {
+      status[r] = WorkerLoop(o, job, servers.endpoints, r, &registered, &measuring, &stop_at,
+                             &current[r], &rounds[r], &busy[r]);
+      if (!status[r].ok()) stop_at.store(0);
+    });
+  }
+  const auto setup_deadline = Deadline::After(std::chrono::seconds(30));
+  while (registered.load() < o.workers && stop_at.load() != 0 && !setup_deadline.expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // warm-up
+  if (o.progress) std::fprintf(stderr, "measuring PS goodput for %.1f s...\n", o.seconds);
+  measuring.store(true);
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  measuring.store(false);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  int64_t furthest = 0;
+  for (auto& c : current) furthest = std::max(furthest, c.load());
+  // No worker can be more than one round ahead of another in sync mode.
+  if (stop_at.load() != 0) stop_at.store(furthest + 2);
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < o.workers; ++r) {
+    TOWERPS_RETURN_IF_ERROR(status[r].WithContext("worker " + std::to_string(r)));
+  }
+  if (registered.load() < o.workers) return TimeoutError("workers did not register within 30 s");
+
+  PsBenchResult res;
+  double busy_total = 0;
+  for (int r = 0; r < o.workers; ++r) {
+    res.rounds += rounds[r];
+    busy_total += busy[r];
+  }
+  res.goodput_gbps = static_cast<double>(res.rounds) * o.chunks *
+                     static_cast<double>(o.chunk_bytes) / elapsed / 1e9;
+  res.round_ms = res.rounds ? 1e3 * busy_total / static_cast<double>(res.rounds) : 0;
+  servers.processes.clear();  // stop servers before measuring the ceiling on the same cores
+
+  if (o.progress) std::fprintf(stderr, "measuring raw ZeroMQ for %.1f s...\n", o.seconds);
+  TransportBenchOptions t;
+  t.message_bytes = o.chunk_bytes;
+  t.seconds = o.seconds;
+  long messages = 0;
+  TOWERPS_ASSIGN_OR_RETURN(res.raw_zmq_gbps, RawZmqThroughput(t, &messages));
+  res.ratio = res.goodput_gbps / res.raw_zmq_gbps;
+  return res;
+}
+
+}  // namespace towerps::bench

@@ -1,0 +1,41 @@
+// Parameter-server goodput: real towerps-server processes on loopback, N in-process workers each
+// repeating rounds that push K chunks of B bytes and pull them back (sync mode, SGD). Goodput
+// counts gradient bytes pushed per second, one direction, as the established PS benchmarks do.
+// The same invocation measures raw ZeroMQ for B-byte messages, so the ratio is meaningful.
+//
+// Contract: starts and stops its own server processes (killed on any failure); blocks for about
+// seconds + a few seconds of set-up. Errors name the failing server or option.
+#ifndef TOWERPS_BENCH_PS_BENCH_H_
+#define TOWERPS_BENCH_PS_BENCH_H_
+
+#include <cstddef>
+#include <string>
+
+#include "common/result.h"
+
+namespace towerps::bench {
+
+struct PsBenchOptions {
+  int servers = 1;
+  int workers = 1;
+  size_t chunk_bytes = 1 << 20;
+  int chunks = 8;
+  double seconds = 3.0;
+  int server_threads = 1;
+  std::string server_binary;  // towerps-server; empty: next to this executable
+  bool progress = true;       // print what is happening to stderr
+};
+
+struct PsBenchResult {
+  double goodput_gbps = 0;  // pushed gradient bytes per second / 1e9
+  double raw_zmq_gbps = 0;
+  double ratio = 0;
+  long rounds = 0;      // over all workers
+  double round_ms = 0;  // mean wall time of one worker's round
+};
+
+Result<PsBenchResult> RunPsBench(const PsBenchOptions& options);
+
+}  // namespace towerps::bench
+
+#endif  // TOWERPS_BENCH_PS_BENCH_H_

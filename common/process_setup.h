@@ -1,0 +1,14 @@
+// Process-wide settings that entry points (main functions) apply once at start-up.
+#ifndef TOWERPS_COMMON_PROCESS_SETUP_H_
+#define TOWERPS_COMMON_PROCESS_SETUP_H_
+
+namespace towerps {
+
+// Keeps large buffers (received tensors, chunk values) in the malloc heap and stops the heap
+// from being trimmed, so that a steady stream of same-sized messages reuses memory instead of
+// mapping and faulting in fresh pages for every message. Call from main() only.
+void ConfigureAllocatorForLargeMessages();
+
+}  // namespace towerps
+
+#endif  // TOWERPS_COMMON_PROCESS_SETUP_H_
