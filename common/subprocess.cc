@@ -14,7 +14,14 @@ namespace towerps {
 Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   if (options.argv.empty()) return InvalidArgumentError("Subprocess::Start with an empty argv");
   int out_fd = -1;
-  if (!options.output_path.empty()) {
+  int pipe_read = -1;
+  if (options.capture_output) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return IoError(std::string("pipe: ") + std::strerror(errno));
+    pipe_read = fds[0];
+    out_fd = fds[1];
+    fcntl(pipe_read, F_SETFL, O_NONBLOCK);
+  } else if (!options.output_path.empty()) {
     out_fd = open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out_fd < 0) {
       return IoError(options.output_path + ": cannot create: " + std::strerror(errno));
@@ -34,6 +41,7 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   const pid_t pid = fork();
   if (pid < 0) {
     if (out_fd >= 0) close(out_fd);
+    if (pipe_read >= 0) close(pipe_read);
     return ResourceExhaustedError(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
@@ -51,21 +59,27 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   }
   if (options.new_process_group) setpgid(pid, pid);  // also in the parent: no race on Signal()
   if (out_fd >= 0) close(out_fd);
-  return Subprocess(pid, options.new_process_group);
+  return Subprocess(pid, options.new_process_group, pipe_read);
 }
 
 Subprocess::Subprocess(Subprocess&& other) noexcept
-    : pid_(other.pid_), group_(other.group_), exit_code_(other.exit_code_) {
+    : pid_(other.pid_),
+      output_fd_(other.output_fd_),
+      group_(other.group_),
+      exit_code_(other.exit_code_) {
   other.pid_ = -1;
+  other.output_fd_ = -1;
 }
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {
     this->~Subprocess();
     pid_ = other.pid_;
+    output_fd_ = other.output_fd_;
     group_ = other.group_;
     exit_code_ = other.exit_code_;
     other.pid_ = -1;
+    other.output_fd_ = -1;
   }
   return *this;
 }
@@ -75,6 +89,7 @@ Subprocess::~Subprocess() {
     Signal(SIGKILL);
     Wait(Deadline::After(std::chrono::seconds(10)));
   }
+  if (output_fd_ >= 0) close(output_fd_);
 }
 
 void Subprocess::Signal(int sig) {

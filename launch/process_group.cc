@@ -1,0 +1,148 @@
+#include "launch/process_group.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+
+namespace towerps::launch {
+namespace {
+
+constexpr size_t kTailLines = 20;
+
+std::string FileName(const std::string& tag) {
+  std::string name = tag;
+  for (char& c : name) {
+    if (c == ':') c = '-';
+  }
+  return name;
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(std::string log_dir) : log_dir_(std::move(log_dir)) {}
+
+ProcessGroup::~ProcessGroup() {
+  for (auto& c : children_) c->process.Signal(SIGKILL);
+  for (auto& c : children_) c->process.Wait(Deadline::After(std::chrono::seconds(10)));
+}
+
+std::string ProcessGroup::LogPath(size_t i) const {
+  return (std::filesystem::path(log_dir_) / (FileName(children_[i]->tag) + ".log")).string();
+}
+
+Result<size_t> ProcessGroup::Start(const std::string& tag, std::vector<std::string> argv,
+                                   std::vector<std::string> extra_env) {
+  SubprocessOptions o;
+  o.argv = std::move(argv);
+  o.extra_env = std::move(extra_env);
+  o.capture_output = true;
+  TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(o));
+  auto child = std::make_unique<Child>(Child{tag, std::move(p), {}, {}, {}, false});
+  const std::string path = (std::filesystem::path(log_dir_) / (FileName(tag) + ".log")).string();
+  child->log.open(path);
+  if (!child->log) return IoError(path + ": cannot create the log file");
+  children_.push_back(std::move(child));
+  return children_.size() - 1;
+}
+
+void ProcessGroup::EmitLine(Child& child, const std::string& line) {
+  child.log << line << '\n';
+  child.log.flush();
+  const std::string prefix = "[" + child.tag + "]";
+  if (line.compare(0, prefix.size(), prefix) == 0) {
+    std::fprintf(stdout, "%s\n", line.c_str());
+  } else {
+    std::fprintf(stdout, "%s %s\n", prefix.c_str(), line.c_str());
+  }
+  std::fflush(stdout);
+  child.tail.push_back(line);
+  if (child.tail.size() > kTailLines) child.tail.pop_front();
+}
+
+void ProcessGroup::ReadFrom(Child& child) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(child.process.output_fd(), buf, sizeof(buf));
+    if (n > 0) {
+      child.partial.append(buf, static_cast<size_t>(n));
+      size_t start = 0;
+      for (size_t nl; (nl = child.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+        std::string line = child.partial.substr(start, nl - start);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        EmitLine(child, line);
+      }
+      child.partial.erase(0, start);
+      continue;
+    }
+    if (n == 0) {
+      child.drained = true;
+      if (!child.partial.empty()) {
+        EmitLine(child, child.partial);
+        child.partial.clear();
+      }
+    } else if (errno == EINTR) {
+      continue;
+    }
+    return;  // EAGAIN: nothing more for now
+  }
+}
+
+void ProcessGroup::Pump(Deadline deadline) {
+  std::vector<pollfd> fds;
+  std::vector<Child*> owners;
+  for (auto& c : children_) {
+    if (c->drained || c->process.output_fd() < 0) continue;
+    fds.push_back({c->process.output_fd(), POLLIN, 0});
+    owners.push_back(c.get());
+  }
+  if (fds.empty()) {
+    // Nothing to read: wait in small steps so an exit is noticed quickly.
+    const long ms = std::min<long>(deadline.remaining_ms(), 50);
+    if (ms > 0) usleep(static_cast<useconds_t>(ms) * 1000);
+    return;
+  }
+  const int timeout = static_cast<int>(std::min<long>(deadline.remaining_ms(), 100));
+  if (poll(fds.data(), fds.size(), timeout) <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ReadFrom(*owners[i]);
+  }
+}
+
+std::optional<int> ProcessGroup::ExitCode(size_t i) {
+  Child& c = *children_[i];
+  std::optional<int> code = c.process.Poll();
+  if (code && !c.drained) {
+    // The child is gone: its pipe holds all it will ever write (or a grandchild keeps it open,
+    // which must not keep us waiting).
+    ReadFrom(c);
+  }
+  return code;
+}
+
+bool ProcessGroup::AllExited() {
+  for (size_t i = 0; i < children_.size(); ++i) {
+    if (!ExitCode(i)) return false;
+  }
+  return true;
+}
+
+void ProcessGroup::Signal(size_t i, int signal) { children_[i]->process.Signal(signal); }
+
+void ProcessGroup::TerminateAll(std::chrono::milliseconds grace) {
+  for (auto& c : children_) c->process.Signal(SIGTERM);
+  const Deadline deadline = Deadline::After(grace);
+  while (!AllExited() && !deadline.expired()) Pump(Deadline::After(std::chrono::milliseconds(50)));
+  for (auto& c : children_) c->process.Signal(SIGKILL);
+  for (auto& c : children_) c->process.Wait(Deadline::After(std::chrono::seconds(10)));
+  for (size_t i = 0; i < children_.size(); ++i) ExitCode(i);
+}
+
+std::vector<std::string> ProcessGroup::Tail(size_t i) const {
+  return {children_[i]->tail.begin(), children_[i]->tail.end()};
+}
+
+}  // namespace towerps::launch

@@ -1,0 +1,68 @@
+// ProcessGroup: the child processes of one job, each with a tag ("ps:0", "worker:3"), whose
+// output is relayed line by line to stdout with a "[tag] " prefix (unless the line already
+// starts with it) and kept in "<dir>/<tag>.log". The last lines of each child are remembered for
+// error reports.
+//
+// Contract: one owner thread. Pump() never blocks past its deadline. Destroying the group kills
+// whatever still runs (SIGKILL to each child's process group), so nothing outlives it.
+#ifndef TOWERPS_LAUNCH_PROCESS_GROUP_H_
+#define TOWERPS_LAUNCH_PROCESS_GROUP_H_
+
+#include <chrono>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+
+namespace towerps::launch {
+
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(std::string log_dir);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  // Starts a child; returns its index.
+  Result<size_t> Start(const std::string& tag, std::vector<std::string> argv,
+                       std::vector<std::string> extra_env = {});
+  // Relays available output until the deadline (or until a child exits, which is reported
+  // promptly). Returns after at most the deadline.
+  void Pump(Deadline deadline);
+  // The exit code of child i, if it has exited (its remaining output is relayed first).
+  std::optional<int> ExitCode(size_t i);
+  bool AllExited();
+  // SIGTERM to every running child, then SIGKILL to those still running after `grace`.
+  void TerminateAll(std::chrono::milliseconds grace);
+  void Signal(size_t i, int signal);
+
+  size_t size() const { return children_.size(); }
+  const std::string& tag(size_t i) const { return children_[i]->tag; }
+  pid_t pid(size_t i) const { return children_[i]->process.pid(); }
+  std::string LogPath(size_t i) const;
+  // The last lines child i printed, newest last.
+  std::vector<std::string> Tail(size_t i) const;
+
+ private:
+  struct Child {
+    std::string tag;
+    Subprocess process;
+    std::ofstream log;
+    std::string partial;           // output after the last newline
+    std::deque<std::string> tail;  // last kTailLines lines
+    bool drained = false;          // EOF seen on the pipe
+  };
+  void ReadFrom(Child& child);
+  void EmitLine(Child& child, const std::string& line);
+
+  std::string log_dir_;
+  std::vector<std::unique_ptr<Child>> children_;
+};
+
+}  // namespace towerps::launch
+
+#endif  // TOWERPS_LAUNCH_PROCESS_GROUP_H_

@@ -1,0 +1,68 @@
+// A stand-in for towerps-worker in launcher tests: same flags, real parameter-server traffic
+// (register, chief init, sync push/pull rounds), no model. Runs epochs * 5 steps.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "common/logging.h"
+#include "ps/client.h"
+#include "ps/job_flags.h"
+#include "worker/worker_options.h"
+
+namespace po = boost::program_options;
+
+int main(int argc, char** argv) {
+  using namespace towerps;
+  int rank = 0;
+  std::string endpoints;
+  ps::JobFlags job_flags;
+  worker::WorkerFlags worker_flags;
+  po::options_description own("fake worker");
+  own.add_options()("rank", po::value(&rank))("ps-endpoints", po::value(&endpoints))(
+      "config", po::value<std::string>());
+  po::options_description all;
+  all.add(own).add(job_flags.options()).add(worker_flags.options());
+  po::variables_map vm;
+  if (Status s = ps::ParseFlags(argc, argv, all, &vm); !s.ok()) {
+    std::cerr << s.ToString() << "\n";
+    return 2;
+  }
+  auto job = job_flags.ToConfig();
+  auto wopts = worker_flags.ToOptions();
+  if (!job.ok() || !wopts.ok()) return 2;
+  InitLogging({.role = "worker", .rank = rank});
+  ps::ClientOptions co;
+  std::stringstream ss(endpoints);
+  for (std::string e; std::getline(ss, e, ',');) co.servers.push_back(e);
+  co.worker_rank = rank;
+  co.job = *job;
+  co.rpc_timeout = wopts->rpc_timeout;
+  auto client = ps::Client::Connect(co);
+  if (!client.ok()) {
+    TOWERPS_LOG(kError) << client.status().ToString();
+    return 1;
+  }
+  ps::Client& c = **client;
+  auto check = [](const Status& s) {
+    if (!s.ok()) {
+      TOWERPS_LOG(kError) << s.ToString();
+      std::exit(1);
+    }
+  };
+  check(c.Register({{"w", {64, 32}}, {"b", {32}}}, 42).get().status());
+  Tensor w = Tensor::Zeros({64, 32}), b = Tensor::Zeros({32});
+  if (rank == 0) {
+    check(c.Init(0, w).get());
+    check(c.Init(1, b).get());
+  }
+  const int steps = job->epochs * 5;
+  for (int step = 0; step < steps; ++step) {
+    for (uint32_t v = 0; v < 2; ++v) check(c.Pull(v, step, step).get().status());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (uint32_t v = 0; v < 2; ++v) check(c.Push(v, step, step, v ? b : w).get().status());
+    std::printf("step %d done\n", step);
+    std::fflush(stdout);
+  }
+  return 0;
+}

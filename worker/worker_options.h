@@ -1,0 +1,49 @@
+// WorkerOptions: what one towerps-worker process needs beyond the shared JobConfig, and the flags
+// that fill it. towerps-launch uses the same flags, so it can reject a bad value before any
+// process starts and then forward the canonical ToArgs() to every worker.
+#ifndef TOWERPS_WORKER_WORKER_OPTIONS_H_
+#define TOWERPS_WORKER_WORKER_OPTIONS_H_
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace towerps::worker {
+
+struct WorkerOptions {
+  std::string towers = "cpu:0";  // comma-separated devices, one tower each: cpu:0,cpu:1 or gpu:0
+  int intra_op_threads = 1;      // threads inside one op
+  int inter_op_threads = 1;      // ops run concurrently
+  int log_every = 100;           // steps between progress lines
+  std::string data_dir;          // empty: the dataset's default location
+  std::string metrics_out;       // JSON lines, one per logged step; "{rank}" expands
+  std::string summary_out;       // one JSON object at the end (chief)
+  std::chrono::milliseconds rpc_timeout{60000};
+  bool log_device_placement = false;
+
+  // Range checks; the error names the flag.
+  Status Validate() const;
+  // Flags that reproduce these options (defaults omitted).
+  std::vector<std::string> ToArgs() const;
+};
+
+class WorkerFlags {
+ public:
+  WorkerFlags();
+  WorkerFlags(const WorkerFlags&) = delete;
+  WorkerFlags& operator=(const WorkerFlags&) = delete;
+  const boost::program_options::options_description& options() const { return desc_; }
+  Result<WorkerOptions> ToOptions() const;
+
+ private:
+  WorkerOptions options_;
+  long rpc_timeout_ms_;
+  boost::program_options::options_description desc_;
+};
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_WORKER_OPTIONS_H_
