@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job: installs dependencies, builds the release preset, and runs it.
-# Until training lands, the main job is the transport benchmark: TowerPS messages (Cap'n Proto
-# header + zero-copy tensor frame) against raw ZeroMQ over tcp loopback.
+# Until the training worker lands, the main job is the parameter-server benchmark: real
+# towerps-server processes, two workers pushing gradients and pulling parameters in sync mode,
+# against raw ZeroMQ measured in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh release
-build/release/bin/towerps-bench transport --bytes $((1 << 20)) --seconds 2 "$@"
+build/release/bin/towerps-bench ps --servers 1 --workers 2 --seconds 3 "$@"
