@@ -77,7 +77,7 @@ Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* 
 Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
                   const std::vector<std::string>& endpoints, int rank, std::atomic<int>* registered,
                   const std::atomic<bool>* measuring, const std::atomic<int64_t>* stop_at,
-                  std::atomic<int64_t>* current, long* rounds, double* busy_seconds) {
+                  std::atomic<int64_t>* current, long* trips) {
   ps::ClientOptions co;
   co.servers = endpoints;
   co.worker_rank = rank;
@@ -96,21 +96,38 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   // As a real worker does: wait for the chief's initial values before the first push.
   for (int k = 0; k < o.chunks; ++k) TOWERPS_RETURN_IF_ERROR(client->Pull(k, 0, 0).get().status());
   registered->fetch_add(1);
-  // Sync rounds need every worker, so all stop after the same round: stop_at.
-  for (int64_t step = 0; step < stop_at->load(); ++step) {
-    current->store(step);
-    const auto start = Clock::now();
-    std::vector<std::future<Result<ps::PushReport>>> pushes;
-    std::vector<std::future<Result<ps::PulledVariable>>> pulls;
-    for (int k = 0; k < o.chunks; ++k) pushes.push_back(client->Push(k, step, step, grad));
-    // Pulls go out at once and are answered when the step's average has been applied.
-    for (int k = 0; k < o.chunks; ++k) pulls.push_back(client->Pull(k, step + 1, step + 1));
-    for (auto& f : pushes) TOWERPS_RETURN_IF_ERROR(f.get().status());
-    for (auto& f : pulls) TOWERPS_RETURN_IF_ERROR(f.get().status());
-    if (measuring->load()) {
-      ++*rounds;
-      *busy_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  // Each chunk runs its own pipeline, as a worker's layers do: as soon as a chunk's pull for
+  // version t + 1 returns, its gradient for step t + 1 goes out with the pull for t + 2. Sync
+  // steps need every worker, so all workers stop at the same step: stop_at.
+  std::vector<int64_t> step(o.chunks, 0);
+  std::vector<std::future<Result<ps::PushReport>>> pushes(o.chunks);
+  std::vector<std::future<Result<ps::PulledVariable>>> pulls(o.chunks);
+  for (int k = 0; k < o.chunks; ++k) {
+    pushes[k] = client->Push(k, 0, 0, grad);
+    pulls[k] = client->Pull(k, 1, 1);
+  }
+  for (int64_t done = 0;; ++done) {
+    const int k = static_cast<int>(done % o.chunks);
+    TOWERPS_RETURN_IF_ERROR(pushes[k].get().status());
+    TOWERPS_RETURN_IF_ERROR(pulls[k].get().status());
+    const int64_t t = ++step[k];
+    if (measuring->load()) ++*trips;
+    if (k == 0) current->store(t);
+    if (t >= stop_at->load()) {
+      // Finish the other chunks' outstanding work up to the same step, then stop.
+      for (int j = 0; j < o.chunks; ++j) {
+        if (j == k) continue;
+        TOWERPS_RETURN_IF_ERROR(pushes[j].get().status());
+        TOWERPS_RETURN_IF_ERROR(pulls[j].get().status());
+        for (int64_t u = ++step[j]; u < t; u = ++step[j]) {
+          TOWERPS_RETURN_IF_ERROR(client->Push(j, u, u, grad).get().status());
+          TOWERPS_RETURN_IF_ERROR(client->Pull(j, u + 1, u + 1).get().status());
+        }
+      }
+      break;
     }
+    pushes[k] = client->Push(k, t, t, grad);
+    pulls[k] = client->Pull(k, t + 1, t + 1);
   }
   return Status::Ok();
 }
@@ -139,13 +156,12 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   std::atomic<int64_t> stop_at{INT64_MAX};
   std::vector<std::atomic<int64_t>> current(o.workers);
   std::vector<long> rounds(o.workers, 0);
-  std::vector<double> busy(o.workers, 0);
   std::vector<Status> status(o.workers);
   std::vector<std::thread> threads;
   for (int r = 0; r < o.workers; ++r) {
     threads.emplace_back([&, r] {
       status[r] = WorkerLoop(o, job, servers.endpoints, r, &registered, &measuring, &stop_at,
-                             &current[r], &rounds[r], &busy[r]);
+                             &current[r], &rounds[r]);
       if (!status[r].ok()) stop_at.store(0);
     });
   }
@@ -162,7 +178,7 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   int64_t furthest = 0;
   for (auto& c : current) furthest = std::max(furthest, c.load());
-  // No worker can be more than one round ahead of another in sync mode.
+  // No chunk of any worker can be more than one step ahead of another worker's in sync mode.
   if (stop_at.load() != 0) stop_at.store(furthest + 2);
   for (auto& t : threads) t.join();
   for (int r = 0; r < o.workers; ++r) {
@@ -171,14 +187,13 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   if (registered.load() < o.workers) return TimeoutError("workers did not register within 30 s");
 
   PsBenchResult res;
-  double busy_total = 0;
-  for (int r = 0; r < o.workers; ++r) {
-    res.rounds += rounds[r];
-    busy_total += busy[r];
-  }
-  res.goodput_gbps = static_cast<double>(res.rounds) * o.chunks *
-                     static_cast<double>(o.chunk_bytes) / elapsed / 1e9;
-  res.round_ms = res.rounds ? 1e3 * busy_total / static_cast<double>(res.rounds) : 0;
+  long trips = 0;  // chunk push+pull round trips, all workers
+  for (int r = 0; r < o.workers; ++r) trips += rounds[r];
+  res.goodput_gbps =
+      static_cast<double>(trips) * static_cast<double>(o.chunk_bytes) / elapsed / 1e9;
+  res.rounds = trips / o.chunks;
+  // Mean time one worker takes for a round of all its chunks.
+  res.round_ms = res.rounds ? 1e3 * elapsed * o.workers / static_cast<double>(res.rounds) : 0;
   servers.processes.clear();  // stop servers before measuring the ceiling on the same cores
 
   if (o.progress) std::fprintf(stderr, "measuring raw ZeroMQ for %.1f s...\n", o.seconds);

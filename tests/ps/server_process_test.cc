@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
+#include "common/transport.h"
 #include "tests/ps/cluster.h"
 
 namespace towerps::ps {
@@ -313,6 +315,73 @@ TEST_F(ServerProcessTest, MismatchedConfigurationIsRefusedNamingTheField) {
   auto m = wrong_model->Register({{"w", {300, 101}}, {"b", {100}}}, kSignature + 1).get();
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("model mismatch"), std::string::npos) << m.status().message();
+}
+
+TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "badinput");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 1);
+  const std::vector<float> before = PullAll(*w.clients[0], 1, 0);
+
+  auto transport = Transport::Create("zmq", {});
+  ASSERT_TRUE(transport.ok());
+  auto raw = (*transport)->Connect(cluster_->endpoints()[0], "intruder");
+  ASSERT_TRUE(raw.ok());
+  Socket& sock = **raw;
+  auto request = [&](OutgoingMessage m) {
+    m.header().setSenderRank(0);
+    m.header().setRequestId(99);
+    EXPECT_TRUE(sock.Send(std::move(m), Deadline::After(seconds(5))).ok());
+    auto reply = sock.Receive(Deadline::After(seconds(5)));
+    EXPECT_TRUE(reply.ok()) << "the server did not answer";
+    return reply.ok() ? StatusFromHeader(reply->header()) : reply.status();
+  };
+  {  // wrong gradient size for variable 1 chunk 0
+    OutgoingMessage m(proto::MessageType::PUSH);
+    m.header().setVariableId(1);
+    m.AddTensor(Tensor::Zeros({7}), 1, 0);
+    Status s = request(std::move(m));
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("has 7 elements, expected 100"), std::string::npos) << s.message();
+  }
+  {  // a chunk nobody holds
+    OutgoingMessage m(proto::MessageType::PULL);
+    m.header().setVariableId(42);
+    Status s = request(std::move(m));
+    EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  }
+  {  // a gradient from the future
+    OutgoingMessage m(proto::MessageType::PUSH);
+    m.header().setVariableId(1);
+    m.header().setStep(5);
+    m.AddTensor(Tensor::Zeros({100}), 1, 0);
+    EXPECT_EQ(request(std::move(m)).code(), StatusCode::kInvalidArgument);
+  }
+  {  // a message type servers do not take
+    EXPECT_EQ(request(OutgoingMessage(proto::MessageType::PULL_REPLY)).code(),
+              StatusCode::kInvalidArgument);
+  }
+  // Garbage at the socket level is dropped and counted; the server keeps serving.
+  zmq::context_t ctx(1);
+  zmq::socket_t garbage(ctx, zmq::socket_type::dealer);
+  garbage.set(zmq::sockopt::linger, 0);
+  garbage.connect(cluster_->endpoints()[0]);
+  garbage.send(zmq::str_buffer("not a capnp header"), zmq::send_flags::none);
+
+  EXPECT_EQ(PullAll(*w.clients[0], 1, 0), before);  // nothing changed
+  Get(w.clients[0]->Push(1, 0, 0, Random(Model()[1].shape, 9)));
+  int64_t version = -1;
+  PullAll(*w.clients[0], 1, 1, &version);
+  EXPECT_EQ(version, 1);  // still serving normally
+  // The garbage came over another connection: wait (bounded) until the server has read it.
+  ServerStatsReport st = Get(w.clients[0]->Stats(0));
+  for (Deadline d = Deadline::After(seconds(5)); st.rejected_messages == 0 && !d.expired();) {
+    std::this_thread::sleep_for(milliseconds(10));
+    st = Get(w.clients[0]->Stats(0));
+  }
+  EXPECT_EQ(st.rejected_messages, 1u);
+  EXPECT_EQ(st.updates_applied, 1u);
+  EXPECT_TRUE(cluster_->server(0).running());
 }
 
 }  // namespace
