@@ -66,13 +66,13 @@ void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
     return;
   }
   if (m >= n) {  // split the rows of C (and of op(A))
-    pool_.ParallelFor(m, 8, [&](int, int64_t i0, int64_t i1) {
+    pool_.ParallelFor(m, 32, [&](int, int64_t i0, int64_t i1) {
       const float* a_part = trans_a ? a + i0 : a + i0 * k;
       cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(i1 - i0), n, k, alpha, a_part, lda, b,
                   ldb, beta, c + i0 * n, n);
     });
   } else {  // split the columns of C (and of op(B))
-    pool_.ParallelFor(n, 16, [&](int, int64_t j0, int64_t j1) {
+    pool_.ParallelFor(n, 64, [&](int, int64_t j0, int64_t j1) {
       const float* b_part = trans_b ? b + j0 * k : b + j0;
       cblas_sgemm(CblasRowMajor, ta, tb, m, static_cast<int>(j1 - j0), k, alpha, a, lda, b_part,
                   ldb, beta, c + j0, n);

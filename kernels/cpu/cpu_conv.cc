@@ -89,8 +89,8 @@ void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float
   const int crs = s.c * s.r * s.s;
   const int64_t x_image = int64_t{s.c} * s.h * s.w;
   const int64_t y_image = int64_t{s.k} * ohw;
-  pool_.ParallelFor(s.n, 1, [&](int chunk, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(chunk, static_cast<size_t>(crs) * ohw);
+  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
     for (int64_t n = n0; n < n1; ++n) {
       const float* b = x + n * x_image;
       if (col != nullptr) {
@@ -110,8 +110,8 @@ void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const
   const int crs = s.c * s.r * s.s;
   const int64_t x_image = int64_t{s.c} * s.h * s.w;
   const int64_t y_image = int64_t{s.k} * ohw;
-  pool_.ParallelFor(s.n, 1, [&](int chunk, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(chunk, static_cast<size_t>(crs) * ohw);
+  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
     for (int64_t n = n0; n < n1; ++n) {
       // col [crs, ohw] = w^T [crs, k] * dy_n [k, ohw]
       float* out = col != nullptr ? col : dx + n * x_image;
@@ -129,34 +129,35 @@ void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, cons
   const int64_t x_image = int64_t{s.c} * s.h * s.w;
   const int64_t y_image = int64_t{s.k} * ohw;
   const size_t w_size = static_cast<size_t>(s.w_size());
-  int used_chunks = 0;
-  pool_.ParallelFor(s.n, 1, [&](int chunk, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(chunk, static_cast<size_t>(crs) * ohw);
-    // Chunk 0 accumulates straight into dw; the others into their own partial sums.
-    float* acc = dw;
-    if (chunk != 0) {
-      auto& partial = partial_dw_[static_cast<size_t>(chunk)];
-      if (partial.size() < w_size) partial.resize(w_size);
-      acc = partial.data();
-    }
+  // Each thread sums its images into its own partial; the partials are added in thread order.
+  std::vector<char> used(static_cast<size_t>(pool_.size()), 0);
+  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
+    auto& partial = partial_dw_[static_cast<size_t>(thread)];
+    if (partial.size() < w_size) partial.resize(w_size);
     for (int64_t n = n0; n < n1; ++n) {
       const float* b = x + n * x_image;
       if (col != nullptr) {
         Im2Col(s, b, col);
         b = col;
       }
-      // acc [k, crs] (+)= dy_n [k, ohw] * col^T [ohw, crs]
+      // partial [k, crs] (+)= dy_n [k, ohw] * col^T [ohw, crs]
+      const float beta = used[static_cast<size_t>(thread)] ? 1.0f : 0.0f;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.k, crs, ohw, 1.0f, dy + n * y_image,
-                  ohw, b, ohw, n == n0 ? 0.0f : 1.0f, acc, crs);
+                  ohw, b, ohw, beta, partial.data(), crs);
+      used[static_cast<size_t>(thread)] = 1;
     }
-    if (chunk == 0) used_chunks = 1;
   });
-  // Chunks are contiguous and non-empty, so chunks 1..min(pool, n)-1 ran.
-  const int chunks = static_cast<int>(std::min<int64_t>(pool_.size(), s.n));
-  TOWERPS_CHECK(used_chunks == 1);
-  for (int c = 1; c < chunks; ++c) {
-    const float* partial = partial_dw_[static_cast<size_t>(c)].data();
-    for (size_t i = 0; i < w_size; ++i) dw[i] += partial[i];
+  bool first = true;
+  for (size_t t = 0; t < used.size(); ++t) {
+    if (!used[t]) continue;
+    const float* partial = partial_dw_[t].data();
+    if (first) {
+      std::memcpy(dw, partial, sizeof(float) * w_size);
+      first = false;
+    } else {
+      for (size_t i = 0; i < w_size; ++i) dw[i] += partial[i];
+    }
   }
 }
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "common/check.h"
-
 namespace towerps::kernels::cpu {
 namespace {
 
@@ -15,11 +13,6 @@ inline void CpuRelax() {
 #endif
 }
 
-inline void ChunkRange(int64_t n, int chunks, int index, int64_t* begin, int64_t* end) {
-  *begin = n * index / chunks;
-  *end = n * (index + 1) / chunks;
-}
-
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) : size_(std::max(threads, 1)) {
@@ -29,35 +22,45 @@ ThreadPool::ThreadPool(int threads) : size_(std::max(threads, 1)) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_.store(true);
+    stop_ = true;
     generation_.fetch_add(1);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int, int64_t, int64_t)>& fn) {
+void ThreadPool::RunPieces(Job& job, int thread) {
+  while (true) {
+    const int p = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (p >= job.pieces) return;
+    const int64_t begin = job.n * p / job.pieces, end = job.n * (p + 1) / job.pieces;
+    (*job.fn)(thread, begin, end);
+    job.done.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t n, int64_t grain, const Fn& fn) {
   if (n <= 0) return;
   const int64_t by_grain = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
-  const int chunks = static_cast<int>(std::min<int64_t>(size_, by_grain));
-  if (chunks == 1) {
+  const int pieces =
+      static_cast<int>(std::min<int64_t>(int64_t{size_} * kPiecesPerThread, by_grain));
+  if (size_ == 1 || pieces == 1) {
     fn(0, 0, n);
     return;
   }
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->n = n;
+  job->pieces = pieces;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_ = n;
-    chunks_ = chunks;
-    pending_.store(chunks - 1);
+    job_ = job;
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  int64_t begin, end;
-  ChunkRange(n, chunks, 0, &begin, &end);
-  fn(0, begin, end);
-  while (pending_.load(std::memory_order_acquire) != 0) CpuRelax();
+  RunPieces(*job, 0);
+  // Every piece is claimed; wait for the ones still running elsewhere.
+  while (job->done.load(std::memory_order_acquire) != pieces) CpuRelax();
 }
 
 void ThreadPool::WorkerLoop(int index) {
@@ -68,30 +71,17 @@ void ThreadPool::WorkerLoop(int index) {
       CpuRelax();
       gen = generation_.load(std::memory_order_acquire);
     }
-    if (gen == seen) {
+    std::shared_ptr<Job> job;
+    {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] { return generation_.load() != seen; });
-      gen = generation_.load();
-    }
-    if (stop_.load()) return;
-    const std::function<void(int, int64_t, int64_t)>* fn;
-    int64_t n;
-    int chunks;
-    {
-      // Read the generation with the job it belongs to, so that a job posted after `gen` was
-      // observed is not run twice.
-      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      // The generation and the job are read together, so a job is never run twice; a job whose
+      // pieces are all claimed already is harmless (RunPieces claims nothing).
       seen = generation_.load();
-      fn = fn_;
-      n = n_;
-      chunks = chunks_;
+      job = job_;
     }
-    if (index < chunks) {
-      int64_t begin, end;
-      ChunkRange(n, chunks, index, &begin, &end);
-      (*fn)(index, begin, end);
-      pending_.fetch_sub(1, std::memory_order_acq_rel);
-    }
+    if (job) RunPieces(*job, index);
   }
 }
 
