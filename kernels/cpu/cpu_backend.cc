@@ -18,6 +18,18 @@ constexpr int64_t kParallelGemmMacs = int64_t{1} << 17;
 // Elementwise loops shorter than this run on one thread.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
+// Sum with eight independent accumulators, so that the loop vectorizes without -ffast-math.
+float SumOf(const float* p, int n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += p[i + j];
+  }
+  float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) sum += p[i];
+  return sum;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CpuBackendOptions& options) {
@@ -103,47 +115,47 @@ void CpuBackend::BiasBackward(int outer, int channels, int inner, const float* d
       for (int ch = 0; ch < channels; ++ch) db[ch] += row[ch];
     } else {
       for (int ch = 0; ch < channels; ++ch) {
-        const float* p = row + int64_t{ch} * inner;
-        float sum = 0.0f;
-        for (int i = 0; i < inner; ++i) sum += p[i];
-        db[ch] += sum;
+        db[ch] += SumOf(row + int64_t{ch} * inner, inner);
       }
     }
   }
 }
 
 void CpuBackend::ReluForward(int64_t n, const float* x, float* y) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = std::max(x[i], 0.0f);
   });
 }
 
 void CpuBackend::ReluBackward(int64_t n, const float* y, const float* dy, float* dx) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float g = dy[i];  // loaded unconditionally so that the loop vectorizes
+      dx[i] = y[i] > 0.0f ? g : 0.0f;
+    }
   });
 }
 
 void CpuBackend::TanhForward(int64_t n, const float* x, float* y) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) y[i] = std::tanh(x[i]);
   });
 }
 
 void CpuBackend::TanhBackward(int64_t n, const float* y, const float* dy, float* dx) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
   });
 }
 
 void CpuBackend::SigmoidForward(int64_t n, const float* x, float* y) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
   });
 }
 
 void CpuBackend::SigmoidBackward(int64_t n, const float* y, const float* dy, float* dx) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
   });
 }
@@ -151,7 +163,7 @@ void CpuBackend::SigmoidBackward(int64_t n, const float* y, const float* dy, flo
 void CpuBackend::DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
                                 float* y) {
   const float keep_scale = 1.0f / (1.0f - rate);
-  ForEachRange(n, [&](int64_t b, int64_t e) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const float m = DropoutUniform(seed, static_cast<uint64_t>(i)) >= rate ? keep_scale : 0.0f;
       mask[i] = m;
@@ -161,7 +173,7 @@ void CpuBackend::DropoutForward(int64_t n, float rate, uint64_t seed, const floa
 }
 
 void CpuBackend::DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * mask[i];
   });
 }
@@ -188,17 +200,17 @@ void CpuBackend::SoftmaxCrossEntropy(int batch, int classes, const float* logits
 }
 
 void CpuBackend::Axpy(int64_t n, float alpha, const float* x, float* y) {
-  ForEachRange(n, [&](int64_t b, int64_t e) { cpu::Axpy(e - b, alpha, x + b, y + b); });
+  ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Axpy(e - b, alpha, x + b, y + b); });
 }
 
 void CpuBackend::Scale(int64_t n, float alpha, float* y) {
-  ForEachRange(n, [&](int64_t b, int64_t e) { cpu::Scale(e - b, alpha, y + b); });
+  ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Scale(e - b, alpha, y + b); });
 }
 
 void CpuBackend::Fill(int64_t n, float value, float* y) { std::fill(y, y + n, value); }
 
 void CpuBackend::AverageOf(int k, const float* const* in, int64_t n, float* out) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
     std::vector<const float*> shifted(static_cast<size_t>(k));
     for (int j = 0; j < k; ++j) shifted[static_cast<size_t>(j)] = in[j] + b;
     cpu::AverageOf(k, shifted.data(), e - b, out + b);
@@ -207,7 +219,7 @@ void CpuBackend::AverageOf(int k, const float* const* in, int64_t n, float* out)
 
 void CpuBackend::MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay,
                                 const float* g, float* v, float* p) {
-  ForEachRange(n, [&](int64_t b, int64_t e) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
     cpu::MomentumUpdate(e - b, lr, momentum, weight_decay, g + b, v + b, p + b);
   });
 }

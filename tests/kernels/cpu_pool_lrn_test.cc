@@ -2,6 +2,7 @@
 // overlapping windows, TensorFlow 'SAME' padding, odd sizes and batch 1.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -61,6 +62,23 @@ TEST_P(CpuPoolLrnTest, PoolFixedShapes) {
   CheckPool(Pool2dShape::Valid(3, 2, 11, 11, 2, 2), rng);   // odd size drops the last row
   CheckPool(Pool2dShape::Same(2, 3, 24, 24, 3, 2), rng);    // the cifar10 model: overlapping
   CheckPool(Pool2dShape::Same(1, 2, 7, 5, 3, 2), rng);
+}
+
+TEST_P(CpuPoolLrnTest, MaxPoolTiesGoToTheFirstMaximum) {
+  // After a ReLU many window entries tie at 0; every backend must route to the same one.
+  std::mt19937 rng(17);
+  for (const Pool2dShape& s :
+       {Pool2dShape::Valid(2, 3, 26, 26, 2, 2), Pool2dShape::Valid(1, 2, 9, 11, 3, 3),
+        Pool2dShape::Same(1, 2, 9, 9, 3, 2)}) {
+    auto x = RandomFloats(s.x_size(), rng);
+    for (float& v : x) v = std::round(v);  // -1, 0 or 1: ties everywhere
+    const auto dy = RandomFloats(s.y_size(), rng);
+    std::vector<float> dx(s.x_size());
+    std::vector<double> dx_ref(s.x_size());
+    backend_->MaxPoolBackward(s, x.data(), dy.data(), dx.data());
+    reference::MaxPoolBackward(s, ToDouble(x).data(), ToDouble(dy).data(), dx_ref.data());
+    EXPECT_TRUE(AllClose(dx, dx_ref, 1e-6, 1e-6));
+  }
 }
 
 TEST_P(CpuPoolLrnTest, PoolRandomShapes) {
