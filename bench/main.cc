@@ -95,6 +95,7 @@ int RunTrain(int argc, char** argv) {
       "lr", po::value<float>(&o.learning_rate)->default_value(o.learning_rate), "learning rate")(
       "momentum", po::value<float>(&o.momentum)->default_value(o.momentum), "SGD momentum")(
       "seed", po::value<uint64_t>(&o.seed)->default_value(o.seed), "initialization/shuffle seed")(
+      "profile", po::bool_switch(&o.profile), "also time every layer (GFLOP/s per layer)")(
       "json", po::bool_switch(&json), "print one JSON object at the end");
   po::variables_map vm;
   try {
@@ -133,6 +134,15 @@ int RunTrain(int argc, char** argv) {
     std::printf("%s on %s: %.1f examples/s (%ld steps in %.2f s), final loss %.4f\n",
                 r->model.c_str(), r->data.c_str(), r->examples_per_second, r->measured_steps,
                 r->measured_seconds, r->final_loss);
+  }
+  if (!r->layers.empty()) {
+    std::printf("%-16s %10s %10s %12s %12s\n", "layer", "fwd ms", "bwd ms", "fwd GFLOP/s",
+                "bwd GFLOP/s");
+    for (const auto& l : r->layers) {
+      std::printf("%-16s %10.3f %10.3f %12.1f %12.1f\n", l.name.c_str(), l.forward_ms,
+                  l.backward_ms, l.forward_flops / l.forward_ms * 1e-6,
+                  l.backward_flops / l.backward_ms * 1e-6);
+    }
   }
   return 0;
 }

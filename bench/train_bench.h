@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/layer_profile.h"
 #include "common/result.h"
 
 namespace towerps::bench {
@@ -25,6 +26,7 @@ struct TrainBenchOptions {
   float learning_rate = 0.01f;
   float momentum = 0.9f;
   uint64_t seed = 1;
+  bool profile = false;  // also time every layer (TrainBenchResult::layers)
   // Called now and then with a line of progress (may be empty: no progress).
   std::function<void(const std::string&)> progress;
 };
@@ -39,6 +41,7 @@ struct TrainBenchResult {
   double examples_per_second = 0;
   double final_loss = 0;
   std::vector<double> test_accuracy;  // per epoch, accuracy mode only
+  std::vector<LayerTiming> layers;    // with profile
 };
 
 Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& options);
