@@ -1,5 +1,7 @@
 // towerps-bench: benchmarks, one subcommand each.
 //   towerps-bench transport [--bytes B] [--seconds S] [--endpoint E] [--json]
+//   towerps-bench train --model M --batch B --intra-op-threads T [--seconds S] [--epochs E]
+//   [--json]
 #include <boost/program_options.hpp>
 
 #include <cstdio>
@@ -7,6 +9,7 @@
 #include <string>
 
 #include "bench/ps_bench.h"
+#include "bench/train_bench.h"
 #include "bench/transport_bench.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
@@ -21,6 +24,7 @@ constexpr char kUsage[] =
     "Subcommands:\n"
     "  transport   one-direction throughput of the TowerPS transport vs raw ZeroMQ\n"
     "  ps          parameter-server push/pull goodput vs raw ZeroMQ (real server processes)\n"
+    "  train       single-process CPU training throughput (or accuracy with --epochs)\n"
     "\n"
     "Run 'towerps-bench <subcommand> --help' for its options.\n";
 
@@ -71,6 +75,77 @@ int RunTransport(int argc, char** argv) {
     std::printf("TowerPS transport %8.3f GB/s  (%ld messages)\n", r->towerps_gbps,
                 r->towerps_messages);
     std::printf("ratio             %8.3f\n", r->ratio);
+  }
+  return 0;
+}
+
+int RunTrain(int argc, char** argv) {
+  towerps::bench::TrainBenchOptions o;
+  bool json = false;
+  po::options_description desc("towerps-bench train options");
+  desc.add_options()("help,h", "show this help")(
+      "model", po::value<std::string>(&o.model)->default_value(o.model), "mlp, cnn or cifar10")(
+      "batch", po::value<int>(&o.batch_size)->default_value(o.batch_size), "examples per step")(
+      "intra-op-threads", po::value<int>(&o.intra_op_threads)->default_value(o.intra_op_threads),
+      "threads inside each op")("seconds", po::value<double>(&o.seconds)->default_value(o.seconds),
+                                "measurement time after warm-up")(
+      "warmup-steps", po::value<int>(&o.warmup_steps)->default_value(o.warmup_steps),
+      "steps run before measuring")(
+      "epochs", po::value<int>(&o.epochs)->default_value(o.epochs),
+      "if > 0: train this many epochs and report test accuracy after each")(
+      "data-dir", po::value<std::string>(&o.data_dir), "Fashion-MNIST directory")(
+      "synthetic", po::bool_switch(&o.synthetic), "use seeded synthetic data")(
+      "lr", po::value<float>(&o.learning_rate)->default_value(o.learning_rate), "learning rate")(
+      "momentum", po::value<float>(&o.momentum)->default_value(o.momentum), "SGD momentum")(
+      "seed", po::value<uint64_t>(&o.seed)->default_value(o.seed), "initialization/shuffle seed")(
+      "profile", po::bool_switch(&o.profile), "also time every layer (GFLOP/s per layer)")(
+      "json", po::bool_switch(&json), "print one JSON object at the end");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "towerps-bench train: " << e.what() << "\n\n" << desc;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << "Usage: towerps-bench train [options]\n\n" << desc;
+    return 0;
+  }
+  // Progress goes to stderr so that --json output stays one line on stdout.
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  if (!json) {
+    std::printf("training %s, batch %d, %d intra-op thread(s)...\n", o.model.c_str(), o.batch_size,
+                o.intra_op_threads);
+    std::fflush(stdout);
+  }
+  auto r = towerps::bench::RunTrainBench(o);
+  if (!r.ok()) {
+    std::cerr << "towerps-bench train: " << r.status().ToString() << "\n";
+    return 1;
+  }
+  std::string acc;
+  for (double a : r->test_accuracy) acc += (acc.empty() ? "" : ",") + std::to_string(a);
+  if (json) {
+    std::printf(
+        "{\"bench\":\"train\",\"impl\":\"towerps\",\"model\":\"%s\",\"batch\":%d,"
+        "\"threads\":%d,\"steps\":%ld,\"seconds\":%.3f,\"examples_per_sec\":%.1f,"
+        "\"final_loss\":%.5f,\"test_accuracy\":[%s]}\n",
+        r->model.c_str(), r->batch_size, r->intra_op_threads, r->measured_steps,
+        r->measured_seconds, r->examples_per_second, r->final_loss, acc.c_str());
+  } else {
+    std::printf("%s on %s: %.1f examples/s (%ld steps in %.2f s), final loss %.4f\n",
+                r->model.c_str(), r->data.c_str(), r->examples_per_second, r->measured_steps,
+                r->measured_seconds, r->final_loss);
+  }
+  if (!r->layers.empty()) {
+    std::printf("%-16s %10s %10s %12s %12s\n", "layer", "fwd ms", "bwd ms", "fwd GFLOP/s",
+                "bwd GFLOP/s");
+    for (const auto& l : r->layers) {
+      std::printf("%-16s %10.3f %10.3f %12.1f %12.1f\n", l.name.c_str(), l.forward_ms,
+                  l.backward_ms, l.forward_flops / l.forward_ms * 1e-6,
+                  l.backward_flops / l.backward_ms * 1e-6);
+    }
   }
   return 0;
 }
@@ -135,6 +210,7 @@ int main(int argc, char** argv) {
   const std::string sub = argv[1];
   if (sub == "transport") return RunTransport(argc - 1, argv + 1);
   if (sub == "ps") return RunPs(argc - 1, argv + 1);
+  if (sub == "train") return RunTrain(argc - 1, argv + 1);
   std::fprintf(stderr, "towerps-bench: unknown subcommand '%s'\n\n%s", sub.c_str(), kUsage);
   return 2;
 }

@@ -19,4 +19,12 @@ void AverageOf(int k, const float* const* in, int64_t n, float* out) {
   }
 }
 
+void MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay, const float* g,
+                    float* v, float* p) {
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = momentum * v[i] + (g[i] + weight_decay * p[i]);
+    p[i] -= lr * v[i];
+  }
+}
+
 }  // namespace towerps::kernels::cpu

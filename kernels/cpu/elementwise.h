@@ -20,6 +20,11 @@ void Scale(int64_t n, float alpha, float* y);
 // does not depend on which input arrived first. `out` may alias in[0].
 void AverageOf(int k, const float* const* in, int64_t n, float* out);
 
+// SGD with momentum, PyTorch semantics: v[i] = momentum * v[i] + (g[i] + weight_decay * p[i]);
+// p[i] -= lr * v[i]. g, v and p must not overlap.
+void MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay, const float* g,
+                    float* v, float* p);
+
 }  // namespace towerps::kernels::cpu
 
 #endif  // TOWERPS_KERNELS_CPU_ELEMENTWISE_H_

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Side-by-side CPU training throughput: towerps-bench train vs bench/pytorch_baseline.py, same
+# model, batch, optimizer, data and thread count, run back to back (the machine is shared, so each
+# pair is run `rounds` times, alternating, and the best of each side is kept).
+#   bench/compare_pytorch.sh [--seconds S] [--rounds R] [--models "mlp cnn"] [--threads "1 2"]
+#                            [--batch B]
+# Prints a Markdown table: model, threads, TowerPS examples/s, PyTorch examples/s, ratio.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=8 rounds=2 models="mlp cnn" threads="1 2" batch=64
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --models) models="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --batch) batch="$2"; shift 2 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "compare_pytorch: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+bench=build/release/bin/towerps-bench
+[ -x "$bench" ] || { echo "compare_pytorch: build first: scripts/build.sh release" >&2; exit 1; }
+/usr/bin/python3 -c 'import torch' 2>/dev/null ||
+  { echo "compare_pytorch: needs python3-torch (apt-get install -y python3-torch)" >&2; exit 1; }
+
+eps() { sed -n 's/.*"examples_per_sec": *\([0-9.]*\).*/\1/p'; }
+best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
+
+echo "| model | batch | threads | TowerPS examples/s | PyTorch examples/s | TowerPS / PyTorch |"
+echo "|---|---|---|---|---|---|"
+for m in $models; do
+  for t in $threads; do
+    ours=0 theirs=0
+    for _ in $(seq "$rounds"); do
+      o=$("$bench" train --model "$m" --batch "$batch" --intra-op-threads "$t" \
+            --seconds "$seconds" --json 2>/dev/null | eps)
+      p=$(/usr/bin/python3 bench/pytorch_baseline.py --model "$m" --batch "$batch" \
+            --threads "$t" --seconds "$seconds" --json 2>/dev/null | eps)
+      ours=$(best "$ours" "$o") theirs=$(best "$theirs" "$p")
+      echo "  $m t=$t: towerps $o, pytorch $p" >&2
+    done
+    ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
+    echo "| $m | $batch | $t | $ours | $theirs | $ratio |"
+  done
+done

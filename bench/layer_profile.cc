@@ -1,0 +1,61 @@
+#include "bench/layer_profile.h"
+
+#include <chrono>
+#include <random>
+
+namespace towerps::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Multiply-adds of one forward pass per example: the kernel's elements times the output
+// positions that reuse it (1 for a dense layer). 0 for layers without a kernel.
+double ForwardMacs(worker::Layer<float>& layer) {
+  auto params = layer.parameters();
+  if (params.empty()) return 0;
+  const Shape& kernel = params[0]->shape;
+  const double kernel_elems = static_cast<double>(NumElements(kernel));
+  if (kernel.size() == 4) {  // conv [k, c, r, s]; output [k, oh, ow]
+    const Shape& out = layer.output_shape();
+    return kernel_elems * static_cast<double>(out[1] * out[2]);
+  }
+  return kernel_elems;
+}
+
+}  // namespace
+
+std::vector<LayerTiming> ProfileLayers(worker::Model<float>& model,
+                                       kernels::Backend<float>& backend, int batch, int repeats) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<LayerTiming> out;
+  const auto& layers = model.layers();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    worker::Layer<float>& layer = *layers[i];
+    std::vector<float> x(batch * layer.input_size()), y(batch * layer.output_size());
+    std::vector<float> dy(y.size()), dx(x.size());
+    for (float& v : x) v = dist(rng);
+    for (float& v : dy) v = dist(rng);
+    float* dx_ptr = i == 0 ? nullptr : dx.data();
+    layer.Forward(backend, batch, x.data(), y.data(), true);  // warm up
+    layer.Backward(backend, batch, x.data(), y.data(), dy.data(), dx_ptr);
+    auto t0 = Clock::now();
+    for (int r = 0; r < repeats; ++r) layer.Forward(backend, batch, x.data(), y.data(), true);
+    auto t1 = Clock::now();
+    for (int r = 0; r < repeats; ++r) {
+      layer.Backward(backend, batch, x.data(), y.data(), dy.data(), dx_ptr);
+    }
+    auto t2 = Clock::now();
+    LayerTiming t;
+    t.name = layer.name();
+    t.forward_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() / repeats;
+    t.backward_ms = std::chrono::duration<double, std::milli>(t2 - t1).count() / repeats;
+    const double macs = ForwardMacs(layer) * batch;
+    t.forward_flops = 2 * macs;
+    t.backward_flops = 2 * macs * (i == 0 ? 1 : 2);  // filter gradient, plus dx after layer 0
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace towerps::bench

@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""PyTorch CPU training-throughput baseline for `towerps-bench train`.
+
+Runs the same model, batch size, optimizer (SGD, lr 0.01, momentum 0.9), data (Fashion-MNIST,
+normalized with mean 0.2860 / std 0.3530, reshuffled each epoch) and thread count as
+`towerps-bench train`, warms up, then measures whole training steps for --seconds.
+
+  bench/pytorch_baseline.py --model cnn --batch 64 --threads 2 [--seconds 10] [--json]
+
+Needs Debian's python3-torch (apt-get install -y python3-torch).
+"""
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+MEAN, STD = 0.2860, 0.3530
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    if data[0] != 0 or data[1] != 0 or data[2] != 8:
+        sys.exit(f"{path}: not an unsigned-byte IDX file")
+    rank = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(rank)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
+
+
+def find(data_dir, base):
+    for name in (base + ".gz", base):
+        path = os.path.join(data_dir, name)
+        if os.path.exists(path):
+            return path
+    sys.exit(f"{data_dir}: neither {base}.gz nor {base}")
+
+
+def build(model):
+    if model == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
+                             nn.ReLU(), nn.Linear(128, 10))
+    if model == "cnn":  # 'valid' convolutions, as in TowerPS's zoo: 28-26-13-11-5
+        return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
+                             nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 5 * 5, 128),
+                             nn.ReLU(), nn.Linear(128, 10))
+    sys.exit(f"unknown model '{model}' (mlp or cnn)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="mlp")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--warmup-steps", type=int, default=30)
+    p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    images = read_idx(find(a.data_dir, "train-images-idx3-ubyte"))
+    labels = read_idx(find(a.data_dir, "train-labels-idx1-ubyte"))
+    x_all = (torch.from_numpy(images.astype(np.float32)) / 255.0 - MEAN) / STD
+    x_all = x_all.reshape(-1, 1, 28, 28).contiguous()
+    y_all = torch.from_numpy(labels.astype(np.int64))
+    model = build(a.model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    n = x_all.shape[0]
+    steps_per_epoch = n // a.batch
+    gen = torch.Generator().manual_seed(1)
+    state = {"perm": torch.randperm(n, generator=gen), "i": 0}
+
+    def step():
+        if state["i"] >= steps_per_epoch:
+            state["perm"], state["i"] = torch.randperm(n, generator=gen), 0
+        idx = state["perm"][state["i"] * a.batch:(state["i"] + 1) * a.batch]
+        state["i"] += 1
+        x, y = x_all.index_select(0, idx), y_all.index_select(0, idx)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(a.warmup_steps):
+        step()
+    steps, start = 0, time.perf_counter()
+    last = start
+    while True:
+        loss = step()
+        steps += 1
+        now = time.perf_counter()
+        if now - start >= a.seconds:
+            break
+        if now - last >= 2.0:
+            last = now
+            print(f"  {now - start:.0f} s: {steps} steps, {steps * a.batch / (now - start):.0f} "
+                  f"examples/s", file=sys.stderr)
+    secs = time.perf_counter() - start
+    eps = steps * a.batch / secs
+    if a.json:
+        print(json.dumps({"bench": "train", "impl": "pytorch", "torch": torch.__version__,
+                          "model": a.model, "batch": a.batch, "threads": a.threads,
+                          "steps": steps, "seconds": round(secs, 3),
+                          "examples_per_sec": round(eps, 1), "final_loss": float(loss)}))
+    else:
+        print(f"pytorch {torch.__version__} {a.model}: {eps:.1f} examples/s ({steps} steps in "
+              f"{secs:.2f} s), final loss {float(loss):.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+// Training benchmark: single-process training throughput (examples/s) of a zoo model on
+// Fashion-MNIST (or synthetic data), no parameter server, with a local SGD-momentum update.
+// With epochs > 0 it instead trains for that many epochs and reports test accuracy after each
+// (scripts/check_accuracy.sh).
+#ifndef TOWERPS_BENCH_TRAIN_BENCH_H_
+#define TOWERPS_BENCH_TRAIN_BENCH_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/layer_profile.h"
+#include "common/result.h"
+
+namespace towerps::bench {
+
+struct TrainBenchOptions {
+  std::string model = "mlp";  // a zoo name: mlp, cnn, cifar10
+  int batch_size = 64;
+  int intra_op_threads = 1;
+  double seconds = 10;     // measurement time (throughput mode)
+  int warmup_steps = 30;   // steps run before the clock starts
+  int epochs = 0;          // > 0: accuracy mode
+  std::string data_dir;    // empty: the Fashion-MNIST package directory
+  bool synthetic = false;  // synthetic data instead of Fashion-MNIST (always for cifar10)
+  float learning_rate = 0.01f;
+  float momentum = 0.9f;
+  uint64_t seed = 1;
+  bool profile = false;  // also time every layer (TrainBenchResult::layers)
+  // Called now and then with a line of progress (may be empty: no progress).
+  std::function<void(const std::string&)> progress;
+};
+
+struct TrainBenchResult {
+  std::string model;
+  std::string data;
+  int batch_size = 0;
+  int intra_op_threads = 0;
+  int64_t measured_steps = 0;
+  double measured_seconds = 0;
+  double examples_per_second = 0;
+  double final_loss = 0;
+  std::vector<double> test_accuracy;  // per epoch, accuracy mode only
+  std::vector<LayerTiming> layers;    // with profile
+};
+
+Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& options);
+
+}  // namespace towerps::bench
+
+#endif  // TOWERPS_BENCH_TRAIN_BENCH_H_

@@ -1,0 +1,112 @@
+// Backend<T>: the neural-network math every compute backend implements. The CPU backend
+// (kernels/cpu/cpu_backend.h) implements it for float with OpenBLAS and a thread pool; the
+// reference backend (kernels/reference/reference_backend.h) implements it with naive loops for
+// float and double; a CUDA backend implements it for float with device pointers and a stream.
+//
+// Contract:
+//  - Every pointer is borrowed and lives in the backend's memory space (host memory for CPU and
+//    reference, device memory for CUDA). Dimensions are explicit arguments; nothing is inferred.
+//  - Layouts: matrices are row-major; images are NCHW; convolution weights are [k, c, r, s].
+//  - Outputs are overwritten, never accumulated into, unless the op says so (Gemm with beta).
+//  - Inputs and outputs must not overlap unless the op says they may.
+//  - Shapes are validated by the caller (Conv2dShape::Validate etc.); a bad shape is a bug.
+//  - A backend object is not thread-safe: one caller at a time. It may use threads internally.
+#ifndef TOWERPS_KERNELS_BACKEND_H_
+#define TOWERPS_KERNELS_BACKEND_H_
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/shapes.h"
+
+namespace towerps::kernels {
+
+template <typename T>
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // ---- Dense algebra ----
+  // C[m, n] = alpha * op(A) * op(B) + beta * C, row-major. op(A) is m x k: A is stored [m, k], or
+  // [k, m] when trans_a. op(B) is k x n: B is stored [k, n], or [n, k] when trans_b. beta == 0
+  // ignores C's old contents (even NaN).
+  virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, T alpha, const T* a,
+                    const T* b, T beta, T* c) = 0;
+
+  // y[o, ch, i] += bias[ch] for y viewed as [outer, channels, inner]. A matrix [rows, cols] is
+  // outer = rows, channels = cols, inner = 1; an NCHW image is outer = n, inner = h * w.
+  virtual void BiasAdd(int outer, int channels, int inner, const T* bias, T* y) = 0;
+  // db[ch] = sum over o, i of dy[o, ch, i].
+  virtual void BiasBackward(int outer, int channels, int inner, const T* dy, T* db) = 0;
+
+  // ---- Convolution (NCHW, weights [k, c, r, s]) ----
+  virtual void Conv2dForward(const Conv2dShape& s, const T* x, const T* w, T* y) = 0;
+  // dx = gradient of the loss w.r.t. x, given dy.
+  virtual void Conv2dBackwardData(const Conv2dShape& s, const T* dy, const T* w, T* dx) = 0;
+  // dw = gradient w.r.t. the weights, given x and dy.
+  virtual void Conv2dBackwardFilter(const Conv2dShape& s, const T* x, const T* dy, T* dw) = 0;
+
+  // ---- Pooling (NCHW) ----
+  virtual void MaxPoolForward(const Pool2dShape& s, const T* x, T* y) = 0;
+  // Routes dy to the first maximum of each window (recomputed from x); windows may overlap.
+  virtual void MaxPoolBackward(const Pool2dShape& s, const T* x, const T* dy, T* dx) = 0;
+  virtual void AvgPoolForward(const Pool2dShape& s, const T* x, T* y) = 0;
+  virtual void AvgPoolBackward(const Pool2dShape& s, const T* dy, T* dx) = 0;
+
+  // ---- Activations, n elements. y may alias x; dx may alias dy. Backward takes the output y.
+  virtual void ReluForward(int64_t n, const T* x, T* y) = 0;
+  virtual void ReluBackward(int64_t n, const T* y, const T* dy, T* dx) = 0;
+  virtual void TanhForward(int64_t n, const T* x, T* y) = 0;
+  virtual void TanhBackward(int64_t n, const T* y, const T* dy, T* dx) = 0;
+  virtual void SigmoidForward(int64_t n, const T* x, T* y) = 0;
+  virtual void SigmoidBackward(int64_t n, const T* y, const T* dy, T* dx) = 0;
+
+  // ---- Local response normalization across channels (see LrnParams), x [n, c, hw] ----
+  virtual void LrnForward(int n, int c, int hw, const LrnParams& p, const T* x, T* y) = 0;
+  virtual void LrnBackward(int n, int c, int hw, const LrnParams& p, const T* x, const T* dy,
+                           T* dx) = 0;
+
+  // ---- Dropout (inverted): element i is kept when DropoutUniform(seed, i) >= rate; kept ones
+  // are scaled by 1 / (1 - rate). mask[i] receives that factor (0 or 1 / (1 - rate)).
+  // 0 <= rate < 1. y may alias x.
+  virtual void DropoutForward(int64_t n, float rate, uint64_t seed, const T* x, T* mask, T* y) = 0;
+  // dx = dy * mask; dx may alias dy.
+  virtual void DropoutBackward(int64_t n, const T* mask, const T* dy, T* dx) = 0;
+
+  // ---- Fused, numerically stable softmax cross-entropy over logits [batch, classes] ----
+  // labels[b] in [0, classes) (a bug otherwise). loss[b] = -log softmax(logits[b])[labels[b]].
+  // dlogits (may be null) = (softmax - onehot) * grad_scale, e.g. grad_scale = 1 / batch for the
+  // mean loss. dlogits may alias logits.
+  virtual void SoftmaxCrossEntropy(int batch, int classes, const T* logits, const int32_t* labels,
+                                   T grad_scale, T* loss, T* dlogits) = 0;
+
+  // ---- Elementwise helpers for optimizers and tower averaging ----
+  // y += alpha * x.
+  virtual void Axpy(int64_t n, T alpha, const T* x, T* y) = 0;
+  // y *= alpha.
+  virtual void Scale(int64_t n, T alpha, T* y) = 0;
+  // y = value.
+  virtual void Fill(int64_t n, T value, T* y) = 0;
+  // out = (in[0] + ... + in[k-1]) / k, summed in index order; out may alias in[0]. `in` is a
+  // host array of k pointers into backend memory.
+  virtual void AverageOf(int k, const T* const* in, int64_t n, T* out) = 0;
+  // SGD with momentum, PyTorch semantics: v = momentum * v + (g + weight_decay * p);
+  // p -= lr * v.
+  virtual void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* v,
+                              T* p) = 0;
+};
+
+// The uniform number in [0, 1) that dropout draws for element `index` under `seed`: a
+// counter-based hash (SplitMix64), so every backend draws the same mask.
+inline float DropoutUniform(uint64_t seed, uint64_t index) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (index + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // 24 bits
+}
+
+}  // namespace towerps::kernels
+
+#endif  // TOWERPS_KERNELS_BACKEND_H_

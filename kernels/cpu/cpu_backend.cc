@@ -1,0 +1,227 @@
+// CpuBackend: construction, dense algebra, activations, dropout, loss and elementwise ops.
+// Convolution lives in cpu_conv.cc, pooling and LRN in cpu_pool_lrn.cc.
+#include "kernels/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/elementwise.h"
+
+namespace towerps::kernels {
+namespace {
+
+constexpr int kMaxThreads = 256;
+// Below this many multiply-adds a GEMM runs on one thread: splitting costs more than it saves.
+constexpr int64_t kParallelGemmMacs = int64_t{1} << 17;
+// Elementwise loops shorter than this run on one thread.
+constexpr int64_t kParallelElements = int64_t{1} << 16;
+
+// Sum with eight independent accumulators, so that the loop vectorizes without -ffast-math.
+float SumOf(const float* p, int n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += p[i + j];
+  }
+  float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) sum += p[i];
+  return sum;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CpuBackendOptions& options) {
+  if (options.intra_op_threads < 1 || options.intra_op_threads > kMaxThreads) {
+    return InvalidArgumentError("intra_op_threads " + std::to_string(options.intra_op_threads) +
+                                " is out of range 1.." + std::to_string(kMaxThreads));
+  }
+  // We split work ourselves; a multi-threaded OpenBLAS would compete with our pool.
+  openblas_set_num_threads(1);
+  return std::unique_ptr<CpuBackend>(new CpuBackend(options.intra_op_threads));
+}
+
+CpuBackend::CpuBackend(int threads)
+    : pool_(threads),
+      scratch_(static_cast<size_t>(threads)),
+      partial_dw_(static_cast<size_t>(threads)) {}
+
+float* CpuBackend::Scratch(int chunk, size_t floats) {
+  auto& buf = scratch_[static_cast<size_t>(chunk)];
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+void CpuBackend::ForEachRange(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool_.size() == 1 || n < kParallelElements) {
+    fn(0, n);
+    return;
+  }
+  pool_.ParallelFor(n, kParallelElements / 2, [&](int, int64_t b, int64_t e) { fn(b, e); });
+}
+
+void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                      const float* b, float beta, float* c) {
+  const int lda = trans_a ? m : k;
+  const int ldb = trans_b ? k : n;
+  const auto ta = trans_a ? CblasTrans : CblasNoTrans;
+  const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {  // C = beta * C
+    for (int64_t i = 0; i < int64_t{m} * n; ++i) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+    return;
+  }
+  const int64_t macs = int64_t{m} * n * k;
+  if (pool_.size() == 1 || macs < kParallelGemmMacs) {
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    return;
+  }
+  if (m >= n) {  // split the rows of C (and of op(A))
+    pool_.ParallelFor(m, 32, [&](int, int64_t i0, int64_t i1) {
+      const float* a_part = trans_a ? a + i0 : a + i0 * k;
+      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(i1 - i0), n, k, alpha, a_part, lda, b,
+                  ldb, beta, c + i0 * n, n);
+    });
+  } else {  // split the columns of C (and of op(B))
+    pool_.ParallelFor(n, 64, [&](int, int64_t j0, int64_t j1) {
+      const float* b_part = trans_b ? b + j0 * k : b + j0;
+      cblas_sgemm(CblasRowMajor, ta, tb, m, static_cast<int>(j1 - j0), k, alpha, a, lda, b_part,
+                  ldb, beta, c + j0, n);
+    });
+  }
+}
+
+void CpuBackend::BiasAdd(int outer, int channels, int inner, const float* bias, float* y) {
+  for (int o = 0; o < outer; ++o) {
+    float* row = y + int64_t{o} * channels * inner;
+    if (inner == 1) {
+      for (int ch = 0; ch < channels; ++ch) row[ch] += bias[ch];
+    } else {
+      for (int ch = 0; ch < channels; ++ch) {
+        float* p = row + int64_t{ch} * inner;
+        const float bv = bias[ch];
+        for (int i = 0; i < inner; ++i) p[i] += bv;
+      }
+    }
+  }
+}
+
+void CpuBackend::BiasBackward(int outer, int channels, int inner, const float* dy, float* db) {
+  std::fill(db, db + channels, 0.0f);
+  for (int o = 0; o < outer; ++o) {
+    const float* row = dy + int64_t{o} * channels * inner;
+    if (inner == 1) {
+      for (int ch = 0; ch < channels; ++ch) db[ch] += row[ch];
+    } else {
+      for (int ch = 0; ch < channels; ++ch) {
+        db[ch] += SumOf(row + int64_t{ch} * inner, inner);
+      }
+    }
+  }
+}
+
+void CpuBackend::ReluForward(int64_t n, const float* x, float* y) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = std::max(x[i], 0.0f);
+  });
+}
+
+void CpuBackend::ReluBackward(int64_t n, const float* y, const float* dy, float* dx) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float g = dy[i];  // loaded unconditionally so that the loop vectorizes
+      dx[i] = y[i] > 0.0f ? g : 0.0f;
+    }
+  });
+}
+
+void CpuBackend::TanhForward(int64_t n, const float* x, float* y) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = std::tanh(x[i]);
+  });
+}
+
+void CpuBackend::TanhBackward(int64_t n, const float* y, const float* dy, float* dx) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+  });
+}
+
+void CpuBackend::SigmoidForward(int64_t n, const float* x, float* y) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+  });
+}
+
+void CpuBackend::SigmoidBackward(int64_t n, const float* y, const float* dy, float* dx) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+  });
+}
+
+void CpuBackend::DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
+                                float* y) {
+  const float keep_scale = 1.0f / (1.0f - rate);
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float m = DropoutUniform(seed, static_cast<uint64_t>(i)) >= rate ? keep_scale : 0.0f;
+      mask[i] = m;
+      y[i] = x[i] * m;
+    }
+  });
+}
+
+void CpuBackend::DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * mask[i];
+  });
+}
+
+void CpuBackend::SoftmaxCrossEntropy(int batch, int classes, const float* logits,
+                                     const int32_t* labels, float grad_scale, float* loss,
+                                     float* dlogits) {
+  for (int b = 0; b < batch; ++b) {
+    const float* l = logits + int64_t{b} * classes;
+    const int label = labels[b];
+    TOWERPS_CHECK(label >= 0 && label < classes) << "label " << label << " of example " << b;
+    const float mx = *std::max_element(l, l + classes);
+    float sum = 0.0f;
+    for (int j = 0; j < classes; ++j) sum += std::exp(l[j] - mx);
+    const float lse = mx + std::log(sum);
+    const float target = l[label];
+    loss[b] = lse - target;
+    if (dlogits != nullptr) {
+      float* d = dlogits + int64_t{b} * classes;
+      for (int j = 0; j < classes; ++j) d[j] = std::exp(l[j] - lse) * grad_scale;
+      d[label] -= grad_scale;
+    }
+  }
+}
+
+void CpuBackend::Axpy(int64_t n, float alpha, const float* x, float* y) {
+  ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Axpy(e - b, alpha, x + b, y + b); });
+}
+
+void CpuBackend::Scale(int64_t n, float alpha, float* y) {
+  ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Scale(e - b, alpha, y + b); });
+}
+
+void CpuBackend::Fill(int64_t n, float value, float* y) { std::fill(y, y + n, value); }
+
+void CpuBackend::AverageOf(int k, const float* const* in, int64_t n, float* out) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    std::vector<const float*> shifted(static_cast<size_t>(k));
+    for (int j = 0; j < k; ++j) shifted[static_cast<size_t>(j)] = in[j] + b;
+    cpu::AverageOf(k, shifted.data(), e - b, out + b);
+  });
+}
+
+void CpuBackend::MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay,
+                                const float* g, float* v, float* p) {
+  ForEachRange(n, [=](int64_t b, int64_t e) {
+    cpu::MomentumUpdate(e - b, lr, momentum, weight_decay, g + b, v + b, p + b);
+  });
+}
+
+}  // namespace towerps::kernels

@@ -1,0 +1,94 @@
+// CpuBackend: the fast float32 CPU implementation of Backend<float> (kernels/backend.h).
+//
+// How: matrix products call OpenBLAS sgemm; convolution is im2col + sgemm per image; pooling, LRN,
+// activations and the loss are direct loops. Work is split over `intra_op_threads` threads by our
+// own ThreadPool (GEMMs by output rows or columns, convolution by image); OpenBLAS itself is kept
+// single-threaded so the two never compete for cores.
+//
+// Contract:
+//  - Host pointers, borrowed for the duration of the call.
+//  - Not thread-safe: one caller at a time per backend (it owns scratch buffers and a pool).
+//  - Create() sets OpenBLAS's process-wide thread count to 1; a process should not mix this
+//    backend with code that relies on multi-threaded OpenBLAS.
+#ifndef TOWERPS_KERNELS_CPU_CPU_BACKEND_H_
+#define TOWERPS_KERNELS_CPU_CPU_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace towerps::kernels {
+
+struct CpuBackendOptions {
+  // Threads used inside one op (the calling thread included). 1..256.
+  int intra_op_threads = 1;
+};
+
+class CpuBackend final : public Backend<float> {
+ public:
+  // Fails with kInvalidArgument for an out-of-range thread count.
+  static Result<std::unique_ptr<CpuBackend>> Create(const CpuBackendOptions& options);
+
+  std::string name() const override { return "cpu"; }
+  int intra_op_threads() const { return pool_.size(); }
+
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            const float* b, float beta, float* c) override;
+  void BiasAdd(int outer, int channels, int inner, const float* bias, float* y) override;
+  void BiasBackward(int outer, int channels, int inner, const float* dy, float* db) override;
+
+  void Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) override;
+  void Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
+                          float* dx) override;
+  void Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
+                            float* dw) override;
+
+  void MaxPoolForward(const Pool2dShape& s, const float* x, float* y) override;
+  void MaxPoolBackward(const Pool2dShape& s, const float* x, const float* dy, float* dx) override;
+  void AvgPoolForward(const Pool2dShape& s, const float* x, float* y) override;
+  void AvgPoolBackward(const Pool2dShape& s, const float* dy, float* dx) override;
+
+  void ReluForward(int64_t n, const float* x, float* y) override;
+  void ReluBackward(int64_t n, const float* y, const float* dy, float* dx) override;
+  void TanhForward(int64_t n, const float* x, float* y) override;
+  void TanhBackward(int64_t n, const float* y, const float* dy, float* dx) override;
+  void SigmoidForward(int64_t n, const float* x, float* y) override;
+  void SigmoidBackward(int64_t n, const float* y, const float* dy, float* dx) override;
+
+  void LrnForward(int n, int c, int hw, const LrnParams& p, const float* x, float* y) override;
+  void LrnBackward(int n, int c, int hw, const LrnParams& p, const float* x, const float* dy,
+                   float* dx) override;
+
+  void DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
+                      float* y) override;
+  void DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) override;
+
+  void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels,
+                           float grad_scale, float* loss, float* dlogits) override;
+
+  void Axpy(int64_t n, float alpha, const float* x, float* y) override;
+  void Scale(int64_t n, float alpha, float* y) override;
+  void Fill(int64_t n, float value, float* y) override;
+  void AverageOf(int k, const float* const* in, int64_t n, float* out) override;
+  void MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay, const float* g,
+                      float* v, float* p) override;
+
+ private:
+  explicit CpuBackend(int threads);
+  // Per-thread scratch of at least `floats` elements.
+  float* Scratch(int chunk, size_t floats);
+  // Elementwise loop split over the pool when n is large.
+  void ForEachRange(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+  cpu::ThreadPool pool_;
+  std::vector<std::vector<float>> scratch_;     // one per pool thread
+  std::vector<std::vector<float>> partial_dw_;  // per-thread filter-gradient partial sums
+};
+
+}  // namespace towerps::kernels
+
+#endif  // TOWERPS_KERNELS_CPU_CPU_BACKEND_H_

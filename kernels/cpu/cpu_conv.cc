@@ -1,0 +1,164 @@
+// CpuBackend convolution: im2col + OpenBLAS sgemm, one image per GEMM, images split over the pool.
+// See docs/PERFORMANCE.md for why im2col rather than oneDNN.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/cpu_backend.h"
+
+namespace towerps::kernels {
+namespace {
+
+// col[(c * r + i) * s + j, oy * ow + ox] = x[c, oy * stride - pad + i, ox * stride - pad + j],
+// zero outside the image. x is one image [c, h, w].
+void Im2Col(const Conv2dShape& s, const float* x, float* col) {
+  const int oh = s.out_h(), ow = s.out_w();
+  for (int c = 0; c < s.c; ++c) {
+    const float* plane = x + int64_t{c} * s.h * s.w;
+    for (int i = 0; i < s.r; ++i) {
+      for (int j = 0; j < s.s; ++j) {
+        float* out = col + (int64_t{c} * s.r * s.s + i * s.s + j) * oh * ow;
+        for (int oy = 0; oy < oh; ++oy) {
+          const int iy = oy * s.stride_h - s.pad_h + i;
+          float* row = out + int64_t{oy} * ow;
+          if (iy < 0 || iy >= s.h) {
+            std::memset(row, 0, sizeof(float) * static_cast<size_t>(ow));
+            continue;
+          }
+          const float* in = plane + int64_t{iy} * s.w;
+          if (s.stride_w == 1) {
+            // ix = ox - pad + j is in range for ox in [lo, hi).
+            const int lo = std::clamp(s.pad_w - j, 0, ow);
+            const int hi = std::clamp(s.w + s.pad_w - j, lo, ow);
+            for (int ox = 0; ox < lo; ++ox) row[ox] = 0.0f;
+            std::memcpy(row + lo, in + lo - s.pad_w + j, sizeof(float) * (hi - lo));
+            for (int ox = hi; ox < ow; ++ox) row[ox] = 0.0f;
+          } else {
+            for (int ox = 0; ox < ow; ++ox) {
+              const int ix = ox * s.stride_w - s.pad_w + j;
+              row[ox] = (ix >= 0 && ix < s.w) ? in[ix] : 0.0f;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of Im2Col: dx[c, iy, ix] = sum of the col entries that read it. dx is one image,
+// overwritten.
+void Col2Im(const Conv2dShape& s, const float* col, float* dx) {
+  const int oh = s.out_h(), ow = s.out_w();
+  std::memset(dx, 0, sizeof(float) * static_cast<size_t>(int64_t{s.c} * s.h * s.w));
+  for (int c = 0; c < s.c; ++c) {
+    float* plane = dx + int64_t{c} * s.h * s.w;
+    for (int i = 0; i < s.r; ++i) {
+      for (int j = 0; j < s.s; ++j) {
+        const float* in = col + (int64_t{c} * s.r * s.s + i * s.s + j) * oh * ow;
+        for (int oy = 0; oy < oh; ++oy) {
+          const int iy = oy * s.stride_h - s.pad_h + i;
+          if (iy < 0 || iy >= s.h) continue;
+          float* out = plane + int64_t{iy} * s.w;
+          const float* row = in + int64_t{oy} * ow;
+          if (s.stride_w == 1) {
+            const int lo = std::clamp(s.pad_w - j, 0, ow);
+            const int hi = std::clamp(s.w + s.pad_w - j, lo, ow);
+            float* o = out - s.pad_w + j;
+            for (int ox = lo; ox < hi; ++ox) o[ox] += row[ox];
+          } else {
+            for (int ox = 0; ox < ow; ++ox) {
+              const int ix = ox * s.stride_w - s.pad_w + j;
+              if (ix >= 0 && ix < s.w) out[ix] += row[ox];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+bool IsPointwise(const Conv2dShape& s) {
+  return s.r == 1 && s.s == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
+}
+
+}  // namespace
+
+void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
+  const int ohw = s.out_h() * s.out_w();
+  const int crs = s.c * s.r * s.s;
+  const int64_t x_image = int64_t{s.c} * s.h * s.w;
+  const int64_t y_image = int64_t{s.k} * ohw;
+  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
+    for (int64_t n = n0; n < n1; ++n) {
+      const float* b = x + n * x_image;
+      if (col != nullptr) {
+        Im2Col(s, b, col);
+        b = col;
+      }
+      // y_n [k, ohw] = w [k, crs] * col [crs, ohw]
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.k, ohw, crs, 1.0f, w, crs, b, ohw,
+                  0.0f, y + n * y_image, ohw);
+    }
+  });
+}
+
+void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
+                                    float* dx) {
+  const int ohw = s.out_h() * s.out_w();
+  const int crs = s.c * s.r * s.s;
+  const int64_t x_image = int64_t{s.c} * s.h * s.w;
+  const int64_t y_image = int64_t{s.k} * ohw;
+  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
+    for (int64_t n = n0; n < n1; ++n) {
+      // col [crs, ohw] = w^T [crs, k] * dy_n [k, ohw]
+      float* out = col != nullptr ? col : dx + n * x_image;
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, crs, ohw, s.k, 1.0f, w, crs,
+                  dy + n * y_image, ohw, 0.0f, out, ohw);
+      if (col != nullptr) Col2Im(s, col, dx + n * x_image);
+    }
+  });
+}
+
+void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
+                                      float* dw) {
+  const int ohw = s.out_h() * s.out_w();
+  const int crs = s.c * s.r * s.s;
+  const int64_t x_image = int64_t{s.c} * s.h * s.w;
+  const int64_t y_image = int64_t{s.k} * ohw;
+  const size_t w_size = static_cast<size_t>(s.w_size());
+  // Each thread sums its images into its own partial; the partials are added in thread order.
+  std::vector<char> used(static_cast<size_t>(pool_.size()), 0);
+  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
+    auto& partial = partial_dw_[static_cast<size_t>(thread)];
+    if (partial.size() < w_size) partial.resize(w_size);
+    for (int64_t n = n0; n < n1; ++n) {
+      const float* b = x + n * x_image;
+      if (col != nullptr) {
+        Im2Col(s, b, col);
+        b = col;
+      }
+      // partial [k, crs] (+)= dy_n [k, ohw] * col^T [ohw, crs]
+      const float beta = used[static_cast<size_t>(thread)] ? 1.0f : 0.0f;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.k, crs, ohw, 1.0f, dy + n * y_image,
+                  ohw, b, ohw, beta, partial.data(), crs);
+      used[static_cast<size_t>(thread)] = 1;
+    }
+  });
+  bool first = true;
+  for (size_t t = 0; t < used.size(); ++t) {
+    if (!used[t]) continue;
+    const float* partial = partial_dw_[t].data();
+    if (first) {
+      std::memcpy(dw, partial, sizeof(float) * w_size);
+      first = false;
+    } else {
+      for (size_t i = 0; i < w_size; ++i) dw[i] += partial[i];
+    }
+  }
+}
+
+}  // namespace towerps::kernels

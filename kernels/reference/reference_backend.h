@@ -1,0 +1,109 @@
+// ReferenceBackend<T>: Backend<T> over the naive reference ops (reference_ops.h), for float and
+// double. Used by tests as ground truth and for double-precision finite-difference checks of
+// layers and models. Host memory. Stateless, so thread-compatible.
+#ifndef TOWERPS_KERNELS_REFERENCE_REFERENCE_BACKEND_H_
+#define TOWERPS_KERNELS_REFERENCE_REFERENCE_BACKEND_H_
+
+#include <string>
+
+#include "kernels/backend.h"
+#include "kernels/reference/reference_ops.h"
+
+namespace towerps::kernels {
+
+template <typename T>
+class ReferenceBackend final : public Backend<T> {
+ public:
+  std::string name() const override { return "reference"; }
+
+  void Gemm(bool ta, bool tb, int m, int n, int k, T alpha, const T* a, const T* b, T beta,
+            T* c) override {
+    reference::Gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+  }
+  void BiasAdd(int outer, int channels, int inner, const T* bias, T* y) override {
+    reference::BiasAdd(outer, channels, inner, bias, y);
+  }
+  void BiasBackward(int outer, int channels, int inner, const T* dy, T* db) override {
+    reference::BiasBackward(outer, channels, inner, dy, db);
+  }
+  void Conv2dForward(const Conv2dShape& s, const T* x, const T* w, T* y) override {
+    reference::Conv2dForward(s, x, w, y);
+  }
+  void Conv2dBackwardData(const Conv2dShape& s, const T* dy, const T* w, T* dx) override {
+    reference::Conv2dBackwardData(s, dy, w, dx);
+  }
+  void Conv2dBackwardFilter(const Conv2dShape& s, const T* x, const T* dy, T* dw) override {
+    reference::Conv2dBackwardFilter(s, x, dy, dw);
+  }
+  void MaxPoolForward(const Pool2dShape& s, const T* x, T* y) override {
+    reference::MaxPoolForward(s, x, y);
+  }
+  void MaxPoolBackward(const Pool2dShape& s, const T* x, const T* dy, T* dx) override {
+    reference::MaxPoolBackward(s, x, dy, dx);
+  }
+  void AvgPoolForward(const Pool2dShape& s, const T* x, T* y) override {
+    reference::AvgPoolForward(s, x, y);
+  }
+  void AvgPoolBackward(const Pool2dShape& s, const T* dy, T* dx) override {
+    reference::AvgPoolBackward(s, dy, dx);
+  }
+  void ReluForward(int64_t n, const T* x, T* y) override {
+    reference::ActivationForward(reference::Activation::kRelu, n, x, y);
+  }
+  void ReluBackward(int64_t n, const T* y, const T* dy, T* dx) override {
+    reference::ActivationBackward(reference::Activation::kRelu, n, y, dy, dx);
+  }
+  void TanhForward(int64_t n, const T* x, T* y) override {
+    reference::ActivationForward(reference::Activation::kTanh, n, x, y);
+  }
+  void TanhBackward(int64_t n, const T* y, const T* dy, T* dx) override {
+    reference::ActivationBackward(reference::Activation::kTanh, n, y, dy, dx);
+  }
+  void SigmoidForward(int64_t n, const T* x, T* y) override {
+    reference::ActivationForward(reference::Activation::kSigmoid, n, x, y);
+  }
+  void SigmoidBackward(int64_t n, const T* y, const T* dy, T* dx) override {
+    reference::ActivationBackward(reference::Activation::kSigmoid, n, y, dy, dx);
+  }
+  void LrnForward(int n, int c, int hw, const LrnParams& p, const T* x, T* y) override {
+    reference::LrnForward(n, c, hw, p, x, y);
+  }
+  void LrnBackward(int n, int c, int hw, const LrnParams& p, const T* x, const T* dy,
+                   T* dx) override {
+    reference::LrnBackward(n, c, hw, p, x, dy, dx);
+  }
+  void DropoutForward(int64_t n, float rate, uint64_t seed, const T* x, T* mask, T* y) override {
+    reference::DropoutForward(n, rate, seed, x, mask, y);
+  }
+  void DropoutBackward(int64_t n, const T* mask, const T* dy, T* dx) override {
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
+  }
+  void SoftmaxCrossEntropy(int batch, int classes, const T* logits, const int32_t* labels,
+                           T grad_scale, T* loss, T* dlogits) override {
+    reference::SoftmaxCrossEntropy(batch, classes, logits, labels, grad_scale, loss, dlogits);
+  }
+  void Axpy(int64_t n, T alpha, const T* x, T* y) override {
+    for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+  }
+  void Scale(int64_t n, T alpha, T* y) override {
+    for (int64_t i = 0; i < n; ++i) y[i] *= alpha;
+  }
+  void Fill(int64_t n, T value, T* y) override {
+    for (int64_t i = 0; i < n; ++i) y[i] = value;
+  }
+  void AverageOf(int k, const T* const* in, int64_t n, T* out) override {
+    for (int64_t i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int j = 0; j < k; ++j) sum += in[j][i];
+      out[i] = static_cast<T>(sum / k);
+    }
+  }
+  void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* v,
+                      T* p) override {
+    reference::MomentumUpdate(n, lr, momentum, weight_decay, g, v, p);
+  }
+};
+
+}  // namespace towerps::kernels
+
+#endif  // TOWERPS_KERNELS_REFERENCE_REFERENCE_BACKEND_H_

@@ -1,0 +1,149 @@
+// Finite-difference checks, in double precision, of every reference backward op: for a random
+// upstream gradient g, the backward op must give d/dx sum(g * forward(x)). The fast CPU ops are
+// then checked against these references (cpu_*_test.cc), so both are tied to the definitions.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
+
+#include "kernels/reference/reference_ops.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace towerps::kernels {
+namespace {
+
+using testing::RandomFloats;
+using testing::ToDouble;
+using Vec = std::vector<double>;
+
+Vec RandomVec(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  return ToDouble(RandomFloats(n, rng, scale));
+}
+
+// Checks analytic == d/dx_i sum(g * f(x)) by central differences at every element of x.
+void ExpectGradient(const std::function<void(const Vec& x, Vec& y)>& f, Vec x, const Vec& g,
+                    const Vec& analytic, double tol = 1e-6) {
+  ASSERT_EQ(x.size(), analytic.size());
+  const double h = 1e-6;
+  Vec y(g.size());
+  double max_abs = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double old = x[i];
+    double lp = 0, lm = 0;
+    x[i] = old + h;
+    f(x, y);
+    for (size_t j = 0; j < y.size(); ++j) lp += g[j] * y[j];
+    x[i] = old - h;
+    f(x, y);
+    for (size_t j = 0; j < y.size(); ++j) lm += g[j] * y[j];
+    x[i] = old;
+    const double numeric = (lp - lm) / (2 * h);
+    max_abs = std::max(max_abs, std::abs(numeric));
+    ASSERT_NEAR(analytic[i], numeric, tol * (1 + std::abs(numeric))) << "element " << i;
+  }
+  EXPECT_GT(max_abs, 1e-3) << "vacuous check: the gradient is zero everywhere";
+}
+
+TEST(ReferenceGradientTest, Conv2dDataAndFilter) {
+  std::mt19937 rng(1);
+  for (Conv2dShape s : {Conv2dShape{.n = 2,
+                       .c = 3,
+                       .h = 5,
+                       .w = 6,
+                       .k = 2,
+                       .r = 3,
+                       .s = 2,
+                       .stride_h = 2,
+                       .stride_w = 1,
+                       .pad_h = 1,
+                       .pad_w = 1},
+                        Conv2dShape{.n = 1, .c = 2, .h = 4, .w = 4, .k = 3, .r = 1, .s = 1}}) {
+    ASSERT_TRUE(s.Validate().ok());
+    const Vec x = RandomVec(s.x_size(), rng), w = RandomVec(s.w_size(), rng);
+    const Vec g = RandomVec(s.y_size(), rng);
+    Vec dx(s.x_size()), dw(s.w_size());
+    reference::Conv2dBackwardData(s, g.data(), w.data(), dx.data());
+    reference::Conv2dBackwardFilter(s, x.data(), g.data(), dw.data());
+    ExpectGradient(
+        [&](const Vec& xv, Vec& y) { reference::Conv2dForward(s, xv.data(), w.data(), y.data()); },
+        x, g, dx);
+    ExpectGradient(
+        [&](const Vec& wv, Vec& y) { reference::Conv2dForward(s, x.data(), wv.data(), y.data()); },
+        w, g, dw);
+  }
+}
+
+TEST(ReferenceGradientTest, Pooling) {
+  std::mt19937 rng(2);
+  for (Pool2dShape s :
+       {Pool2dShape::Same(2, 2, 5, 6, 3, 2), Pool2dShape::Valid(1, 3, 6, 5, 2, 2)}) {
+    const Vec x = RandomVec(s.x_size(), rng), g = RandomVec(s.y_size(), rng);
+    Vec dx(s.x_size());
+    reference::MaxPoolBackward(s, x.data(), g.data(), dx.data());
+    ExpectGradient(
+        [&](const Vec& xv, Vec& y) { reference::MaxPoolForward(s, xv.data(), y.data()); }, x, g,
+        dx);
+    reference::AvgPoolBackward(s, g.data(), dx.data());
+    ExpectGradient(
+        [&](const Vec& xv, Vec& y) { reference::AvgPoolForward(s, xv.data(), y.data()); }, x, g,
+        dx);
+  }
+}
+
+TEST(ReferenceGradientTest, Lrn) {
+  std::mt19937 rng(3);
+  const LrnParams p{.depth_radius = 2, .bias = 1.0f, .alpha = 0.3f, .beta = 0.75f};
+  const int n = 2, c = 7, hw = 3;
+  const Vec x = RandomVec(n * c * hw, rng, 2.0f), g = RandomVec(n * c * hw, rng);
+  Vec dx(x.size());
+  reference::LrnBackward(n, c, hw, p, x.data(), g.data(), dx.data());
+  ExpectGradient(
+      [&](const Vec& xv, Vec& y) { reference::LrnForward(n, c, hw, p, xv.data(), y.data()); }, x, g,
+      dx);
+}
+
+TEST(ReferenceGradientTest, Activations) {
+  std::mt19937 rng(4);
+  using reference::Activation;
+  for (Activation a : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
+    const Vec x = RandomVec(50, rng, 3.0f), g = RandomVec(50, rng);
+    Vec y(50), dx(50);
+    reference::ActivationForward(a, 50, x.data(), y.data());
+    reference::ActivationBackward(a, 50, y.data(), g.data(), dx.data());
+    ExpectGradient([&](const Vec& xv,
+                       Vec& out) { reference::ActivationForward(a, 50, xv.data(), out.data()); },
+                   x, g, dx);
+  }
+}
+
+TEST(ReferenceGradientTest, SoftmaxCrossEntropyAndBias) {
+  std::mt19937 rng(5);
+  const int batch = 3, classes = 5;
+  const Vec logits = RandomVec(batch * classes, rng, 3.0f);
+  const std::vector<int32_t> labels = {4, 0, 2};
+  Vec loss(batch), d(logits.size());
+  reference::SoftmaxCrossEntropy(batch, classes, logits.data(), labels.data(), 1.0 / batch,
+                                 loss.data(), d.data());
+  const Vec mean_weights(batch, 1.0 / batch);  // loss = mean over the batch
+  ExpectGradient(
+      [&](const Vec& l, Vec& out) {
+        reference::SoftmaxCrossEntropy<double>(batch, classes, l.data(), labels.data(), 1.0,
+                                               out.data(), nullptr);
+      },
+      logits, mean_weights, d);
+
+  const int outer = 2, channels = 3, inner = 4;
+  const Vec bias = RandomVec(channels, rng), base = RandomVec(outer * channels * inner, rng);
+  const Vec g = RandomVec(base.size(), rng);
+  Vec db(channels);
+  reference::BiasBackward(outer, channels, inner, g.data(), db.data());
+  ExpectGradient(
+      [&](const Vec& b, Vec& y) {
+        y = base;
+        reference::BiasAdd(outer, channels, inner, b.data(), y.data());
+      },
+      bias, g, db);
+}
+
+}  // namespace
+}  // namespace towerps::kernels

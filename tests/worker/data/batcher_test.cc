@@ -1,0 +1,169 @@
+// Batcher: sharding, per-epoch shuffling, normalization, crops and flips, remainders, bad options;
+// and the synthetic dataset it is usually fed in benchmarks.
+#include "worker/data/batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "worker/data/synthetic.h"
+
+namespace towerps::worker {
+namespace {
+
+// n examples of [c, h, w]; pixel (ch, y, x) of example i is (i + 10 * ch + 3 * y + x) % 256 and
+// its label is i % 10.
+Dataset Ramp(int n, int c, int h, int w) {
+  Dataset d;
+  d.name = "ramp";
+  d.example_shape = {c, h, w};
+  for (int i = 0; i < n; ++i) {
+    d.labels.push_back(static_cast<uint8_t>(i % 10));
+    for (int ch = 0; ch < c; ++ch)
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+          d.pixels.push_back(static_cast<uint8_t>((i + 10 * ch + 3 * y + x) % 256));
+  }
+  return d;
+}
+
+// Recovers the example index from a batch entry of a Ramp dataset (pixel 0 = i % 256, no crop).
+std::vector<int> ExampleIds(const Batch& b, int64_t example_size) {
+  std::vector<int> ids;
+  for (int i = 0; i < b.size; ++i)
+    ids.push_back(static_cast<int>(std::lround(b.x[i * example_size] * 255.0f)));
+  return ids;
+}
+
+TEST(BatcherTest, WorkersTogetherSeeEveryExampleOncePerEpoch) {
+  const Dataset d = Ramp(103, 1, 2, 2);
+  for (int workers : {1, 3}) {
+    for (int64_t epoch : {0, 1}) {
+      std::multiset<int> seen;
+      for (int rank = 0; rank < workers; ++rank) {
+        auto b = Batcher::Create(&d, {.batch_size = 10,
+                                      .seed = 5,
+                                      .rank = rank,
+                                      .num_workers = workers,
+                                      .drop_remainder = false});
+        ASSERT_TRUE(b.ok()) << b.status().ToString();
+        (*b)->StartEpoch(epoch);
+        Batch batch;
+        while ((*b)->Next(&batch)) {
+          for (int id : ExampleIds(batch, 4)) seen.insert(id);
+          for (int i = 0; i < batch.size; ++i) {
+            EXPECT_EQ(batch.labels[i], ExampleIds(batch, 4)[i] % 10);
+          }
+        }
+      }
+      ASSERT_EQ(seen.size(), 103u) << workers << " workers, epoch " << epoch;
+      for (int i = 0; i < 103; ++i) EXPECT_EQ(seen.count(i), 1u) << i;
+    }
+  }
+}
+
+TEST(BatcherTest, ShuffleDependsOnSeedAndEpochOnly) {
+  const Dataset d = Ramp(200, 1, 2, 2);
+  auto order = [&](uint64_t seed, int64_t epoch) {
+    auto b = Batcher::Create(&d, {.batch_size = 200, .seed = seed}).value();
+    b->StartEpoch(epoch);
+    Batch batch;
+    EXPECT_TRUE(b->Next(&batch));
+    return ExampleIds(batch, 4);
+  };
+  EXPECT_EQ(order(1, 0), order(1, 0));
+  EXPECT_NE(order(1, 0), order(1, 1));
+  EXPECT_NE(order(1, 0), order(2, 0));
+  std::vector<int> identity(200);
+  std::iota(identity.begin(), identity.end(), 0);
+  EXPECT_NE(order(1, 0), identity);
+}
+
+TEST(BatcherTest, DropRemainderAndCounts) {
+  const Dataset d = Ramp(25, 1, 2, 2);
+  auto b = Batcher::Create(&d, {.batch_size = 10}).value();
+  EXPECT_EQ(b->batches_per_epoch(), 2);
+  Batch batch;
+  int batches = 0;
+  while (b->Next(&batch)) ++batches;
+  EXPECT_EQ(batches, 2);
+  auto all = Batcher::Create(&d, {.batch_size = 10, .drop_remainder = false}).value();
+  EXPECT_EQ(all->batches_per_epoch(), 3);
+  int last = 0;
+  while (all->Next(&batch)) last = batch.size;
+  EXPECT_EQ(last, 5);
+}
+
+TEST(BatcherTest, NormalizesPerChannelAndCentreCrops) {
+  const Dataset d = Ramp(1, 2, 6, 6);
+  auto b = Batcher::Create(&d, {.batch_size = 1,
+                                .shuffle = false,
+                                .mean = {0.1f, 0.2f},
+                                .stddev = {0.5f, 0.25f},
+                                .crop_h = 4,
+                                .crop_w = 2})
+               .value();
+  EXPECT_EQ(b->example_shape(), (Shape{2, 4, 2}));
+  Batch batch;
+  ASSERT_TRUE(b->Next(&batch));
+  // Centre crop of 6x6 to 4x2 starts at (1, 2). Channel 1, row 3, col 1 -> source (4, 3).
+  const float pixel = static_cast<float>(10 * 1 + 3 * 4 + 3);
+  EXPECT_FLOAT_EQ(batch.x[8 + 3 * 2 + 1], (pixel / 255.0f - 0.2f) / 0.25f);
+}
+
+TEST(BatcherTest, RandomCropsAndFlipsStayInsideAndVary) {
+  const Dataset d = Ramp(50, 3, 8, 8);
+  auto b =
+      Batcher::Create(
+          &d,
+          {.batch_size = 50, .shuffle = false, .crop_h = 5, .crop_w = 5, .random_crop_flip = true})
+          .value();
+  Batch batch;
+  ASSERT_TRUE(b->Next(&batch));
+  std::set<int> corners;
+  int flipped = 0;
+  for (int i = 0; i < 50; ++i) {
+    const float* ex = batch.x.data() + i * 75;
+    const int v00 = static_cast<int>(std::lround(ex[0] * 255.0f));
+    const int v01 = static_cast<int>(std::lround(ex[1] * 255.0f));
+    // Along a row the ramp steps by +1, or by -1 when flipped.
+    ASSERT_TRUE(v01 - v00 == 1 || v01 - v00 == -1) << v00 << " " << v01;
+    flipped += v01 < v00;
+    corners.insert((v00 - i + 256) % 256);  // 3 * y0 + x0 (+ 4 when flipped)
+  }
+  EXPECT_GT(flipped, 5);
+  EXPECT_LT(flipped, 45);
+  EXPECT_GT(corners.size(), 5u);
+}
+
+TEST(BatcherTest, BadOptionsNameTheValue) {
+  const Dataset d = Ramp(4, 1, 4, 4);
+  auto r = Batcher::Create(&d, {.batch_size = 0});
+  EXPECT_NE(r.status().message().find("batch_size 0"), std::string::npos);
+  r = Batcher::Create(&d, {.rank = 2, .num_workers = 2});
+  EXPECT_NE(r.status().message().find("rank 2"), std::string::npos);
+  r = Batcher::Create(&d, {.crop_h = 5, .crop_w = 5});
+  EXPECT_NE(r.status().message().find("crop 5x5"), std::string::npos);
+  r = Batcher::Create(&d, {.stddev = {0.0f}});
+  EXPECT_NE(r.status().message().find("stddev"), std::string::npos);
+}
+
+TEST(SyntheticTest, SeededAndInRange) {
+  auto a = MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 7}).value();
+  auto b = MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 7}).value();
+  auto c = MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 8}).value();
+  EXPECT_EQ(a.pixels, b.pixels);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_NE(a.pixels, c.pixels);
+  EXPECT_EQ(a.pixels.size(), 100u * 192);
+  std::set<int> classes(a.labels.begin(), a.labels.end());
+  EXPECT_EQ(classes.size(), 10u);
+  EXPECT_LT(*classes.rbegin(), 10);
+  EXPECT_FALSE(MakeSyntheticDataset({.size = 0}).ok());
+}
+
+}  // namespace
+}  // namespace towerps::worker

@@ -1,0 +1,156 @@
+// Finite-difference gradient checks, in double precision on the reference backend, of every layer:
+// for a random upstream gradient g, Backward must give d/dx and d/dparam of sum(g * Forward(x)).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "kernels/reference/reference_backend.h"
+#include "worker/layers/activation.h"
+#include "worker/layers/conv2d.h"
+#include "worker/layers/dense.h"
+#include "worker/layers/dropout.h"
+#include "worker/layers/lrn.h"
+#include "worker/layers/pool2d.h"
+
+namespace towerps::worker {
+namespace {
+
+using Vec = std::vector<double>;
+using LayerFactory = std::function<std::unique_ptr<Layer<double>>()>;
+
+Vec RandomVec(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  Vec v(n);
+  for (double& x : v) {
+    x = dist(rng);
+    if (std::abs(x) < 1e-3) x = 0.5;
+  }
+  return v;
+}
+
+// sum(g * layer(x)) for a fresh layer from `make` whose parameters are `params`.
+double Objective(const LayerFactory& make, const std::vector<Vec>& params, const Vec& x,
+                 const Vec& g, int batch) {
+  kernels::ReferenceBackend<double> backend;
+  auto layer = make();
+  auto ps = layer->parameters();
+  for (size_t i = 0; i < ps.size(); ++i) ps[i]->value = params[i];
+  Vec y(batch * layer->output_size());
+  layer->Forward(backend, batch, x.data(), y.data(), /*training=*/true);
+  double sum = 0;
+  for (size_t i = 0; i < y.size(); ++i) sum += g[i] * y[i];
+  return sum;
+}
+
+void CheckLayer(const LayerFactory& make, int batch, uint32_t seed) {
+  std::mt19937 rng(seed);
+  kernels::ReferenceBackend<double> backend;
+  auto layer = make();
+  SCOPED_TRACE(layer->name());
+  std::vector<Vec> params;
+  for (auto* p : layer->parameters()) {
+    p->value = RandomVec(p->value.size(), rng);  // biases too: never all zeros
+    params.push_back(p->value);
+  }
+  Vec x = RandomVec(batch * layer->input_size(), rng);
+  const Vec g = RandomVec(batch * layer->output_size(), rng);
+  Vec y(g.size()), dx(x.size(), 99.0);
+  layer->Forward(backend, batch, x.data(), y.data(), true);
+  layer->Backward(backend, batch, x.data(), y.data(), g.data(), dx.data());
+
+  const double h = 1e-6;
+  auto check = [&](const char* what, double analytic, double& slot) {
+    const double old = slot;
+    slot = old + h;
+    const double plus = Objective(make, params, x, g, batch);
+    slot = old - h;
+    const double minus = Objective(make, params, x, g, batch);
+    slot = old;
+    const double numeric = (plus - minus) / (2 * h);
+    EXPECT_NEAR(analytic, numeric, 1e-6 * (1 + std::abs(numeric))) << what;
+    return std::abs(numeric);
+  };
+  double largest = 0;
+  for (size_t i = 0; i < x.size(); ++i) largest = std::max(largest, check("dx", dx[i], x[i]));
+  EXPECT_GT(largest, 1e-3) << "vacuous: dx is zero everywhere";
+  auto ps = layer->parameters();
+  for (size_t p = 0; p < ps.size(); ++p) {
+    SCOPED_TRACE(ps[p]->name);
+    double biggest = 0;
+    for (size_t i = 0; i < params[p].size(); ++i) {
+      biggest = std::max(biggest, check("dparam", ps[p]->grad[i], params[p][i]));
+    }
+    EXPECT_GT(biggest, 1e-3) << "vacuous: gradient is zero everywhere";
+  }
+}
+
+TEST(LayerGradientTest, Dense) {
+  CheckLayer([] { return Dense<double>::Create("fc", {2, 3}, 4, Init::kHe, 1).value(); }, 3, 1);
+  CheckLayer([] { return Dense<double>::Create("fc", {5}, 1, Init::kGlorot, 1).value(); }, 1, 2);
+}
+
+TEST(LayerGradientTest, Conv2dStridesAndPadding) {
+  CheckLayer(
+      [] {
+        return Conv2d<double>::Create("conv", {2, 5, 6}, 3, 3, 1, Padding::kSame, Init::kHe, 1)
+            .value();
+      },
+      2, 3);
+  CheckLayer(
+      [] {
+        return Conv2d<double>::Create("conv", {3, 7, 5}, 2, 3, 2, Padding::kValid, Init::kHe, 1)
+            .value();
+      },
+      1, 4);
+}
+
+TEST(LayerGradientTest, Pooling) {
+  for (PoolKind kind : {PoolKind::kMax, PoolKind::kAverage}) {
+    CheckLayer(
+        [kind] {
+          return Pool2d<double>::Create("pool", {2, 5, 5}, kind, 3, 2, Padding::kSame).value();
+        },
+        2, 5);
+    CheckLayer(
+        [kind] {
+          return Pool2d<double>::Create("pool", {1, 6, 7}, kind, 2, 2, Padding::kValid).value();
+        },
+        1, 6);
+  }
+}
+
+TEST(LayerGradientTest, Activations) {
+  for (ActivationKind kind :
+       {ActivationKind::kRelu, ActivationKind::kTanh, ActivationKind::kSigmoid}) {
+    CheckLayer([kind] { return std::make_unique<Activation<double>>("act", Shape{7}, kind); }, 3,
+               7);
+  }
+}
+
+TEST(LayerGradientTest, Lrn) {
+  const kernels::LrnParams p{.depth_radius = 2, .bias = 1.0f, .alpha = 0.2f, .beta = 0.75f};
+  CheckLayer([p] { return Lrn<double>::Create("lrn", {6, 2, 2}, p).value(); }, 2, 8);
+}
+
+TEST(LayerGradientTest, DropoutWithAFixedMask) {
+  // Each fresh layer draws the same first mask, so the objective is a fixed function of x.
+  CheckLayer([] { return Dropout<double>::Create("drop", {40}, 0.4f, 9).value(); }, 2, 9);
+}
+
+TEST(LayerCreateTest, BadArgumentsNameTheLayerAndValue) {
+  auto d = Dense<float>::Create("fc9", {3}, 0, Init::kHe, 1);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("fc9"), std::string::npos);
+  EXPECT_NE(d.status().message().find("units 0"), std::string::npos);
+  auto c = Conv2d<float>::Create("conv7", {1, 2, 2}, 4, 5, 1, Padding::kValid, Init::kHe, 1);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("conv7"), std::string::npos) << c.status().message();
+  auto r = Dropout<float>::Create("drop", {3}, 1.0f, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("rate 1.0"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace towerps::worker

@@ -1,0 +1,197 @@
+// Whole-model checks: finite differences in double on the reference backend (a small model using
+// every layer kind, and the zoo models on sampled weights), the fast float model against the
+// double reference model, gradient-ready hooks, signatures and variable access.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/reference/reference_backend.h"
+#include "worker/model/model_builder.h"
+#include "worker/model/zoo.h"
+
+namespace towerps::worker {
+namespace {
+
+std::vector<double> RandomInput(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
+// Checks TrainStep's gradients against central differences of Evaluate's mean loss, on up to
+// `samples` randomly chosen elements of every variable (all of them when the variable is small).
+void CheckModelGradients(const ModelBuilder& builder, int batch, int samples, uint32_t seed) {
+  kernels::ReferenceBackend<double> backend;
+  auto model = builder.Build<double>(&backend, seed).value();
+  std::mt19937 rng(seed);
+  // Random biases too, so no gradient is trivially zero.
+  for (int v = 0; v < model->num_variables(); ++v) {
+    if (model->variables()[v].shape.size() == 1) {
+      for (double& b : model->value(v)) b = 0.1 * RandomInput(1, rng)[0];
+    }
+  }
+  const auto x = RandomInput(batch * NumElements(model->input_shape()), rng);
+  std::vector<int32_t> labels(batch);
+  for (auto& l : labels) l = std::uniform_int_distribution<int>(0, model->num_classes() - 1)(rng);
+  ASSERT_TRUE(model->TrainStep(x.data(), labels.data(), batch).ok());
+  const double h = 1e-6;
+  for (int v = 0; v < model->num_variables(); ++v) {
+    SCOPED_TRACE(model->variables()[v].name);
+    const std::vector<double> grad(model->gradient(v).begin(), model->gradient(v).end());
+    auto value = model->value(v);
+    std::vector<size_t> picks;
+    if (static_cast<int>(value.size()) <= samples) {
+      for (size_t i = 0; i < value.size(); ++i) picks.push_back(i);
+    } else {
+      for (int s = 0; s < samples; ++s) {
+        picks.push_back(std::uniform_int_distribution<size_t>(0, value.size() - 1)(rng));
+      }
+    }
+    double largest = 0;
+    for (size_t i : picks) {
+      const double old = value[i];
+      value[i] = old + h;
+      const double plus = model->Evaluate(x.data(), labels.data(), batch)->loss;
+      value[i] = old - h;
+      const double minus = model->Evaluate(x.data(), labels.data(), batch)->loss;
+      value[i] = old;
+      const double numeric = (plus - minus) / (2 * h);
+      largest = std::max(largest, std::abs(numeric));
+      EXPECT_NEAR(grad[i], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << "element " << i;
+    }
+    if (picks.size() == value.size()) {
+      EXPECT_GT(largest, 1e-6) << "vacuous check";
+    }
+  }
+}
+
+ModelBuilder EveryLayerModel() {
+  ModelBuilder b({2, 7, 6});
+  b.Conv2d("conv1", 3, 3, 1, Padding::kSame).Relu().MaxPool(3, 2, Padding::kSame);
+  b.Lrn({.depth_radius = 1, .bias = 1.0f, .alpha = 0.3f, .beta = 0.75f});
+  b.Conv2d("conv2", 4, 2, 2, Padding::kValid, Init::kGlorot).Tanh().AvgPool(1, 1);
+  b.Dense("fc1", 5).Sigmoid().Dense("logits", 3, Init::kGlorot);
+  return b;
+}
+
+TEST(ModelGradientTest, EveryLayerKindFullCheck) {
+  CheckModelGradients(EveryLayerModel(), 3, 1000, 1);
+}
+
+TEST(ModelGradientTest, ZooModelsSampled) {
+  for (const std::string& name : ZooModelNames()) {
+    SCOPED_TRACE(name);
+    CheckModelGradients(ZooModel(name).value(), 2, 4, 2);
+  }
+}
+
+TEST(ModelTest, FastFloatModelMatchesDoubleReference) {
+  for (const std::string& name : ZooModelNames()) {
+    SCOPED_TRACE(name);
+    kernels::ReferenceBackend<double> ref_backend;
+    auto cpu = kernels::CpuBackend::Create({.intra_op_threads = 2}).value();
+    auto ref = ZooModel(name)->Build<double>(&ref_backend, 5).value();
+    auto fast = ZooModel(name)->Build<float>(cpu.get(), 5).value();
+    std::mt19937 rng(3);
+    const int batch = 3;
+    const auto xd = RandomInput(batch * NumElements(ref->input_shape()), rng);
+    const std::vector<float> xf(xd.begin(), xd.end());
+    const std::vector<double> xr(xf.begin(), xf.end());
+    const std::vector<int32_t> labels = {1, 7, 3};
+    const double loss_ref = ref->TrainStep(xr.data(), labels.data(), batch)->loss;
+    const double loss_fast = fast->TrainStep(xf.data(), labels.data(), batch)->loss;
+    EXPECT_NEAR(loss_fast, loss_ref, 1e-4 * std::abs(loss_ref));
+    for (int v = 0; v < ref->num_variables(); ++v) {
+      auto g_ref = ref->gradient(v);
+      auto g_fast = fast->gradient(v);
+      double scale = 0;
+      for (double g : g_ref) scale = std::max(scale, std::abs(g));
+      ASSERT_GT(scale, 0) << ref->variables()[v].name;
+      for (size_t i = 0; i < g_ref.size(); ++i) {
+        ASSERT_NEAR(g_fast[i], g_ref[i], 1e-3 * scale) << ref->variables()[v].name << " " << i;
+      }
+    }
+  }
+}
+
+TEST(ModelTest, GradientHooksFireInReverseLayerOrderOncePerVariable) {
+  auto cpu = kernels::CpuBackend::Create({}).value();
+  auto model = ZooModel("cnn")->Build<float>(cpu.get(), 1).value();
+  std::vector<float> x(2 * 28 * 28, 0.5f);
+  const std::vector<int32_t> labels = {0, 9};
+  std::vector<int> order;
+  ASSERT_TRUE(
+      model->TrainStep(x.data(), labels.data(), 2, [&](int v) { order.push_back(v); }).ok());
+  const std::vector<int> expected = {6, 7, 4, 5, 2, 3, 0, 1};  // logits, fc1, conv2, conv1
+  EXPECT_EQ(order, expected);
+}
+
+TEST(ModelTest, VariablesAndSignature) {
+  auto cpu = kernels::CpuBackend::Create({}).value();
+  auto cnn = ZooModel("cnn")->Build<float>(cpu.get(), 1).value();
+  ASSERT_EQ(cnn->num_variables(), 8);
+  EXPECT_EQ(cnn->variables()[0].name, "conv1/kernel");
+  EXPECT_EQ(cnn->variables()[0].shape, (Shape{32, 1, 3, 3}));
+  EXPECT_EQ(cnn->variables()[4].shape, (Shape{64 * 5 * 5, 128}));
+  // Same structure, other seed: same signature. Other structure: another one.
+  auto cnn2 = ZooModel("cnn")->Build<float>(cpu.get(), 2).value();
+  EXPECT_EQ(cnn->signature(), cnn2->signature());
+  auto mlp = ZooModel("mlp")->Build<float>(cpu.get(), 1).value();
+  EXPECT_NE(cnn->signature(), mlp->signature());
+  ModelBuilder wider({1, 28, 28});
+  wider.Dense("fc1", 257).Relu().Dense("fc2", 128).Relu().Dense("logits", 10);
+  EXPECT_NE(wider.Build<float>(cpu.get(), 1).value()->signature(), mlp->signature());
+  EXPECT_EQ(mlp->num_parameters(), 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+}
+
+TEST(ModelTest, GetAndSetVariables) {
+  auto cpu = kernels::CpuBackend::Create({}).value();
+  auto mlp = ZooModel("mlp")->Build<float>(cpu.get(), 1).value();
+  Tensor t = mlp->GetVariable(1);
+  ASSERT_EQ(t.shape(), (Shape{256}));
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = static_cast<float>(i);
+  ASSERT_TRUE(mlp->SetVariable(1, t).ok());
+  EXPECT_EQ(mlp->value(1)[255], 255.0f);
+  Status bad = mlp->SetVariable(0, t);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("fc1/kernel"), std::string::npos) << bad.message();
+  EXPECT_FALSE(mlp->SetVariable(99, t).ok());
+}
+
+TEST(ModelTest, BadBatchAndLabelsAreErrors) {
+  auto cpu = kernels::CpuBackend::Create({}).value();
+  auto mlp = ZooModel("mlp")->Build<float>(cpu.get(), 1).value();
+  std::vector<float> x(784, 0.1f);
+  const int32_t bad_label = 10;
+  auto r = mlp->TrainStep(x.data(), &bad_label, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("label 10"), std::string::npos);
+  EXPECT_FALSE(mlp->Evaluate(x.data(), &bad_label, 0).ok());
+}
+
+TEST(ModelBuilderTest, RejectsBadModels) {
+  kernels::ReferenceBackend<float> backend;
+  EXPECT_FALSE(ModelBuilder({4}).Relu().Build<float>(&backend, 1).ok());  // no logits layer
+  auto dup = ModelBuilder({4}).Dense("a", 3).Dense("a", 2).Build<float>(&backend, 1);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("'a' is used twice"), std::string::npos);
+  auto conv_on_vector = ModelBuilder({4}).Conv2d("c", 2, 3).Dense("d", 2).Build<float>(&backend, 1);
+  EXPECT_FALSE(conv_on_vector.ok());
+  EXPECT_EQ(ZooModel("resnet").status().code(), StatusCode::kNotFound);
+}
+
+TEST(ModelTest, SameSeedSameWeightsAcrossScalarTypes) {
+  kernels::ReferenceBackend<float> fb;
+  kernels::ReferenceBackend<double> db;
+  auto f = ZooModel("cnn")->Build<float>(&fb, 42).value();
+  auto d = ZooModel("cnn")->Build<double>(&db, 42).value();
+  auto f2 = ZooModel("cnn")->Build<float>(&fb, 43).value();
+  EXPECT_EQ(f->value(0)[5], static_cast<float>(d->value(0)[5]));
+  EXPECT_NE(f->value(0)[5], f2->value(0)[5]);
+}
+
+}  // namespace
+}  // namespace towerps::worker

@@ -1,0 +1,48 @@
+// The single-process accuracy requirement for `mlp`: Fashion-MNIST test accuracy >= 0.87 within 5
+// epochs (batch 64, SGD lr 0.01 momentum 0.9). Label "slow" (a few seconds in release; not built
+// under sanitizers). Skips when the dataset-fashion-mnist package is missing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "worker/data/fashion_mnist.h"
+#include "worker/model/zoo.h"
+#include "worker/train/local_training.h"
+
+namespace towerps::worker {
+namespace {
+
+TEST(MlpAccuracyTest, ReachesPoint87WithinFiveEpochs) {
+  if (!std::filesystem::exists(std::string(kDefaultFashionMnistDir) +
+                               "/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  const Dataset train = LoadFashionMnist({}).value();
+  const Dataset test = LoadFashionMnist({.split = Split::kTest}).value();
+  auto cpu = kernels::CpuBackend::Create({.intra_op_threads = 2}).value();
+  auto model = ZooModel("mlp")->Build<float>(cpu.get(), 1).value();
+  auto sgd = MomentumSgd::Create(model.get(), cpu.get(), {}).value();
+  BatcherOptions norm{.mean = {kFashionMnistMean}, .stddev = {kFashionMnistStddev}};
+  BatcherOptions eval_options = norm;
+  eval_options.batch_size = 1000;
+  eval_options.shuffle = false;
+  eval_options.drop_remainder = false;
+  auto batches = Batcher::Create(&train, norm).value();
+  auto eval = Batcher::Create(&test, eval_options).value();
+
+  const double untrained = EvaluateAll(*model, *eval)->accuracy;
+  EXPECT_LT(untrained, 0.3) << "an untrained model should be near chance (0.1)";
+  double best = 0;
+  for (int epoch = 0; epoch < 5 && best < 0.87; ++epoch) {
+    ASSERT_TRUE(TrainEpoch(*model, sgd, *batches, epoch).ok());
+    const EpochStats s = EvaluateAll(*model, *eval).value();
+    ASSERT_EQ(s.examples, 10000);
+    best = std::max(best, s.accuracy);
+    std::printf("epoch %d: test accuracy %.4f\n", epoch + 1, s.accuracy);
+  }
+  EXPECT_GE(best, 0.87);
+}
+
+}  // namespace
+}  // namespace towerps::worker

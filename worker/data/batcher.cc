@@ -1,0 +1,138 @@
+#include "worker/data/batcher.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace towerps::worker {
+namespace {
+
+uint64_t Mix(uint64_t a, uint64_t b) {
+  uint64_t z = a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOptions o) {
+  TOWERPS_CHECK(data != nullptr);
+  if (o.batch_size < 1) {
+    return InvalidArgumentError("batch_size " + std::to_string(o.batch_size) + " must be >= 1");
+  }
+  if (o.num_workers < 1 || o.rank < 0 || o.rank >= o.num_workers) {
+    return InvalidArgumentError("worker rank " + std::to_string(o.rank) + " is not in 0.." +
+                                std::to_string(o.num_workers - 1));
+  }
+  if (data->example_shape.size() != 3) {
+    return InvalidArgumentError(data->name + ": example shape " +
+                                ShapeToString(data->example_shape) + " is not [c, h, w]");
+  }
+  const int64_t c = data->example_shape[0], h = data->example_shape[1], w = data->example_shape[2];
+  for (auto* v : {&o.mean, &o.stddev}) {
+    if (v->size() != 1 && static_cast<int64_t>(v->size()) != c) {
+      return InvalidArgumentError("normalization needs 1 or " + std::to_string(c) +
+                                  " values per statistic, got " + std::to_string(v->size()));
+    }
+  }
+  for (float s : o.stddev) {
+    if (!(s > 0.0f)) {
+      return InvalidArgumentError("normalization stddev " + std::to_string(s) + " must be > 0");
+    }
+  }
+  Shape out = data->example_shape;
+  if (o.crop_h != 0 || o.crop_w != 0) {
+    if (o.crop_h < 1 || o.crop_w < 1 || o.crop_h > h || o.crop_w > w) {
+      return InvalidArgumentError("crop " + std::to_string(o.crop_h) + "x" +
+                                  std::to_string(o.crop_w) + " does not fit images " +
+                                  ShapeToString(data->example_shape));
+    }
+    out = {c, o.crop_h, o.crop_w};
+  } else if (o.random_crop_flip) {
+    o.crop_h = static_cast<int>(h);  // flips only
+    o.crop_w = static_cast<int>(w);
+  }
+  std::unique_ptr<Batcher> b(new Batcher(data, std::move(o), std::move(out)));
+  b->StartEpoch(0);
+  return b;
+}
+
+Batcher::Batcher(const Dataset* data, BatcherOptions options, Shape out_shape)
+    : data_(data), options_(std::move(options)), out_shape_(std::move(out_shape)) {}
+
+int64_t Batcher::shard_size() const {
+  const int64_t n = data_->size(), w = options_.num_workers;
+  return n / w + (options_.rank < n % w ? 1 : 0);
+}
+
+int64_t Batcher::batches_per_epoch() const {
+  const int64_t s = shard_size(), b = options_.batch_size;
+  return options_.drop_remainder ? s / b : (s + b - 1) / b;
+}
+
+void Batcher::StartEpoch(int64_t epoch) {
+  epoch_ = epoch;
+  cursor_ = 0;
+  std::vector<int64_t> all(static_cast<size_t>(data_->size()));
+  std::iota(all.begin(), all.end(), 0);
+  if (options_.shuffle) {
+    // Fisher-Yates with our own generator: std::shuffle's algorithm is not specified.
+    uint64_t state = Mix(options_.seed, static_cast<uint64_t>(epoch));
+    for (size_t i = all.size(); i > 1; --i) {
+      state = Mix(state, i);
+      std::swap(all[i - 1], all[state % i]);
+    }
+  }
+  order_.clear();
+  for (size_t i = static_cast<size_t>(options_.rank); i < all.size();
+       i += static_cast<size_t>(options_.num_workers)) {
+    order_.push_back(all[i]);
+  }
+}
+
+bool Batcher::Next(Batch* batch) {
+  const size_t left = order_.size() - cursor_;
+  const size_t want = static_cast<size_t>(options_.batch_size);
+  if (left == 0 || (left < want && options_.drop_remainder)) return false;
+  const size_t n = std::min(left, want);
+  batch->size = static_cast<int>(n);
+  batch->x.resize(n * static_cast<size_t>(NumElements(out_shape_)));
+  batch->labels.resize(n);
+  for (size_t i = 0; i < n; ++i) Fill(order_[cursor_ + i], static_cast<int64_t>(i), batch);
+  cursor_ += n;
+  return true;
+}
+
+void Batcher::Fill(int64_t example, int64_t slot, Batch* batch) const {
+  const int64_t c = data_->example_shape[0], h = data_->example_shape[1],
+                w = data_->example_shape[2];
+  const int64_t oh = out_shape_[1], ow = out_shape_[2];
+  int64_t y0 = (h - oh) / 2, x0 = (w - ow) / 2;
+  bool flip = false;
+  if (options_.random_crop_flip) {
+    const uint64_t r = Mix(Mix(options_.seed ^ 0xC0FFEEull, static_cast<uint64_t>(epoch_)),
+                           static_cast<uint64_t>(example));
+    y0 = static_cast<int64_t>(r % static_cast<uint64_t>(h - oh + 1));
+    x0 = static_cast<int64_t>((r >> 20) % static_cast<uint64_t>(w - ow + 1));
+    flip = (r >> 40) & 1;
+  }
+  const uint8_t* src = data_->pixels.data() + example * data_->example_size();
+  float* dst = batch->x.data() + slot * c * oh * ow;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const float mean = options_.mean.size() == 1 ? options_.mean[0] : options_.mean[ch];
+    const float inv_std =
+        1.0f / (options_.stddev.size() == 1 ? options_.stddev[0] : options_.stddev[ch]);
+    for (int64_t y = 0; y < oh; ++y) {
+      const uint8_t* row = src + (ch * h + y0 + y) * w + x0;
+      float* out = dst + (ch * oh + y) * ow;
+      for (int64_t x = 0; x < ow; ++x) {
+        const uint8_t p = row[flip ? ow - 1 - x : x];
+        out[x] = (static_cast<float>(p) * (1.0f / 255.0f) - mean) * inv_std;
+      }
+    }
+  }
+  batch->labels[static_cast<size_t>(slot)] = data_->labels[static_cast<size_t>(example)];
+}
+
+}  // namespace towerps::worker

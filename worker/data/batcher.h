@@ -1,0 +1,74 @@
+// Batcher: turns a Dataset into float batches for one worker, epoch by epoch.
+//
+//  - Shuffling: each epoch uses a permutation of all examples drawn from (seed, epoch), the same
+//    in every worker. Sharding: worker `rank` of `num_workers` takes positions rank,
+//    rank + num_workers, ... of it, so the workers together see every example exactly once per
+//    epoch (less the partial last batch when drop_remainder).
+//  - Normalization: x = (pixel / 255 - mean[c]) / stddev[c].
+//  - Cropping: crop_h x crop_w windows; random offsets and horizontal flips (the TensorFlow
+//    CIFAR-10 tutorial's training distortions) when random_crop_flip, else the center crop. The
+//    random choices are drawn from (seed, epoch, example), so they do not depend on sharding.
+//
+// Contract: the Dataset is borrowed and must outlive the Batcher. Create() returns
+// kInvalidArgument naming the bad option. Not thread-safe.
+#ifndef TOWERPS_WORKER_DATA_BATCHER_H_
+#define TOWERPS_WORKER_DATA_BATCHER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/result.h"
+#include "worker/data/dataset.h"
+
+namespace towerps::worker {
+
+struct BatcherOptions {
+  int batch_size = 64;
+  uint64_t seed = 1;
+  bool shuffle = true;
+  int rank = 0;
+  int num_workers = 1;
+  bool drop_remainder = true;          // false for evaluation: the last batch may be smaller
+  std::vector<float> mean = {0.0f};    // one per channel, or one for all
+  std::vector<float> stddev = {1.0f};  // idem; > 0
+  int crop_h = 0, crop_w = 0;          // 0: no cropping
+  bool random_crop_flip = false;
+};
+
+struct Batch {
+  int size = 0;
+  std::vector<float> x;         // size * NumElements(example_shape), NCHW
+  std::vector<int32_t> labels;  // size
+};
+
+class Batcher {
+ public:
+  static Result<std::unique_ptr<Batcher>> Create(const Dataset* data, BatcherOptions options);
+
+  // Per-example shape of the batches (after cropping).
+  const Shape& example_shape() const { return out_shape_; }
+  // Examples this worker sees per epoch, and full or partial batches that gives.
+  int64_t shard_size() const;
+  int64_t batches_per_epoch() const;
+
+  // Starts epoch `epoch` (0-based) from its beginning.
+  void StartEpoch(int64_t epoch);
+  // Fills `batch` with the next batch of the epoch; false when the epoch is over.
+  bool Next(Batch* batch);
+
+ private:
+  Batcher(const Dataset* data, BatcherOptions options, Shape out_shape);
+  void Fill(int64_t example, int64_t slot, Batch* batch) const;
+
+  const Dataset* data_;
+  BatcherOptions options_;
+  Shape out_shape_;
+  int64_t epoch_ = 0;
+  std::vector<int64_t> order_;  // this worker's examples for the epoch
+  size_t cursor_ = 0;
+};
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_DATA_BATCHER_H_

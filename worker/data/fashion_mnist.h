@@ -1,0 +1,35 @@
+// Fashion-MNIST (or MNIST) from IDX files: {train,t10k}-{images-idx3,labels-idx1}-ubyte, gzip
+// (".gz", preferred when both exist) or plain.
+//
+// Contract: returns kNotFound naming the directory and the files tried when neither form exists;
+// kCorruption naming the file for a bad IDX file (see idx_reader.h), images that are not
+// [n, h, w], labels that are not [n], labels >= 10, or image and label counts that differ.
+// Thread-compatible.
+#ifndef TOWERPS_WORKER_DATA_FASHION_MNIST_H_
+#define TOWERPS_WORKER_DATA_FASHION_MNIST_H_
+
+#include <string>
+
+#include "common/result.h"
+#include "worker/data/dataset.h"
+
+namespace towerps::worker {
+
+inline constexpr char kDefaultFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
+
+enum class Split { kTrain, kTest };
+
+struct FashionMnistOptions {
+  std::string data_dir = kDefaultFashionMnistDir;  // the dataset-fashion-mnist package
+  Split split = Split::kTrain;
+};
+
+Result<Dataset> LoadFashionMnist(const FashionMnistOptions& options);
+
+// The same checks for an explicit pair of files.
+Result<Dataset> LoadIdxImagesAndLabels(const std::string& images_path,
+                                       const std::string& labels_path, int num_classes = 10);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_DATA_FASHION_MNIST_H_

@@ -1,0 +1,70 @@
+// Layer<T>: one step of a feed-forward model, with forward, backward and named parameters.
+// Instantiated for float (training) and double (finite-difference gradient checks).
+//
+// Contract:
+//  - A layer knows its per-example input and output shapes (without the batch dimension) from
+//    construction. Buffers hold `batch` examples back to back, in the backend's memory.
+//  - Forward writes y. Backward, given the x and y of the last Forward and dy, overwrites every
+//    parameter gradient and, when dx is not null, writes dx. Gradients are for the summed loss
+//    that dy came from; nothing is averaged here.
+//  - Parameters are owned by the layer; pointers from parameters() stay valid for its lifetime.
+//  - Not thread-safe; one model (and so one layer) per training thread.
+#ifndef TOWERPS_WORKER_LAYERS_LAYER_H_
+#define TOWERPS_WORKER_LAYERS_LAYER_H_
+
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+#include "kernels/backend.h"
+
+namespace towerps::worker {
+
+template <typename T>
+struct Parameter {
+  std::string name;  // unique in the model, "conv1/kernel"
+  Shape shape;
+  std::vector<T> value;
+  std::vector<T> grad;  // same size as value
+
+  Parameter(std::string n, Shape s)
+      : name(std::move(n)),
+        shape(std::move(s)),
+        value(NumElements(shape)),
+        grad(NumElements(shape)) {}
+};
+
+template <typename T>
+class Layer {
+ public:
+  Layer(std::string name, Shape input_shape, Shape output_shape)
+      : name_(std::move(name)),
+        input_shape_(std::move(input_shape)),
+        output_shape_(std::move(output_shape)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  const Shape& input_shape() const { return input_shape_; }    // per example
+  const Shape& output_shape() const { return output_shape_; }  // per example
+  int64_t input_size() const { return NumElements(input_shape_); }
+  int64_t output_size() const { return NumElements(output_shape_); }
+
+  // `training` enables dropout.
+  virtual void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y,
+                       bool training) = 0;
+  virtual void Backward(kernels::Backend<T>& backend, int batch, const T* x, const T* y,
+                        const T* dy, T* dx) = 0;
+  // In a stable order (kernel before bias). Empty for layers without parameters.
+  virtual std::vector<Parameter<T>*> parameters() { return {}; }
+
+ private:
+  std::string name_;
+  Shape input_shape_;
+  Shape output_shape_;
+};
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_LAYERS_LAYER_H_

@@ -1,0 +1,94 @@
+// Model<T>: a feed-forward stack of layers ending in class logits, trained with softmax
+// cross-entropy. Built by ModelBuilder (model_builder.h) or by name from the zoo (zoo.h).
+//
+// Contract:
+//  - Variables are every layer's parameters in forward-layer order ("conv1/kernel",
+//    "conv1/bias", ...). variables() and signature() describe them (dtype float32: what the
+//    parameter server stores, also for a double model used in gradient checks).
+//  - value(i) / gradient(i) are contiguous host buffers owned by the model; gradients are those
+//    of the mean loss over the last TrainStep's batch.
+//  - Inputs are `batch` examples of input_shape() back to back (NCHW for images); labels are
+//    int32 class indices. A bad batch size or label returns kInvalidArgument.
+//  - The backend is borrowed and must outlive the model. Not thread-safe.
+#ifndef TOWERPS_WORKER_MODEL_MODEL_H_
+#define TOWERPS_WORKER_MODEL_MODEL_H_
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+#include "common/tensor.h"
+#include "kernels/backend.h"
+#include "ps/variable.h"
+#include "worker/layers/layer.h"
+
+namespace towerps::worker {
+
+struct StepResult {
+  double loss = 0;      // mean softmax cross-entropy over the batch
+  int64_t correct = 0;  // examples whose largest logit is the label
+  int batch = 0;
+};
+
+template <typename T>
+class Model {
+ public:
+  // Called with a variable index as soon as backward has written that variable's gradient (in
+  // reverse layer order), so a worker can push it while backward goes on.
+  using GradientReadyFn = std::function<void(int variable)>;
+
+  // Takes the layers; they must chain (each input shape the previous output shape) and the last
+  // must output [num_classes]. Checked: the builder guarantees it.
+  Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers,
+        kernels::Backend<T>* backend);
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const Shape& input_shape() const { return input_shape_; }
+  int num_classes() const { return num_classes_; }
+  const std::vector<ps::VariableSpec>& variables() const { return specs_; }
+  int num_variables() const { return static_cast<int>(params_.size()); }
+  uint64_t signature() const { return signature_; }
+  int64_t num_parameters() const;
+  const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return layers_; }
+
+  std::span<T> value(int i) { return params_.at(i)->value; }
+  std::span<const T> gradient(int i) const { return params_.at(i)->grad; }
+  // A float32 copy of variable i's value or gradient, shaped as the variable.
+  Tensor GetVariable(int i) const;
+  Tensor GetGradient(int i) const;
+  // Copies `value` into variable i; kInvalidArgument naming the variable if the shape or dtype
+  // differs.
+  Status SetVariable(int i, const Tensor& value);
+
+  // Forward, loss and backward on one batch; fills every gradient.
+  Result<StepResult> TrainStep(const T* x, const int32_t* labels, int batch,
+                               const GradientReadyFn& on_gradient = nullptr);
+  // Forward only (dropout off): loss and accuracy.
+  Result<StepResult> Evaluate(const T* x, const int32_t* labels, int batch);
+
+ private:
+  Status CheckBatch(const int32_t* labels, int batch) const;
+  // Runs every layer; returns the logits buffer.
+  const T* Forward(const T* x, int batch, bool training);
+  StepResult Loss(const T* logits, const int32_t* labels, int batch, bool with_gradient);
+
+  Shape input_shape_;
+  std::vector<std::unique_ptr<Layer<T>>> layers_;
+  kernels::Backend<T>* backend_;  // borrowed
+  int num_classes_;
+  std::vector<Parameter<T>*> params_;
+  std::vector<int> first_param_of_layer_;
+  std::vector<ps::VariableSpec> specs_;
+  uint64_t signature_;
+
+  std::vector<std::vector<T>> outputs_;  // per layer, batch * output_size
+  std::vector<T> grad_a_, grad_b_;       // ping-pong activation gradients
+  std::vector<T> loss_;                  // per example
+};
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_MODEL_MODEL_H_

@@ -1,0 +1,26 @@
+// The model zoo: builders for the models TowerPS ships, by name.
+//   mlp      784-256-128-10, ReLU, for 1x28x28 (Fashion-)MNIST
+//   cnn      conv3x3x32, ReLU, maxpool2, conv3x3x64, ReLU, maxpool2, fc128, ReLU, fc10, for
+//            1x28x28; 'valid' convolutions (28 -> 26 -> 13 -> 11 -> 5, so fc128 sees 64x5x5)
+//   cifar10  the TensorFlow CIFAR-10 tutorial net for 3x24x24 crops: conv5x5x64 (same), ReLU,
+//            maxpool 3/2 (same), LRN, conv5x5x64 (same), ReLU, LRN, maxpool 3/2 (same),
+//            fc384, ReLU, fc192, ReLU, fc10; LRN depth_radius 4, bias 1, alpha 0.001/9, beta 0.75
+// Thread-safe (pure functions).
+#ifndef TOWERPS_WORKER_MODEL_ZOO_H_
+#define TOWERPS_WORKER_MODEL_ZOO_H_
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "worker/model/model_builder.h"
+
+namespace towerps::worker {
+
+// kNotFound listing the known names for an unknown one.
+Result<ModelBuilder> ZooModel(const std::string& name);
+std::vector<std::string> ZooModelNames();
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_MODEL_ZOO_H_

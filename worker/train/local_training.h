@@ -1,0 +1,36 @@
+// Single-process training helpers: one epoch of SGD over a Batcher, and accuracy over a dataset.
+// Used by `towerps-bench train`, the accuracy tests and scripts/check_accuracy.sh.
+// Contract: borrowed arguments; not thread-safe.
+#ifndef TOWERPS_WORKER_TRAIN_LOCAL_TRAINING_H_
+#define TOWERPS_WORKER_TRAIN_LOCAL_TRAINING_H_
+
+#include <functional>
+
+#include "common/result.h"
+#include "worker/data/batcher.h"
+#include "worker/model/model.h"
+#include "worker/train/momentum_sgd.h"
+
+namespace towerps::worker {
+
+struct EpochStats {
+  double mean_loss = 0;
+  double accuracy = 0;  // over the examples seen
+  int64_t examples = 0;
+};
+
+// Normalization used for Fashion-MNIST everywhere (and by bench/pytorch_baseline.py).
+inline constexpr float kFashionMnistMean = 0.2860f;
+inline constexpr float kFashionMnistStddev = 0.3530f;
+
+// Trains on every batch of `epoch`. `on_step(step_in_epoch)`, when set, is called after each
+// update.
+Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batcher& batches,
+                              int64_t epoch, const std::function<void(int64_t)>& on_step = nullptr);
+
+// Loss and accuracy over one pass of `batches` (build it with drop_remainder = false).
+Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TRAIN_LOCAL_TRAINING_H_

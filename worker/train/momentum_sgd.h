@@ -1,0 +1,45 @@
+// MomentumSgd: a local SGD-with-momentum update of every variable of a Model<float>, PyTorch
+// semantics (v = momentum * v + g + weight_decay * p; p -= lr * v). Used by single-process
+// training and the training benchmark; the parameter server applies its own optimizer.
+//
+// Contract: the model and backend are borrowed and must outlive the optimizer; the model's
+// variables must not change shape. Not thread-safe.
+#ifndef TOWERPS_WORKER_TRAIN_MOMENTUM_SGD_H_
+#define TOWERPS_WORKER_TRAIN_MOMENTUM_SGD_H_
+
+#include <vector>
+
+#include "common/result.h"
+#include "kernels/backend.h"
+#include "worker/model/model.h"
+
+namespace towerps::worker {
+
+struct MomentumSgdOptions {
+  float learning_rate = 0.01f;  // > 0
+  float momentum = 0.9f;        // in [0, 1)
+  float weight_decay = 0.0f;    // >= 0
+};
+
+class MomentumSgd {
+ public:
+  // kInvalidArgument naming the bad option.
+  static Result<MomentumSgd> Create(Model<float>* model, kernels::Backend<float>* backend,
+                                    const MomentumSgdOptions& options);
+
+  // Applies the model's current gradients to its values.
+  void Step();
+
+ private:
+  MomentumSgd(Model<float>* model, kernels::Backend<float>* backend,
+              const MomentumSgdOptions& options);
+
+  Model<float>* model_;
+  kernels::Backend<float>* backend_;
+  MomentumSgdOptions options_;
+  std::vector<std::vector<float>> velocity_;
+};
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TRAIN_MOMENTUM_SGD_H_
