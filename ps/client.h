@@ -67,8 +67,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // Declares the model to every server (configuration and model are checked there) and computes
-  // the placement. The result's value is the lowest version the servers hold (-1: no values yet;
-  // >= 0 after a restore).
+  // the placement. The result's value is the lowest version the servers restored from their
+  // checkpoints, or -1 for a fresh job (whose chief must Init the variables).
   std::future<Result<int64_t>> Register(std::vector<VariableSpec> variables,
                                         uint64_t model_signature);
   // Chief only: the initial value of one variable. Servers keep the first value they get.

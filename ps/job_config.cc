@@ -103,6 +103,7 @@ Status JobConfig::Validate() const {
   if (!(schedule.decay_rate > 0)) return bad("--lr-decay-rate must be positive");
   if (schedule.warmup_steps < 0) return bad("--lr-warmup-steps must be >= 0");
   if (epochs < 1) return bad("--epochs must be at least 1, got " + std::to_string(epochs));
+  if (max_steps < 0) return bad("--max-steps must be >= 0, got " + std::to_string(max_steps));
   if (batch_size < 1)
     return bad("--batch-size must be at least 1, got " + std::to_string(batch_size));
   return Status::Ok();
@@ -134,6 +135,7 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--model", model},
       {"--dataset", dataset},
       {"--epochs", std::to_string(epochs)},
+      {"--max-steps", std::to_string(max_steps)},
       {"--batch-size", std::to_string(batch_size)},
       {"--seed", std::to_string(seed)},
   };

@@ -62,7 +62,8 @@ struct JobConfig {
   std::string model = "mlp";
   std::string dataset = "fashion-mnist";
   int epochs = 5;
-  int batch_size = 64;  // per worker
+  int64_t max_steps = 0;  // stop after this many steps (0: epochs decide); short runs, tests
+  int batch_size = 64;    // per worker
   uint64_t seed = 1;
 
   // Gradients a sync step needs.

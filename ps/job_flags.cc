@@ -53,6 +53,8 @@ JobFlags::JobFlags()
       "dataset", po::value(&c.dataset)->default_value(c.dataset),
       "fashion-mnist, cifar10 or synthetic")(
       "epochs", po::value(&c.epochs)->default_value(c.epochs), "training epochs")(
+      "max-steps", po::value(&c.max_steps)->default_value(0),
+      "stop after this many steps (0: the epochs decide)")(
       "batch-size", po::value(&c.batch_size)->default_value(c.batch_size),
       "examples per step per worker")("seed", po::value(&c.seed)->default_value(c.seed),
                                       "random seed");

@@ -116,6 +116,7 @@ Status Server::Restore(const Checkpoint& ck) {
     if (c.version >= 0) shards_[home.shard]->chunks()[home.index]->Restore(c);
   }
   last_checkpoint_version_ = min_version;
+  restored_version_ = min_version;
   StartShards();
   return Status::Ok();
 }
@@ -250,15 +251,10 @@ void Server::HandleRegister(const IncomingMessage& msg) {
     ReplyError(msg, s);
     return;
   }
-  int64_t min_version = -1;
-  for (auto& shard : shards_) {
-    if (!shard->chunks().empty()) {
-      const int64_t v = shard->MinVersion();
-      min_version = min_version < 0 ? v : std::min(min_version, v);
-    }
-  }
+  // The restored version, not the current one: in async modes other workers may already have
+  // moved a fresh job forward, and that must not look like a restore.
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
-  reply.header().setStep(min_version);
+  reply.header().setStep(restored_version_);
   SendOrLog(std::move(reply));
   TOWERPS_LOG(kInfo) << who << " registered (" << msg.peer() << ")";
 }

@@ -84,6 +84,7 @@ class Server {
   std::map<std::pair<uint32_t, uint32_t>, ChunkHome> homes_;
   bool shutdown_requested_ = false;
   int64_t last_checkpoint_version_ = -1;
+  int64_t restored_version_ = -1;  // lowest chunk version loaded from a checkpoint; -1: fresh
   bool snapshot_in_flight_ = false;
   std::vector<SnapshotPart> snapshot_parts_;
   uint64_t checkpoints_written_ = 0;

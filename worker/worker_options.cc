@@ -43,6 +43,8 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!summary_out.empty()) add("--summary-out", summary_out);
   if (rpc_timeout != d.rpc_timeout) add("--rpc-timeout-ms", std::to_string(rpc_timeout.count()));
   if (log_device_placement) a.push_back("--log-device-placement");
+  if (allow_soft_placement) a.push_back("--allow-soft-placement");
+  if (!final_params_out.empty()) add("--final-params-out", final_params_out);
   return a;
 }
 
@@ -62,7 +64,11 @@ WorkerFlags::WorkerFlags()
       "rpc-timeout-ms", po::value(&rpc_timeout_ms_)->default_value(rpc_timeout_ms_),
       "deadline of every parameter-server call")(
       "log-device-placement", po::bool_switch(&o.log_device_placement),
-      "print the device of each op and the server of each chunk");
+      "print the device of each op and the server of each chunk")(
+      "allow-soft-placement", po::bool_switch(&o.allow_soft_placement),
+      "fall back to an existing device (with a warning) when a tower's device is missing")(
+      "final-params-out", po::value(&o.final_params_out),
+      "chief: write the final parameters to this file");
 }
 
 Result<WorkerOptions> WorkerFlags::ToOptions() const {

@@ -23,6 +23,8 @@ struct WorkerOptions {
   std::string summary_out;       // one JSON object at the end (chief)
   std::chrono::milliseconds rpc_timeout{60000};
   bool log_device_placement = false;
+  bool allow_soft_placement = false;  // a missing device falls back to one that exists
+  std::string final_params_out;       // chief: the final parameters, for comparisons
 
   // Range checks; the error names the flag.
   Status Validate() const;

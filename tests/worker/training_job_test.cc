@@ -1,0 +1,249 @@
+// The main job end to end: towerps-launch starting real towerps-server and towerps-worker
+// processes on Fashion-MNIST. Final parameters are compared through --final-params-out.
+//
+// Comparisons of different batch splits use plain SGD at a small learning rate: float rounding
+// differs between the splits, and a ReLU whose input sits at zero can then flip for one example;
+// a small learning rate bounds what such a flip can change.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "common/subprocess.h"
+
+namespace towerps {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+using Params = std::map<std::string, std::vector<float>>;
+
+class TrainingJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+      GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+    }
+    dir_ = fs::temp_directory_path() /
+           ("job_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << last_output_;
+    fs::remove_all(dir_);
+  }
+
+  // Runs towerps-launch to completion; returns its exit code.
+  int Launch(const std::string& name, std::vector<std::string> args, int timeout_s = 300) {
+    SubprocessOptions o;
+    o.argv = {TOWERPS_LAUNCH_BIN, "--run-dir", (dir_ / name).string(), "--log-every", "100000"};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.output_path = (dir_ / (name + ".out")).string();
+    auto p = Subprocess::Start(o);
+    EXPECT_TRUE(p.ok());
+    auto code = p->Wait(Deadline::After(seconds(timeout_s)));
+    std::ifstream in(o.output_path);
+    last_output_ = std::string(std::istreambuf_iterator<char>(in), {});
+    return code.value_or(-1);
+  }
+
+  std::string Path(const std::string& file) const { return (dir_ / file).string(); }
+
+  static Params Load(const std::string& path) {
+    Params p;
+    std::ifstream in(path, std::ios::binary);
+    std::string name;
+    int64_t n;
+    while (in >> name >> n) {
+      in.get();
+      std::vector<float> v(n);
+      in.read(reinterpret_cast<char*>(v.data()), n * 4);
+      p[name] = std::move(v);
+    }
+    return p;
+  }
+
+  static void ExpectClose(const Params& a, const Params& b, double tolerance) {
+    ASSERT_EQ(a.size(), b.size());
+    ASSERT_FALSE(a.empty());
+    for (const auto& [name, x] : a) {
+      const std::vector<float>& y = b.at(name);
+      ASSERT_EQ(x.size(), y.size()) << name;
+      double num = 0, den = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        num += (static_cast<double>(x[i]) - y[i]) * (static_cast<double>(x[i]) - y[i]);
+        den += static_cast<double>(x[i]) * x[i];
+      }
+      EXPECT_LT(std::sqrt(num / den), tolerance) << name;
+    }
+  }
+
+  // Reads a number field from the chief's summary JSON.
+  static double SummaryField(const std::string& path, const std::string& field) {
+    std::ifstream in(path);
+    const std::string s((std::istreambuf_iterator<char>(in)), {});
+    const size_t at = s.find("\"" + field + "\":");
+    if (at == std::string::npos) return NAN;
+    return std::atof(s.c_str() + at + field.size() + 3);
+  }
+
+  fs::path dir_;
+  std::string last_output_;
+};
+
+const std::vector<std::string> kSmallSgd = {"--optimizer", "sgd",         "--lr",
+                                            "0.01",        "--max-steps", "12"};
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST_F(TrainingJobTest, NWorkersAtBMatchOneWorkerAtNB) {
+  ASSERT_EQ(Launch("n", With({"--workers", "2", "--batch-size", "32", "--final-params-out",
+                              Path("n.bin")},
+                             kSmallSgd)),
+            0);
+  ASSERT_EQ(Launch("one", With({"--workers", "1", "--batch-size", "64", "--final-params-out",
+                                Path("one.bin")},
+                               kSmallSgd)),
+            0);
+  ExpectClose(Load(Path("n.bin")), Load(Path("one.bin")), 1e-5);
+}
+
+TEST_F(TrainingJobTest, TwoTowersAt2BMatchOneTowerAt2B) {
+  ASSERT_EQ(Launch("towers", With({"--workers", "1", "--towers", "cpu:0,cpu:1", "--batch-size",
+                                   "64", "--final-params-out", Path("t.bin")},
+                                  kSmallSgd)),
+            0);
+  ASSERT_EQ(Launch("tower", With({"--workers", "1", "--batch-size", "64", "--final-params-out",
+                                  Path("o.bin")},
+                                 kSmallSgd)),
+            0);
+  ExpectClose(Load(Path("t.bin")), Load(Path("o.bin")), 1e-5);
+}
+
+TEST_F(TrainingJobTest, IdenticalSyncRunsAreBitwiseIdentical) {
+  const std::vector<std::string> job = {"--workers",   "3",  "--servers",    "2",
+                                        "--max-steps", "40", "--batch-size", "16"};
+  ASSERT_EQ(Launch("a", With(job, {"--final-params-out", Path("a.bin")})), 0);
+  ASSERT_EQ(Launch("b", With(job, {"--final-params-out", Path("b.bin")})), 0);
+  const Params a = Load(Path("a.bin")), b = Load(Path("b.bin"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "two identical sync runs ended with different parameters";
+}
+
+TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {
+#ifdef TOWERPS_SANITIZED
+  GTEST_SKIP() << "10 epochs are checked by the release suite; sanitizers make them slow";
+#endif
+  ASSERT_EQ(Launch("mlp",
+                   {"--servers", "2", "--workers", "4", "--mode", "sync", "--model", "mlp",
+                    "--epochs", "10", "--summary-out", Path("s.json")},
+                   600),
+            0);
+  EXPECT_GE(SummaryField(Path("s.json"), "test_accuracy"), 0.88) << last_output_;
+  EXPECT_EQ(SummaryField(Path("s.json"), "steps"), 2340);  // 10 epochs of 60000 / (4 x 64)
+}
+
+TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
+  for (const std::string mode : {"async", "ssp"}) {
+    const std::string summary = Path(mode + ".json");
+    ASSERT_EQ(Launch(mode, {"--servers", "2", "--workers", "4", "--mode", mode, "--staleness", "2",
+                            "--lr", "0.01", "--epochs", "2", "--summary-out", summary}),
+              0)
+        << mode;
+    EXPECT_GT(SummaryField(summary, "mean_staleness"), 0) << mode;
+    EXPECT_GE(SummaryField(summary, "p99_staleness"), 1) << mode;
+    EXPECT_GT(SummaryField(summary, "test_accuracy"), 0.75) << mode;
+    // Every worker's every gradient was applied: 4 workers x 468 steps x 6 chunks.
+    EXPECT_EQ(SummaryField(summary, "updates_applied"), 4 * 468 * 6) << mode;
+  }
+}
+
+TEST_F(TrainingJobTest, KilledWorkerStopsTheJob) {
+  SubprocessOptions o;
+  o.argv = {TOWERPS_LAUNCH_BIN, "--run-dir", Path("kill"), "--workers", "3", "--epochs", "50"};
+  o.output_path = Path("kill.out");
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok());
+  // Wait until worker 2 is training, then kill it.
+  pid_t victim = -1;
+  for (Deadline d = Deadline::After(seconds(60)); victim < 0 && !d.expired();) {
+    std::ifstream table(Path("kill") + "/processes.txt");
+    std::string role, word, log;
+    int rank;
+    pid_t pid;
+    while (table >> role >> rank >> word >> pid >> word >> log) {
+      if (role == "worker" && rank == 2 && fs::exists(log) && fs::file_size(log) > 0) victim = pid;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(victim, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(victim, SIGKILL);
+  const auto code = p->Wait(Deadline::After(seconds(30)));
+  ASSERT_TRUE(code.has_value()) << "the launcher hung after a worker died";
+  EXPECT_EQ(*code, 1);
+  std::ifstream in(Path("kill.out"));
+  const std::string out((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(out.find("worker:2 exited with code 137"), std::string::npos) << out;
+}
+
+TEST_F(TrainingJobTest, WorkerWhoseServerDiesExitsNamingIt) {
+  SubprocessOptions so;
+  // Server and worker get the same job options, as a launcher would give them.
+  so.argv = {TOWERPS_SERVER_BIN, "--port", "0", "--ready-file", Path("ready"), "--workers", "1",
+             "--epochs",         "50"};
+  so.output_path = Path("ps.out");
+  auto server = Subprocess::Start(so);
+  ASSERT_TRUE(server.ok());
+  for (Deadline d = Deadline::After(seconds(20)); !fs::exists(Path("ready")) && !d.expired();) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string endpoint;
+  std::ifstream(Path("ready")) >> endpoint;
+  SubprocessOptions wo;
+  wo.argv = {TOWERPS_WORKER_BIN,
+             "--rank",
+             "0",
+             "--ps-endpoints",
+             endpoint,
+             "--workers",
+             "1",
+             "--epochs",
+             "50",
+             "--rpc-timeout-ms",
+             "1500",
+             "--log-every",
+             "20"};
+  wo.output_path = Path("worker.out");
+  auto worker = Subprocess::Start(wo);
+  ASSERT_TRUE(worker.ok());
+  auto output = [&] {
+    std::ifstream in(Path("worker.out"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (Deadline d = Deadline::After(seconds(60)); output().find("step 40") == std::string::npos;) {
+    ASSERT_FALSE(d.expired()) << output();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  server->Signal(SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  const auto code = worker->Wait(Deadline::After(seconds(20)));
+  ASSERT_TRUE(code.has_value()) << "the worker hung after its server died";
+  EXPECT_EQ(*code, 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, seconds(5));  // 1.5 s deadline + margin
+  EXPECT_NE(output().find("server 0 (" + endpoint + ") did not answer"), std::string::npos)
+      << output();
+}
+
+}  // namespace
+}  // namespace towerps

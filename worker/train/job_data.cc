@@ -1,0 +1,59 @@
+#include "worker/train/job_data.h"
+
+#include "worker/data/cifar10_reader.h"
+#include "worker/data/fashion_mnist.h"
+#include "worker/data/synthetic.h"
+#include "worker/train/local_training.h"
+
+namespace towerps::worker {
+
+Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_dir,
+                            const Shape& input_shape, int batch_size, uint64_t seed) {
+  JobData d;
+  BatcherOptions base;
+  base.batch_size = batch_size;
+  base.seed = seed;
+  const bool crops = input_shape.size() == 3 && input_shape[1] == 24 && input_shape[2] == 24;
+  if (dataset == "fashion-mnist") {
+    FashionMnistOptions fo;
+    if (!data_dir.empty()) fo.data_dir = data_dir;
+    TOWERPS_ASSIGN_OR_RETURN(d.train, LoadFashionMnist(fo));
+    fo.split = Split::kTest;
+    TOWERPS_ASSIGN_OR_RETURN(d.test, LoadFashionMnist(fo));
+    base.mean = {kFashionMnistMean};
+    base.stddev = {kFashionMnistStddev};
+  } else if (dataset == "cifar10") {
+    if (data_dir.empty()) {
+      return InvalidArgumentError(
+          "--dataset cifar10 needs --data-dir with data_batch_*.bin and "
+          "test_batch.bin");
+    }
+    TOWERPS_ASSIGN_OR_RETURN(d.train, LoadCifar10(data_dir, Split::kTrain));
+    TOWERPS_ASSIGN_OR_RETURN(d.test, LoadCifar10(data_dir, Split::kTest));
+    base.mean = {0.4914f, 0.4822f, 0.4465f};
+    base.stddev = {0.2470f, 0.2435f, 0.2616f};
+  } else if (dataset == "synthetic") {
+    SyntheticOptions so;
+    so.example_shape = crops ? Shape{input_shape[0], 32, 32} : input_shape;
+    so.size = 8192;
+    so.seed = seed;
+    TOWERPS_ASSIGN_OR_RETURN(d.train, MakeSyntheticDataset(so));
+    so.size = 1024;
+    so.seed = seed + 1;
+    TOWERPS_ASSIGN_OR_RETURN(d.test, MakeSyntheticDataset(so));
+    base.mean = {0.5f};
+    base.stddev = {0.25f};
+  } else {
+    return InvalidArgumentError("--dataset " + dataset +
+                                " is not one of fashion-mnist, cifar10, synthetic");
+  }
+  if (crops) base.crop_h = base.crop_w = 24;
+  d.train_options = base;
+  d.train_options.random_crop_flip = crops;
+  d.test_options = base;
+  d.test_options.shuffle = false;
+  d.test_options.drop_remainder = false;
+  return d;
+}
+
+}  // namespace towerps::worker

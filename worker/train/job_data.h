@@ -1,0 +1,31 @@
+// JobData: the training and test sets of a job and how to batch them, by dataset name.
+//
+//   fashion-mnist  the dataset-fashion-mnist package (or data_dir), normalised
+//   cifar10        CIFAR-10 binary batches in data_dir, 24x24 random crops and flips for
+//                  training, centre crops for evaluation (the TensorFlow tutorial's recipe)
+//   synthetic      seeded random images of the model's input shape (benchmarks, tests)
+//
+// Contract: value type; errors name the dataset, file or option.
+#ifndef TOWERPS_WORKER_TRAIN_JOB_DATA_H_
+#define TOWERPS_WORKER_TRAIN_JOB_DATA_H_
+
+#include <string>
+
+#include "common/result.h"
+#include "worker/data/batcher.h"
+#include "worker/data/dataset.h"
+
+namespace towerps::worker {
+
+struct JobData {
+  Dataset train, test;
+  BatcherOptions train_options;  // batch, seed, shuffling, normalisation, crops; rank unset
+  BatcherOptions test_options;   // in order, keeps the last partial batch
+};
+
+Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_dir,
+                            const Shape& input_shape, int batch_size, uint64_t seed);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TRAIN_JOB_DATA_H_

@@ -1,0 +1,427 @@
+#include "worker/train/trainer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "common/logging.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/elementwise.h"
+#include "ps/client.h"
+#include "worker/data/batcher.h"
+#include "worker/model/zoo.h"
+#include "worker/towers.h"
+#include "worker/train/job_data.h"
+#include "worker/train/local_training.h"
+
+namespace towerps::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string Expand(std::string path, int rank) {
+  for (size_t at; (at = path.find("{rank}")) != std::string::npos;) {
+    path.replace(at, 6, std::to_string(rank));
+  }
+  return path;
+}
+
+struct Tower {
+  TowerDevice device;
+  std::unique_ptr<kernels::CpuBackend> backend;
+  std::unique_ptr<Model<float>> model;
+};
+
+// Mean and 99th percentile of a staleness histogram (last bucket: that value or more).
+void HistogramStats(const std::vector<uint64_t>& h, double* mean, double* p99) {
+  uint64_t n = 0;
+  double sum = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    n += h[i];
+    sum += static_cast<double>(i) * static_cast<double>(h[i]);
+  }
+  *mean = n ? sum / static_cast<double>(n) : 0;
+  *p99 = 0;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < h.size() && n; ++i) {
+    seen += h[i];
+    if (static_cast<double>(seen) >= 0.99 * static_cast<double>(n)) {
+      *p99 = static_cast<double>(i);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+class Trainer::Impl {
+ public:
+  explicit Impl(TrainerOptions o) : o_(std::move(o)) {}
+
+  Status Setup() {
+    const ps::JobConfig& job = o_.job;
+    std::vector<std::string> warnings;
+    TOWERPS_ASSIGN_OR_RETURN(
+        std::vector<TowerDevice> devices,
+        ParseTowers(o_.worker.towers, o_.worker.allow_soft_placement, &warnings));
+    for (const std::string& w : warnings) TOWERPS_LOG(kWarning) << "soft placement: " << w;
+    if (job.batch_size % static_cast<int>(devices.size()) != 0) {
+      return InvalidArgumentError("--batch-size=" + std::to_string(job.batch_size) +
+                                  " does not split evenly over " + std::to_string(devices.size()) +
+                                  " towers");
+    }
+    TOWERPS_ASSIGN_OR_RETURN(ModelBuilder builder, ZooModel(job.model));
+    for (const TowerDevice& d : devices) {
+      Tower t;
+      t.device = d;
+      TOWERPS_ASSIGN_OR_RETURN(
+          t.backend, kernels::CpuBackend::Create({.intra_op_threads = o_.worker.intra_op_threads}));
+      // The same seed everywhere: every tower and worker starts from the chief's values anyway.
+      TOWERPS_ASSIGN_OR_RETURN(t.model, builder.Build<float>(t.backend.get(), job.seed));
+      towers_.push_back(std::move(t));
+    }
+    Model<float>& m0 = *towers_[0].model;
+    num_vars_ = m0.num_variables();
+    TOWERPS_ASSIGN_OR_RETURN(data_, LoadJobData(job.dataset, o_.worker.data_dir, m0.input_shape(),
+                                                job.batch_size, job.seed));
+    BatcherOptions train = data_.train_options;
+    train.rank = o_.rank;
+    train.num_workers = job.workers;
+    TOWERPS_ASSIGN_OR_RETURN(batcher_, Batcher::Create(&data_.train, train));
+    TOWERPS_ASSIGN_OR_RETURN(test_batcher_, Batcher::Create(&data_.test, data_.test_options));
+    steps_per_epoch_ = data_.train.size() / job.workers / job.batch_size;
+    if (steps_per_epoch_ < 1) {
+      return InvalidArgumentError(
+          data_.train.name + " has " + std::to_string(data_.train.size()) +
+          " examples: too few for --workers=" + std::to_string(job.workers) +
+          " x --batch-size=" + std::to_string(job.batch_size));
+    }
+    for (int v = 0; v < num_vars_; ++v) avg_.push_back(Tensor::Empty(m0.variables()[v].shape));
+    done_ = std::make_unique<std::atomic<int>[]>(num_vars_);
+    pushes_.resize(num_vars_);
+    pulls_.resize(num_vars_);
+
+    ps::ClientOptions co;
+    co.servers = o_.ps_endpoints;
+    co.worker_rank = o_.rank;
+    co.rpc_timeout = o_.worker.rpc_timeout;
+    co.job = job;
+    TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
+    TOWERPS_ASSIGN_OR_RETURN(start_version_,
+                             client_->Register(m0.variables(), m0.signature()).get());
+    if (o_.rank == 0 && start_version_ < 0) {
+      std::vector<std::future<Status>> inits;
+      for (int v = 0; v < num_vars_; ++v) inits.push_back(client_->Init(v, m0.GetVariable(v)));
+      for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(f.get());
+    } else if (start_version_ > 0) {
+      TOWERPS_LOG(kInfo) << "the servers hold version " << start_version_
+                         << " (restored): continuing from there";
+    }
+    if (o_.worker.log_device_placement) LogPlacement();
+    TOWERPS_LOG(kInfo) << job.model << " (" << m0.num_parameters() << " parameters, " << num_vars_
+                       << " variables) on " << towers_.size() << " tower(s); " << steps_per_epoch_
+                       << " steps per epoch of " << job.batch_size << " examples per worker";
+    return Status::Ok();
+  }
+
+  Result<TrainingSummary> Run() {
+    const ps::JobConfig& job = o_.job;
+    const bool sync = job.mode == ps::UpdateMode::kSync;
+    int64_t total = job.epochs * steps_per_epoch_;
+    if (job.max_steps > 0) total = std::min(total, job.max_steps);
+    const int64_t first = std::max<int64_t>(start_version_, 0);
+    // Async and SSP versions count every worker's updates; sync versions count steps.
+    int64_t iter = sync ? first : first / job.workers;
+    std::vector<int64_t> versions(num_vars_, first);
+    IssuePulls(versions, /*advance=*/false, iter, total);
+    int64_t data_epoch = sync ? first / steps_per_epoch_ : iter / steps_per_epoch_;
+    batcher_->StartEpoch(data_epoch);
+    int64_t last_eval_epoch = data_epoch;
+    OpenMetrics();
+
+    const auto start = Clock::now();
+    auto window_start = start;
+    int64_t window_steps = 0;
+    double window_loss = 0;
+    double last_loss = 0;
+    Batch batch;
+    for (;;) {
+      if (o_.stop && o_.stop->load()) return CancelledError("stopped by a signal");
+      if (!sync && iter >= total) break;  // no pull was issued after the last iteration
+      TOWERPS_RETURN_IF_ERROR(WaitPulls(&versions));
+      const int64_t global = *std::min_element(versions.begin(), versions.end());
+      const int64_t progress = sync ? global : iter;
+      if (progress >= total) break;
+      const int64_t epoch = progress / steps_per_epoch_;
+      if (o_.rank == 0 && epoch > last_eval_epoch) {
+        TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(*towers_[0].model, *test_batcher_));
+        TOWERPS_LOG(kInfo) << "epoch " << epoch << " done: test accuracy = " << eval.accuracy
+                           << ", test loss = " << eval.mean_loss;
+        last_eval_epoch = epoch;
+      }
+      if (!batcher_->Next(&batch)) {
+        batcher_->StartEpoch(++data_epoch);
+        if (!batcher_->Next(&batch)) return InternalError("the batcher produced an empty epoch");
+      }
+      TOWERPS_ASSIGN_OR_RETURN(StepResult r, ComputeAndPush(batch, versions, iter));
+      ++iter;
+      const bool more = sync || iter < total;
+      if (more) IssuePulls(versions, /*advance=*/true, iter, total);
+      TOWERPS_ASSIGN_OR_RETURN(double staleness, WaitPushes());
+      last_loss = r.loss;
+      window_loss += r.loss;
+      ++window_steps;
+      Progress(progress % steps_per_epoch_ + 1, epoch);
+      if (iter % o_.worker.log_every == 0) {
+        const double secs = Seconds(Clock::now() - window_start);
+        const double eps = static_cast<double>(window_steps * job.batch_size) / secs;
+        std::printf("%sstep %lld, loss = %.4f (%.1f examples/sec; %.4f sec/batch)\n",
+                    tty_ ? "\r\033[K" : "", static_cast<long long>(sync ? global + 1 : iter),
+                    window_loss / window_steps, eps, secs / window_steps);
+        std::fflush(stdout);
+        WriteMetrics(sync ? global + 1 : iter, epoch, window_loss / window_steps, eps, staleness);
+        window_start = Clock::now();
+        window_steps = 0;
+        window_loss = 0;
+      }
+    }
+    TrainingSummary s;
+    s.train_seconds = Seconds(Clock::now() - start);
+    s.epochs = job.epochs;
+    s.final_train_loss = last_loss;
+    const int64_t done_steps = sync ? total : iter;
+    s.steps = done_steps;
+    s.examples_per_sec = static_cast<double>((done_steps - (sync ? first : 0)) * job.batch_size) *
+                         (sync ? job.EffectiveReplicas() : job.workers) / s.train_seconds;
+    if (o_.rank != 0) return s;
+
+    // Chief: the final parameters once every worker's last update is in, evaluated.
+    const int64_t final_version =
+        sync ? total : first + job.workers * (total - first / job.workers);
+    std::vector<int64_t> finals(num_vars_, final_version);
+    IssuePulls(finals, /*advance=*/false, 0, final_version);
+    TOWERPS_RETURN_IF_ERROR(WaitPulls(&finals));
+    TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(*towers_[0].model, *test_batcher_));
+    s.test_accuracy = eval.accuracy;
+    s.test_loss = eval.mean_loss;
+    std::vector<uint64_t> hist;
+    for (int srv = 0; srv < client_->num_servers(); ++srv) {
+      TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport st, client_->Stats(srv).get());
+      s.dropped_stale += st.stale_dropped;
+      s.updates_applied += st.updates_applied;
+      hist.resize(std::max(hist.size(), st.staleness_histogram.size()), 0);
+      for (size_t b = 0; b < st.staleness_histogram.size(); ++b)
+        hist[b] += st.staleness_histogram[b];
+    }
+    HistogramStats(hist, &s.mean_staleness, &s.p99_staleness);
+    if (!o_.worker.final_params_out.empty()) TOWERPS_RETURN_IF_ERROR(WriteFinalParams());
+    return s;
+  }
+
+ private:
+  // Issues one pull per variable, in forward-layer order. `advance`: ask for the step after the
+  // one just pushed (sync: version + 1, never beyond `cap`).
+  void IssuePulls(const std::vector<int64_t>& versions, bool advance, int64_t clock, int64_t cap) {
+    const bool sync = o_.job.mode == ps::UpdateMode::kSync;
+    for (int v = 0; v < num_vars_; ++v) {
+      int64_t min_version = versions[v];
+      if (advance) min_version = sync ? std::min(versions[v] + 1, cap) : 0;
+      pulls_[v] = client_->Pull(v, min_version, clock);
+    }
+  }
+
+  // Waits for the outstanding pulls and loads the values into every tower.
+  Status WaitPulls(std::vector<int64_t>* versions) {
+    for (int v = 0; v < num_vars_; ++v) {
+      TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, pulls_[v].get());
+      (*versions)[v] = p.version;
+      for (Tower& t : towers_) p.CopyTo(t.model->value(v).data());
+    }
+    return Status::Ok();
+  }
+
+  // Runs every tower on its slice; each variable's averaged gradient is pushed as soon as the
+  // last tower has produced it.
+  Result<StepResult> ComputeAndPush(const Batch& batch, const std::vector<int64_t>& versions,
+                                    int64_t clock) {
+    const int k = static_cast<int>(towers_.size());
+    const int slice = batch.size / k;
+    const int64_t example = NumElements(batcher_->example_shape());
+    for (int v = 0; v < num_vars_; ++v) done_[v].store(0);
+    auto on_gradient = [&](int v) {
+      if (done_[v].fetch_add(1) + 1 != k) return;
+      float* out = avg_[v].f32();
+      const int64_t n = avg_[v].num_elements();
+      if (k == 1) {
+        std::memcpy(out, towers_[0].model->gradient(v).data(), n * sizeof(float));
+      } else {
+        std::vector<const float*> in;
+        for (Tower& t : towers_) in.push_back(t.model->gradient(v).data());
+        kernels::cpu::AverageOf(k, in.data(), n, out);  // tower order: reproducible
+      }
+      pushes_[v] = client_->Push(v, versions[v], clock, avg_[v]);
+    };
+    std::vector<Result<StepResult>> results(k, StepResult{});
+    auto run = [&](int i) {
+      results[i] = towers_[i].model->TrainStep(batch.x.data() + i * slice * example,
+                                               batch.labels.data() + i * slice, slice, on_gradient);
+    };
+    if (k == 1) {
+      run(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (int i = 0; i < k; ++i) threads.emplace_back(run, i);
+      for (auto& t : threads) t.join();
+    }
+    StepResult total;
+    for (auto& r : results) {
+      if (!r.ok()) return r.status();
+      total.loss += r->loss / k;
+      total.correct += r->correct;
+      total.batch += r->batch;
+    }
+    return total;
+  }
+
+  // Waits for this step's pushes; returns their mean staleness.
+  Result<double> WaitPushes() {
+    double staleness = 0;
+    for (int v = 0; v < num_vars_; ++v) {
+      TOWERPS_ASSIGN_OR_RETURN(ps::PushReport r, pushes_[v].get());
+      staleness += r.mean_staleness / num_vars_;
+    }
+    return staleness;
+  }
+
+  void LogPlacement() {
+    const Model<float>& m = *towers_[0].model;
+    for (size_t t = 0; t < towers_.size(); ++t) {
+      for (const auto& layer : towers_[t].model->layers()) {
+        TOWERPS_LOG(kInfo) << "placement: tower " << t << " " << layer->name() << " -> "
+                           << towers_[t].device.name();
+      }
+    }
+    TOWERPS_LOG(kInfo) << "placement: variable chunks:\n"
+                       << client_->placement().Describe(m.variables());
+  }
+
+  void Progress(int64_t step_in_epoch, int64_t epoch) {
+    if (!tty_) return;
+    const int width = 30;
+    const int filled = static_cast<int>(width * step_in_epoch / steps_per_epoch_);
+    std::printf("\repoch %lld [%s%s] %lld/%lld", static_cast<long long>(epoch + 1),
+                std::string(filled, '=').c_str(), std::string(width - filled, ' ').c_str(),
+                static_cast<long long>(step_in_epoch), static_cast<long long>(steps_per_epoch_));
+    std::fflush(stdout);
+  }
+
+  void OpenMetrics() {
+    tty_ = isatty(STDOUT_FILENO);
+    if (o_.worker.metrics_out.empty()) return;
+    metrics_.open(Expand(o_.worker.metrics_out, o_.rank), std::ios::app);
+    if (!metrics_) TOWERPS_LOG(kWarning) << "cannot write --metrics-out " << o_.worker.metrics_out;
+  }
+
+  void WriteMetrics(int64_t step, int64_t epoch, double loss, double eps, double staleness) {
+    if (!metrics_.is_open()) return;
+    char line[512];
+    std::snprintf(
+        line, sizeof(line),
+        "{\"time\":%.3f,\"worker\":%d,\"step\":%lld,\"epoch\":%lld,\"loss\":%.6f,"
+        "\"examples_per_sec\":%.1f,\"staleness\":%.3f}\n",
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+        o_.rank, static_cast<long long>(step), static_cast<long long>(epoch), loss, eps, staleness);
+    metrics_ << line;
+    metrics_.flush();
+  }
+
+  // Format: per variable a line "<name> <elements>\n" followed by that many float32 values.
+  Status WriteFinalParams() {
+    const std::string path = Expand(o_.worker.final_params_out, o_.rank);
+    std::ofstream out(path, std::ios::binary);
+    const Model<float>& m = *towers_[0].model;
+    for (int v = 0; v < num_vars_; ++v) {
+      Tensor t = m.GetVariable(v);
+      out << m.variables()[v].name << " " << t.num_elements() << "\n";
+      out.write(static_cast<const char*>(t.raw_data()),
+                static_cast<std::streamsize>(t.byte_size()));
+    }
+    if (!out) return IoError("--final-params-out " + path + ": write failed");
+    return Status::Ok();
+  }
+
+  TrainerOptions o_;
+  std::vector<Tower> towers_;
+  JobData data_;
+  std::unique_ptr<Batcher> batcher_, test_batcher_;
+  std::unique_ptr<ps::Client> client_;
+  int num_vars_ = 0;
+  int64_t steps_per_epoch_ = 0;
+  int64_t start_version_ = -1;
+  std::vector<Tensor> avg_;  // averaged gradients, sent zero-copy: untouched until pushed
+  std::unique_ptr<std::atomic<int>[]> done_;  // per variable: towers finished this step
+  std::vector<std::future<Result<ps::PushReport>>> pushes_;
+  std::vector<std::future<Result<ps::PulledVariable>>> pulls_;
+  std::ofstream metrics_;
+  bool tty_ = false;
+};
+
+Result<std::unique_ptr<Trainer>> Trainer::Create(TrainerOptions options) {
+  TOWERPS_RETURN_IF_ERROR(options.job.Validate());
+  TOWERPS_RETURN_IF_ERROR(options.worker.Validate());
+  if (static_cast<int>(options.ps_endpoints.size()) != options.job.servers) {
+    return InvalidArgumentError("--ps-endpoints lists " +
+                                std::to_string(options.ps_endpoints.size()) +
+                                " servers but --servers=" + std::to_string(options.job.servers));
+  }
+  auto impl = std::make_unique<Impl>(std::move(options));
+  TOWERPS_RETURN_IF_ERROR(impl->Setup());
+  return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+}
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+Result<TrainingSummary> Trainer::Run() { return impl_->Run(); }
+
+namespace {
+
+// JSON has no NaN or infinity: a diverged run reports null.
+std::string JsonNumber(double v, const char* format) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank) {
+  char buf[1024];
+  std::snprintf(
+      buf, sizeof(buf),
+      "{\"test_accuracy\":%s,\"test_loss\":%s,\"final_train_loss\":%s,"
+      "\"train_seconds\":%.3f,\"examples_per_sec\":%.1f,\"steps\":%lld,\"epochs\":%d,"
+      "\"mode\":\"%s\",\"workers\":%d,\"servers\":%d,\"replicas_to_aggregate\":%d,"
+      "\"staleness_bound\":%d,\"model\":\"%s\",\"batch_size\":%d,\"dropped_stale\":%llu,"
+      "\"updates_applied\":%llu,\"mean_staleness\":%.4f,\"p99_staleness\":%.1f,"
+      "\"rank\":%d}",
+      JsonNumber(s.test_accuracy, "%.6f").c_str(), JsonNumber(s.test_loss, "%.6f").c_str(),
+      JsonNumber(s.final_train_loss, "%.6f").c_str(), s.train_seconds, s.examples_per_sec,
+      static_cast<long long>(s.steps), s.epochs, ps::UpdateModeName(job.mode), job.workers,
+      job.servers, job.EffectiveReplicas(), job.staleness, job.model.c_str(), job.batch_size,
+      static_cast<unsigned long long>(s.dropped_stale),
+      static_cast<unsigned long long>(s.updates_applied), s.mean_staleness, s.p99_staleness, rank);
+  return buf;
+}
+
+}  // namespace towerps::worker

@@ -1,0 +1,78 @@
+// Trainer: the distributed training loop of one towerps-worker.
+//
+// Start-up: connect to every server, register the model (configuration and model are checked
+// there), and, on the chief (rank 0) of a fresh job, send the initial values; other workers'
+// first pulls wait for them. A job restored from a checkpoint continues from its version.
+//
+// Each step:
+//   1. wait for the parameters pulled for this step and copy them into every tower's model;
+//   2. run forward and backward on each tower (threads), each on its slice of the batch;
+//   3. as backward finishes a variable on the last tower, average the towers' gradients for it
+//      and push them at once, overlapping the rest of backward;
+//   4. issue the pulls for the next step, in forward-layer order.
+//
+// Stopping: sync jobs run until the servers' version reaches epochs * steps_per_epoch (so a
+// backup worker whose gradients were dropped never waits for a step that will not come); async
+// and SSP workers each run epochs * steps_per_epoch iterations. The chief then pulls the final
+// parameters, evaluates them and writes the summary.
+//
+// Contract: Run() once; returns the summary or the first error (a server that does not answer
+// within the RPC deadline is named). `stop` (borrowed, may be null) ends training early with
+// kCancelled. Not thread-safe.
+#ifndef TOWERPS_WORKER_TRAIN_TRAINER_H_
+#define TOWERPS_WORKER_TRAIN_TRAINER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "ps/job_config.h"
+#include "worker/worker_options.h"
+
+namespace towerps::worker {
+
+struct TrainerOptions {
+  int rank = 0;
+  std::vector<std::string> ps_endpoints;
+  ps::JobConfig job;
+  WorkerOptions worker;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+struct TrainingSummary {
+  double test_accuracy = -1;  // chief only; -1 elsewhere
+  double test_loss = 0;
+  double final_train_loss = 0;
+  double train_seconds = 0;
+  double examples_per_sec = 0;  // all workers together (chief) or this worker
+  int64_t steps = 0;            // sync: global steps; async/ssp: this worker's iterations
+  int epochs = 0;
+  uint64_t dropped_stale = 0;  // summed over servers (chief)
+  double mean_staleness = 0;   // over every update applied (chief)
+  double p99_staleness = 0;
+  uint64_t updates_applied = 0;
+};
+
+class Trainer {
+ public:
+  static Result<std::unique_ptr<Trainer>> Create(TrainerOptions options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  Result<TrainingSummary> Run();
+
+ private:
+  class Impl;
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The summary as one JSON object (the --summary-out format).
+std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TRAIN_TRAINER_H_

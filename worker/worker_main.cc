@@ -1,0 +1,105 @@
+// towerps-worker: one training worker. Usually started by towerps-launch; see
+// worker/train/trainer.h for what it does.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/logging.h"
+#include "common/process_setup.h"
+#include "ps/job_flags.h"
+#include "worker/train/trainer.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+std::atomic<bool> g_stop{false};  // entry-point state: set by SIGINT/SIGTERM only
+std::atomic<int> g_signal{0};
+
+void OnSignal(int sig) {
+  g_signal.store(sig);
+  g_stop.store(true);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace towerps;
+  ConfigureAllocatorForLargeMessages();
+  worker::TrainerOptions options;
+  ps::JobFlags job_flags;
+  worker::WorkerFlags worker_flags;
+  std::string endpoints, log_level = "info";
+  po::options_description process("Process options");
+  process.add_options()("help,h", "show this help")(
+      "config", po::value<std::string>(),
+      "INI file with job and worker options (command line wins)")(
+      "rank", po::value(&options.rank)->default_value(0), "this worker's rank; 0 is the chief")(
+      "ps-endpoints", po::value(&endpoints),
+      "comma-separated server endpoints, in server-rank order (tcp://host:port,...)")(
+      "log-level", po::value(&log_level)->default_value(log_level), "debug, info, warning, error");
+  po::options_description all(
+      "Usage: towerps-worker --rank R --ps-endpoints tcp://h:p,... [options]\n\n"
+      "Trains its shard of the data against the parameter servers. Usually started by "
+      "towerps-launch");
+  all.add(process).add(job_flags.options()).add(worker_flags.options());
+  po::variables_map vm;
+  if (Status s = ps::ParseFlags(argc, argv, all, &vm); !s.ok()) {
+    std::cerr << "towerps-worker: " << s.message() << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << all << "\n";
+    return 0;
+  }
+  Result<LogLevel> level = ParseLogLevel(log_level);
+  Result<ps::JobConfig> job = job_flags.ToConfig();
+  Result<worker::WorkerOptions> wopts = worker_flags.ToOptions();
+  Status bad = !level.ok() ? level.status() : !job.ok() ? job.status() : wopts.status();
+  if (!bad.ok()) {
+    std::cerr << "towerps-worker: " << bad.message() << "\n";
+    return 2;
+  }
+  std::stringstream ss(endpoints);
+  for (std::string e; std::getline(ss, e, ',');) options.ps_endpoints.push_back(e);
+  if (options.ps_endpoints.empty()) {
+    std::cerr << "towerps-worker: --ps-endpoints is required (towerps-launch sets it)\n";
+    return 2;
+  }
+  InitLogging({.role = "worker", .rank = options.rank, .min_level = *level});
+  options.job = *job;
+  options.worker = *wopts;
+  options.stop = &g_stop;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+
+  auto trainer = worker::Trainer::Create(options);
+  if (!trainer.ok()) {
+    TOWERPS_LOG(kError) << trainer.status().ToString();
+    return trainer.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  Result<worker::TrainingSummary> summary = (*trainer)->Run();
+  if (!summary.ok()) {
+    TOWERPS_LOG(kError) << summary.status().ToString();
+    return g_signal.load() ? 128 + g_signal.load() : 1;
+  }
+  const std::string json = worker::SummaryJson(*summary, options.job, options.rank);
+  if (options.rank == 0) {
+    std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
+                summary->test_accuracy, static_cast<long long>(summary->steps),
+                summary->train_seconds, summary->examples_per_sec);
+    std::printf("summary: %s\n", json.c_str());
+    std::fflush(stdout);
+    if (!options.worker.summary_out.empty()) {
+      std::ofstream out(options.worker.summary_out);
+      out << json << "\n";
+      if (!out) {
+        TOWERPS_LOG(kError) << "cannot write --summary-out " << options.worker.summary_out;
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
