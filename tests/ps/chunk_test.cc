@@ -27,6 +27,7 @@ JobConfig Sgd(UpdateMode mode, int workers) {
   c.workers = workers;
   c.optimizer.kind = OptimizerKind::kSgd;
   c.optimizer.learning_rate = 0.5f;
+  c.schedule.kind = LrScheduleKind::kConstant;
   return c;
 }
 

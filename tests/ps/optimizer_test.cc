@@ -125,6 +125,7 @@ TEST(LearningRateTest, Schedules) {
   OptimizerOptions o;
   o.learning_rate = 1.0f;
   LrScheduleOptions s;
+  s.kind = LrScheduleKind::kConstant;
   EXPECT_FLOAT_EQ(LearningRateAt(o, s, 12345), 1.0f);
   s.kind = LrScheduleKind::kStep;
   s.decay_rate = 0.5f;

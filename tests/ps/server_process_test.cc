@@ -32,6 +32,7 @@ JobConfig Job(UpdateMode mode, int workers = 4, int servers = 2) {
   j.partition_bytes = 16384;
   j.optimizer.kind = OptimizerKind::kSgd;
   j.optimizer.learning_rate = 0.5f;
+  j.schedule.kind = LrScheduleKind::kConstant;
   return j;
 }
 

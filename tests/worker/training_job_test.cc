@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -43,7 +44,10 @@ class TrainingJobTest : public ::testing::Test {
   // Runs towerps-launch to completion; returns its exit code.
   int Launch(const std::string& name, std::vector<std::string> args, int timeout_s = 300) {
     SubprocessOptions o;
-    o.argv = {TOWERPS_LAUNCH_BIN, "--run-dir", (dir_ / name).string(), "--log-every", "100000"};
+    o.argv = {TOWERPS_LAUNCH_BIN, "--run-dir", (dir_ / name).string()};
+    if (std::find(args.begin(), args.end(), "--log-every") == args.end()) {
+      args.insert(args.end(), {"--log-every", "100000"});
+    }
     o.argv.insert(o.argv.end(), args.begin(), args.end());
     o.output_path = (dir_ / (name + ".out")).string();
     auto p = Subprocess::Start(o);
