@@ -11,6 +11,7 @@
 
 #include "kernels/gpu_devices.h"
 #include "launch/process_group.h"
+#include "worker/straggler.h"
 
 namespace towerps::launch {
 namespace {
@@ -57,6 +58,9 @@ std::string Join(const std::vector<std::string>& lines) {
 Status ValidateLaunchOptions(const LaunchOptions& o) {
   TOWERPS_RETURN_IF_ERROR(o.job.Validate());
   TOWERPS_RETURN_IF_ERROR(o.worker.Validate());
+  TOWERPS_RETURN_IF_ERROR(worker::StragglerPlan::Parse(o.worker.straggler, o.worker.straggler_dist,
+                                                       o.worker.slow_workers, o.job.workers)
+                              .status());
   if (o.base_port < 0 || o.base_port + o.job.servers > 65536) {
     return InvalidArgumentError("--base-port=" + std::to_string(o.base_port) +
                                 " leaves no room for " + std::to_string(o.job.servers) +

@@ -45,6 +45,9 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (log_device_placement) a.push_back("--log-device-placement");
   if (allow_soft_placement) a.push_back("--allow-soft-placement");
   if (!final_params_out.empty()) add("--final-params-out", final_params_out);
+  if (!straggler.empty()) add("--straggler", straggler);
+  if (!straggler_dist.empty()) add("--straggler-dist", straggler_dist);
+  if (!slow_workers.empty()) add("--slow-workers", slow_workers);
   return a;
 }
 
@@ -68,7 +71,12 @@ WorkerFlags::WorkerFlags()
       "allow-soft-placement", po::bool_switch(&o.allow_soft_placement),
       "fall back to an existing device (with a warning) when a tower's device is missing")(
       "final-params-out", po::value(&o.final_params_out),
-      "chief: write the final parameters to this file");
+      "chief: write the final parameters to this file")(
+      "straggler", po::value(&o.straggler), "RANK:DELAY: worker RANK sleeps DELAY every step")(
+      "straggler-dist", po::value(&o.straggler_dist),
+      "exp:MEAN or uniform:LO:HI: random per-step delays for every worker (seeded)")(
+      "slow-workers", po::value(&o.slow_workers),
+      "K:FACTOR: the last K workers compute FACTOR times slower");
 }
 
 Result<WorkerOptions> WorkerFlags::ToOptions() const {

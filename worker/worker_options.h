@@ -25,6 +25,10 @@ struct WorkerOptions {
   bool log_device_placement = false;
   bool allow_soft_placement = false;  // a missing device falls back to one that exists
   std::string final_params_out;       // chief: the final parameters, for comparisons
+  // Injected slow-downs (worker/straggler.h); every worker gets the same plan.
+  std::string straggler;       // RANK:DELAY
+  std::string straggler_dist;  // exp:MEAN or uniform:LO:HI
+  std::string slow_workers;    // K:FACTOR
 
   // Range checks; the error names the flag.
   Status Validate() const;

@@ -124,6 +124,8 @@ TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {
       {{"--no-such-flag"}, "no-such-flag"},
       {{"--workers", "many"}, "workers"},
       {{"--server-bin", "/nonexistent/towerps-server"}, "/nonexistent/towerps-server"},
+      {{"--straggler", "9:40ms"}, "--straggler rank 9"},
+      {{"--straggler-dist", "gauss:1ms"}, "--straggler-dist=gauss:1ms"},
   };
   for (const auto& [args, expect] : cases) {
     Subprocess p = Launch(args);

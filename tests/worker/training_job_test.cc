@@ -172,6 +172,30 @@ TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
   }
 }
 
+TEST_F(TrainingJobTest, StragglerDelaysByTheRequestedAmount) {
+  ASSERT_EQ(Launch("straggler", {"--workers", "2", "--max-steps", "40", "--straggler", "1:40ms",
+                                 "--metrics-out", Path("m-{rank}.jsonl"), "--log-every", "20"}),
+            0);
+  auto last_field = [&](int rank, const std::string& field) {
+    std::ifstream in(Path("m-" + std::to_string(rank) + ".jsonl"));
+    double value = NAN;
+    for (std::string line; std::getline(in, line);) {
+      const size_t at = line.find("\"" + field + "\":");
+      if (line.find("\"kind\":\"train\"") != std::string::npos && at != std::string::npos) {
+        value = std::atof(line.c_str() + at + field.size() + 3);
+      }
+    }
+    return value;
+  };
+  EXPECT_NEAR(last_field(1, "delay_seconds"), 0.040, 0.001);
+  EXPECT_NEAR(last_field(0, "delay_seconds"), 0.0, 1e-9);
+  // The straggler's steps take at least the delay, and in sync mode worker 0 spends about that
+  // long at the barrier every step.
+  EXPECT_GE(last_field(1, "step_seconds"), 0.040);
+  EXPECT_GE(last_field(0, "wait_seconds"), 0.030);
+  EXPECT_LE(last_field(0, "wait_seconds"), 0.200);
+}
+
 TEST_F(TrainingJobTest, KilledWorkerStopsTheJob) {
   SubprocessOptions o;
   o.argv = {TOWERPS_LAUNCH_BIN, "--run-dir", Path("kill"), "--workers", "3", "--epochs", "50"};

@@ -18,6 +18,7 @@
 #include "ps/client.h"
 #include "worker/data/batcher.h"
 #include "worker/model/zoo.h"
+#include "worker/straggler.h"
 #include "worker/towers.h"
 #include "worker/train/job_data.h"
 #include "worker/train/local_training.h"
@@ -28,6 +29,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// JSON has no NaN or infinity: a diverged run reports null.
+std::string JsonNumber(double v, const char* format) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
 
 std::string Expand(std::string path, int rank) {
   for (size_t at; (at = path.find("{rank}")) != std::string::npos;) {
@@ -80,6 +89,9 @@ class Trainer::Impl {
                                   " does not split evenly over " + std::to_string(devices.size()) +
                                   " towers");
     }
+    TOWERPS_ASSIGN_OR_RETURN(plan_,
+                             StragglerPlan::Parse(o_.worker.straggler, o_.worker.straggler_dist,
+                                                  o_.worker.slow_workers, job.workers));
     TOWERPS_ASSIGN_OR_RETURN(ModelBuilder builder, ZooModel(job.model));
     for (const TowerDevice& d : devices) {
       Tower t;
@@ -152,13 +164,15 @@ class Trainer::Impl {
     const auto start = Clock::now();
     auto window_start = start;
     int64_t window_steps = 0;
-    double window_loss = 0;
-    double last_loss = 0;
+    double window_loss = 0, window_wait = 0, window_delay = 0;
+    double last_loss = 0, last_compute = 0;
     Batch batch;
     for (;;) {
       if (o_.stop && o_.stop->load()) return CancelledError("stopped by a signal");
       if (!sync && iter >= total) break;  // no pull was issued after the last iteration
+      const auto wait_start = Clock::now();
       TOWERPS_RETURN_IF_ERROR(WaitPulls(&versions));
+      const double waited = Seconds(Clock::now() - wait_start);
       const int64_t global = *std::min_element(versions.begin(), versions.end());
       const int64_t progress = sync ? global : iter;
       if (progress >= total) break;
@@ -167,19 +181,29 @@ class Trainer::Impl {
         TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(*towers_[0].model, *test_batcher_));
         TOWERPS_LOG(kInfo) << "epoch " << epoch << " done: test accuracy = " << eval.accuracy
                            << ", test loss = " << eval.mean_loss;
+        WriteEval(progress, epoch, eval);
         last_eval_epoch = epoch;
       }
       if (!batcher_->Next(&batch)) {
         batcher_->StartEpoch(++data_epoch);
         if (!batcher_->Next(&batch)) return InternalError("the batcher produced an empty epoch");
       }
+      // Injected slow-down (experiments): before computing, so this worker's gradients are late.
+      const double delay = plan_.DelaySeconds(o_.rank, iter, job.seed, last_compute);
+      if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+      total_delay_ += delay;
+      total_wait_ += waited;
+      const auto compute_start = Clock::now();
       TOWERPS_ASSIGN_OR_RETURN(StepResult r, ComputeAndPush(batch, versions, iter));
+      last_compute = Seconds(Clock::now() - compute_start);
       ++iter;
       const bool more = sync || iter < total;
       if (more) IssuePulls(versions, /*advance=*/true, iter, total);
       TOWERPS_ASSIGN_OR_RETURN(double staleness, WaitPushes());
       last_loss = r.loss;
       window_loss += r.loss;
+      window_wait += waited;
+      window_delay += delay;
       ++window_steps;
       Progress(progress % steps_per_epoch_ + 1, epoch);
       if (iter % o_.worker.log_every == 0) {
@@ -189,14 +213,20 @@ class Trainer::Impl {
                     tty_ ? "\r\033[K" : "", static_cast<long long>(sync ? global + 1 : iter),
                     window_loss / window_steps, eps, secs / window_steps);
         std::fflush(stdout);
-        WriteMetrics(sync ? global + 1 : iter, epoch, window_loss / window_steps, eps, staleness);
+        WriteMetrics(sync ? global + 1 : iter, epoch, window_loss / window_steps, eps, staleness,
+                     secs / window_steps, window_wait / window_steps, window_delay / window_steps);
         window_start = Clock::now();
         window_steps = 0;
-        window_loss = 0;
+        window_loss = window_wait = window_delay = 0;
       }
     }
     TrainingSummary s;
     s.train_seconds = Seconds(Clock::now() - start);
+    s.wait_seconds = total_wait_;
+    s.injected_delay_seconds = total_delay_;
+    TOWERPS_LOG(kInfo) << "finished " << iter << " steps in " << s.train_seconds
+                       << " s: " << total_wait_ << " s waiting for parameters, " << total_delay_
+                       << " s of injected delay";
     s.epochs = job.epochs;
     s.final_train_loss = last_loss;
     const int64_t done_steps = sync ? total : iter;
@@ -214,6 +244,7 @@ class Trainer::Impl {
     TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(*towers_[0].model, *test_batcher_));
     s.test_accuracy = eval.accuracy;
     s.test_loss = eval.mean_loss;
+    WriteEval(done_steps, (done_steps + steps_per_epoch_ - 1) / steps_per_epoch_, eval);
     std::vector<uint64_t> hist;
     for (int srv = 0; srv < client_->num_servers(); ++srv) {
       TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport st, client_->Stats(srv).get());
@@ -224,6 +255,8 @@ class Trainer::Impl {
         hist[b] += st.staleness_histogram[b];
     }
     HistogramStats(hist, &s.mean_staleness, &s.p99_staleness);
+    while (!hist.empty() && hist.back() == 0) hist.pop_back();
+    s.staleness_histogram = hist;
     if (!o_.worker.final_params_out.empty()) TOWERPS_RETURN_IF_ERROR(WriteFinalParams());
     return s;
   }
@@ -332,15 +365,36 @@ class Trainer::Impl {
     if (!metrics_) TOWERPS_LOG(kWarning) << "cannot write --metrics-out " << o_.worker.metrics_out;
   }
 
-  void WriteMetrics(int64_t step, int64_t epoch, double loss, double eps, double staleness) {
+  static double Now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  void WriteMetrics(int64_t step, int64_t epoch, double loss, double eps, double staleness,
+                    double step_seconds, double wait_seconds, double delay_seconds) {
     if (!metrics_.is_open()) return;
-    char line[512];
-    std::snprintf(
-        line, sizeof(line),
-        "{\"time\":%.3f,\"worker\":%d,\"step\":%lld,\"epoch\":%lld,\"loss\":%.6f,"
-        "\"examples_per_sec\":%.1f,\"staleness\":%.3f}\n",
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
-        o_.rank, static_cast<long long>(step), static_cast<long long>(epoch), loss, eps, staleness);
+    char line[640];
+    std::snprintf(line, sizeof(line),
+                  "{\"kind\":\"train\",\"time\":%.3f,\"worker\":%d,\"step\":%lld,"
+                  "\"epoch\":%lld,\"loss\":%s,\"examples_per_sec\":%.1f,\"staleness\":%.3f,"
+                  "\"step_seconds\":%.6f,\"wait_seconds\":%.6f,\"delay_seconds\":%.6f}\n",
+                  Now(), o_.rank, static_cast<long long>(step), static_cast<long long>(epoch),
+                  JsonNumber(loss, "%.6f").c_str(), eps, staleness, step_seconds, wait_seconds,
+                  delay_seconds);
+    metrics_ << line;
+    metrics_.flush();
+  }
+
+  // The chief's evaluations: after each epoch and at the end.
+  void WriteEval(int64_t step, int64_t epoch, const EpochStats& eval) {
+    if (!metrics_.is_open()) return;
+    char line[320];
+    std::snprintf(line, sizeof(line),
+                  "{\"kind\":\"eval\",\"time\":%.3f,\"worker\":%d,\"step\":%lld,"
+                  "\"epoch\":%lld,\"test_accuracy\":%s,\"test_loss\":%s}\n",
+                  Now(), o_.rank, static_cast<long long>(step), static_cast<long long>(epoch),
+                  JsonNumber(eval.accuracy, "%.6f").c_str(),
+                  JsonNumber(eval.mean_loss, "%.6f").c_str());
     metrics_ << line;
     metrics_.flush();
   }
@@ -374,6 +428,9 @@ class Trainer::Impl {
   std::vector<std::future<Result<ps::PulledVariable>>> pulls_;
   std::ofstream metrics_;
   bool tty_ = false;
+  StragglerPlan plan_;
+  double total_wait_ = 0;   // seconds spent waiting for parameters (the barrier, in sync)
+  double total_delay_ = 0;  // seconds of injected delay
 };
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(TrainerOptions options) {
@@ -393,18 +450,6 @@ Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
 Result<TrainingSummary> Trainer::Run() { return impl_->Run(); }
 
-namespace {
-
-// JSON has no NaN or infinity: a diverged run reports null.
-std::string JsonNumber(double v, const char* format) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
-}  // namespace
-
 std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank) {
   char buf[1024];
   std::snprintf(
@@ -421,7 +466,17 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
       job.servers, job.EffectiveReplicas(), job.staleness, job.model.c_str(), job.batch_size,
       static_cast<unsigned long long>(s.dropped_stale),
       static_cast<unsigned long long>(s.updates_applied), s.mean_staleness, s.p99_staleness, rank);
-  return buf;
+  std::string out = buf;
+  out.pop_back();  // the closing brace
+  char more[128];
+  std::snprintf(more, sizeof(more), ",\"wait_seconds\":%.3f,\"injected_delay_seconds\":%.3f",
+                s.wait_seconds, s.injected_delay_seconds);
+  out += more;
+  out += ",\"staleness_histogram\":[";
+  for (size_t i = 0; i < s.staleness_histogram.size(); ++i) {
+    out += (i ? "," : "") + std::to_string(s.staleness_histogram[i]);
+  }
+  return out + "]}";
 }
 
 }  // namespace towerps::worker

@@ -53,6 +53,9 @@ struct TrainingSummary {
   double mean_staleness = 0;   // over every update applied (chief)
   double p99_staleness = 0;
   uint64_t updates_applied = 0;
+  std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)
+  double wait_seconds = 0;            // this worker: waiting for parameters (the sync barrier)
+  double injected_delay_seconds = 0;  // this worker: --straggler/--slow-workers delays
 };
 
 class Trainer {
