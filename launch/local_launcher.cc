@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "kernels/gpu_devices.h"
+#include "launch/gpus.h"
 #include "launch/process_group.h"
 #include "worker/straggler.h"
 
@@ -31,20 +31,6 @@ std::string DefaultRunDir() {
   char stamp[64];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
   return "runs/" + std::string(stamp) + "-" + std::to_string(getpid());
-}
-
-// CUDA_VISIBLE_DEVICES for worker `rank`: round-robin over the visible GPUs, keeping the ids the
-// user's own CUDA_VISIBLE_DEVICES named. Empty when there is no GPU.
-std::string GpuFor(int rank) {
-  const std::vector<kernels::GpuInfo> gpus = kernels::ListGpus();
-  if (gpus.empty()) return "";
-  std::vector<std::string> ids;
-  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible) {
-    std::stringstream ss(visible);
-    for (std::string id; std::getline(ss, id, ',');) ids.push_back(id);
-  }
-  const auto& gpu = gpus[static_cast<size_t>(rank) % gpus.size()];
-  return static_cast<size_t>(gpu.index) < ids.size() ? ids[gpu.index] : std::to_string(gpu.index);
 }
 
 std::string Join(const std::vector<std::string>& lines) {
@@ -185,7 +171,7 @@ Status LocalLauncher::Run() {
     argv.insert(argv.end(), job_args.begin(), job_args.end());
     argv.insert(argv.end(), worker_args.begin(), worker_args.end());
     std::vector<std::string> env;
-    if (const std::string gpu = GpuFor(w); !gpu.empty())
+    if (const std::string gpu = GpuForRank(w); !gpu.empty())
       env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
     TOWERPS_ASSIGN_OR_RETURN(size_t i, group.Start("worker:" + std::to_string(w), argv, env));
     table << "worker " << w << " pid " << group.pid(i) << " log " << group.LogPath(i) << "\n";

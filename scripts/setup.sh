@@ -12,6 +12,7 @@ PACKAGES=(
   zlib1g-dev
   libopenblas-dev
   dataset-fashion-mnist
+  openmpi-bin
   python3
 )
 

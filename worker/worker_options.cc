@@ -45,6 +45,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (log_device_placement) a.push_back("--log-device-placement");
   if (allow_soft_placement) a.push_back("--allow-soft-placement");
   if (!final_params_out.empty()) add("--final-params-out", final_params_out);
+  if (shutdown_servers) a.push_back("--shutdown-servers");
   if (!straggler.empty()) add("--straggler", straggler);
   if (!straggler_dist.empty()) add("--straggler-dist", straggler_dist);
   if (!slow_workers.empty()) add("--slow-workers", slow_workers);
@@ -72,7 +73,10 @@ WorkerFlags::WorkerFlags()
       "fall back to an existing device (with a warning) when a tower's device is missing")(
       "final-params-out", po::value(&o.final_params_out),
       "chief: write the final parameters to this file")(
-      "straggler", po::value(&o.straggler), "RANK:DELAY: worker RANK sleeps DELAY every step")(
+      "shutdown-servers", po::bool_switch(&o.shutdown_servers),
+      "chief: ask the servers to checkpoint and exit at the end (set by towerps-launch --mpi, "
+      "--slurm and --cluster)")("straggler", po::value(&o.straggler),
+                                "RANK:DELAY: worker RANK sleeps DELAY every step")(
       "straggler-dist", po::value(&o.straggler_dist),
       "exp:MEAN or uniform:LO:HI: random per-step delays for every worker (seeded)")(
       "slow-workers", po::value(&o.slow_workers),

@@ -25,6 +25,7 @@ struct WorkerOptions {
   bool log_device_placement = false;
   bool allow_soft_placement = false;  // a missing device falls back to one that exists
   std::string final_params_out;       // chief: the final parameters, for comparisons
+  bool shutdown_servers = false;      // chief: stop the servers at the end (no launcher does)
   // Injected slow-downs (worker/straggler.h); every worker gets the same plan.
   std::string straggler;       // RANK:DELAY
   std::string straggler_dist;  // exp:MEAN or uniform:LO:HI

@@ -258,6 +258,13 @@ class Trainer::Impl {
     while (!hist.empty() && hist.back() == 0) hist.pop_back();
     s.staleness_histogram = hist;
     if (!o_.worker.final_params_out.empty()) TOWERPS_RETURN_IF_ERROR(WriteFinalParams());
+    if (o_.worker.shutdown_servers) {
+      // Every worker's last update is in (the final pull above waited for it).
+      for (int srv = 0; srv < client_->num_servers(); ++srv) {
+        TOWERPS_RETURN_IF_ERROR(client_->Shutdown(srv).get());
+      }
+      TOWERPS_LOG(kInfo) << "asked the " << client_->num_servers() << " server(s) to stop";
+    }
     return s;
   }
 

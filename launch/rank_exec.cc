@@ -1,0 +1,110 @@
+#include "launch/rank_exec.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/deadline.h"
+#include "launch/gpus.h"
+
+namespace towerps::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string NextToSelf(const std::string& name) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? name : (self.parent_path() / name).string();
+}
+
+std::string EndpointFile(const std::string& run_dir, int rank) {
+  return (fs::path(run_dir) / ("ps-" + std::to_string(rank) + ".endpoint")).string();
+}
+
+Result<std::vector<std::string>> AwaitEndpoints(const RoleAssignment& role,
+                                                const LaunchOptions& o) {
+  if (o.run_dir.empty()) {
+    return InvalidArgumentError(
+        "the servers' hosts are unknown here (MPI across nodes): pass "
+        "--run-dir on a shared file system for the rendezvous");
+  }
+  std::vector<std::string> endpoints;
+  const Deadline deadline = Deadline::After(o.startup_timeout);
+  for (int r = 0; r < role.servers; ++r) {
+    const std::string path = EndpointFile(o.run_dir, r);
+    while (!fs::exists(path)) {
+      if (deadline.expired()) {
+        return TimeoutError("server " + std::to_string(r) + " did not publish " + path +
+                            " in time; is --run-dir shared by all nodes?");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::string e;
+    std::ifstream(path) >> e;
+    endpoints.push_back(e);
+  }
+  return endpoints;
+}
+
+}  // namespace
+
+Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
+  std::vector<std::string> argv;
+  const std::vector<std::string> job = o.job.ToArgs();
+  if (role.role == RoleAssignment::Role::kServer) {
+    argv = {o.server_binary.empty() ? NextToSelf("towerps-server") : o.server_binary,
+            "--rank",
+            std::to_string(role.rank),
+            "--bind",
+            o.bind,
+            "--port",
+            std::to_string(role.port),
+            "--threads",
+            std::to_string(o.server_threads)};
+    if (!o.checkpoint_dir.empty()) {
+      argv.insert(argv.end(), {"--checkpoint-dir", o.checkpoint_dir, "--checkpoint-every",
+                               std::to_string(o.checkpoint_every)});
+    }
+    if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
+    if (role.ps_endpoints.empty()) {  // publish for the rendezvous
+      char host[256] = {0};
+      gethostname(host, sizeof(host) - 1);
+      std::error_code ec;
+      fs::create_directories(o.run_dir, ec);
+      const std::string path = EndpointFile(o.run_dir, role.rank);
+      std::ofstream(path + ".tmp") << "tcp://" << host << ":" << role.port << "\n";
+      fs::rename(path + ".tmp", path, ec);
+      if (ec) return IoError("cannot publish " + path + ": " + ec.message());
+    }
+  } else {
+    std::vector<std::string> endpoints = role.ps_endpoints;
+    if (endpoints.empty()) {
+      TOWERPS_ASSIGN_OR_RETURN(endpoints, AwaitEndpoints(role, o));
+    }
+    std::string list;
+    for (const std::string& e : endpoints) list += (list.empty() ? "" : ",") + e;
+    argv = {o.worker_binary.empty() ? NextToSelf("towerps-worker") : o.worker_binary, "--rank",
+            std::to_string(role.rank), "--ps-endpoints", list};
+    worker::WorkerOptions wo = o.worker;
+    wo.shutdown_servers = true;  // no launcher stays behind to stop the servers
+    const std::vector<std::string> w = wo.ToArgs();
+    argv.insert(argv.end(), w.begin(), w.end());
+    if (const std::string gpu = GpuForRank(role.local_rank); !gpu.empty()) {
+      setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
+    }
+  }
+  argv.insert(argv.end(), job.begin(), job.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::fflush(stdout);
+  execv(cargv[0], cargv.data());
+  return InternalError("cannot exec " + argv[0] + ": " + std::strerror(errno));
+}
+
+}  // namespace towerps::launch

@@ -1,0 +1,21 @@
+// Becomes the process a RoleAssignment names: execs towerps-server or towerps-worker with the
+// job's options, the role's rank and endpoints, and the GPU of its local rank.
+//
+// When the workers cannot know the servers' hosts (MPI across nodes), the servers publish
+// "tcp://<hostname>:<port>" in <run_dir>/ps-<r>.endpoint before they start, and workers wait
+// (up to the startup timeout) for every file: run_dir must then be on a shared file system.
+//
+// Contract: returns only on failure (the exec did not happen); never returns OK.
+#ifndef TOWERPS_LAUNCH_RANK_EXEC_H_
+#define TOWERPS_LAUNCH_RANK_EXEC_H_
+
+#include "launch/local_launcher.h"
+#include "launch/role.h"
+
+namespace towerps::launch {
+
+Status ExecRole(const RoleAssignment& role, const LaunchOptions& options);
+
+}  // namespace towerps::launch
+
+#endif  // TOWERPS_LAUNCH_RANK_EXEC_H_

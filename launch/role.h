@@ -1,0 +1,63 @@
+// Process-per-rank launching: when a cluster engine (mpirun, srun) or the user starts one
+// towerps-launch per process, each one works out its own role and becomes that process.
+//
+// RoleAssignment says what this process is: a server (rank, port to listen on) or a worker
+// (rank, the servers' endpoints). The resolvers read the conventions of each engine:
+//   cluster spec  --cluster FILE --role ps|worker --index i, or TOWERPS_CONFIG (as TF_CONFIG)
+//   MPI           OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK, else PMI_RANK/PMI_SIZE, else PMIX_RANK
+//   Slurm         SLURM_PROCID/NTASKS/LOCALID, SLURM_JOB_NODELIST (scontrol show hostnames),
+//                 SLURM_TASKS_PER_NODE
+// In the MPI and Slurm modes the first `servers` ranks are servers (or, with servers per node,
+// the first local ranks of each node) and the rest are workers; server r listens on
+// base_port + r.
+//
+// Contract: pure functions of their inputs (the environment is passed in as a map, read only by
+// the entry point), except ExpandSlurmNodelist, which runs scontrol. Errors name the variable or
+// file that is missing or wrong.
+#ifndef TOWERPS_LAUNCH_ROLE_H_
+#define TOWERPS_LAUNCH_ROLE_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace towerps::launch {
+
+struct RoleAssignment {
+  enum class Role { kServer, kWorker } role = Role::kWorker;
+  int rank = 0;        // server rank or worker rank
+  int local_rank = 0;  // among this node's processes: picks the GPU
+  int servers = 0, workers = 0;
+  int port = 0;                           // servers: where to listen
+  std::vector<std::string> ps_endpoints;  // workers: tcp://host:port, by server rank
+};
+
+using Environment = std::map<std::string, std::string>;
+
+// TensorFlow-style cluster spec: {"cluster": {"ps": ["h:p", ...], "worker": ["h:p", ...]},
+// "task": {"type": "worker", "index": 1}} (or the two maps without "cluster"). An empty
+// `role` takes the task from the JSON.
+Result<RoleAssignment> RoleFromClusterSpec(const std::string& json, const std::string& role,
+                                           int index, const std::string& where);
+
+// MPI or Slurm ranks; `hosts_of_rank` maps every global rank to its host (Slurm), or is empty
+// when all ranks share one host (MPI without a host map).
+struct RankLayout {
+  int rank = 0, size = 0, local_rank = 0;
+  std::vector<std::string> hosts_of_rank;
+};
+Result<RankLayout> MpiLayout(const Environment& env);
+Result<RankLayout> SlurmLayout(const Environment& env, const std::vector<std::string>& nodes);
+Result<RoleAssignment> RoleFromLayout(const RankLayout& layout, int servers, int servers_per_node,
+                                      int base_port);
+
+// "node[01-03],gpu7" through `scontrol show hostnames`.
+Result<std::vector<std::string>> ExpandSlurmNodelist(const std::string& nodelist);
+// "2(x3),1" -> {2, 2, 2, 1}.
+Result<std::vector<int>> ParseTasksPerNode(const std::string& text);
+
+}  // namespace towerps::launch
+
+#endif  // TOWERPS_LAUNCH_ROLE_H_

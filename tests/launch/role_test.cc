@@ -1,0 +1,102 @@
+#include "launch/role.h"
+
+#include <gtest/gtest.h>
+
+namespace towerps::launch {
+namespace {
+
+constexpr char kSpec[] =
+    R"({"cluster": {"ps": ["10.0.0.1:7000", "10.0.0.2:7001"], "worker": ["a:1", "b:2", "c:3"]},
+        "task": {"type": "worker", "index": 2}})";
+
+TEST(ClusterSpecTest, RolesAndEndpoints) {
+  auto ps = RoleFromClusterSpec(kSpec, "ps", 1, "spec.json");
+  ASSERT_TRUE(ps.ok()) << ps.status().ToString();
+  EXPECT_EQ(ps->role, RoleAssignment::Role::kServer);
+  EXPECT_EQ(ps->rank, 1);
+  EXPECT_EQ(ps->port, 7001);
+  EXPECT_EQ(ps->servers, 2);
+  EXPECT_EQ(ps->workers, 3);
+  auto task = RoleFromClusterSpec(kSpec, "", -1, "TOWERPS_CONFIG");  // from "task"
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->role, RoleAssignment::Role::kWorker);
+  EXPECT_EQ(task->rank, 2);
+  EXPECT_EQ(task->ps_endpoints,
+            (std::vector<std::string>{"tcp://10.0.0.1:7000", "tcp://10.0.0.2:7001"}));
+}
+
+TEST(ClusterSpecTest, ErrorsNameTheProblem) {
+  struct Case {
+    std::string json, role;
+    int index;
+    std::string expect;
+  };
+  for (const Case& c :
+       {Case{"{not json", "ps", 0, "not valid JSON"},
+        Case{R"({"ps": ["h:1"]})", "ps", 0, "no \"worker\" list"},
+        Case{R"({"ps": ["h"], "worker": ["w:1"]})", "ps", 0, "'h' is not host:port"},
+        Case{R"({"ps": ["h:1"], "worker": ["w:1"]})", "chief", 0, "'chief'"},
+        Case{R"({"ps": ["h:1"], "worker": ["w:1"]})", "worker", 3, "index 3"},
+        Case{R"({"ps": ["h:1"], "worker": ["w:1"]})", "", -1, "no \"task\""}}) {
+    auto r = RoleFromClusterSpec(c.json, c.role, c.index, "spec.json");
+    ASSERT_FALSE(r.ok()) << c.expect;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(MpiLayoutTest, OpenMpiAndPmiVariables) {
+  auto l = MpiLayout({{"OMPI_COMM_WORLD_RANK", "2"},
+                      {"OMPI_COMM_WORLD_SIZE", "4"},
+                      {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->rank, 2);
+  EXPECT_EQ(l->hosts_of_rank.size(), 4u);  // one node: loopback endpoints
+  auto p = MpiLayout({{"PMI_RANK", "1"}, {"PMI_SIZE", "3"}});
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->hosts_of_rank.empty());  // hosts unknown: rendezvous through --run-dir
+  EXPECT_EQ(MpiLayout({}).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(MpiLayout({{"PMI_RANK", "x"}, {"PMI_SIZE", "3"}}).ok());
+}
+
+TEST(SlurmLayoutTest, BlockDistributionOverNodes) {
+  EXPECT_EQ(*ParseTasksPerNode("2(x3),1"), (std::vector<int>{2, 2, 2, 1}));
+  EXPECT_FALSE(ParseTasksPerNode("two").ok());
+  const std::vector<std::string> nodes = {"n1", "n2", "n3"};
+  auto l = SlurmLayout({{"SLURM_PROCID", "3"},
+                        {"SLURM_NTASKS", "5"},
+                        {"SLURM_LOCALID", "1"},
+                        {"SLURM_TASKS_PER_NODE", "2(x2),1"}},
+                       nodes);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  EXPECT_EQ(l->hosts_of_rank, (std::vector<std::string>{"n1", "n1", "n2", "n2", "n3"}));
+  EXPECT_FALSE(SlurmLayout({{"SLURM_PROCID", "0"},
+                            {"SLURM_NTASKS", "5"},
+                            {"SLURM_LOCALID", "0"},
+                            {"SLURM_TASKS_PER_NODE", "2"}},
+                           nodes)
+                   .ok());
+}
+
+TEST(RoleFromLayoutTest, FirstRanksOrFirstPerNodeAreServers) {
+  RankLayout l{3, 5, 1, {"n1", "n1", "n2", "n2", "n3"}};
+  auto a = RoleFromLayout(l, 2, 0, 7000);  // ranks 0, 1 serve
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->role, RoleAssignment::Role::kWorker);
+  EXPECT_EQ(a->rank, 1);
+  EXPECT_EQ(a->ps_endpoints, (std::vector<std::string>{"tcp://n1:7000", "tcp://n1:7001"}));
+  auto b = RoleFromLayout(l, 0, 1, 7000);  // one server per node: ranks 0, 2, 4
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->servers, 3);
+  EXPECT_EQ(b->workers, 2);
+  EXPECT_EQ(b->rank, 1);  // rank 3 is the second worker
+  EXPECT_EQ(b->ps_endpoints.back(), "tcp://n3:7002");
+  l.rank = 2;
+  auto s = RoleFromLayout(l, 0, 1, 7000);
+  EXPECT_EQ(s->role, RoleAssignment::Role::kServer);
+  EXPECT_EQ(s->port, 7001);
+  EXPECT_FALSE(RoleFromLayout(l, 5, 0, 7000).ok());  // no worker left
+}
+
+}  // namespace
+}  // namespace towerps::launch
