@@ -99,7 +99,15 @@ bool Batcher::Next(Batch* batch) {
   batch->size = static_cast<int>(n);
   batch->x.resize(n * static_cast<size_t>(NumElements(out_shape_)));
   batch->labels.resize(n);
-  for (size_t i = 0; i < n; ++i) Fill(order_[cursor_ + i], static_cast<int64_t>(i), batch);
+  const int64_t bytes = data_->example_size();
+  for (size_t i = 0; i < n; ++i) {
+    // Examples sit at random places in a large array: fetch the next one while converting this.
+    if (i + 1 < n) {
+      const uint8_t* next = data_->pixels.data() + order_[cursor_ + i + 1] * bytes;
+      for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(next + off);
+    }
+    Fill(order_[cursor_ + i], static_cast<int64_t>(i), batch);
+  }
   cursor_ += n;
   return true;
 }
