@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/cpu_backend.h"
 #include "worker/data/synthetic.h"
 #include "worker/model/zoo.h"
@@ -30,6 +32,30 @@ TEST(MomentumSgdTest, FollowsThePyTorchRuleOverTwoSteps) {
   const float g1 = model->gradient(0)[0];
   sgd.Step();  // v = 0.9 g0 + g1
   EXPECT_FLOAT_EQ(model->value(0)[0], p0 - 0.5f * g0 - 0.5f * (0.9f * g0 + g1));
+}
+
+TEST(MomentumSgdTest, PerLayerUpdatesFromTheHookEqualAFullStep) {
+  auto cpu = kernels::CpuBackend::Create({}).value();
+  auto a = ZooModel("cnn")->Build<float>(cpu.get(), 3).value();
+  auto b = ZooModel("cnn")->Build<float>(cpu.get(), 3).value();
+  auto sgd_a = MomentumSgd::Create(a.get(), cpu.get(), {}).value();
+  auto sgd_b = MomentumSgd::Create(b.get(), cpu.get(), {}).value();
+  const Dataset data = MakeSyntheticDataset({.size = 16, .example_shape = {1, 28, 28}}).value();
+  auto batches =
+      Batcher::Create(&data, {.batch_size = 8, .mean = {0.5f}, .stddev = {0.25f}}).value();
+  Batch batch;
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(batches->Next(&batch));
+    ASSERT_TRUE(a->TrainStep(batch.x.data(), batch.labels.data(), batch.size).ok());
+    sgd_a.Step();
+    ASSERT_TRUE(b->TrainStep(batch.x.data(), batch.labels.data(), batch.size, [&](int v) {
+                   sgd_b.StepVariable(v);
+                 }).ok());
+  }
+  for (int v = 0; v < a->num_variables(); ++v) {
+    ASSERT_TRUE(std::equal(a->value(v).begin(), a->value(v).end(), b->value(v).begin()))
+        << a->variables()[v].name;
+  }
 }
 
 TEST(MomentumSgdTest, RejectsBadOptions) {
