@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Side-by-side CPU training throughput: towerps-bench train vs bench/pytorch_baseline.py, same
 # model, batch, optimizer, data and thread count, run back to back (the machine is shared, so each
-# pair is run `rounds` times, alternating, and the best of each side is kept).
+# triple is run `rounds` times, alternating, and the best of each is kept). PyTorch runs twice:
+# with OpenBLAS limited to T threads (the fair comparison), and with only torch.set_num_threads(T)
+# (OpenBLAS then uses every core for Linear layers).
 #   bench/compare_pytorch.sh [--seconds S] [--rounds R] [--models "mlp cnn"] [--threads "1 2"]
 #                            [--batch B]
-# Prints a Markdown table: model, threads, TowerPS examples/s, PyTorch examples/s, ratio.
+# Prints a Markdown table: model, threads, TowerPS, PyTorch (BLAS pinned), ratio, PyTorch
+# (BLAS unpinned), ratio; examples/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=8 rounds=2 models="mlp cnn" threads="1 2" batch=64
@@ -27,20 +30,23 @@ bench=build/release/bin/towerps-bench
 eps() { sed -n 's/.*"examples_per_sec": *\([0-9.]*\).*/\1/p'; }
 best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
 
-echo "| model | batch | threads | TowerPS examples/s | PyTorch examples/s | TowerPS / PyTorch |"
-echo "|---|---|---|---|---|---|"
+echo "| model | batch | threads | TowerPS | PyTorch, OpenBLAS at T threads | ratio | PyTorch, OpenBLAS default | ratio |"
+echo "|---|---|---|---|---|---|---|---|"
 for m in $models; do
   for t in $threads; do
-    ours=0 theirs=0
+    ours=0 theirs=0 unpinned=0
     for _ in $(seq "$rounds"); do
       o=$("$bench" train --model "$m" --batch "$batch" --intra-op-threads "$t" \
             --seconds "$seconds" --json 2>/dev/null | eps)
       p=$(/usr/bin/python3 bench/pytorch_baseline.py --model "$m" --batch "$batch" \
             --threads "$t" --seconds "$seconds" --json 2>/dev/null | eps)
-      ours=$(best "$ours" "$o") theirs=$(best "$theirs" "$p")
-      echo "  $m t=$t: towerps $o, pytorch $p" >&2
+      u=$(/usr/bin/python3 bench/pytorch_baseline.py --model "$m" --batch "$batch" \
+            --threads "$t" --blas-threads 0 --seconds "$seconds" --json 2>/dev/null | eps)
+      ours=$(best "$ours" "$o") theirs=$(best "$theirs" "$p") unpinned=$(best "$unpinned" "$u")
+      echo "  $m t=$t: towerps $o, pytorch $p, pytorch (OpenBLAS default) $u" >&2
     done
     ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')
-    echo "| $m | $batch | $t | $ours | $theirs | $ratio |"
+    ratio_u=$(awk -v a="$ours" -v b="$unpinned" 'BEGIN { printf "%.2f", a / b }')
+    echo "| $m | $batch | $t | $ours | $theirs | $ratio | $unpinned | $ratio_u |"
   done
 done

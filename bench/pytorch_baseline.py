@@ -7,6 +7,12 @@ normalized with mean 0.2860 / std 0.3530, reshuffled each epoch) and thread coun
 
   bench/pytorch_baseline.py --model cnn --batch 64 --threads 2 [--seconds 10] [--json]
 
+Thread count: torch.set_num_threads(T) limits PyTorch's own (OpenMP) threads, but Debian's torch
+calls OpenBLAS for Linear layers, and OpenBLAS starts one thread per core unless
+OPENBLAS_NUM_THREADS is set before it loads. So by default this script also sets
+OPENBLAS_NUM_THREADS=T (--blas-threads T); --blas-threads 0 leaves OpenBLAS at its default, which
+is what a plain torch.set_num_threads(T) script gets.
+
 Needs Debian's python3-torch (apt-get install -y python3-torch).
 """
 import argparse
@@ -17,8 +23,6 @@ import sys
 import time
 
 import numpy as np
-import torch
-from torch import nn
 
 MEAN, STD = 0.2860, 0.3530
 
@@ -61,8 +65,16 @@ def main():
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--warmup-steps", type=int, default=30)
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--blas-threads", type=int, default=-1,
+                   help="OPENBLAS_NUM_THREADS (default: --threads; 0: OpenBLAS's own default)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
+    blas = a.threads if a.blas_threads < 0 else a.blas_threads
+    if blas > 0:
+        os.environ["OPENBLAS_NUM_THREADS"] = str(blas)  # read when OpenBLAS loads, with torch
+    global torch, nn
+    import torch
+    from torch import nn
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -110,6 +122,7 @@ def main():
     if a.json:
         print(json.dumps({"bench": "train", "impl": "pytorch", "torch": torch.__version__,
                           "model": a.model, "batch": a.batch, "threads": a.threads,
+                          "openblas_threads": blas if blas > 0 else "default",
                           "steps": steps, "seconds": round(secs, 3),
                           "examples_per_sec": round(eps, 1), "final_loss": float(loss)}))
     else:

@@ -158,6 +158,7 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   }
   r.measured_seconds = Seconds(Clock::now() - start);
   r.examples_per_second = static_cast<double>(r.measured_steps) * o.batch_size / r.measured_seconds;
+  if (o.profile) r.layers = ProfileLayers(*model, *backend, o.batch_size, 50);
   return r;
 }
 

@@ -78,17 +78,20 @@ void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
     return;
   }
   if (m >= n) {  // split the rows of C (and of op(A))
-    pool_.ParallelFor(m, 32, [&](int, int64_t i0, int64_t i1) {
-      const float* a_part = trans_a ? a + i0 : a + i0 * k;
-      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(i1 - i0), n, k, alpha, a_part, lda, b,
-                  ldb, beta, c + i0 * n, n);
-    });
+    // One piece per thread (at least 32 rows): narrower GEMMs lose more than balancing gains.
+    pool_.ParallelFor(m, std::max<int64_t>(32, (m + pool_.size() - 1) / pool_.size()),
+                      [&](int, int64_t i0, int64_t i1) {
+                        const float* a_part = trans_a ? a + i0 : a + i0 * k;
+                        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(i1 - i0), n, k, alpha,
+                                    a_part, lda, b, ldb, beta, c + i0 * n, n);
+                      });
   } else {  // split the columns of C (and of op(B))
-    pool_.ParallelFor(n, 64, [&](int, int64_t j0, int64_t j1) {
-      const float* b_part = trans_b ? b + j0 * k : b + j0;
-      cblas_sgemm(CblasRowMajor, ta, tb, m, static_cast<int>(j1 - j0), k, alpha, a, lda, b_part,
-                  ldb, beta, c + j0, n);
-    });
+    pool_.ParallelFor(n, std::max<int64_t>(64, (n + pool_.size() - 1) / pool_.size()),
+                      [&](int, int64_t j0, int64_t j1) {
+                        const float* b_part = trans_b ? b + j0 * k : b + j0;
+                        cblas_sgemm(CblasRowMajor, ta, tb, m, static_cast<int>(j1 - j0), k, alpha,
+                                    a, lda, b_part, ldb, beta, c + j0, n);
+                      });
   }
 }
 

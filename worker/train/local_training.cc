@@ -10,9 +10,10 @@ Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batch
   Batch batch;
   batches.StartEpoch(epoch);
   while (batches.Next(&batch)) {
+    // Each layer is updated as soon as backward has produced its gradient.
     TOWERPS_ASSIGN_OR_RETURN(StepResult r,
-                             model.TrainStep(batch.x.data(), batch.labels.data(), batch.size));
-    optimizer.Step();
+                             model.TrainStep(batch.x.data(), batch.labels.data(), batch.size,
+                                             [&](int v) { optimizer.StepVariable(v); }));
     loss_sum += r.loss * r.batch;
     correct += r.correct;
     stats.examples += r.batch;

@@ -23,8 +23,8 @@ struct EpochStats {
 inline constexpr float kFashionMnistMean = 0.2860f;
 inline constexpr float kFashionMnistStddev = 0.3530f;
 
-// Trains on every batch of `epoch`. `on_step(step_in_epoch)`, when set, is called after each
-// update.
+// Trains on every batch of `epoch`, applying the optimizer to each layer as soon as backward has
+// produced its gradient. `on_step(step_in_epoch)`, when set, is called after each step.
 Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batcher& batches,
                               int64_t epoch, const std::function<void(int64_t)>& on_step = nullptr);
 

@@ -28,12 +28,14 @@ MomentumSgd::MomentumSgd(Model<float>* model, kernels::Backend<float>* backend,
 }
 
 void MomentumSgd::Step() {
-  for (int v = 0; v < model_->num_variables(); ++v) {
-    auto value = model_->value(v);
-    backend_->MomentumUpdate(static_cast<int64_t>(value.size()), options_.learning_rate,
-                             options_.momentum, options_.weight_decay, model_->gradient(v).data(),
-                             velocity_[v].data(), value.data());
-  }
+  for (int v = 0; v < model_->num_variables(); ++v) StepVariable(v);
+}
+
+void MomentumSgd::StepVariable(int v) {
+  auto value = model_->value(v);
+  backend_->MomentumUpdate(static_cast<int64_t>(value.size()), options_.learning_rate,
+                           options_.momentum, options_.weight_decay, model_->gradient(v).data(),
+                           velocity_[v].data(), value.data());
 }
 
 }  // namespace towerps::worker

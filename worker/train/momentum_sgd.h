@@ -29,6 +29,10 @@ class MomentumSgd {
 
   // Applies the model's current gradients to its values.
   void Step();
+  // Applies variable v's gradient only. Passed as Model::TrainStep's gradient-ready hook it
+  // updates each layer while its gradient is still in cache, with the same result as Step()
+  // after backward (a layer's values are not read again by the rest of backward).
+  void StepVariable(int v);
 
  private:
   MomentumSgd(Model<float>* model, kernels::Backend<float>* backend,
