@@ -12,7 +12,7 @@ PACKAGES=(
   zlib1g-dev
   libopenblas-dev
   dataset-fashion-mnist
-  python3
+  python3 python3-numpy python3-matplotlib
 )
 
 missing=()
