@@ -130,8 +130,9 @@ def _as_list(path, key, value, kind, check=None, why=""):
     values = value if isinstance(value, list) else [value]
     _require(len(values) > 0, path, key, value, "must not be empty")
     for v in values:
-        ok = isinstance(v, kind) and not (kind is int and isinstance(v, bool))
-        _require(ok, path, key, value, f"each value must be {kind.__name__}")
+        ok = isinstance(v, kind) and not isinstance(v, bool)
+        kind_name = "number" if isinstance(kind, tuple) else kind.__name__
+        _require(ok, path, key, value, f"each value must be a {kind_name}")
         if check is not None:
             _require(check(v), path, key, v, why)
     return values
