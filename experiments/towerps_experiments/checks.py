@@ -1,7 +1,7 @@
 """A preset's expected effects ([[checks]] in the sweep file), evaluated from measured results.
 
 Each check compares per-configuration means of one metric:
-  final_accuracy  mean test accuracy over seeds, a diverged seed counting as 0
+  final_accuracy  mean test accuracy over seeds, a null (NaN) accuracy counting as 0
   time_to_target  mean seconds to the target accuracy; infinite if any seed never reached it
   throughput      mean examples/sec
   mean_staleness  mean staleness of applied updates

@@ -39,8 +39,9 @@ def render(results_dir, stats, target, plots, check_results, sweep_source):
         out += [sweep_source["description"].strip(), ""]
     n_runs = sum(len(s.runs) for s in stats)
     out += [f"{n_runs} runs in {len(stats)} configurations; target test accuracy {target:g}. "
-            "Means and standard deviations are over seeds; a diverged seed (null accuracy) is "
-            "left out of the accuracy mean and counted under *diverged*. Time to target counts "
+            "Means and standard deviations are over seeds. A seed counts as *diverged* when its "
+            "accuracy is null or both its test and train losses are (NaN); a null accuracy is "
+            "left out of the mean, a reported one (a diverged model scores ~0.1) is kept. Time to target counts "
             "from launch (process start-up included) to the first evaluation at or above the "
             "target, over the seeds that reached it. Staleness comes from the summary's "
             "histogram where present.", "", "## Configurations", "", table(stats, target), ""]

@@ -140,7 +140,11 @@ class RunResult:
 
     @property
     def diverged(self):
-        return self.ok and self.final_accuracy is None
+        """Null accuracy, or null test and train loss (the worker's NaN): today's binaries
+        still report the chance-level accuracy of a diverged model (0.1)."""
+        return self.ok and (self.final_accuracy is None or (
+            _num(self.summary.get("test_loss")) is None
+            and _num(self.summary.get("final_train_loss")) is None))
 
     def time_to_target(self, target):
         """Seconds from launch to the first evaluation with test accuracy >= target, or
@@ -278,7 +282,7 @@ def config_stats(runs, target):
         updates = [_num(r.summary.get("updates_applied")) for r in ok]
         out.append(ConfigStats(
             name=name, runs=rs, n_ok=len(ok), n_failed=len(rs) - len(ok),
-            n_diverged=sum(a is None for a in accs),
+            n_diverged=sum(r.diverged for r in ok),
             accuracy=_mean_std(accs),
             accuracy_or_zero=(statistics.fmean(a if a is not None else 0.0 for a in accs)
                               if accs else None),
