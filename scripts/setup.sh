@@ -13,7 +13,7 @@ PACKAGES=(
   libopenblas-dev
   dataset-fashion-mnist
   openmpi-bin
-  python3
+  python3 python3-numpy python3-matplotlib
 )
 
 missing=()

@@ -1,0 +1,1 @@
+"""TowerPS experiment tooling: sweeps over update modes, their results, plots and reports."""

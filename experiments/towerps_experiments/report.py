@@ -1,0 +1,98 @@
+"""report.md for a results directory: the configuration table, failures, checks and plots."""
+
+import math
+import os
+
+from . import checks as checks_mod
+from . import results as res
+
+
+def _pm(mean_std, fmt="{:.4f}"):
+    mean, std = mean_std
+    if mean is None:
+        return "—"
+    return f"{fmt.format(mean)} ± {fmt.format(std)}"
+
+
+def _opt(v, fmt):
+    return "—" if v is None else fmt.format(v)
+
+
+def table(stats, target):
+    head = ("| configuration | runs ok | final accuracy (mean ± std) | diverged | "
+            f"time to {target:g} s (mean ± std) | reached | examples/s | mean staleness | "
+            "p99 staleness | dropped gradients |")
+    lines = [head, "|" + "---|" * 10]
+    for s in stats:
+        lines.append(
+            f"| {s.name} | {s.n_ok}/{len(s.runs)} | {_pm(s.accuracy)} | {s.n_diverged} | "
+            f"{_pm(s.time_to_target, '{:.1f}')} | {s.n_reached}/{s.n_ok} | "
+            f"{_pm(s.throughput, '{:.0f}')} | {_opt(s.mean_staleness, '{:.2f}')} | "
+            f"{_opt(s.p99_staleness, '{:g}')} | {_opt(s.dropped, '{:.0f}')} |")
+    return "\n".join(lines)
+
+
+def render(results_dir, stats, target, plots, check_results, sweep_source):
+    name = sweep_source.get("name", os.path.basename(os.path.normpath(results_dir)))
+    out = [f"# Sweep `{name}`", ""]
+    if sweep_source.get("description"):
+        out += [sweep_source["description"].strip(), ""]
+    n_runs = sum(len(s.runs) for s in stats)
+    out += [f"{n_runs} runs in {len(stats)} configurations; target test accuracy {target:g}. "
+            "Means and standard deviations are over seeds. A seed counts as *diverged* when its "
+            "accuracy is null or both its test and train losses are (NaN); a null accuracy is "
+            "left out of the mean, a reported one (a diverged model scores ~0.1) is kept. Time to target counts "
+            "from launch (process start-up included) to the first evaluation at or above the "
+            "target, over the seeds that reached it. Staleness comes from the summary's "
+            "histogram where present.", "", "## Configurations", "", table(stats, target), ""]
+    failed = [r for s in stats for r in s.runs if not r.ok]
+    out += ["## Failed runs", ""]
+    if failed:
+        for r in failed:
+            err = r.status.get("error") or f"exit status {r.status.get('returncode')}"
+            out.append(f"- `{r.name}`: {err} (log: `runs/{r.name}/launch.log`)")
+    else:
+        out.append("None.")
+    out.append("")
+    if check_results:
+        out += ["## Expected effects", ""]
+        for c in check_results:
+            out.append(f"- **{c.verdict}**: {c.description}. {c.detail}.")
+        out.append("")
+    out += ["## Plots", ""]
+    for stem, paths in plots.items():
+        rel = [os.path.relpath(p, results_dir) for p in paths]
+        png = next(p for p in rel if p.endswith(".png"))
+        svg = next((p for p in rel if p.endswith(".svg")), None)
+        out.append(f"![{stem}]({png})" + (f" ([SVG]({svg}))" if svg else ""))
+        out.append("")
+    out += ["## Commands", ""]
+    for s in stats:
+        for r in s.runs:
+            cmd = r.config.get("command")
+            if cmd:
+                out.append(f"- `{r.name}`: `{' '.join(cmd)}`")
+    out.append("")
+    return "\n".join(out)
+
+
+def make_report(results_dir, target=None, with_plots=True):
+    """Regenerates plots/ and report.md in results_dir. Returns (report path, check results)."""
+    sweep_source = res.load_sweep_source(results_dir)
+    if target is None:
+        target = float(sweep_source.get("target_accuracy", 0.85))
+    if not (0 < target <= 1) or math.isnan(target):
+        raise ValueError(f"--target = {target}: must be in (0, 1]")
+    runs = res.load_results(results_dir)
+    stats = res.config_stats(runs, target)
+    plots = {}
+    if with_plots:
+        from . import plots as plots_mod  # imported here: only plotting needs matplotlib
+        plots = plots_mod.make_all(stats, os.path.join(results_dir, "plots"), target)
+    check_results = checks_mod.evaluate_all(sweep_source.get("checks", []), stats)
+    path = os.path.join(results_dir, "report.md")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(render(results_dir, stats, target, plots, check_results, sweep_source))
+    os.replace(tmp, path)
+    return path, check_results

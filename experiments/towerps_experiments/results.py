@@ -1,0 +1,294 @@
+"""Reads a results directory and computes the per-run and per-configuration numbers."""
+
+import glob
+import json
+import math
+import os
+import re
+import statistics
+import time
+from dataclasses import dataclass, field
+
+
+class ResultsError(ValueError):
+    """A results directory or one of its files is unreadable; the message names it."""
+
+
+def _num(x):
+    """A float, or None for null / NaN / inf (a diverged run)."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+# C printf writes NaN/inf as bare nan, -nan, inf: not JSON. Read them as null (diverged).
+_BARE_NONFINITE = re.compile(r'(?<=[:\[,])\s*[-+]?(?:nan|inf(?:inity)?)\b', re.IGNORECASE)
+
+
+def read_metrics(path):
+    """Reads one metrics JSON-lines file. Lines without "kind" are "train" (older binaries).
+    A torn last line (the job was killed mid-write) is ignored; a bad line elsewhere is an
+    error naming the file and line."""
+    lines = []
+    with open(path) as f:
+        raw = f.read().split("\n")
+    for i, text in enumerate(raw, 1):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(_BARE_NONFINITE.sub("null", text))
+        except json.JSONDecodeError as e:
+            if i >= len(raw) - 1:
+                break
+            raise ResultsError(f"{path}:{i}: not a JSON object: {e}") from e
+        if not isinstance(obj, dict):
+            raise ResultsError(f"{path}:{i}: expected a JSON object, got {text[:60]!r}")
+        obj.setdefault("kind", "train")
+        lines.append(obj)
+    return lines
+
+
+def staleness_from_histogram(hist):
+    """(mean, p99, count) from a histogram where bucket i counts updates with staleness i and
+    the last bucket counts that staleness or more (so the mean is a lower bound when the last
+    bucket is non-empty). p99 is the smallest s with at least 99% of updates at staleness <= s.
+    Returns (None, None, 0) for an empty histogram."""
+    counts = [int(c) for c in hist]
+    if any(c < 0 for c in counts):
+        raise ResultsError(f"staleness histogram has a negative count: {hist}")
+    total = sum(counts)
+    if total == 0:
+        return None, None, 0
+    mean = sum(i * c for i, c in enumerate(counts)) / total
+    cumulative = 0
+    for i, c in enumerate(counts):
+        cumulative += c
+        if cumulative >= 0.99 * total:
+            return mean, i, total
+    raise AssertionError("unreachable")
+
+
+def staleness_from_train_lines(lines):
+    """(mean, p99) from per-window "staleness" values of train lines (each the mean staleness
+    over its logged window, weighted equally); p99 by nearest rank. None, None if absent."""
+    values = sorted(v for v in (_num(l.get("staleness")) for l in lines
+                                if l.get("kind") == "train") if v is not None)
+    if not values:
+        return None, None
+    rank = max(1, math.ceil(0.99 * len(values)))
+    return sum(values) / len(values), values[rank - 1]
+
+
+def staleness(summary, train_lines):
+    """Best available (mean, p99, source): the summary's histogram, else its mean/p99 fields,
+    else the train lines."""
+    hist = summary.get("staleness_histogram")
+    if isinstance(hist, list) and hist:
+        mean, p99, n = staleness_from_histogram(hist)
+        if n:
+            return mean, p99, "histogram"
+    mean, p99 = _num(summary.get("mean_staleness")), _num(summary.get("p99_staleness"))
+    if mean is not None:
+        return mean, p99, "summary"
+    mean, p99 = staleness_from_train_lines(train_lines)
+    return mean, p99, ("metrics" if mean is not None else None)
+
+
+def global_updates_at(train_lines, t, mode):
+    """Global parameter updates made by time t, estimated from train lines: in sync mode the
+    step is already global; in async/ssp each worker's step is its own count of pushes, so
+    the global count is the sum over workers of their last step logged at or before t."""
+    last = {}
+    for l in train_lines:
+        if l.get("time") is not None and l["time"] <= t and l.get("step") is not None:
+            w = l.get("worker", 0)
+            last[w] = max(last.get(w, 0), l["step"])
+    if not last:
+        return 0
+    return max(last.values()) if mode == "sync" else sum(last.values())
+
+
+@dataclass
+class RunResult:
+    name: str
+    path: str
+    config: dict
+    status: dict
+    summary: dict
+    train: list = field(default_factory=list)
+    evals: list = field(default_factory=list)
+
+    @property
+    def ok(self):
+        return bool(self.status.get("ok"))
+
+    @property
+    def config_name(self):
+        return self.config["config_name"]
+
+    @property
+    def start(self):
+        return self.status.get("started_at") or self.config.get("started_at") or 0.0
+
+    @property
+    def final_accuracy(self):
+        return _num(self.summary.get("test_accuracy"))
+
+    @property
+    def diverged(self):
+        """Null accuracy, or null test and train loss (the worker's NaN): today's binaries
+        still report the chance-level accuracy of a diverged model (0.1)."""
+        return self.ok and (self.final_accuracy is None or (
+            _num(self.summary.get("test_loss")) is None
+            and _num(self.summary.get("final_train_loss")) is None))
+
+    def time_to_target(self, target):
+        """Seconds from launch to the first evaluation with test accuracy >= target, or
+        None if never reached."""
+        for e in sorted(self.evals, key=lambda e: e.get("time") or 0):
+            acc = _num(e.get("test_accuracy"))
+            if acc is not None and acc >= target and e.get("time") is not None:
+                return e["time"] - self.start
+        return None
+
+    def staleness(self):
+        return staleness(self.summary, self.train)
+
+
+# "[worker:0] I 05:39:20.827 epoch 1 done: test accuracy = 0.8494, test loss = 0.406023"
+_EPOCH_LOG = re.compile(r"^\[worker:0\] I (\d\d):(\d\d):(\d\d(?:\.\d+)?) epoch (\d+) done: "
+                        r"test accuracy = ([0-9.eE+-]+|nan|-nan), test loss = (\S+)")
+
+
+_FINAL_LOG = re.compile(r"^\[worker:0\] test accuracy = ([0-9.eE+-]+|nan|-nan) \(after (\d+) steps")
+
+
+def evals_from_launch_log(text, started_at, finished_at=None):
+    """Eval points parsed from the chief's log lines, for binaries that write no "eval"
+    metric lines. Per-epoch lines carry local time of day only; the date is the one of
+    started_at (the next day if that would put the line before the start). The final
+    evaluation line has no time: it is placed at finished_at (job end, an upper bound)."""
+    day = time.localtime(started_at)
+    out = []
+    for line in text.splitlines():
+        m = _EPOCH_LOG.match(line)
+        final = _FINAL_LOG.match(line)
+        if final and finished_at is not None:
+            out.append({"kind": "eval", "time": finished_at, "worker": 0,
+                        "step": int(final.group(2)), "test_accuracy": _num(final.group(1)),
+                        "source": "launch.log final line, time = job end"})
+        if not m:
+            continue
+        hh, mm, ss, epoch, acc, loss = m.groups()
+        t = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, int(hh), int(mm), 0, 0, 0, -1))
+        t += float(ss)
+        if t < started_at - 60:
+            t += 86400
+        out.append({"kind": "eval", "time": t, "worker": 0, "epoch": int(epoch),
+                    "test_accuracy": _num(acc), "test_loss": _num(loss), "source": "launch.log"})
+    return out
+
+
+def load_run(path):
+    def read(name, required):
+        p = os.path.join(path, name)
+        if not os.path.exists(p):
+            if required:
+                raise ResultsError(f"{p}: missing")
+            return {}
+        try:
+            with open(p) as f:
+                return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ResultsError(f"{p}: not valid JSON: {e}") from e
+    config = read("config.json", True)
+    status = read("status.json", True)
+    summary = read("summary.json", False)
+    lines = []
+    for m in sorted(glob.glob(os.path.join(path, "metrics-*.jsonl"))):
+        lines += read_metrics(m)
+    train = sorted((l for l in lines if l["kind"] == "train"), key=lambda l: l.get("time") or 0)
+    evals = [l for l in lines if l["kind"] == "eval"]
+    log = os.path.join(path, "launch.log")
+    if not evals and os.path.exists(log):
+        with open(log, errors="replace") as f:
+            evals = evals_from_launch_log(f.read(), status.get("started_at")
+                                          or config.get("started_at") or time.time(),
+                                          status.get("finished_at"))
+    evals.sort(key=lambda l: l.get("time") or 0)
+    return RunResult(os.path.basename(path), path, config, status, summary, train, evals)
+
+
+def load_results(results_dir):
+    """All complete run directories (runs/<name>, not the hidden .partial ones), by name."""
+    runs_dir = os.path.join(results_dir, "runs")
+    if not os.path.isdir(runs_dir):
+        raise ResultsError(f"{results_dir}: no runs/ directory; is this a results directory?")
+    return [load_run(os.path.join(runs_dir, d)) for d in sorted(os.listdir(runs_dir))
+            if not d.startswith(".") and os.path.isdir(os.path.join(runs_dir, d))]
+
+
+def load_sweep_source(results_dir):
+    p = os.path.join(results_dir, "sweep.json")
+    if not os.path.exists(p):
+        return {}
+    with open(p) as f:
+        return json.load(f)
+
+
+def _mean_std(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+@dataclass
+class ConfigStats:
+    name: str
+    runs: list               # every RunResult of this configuration
+    n_ok: int
+    n_failed: int
+    n_diverged: int
+    accuracy: tuple          # (mean, std) over seeds that did not diverge
+    accuracy_or_zero: float  # mean with a diverged seed counted as 0 (for checks); None if no ok run
+    time_to_target: tuple    # (mean, std) over the seeds that reached the target
+    n_reached: int
+    throughput: tuple        # examples/sec (mean, std)
+    mean_staleness: float
+    p99_staleness: float
+    dropped: float           # mean dropped_stale per run
+    updates: float           # mean updates_applied per run
+
+
+def config_stats(runs, target):
+    """Groups runs by configuration (in first-seen order) and aggregates over seeds."""
+    groups = {}
+    for r in runs:
+        groups.setdefault(r.config_name, []).append(r)
+    out = []
+    for name, rs in groups.items():
+        ok = [r for r in rs if r.ok]
+        accs = [r.final_accuracy for r in ok]
+        ttt = [r.time_to_target(target) for r in ok]
+        stal = [r.staleness() for r in ok]
+        means = [s[0] for s in stal if s[0] is not None]
+        p99s = [s[1] for s in stal if s[1] is not None]
+        dropped = [_num(r.summary.get("dropped_stale")) for r in ok]
+        updates = [_num(r.summary.get("updates_applied")) for r in ok]
+        out.append(ConfigStats(
+            name=name, runs=rs, n_ok=len(ok), n_failed=len(rs) - len(ok),
+            n_diverged=sum(r.diverged for r in ok),
+            accuracy=_mean_std(accs),
+            accuracy_or_zero=(statistics.fmean(a if a is not None else 0.0 for a in accs)
+                              if accs else None),
+            time_to_target=_mean_std(ttt), n_reached=sum(t is not None for t in ttt),
+            throughput=_mean_std([_num(r.summary.get("examples_per_sec")) for r in ok]),
+            mean_staleness=statistics.fmean(means) if means else None,
+            p99_staleness=max(p99s) if p99s else None,
+            dropped=_mean_std(dropped)[0], updates=_mean_std(updates)[0]))
+    return out

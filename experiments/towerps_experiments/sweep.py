@@ -1,0 +1,322 @@
+"""Sweep files: loading, validation and expansion into named runs.
+
+A sweep file (TOML or JSON) lists update modes, straggler settings and value axes; the cross
+product of them, times the seeds, is the list of runs. See docs/experiments/README.md.
+"""
+
+import itertools
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+MODES = ("sync", "async", "ssp")
+MODELS = ("mlp", "cnn", "cifar10")
+OPTIMIZERS = ("sgd", "momentum", "adam", "adagrad")
+DATASETS = ("fashion-mnist", "synthetic", "cifar10")
+
+# Top-level keys and, for the axes, the launcher option each one feeds.
+AXES = {"workers": "--workers", "models": "--model", "epochs": "--epochs", "lrs": "--lr"}
+TOP_KEYS = {"name", "description", "target_accuracy", "seeds", "modes", "stragglers",
+            "options", "checks"} | set(AXES)
+MODE_KEYS = {"name", "mode", "backup_workers", "staleness", "staleness_aware_lr", "lr"}
+STRAGGLER_KEYS = {"name", "straggler", "straggler_dist", "slow_workers"}
+# Fixed options passed to every run: key in [options] -> launcher flag.
+OPTION_FLAGS = {"servers": "--servers", "dataset": "--dataset", "batch_size": "--batch-size",
+                "optimizer": "--optimizer", "max_steps": "--max-steps",
+                "log_every": "--log-every", "lr_schedule": "--lr-schedule",
+                "intra_op_threads": "--intra-op-threads", "data_dir": "--data-dir"}
+
+
+class SweepError(ValueError):
+    """A sweep file is malformed; the message names the key and the bad value."""
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    label: str
+    mode: str
+    backup_workers: int = 0
+    staleness: int | None = None
+    staleness_aware_lr: bool = False
+    lr: float | None = None  # overrides the lrs axis for this mode
+
+
+@dataclass(frozen=True)
+class StragglerSpec:
+    label: str
+    straggler: str | None = None
+    straggler_dist: str | None = None
+    slow_workers: str | None = None
+
+    def flags(self):
+        out = []
+        if self.straggler:
+            out += ["--straggler", self.straggler]
+        if self.straggler_dist:
+            out += ["--straggler-dist", self.straggler_dist]
+        if self.slow_workers:
+            out += ["--slow-workers", self.slow_workers]
+        return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """One launcher invocation. config_name groups the seeds of one configuration."""
+    config_name: str
+    name: str
+    seed: int
+    mode: ModeSpec
+    straggler: StragglerSpec
+    workers: int
+    model: str
+    epochs: int
+    lr: float
+    options: dict = field(default_factory=dict)
+
+    def command(self, launcher, run_dir):
+        """The exact launcher command line, writing all outputs under run_dir."""
+        cmd = [launcher, "--workers", str(self.workers), "--mode", self.mode.mode,
+               "--model", self.model, "--epochs", str(self.epochs), "--lr", _fmt(self.lr),
+               "--seed", str(self.seed)]
+        if self.mode.mode == "sync" and self.mode.backup_workers:
+            cmd += ["--replicas-to-aggregate", str(self.workers - self.mode.backup_workers)]
+        if self.mode.mode == "ssp":
+            cmd += ["--staleness", str(self.mode.staleness)]
+        if self.mode.staleness_aware_lr:
+            cmd.append("--staleness-aware-lr")
+        cmd += self.straggler.flags()
+        for key in sorted(self.options):
+            cmd += [OPTION_FLAGS[key], str(self.options[key])]
+        cmd += ["--run-dir", os.path.join(run_dir, "logs"),
+                "--metrics-out", os.path.join(run_dir, "metrics-{rank}.jsonl"),
+                "--summary-out", os.path.join(run_dir, "summary.json")]
+        return cmd
+
+    def describe(self):
+        return {"config_name": self.config_name, "name": self.name, "seed": self.seed,
+                "mode": self.mode.mode, "mode_label": self.mode.label,
+                "backup_workers": self.mode.backup_workers, "staleness": self.mode.staleness,
+                "staleness_aware_lr": self.mode.staleness_aware_lr,
+                "straggler": self.straggler.label, "workers": self.workers,
+                "model": self.model, "epochs": self.epochs, "lr": self.lr,
+                "options": dict(self.options)}
+
+
+@dataclass
+class Sweep:
+    name: str
+    description: str
+    target_accuracy: float
+    runs: list
+    checks: list
+    source: dict  # the parsed file, copied into the results directory
+
+
+def _fmt(x):
+    return repr(float(x)).rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
+
+
+def _where(path, key):
+    return f"{path}: key '{key}'"
+
+
+def _require(cond, path, key, value, why):
+    if not cond:
+        raise SweepError(f"{_where(path, key)} = {value!r}: {why}")
+
+
+def _as_list(path, key, value, kind, check=None, why=""):
+    values = value if isinstance(value, list) else [value]
+    _require(len(values) > 0, path, key, value, "must not be empty")
+    for v in values:
+        ok = isinstance(v, kind) and not isinstance(v, bool)
+        kind_name = "number" if isinstance(kind, tuple) else kind.__name__
+        _require(ok, path, key, value, f"each value must be a {kind_name}")
+        if check is not None:
+            _require(check(v), path, key, v, why)
+    return values
+
+
+def load_file(path):
+    """Parses a TOML (.toml) or JSON (.json) sweep file into a dict."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise SweepError(f"cannot read sweep file {path}: {e.strerror}") from e
+    try:
+        if path.endswith(".json"):
+            return json.loads(data)
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SweepError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'TOML'}: {e}") from e
+
+
+def _parse_mode(path, i, table):
+    where = f"{path}: modes[{i}]"
+    _require(isinstance(table, dict), path, f"modes[{i}]", table, "must be a table")
+    for key in table:
+        _require(key in MODE_KEYS, where, key, table[key],
+                 f"unknown key (allowed: {', '.join(sorted(MODE_KEYS))})")
+    mode = table.get("mode")
+    _require(mode in MODES, where, "mode", mode, f"must be one of {', '.join(MODES)}")
+    backup = table.get("backup_workers", 0)
+    _require(isinstance(backup, int) and not isinstance(backup, bool) and backup >= 0,
+             where, "backup_workers", backup, "must be an integer >= 0")
+    _require(backup == 0 or mode == "sync", where, "backup_workers", backup,
+             "backup workers exist only in sync mode")
+    salr = table.get("staleness_aware_lr", False)
+    _require(isinstance(salr, bool), where, "staleness_aware_lr", salr, "must be true or false")
+    _require(not salr or mode != "sync", where, "staleness_aware_lr", salr,
+             "applies to async and ssp only")
+    lr = table.get("lr")
+    _require(lr is None or (isinstance(lr, (int, float)) and not isinstance(lr, bool) and lr > 0),
+             where, "lr", lr, "must be a number > 0")
+    if mode == "ssp":
+        _require("staleness" in table, where, "staleness", None, "ssp needs a staleness bound")
+        bounds = _as_list(where, "staleness", table["staleness"], int, lambda s: s >= 0,
+                          "must be >= 0")
+    else:
+        _require("staleness" not in table, where, "staleness", table.get("staleness"),
+                 "only ssp takes a staleness bound")
+        bounds = [None]
+    base = table.get("name")
+    _require(base is None or (isinstance(base, str) and base and "/" not in base), where,
+             "name", base, "must be a non-empty string without '/'")
+    specs = []
+    for s in bounds:
+        if base is None:
+            label = mode
+            label += f"-b{backup}" if backup else ""
+            label += f"-s{s}" if s is not None else ""
+            label += "-salr" if salr else ""
+        else:
+            label = base if len(bounds) == 1 else f"{base}-s{s}"
+        specs.append(ModeSpec(label, mode, backup, s, salr,
+                              float(lr) if lr is not None else None))
+    return specs
+
+
+def _parse_straggler(path, i, table):
+    where = f"{path}: stragglers[{i}]"
+    _require(isinstance(table, dict), path, f"stragglers[{i}]", table, "must be a table")
+    for key in table:
+        _require(key in STRAGGLER_KEYS, where, key, table[key],
+                 f"unknown key (allowed: {', '.join(sorted(STRAGGLER_KEYS))})")
+        _require(isinstance(table[key], str), where, key, table[key], "must be a string")
+    if "straggler" in table:
+        rank, sep, delay = table["straggler"].partition(":")
+        _require(sep and rank.isdigit() and delay, where, "straggler", table["straggler"],
+                 "must look like RANK:DELAY, e.g. 3:40ms")
+    if "straggler_dist" in table:
+        kind = table["straggler_dist"].split(":")
+        _require((kind[0] == "exp" and len(kind) == 2) or (kind[0] == "uniform" and len(kind) == 3),
+                 where, "straggler_dist", table["straggler_dist"],
+                 "must be exp:MEAN or uniform:LO:HI")
+    if "slow_workers" in table:
+        k, sep, factor = table["slow_workers"].partition(":")
+        _require(sep and k.isdigit() and factor, where, "slow_workers", table["slow_workers"],
+                 "must look like K:FACTOR, e.g. 1:3")
+    label = table.get("name")
+    if label is None:
+        parts = [table[k].replace(":", "_") for k in ("straggler", "straggler_dist",
+                                                      "slow_workers") if k in table]
+        label = "+".join(parts) if parts else "none"
+    _require(label and "/" not in label, where, "name", label, "must be non-empty, without '/'")
+    return StragglerSpec(label, table.get("straggler"), table.get("straggler_dist"),
+                         table.get("slow_workers"))
+
+
+def parse(data, path="<sweep>"):
+    """Validates a parsed sweep dict and expands it into a Sweep. Raises SweepError."""
+    _require(isinstance(data, dict), path, "<top>", type(data).__name__, "must be a table")
+    for key in data:
+        _require(key in TOP_KEYS, path, key, data[key],
+                 f"unknown key (allowed: {', '.join(sorted(TOP_KEYS))})")
+    name = data.get("name", os.path.splitext(os.path.basename(path))[0])
+    _require(isinstance(name, str) and name, path, "name", name, "must be a non-empty string")
+    target = data.get("target_accuracy", 0.85)
+    _require(isinstance(target, (int, float)) and 0 < target <= 1, path, "target_accuracy",
+             target, "must be in (0, 1]")
+    _require("modes" in data, path, "modes", None, "at least one mode is required")
+    _require(isinstance(data["modes"], list), path, "modes", data["modes"],
+             "must be an array of tables ([[modes]])")
+    modes = [m for i, t in enumerate(data["modes"]) for m in _parse_mode(path, i, t)]
+    stragglers = data.get("stragglers", [{}])
+    _require(isinstance(stragglers, list), path, "stragglers", stragglers,
+             "must be an array of tables ([[stragglers]])")
+    stragglers = [_parse_straggler(path, i, t) for i, t in enumerate(stragglers)]
+    workers = _as_list(path, "workers", data.get("workers", [2]), int, lambda n: n >= 1,
+                       "must be >= 1")
+    models = _as_list(path, "models", data.get("models", ["mlp"]), str, lambda m: m in MODELS,
+                      f"must be one of {', '.join(MODELS)}")
+    epochs = _as_list(path, "epochs", data.get("epochs", [1]), int, lambda e: e >= 1,
+                      "must be >= 1")
+    lrs = [float(x) for x in _as_list(path, "lrs", data.get("lrs", [0.05]), (int, float),
+                                      lambda x: not isinstance(x, bool) and x > 0, "must be > 0")]
+    seeds = _as_list(path, "seeds", data.get("seeds", [1]), int, lambda s: s >= 0, "must be >= 0")
+    _require(len(set(seeds)) == len(seeds), path, "seeds", seeds, "must not repeat")
+    options = data.get("options", {})
+    _require(isinstance(options, dict), path, "options", options, "must be a table")
+    for key, value in options.items():
+        _require(key in OPTION_FLAGS, f"{path}: options", key, value,
+                 f"unknown option (allowed: {', '.join(sorted(OPTION_FLAGS))})")
+    if "dataset" in options:
+        _require(options["dataset"] in DATASETS, f"{path}: options", "dataset",
+                 options["dataset"], f"must be one of {', '.join(DATASETS)}")
+    if "optimizer" in options:
+        _require(options["optimizer"] in OPTIMIZERS, f"{path}: options", "optimizer",
+                 options["optimizer"], f"must be one of {', '.join(OPTIMIZERS)}")
+    for m in modes:
+        for n in workers:
+            _require(m.backup_workers < n, f"{path}: mode '{m.label}'", "backup_workers",
+                     m.backup_workers, f"must be smaller than workers = {n}")
+    labels = [m.label for m in modes]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    _require(not dup, path, "modes", dup, "two modes have the same name; give them 'name's")
+    slabels = [s.label for s in stragglers]
+    dup = sorted({x for x in slabels if slabels.count(x) > 1})
+    _require(not dup, path, "stragglers", dup, "two straggler settings have the same name")
+    checks = data.get("checks", [])
+    _require(isinstance(checks, list), path, "checks", checks, "must be an array of tables")
+
+    runs = []
+    for m, s, n, model, e, lr in itertools.product(modes, stragglers, workers, models, epochs,
+                                                   lrs):
+        lr_eff = m.lr if m.lr is not None else lr
+        config = config_name(m, s, n, model, e, lr_eff, workers, models, epochs, lrs,
+                             stragglers)
+        for seed in seeds:
+            runs.append(Run(config, f"{config}-seed{seed}", seed, m, s, n, model, e, lr_eff,
+                            dict(options)))
+    names = [r.name for r in runs]
+    dup = sorted({x for x in names if names.count(x) > 1})
+    _require(not dup, path, "lrs", dup,
+             "runs would share a name (a mode's own 'lr' makes the lrs axis collapse?)")
+    from . import checks as checks_mod  # validated here so a bad check fails before any run
+    for i, c in enumerate(checks):
+        checks_mod.validate(c, f"{path}: checks[{i}]", {r.config_name for r in runs})
+    return Sweep(name, data.get("description", ""), float(target), runs, checks, data)
+
+
+def config_name(mode, straggler, workers, model, epochs, lr, all_workers, all_models,
+                all_epochs, all_lrs, all_stragglers):
+    """Mode label, then one token per axis that has more than one value in the sweep."""
+    parts = [mode.label]
+    if len(all_workers) > 1:
+        parts.append(f"w{workers}")
+    if len(all_models) > 1:
+        parts.append(model)
+    if len(all_epochs) > 1:
+        parts.append(f"e{epochs}")
+    if len(all_lrs) > 1 or mode.lr is not None:
+        parts.append(f"lr{_fmt(lr)}")
+    if len(all_stragglers) > 1:
+        parts.append(straggler.label)
+    return "-".join(parts)
+
+
+def load(path):
+    """Loads and expands a sweep file. Raises SweepError naming the bad key and value."""
+    return parse(load_file(path), path)

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""A stand-in for towerps-launch in the experiment tests: parses the flags run_sweep passes,
+writes plausible metrics and summary files, and exits. Test hooks (arguments of the test, not
+of the real CLI), read from the environment of the test that starts it:
+  FAKE_LAUNCH_LOG      append "<run-dir>" per invocation to this file
+  FAKE_LAUNCH_FAIL     exit 3 without a summary when the --mode equals this value
+  FAKE_LAUNCH_INTERRUPT_SEED  for this --seed: write half the files, SIGINT the parent, hang
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+p = argparse.ArgumentParser()
+for flag in ("--workers", "--epochs", "--seed", "--staleness", "--replicas-to-aggregate",
+             "--servers", "--log-every"):
+    p.add_argument(flag, type=int)
+for flag in ("--mode", "--model", "--lr", "--run-dir", "--metrics-out", "--summary-out",
+             "--dataset", "--optimizer", "--batch-size", "--straggler", "--straggler-dist",
+             "--slow-workers", "--max-steps"):
+    p.add_argument(flag)
+p.add_argument("--staleness-aware-lr", action="store_true")
+a = p.parse_args()
+
+if os.environ.get("FAKE_LAUNCH_LOG"):
+    with open(os.environ["FAKE_LAUNCH_LOG"], "a") as f:
+        f.write(os.path.dirname(a.summary_out) + "\n")
+print(f"[launch] fake job: {' '.join(sys.argv[1:])}")
+if os.environ.get("FAKE_LAUNCH_FAIL") == a.mode:
+    print("[worker:1] E fake failure", file=sys.stderr)
+    sys.exit(3)
+
+now = time.time()
+stale = 0 if a.mode == "sync" else (a.staleness if a.mode == "ssp" else a.workers - 1)
+for rank in range(a.workers):
+    with open(a.metrics_out.replace("{rank}", str(rank)), "w") as f:
+        for step in (10, 20, 30):
+            f.write(json.dumps({"kind": "train", "time": now + step / 100, "worker": rank,
+                                "step": step, "epoch": 0, "loss": 2.0 / step,
+                                "examples_per_sec": 1000.0, "staleness": stale,
+                                "step_seconds": 0.01, "wait_seconds": 0.0,
+                                "delay_seconds": 0.0}) + "\n")
+        if rank == 0:
+            f.write(json.dumps({"kind": "eval", "time": now + 0.3, "worker": 0, "step": 30,
+                                "epoch": 1, "test_accuracy": 0.5 + a.seed / 100,
+                                "test_loss": 1.0}) + "\n")
+        if os.environ.get("FAKE_LAUNCH_INTERRUPT_SEED") == str(a.seed):
+            f.flush()
+            os.kill(os.getppid(), signal.SIGINT)
+            time.sleep(30)
+hist = [0] * 4
+hist[min(stale, 3)] = 90
+with open(a.summary_out, "w") as f:
+    json.dump({"test_accuracy": 0.5 + a.seed / 100, "test_loss": 1.0, "final_train_loss": 0.07,
+               "train_seconds": 0.3, "examples_per_sec": 1000.0 * a.workers, "steps": 30,
+               "epochs": a.epochs, "mode": a.mode, "workers": a.workers, "servers": 1,
+               "replicas_to_aggregate": a.replicas_to_aggregate or a.workers,
+               "staleness_bound": a.staleness, "model": a.model, "batch_size": 64,
+               "dropped_stale": 0, "updates_applied": 90, "mean_staleness": float(stale),
+               "p99_staleness": float(stale), "staleness_histogram": hist, "rank": 0}, f)
