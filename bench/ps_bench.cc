@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/transport_bench.h"
+#include "common/sibling_executable.h"
 #include "common/subprocess.h"
 #include "ps/client.h"
 
@@ -20,12 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-std::string DefaultServerBinary() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "towerps-server" : (self.parent_path() / "towerps-server").string();
-}
 
 struct Servers {
   std::vector<Subprocess> processes;
@@ -41,7 +36,8 @@ struct Servers {
 Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* s) {
   s->dir = fs::temp_directory_path() / ("towerps_bench_ps_" + std::to_string(getpid()));
   fs::create_directories(s->dir);
-  const std::string bin = o.server_binary.empty() ? DefaultServerBinary() : o.server_binary;
+  const std::string bin =
+      o.server_binary.empty() ? SiblingExecutable("towerps-server") : o.server_binary;
   if (!fs::exists(bin)) {
     return NotFoundError("server binary " + bin + " not found; pass --server-bin");
   }

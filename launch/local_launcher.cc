@@ -1,4 +1,5 @@
 #include "launch/local_launcher.h"
+#include "common/sibling_executable.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -17,12 +18,6 @@ namespace towerps::launch {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string NextToSelf(const std::string& name) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? name : (self.parent_path() / name).string();
-}
 
 std::string DefaultRunDir() {
   const std::time_t now = std::time(nullptr);
@@ -64,7 +59,7 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
   };
   for (const Binary& b : {Binary{"--server-bin", o.server_binary, "towerps-server"},
                           Binary{"--worker-bin", o.worker_binary, "towerps-worker"}}) {
-    const std::string p = b.path.empty() ? NextToSelf(b.fallback) : b.path;
+    const std::string p = b.path.empty() ? SiblingExecutable(b.fallback) : b.path;
     const std::string flag = b.flag;
     if (access(p.c_str(), X_OK) != 0) {
       return NotFoundError(flag + " " + p + " is not an executable; build it or pass " + flag);
@@ -89,9 +84,9 @@ Status LocalLauncher::Run() {
   ProcessGroup group(run_dir_);
   std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
   const std::string server_bin =
-      o.server_binary.empty() ? NextToSelf("towerps-server") : o.server_binary;
+      o.server_binary.empty() ? SiblingExecutable("towerps-server") : o.server_binary;
   const std::string worker_bin =
-      o.worker_binary.empty() ? NextToSelf("towerps-worker") : o.worker_binary;
+      o.worker_binary.empty() ? SiblingExecutable("towerps-worker") : o.worker_binary;
   const std::vector<std::string> job_args = o.job.ToArgs();
 
   // Servers first; each reports its endpoint through a ready file.

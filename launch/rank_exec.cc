@@ -1,4 +1,5 @@
 #include "launch/rank_exec.h"
+#include "common/sibling_executable.h"
 
 #include <unistd.h>
 
@@ -15,12 +16,6 @@ namespace towerps::launch {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string NextToSelf(const std::string& name) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? name : (self.parent_path() / name).string();
-}
 
 std::string EndpointFile(const std::string& run_dir, int rank) {
   return (fs::path(run_dir) / ("ps-" + std::to_string(rank) + ".endpoint")).string();
@@ -57,7 +52,7 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
   std::vector<std::string> argv;
   const std::vector<std::string> job = o.job.ToArgs();
   if (role.role == RoleAssignment::Role::kServer) {
-    argv = {o.server_binary.empty() ? NextToSelf("towerps-server") : o.server_binary,
+    argv = {o.server_binary.empty() ? SiblingExecutable("towerps-server") : o.server_binary,
             "--rank",
             std::to_string(role.rank),
             "--bind",
@@ -88,8 +83,8 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
     }
     std::string list;
     for (const std::string& e : endpoints) list += (list.empty() ? "" : ",") + e;
-    argv = {o.worker_binary.empty() ? NextToSelf("towerps-worker") : o.worker_binary, "--rank",
-            std::to_string(role.rank), "--ps-endpoints", list};
+    argv = {o.worker_binary.empty() ? SiblingExecutable("towerps-worker") : o.worker_binary,
+            "--rank", std::to_string(role.rank), "--ps-endpoints", list};
     worker::WorkerOptions wo = o.worker;
     wo.shutdown_servers = true;  // no launcher stays behind to stop the servers
     const std::vector<std::string> w = wo.ToArgs();
