@@ -13,6 +13,7 @@ PACKAGES=(
   libopenblas-dev
   dataset-fashion-mnist
   openmpi-bin
+  slurm-wlm munge
   python3 python3-numpy python3-matplotlib
 )
 
