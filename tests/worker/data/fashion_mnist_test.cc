@@ -3,8 +3,10 @@
 #include "worker/data/fashion_mnist.h"
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 #include <zlib.h>
+#include "tests/worker/data/idx_test_files.h"
 
 #include <filesystem>
 #include <fstream>
@@ -13,27 +15,10 @@ namespace towerps::worker {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string IdxBytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::string s = {0, 0, 0x08, static_cast<char>(dims.size())};
-  for (uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8)
-      s.push_back(static_cast<char>((d >> shift) & 0xff));
-  }
-  s.append(data.begin(), data.end());
-  return s;
-}
+using testing::IdxBytes;
 
 class FashionMnistTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fmnist_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   void WriteGz(const std::string& name, const std::string& bytes) {
     gzFile f = gzopen((dir_ / name).c_str(), "wb");
     gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
@@ -57,7 +42,8 @@ class FashionMnistTest : public ::testing::Test {
     return {.data_dir = dir_.string(), .split = split};
   }
 
-  fs::path dir_;
+  testing::TestDir scratch_{"fmnist_test"};
+  const fs::path& dir_ = scratch_.path();
 };
 
 TEST_F(FashionMnistTest, LoadsGzipTrainAndPlainTest) {

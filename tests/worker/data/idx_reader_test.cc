@@ -2,7 +2,9 @@
 #include "worker/data/idx_reader.h"
 
 #include <gtest/gtest.h>
+
 #include <zlib.h>
+#include "tests/worker/data/idx_test_files.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -13,29 +15,15 @@ namespace towerps::worker {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string IdxBytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
-  std::string s = {0, 0, 0x08, static_cast<char>(dims.size())};
-  for (uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8)
-      s.push_back(static_cast<char>((d >> shift) & 0xff));
-  }
-  s.append(data.begin(), data.end());
-  return s;
-}
+using testing::IdxBytes;
 
 class IdxReaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("idx_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
     std::mt19937 rng(11);
     data_.resize(5 * 4 * 3);
     for (auto& b : data_) b = static_cast<uint8_t>(rng());
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string WritePlain(const std::string& name, const std::string& bytes) {
     const std::string path = (dir_ / name).string();
@@ -50,7 +38,8 @@ class IdxReaderTest : public ::testing::Test {
     return path;
   }
 
-  fs::path dir_;
+  testing::TestDir scratch_{"idx_test"};
+  const fs::path& dir_ = scratch_.path();
   std::vector<uint8_t> data_;
 };
 
