@@ -35,10 +35,10 @@ Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_
   } else if (dataset == "synthetic") {
     SyntheticOptions so;
     so.example_shape = crops ? Shape{input_shape[0], 32, 32} : input_shape;
-    so.size = 8192;
+    so.size = 10000;
     so.seed = seed;
     TOWERPS_ASSIGN_OR_RETURN(d.train, MakeSyntheticDataset(so));
-    so.size = 1024;
+    so.size = 2000;
     so.seed = seed + 1;
     TOWERPS_ASSIGN_OR_RETURN(d.test, MakeSyntheticDataset(so));
     base.mean = {0.5f};
