@@ -280,10 +280,20 @@ class Trainer::Impl {
     }
   }
 
+  // The reply of one request; a stop request ends the wait early (the client's RPC deadline
+  // bounds it otherwise), so a signalled worker stops promptly even while a server is silent.
+  template <typename T>
+  Result<T> Await(std::future<Result<T>>& reply) {
+    while (reply.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+      if (o_.stop && o_.stop->load()) return CancelledError("stopped by a signal");
+    }
+    return reply.get();
+  }
+
   // Waits for the outstanding pulls and loads the values into every tower.
   Status WaitPulls(std::vector<int64_t>* versions) {
     for (int v = 0; v < num_vars_; ++v) {
-      TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, pulls_[v].get());
+      TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls_[v]));
       (*versions)[v] = p.version;
       for (Tower& t : towers_) p.CopyTo(t.model->value(v).data());
     }
@@ -337,7 +347,7 @@ class Trainer::Impl {
   Result<double> WaitPushes() {
     double staleness = 0;
     for (int v = 0; v < num_vars_; ++v) {
-      TOWERPS_ASSIGN_OR_RETURN(ps::PushReport r, pushes_[v].get());
+      TOWERPS_ASSIGN_OR_RETURN(ps::PushReport r, Await(pushes_[v]));
       staleness += r.mean_staleness / num_vars_;
     }
     return staleness;
