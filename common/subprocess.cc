@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 namespace towerps {
@@ -27,12 +28,29 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
       return IoError(options.output_path + ": cannot create: " + std::strerror(errno));
     }
   }
+  int stdin_read = -1;
+  int stdin_write = -1;
+  if (options.stdin_pipe) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      if (out_fd >= 0) close(out_fd);
+      if (pipe_read >= 0) close(pipe_read);
+      return IoError(std::string("pipe: ") + std::strerror(errno));
+    }
+    stdin_read = fds[0];
+    stdin_write = fds[1];
+  }
   // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
   std::vector<char*> argv;
   for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<std::string> env_storage;
-  for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
+  auto name_of = [](std::string_view kv) { return kv.substr(0, kv.find('=')); };
+  for (char** e = environ; *e != nullptr; ++e) {
+    bool overridden = false;
+    for (const std::string& x : options.extra_env) overridden |= name_of(x) == name_of(*e);
+    if (!overridden) env_storage.emplace_back(*e);
+  }
   for (const std::string& e : options.extra_env) env_storage.push_back(e);
   std::vector<char*> envp;
   for (std::string& e : env_storage) envp.push_back(e.data());
@@ -40,8 +58,9 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
 
   const pid_t pid = fork();
   if (pid < 0) {
-    if (out_fd >= 0) close(out_fd);
-    if (pipe_read >= 0) close(pipe_read);
+    for (int fd : {out_fd, pipe_read, stdin_read, stdin_write}) {
+      if (fd >= 0) close(fd);
+    }
     return ResourceExhaustedError(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
@@ -50,6 +69,7 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
       dup2(out_fd, STDOUT_FILENO);
       dup2(out_fd, STDERR_FILENO);
     }
+    if (stdin_read >= 0) dup2(stdin_read, STDIN_FILENO);
     execve(argv[0], argv.data(), envp.data());
     const char msg[] = "exec failed: ";
     ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -59,16 +79,19 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   }
   if (options.new_process_group) setpgid(pid, pid);  // also in the parent: no race on Signal()
   if (out_fd >= 0) close(out_fd);
-  return Subprocess(pid, options.new_process_group, pipe_read);
+  if (stdin_read >= 0) close(stdin_read);
+  return Subprocess(pid, options.new_process_group, pipe_read, stdin_write);
 }
 
 Subprocess::Subprocess(Subprocess&& other) noexcept
     : pid_(other.pid_),
       output_fd_(other.output_fd_),
+      stdin_fd_(other.stdin_fd_),
       group_(other.group_),
       exit_code_(other.exit_code_) {
   other.pid_ = -1;
   other.output_fd_ = -1;
+  other.stdin_fd_ = -1;
 }
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
@@ -76,10 +99,12 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
     this->~Subprocess();
     pid_ = other.pid_;
     output_fd_ = other.output_fd_;
+    stdin_fd_ = other.stdin_fd_;
     group_ = other.group_;
     exit_code_ = other.exit_code_;
     other.pid_ = -1;
     other.output_fd_ = -1;
+    other.stdin_fd_ = -1;
   }
   return *this;
 }
@@ -90,6 +115,12 @@ Subprocess::~Subprocess() {
     Wait(Deadline::After(std::chrono::seconds(10)));
   }
   if (output_fd_ >= 0) close(output_fd_);
+  CloseStdin();
+}
+
+void Subprocess::CloseStdin() {
+  if (stdin_fd_ >= 0) close(stdin_fd_);
+  stdin_fd_ = -1;
 }
 
 void Subprocess::Signal(int sig) {

@@ -19,10 +19,13 @@ namespace towerps {
 
 struct SubprocessOptions {
   std::vector<std::string> argv;       // argv[0] is the program path
-  std::vector<std::string> extra_env;  // "NAME=value" added to the parent's environment
+  std::vector<std::string> extra_env;  // "NAME=value" over the parent's environment (wins)
   std::string output_path;             // stdout+stderr go here; empty: inherit
   bool capture_output = false;         // stdout+stderr into a pipe instead (output_fd())
   bool new_process_group = true;       // so a signal can reach the whole tree
+  // stdin is a pipe whose write end this object holds (CloseStdin()); the child reads EOF
+  // once it is closed, or once this process dies. Otherwise stdin is inherited.
+  bool stdin_pipe = false;
 };
 
 class Subprocess {
@@ -35,6 +38,8 @@ class Subprocess {
   pid_t pid() const { return pid_; }
   // Read end of the output pipe (non-blocking) when capture_output was set, else -1. Owned here.
   int output_fd() const { return output_fd_; }
+  // Closes the write end of the stdin pipe (stdin_pipe): the child reads EOF. Idempotent.
+  void CloseStdin();
   // Sends `signal` to the child (and its group when it has one). No-op after exit.
   void Signal(int signal);
   // Exit code (0..255), or 128 + signal number when killed; nullopt while running at the deadline.
@@ -44,10 +49,11 @@ class Subprocess {
   bool running() { return !Poll().has_value(); }
 
  private:
-  Subprocess(pid_t pid, bool group, int output_fd)
-      : pid_(pid), output_fd_(output_fd), group_(group) {}
+  Subprocess(pid_t pid, bool group, int output_fd, int stdin_fd)
+      : pid_(pid), output_fd_(output_fd), stdin_fd_(stdin_fd), group_(group) {}
   pid_t pid_ = -1;
   int output_fd_ = -1;
+  int stdin_fd_ = -1;
   bool group_ = false;
   std::optional<int> exit_code_;
 };

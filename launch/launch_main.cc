@@ -1,14 +1,19 @@
-// towerps-launch: starts a TowerPS job. Local mode (this file's only mode so far): M servers and
-// N workers on this machine. See launch/local_launcher.h.
+// towerps-launch: starts a TowerPS job. Local mode: M servers and N workers on this machine
+// (launch/local_launcher.h). --hostfile: the same across hosts over ssh
+// (launch/hostfile_launcher.h). --mpi, --slurm, --cluster, TOWERPS_CONFIG: one towerps-launch per
+// process, each becoming its role (launch/role.h, launch/rank_exec.h). --stdin-watchdog: the
+// remote end of a hostfile launch (launch/stdin_watchdog.h).
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "launch/hostfile_launcher.h"
 #include "launch/local_launcher.h"
 #include "launch/rank_exec.h"
 #include "launch/role.h"
+#include "launch/stdin_watchdog.h"
 #include "ps/job_flags.h"
 
 namespace po = boost::program_options;
@@ -21,11 +26,57 @@ std::atomic<int> g_signal{0};  // entry-point state: written by the signal handl
 
 void OnSignal(int sig) { g_signal.store(sig); }
 
+// towerps-launch --stdin-watchdog [--grace-ms N] [--chdir DIR] [--gpu-rank K] -- COMMAND...
+int WatchdogMain(int argc, char** argv) {
+  using namespace towerps;
+  launch::WatchdogOptions o;
+  long grace_ms = o.grace.count();
+  po::options_description desc(
+      "Usage: towerps-launch --stdin-watchdog [options] -- COMMAND [ARGS...]\n\n"
+      "Runs COMMAND and stops it (SIGTERM, then SIGKILL after the grace period) when stdin\n"
+      "closes: the remote end of `towerps-launch --hostfile`, so an ssh session that ends takes\n"
+      "its process with it");
+  desc.add_options()("help,h", "show this help")("stdin-watchdog", "this mode")(
+      "grace-ms", po::value(&grace_ms)->default_value(grace_ms), "SIGTERM to SIGKILL")(
+      "chdir", po::value(&o.chdir), "run COMMAND in this directory when it exists")(
+      "gpu-rank", po::value(&o.gpu_rank), "set CUDA_VISIBLE_DEVICES for this local rank")(
+      "env", po::value(&o.env)->composing(), "NAME=value for COMMAND's environment (repeatable)");
+  int split = 1;
+  while (split < argc && std::string(argv[split]) != "--") ++split;
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(split, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "towerps-launch --stdin-watchdog: " << e.what() << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (split + 1 >= argc) {
+    std::cerr << "towerps-launch --stdin-watchdog: give the command after --\n";
+    return 2;
+  }
+  o.argv.assign(argv + split + 1, argv + argc);
+  o.grace = std::chrono::milliseconds(grace_ms);
+  o.interrupt = &g_signal;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGHUP, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  return launch::RunStdinWatchdog(o);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace towerps;
+  if (argc > 1 && std::string(argv[1]) == "--stdin-watchdog") return WatchdogMain(argc, argv);
   launch::LaunchOptions options;
+  launch::SshOptions ssh;
+  std::string ssh_opts;
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
   long grace_ms = options.grace.count();
@@ -49,6 +100,17 @@ int main(int argc, char** argv) {
       "towerps-worker to run (default: next to this)")(
       "grace-ms", po::value(&grace_ms)->default_value(grace_ms),
       "how long processes get to stop after SIGTERM before SIGKILL");
+  po::options_description hosts("Across hosts over ssh");
+  hosts.add_options()(
+      "hostfile", po::value(&ssh.hostfile),
+      "one line per host: 'HOST slots=K [servers|workers]'; servers are spread over the hosts "
+      "first, then workers fill the slots. Binaries must be at the same path on every host")(
+      "ssh-opts", po::value(&ssh_opts),
+      "options for ssh, split at spaces (\"-i key -p 2222\"); not -n or -f")(
+      "ssh", po::value(&ssh.ssh)->default_value(ssh.ssh), "the ssh client to run")(
+      "export", po::value<std::vector<std::string>>()->composing(),
+      "NAME[,NAME...]: environment variables of this shell to set for the remote processes, "
+      "as mpirun -x (ssh sessions start from the host's login environment)");
   std::string cluster_file, role;
   int index = -1, servers_per_node = 0;
   bool mpi = false, slurm = false;
@@ -67,7 +129,7 @@ int main(int argc, char** argv) {
       "Usage: towerps-launch [options]\n\n"
       "Runs a TowerPS job on this machine: --servers parameter servers and --workers workers.\n"
       "With no options it trains mlp on Fashion-MNIST with 1 server and 2 workers in sync mode");
-  all.add(launch).add(modes).add(job_flags.options()).add(worker_flags.options());
+  all.add(launch).add(hosts).add(modes).add(job_flags.options()).add(worker_flags.options());
 
   po::variables_map vm;
   Status parsed = ps::ParseFlags(argc, argv, all, &vm);
@@ -98,7 +160,12 @@ int main(int argc, char** argv) {
     const size_t eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  const bool spec_env = env.count("TOWERPS_CONFIG") > 0 && !mpi && !slurm;
+  if (!ssh.hostfile.empty() && (!cluster_file.empty() || mpi || slurm)) {
+    std::cerr << "towerps-launch: --hostfile starts every process itself; it does not combine "
+                 "with --cluster, --mpi or --slurm\n";
+    return 2;
+  }
+  const bool spec_env = env.count("TOWERPS_CONFIG") > 0 && !mpi && !slurm && ssh.hostfile.empty();
   if (!cluster_file.empty() || spec_env || mpi || slurm) {
     if (vm["bind"].defaulted()) options.bind = "0.0.0.0";  // other hosts must reach the servers
     const int base_port = options.base_port ? options.base_port : 7700;
@@ -146,6 +213,35 @@ int main(int argc, char** argv) {
     std::cerr << "towerps-launch: " << s.ToString() << "\n";
     return 1;
   }
+  const bool on_hosts = !ssh.hostfile.empty();
+  if (on_hosts) {
+    if (vm["bind"].defaulted()) options.bind = "0.0.0.0";
+    if (options.base_port == 0) options.base_port = 7700;
+    std::istringstream words(ssh_opts);
+    for (std::string w; words >> w;) {
+      if (w == "-n" || w == "-f") {
+        std::cerr << "towerps-launch: --ssh-opts " << w
+                  << " would cut the session's stdin, which stops the remote process; drop it\n";
+        return 2;
+      }
+      ssh.ssh_opts.push_back(w);
+    }
+    if (vm.count("export")) {
+      for (const std::string& list : vm["export"].as<std::vector<std::string>>()) {
+        std::istringstream names(list);
+        for (std::string name; std::getline(names, name, ',');) {
+          if (name.empty()) continue;
+          const char* value = std::getenv(name.c_str());
+          if (value == nullptr) {
+            std::cerr << "towerps-launch: --export " << name
+                      << ": no such variable in this environment; set it or drop it\n";
+            return 2;
+          }
+          ssh.env.push_back(name + "=" + value);
+        }
+      }
+    }
+  }
   // Bad options are reported before any process starts.
   if (Status s = launch::ValidateLaunchOptions(options); !s.ok()) {
     std::cerr << "towerps-launch: " << s.message() << "\n";
@@ -155,8 +251,8 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
 
-  launch::LocalLauncher launcher(options);
-  Status s = launcher.Run();
+  Status s = on_hosts ? launch::HostfileLauncher(options, ssh).Run()
+                      : launch::LocalLauncher(options).Run();
   if (!s.ok()) {
     std::cerr << "towerps-launch: " << s.ToString() << "\n";
     return g_signal.load() ? 128 + g_signal.load() : 1;

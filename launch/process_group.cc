@@ -35,13 +35,14 @@ std::string ProcessGroup::LogPath(size_t i) const {
 }
 
 Result<size_t> ProcessGroup::Start(const std::string& tag, std::vector<std::string> argv,
-                                   std::vector<std::string> extra_env) {
+                                   std::vector<std::string> extra_env, StopBy stop_by) {
   SubprocessOptions o;
   o.argv = std::move(argv);
   o.extra_env = std::move(extra_env);
   o.capture_output = true;
+  o.stdin_pipe = stop_by == StopBy::kClosingStdin;
   TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(o));
-  auto child = std::make_unique<Child>(Child{tag, std::move(p), {}, {}, {}, false});
+  auto child = std::make_unique<Child>(Child{tag, std::move(p), stop_by, {}, {}, {}, false});
   const std::string path = (std::filesystem::path(log_dir_) / (FileName(tag) + ".log")).string();
   child->log.open(path);
   if (!child->log) return IoError(path + ": cannot create the log file");
@@ -132,8 +133,17 @@ bool ProcessGroup::AllExited() {
 
 void ProcessGroup::Signal(size_t i, int signal) { children_[i]->process.Signal(signal); }
 
+void ProcessGroup::Stop(size_t i) {
+  Child& c = *children_[i];
+  if (c.stop_by == StopBy::kClosingStdin) {
+    c.process.CloseStdin();
+  } else {
+    c.process.Signal(SIGTERM);
+  }
+}
+
 void ProcessGroup::TerminateAll(std::chrono::milliseconds grace) {
-  for (auto& c : children_) c->process.Signal(SIGTERM);
+  for (size_t i = 0; i < children_.size(); ++i) Stop(i);
   const Deadline deadline = Deadline::After(grace);
   while (!AllExited() && !deadline.expired()) Pump(Deadline::After(std::chrono::milliseconds(50)));
   for (auto& c : children_) c->process.Signal(SIGKILL);

@@ -3,6 +3,10 @@
 // starts with it) and kept in "<dir>/<tag>.log". The last lines of each child are remembered for
 // error reports.
 //
+// A child is asked to stop (Stop(), TerminateAll()) by SIGTERM, or, for one started with
+// StopBy::kClosingStdin (an ssh session whose remote side runs under the stdin watchdog), by
+// closing its stdin: the remote process then gets SIGTERM from the watchdog on its own host.
+//
 // Contract: one owner thread. Pump() never blocks past its deadline. Destroying the group kills
 // whatever still runs (SIGKILL to each child's process group), so nothing outlives it.
 #ifndef TOWERPS_LAUNCH_PROCESS_GROUP_H_
@@ -20,6 +24,8 @@
 
 namespace towerps::launch {
 
+enum class StopBy { kSigterm, kClosingStdin };
+
 class ProcessGroup {
  public:
   explicit ProcessGroup(std::string log_dir);
@@ -29,14 +35,16 @@ class ProcessGroup {
 
   // Starts a child; returns its index.
   Result<size_t> Start(const std::string& tag, std::vector<std::string> argv,
-                       std::vector<std::string> extra_env = {});
+                       std::vector<std::string> extra_env = {}, StopBy stop_by = StopBy::kSigterm);
   // Relays available output until the deadline (or until a child exits, which is reported
   // promptly). Returns after at most the deadline.
   void Pump(Deadline deadline);
   // The exit code of child i, if it has exited (its remaining output is relayed first).
   std::optional<int> ExitCode(size_t i);
   bool AllExited();
-  // SIGTERM to every running child, then SIGKILL to those still running after `grace`.
+  // Asks child i to stop, the way it was started to be stopped.
+  void Stop(size_t i);
+  // Stop() to every running child, then SIGKILL to those still running after `grace`.
   void TerminateAll(std::chrono::milliseconds grace);
   void Signal(size_t i, int signal);
 
@@ -51,6 +59,7 @@ class ProcessGroup {
   struct Child {
     std::string tag;
     Subprocess process;
+    StopBy stop_by;
     std::ofstream log;
     std::string partial;           // output after the last newline
     std::deque<std::string> tail;  // last kTailLines lines

@@ -1,5 +1,4 @@
 #include "launch/rank_exec.h"
-#include "common/sibling_executable.h"
 
 #include <unistd.h>
 
@@ -50,22 +49,8 @@ Result<std::vector<std::string>> AwaitEndpoints(const RoleAssignment& role,
 
 Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
   std::vector<std::string> argv;
-  const std::vector<std::string> job = o.job.ToArgs();
   if (role.role == RoleAssignment::Role::kServer) {
-    argv = {o.server_binary.empty() ? SiblingExecutable("towerps-server") : o.server_binary,
-            "--rank",
-            std::to_string(role.rank),
-            "--bind",
-            o.bind,
-            "--port",
-            std::to_string(role.port),
-            "--threads",
-            std::to_string(o.server_threads)};
-    if (!o.checkpoint_dir.empty()) {
-      argv.insert(argv.end(), {"--checkpoint-dir", o.checkpoint_dir, "--checkpoint-every",
-                               std::to_string(o.checkpoint_every)});
-    }
-    if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
+    argv = ServerArgv(o, role.rank, role.port);
     if (role.ps_endpoints.empty()) {  // publish for the rendezvous
       char host[256] = {0};
       gethostname(host, sizeof(host) - 1);
@@ -81,19 +66,13 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
     if (endpoints.empty()) {
       TOWERPS_ASSIGN_OR_RETURN(endpoints, AwaitEndpoints(role, o));
     }
-    std::string list;
-    for (const std::string& e : endpoints) list += (list.empty() ? "" : ",") + e;
-    argv = {o.worker_binary.empty() ? SiblingExecutable("towerps-worker") : o.worker_binary,
-            "--rank", std::to_string(role.rank), "--ps-endpoints", list};
-    worker::WorkerOptions wo = o.worker;
-    wo.shutdown_servers = true;  // no launcher stays behind to stop the servers
-    const std::vector<std::string> w = wo.ToArgs();
-    argv.insert(argv.end(), w.begin(), w.end());
+    LaunchOptions with_shutdown = o;
+    with_shutdown.worker.shutdown_servers = true;  // no launcher stays behind to stop the servers
+    argv = WorkerArgv(with_shutdown, role.rank, endpoints);
     if (const std::string gpu = GpuForRank(role.local_rank); !gpu.empty()) {
       setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
     }
   }
-  argv.insert(argv.end(), job.begin(), job.end());
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);

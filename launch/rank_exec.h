@@ -9,7 +9,7 @@
 #ifndef TOWERPS_LAUNCH_RANK_EXEC_H_
 #define TOWERPS_LAUNCH_RANK_EXEC_H_
 
-#include "launch/local_launcher.h"
+#include "launch/launch_options.h"
 #include "launch/role.h"
 
 namespace towerps::launch {

@@ -1,0 +1,135 @@
+#include "launch/hostfile_launcher.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/sibling_executable.h"
+#include "launch/hostfile.h"
+#include "launch/job_supervisor.h"
+#include "launch/process_group.h"
+
+namespace towerps::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The watchdog command that runs `argv` on the remote host.
+std::vector<std::string> UnderWatchdog(const LaunchOptions& o, const SshOptions& ssh, int gpu_rank,
+                                       std::vector<std::string> argv) {
+  std::error_code ec;
+  std::vector<std::string> w = {
+      SiblingExecutable("towerps-launch"), "--stdin-watchdog", "--grace-ms",
+      std::to_string(o.grace.count()),     "--chdir",          fs::current_path(ec).string()};
+  if (gpu_rank >= 0) w.insert(w.end(), {"--gpu-rank", std::to_string(gpu_rank)});
+  for (const std::string& e : ssh.env) w.insert(w.end(), {"--env", e});
+  w.push_back("--");
+  w.insert(w.end(), std::make_move_iterator(argv.begin()), std::make_move_iterator(argv.end()));
+  return w;
+}
+
+// `name` itself when it holds a '/', else its first executable match on PATH.
+Result<std::string> FindProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (access(name.c_str(), X_OK) == 0) return name;
+    return NotFoundError("--ssh " + name + " is not an executable");
+  }
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return NotFoundError("--ssh " + name +
+                       " is not on PATH; install openssh-client or give its "
+                       "path with --ssh");
+}
+
+}  // namespace
+
+std::string ShellQuote(const std::string& word) {
+  const bool safe = !word.empty() && word.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789_./:=,+-@%") == std::string::npos;
+  if (safe) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<std::string> SshArgv(const SshOptions& ssh, const std::string& host,
+                                 const std::vector<std::string>& remote_argv) {
+  std::vector<std::string> argv = {ssh.ssh};
+  argv.insert(argv.end(), ssh.ssh_opts.begin(), ssh.ssh_opts.end());
+  // The user's -o settings come first, so they win; then ours.
+  argv.insert(argv.end(), {"-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=20", "-o",
+                           "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3", host});
+  std::string command = "exec";
+  for (const std::string& a : remote_argv) command += " " + ShellQuote(a);
+  argv.push_back(command);
+  return argv;
+}
+
+HostfileLauncher::HostfileLauncher(LaunchOptions options, SshOptions ssh)
+    : options_(std::move(options)),
+      ssh_(std::move(ssh)),
+      run_dir_(options_.run_dir.empty() ? DefaultRunDir() : options_.run_dir) {}
+
+Status HostfileLauncher::Run() {
+  TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
+  TOWERPS_ASSIGN_OR_RETURN(ssh_.ssh, FindProgram(ssh_.ssh));
+  const LaunchOptions& o = options_;
+  std::ifstream in(ssh_.hostfile);
+  if (!in) return NotFoundError("--hostfile " + ssh_.hostfile + ": cannot open the file");
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  TOWERPS_ASSIGN_OR_RETURN(std::vector<HostEntry> hosts, ParseHostfile(text, ssh_.hostfile));
+  TOWERPS_ASSIGN_OR_RETURN(std::vector<HostPlacement> plan,
+                           PlaceOnHosts(hosts, o.job.servers, o.job.workers));
+  if (o.base_port == 0) {
+    return InvalidArgumentError(
+        "--hostfile needs a fixed --base-port (the entry point's default "
+        "is 7700): workers on other hosts must know the servers' ports");
+  }
+
+  std::error_code ec;
+  fs::create_directories(run_dir_, ec);
+  if (ec) return IoError("--run-dir " + run_dir_ + ": cannot create: " + ec.message());
+  std::printf("[launch] run directory: %s\n", fs::absolute(run_dir_).c_str());
+  std::fflush(stdout);
+
+  ProcessGroup group(run_dir_);
+  JobSupervisor supervisor(&group, o.grace, o.interrupt);
+  std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
+  std::vector<std::string> endpoints;
+  size_t first_worker = 0;
+  for (const HostPlacement& p : plan) {
+    std::vector<std::string> argv;
+    std::string tag;
+    if (p.server) {
+      const int port = o.base_port + p.rank;
+      argv = UnderWatchdog(o, ssh_, -1, ServerArgv(o, p.rank, port));
+      tag = "ps:" + std::to_string(p.rank);
+      endpoints.push_back("tcp://" + p.host + ":" + std::to_string(port));
+      first_worker = group.size() + 1;
+      std::printf("[launch] %s on %s, port %d\n", tag.c_str(), p.host.c_str(), port);
+    } else {
+      argv = UnderWatchdog(o, ssh_, p.local_rank, WorkerArgv(o, p.rank, endpoints));
+      tag = "worker:" + std::to_string(p.rank);
+      std::printf("[launch] %s on %s, local rank %d\n", tag.c_str(), p.host.c_str(), p.local_rank);
+    }
+    std::fflush(stdout);
+    if (supervisor.interrupted()) return supervisor.Cancel();
+    TOWERPS_ASSIGN_OR_RETURN(
+        size_t i, group.Start(tag, SshArgv(ssh_, p.host, argv), {}, StopBy::kClosingStdin));
+    supervisor.SetHost(i, p.host);
+    table << (p.server ? "ps " : "worker ") << p.rank << " host " << p.host << " pid "
+          << group.pid(i) << " log " << group.LogPath(i) << "\n";
+  }
+  table.flush();
+  return supervisor.RunToCompletion(first_worker);
+}
+
+}  // namespace towerps::launch

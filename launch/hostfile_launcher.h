@@ -1,0 +1,63 @@
+// HostfileLauncher: runs one job across the hosts of a hostfile (hostfile.h), starting every
+// process with ssh: `towerps-launch --hostfile hosts.txt --ssh-opts "-i key" ...`.
+//
+// - Each process runs on its host under the stdin watchdog (stdin_watchdog.h), from the same
+//   absolute paths as here (a shared file system or the same install on every host), and in
+//   this directory when the host has it. Its output comes back through ssh with a "[ps:0]" or
+//   "[worker:3]" prefix and is kept in the run directory, with processes.txt (tag, host, pid of
+//   the ssh client, log).
+// - Server r listens on bind:base_port + r on its host; workers reach it as tcp://host:port, so
+//   host names in the hostfile must resolve on every host. Workers get GPUs by local rank.
+// - Remote processes start from the host's login environment; --export NAME forwards a
+//   variable from here (OPENBLAS_CORETYPE, for example, changes which kernels OpenBLAS runs).
+// - ssh runs with BatchMode (no password prompts), a connection timeout and keep-alives, after
+//   the user's --ssh-opts (whose -o settings win). An unreachable host fails the job with ssh's
+//   message, naming the process and host.
+// - Stopping a process closes its ssh session's stdin; the watchdog on its host then sends it
+//   SIGTERM and, after the grace period, SIGKILL. If this launcher dies, the sessions close and
+//   the same happens, so no process outlives the job on any host.
+// - Failures, interrupts and the end of the job: JobSupervisor (job_supervisor.h).
+//
+// Contract: Run() once, from one thread. Nothing is left running locally when it returns; remote
+// processes are stopped by their watchdogs within the grace period.
+#ifndef TOWERPS_LAUNCH_HOSTFILE_LAUNCHER_H_
+#define TOWERPS_LAUNCH_HOSTFILE_LAUNCHER_H_
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launch/launch_options.h"
+
+namespace towerps::launch {
+
+struct SshOptions {
+  std::string hostfile;               // path of the hostfile
+  std::string ssh = "ssh";            // the ssh client
+  std::vector<std::string> ssh_opts;  // passed to ssh before the host
+  // "NAME=value" set for every remote process (`--export NAME`, like mpirun -x): an ssh session
+  // starts from the remote login environment, not from this one.
+  std::vector<std::string> env;
+};
+
+class HostfileLauncher {
+ public:
+  HostfileLauncher(LaunchOptions options, SshOptions ssh);
+  Status Run();
+  const std::string& run_dir() const { return run_dir_; }
+
+ private:
+  LaunchOptions options_;
+  SshOptions ssh_;
+  std::string run_dir_;
+};
+
+// `word` quoted for a POSIX shell (unchanged when it holds only safe characters).
+std::string ShellQuote(const std::string& word);
+// The ssh client's argv that runs `remote_argv` on `host` under the stdin watchdog.
+std::vector<std::string> SshArgv(const SshOptions& ssh, const std::string& host,
+                                 const std::vector<std::string>& remote_argv);
+
+}  // namespace towerps::launch
+
+#endif  // TOWERPS_LAUNCH_HOSTFILE_LAUNCHER_H_

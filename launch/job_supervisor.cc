@@ -1,0 +1,74 @@
+#include "launch/job_supervisor.h"
+
+#include <cstdio>
+
+namespace towerps::launch {
+
+JobSupervisor::JobSupervisor(ProcessGroup* group, std::chrono::milliseconds grace,
+                             const std::atomic<int>* interrupt)
+    : group_(group), grace_(grace), interrupt_(interrupt) {}
+
+void JobSupervisor::SetHost(size_t i, std::string host) {
+  if (hosts_.size() <= i) hosts_.resize(i + 1);
+  hosts_[i] = std::move(host);
+}
+
+std::string JobSupervisor::Name(size_t i) const {
+  const bool remote = i < hosts_.size() && !hosts_[i].empty();
+  return group_->tag(i) + (remote ? " on " + hosts_[i] : "");
+}
+
+Status JobSupervisor::Fail(size_t i, const std::string& what) {
+  std::string tail;
+  for (const std::string& l : group_->Tail(i)) tail += "    " + l + "\n";
+  std::fprintf(stderr, "[launch] %s %s; last lines of %s:\n%s", Name(i).c_str(), what.c_str(),
+               group_->LogPath(i).c_str(), tail.c_str());
+  std::fprintf(stderr, "[launch] stopping the job\n");
+  group_->TerminateAll(grace_);
+  return InternalError(Name(i) + " " + what + " (log: " + group_->LogPath(i) + ")");
+}
+
+Status JobSupervisor::Cancel() {
+  std::fprintf(stderr, "[launch] signal %d received; stopping the job\n", interrupt_->load());
+  group_->TerminateAll(grace_);
+  return CancelledError("interrupted by signal " + std::to_string(interrupt_->load()));
+}
+
+Status JobSupervisor::CheckNoneExited(const std::string& when) {
+  for (size_t i = 0; i < group_->size(); ++i) {
+    if (std::optional<int> code = group_->ExitCode(i)) {
+      return Fail(i, "exited with code " + std::to_string(*code) + " " + when);
+    }
+  }
+  return Status::Ok();
+}
+
+Status JobSupervisor::RunToCompletion(size_t first_worker) {
+  for (;;) {
+    if (interrupted()) return Cancel();
+    bool workers_done = true;
+    for (size_t i = 0; i < group_->size(); ++i) {
+      std::optional<int> code = group_->ExitCode(i);
+      if (code && *code != 0) return Fail(i, "exited with code " + std::to_string(*code));
+      if (code && i < first_worker) return Fail(i, "exited before the workers finished");
+      if (i >= first_worker && !code) workers_done = false;
+    }
+    if (workers_done) break;
+    group_->Pump(Deadline::After(std::chrono::milliseconds(100)));
+  }
+  // Workers succeeded: stop the servers (they checkpoint) and check they exit cleanly.
+  for (size_t i = 0; i < first_worker; ++i) group_->Stop(i);
+  const Deadline stop = Deadline::After(grace_);
+  while (!group_->AllExited() && !stop.expired())
+    group_->Pump(Deadline::After(std::chrono::milliseconds(50)));
+  for (size_t i = 0; i < first_worker; ++i) {
+    std::optional<int> code = group_->ExitCode(i);
+    if (!code) return Fail(i, "did not stop within the grace period");
+    if (*code != 0) return Fail(i, "exited with code " + std::to_string(*code) + " at shutdown");
+  }
+  std::printf("[launch] job finished: %zu workers and %zu servers exited cleanly\n",
+              group_->size() - first_worker, first_worker);
+  return Status::Ok();
+}
+
+}  // namespace towerps::launch

@@ -1,0 +1,53 @@
+// JobSupervisor: watches a started job (servers first in the ProcessGroup, then workers) until
+// it ends, the same way for every launcher that owns its processes (local and hostfile modes).
+//
+// - A process that fails stops the job: the others are asked to stop (ProcessGroup::Stop, then
+//   SIGKILL after `grace`), its last lines are printed, and the error names it and its host.
+// - When every worker has exited 0, the servers are asked to stop (they write their final
+//   checkpoint) and the job succeeds only if they exit 0 as well.
+// - A non-zero *interrupt (set by the entry point's signal handler) stops the job the same way.
+//
+// Contract: one owner thread; borrows the group and the interrupt flag. Every method that
+// returns an error has stopped every process first.
+#ifndef TOWERPS_LAUNCH_JOB_SUPERVISOR_H_
+#define TOWERPS_LAUNCH_JOB_SUPERVISOR_H_
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "launch/process_group.h"
+
+namespace towerps::launch {
+
+class JobSupervisor {
+ public:
+  JobSupervisor(ProcessGroup* group, std::chrono::milliseconds grace,
+                const std::atomic<int>* interrupt);
+
+  // Records where child i runs, for messages ("" for this machine).
+  void SetHost(size_t i, std::string host);
+  bool interrupted() const { return interrupt_ && interrupt_->load() != 0; }
+  // Prints child i's last lines, stops the job and returns an error naming child i.
+  Status Fail(size_t i, const std::string& what);
+  // Stops the job after a signal.
+  Status Cancel();
+  // An error (after stopping the job) if any child has exited; `when` ends the message.
+  Status CheckNoneExited(const std::string& when);
+  // Runs the job to its end. Children [0, first_worker) are servers.
+  Status RunToCompletion(size_t first_worker);
+
+ private:
+  std::string Name(size_t i) const;
+
+  ProcessGroup* group_;
+  std::chrono::milliseconds grace_;
+  const std::atomic<int>* interrupt_;
+  std::vector<std::string> hosts_;
+};
+
+}  // namespace towerps::launch
+
+#endif  // TOWERPS_LAUNCH_JOB_SUPERVISOR_H_

@@ -1,0 +1,88 @@
+#include "launch/launch_options.h"
+
+#include <unistd.h>
+
+#include <ctime>
+
+#include "common/sibling_executable.h"
+#include "worker/straggler.h"
+
+namespace towerps::launch {
+
+Status ValidateLaunchOptions(const LaunchOptions& o) {
+  TOWERPS_RETURN_IF_ERROR(o.job.Validate());
+  TOWERPS_RETURN_IF_ERROR(o.worker.Validate());
+  TOWERPS_RETURN_IF_ERROR(worker::StragglerPlan::Parse(o.worker.straggler, o.worker.straggler_dist,
+                                                       o.worker.slow_workers, o.job.workers)
+                              .status());
+  if (o.base_port < 0 || o.base_port + o.job.servers > 65536) {
+    return InvalidArgumentError("--base-port=" + std::to_string(o.base_port) +
+                                " leaves no room for " + std::to_string(o.job.servers) +
+                                " servers below 65536");
+  }
+  if (o.base_port > 0 && o.base_port < 1024 && geteuid() != 0) {
+    return InvalidArgumentError("--base-port=" + std::to_string(o.base_port) +
+                                " needs root; use a port of 1024 or more, or 0 for free ports");
+  }
+  if (o.server_threads < 1) return InvalidArgumentError("--server-threads must be at least 1");
+  for (const auto& [flag, path] :
+       {std::pair<std::string, std::string>{"--server-bin", ServerBinary(o)},
+        {"--worker-bin", WorkerBinary(o)}}) {
+    if (access(path.c_str(), X_OK) != 0) {
+      return NotFoundError(flag + " " + path + " is not an executable; build it or pass " + flag);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string DefaultRunDir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[64];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+  return "runs/" + std::string(stamp) + "-" + std::to_string(getpid());
+}
+
+std::string ServerBinary(const LaunchOptions& o) {
+  return o.server_binary.empty() ? SiblingExecutable("towerps-server") : o.server_binary;
+}
+
+std::string WorkerBinary(const LaunchOptions& o) {
+  return o.worker_binary.empty() ? SiblingExecutable("towerps-worker") : o.worker_binary;
+}
+
+std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port) {
+  std::vector<std::string> argv = {ServerBinary(o),
+                                   "--rank",
+                                   std::to_string(rank),
+                                   "--bind",
+                                   o.bind,
+                                   "--port",
+                                   std::to_string(port),
+                                   "--threads",
+                                   std::to_string(o.server_threads)};
+  if (!o.checkpoint_dir.empty()) {
+    argv.insert(argv.end(), {"--checkpoint-dir", o.checkpoint_dir, "--checkpoint-every",
+                             std::to_string(o.checkpoint_every)});
+  }
+  if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
+  const std::vector<std::string> job = o.job.ToArgs();
+  argv.insert(argv.end(), job.begin(), job.end());
+  return argv;
+}
+
+std::vector<std::string> WorkerArgv(const LaunchOptions& o, int rank,
+                                    const std::vector<std::string>& endpoints) {
+  std::string list;
+  for (const std::string& e : endpoints) list += (list.empty() ? "" : ",") + e;
+  std::vector<std::string> argv = {WorkerBinary(o), "--rank", std::to_string(rank),
+                                   "--ps-endpoints", list};
+  const std::vector<std::string> job = o.job.ToArgs();
+  const std::vector<std::string> worker = o.worker.ToArgs();
+  argv.insert(argv.end(), job.begin(), job.end());
+  argv.insert(argv.end(), worker.begin(), worker.end());
+  return argv;
+}
+
+}  // namespace towerps::launch

@@ -1,0 +1,55 @@
+// LaunchOptions: what towerps-launch was asked to run, shared by every mode (local, hostfile
+// over ssh, and the process-per-rank modes), and the command lines each mode gives its servers
+// and workers, so every process of a job gets the same job configuration.
+//
+// Contract: plain values filled by the entry point. ValidateLaunchOptions checks them before
+// any process starts; errors name the flag and the bad value. The argv builders are pure.
+#ifndef TOWERPS_LAUNCH_LAUNCH_OPTIONS_H_
+#define TOWERPS_LAUNCH_LAUNCH_OPTIONS_H_
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "ps/job_config.h"
+#include "worker/worker_options.h"
+
+namespace towerps::launch {
+
+struct LaunchOptions {
+  ps::JobConfig job;
+  worker::WorkerOptions worker;
+  std::string run_dir;             // empty: runs/<date>-<time>-<pid>
+  std::string bind = "127.0.0.1";  // servers listen here
+  int base_port = 0;               // 0: free ports; else server r listens on base_port + r
+  int server_threads = 1;
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  std::string server_binary;  // empty: towerps-server next to this executable
+  std::string worker_binary;  // empty: towerps-worker next to this executable
+  std::chrono::milliseconds grace{10000};
+  std::chrono::milliseconds startup_timeout{60000};
+  const std::atomic<int>* interrupt = nullptr;  // borrowed; non-zero: the signal received
+};
+
+// Checks the launcher's own options (ports, binaries, counts) before anything starts.
+Status ValidateLaunchOptions(const LaunchOptions& options);
+
+// runs/<date>-<time>-<pid>, relative to the working directory.
+std::string DefaultRunDir();
+
+// The binaries, resolved (next to this executable unless given).
+std::string ServerBinary(const LaunchOptions& options);
+std::string WorkerBinary(const LaunchOptions& options);
+
+// towerps-server for server `rank`, listening on options.bind:port, with the job's options.
+std::vector<std::string> ServerArgv(const LaunchOptions& options, int rank, int port);
+// towerps-worker for worker `rank`, with the servers' endpoints (by server rank).
+std::vector<std::string> WorkerArgv(const LaunchOptions& options, int rank,
+                                    const std::vector<std::string>& endpoints);
+
+}  // namespace towerps::launch
+
+#endif  // TOWERPS_LAUNCH_LAUNCH_OPTIONS_H_

@@ -1,0 +1,335 @@
+// towerps-launch --hostfile against real ssh: three hosts simulated as Linux network namespaces
+// (veth pairs on a bridge in a fourth, "login" namespace where the launcher runs; addresses in
+// 10.213.0.0/24 exist only inside these namespaces), each running Debian's sshd with host and
+// user keys generated here. The binaries and data are reached through the shared file system,
+// as on a cluster with a shared home.
+//
+// Checks: a sync job with servers and workers on different hosts ends with exactly the local
+// job's parameters and accuracy; a remote process killed mid-job stops the job with an error
+// naming it and its host; a launcher killed mid-job takes every remote process with it. After
+// each, no process but sshd remains in any namespace.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/subprocess.h"
+
+namespace towerps {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr int kHosts = 3;
+
+std::string Read(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class SshHostsTest : public ::testing::Test {
+ protected:
+  // Runs a shell command; its output goes to dir/sh.log. Returns the exit code.
+  static int Sh(const std::string& command) {
+    SubprocessOptions o;
+    o.argv = {"/bin/sh", "-c", command};
+    o.output_path = (dir() / "sh.log").string();
+    Result<Subprocess> p = Subprocess::Start(o);
+    if (!p.ok()) return -1;
+    return p->Wait(Deadline::After(seconds(60))).value_or(-1);
+  }
+  static std::string ShOutput() { return Read(dir() / "sh.log"); }
+  static const fs::path& dir() { return *dir_; }
+  static std::string Ns(int host) {  // host 0 is the login node
+    return "tps" + std::to_string(getpid()) + (host == 0 ? "login" : "h" + std::to_string(host));
+  }
+  static std::string Address(int host) { return "10.213.0." + std::to_string(host + 1); }
+
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) {
+      skip_ = "needs root to create network namespaces and run sshd (CI runs as root)";
+      return;
+    }
+    for (const char* bin :
+         {"/usr/sbin/ip", "/usr/sbin/sshd", "/usr/bin/ssh", "/usr/bin/ssh-keygen"}) {
+      if (!fs::exists(bin)) {
+        skip_ = std::string(bin) + " is missing (apt-get install iproute2 openssh-server)";
+        return;
+      }
+    }
+    if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+      skip_ = "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+      return;
+    }
+    dir_ = new fs::path(fs::temp_directory_path() / ("ssh_hosts_test_" + std::to_string(getpid())));
+    fs::remove_all(*dir_);
+    fs::create_directories(*dir_);
+    const std::string d = dir_->string();
+    std::ostringstream net;
+    net << "set -e\nip netns add " << Ns(0) << "\nip -n " << Ns(0) << " link set lo up\n"
+        << "ip -n " << Ns(0) << " link add br0 type bridge\n"
+        << "ip -n " << Ns(0) << " addr add " << Address(0) << "/24 dev br0\n"
+        << "ip -n " << Ns(0) << " link set br0 up\n";
+    for (int h = 1; h <= kHosts; ++h) {
+      net << "ip netns add " << Ns(h) << "\n"
+          << "ip link add name v" << h << " netns " << Ns(0) << " type veth peer name eth0 netns "
+          << Ns(h) << "\n"
+          << "ip -n " << Ns(0) << " link set v" << h << " master br0 up\n"
+          << "ip -n " << Ns(h) << " addr add " << Address(h) << "/24 dev eth0\n"
+          << "ip -n " << Ns(h) << " link set eth0 up\nip -n " << Ns(h) << " link set lo up\n";
+    }
+    namespaces_created_ = true;
+    if (Sh(net.str()) != 0) {
+      setup_error_ = "creating the namespaces failed: " + ShOutput();
+      return;
+    }
+    if (Sh("ssh-keygen -q -t ed25519 -N '' -f " + d + "/host_key && ssh-keygen -q -t ed25519 " +
+           "-N '' -f " + d + "/id && cp " + d + "/id.pub " + d + "/authorized_keys && " +
+           "mkdir -p /run/sshd && chmod 755 /run/sshd") != 0) {
+      setup_error_ = "ssh-keygen failed: " + ShOutput();
+      return;
+    }
+    std::ofstream(*dir_ / "sshd_config")
+        << "Port 22\nHostKey " << d << "/host_key\nAuthorizedKeysFile " << d
+        << "/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        << "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel ERROR\n";
+    sshd_ = new std::vector<Subprocess>();
+    for (int h = 1; h <= kHosts; ++h) {
+      SubprocessOptions o;
+      o.argv = {"/usr/sbin/ip",
+                "netns",
+                "exec",
+                Ns(h),
+                "/usr/sbin/sshd",
+                "-D",
+                "-e",
+                "-f",
+                d + "/sshd_config",
+                "-o",
+                "ListenAddress=" + Address(h),
+                "-o",
+                "PidFile=" + d + "/sshd" + std::to_string(h) + ".pid"};
+      o.output_path = d + "/sshd" + std::to_string(h) + ".log";
+      Result<Subprocess> p = Subprocess::Start(o);
+      if (!p.ok()) {
+        setup_error_ = "cannot start sshd: " + p.status().ToString();
+        return;
+      }
+      sshd_->push_back(std::move(*p));
+    }
+    // Wait until every sshd answers from the login node.
+    for (int h = 1; h <= kHosts; ++h) {
+      bool up = false;
+      for (int attempt = 0; attempt < 100 && !up; ++attempt) {
+        up = Sh("ip netns exec " + Ns(0) + " ssh " + SshOpts() + " " + Address(h) + " true") == 0;
+        if (!up) std::this_thread::sleep_for(milliseconds(100));
+      }
+      if (!up) {
+        setup_error_ = "sshd on " + Address(h) + " does not answer: " + ShOutput() +
+                       Read(*dir_ / ("sshd" + std::to_string(h) + ".log"));
+        return;
+      }
+    }
+    std::ofstream(*dir_ / "hosts.txt") << "# three simulated hosts\n"
+                                       << Address(1) << " slots=1 servers\n"
+                                       << Address(2) << " slots=2 workers\n"
+                                       << Address(3) << " slots=2\n";
+  }
+
+  static void TearDownTestSuite() {
+    delete sshd_;  // kills every sshd
+    sshd_ = nullptr;
+    if (namespaces_created_) {
+      std::string del;
+      for (int h = 0; h <= kHosts; ++h) del += "ip netns del " + Ns(h) + " 2>/dev/null; ";
+      Sh(del);
+    }
+    if (dir_ != nullptr && !std::getenv("TOWERPS_KEEP_TEST_DIR")) fs::remove_all(*dir_);
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(setup_error_.empty()) << setup_error_;
+  }
+
+  static std::string SshOpts() {
+    return "-i " + dir().string() +
+           "/id -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR";
+  }
+
+  // The job both tests run; the local run uses the same options without the hostfile.
+  static std::vector<std::string> JobArgs(const std::string& name,
+                                          const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {
+        "--servers", "2",       "--workers", "3",         "--mode",
+        "sync",      "--model", "mlp",       "--run-dir", (dir() / name).string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  // towerps-launch in the login namespace with the hostfile; output to dir/<name>.out.
+  static Result<Subprocess> LaunchOnHosts(const std::string& name,
+                                          const std::vector<std::string>& extra) {
+    SubprocessOptions o;
+    o.argv = {"/usr/sbin/ip",
+              "netns",
+              "exec",
+              Ns(0),
+              TOWERPS_LAUNCH_BIN,
+              "--hostfile",
+              (dir() / "hosts.txt").string(),
+              "--ssh-opts",
+              SshOpts()};
+    // OpenBLAS picks its kernels from these: the remote processes must use the local ones.
+    std::string names;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string kv = *e;
+      if (kv.rfind("OPENBLAS_", 0) == 0 || kv.rfind("OMP_", 0) == 0)
+        names += (names.empty() ? "" : ",") + kv.substr(0, kv.find('='));
+    }
+    if (!names.empty()) o.argv.insert(o.argv.end(), {"--export", names});
+    const std::vector<std::string> job = JobArgs(name, extra);
+    o.argv.insert(o.argv.end(), job.begin(), job.end());
+    o.output_path = (dir() / (name + ".out")).string();
+    return Subprocess::Start(o);
+  }
+
+  // Pids in namespace `host` other than its sshd listener, with their command lines.
+  static std::vector<std::string> Leftovers(int host) {
+    std::vector<std::string> out;
+    if (Sh("ip netns pids " + Ns(host)) != 0) return {"cannot list " + Ns(host)};
+    std::istringstream pids(ShOutput());
+    const std::string listener =
+        host == 0 ? "" : Read(dir() / ("sshd" + std::to_string(host) + ".pid"));
+    for (std::string pid; pids >> pid;) {
+      if (!listener.empty() && std::stol(listener) == std::stol(pid)) continue;
+      std::string cmd = Read("/proc/" + pid + "/cmdline");
+      for (char& c : cmd) c = c == '\0' ? ' ' : c;
+      if (cmd.empty()) continue;  // exited meanwhile
+      out.push_back(Ns(host) + " pid " + pid + ": " + cmd);
+    }
+    return out;
+  }
+  // Waits up to `limit` for every namespace to hold nothing but sshd; returns what is left.
+  static std::vector<std::string> AwaitNoOrphans(seconds limit) {
+    const Deadline deadline = Deadline::After(limit);
+    for (;;) {
+      std::vector<std::string> left;
+      for (int h = 0; h <= kHosts; ++h) {
+        for (std::string& l : Leftovers(h)) left.push_back(std::move(l));
+      }
+      if (left.empty() || deadline.expired()) return left;
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+  }
+  // The pid of the process in namespace `host` whose command line starts with `program`.
+  static pid_t FindProcess(int host, const std::string& program, seconds limit) {
+    const Deadline deadline = Deadline::After(limit);
+    while (!deadline.expired()) {
+      for (const std::string& l : Leftovers(host)) {
+        const size_t colon = l.find(": ");
+        if (l.compare(colon + 2, program.size(), program) == 0) {
+          return static_cast<pid_t>(std::stol(l.substr(l.find(" pid ") + 5)));
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return 0;
+  }
+  static bool OutputHas(const std::string& name, const std::string& text) {
+    return Read(dir() / (name + ".out")).find(text) != std::string::npos;
+  }
+  static void AwaitOutput(const std::string& name, const std::string& text, seconds limit) {
+    const Deadline deadline = Deadline::After(limit);
+    while (!OutputHas(name, text) && !deadline.expired())
+      std::this_thread::sleep_for(milliseconds(100));
+  }
+
+  static inline fs::path* dir_ = nullptr;
+  static inline std::string skip_, setup_error_;
+  static inline bool namespaces_created_ = false;
+  static inline std::vector<Subprocess>* sshd_ = nullptr;
+};
+
+const std::string kBin = fs::path(TOWERPS_LAUNCH_BIN).parent_path().string();
+
+TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
+  const std::vector<std::string> steps = {"--max-steps", "150"};
+  auto extra = [&](const std::string& name) {
+    std::vector<std::string> e = steps;
+    e.insert(e.end(), {"--summary-out", (dir() / (name + ".json")).string(), "--final-params-out",
+                       (dir() / (name + ".bin")).string()});
+    return e;
+  };
+  auto remote = LaunchOnHosts("hosts", extra("hosts"));
+  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
+  ASSERT_EQ(remote->Wait(Deadline::After(seconds(240))), 0) << Read(dir() / "hosts.out");
+
+  SubprocessOptions local;
+  local.argv = {TOWERPS_LAUNCH_BIN};
+  const std::vector<std::string> job = JobArgs("local", extra("local"));
+  local.argv.insert(local.argv.end(), job.begin(), job.end());
+  local.output_path = (dir() / "local.out").string();
+  auto l = Subprocess::Start(local);
+  ASSERT_TRUE(l.ok());
+  ASSERT_EQ(l->Wait(Deadline::After(seconds(240))), 0) << Read(dir() / "local.out");
+
+  // Where the processes ran: servers on h1 and h3, workers on h2 (two) and h3.
+  const std::string table = Read(dir() / "hosts" / "processes.txt");
+  for (const std::string& expect :
+       {"ps 0 host " + Address(1), "ps 1 host " + Address(3), "worker 0 host " + Address(2),
+        "worker 1 host " + Address(2), "worker 2 host " + Address(3)}) {
+    EXPECT_NE(table.find(expect), std::string::npos) << expect << " in\n" << table;
+  }
+  EXPECT_TRUE(OutputHas("hosts", "[worker:2]"));
+  EXPECT_TRUE(OutputHas("hosts", "job finished: 3 workers and 2 servers exited cleanly"));
+  // Sync training is deterministic: the same parameters, bit for bit, and the same accuracy.
+  const std::string a = Read(dir() / "hosts.bin"), b = Read(dir() / "local.bin");
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "the hostfile job's final parameters differ from the local job's";
+  auto accuracy = [](const std::string& json) {
+    const size_t at = json.find("\"test_accuracy\":");
+    return at == std::string::npos ? std::string("missing") : json.substr(at, 24);
+  };
+  EXPECT_EQ(accuracy(Read(dir() / "hosts.json")), accuracy(Read(dir() / "local.json")));
+  EXPECT_GT(std::atof(accuracy(Read(dir() / "hosts.json")).c_str() + 16), 0.7);
+  EXPECT_EQ(AwaitNoOrphans(seconds(15)), std::vector<std::string>{});
+}
+
+TEST_F(SshHostsTest, KilledRemoteServerStopsTheJobWithoutOrphans) {
+  auto job = LaunchOnHosts("kill", {"--epochs", "100", "--grace-ms", "3000"});
+  ASSERT_TRUE(job.ok());
+  const pid_t server = FindProcess(1, kBin + "/towerps-server", seconds(60));
+  ASSERT_GT(server, 0) << Read(dir() / "kill.out");
+  AwaitOutput("kill", "step ", seconds(60));  // training is under way
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+  std::optional<int> code = job->Wait(Deadline::After(seconds(60)));
+  ASSERT_TRUE(code.has_value()) << "the launcher did not stop\n" << Read(dir() / "kill.out");
+  EXPECT_NE(*code, 0);
+  EXPECT_TRUE(OutputHas("kill", "ps:0 on " + Address(1) + " exited with code 137"))
+      << Read(dir() / "kill.out");
+  EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
+}
+
+TEST_F(SshHostsTest, KilledLauncherTakesEveryRemoteProcessWithIt) {
+  auto job = LaunchOnHosts("crash", {"--epochs", "100", "--grace-ms", "3000"});
+  ASSERT_TRUE(job.ok());
+  ASSERT_GT(FindProcess(2, kBin + "/towerps-worker", seconds(60)), 0) << Read(dir() / "crash.out");
+  AwaitOutput("crash", "step ", seconds(60));
+  // SIGKILL: no chance to clean up. Its ssh clients run in their own process groups and see
+  // their stdin close; the watchdogs on the hosts then stop the servers and workers.
+  ASSERT_EQ(kill(job->pid(), SIGKILL), 0);
+  EXPECT_EQ(job->Wait(Deadline::After(seconds(10))), 128 + SIGKILL);
+  EXPECT_EQ(AwaitNoOrphans(seconds(30)), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace towerps
