@@ -14,6 +14,7 @@ PACKAGES=(
   dataset-fashion-mnist
   openmpi-bin
   slurm-wlm munge
+  openssh-client openssh-server iproute2
   python3 python3-numpy python3-matplotlib
 )
 

@@ -177,7 +177,8 @@ class SshHostsTest : public ::testing::Test {
 
   // towerps-launch in the login namespace with the hostfile; output to dir/<name>.out.
   static Result<Subprocess> LaunchOnHosts(const std::string& name,
-                                          const std::vector<std::string>& extra) {
+                                          const std::vector<std::string>& extra,
+                                          const std::string& hostfile = "hosts.txt") {
     SubprocessOptions o;
     o.argv = {"/usr/sbin/ip",
               "netns",
@@ -185,7 +186,7 @@ class SshHostsTest : public ::testing::Test {
               Ns(0),
               TOWERPS_LAUNCH_BIN,
               "--hostfile",
-              (dir() / "hosts.txt").string(),
+              (dir() / hostfile).string(),
               "--ssh-opts",
               SshOpts()};
     // OpenBLAS picks its kernels from these: the remote processes must use the local ones.
@@ -327,8 +328,49 @@ TEST_F(SshHostsTest, KilledLauncherTakesEveryRemoteProcessWithIt) {
   // SIGKILL: no chance to clean up. Its ssh clients run in their own process groups and see
   // their stdin close; the watchdogs on the hosts then stop the servers and workers.
   ASSERT_EQ(kill(job->pid(), SIGKILL), 0);
-  EXPECT_EQ(job->Wait(Deadline::After(seconds(10))), 128 + SIGKILL);
-  EXPECT_EQ(AwaitNoOrphans(seconds(30)), std::vector<std::string>{});
+  EXPECT_EQ(job->Wait(Deadline::After(seconds(10))), 128 + SIGKILL) << Read(dir() / "crash.out");
+  EXPECT_EQ(AwaitNoOrphans(seconds(30)), std::vector<std::string>{}) << Read(dir() / "crash.out");
+}
+
+TEST_F(SshHostsTest, BusyPortAndUnreachableHostAreNamed) {
+  // Something else holds server 0's port on its host.
+  SubprocessOptions squat;
+  squat.argv = {"/usr/sbin/ip",
+                "netns",
+                "exec",
+                Ns(1),
+                "/usr/bin/python3",
+                "-c",
+                "import socket, time\ns = socket.socket()\ns.bind(('0.0.0.0', 7700))\n"
+                "s.listen()\nprint('bound', flush=True)\ntime.sleep(120)"};
+  squat.output_path = (dir() / "squat.out").string();
+  auto squatter = Subprocess::Start(squat);
+  ASSERT_TRUE(squatter.ok());
+  for (int i = 0; i < 100 && Read(dir() / "squat.out").find("bound") == std::string::npos; ++i)
+    std::this_thread::sleep_for(milliseconds(50));
+  auto busy = LaunchOnHosts("busy", {"--max-steps", "5", "--grace-ms", "3000"});
+  ASSERT_TRUE(busy.ok());
+  std::optional<int> code = busy->Wait(Deadline::After(seconds(60)));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  const std::string out = Read(dir() / "busy.out");
+  EXPECT_NE(out.find("ps:0 on " + Address(1) + " exited with code 1"), std::string::npos) << out;
+  EXPECT_NE(out.find(":7700: the port is already in use"), std::string::npos) << out;
+  squatter->Signal(SIGKILL);
+  squatter->Wait(Deadline::After(seconds(10)));
+
+  // A host nobody answers for: ssh's own message names it and the port.
+  std::ofstream(dir() / "unreachable.txt")
+      << Address(1) << " slots=1 servers\n10.213.0.99 slots=4\n";
+  auto lost = LaunchOnHosts("lost", {"--max-steps", "5", "--grace-ms", "3000"}, "unreachable.txt");
+  ASSERT_TRUE(lost.ok());
+  code = lost->Wait(Deadline::After(seconds(90)));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
+  const std::string lost_out = Read(dir() / "lost.out");
+  EXPECT_NE(lost_out.find("on 10.213.0.99 exited with code 255"), std::string::npos) << lost_out;
+  EXPECT_NE(lost_out.find("connect to host 10.213.0.99 port 22"), std::string::npos) << lost_out;
+  EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
 }
 
 }  // namespace

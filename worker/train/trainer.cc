@@ -130,11 +130,11 @@ class Trainer::Impl {
     co.job = job;
     TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
     TOWERPS_ASSIGN_OR_RETURN(start_version_,
-                             client_->Register(m0.variables(), m0.signature()).get());
+                             Await(client_->Register(m0.variables(), m0.signature())));
     if (o_.rank == 0 && start_version_ < 0) {
       std::vector<std::future<Status>> inits;
       for (int v = 0; v < num_vars_; ++v) inits.push_back(client_->Init(v, m0.GetVariable(v)));
-      for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(f.get());
+      for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(Await(f));
     } else if (start_version_ > 0) {
       TOWERPS_LOG(kInfo) << "the servers hold version " << start_version_
                          << " (restored): continuing from there";
@@ -282,12 +282,16 @@ class Trainer::Impl {
 
   // The reply of one request; a stop request ends the wait early (the client's RPC deadline
   // bounds it otherwise), so a signalled worker stops promptly even while a server is silent.
-  template <typename T>
-  Result<T> Await(std::future<Result<T>>& reply) {
+  template <typename Reply>  // Status or Result<T>
+  Reply Await(std::future<Reply>& reply) {
     while (reply.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
       if (o_.stop && o_.stop->load()) return CancelledError("stopped by a signal");
     }
     return reply.get();
+  }
+  template <typename Reply>
+  Reply Await(std::future<Reply>&& reply) {
+    return Await(reply);
   }
 
   // Waits for the outstanding pulls and loads the values into every tower.
