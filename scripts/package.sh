@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Builds a relocatable tarball of the TowerPS binaries for nodes that lack our build
+# dependencies (GPU nodes, for instance):
+#
+#   scripts/package.sh [--preset release] [--build-dir DIR] [--out FILE.tar.gz] [--no-build]
+#
+# The tarball holds bin/ (towerps-server, -worker, -launch, -bench), lib/ with every shared
+# library they need except the C library family and the CUDA stack (runtime, cuBLAS, cuDNN,
+# driver), which must come from the node, env.sh (source it: PATH and LD_LIBRARY_PATH, plus the
+# CUDA libraries of a pip-installed PyTorch or nvidia-* wheel if there is one), and the sbatch
+# example. After building it, the script unpacks it elsewhere and checks that every library the
+# binaries need resolves, from the bundle or, for the CUDA stack, from this machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+preset=release
+build_dir=""
+out=""
+build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --preset) preset="$2"; shift 2 ;;
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "package: unknown option '$1'; see scripts/package.sh --help" >&2; exit 2 ;;
+  esac
+done
+build_dir="${build_dir:-build/$preset}"
+if [ "$build" = 1 ]; then scripts/build.sh "$preset"; fi
+bin_dir="$build_dir/bin"
+binaries=(towerps-server towerps-worker towerps-launch towerps-bench)
+for b in "${binaries[@]}"; do
+  if [ ! -x "$bin_dir/$b" ]; then
+    echo "package: $bin_dir/$b is missing; build first (scripts/build.sh $preset)" >&2
+    exit 1
+  fi
+done
+if grep -q "TOWERPS_SANITIZE:STRING=." "$build_dir/CMakeCache.txt" 2>/dev/null; then
+  echo "package: $build_dir is a sanitizer build; package a release build" >&2
+  exit 1
+fi
+
+version="$(git describe --always --dirty 2>/dev/null || echo unknown)"
+name="towerps-$version-$(uname -m)"
+out="${out:-dist/$name.tar.gz}"
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+root="$stage/$name"
+mkdir -p "$root/bin" "$root/lib" "$root/examples"
+
+# Libraries that must come from the node: the C library family (tied to the kernel and loader)
+# and the CUDA stack (tied to the driver).
+system_lib='^(linux-vdso|ld-linux.*|libc|libm|libdl|libpthread|librt|libresolv|libutil)\.so'
+cuda_lib='^(libcuda|libcudart|libcublas|libcublasLt|libcudnn.*|libnvrtc.*|libnvJitLink|libcufft|libcurand|libcusparse|libnvidia-.*)\.so'
+
+for b in "${binaries[@]}"; do cp "$bin_dir/$b" "$root/bin/"; done
+cp launch/examples/train.sbatch "$root/examples/"
+missing=()
+while read -r lib arrow path _; do
+  [ "$arrow" = "=>" ] || continue
+  if [[ "$lib" =~ $system_lib ]] || [[ "$lib" =~ $cuda_lib ]]; then continue; fi
+  if [ "$path" = "not" ]; then missing+=("$lib"); continue; fi
+  cp -L "$path" "$root/lib/$lib"
+done < <(for b in "${binaries[@]}"; do ldd "$bin_dir/$b"; done | sort -u)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "package: these libraries are not found here, so they cannot be bundled: ${missing[*]}" >&2
+  exit 1
+fi
+
+cat > "$root/env.sh" <<'EOF'
+# Source this file: `. /path/to/towerps/env.sh`. It puts the TowerPS binaries on PATH and their
+# libraries on LD_LIBRARY_PATH. The CUDA runtime, cuBLAS and cuDNN come from the node: a CUDA
+# install the loader already finds (ldconfig, or set CUDA_HOME), or the lib/ folders of the
+# nvidia-* pip wheels (nvidia-cudnn-cu*, nvidia-cublas-cu*, nvidia-cuda-runtime-cu*, which
+# PyTorch installs), which are added here when `python3 -c 'import nvidia'` finds them.
+TOWERPS_HOME="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")" && pwd)"
+export TOWERPS_HOME
+export PATH="$TOWERPS_HOME/bin:$PATH"
+_towerps_libs="$TOWERPS_HOME/lib"
+if [ -n "${CUDA_HOME:-}" ] && [ -d "$CUDA_HOME/lib64" ]; then
+  _towerps_libs="$_towerps_libs:$CUDA_HOME/lib64"
+fi
+_towerps_wheels="$(${PYTHON:-python3} - 2>/dev/null <<'PY' || true
+import glob, os
+try:
+    import nvidia
+except ImportError:
+    raise SystemExit
+dirs = []
+for root in nvidia.__path__:
+    dirs += sorted(d for d in glob.glob(os.path.join(root, "*", "lib")) if os.path.isdir(d))
+    if os.path.isdir(os.path.join(root, "cu13", "lib")):
+        dirs.append(os.path.join(root, "cu13", "lib"))
+print(":".join(dirs))
+PY
+)"
+if [ -n "$_towerps_wheels" ]; then _towerps_libs="$_towerps_libs:$_towerps_wheels"; fi
+export LD_LIBRARY_PATH="$_towerps_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset _towerps_libs _towerps_wheels
+EOF
+
+cat > "$root/README.txt" <<EOF
+TowerPS $version, built on $(. /etc/os-release && echo "$PRETTY_NAME") for $(uname -m).
+
+  . ./env.sh                       # PATH, LD_LIBRARY_PATH (and pip CUDA wheels if present)
+  towerps-launch --help
+  towerps-launch --servers 1 --workers 2 --model cnn --towers gpu:0 --data-dir DIR
+
+lib/ holds every library the binaries need except the C library and the CUDA stack (CUDA
+runtime, cuBLAS, cuDNN, driver), which come from the node. Check with: ldd bin/towerps-worker
+EOF
+
+mkdir -p "$(dirname "$out")"
+tar -C "$stage" -czf "$out" "$name"
+
+# Check the tarball where nothing of this tree is: every library must resolve, from the bundle
+# or (the CUDA stack) from this machine.
+check="$(mktemp -d)"
+trap 'rm -rf "$stage" "$check"' EXIT
+tar -C "$check" -xzf "$out"
+unresolved="$(env -i PATH=/usr/bin:/bin HOME="$HOME" bash -c \
+  ". '$check/$name/env.sh' && for b in '$check/$name'/bin/*; do ldd \"\$b\"; done" |
+  grep "not found" | sort -u || true)"
+if [ -n "$unresolved" ]; then
+  only_cuda=1
+  while read -r lib _; do [[ "$lib" =~ $cuda_lib ]] || only_cuda=0; done <<< "$unresolved"
+  if [ "$only_cuda" = 0 ]; then
+    echo "package: the unpacked bundle does not resolve:" >&2
+    echo "$unresolved" >&2
+    exit 1
+  fi
+  echo "package: note: the CUDA libraries are not on this machine's loader path; the node must" \
+       "provide them:" $(awk '{print $1}' <<< "$unresolved")
+fi
+env -i PATH=/usr/bin:/bin bash -c ". '$check/$name/env.sh' && towerps-launch --help >/dev/null"
+echo "package: $out ($(du -h "$out" | cut -f1)): ${#binaries[@]} binaries, $(ls "$root/lib" | wc -l)" \
+     "libraries; left to the node: the C library and the CUDA stack"

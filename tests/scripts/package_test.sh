@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# scripts/package.sh on this build: the tarball holds the binaries and their non-system
+# libraries (not the C library, not the CUDA stack), and, unpacked elsewhere with a bare
+# environment, its binaries resolve their libraries from the bundle and run a short job.
+# Usage: package_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src="$1"
+build="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$src/scripts/package.sh" --no-build --build-dir "$build" --out "$work/t.tar.gz"
+listing="$(tar tzf "$work/t.tar.gz")"
+for f in bin/towerps-server bin/towerps-worker bin/towerps-launch bin/towerps-bench env.sh \
+         lib/libzmq.so.5 lib/libcapnp- lib/libboost_program_options lib/libopenblas.so.0; do
+  grep -q "/$f" <<< "$listing" || fail "the tarball lacks $f"
+done
+for f in lib/libc.so.6 lib/libm.so.6 lib/libcudart lib/libcublas lib/libcudnn lib/libcuda.so; do
+  if grep -q "/$f" <<< "$listing"; then fail "the tarball bundles $f, which must come from the node"; fi
+done
+
+mkdir -p "$work/elsewhere"
+tar -C "$work/elsewhere" -xzf "$work/t.tar.gz"
+home="$(ls -d "$work"/elsewhere/towerps-*)"
+resolved="$(env -i PATH=/usr/bin:/bin bash -c ". '$home/env.sh' && ldd '$home/bin/towerps-worker'")"
+grep -q "libzmq.so.5 => $home/lib/libzmq.so.5" <<< "$resolved" ||
+  fail "libzmq does not resolve from the bundle: $(grep libzmq <<< "$resolved")"
+grep -q "libopenblas.so.0 => $home/lib/" <<< "$resolved" || fail "OpenBLAS not from the bundle"
+
+# The unpacked launcher finds its sibling binaries (nothing else is on PATH) and runs a job.
+out="$(cd "$work" && env -i PATH=/usr/bin:/bin HOME="$work" bash -c \
+  ". '$home/env.sh' && towerps-launch --servers 1 --workers 1 --model mlp --max-steps 5 \
+   --run-dir '$work/run'" 2>&1)" || fail "the bundled job failed: $out"
+grep -q "test accuracy" <<< "$out" || fail "no accuracy from the bundled job: $out"
+echo "package_test: OK"
