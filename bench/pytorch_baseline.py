@@ -1,11 +1,19 @@
 #!/usr/bin/python3
-"""PyTorch CPU training-throughput baseline for `towerps-bench train`.
+"""PyTorch training-throughput baseline for `towerps-bench train`, on CPU or a GPU.
 
 Runs the same model, batch size, optimizer (SGD, lr 0.01, momentum 0.9), data (Fashion-MNIST,
-normalized with mean 0.2860 / std 0.3530, reshuffled each epoch) and thread count as
+normalized with mean 0.2860 / std 0.3530, reshuffled each epoch; for cifar10, synthetic 3x24x24
+images, as `towerps-bench train --model cifar10` uses) and thread count as
 `towerps-bench train`, warms up, then measures whole training steps for --seconds.
 
   bench/pytorch_baseline.py --model cnn --batch 64 --threads 2 [--seconds 10] [--json]
+  bench/pytorch_baseline.py --model cifar10 --batch 128 --device cuda:0 --json
+
+On a GPU the batches go host-to-device from pinned memory each step (as TowerPS stages them),
+PyTorch runs eagerly (what users run instead of TowerPS), and the clock is read after
+torch.cuda.synchronize(). cifar10 is TensorFlow's CIFAR-10 tutorial model, as in TowerPS's zoo;
+PyTorch pads its 3x3/2 poolings symmetrically where TensorFlow's 'same' pads at the end, which
+changes no shape and no FLOP count.
 
 Thread count: torch.set_num_threads(T) limits PyTorch's own (OpenMP) threads, but Debian's torch
 calls OpenBLAS for Linear layers, and OpenBLAS starts one thread per core unless
@@ -54,7 +62,16 @@ def build(model):
         return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
                              nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 5 * 5, 128),
                              nn.ReLU(), nn.Linear(128, 10))
-    sys.exit(f"unknown model '{model}' (mlp or cnn)")
+    if model == "cifar10":
+        lrn = dict(size=9, alpha=0.001, beta=0.75, k=1.0)  # TF's alpha 0.001/9 times the size
+        return nn.Sequential(
+            nn.Conv2d(3, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1),
+            nn.LocalResponseNorm(**lrn),
+            nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(), nn.LocalResponseNorm(**lrn),
+            nn.MaxPool2d(3, 2, padding=1), nn.Flatten(),
+            nn.Linear(64 * 6 * 6, 384), nn.ReLU(), nn.Linear(384, 192), nn.ReLU(),
+            nn.Linear(192, 10))
+    sys.exit(f"unknown model '{model}' (mlp, cnn or cifar10)")
 
 
 def main():
@@ -67,6 +84,7 @@ def main():
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--blas-threads", type=int, default=-1,
                    help="OPENBLAS_NUM_THREADS (default: --threads; 0: OpenBLAS's own default)")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda:N")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     blas = a.threads if a.blas_threads < 0 else a.blas_threads
@@ -78,12 +96,23 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    images = read_idx(find(a.data_dir, "train-images-idx3-ubyte"))
-    labels = read_idx(find(a.data_dir, "train-labels-idx1-ubyte"))
-    x_all = (torch.from_numpy(images.astype(np.float32)) / 255.0 - MEAN) / STD
-    x_all = x_all.reshape(-1, 1, 28, 28).contiguous()
-    y_all = torch.from_numpy(labels.astype(np.int64))
-    model = build(a.model)
+    device = torch.device(a.device)
+    gpu = device.type == "cuda"
+    if gpu and not torch.cuda.is_available():
+        sys.exit(f"--device {a.device}: this PyTorch sees no CUDA device")
+    if a.model == "cifar10":
+        gen_data = torch.Generator().manual_seed(2)
+        x_all = torch.rand(10000, 3, 24, 24, generator=gen_data) * 4.0 - 2.0
+        y_all = torch.randint(0, 10, (10000,), generator=gen_data)
+    else:
+        images = read_idx(find(a.data_dir, "train-images-idx3-ubyte"))
+        labels = read_idx(find(a.data_dir, "train-labels-idx1-ubyte"))
+        x_all = (torch.from_numpy(images.astype(np.float32)) / 255.0 - MEAN) / STD
+        x_all = x_all.reshape(-1, 1, 28, 28).contiguous()
+        y_all = torch.from_numpy(labels.astype(np.int64))
+    if gpu:
+        x_all, y_all = x_all.pin_memory(), y_all.pin_memory()
+    model = build(a.model).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     n = x_all.shape[0]
@@ -97,19 +126,26 @@ def main():
         idx = state["perm"][state["i"] * a.batch:(state["i"] + 1) * a.batch]
         state["i"] += 1
         x, y = x_all.index_select(0, idx), y_all.index_select(0, idx)
+        if gpu:
+            x = x.pin_memory().to(device, non_blocking=True)
+            y = y.pin_memory().to(device, non_blocking=True)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         return loss
 
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
     for _ in range(a.warmup_steps):
         step()
+    sync()
     steps, start = 0, time.perf_counter()
     last = start
     while True:
         loss = step()
         steps += 1
+        if steps % 20 == 0:
+            sync()  # bounds the queue, so the clock sees the GPU's work
         now = time.perf_counter()
         if now - start >= a.seconds:
             break
@@ -117,11 +153,13 @@ def main():
             last = now
             print(f"  {now - start:.0f} s: {steps} steps, {steps * a.batch / (now - start):.0f} "
                   f"examples/s", file=sys.stderr)
+    sync()
     secs = time.perf_counter() - start
     eps = steps * a.batch / secs
     if a.json:
         print(json.dumps({"bench": "train", "impl": "pytorch", "torch": torch.__version__,
                           "model": a.model, "batch": a.batch, "threads": a.threads,
+                          "device": a.device,
                           "openblas_threads": blas if blas > 0 else "default",
                           "steps": steps, "seconds": round(secs, 3),
                           "examples_per_sec": round(eps, 1), "final_loss": float(loss)}))

@@ -52,7 +52,7 @@ class Reader {
     return Status::Ok();
   }
   Status GetString(std::string* s) {
-    uint32_t n;
+    uint32_t n = 0;
     TOWERPS_RETURN_IF_ERROR(Get(&n));
     if (n > buf_.size() - pos_) return CorruptionError(where_ + ": string runs past its record");
     s->assign(buf_.data() + pos_, n);

@@ -3,12 +3,14 @@
 # dependencies (GPU nodes, for instance):
 #
 #   scripts/package.sh [--preset release] [--build-dir DIR] [--out FILE.tar.gz] [--no-build]
+#                      [--with-tests]
 #
 # The tarball holds bin/ (towerps-server, -worker, -launch, -bench), lib/ with every shared
 # library they need except the C library family and the CUDA stack (runtime, cuBLAS, cuDNN,
 # driver), which must come from the node, env.sh (source it: PATH and LD_LIBRARY_PATH, plus the
 # CUDA libraries of a pip-installed PyTorch or nvidia-* wheel if there is one), and the sbatch
-# example. After building it, the script unpacks it elsewhere and checks that every library the
+# example; --with-tests adds the test binaries in tests/ (for scripts/gpu_verify.sh). After
+# building it, the script unpacks it elsewhere and checks that every library the
 # binaries need resolves, from the bundle or, for the CUDA stack, from this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,13 +19,15 @@ preset=release
 build_dir=""
 out=""
 build=1
+with_tests=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset) preset="$2"; shift 2 ;;
     --build-dir) build_dir="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --with-tests) with_tests=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package: unknown option '$1'; see scripts/package.sh --help" >&2; exit 2 ;;
   esac
 done
@@ -56,6 +60,12 @@ system_lib='^(linux-vdso|ld-linux.*|libc|libm|libdl|libpthread|librt|libresolv|l
 cuda_lib='^(libcuda|libcudart|libcublas|libcublasLt|libcudnn.*|libnvrtc.*|libnvJitLink|libcufft|libcurand|libcusparse|libnvidia-.*)\.so'
 
 for b in "${binaries[@]}"; do cp "$bin_dir/$b" "$root/bin/"; done
+if [ "$with_tests" = 1 ]; then
+  mkdir -p "$root/tests"
+  for t in "$bin_dir"/*_test; do
+    cp "$t" "$root/tests/"
+  done
+fi
 cp launch/examples/train.sbatch "$root/examples/"
 missing=()
 while read -r lib arrow path _; do
@@ -63,7 +73,7 @@ while read -r lib arrow path _; do
   if [[ "$lib" =~ $system_lib ]] || [[ "$lib" =~ $cuda_lib ]]; then continue; fi
   if [ "$path" = "not" ]; then missing+=("$lib"); continue; fi
   cp -L "$path" "$root/lib/$lib"
-done < <(for b in "${binaries[@]}"; do ldd "$bin_dir/$b"; done | sort -u)
+done < <(for b in "$root"/bin/* "$root"/tests/*; do [ -f "$b" ] && ldd "$b"; done | sort -u)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "package: these libraries are not found here, so they cannot be bundled: ${missing[*]}" >&2
   exit 1

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The GPU checks of the CUDA issue in one run, on a machine with an NVIDIA GPU that lacks our
+# build dependencies (it needs the CUDA runtime, cuBLAS and cuDNN, from a CUDA install or from
+# PyTorch's nvidia-* wheels; env.sh finds either).
+#
+# Here (a machine with nvcc and our Debian packages):
+#   scripts/package.sh --with-tests --out .device/towerps.tar.gz
+#   mkdir -p .device/fashion-mnist && cp /usr/share/datasets/fashion-mnist/*.gz .device/fashion-mnist/
+# There (the repository root, .device carried along):
+#   bash scripts/gpu_verify.sh .device/towerps.tar.gz [OUTPUT_DIR]
+#
+# It writes OUTPUT_DIR (default $OUT, else /tmp/gpu_verify): summary.txt (one line per check,
+# PASS or FAIL, and the figures), bench.jsonl, and a log per step. Steps:
+#   1. every test binary in the bundle, GPU tests included (none may be skipped for want of a
+#      GPU: that would mean the bundle does not see it);
+#   2. a cnn job (Fashion-MNIST; cifar10 on synthetic data without it) through towerps-launch
+#      with 2 workers sharing gpu:0 at --gpu-memory-fraction 0.4, then 3 workers at 0.4, which
+#      must fail with an out-of-memory error naming the fraction;
+#   3. --log-device-placement, and soft placement (--towers gpu:7 fails listing the devices;
+#      with --allow-soft-placement it warns and runs);
+#   4. towerps-bench train --device gpu:0 --model cifar10 --batch 128 against PyTorch eager on
+#      the same GPU (bench/pytorch_baseline.py), alternating, 2 rounds, best of each;
+#   5. the step time of the cifar10 job with 1, 2 and 4 workers sharing gpu:0.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR]}"
+out="${2:-${OUT:-/tmp/gpu_verify}}"
+mkdir -p "$out"
+work="$(mktemp -d)"
+tar -C "$work" -xzf "$bundle" || { echo "gpu_verify: cannot unpack $bundle" >&2; exit 1; }
+home="$(ls -d "$work"/towerps-*)"
+# shellcheck disable=SC1091
+. "$home/env.sh"
+export PYTHONUNBUFFERED=1
+summary="$out/summary.txt"
+: > "$summary"
+result() { echo "$1 $2" | tee -a "$summary"; }
+data_dir=""
+if [ -f .device/fashion-mnist/train-images-idx3-ubyte.gz ]; then data_dir="$PWD/.device/fashion-mnist"; fi
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$summary"
+missing="$(ldd "$home/bin/towerps-worker" | grep "not found")"
+if [ -n "$missing" ]; then result FAIL "libraries not found: $missing"; exit 1; fi
+
+# 1. Tests.
+for t in "$home"/tests/*_test; do
+  name="$(basename "$t")"
+  "$t" --gtest_brief=1 > "$out/test-$name.log" 2>&1
+  rc=$?
+  gpu_skips="$(grep -c "no GPU\|without a GPU\|no CUDA" "$out/test-$name.log")"
+  if [ $rc -eq 0 ] && [ "$gpu_skips" -eq 0 ]; then result PASS "test $name"
+  else result FAIL "test $name (exit $rc, GPU skips $gpu_skips; log test-$name.log)"; fi
+done
+
+# 2. Two workers share the GPU at 0.4; a third does not fit.
+if [ -n "$data_dir" ]; then job=(--model cnn --epochs 1 --data-dir "$data_dir")
+else job=(--model cifar10 --dataset synthetic --max-steps 300); fi
+towerps-launch --servers 1 --workers 2 --towers gpu:0 --gpu-memory-fraction 0.4 "${job[@]}" \
+  --run-dir "$work/share2" > "$out/share2.log" 2>&1
+rc=$?
+acc="$(grep -o "test accuracy = [0-9.]*" "$out/share2.log" | tail -1)"
+if [ $rc -eq 0 ]; then result PASS "2 workers at 0.4 on gpu:0: $acc"
+else result FAIL "2 workers at 0.4 on gpu:0 (exit $rc; share2.log)"; fi
+towerps-launch --servers 1 --workers 3 --towers gpu:0 --gpu-memory-fraction 0.4 "${job[@]}" \
+  --run-dir "$work/share3" > "$out/share3.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -qi "fraction" "$out/share3.log" && grep -qi "memory" "$out/share3.log"; then
+  result PASS "3 workers at 0.4 fail: $(grep -i -m1 "fraction" "$out/share3.log" | cut -c1-200)"
+else result FAIL "3 workers at 0.4 (exit $rc; share3.log)"; fi
+
+# 3. Placement logging and soft placement.
+towerps-launch --servers 2 --workers 1 --towers gpu:0 --log-device-placement "${job[@]}" \
+  --max-steps 5 --run-dir "$work/placement" > "$out/placement.log" 2>&1
+if grep -q "gpu:0" "$out/placement.log" && grep -qi "server" "$out/placement.log"; then
+  result PASS "placement logged: $(grep -c -i placement "$out/placement.log") lines"
+else result FAIL "placement log (placement.log)"; fi
+towerps-launch --servers 1 --workers 1 --towers gpu:7 "${job[@]}" --max-steps 5 \
+  --run-dir "$work/missing" > "$out/missing.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "gpu:0" "$out/missing.log"; then
+  result PASS "gpu:7 refused: $(grep -m1 "gpu:7" "$out/missing.log" | cut -c1-200)"
+else result FAIL "gpu:7 without soft placement (exit $rc; missing.log)"; fi
+towerps-launch --servers 1 --workers 1 --towers gpu:7 --allow-soft-placement "${job[@]}" \
+  --max-steps 5 --run-dir "$work/soft" > "$out/soft.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -qi "warn\|fall" "$out/soft.log"; then result PASS "soft placement"
+else result FAIL "soft placement (exit $rc; soft.log)"; fi
+
+# 4. Throughput against PyTorch eager, same GPU, alternating.
+: > "$out/bench.jsonl"
+for round in 1 2; do
+  towerps-bench train --device gpu:0 --model cifar10 --batch 128 --seconds 10 --json \
+    2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
+  python3 bench/pytorch_baseline.py --device cuda:0 --model cifar10 --batch 128 --seconds 10 \
+    --json 2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
+done
+python3 - "$out/bench.jsonl" <<'PY' | tee -a "$summary"
+import json, sys
+best = {}
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    impl = r.get("impl", "towerps")
+    best[impl] = max(best.get(impl, 0), r.get("examples_per_sec", 0))
+t, p = best.get("towerps", 0), best.get("pytorch", 0)
+verdict = "PASS" if p and t >= p else "FAIL"
+print(f"{verdict} bench cifar10 b128: towerps {t:.0f} img/s, pytorch {p:.0f} img/s, "
+      f"ratio {t / p if p else 0:.2f}")
+PY
+
+# 5. Workers sharing one GPU.
+for n in 1 2 4; do
+  towerps-launch --servers 1 --workers "$n" --towers gpu:0 --gpu-memory-fraction 0.2 \
+    --model cifar10 --dataset synthetic --max-steps 300 --batch-size 128 \
+    --summary-out "$work/share-$n.json" --run-dir "$work/s$n" > "$out/share-n$n.log" 2>&1
+  python3 -c "
+import json; s = json.load(open('$work/share-$n.json'))
+print(f'INFO {$n} worker(s) on gpu:0: {1000 * s[\"train_seconds\"] / s[\"steps\"]:.1f} ms/step, '
+      f'{s[\"examples_per_sec\"]:.0f} img/s in all')" | tee -a "$summary" ||
+    result FAIL "$n workers sharing gpu:0 (share-n$n.log)"
+done
+echo "gpu_verify: $(grep -c '^PASS' "$summary") passed, $(grep -c '^FAIL' "$summary") failed"
