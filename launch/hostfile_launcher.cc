@@ -94,11 +94,7 @@ Status HostfileLauncher::Run() {
         "is 7700): workers on other hosts must know the servers' ports");
   }
 
-  std::error_code ec;
-  fs::create_directories(run_dir_, ec);
-  if (ec) return IoError("--run-dir " + run_dir_ + ": cannot create: " + ec.message());
-  std::printf("[launch] run directory: %s\n", fs::absolute(run_dir_).c_str());
-  std::fflush(stdout);
+  TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
 
   ProcessGroup group(run_dir_);
   JobSupervisor supervisor(&group, o.grace, o.interrupt);

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <ctime>
+#include <filesystem>
 
 #include "common/sibling_executable.h"
 #include "worker/straggler.h"
@@ -42,6 +44,15 @@ std::string DefaultRunDir() {
   char stamp[64];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
   return "runs/" + std::string(stamp) + "-" + std::to_string(getpid());
+}
+
+Status CreateRunDir(const std::string& run_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir, ec);
+  if (ec) return IoError("--run-dir " + run_dir + ": cannot create: " + ec.message());
+  std::printf("[launch] run directory: %s\n", std::filesystem::absolute(run_dir).c_str());
+  std::fflush(stdout);
+  return Status::Ok();
 }
 
 std::string ServerBinary(const LaunchOptions& o) {

@@ -39,6 +39,8 @@ Status ValidateLaunchOptions(const LaunchOptions& options);
 
 // runs/<date>-<time>-<pid>, relative to the working directory.
 std::string DefaultRunDir();
+// Creates the run directory and says where it is ("[launch] run directory: ...").
+Status CreateRunDir(const std::string& run_dir);
 
 // The binaries, resolved (next to this executable unless given).
 std::string ServerBinary(const LaunchOptions& options);

@@ -21,11 +21,8 @@ LocalLauncher::LocalLauncher(LaunchOptions options)
 Status LocalLauncher::Run() {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
   const LaunchOptions& o = options_;
+  TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
   std::error_code ec;
-  fs::create_directories(run_dir_, ec);
-  if (ec) return IoError("--run-dir " + run_dir_ + ": cannot create: " + ec.message());
-  std::printf("[launch] run directory: %s\n", fs::absolute(run_dir_).c_str());
-  std::fflush(stdout);
 
   ProcessGroup group(run_dir_);
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
