@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/dropout_hash.h"  // DropoutUniform, shared with the CUDA kernels
 #include "kernels/shapes.h"
 
 namespace towerps::kernels {
@@ -96,16 +97,6 @@ class Backend {
   virtual void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* v,
                               T* p) = 0;
 };
-
-// The uniform number in [0, 1) that dropout draws for element `index` under `seed`: a
-// counter-based hash (SplitMix64), so every backend draws the same mask.
-inline float DropoutUniform(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (index + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // 24 bits
-}
 
 }  // namespace towerps::kernels
 
