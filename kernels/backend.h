@@ -6,6 +6,9 @@
 // Contract:
 //  - Every pointer is borrowed and lives in the backend's memory space (host memory for CPU and
 //    reference, device memory for CUDA). Dimensions are explicit arguments; nothing is inferred.
+//    The MemorySpace base (kernels/memory_space.h) allocates that memory and copies in and out
+//    of it; ops and copies are ordered in call order. Ops may return before the work is done
+//    (CUDA queues it on a stream); CopyToHost and Synchronize wait for it.
 //  - Layouts: matrices are row-major; images are NCHW; convolution weights are [k, c, r, s].
 //  - Outputs are overwritten, never accumulated into, unless the op says so (Gemm with beta).
 //  - Inputs and outputs must not overlap unless the op says they may.
@@ -18,12 +21,13 @@
 #include <string>
 
 #include "kernels/dropout_hash.h"  // DropoutUniform, shared with the CUDA kernels
+#include "kernels/memory_space.h"
 #include "kernels/shapes.h"
 
 namespace towerps::kernels {
 
 template <typename T>
-class Backend {
+class Backend : public virtual MemorySpace {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
