@@ -7,6 +7,14 @@
 //    parameter server stores, also for a double model used in gradient checks).
 //  - value(i) / gradient(i) are contiguous host buffers owned by the model; gradients are those
 //    of the mean loss over the last TrainStep's batch.
+//  - Backend memory: on host-memory backends (CPU, reference) the layers compute on those host
+//    buffers directly, with no copies. Otherwise the model keeps a device mirror of every value
+//    and gradient and its activations in the backend's memory: values written on the host
+//    (SetVariable, or through value(i)) are copied to the device, in forward order, at the start
+//    of the next TrainStep/Evaluate; each variable's gradient is copied to the host as soon as
+//    backward has produced it, before the gradient-ready hook runs. x and labels are host
+//    memory in every case; they are staged into the backend's memory when it is not host
+//    memory. Running out of backend memory is kResourceExhausted from TrainStep/Evaluate.
 //  - Inputs are `batch` examples of input_shape() back to back (NCHW for images); labels are
 //    int32 class indices. A bad batch size or label returns kInvalidArgument.
 //  - The backend is borrowed and must outlive the model. Not thread-safe.
@@ -21,6 +29,7 @@
 #include "common/result.h"
 #include "common/tensor.h"
 #include "kernels/backend.h"
+#include "kernels/backend_buffer.h"
 #include "ps/variable.h"
 #include "worker/layers/layer.h"
 
@@ -54,7 +63,12 @@ class Model {
   int64_t num_parameters() const;
   const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return layers_; }
 
-  std::span<T> value(int i) { return params_.at(i)->value; }
+  // Writing through the span is allowed: the variable is copied to the backend before the next
+  // step.
+  std::span<T> value(int i) {
+    MarkValueChanged(i);
+    return params_.at(i)->value;
+  }
   std::span<const T> gradient(int i) const { return params_.at(i)->grad; }
   // A float32 copy of variable i's value or gradient, shaped as the variable.
   Tensor GetVariable(int i) const;
@@ -71,9 +85,16 @@ class Model {
 
  private:
   Status CheckBatch(const int32_t* labels, int batch) const;
+  void MarkValueChanged(int i);
+  // Sizes every activation buffer (and the device mirrors) for `batch`, uploads changed values
+  // and stages x and labels; returns where the backend finds them.
+  Status Prepare(const T* x, const int32_t* labels, int batch, bool with_gradient,
+                 const T** backend_x, const int32_t** backend_labels);
   // Runs every layer; returns the logits buffer.
   const T* Forward(const T* x, int batch, bool training);
-  StepResult Loss(const T* logits, const int32_t* labels, int batch, bool with_gradient);
+  // Softmax cross-entropy on the backend (labels there), accuracy from host_labels.
+  StepResult Loss(const T* logits, const int32_t* labels, const int32_t* host_labels, int batch,
+                  bool with_gradient);
 
   Shape input_shape_;
   std::vector<std::unique_ptr<Layer<T>>> layers_;
@@ -84,9 +105,18 @@ class Model {
   std::vector<ps::VariableSpec> specs_;
   uint64_t signature_;
 
-  std::vector<std::vector<T>> outputs_;  // per layer, batch * output_size
-  std::vector<T> grad_a_, grad_b_;       // ping-pong activation gradients
-  std::vector<T> loss_;                  // per example
+  const bool host_memory_;  // the backend computes on host pointers
+
+  // In the backend's memory.
+  std::vector<kernels::BackendBuffer<T>> outputs_;  // per layer, batch * output_size
+  kernels::BackendBuffer<T> grad_a_, grad_b_;       // ping-pong activation gradients
+  kernels::BackendBuffer<T> loss_;                  // per example
+  // Only when the backend's memory is not host memory: mirrors, staged inputs, host results.
+  std::vector<kernels::BackendBuffer<T>> device_values_, device_grads_;
+  std::vector<char> value_changed_;  // per variable: the host value is newer than the mirror
+  kernels::BackendBuffer<T> device_x_;
+  kernels::BackendBuffer<int32_t> device_labels_;
+  std::vector<T> host_logits_, host_loss_;
 };
 
 }  // namespace towerps::worker
