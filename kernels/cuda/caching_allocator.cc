@@ -20,20 +20,17 @@ std::string Bytes(size_t b) {
 }  // namespace
 
 Status CachingAllocatorOptions::Validate() const {
-  if (!(memory_fraction > 0.0 && memory_fraction <= 1.0)) {
+  if (!(memory_fraction >= 0.0 && memory_fraction <= 1.0)) {
     return InvalidArgumentError("--gpu-memory-fraction=" + std::to_string(memory_fraction) +
-                                " must be in (0, 1]");
+                                " must be in (0, 1] (or unset)");
   }
   if (growth_chunk_bytes == 0) return InvalidArgumentError("growth_chunk_bytes must be > 0");
   return Status::Ok();
 }
 
-CachingAllocator::CachingAllocator(const CachingAllocatorOptions& options, RawDeviceMemory raw)
-    : options_(options),
-      raw_(std::move(raw)),
-      limit_(static_cast<size_t>(std::floor(options.memory_fraction *
-                                            static_cast<double>(raw_.total_bytes) / kAlignment)) *
-             kAlignment) {
+CachingAllocator::CachingAllocator(const CachingAllocatorOptions& options, RawDeviceMemory raw,
+                                   size_t limit)
+    : options_(options), raw_(std::move(raw)), limit_(limit / kAlignment * kAlignment) {
   stats_.limit_bytes = limit_;
 }
 
@@ -41,7 +38,15 @@ Result<std::unique_ptr<CachingAllocator>> CachingAllocator::Create(
     const CachingAllocatorOptions& options, RawDeviceMemory raw) {
   TOWERPS_RETURN_IF_ERROR(options.Validate());
   TOWERPS_CHECK(raw.allocate && raw.free && raw.free_bytes);
-  std::unique_ptr<CachingAllocator> a(new CachingAllocator(options, std::move(raw)));
+  size_t limit = 0;
+  if (options.memory_fraction > 0) {
+    limit = static_cast<size_t>(
+        std::floor(options.memory_fraction * static_cast<double>(raw.total_bytes)));
+  } else {
+    const size_t free = raw.free_bytes();
+    limit = free > options.unset_reserve_bytes ? free - options.unset_reserve_bytes : 0;
+  }
+  std::unique_ptr<CachingAllocator> a(new CachingAllocator(options, std::move(raw), limit));
   if (!options.allow_growth) {
     std::lock_guard<std::mutex> lock(a->mu_);
     TOWERPS_RETURN_IF_ERROR(a->AddSegment(a->limit_, a->limit_));
@@ -54,8 +59,12 @@ CachingAllocator::~CachingAllocator() {
 }
 
 Status CachingAllocator::OutOfMemory(size_t requested, const std::string& why) const {
-  char fraction[32];
-  std::snprintf(fraction, sizeof(fraction), "%g", options_.memory_fraction);
+  char fraction[64];
+  if (options_.memory_fraction > 0) {
+    std::snprintf(fraction, sizeof(fraction), "%g", options_.memory_fraction);
+  } else {
+    std::snprintf(fraction, sizeof(fraction), "unset (the memory free at start less a reserve)");
+  }
   return ResourceExhaustedError(
       "out of memory on " + options_.device_name + ": " + why + "; requested " + Bytes(requested) +
       ", in use " + Bytes(stats_.bytes_in_use) + ", reserved " + Bytes(stats_.bytes_reserved) +

@@ -43,9 +43,12 @@
 namespace towerps::kernels::cuda {
 
 struct CachingAllocatorOptions {
-  // Share of the device's total memory this allocator may hold, in (0, 1]. 1.0 as in
-  // TensorFlow's per_process_gpu_memory_fraction default (all of it).
-  double memory_fraction = 1.0;
+  // Share of the device's total memory this allocator may hold, in (0, 1]. 0 (unset, the
+  // default) means what TensorFlow does without per_process_gpu_memory_fraction: the memory free
+  // at creation less unset_reserve_bytes, left for the CUDA libraries (their kernels load
+  // lazily and need device memory later).
+  double memory_fraction = 0.0;
+  size_t unset_reserve_bytes = size_t{1} << 30;
   // Start small and grow on demand (TensorFlow's allow_growth) instead of reserving the whole
   // share at start.
   bool allow_growth = false;
@@ -74,7 +77,7 @@ struct AllocatorStats {
   size_t bytes_in_use = 0;       // handed out now (rounded sizes)
   size_t peak_bytes_in_use = 0;  // most ever handed out at once
   size_t bytes_reserved = 0;     // taken from the device (all segments)
-  size_t limit_bytes = 0;        // memory_fraction * total
+  size_t limit_bytes = 0;        // memory_fraction * total (or free less the reserve when unset)
   int64_t num_allocs = 0;        // Allocate calls that returned memory
   int64_t num_segments = 0;      // RawDeviceMemory::allocate calls that succeeded
 };
@@ -110,7 +113,7 @@ class CachingAllocator {
   };
   using FreeKey = std::pair<size_t, uintptr_t>;  // (size, address): best fit, lowest address
 
-  CachingAllocator(const CachingAllocatorOptions& options, RawDeviceMemory raw);
+  CachingAllocator(const CachingAllocatorOptions& options, RawDeviceMemory raw, size_t limit);
   // Takes a new segment of `bytes` from the device and adds it as one free block. mu_ held.
   Status AddSegment(size_t bytes, size_t requested);
   Status OutOfMemory(size_t requested, const std::string& why) const;

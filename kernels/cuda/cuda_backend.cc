@@ -236,35 +236,37 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOption
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->name = "gpu:" + std::to_string(options.device);
-  // The allocator reserves the memory share first, so a worker that does not fit fails before
-  // it creates anything else.
-  TOWERPS_ASSIGN_OR_RETURN(impl->allocator,
-                           cuda::CreateDeviceAllocator(options.device, options.memory));
-  impl->Enter();
+  TOWERPS_RETURN_IF_ERROR(cuda::CudaStatus(cudaSetDevice(options.device),
+                                           "cudaSetDevice(" + impl->name + ")"));
+  // Handles first: they take device memory of their own, which the reservation below must not
+  // leave them short of.
   TOWERPS_CUDA_CHECK(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
   TOWERPS_CUBLAS_CHECK(cublasCreate(&impl->cublas));
   TOWERPS_CUBLAS_CHECK(cublasSetStream(impl->cublas, impl->stream));
   TOWERPS_CUBLAS_CHECK(cublasSetPointerMode(impl->cublas, CUBLAS_POINTER_MODE_HOST));
   TOWERPS_CUBLAS_CHECK(cublasSetMathMode(
       impl->cublas, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  TOWERPS_ASSIGN_OR_RETURN(impl->cublas_workspace,
-                           impl->allocator->Allocate(kCublasWorkspaceBytes));
-  TOWERPS_CUBLAS_CHECK(
-      cublasSetWorkspace(impl->cublas, impl->cublas_workspace, kCublasWorkspaceBytes));
   TOWERPS_CUDNN_CHECK(cudnnCreate(&impl->cudnn));
   TOWERPS_CUDNN_CHECK(cudnnSetStream(impl->cudnn, impl->stream));
-  TOWERPS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&impl->tensor_a));
-  TOWERPS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&impl->tensor_b));
+  // Then the memory share: a worker that does not fit fails here, cleanly (the destructor
+  // releases what exists so far).
+  std::unique_ptr<CudaBackend> backend(new CudaBackend(std::move(impl)));
+  Impl& s = *backend->impl_;
+  TOWERPS_ASSIGN_OR_RETURN(s.allocator, cuda::CreateDeviceAllocator(options.device, options.memory));
+  TOWERPS_ASSIGN_OR_RETURN(s.cublas_workspace, s.allocator->Allocate(kCublasWorkspaceBytes));
+  TOWERPS_CUBLAS_CHECK(cublasSetWorkspace(s.cublas, s.cublas_workspace, kCublasWorkspaceBytes));
+  TOWERPS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&s.tensor_a));
+  TOWERPS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&s.tensor_b));
   const std::pair<cudnnActivationDescriptor_t*, cudnnActivationMode_t> acts[] = {
-      {&impl->relu, CUDNN_ACTIVATION_RELU},
-      {&impl->tanh, CUDNN_ACTIVATION_TANH},
-      {&impl->sigmoid, CUDNN_ACTIVATION_SIGMOID}};
+      {&s.relu, CUDNN_ACTIVATION_RELU},
+      {&s.tanh, CUDNN_ACTIVATION_TANH},
+      {&s.sigmoid, CUDNN_ACTIVATION_SIGMOID}};
   for (const auto& [desc, mode] : acts) {
     TOWERPS_CUDNN_CHECK(cudnnCreateActivationDescriptor(desc));
     TOWERPS_CUDNN_CHECK(cudnnSetActivationDescriptor(*desc, mode, CUDNN_NOT_PROPAGATE_NAN, 0.0));
   }
-  TOWERPS_CUDNN_CHECK(cudnnCreateLRNDescriptor(&impl->lrn));
-  return std::unique_ptr<CudaBackend>(new CudaBackend(std::move(impl)));
+  TOWERPS_CUDNN_CHECK(cudnnCreateLRNDescriptor(&s.lrn));
+  return backend;
 }
 
 CudaBackend::CudaBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

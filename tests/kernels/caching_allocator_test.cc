@@ -179,6 +179,21 @@ TEST(CachingAllocatorTest, TwoAtPointFourFitAndAThirdFailsAtStart) {
   EXPECT_NE(msg.find("20971520 bytes (20.0 MiB) free"), std::string::npos) << msg;
 }
 
+TEST(CachingAllocatorTest, UnsetFractionTakesTheFreeMemoryLessTheReserve) {
+  FakeDevice dev;
+  dev.used = 30 * kMiB;  // another process
+  CachingAllocatorOptions o = Fraction(0.0, false);
+  o.unset_reserve_bytes = 10 * kMiB;
+  auto a = CachingAllocator::Create(o, dev.Raw());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)->stats().limit_bytes, 60 * kMiB);
+  EXPECT_EQ(dev.used, 90 * kMiB);
+  auto r = (*a)->Allocate(61 * kMiB);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--gpu-memory-fraction=unset"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(CachingAllocatorTest, ReturnsEverySegmentOnDestruction) {
   FakeDevice dev;
   {
@@ -191,7 +206,7 @@ TEST(CachingAllocatorTest, ReturnsEverySegmentOnDestruction) {
 
 TEST(CachingAllocatorTest, RejectsABadFraction) {
   FakeDevice dev;
-  for (double f : {0.0, -0.5, 1.5}) {
+  for (double f : {-0.5, 1.5, 1.0001}) {
     auto a = CachingAllocator::Create(Fraction(f, false), dev.Raw());
     ASSERT_FALSE(a.ok());
     EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);

@@ -47,7 +47,7 @@ std::string Expand(std::string path, int rank) {
 
 struct Tower {
   TowerDevice device;
-  std::unique_ptr<kernels::CpuBackend> backend;
+  std::unique_ptr<kernels::Backend<float>> backend;
   std::unique_ptr<Model<float>> model;
 };
 
@@ -80,9 +80,10 @@ class Trainer::Impl {
   Status Setup() {
     const ps::JobConfig& job = o_.job;
     std::vector<std::string> warnings;
+    TOWERPS_ASSIGN_OR_RETURN(const int gpu_limit, o_.worker.GpuCountLimit());
     TOWERPS_ASSIGN_OR_RETURN(
         std::vector<TowerDevice> devices,
-        ParseTowers(o_.worker.towers, o_.worker.allow_soft_placement, &warnings));
+        ParseTowers(o_.worker.towers, o_.worker.allow_soft_placement, &warnings, gpu_limit));
     for (const std::string& w : warnings) TOWERPS_LOG(kWarning) << "soft placement: " << w;
     if (job.batch_size % static_cast<int>(devices.size()) != 0) {
       return InvalidArgumentError("--batch-size=" + std::to_string(job.batch_size) +
@@ -97,7 +98,9 @@ class Trainer::Impl {
       Tower t;
       t.device = d;
       TOWERPS_ASSIGN_OR_RETURN(
-          t.backend, kernels::CpuBackend::Create({.intra_op_threads = o_.worker.intra_op_threads}));
+          t.backend, CreateTowerBackend(d, {.intra_op_threads = o_.worker.intra_op_threads,
+                                            .gpu_memory_fraction = o_.worker.gpu_memory_fraction,
+                                            .allow_growth = o_.worker.allow_growth}));
       // The same seed everywhere: every tower and worker starts from the chief's values anyway.
       TOWERPS_ASSIGN_OR_RETURN(t.model, builder.Build<float>(t.backend.get(), job.seed));
       towers_.push_back(std::move(t));
