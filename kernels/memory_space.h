@@ -21,6 +21,7 @@
 #define TOWERPS_KERNELS_MEMORY_SPACE_H_
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/result.h"
 
@@ -40,6 +41,21 @@ class MemorySpace {
   virtual void Copy(const void* src, size_t bytes, void* dst) = 0;
   // Waits until every queued op and copy has finished (a no-op for synchronous backends).
   virtual void Synchronize() = 0;
+
+  // ---- Overlapping copies out with compute (optional; the defaults are synchronous) ----
+  // Queues a copy of `bytes` from `src` to `host` after the work queued so far, on a separate
+  // copy stream where there is one, and returns a ticket for WaitCopy. `src` must not be
+  // written and `host` not touched until WaitCopy(ticket) has returned; every ticket must be
+  // waited for. `host` should be pinned (PinHostMemory) or the copy may block.
+  virtual uint64_t CopyToHostAsync(const void* src, size_t bytes, void* host) {
+    CopyToHost(src, bytes, host);
+    return 0;
+  }
+  virtual void WaitCopy(uint64_t ticket) {}
+  // Page-locks a host range for fast asynchronous copies (a no-op on host backends; failure is
+  // not an error, copies are just slower). Unpin it before it is freed.
+  virtual void PinHostMemory(void* host, size_t bytes) {}
+  virtual void UnpinHostMemory(void* host) {}
 };
 
 // The MemorySpace of host backends: 64-byte aligned heap memory and memcpy. Thread-compatible.

@@ -69,6 +69,9 @@ struct CudaBackend::Impl {
   std::string name;
   std::unique_ptr<cuda::CachingAllocator> allocator;
   cudaStream_t stream = nullptr;
+  cudaStream_t copy_stream = nullptr;  // device-to-host copies that overlap compute
+  uint64_t next_ticket = 1;
+  std::map<uint64_t, std::pair<cudaEvent_t, cudaEvent_t>> copies;  // ticket: (ready, done)
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
   void* cublas_workspace = nullptr;
@@ -236,11 +239,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOption
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->name = "gpu:" + std::to_string(options.device);
-  TOWERPS_RETURN_IF_ERROR(cuda::CudaStatus(cudaSetDevice(options.device),
-                                           "cudaSetDevice(" + impl->name + ")"));
+  TOWERPS_RETURN_IF_ERROR(
+      cuda::CudaStatus(cudaSetDevice(options.device), "cudaSetDevice(" + impl->name + ")"));
   // Handles first: they take device memory of their own, which the reservation below must not
   // leave them short of.
   TOWERPS_CUDA_CHECK(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
+  TOWERPS_CUDA_CHECK(cudaStreamCreateWithFlags(&impl->copy_stream, cudaStreamNonBlocking));
   TOWERPS_CUBLAS_CHECK(cublasCreate(&impl->cublas));
   TOWERPS_CUBLAS_CHECK(cublasSetStream(impl->cublas, impl->stream));
   TOWERPS_CUBLAS_CHECK(cublasSetPointerMode(impl->cublas, CUBLAS_POINTER_MODE_HOST));
@@ -252,7 +256,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOption
   // releases what exists so far).
   std::unique_ptr<CudaBackend> backend(new CudaBackend(std::move(impl)));
   Impl& s = *backend->impl_;
-  TOWERPS_ASSIGN_OR_RETURN(s.allocator, cuda::CreateDeviceAllocator(options.device, options.memory));
+  TOWERPS_ASSIGN_OR_RETURN(s.allocator,
+                           cuda::CreateDeviceAllocator(options.device, options.memory));
   TOWERPS_ASSIGN_OR_RETURN(s.cublas_workspace, s.allocator->Allocate(kCublasWorkspaceBytes));
   TOWERPS_CUBLAS_CHECK(cublasSetWorkspace(s.cublas, s.cublas_workspace, kCublasWorkspaceBytes));
   TOWERPS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&s.tensor_a));
@@ -275,6 +280,11 @@ CudaBackend::~CudaBackend() {
   Impl& s = *impl_;
   s.Enter();
   if (s.stream) TOWERPS_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  if (s.copy_stream) TOWERPS_CUDA_CHECK(cudaStreamSynchronize(s.copy_stream));
+  for (auto& [ticket, events] : s.copies) {
+    TOWERPS_CUDA_CHECK(cudaEventDestroy(events.first));
+    TOWERPS_CUDA_CHECK(cudaEventDestroy(events.second));
+  }
   s.conv_plans.clear();
   if (s.lrn) TOWERPS_CUDNN_CHECK(cudnnDestroyLRNDescriptor(s.lrn));
   for (cudnnActivationDescriptor_t d : {s.relu, s.tanh, s.sigmoid}) {
@@ -291,6 +301,7 @@ CudaBackend::~CudaBackend() {
     s.allocator->Free(s.scratch);
   }
   if (s.stream) TOWERPS_CUDA_CHECK(cudaStreamDestroy(s.stream));
+  if (s.copy_stream) TOWERPS_CUDA_CHECK(cudaStreamDestroy(s.copy_stream));
   s.allocator.reset();  // returns the device memory
 }
 
@@ -329,6 +340,50 @@ void CudaBackend::Copy(const void* src, size_t bytes, void* dst) {
 void CudaBackend::Synchronize() {
   impl_->Enter();
   TOWERPS_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+}
+
+uint64_t CudaBackend::CopyToHostAsync(const void* src, size_t bytes, void* host) {
+  Impl& s = *impl_;
+  s.Enter();
+  cudaEvent_t ready = nullptr, done = nullptr;
+  TOWERPS_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  TOWERPS_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  // The copy waits for what the compute stream has queued so far (the producer of src), and
+  // the compute stream goes on without waiting for the copy.
+  TOWERPS_CUDA_CHECK(cudaEventRecord(ready, s.stream));
+  TOWERPS_CUDA_CHECK(cudaStreamWaitEvent(s.copy_stream, ready, 0));
+  if (bytes > 0) {
+    TOWERPS_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, s.copy_stream));
+  }
+  TOWERPS_CUDA_CHECK(cudaEventRecord(done, s.copy_stream));
+  const uint64_t ticket = s.next_ticket++;
+  s.copies.emplace(ticket, std::make_pair(ready, done));
+  return ticket;
+}
+
+void CudaBackend::WaitCopy(uint64_t ticket) {
+  Impl& s = *impl_;
+  auto it = s.copies.find(ticket);
+  TOWERPS_CHECK(it != s.copies.end()) << "WaitCopy of unknown ticket " << ticket;
+  s.Enter();
+  TOWERPS_CUDA_CHECK(cudaEventSynchronize(it->second.second));
+  TOWERPS_CUDA_CHECK(cudaEventDestroy(it->second.first));
+  TOWERPS_CUDA_CHECK(cudaEventDestroy(it->second.second));
+  s.copies.erase(it);
+}
+
+void CudaBackend::PinHostMemory(void* host, size_t bytes) {
+  if (host == nullptr || bytes == 0) return;
+  impl_->Enter();
+  if (cudaHostRegister(host, bytes, cudaHostRegisterDefault) != cudaSuccess) {
+    cudaGetLastError();  // not fatal: copies from pageable memory are only slower
+  }
+}
+
+void CudaBackend::UnpinHostMemory(void* host) {
+  if (host == nullptr) return;
+  impl_->Enter();
+  if (cudaHostUnregister(host) != cudaSuccess) cudaGetLastError();  // it was never pinned
 }
 
 void CudaBackend::CopyFromPeer(CudaBackend& from, const void* src, size_t bytes, void* dst) {

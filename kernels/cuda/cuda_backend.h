@@ -75,6 +75,11 @@ class CudaBackend final : public Backend<float> {
   void CopyToHost(const void* src, size_t bytes, void* host) override;
   void Copy(const void* src, size_t bytes, void* dst) override;
   void Synchronize() override;
+  // On a second (copy) stream, ordered after the compute stream's queued work by an event.
+  uint64_t CopyToHostAsync(const void* src, size_t bytes, void* host) override;
+  void WaitCopy(uint64_t ticket) override;
+  void PinHostMemory(void* host, size_t bytes) override;  // cudaHostRegister
+  void UnpinHostMemory(void* host) override;
   // Copies `bytes` from `src` on `from`'s device into `dst` on this one, after the work queued
   // on both backends so far; later work on this backend sees the data. `from` is borrowed.
   void CopyFromPeer(CudaBackend& from, const void* src, size_t bytes, void* dst);

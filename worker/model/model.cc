@@ -37,6 +37,14 @@ Model<T>::Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers
 }
 
 template <typename T>
+Model<T>::~Model() {
+  if (!device_grads_.empty()) {
+    backend_->Synchronize();
+    for (Parameter<T>* p : params_) backend_->UnpinHostMemory(p->grad.data());
+  }
+}
+
+template <typename T>
 void Model<T>::MarkValueChanged(int i) {
   value_changed_.at(i) = 1;
 }
@@ -136,6 +144,7 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
                                kernels::BackendBuffer<T>::Allocate(space, std::ssize(p->grad)));
       p->device_value = value.data();
       p->device_grad = grad.data();
+      backend_->PinHostMemory(p->grad.data(), p->grad.size() * sizeof(T));
       device_values_.push_back(std::move(value));
       device_grads_.push_back(std::move(grad));
     }
@@ -196,17 +205,26 @@ Result<StepResult> Model<T>::TrainStep(const T* x, const int32_t* labels, int ba
   StepResult r = Loss(logits, blabels, labels, batch, /*with_gradient=*/true);
   T* dy = grad_a_.data();
   T* dx = grad_b_.data();
+  // Device gradients being copied out: (ticket, variable), in the order backward made them.
+  std::vector<std::pair<uint64_t, int>> copies;
   for (size_t i = layers_.size(); i-- > 0;) {
     const T* in = i == 0 ? bx : outputs_[i - 1].data();
     layers_[i]->Backward(*backend_, batch, in, outputs_[i].data(), dy, i == 0 ? nullptr : dx);
     for (int v = first_param_of_layer_[i]; v < first_param_of_layer_[i + 1]; ++v) {
-      if (!host_memory_) {
-        Parameter<T>& p = *params_[v];
-        backend_->CopyToHost(p.device_grad, p.grad.size() * sizeof(T), p.grad.data());
+      if (host_memory_) {
+        if (on_gradient) on_gradient(v);
+        continue;
       }
-      if (on_gradient) on_gradient(v);
+      Parameter<T>& p = *params_[v];
+      copies.emplace_back(
+          backend_->CopyToHostAsync(p.device_grad, p.grad.size() * sizeof(T), p.grad.data()), v);
     }
     std::swap(dy, dx);
+  }
+  // Backward is queued; each hook runs as its gradient lands while the device goes on.
+  for (const auto& [ticket, v] : copies) {
+    backend_->WaitCopy(ticket);
+    if (on_gradient) on_gradient(v);
   }
   return r;
 }

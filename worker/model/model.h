@@ -11,9 +11,11 @@
 //    buffers directly, with no copies. Otherwise the model keeps a device mirror of every value
 //    and gradient and its activations in the backend's memory: values written on the host
 //    (SetVariable, or through value(i)) are copied to the device, in forward order, at the start
-//    of the next TrainStep/Evaluate; each variable's gradient is copied to the host as soon as
-//    backward has produced it, before the gradient-ready hook runs. x and labels are host
-//    memory in every case; they are staged into the backend's memory when it is not host
+//    of the next TrainStep/Evaluate. Each variable's gradient is copied to the (pinned) host
+//    buffer on the backend's copy stream as soon as backward has produced it, while backward
+//    goes on; the gradient-ready hooks run, in reverse layer order, as those copies land, so a
+//    worker pushes a layer's gradient while the device computes the layers before it. x and labels
+//    are host memory in every case; they are staged into the backend's memory when it is not host
 //    memory. Running out of backend memory is kResourceExhausted from TrainStep/Evaluate.
 //  - Inputs are `batch` examples of input_shape() back to back (NCHW for images); labels are
 //    int32 class indices. A bad batch size or label returns kInvalidArgument.
@@ -52,6 +54,7 @@ class Model {
   // must output [num_classes]. Checked: the builder guarantees it.
   Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers,
         kernels::Backend<T>* backend);
+  ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 

@@ -70,6 +70,20 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     std::memcpy(dst, src, bytes);
   }
   void Synchronize() override {}
+  // Deferred until WaitCopy, so a model that reads a gradient before waiting sees stale data.
+  uint64_t CopyToHostAsync(const void* src, size_t bytes, void* host) override {
+    Check(src, bytes, "CopyToHostAsync");
+    pending_[next_ticket_] = {src, bytes, host};
+    return next_ticket_++;
+  }
+  void WaitCopy(uint64_t ticket) override {
+    auto it = pending_.find(ticket);
+    ASSERT_NE(it, pending_.end()) << "WaitCopy of an unknown or already waited ticket";
+    bytes_to_host += static_cast<int64_t>(it->second.bytes);
+    std::memcpy(it->second.host, it->second.src, it->second.bytes);
+    pending_.erase(it);
+  }
+  size_t pending_copies() const { return pending_.size(); }
 
   void Gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
             float beta, float* c) override {
@@ -225,8 +239,15 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     F(c, n, "output");
   }
 
+  struct PendingCopy {
+    const void* src;
+    size_t bytes;
+    void* host;
+  };
   std::unique_ptr<kernels::CpuBackend> cpu_;
   std::map<uintptr_t, size_t> live_;
+  std::map<uint64_t, PendingCopy> pending_;
+  uint64_t next_ticket_ = 1;
 };
 
 // Every layer kind.
@@ -305,6 +326,7 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   const Batch b = RandomBatch(*host_model, 4, 999);
   EXPECT_EQ(dev_model->Evaluate(b.x.data(), b.labels.data(), 4)->loss,
             host_model->Evaluate(b.x.data(), b.labels.data(), 4)->loss);
+  EXPECT_EQ(dev.pending_copies(), 0u) << "every asynchronous copy is waited for";
   EXPECT_EQ(dev.violations, 0) << "first op given a pointer outside backend memory: "
                                << dev.first_violation;
   EXPECT_GT(dev.bytes_to_device, 0);
