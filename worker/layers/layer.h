@@ -73,6 +73,8 @@ class Layer {
                        bool training) = 0;
   virtual void Backward(kernels::Backend<T>& backend, int batch, const T* x, const T* y,
                         const T* dy, T* dx) = 0;
+  // The backend ops Forward and Backward call, for --log-device-placement.
+  virtual std::string ops() const = 0;
   // In a stable order (kernel before bias). Empty for layers without parameters.
   virtual std::vector<Parameter<T>*> parameters() { return {}; }
 

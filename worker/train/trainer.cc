@@ -350,8 +350,9 @@ class Trainer::Impl {
     const Model<float>& m = *towers_[0].model;
     for (size_t t = 0; t < towers_.size(); ++t) {
       for (const auto& layer : towers_[t].model->layers()) {
-        TOWERPS_LOG(kInfo) << "placement: tower " << t << " " << layer->name() << " -> "
-                           << towers_[t].device.name();
+        TOWERPS_LOG(kInfo) << "placement: tower " << t << " " << layer->name() << " ("
+                           << layer->ops() << ") -> " << towers_[t].device.name() << " ["
+                           << towers_[t].backend->name() << " backend]";
       }
     }
     TOWERPS_LOG(kInfo) << "placement: variable chunks:\n"
