@@ -15,6 +15,9 @@
 #include "common/logging.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise.h"
+#ifdef TOWERPS_WITH_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 #include "ps/client.h"
 #include "worker/data/batcher.h"
 #include "worker/model/zoo.h"
@@ -230,6 +233,7 @@ class Trainer::Impl {
     TOWERPS_LOG(kInfo) << "finished " << iter << " steps in " << s.train_seconds
                        << " s: " << total_wait_ << " s waiting for parameters, " << total_delay_
                        << " s of injected delay";
+    LogDeviceMemory();
     s.epochs = job.epochs;
     s.final_train_loss = last_loss;
     const int64_t done_steps = sync ? total : iter;
@@ -357,6 +361,21 @@ class Trainer::Impl {
     }
     TOWERPS_LOG(kInfo) << "placement: variable chunks:\n"
                        << client_->placement().Describe(m.variables());
+  }
+
+  // GPU towers: the caching allocator's peak and reservation.
+  void LogDeviceMemory() {
+#ifdef TOWERPS_WITH_CUDA
+    for (size_t t = 0; t < towers_.size(); ++t) {
+      const auto* gpu = dynamic_cast<const kernels::CudaBackend*>(towers_[t].backend.get());
+      if (gpu == nullptr) continue;
+      const kernels::cuda::AllocatorStats m = gpu->memory_stats();
+      TOWERPS_LOG(kInfo) << "tower " << t << " " << gpu->name() << " memory: peak "
+                         << (m.peak_bytes_in_use >> 20) << " MiB in use, "
+                         << (m.bytes_reserved >> 20) << " MiB reserved of " << (m.limit_bytes >> 20)
+                         << " MiB allowed";
+    }
+#endif
   }
 
   void Progress(int64_t step_in_epoch, int64_t epoch) {
