@@ -381,6 +381,22 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
       }
     }
   }
+  // After warm-up, training takes no more device memory from CUDA: no cudaMalloc on the hot
+  // path (the allocator reuses its blocks).
+  {
+    auto model = ZooModel("cifar10").value().Build<float>(gpu->get(), 3).value();
+    const Batch b = RandomBatch(*model, 16, 4);
+    ASSERT_TRUE(model->TrainStep(b.x.data(), b.labels.data(), 16).ok());
+    const kernels::cuda::AllocatorStats warm = (*gpu)->memory_stats();
+    for (int step = 0; step < 5; ++step) {
+      ASSERT_TRUE(model->TrainStep(b.x.data(), b.labels.data(), 16).ok());
+      ASSERT_TRUE(model->Evaluate(b.x.data(), b.labels.data(), 16).ok());
+    }
+    const kernels::cuda::AllocatorStats after = (*gpu)->memory_stats();
+    EXPECT_EQ(after.num_segments, warm.num_segments);
+    EXPECT_EQ(after.bytes_reserved, warm.bytes_reserved);
+    EXPECT_EQ(after.bytes_in_use, warm.bytes_in_use);
+  }
   EXPECT_GT((*gpu)->memory_stats().peak_bytes_in_use, 0u);
 #endif
 }
