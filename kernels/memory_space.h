@@ -42,7 +42,13 @@ class MemorySpace {
   // Waits until every queued op and copy has finished (a no-op for synchronous backends).
   virtual void Synchronize() = 0;
 
-  // ---- Overlapping copies out with compute (optional; the defaults are synchronous) ----
+  // ---- Overlapping copies with compute (optional; the defaults are synchronous) ----
+  // Queues a copy from host memory after the work queued so far and may return before it is
+  // done: `host` must stay untouched until the queued work has finished (CopyToHost,
+  // Synchronize, or WaitCopy of a ticket taken later). `host` should be pinned.
+  virtual void CopyFromHostAsync(const void* host, size_t bytes, void* dst) {
+    CopyFromHost(host, bytes, dst);
+  }
   // Queues a copy of `bytes` from `src` to `host` after the work queued so far, on a separate
   // copy stream where there is one, and returns a ticket for WaitCopy. `src` must not be
   // written and `host` not touched until WaitCopy(ticket) has returned; every ticket must be

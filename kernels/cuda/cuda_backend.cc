@@ -324,6 +324,12 @@ void CudaBackend::CopyFromHost(const void* host, size_t bytes, void* dst) {
   TOWERPS_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
 }
 
+void CudaBackend::CopyFromHostAsync(const void* host, size_t bytes, void* dst) {
+  if (bytes == 0) return;
+  impl_->Enter();
+  TOWERPS_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, impl_->stream));
+}
+
 void CudaBackend::CopyToHost(const void* src, size_t bytes, void* host) {
   if (bytes == 0) return;
   impl_->Enter();

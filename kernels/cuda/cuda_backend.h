@@ -75,6 +75,8 @@ class CudaBackend final : public Backend<float> {
   void CopyToHost(const void* src, size_t bytes, void* host) override;
   void Copy(const void* src, size_t bytes, void* dst) override;
   void Synchronize() override;
+  // On the compute stream, without waiting.
+  void CopyFromHostAsync(const void* host, size_t bytes, void* dst) override;
   // On a second (copy) stream, ordered after the compute stream's queued work by an event.
   uint64_t CopyToHostAsync(const void* src, size_t bytes, void* host) override;
   void WaitCopy(uint64_t ticket) override;

@@ -40,7 +40,10 @@ template <typename T>
 Model<T>::~Model() {
   if (!device_grads_.empty()) {
     backend_->Synchronize();
-    for (Parameter<T>* p : params_) backend_->UnpinHostMemory(p->grad.data());
+    for (Parameter<T>* p : params_) {
+      backend_->UnpinHostMemory(p->value.data());
+      backend_->UnpinHostMemory(p->grad.data());
+    }
   }
 }
 
@@ -137,31 +140,44 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
     return Status::Ok();
   }
   if (device_values_.empty()) {
+    // All or nothing, so a failed step leaves no half-built mirrors behind.
+    std::vector<kernels::BackendBuffer<T>> values, grads;
     for (Parameter<T>* p : params_) {
       TOWERPS_ASSIGN_OR_RETURN(auto value,
                                kernels::BackendBuffer<T>::Allocate(space, std::ssize(p->value)));
       TOWERPS_ASSIGN_OR_RETURN(auto grad,
                                kernels::BackendBuffer<T>::Allocate(space, std::ssize(p->grad)));
-      p->device_value = value.data();
-      p->device_grad = grad.data();
-      backend_->PinHostMemory(p->grad.data(), p->grad.size() * sizeof(T));
-      device_values_.push_back(std::move(value));
-      device_grads_.push_back(std::move(grad));
+      values.push_back(std::move(value));
+      grads.push_back(std::move(grad));
+    }
+    device_values_ = std::move(values);
+    device_grads_ = std::move(grads);
+    for (size_t v = 0; v < params_.size(); ++v) {
+      Parameter<T>& p = *params_[v];
+      p.device_value = device_values_[v].data();
+      p.device_grad = device_grads_[v].data();
+      backend_->PinHostMemory(p.value.data(), p.value.size() * sizeof(T));
+      backend_->PinHostMemory(p.grad.data(), p.grad.size() * sizeof(T));
     }
   }
-  // Values changed on the host since the last step, in forward order.
-  for (size_t v = 0; v < params_.size(); ++v) {
-    if (!value_changed_[v]) continue;
-    backend_->CopyFromHost(params_[v]->value.data(), device_values_[v].bytes(),
-                           device_values_[v].data());
-    value_changed_[v] = 0;
-  }
+  // Everything is allocated before any copy is queued, so an error leaves none in flight.
   const int64_t x_size = batch * NumElements(input_shape_);
   TOWERPS_RETURN_IF_ERROR(device_x_.EnsureSize(space, x_size));
   TOWERPS_RETURN_IF_ERROR(device_labels_.EnsureSize(space, batch));
-  backend_->CopyFromHost(x, static_cast<size_t>(x_size) * sizeof(T), device_x_.data());
-  backend_->CopyFromHost(labels, static_cast<size_t>(batch) * sizeof(int32_t),
-                         device_labels_.data());
+  // Values changed on the host since the last step, in forward order, from pinned memory and
+  // without waiting: the step's forward is queued behind them, and the step ends by waiting for
+  // the stream (the loss is read back), so the host values are not rewritten (the next pull)
+  // while a copy is in flight.
+  for (size_t v = 0; v < params_.size(); ++v) {
+    if (!value_changed_[v]) continue;
+    backend_->CopyFromHostAsync(params_[v]->value.data(), device_values_[v].bytes(),
+                                device_values_[v].data());
+    value_changed_[v] = 0;
+  }
+  // The caller keeps x and labels until TrainStep/Evaluate returns, after the stream is waited.
+  backend_->CopyFromHostAsync(x, static_cast<size_t>(x_size) * sizeof(T), device_x_.data());
+  backend_->CopyFromHostAsync(labels, static_cast<size_t>(batch) * sizeof(int32_t),
+                              device_labels_.data());
   *backend_x = device_x_.data();
   *backend_labels = device_labels_.data();
   return Status::Ok();

@@ -69,7 +69,14 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     Check(dst, bytes, "Copy");
     std::memcpy(dst, src, bytes);
   }
-  void Synchronize() override {}
+  void Synchronize() override { Flush(); }
+  // Deferred until the next op or copy (stream order), so a host buffer the model stops
+  // keeping alive too early is read late (and caught by ASan).
+  void CopyFromHostAsync(const void* host, size_t bytes, void* dst) override {
+    Check(dst, bytes, "CopyFromHostAsync");
+    bytes_to_device += static_cast<int64_t>(bytes);
+    queued_.push_back({host, bytes, dst});
+  }
   // Deferred until WaitCopy, so a model that reads a gradient before waiting sees stale data.
   uint64_t CopyToHostAsync(const void* src, size_t bytes, void* host) override {
     Check(src, bytes, "CopyToHostAsync");
@@ -77,13 +84,14 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     return next_ticket_++;
   }
   void WaitCopy(uint64_t ticket) override {
+    Flush();
     auto it = pending_.find(ticket);
     ASSERT_NE(it, pending_.end()) << "WaitCopy of an unknown or already waited ticket";
     bytes_to_host += static_cast<int64_t>(it->second.bytes);
     std::memcpy(it->second.host, it->second.src, it->second.bytes);
     pending_.erase(it);
   }
-  size_t pending_copies() const { return pending_.size(); }
+  size_t pending_copies() const { return pending_.size() + queued_.size(); }
 
   void Gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
             float beta, float* c) override {
@@ -217,7 +225,12 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   }
 
  private:
+  void Flush() {
+    for (const PendingCopy& c : queued_) std::memcpy(c.host, c.src, c.bytes);  // host -> dst
+    queued_.clear();
+  }
   void Check(const void* p, size_t bytes, const char* what) {
+    Flush();  // every op and copy runs after the uploads queued before it
     const uintptr_t a = reinterpret_cast<uintptr_t>(p);
     auto it = live_.upper_bound(a);
     if (it != live_.begin()) {
@@ -247,6 +260,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   std::unique_ptr<kernels::CpuBackend> cpu_;
   std::map<uintptr_t, size_t> live_;
   std::map<uint64_t, PendingCopy> pending_;
+  std::vector<PendingCopy> queued_;  // uploads: src = host, host = device destination
   uint64_t next_ticket_ = 1;
 };
 
