@@ -83,7 +83,10 @@ class CudaBackend final : public Backend<float> {
   void PinHostMemory(void* host, size_t bytes) override;  // cudaHostRegister
   void UnpinHostMemory(void* host) override;
   // Copies `bytes` from `src` on `from`'s device into `dst` on this one, after the work queued
-  // on both backends so far; later work on this backend sees the data. `from` is borrowed.
+  // on both backends so far; later work on this backend sees the data. `from` is borrowed. The
+  // one call that may run while another thread uses `from`: it only records an event on
+  // `from`'s stream (the CUDA runtime is thread-safe), which covers the work queued on `from`
+  // before the call; the caller orders that (e.g. the other thread says it has queued it).
   void CopyFromPeer(CudaBackend& from, const void* src, size_t bytes, void* dst);
 
   // ---- Backend<float> ----

@@ -212,7 +212,8 @@ StepResult Model<T>::Loss(const T* logits, const int32_t* labels, const int32_t*
 
 template <typename T>
 Result<StepResult> Model<T>::TrainStep(const T* x, const int32_t* labels, int batch,
-                                       const GradientReadyFn& on_gradient) {
+                                       const GradientReadyFn& on_gradient,
+                                       GradientDelivery delivery) {
   if (Status st = CheckBatch(labels, batch); !st.ok()) return st;
   const T* bx = nullptr;
   const int32_t* blabels = nullptr;
@@ -227,7 +228,7 @@ Result<StepResult> Model<T>::TrainStep(const T* x, const int32_t* labels, int ba
     const T* in = i == 0 ? bx : outputs_[i - 1].data();
     layers_[i]->Backward(*backend_, batch, in, outputs_[i].data(), dy, i == 0 ? nullptr : dx);
     for (int v = first_param_of_layer_[i]; v < first_param_of_layer_[i + 1]; ++v) {
-      if (host_memory_) {
+      if (host_memory_ || delivery == GradientDelivery::kBackend) {
         if (on_gradient) on_gradient(v);
         continue;
       }

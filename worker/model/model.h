@@ -73,6 +73,12 @@ class Model {
     return params_.at(i)->value;
   }
   std::span<const T> gradient(int i) const { return params_.at(i)->grad; }
+  // Where the backend holds variable i's gradient: the host buffer on host-memory backends,
+  // the device mirror otherwise (valid after the first TrainStep).
+  const T* backend_gradient(int i) const {
+    const Parameter<T>& p = *params_.at(i);
+    return p.device_grad != nullptr ? p.device_grad : p.grad.data();
+  }
   // A float32 copy of variable i's value or gradient, shaped as the variable.
   Tensor GetVariable(int i) const;
   Tensor GetGradient(int i) const;
@@ -80,9 +86,17 @@ class Model {
   // differs.
   Status SetVariable(int i, const Tensor& value);
 
+  // How TrainStep delivers gradients on a backend whose memory is not host memory.
+  //  - kHost: each gradient is copied to gradient(i) and its hook runs once it is there.
+  //  - kBackend: nothing is copied; each hook runs as soon as its layer's backward is queued,
+  //    with the gradient at backend_gradient(i), ready in the backend's stream order (for
+  //    reducing tower gradients on a device). gradient(i) is left as it was.
+  // Host-memory backends behave the same under both.
+  enum class GradientDelivery { kHost, kBackend };
   // Forward, loss and backward on one batch; fills every gradient.
   Result<StepResult> TrainStep(const T* x, const int32_t* labels, int batch,
-                               const GradientReadyFn& on_gradient = nullptr);
+                               const GradientReadyFn& on_gradient = nullptr,
+                               GradientDelivery delivery = GradientDelivery::kHost);
   // Forward only (dropout off): loss and accuracy.
   Result<StepResult> Evaluate(const T* x, const int32_t* labels, int batch);
 

@@ -347,6 +347,36 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   EXPECT_GT(dev.bytes_to_host, 0);
 }
 
+TEST(ModelBackendMemoryTest, BackendDeliveryLeavesGradientsOnTheDevice) {
+  auto cpu = std::move(kernels::CpuBackend::Create({}).value());
+  CheckedDeviceBackend dev;
+  auto host_model = EveryLayer().Build<float>(cpu.get(), 9).value();
+  auto dev_model = EveryLayer().Build<float>(&dev, 9).value();
+  const Batch b = RandomBatch(*host_model, 3, 8);
+  std::vector<int> order;
+  ASSERT_TRUE(host_model->TrainStep(b.x.data(), b.labels.data(), 3).ok());
+  const int64_t copied_out = dev.bytes_to_host;
+  auto r = dev_model->TrainStep(
+      b.x.data(), b.labels.data(), 3, [&](int v) { order.push_back(v); },
+      Model<float>::GradientDelivery::kBackend);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Only the logits and losses came back; the gradients stayed on the device.
+  EXPECT_EQ(dev.bytes_to_host - copied_out, int64_t{3} * (7 + 1) * 4);
+  // Reverse layer order, kernel before bias within a layer.
+  EXPECT_EQ(order, (std::vector<int>{6, 7, 4, 5, 2, 3, 0, 1}));
+  for (int v = 0; v < dev_model->num_variables(); ++v) {
+    SCOPED_TRACE(dev_model->variables()[v].name);
+    const auto want = host_model->gradient(v);
+    std::vector<float> got(want.size());
+    dev.CopyToHost(dev_model->backend_gradient(v), got.size() * sizeof(float), got.data());
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin()));
+    const auto host = dev_model->gradient(v);
+    EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](float g) { return g == 0.0f; }))
+        << "the host gradient is left as it was";
+  }
+  EXPECT_EQ(dev.violations, 0) << dev.first_violation;
+}
+
 TEST(ModelBackendMemoryTest, OnlyChangedValuesAreCopiedToTheDevice) {
   CheckedDeviceBackend dev;
   auto model = EveryLayer().Build<float>(&dev, 3).value();
