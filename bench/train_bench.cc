@@ -25,7 +25,13 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   TOWERPS_ASSIGN_OR_RETURN(worker::ModelBuilder builder, worker::ZooModel(o.model));
   std::vector<std::string> warnings;
-  TOWERPS_ASSIGN_OR_RETURN(auto devices, worker::ParseTowers(o.device, false, &warnings));
+  auto parsed = worker::ParseTowers(o.device, false, &warnings);
+  if (!parsed.ok()) {  // its text names --towers; here the flag is --device
+    std::string text = parsed.status().message();
+    if (text.rfind("--towers", 0) == 0) text.replace(0, 8, "--device");
+    return Status(parsed.status().code(), text);
+  }
+  std::vector<worker::TowerDevice> devices = std::move(parsed).value();
   if (devices.size() != 1) return InvalidArgumentError("--device takes one device, e.g. gpu:0");
   TOWERPS_ASSIGN_OR_RETURN(
       auto backend,
