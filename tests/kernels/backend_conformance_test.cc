@@ -162,9 +162,12 @@ TEST_P(BackendConformanceTest, Conv2dForwardAndBackward) {
     ref_.Conv2dBackwardData(s, ToDouble(dy).data(), ToDouble(w).data(), dx_ref.data());
     ref_.Conv2dBackwardFilter(s, ToDouble(x).data(), ToDouble(dy).data(), dw_ref.data());
     ASSERT_TRUE(AnyNonZero(y_ref) && AnyNonZero(dx_ref) && AnyNonZero(dw_ref));
-    EXPECT_TRUE(AllClose(Get(y), y_ref, 1e-4, 1e-5)) << "forward";
-    EXPECT_TRUE(AllClose(Get(dx), dx_ref, 1e-4, 1e-5)) << "backward data";
-    EXPECT_TRUE(AllClose(Get(dw), dw_ref, 1e-4, 1e-5)) << "backward filter";
+    // cuDNN may pick Winograd or FFT algorithms, whose float32 error is about 1e-5 of the
+    // largest output rather than of each element: the absolute part scales with the largest.
+    // A layout or padding mistake is off by the size of the values, far beyond this.
+    EXPECT_TRUE(AllClose(Get(y), y_ref, 1e-4, 5e-5)) << "forward";
+    EXPECT_TRUE(AllClose(Get(dx), dx_ref, 1e-4, 5e-5)) << "backward data";
+    EXPECT_TRUE(AllClose(Get(dw), dw_ref, 1e-4, 5e-5)) << "backward filter";
   }
 }
 
