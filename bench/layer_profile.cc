@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <random>
+#include <vector>
+
+#include "kernels/backend_buffer.h"
 
 namespace towerps::bench {
 namespace {
@@ -32,19 +35,35 @@ std::vector<LayerTiming> ProfileLayers(worker::Model<float>& model,
   const auto& layers = model.layers();
   for (size_t i = 0; i < layers.size(); ++i) {
     worker::Layer<float>& layer = *layers[i];
-    std::vector<float> x(batch * layer.input_size()), y(batch * layer.output_size());
-    std::vector<float> dy(y.size()), dx(x.size());
-    for (float& v : x) v = dist(rng);
-    for (float& v : dy) v = dist(rng);
+    // Buffers in the backend's memory (a GPU's too); timings end with Synchronize, so queued
+    // work is counted.
+    auto buffer = [&](int64_t n, bool random) {
+      std::vector<float> host(static_cast<size_t>(n));
+      if (random) {
+        for (float& v : host) v = dist(rng);
+      }
+      auto b = kernels::BackendBuffer<float>::Allocate(&backend, n);
+      TOWERPS_CHECK(b.ok()) << b.status().ToString();
+      backend.CopyFromHost(host.data(), host.size() * sizeof(float), b->data());
+      return std::move(b).value();
+    };
+    auto x = buffer(batch * layer.input_size(), true),
+         dy = buffer(batch * layer.output_size(), true);
+    auto y = buffer(batch * layer.output_size(), false),
+         dx = buffer(batch * layer.input_size(), false);
+    TOWERPS_CHECK(layer.Reserve(backend, batch).ok());
     float* dx_ptr = i == 0 ? nullptr : dx.data();
     layer.Forward(backend, batch, x.data(), y.data(), true);  // warm up
     layer.Backward(backend, batch, x.data(), y.data(), dy.data(), dx_ptr);
+    backend.Synchronize();
     auto t0 = Clock::now();
     for (int r = 0; r < repeats; ++r) layer.Forward(backend, batch, x.data(), y.data(), true);
+    backend.Synchronize();
     auto t1 = Clock::now();
     for (int r = 0; r < repeats; ++r) {
       layer.Backward(backend, batch, x.data(), y.data(), dy.data(), dx_ptr);
     }
+    backend.Synchronize();
     auto t2 = Clock::now();
     LayerTiming t;
     t.name = layer.name();

@@ -87,8 +87,14 @@ int RunTrain(int argc, char** argv) {
       "model", po::value<std::string>(&o.model)->default_value(o.model), "mlp, cnn or cifar10")(
       "batch", po::value<int>(&o.batch_size)->default_value(o.batch_size), "examples per step")(
       "intra-op-threads", po::value<int>(&o.intra_op_threads)->default_value(o.intra_op_threads),
-      "threads inside each op")("seconds", po::value<double>(&o.seconds)->default_value(o.seconds),
-                                "measurement time after warm-up")(
+      "threads inside each op")("device",
+                                po::value<std::string>(&o.device)->default_value(o.device),
+                                "where the model computes: cpu:0 or gpu:N")(
+      "gpu-memory-fraction", po::value<double>(&o.gpu_memory_fraction)->default_value(0.0, "unset"),
+      "GPU: share of its memory to reserve, in (0, 1]")(
+      "allow-growth", po::bool_switch(&o.allow_growth), "GPU: grow memory as needed")(
+      "seconds", po::value<double>(&o.seconds)->default_value(o.seconds),
+      "measurement time after warm-up")(
       "warmup-steps", po::value<int>(&o.warmup_steps)->default_value(o.warmup_steps),
       "steps run before measuring")(
       "epochs", po::value<int>(&o.epochs)->default_value(o.epochs),
@@ -115,8 +121,8 @@ int RunTrain(int argc, char** argv) {
   // Progress goes to stderr so that --json output stays one line on stdout.
   o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   if (!json) {
-    std::printf("training %s, batch %d, %d intra-op thread(s)...\n", o.model.c_str(), o.batch_size,
-                o.intra_op_threads);
+    std::printf("training %s on %s, batch %d, %d intra-op thread(s)...\n", o.model.c_str(),
+                o.device.c_str(), o.batch_size, o.intra_op_threads);
     std::fflush(stdout);
   }
   auto r = towerps::bench::RunTrainBench(o);
@@ -128,11 +134,13 @@ int RunTrain(int argc, char** argv) {
   for (double a : r->test_accuracy) acc += (acc.empty() ? "" : ",") + std::to_string(a);
   if (json) {
     std::printf(
-        "{\"bench\":\"train\",\"impl\":\"towerps\",\"model\":\"%s\",\"batch\":%d,"
-        "\"threads\":%d,\"steps\":%ld,\"seconds\":%.3f,\"examples_per_sec\":%.1f,"
+        "{\"bench\":\"train\",\"impl\":\"towerps\",\"model\":\"%s\",\"device\":\"%s\","
+        "\"batch\":%d,\"peak_device_bytes\":%llu,\"threads\":%d,\"steps\":%ld,\"seconds\":%.3f,"
+        "\"examples_per_sec\":%.1f,"
         "\"final_loss\":%.5f,\"test_accuracy\":[%s]}\n",
-        r->model.c_str(), r->batch_size, r->intra_op_threads, r->measured_steps,
-        r->measured_seconds, r->examples_per_second, r->final_loss, acc.c_str());
+        r->model.c_str(), r->device.c_str(), r->batch_size,
+        static_cast<unsigned long long>(r->peak_device_bytes), r->intra_op_threads,
+        r->measured_steps, r->measured_seconds, r->examples_per_second, r->final_loss, acc.c_str());
   } else {
     std::printf("%s on %s: %.1f examples/s (%ld steps in %.2f s), final loss %.4f\n",
                 r->model.c_str(), r->data.c_str(), r->examples_per_second, r->measured_steps,

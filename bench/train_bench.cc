@@ -4,6 +4,10 @@
 #include <cstdio>
 
 #include "kernels/cpu/cpu_backend.h"
+#include "worker/towers.h"
+#ifdef TOWERPS_WITH_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 #include "worker/model/zoo.h"
 #include "worker/train/job_data.h"
 #include "worker/train/local_training.h"
@@ -20,10 +24,26 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   TOWERPS_ASSIGN_OR_RETURN(worker::ModelBuilder builder, worker::ZooModel(o.model));
-  TOWERPS_ASSIGN_OR_RETURN(auto backend,
+  std::vector<std::string> warnings;
+  auto parsed = worker::ParseTowers(o.device, false, &warnings);
+  if (!parsed.ok()) {  // its text names --towers; here the flag is --device
+    std::string text = parsed.status().message();
+    if (text.rfind("--towers", 0) == 0) text.replace(0, 8, "--device");
+    return Status(parsed.status().code(), text);
+  }
+  std::vector<worker::TowerDevice> devices = std::move(parsed).value();
+  if (devices.size() != 1) return InvalidArgumentError("--device takes one device, e.g. gpu:0");
+  TOWERPS_ASSIGN_OR_RETURN(
+      auto backend,
+      worker::CreateTowerBackend(devices[0], {.intra_op_threads = o.intra_op_threads,
+                                              .gpu_memory_fraction = o.gpu_memory_fraction,
+                                              .allow_growth = o.allow_growth}));
+  // The optimizer updates host values: on a GPU it gets a CPU backend of its own.
+  TOWERPS_ASSIGN_OR_RETURN(auto host,
                            kernels::CpuBackend::Create({.intra_op_threads = o.intra_op_threads}));
+  kernels::Backend<float>* update = backend->host_memory() ? backend.get() : host.get();
   TOWERPS_ASSIGN_OR_RETURN(auto model, builder.Build<float>(backend.get(), o.seed));
-  TOWERPS_ASSIGN_OR_RETURN(auto sgd, worker::MomentumSgd::Create(model.get(), backend.get(),
+  TOWERPS_ASSIGN_OR_RETURN(auto sgd, worker::MomentumSgd::Create(model.get(), update,
                                                                  {.learning_rate = o.learning_rate,
                                                                   .momentum = o.momentum}));
   // No CIFAR-10 package exists: the cifar10 benchmark runs on synthetic 32x32 images with the
@@ -48,7 +68,8 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   r.model = o.model;
   r.data = data.train.name;
   r.batch_size = o.batch_size;
-  r.intra_op_threads = backend->intra_op_threads();
+  r.intra_op_threads = host->intra_op_threads();
+  r.device = devices[0].name();
   auto say = [&](const std::string& line) {
     if (o.progress) o.progress(line);
   };
@@ -117,6 +138,11 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   r.measured_seconds = Seconds(Clock::now() - start);
   r.examples_per_second = static_cast<double>(r.measured_steps) * o.batch_size / r.measured_seconds;
   if (o.profile) r.layers = ProfileLayers(*model, *backend, o.batch_size, 50);
+#ifdef TOWERPS_WITH_CUDA
+  if (auto* gpu = dynamic_cast<kernels::CudaBackend*>(backend.get())) {
+    r.peak_device_bytes = gpu->memory_stats().peak_bytes_in_use;
+  }
+#endif
   return r;
 }
 

@@ -1,5 +1,7 @@
 // Training benchmark: single-process training throughput (examples/s) of a zoo model on
-// Fashion-MNIST (or synthetic data), no parameter server, with a local SGD-momentum update.
+// Fashion-MNIST (or synthetic data), no parameter server, with a local SGD-momentum update, on
+// the CPU or a GPU (--device). On a GPU the update runs on the host, as the parameter server's
+// does in a job: each step copies the gradients out and the new values in.
 // With epochs > 0 it instead trains for that many epochs and reports test accuracy after each
 // (scripts/check_accuracy.sh).
 #ifndef TOWERPS_BENCH_TRAIN_BENCH_H_
@@ -18,6 +20,9 @@ struct TrainBenchOptions {
   std::string model = "mlp";  // a zoo name: mlp, cnn, cifar10
   int batch_size = 64;
   int intra_op_threads = 1;
+  std::string device = "cpu:0";      // cpu:0 or gpu:N: where the model computes
+  double gpu_memory_fraction = 0.0;  // GPU: share of its memory (0: unset, see WorkerOptions)
+  bool allow_growth = false;
   double seconds = 10;     // measurement time (throughput mode)
   int warmup_steps = 30;   // steps run before the clock starts
   int epochs = 0;          // > 0: accuracy mode
@@ -36,6 +41,8 @@ struct TrainBenchResult {
   std::string data;
   int batch_size = 0;
   int intra_op_threads = 0;
+  std::string device;
+  uint64_t peak_device_bytes = 0;  // GPU: the caching allocator's peak
   int64_t measured_steps = 0;
   double measured_seconds = 0;
   double examples_per_second = 0;

@@ -6,6 +6,9 @@
 // Contract:
 //  - Every pointer is borrowed and lives in the backend's memory space (host memory for CPU and
 //    reference, device memory for CUDA). Dimensions are explicit arguments; nothing is inferred.
+//    The MemorySpace base (kernels/memory_space.h) allocates that memory and copies in and out
+//    of it; ops and copies are ordered in call order. Ops may return before the work is done
+//    (CUDA queues it on a stream); CopyToHost and Synchronize wait for it.
 //  - Layouts: matrices are row-major; images are NCHW; convolution weights are [k, c, r, s].
 //  - Outputs are overwritten, never accumulated into, unless the op says so (Gemm with beta).
 //  - Inputs and outputs must not overlap unless the op says they may.
@@ -17,12 +20,14 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/dropout_hash.h"  // DropoutUniform, shared with the CUDA kernels
+#include "kernels/memory_space.h"
 #include "kernels/shapes.h"
 
 namespace towerps::kernels {
 
 template <typename T>
-class Backend {
+class Backend : public virtual MemorySpace {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
@@ -96,16 +101,6 @@ class Backend {
   virtual void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* v,
                               T* p) = 0;
 };
-
-// The uniform number in [0, 1) that dropout draws for element `index` under `seed`: a
-// counter-based hash (SplitMix64), so every backend draws the same mask.
-inline float DropoutUniform(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (index + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);  // 24 bits
-}
 
 }  // namespace towerps::kernels
 

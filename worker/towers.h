@@ -1,16 +1,24 @@
-// Towers: the devices one worker drives, from --towers ("cpu:0,cpu:1", "gpu:0,gpu:1").
+// Towers: the devices one worker drives, from --towers ("cpu:0,cpu:1", "gpu:0,gpu:1"), and the
+// compute backend of each.
 //
 // Each tower computes on its slice of the worker's batch with its own copy of the parameters;
-// the worker averages the towers' gradients before pushing. CPU towers are threads. GPU towers
-// need the CUDA backend: asking for one that does not exist is an error listing the devices
-// there are (with allow_soft_placement, a warning and a fallback to cpu:0 instead).
+// the worker averages the towers' gradients before pushing. CPU towers are threads, each with
+// its own CpuBackend. GPU towers (builds with CUDA) each get a CudaBackend on their device: its
+// own stream, cuBLAS and cuDNN handles and caching allocator with the worker's memory options.
+// Asking for a device that does not exist is an error listing the devices there are (with
+// allow_soft_placement, a warning and a fallback to an existing device instead).
+//
+// Contract: free functions; thread-compatible. ParseTowers queries the CUDA runtime for the
+// visible GPUs (CUDA_VISIBLE_DEVICES applies; gpu_limit hides the rest).
 #ifndef TOWERPS_WORKER_TOWERS_H_
 #define TOWERPS_WORKER_TOWERS_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
+#include "kernels/backend.h"
 
 namespace towerps::worker {
 
@@ -22,10 +30,26 @@ struct TowerDevice {
   }
 };
 
-// Parses and checks the list against what this machine has. `warnings` receives soft-placement
-// notes. Errors are kInvalidArgument (syntax, duplicates) or kNotFound (missing device).
+// Parses and checks the list against what this machine has: cpu:0 and the visible GPUs, of which
+// only the first `gpu_limit` count when it is >= 0 (--device-count gpu=N). `warnings` receives
+// soft-placement notes: a missing gpu:N falls back to gpu:(N mod visible GPUs) when there are
+// GPUs, otherwise to cpu:0 (and cpu:N, N > 0, to cpu:0). Errors are kInvalidArgument (syntax,
+// duplicates) or kNotFound (missing device, naming the available ones and the fixes).
 Result<std::vector<TowerDevice>> ParseTowers(const std::string& spec, bool allow_soft_placement,
-                                             std::vector<std::string>* warnings);
+                                             std::vector<std::string>* warnings,
+                                             int gpu_limit = -1);
+
+struct TowerBackendOptions {
+  int intra_op_threads = 1;          // CPU towers
+  double gpu_memory_fraction = 0.0;  // GPU towers: see WorkerOptions
+  bool allow_growth = false;
+};
+
+// The backend of one tower. kResourceExhausted when a GPU's memory share cannot be reserved
+// (the message names the fraction, the request and the free memory); kNotFound for a GPU in a
+// build without CUDA.
+Result<std::unique_ptr<kernels::Backend<float>>> CreateTowerBackend(
+    const TowerDevice& device, const TowerBackendOptions& options);
 
 }  // namespace towerps::worker
 

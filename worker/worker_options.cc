@@ -1,5 +1,9 @@
 #include "worker/worker_options.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
 namespace po = boost::program_options;
 
 namespace towerps::worker {
@@ -18,11 +22,45 @@ Status WorkerOptions::Validate() const {
   if (log_every < 1) {
     return InvalidArgumentError("--log-every=" + std::to_string(log_every) + " must be >= 1");
   }
+  if (!(gpu_memory_fraction >= 0.0 && gpu_memory_fraction <= 1.0)) {
+    char value[32];
+    std::snprintf(value, sizeof(value), "%g", gpu_memory_fraction);
+    return InvalidArgumentError(std::string("--gpu-memory-fraction=") + value +
+                                " must be in (0, 1] (the share of each GPU's memory this "
+                                "worker takes; e.g. 0.4 for two workers per GPU)");
+  }
+  TOWERPS_RETURN_IF_ERROR(GpuCountLimit().status());
   if (rpc_timeout.count() < 10) {
     return InvalidArgumentError("--rpc-timeout-ms=" + std::to_string(rpc_timeout.count()) +
                                 " must be at least 10");
   }
   return Status::Ok();
+}
+
+Result<int> WorkerOptions::GpuCountLimit() const {
+  if (device_count.empty()) return -1;
+  int limit = -1;
+  std::stringstream ss(device_count);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const size_t eq = item.find('=');
+    std::string kind = item.substr(0, eq);
+    std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+    int n = -1;
+    if (eq != std::string::npos && eq + 1 < item.size() &&
+        item.find_first_not_of("0123456789", eq + 1) == std::string::npos &&
+        item.size() - eq - 1 <= 6) {
+      n = std::stoi(item.substr(eq + 1));
+    }
+    if (kind == "gpu" && n >= 0) {
+      limit = n;
+    } else if (kind == "cpu" && n == 1) {
+      // one CPU device, cpu:0, always
+    } else {
+      return InvalidArgumentError("--device-count entry '" + item +
+                                  "' is not gpu=N (N >= 0, e.g. gpu=0 to hide every GPU) or cpu=1");
+    }
+  }
+  return limit;
 }
 
 std::vector<std::string> WorkerOptions::ToArgs() const {
@@ -44,6 +82,13 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (rpc_timeout != d.rpc_timeout) add("--rpc-timeout-ms", std::to_string(rpc_timeout.count()));
   if (log_device_placement) a.push_back("--log-device-placement");
   if (allow_soft_placement) a.push_back("--allow-soft-placement");
+  if (gpu_memory_fraction != d.gpu_memory_fraction) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.10g", gpu_memory_fraction);
+    add("--gpu-memory-fraction", buf);
+  }
+  if (allow_growth) a.push_back("--allow-growth");
+  if (!device_count.empty()) add("--device-count", device_count);
   if (!final_params_out.empty()) add("--final-params-out", final_params_out);
   if (shutdown_servers) a.push_back("--shutdown-servers");
   if (!straggler.empty()) add("--straggler", straggler);
@@ -71,6 +116,14 @@ WorkerFlags::WorkerFlags()
       "print the device of each op and the server of each chunk")(
       "allow-soft-placement", po::bool_switch(&o.allow_soft_placement),
       "fall back to an existing device (with a warning) when a tower's device is missing")(
+      "gpu-memory-fraction", po::value(&o.gpu_memory_fraction)->default_value(0.0, "unset"),
+      "share of each GPU's memory this worker reserves at start, in (0, 1] (0.4: two workers "
+      "share a GPU); unset: the memory free at start less 1 GiB")(
+      "allow-growth", po::bool_switch(&o.allow_growth),
+      "start with little GPU memory and grow as needed (never above the fraction; never "
+      "returned while training)")(
+      "device-count", po::value(&o.device_count),
+      "gpu=N: use at most the first N visible GPUs (gpu=0 hides every GPU)")(
       "final-params-out", po::value(&o.final_params_out),
       "chief: write the final parameters to this file")(
       "shutdown-servers", po::bool_switch(&o.shutdown_servers),

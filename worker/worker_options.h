@@ -24,15 +24,25 @@ struct WorkerOptions {
   std::chrono::milliseconds rpc_timeout{60000};
   bool log_device_placement = false;
   bool allow_soft_placement = false;  // a missing device falls back to one that exists
-  std::string final_params_out;       // chief: the final parameters, for comparisons
-  bool shutdown_servers = false;      // chief: stop the servers at the end (no launcher does)
+  // GPU memory (TensorFlow's GPUOptions). Share of each GPU's total memory this worker takes,
+  // in (0, 1], reserved at start unless allow_growth; 0 = unset: the memory free at start less
+  // 1 GiB for the CUDA libraries, as TensorFlow does by default.
+  double gpu_memory_fraction = 0.0;
+  bool allow_growth = false;  // start small and grow, never above the fraction
+  // TensorFlow's device_count: "gpu=N" uses at most the first N visible GPUs ("gpu=0" hides them
+  // all). Empty: every visible GPU.
+  std::string device_count;
+  std::string final_params_out;   // chief: the final parameters, for comparisons
+  bool shutdown_servers = false;  // chief: stop the servers at the end (no launcher does)
   // Injected slow-downs (worker/straggler.h); every worker gets the same plan.
   std::string straggler;       // RANK:DELAY
   std::string straggler_dist;  // exp:MEAN or uniform:LO:HI
   std::string slow_workers;    // K:FACTOR
 
-  // Range checks; the error names the flag.
+  // Range checks; the error names the flag and the value.
   Status Validate() const;
+  // The GPU limit of device_count: -1 when unset. kInvalidArgument for a malformed value.
+  Result<int> GpuCountLimit() const;
   // Flags that reproduce these options (defaults omitted).
   std::vector<std::string> ToArgs() const;
 };

@@ -6,7 +6,8 @@
 // single-threaded so the two never compete for cores.
 //
 // Contract:
-//  - Host pointers, borrowed for the duration of the call.
+//  - Host pointers, borrowed for the duration of the call; host_memory() is true and memory
+//    comes from the heap (HostMemorySpace). Every op is synchronous.
 //  - Not thread-safe: one caller at a time per backend (it owns scratch buffers and a pool).
 //  - Create() sets OpenBLAS's process-wide thread count to 1; a process should not mix this
 //    backend with code that relies on multi-threaded OpenBLAS.
@@ -28,7 +29,7 @@ struct CpuBackendOptions {
   int intra_op_threads = 1;
 };
 
-class CpuBackend final : public Backend<float> {
+class CpuBackend final : public Backend<float>, public HostMemorySpace {
  public:
   // Fails with kInvalidArgument for an out-of-range thread count.
   static Result<std::unique_ptr<CpuBackend>> Create(const CpuBackendOptions& options);

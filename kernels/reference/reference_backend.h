@@ -1,6 +1,6 @@
 // ReferenceBackend<T>: Backend<T> over the naive reference ops (reference_ops.h), for float and
 // double. Used by tests as ground truth and for double-precision finite-difference checks of
-// layers and models. Host memory. Stateless, so thread-compatible.
+// layers and models. Host memory (HostMemorySpace). Stateless, so thread-compatible.
 #ifndef TOWERPS_KERNELS_REFERENCE_REFERENCE_BACKEND_H_
 #define TOWERPS_KERNELS_REFERENCE_REFERENCE_BACKEND_H_
 
@@ -12,7 +12,7 @@
 namespace towerps::kernels {
 
 template <typename T>
-class ReferenceBackend final : public Backend<T> {
+class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
  public:
   std::string name() const override { return "reference"; }
 

@@ -28,6 +28,17 @@ class Activation final : public Layer<T> {
         break;
     }
   }
+  std::string ops() const override {
+    switch (kind_) {
+      case ActivationKind::kRelu:
+        return "ReluForward, ReluBackward";
+      case ActivationKind::kTanh:
+        return "TanhForward, TanhBackward";
+      case ActivationKind::kSigmoid:
+        return "SigmoidForward, SigmoidBackward";
+    }
+    return "";
+  }
   void Backward(kernels::Backend<T>& backend, int batch, const T*, const T* y, const T* dy,
                 T* dx) override {
     if (dx == nullptr) return;

@@ -47,17 +47,17 @@ kernels::Conv2dShape Conv2d<T>::Geometry(int batch) const {
 template <typename T>
 void Conv2d<T>::Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool) {
   const kernels::Conv2dShape g = Geometry(batch);
-  backend.Conv2dForward(g, x, kernel_.value.data(), y);
-  backend.BiasAdd(batch, g.k, g.out_h() * g.out_w(), bias_.value.data(), y);
+  backend.Conv2dForward(g, x, kernel_.backend_value(), y);
+  backend.BiasAdd(batch, g.k, g.out_h() * g.out_w(), bias_.backend_value(), y);
 }
 
 template <typename T>
 void Conv2d<T>::Backward(kernels::Backend<T>& backend, int batch, const T* x, const T*, const T* dy,
                          T* dx) {
   const kernels::Conv2dShape g = Geometry(batch);
-  backend.Conv2dBackwardFilter(g, x, dy, kernel_.grad.data());
-  backend.BiasBackward(batch, g.k, g.out_h() * g.out_w(), dy, bias_.grad.data());
-  if (dx != nullptr) backend.Conv2dBackwardData(g, dy, kernel_.value.data(), dx);
+  backend.Conv2dBackwardFilter(g, x, dy, kernel_.backend_grad());
+  backend.BiasBackward(batch, g.k, g.out_h() * g.out_w(), dy, bias_.backend_grad());
+  if (dx != nullptr) backend.Conv2dBackwardData(g, dy, kernel_.backend_value(), dx);
 }
 
 template class Conv2d<float>;

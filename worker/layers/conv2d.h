@@ -26,6 +26,9 @@ class Conv2d final : public Layer<T> {
   void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool training) override;
   void Backward(kernels::Backend<T>& backend, int batch, const T* x, const T* y, const T* dy,
                 T* dx) override;
+  std::string ops() const override {
+    return "Conv2dForward, BiasAdd, Conv2dBackwardFilter, BiasBackward, Conv2dBackwardData";
+  }
   std::vector<Parameter<T>*> parameters() override { return {&kernel_, &bias_}; }
 
  private:

@@ -25,19 +25,19 @@ Result<std::unique_ptr<Dense<T>>> Dense<T>::Create(std::string name, const Shape
 
 template <typename T>
 void Dense<T>::Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool) {
-  backend.Gemm(false, false, batch, out_, in_, T(1), x, kernel_.value.data(), T(0), y);
-  backend.BiasAdd(batch, out_, 1, bias_.value.data(), y);
+  backend.Gemm(false, false, batch, out_, in_, T(1), x, kernel_.backend_value(), T(0), y);
+  backend.BiasAdd(batch, out_, 1, bias_.backend_value(), y);
 }
 
 template <typename T>
 void Dense<T>::Backward(kernels::Backend<T>& backend, int batch, const T* x, const T*, const T* dy,
                         T* dx) {
   // dkernel [in, out] = x^T [in, batch] * dy [batch, out]
-  backend.Gemm(true, false, in_, out_, batch, T(1), x, dy, T(0), kernel_.grad.data());
-  backend.BiasBackward(batch, out_, 1, dy, bias_.grad.data());
+  backend.Gemm(true, false, in_, out_, batch, T(1), x, dy, T(0), kernel_.backend_grad());
+  backend.BiasBackward(batch, out_, 1, dy, bias_.backend_grad());
   // dx [batch, in] = dy [batch, out] * kernel^T [out, in]
   if (dx != nullptr) {
-    backend.Gemm(false, true, batch, in_, out_, T(1), dy, kernel_.value.data(), T(0), dx);
+    backend.Gemm(false, true, batch, in_, out_, T(1), dy, kernel_.backend_value(), T(0), dx);
   }
 }
 

@@ -22,6 +22,9 @@ class Dense final : public Layer<T> {
   void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool training) override;
   void Backward(kernels::Backend<T>& backend, int batch, const T* x, const T* y, const T* dy,
                 T* dx) override;
+  std::string ops() const override {
+    return "Gemm, BiasAdd, Gemm (kernel gradient), BiasBackward, Gemm (input gradient)";
+  }
   std::vector<Parameter<T>*> parameters() override { return {&kernel_, &bias_}; }
 
  private:

@@ -4,10 +4,10 @@
 #ifndef TOWERPS_WORKER_LAYERS_DROPOUT_H_
 #define TOWERPS_WORKER_LAYERS_DROPOUT_H_
 
-#include <algorithm>
 #include <memory>
 
 #include "common/result.h"
+#include "kernels/backend_buffer.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {
@@ -25,15 +25,20 @@ class Dropout final : public Layer<T> {
     return std::unique_ptr<Dropout>(new Dropout(std::move(name), input_shape, rate, seed));
   }
 
+  Status Reserve(kernels::Backend<T>& backend, int batch) override {
+    return mask_.EnsureSize(&backend, batch * this->input_size());
+  }
   void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool training) override {
     const int64_t n = batch * this->input_size();
     if (!training) {
-      std::copy(x, x + n, y);  // host backends only; a device backend would copy on device
+      if (x != y) backend.Copy(x, static_cast<size_t>(n) * sizeof(T), y);
       return;
     }
-    mask_.resize(static_cast<size_t>(n));
+    const Status st = Reserve(backend, batch);  // a no-op when the model reserved already
+    TOWERPS_CHECK(st.ok()) << st.ToString();
     backend.DropoutForward(n, rate_, seed_ * 0x9E3779B97F4A7C15ull + step_++, x, mask_.data(), y);
   }
+  std::string ops() const override { return "DropoutForward, DropoutBackward"; }
   void Backward(kernels::Backend<T>& backend, int batch, const T*, const T*, const T* dy,
                 T* dx) override {
     if (dx != nullptr) backend.DropoutBackward(batch * this->input_size(), mask_.data(), dy, dx);
@@ -46,7 +51,7 @@ class Dropout final : public Layer<T> {
   float rate_;
   uint64_t seed_;
   uint64_t step_ = 0;
-  std::vector<T> mask_;
+  kernels::BackendBuffer<T> mask_;  // in the backend's memory
 };
 
 }  // namespace towerps::worker

@@ -4,6 +4,9 @@
 // Contract:
 //  - A layer knows its per-example input and output shapes (without the batch dimension) from
 //    construction. Buffers hold `batch` examples back to back, in the backend's memory.
+//  - Buffers and parameters passed to the backend are in the backend's memory
+//    (Parameter::backend_value). Reserve() allocates a layer's own backend buffers for a batch
+//    size, so running out of device memory is a Status; the Model calls it before Forward.
 //  - Forward writes y. Backward, given the x and y of the last Forward and dy, overwrites every
 //    parameter gradient and, when dx is not null, writes dx. Gradients are for the summed loss
 //    that dy came from; nothing is averaged here.
@@ -15,17 +18,28 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "common/tensor.h"
 #include "kernels/backend.h"
 
 namespace towerps::worker {
 
+// A named parameter. `value` and `grad` are the host copies: what is pushed and pulled, and
+// what tests inspect. Layers hand the backend backend_value()/backend_grad(): the host vectors
+// themselves on host-memory backends, or device mirrors that the Model owns and keeps in step
+// with the host copies (worker/model/model.h) when the backend's memory is not host memory.
 template <typename T>
 struct Parameter {
   std::string name;  // unique in the model, "conv1/kernel"
   Shape shape;
   std::vector<T> value;
   std::vector<T> grad;  // same size as value
+  // Device mirrors, borrowed from the Model; null on host-memory backends.
+  T* device_value = nullptr;
+  T* device_grad = nullptr;
+
+  T* backend_value() { return device_value != nullptr ? device_value : value.data(); }
+  T* backend_grad() { return device_grad != nullptr ? device_grad : grad.data(); }
 
   Parameter(std::string n, Shape s)
       : name(std::move(n)),
@@ -51,11 +65,16 @@ class Layer {
   int64_t input_size() const { return NumElements(input_shape_); }
   int64_t output_size() const { return NumElements(output_shape_); }
 
+  // Allocates whatever backend memory the layer keeps between Forward and Backward for `batch`
+  // examples (e.g. the dropout mask); kResourceExhausted when the backend has none left.
+  virtual Status Reserve(kernels::Backend<T>& backend, int batch) { return Status::Ok(); }
   // `training` enables dropout.
   virtual void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y,
                        bool training) = 0;
   virtual void Backward(kernels::Backend<T>& backend, int batch, const T* x, const T* y,
                         const T* dy, T* dx) = 0;
+  // The backend ops Forward and Backward call, for --log-device-placement.
+  virtual std::string ops() const = 0;
   // In a stable order (kernel before bias). Empty for layers without parameters.
   virtual std::vector<Parameter<T>*> parameters() { return {}; }
 

@@ -29,6 +29,7 @@ class Lrn final : public Layer<T> {
   void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool) override {
     backend.LrnForward(batch, channels(), plane(), params_, x, y);
   }
+  std::string ops() const override { return "LrnForward, LrnBackward"; }
   void Backward(kernels::Backend<T>& backend, int batch, const T* x, const T*, const T* dy,
                 T* dx) override {
     if (dx != nullptr) backend.LrnBackward(batch, channels(), plane(), params_, x, dy, dx);

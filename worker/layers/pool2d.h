@@ -41,6 +41,10 @@ class Pool2d final : public Layer<T> {
       backend.AvgPoolForward(Geometry(batch), x, y);
     }
   }
+  std::string ops() const override {
+    return kind_ == PoolKind::kMax ? "MaxPoolForward, MaxPoolBackward"
+                                   : "AvgPoolForward, AvgPoolBackward";
+  }
   void Backward(kernels::Backend<T>& backend, int batch, const T* x, const T*, const T* dy,
                 T* dx) override {
     if (dx == nullptr) return;

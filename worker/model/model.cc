@@ -9,7 +9,10 @@ namespace towerps::worker {
 template <typename T>
 Model<T>::Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers,
                 kernels::Backend<T>* backend)
-    : input_shape_(std::move(input_shape)), layers_(std::move(layers)), backend_(backend) {
+    : input_shape_(std::move(input_shape)),
+      layers_(std::move(layers)),
+      backend_(backend),
+      host_memory_(backend != nullptr && backend->host_memory()) {
   TOWERPS_CHECK(backend_ != nullptr);
   TOWERPS_CHECK(!layers_.empty());
   Shape expect = input_shape_;
@@ -30,6 +33,23 @@ Model<T>::Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers
   num_classes_ = static_cast<int>(expect[0]);
   signature_ = VariableSignature(specs_);
   outputs_.resize(layers_.size());
+  value_changed_.assign(params_.size(), 1);
+}
+
+template <typename T>
+Model<T>::~Model() {
+  if (!device_grads_.empty()) {
+    backend_->Synchronize();
+    for (Parameter<T>* p : params_) {
+      backend_->UnpinHostMemory(p->value.data());
+      backend_->UnpinHostMemory(p->grad.data());
+    }
+  }
+}
+
+template <typename T>
+void Model<T>::MarkValueChanged(int i) {
+  value_changed_.at(i) = 1;
 }
 
 template <typename T>
@@ -68,6 +88,7 @@ Status Model<T>::SetVariable(int i, const Tensor& value) {
                                 ShapeToString(value.shape()));
   }
   std::copy(value.f32(), value.f32() + value.num_elements(), p.value.begin());
+  value_changed_[i] = 1;
   return Status::Ok();
 }
 
@@ -90,7 +111,6 @@ template <typename T>
 const T* Model<T>::Forward(const T* x, int batch, bool training) {
   const T* in = x;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    outputs_[i].resize(static_cast<size_t>(batch * layers_[i]->output_size()));
     layers_[i]->Forward(*backend_, batch, in, outputs_[i].data(), training);
     in = outputs_[i].data();
   }
@@ -98,27 +118,93 @@ const T* Model<T>::Forward(const T* x, int batch, bool training) {
 }
 
 template <typename T>
-StepResult Model<T>::Loss(const T* logits, const int32_t* labels, int batch, bool with_gradient) {
-  loss_.resize(static_cast<size_t>(batch));
-  T* dlogits = nullptr;
-  if (with_gradient) {
-    size_t most = 0;
-    for (auto& layer : layers_) {
-      most = std::max<size_t>(
-          most, static_cast<size_t>(batch * std::max(layer->input_size(), layer->output_size())));
-    }
-    grad_a_.resize(most);
-    grad_b_.resize(most);
-    dlogits = grad_a_.data();
+Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with_gradient,
+                         const T** backend_x, const int32_t** backend_labels) {
+  kernels::MemorySpace* space = backend_;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    TOWERPS_RETURN_IF_ERROR(outputs_[i].EnsureSize(space, batch * layers_[i]->output_size()));
+    TOWERPS_RETURN_IF_ERROR(layers_[i]->Reserve(*backend_, batch));
   }
+  TOWERPS_RETURN_IF_ERROR(loss_.EnsureSize(space, batch));
+  if (with_gradient) {
+    int64_t most = 0;
+    for (auto& layer : layers_) {
+      most = std::max(most, batch * std::max(layer->input_size(), layer->output_size()));
+    }
+    TOWERPS_RETURN_IF_ERROR(grad_a_.EnsureSize(space, most));
+    TOWERPS_RETURN_IF_ERROR(grad_b_.EnsureSize(space, most));
+  }
+  if (host_memory_) {
+    *backend_x = x;
+    *backend_labels = labels;
+    return Status::Ok();
+  }
+  if (device_values_.empty()) {
+    // All or nothing, so a failed step leaves no half-built mirrors behind.
+    std::vector<kernels::BackendBuffer<T>> values, grads;
+    for (Parameter<T>* p : params_) {
+      TOWERPS_ASSIGN_OR_RETURN(auto value,
+                               kernels::BackendBuffer<T>::Allocate(space, std::ssize(p->value)));
+      TOWERPS_ASSIGN_OR_RETURN(auto grad,
+                               kernels::BackendBuffer<T>::Allocate(space, std::ssize(p->grad)));
+      values.push_back(std::move(value));
+      grads.push_back(std::move(grad));
+    }
+    device_values_ = std::move(values);
+    device_grads_ = std::move(grads);
+    for (size_t v = 0; v < params_.size(); ++v) {
+      Parameter<T>& p = *params_[v];
+      p.device_value = device_values_[v].data();
+      p.device_grad = device_grads_[v].data();
+      backend_->PinHostMemory(p.value.data(), p.value.size() * sizeof(T));
+      backend_->PinHostMemory(p.grad.data(), p.grad.size() * sizeof(T));
+    }
+  }
+  // Everything is allocated before any copy is queued, so an error leaves none in flight.
+  const int64_t x_size = batch * NumElements(input_shape_);
+  TOWERPS_RETURN_IF_ERROR(device_x_.EnsureSize(space, x_size));
+  TOWERPS_RETURN_IF_ERROR(device_labels_.EnsureSize(space, batch));
+  // Values changed on the host since the last step, in forward order, from pinned memory and
+  // without waiting: the step's forward is queued behind them, and the step ends by waiting for
+  // the stream (the loss is read back), so the host values are not rewritten (the next pull)
+  // while a copy is in flight.
+  for (size_t v = 0; v < params_.size(); ++v) {
+    if (!value_changed_[v]) continue;
+    backend_->CopyFromHostAsync(params_[v]->value.data(), device_values_[v].bytes(),
+                                device_values_[v].data());
+    value_changed_[v] = 0;
+  }
+  // The caller keeps x and labels until TrainStep/Evaluate returns, after the stream is waited.
+  backend_->CopyFromHostAsync(x, static_cast<size_t>(x_size) * sizeof(T), device_x_.data());
+  backend_->CopyFromHostAsync(labels, static_cast<size_t>(batch) * sizeof(int32_t),
+                              device_labels_.data());
+  *backend_x = device_x_.data();
+  *backend_labels = device_labels_.data();
+  return Status::Ok();
+}
+
+template <typename T>
+StepResult Model<T>::Loss(const T* logits, const int32_t* labels, const int32_t* host_labels,
+                          int batch, bool with_gradient) {
+  T* dlogits = with_gradient ? grad_a_.data() : nullptr;
   backend_->SoftmaxCrossEntropy(batch, num_classes_, logits, labels, T(1) / T(batch), loss_.data(),
                                 dlogits);
+  const T* loss = loss_.data();
+  const T* host_logits = logits;
+  if (!host_memory_) {
+    host_logits_.resize(static_cast<size_t>(batch) * num_classes_);
+    host_loss_.resize(static_cast<size_t>(batch));
+    backend_->CopyToHost(logits, host_logits_.size() * sizeof(T), host_logits_.data());
+    backend_->CopyToHost(loss_.data(), host_loss_.size() * sizeof(T), host_loss_.data());
+    loss = host_loss_.data();
+    host_logits = host_logits_.data();
+  }
   StepResult r;
   r.batch = batch;
   for (int b = 0; b < batch; ++b) {
-    r.loss += static_cast<double>(loss_[b]);
-    const T* row = logits + int64_t{b} * num_classes_;
-    r.correct += (std::max_element(row, row + num_classes_) - row) == labels[b];
+    r.loss += static_cast<double>(loss[b]);
+    const T* row = host_logits + int64_t{b} * num_classes_;
+    r.correct += (std::max_element(row, row + num_classes_) - row) == host_labels[b];
   }
   r.loss /= batch;
   return r;
@@ -126,21 +212,36 @@ StepResult Model<T>::Loss(const T* logits, const int32_t* labels, int batch, boo
 
 template <typename T>
 Result<StepResult> Model<T>::TrainStep(const T* x, const int32_t* labels, int batch,
-                                       const GradientReadyFn& on_gradient) {
+                                       const GradientReadyFn& on_gradient,
+                                       GradientDelivery delivery) {
   if (Status st = CheckBatch(labels, batch); !st.ok()) return st;
-  const T* logits = Forward(x, batch, /*training=*/true);
-  StepResult r = Loss(logits, labels, batch, /*with_gradient=*/true);
+  const T* bx = nullptr;
+  const int32_t* blabels = nullptr;
+  TOWERPS_RETURN_IF_ERROR(Prepare(x, labels, batch, /*with_gradient=*/true, &bx, &blabels));
+  const T* logits = Forward(bx, batch, /*training=*/true);
+  StepResult r = Loss(logits, blabels, labels, batch, /*with_gradient=*/true);
   T* dy = grad_a_.data();
   T* dx = grad_b_.data();
+  // Device gradients being copied out: (ticket, variable), in the order backward made them.
+  std::vector<std::pair<uint64_t, int>> copies;
   for (size_t i = layers_.size(); i-- > 0;) {
-    const T* in = i == 0 ? x : outputs_[i - 1].data();
+    const T* in = i == 0 ? bx : outputs_[i - 1].data();
     layers_[i]->Backward(*backend_, batch, in, outputs_[i].data(), dy, i == 0 ? nullptr : dx);
-    if (on_gradient) {
-      for (int v = first_param_of_layer_[i]; v < first_param_of_layer_[i + 1]; ++v) {
-        on_gradient(v);
+    for (int v = first_param_of_layer_[i]; v < first_param_of_layer_[i + 1]; ++v) {
+      if (host_memory_ || delivery == GradientDelivery::kBackend) {
+        if (on_gradient) on_gradient(v);
+        continue;
       }
+      Parameter<T>& p = *params_[v];
+      copies.emplace_back(
+          backend_->CopyToHostAsync(p.device_grad, p.grad.size() * sizeof(T), p.grad.data()), v);
     }
     std::swap(dy, dx);
+  }
+  // Backward is queued; each hook runs as its gradient lands while the device goes on.
+  for (const auto& [ticket, v] : copies) {
+    backend_->WaitCopy(ticket);
+    if (on_gradient) on_gradient(v);
   }
   return r;
 }
@@ -148,7 +249,11 @@ Result<StepResult> Model<T>::TrainStep(const T* x, const int32_t* labels, int ba
 template <typename T>
 Result<StepResult> Model<T>::Evaluate(const T* x, const int32_t* labels, int batch) {
   if (Status st = CheckBatch(labels, batch); !st.ok()) return st;
-  return Loss(Forward(x, batch, /*training=*/false), labels, batch, /*with_gradient=*/false);
+  const T* bx = nullptr;
+  const int32_t* blabels = nullptr;
+  TOWERPS_RETURN_IF_ERROR(Prepare(x, labels, batch, /*with_gradient=*/false, &bx, &blabels));
+  return Loss(Forward(bx, batch, /*training=*/false), blabels, labels, batch,
+              /*with_gradient=*/false);
 }
 
 template class Model<float>;

@@ -7,6 +7,16 @@
 //    parameter server stores, also for a double model used in gradient checks).
 //  - value(i) / gradient(i) are contiguous host buffers owned by the model; gradients are those
 //    of the mean loss over the last TrainStep's batch.
+//  - Backend memory: on host-memory backends (CPU, reference) the layers compute on those host
+//    buffers directly, with no copies. Otherwise the model keeps a device mirror of every value
+//    and gradient and its activations in the backend's memory: values written on the host
+//    (SetVariable, or through value(i)) are copied to the device, in forward order, at the start
+//    of the next TrainStep/Evaluate. Each variable's gradient is copied to the (pinned) host
+//    buffer on the backend's copy stream as soon as backward has produced it, while backward
+//    goes on; the gradient-ready hooks run, in reverse layer order, as those copies land, so a
+//    worker pushes a layer's gradient while the device computes the layers before it. x and labels
+//    are host memory in every case; they are staged into the backend's memory when it is not host
+//    memory. Running out of backend memory is kResourceExhausted from TrainStep/Evaluate.
 //  - Inputs are `batch` examples of input_shape() back to back (NCHW for images); labels are
 //    int32 class indices. A bad batch size or label returns kInvalidArgument.
 //  - The backend is borrowed and must outlive the model. Not thread-safe.
@@ -21,6 +31,7 @@
 #include "common/result.h"
 #include "common/tensor.h"
 #include "kernels/backend.h"
+#include "kernels/backend_buffer.h"
 #include "ps/variable.h"
 #include "worker/layers/layer.h"
 
@@ -43,6 +54,7 @@ class Model {
   // must output [num_classes]. Checked: the builder guarantees it.
   Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers,
         kernels::Backend<T>* backend);
+  ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
@@ -54,8 +66,19 @@ class Model {
   int64_t num_parameters() const;
   const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return layers_; }
 
-  std::span<T> value(int i) { return params_.at(i)->value; }
+  // Writing through the span is allowed: the variable is copied to the backend before the next
+  // step.
+  std::span<T> value(int i) {
+    MarkValueChanged(i);
+    return params_.at(i)->value;
+  }
   std::span<const T> gradient(int i) const { return params_.at(i)->grad; }
+  // Where the backend holds variable i's gradient: the host buffer on host-memory backends,
+  // the device mirror otherwise (valid after the first TrainStep).
+  const T* backend_gradient(int i) const {
+    const Parameter<T>& p = *params_.at(i);
+    return p.device_grad != nullptr ? p.device_grad : p.grad.data();
+  }
   // A float32 copy of variable i's value or gradient, shaped as the variable.
   Tensor GetVariable(int i) const;
   Tensor GetGradient(int i) const;
@@ -63,17 +86,32 @@ class Model {
   // differs.
   Status SetVariable(int i, const Tensor& value);
 
+  // How TrainStep delivers gradients on a backend whose memory is not host memory.
+  //  - kHost: each gradient is copied to gradient(i) and its hook runs once it is there.
+  //  - kBackend: nothing is copied; each hook runs as soon as its layer's backward is queued,
+  //    with the gradient at backend_gradient(i), ready in the backend's stream order (for
+  //    reducing tower gradients on a device). gradient(i) is left as it was.
+  // Host-memory backends behave the same under both.
+  enum class GradientDelivery { kHost, kBackend };
   // Forward, loss and backward on one batch; fills every gradient.
   Result<StepResult> TrainStep(const T* x, const int32_t* labels, int batch,
-                               const GradientReadyFn& on_gradient = nullptr);
+                               const GradientReadyFn& on_gradient = nullptr,
+                               GradientDelivery delivery = GradientDelivery::kHost);
   // Forward only (dropout off): loss and accuracy.
   Result<StepResult> Evaluate(const T* x, const int32_t* labels, int batch);
 
  private:
   Status CheckBatch(const int32_t* labels, int batch) const;
+  void MarkValueChanged(int i);
+  // Sizes every activation buffer (and the device mirrors) for `batch`, uploads changed values
+  // and stages x and labels; returns where the backend finds them.
+  Status Prepare(const T* x, const int32_t* labels, int batch, bool with_gradient,
+                 const T** backend_x, const int32_t** backend_labels);
   // Runs every layer; returns the logits buffer.
   const T* Forward(const T* x, int batch, bool training);
-  StepResult Loss(const T* logits, const int32_t* labels, int batch, bool with_gradient);
+  // Softmax cross-entropy on the backend (labels there), accuracy from host_labels.
+  StepResult Loss(const T* logits, const int32_t* labels, const int32_t* host_labels, int batch,
+                  bool with_gradient);
 
   Shape input_shape_;
   std::vector<std::unique_ptr<Layer<T>>> layers_;
@@ -84,9 +122,18 @@ class Model {
   std::vector<ps::VariableSpec> specs_;
   uint64_t signature_;
 
-  std::vector<std::vector<T>> outputs_;  // per layer, batch * output_size
-  std::vector<T> grad_a_, grad_b_;       // ping-pong activation gradients
-  std::vector<T> loss_;                  // per example
+  const bool host_memory_;  // the backend computes on host pointers
+
+  // In the backend's memory.
+  std::vector<kernels::BackendBuffer<T>> outputs_;  // per layer, batch * output_size
+  kernels::BackendBuffer<T> grad_a_, grad_b_;       // ping-pong activation gradients
+  kernels::BackendBuffer<T> loss_;                  // per example
+  // Only when the backend's memory is not host memory: mirrors, staged inputs, host results.
+  std::vector<kernels::BackendBuffer<T>> device_values_, device_grads_;
+  std::vector<char> value_changed_;  // per variable: the host value is newer than the mirror
+  kernels::BackendBuffer<T> device_x_;
+  kernels::BackendBuffer<int32_t> device_labels_;
+  std::vector<T> host_logits_, host_loss_;
 };
 
 }  // namespace towerps::worker

@@ -13,6 +13,12 @@ Result<MomentumSgd> MomentumSgd::Create(Model<float>* model, kernels::Backend<fl
   if (!(o.momentum >= 0.0f && o.momentum < 1.0f)) {
     return InvalidArgumentError("momentum " + std::to_string(o.momentum) + " must be in [0, 1)");
   }
+  if (!backend->host_memory()) {
+    return InvalidArgumentError(
+        "MomentumSgd updates the model's host values and needs a "
+        "host-memory backend, not " +
+        backend->name());
+  }
   if (!(o.weight_decay >= 0.0f)) {
     return InvalidArgumentError("weight decay " + std::to_string(o.weight_decay) + " must be >= 0");
   }

@@ -3,7 +3,9 @@
 // training and the training benchmark; the parameter server applies its own optimizer.
 //
 // Contract: the model and backend are borrowed and must outlive the optimizer; the model's
-// variables must not change shape. Not thread-safe.
+// variables must not change shape. It updates the model's host values (value(v), which marks
+// them for upload to a device model), so the backend it computes with must be a host-memory
+// backend (kInvalidArgument otherwise); the model's own backend may be a GPU. Not thread-safe.
 #ifndef TOWERPS_WORKER_TRAIN_MOMENTUM_SGD_H_
 #define TOWERPS_WORKER_TRAIN_MOMENTUM_SGD_H_
 

@@ -5,16 +5,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "common/logging.h"
+#include "kernels/backend_buffer.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise.h"
+#ifdef TOWERPS_WITH_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 #include "ps/client.h"
 #include "worker/data/batcher.h"
 #include "worker/model/zoo.h"
@@ -47,7 +53,7 @@ std::string Expand(std::string path, int rank) {
 
 struct Tower {
   TowerDevice device;
-  std::unique_ptr<kernels::CpuBackend> backend;
+  std::unique_ptr<kernels::Backend<float>> backend;
   std::unique_ptr<Model<float>> model;
 };
 
@@ -76,13 +82,19 @@ void HistogramStats(const std::vector<uint64_t>& h, double* mean, double* p99) {
 class Trainer::Impl {
  public:
   explicit Impl(TrainerOptions o) : o_(std::move(o)) {}
+  ~Impl() {
+    if (reduce_.enabled) {
+      for (Tensor& t : avg_) towers_[0].backend->UnpinHostMemory(t.f32());
+    }
+  }
 
   Status Setup() {
     const ps::JobConfig& job = o_.job;
     std::vector<std::string> warnings;
+    TOWERPS_ASSIGN_OR_RETURN(const int gpu_limit, o_.worker.GpuCountLimit());
     TOWERPS_ASSIGN_OR_RETURN(
         std::vector<TowerDevice> devices,
-        ParseTowers(o_.worker.towers, o_.worker.allow_soft_placement, &warnings));
+        ParseTowers(o_.worker.towers, o_.worker.allow_soft_placement, &warnings, gpu_limit));
     for (const std::string& w : warnings) TOWERPS_LOG(kWarning) << "soft placement: " << w;
     if (job.batch_size % static_cast<int>(devices.size()) != 0) {
       return InvalidArgumentError("--batch-size=" + std::to_string(job.batch_size) +
@@ -97,7 +109,9 @@ class Trainer::Impl {
       Tower t;
       t.device = d;
       TOWERPS_ASSIGN_OR_RETURN(
-          t.backend, kernels::CpuBackend::Create({.intra_op_threads = o_.worker.intra_op_threads}));
+          t.backend, CreateTowerBackend(d, {.intra_op_threads = o_.worker.intra_op_threads,
+                                            .gpu_memory_fraction = o_.worker.gpu_memory_fraction,
+                                            .allow_growth = o_.worker.allow_growth}));
       // The same seed everywhere: every tower and worker starts from the chief's values anyway.
       TOWERPS_ASSIGN_OR_RETURN(t.model, builder.Build<float>(t.backend.get(), job.seed));
       towers_.push_back(std::move(t));
@@ -119,6 +133,7 @@ class Trainer::Impl {
           " x --batch-size=" + std::to_string(job.batch_size));
     }
     for (int v = 0; v < num_vars_; ++v) avg_.push_back(Tensor::Empty(m0.variables()[v].shape));
+    TOWERPS_RETURN_IF_ERROR(SetupDeviceReduction());
     done_ = std::make_unique<std::atomic<int>[]>(num_vars_);
     pushes_.resize(num_vars_);
     pulls_.resize(num_vars_);
@@ -227,6 +242,7 @@ class Trainer::Impl {
     TOWERPS_LOG(kInfo) << "finished " << iter << " steps in " << s.train_seconds
                        << " s: " << total_wait_ << " s waiting for parameters, " << total_delay_
                        << " s of injected delay";
+    LogDeviceMemory();
     s.epochs = job.epochs;
     s.final_train_loss = last_loss;
     const int64_t done_steps = sync ? total : iter;
@@ -304,10 +320,138 @@ class Trainer::Impl {
     return Status::Ok();
   }
 
+  // Several GPU towers: their gradients are averaged on tower 0's GPU (peer copies, then
+  // AverageOf in tower order) and copied to the host once, instead of each tower copying its own
+  // out. Scratch for the peers' gradients and the average live on tower 0's device.
+  Status SetupDeviceReduction() {
+#ifdef TOWERPS_WITH_CUDA
+    if (towers_.size() < 2) return Status::Ok();
+    for (const Tower& t : towers_) {
+      if (dynamic_cast<kernels::CudaBackend*>(t.backend.get()) == nullptr) return Status::Ok();
+    }
+    kernels::Backend<float>* b0 = towers_[0].backend.get();
+    const int k = static_cast<int>(towers_.size());
+    reduce_.scratch.resize(num_vars_);
+    for (int v = 0; v < num_vars_; ++v) {
+      const int64_t n = avg_[v].num_elements();
+      for (int t = 1; t < k; ++t) {
+        TOWERPS_ASSIGN_OR_RETURN(auto b, kernels::BackendBuffer<float>::Allocate(b0, n));
+        reduce_.scratch[v].push_back(std::move(b));
+      }
+      TOWERPS_ASSIGN_OR_RETURN(auto avg, kernels::BackendBuffer<float>::Allocate(b0, n));
+      reduce_.average.push_back(std::move(avg));
+      b0->PinHostMemory(avg_[v].f32(), avg_[v].byte_size());
+    }
+    reduce_.queued.assign(k, std::vector<char>(num_vars_, 0));
+    reduce_.enabled = true;
+    TOWERPS_LOG(kInfo) << "tower gradients are averaged on " << towers_[0].device.name();
+#endif
+    return Status::Ok();
+  }
+
+  // The step of ComputeAndPush with the device reduction. Tower t > 0 only reports, per
+  // variable, that its gradient is queued; tower 0, on its own thread (so each backend still
+  // has one caller), waits for those reports, queues the peer copies (each ordered after the
+  // peer's queued work by an event), the average and one copy to the host, and once its
+  // backward is queued, pushes each average as it lands, while the GPUs go on.
+  Result<StepResult> ComputeAndPushOnDevice(const Batch& batch,
+                                            const std::vector<int64_t>& versions, int64_t clock) {
+#ifdef TOWERPS_WITH_CUDA
+    const int k = static_cast<int>(towers_.size());
+    const int slice = batch.size / k;
+    const int64_t example = NumElements(batcher_->example_shape());
+    {
+      std::lock_guard<std::mutex> lock(reduce_.mu);
+      for (auto& q : reduce_.queued) std::fill(q.begin(), q.end(), 0);
+      reduce_.failed = false;
+    }
+    auto* b0 = static_cast<kernels::CudaBackend*>(towers_[0].backend.get());
+    std::vector<std::pair<uint64_t, int>> copies;  // tower 0's thread only
+    Status reduce_status = Status::Ok();           // tower 0's thread only
+    auto reduce = [&](int v) {
+      {
+        std::unique_lock<std::mutex> lock(reduce_.mu);
+        const bool ready = reduce_.cv.wait_for(lock, o_.worker.rpc_timeout, [&] {
+          if (reduce_.failed) return true;
+          for (int t = 1; t < k; ++t) {
+            if (!reduce_.queued[t][v]) return false;
+          }
+          return true;
+        });
+        if (!ready || reduce_.failed) {
+          if (reduce_status.ok()) {
+            reduce_status = ready ? InternalError("a tower failed during backward")
+                                  : TimeoutError("towers did not reach variable " +
+                                                 std::to_string(v) + " in time");
+          }
+          return;
+        }
+      }
+      const int64_t n = avg_[v].num_elements();
+      const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+      std::vector<const float*> in = {towers_[0].model->backend_gradient(v)};
+      for (int t = 1; t < k; ++t) {
+        auto* peer = static_cast<kernels::CudaBackend*>(towers_[t].backend.get());
+        float* dst = reduce_.scratch[v][t - 1].data();
+        b0->CopyFromPeer(*peer, towers_[t].model->backend_gradient(v), bytes, dst);
+        in.push_back(dst);
+      }
+      b0->AverageOf(k, in.data(), n, reduce_.average[v].data());
+      copies.emplace_back(b0->CopyToHostAsync(reduce_.average[v].data(), bytes, avg_[v].f32()), v);
+    };
+    auto report = [&](int t, int v) {
+      std::lock_guard<std::mutex> lock(reduce_.mu);
+      reduce_.queued[t][v] = 1;
+      reduce_.cv.notify_all();
+    };
+    std::vector<Result<StepResult>> results(k, StepResult{});
+    auto run = [&](int t) {
+      auto hook = [&, t](int v) {
+        if (t == 0) {
+          reduce(v);
+        } else {
+          report(t, v);
+        }
+      };
+      results[t] = towers_[t].model->TrainStep(batch.x.data() + t * slice * example,
+                                               batch.labels.data() + t * slice, slice, hook,
+                                               Model<float>::GradientDelivery::kBackend);
+      if (!results[t].ok()) {
+        std::lock_guard<std::mutex> lock(reduce_.mu);
+        reduce_.failed = true;
+        reduce_.cv.notify_all();
+      }
+      if (t != 0) return;
+      // Every queued copy is waited for, even after a failure: its buffers are reused.
+      for (const auto& [ticket, v] : copies) {
+        b0->WaitCopy(ticket);
+        if (results[0].ok() && reduce_status.ok()) {
+          pushes_[v] = client_->Push(v, versions[v], clock, avg_[v]);
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < k; ++t) threads.emplace_back(run, t);
+    for (auto& th : threads) th.join();
+    StepResult total;
+    for (auto& r : results) {
+      if (!r.ok()) return r.status();
+      total.loss += r->loss / k;
+      total.correct += r->correct;
+      total.batch += r->batch;
+    }
+    TOWERPS_RETURN_IF_ERROR(reduce_status);
+    return total;
+#else
+    return InternalError("device reduction without CUDA");
+#endif
+  }
+
   // Runs every tower on its slice; each variable's averaged gradient is pushed as soon as the
   // last tower has produced it.
   Result<StepResult> ComputeAndPush(const Batch& batch, const std::vector<int64_t>& versions,
                                     int64_t clock) {
+    if (reduce_.enabled) return ComputeAndPushOnDevice(batch, versions, clock);
     const int k = static_cast<int>(towers_.size());
     const int slice = batch.size / k;
     const int64_t example = NumElements(batcher_->example_shape());
@@ -361,12 +505,28 @@ class Trainer::Impl {
     const Model<float>& m = *towers_[0].model;
     for (size_t t = 0; t < towers_.size(); ++t) {
       for (const auto& layer : towers_[t].model->layers()) {
-        TOWERPS_LOG(kInfo) << "placement: tower " << t << " " << layer->name() << " -> "
-                           << towers_[t].device.name();
+        TOWERPS_LOG(kInfo) << "placement: tower " << t << " " << layer->name() << " ("
+                           << layer->ops() << ") -> " << towers_[t].device.name() << " ["
+                           << towers_[t].backend->name() << " backend]";
       }
     }
     TOWERPS_LOG(kInfo) << "placement: variable chunks:\n"
                        << client_->placement().Describe(m.variables());
+  }
+
+  // GPU towers: the caching allocator's peak and reservation.
+  void LogDeviceMemory() {
+#ifdef TOWERPS_WITH_CUDA
+    for (size_t t = 0; t < towers_.size(); ++t) {
+      const auto* gpu = dynamic_cast<const kernels::CudaBackend*>(towers_[t].backend.get());
+      if (gpu == nullptr) continue;
+      const kernels::cuda::AllocatorStats m = gpu->memory_stats();
+      TOWERPS_LOG(kInfo) << "tower " << t << " " << gpu->name() << " memory: peak "
+                         << (m.peak_bytes_in_use >> 20) << " MiB in use, "
+                         << (m.bytes_reserved >> 20) << " MiB reserved of " << (m.limit_bytes >> 20)
+                         << " MiB allowed";
+    }
+#endif
   }
 
   void Progress(int64_t step_in_epoch, int64_t epoch) {
@@ -444,6 +604,15 @@ class Trainer::Impl {
   int64_t steps_per_epoch_ = 0;
   int64_t start_version_ = -1;
   std::vector<Tensor> avg_;  // averaged gradients, sent zero-copy: untouched until pushed
+  struct DeviceReduction {
+    bool enabled = false;
+    std::vector<std::vector<kernels::BackendBuffer<float>>> scratch;  // [v][tower - 1], GPU 0
+    std::vector<kernels::BackendBuffer<float>> average;               // [v], GPU 0
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::vector<char>> queued;  // [tower][v]: backward queued; GUARDED_BY(mu)
+    bool failed = false;                    // a tower's step failed; GUARDED_BY(mu)
+  } reduce_;
   std::unique_ptr<std::atomic<int>[]> done_;  // per variable: towers finished this step
   std::vector<std::future<Result<ps::PushReport>>> pushes_;
   std::vector<std::future<Result<ps::PulledVariable>>> pulls_;

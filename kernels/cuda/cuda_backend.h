@@ -1,0 +1,135 @@
+// CudaBackend: Backend<float> (kernels/backend.h) on one NVIDIA GPU.
+//
+// How: matrix products are cuBLAS sgemm (row-major through the operand swap, C^T = B^T A^T);
+// convolutions are cuDNN, with the algorithms chosen once per shape (cudnnGet*Algorithm_v7,
+// first acceptable by expected speed) and cached, and their workspace taken from our allocator;
+// activations forward, LRN (when LrnParams map onto cuDNN's formula) and log-softmax are cuDNN;
+// pooling, bias, dropout, the loss, activation gradients, LRN otherwise and the elementwise
+// helpers are our kernels (kernels/cuda/*.cu). Every op is queued on the backend's one compute
+// stream; every CUDA, cuBLAS and cuDNN call is checked and every launch is followed by
+// cudaGetLastError().
+//
+// Numerics: strict float32 by default (cuBLAS default math, cuDNN FMA math), so results match
+// the CPU within float32 tolerances; allow_tf32 lets both use TF32 tensor cores (faster, about
+// 1e-3 relative error, PyTorch's default for convolutions).
+//
+// Memory: every byte of device memory the backend uses, its callers' buffers included (the
+// MemorySpace API), comes from its CachingAllocator (kernels/cuda/caching_allocator.h), which
+// reserves options.memory at creation (or grows under it). host_memory() is false; the copies
+// are cudaMemcpyAsync on the compute stream, and CopyFromHost/CopyToHost wait for it.
+//
+// Contract:
+//  - Pointers passed to ops are device memory on this backend's device, borrowed; `AverageOf`'s
+//    pointer array is a host array of device pointers.
+//  - Ops return once queued; results are ready after CopyToHost or Synchronize.
+//  - Not thread-safe: one caller at a time. Any thread may be that caller: every call makes the
+//    device current on the calling thread first.
+//  - A CUDA, cuBLAS or cuDNN failure inside an op is a bug or a dead device and aborts with the
+//    library's message; expected failures (no such device, out of memory) are Status results of
+//    Create and Allocate.
+#ifndef TOWERPS_KERNELS_CUDA_CUDA_BACKEND_H_
+#define TOWERPS_KERNELS_CUDA_CUDA_BACKEND_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "kernels/backend.h"
+#include "kernels/cuda/caching_allocator.h"
+
+namespace towerps::kernels {
+
+struct CudaBackendOptions {
+  // CUDA device ordinal, after CUDA_VISIBLE_DEVICES.
+  int device = 0;
+  // The share of the device's memory and whether it grows (--gpu-memory-fraction,
+  // --allow-growth). device_name is filled in by Create.
+  cuda::CachingAllocatorOptions memory;
+  // Let cuBLAS and cuDNN use TF32 tensor cores for float32.
+  bool allow_tf32 = false;
+  // Most workspace one convolution algorithm may use; faster algorithms needing more are skipped.
+  size_t conv_workspace_limit_bytes = size_t{512} << 20;
+};
+
+class CudaBackend final : public Backend<float> {
+ public:
+  // kNotFound (naming the visible devices) for a device that does not exist, kResourceExhausted
+  // when the memory share cannot be reserved, kInvalidArgument for bad options.
+  static Result<std::unique_ptr<CudaBackend>> Create(const CudaBackendOptions& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override;  // "gpu:N"
+  int device() const;
+  cuda::AllocatorStats memory_stats() const;
+  // The compute stream, as a cudaStream_t (void* keeps CUDA headers out of this one).
+  void* stream() const;
+
+  // ---- MemorySpace ----
+  bool host_memory() const override { return false; }
+  Result<void*> Allocate(size_t bytes) override;
+  void Free(void* p) override;
+  void CopyFromHost(const void* host, size_t bytes, void* dst) override;
+  void CopyToHost(const void* src, size_t bytes, void* host) override;
+  void Copy(const void* src, size_t bytes, void* dst) override;
+  void Synchronize() override;
+  // On the compute stream, without waiting.
+  void CopyFromHostAsync(const void* host, size_t bytes, void* dst) override;
+  // On a second (copy) stream, ordered after the compute stream's queued work by an event.
+  uint64_t CopyToHostAsync(const void* src, size_t bytes, void* host) override;
+  void WaitCopy(uint64_t ticket) override;
+  void PinHostMemory(void* host, size_t bytes) override;  // cudaHostRegister
+  void UnpinHostMemory(void* host) override;
+  // Copies `bytes` from `src` on `from`'s device into `dst` on this one, after the work queued
+  // on both backends so far; later work on this backend sees the data. `from` is borrowed. The
+  // one call that may run while another thread uses `from`: it only records an event on
+  // `from`'s stream (the CUDA runtime is thread-safe), which covers the work queued on `from`
+  // before the call; the caller orders that (e.g. the other thread says it has queued it).
+  void CopyFromPeer(CudaBackend& from, const void* src, size_t bytes, void* dst);
+
+  // ---- Backend<float> ----
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            const float* b, float beta, float* c) override;
+  void BiasAdd(int outer, int channels, int inner, const float* bias, float* y) override;
+  void BiasBackward(int outer, int channels, int inner, const float* dy, float* db) override;
+  void Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) override;
+  void Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
+                          float* dx) override;
+  void Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
+                            float* dw) override;
+  void MaxPoolForward(const Pool2dShape& s, const float* x, float* y) override;
+  void MaxPoolBackward(const Pool2dShape& s, const float* x, const float* dy, float* dx) override;
+  void AvgPoolForward(const Pool2dShape& s, const float* x, float* y) override;
+  void AvgPoolBackward(const Pool2dShape& s, const float* dy, float* dx) override;
+  void ReluForward(int64_t n, const float* x, float* y) override;
+  void ReluBackward(int64_t n, const float* y, const float* dy, float* dx) override;
+  void TanhForward(int64_t n, const float* x, float* y) override;
+  void TanhBackward(int64_t n, const float* y, const float* dy, float* dx) override;
+  void SigmoidForward(int64_t n, const float* x, float* y) override;
+  void SigmoidBackward(int64_t n, const float* y, const float* dy, float* dx) override;
+  void LrnForward(int n, int c, int hw, const LrnParams& p, const float* x, float* y) override;
+  void LrnBackward(int n, int c, int hw, const LrnParams& p, const float* x, const float* dy,
+                   float* dx) override;
+  void DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
+                      float* y) override;
+  void DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) override;
+  void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels,
+                           float grad_scale, float* loss, float* dlogits) override;
+  void Axpy(int64_t n, float alpha, const float* x, float* y) override;
+  void Scale(int64_t n, float alpha, float* y) override;
+  void Fill(int64_t n, float value, float* y) override;
+  void AverageOf(int k, const float* const* in, int64_t n, float* out) override;
+  void MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay, const float* g,
+                      float* v, float* p) override;
+
+ private:
+  struct Impl;
+  explicit CudaBackend(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace towerps::kernels
+
+#endif  // TOWERPS_KERNELS_CUDA_CUDA_BACKEND_H_

@@ -1,0 +1,34 @@
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_config.cuh"
+#include "kernels/cuda/softmax_cross_entropy.cuh"
+
+namespace towerps::kernels::cuda {
+
+static __global__ void softmax_cross_entropy_kernel(int batch, int classes, const float* log_probs,
+                                                    const int32_t* labels, float grad_scale,
+                                                    float* loss, float* dlogits) {
+  const int64_t total = int64_t{batch} * classes;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int b = static_cast<int>(i / classes);
+    const int j = static_cast<int>(i % classes);
+    const int label = labels[b];
+    if (label < 0 || label >= classes) __trap();
+    if (j == label) loss[b] = -log_probs[i];
+    if (dlogits != nullptr) {
+      dlogits[i] = (expf(log_probs[i]) - (j == label ? 1.0f : 0.0f)) * grad_scale;
+    }
+  }
+}
+
+void LaunchSoftmaxCrossEntropyFromLogProbs(int batch, int classes, const float* log_probs,
+                                           const int32_t* labels, float grad_scale, float* loss,
+                                           float* dlogits, cudaStream_t stream) {
+  const int64_t total = int64_t{batch} * classes;
+  if (total == 0) return;
+  softmax_cross_entropy_kernel<<<Blocks(total), kThreads, 0, stream>>>(
+      batch, classes, log_probs, labels, grad_scale, loss, dlogits);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace towerps::kernels::cuda

@@ -1,0 +1,24 @@
+// The loss and gradient half of Backend::SoftmaxCrossEntropy on the GPU. The CUDA backend
+// computes log-softmax with cuDNN (CUDNN_SOFTMAX_LOG, accurate) into a scratch buffer; this
+// kernel turns it into the per-example loss and, optionally, the gradient.
+// Launcher only; device pointers, borrowed; queued on `stream`; the launch is checked.
+#ifndef TOWERPS_KERNELS_CUDA_SOFTMAX_CROSS_ENTROPY_CUH_
+#define TOWERPS_KERNELS_CUDA_SOFTMAX_CROSS_ENTROPY_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace towerps::kernels::cuda {
+
+// log_probs [batch, classes]; labels[b] in [0, classes) (an out-of-range label traps the
+// kernel: a bug, the model checks labels on the host). loss[b] = -log_probs[b, labels[b]].
+// dlogits (null: skipped) = (exp(log_probs) - onehot) * grad_scale; it must not alias
+// log_probs.
+void LaunchSoftmaxCrossEntropyFromLogProbs(int batch, int classes, const float* log_probs,
+                                           const int32_t* labels, float grad_scale, float* loss,
+                                           float* dlogits, cudaStream_t stream);
+
+}  // namespace towerps::kernels::cuda
+
+#endif  // TOWERPS_KERNELS_CUDA_SOFTMAX_CROSS_ENTROPY_CUH_
