@@ -2,22 +2,50 @@
 
 #include <cstdlib>
 #include <sstream>
-#include <vector>
 
 #include "kernels/gpu_devices.h"
 
 namespace towerps::launch {
 
-std::string GpuForRank(int rank) {
+int GpusNeeded(const std::string& towers) {
+  int needed = 0;
+  std::stringstream ss(towers);
+  for (std::string t; std::getline(ss, t, ',');) {
+    if (t.rfind("gpu:", 0) != 0) continue;
+    try {
+      needed = std::max(needed, std::stoi(t.substr(4)) + 1);
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  return needed;
+}
+
+std::string GpusForRank(int local_rank, int count, const std::vector<std::string>& ids) {
+  if (ids.empty() || count <= 0) return "";
+  const size_t n = ids.size();
+  const size_t k = std::min<size_t>(static_cast<size_t>(count), n);
+  std::string out;
+  for (size_t j = 0; j < k; ++j) {
+    const size_t at = (static_cast<size_t>(local_rank) * k + j) % n;
+    out += (out.empty() ? "" : ",") + ids[at];
+  }
+  return out;
+}
+
+std::string GpusForRank(int local_rank, int count) {
   const std::vector<kernels::GpuInfo> gpus = kernels::ListGpus();
-  if (gpus.empty()) return "";
-  std::vector<std::string> ids;
+  std::vector<std::string> user;
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible) {
     std::stringstream ss(visible);
-    for (std::string id; std::getline(ss, id, ',');) ids.push_back(id);
+    for (std::string id; std::getline(ss, id, ',');) user.push_back(id);
   }
-  const auto& gpu = gpus[static_cast<size_t>(rank) % gpus.size()];
-  return static_cast<size_t>(gpu.index) < ids.size() ? ids[gpu.index] : std::to_string(gpu.index);
+  std::vector<std::string> ids;
+  for (const kernels::GpuInfo& g : gpus) {
+    ids.push_back(static_cast<size_t>(g.index) < user.size() ? user[g.index]
+                                                             : std::to_string(g.index));
+  }
+  return GpusForRank(local_rank, count, ids);
 }
 
 }  // namespace towerps::launch

@@ -1,14 +1,30 @@
-// GPU assignment for launched workers.
+// GPU assignment for launched workers: each worker sees, through CUDA_VISIBLE_DEVICES, as many
+// GPUs as its --towers name (gpu:0,gpu:1 needs two), given round-robin by local rank, so
+// workers on one host spread over its GPUs and share them when there are more workers than
+// GPUs. Inside the worker they are gpu:0 .. gpu:k-1.
+//
+// Contract: pure but for reading the visible GPUs (kernels::ListGpus) and the caller's
+// CUDA_VISIBLE_DEVICES. Thread-safe.
 #ifndef TOWERPS_LAUNCH_GPUS_H_
 #define TOWERPS_LAUNCH_GPUS_H_
 
 #include <string>
+#include <vector>
 
 namespace towerps::launch {
 
-// The CUDA_VISIBLE_DEVICES value for the process with this (local) rank: GPUs round-robin,
-// keeping the ids of the user's own CUDA_VISIBLE_DEVICES. Empty when there is no GPU.
-std::string GpuForRank(int rank);
+// GPUs a worker needs for its tower list: one more than the highest gpu:N named, 0 for CPU
+// towers (or a list that does not parse: the worker reports that).
+int GpusNeeded(const std::string& towers);
+
+// The CUDA_VISIBLE_DEVICES value for the worker with this local rank that needs `count` GPUs,
+// keeping the ids of the caller's own CUDA_VISIBLE_DEVICES; all of them when `count` exceeds
+// what there is (the worker then names the missing device). Empty when there is no GPU or
+// count is 0.
+std::string GpusForRank(int local_rank, int count);
+
+// The same from the visible ids, by position (testable without GPUs).
+std::string GpusForRank(int local_rank, int count, const std::vector<std::string>& ids);
 
 }  // namespace towerps::launch
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/sibling_executable.h"
+#include "launch/gpus.h"
 #include "launch/hostfile.h"
 #include "launch/job_supervisor.h"
 #include "launch/process_group.h"
@@ -24,7 +25,9 @@ std::vector<std::string> UnderWatchdog(const LaunchOptions& o, const SshOptions&
   std::vector<std::string> w = {
       SiblingExecutable("towerps-launch"), "--stdin-watchdog", "--grace-ms",
       std::to_string(o.grace.count()),     "--chdir",          fs::current_path(ec).string()};
-  if (gpu_rank >= 0) w.insert(w.end(), {"--gpu-rank", std::to_string(gpu_rank)});
+  if (const int gpus = GpusNeeded(o.worker.towers); gpu_rank >= 0 && gpus > 0) {
+    w.insert(w.end(), {"--gpu-rank", std::to_string(gpu_rank), "--gpus", std::to_string(gpus)});
+  }
   for (const std::string& e : ssh.env) w.insert(w.end(), {"--env", e});
   w.push_back("--");
   w.insert(w.end(), std::make_move_iterator(argv.begin()), std::make_move_iterator(argv.end()));

@@ -40,6 +40,7 @@ int WatchdogMain(int argc, char** argv) {
       "grace-ms", po::value(&grace_ms)->default_value(grace_ms), "SIGTERM to SIGKILL")(
       "chdir", po::value(&o.chdir), "run COMMAND in this directory when it exists")(
       "gpu-rank", po::value(&o.gpu_rank), "set CUDA_VISIBLE_DEVICES for this local rank")(
+      "gpus", po::value(&o.gpu_count)->default_value(o.gpu_count), "GPUs for that rank")(
       "env", po::value(&o.env)->composing(), "NAME=value for COMMAND's environment (repeatable)");
   int split = 1;
   while (split < argc && std::string(argv[split]) != "--") ++split;

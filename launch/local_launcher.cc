@@ -62,7 +62,7 @@ Status LocalLauncher::Run() {
   const size_t first_worker = group.size();
   for (int w = 0; w < o.job.workers; ++w) {
     std::vector<std::string> env;
-    if (const std::string gpu = GpuForRank(w); !gpu.empty())
+    if (const std::string gpu = GpusForRank(w, GpusNeeded(o.worker.towers)); !gpu.empty())
       env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
     TOWERPS_ASSIGN_OR_RETURN(
         size_t i, group.Start("worker:" + std::to_string(w), WorkerArgv(o, w, endpoints), env));

@@ -69,7 +69,8 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
     LaunchOptions with_shutdown = o;
     with_shutdown.worker.shutdown_servers = true;  // no launcher stays behind to stop the servers
     argv = WorkerArgv(with_shutdown, role.rank, endpoints);
-    if (const std::string gpu = GpuForRank(role.local_rank); !gpu.empty()) {
+    if (const std::string gpu = GpusForRank(role.local_rank, GpusNeeded(o.worker.towers));
+        !gpu.empty()) {
       setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
     }
   }

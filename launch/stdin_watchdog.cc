@@ -41,8 +41,8 @@ int RunStdinWatchdog(const WatchdogOptions& o) {
   so.argv = o.argv;
   so.new_process_group = true;
   so.extra_env = o.env;
-  if (o.gpu_rank >= 0) {
-    if (const std::string gpu = GpuForRank(o.gpu_rank); !gpu.empty())
+  if (o.gpu_rank >= 0 && o.gpu_count > 0) {
+    if (const std::string gpu = GpusForRank(o.gpu_rank, o.gpu_count); !gpu.empty())
       so.extra_env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
   }
   Result<Subprocess> child = Subprocess::Start(so);

@@ -25,6 +25,7 @@ struct WatchdogOptions {
   std::chrono::milliseconds grace{10000};
   std::string chdir;  // run the child here when the directory exists (shared file systems)
   int gpu_rank = -1;  // >= 0: CUDA_VISIBLE_DEVICES from this local rank on this host
+  int gpu_count = 1;  // GPUs for that rank (launch/gpus.h)
   std::vector<std::string> env;                 // "NAME=value" added to the child's environment
   const std::atomic<int>* interrupt = nullptr;  // borrowed; non-zero: a signal was received
 };
