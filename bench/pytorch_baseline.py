@@ -85,6 +85,9 @@ def main():
     p.add_argument("--blas-threads", type=int, default=-1,
                    help="OPENBLAS_NUM_THREADS (default: --threads; 0: OpenBLAS's own default)")
     p.add_argument("--device", default="cpu", help="cpu, or cuda:N")
+    p.add_argument("--tf32", choices=["default", "on", "off"], default="default",
+                   help="TF32 on a GPU: PyTorch's default (cuDNN convolutions in TF32, matmuls "
+                        "in float32), or all on, or all off (strict float32, as TowerPS)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     blas = a.threads if a.blas_threads < 0 else a.blas_threads
@@ -100,6 +103,9 @@ def main():
     gpu = device.type == "cuda"
     if gpu and not torch.cuda.is_available():
         sys.exit(f"--device {a.device}: this PyTorch sees no CUDA device")
+    if gpu and a.tf32 != "default":
+        torch.backends.cudnn.allow_tf32 = a.tf32 == "on"
+        torch.backends.cuda.matmul.allow_tf32 = a.tf32 == "on"
     if a.model == "cifar10":
         gen_data = torch.Generator().manual_seed(2)
         x_all = torch.rand(10000, 3, 24, 24, generator=gen_data) * 4.0 - 2.0
@@ -159,7 +165,7 @@ def main():
     if a.json:
         print(json.dumps({"bench": "train", "impl": "pytorch", "torch": torch.__version__,
                           "model": a.model, "batch": a.batch, "threads": a.threads,
-                          "device": a.device,
+                          "device": a.device, "tf32": a.tf32,
                           "openblas_threads": blas if blas > 0 else "default",
                           "steps": steps, "seconds": round(secs, 3),
                           "examples_per_sec": round(eps, 1), "final_loss": float(loss)}))
