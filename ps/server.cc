@@ -56,9 +56,7 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   TOWERPS_ASSIGN_OR_RETURN(server->socket_,
                            server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
   for (int i = 0; i < o.threads; ++i) {
-    // One shard runs on the I/O thread: nothing to overlap with, two hand-offs saved.
-    server->shards_.push_back(
-        std::make_unique<Shard>(i, server->options_.job, &server->outbox_, o.threads == 1));
+    server->shards_.push_back(std::make_unique<Shard>(i, server->options_.job, &server->outbox_));
   }
   if (!o.checkpoint_dir.empty()) {
     std::error_code ec;

@@ -19,8 +19,8 @@ OutgoingMessage ReplyTo(const IncomingMessage& request, proto::MessageType type)
   return reply;
 }
 
-Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox, bool inline_tasks)
-    : index_(index), config_(config), inline_tasks_(inline_tasks), outbox_(outbox) {}
+Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox)
+    : index_(index), config_(config), outbox_(outbox) {}
 
 Shard::~Shard() { Stop(); }
 
@@ -34,15 +34,7 @@ size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk) {
 void Shard::Start() {
   versions_ = std::make_unique<std::atomic<int64_t>[]>(chunks_.size());
   for (size_t i = 0; i < chunks_.size(); ++i) versions_[i].store(chunks_[i]->version());
-  if (!inline_tasks_) thread_ = std::thread([this] { Loop(); });
-}
-
-void Shard::Post(ShardTask task) {
-  if (inline_tasks_) {
-    Run(std::move(task));
-  } else {
-    inbox_.Push(std::move(task));
-  }
+  thread_ = std::thread([this] { Loop(); });
 }
 
 void Shard::Stop() {
@@ -69,26 +61,22 @@ void Shard::Loop() {
   for (;;) {
     // Waking once a second costs nothing and keeps a lost wake-up from ever hanging the shard.
     std::optional<ShardTask> task = inbox_.WaitPop(Deadline::After(std::chrono::seconds(1)));
-    if (task && !Run(std::move(*task))) return;
-  }
-}
-
-bool Shard::Run(ShardTask task) {
-  switch (task.kind) {
-    case ShardTask::Kind::kStop:
-      return false;
-    case ShardTask::Kind::kSnapshot: {
-      SnapshotPart part;
-      part.shard = index_;
-      for (const auto& c : chunks_) part.chunks.push_back(c->Snapshot());
-      outbox_->Push(std::move(part));
-      return true;
+    if (!task) continue;
+    switch (task->kind) {
+      case ShardTask::Kind::kStop:
+        return;
+      case ShardTask::Kind::kSnapshot: {
+        SnapshotPart part;
+        part.shard = index_;
+        for (const auto& c : chunks_) part.chunks.push_back(c->Snapshot());
+        outbox_->Push(std::move(part));
+        break;
+      }
+      case ShardTask::Kind::kRequest:
+        Handle(task->chunk, std::move(*task->message));
+        break;
     }
-    case ShardTask::Kind::kRequest:
-      Handle(task.chunk, std::move(*task.message));
-      return true;
   }
-  return true;
 }
 
 void Shard::Handle(size_t index, IncomingMessage msg) {

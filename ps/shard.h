@@ -6,13 +6,8 @@
 // chunk is below the asked version, not initialised, or SSP holds it back) waits inside the shard
 // and is answered by the update that makes it ready: no polling.
 //
-// Inline shards (a server with one shard) have no thread: Post() runs the task on the caller's
-// thread, the server's I/O thread, which saves two thread hand-offs per request. The one-thread
-// rule holds all the same: only that thread touches the chunks.
-//
-// Contract: AddChunk() only before Start(). Post() is thread-safe for threaded shards, and must
-// come from one thread for inline ones. Stop() joins the thread; after it, chunks() may be read
-// by the caller.
+// Contract: AddChunk() only before Start(). Post() is thread-safe. Stop() joins the thread;
+// after it, chunks() may be read by the caller.
 #ifndef TOWERPS_PS_SHARD_H_
 #define TOWERPS_PS_SHARD_H_
 
@@ -45,7 +40,7 @@ using ServerOutput = std::variant<OutgoingMessage, SnapshotPart>;
 
 class Shard {
  public:
-  Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox, bool inline_tasks);
+  Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox);
   ~Shard();
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
@@ -53,7 +48,7 @@ class Shard {
   // Returns the chunk's index in this shard.
   size_t AddChunk(std::unique_ptr<Chunk> chunk);
   void Start();
-  void Post(ShardTask task);
+  void Post(ShardTask task) { inbox_.Push(std::move(task)); }
   void Stop();
 
   const ShardCounters& counters() const { return counters_; }
@@ -67,8 +62,6 @@ class Shard {
     IncomingMessage request;
   };
   void Loop();
-  // Runs one task; false for kStop.
-  bool Run(ShardTask task);
   void Handle(size_t chunk, IncomingMessage msg);
   void AnswerReadyPulls(size_t chunk);
   void ReplyPull(size_t chunk, const IncomingMessage& request);
@@ -76,7 +69,6 @@ class Shard {
 
   const int index_;
   const JobConfig& config_;
-  const bool inline_tasks_;
   Mailbox<ServerOutput>* outbox_;
   Mailbox<ShardTask> inbox_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
