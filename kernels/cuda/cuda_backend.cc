@@ -346,6 +346,8 @@ void CudaBackend::Copy(const void* src, size_t bytes, void* dst) {
 void CudaBackend::Synchronize() {
   impl_->Enter();
   TOWERPS_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+  // MemorySpace: every queued op *and copy*, so also the copy stream's CopyToHostAsync copies.
+  TOWERPS_CUDA_CHECK(cudaStreamSynchronize(impl_->copy_stream));
 }
 
 uint64_t CudaBackend::CopyToHostAsync(const void* src, size_t bytes, void* host) {
