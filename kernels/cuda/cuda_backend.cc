@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -83,6 +84,7 @@ struct CudaBackend::Impl {
   cudnnActivationDescriptor_t relu = nullptr, tanh = nullptr, sigmoid = nullptr;
   cudnnLRNDescriptor_t lrn = nullptr;
   std::map<ConvKey, std::unique_ptr<ConvPlan>> conv_plans;
+  std::set<int> peers_tried;  // devices CopyFromPeer has tried to enable peer access to
 
   void Enter() const { TOWERPS_CUDA_CHECK(cudaSetDevice(options.device)); }
 
@@ -346,6 +348,8 @@ void CudaBackend::Copy(const void* src, size_t bytes, void* dst) {
 void CudaBackend::Synchronize() {
   impl_->Enter();
   TOWERPS_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+  // MemorySpace: every queued op *and copy*, so also the copy stream's CopyToHostAsync copies.
+  TOWERPS_CUDA_CHECK(cudaStreamSynchronize(impl_->copy_stream));
 }
 
 uint64_t CudaBackend::CopyToHostAsync(const void* src, size_t bytes, void* host) {
@@ -401,6 +405,16 @@ void CudaBackend::CopyFromPeer(CudaBackend& from, const void* src, size_t bytes,
   TOWERPS_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
   TOWERPS_CUDA_CHECK(cudaEventRecord(ready, from.impl_->stream));
   impl_->Enter();
+  // Without peer access enabled (from our device to `from`'s) cudaMemcpyPeerAsync is correct but
+  // staged through host memory; with it the copy goes directly (NVLink or PCIe P2P). Best
+  // effort, once per peer device: where it cannot be enabled the staged copy stays.
+  if (from.device() != device() && impl_->peers_tried.insert(from.device()).second) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, device(), from.device()) != cudaSuccess || !can ||
+        cudaDeviceEnablePeerAccess(from.device(), 0) != cudaSuccess) {
+      cudaGetLastError();  // not sticky; e.g. cudaErrorPeerAccessAlreadyEnabled
+    }
+  }
   TOWERPS_CUDA_CHECK(cudaStreamWaitEvent(impl_->stream, ready, 0));
   TOWERPS_CUDA_CHECK(cudaMemcpyPeerAsync(dst, device(), src, from.device(), bytes, impl_->stream));
   TOWERPS_CUDA_CHECK(cudaEventDestroy(ready));  // released once the wait has completed

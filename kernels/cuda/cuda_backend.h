@@ -87,6 +87,8 @@ class CudaBackend final : public Backend<float> {
   // one call that may run while another thread uses `from`: it only records an event on
   // `from`'s stream (the CUDA runtime is thread-safe), which covers the work queued on `from`
   // before the call; the caller orders that (e.g. the other thread says it has queued it).
+  // The first copy from a device enables peer access to it where the system allows (direct
+  // NVLink/P2P copies); otherwise the copy is staged through host memory by CUDA.
   void CopyFromPeer(CudaBackend& from, const void* src, size_t bytes, void* dst);
 
   // ---- Backend<float> ----

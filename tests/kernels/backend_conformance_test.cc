@@ -85,6 +85,28 @@ TEST_P(BackendConformanceTest, MemoryRoundTrip) {
   backend_->Synchronize();
 }
 
+// The overlapping copies (MemorySpace's *Async calls) are ordered with the ops around them: an
+// op queued after CopyFromHostAsync sees the upload, and CopyToHostAsync (on the CUDA backend a
+// second stream, ordered by an event) sees the ops queued before it. Big enough that a copy
+// racing the op would see stale data.
+TEST_P(BackendConformanceTest, AsyncCopiesFollowTheQueuedWork) {
+  const int64_t n = int64_t{1} << 22;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  std::vector<float> up(static_cast<size_t>(n), 1.5f), down(static_cast<size_t>(n), -1.0f);
+  backend_->PinHostMemory(up.data(), bytes);
+  backend_->PinHostMemory(down.data(), bytes);
+  auto a = Filled(n, 0.0f), three = Filled(n, 3.0f);
+  backend_->CopyFromHostAsync(up.data(), bytes, a.data());
+  backend_->Scale(n, 2.0f, a.data());               // 3
+  backend_->Axpy(n, 1.0f, three.data(), a.data());  // 6
+  const uint64_t ticket = backend_->CopyToHostAsync(a.data(), bytes, down.data());
+  backend_->WaitCopy(ticket);
+  EXPECT_EQ(down, std::vector<float>(static_cast<size_t>(n), 6.0f));
+  backend_->Synchronize();
+  backend_->UnpinHostMemory(up.data());
+  backend_->UnpinHostMemory(down.data());
+}
+
 TEST_P(BackendConformanceTest, Gemm) {
   struct Case {
     bool ta, tb;
@@ -139,12 +161,13 @@ Conv2dShape Conv(int n, int c, int h, int w, int k, int r, int s, int sh, int sw
 
 TEST_P(BackendConformanceTest, Conv2dForwardAndBackward) {
   for (const Conv2dShape& s :
-       {Conv(2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1),       // 'same' 3x3
-        Conv(1, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0),    // the cnn model's first layer
-        Conv(3, 5, 11, 7, 6, 3, 3, 2, 2, 1, 1),      // stride 2, non-square input
-        Conv(2, 4, 9, 12, 3, 5, 3, 2, 1, 2, 1),      // non-square kernel, stride and padding
-        Conv(2, 8, 6, 6, 5, 1, 1, 1, 1, 0, 0),       // 1x1
-        Conv(1, 3, 16, 16, 8, 5, 5, 1, 1, 2, 2)}) {  // the cifar10 model's 5x5
+       {Conv(2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1),     // 'same' 3x3
+        Conv(1, 1, 28, 28, 32, 3, 3, 1, 1, 0, 0),  // the cnn model's first layer
+        Conv(3, 5, 11, 7, 6, 3, 3, 2, 2, 1, 1),    // stride 2, non-square input
+        Conv(2, 4, 9, 12, 3, 5, 3, 2, 1, 2, 1),    // non-square kernel, stride and padding
+        Conv(2, 8, 6, 6, 5, 1, 1, 1, 1, 0, 0),     // 1x1
+        Conv(1, 3, 16, 16, 8, 5, 5, 1, 1, 2, 2),   // the cifar10 model's 5x5
+        Conv(5, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1)}) {  // the first with another batch: a new plan
     SCOPED_TRACE(::testing::Message()
                  << "n=" << s.n << " c=" << s.c << " " << s.h << "x" << s.w << " k=" << s.k << " "
                  << s.r << "x" << s.s << " stride " << s.stride_h << "x" << s.stride_w << " pad "
@@ -178,7 +201,8 @@ TEST_P(BackendConformanceTest, Pooling) {
           Pool2dShape::Same(2, 3, 24, 24, 3, 2),  // overlapping, cifar10
           Pool2dShape::Same(1, 2, 7, 5, 3, 2),    // non-square, asymmetric padding
           Pool2dShape::Valid(1, 2, 9, 13, 3, 1),  // overlapping, stride 1
-          Pool2dShape{2, 2, 10, 7, 3, 2, 2, 1, 1, 1, 5, 7}}) {
+          Pool2dShape{2, 2, 10, 7, 3, 2, 2, 1, 1, 1, 5, 7},
+          Pool2dShape::Valid(2, 2, 9, 10, 2, 3)}) {  // stride > window: uncovered inputs
       SCOPED_TRACE(::testing::Message()
                    << "ties=" << ties << " n=" << s.n << " c=" << s.c << " " << s.h << "x" << s.w
                    << " window " << s.window_h << "x" << s.window_w << " stride " << s.stride_h
@@ -267,7 +291,9 @@ TEST_P(BackendConformanceTest, Lrn) {
         Case{2, 20, 4, {.depth_radius = 5, .bias = 1.0f, .alpha = 0.1f, .beta = 0.5f}},
         // window 17 > cuDNN's 16 and beta < 0.01: our kernels on a GPU
         Case{1, 24, 6, {.depth_radius = 8, .bias = 1.0f, .alpha = 0.02f, .beta = 0.75f}},
-        Case{2, 5, 3, {.depth_radius = 1, .bias = 0.5f, .alpha = 0.2f, .beta = 0.005f}}}) {
+        Case{2, 5, 3, {.depth_radius = 1, .bias = 0.5f, .alpha = 0.2f, .beta = 0.005f}},
+        // cuDNN's window (7) wider than the channels (3): clipped at both ends
+        Case{2, 3, 10, {.depth_radius = 3, .bias = 1.0f, .alpha = 0.1f, .beta = 0.75f}}}) {
     SCOPED_TRACE(::testing::Message() << "n=" << c.n << " c=" << c.c << " hw=" << c.hw
                                       << " r=" << c.p.depth_radius << " beta=" << c.p.beta);
     const int64_t n = int64_t{c.n} * c.c * c.hw;
@@ -313,10 +339,17 @@ TEST_P(BackendConformanceTest, DropoutDrawsTheReferenceMaskExactly) {
 }
 
 TEST_P(BackendConformanceTest, SoftmaxCrossEntropy) {
-  for (int classes : {10, 3, 1000}) {
-    SCOPED_TRACE(classes);
+  struct Case {
+    int classes;
+    float shift;  // added to every logit: a stable implementation does not care
+  };
+  for (const Case& c :
+       {Case{10, 0.0f}, Case{3, 0.0f}, Case{1000, 0.0f}, Case{10, 200.0f}, Case{10, -200.0f}}) {
+    const int classes = c.classes;
+    SCOPED_TRACE(::testing::Message() << classes << " classes, shift " << c.shift);
     const int batch = 37;
-    const auto logits = RandomFloats(size_t(batch) * classes, rng_, 8.0f);
+    auto logits = RandomFloats(size_t(batch) * classes, rng_, 8.0f);
+    for (float& l : logits) l += c.shift;
     std::vector<int32_t> labels(batch);
     for (int32_t& l : labels) l = testing::RandomInt(rng_, 0, classes - 1);
     auto lb = Put(logits);
