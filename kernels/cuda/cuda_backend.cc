@@ -149,19 +149,24 @@ void CudaBackend::Impl::Choose(const char* what, Query query, Size size, Algo* a
       cudnnSetConvolutionMathType(conv, options.allow_tf32 ? CUDNN_DEFAULT_MATH : strict));
   TOWERPS_CUDNN_CHECK(query(perf.data(), static_cast<int>(perf.size()), &returned));
   perf.resize(static_cast<size_t>(std::max(returned, 0)));
-  for (size_t limit : {options.conv_workspace_limit_bytes, workspace_bytes}) {
-    for (const Perf& p : perf) {
-      if (p.status != CUDNN_STATUS_SUCCESS || p.memory > limit) continue;
-      if (!options.allow_tf32 && TensorCoreMath(p.mathType)) continue;
-      const cudnnMathType_t m = options.allow_tf32 ? p.mathType : strict;
-      TOWERPS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, m));
-      size_t need = 0;
-      if (size(p.algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
-      if (!Ensure(&workspace, &workspace_bytes, need)) continue;
-      *algo = p.algo;
-      *math = m;
-      *bytes = need;
-      return;
+  // Deterministic algorithms first, so reruns of a sync job give the same bits, as on the CPU;
+  // an atomics-based one only when cuDNN offers nothing else for this shape.
+  for (const bool deterministic_only : {true, false}) {
+    for (size_t limit : {options.conv_workspace_limit_bytes, workspace_bytes}) {
+      for (const Perf& p : perf) {
+        if (p.status != CUDNN_STATUS_SUCCESS || p.memory > limit) continue;
+        if (deterministic_only && p.determinism != CUDNN_DETERMINISTIC) continue;
+        if (!options.allow_tf32 && TensorCoreMath(p.mathType)) continue;
+        const cudnnMathType_t m = options.allow_tf32 ? p.mathType : strict;
+        TOWERPS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, m));
+        size_t need = 0;
+        if (size(p.algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
+        if (!Ensure(&workspace, &workspace_bytes, need)) continue;
+        *algo = p.algo;
+        *math = m;
+        *bytes = need;
+        return;
+      }
     }
   }
   TOWERPS_CHECK(false) << name << ": cuDNN offers no usable " << what

@@ -191,6 +191,12 @@ TEST_P(BackendConformanceTest, Conv2dForwardAndBackward) {
     EXPECT_TRUE(AllClose(Get(y), y_ref, 1e-4, 5e-5)) << "forward";
     EXPECT_TRUE(AllClose(Get(dx), dx_ref, 1e-4, 5e-5)) << "backward data";
     EXPECT_TRUE(AllClose(Get(dw), dw_ref, 1e-4, 5e-5)) << "backward filter";
+    // Reruns give the same bits (deterministic algorithms), so sync jobs are reproducible.
+    auto dx2 = Filled(s.x_size(), 7.0f), dw2 = Filled(s.w_size(), 7.0f);
+    backend_->Conv2dBackwardData(s, dy_buf.data(), w_buf.data(), dx2.data());
+    backend_->Conv2dBackwardFilter(s, dx_buf.data(), dy_buf.data(), dw2.data());
+    EXPECT_TRUE(Get(dx2) == Get(dx)) << "backward data differs between two identical calls";
+    EXPECT_TRUE(Get(dw2) == Get(dw)) << "backward filter differs between two identical calls";
   }
 }
 
