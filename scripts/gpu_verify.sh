@@ -28,6 +28,7 @@ bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR]}"
 out="${2:-${OUT:-/tmp/gpu_verify}}"
 mkdir -p "$out"
 work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
 tar -C "$work" -xzf "$bundle" || { echo "gpu_verify: cannot unpack $bundle" >&2; exit 1; }
 home="$(ls -d "$work"/towerps-*)"
 # shellcheck disable=SC1091
