@@ -20,5 +20,20 @@ for preset in $presets; do
   echo "=== test: building preset '$preset'"
   scripts/build.sh "$preset"
   echo "=== test: running preset '$preset'"
-  ctest --preset "$preset" --output-on-failure -j "$(nproc)" --timeout 900
+  junit="build/$preset/ctest-junit.xml"
+  ctest --preset "$preset" --output-on-failure -j "$(nproc)" --timeout 900 --output-junit "$PWD/$junit"
+  # Skipped tests, each with the reason it gave (GTEST_SKIP's message).
+  python3 - "$junit" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+skipped = []
+for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    if case.find("skipped") is None:
+        continue
+    out = (case.findtext("system-out") or "").splitlines()
+    why = next((out[i + 1] for i, l in enumerate(out[:-1]) if l.endswith(": Skipped")), "?")
+    skipped.append(f"  {case.get('name')}: {why.strip()}")
+print(f"=== test: {len(skipped)} skipped" + (":" if skipped else ""))
+print("\n".join(skipped))
+PY
 done

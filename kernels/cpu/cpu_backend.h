@@ -87,7 +87,7 @@ class CpuBackend final : public Backend<float>, public HostMemorySpace {
 
   cpu::ThreadPool pool_;
   std::vector<std::vector<float>> scratch_;     // one per pool thread
-  std::vector<std::vector<float>> partial_dw_;  // per-thread filter-gradient partial sums
+  std::vector<std::vector<float>> partial_dw_;  // filter-gradient partial sums, one per piece
 };
 
 }  // namespace towerps::kernels

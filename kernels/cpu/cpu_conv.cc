@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -129,12 +130,21 @@ void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, cons
   const int64_t x_image = int64_t{s.c} * s.h * s.w;
   const int64_t y_image = int64_t{s.k} * ohw;
   const size_t w_size = static_cast<size_t>(s.w_size());
-  // Each thread sums its images into its own partial; the partials are added in thread order.
-  std::vector<char> used(static_cast<size_t>(pool_.size()), 0);
+  // Each piece of images sums into its own partial, and the partials are added in image order.
+  // Pieces are claimed by whichever thread is free, but their bounds depend only on n and the
+  // pool's size, so the sum, and its bits, do not depend on the scheduling.
+  const size_t max_pieces = static_cast<size_t>(pool_.size()) * cpu::ThreadPool::kPiecesPerThread;
+  if (partial_dw_.size() < max_pieces) partial_dw_.resize(max_pieces);
+  for (auto& partial : partial_dw_) {
+    if (partial.size() < w_size) partial.resize(w_size);
+  }
+  std::vector<int> slot_of_start(static_cast<size_t>(s.n), -1);
+  std::atomic<int> slots{0};
   pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
     float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
-    auto& partial = partial_dw_[static_cast<size_t>(thread)];
-    if (partial.size() < w_size) partial.resize(w_size);
+    const int slot = slots.fetch_add(1);
+    slot_of_start[static_cast<size_t>(n0)] = slot;
+    float* partial = partial_dw_[static_cast<size_t>(slot)].data();
     for (int64_t n = n0; n < n1; ++n) {
       const float* b = x + n * x_image;
       if (col != nullptr) {
@@ -142,16 +152,14 @@ void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, cons
         b = col;
       }
       // partial [k, crs] (+)= dy_n [k, ohw] * col^T [ohw, crs]
-      const float beta = used[static_cast<size_t>(thread)] ? 1.0f : 0.0f;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.k, crs, ohw, 1.0f, dy + n * y_image,
-                  ohw, b, ohw, beta, partial.data(), crs);
-      used[static_cast<size_t>(thread)] = 1;
+                  ohw, b, ohw, n == n0 ? 0.0f : 1.0f, partial, crs);
     }
   });
   bool first = true;
-  for (size_t t = 0; t < used.size(); ++t) {
-    if (!used[t]) continue;
-    const float* partial = partial_dw_[t].data();
+  for (int slot : slot_of_start) {
+    if (slot < 0) continue;
+    const float* partial = partial_dw_[static_cast<size_t>(slot)].data();
     if (first) {
       std::memcpy(dw, partial, sizeof(float) * w_size);
       first = false;
