@@ -332,6 +332,22 @@ TEST_F(SshHostsTest, KilledLauncherTakesEveryRemoteProcessWithIt) {
   EXPECT_EQ(AwaitNoOrphans(seconds(30)), std::vector<std::string>{}) << Read(dir() / "crash.out");
 }
 
+TEST_F(SshHostsTest, CtrlCStopsEveryRemoteProcessGracefully) {
+  auto job = LaunchOnHosts("ctrlc", {"--epochs", "100", "--grace-ms", "5000"});
+  ASSERT_TRUE(job.ok());
+  ASSERT_GT(FindProcess(1, kBin + "/towerps-server", seconds(60)), 0) << Read(dir() / "ctrlc.out");
+  AwaitOutput("ctrlc", "step ", seconds(60));
+  ASSERT_EQ(kill(job->pid(), SIGINT), 0);  // what Ctrl-C sends
+  std::optional<int> code = job->Wait(Deadline::After(seconds(30)));
+  ASSERT_TRUE(code.has_value()) << "the launcher did not stop\n" << Read(dir() / "ctrlc.out");
+  EXPECT_EQ(*code, 128 + SIGINT) << Read(dir() / "ctrlc.out");
+  EXPECT_TRUE(OutputHas("ctrlc", "signal 2 received; stopping the job"));
+  // The servers got SIGTERM on their hosts, not SIGKILL: they said so before exiting.
+  EXPECT_TRUE(OutputHas("ctrlc", "[ps:0] ")) << Read(dir() / "ctrlc.out");
+  EXPECT_TRUE(OutputHas("ctrlc", "stop signal received; stopping")) << Read(dir() / "ctrlc.out");
+  EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
+}
+
 TEST_F(SshHostsTest, BusyPortAndUnreachableHostAreNamed) {
   // Something else holds server 0's port on its host.
   SubprocessOptions squat;
