@@ -433,18 +433,25 @@ class Trainer::Impl {
     std::vector<std::thread> threads;
     for (int t = 0; t < k; ++t) threads.emplace_back(run, t);
     for (auto& th : threads) th.join();
-    StepResult total;
-    for (auto& r : results) {
-      if (!r.ok()) return r.status();
-      total.loss += r->loss / k;
-      total.correct += r->correct;
-      total.batch += r->batch;
-    }
-    TOWERPS_RETURN_IF_ERROR(reduce_status);
+    Result<StepResult> total = SumTowers(results);  // a tower's own error comes first
+    if (total.ok() && !reduce_status.ok()) return reduce_status;
     return total;
 #else
     return InternalError("device reduction without CUDA");
 #endif
+  }
+
+  // The step's result over all towers: the mean loss, the examples right and seen; the first
+  // tower's error if one failed.
+  static Result<StepResult> SumTowers(const std::vector<Result<StepResult>>& results) {
+    StepResult total;
+    for (const auto& r : results) {
+      if (!r.ok()) return r.status();
+      total.loss += r->loss / static_cast<double>(results.size());
+      total.correct += r->correct;
+      total.batch += r->batch;
+    }
+    return total;
   }
 
   // Runs every tower on its slice; each variable's averaged gradient is pushed as soon as the
@@ -481,14 +488,7 @@ class Trainer::Impl {
       for (int i = 0; i < k; ++i) threads.emplace_back(run, i);
       for (auto& t : threads) t.join();
     }
-    StepResult total;
-    for (auto& r : results) {
-      if (!r.ok()) return r.status();
-      total.loss += r->loss / k;
-      total.correct += r->correct;
-      total.batch += r->batch;
-    }
-    return total;
+    return SumTowers(results);
   }
 
   // Waits for this step's pushes; returns their mean staleness.
