@@ -128,7 +128,9 @@ int main(int argc, char** argv) {
       "with --slurm: the first N tasks of every node are servers (instead of --servers)");
   po::options_description all(
       "Usage: towerps-launch [options]\n\n"
-      "Runs a TowerPS job on this machine: --servers parameter servers and --workers workers.\n"
+      "Runs a TowerPS job: --servers parameter servers and --workers workers, on this machine,\n"
+      "or across hosts over ssh (--hostfile), under mpirun (--mpi) or srun (--slurm), or one\n"
+      "process per command from a cluster spec (--cluster, TOWERPS_CONFIG).\n"
       "With no options it trains mlp on Fashion-MNIST with 1 server and 2 workers in sync mode");
   all.add(launch).add(hosts).add(modes).add(job_flags.options()).add(worker_flags.options());
 
