@@ -194,14 +194,16 @@ int RunPs(int argc, char** argv) {
     std::printf(
         "{\"bench\":\"ps\",\"servers\":%d,\"workers\":%d,\"chunk_bytes\":%zu,"
         "\"chunks\":%d,\"goodput_gbps\":%.4f,\"raw_zmq_gbps\":%.4f,\"ratio\":%.4f,"
-        "\"rounds\":%ld,\"round_ms\":%.3f}\n",
+        "\"raw_zmq_echo_gbps\":%.4f,\"echo_ratio\":%.4f,\"rounds\":%ld,\"round_ms\":%.3f}\n",
         o.servers, o.workers, o.chunk_bytes, o.chunks, r->goodput_gbps, r->raw_zmq_gbps, r->ratio,
-        r->rounds, r->round_ms);
+        r->raw_zmq_echo_gbps, r->echo_ratio, r->rounds, r->round_ms);
   } else {
     std::printf("PS goodput (push)  %8.3f GB/s  (%ld rounds of %d x %zu B, %.3f ms/round)\n",
                 r->goodput_gbps, r->rounds, o.chunks, o.chunk_bytes, r->round_ms);
-    std::printf("raw ZeroMQ         %8.3f GB/s\n", r->raw_zmq_gbps);
-    std::printf("ratio              %8.3f\n", r->ratio);
+    std::printf("raw ZeroMQ         %8.3f GB/s  (one way; ratio %.3f)\n", r->raw_zmq_gbps,
+                r->ratio);
+    std::printf("raw ZeroMQ echo    %8.3f GB/s  (%d in flight, bytes back; ratio %.3f)\n",
+                r->raw_zmq_echo_gbps, o.chunks, r->echo_ratio);
   }
   return 0;
 }

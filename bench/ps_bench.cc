@@ -199,6 +199,9 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   long messages = 0;
   TOWERPS_ASSIGN_OR_RETURN(res.raw_zmq_gbps, RawZmqThroughput(t, &messages));
   res.ratio = res.goodput_gbps / res.raw_zmq_gbps;
+  if (o.progress) std::fprintf(stderr, "measuring raw ZeroMQ echo for %.1f s...\n", o.seconds);
+  TOWERPS_ASSIGN_OR_RETURN(res.raw_zmq_echo_gbps, RawZmqEchoThroughput(t, o.chunks, &messages));
+  res.echo_ratio = res.goodput_gbps / res.raw_zmq_echo_gbps;
   return res;
 }
 

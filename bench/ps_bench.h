@@ -27,11 +27,13 @@ struct PsBenchOptions {
 };
 
 struct PsBenchResult {
-  double goodput_gbps = 0;  // pushed gradient bytes per second / 1e9
-  double raw_zmq_gbps = 0;
-  double ratio = 0;
-  long rounds = 0;      // over all workers
-  double round_ms = 0;  // mean wall time of one worker's round
+  double goodput_gbps = 0;       // pushed gradient bytes per second / 1e9
+  double raw_zmq_gbps = 0;       // one-way raw ZeroMQ, same message size
+  double ratio = 0;              // goodput / raw_zmq_gbps
+  double raw_zmq_echo_gbps = 0;  // raw ZeroMQ echo with as many chunks in flight per worker
+  double echo_ratio = 0;         // goodput / raw_zmq_echo_gbps
+  long rounds = 0;               // over all workers
+  double round_ms = 0;           // mean wall time of one worker's round
 };
 
 Result<PsBenchResult> RunPsBench(const PsBenchOptions& options);

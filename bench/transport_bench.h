@@ -34,6 +34,12 @@ Result<TransportBenchResult> RunTransportBench(const TransportBenchOptions& opti
 // the ceiling the other benchmarks are compared with.
 Result<double> RawZmqThroughput(const TransportBenchOptions& options, long* messages);
 
+// Raw libzmq echo: a DEALER keeps `in_flight` messages of options.message_bytes outstanding to a
+// ROUTER that sends each one straight back (zero-copy). GB/s of bytes sent that came back: the
+// ceiling of a push whose bytes are pulled back, as in the parameter-server benchmark.
+Result<double> RawZmqEchoThroughput(const TransportBenchOptions& options, int in_flight,
+                                    long* messages);
+
 }  // namespace towerps::bench
 
 #endif  // TOWERPS_BENCH_TRANSPORT_BENCH_H_
