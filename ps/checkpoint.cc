@@ -133,8 +133,8 @@ Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMe
   m->num_servers = servers;
   for (uint32_t i = 0; i < nvars; ++i) {
     VariableSpec v;
-    uint8_t dtype;
-    uint32_t rank_dims;
+    uint8_t dtype = 0;
+    uint32_t rank_dims = 0;
     TOWERPS_RETURN_IF_ERROR(r.GetString(&v.name));
     TOWERPS_RETURN_IF_ERROR(r.Get(&dtype));
     TOWERPS_RETURN_IF_ERROR(r.Get(&rank_dims));

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Each towerps-bench subcommand runs briefly and reports positive figures in its JSON (the
+# benchmarks themselves are for measuring; this only keeps their code paths working, under the
+# sanitizers too). Usage: bench_smoke_test.sh BIN_DIR
+set -euo pipefail
+bench="$1/towerps-bench"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+positive() {  # JSON, field...
+  local json="$1"; shift
+  for f in "$@"; do
+    v="$(sed -n "s/.*\"$f\": *\([0-9.e+-]*\).*/\1/p" <<< "$json")"
+    awk -v v="$v" 'BEGIN { exit !(v + 0 > 0) }' || fail "$f is '$v' in $json"
+  done
+}
+positive "$("$bench" transport --bytes 65536 --seconds 0.3 --json 2>/dev/null | tail -1)" \
+  raw_zmq_gbps towerps_gbps ratio
+positive "$("$bench" ps --chunk-bytes 65536 --chunks 4 --seconds 0.3 --json 2>/dev/null | tail -1)" \
+  goodput_gbps raw_zmq_gbps raw_zmq_echo_gbps echo_ratio
+positive "$("$bench" train --model mlp --seconds 0.3 --json 2>/dev/null | tail -1)" examples_per_sec
+echo "bench_smoke_test: OK"
