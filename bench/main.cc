@@ -93,6 +93,9 @@ int RunTrain(int argc, char** argv) {
       "gpu-memory-fraction", po::value<double>(&o.gpu_memory_fraction)->default_value(0.0, "unset"),
       "GPU: share of its memory to reserve, in (0, 1]")(
       "allow-growth", po::bool_switch(&o.allow_growth), "GPU: grow memory as needed")(
+      "update", po::value<std::string>(&o.update)->default_value(o.update),
+      "GPU: where SGD runs: device (as PyTorch) or host (gradients to the host and values back "
+      "each step, as in a parameter-server job)")(
       "seconds", po::value<double>(&o.seconds)->default_value(o.seconds),
       "measurement time after warm-up")(
       "warmup-steps", po::value<int>(&o.warmup_steps)->default_value(o.warmup_steps),
@@ -135,10 +138,11 @@ int RunTrain(int argc, char** argv) {
   if (json) {
     std::printf(
         "{\"bench\":\"train\",\"impl\":\"towerps\",\"model\":\"%s\",\"device\":\"%s\","
-        "\"batch\":%d,\"peak_device_bytes\":%llu,\"threads\":%d,\"steps\":%ld,\"seconds\":%.3f,"
+        "\"update\":\"%s\",\"batch\":%d,\"peak_device_bytes\":%llu,\"threads\":%d,\"steps\":%ld,"
+        "\"seconds\":%.3f,"
         "\"examples_per_sec\":%.1f,"
         "\"final_loss\":%.5f,\"test_accuracy\":[%s]}\n",
-        r->model.c_str(), r->device.c_str(), r->batch_size,
+        r->model.c_str(), r->device.c_str(), r->update.c_str(), r->batch_size,
         static_cast<unsigned long long>(r->peak_device_bytes), r->intra_op_threads,
         r->measured_steps, r->measured_seconds, r->examples_per_second, r->final_loss, acc.c_str());
   } else {

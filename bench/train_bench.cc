@@ -38,10 +38,16 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
       worker::CreateTowerBackend(devices[0], {.intra_op_threads = o.intra_op_threads,
                                               .gpu_memory_fraction = o.gpu_memory_fraction,
                                               .allow_growth = o.allow_growth}));
-  // The optimizer updates host values: on a GPU it gets a CPU backend of its own.
+  if (o.update != "device" && o.update != "host") {
+    return InvalidArgumentError("--update " + o.update + " is not device or host");
+  }
+  // On a GPU the optimizer runs there (--update device) or on a CPU backend of its own over the
+  // host values (--update host, the parameter-server split).
   TOWERPS_ASSIGN_OR_RETURN(auto host,
                            kernels::CpuBackend::Create({.intra_op_threads = o.intra_op_threads}));
-  kernels::Backend<float>* update = backend->host_memory() ? backend.get() : host.get();
+  const bool device_update = !backend->host_memory() && o.update == "device";
+  kernels::Backend<float>* update =
+      backend->host_memory() || device_update ? backend.get() : host.get();
   TOWERPS_ASSIGN_OR_RETURN(auto model, builder.Build<float>(backend.get(), o.seed));
   TOWERPS_ASSIGN_OR_RETURN(auto sgd, worker::MomentumSgd::Create(model.get(), update,
                                                                  {.learning_rate = o.learning_rate,
@@ -70,6 +76,7 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   r.batch_size = o.batch_size;
   r.intra_op_threads = host->intra_op_threads();
   r.device = devices[0].name();
+  r.update = device_update ? "device" : "host";
   auto say = [&](const std::string& line) {
     if (o.progress) o.progress(line);
   };
@@ -109,8 +116,11 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   };
   auto step = [&]() -> Status {
     next();
-    TOWERPS_ASSIGN_OR_RETURN(auto s,
-                             model->TrainStep(batch.x.data(), batch.labels.data(), batch.size));
+    // On the device the gradients stay there and each update is queued behind its backward.
+    TOWERPS_ASSIGN_OR_RETURN(
+        auto s, model->TrainStep(batch.x.data(), batch.labels.data(), batch.size, nullptr,
+                                 device_update ? worker::Model<float>::GradientDelivery::kBackend
+                                               : worker::Model<float>::GradientDelivery::kHost));
     sgd.Step();
     r.final_loss = s.loss;
     return Status::Ok();

@@ -23,6 +23,10 @@ struct TrainBenchOptions {
   std::string device = "cpu:0";      // cpu:0 or gpu:N: where the model computes
   double gpu_memory_fraction = 0.0;  // GPU: share of its memory (0: unset, see WorkerOptions)
   bool allow_growth = false;
+  // Where the optimizer runs for a GPU model: "device" (in GPU memory, as PyTorch does) or
+  // "host" (the gradients come to the host and the values go back each step, as in a
+  // parameter-server job). CPU models update in place either way.
+  std::string update = "device";
   double seconds = 10;     // measurement time (throughput mode)
   int warmup_steps = 30;   // steps run before the clock starts
   int epochs = 0;          // > 0: accuracy mode
@@ -42,6 +46,7 @@ struct TrainBenchResult {
   int batch_size = 0;
   int intra_op_threads = 0;
   std::string device;
+  std::string update;              // "device" (SGD in GPU memory) or "host"
   uint64_t peak_device_bytes = 0;  // GPU: the caching allocator's peak
   int64_t measured_steps = 0;
   double measured_seconds = 0;

@@ -97,8 +97,10 @@ else result FAIL "soft placement (exit $rc; soft.log)"; fi
 # 4. Throughput against PyTorch eager, same GPU, alternating.
 : > "$out/bench.jsonl"
 for round in 1 2; do
-  towerps-bench train --device gpu:0 --model cifar10 --batch 128 --seconds 10 --json \
-    2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
+  for update in device host; do
+    towerps-bench train --device gpu:0 --update "$update" --model cifar10 --batch 128 \
+      --seconds 10 --json 2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
+  done
   for tf32 in default off; do
     python3 bench/pytorch_baseline.py --device cuda:0 --model cifar10 --batch 128 --seconds 10 \
       --tf32 "$tf32" --json 2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
@@ -113,6 +115,8 @@ for line in open(sys.argv[1]):
     except ValueError:
         continue
     impl = r.get("impl", "towerps") + ("-tf32-" + r["tf32"] if "tf32" in r else "")
+    if r.get("update") == "host":
+        impl += "-host-update"
     best[impl] = max(best.get(impl, 0), r.get("examples_per_sec", 0))
 t = best.get("towerps", 0)
 for name, label in (("pytorch-tf32-default", "PyTorch defaults (TF32 convolutions)"),
@@ -121,6 +125,8 @@ for name, label in (("pytorch-tf32-default", "PyTorch defaults (TF32 convolution
     verdict = "PASS" if p and t >= p else "FAIL"
     print(f"{verdict} bench cifar10 b128 vs {label}: towerps {t:.0f} img/s, pytorch {p:.0f} "
           f"img/s, ratio {t / p if p else 0:.2f}")
+print(f"INFO towerps with SGD on the host (the parameter-server split): "
+      f"{best.get('towerps-host-update', 0):.0f} img/s")
 PY
 
 # 5. Workers sharing one GPU.

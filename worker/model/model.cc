@@ -34,6 +34,7 @@ Model<T>::Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers
   signature_ = VariableSignature(specs_);
   outputs_.resize(layers_.size());
   value_changed_.assign(params_.size(), 1);
+  host_stale_.assign(params_.size(), 0);
 }
 
 template <typename T>
@@ -60,7 +61,30 @@ int64_t Model<T>::num_parameters() const {
 }
 
 template <typename T>
+void Model<T>::RefreshHostValue(int i) const {
+  if (!host_stale_.at(i)) return;
+  Parameter<T>& p = *params_[i];
+  backend_->CopyToHost(p.device_value, p.value.size() * sizeof(T), p.value.data());
+  host_stale_[i] = 0;
+}
+
+template <typename T>
+T* Model<T>::mutable_backend_value(int i) {
+  Parameter<T>& p = *params_.at(i);
+  if (host_memory_) return p.value.data();
+  TOWERPS_CHECK(p.device_value != nullptr)
+      << "mutable_backend_value before the first TrainStep or Evaluate";
+  if (value_changed_[i]) {  // the host is newer: bring the mirror up to date first
+    backend_->CopyFromHost(p.value.data(), p.value.size() * sizeof(T), p.device_value);
+    value_changed_[i] = 0;
+  }
+  host_stale_[i] = 1;
+  return p.device_value;
+}
+
+template <typename T>
 Tensor Model<T>::GetVariable(int i) const {
+  RefreshHostValue(i);
   const Parameter<T>& p = *params_.at(i);
   Tensor t = Tensor::Empty(p.shape);
   std::copy(p.value.begin(), p.value.end(), t.f32());
@@ -88,6 +112,7 @@ Status Model<T>::SetVariable(int i, const Tensor& value) {
                                 ShapeToString(value.shape()));
   }
   std::copy(value.f32(), value.f32() + value.num_elements(), p.value.begin());
+  host_stale_[i] = 0;  // overwritten whole: the device's newer value is gone
   value_changed_[i] = 1;
   return Status::Ok();
 }

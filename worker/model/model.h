@@ -65,13 +65,20 @@ class Model {
   uint64_t signature() const { return signature_; }
   int64_t num_parameters() const;
   const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return layers_; }
+  kernels::Backend<T>* backend() const { return backend_; }
 
   // Writing through the span is allowed: the variable is copied to the backend before the next
   // step.
   std::span<T> value(int i) {
+    RefreshHostValue(i);
     MarkValueChanged(i);
     return params_.at(i)->value;
   }
+  // Where the backend holds variable i's value, for an optimizer that updates it in place with
+  // the backend's ops (e.g. MomentumUpdate on backend_gradient(i)). The host copy (value(),
+  // GetVariable) is brought back from it when next read. On host-memory backends this is the
+  // host value itself. Device mirrors exist after the first TrainStep or Evaluate.
+  T* mutable_backend_value(int i);
   std::span<const T> gradient(int i) const { return params_.at(i)->grad; }
   // Where the backend holds variable i's gradient: the host buffer on host-memory backends,
   // the device mirror otherwise (valid after the first TrainStep).
@@ -103,6 +110,8 @@ class Model {
  private:
   Status CheckBatch(const int32_t* labels, int batch) const;
   void MarkValueChanged(int i);
+  // Copies variable i's mirror to the host value if it was written on the device.
+  void RefreshHostValue(int i) const;
   // Sizes every activation buffer (and the device mirrors) for `batch`, uploads changed values
   // and stages x and labels; returns where the backend finds them.
   Status Prepare(const T* x, const int32_t* labels, int batch, bool with_gradient,
@@ -130,7 +139,8 @@ class Model {
   kernels::BackendBuffer<T> loss_;                  // per example
   // Only when the backend's memory is not host memory: mirrors, staged inputs, host results.
   std::vector<kernels::BackendBuffer<T>> device_values_, device_grads_;
-  std::vector<char> value_changed_;  // per variable: the host value is newer than the mirror
+  std::vector<char> value_changed_;       // per variable: the host value is newer than the mirror
+  mutable std::vector<char> host_stale_;  // per variable: the mirror is newer than the host
   kernels::BackendBuffer<T> device_x_;
   kernels::BackendBuffer<int32_t> device_labels_;
   std::vector<T> host_logits_, host_loss_;

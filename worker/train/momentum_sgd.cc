@@ -13,16 +13,27 @@ Result<MomentumSgd> MomentumSgd::Create(Model<float>* model, kernels::Backend<fl
   if (!(o.momentum >= 0.0f && o.momentum < 1.0f)) {
     return InvalidArgumentError("momentum " + std::to_string(o.momentum) + " must be in [0, 1)");
   }
-  if (!backend->host_memory()) {
+  if (!backend->host_memory() && backend != model->backend()) {
     return InvalidArgumentError(
-        "MomentumSgd updates the model's host values and needs a "
-        "host-memory backend, not " +
+        "MomentumSgd computes on host memory or on the model's own "
+        "backend, not on " +
         backend->name());
   }
   if (!(o.weight_decay >= 0.0f)) {
     return InvalidArgumentError("weight decay " + std::to_string(o.weight_decay) + " must be >= 0");
   }
-  return MomentumSgd(model, backend, o);
+  MomentumSgd sgd(model, backend, o);
+  if (!backend->host_memory()) {
+    sgd.on_device_ = true;
+    sgd.velocity_.clear();
+    for (int v = 0; v < model->num_variables(); ++v) {
+      const int64_t n = NumElements(model->variables()[v].shape);
+      TOWERPS_ASSIGN_OR_RETURN(auto velocity, kernels::BackendBuffer<float>::Allocate(backend, n));
+      backend->Fill(n, 0.0f, velocity.data());
+      sgd.device_velocity_.push_back(std::move(velocity));
+    }
+  }
+  return sgd;
 }
 
 MomentumSgd::MomentumSgd(Model<float>* model, kernels::Backend<float>* backend,
@@ -38,6 +49,12 @@ void MomentumSgd::Step() {
 }
 
 void MomentumSgd::StepVariable(int v) {
+  if (on_device_) {
+    backend_->MomentumUpdate(device_velocity_[v].size(), options_.learning_rate, options_.momentum,
+                             options_.weight_decay, model_->backend_gradient(v),
+                             device_velocity_[v].data(), model_->mutable_backend_value(v));
+    return;
+  }
   auto value = model_->value(v);
   backend_->MomentumUpdate(static_cast<int64_t>(value.size()), options_.learning_rate,
                            options_.momentum, options_.weight_decay, model_->gradient(v).data(),

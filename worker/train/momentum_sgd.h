@@ -3,9 +3,14 @@
 // training and the training benchmark; the parameter server applies its own optimizer.
 //
 // Contract: the model and backend are borrowed and must outlive the optimizer; the model's
-// variables must not change shape. It updates the model's host values (value(v), which marks
-// them for upload to a device model), so the backend it computes with must be a host-memory
-// backend (kInvalidArgument otherwise); the model's own backend may be a GPU. Not thread-safe.
+// variables must not change shape. Two placements:
+//  - a host-memory backend updates the model's host values (value(v), which marks them for
+//    upload when the model itself is on a device) from its host gradients;
+//  - the model's own device backend updates the values where they are, in device memory
+//    (Model::mutable_backend_value, backend_gradient), with the velocity there too: nothing
+//    crosses to the host, so pair it with TrainStep(..., GradientDelivery::kBackend). The
+//    updates are queued in the backend's stream order after the step's backward.
+// Any other backend is kInvalidArgument. Not thread-safe.
 #ifndef TOWERPS_WORKER_TRAIN_MOMENTUM_SGD_H_
 #define TOWERPS_WORKER_TRAIN_MOMENTUM_SGD_H_
 
@@ -13,6 +18,7 @@
 
 #include "common/result.h"
 #include "kernels/backend.h"
+#include "kernels/backend_buffer.h"
 #include "worker/model/model.h"
 
 namespace towerps::worker {
@@ -43,7 +49,9 @@ class MomentumSgd {
   Model<float>* model_;
   kernels::Backend<float>* backend_;
   MomentumSgdOptions options_;
-  std::vector<std::vector<float>> velocity_;
+  bool on_device_ = false;                                      // the second placement
+  std::vector<std::vector<float>> velocity_;                    // host placement
+  std::vector<kernels::BackendBuffer<float>> device_velocity_;  // device placement
 };
 
 }  // namespace towerps::worker

@@ -17,6 +17,7 @@
 #include "kernels/gpu_devices.h"
 #include "worker/model/model_builder.h"
 #include "worker/model/zoo.h"
+#include "worker/train/momentum_sgd.h"
 #ifdef TOWERPS_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
@@ -374,6 +375,49 @@ TEST(ModelBackendMemoryTest, BackendDeliveryLeavesGradientsOnTheDevice) {
     EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](float g) { return g == 0.0f; }))
         << "the host gradient is left as it was";
   }
+  EXPECT_EQ(dev.violations, 0) << dev.first_violation;
+}
+
+TEST(ModelBackendMemoryTest, MomentumSgdOnTheDeviceMatchesItOnTheHost) {
+  auto cpu = std::move(kernels::CpuBackend::Create({}).value());
+  CheckedDeviceBackend dev;
+  auto host_model = EveryLayer().Build<float>(cpu.get(), 11).value();
+  auto dev_model = EveryLayer().Build<float>(&dev, 11).value();
+  const MomentumSgdOptions o{.learning_rate = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f};
+  auto host_sgd = MomentumSgd::Create(host_model.get(), cpu.get(), o);
+  auto dev_sgd = MomentumSgd::Create(dev_model.get(), &dev, o);  // the model's own backend
+  ASSERT_TRUE(host_sgd.ok() && dev_sgd.ok()) << dev_sgd.status().ToString();
+  // A device backend that is not the model's is refused.
+  CheckedDeviceBackend other;
+  EXPECT_FALSE(MomentumSgd::Create(dev_model.get(), &other, o).ok());
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE(step);
+    const Batch b = RandomBatch(*host_model, 4, 300 + step);
+    ASSERT_TRUE(host_model->TrainStep(b.x.data(), b.labels.data(), 4).ok());
+    host_sgd->Step();
+    const int64_t to_host = dev.bytes_to_host;
+    ASSERT_TRUE(dev_model
+                    ->TrainStep(
+                        b.x.data(), b.labels.data(), 4, [&](int v) { dev_sgd->StepVariable(v); },
+                        Model<float>::GradientDelivery::kBackend)
+                    .ok());
+    // Only the logits and losses crossed to the host: values, gradients and velocities stayed.
+    EXPECT_EQ(dev.bytes_to_host - to_host, int64_t{4} * (7 + 1) * 4);
+  }
+  // The host copies are brought back from the device when read, and match bit for bit.
+  for (int v = 0; v < host_model->num_variables(); ++v) {
+    SCOPED_TRACE(host_model->variables()[v].name);
+    const Tensor want = host_model->GetVariable(v), got = dev_model->GetVariable(v);
+    EXPECT_EQ(std::memcmp(want.f32(), got.f32(), want.num_elements() * sizeof(float)), 0);
+  }
+  // A host write after that (a pull) still reaches the device.
+  Tensor t = host_model->GetVariable(0);
+  t.f32()[0] += 1.0f;
+  ASSERT_TRUE(host_model->SetVariable(0, t).ok() && dev_model->SetVariable(0, t).ok());
+  const Batch b = RandomBatch(*host_model, 4, 999);
+  EXPECT_EQ(dev_model->Evaluate(b.x.data(), b.labels.data(), 4)->loss,
+            host_model->Evaluate(b.x.data(), b.labels.data(), 4)->loss);
+  EXPECT_EQ(dev.pending_copies(), 0u);
   EXPECT_EQ(dev.violations, 0) << dev.first_violation;
 }
 
