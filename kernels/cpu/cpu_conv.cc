@@ -79,6 +79,19 @@ void Col2Im(const Conv2dShape& s, const float* col, float* dx) {
   }
 }
 
+// The per-image GEMM sizes: output pixels, rows of the im2col matrix, and image strides.
+struct ConvGemmDims {
+  int ohw;          // out_h * out_w
+  int crs;          // c * r * s
+  int64_t x_image;  // floats per input image
+  int64_t y_image;  // floats per output image
+};
+
+ConvGemmDims GemmDims(const Conv2dShape& s) {
+  const int ohw = s.out_h() * s.out_w();
+  return {ohw, s.c * s.r * s.s, int64_t{s.c} * s.h * s.w, int64_t{s.k} * ohw};
+}
+
 bool IsPointwise(const Conv2dShape& s) {
   return s.r == 1 && s.s == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
 }
@@ -86,10 +99,7 @@ bool IsPointwise(const Conv2dShape& s) {
 }  // namespace
 
 void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
-  const int ohw = s.out_h() * s.out_w();
-  const int crs = s.c * s.r * s.s;
-  const int64_t x_image = int64_t{s.c} * s.h * s.w;
-  const int64_t y_image = int64_t{s.k} * ohw;
+  const auto [ohw, crs, x_image, y_image] = GemmDims(s);
   pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
     float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
     for (int64_t n = n0; n < n1; ++n) {
@@ -107,10 +117,7 @@ void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float
 
 void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
                                     float* dx) {
-  const int ohw = s.out_h() * s.out_w();
-  const int crs = s.c * s.r * s.s;
-  const int64_t x_image = int64_t{s.c} * s.h * s.w;
-  const int64_t y_image = int64_t{s.k} * ohw;
+  const auto [ohw, crs, x_image, y_image] = GemmDims(s);
   pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
     float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
     for (int64_t n = n0; n < n1; ++n) {
@@ -125,10 +132,7 @@ void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const
 
 void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
                                       float* dw) {
-  const int ohw = s.out_h() * s.out_w();
-  const int crs = s.c * s.r * s.s;
-  const int64_t x_image = int64_t{s.c} * s.h * s.w;
-  const int64_t y_image = int64_t{s.k} * ohw;
+  const auto [ohw, crs, x_image, y_image] = GemmDims(s);
   const size_t w_size = static_cast<size_t>(s.w_size());
   // Each piece of images sums into its own partial, and the partials are added in image order.
   // Pieces are claimed by whichever thread is free, but their bounds depend only on n and the

@@ -12,68 +12,51 @@ inline int64_t Idx4(int c_dim, int h_dim, int w_dim, int n, int c, int y, int x)
   return ((int64_t{n} * c_dim + c) * h_dim + y) * w_dim + x;
 }
 
+// Calls tap(x_index, w_index, y_index) for every product x[x_index] * w[w_index] that
+// convolution adds into y[y_index], in (n, k, oy, ox, c, i, j) order; taps in the padding are
+// skipped. The three convolution ops are this one loop with a different accumulation.
+template <typename Tap>
+void ForEachConvTap(const Conv2dShape& s, Tap tap) {
+  const int oh = s.out_h(), ow = s.out_w();
+  for (int n = 0; n < s.n; ++n)
+    for (int k = 0; k < s.k; ++k)
+      for (int oy = 0; oy < oh; ++oy)
+        for (int ox = 0; ox < ow; ++ox) {
+          const int64_t yi = Idx4(s.k, oh, ow, n, k, oy, ox);
+          for (int c = 0; c < s.c; ++c)
+            for (int i = 0; i < s.r; ++i)
+              for (int j = 0; j < s.s; ++j) {
+                const int iy = oy * s.stride_h - s.pad_h + i;
+                const int ix = ox * s.stride_w - s.pad_w + j;
+                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                tap(Idx4(s.c, s.h, s.w, n, c, iy, ix), Idx4(s.c, s.r, s.s, k, c, i, j), yi);
+              }
+        }
+}
+
 }  // namespace
 
 template <typename T>
 void Conv2dForward(const Conv2dShape& s, const T* x, const T* w, T* y) {
-  const int oh = s.out_h(), ow = s.out_w();
-  for (int n = 0; n < s.n; ++n)
-    for (int k = 0; k < s.k; ++k)
-      for (int oy = 0; oy < oh; ++oy)
-        for (int ox = 0; ox < ow; ++ox) {
-          double sum = 0;
-          for (int c = 0; c < s.c; ++c)
-            for (int i = 0; i < s.r; ++i)
-              for (int j = 0; j < s.s; ++j) {
-                const int iy = oy * s.stride_h - s.pad_h + i;
-                const int ix = ox * s.stride_w - s.pad_w + j;
-                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                sum += double{x[Idx4(s.c, s.h, s.w, n, c, iy, ix)]} *
-                       double{w[Idx4(s.c, s.r, s.s, k, c, i, j)]};
-              }
-          y[Idx4(s.k, oh, ow, n, k, oy, ox)] = static_cast<T>(sum);
-        }
+  std::vector<double> acc(s.y_size(), 0.0);
+  ForEachConvTap(
+      s, [&](int64_t xi, int64_t wi, int64_t yi) { acc[yi] += double{x[xi]} * double{w[wi]}; });
+  for (int64_t i = 0; i < s.y_size(); ++i) y[i] = static_cast<T>(acc[i]);
 }
 
 template <typename T>
 void Conv2dBackwardData(const Conv2dShape& s, const T* dy, const T* w, T* dx) {
-  const int oh = s.out_h(), ow = s.out_w();
   std::vector<double> acc(s.x_size(), 0.0);
-  for (int n = 0; n < s.n; ++n)
-    for (int k = 0; k < s.k; ++k)
-      for (int oy = 0; oy < oh; ++oy)
-        for (int ox = 0; ox < ow; ++ox) {
-          const double g = dy[Idx4(s.k, oh, ow, n, k, oy, ox)];
-          for (int c = 0; c < s.c; ++c)
-            for (int i = 0; i < s.r; ++i)
-              for (int j = 0; j < s.s; ++j) {
-                const int iy = oy * s.stride_h - s.pad_h + i;
-                const int ix = ox * s.stride_w - s.pad_w + j;
-                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                acc[Idx4(s.c, s.h, s.w, n, c, iy, ix)] += g * w[Idx4(s.c, s.r, s.s, k, c, i, j)];
-              }
-        }
+  ForEachConvTap(
+      s, [&](int64_t xi, int64_t wi, int64_t yi) { acc[xi] += double{dy[yi]} * double{w[wi]}; });
   for (int64_t i = 0; i < s.x_size(); ++i) dx[i] = static_cast<T>(acc[i]);
 }
 
 template <typename T>
 void Conv2dBackwardFilter(const Conv2dShape& s, const T* x, const T* dy, T* dw) {
-  const int oh = s.out_h(), ow = s.out_w();
   std::vector<double> acc(s.w_size(), 0.0);
-  for (int n = 0; n < s.n; ++n)
-    for (int k = 0; k < s.k; ++k)
-      for (int oy = 0; oy < oh; ++oy)
-        for (int ox = 0; ox < ow; ++ox) {
-          const double g = dy[Idx4(s.k, oh, ow, n, k, oy, ox)];
-          for (int c = 0; c < s.c; ++c)
-            for (int i = 0; i < s.r; ++i)
-              for (int j = 0; j < s.s; ++j) {
-                const int iy = oy * s.stride_h - s.pad_h + i;
-                const int ix = ox * s.stride_w - s.pad_w + j;
-                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                acc[Idx4(s.c, s.r, s.s, k, c, i, j)] += g * x[Idx4(s.c, s.h, s.w, n, c, iy, ix)];
-              }
-        }
+  ForEachConvTap(
+      s, [&](int64_t xi, int64_t wi, int64_t yi) { acc[wi] += double{dy[yi]} * double{x[xi]}; });
   for (int64_t i = 0; i < s.w_size(); ++i) dw[i] = static_cast<T>(acc[i]);
 }
 

@@ -17,15 +17,7 @@ using testing::RandomFloats;
 using testing::RandomInt;
 using testing::ToDouble;
 
-class CpuBackendTest : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    auto b = CpuBackend::Create({.intra_op_threads = GetParam()});
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    backend_ = std::move(b).value();
-  }
-  std::unique_ptr<CpuBackend> backend_;
-};
+using CpuBackendTest = testing::CpuBackendPerThreadCount;
 
 TEST_P(CpuBackendTest, GemmAllTransposesRandomShapes) {
   std::mt19937 rng(3 + GetParam());

@@ -17,14 +17,8 @@ using testing::RandomFloats;
 using testing::RandomInt;
 using testing::ToDouble;
 
-class CpuConvTest : public ::testing::TestWithParam<int> {
+class CpuConvTest : public testing::CpuBackendPerThreadCount {
  protected:
-  void SetUp() override {
-    auto b = CpuBackend::Create({.intra_op_threads = GetParam()});
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    backend_ = std::move(b).value();
-  }
-
   void CheckShape(const Conv2dShape& s, std::mt19937& rng) {
     SCOPED_TRACE(::testing::Message()
                  << "n=" << s.n << " c=" << s.c << " h=" << s.h << " w=" << s.w << " k=" << s.k
@@ -54,8 +48,6 @@ class CpuConvTest : public ::testing::TestWithParam<int> {
     ASSERT_TRUE(AnyNonZero(dw_ref));
     EXPECT_TRUE(AllClose(dw, dw_ref));
   }
-
-  std::unique_ptr<CpuBackend> backend_;
 };
 
 TEST_P(CpuConvTest, FixedShapesIncludingBatchOneAndPointwise) {

@@ -18,14 +18,8 @@ using testing::RandomFloats;
 using testing::RandomInt;
 using testing::ToDouble;
 
-class CpuPoolLrnTest : public ::testing::TestWithParam<int> {
+class CpuPoolLrnTest : public testing::CpuBackendPerThreadCount {
  protected:
-  void SetUp() override {
-    auto b = CpuBackend::Create({.intra_op_threads = GetParam()});
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    backend_ = std::move(b).value();
-  }
-
   void CheckPool(const Pool2dShape& s, std::mt19937& rng) {
     SCOPED_TRACE(::testing::Message()
                  << "n=" << s.n << " c=" << s.c << " h=" << s.h << " w=" << s.w << " window="
@@ -52,8 +46,6 @@ class CpuPoolLrnTest : public ::testing::TestWithParam<int> {
     reference::AvgPoolBackward(s, dyd.data(), dx_ref.data());
     EXPECT_TRUE(AllClose(dx, dx_ref)) << "avg pool backward";
   }
-
-  std::unique_ptr<CpuBackend> backend_;
 };
 
 TEST_P(CpuPoolLrnTest, PoolFixedShapes) {

@@ -1,4 +1,5 @@
-// Helpers for the kernel tests: random inputs (never all zeros) and float-vs-double comparison.
+// Helpers for the kernel tests: random inputs (never all zeros), float-vs-double comparison, and
+// a fixture with a CpuBackend per thread count.
 #ifndef TOWERPS_TESTS_KERNELS_KERNEL_TEST_UTIL_H_
 #define TOWERPS_TESTS_KERNELS_KERNEL_TEST_UTIL_H_
 
@@ -9,6 +10,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
 
 namespace towerps::kernels::testing {
 
@@ -55,6 +58,17 @@ inline ::testing::AssertionResult AllClose(const std::vector<float>& got,
 inline bool AnyNonZero(const std::vector<double>& v) {
   return std::any_of(v.begin(), v.end(), [](double x) { return std::abs(x) > 1e-6; });
 }
+
+// A CpuBackend with GetParam() intra-op threads, for the CPU suites run at several counts.
+class CpuBackendPerThreadCount : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    auto b = CpuBackend::Create({.intra_op_threads = GetParam()});
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    backend_ = std::move(b).value();
+  }
+  std::unique_ptr<CpuBackend> backend_;
+};
 
 }  // namespace towerps::kernels::testing
 

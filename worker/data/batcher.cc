@@ -4,14 +4,13 @@
 #include <numeric>
 #include <random>
 
+#include "common/splitmix.h"
+
 namespace towerps::worker {
 namespace {
 
 uint64_t Mix(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return SplitMix64Finalize(a ^ (b + kSplitMix64Gamma + (a << 6) + (a >> 2)));
 }
 
 }  // namespace

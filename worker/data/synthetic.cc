@@ -2,17 +2,9 @@
 
 #include <algorithm>
 
+#include "common/splitmix.h"
+
 namespace towerps::worker {
-namespace {
-
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 Result<Dataset> MakeSyntheticDataset(const SyntheticOptions& o) {
   auto elems = CheckedNumElements(o.example_shape);
@@ -31,16 +23,17 @@ Result<Dataset> MakeSyntheticDataset(const SyntheticOptions& o) {
   // One random pattern per class; examples are the pattern plus noise.
   uint64_t state = o.seed;
   std::vector<uint8_t> patterns(static_cast<size_t>(n * o.num_classes));
-  for (uint8_t& p : patterns) p = static_cast<uint8_t>(SplitMix64(state) >> 56);
+  for (uint8_t& p : patterns) p = static_cast<uint8_t>(SplitMix64Next(state) >> 56);
   d.labels.resize(static_cast<size_t>(o.size));
   d.pixels.resize(static_cast<size_t>(o.size * n));
   for (int64_t i = 0; i < o.size; ++i) {
-    const int label = static_cast<int>(SplitMix64(state) % static_cast<uint64_t>(o.num_classes));
+    const int label =
+        static_cast<int>(SplitMix64Next(state) % static_cast<uint64_t>(o.num_classes));
     d.labels[i] = static_cast<uint8_t>(label);
     const uint8_t* pattern = patterns.data() + label * n;
     uint8_t* out = d.pixels.data() + i * n;
     for (int64_t j = 0; j < n; ++j) {
-      const int noise = static_cast<int>(SplitMix64(state) >> 58) - 32;  // [-32, 32)
+      const int noise = static_cast<int>(SplitMix64Next(state) >> 58) - 32;  // [-32, 32)
       out[j] = static_cast<uint8_t>(std::clamp(pattern[j] / 2 + 64 + noise, 0, 255));
     }
   }

@@ -3,18 +3,13 @@
 #include <cmath>
 #include <numbers>
 
+#include "common/splitmix.h"
+
 namespace towerps::worker {
 namespace {
 
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 double Uniform01(uint64_t& state) {  // (0, 1)
-  return (static_cast<double>(SplitMix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  return (static_cast<double>(SplitMix64Next(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
 uint64_t HashName(uint64_t seed, const std::string& name) {
