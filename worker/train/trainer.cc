@@ -28,6 +28,7 @@
 #include "worker/towers.h"
 #include "worker/train/job_data.h"
 #include "worker/train/local_training.h"
+#include "worker/train/metrics_log.h"
 
 namespace towerps::worker {
 namespace {
@@ -35,21 +36,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// JSON has no NaN or infinity: a diverged run reports null.
-std::string JsonNumber(double v, const char* format) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
-std::string Expand(std::string path, int rank) {
-  for (size_t at; (at = path.find("{rank}")) != std::string::npos;) {
-    path.replace(at, 6, std::to_string(rank));
-  }
-  return path;
-}
 
 struct Tower {
   TowerDevice device;
@@ -174,7 +160,8 @@ class Trainer::Impl {
     int64_t data_epoch = sync ? first / steps_per_epoch_ : iter / steps_per_epoch_;
     batcher_->StartEpoch(data_epoch);
     int64_t last_eval_epoch = data_epoch;
-    OpenMetrics();
+    tty_ = isatty(STDOUT_FILENO);
+    metrics_.Open(o_.worker.metrics_out, o_.rank);
 
     const auto start = Clock::now();
     auto window_start = start;
@@ -196,7 +183,7 @@ class Trainer::Impl {
         TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(*towers_[0].model, *test_batcher_));
         TOWERPS_LOG(kInfo) << "epoch " << epoch << " done: test accuracy = " << eval.accuracy
                            << ", test loss = " << eval.mean_loss;
-        WriteEval(progress, epoch, eval);
+        metrics_.Eval(progress, epoch, eval.accuracy, eval.mean_loss);
         last_eval_epoch = epoch;
       }
       if (!batcher_->Next(&batch)) {
@@ -228,8 +215,9 @@ class Trainer::Impl {
                     tty_ ? "\r\033[K" : "", static_cast<long long>(sync ? global + 1 : iter),
                     window_loss / window_steps, eps, secs / window_steps);
         std::fflush(stdout);
-        WriteMetrics(sync ? global + 1 : iter, epoch, window_loss / window_steps, eps, staleness,
-                     secs / window_steps, window_wait / window_steps, window_delay / window_steps);
+        metrics_.Train(sync ? global + 1 : iter, epoch, window_loss / window_steps, eps, staleness,
+                       secs / window_steps, window_wait / window_steps,
+                       window_delay / window_steps);
         window_start = Clock::now();
         window_steps = 0;
         window_loss = window_wait = window_delay = 0;
@@ -260,7 +248,8 @@ class Trainer::Impl {
     TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(*towers_[0].model, *test_batcher_));
     s.test_accuracy = eval.accuracy;
     s.test_loss = eval.mean_loss;
-    WriteEval(done_steps, (done_steps + steps_per_epoch_ - 1) / steps_per_epoch_, eval);
+    metrics_.Eval(done_steps, (done_steps + steps_per_epoch_ - 1) / steps_per_epoch_, eval.accuracy,
+                  eval.mean_loss);
     std::vector<uint64_t> hist;
     for (int srv = 0; srv < client_->num_servers(); ++srv) {
       TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport st, client_->Stats(srv).get());
@@ -539,50 +528,9 @@ class Trainer::Impl {
     std::fflush(stdout);
   }
 
-  void OpenMetrics() {
-    tty_ = isatty(STDOUT_FILENO);
-    if (o_.worker.metrics_out.empty()) return;
-    metrics_.open(Expand(o_.worker.metrics_out, o_.rank), std::ios::app);
-    if (!metrics_) TOWERPS_LOG(kWarning) << "cannot write --metrics-out " << o_.worker.metrics_out;
-  }
-
-  static double Now() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
-
-  void WriteMetrics(int64_t step, int64_t epoch, double loss, double eps, double staleness,
-                    double step_seconds, double wait_seconds, double delay_seconds) {
-    if (!metrics_.is_open()) return;
-    char line[640];
-    std::snprintf(line, sizeof(line),
-                  "{\"kind\":\"train\",\"time\":%.3f,\"worker\":%d,\"step\":%lld,"
-                  "\"epoch\":%lld,\"loss\":%s,\"examples_per_sec\":%.1f,\"staleness\":%.3f,"
-                  "\"step_seconds\":%.6f,\"wait_seconds\":%.6f,\"delay_seconds\":%.6f}\n",
-                  Now(), o_.rank, static_cast<long long>(step), static_cast<long long>(epoch),
-                  JsonNumber(loss, "%.6f").c_str(), eps, staleness, step_seconds, wait_seconds,
-                  delay_seconds);
-    metrics_ << line;
-    metrics_.flush();
-  }
-
-  // The chief's evaluations: after each epoch and at the end.
-  void WriteEval(int64_t step, int64_t epoch, const EpochStats& eval) {
-    if (!metrics_.is_open()) return;
-    char line[320];
-    std::snprintf(line, sizeof(line),
-                  "{\"kind\":\"eval\",\"time\":%.3f,\"worker\":%d,\"step\":%lld,"
-                  "\"epoch\":%lld,\"test_accuracy\":%s,\"test_loss\":%s}\n",
-                  Now(), o_.rank, static_cast<long long>(step), static_cast<long long>(epoch),
-                  JsonNumber(eval.accuracy, "%.6f").c_str(),
-                  JsonNumber(eval.mean_loss, "%.6f").c_str());
-    metrics_ << line;
-    metrics_.flush();
-  }
-
   // Format: per variable a line "<name> <elements>\n" followed by that many float32 values.
   Status WriteFinalParams() {
-    const std::string path = Expand(o_.worker.final_params_out, o_.rank);
+    const std::string path = ExpandRank(o_.worker.final_params_out, o_.rank);
     std::ofstream out(path, std::ios::binary);
     const Model<float>& m = *towers_[0].model;
     for (int v = 0; v < num_vars_; ++v) {
@@ -616,8 +564,8 @@ class Trainer::Impl {
   std::unique_ptr<std::atomic<int>[]> done_;  // per variable: towers finished this step
   std::vector<std::future<Result<ps::PushReport>>> pushes_;
   std::vector<std::future<Result<ps::PulledVariable>>> pulls_;
-  std::ofstream metrics_;
-  bool tty_ = false;
+  MetricsLog metrics_;
+  bool tty_ = false;  // stdout is a terminal: progress bars
   StragglerPlan plan_;
   double total_wait_ = 0;   // seconds spent waiting for parameters (the barrier, in sync)
   double total_delay_ = 0;  // seconds of injected delay
