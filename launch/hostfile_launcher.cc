@@ -103,7 +103,6 @@ Status HostfileLauncher::Run() {
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
   std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
   std::vector<std::string> endpoints;
-  size_t first_worker = 0;
   for (const HostPlacement& p : plan) {
     std::vector<std::string> argv;
     std::string tag;
@@ -112,7 +111,6 @@ Status HostfileLauncher::Run() {
       argv = UnderWatchdog(o, ssh_, -1, ServerArgv(o, p.rank, port));
       tag = "ps:" + std::to_string(p.rank);
       endpoints.push_back("tcp://" + p.host + ":" + std::to_string(port));
-      first_worker = group.size() + 1;
       std::printf("[launch] %s on %s, port %d\n", tag.c_str(), p.host.c_str(), port);
     } else {
       argv = UnderWatchdog(o, ssh_, p.local_rank, WorkerArgv(o, p.rank, endpoints));
@@ -128,7 +126,8 @@ Status HostfileLauncher::Run() {
           << group.pid(i) << " log " << group.LogPath(i) << "\n";
   }
   table.flush();
-  return supervisor.RunToCompletion(first_worker);
+  // The plan lists the servers first, so they are the group's first children.
+  return supervisor.RunToCompletion(static_cast<size_t>(o.job.servers));
 }
 
 }  // namespace towerps::launch
