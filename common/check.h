@@ -36,8 +36,6 @@ struct Voidify {
 
 #define TOWERPS_CHECK_EQ(a, b) \
   TOWERPS_CHECK((a) == (b)) << #a "=" << (a) << " " #b "=" << (b) << " "
-#define TOWERPS_CHECK_LE(a, b) \
-  TOWERPS_CHECK((a) <= (b)) << #a "=" << (a) << " " #b "=" << (b) << " "
 #define TOWERPS_CHECK_LT(a, b) TOWERPS_CHECK((a) < (b)) << #a "=" << (a) << " " #b "=" << (b) << " "
 
 #endif  // TOWERPS_COMMON_CHECK_H_

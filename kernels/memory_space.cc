@@ -4,7 +4,13 @@
 #include <cstring>
 #include <string>
 
+#include "common/check.h"
+
 namespace towerps::kernels {
+
+void MemorySpace::CopyFromPeer(MemorySpace& peer, const void* src, size_t bytes, void* dst) {
+  TOWERPS_CHECK(CanCopyFromPeer(peer)) << "CopyFromPeer between spaces that cannot copy";
+}
 
 Result<void*> HostMemorySpace::Allocate(size_t bytes) {
   if (bytes == 0) return static_cast<void*>(nullptr);

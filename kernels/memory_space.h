@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "common/result.h"
 
@@ -62,6 +63,24 @@ class MemorySpace {
   // not an error, copies are just slower). Unpin it before it is freed.
   virtual void PinHostMemory(void* host, size_t bytes) {}
   virtual void UnpinHostMemory(void* host) {}
+
+  // ---- Copies between devices (optional; host spaces never need them) ----
+  // True when CopyFromPeer(peer, ...) works: both are device memory of one kind (two GPUs).
+  virtual bool CanCopyFromPeer(const MemorySpace& peer) const { return false; }
+  // Copies `bytes` from `src` in `peer`'s memory into `dst` in this one, after the work queued
+  // on both so far; later work on this space sees the data. Only where CanCopyFromPeer(peer);
+  // otherwise it aborts. `peer` is borrowed. The one call that may run while another thread
+  // uses `peer`: it covers the work queued on `peer` before the call, which the caller orders
+  // (e.g. the other thread says it has queued it).
+  virtual void CopyFromPeer(MemorySpace& peer, const void* src, size_t bytes, void* dst);
+
+  // What a device space has reserved and used, for logs; empty for host memory.
+  struct DeviceMemoryStats {
+    uint64_t peak_bytes_in_use = 0;
+    uint64_t bytes_reserved = 0;
+    uint64_t limit_bytes = 0;
+  };
+  virtual std::optional<DeviceMemoryStats> device_memory_stats() const { return std::nullopt; }
 };
 
 // The MemorySpace of host backends: 64-byte aligned heap memory and memcpy. Thread-compatible.

@@ -8,6 +8,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev
   capnproto libcapnp-dev
   libboost-program-options-dev
+  nlohmann-json3-dev
   googletest libgtest-dev
   zlib1g-dev
   libopenblas-dev
