@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 
 #include "common/logging.h"
 
@@ -15,18 +14,13 @@ double Now() {
 
 }  // namespace
 
+nlohmann::json JsonNumber(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
+
 std::string ExpandRank(std::string path, int rank) {
   for (size_t at; (at = path.find("{rank}")) != std::string::npos;) {
     path.replace(at, 6, std::to_string(rank));
   }
   return path;
-}
-
-std::string JsonNumber(double v, const char* format) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
 }
 
 void MetricsLog::Open(const std::string& path, int rank) {
@@ -36,8 +30,8 @@ void MetricsLog::Open(const std::string& path, int rank) {
   if (!out_) TOWERPS_LOG(kWarning) << "cannot write --metrics-out " << path;
 }
 
-void MetricsLog::Write(const char* line) {
-  out_ << line;
+void MetricsLog::Write(const nlohmann::ordered_json& line) {
+  out_ << line.dump() << '\n';
   out_.flush();
 }
 
@@ -45,26 +39,32 @@ void MetricsLog::Train(int64_t step, int64_t epoch, double loss, double examples
                        double staleness, double step_seconds, double wait_seconds,
                        double delay_seconds) {
   if (!out_.is_open()) return;
-  char line[640];
-  std::snprintf(line, sizeof(line),
-                "{\"kind\":\"train\",\"time\":%.3f,\"worker\":%d,\"step\":%lld,"
-                "\"epoch\":%lld,\"loss\":%s,\"examples_per_sec\":%.1f,\"staleness\":%.3f,"
-                "\"step_seconds\":%.6f,\"wait_seconds\":%.6f,\"delay_seconds\":%.6f}\n",
-                Now(), rank_, static_cast<long long>(step), static_cast<long long>(epoch),
-                JsonNumber(loss, "%.6f").c_str(), examples_per_sec, staleness, step_seconds,
-                wait_seconds, delay_seconds);
-  Write(line);
+  nlohmann::ordered_json j;
+  j["kind"] = "train";
+  j["time"] = Now();
+  j["worker"] = rank_;
+  j["step"] = step;
+  j["epoch"] = epoch;
+  j["loss"] = JsonNumber(loss);
+  j["examples_per_sec"] = JsonNumber(examples_per_sec);
+  j["staleness"] = JsonNumber(staleness);
+  j["step_seconds"] = JsonNumber(step_seconds);
+  j["wait_seconds"] = JsonNumber(wait_seconds);
+  j["delay_seconds"] = JsonNumber(delay_seconds);
+  Write(j);
 }
 
 void MetricsLog::Eval(int64_t step, int64_t epoch, double test_accuracy, double test_loss) {
   if (!out_.is_open()) return;
-  char line[320];
-  std::snprintf(line, sizeof(line),
-                "{\"kind\":\"eval\",\"time\":%.3f,\"worker\":%d,\"step\":%lld,"
-                "\"epoch\":%lld,\"test_accuracy\":%s,\"test_loss\":%s}\n",
-                Now(), rank_, static_cast<long long>(step), static_cast<long long>(epoch),
-                JsonNumber(test_accuracy, "%.6f").c_str(), JsonNumber(test_loss, "%.6f").c_str());
-  Write(line);
+  nlohmann::ordered_json j;
+  j["kind"] = "eval";
+  j["time"] = Now();
+  j["worker"] = rank_;
+  j["step"] = step;
+  j["epoch"] = epoch;
+  j["test_accuracy"] = JsonNumber(test_accuracy);
+  j["test_loss"] = JsonNumber(test_loss);
+  Write(j);
 }
 
 }  // namespace towerps::worker

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace towerps::worker {
@@ -24,7 +25,7 @@ class MetricsLog {
   void Eval(int64_t step, int64_t epoch, double test_accuracy, double test_loss);
 
  private:
-  void Write(const char* line);
+  void Write(const nlohmann::ordered_json& line);
 
   std::ofstream out_;
   int rank_ = 0;
@@ -32,8 +33,8 @@ class MetricsLog {
 
 // `path` with every "{rank}" replaced by the rank.
 std::string ExpandRank(std::string path, int rank);
-// `v` printed with `format`, or null: JSON has no NaN or infinity, and a diverged run has them.
-std::string JsonNumber(double v, const char* format);
+// `v` as a JSON number, or null: JSON has no NaN or infinity, and a diverged run has them.
+nlohmann::json JsonNumber(double v);
 
 }  // namespace towerps::worker
 

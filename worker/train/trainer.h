@@ -29,6 +29,7 @@
 
 #include "common/result.h"
 #include "ps/job_config.h"
+#include "worker/train/summary.h"
 #include "worker/worker_options.h"
 
 namespace towerps::worker {
@@ -39,23 +40,6 @@ struct TrainerOptions {
   ps::JobConfig job;
   WorkerOptions worker;
   const std::atomic<bool>* stop = nullptr;
-};
-
-struct TrainingSummary {
-  double test_accuracy = -1;  // chief only; -1 elsewhere
-  double test_loss = 0;
-  double final_train_loss = 0;
-  double train_seconds = 0;
-  double examples_per_sec = 0;  // all workers together (chief) or this worker
-  int64_t steps = 0;            // sync: global steps; async/ssp: this worker's iterations
-  int epochs = 0;
-  uint64_t dropped_stale = 0;  // summed over servers (chief)
-  double mean_staleness = 0;   // over every update applied (chief)
-  double p99_staleness = 0;
-  uint64_t updates_applied = 0;
-  std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)
-  double wait_seconds = 0;            // this worker: waiting for parameters (the sync barrier)
-  double injected_delay_seconds = 0;  // this worker: --straggler/--slow-workers delays
 };
 
 class Trainer {
@@ -72,9 +56,6 @@ class Trainer {
   explicit Trainer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// The summary as one JSON object (the --summary-out format).
-std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank);
 
 }  // namespace towerps::worker
 

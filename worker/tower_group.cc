@@ -1,0 +1,267 @@
+#include "worker/tower_group.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "common/logging.h"
+#include "common/mutex.h"
+#include "kernels/backend_buffer.h"
+#include "kernels/cpu/elementwise.h"
+
+namespace towerps::worker {
+
+// The device reduction's buffers on tower 0's device, and the towers' rendezvous.
+struct TowerGroup::DeviceReduction {
+  std::vector<std::vector<kernels::BackendBuffer<float>>> scratch;  // [v][tower - 1]
+  std::vector<kernels::BackendBuffer<float>> average;               // [v]
+  Mutex mu;
+  CondVar cv{&mu};
+  std::vector<std::vector<char>> queued GUARDED_BY(mu);  // [tower][v]: backward queued
+  bool failed GUARDED_BY(mu) = false;                    // a tower's step failed
+};
+
+Result<StepResult> SumTowers(const std::vector<Result<StepResult>>& results) {
+  StepResult total;
+  for (const auto& r : results) {
+    if (!r.ok()) return r.status();
+    total.loss += r->loss / static_cast<double>(results.size());
+    total.correct += r->correct;
+    total.batch += r->batch;
+  }
+  return total;
+}
+
+Result<std::unique_ptr<TowerGroup>> TowerGroup::Create(const std::vector<TowerDevice>& devices,
+                                                       const TowerBackendOptions& backend_options,
+                                                       const ModelBuilder& builder, uint64_t seed,
+                                                       const Options& options) {
+  std::vector<std::unique_ptr<kernels::Backend<float>>> backends;
+  for (const TowerDevice& d : devices) {
+    TOWERPS_ASSIGN_OR_RETURN(auto backend, CreateTowerBackend(d, backend_options));
+    backends.push_back(std::move(backend));
+  }
+  return FromBackends(devices, std::move(backends), builder, seed, options);
+}
+
+Result<std::unique_ptr<TowerGroup>> TowerGroup::FromBackends(
+    std::vector<TowerDevice> devices,
+    std::vector<std::unique_ptr<kernels::Backend<float>>> backends, const ModelBuilder& builder,
+    uint64_t seed, const Options& options) {
+  if (devices.empty() || devices.size() != backends.size()) {
+    return InvalidArgumentError("a tower group needs one backend per device, and at least one");
+  }
+  std::vector<Tower> towers;
+  for (size_t t = 0; t < devices.size(); ++t) {
+    Tower tower{devices[t], std::move(backends[t]), nullptr};
+    // The same seed everywhere: every tower and worker starts from the chief's values anyway.
+    TOWERPS_ASSIGN_OR_RETURN(tower.model, builder.Build<float>(tower.backend.get(), seed));
+    towers.push_back(std::move(tower));
+  }
+  std::unique_ptr<TowerGroup> group(new TowerGroup(std::move(towers), options));
+  TOWERPS_RETURN_IF_ERROR(group->SetUpDeviceReduction());
+  return group;
+}
+
+TowerGroup::TowerGroup(std::vector<Tower> towers, const Options& options)
+    : towers_(std::move(towers)), options_(options) {
+  const Model<float>& m0 = *towers_[0].model;
+  num_vars_ = m0.num_variables();
+  example_elements_ = NumElements(m0.input_shape());
+  for (int v = 0; v < num_vars_; ++v) average_.push_back(Tensor::Empty(m0.variables()[v].shape));
+}
+
+TowerGroup::~TowerGroup() {
+  if (device_ == nullptr) return;
+  for (Tensor& t : average_) towers_[0].backend->UnpinHostMemory(t.f32());
+}
+
+Status TowerGroup::SetUpDeviceReduction() {
+  kernels::Backend<float>* b0 = towers_[0].backend.get();
+  if (towers_.size() < 2 || b0->host_memory()) return Status::Ok();
+  for (size_t t = 1; t < towers_.size(); ++t) {
+    if (!b0->CanCopyFromPeer(*towers_[t].backend)) return Status::Ok();
+  }
+  auto reduce = std::make_unique<DeviceReduction>();
+  const int k = size();
+  reduce->scratch.resize(num_vars_);
+  for (int v = 0; v < num_vars_; ++v) {
+    const int64_t n = average_[v].num_elements();
+    for (int t = 1; t < k; ++t) {
+      TOWERPS_ASSIGN_OR_RETURN(auto b, kernels::BackendBuffer<float>::Allocate(b0, n));
+      reduce->scratch[v].push_back(std::move(b));
+    }
+    TOWERPS_ASSIGN_OR_RETURN(auto avg, kernels::BackendBuffer<float>::Allocate(b0, n));
+    reduce->average.push_back(std::move(avg));
+  }
+  for (Tensor& t : average_) b0->PinHostMemory(t.f32(), t.byte_size());
+  {
+    MutexLock lock(&reduce->mu);
+    reduce->queued.assign(k, std::vector<char>(num_vars_, 0));
+  }
+  device_ = std::move(reduce);
+  TOWERPS_LOG(kInfo) << "tower gradients are averaged on " << towers_[0].device.name();
+  return Status::Ok();
+}
+
+Result<StepResult> TowerGroup::Step(const float* x, const int32_t* labels, int batch,
+                                    const AverageCallback& on_average) {
+  if (batch % size() != 0) {
+    return InvalidArgumentError("a batch of " + std::to_string(batch) +
+                                " does not split evenly over " + std::to_string(size()) +
+                                " towers");
+  }
+  if (device_ != nullptr) return StepOnDevice(x, labels, batch, on_average);
+  return StepOnHost(x, labels, batch, on_average);
+}
+
+// Each tower's hook counts in; the last tower to finish variable v averages it in tower order
+// (reproducible) and hands it on.
+Result<StepResult> TowerGroup::StepOnHost(const float* x, const int32_t* labels, int batch,
+                                          const AverageCallback& on_average) {
+  const int k = size();
+  const int slice = batch / k;
+  std::vector<std::atomic<int>> done(num_vars_);  // per variable: towers finished
+  for (auto& d : done) d.store(0);
+  auto on_gradient = [&](int v) {
+    if (done[v].fetch_add(1) + 1 != k) return;
+    float* out = average_[v].f32();
+    const int64_t n = average_[v].num_elements();
+    if (k == 1) {
+      std::memcpy(out, towers_[0].model->gradient(v).data(), n * sizeof(float));
+    } else {
+      std::vector<const float*> in;
+      for (Tower& t : towers_) in.push_back(t.model->gradient(v).data());
+      kernels::cpu::AverageOf(k, in.data(), n, out);
+    }
+    on_average(v, average_[v]);
+  };
+  std::vector<Result<StepResult>> results(k, StepResult{});
+  auto run = [&](int t) {
+    results[t] = towers_[t].model->TrainStep(x + t * slice * example_elements_, labels + t * slice,
+                                             slice, on_gradient);
+  };
+  if (k == 1) {
+    run(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < k; ++t) threads.emplace_back(run, t);
+    for (auto& th : threads) th.join();
+  }
+  return SumTowers(results);
+}
+
+Result<StepResult> TowerGroup::StepOnDevice(const float* x, const int32_t* labels, int batch,
+                                            const AverageCallback& on_average) {
+  const int k = size();
+  const int slice = batch / k;
+  DeviceReduction& r = *device_;
+  {
+    MutexLock lock(&r.mu);
+    for (auto& q : r.queued) std::fill(q.begin(), q.end(), 0);
+    r.failed = false;
+  }
+  kernels::Backend<float>* b0 = towers_[0].backend.get();
+  std::vector<std::pair<uint64_t, int>> copies;  // tower 0's thread only: (ticket, variable)
+  Status reduce_status = Status::Ok();           // tower 0's thread only
+  // Tower 0's hook: once every peer has queued variable v, average it on tower 0's device.
+  auto reduce = [&](int v) {
+    {
+      MutexLock lock(&r.mu);
+      const auto deadline = std::chrono::steady_clock::now() + options_.peer_timeout;
+      auto peers_queued = [&]() REQUIRES(r.mu) {
+        for (int t = 1; t < k; ++t) {
+          if (!r.queued[t][v]) return false;
+        }
+        return true;
+      };
+      bool ready = true;
+      while (!r.failed && !peers_queued()) {
+        if (!r.cv.WaitUntil(deadline)) {
+          ready = r.failed || peers_queued();
+          break;
+        }
+      }
+      if (!ready || r.failed) {
+        if (reduce_status.ok()) {
+          reduce_status =
+              ready
+                  ? InternalError("a tower failed during backward")
+                  : TimeoutError("towers did not reach variable " + std::to_string(v) + " in time");
+        }
+        return;
+      }
+    }
+    const int64_t n = average_[v].num_elements();
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    std::vector<const float*> in = {towers_[0].model->backend_gradient(v)};
+    for (int t = 1; t < k; ++t) {
+      float* dst = r.scratch[v][t - 1].data();
+      b0->CopyFromPeer(*towers_[t].backend, towers_[t].model->backend_gradient(v), bytes, dst);
+      in.push_back(dst);
+    }
+    b0->AverageOf(k, in.data(), n, r.average[v].data());
+    copies.emplace_back(b0->CopyToHostAsync(r.average[v].data(), bytes, average_[v].f32()), v);
+  };
+  auto report = [&](int t, int v) {
+    MutexLock lock(&r.mu);
+    r.queued[t][v] = 1;
+    r.cv.SignalAll();
+  };
+  std::vector<Result<StepResult>> results(k, StepResult{});
+  auto run = [&](int t) {
+    auto hook = [&, t](int v) {
+      if (t == 0) {
+        reduce(v);
+      } else {
+        report(t, v);
+      }
+    };
+    results[t] = towers_[t].model->TrainStep(x + t * slice * example_elements_, labels + t * slice,
+                                             slice, hook, Model<float>::GradientDelivery::kBackend);
+    if (!results[t].ok()) {
+      MutexLock lock(&r.mu);
+      r.failed = true;
+      r.cv.SignalAll();
+    }
+    if (t != 0) return;
+    // Every queued copy is waited for, even after a failure: its buffers are reused.
+    for (const auto& [ticket, v] : copies) {
+      b0->WaitCopy(ticket);
+      if (results[0].ok() && reduce_status.ok()) on_average(v, average_[v]);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < k; ++t) threads.emplace_back(run, t);
+  for (auto& th : threads) th.join();
+  Result<StepResult> total = SumTowers(results);  // a tower's own error comes first
+  if (total.ok() && !reduce_status.ok()) return reduce_status;
+  return total;
+}
+
+void TowerGroup::LogPlacement() const {
+  for (size_t t = 0; t < towers_.size(); ++t) {
+    for (const auto& layer : towers_[t].model->layers()) {
+      TOWERPS_LOG(kInfo) << "placement: tower " << t << " " << layer->name() << " (" << layer->ops()
+                         << ") -> " << towers_[t].device.name() << " ["
+                         << towers_[t].backend->name() << " backend]";
+    }
+  }
+}
+
+void TowerGroup::LogDeviceMemory() const {
+  for (size_t t = 0; t < towers_.size(); ++t) {
+    const auto m = towers_[t].backend->device_memory_stats();
+    if (!m) continue;
+    TOWERPS_LOG(kInfo) << "tower " << t << " " << towers_[t].backend->name() << " memory: peak "
+                       << (m->peak_bytes_in_use >> 20) << " MiB in use, "
+                       << (m->bytes_reserved >> 20) << " MiB reserved of " << (m->limit_bytes >> 20)
+                       << " MiB allowed";
+  }
+}
+
+}  // namespace towerps::worker

@@ -1,0 +1,108 @@
+// TowerGroup: one worker's towers (--towers) run as one. Each tower is a backend and a replica
+// of the model; a step splits the batch over the towers, runs them on a thread each, and hands
+// on every variable's gradient averaged over the towers as soon as the last tower has it.
+//
+// Where the average is computed:
+//  - On the host, in tower order (bitwise reproducible), when the towers compute in host memory
+//    (CPU) or there is one tower: the last tower to finish a variable averages it.
+//  - On tower 0's device, when there are several device towers that can copy from each other
+//    (MemorySpace::CanCopyFromPeer, e.g. GPUs): towers t > 0 only report, per variable, that
+//    its gradient is queued; tower 0's thread (so each backend keeps one caller) waits for the
+//    reports, queues the peer copies, AverageOf in tower order and one copy to the pinned host
+//    average, and once its own backward is queued hands on each average as its copy lands.
+//
+// Contract:
+//  - Owns the towers' backends and models; the caller reads and writes the replicas' values
+//    through model(t) between steps. Not thread-safe: one caller; Step() runs the tower threads
+//    and joins them before it returns.
+//  - `on_average(v, average)` runs on a tower thread, once per variable per step; calls for
+//    different variables may run concurrently. `average` is owned by the group and is not
+//    written again until the next Step(): the callee may send it without a copy, but must be
+//    done with it before it calls Step() again.
+//  - Step() returns the mean loss and the counts over the towers, or the first failing tower's
+//    error; device towers that stop reporting for `peer_timeout` give kTimeout naming the
+//    variable. After an error no further averages are handed on for that step.
+#ifndef TOWERPS_WORKER_TOWER_GROUP_H_
+#define TOWERPS_WORKER_TOWER_GROUP_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/result.h"
+#include "common/tensor.h"
+#include "kernels/backend.h"
+#include "worker/model/model.h"
+#include "worker/model/model_builder.h"
+#include "worker/towers.h"
+
+namespace towerps::worker {
+
+class TowerGroup {
+ public:
+  struct Options {
+    std::chrono::milliseconds peer_timeout{60000};  // device reduction: wait for a peer tower
+  };
+  // One tower per device, each with the backend CreateTowerBackend gives it and its replica of
+  // `builder`'s model, all initialised from `seed`.
+  static Result<std::unique_ptr<TowerGroup>> Create(const std::vector<TowerDevice>& devices,
+                                                    const TowerBackendOptions& backend_options,
+                                                    const ModelBuilder& builder, uint64_t seed,
+                                                    const Options& options);
+  // The same on backends the caller made (tests use stand-in backends); parallel vectors.
+  static Result<std::unique_ptr<TowerGroup>> FromBackends(
+      std::vector<TowerDevice> devices,
+      std::vector<std::unique_ptr<kernels::Backend<float>>> backends, const ModelBuilder& builder,
+      uint64_t seed, const Options& options);
+  ~TowerGroup();
+  TowerGroup(const TowerGroup&) = delete;
+  TowerGroup& operator=(const TowerGroup&) = delete;
+
+  int size() const { return static_cast<int>(towers_.size()); }
+  Model<float>& model(int t) { return *towers_[t].model; }
+  const Model<float>& model(int t) const { return *towers_[t].model; }
+  const TowerDevice& device(int t) const { return towers_[t].device; }
+  // True when the gradients are averaged on tower 0's device (see above).
+  bool averages_on_device() const { return device_ != nullptr; }
+
+  using AverageCallback = std::function<void(int variable, const Tensor& average)>;
+  // One training step on `batch` examples (x: batch x example elements, row-major), split
+  // evenly over the towers; `batch` must be a multiple of size().
+  Result<StepResult> Step(const float* x, const int32_t* labels, int batch,
+                          const AverageCallback& on_average);
+
+  // Logs each tower's layers with their device and backend (--log-device-placement).
+  void LogPlacement() const;
+  // Logs device towers' peak and reserved memory; nothing for host towers.
+  void LogDeviceMemory() const;
+
+ private:
+  struct Tower {
+    TowerDevice device;
+    std::unique_ptr<kernels::Backend<float>> backend;
+    std::unique_ptr<Model<float>> model;
+  };
+  struct DeviceReduction;  // tower_group.cc
+
+  TowerGroup(std::vector<Tower> towers, const Options& options);
+  Status SetUpDeviceReduction();
+  Result<StepResult> StepOnHost(const float* x, const int32_t* labels, int batch,
+                                const AverageCallback& on_average);
+  Result<StepResult> StepOnDevice(const float* x, const int32_t* labels, int batch,
+                                  const AverageCallback& on_average);
+
+  std::vector<Tower> towers_;
+  Options options_;
+  int num_vars_ = 0;
+  int64_t example_elements_ = 0;
+  std::vector<Tensor> average_;              // [v], host; pinned when averaged on the device
+  std::unique_ptr<DeviceReduction> device_;  // null: averaged on the host
+};
+
+// The step's result over all towers: the mean loss and the summed counts, or the first error.
+Result<StepResult> SumTowers(const std::vector<Result<StepResult>>& results);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TOWER_GROUP_H_

@@ -1,0 +1,66 @@
+#include "worker/train/summary.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "worker/train/metrics_log.h"
+
+namespace towerps::worker {
+void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
+  s->dropped_stale += stats.stale_dropped;
+  s->updates_applied += stats.updates_applied;
+  std::vector<uint64_t>& h = s->staleness_histogram;
+  h.resize(std::max(h.size(), stats.staleness_histogram.size()), 0);
+  for (size_t b = 0; b < stats.staleness_histogram.size(); ++b)
+    h[b] += stats.staleness_histogram[b];
+}
+
+void FinishStalenessStats(TrainingSummary* s) {
+  std::vector<uint64_t>& h = s->staleness_histogram;
+  uint64_t n = 0;
+  double sum = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    n += h[i];
+    sum += static_cast<double>(i) * static_cast<double>(h[i]);
+  }
+  s->mean_staleness = n ? sum / static_cast<double>(n) : 0;
+  s->p99_staleness = 0;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < h.size() && n; ++i) {
+    seen += h[i];
+    if (static_cast<double>(seen) >= 0.99 * static_cast<double>(n)) {
+      s->p99_staleness = static_cast<double>(i);
+      break;
+    }
+  }
+  while (!h.empty() && h.back() == 0) h.pop_back();
+}
+
+std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank) {
+  nlohmann::ordered_json j;
+  j["test_accuracy"] = JsonNumber(s.test_accuracy);
+  j["test_loss"] = JsonNumber(s.test_loss);
+  j["final_train_loss"] = JsonNumber(s.final_train_loss);
+  j["train_seconds"] = JsonNumber(s.train_seconds);
+  j["examples_per_sec"] = JsonNumber(s.examples_per_sec);
+  j["steps"] = s.steps;
+  j["epochs"] = s.epochs;
+  j["mode"] = ps::UpdateModeName(job.mode);
+  j["workers"] = job.workers;
+  j["servers"] = job.servers;
+  j["replicas_to_aggregate"] = job.EffectiveReplicas();
+  j["staleness_bound"] = job.staleness;
+  j["model"] = job.model;
+  j["batch_size"] = job.batch_size;
+  j["dropped_stale"] = s.dropped_stale;
+  j["updates_applied"] = s.updates_applied;
+  j["mean_staleness"] = JsonNumber(s.mean_staleness);
+  j["p99_staleness"] = JsonNumber(s.p99_staleness);
+  j["rank"] = rank;
+  j["wait_seconds"] = JsonNumber(s.wait_seconds);
+  j["injected_delay_seconds"] = JsonNumber(s.injected_delay_seconds);
+  j["staleness_histogram"] = s.staleness_histogram;
+  return j.dump();
+}
+
+}  // namespace towerps::worker
