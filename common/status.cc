@@ -77,4 +77,8 @@ Status ResourceExhaustedError(std::string m) {
 Status CancelledError(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
+std::ostream& operator<<(std::ostream& os, const Status& status) {
+  return os << status.ToString();
+}
+
 }  // namespace towerps

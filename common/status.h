@@ -11,6 +11,7 @@
 #define TOWERPS_COMMON_STATUS_H_
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -76,6 +77,9 @@ Status FailedPreconditionError(std::string message);
 Status ResourceExhaustedError(std::string message);
 Status CancelledError(std::string message);
 Status InternalError(std::string message);
+
+// Writes ToString(), so tests can say ASSERT_TRUE(r.ok()) << r.status().
+std::ostream& operator<<(std::ostream& os, const Status& status);
 
 }  // namespace towerps
 

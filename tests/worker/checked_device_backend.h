@@ -1,0 +1,289 @@
+// CheckedDeviceBackend: a stand-in for a GPU backend in tests on machines without one.
+//
+// Backend<float> with "device" memory: the CPU backend's math on buffers it hands out itself,
+// refusing (counting) every op whose pointers are not inside its own allocations, so a host
+// pointer leaking into an op (inputs, labels, parameters, activations) is caught. Uploads are
+// deferred to the next op and downloads to WaitCopy, as a stream would, so reading too early
+// sees stale data. Two stand-ins copy from each other as two GPUs would (CopyFromPeer). Results
+// are bitwise those of the CPU backend: same math, only the memory differs.
+//
+// Contract: one caller at a time, like a real backend; only CopyFromPeer may read a peer that
+// another thread is using (it looks up the peer's allocation table under a lock).
+#ifndef TOWERPS_TESTS_WORKER_CHECKED_DEVICE_BACKEND_H_
+#define TOWERPS_TESTS_WORKER_CHECKED_DEVICE_BACKEND_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_backend.h"
+
+namespace towerps::worker {
+
+using kernels::Conv2dShape;
+using kernels::LrnParams;
+using kernels::Pool2dShape;
+
+// Backend<float> with "device" memory: host memory it allocates itself and checks.
+class CheckedDeviceBackend final : public kernels::Backend<float> {
+ public:
+  CheckedDeviceBackend() : cpu_(std::move(kernels::CpuBackend::Create({}).value())) {}
+  ~CheckedDeviceBackend() override {
+    for (auto& [p, bytes] : live_) std::free(reinterpret_cast<void*>(p));
+  }
+
+  int violations = 0;
+  std::string first_violation;
+  int64_t bytes_to_device = 0, bytes_to_host = 0;
+
+  std::string name() const override { return "checked-device"; }
+  // Peer copies between two stand-ins, as between two GPUs; counted.
+  int peer_copies = 0;
+  bool CanCopyFromPeer(const kernels::MemorySpace& peer) const override {
+    return dynamic_cast<const CheckedDeviceBackend*>(&peer) != nullptr;
+  }
+  void CopyFromPeer(kernels::MemorySpace& peer, const void* src, size_t bytes, void* dst) override {
+    auto& from = dynamic_cast<CheckedDeviceBackend&>(peer);
+    Check(dst, bytes, "CopyFromPeer dst");
+    if (!from.Owns(src, bytes) && violations++ == 0) first_violation = "CopyFromPeer src";
+    ++peer_copies;
+    std::memcpy(dst, src, bytes);
+  }
+  bool host_memory() const override { return false; }
+  Result<void*> Allocate(size_t bytes) override {
+    if (bytes == 0) return static_cast<void*>(nullptr);
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    std::lock_guard<std::mutex> lock(live_mu_);
+    live_[reinterpret_cast<uintptr_t>(p)] = bytes;
+    return p;
+  }
+  void Free(void* p) override {
+    if (p == nullptr) return;
+    Check(p, 1, "Free");
+    std::lock_guard<std::mutex> lock(live_mu_);
+    live_.erase(reinterpret_cast<uintptr_t>(p));
+    std::free(p);
+  }
+  void CopyFromHost(const void* host, size_t bytes, void* dst) override {
+    Check(dst, bytes, "CopyFromHost");
+    bytes_to_device += static_cast<int64_t>(bytes);
+    std::memcpy(dst, host, bytes);
+  }
+  void CopyToHost(const void* src, size_t bytes, void* host) override {
+    Check(src, bytes, "CopyToHost");
+    bytes_to_host += static_cast<int64_t>(bytes);
+    std::memcpy(host, src, bytes);
+  }
+  void Copy(const void* src, size_t bytes, void* dst) override {
+    Check(src, bytes, "Copy");
+    Check(dst, bytes, "Copy");
+    std::memcpy(dst, src, bytes);
+  }
+  void Synchronize() override { Flush(); }
+  // Deferred until the next op or copy (stream order), so a host buffer the model stops
+  // keeping alive too early is read late (and caught by ASan).
+  void CopyFromHostAsync(const void* host, size_t bytes, void* dst) override {
+    Check(dst, bytes, "CopyFromHostAsync");
+    bytes_to_device += static_cast<int64_t>(bytes);
+    queued_.push_back({host, bytes, dst});
+  }
+  // Deferred until WaitCopy, so a model that reads a gradient before waiting sees stale data.
+  uint64_t CopyToHostAsync(const void* src, size_t bytes, void* host) override {
+    Check(src, bytes, "CopyToHostAsync");
+    pending_[next_ticket_] = {src, bytes, host};
+    return next_ticket_++;
+  }
+  void WaitCopy(uint64_t ticket) override {
+    Flush();
+    auto it = pending_.find(ticket);
+    ASSERT_NE(it, pending_.end()) << "WaitCopy of an unknown or already waited ticket";
+    bytes_to_host += static_cast<int64_t>(it->second.bytes);
+    std::memcpy(it->second.host, it->second.src, it->second.bytes);
+    pending_.erase(it);
+  }
+  size_t pending_copies() const { return pending_.size() + queued_.size(); }
+
+  void Gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
+            float beta, float* c) override {
+    F(a, int64_t{m} * k, "Gemm a");
+    F(b, int64_t{k} * n, "Gemm b");
+    F(c, int64_t{m} * n, "Gemm c");
+    cpu_->Gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+  }
+  void BiasAdd(int outer, int channels, int inner, const float* bias, float* y) override {
+    F(bias, channels, "BiasAdd bias");
+    F(y, int64_t{outer} * channels * inner, "BiasAdd y");
+    cpu_->BiasAdd(outer, channels, inner, bias, y);
+  }
+  void BiasBackward(int outer, int channels, int inner, const float* dy, float* db) override {
+    F(dy, int64_t{outer} * channels * inner, "BiasBackward dy");
+    F(db, channels, "BiasBackward db");
+    cpu_->BiasBackward(outer, channels, inner, dy, db);
+  }
+  void Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) override {
+    F(x, s.x_size(), "conv x");
+    F(w, s.w_size(), "conv w");
+    F(y, s.y_size(), "conv y");
+    cpu_->Conv2dForward(s, x, w, y);
+  }
+  void Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
+                          float* dx) override {
+    F(dy, s.y_size(), "conv dy");
+    F(w, s.w_size(), "conv w");
+    F(dx, s.x_size(), "conv dx");
+    cpu_->Conv2dBackwardData(s, dy, w, dx);
+  }
+  void Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
+                            float* dw) override {
+    F(x, s.x_size(), "conv x");
+    F(dy, s.y_size(), "conv dy");
+    F(dw, s.w_size(), "conv dw");
+    cpu_->Conv2dBackwardFilter(s, x, dy, dw);
+  }
+  void MaxPoolForward(const Pool2dShape& s, const float* x, float* y) override {
+    F(x, s.x_size(), "pool x");
+    F(y, s.y_size(), "pool y");
+    cpu_->MaxPoolForward(s, x, y);
+  }
+  void MaxPoolBackward(const Pool2dShape& s, const float* x, const float* dy, float* dx) override {
+    F(x, s.x_size(), "pool x");
+    F(dy, s.y_size(), "pool dy");
+    F(dx, s.x_size(), "pool dx");
+    cpu_->MaxPoolBackward(s, x, dy, dx);
+  }
+  void AvgPoolForward(const Pool2dShape& s, const float* x, float* y) override {
+    F(x, s.x_size(), "pool x");
+    F(y, s.y_size(), "pool y");
+    cpu_->AvgPoolForward(s, x, y);
+  }
+  void AvgPoolBackward(const Pool2dShape& s, const float* dy, float* dx) override {
+    F(dy, s.y_size(), "pool dy");
+    F(dx, s.x_size(), "pool dx");
+    cpu_->AvgPoolBackward(s, dy, dx);
+  }
+  void ReluForward(int64_t n, const float* x, float* y) override {
+    Unary(n, x, y);
+    cpu_->ReluForward(n, x, y);
+  }
+  void ReluBackward(int64_t n, const float* y, const float* dy, float* dx) override {
+    Binary(n, y, dy, dx);
+    cpu_->ReluBackward(n, y, dy, dx);
+  }
+  void TanhForward(int64_t n, const float* x, float* y) override {
+    Unary(n, x, y);
+    cpu_->TanhForward(n, x, y);
+  }
+  void TanhBackward(int64_t n, const float* y, const float* dy, float* dx) override {
+    Binary(n, y, dy, dx);
+    cpu_->TanhBackward(n, y, dy, dx);
+  }
+  void SigmoidForward(int64_t n, const float* x, float* y) override {
+    Unary(n, x, y);
+    cpu_->SigmoidForward(n, x, y);
+  }
+  void SigmoidBackward(int64_t n, const float* y, const float* dy, float* dx) override {
+    Binary(n, y, dy, dx);
+    cpu_->SigmoidBackward(n, y, dy, dx);
+  }
+  void LrnForward(int n, int c, int hw, const LrnParams& p, const float* x, float* y) override {
+    Unary(int64_t{n} * c * hw, x, y);
+    cpu_->LrnForward(n, c, hw, p, x, y);
+  }
+  void LrnBackward(int n, int c, int hw, const LrnParams& p, const float* x, const float* dy,
+                   float* dx) override {
+    Binary(int64_t{n} * c * hw, x, dy, dx);
+    cpu_->LrnBackward(n, c, hw, p, x, dy, dx);
+  }
+  void DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
+                      float* y) override {
+    Binary(n, x, mask, y);
+    cpu_->DropoutForward(n, rate, seed, x, mask, y);
+  }
+  void DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) override {
+    Binary(n, mask, dy, dx);
+    cpu_->DropoutBackward(n, mask, dy, dx);
+  }
+  void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels,
+                           float grad_scale, float* loss, float* dlogits) override {
+    F(logits, int64_t{batch} * classes, "logits");
+    Check(labels, sizeof(int32_t) * batch, "labels");
+    F(loss, batch, "loss");
+    if (dlogits) F(dlogits, int64_t{batch} * classes, "dlogits");
+    cpu_->SoftmaxCrossEntropy(batch, classes, logits, labels, grad_scale, loss, dlogits);
+  }
+  void Axpy(int64_t n, float alpha, const float* x, float* y) override {
+    Unary(n, x, y);
+    cpu_->Axpy(n, alpha, x, y);
+  }
+  void Scale(int64_t n, float alpha, float* y) override {
+    F(y, n, "Scale");
+    cpu_->Scale(n, alpha, y);
+  }
+  void Fill(int64_t n, float value, float* y) override {
+    F(y, n, "Fill");
+    cpu_->Fill(n, value, y);
+  }
+  void AverageOf(int k, const float* const* in, int64_t n, float* out) override {
+    for (int j = 0; j < k; ++j) F(in[j], n, "AverageOf in");
+    F(out, n, "AverageOf out");
+    cpu_->AverageOf(k, in, n, out);
+  }
+  void MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay, const float* g,
+                      float* v, float* p) override {
+    Binary(n, g, v, p);
+    cpu_->MomentumUpdate(n, lr, momentum, weight_decay, g, v, p);
+  }
+
+ private:
+  void Flush() {
+    for (const PendingCopy& c : queued_) std::memcpy(c.host, c.src, c.bytes);  // host -> dst
+    queued_.clear();
+  }
+  // Whether [p, p + bytes) lies inside one of this backend's allocations. Thread-safe.
+  bool Owns(const void* p, size_t bytes) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(live_mu_);
+    auto it = live_.upper_bound(a);
+    if (it == live_.begin()) return false;
+    --it;
+    return a >= it->first && a + bytes <= it->first + it->second;
+  }
+  void Check(const void* p, size_t bytes, const char* what) {
+    Flush();  // every op and copy runs after the uploads queued before it
+    if (!Owns(p, bytes) && violations++ == 0) first_violation = what;
+  }
+  void F(const float* p, int64_t n, const char* what) {
+    Check(p, static_cast<size_t>(n) * sizeof(float), what);
+  }
+  void Unary(int64_t n, const float* x, const float* y) {
+    F(x, n, "input");
+    F(y, n, "output");
+  }
+  void Binary(int64_t n, const float* a, const float* b, const float* c) {
+    F(a, n, "first");
+    F(b, n, "second");
+    F(c, n, "output");
+  }
+
+  struct PendingCopy {
+    const void* src;
+    size_t bytes;
+    void* host;
+  };
+  std::unique_ptr<kernels::CpuBackend> cpu_;
+  std::mutex live_mu_;  // a peer's CopyFromPeer reads live_ from another thread
+  std::map<uintptr_t, size_t> live_;
+  std::map<uint64_t, PendingCopy> pending_;
+  std::vector<PendingCopy> queued_;  // uploads: src = host, host = device destination
+  uint64_t next_ticket_ = 1;
+};
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_TESTS_WORKER_CHECKED_DEVICE_BACKEND_H_

@@ -1,0 +1,186 @@
+// TowerGroup: each variable's average is handed on once per step and equals the towers'
+// gradients averaged in tower order, whether the towers average on the host (CPU towers) or on
+// tower 0's device (stand-in device backends, so the GPU path runs without a GPU); failures end
+// the step with the tower's error and hand nothing more on.
+#include "worker/tower_group.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/elementwise.h"
+#include "tests/worker/checked_device_backend.h"
+#include "worker/model/model_builder.h"
+
+namespace towerps::worker {
+namespace {
+
+ModelBuilder SmallNet() {
+  ModelBuilder b({2, 8, 8});
+  b.Conv2d("conv", 4, 3, 1, Padding::kSame).Relu().MaxPool(2, 2);
+  b.Dropout(0.25f).Dense("fc", 12).Tanh().Dense("logits", 5, Init::kGlorot);
+  return b;
+}
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<int32_t> labels;
+};
+
+Batch RandomBatch(int batch, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Batch b;
+  b.x.resize(static_cast<size_t>(batch) * 2 * 8 * 8);
+  for (float& v : b.x) v = dist(rng);
+  for (int i = 0; i < batch; ++i) b.labels.push_back(std::uniform_int_distribution<int>(0, 4)(rng));
+  return b;
+}
+
+std::unique_ptr<TowerGroup> CpuTowers(int k) {
+  std::vector<TowerDevice> devices;
+  std::vector<std::unique_ptr<kernels::Backend<float>>> backends;
+  for (int t = 0; t < k; ++t) {
+    devices.push_back({TowerDevice::Kind::kCpu, t});
+    auto cpu = kernels::CpuBackend::Create({});
+    EXPECT_TRUE(cpu.ok()) << cpu.status();
+    backends.push_back(std::move(cpu).value());
+  }
+  auto g = TowerGroup::FromBackends(devices, std::move(backends), SmallNet(), 3, {});
+  EXPECT_TRUE(g.ok()) << g.status();
+  return std::move(g).value();
+}
+
+// k stand-in device towers; `devices_out` receives them (owned by the group).
+std::unique_ptr<TowerGroup> DeviceTowers(int k, std::vector<CheckedDeviceBackend*>* devices_out) {
+  std::vector<TowerDevice> devices;
+  std::vector<std::unique_ptr<kernels::Backend<float>>> backends;
+  for (int t = 0; t < k; ++t) {
+    devices.push_back({TowerDevice::Kind::kGpu, t});
+    auto dev = std::make_unique<CheckedDeviceBackend>();
+    devices_out->push_back(dev.get());
+    backends.push_back(std::move(dev));
+  }
+  auto g = TowerGroup::FromBackends(devices, std::move(backends), SmallNet(), 3,
+                                    {.peer_timeout = std::chrono::milliseconds(20000)});
+  EXPECT_TRUE(g.ok()) << g.status();
+  return std::move(g).value();
+}
+
+// Runs a step; returns each variable's handed-on average (a copy), checking each comes once.
+std::map<int, std::vector<float>> StepAverages(TowerGroup& g, const Batch& b, StepResult* r) {
+  std::mutex mu;
+  std::map<int, std::vector<float>> got;
+  auto result = g.Step(b.x.data(), b.labels.data(), static_cast<int>(b.labels.size()),
+                       [&](int v, const Tensor& avg) {
+                         std::lock_guard<std::mutex> lock(mu);
+                         EXPECT_EQ(got.count(v), 0u) << "variable " << v << " handed on twice";
+                         const float* p = avg.f32();
+                         got[v].assign(p, p + avg.num_elements());
+                       });
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (result.ok() && r != nullptr) *r = *result;
+  return got;
+}
+
+// Every tower's values set to the same fresh random numbers, as a pull would.
+void SetValues(TowerGroup& g, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.3f, 0.3f);
+  for (int v = 0; v < g.model(0).num_variables(); ++v) {
+    std::vector<float> values(g.model(0).value(v).size());
+    for (float& x : values) x = dist(rng);
+    for (int t = 0; t < g.size(); ++t) {
+      std::copy(values.begin(), values.end(), g.model(t).value(v).begin());
+    }
+  }
+}
+
+TEST(TowerGroupTest, HostAverageIsTheTowersGradientsAveragedInTowerOrder) {
+  auto g = CpuTowers(2);
+  ASSERT_FALSE(g->averages_on_device());
+  const Batch b = RandomBatch(8, 11);
+  StepResult r;
+  auto got = StepAverages(*g, b, &r);
+  ASSERT_EQ(got.size(), static_cast<size_t>(g->model(0).num_variables()));
+  EXPECT_EQ(r.batch, 8);
+  for (auto& [v, avg] : got) {
+    const float* in[2] = {g->model(0).gradient(v).data(), g->model(1).gradient(v).data()};
+    std::vector<float> want(avg.size());
+    kernels::cpu::AverageOf(2, in, static_cast<int64_t>(want.size()), want.data());
+    EXPECT_EQ(avg, want) << "variable " << v;
+    // The towers computed on different slices: their gradients differ.
+    EXPECT_NE(std::vector<float>(in[0], in[0] + avg.size()),
+              std::vector<float>(in[1], in[1] + avg.size()));
+  }
+}
+
+TEST(TowerGroupTest, DeviceAverageIsBitwiseTheHostAverage) {
+  // Three towers: a float sum's order shows in its bits.
+  auto host = CpuTowers(3);
+  std::vector<CheckedDeviceBackend*> devs;
+  auto dev = DeviceTowers(3, &devs);
+  ASSERT_TRUE(dev->averages_on_device());
+  const int vars = dev->model(0).num_variables();
+  for (int step = 0; step < 3; ++step) {
+    SetValues(*host, 100 + step);
+    SetValues(*dev, 100 + step);
+    const Batch b = RandomBatch(6, 20 + step);
+    StepResult rh, rd;
+    auto want = StepAverages(*host, b, &rh);
+    auto got = StepAverages(*dev, b, &rd);
+    ASSERT_EQ(got.size(), static_cast<size_t>(vars)) << "step " << step;
+    EXPECT_EQ(got, want) << "step " << step;
+    EXPECT_EQ(rd.loss, rh.loss);
+    EXPECT_EQ(rd.correct, rh.correct);
+  }
+  EXPECT_EQ(devs[0]->peer_copies, 3 * 2 * vars);  // one per variable per peer per step
+  for (CheckedDeviceBackend* d : devs) {
+    EXPECT_EQ(d->violations, 0) << d->first_violation;
+  }
+}
+
+TEST(TowerGroupTest, OneDeviceTowerAveragesOnTheHost) {
+  auto host = CpuTowers(1);
+  std::vector<CheckedDeviceBackend*> devs;
+  auto dev = DeviceTowers(1, &devs);
+  EXPECT_FALSE(dev->averages_on_device());
+  const Batch b = RandomBatch(4, 5);
+  EXPECT_EQ(StepAverages(*dev, b, nullptr), StepAverages(*host, b, nullptr));
+  EXPECT_EQ(devs[0]->violations, 0) << devs[0]->first_violation;
+}
+
+TEST(TowerGroupTest, AFailingTowerEndsTheStepWithItsErrorAndHandsNothingOn) {
+  std::vector<CheckedDeviceBackend*> devs;
+  auto dev = DeviceTowers(2, &devs);
+  auto host = CpuTowers(2);
+  Batch b = RandomBatch(6, 9);
+  b.labels[5] = 99;  // in tower 1's slice
+  for (TowerGroup* g : {dev.get(), host.get()}) {
+    int handed_on = 0;
+    auto r = g->Step(b.x.data(), b.labels.data(), 6, [&](int, const Tensor&) { ++handed_on; });
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("label 99"), std::string::npos) << r.status();
+    EXPECT_EQ(handed_on, 0);
+  }
+  // The group still works afterwards.
+  b.labels[5] = 1;
+  EXPECT_EQ(StepAverages(*dev, b, nullptr).size(),
+            static_cast<size_t>(dev->model(0).num_variables()));
+}
+
+TEST(TowerGroupTest, ABatchThatDoesNotSplitIsRefused) {
+  auto g = CpuTowers(2);
+  const Batch b = RandomBatch(5, 1);
+  auto r = g->Step(b.x.data(), b.labels.data(), 5, [](int, const Tensor&) {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("2 towers"), std::string::npos) << r.status();
+}
+
+}  // namespace
+}  // namespace towerps::worker
