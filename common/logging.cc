@@ -4,15 +4,16 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace towerps {
 namespace {
 
 // The process's log configuration; written by InitLogging() from main() only.
 struct LogState {
-  std::mutex mu;
-  std::string prefix = "[towerps]";  // guarded by mu
+  Mutex mu;
+  std::string prefix GUARDED_BY(mu) = "[towerps]";
   std::atomic<int> min_level{static_cast<int>(LogLevel::kInfo)};
 };
 
@@ -39,7 +40,7 @@ char LevelLetter(LogLevel level) {
 
 void InitLogging(const LogOptions& options) {
   LogState& state = State();
-  std::lock_guard<std::mutex> lock(state.mu);
+  MutexLock lock(&state.mu);
   state.prefix = "[" + options.role;
   if (options.rank >= 0) state.prefix += ":" + std::to_string(options.rank);
   state.prefix += "]";
@@ -74,7 +75,7 @@ LogLine::~LogLine() {
                 millis);
   const std::string body = stream_.str();
   LogState& state = State();
-  std::lock_guard<std::mutex> lock(state.mu);
+  MutexLock lock(&state.mu);
   std::fprintf(stderr, "%s %c %s %s\n", state.prefix.c_str(), LevelLetter(level_), stamp,
                body.c_str());
   std::fflush(stderr);

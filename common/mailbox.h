@@ -9,15 +9,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "common/check.h"
 #include "common/deadline.h"
+#include "common/mutex.h"
 
 namespace towerps {
 
@@ -33,10 +32,10 @@ class Mailbox {
 
   void Push(T item) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       items_.push_back(std::move(item));
     }
-    cv_.notify_one();
+    cv_.Signal();
     const uint64_t one = 1;
     ssize_t n = write(fd_, &one, sizeof(one));
     (void)n;  // EAGAIN only when the counter is saturated, which still means "readable"
@@ -47,7 +46,7 @@ class Mailbox {
     uint64_t count;
     ssize_t n = read(fd_, &count, sizeof(count));
     (void)n;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::vector<T> out(std::make_move_iterator(items_.begin()),
                        std::make_move_iterator(items_.end()));
     items_.clear();
@@ -56,9 +55,9 @@ class Mailbox {
 
   // Waits for one item until the deadline; nullopt on timeout.
   std::optional<T> WaitPop(Deadline deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_until(lock, deadline.when(), [&] { return !items_.empty(); })) {
-      return std::nullopt;
+    MutexLock lock(&mu_);
+    while (items_.empty()) {
+      if (!cv_.WaitUntil(deadline.when()) && items_.empty()) return std::nullopt;
     }
     T item = std::move(items_.front());
     items_.pop_front();
@@ -70,9 +69,9 @@ class Mailbox {
 
  private:
   const int fd_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<T> items_;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  std::deque<T> items_ GUARDED_BY(mu_);
 };
 
 }  // namespace towerps

@@ -21,11 +21,11 @@ ThreadPool::ThreadPool(int threads) : size_(std::max(threads, 1)) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     generation_.fetch_add(1);
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   for (auto& t : workers_) t.join();
 }
 
@@ -53,11 +53,11 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const Fn& fn) {
   job->n = n;
   job->pieces = pieces;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     job_ = job;
     generation_.fetch_add(1, std::memory_order_release);
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   RunPieces(*job, 0);
   // Every piece is claimed; wait for the ones still running elsewhere.
   while (job->done.load(std::memory_order_acquire) != pieces) CpuRelax();
@@ -73,8 +73,8 @@ void ThreadPool::WorkerLoop(int index) {
     }
     std::shared_ptr<Job> job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return generation_.load() != seen; });
+      MutexLock lock(&mu_);
+      while (generation_.load() == seen) wake_.Wait();  // idle until work or stop
       if (stop_) return;
       // The generation and the job are read together, so a job is never run twice; a job whose
       // pieces are all claimed already is harmless (RunPieces claims nothing).

@@ -15,13 +15,13 @@
 #define TOWERPS_KERNELS_CPU_THREAD_POOL_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace towerps::kernels::cpu {
 
@@ -55,11 +55,11 @@ class ThreadPool {
 
   const int size_;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  std::atomic<uint64_t> generation_{0};  // bumped once per posted job
-  std::shared_ptr<Job> job_;             // guarded by mu_
-  bool stop_ = false;                    // guarded by mu_
+  Mutex mu_;
+  CondVar wake_{&mu_};
+  std::atomic<uint64_t> generation_{0};  // bumped once per posted job, under mu_
+  std::shared_ptr<Job> job_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace towerps::kernels::cpu
