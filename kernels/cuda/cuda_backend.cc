@@ -315,7 +315,6 @@ CudaBackend::~CudaBackend() {
 std::string CudaBackend::name() const { return impl_->name; }
 int CudaBackend::device() const { return impl_->options.device; }
 cuda::AllocatorStats CudaBackend::memory_stats() const { return impl_->allocator->stats(); }
-void* CudaBackend::stream() const { return impl_->stream; }
 
 // ---- MemorySpace ----
 

@@ -64,8 +64,6 @@ class CudaBackend final : public Backend<float> {
   std::string name() const override;  // "gpu:N"
   int device() const;
   cuda::AllocatorStats memory_stats() const;
-  // The compute stream, as a cudaStream_t (void* keeps CUDA headers out of this one).
-  void* stream() const;
 
   // ---- MemorySpace ----
   bool host_memory() const override { return false; }
