@@ -2,7 +2,8 @@
 //
 // How: matrix products are cuBLAS sgemm (row-major through the operand swap, C^T = B^T A^T);
 // convolutions are cuDNN, with the algorithms chosen once per shape (cudnnGet*Algorithm_v7,
-// first acceptable by expected speed) and cached, and their workspace taken from our allocator;
+// first acceptable by expected speed) and cached, and their workspace taken from our allocator
+// (kernels/cuda/conv_planner.h);
 // activations forward, LRN (when LrnParams map onto cuDNN's formula) and log-softmax are cuDNN;
 // pooling, bias, dropout, the loss, activation gradients, LRN otherwise and the elementwise
 // helpers are our kernels (kernels/cuda/*.cu). Every op is queued on the backend's one compute
@@ -16,7 +17,8 @@
 // Memory: every byte of device memory the backend uses, its callers' buffers included (the
 // MemorySpace API), comes from its CachingAllocator (kernels/cuda/caching_allocator.h), which
 // reserves options.memory at creation (or grows under it). host_memory() is false; the copies
-// are cudaMemcpyAsync on the compute stream, and CopyFromHost/CopyToHost wait for it.
+// are cudaMemcpyAsync on the compute stream, and CopyFromHost/CopyToHost wait for it
+// (kernels/cuda/device_space.h).
 //
 // Contract:
 //  - Pointers passed to ops are device memory on this backend's device, borrowed; `AverageOf`'s
