@@ -180,8 +180,22 @@ void CudaBackend::PinHostMemory(void* host, size_t bytes) {
 }
 void CudaBackend::UnpinHostMemory(void* host) { impl_->memory->UnpinHostMemory(host); }
 
-void CudaBackend::CopyFromPeer(CudaBackend& from, const void* src, size_t bytes, void* dst) {
-  impl_->memory->CopyFromPeer(*from.impl_->memory, src, bytes, dst);
+bool CudaBackend::CanCopyFromPeer(const MemorySpace& peer) const {
+  return dynamic_cast<const CudaBackend*>(&peer) != nullptr;
+}
+
+void CudaBackend::CopyFromPeer(MemorySpace& peer, const void* src, size_t bytes, void* dst) {
+  auto* from = dynamic_cast<CudaBackend*>(&peer);
+  TOWERPS_CHECK(from != nullptr) << name()
+                                 << ": CopyFromPeer from a space that is not a CudaBackend";
+  impl_->memory->CopyFromPeer(*from->impl_->memory, src, bytes, dst);
+}
+
+std::optional<MemorySpace::DeviceMemoryStats> CudaBackend::device_memory_stats() const {
+  const cuda::AllocatorStats a = impl_->memory->allocator().stats();
+  return DeviceMemoryStats{.peak_bytes_in_use = a.peak_bytes_in_use,
+                           .bytes_reserved = a.bytes_reserved,
+                           .limit_bytes = a.limit_bytes};
 }
 
 // ---- Dense algebra ----
