@@ -2,7 +2,8 @@
 //
 // How: matrix products are cuBLAS sgemm (row-major through the operand swap, C^T = B^T A^T);
 // convolutions are cuDNN, with the algorithms chosen once per shape (cudnnGet*Algorithm_v7,
-// first acceptable by expected speed) and cached, and their workspace taken from our allocator;
+// first acceptable by expected speed) and cached, and their workspace taken from our allocator
+// (kernels/cuda/conv_planner.h);
 // activations forward, LRN (when LrnParams map onto cuDNN's formula) and log-softmax are cuDNN;
 // pooling, bias, dropout, the loss, activation gradients, LRN otherwise and the elementwise
 // helpers are our kernels (kernels/cuda/*.cu). Every op is queued on the backend's one compute
@@ -16,7 +17,8 @@
 // Memory: every byte of device memory the backend uses, its callers' buffers included (the
 // MemorySpace API), comes from its CachingAllocator (kernels/cuda/caching_allocator.h), which
 // reserves options.memory at creation (or grows under it). host_memory() is false; the copies
-// are cudaMemcpyAsync on the compute stream, and CopyFromHost/CopyToHost wait for it.
+// are cudaMemcpyAsync on the compute stream, and CopyFromHost/CopyToHost wait for it
+// (kernels/cuda/device_space.h).
 //
 // Contract:
 //  - Pointers passed to ops are device memory on this backend's device, borrowed; `AverageOf`'s
@@ -32,6 +34,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -63,9 +66,8 @@ class CudaBackend final : public Backend<float> {
 
   std::string name() const override;  // "gpu:N"
   int device() const;
+  // The allocator's counters (device_memory_stats() is the MemorySpace subset).
   cuda::AllocatorStats memory_stats() const;
-  // The compute stream, as a cudaStream_t (void* keeps CUDA headers out of this one).
-  void* stream() const;
 
   // ---- MemorySpace ----
   bool host_memory() const override { return false; }
@@ -82,14 +84,19 @@ class CudaBackend final : public Backend<float> {
   void WaitCopy(uint64_t ticket) override;
   void PinHostMemory(void* host, size_t bytes) override;  // cudaHostRegister
   void UnpinHostMemory(void* host) override;
-  // Copies `bytes` from `src` on `from`'s device into `dst` on this one, after the work queued
-  // on both backends so far; later work on this backend sees the data. `from` is borrowed. The
-  // one call that may run while another thread uses `from`: it only records an event on
-  // `from`'s stream (the CUDA runtime is thread-safe), which covers the work queued on `from`
-  // before the call; the caller orders that (e.g. the other thread says it has queued it).
-  // The first copy from a device enables peer access to it where the system allows (direct
-  // NVLink/P2P copies); otherwise the copy is staged through host memory by CUDA.
-  void CopyFromPeer(CudaBackend& from, const void* src, size_t bytes, void* dst);
+  // True when `peer` is a CudaBackend (this one included).
+  bool CanCopyFromPeer(const MemorySpace& peer) const override;
+  // Copies `bytes` from `src` on `peer`'s device into `dst` on this one, after the work queued
+  // on both backends so far; later work on this backend sees the data. `peer` must be a
+  // CudaBackend (otherwise it aborts) and is borrowed. The one call that may run while another
+  // thread uses `peer`: it only records an event on `peer`'s compute stream (the CUDA runtime is
+  // thread-safe), which covers the work queued on `peer` before the call; the caller orders that
+  // (e.g. the other thread says it has queued it). The first copy from a device enables peer
+  // access to it where the system allows (direct NVLink/P2P copies); otherwise the copy is
+  // staged through host memory by CUDA.
+  void CopyFromPeer(MemorySpace& peer, const void* src, size_t bytes, void* dst) override;
+  // The caching allocator's peak in use, reservation and limit.
+  std::optional<DeviceMemoryStats> device_memory_stats() const override;
 
   // ---- Backend<float> ----
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

@@ -107,6 +107,45 @@ TEST_P(BackendConformanceTest, AsyncCopiesFollowTheQueuedWork) {
   backend_->UnpinHostMemory(down.data());
 }
 
+// MemorySpace's optional device API. A GPU copies from another GPU backend (here a second one
+// on the same device, which takes the event-ordered peer path) and from itself, and reports its
+// allocator's memory; host spaces do neither.
+TEST_P(BackendConformanceTest, PeerCopiesAndDeviceMemoryStats) {
+  auto cpu = CpuBackend::Create({.intra_op_threads = 1});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  EXPECT_FALSE(backend_->CanCopyFromPeer(**cpu));
+  if (backend_->host_memory()) {
+    EXPECT_FALSE(backend_->CanCopyFromPeer(*backend_));
+    EXPECT_FALSE(backend_->device_memory_stats().has_value());
+    return;
+  }
+#ifdef TOWERPS_WITH_CUDA
+  CudaBackendOptions o;
+  o.memory.memory_fraction = 0.1;
+  o.memory.allow_growth = true;
+  auto other = CudaBackend::Create(o);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  ASSERT_TRUE(backend_->CanCopyFromPeer(**other));
+  ASSERT_TRUE(backend_->CanCopyFromPeer(*backend_));
+  const auto x = RandomFloats(1000, rng_);
+  const size_t bytes = x.size() * sizeof(float);
+  auto on_other = BackendBuffer<float>::Allocate(other->get(), 1000);
+  ASSERT_TRUE(on_other.ok()) << on_other.status().ToString();
+  (*other)->CopyFromHost(x.data(), bytes, on_other->data());
+  auto from_peer = Filled(1000, 0.0f), from_self = Filled(1000, 0.0f);
+  backend_->CopyFromPeer(**other, on_other->data(), bytes, from_peer.data());
+  backend_->CopyFromPeer(*backend_, from_peer.data(), bytes, from_self.data());
+  EXPECT_EQ(Get(from_peer), x);
+  EXPECT_EQ(Get(from_self), x);
+
+  const auto stats = backend_->device_memory_stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_GT(stats->peak_bytes_in_use, 0u);
+  EXPECT_LE(stats->peak_bytes_in_use, stats->bytes_reserved);
+  EXPECT_LE(stats->bytes_reserved, stats->limit_bytes);
+#endif
+}
+
 TEST_P(BackendConformanceTest, Gemm) {
   struct Case {
     bool ta, tb;
