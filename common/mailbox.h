@@ -57,7 +57,7 @@ class Mailbox {
   std::optional<T> WaitPop(Deadline deadline) {
     MutexLock lock(&mu_);
     while (items_.empty()) {
-      if (!cv_.WaitUntil(deadline.when()) && items_.empty()) return std::nullopt;
+      if (!cv_.WaitUntil(&mu_, deadline.when()) && items_.empty()) return std::nullopt;
     }
     T item = std::move(items_.front());
     items_.pop_front();
@@ -70,7 +70,7 @@ class Mailbox {
  private:
   const int fd_;
   Mutex mu_;
-  CondVar cv_{&mu_};
+  CondVar cv_;
   std::deque<T> items_ GUARDED_BY(mu_);
 };
 

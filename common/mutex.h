@@ -1,10 +1,11 @@
 // Mutex, MutexLock and CondVar: std::mutex and std::condition_variable with clang's
 // thread-safety annotations (common/thread_annotations.h), so GUARDED_BY members are checked by
-// the compiler. The shapes follow leveldb's port::Mutex and port::CondVar.
+// the compiler. The shapes follow leveldb's port::Mutex and Abseil's CondVar.
 //
-// Contract: Mutex is not recursive. MutexLock holds a Mutex for its scope. CondVar is bound to
-// one Mutex, which every Wait* call must hold; waits may wake spuriously, so callers loop on
-// their condition. Every wait in TowerPS has a deadline: prefer WaitUntil.
+// Contract: Mutex is not recursive. MutexLock holds a Mutex for its scope. A CondVar's Wait*
+// calls take the Mutex the caller holds (as Abseil's do, so the analysis sees which); waits may
+// wake spuriously, so callers loop on their condition. Every wait on a peer has a deadline:
+// WaitUntil (Wait is for idle threads that a stop request wakes).
 #ifndef TOWERPS_COMMON_MUTEX_H_
 #define TOWERPS_COMMON_MUTEX_H_
 
@@ -45,20 +46,20 @@ class SCOPED_CAPABILITY MutexLock {
 
 class CondVar {
  public:
-  explicit CondVar(Mutex* mu) : mu_(mu) {}
+  CondVar() = default;
   CondVar(const CondVar&) = delete;
   CondVar& operator=(const CondVar&) = delete;
 
-  // Releases the mutex while waiting; holds it again on return.
-  void Wait() REQUIRES(mu_) {
-    std::unique_lock<std::mutex> lock(mu_->mu_, std::adopt_lock);
+  // Releases `mu` while waiting; holds it again on return.
+  void Wait(Mutex* mu) REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();
   }
   // As Wait(), until `deadline` at the latest; false when it passed.
   template <typename Clock, typename Duration>
-  bool WaitUntil(std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mu_) {
-    std::unique_lock<std::mutex> lock(mu_->mu_, std::adopt_lock);
+  bool WaitUntil(Mutex* mu, std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     const bool woken = cv_.wait_until(lock, deadline) == std::cv_status::no_timeout;
     lock.release();
     return woken;
@@ -67,7 +68,6 @@ class CondVar {
   void SignalAll() { cv_.notify_all(); }
 
  private:
-  Mutex* const mu_;
   std::condition_variable cv_;
 };
 

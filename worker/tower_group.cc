@@ -20,7 +20,7 @@ struct TowerGroup::DeviceReduction {
   std::vector<std::vector<kernels::BackendBuffer<float>>> scratch;  // [v][tower - 1]
   std::vector<kernels::BackendBuffer<float>> average;               // [v]
   Mutex mu;
-  CondVar cv{&mu};
+  CondVar cv;
   std::vector<std::vector<char>> queued GUARDED_BY(mu);  // [tower][v]: backward queued
   bool failed GUARDED_BY(mu) = false;                    // a tower's step failed
 };
@@ -181,7 +181,7 @@ Result<StepResult> TowerGroup::StepOnDevice(const float* x, const int32_t* label
       };
       bool ready = true;
       while (!r.failed && !peers_queued()) {
-        if (!r.cv.WaitUntil(deadline)) {
+        if (!r.cv.WaitUntil(&r.mu, deadline)) {
           ready = r.failed || peers_queued();
           break;
         }

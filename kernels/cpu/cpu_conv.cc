@@ -99,7 +99,10 @@ bool IsPointwise(const Conv2dShape& s) {
 }  // namespace
 
 void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
-  const auto [ohw, crs, x_image, y_image] = GemmDims(s);
+  // Named copies, not a structured binding: lambdas below capture them (clang 14 cannot).
+  const ConvGemmDims d = GemmDims(s);
+  const int ohw = d.ohw, crs = d.crs;
+  const int64_t x_image = d.x_image, y_image = d.y_image;
   pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
     float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
     for (int64_t n = n0; n < n1; ++n) {
@@ -117,7 +120,10 @@ void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float
 
 void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
                                     float* dx) {
-  const auto [ohw, crs, x_image, y_image] = GemmDims(s);
+  // Named copies, not a structured binding: lambdas below capture them (clang 14 cannot).
+  const ConvGemmDims d = GemmDims(s);
+  const int ohw = d.ohw, crs = d.crs;
+  const int64_t x_image = d.x_image, y_image = d.y_image;
   pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
     float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
     for (int64_t n = n0; n < n1; ++n) {
@@ -132,7 +138,10 @@ void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const
 
 void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
                                       float* dw) {
-  const auto [ohw, crs, x_image, y_image] = GemmDims(s);
+  // Named copies, not a structured binding: lambdas below capture them (clang 14 cannot).
+  const ConvGemmDims d = GemmDims(s);
+  const int ohw = d.ohw, crs = d.crs;
+  const int64_t x_image = d.x_image, y_image = d.y_image;
   const size_t w_size = static_cast<size_t>(s.w_size());
   // Each piece of images sums into its own partial, and the partials are added in image order.
   // Pieces are claimed by whichever thread is free, but their bounds depend only on n and the

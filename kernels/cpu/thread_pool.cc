@@ -74,7 +74,7 @@ void ThreadPool::WorkerLoop(int index) {
     std::shared_ptr<Job> job;
     {
       MutexLock lock(&mu_);
-      while (generation_.load() == seen) wake_.Wait();  // idle until work or stop
+      while (generation_.load() == seen) wake_.Wait(&mu_);  // idle until work or stop
       if (stop_) return;
       // The generation and the job are read together, so a job is never run twice; a job whose
       // pieces are all claimed already is harmless (RunPieces claims nothing).

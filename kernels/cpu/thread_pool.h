@@ -56,7 +56,7 @@ class ThreadPool {
   const int size_;
   std::vector<std::thread> workers_;
   Mutex mu_;
-  CondVar wake_{&mu_};
+  CondVar wake_;
   std::atomic<uint64_t> generation_{0};  // bumped once per posted job, under mu_
   std::shared_ptr<Job> job_ GUARDED_BY(mu_);
   bool stop_ GUARDED_BY(mu_) = false;

@@ -48,13 +48,14 @@ Result<std::unique_ptr<CachingAllocator>> CachingAllocator::Create(
   }
   std::unique_ptr<CachingAllocator> a(new CachingAllocator(options, std::move(raw), limit));
   if (!options.allow_growth) {
-    std::lock_guard<std::mutex> lock(a->mu_);
+    MutexLock lock(&a->mu_);
     TOWERPS_RETURN_IF_ERROR(a->AddSegment(a->limit_, a->limit_));
   }
   return a;
 }
 
 CachingAllocator::~CachingAllocator() {
+  MutexLock lock(&mu_);  // no other user remains; the lock documents the access
   for (void* s : segments_) raw_.free(s);
 }
 
@@ -105,7 +106,7 @@ void CachingAllocator::EraseFree(Block* b) { free_.erase({b->size, b->addr}); }
 Result<void*> CachingAllocator::Allocate(size_t bytes) {
   if (bytes == 0) return static_cast<void*>(nullptr);
   const size_t size = RoundUp(bytes, kAlignment);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = free_.lower_bound({size, 0});
   if (it == free_.end()) {
     if (!options_.allow_growth) {
@@ -143,7 +144,7 @@ Result<void*> CachingAllocator::Allocate(size_t bytes) {
 
 void CachingAllocator::Free(void* p) {
   if (p == nullptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = blocks_.find(reinterpret_cast<uintptr_t>(p));
   TOWERPS_CHECK(it != blocks_.end() && it->second->in_use)
       << "Free of a pointer the caching allocator did not hand out (or freed twice)";
@@ -170,7 +171,7 @@ void CachingAllocator::Free(void* p) {
 }
 
 AllocatorStats CachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 

@@ -32,12 +32,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/result.h"
 
 namespace towerps::kernels::cuda {
@@ -114,21 +114,21 @@ class CachingAllocator {
   using FreeKey = std::pair<size_t, uintptr_t>;  // (size, address): best fit, lowest address
 
   CachingAllocator(const CachingAllocatorOptions& options, RawDeviceMemory raw, size_t limit);
-  // Takes a new segment of `bytes` from the device and adds it as one free block. mu_ held.
-  Status AddSegment(size_t bytes, size_t requested);
-  Status OutOfMemory(size_t requested, const std::string& why) const;
-  void InsertFree(Block* b);
-  void EraseFree(Block* b);
+  // Takes a new segment of `bytes` from the device and adds it as one free block.
+  Status AddSegment(size_t bytes, size_t requested) REQUIRES(mu_);
+  Status OutOfMemory(size_t requested, const std::string& why) const REQUIRES(mu_);
+  void InsertFree(Block* b) REQUIRES(mu_);
+  void EraseFree(Block* b) REQUIRES(mu_);
 
   const CachingAllocatorOptions options_;
   const RawDeviceMemory raw_;
   const size_t limit_;
 
-  mutable std::mutex mu_;
-  std::vector<void*> segments_;                         // GUARDED_BY(mu_)
-  std::set<FreeKey> free_;                              // GUARDED_BY(mu_)
-  std::map<uintptr_t, std::unique_ptr<Block>> blocks_;  // every block, by address; GUARDED_BY(mu_)
-  AllocatorStats stats_;                                // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::vector<void*> segments_ GUARDED_BY(mu_);
+  std::set<FreeKey> free_ GUARDED_BY(mu_);
+  std::map<uintptr_t, std::unique_ptr<Block>> blocks_ GUARDED_BY(mu_);  // every block, by address
+  AllocatorStats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace towerps::kernels::cuda
