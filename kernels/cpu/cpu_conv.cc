@@ -99,49 +99,40 @@ bool IsPointwise(const Conv2dShape& s) {
 }  // namespace
 
 void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
-  // Named copies, not a structured binding: lambdas below capture them (clang 14 cannot).
   const ConvGemmDims d = GemmDims(s);
-  const int ohw = d.ohw, crs = d.crs;
-  const int64_t x_image = d.x_image, y_image = d.y_image;
   pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
     for (int64_t n = n0; n < n1; ++n) {
-      const float* b = x + n * x_image;
+      const float* b = x + n * d.x_image;
       if (col != nullptr) {
         Im2Col(s, b, col);
         b = col;
       }
       // y_n [k, ohw] = w [k, crs] * col [crs, ohw]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.k, ohw, crs, 1.0f, w, crs, b, ohw,
-                  0.0f, y + n * y_image, ohw);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.k, d.ohw, d.crs, 1.0f, w, d.crs, b,
+                  d.ohw, 0.0f, y + n * d.y_image, d.ohw);
     }
   });
 }
 
 void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
                                     float* dx) {
-  // Named copies, not a structured binding: lambdas below capture them (clang 14 cannot).
   const ConvGemmDims d = GemmDims(s);
-  const int ohw = d.ohw, crs = d.crs;
-  const int64_t x_image = d.x_image, y_image = d.y_image;
   pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
     for (int64_t n = n0; n < n1; ++n) {
       // col [crs, ohw] = w^T [crs, k] * dy_n [k, ohw]
-      float* out = col != nullptr ? col : dx + n * x_image;
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, crs, ohw, s.k, 1.0f, w, crs,
-                  dy + n * y_image, ohw, 0.0f, out, ohw);
-      if (col != nullptr) Col2Im(s, col, dx + n * x_image);
+      float* out = col != nullptr ? col : dx + n * d.x_image;
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d.crs, d.ohw, s.k, 1.0f, w, d.crs,
+                  dy + n * d.y_image, d.ohw, 0.0f, out, d.ohw);
+      if (col != nullptr) Col2Im(s, col, dx + n * d.x_image);
     }
   });
 }
 
 void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
                                       float* dw) {
-  // Named copies, not a structured binding: lambdas below capture them (clang 14 cannot).
   const ConvGemmDims d = GemmDims(s);
-  const int ohw = d.ohw, crs = d.crs;
-  const int64_t x_image = d.x_image, y_image = d.y_image;
   const size_t w_size = static_cast<size_t>(s.w_size());
   // Each piece of images sums into its own partial, and the partials are added in image order.
   // Pieces are claimed by whichever thread is free, but their bounds depend only on n and the
@@ -154,19 +145,19 @@ void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, cons
   std::vector<int> slot_of_start(static_cast<size_t>(s.n), -1);
   std::atomic<int> slots{0};
   pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(crs) * ohw);
+    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
     const int slot = slots.fetch_add(1);
     slot_of_start[static_cast<size_t>(n0)] = slot;
     float* partial = partial_dw_[static_cast<size_t>(slot)].data();
     for (int64_t n = n0; n < n1; ++n) {
-      const float* b = x + n * x_image;
+      const float* b = x + n * d.x_image;
       if (col != nullptr) {
         Im2Col(s, b, col);
         b = col;
       }
       // partial [k, crs] (+)= dy_n [k, ohw] * col^T [ohw, crs]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.k, crs, ohw, 1.0f, dy + n * y_image,
-                  ohw, b, ohw, n == n0 ? 0.0f : 1.0f, partial, crs);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.k, d.crs, d.ohw, 1.0f,
+                  dy + n * d.y_image, d.ohw, b, d.ohw, n == n0 ? 0.0f : 1.0f, partial, d.crs);
     }
   });
   bool first = true;

@@ -30,6 +30,16 @@ void MetricsLog::Open(const std::string& path, int rank) {
   if (!out_) TOWERPS_LOG(kWarning) << "cannot write --metrics-out " << path;
 }
 
+nlohmann::ordered_json MetricsLog::Line(const char* kind, int64_t step, int64_t epoch) const {
+  nlohmann::ordered_json j;
+  j["kind"] = kind;
+  j["time"] = Now();
+  j["worker"] = rank_;
+  j["step"] = step;
+  j["epoch"] = epoch;
+  return j;
+}
+
 void MetricsLog::Write(const nlohmann::ordered_json& line) {
   out_ << line.dump() << '\n';
   out_.flush();
@@ -39,12 +49,7 @@ void MetricsLog::Train(int64_t step, int64_t epoch, double loss, double examples
                        double staleness, double step_seconds, double wait_seconds,
                        double delay_seconds) {
   if (!out_.is_open()) return;
-  nlohmann::ordered_json j;
-  j["kind"] = "train";
-  j["time"] = Now();
-  j["worker"] = rank_;
-  j["step"] = step;
-  j["epoch"] = epoch;
+  nlohmann::ordered_json j = Line("train", step, epoch);
   j["loss"] = JsonNumber(loss);
   j["examples_per_sec"] = JsonNumber(examples_per_sec);
   j["staleness"] = JsonNumber(staleness);
@@ -56,12 +61,7 @@ void MetricsLog::Train(int64_t step, int64_t epoch, double loss, double examples
 
 void MetricsLog::Eval(int64_t step, int64_t epoch, double test_accuracy, double test_loss) {
   if (!out_.is_open()) return;
-  nlohmann::ordered_json j;
-  j["kind"] = "eval";
-  j["time"] = Now();
-  j["worker"] = rank_;
-  j["step"] = step;
-  j["epoch"] = epoch;
+  nlohmann::ordered_json j = Line("eval", step, epoch);
   j["test_accuracy"] = JsonNumber(test_accuracy);
   j["test_loss"] = JsonNumber(test_loss);
   Write(j);

@@ -25,6 +25,8 @@ class MetricsLog {
   void Eval(int64_t step, int64_t epoch, double test_accuracy, double test_loss);
 
  private:
+  // A line's common fields: kind, wall-clock time, worker, step, epoch.
+  nlohmann::ordered_json Line(const char* kind, int64_t step, int64_t epoch) const;
   void Write(const nlohmann::ordered_json& line);
 
   std::ofstream out_;
