@@ -8,7 +8,8 @@
 
 namespace towerps::kernels {
 
-void MemorySpace::CopyFromPeer(MemorySpace& peer, const void* src, size_t bytes, void* dst) {
+void MemorySpace::CopyFromPeer(MemorySpace& peer, const void* /*src*/, size_t /*bytes*/,
+                               void* /*dst*/) {
   TOWERPS_CHECK(CanCopyFromPeer(peer)) << "CopyFromPeer between spaces that cannot copy";
 }
 

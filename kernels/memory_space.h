@@ -58,15 +58,15 @@ class MemorySpace {
     CopyToHost(src, bytes, host);
     return 0;
   }
-  virtual void WaitCopy(uint64_t ticket) {}
+  virtual void WaitCopy(uint64_t /*ticket*/) {}
   // Page-locks a host range for fast asynchronous copies (a no-op on host backends; failure is
   // not an error, copies are just slower). Unpin it before it is freed.
-  virtual void PinHostMemory(void* host, size_t bytes) {}
-  virtual void UnpinHostMemory(void* host) {}
+  virtual void PinHostMemory(void* /*host*/, size_t /*bytes*/) {}
+  virtual void UnpinHostMemory(void* /*host*/) {}
 
   // ---- Copies between devices (optional; host spaces never need them) ----
   // True when CopyFromPeer(peer, ...) works: both are device memory of one kind (two GPUs).
-  virtual bool CanCopyFromPeer(const MemorySpace& peer) const { return false; }
+  virtual bool CanCopyFromPeer(const MemorySpace& /*peer*/) const { return false; }
   // Copies `bytes` from `src` in `peer`'s memory into `dst` in this one, after the work queued
   // on both so far; later work on this space sees the data. Only where CanCopyFromPeer(peer);
   // otherwise it aborts. `peer` is borrowed. The one call that may run while another thread

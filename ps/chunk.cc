@@ -36,7 +36,7 @@ Result<bool> Chunk::Init(const Tensor& values) {
   slots_.clear();
   for (int s = 0; s < OptimizerSlots(config_.optimizer.kind); ++s) {
     Tensor slot = Tensor::Empty({spec_.num_elements});
-    std::fill_n(slot.f32(), spec_.num_elements, OptimizerSlotInitialValue(config_.optimizer, s));
+    std::fill_n(slot.f32(), spec_.num_elements, OptimizerSlotInitialValue(config_.optimizer));
     slots_.push_back(std::move(slot));
   }
   version_ = 0;

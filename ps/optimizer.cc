@@ -90,7 +90,7 @@ int OptimizerSlots(OptimizerKind kind) {
   return 0;
 }
 
-float OptimizerSlotInitialValue(const OptimizerOptions& options, int slot) {
+float OptimizerSlotInitialValue(const OptimizerOptions& options) {
   return options.kind == OptimizerKind::kAdagrad ? options.initial_accumulator : 0.0f;
 }
 

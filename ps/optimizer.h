@@ -25,8 +25,8 @@ namespace towerps::ps {
 
 // Arrays of chunk size the optimizer keeps: sgd 0, momentum 1, adam 2, adagrad 1.
 int OptimizerSlots(OptimizerKind kind);
-// Value each slot starts at.
-float OptimizerSlotInitialValue(const OptimizerOptions& options, int slot);
+// The value every slot starts at (adagrad: --initial-accumulator; the rest 0).
+float OptimizerSlotInitialValue(const OptimizerOptions& options);
 
 // The learning rate for the update that follows `updates_done` earlier updates.
 float LearningRateAt(const OptimizerOptions& optimizer, const LrScheduleOptions& schedule,

@@ -58,7 +58,7 @@ TEST_P(OptimizerTest, MatchesDoubleReferenceOverSteps) {
   const int64_t n = 257;
   std::mt19937 rng(static_cast<uint32_t>(o.kind) * 10 + o.nesterov);
   std::normal_distribution<float> dist;
-  std::vector<float> w(n), s0(n, OptimizerSlotInitialValue(o, 0)), s1(n, 0.0f);
+  std::vector<float> w(n), s0(n, OptimizerSlotInitialValue(o)), s1(n, 0.0f);
   for (float& x : w) x = dist(rng);
   Reference ref{std::vector<double>(w.begin(), w.end()), std::vector<double>(s0.begin(), s0.end()),
                 std::vector<double>(n, 0.0)};

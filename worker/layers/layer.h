@@ -67,7 +67,7 @@ class Layer {
 
   // Allocates whatever backend memory the layer keeps between Forward and Backward for `batch`
   // examples (e.g. the dropout mask); kResourceExhausted when the backend has none left.
-  virtual Status Reserve(kernels::Backend<T>& backend, int batch) { return Status::Ok(); }
+  virtual Status Reserve(kernels::Backend<T>& /*backend*/, int /*batch*/) { return Status::Ok(); }
   // `training` enables dropout.
   virtual void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y,
                        bool training) = 0;
