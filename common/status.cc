@@ -1,5 +1,6 @@
 #include "common/status.h"
 
+#include <ostream>
 #include <utility>
 
 namespace towerps {
@@ -59,6 +60,10 @@ Status Status::WithContext(std::string_view context) const {
   message += ": ";
   message += rep_->message;
   return Status(code(), std::move(message));
+}
+
+std::ostream& operator<<(std::ostream& out, const Status& status) {
+  return out << status.ToString();
 }
 
 Status InvalidArgumentError(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }

@@ -10,6 +10,7 @@
 #ifndef TOWERPS_COMMON_STATUS_H_
 #define TOWERPS_COMMON_STATUS_H_
 
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,9 @@ class Status {
   };
   std::shared_ptr<const Rep> rep_;  // null when OK; immutable, so sharing on copy is safe
 };
+
+// Writes ToString(), so that a test can say ASSERT_TRUE(r.ok()) << r.status().
+std::ostream& operator<<(std::ostream& out, const Status& status);
 
 // Shorthand constructors, one per code.
 Status InvalidArgumentError(std::string message);
