@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/parse.h"
+#include "worker/towers.h"
+
 namespace po = boost::program_options;
 
 namespace towerps::worker {
@@ -11,6 +14,7 @@ namespace towerps::worker {
 Status WorkerOptions::Validate() const {
   if (towers.empty())
     return InvalidArgumentError("--towers is empty; use e.g. cpu:0 or gpu:0,gpu:1");
+  TOWERPS_RETURN_IF_ERROR(ParseTowerList(towers).status());
   if (intra_op_threads < 1 || intra_op_threads > 256) {
     return InvalidArgumentError("--intra-op-threads=" + std::to_string(intra_op_threads) +
                                 " must be between 1 and 256");
@@ -45,15 +49,12 @@ Result<int> WorkerOptions::GpuCountLimit() const {
     const size_t eq = item.find('=');
     std::string kind = item.substr(0, eq);
     std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
-    int n = -1;
-    if (eq != std::string::npos && eq + 1 < item.size() &&
-        item.find_first_not_of("0123456789", eq + 1) == std::string::npos &&
-        item.size() - eq - 1 <= 6) {
-      n = std::stoi(item.substr(eq + 1));
-    }
-    if (kind == "gpu" && n >= 0) {
-      limit = n;
-    } else if (kind == "cpu" && n == 1) {
+    const std::string_view digits =
+        eq == std::string::npos ? std::string_view() : std::string_view(item).substr(eq + 1);
+    const Result<int> n = ParseInt(digits, "--device-count", 0, 999999);
+    if (kind == "gpu" && n.ok()) {
+      limit = *n;
+    } else if (kind == "cpu" && n.ok() && *n == 1) {
       // one CPU device, cpu:0, always
     } else {
       return InvalidArgumentError("--device-count entry '" + item +

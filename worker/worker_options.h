@@ -39,7 +39,8 @@ struct WorkerOptions {
   std::string straggler_dist;  // exp:MEAN or uniform:LO:HI
   std::string slow_workers;    // K:FACTOR
 
-  // Range checks; the error names the flag and the value.
+  // Range checks and the syntax of --towers (not whether its devices exist: ParseTowers in the
+  // worker checks that); the error names the flag and the value.
   Status Validate() const;
   // The GPU limit of device_count: -1 when unset. kInvalidArgument for a malformed value.
   Result<int> GpuCountLimit() const;

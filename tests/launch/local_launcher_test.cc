@@ -135,5 +135,17 @@ TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {
   }
 }
 
+TEST_F(LauncherTest, BadTowersAreRejectedBeforeAnyProcessStarts) {
+  // The worker's own --towers grammar (worker::ParseTowerList), checked by the launcher: no
+  // server is started only to see worker:0 exit with code 2.
+  Subprocess p = Launch({"--towers", "cpu:x"});
+  EXPECT_EQ(p.Wait(Deadline::After(seconds(20))), std::optional<int>(2));
+  const std::string out = Output();
+  EXPECT_NE(out.find("--towers"), std::string::npos) << out;
+  EXPECT_NE(out.find("'cpu:x'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("[ps:0]"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir_ / "run")) << "the launcher created its run directory";
+}
+
 }  // namespace
 }  // namespace towerps::launch
