@@ -37,11 +37,35 @@ TEST(ClusterSpecTest, ErrorsNameTheProblem) {
         Case{R"({"ps": ["h"], "worker": ["w:1"]})", "ps", 0, "'h' is not host:port"},
         Case{R"({"ps": ["h:1"], "worker": ["w:1"]})", "chief", 0, "'chief'"},
         Case{R"({"ps": ["h:1"], "worker": ["w:1"]})", "worker", 3, "index 3"},
-        Case{R"({"ps": ["h:1"], "worker": ["w:1"]})", "", -1, "no \"task\""}}) {
+        Case{R"({"ps": ["h:1"], "worker": ["w:1"]})", "", -1, "no \"task\""},
+        Case{R"({"ps": [7000], "worker": ["w:1"]})", "ps", 0, "entry '7000' is not host:port"},
+        Case{R"({"ps": "h:1", "worker": ["w:1"]})", "ps", 0, "not a list"},
+        Case{R"({"ps": ["h:70000"], "worker": ["w:1"]})", "worker", 0, "'h:70000'"},
+        Case{R"({"ps": ["h:1"], "worker": ["w:1"], "task": {"type": "worker", "index": 0.5}})", "",
+             -1, "task.index 0.5 is not an integer"},
+        Case{R"(["h:1"])", "ps", 0, "not a JSON object"}}) {
     auto r = RoleFromClusterSpec(c.json, c.role, c.index, "spec.json");
     ASSERT_FALSE(r.ok()) << c.expect;
     EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
   }
+}
+
+TEST(ClusterSpecTest, ParseErrorsNameTheSourceAndSayWhere) {
+  auto r = RoleFromClusterSpec("{\"ps\": [\"h:1\",]}", "ps", 0, "cluster.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("cluster.json: not valid JSON"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("line 1, column"), std::string::npos) << r.status();
+}
+
+TEST(ClusterSpecTest, TaskIndexMayBeAString) {
+  // Accepted before the spec was read with a JSON parser; still accepted.
+  auto r = RoleFromClusterSpec(
+      R"({"ps": ["h:1"], "worker": ["a:1", "b:1"], "task": {"type": "worker", "index": "1"}})", "",
+      -1, "TOWERPS_CONFIG");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rank, 1);
 }
 
 TEST(MpiLayoutTest, OpenMpiAndPmiVariables) {
@@ -56,12 +80,18 @@ TEST(MpiLayoutTest, OpenMpiAndPmiVariables) {
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->hosts_of_rank.empty());  // hosts unknown: rendezvous through --run-dir
   EXPECT_EQ(MpiLayout({}).status().code(), StatusCode::kNotFound);
-  EXPECT_FALSE(MpiLayout({{"PMI_RANK", "x"}, {"PMI_SIZE", "3"}}).ok());
+  auto bad = MpiLayout({{"PMI_RANK", "1x"}, {"PMI_SIZE", "3"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("PMI_RANK: '1x'"), std::string::npos) << bad.status();
+  EXPECT_FALSE(MpiLayout({{"PMI_RANK", "-1"}, {"PMI_SIZE", "3"}}).ok());
 }
 
 TEST(SlurmLayoutTest, BlockDistributionOverNodes) {
   EXPECT_EQ(*ParseTasksPerNode("2(x3),1"), (std::vector<int>{2, 2, 2, 1}));
-  EXPECT_FALSE(ParseTasksPerNode("two").ok());
+  EXPECT_EQ(*ParseTasksPerNode("4"), (std::vector<int>{4}));
+  for (const std::string bad : {"two", "2x", "2(x3", "2(3)", "2(x)", "0", "2(x0)", ""}) {
+    EXPECT_FALSE(ParseTasksPerNode(bad).ok()) << "'" << bad << "'";
+  }
   const std::vector<std::string> nodes = {"n1", "n2", "n3"};
   auto l = SlurmLayout({{"SLURM_PROCID", "3"},
                         {"SLURM_NTASKS", "5"},
