@@ -19,10 +19,6 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("--intra-op-threads=" + std::to_string(intra_op_threads) +
                                 " must be between 1 and 256");
   }
-  if (inter_op_threads < 1 || inter_op_threads > 256) {
-    return InvalidArgumentError("--inter-op-threads=" + std::to_string(inter_op_threads) +
-                                " must be between 1 and 256");
-  }
   if (log_every < 1) {
     return InvalidArgumentError("--log-every=" + std::to_string(log_every) + " must be >= 1");
   }
@@ -74,8 +70,6 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (towers != d.towers) add("--towers", towers);
   if (intra_op_threads != d.intra_op_threads)
     add("--intra-op-threads", std::to_string(intra_op_threads));
-  if (inter_op_threads != d.inter_op_threads)
-    add("--inter-op-threads", std::to_string(inter_op_threads));
   if (log_every != d.log_every) add("--log-every", std::to_string(log_every));
   if (!data_dir.empty()) add("--data-dir", data_dir);
   if (!metrics_out.empty()) add("--metrics-out", metrics_out);
@@ -104,10 +98,8 @@ WorkerFlags::WorkerFlags()
   desc_.add_options()("towers", po::value(&o.towers)->default_value(o.towers),
                       "devices, one tower each: cpu:0,cpu:1 or gpu:0,gpu:1")(
       "intra-op-threads", po::value(&o.intra_op_threads)->default_value(o.intra_op_threads),
-      "threads inside one op")("inter-op-threads",
-                               po::value(&o.inter_op_threads)->default_value(o.inter_op_threads),
-                               "ops run concurrently")(
-      "log-every", po::value(&o.log_every)->default_value(o.log_every), "steps between log lines")(
+      "threads inside one op")("log-every", po::value(&o.log_every)->default_value(o.log_every),
+                               "steps between log lines")(
       "data-dir", po::value(&o.data_dir), "dataset directory (default: the package's)")(
       "metrics-out", po::value(&o.metrics_out), "JSON lines per logged step; {rank} expands")(
       "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(

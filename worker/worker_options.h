@@ -16,7 +16,6 @@ namespace towerps::worker {
 struct WorkerOptions {
   std::string towers = "cpu:0";  // comma-separated devices, one tower each: cpu:0,cpu:1 or gpu:0
   int intra_op_threads = 1;      // threads inside one op
-  int inter_op_threads = 1;      // ops run concurrently
   int log_every = 100;           // steps between progress lines
   std::string data_dir;          // empty: the dataset's default location
   std::string metrics_out;       // JSON lines, one per logged step; "{rank}" expands
