@@ -4,8 +4,10 @@
 //   [--json]
 #include <boost/program_options.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench/ps_bench.h"
@@ -27,6 +29,20 @@ constexpr char kUsage[] =
     "  train       single-process CPU training throughput (or accuracy with --epochs)\n"
     "\n"
     "Run 'towerps-bench <subcommand> --help' for its options.\n";
+
+// --json output: one object per run, keys in the order written.
+using Json = nlohmann::ordered_json;
+
+void PrintJson(const Json& object) {
+  std::printf("%s\n", object.dump().c_str());
+  std::fflush(stdout);
+}
+
+// `v` rounded to `decimals` places: the precision each figure is reported with.
+double Rounded(double v, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
+}
 
 int RunTransport(int argc, char** argv) {
   towerps::bench::TransportBenchOptions o;
@@ -64,12 +80,13 @@ int RunTransport(int argc, char** argv) {
     return 1;
   }
   if (json) {
-    std::printf(
-        "{\"bench\":\"transport\",\"message_bytes\":%zu,\"raw_zmq_gbps\":%.4f,"
-        "\"towerps_gbps\":%.4f,\"ratio\":%.4f,\"raw_messages\":%ld,"
-        "\"towerps_messages\":%ld}\n",
-        o.message_bytes, r->raw_zmq_gbps, r->towerps_gbps, r->ratio, r->raw_messages,
-        r->towerps_messages);
+    PrintJson({{"bench", "transport"},
+               {"message_bytes", o.message_bytes},
+               {"raw_zmq_gbps", Rounded(r->raw_zmq_gbps, 4)},
+               {"towerps_gbps", Rounded(r->towerps_gbps, 4)},
+               {"ratio", Rounded(r->ratio, 4)},
+               {"raw_messages", r->raw_messages},
+               {"towerps_messages", r->towerps_messages}});
   } else {
     std::printf("raw ZeroMQ        %8.3f GB/s  (%ld messages)\n", r->raw_zmq_gbps, r->raw_messages);
     std::printf("TowerPS transport %8.3f GB/s  (%ld messages)\n", r->towerps_gbps,
@@ -133,18 +150,22 @@ int RunTrain(int argc, char** argv) {
     std::cerr << "towerps-bench train: " << r.status().ToString() << "\n";
     return 1;
   }
-  std::string acc;
-  for (double a : r->test_accuracy) acc += (acc.empty() ? "" : ",") + std::to_string(a);
   if (json) {
-    std::printf(
-        "{\"bench\":\"train\",\"impl\":\"towerps\",\"model\":\"%s\",\"device\":\"%s\","
-        "\"update\":\"%s\",\"batch\":%d,\"peak_device_bytes\":%llu,\"threads\":%d,\"steps\":%ld,"
-        "\"seconds\":%.3f,"
-        "\"examples_per_sec\":%.1f,"
-        "\"final_loss\":%.5f,\"test_accuracy\":[%s]}\n",
-        r->model.c_str(), r->device.c_str(), r->update.c_str(), r->batch_size,
-        static_cast<unsigned long long>(r->peak_device_bytes), r->intra_op_threads,
-        r->measured_steps, r->measured_seconds, r->examples_per_second, r->final_loss, acc.c_str());
+    Json accuracy = Json::array();
+    for (double a : r->test_accuracy) accuracy.push_back(Rounded(a, 6));
+    PrintJson({{"bench", "train"},
+               {"impl", "towerps"},
+               {"model", r->model},
+               {"device", r->device},
+               {"update", r->update},
+               {"batch", r->batch_size},
+               {"peak_device_bytes", r->peak_device_bytes},
+               {"threads", r->intra_op_threads},
+               {"steps", r->measured_steps},
+               {"seconds", Rounded(r->measured_seconds, 3)},
+               {"examples_per_sec", Rounded(r->examples_per_second, 1)},
+               {"final_loss", Rounded(r->final_loss, 5)},
+               {"test_accuracy", accuracy}});
   } else {
     std::printf("%s on %s: %.1f examples/s (%ld steps in %.2f s), final loss %.4f\n",
                 r->model.c_str(), r->data.c_str(), r->examples_per_second, r->measured_steps,
@@ -195,12 +216,18 @@ int RunPs(int argc, char** argv) {
     return 1;
   }
   if (json) {
-    std::printf(
-        "{\"bench\":\"ps\",\"servers\":%d,\"workers\":%d,\"chunk_bytes\":%zu,"
-        "\"chunks\":%d,\"goodput_gbps\":%.4f,\"raw_zmq_gbps\":%.4f,\"ratio\":%.4f,"
-        "\"raw_zmq_echo_gbps\":%.4f,\"echo_ratio\":%.4f,\"rounds\":%ld,\"round_ms\":%.3f}\n",
-        o.servers, o.workers, o.chunk_bytes, o.chunks, r->goodput_gbps, r->raw_zmq_gbps, r->ratio,
-        r->raw_zmq_echo_gbps, r->echo_ratio, r->rounds, r->round_ms);
+    PrintJson({{"bench", "ps"},
+               {"servers", o.servers},
+               {"workers", o.workers},
+               {"chunk_bytes", o.chunk_bytes},
+               {"chunks", o.chunks},
+               {"goodput_gbps", Rounded(r->goodput_gbps, 4)},
+               {"raw_zmq_gbps", Rounded(r->raw_zmq_gbps, 4)},
+               {"ratio", Rounded(r->ratio, 4)},
+               {"raw_zmq_echo_gbps", Rounded(r->raw_zmq_echo_gbps, 4)},
+               {"echo_ratio", Rounded(r->echo_ratio, 4)},
+               {"rounds", r->rounds},
+               {"round_ms", Rounded(r->round_ms, 3)}});
   } else {
     std::printf("PS goodput (push)  %8.3f GB/s  (%ld rounds of %d x %zu B, %.3f ms/round)\n",
                 r->goodput_gbps, r->rounds, o.chunks, o.chunk_bytes, r->round_ms);

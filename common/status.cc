@@ -1,5 +1,6 @@
 #include "common/status.h"
 
+#include <ostream>
 #include <utility>
 
 namespace towerps {
@@ -61,6 +62,10 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code(), std::move(message));
 }
 
+std::ostream& operator<<(std::ostream& out, const Status& status) {
+  return out << status.ToString();
+}
+
 Status InvalidArgumentError(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
 Status NotFoundError(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
@@ -76,9 +81,5 @@ Status ResourceExhaustedError(std::string m) {
 }
 Status CancelledError(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
-
-std::ostream& operator<<(std::ostream& os, const Status& status) {
-  return os << status.ToString();
-}
 
 }  // namespace towerps

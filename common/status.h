@@ -10,6 +10,7 @@
 #ifndef TOWERPS_COMMON_STATUS_H_
 #define TOWERPS_COMMON_STATUS_H_
 
+#include <iosfwd>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -65,6 +66,9 @@ class Status {
   std::shared_ptr<const Rep> rep_;  // null when OK; immutable, so sharing on copy is safe
 };
 
+// Writes ToString(), so that a test can say ASSERT_TRUE(r.ok()) << r.status().
+std::ostream& operator<<(std::ostream& out, const Status& status);
+
 // Shorthand constructors, one per code.
 Status InvalidArgumentError(std::string message);
 Status NotFoundError(std::string message);
@@ -77,9 +81,6 @@ Status FailedPreconditionError(std::string message);
 Status ResourceExhaustedError(std::string message);
 Status CancelledError(std::string message);
 Status InternalError(std::string message);
-
-// Writes ToString(), so tests can say ASSERT_TRUE(r.ok()) << r.status().
-std::ostream& operator<<(std::ostream& os, const Status& status);
 
 }  // namespace towerps
 

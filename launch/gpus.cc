@@ -1,22 +1,20 @@
 #include "launch/gpus.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
 #include "kernels/gpu_devices.h"
+#include "worker/towers.h"
 
 namespace towerps::launch {
 
 int GpusNeeded(const std::string& towers) {
+  const Result<std::vector<worker::TowerDevice>> list = worker::ParseTowerList(towers);
+  if (!list.ok()) return 0;
   int needed = 0;
-  std::stringstream ss(towers);
-  for (std::string t; std::getline(ss, t, ',');) {
-    if (t.rfind("gpu:", 0) != 0) continue;
-    try {
-      needed = std::max(needed, std::stoi(t.substr(4)) + 1);
-    } catch (const std::exception&) {
-      return 0;
-    }
+  for (const worker::TowerDevice& t : *list) {
+    if (t.kind == worker::TowerDevice::Kind::kGpu) needed = std::max(needed, t.index + 1);
   }
   return needed;
 }

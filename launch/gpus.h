@@ -13,8 +13,9 @@
 
 namespace towerps::launch {
 
-// GPUs a worker needs for its tower list: one more than the highest gpu:N named, 0 for CPU
-// towers (or a list that does not parse: the worker reports that).
+// GPUs a worker needs for its tower list (worker::ParseTowerList): one more than the highest
+// gpu:N named, 0 for CPU towers (or a list that does not parse; ValidateLaunchOptions refuses
+// those before anything starts).
 int GpusNeeded(const std::string& towers);
 
 // The CUDA_VISIBLE_DEVICES value for the worker with this local rank that needs `count` GPUs,

@@ -1,7 +1,10 @@
 #include "launch/hostfile.h"
 
+#include <limits>
 #include <map>
 #include <sstream>
+
+#include "common/parse.h"
 
 namespace towerps::launch {
 
@@ -23,19 +26,13 @@ Result<std::vector<HostEntry>> ParseHostfile(const std::string& text, const std:
     bool have_slots = false, have_role = false;
     for (std::string w; words >> w;) {
       if (w.rfind("slots=", 0) == 0) {
-        const std::string v = w.substr(6);
-        size_t used = 0;
-        int slots = 0;
-        try {
-          slots = std::stoi(v, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (have_slots || used != v.size() || v.empty() || slots < 1) {
+        const Result<int> slots =
+            ParseInt(std::string_view(w).substr(6), "slots", 1, std::numeric_limits<int>::max());
+        if (have_slots || !slots.ok()) {
           return InvalidArgumentError(at + "'" + w +
                                       "' is not a slot count; write slots=K with K >= 1, once");
         }
-        e.slots = slots;
+        e.slots = *slots;
         have_slots = true;
       } else if ((w == "servers" || w == "workers") && !have_role) {
         e.takes = w == "servers" ? HostEntry::Takes::kServers : HostEntry::Takes::kWorkers;

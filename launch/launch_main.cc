@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "launch/choices.h"
 #include "launch/hostfile_launcher.h"
 #include "launch/local_launcher.h"
 #include "launch/rank_exec.h"
@@ -82,7 +83,13 @@ int main(int argc, char** argv) {
   worker::WorkerFlags worker_flags;
   long grace_ms = options.grace.count();
   po::options_description launch("Launcher options");
+  bool list_choices = false, validate_only = false;
   launch.add_options()("help,h", "show this help")(
+      "list-choices", po::bool_switch(&list_choices),
+      "print the names --mode, --model, --dataset, --optimizer and --lr-schedule accept, as JSON, "
+      "and exit")("validate-only", po::bool_switch(&validate_only),
+                  "check every option as before a job (exit 0 when they are valid, 2 with the "
+                  "error otherwise) and start nothing")(
       "config", po::value<std::string>(),
       "INI file with job and worker options (command line wins)")(
       "run-dir", po::value(&options.run_dir),
@@ -144,6 +151,10 @@ int main(int argc, char** argv) {
     std::cout << all << "\n";
     return 0;
   }
+  if (list_choices) {
+    std::cout << launch::ChoicesJson() << "\n";
+    return 0;
+  }
   Result<ps::JobConfig> job = job_flags.ToConfig();
   Result<worker::WorkerOptions> worker = worker_flags.ToOptions();
   if (!job.ok() || !worker.ok()) {
@@ -155,6 +166,14 @@ int main(int argc, char** argv) {
   options.worker = *worker;
   options.grace = std::chrono::milliseconds(grace_ms);
   options.interrupt = &g_signal;
+  if (validate_only) {
+    if (Status s = launch::ValidateLaunchOptions(options); !s.ok()) {
+      std::cerr << "towerps-launch: " << s.message() << "\n";
+      return 2;
+    }
+    std::cout << "[launch] the options are valid\n";
+    return 0;
+  }
 
   // Process-per-rank modes: work out this process's role and become it.
   launch::Environment env;

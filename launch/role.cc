@@ -1,39 +1,45 @@
 #include "launch/role.h"
 
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
-
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "common/parse.h"
 
 namespace towerps::launch {
 namespace {
 
-namespace pt = boost::property_tree;
+using nlohmann::json;
+
+constexpr int kIntMax = std::numeric_limits<int>::max();
+constexpr int kMaxNodes = 1000000;  // bounds the node list that SLURM_TASKS_PER_NODE expands to
 
 Result<int> IntVar(const Environment& env, const std::string& name) {
   auto it = env.find(name);
   if (it == env.end()) return NotFoundError(name + " is not set");
-  try {
-    size_t used = 0;
-    const int v = std::stoi(it->second, &used);
-    if (used == it->second.size() && v >= 0) return v;
-  } catch (...) {
-  }
-  return InvalidArgumentError(name + "=" + it->second + " is not a non-negative integer");
+  return ParseInt(it->second, name, 0, kIntMax);
 }
 
-Result<std::vector<std::string>> HostList(const pt::ptree& cluster, const std::string& key,
+// The "host:port" strings of cluster[key].
+Result<std::vector<std::string>> HostList(const json& cluster, const std::string& key,
                                           const std::string& where) {
+  const auto list = cluster.find(key);
+  if (list == cluster.end()) {
+    return InvalidArgumentError(where + ": the cluster has no \"" + key + "\" list");
+  }
+  if (!list->is_array()) {
+    return InvalidArgumentError(where + ": \"" + key + "\" is " + list->dump() +
+                                ", not a list of \"host:port\" strings");
+  }
   std::vector<std::string> out;
-  auto child = cluster.get_child_optional(key);
-  if (!child) return InvalidArgumentError(where + ": the cluster has no \"" + key + "\" list");
-  for (const auto& [k, v] : *child) {
-    const std::string hostport = v.get_value<std::string>();
+  for (const json& entry : *list) {
+    const std::string hostport = entry.is_string() ? entry.get<std::string>() : entry.dump();
     const size_t colon = hostport.rfind(':');
-    if (!k.empty() || colon == std::string::npos || colon == 0 || colon + 1 == hostport.size()) {
+    if (!entry.is_string() || colon == std::string::npos || colon == 0 ||
+        colon + 1 == hostport.size()) {
       return InvalidArgumentError(where + ": \"" + key + "\" entry '" + hostport +
                                   "' is not host:port");
     }
@@ -43,26 +49,65 @@ Result<std::vector<std::string>> HostList(const pt::ptree& cluster, const std::s
   return out;
 }
 
+// The port of a "host:port" entry of `where`.
+Result<int> PortOf(const std::string& hostport, const std::string& where) {
+  return ParseInt(std::string_view(hostport).substr(hostport.rfind(':') + 1),
+                  where + ": the port of '" + hostport + "'", 1, 65535);
+}
+
+// task.type and task.index of a TOWERPS_CONFIG-style spec; type "" when there is no task.
+Status TaskOf(const json& root, const std::string& where, std::string* type, int* index) {
+  const auto task = root.find("task");
+  if (task == root.end()) return Status::Ok();
+  const auto t = task->find("type");
+  if (!task->is_object() || t == task->end() || !t->is_string()) {
+    return InvalidArgumentError(where + ": \"task\" is " + task->dump() +
+                                ", not {\"type\": \"ps\"|\"worker\", \"index\": i}");
+  }
+  *type = t->get<std::string>();
+  const auto i = task->find("index");
+  if (i == task->end()) return Status::Ok();
+  // An index written as a string ("1") is accepted too, as it always was.
+  const std::string text = i->is_string() ? i->get<std::string>() : i->dump();
+  if (!i->is_string() && !i->is_number_integer()) {
+    return InvalidArgumentError(where + ": task.index " + text + " is not an integer");
+  }
+  TOWERPS_ASSIGN_OR_RETURN(*index, ParseInt(text, where + ": task.index", 0, kIntMax));
+  return Status::Ok();
+}
+
 }  // namespace
 
-Result<RoleAssignment> RoleFromClusterSpec(const std::string& json, const std::string& role_arg,
+Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::string& role_arg,
                                            int index_arg, const std::string& where) {
-  pt::ptree root;
+  json root;
   try {
-    std::istringstream in(json);
-    pt::read_json(in, root);
-  } catch (const pt::json_parser_error& e) {
-    return InvalidArgumentError(where + ": not valid JSON (line " + std::to_string(e.line()) +
-                                ": " + e.message() + ")");
+    root = json::parse(spec);
+  } catch (const json::parse_error& e) {
+    return InvalidArgumentError(where + ": not valid JSON (" + e.what() + ")");
   }
-  const pt::ptree& cluster = root.get_child_optional("cluster") ? root.get_child("cluster") : root;
+  if (!root.is_object()) {
+    return InvalidArgumentError(where + ": the cluster spec is " + std::string(root.type_name()) +
+                                ", not a JSON object");
+  }
+  const auto nested = root.find("cluster");
+  const json& cluster = nested != root.end() ? *nested : root;
+  if (!cluster.is_object()) {
+    return InvalidArgumentError(where + ": \"cluster\" is " + cluster.dump() +
+                                ", not an object with \"ps\" and \"worker\" lists");
+  }
   TOWERPS_ASSIGN_OR_RETURN(std::vector<std::string> ps, HostList(cluster, "ps", where));
   TOWERPS_ASSIGN_OR_RETURN(std::vector<std::string> workers, HostList(cluster, "worker", where));
+  std::vector<int> ports;
+  for (const std::string& hp : ps) {
+    TOWERPS_ASSIGN_OR_RETURN(const int port, PortOf(hp, where));
+    ports.push_back(port);
+  }
   std::string role = role_arg;
   int index = index_arg;
   if (role.empty()) {
-    role = root.get<std::string>("task.type", "");
-    index = root.get<int>("task.index", -1);
+    index = -1;
+    TOWERPS_RETURN_IF_ERROR(TaskOf(root, where, &role, &index));
     if (role.empty()) {
       return InvalidArgumentError(where +
                                   " has no \"task\" entry; pass --role ps|worker --index i");
@@ -86,14 +131,7 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& json, const std::s
                                 where);
   }
   a.rank = index;
-  if (a.role == RoleAssignment::Role::kServer) {
-    const std::string& hp = ps[index];
-    try {
-      a.port = std::stoi(hp.substr(hp.rfind(':') + 1));
-    } catch (...) {
-      return InvalidArgumentError(where + ": bad port in '" + hp + "'");
-    }
-  }
+  if (a.role == RoleAssignment::Role::kServer) a.port = ports[index];
   for (const std::string& hp : ps) a.ps_endpoints.push_back("tcp://" + hp);
   return a;
 }
@@ -131,11 +169,22 @@ Result<std::vector<int>> ParseTasksPerNode(const std::string& text) {
   std::vector<int> out;
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
-    int count = 0, repeat = 1;
-    if (std::sscanf(item.c_str(), "%d(x%d)", &count, &repeat) < 1 || count < 1 || repeat < 1) {
+    // N, or N(xK): K nodes with N tasks each.
+    const std::string_view entry = item;
+    const size_t paren = entry.find('(');
+    std::string_view repeat_text = "1";
+    bool well_formed = true;
+    if (paren != std::string_view::npos) {
+      well_formed =
+          entry.substr(paren, 2) == "(x" && entry.back() == ')' && entry.size() > paren + 3;
+      if (well_formed) repeat_text = entry.substr(paren + 2, entry.size() - paren - 3);
+    }
+    const Result<int> count = ParseInt(entry.substr(0, paren), "SLURM_TASKS_PER_NODE", 1, kIntMax);
+    const Result<int> repeat = ParseInt(repeat_text, "SLURM_TASKS_PER_NODE", 1, kMaxNodes);
+    if (!well_formed || !count.ok() || !repeat.ok()) {
       return InvalidArgumentError("SLURM_TASKS_PER_NODE entry '" + item + "' is not N or N(xK)");
     }
-    out.insert(out.end(), repeat, count);
+    out.insert(out.end(), *repeat, *count);
   }
   if (out.empty()) return InvalidArgumentError("SLURM_TASKS_PER_NODE is empty");
   return out;

@@ -36,10 +36,11 @@ struct RoleAssignment {
 
 using Environment = std::map<std::string, std::string>;
 
-// TensorFlow-style cluster spec: {"cluster": {"ps": ["h:p", ...], "worker": ["h:p", ...]},
-// "task": {"type": "worker", "index": 1}} (or the two maps without "cluster"). An empty
-// `role` takes the task from the JSON.
-Result<RoleAssignment> RoleFromClusterSpec(const std::string& json, const std::string& role,
+// TensorFlow-style cluster spec, JSON text read from `where` (a file name or TOWERPS_CONFIG):
+// {"cluster": {"ps": ["h:p", ...], "worker": ["h:p", ...]}, "task": {"type": "worker",
+// "index": 1}} (or the two maps without "cluster"). An empty `role` takes the task from the
+// JSON. Errors name `where`; malformed JSON gives the parser's message (line and column).
+Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::string& role,
                                            int index, const std::string& where);
 
 // MPI or Slurm ranks; `hosts_of_rank` maps every global rank to its host (Slurm), or is empty

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/parse.h"
+
 namespace towerps::worker {
 namespace {
 
@@ -16,13 +18,9 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 }
 
 Result<double> ParseNumber(const std::string& text, const std::string& flag) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v) && v >= 0) return v;
-  } catch (...) {
-  }
-  return InvalidArgumentError(flag + ": '" + text + "' is not a non-negative number");
+  TOWERPS_ASSIGN_OR_RETURN(const double v, ParseDouble(text, flag));
+  if (v < 0) return InvalidArgumentError(flag + ": '" + text + "' is not a non-negative number");
+  return v;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/parse.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/gpu_devices.h"
 #ifdef TOWERPS_WITH_CUDA
@@ -11,9 +12,48 @@
 #endif
 
 namespace towerps::worker {
+namespace {
+
+constexpr int kMaxTowerIndex = 999999;
+
+// Refuses a GPU named twice (one tower per GPU).
+Status CheckGpuOnce(const TowerDevice& d, std::set<std::string>* seen) {
+  if (d.kind == TowerDevice::Kind::kGpu && !seen->insert(d.name()).second) {
+    return InvalidArgumentError("--towers puts two towers on " + d.name() +
+                                " (one tower per GPU; use one tower with a larger batch)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<TowerDevice>> ParseTowerList(const std::string& spec) {
+  std::vector<TowerDevice> towers;
+  std::set<std::string> seen;
+  std::stringstream ss(spec);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const size_t colon = item.find(':');
+    const std::string kind = item.substr(0, colon);
+    const std::string_view digits =
+        colon == std::string::npos ? std::string_view() : std::string_view(item).substr(colon + 1);
+    const Result<int> index = ParseInt(digits, "--towers", 0, kMaxTowerIndex);
+    if ((kind != "cpu" && kind != "gpu") || !index.ok()) {
+      return InvalidArgumentError("--towers entry '" + item +
+                                  "' is not cpu:N or gpu:N (e.g. --towers cpu:0,cpu:1)");
+    }
+    TowerDevice d;
+    d.kind = kind == "gpu" ? TowerDevice::Kind::kGpu : TowerDevice::Kind::kCpu;
+    d.index = *index;
+    TOWERPS_RETURN_IF_ERROR(CheckGpuOnce(d, &seen));
+    towers.push_back(d);
+  }
+  if (towers.empty()) return InvalidArgumentError("--towers is empty; use e.g. cpu:0");
+  return towers;
+}
 
 Result<std::vector<TowerDevice>> ParseTowers(const std::string& spec, bool allow_soft_placement,
                                              std::vector<std::string>* warnings, int gpu_limit) {
+  TOWERPS_ASSIGN_OR_RETURN(std::vector<TowerDevice> listed, ParseTowerList(spec));
   std::string why_no_gpu;
   const std::vector<kernels::GpuInfo> visible = kernels::ListGpus(&why_no_gpu);
   int gpus = static_cast<int>(visible.size());
@@ -26,27 +66,12 @@ Result<std::vector<TowerDevice>> ParseTowers(const std::string& spec, bool allow
 
   std::vector<TowerDevice> towers;
   std::set<std::string> seen;
-  std::stringstream ss(spec);
-  for (std::string item; std::getline(ss, item, ',');) {
-    const size_t colon = item.find(':');
-    const std::string kind = item.substr(0, colon);
-    int index = -1;
-    if (colon != std::string::npos && colon + 1 < item.size() && item.size() - colon - 1 <= 6 &&
-        item.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
-      index = std::stoi(item.substr(colon + 1));
-    }
-    if ((kind != "cpu" && kind != "gpu") || index < 0) {
-      return InvalidArgumentError("--towers entry '" + item +
-                                  "' is not cpu:N or gpu:N (e.g. --towers cpu:0,cpu:1)");
-    }
-    TowerDevice d;
-    d.kind = kind == "gpu" ? TowerDevice::Kind::kGpu : TowerDevice::Kind::kCpu;
-    d.index = index;
+  for (TowerDevice d : listed) {
     // CPU towers are threads: cpu:N names one more of them on the one CPU device.
-    const bool exists = d.kind == TowerDevice::Kind::kCpu || index < gpus;
+    const bool exists = d.kind == TowerDevice::Kind::kCpu || d.index < gpus;
     if (!exists) {
       const std::string what =
-          item + " does not exist (" +
+          d.name() + " does not exist (" +
           (gpus == 0 ? "no GPU: " + why_no_gpu : std::to_string(gpus) + " visible GPU(s)") + ")";
       if (!allow_soft_placement) {
         return NotFoundError("--towers " + what + "; available devices: " + available +
@@ -56,19 +81,15 @@ Result<std::vector<TowerDevice>> ParseTowers(const std::string& spec, bool allow
       TowerDevice fallback;
       if (gpus > 0) {
         fallback.kind = TowerDevice::Kind::kGpu;
-        fallback.index = index % gpus;
+        fallback.index = d.index % gpus;
       }
       if (warnings) warnings->push_back(what + "; placed on " + fallback.name() + " instead");
       d = fallback;
     }
-    // After soft placement two towers may land on one GPU; a GPU runs one tower per worker.
-    if (d.kind == TowerDevice::Kind::kGpu && !seen.insert(d.name()).second) {
-      return InvalidArgumentError("--towers puts two towers on " + d.name() +
-                                  " (one tower per GPU; use one tower with a larger batch)");
-    }
+    // After soft placement two towers may land on one GPU.
+    TOWERPS_RETURN_IF_ERROR(CheckGpuOnce(d, &seen));
     towers.push_back(d);
   }
-  if (towers.empty()) return InvalidArgumentError("--towers is empty; use e.g. cpu:0");
   return towers;
 }
 

@@ -30,10 +30,15 @@ struct TowerDevice {
   }
 };
 
-// Parses and checks the list against what this machine has: cpu:0 and the visible GPUs, of which
-// only the first `gpu_limit` count when it is >= 0 (--device-count gpu=N). `warnings` receives
-// soft-placement notes: a missing gpu:N falls back to gpu:(N mod visible GPUs) when there are
-// GPUs, otherwise to cpu:0 (and cpu:N, N > 0, to cpu:0). Errors are kInvalidArgument (syntax,
+// The syntax of --towers alone: comma-separated cpu:N or gpu:N (N in 0..999999), no GPU named
+// twice. Checks nothing against the machine (pure; thread-safe), so the launcher can reject a bad
+// list before it starts anything. Errors are kInvalidArgument naming --towers and the entry.
+Result<std::vector<TowerDevice>> ParseTowerList(const std::string& spec);
+
+// ParseTowerList, then checks the list against what this machine has: cpu:0 and the visible GPUs,
+// of which only the first `gpu_limit` count when it is >= 0 (--device-count gpu=N). `warnings`
+// receives soft-placement notes: a missing gpu:N falls back to gpu:(N mod visible GPUs) when there
+// are GPUs, otherwise to cpu:0 (and cpu:N, N > 0, to cpu:0). Errors are kInvalidArgument (syntax,
 // duplicates) or kNotFound (missing device, naming the available ones and the fixes).
 Result<std::vector<TowerDevice>> ParseTowers(const std::string& spec, bool allow_soft_placement,
                                              std::vector<std::string>* warnings,

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/parse.h"
+#include "worker/towers.h"
+
 namespace po = boost::program_options;
 
 namespace towerps::worker {
@@ -11,12 +14,9 @@ namespace towerps::worker {
 Status WorkerOptions::Validate() const {
   if (towers.empty())
     return InvalidArgumentError("--towers is empty; use e.g. cpu:0 or gpu:0,gpu:1");
+  TOWERPS_RETURN_IF_ERROR(ParseTowerList(towers).status());
   if (intra_op_threads < 1 || intra_op_threads > 256) {
     return InvalidArgumentError("--intra-op-threads=" + std::to_string(intra_op_threads) +
-                                " must be between 1 and 256");
-  }
-  if (inter_op_threads < 1 || inter_op_threads > 256) {
-    return InvalidArgumentError("--inter-op-threads=" + std::to_string(inter_op_threads) +
                                 " must be between 1 and 256");
   }
   if (log_every < 1) {
@@ -45,15 +45,12 @@ Result<int> WorkerOptions::GpuCountLimit() const {
     const size_t eq = item.find('=');
     std::string kind = item.substr(0, eq);
     std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
-    int n = -1;
-    if (eq != std::string::npos && eq + 1 < item.size() &&
-        item.find_first_not_of("0123456789", eq + 1) == std::string::npos &&
-        item.size() - eq - 1 <= 6) {
-      n = std::stoi(item.substr(eq + 1));
-    }
-    if (kind == "gpu" && n >= 0) {
-      limit = n;
-    } else if (kind == "cpu" && n == 1) {
+    const std::string_view digits =
+        eq == std::string::npos ? std::string_view() : std::string_view(item).substr(eq + 1);
+    const Result<int> n = ParseInt(digits, "--device-count", 0, 999999);
+    if (kind == "gpu" && n.ok()) {
+      limit = *n;
+    } else if (kind == "cpu" && n.ok() && *n == 1) {
       // one CPU device, cpu:0, always
     } else {
       return InvalidArgumentError("--device-count entry '" + item +
@@ -73,8 +70,6 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (towers != d.towers) add("--towers", towers);
   if (intra_op_threads != d.intra_op_threads)
     add("--intra-op-threads", std::to_string(intra_op_threads));
-  if (inter_op_threads != d.inter_op_threads)
-    add("--inter-op-threads", std::to_string(inter_op_threads));
   if (log_every != d.log_every) add("--log-every", std::to_string(log_every));
   if (!data_dir.empty()) add("--data-dir", data_dir);
   if (!metrics_out.empty()) add("--metrics-out", metrics_out);
@@ -103,10 +98,8 @@ WorkerFlags::WorkerFlags()
   desc_.add_options()("towers", po::value(&o.towers)->default_value(o.towers),
                       "devices, one tower each: cpu:0,cpu:1 or gpu:0,gpu:1")(
       "intra-op-threads", po::value(&o.intra_op_threads)->default_value(o.intra_op_threads),
-      "threads inside one op")("inter-op-threads",
-                               po::value(&o.inter_op_threads)->default_value(o.inter_op_threads),
-                               "ops run concurrently")(
-      "log-every", po::value(&o.log_every)->default_value(o.log_every), "steps between log lines")(
+      "threads inside one op")("log-every", po::value(&o.log_every)->default_value(o.log_every),
+                               "steps between log lines")(
       "data-dir", po::value(&o.data_dir), "dataset directory (default: the package's)")(
       "metrics-out", po::value(&o.metrics_out), "JSON lines per logged step; {rank} expands")(
       "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(

@@ -16,7 +16,6 @@ namespace towerps::worker {
 struct WorkerOptions {
   std::string towers = "cpu:0";  // comma-separated devices, one tower each: cpu:0,cpu:1 or gpu:0
   int intra_op_threads = 1;      // threads inside one op
-  int inter_op_threads = 1;      // ops run concurrently
   int log_every = 100;           // steps between progress lines
   std::string data_dir;          // empty: the dataset's default location
   std::string metrics_out;       // JSON lines, one per logged step; "{rank}" expands
@@ -39,7 +38,8 @@ struct WorkerOptions {
   std::string straggler_dist;  // exp:MEAN or uniform:LO:HI
   std::string slow_workers;    // K:FACTOR
 
-  // Range checks; the error names the flag and the value.
+  // Range checks and the syntax of --towers (not whether its devices exist: ParseTowers in the
+  // worker checks that); the error names the flag and the value.
   Status Validate() const;
   // The GPU limit of device_count: -1 when unset. kInvalidArgument for a malformed value.
   Result<int> GpuCountLimit() const;

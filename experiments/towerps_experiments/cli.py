@@ -22,15 +22,19 @@ def _report(results_dir, target, out=sys.stdout):
 
 
 def _sweep_and_report(sweep_file, results_dir, launcher, timeout_s, no_report):
-    try:
-        sw = sweep.load(sweep_file)
-    except (sweep.SweepError, checks.CheckError) as e:
-        print(f"run_sweep: bad sweep file: {e}", file=sys.stderr)
-        return 2, None
+    # The launcher first: it says what a sweep file may ask for.
     if not (os.path.isfile(launcher) and os.access(launcher, os.X_OK)):
         print(f"run_sweep: launcher {launcher!r} is not an executable file; build it "
               "(cmake --preset release && cmake --build --preset release) or pass --launcher",
               file=sys.stderr)
+        return 2, None
+    try:
+        sw = sweep.load(sweep_file, launcher)
+    except (sweep.SweepError, checks.CheckError) as e:
+        print(f"run_sweep: bad sweep file: {e}", file=sys.stderr)
+        return 2, None
+    except sweep.LauncherError as e:
+        print(f"run_sweep: cannot check the sweep file with the launcher: {e}", file=sys.stderr)
         return 2, None
     try:
         _, _, failed = runner.run_sweep(sw, results_dir, launcher, timeout_s)

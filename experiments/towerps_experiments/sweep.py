@@ -2,18 +2,19 @@
 
 A sweep file (TOML or JSON) lists update modes, straggler settings and value axes; the cross
 product of them, times the seeds, is the list of runs. See docs/experiments/README.md.
+
+What the launcher accepts is the launcher's to say: the mode, model, dataset, optimizer and
+learning-rate schedule names come from `towerps-launch --list-choices`, and straggler settings
+are checked by `towerps-launch --validate-only` (the parser the workers use).
 """
 
+import functools
 import itertools
 import json
 import os
+import subprocess
 import tomllib
 from dataclasses import dataclass, field
-
-MODES = ("sync", "async", "ssp")
-MODELS = ("mlp", "cnn", "cifar10")
-OPTIMIZERS = ("sgd", "momentum", "adam", "adagrad")
-DATASETS = ("fashion-mnist", "synthetic", "cifar10")
 
 # Top-level keys and, for the axes, the launcher option each one feeds.
 AXES = {"workers": "--workers", "models": "--model", "epochs": "--epochs", "lrs": "--lr"}
@@ -21,6 +22,9 @@ TOP_KEYS = {"name", "description", "target_accuracy", "seeds", "modes", "straggl
             "options", "checks"} | set(AXES)
 MODE_KEYS = {"name", "mode", "backup_workers", "staleness", "staleness_aware_lr", "lr"}
 STRAGGLER_KEYS = {"name", "straggler", "straggler_dist", "slow_workers"}
+# Straggler key -> launcher flag.
+STRAGGLER_FLAGS = {"straggler": "--straggler", "straggler_dist": "--straggler-dist",
+                   "slow_workers": "--slow-workers"}
 # Fixed options passed to every run: key in [options] -> launcher flag.
 OPTION_FLAGS = {"servers": "--servers", "dataset": "--dataset", "batch_size": "--batch-size",
                 "optimizer": "--optimizer", "max_steps": "--max-steps",
@@ -30,6 +34,49 @@ OPTION_FLAGS = {"servers": "--servers", "dataset": "--dataset", "batch_size": "-
 
 class SweepError(ValueError):
     """A sweep file is malformed; the message names the key and the bad value."""
+
+
+class LauncherError(RuntimeError):
+    """The launcher could not be asked what it accepts (missing, failing, or garbled output)."""
+
+
+def _ask_launcher(launcher, args):
+    try:
+        return subprocess.run([launcher, *args], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except OSError as e:
+        raise LauncherError(f"cannot run {launcher!r}: {e.strerror}") from e
+    except subprocess.TimeoutExpired as e:
+        raise LauncherError(f"{launcher} {' '.join(args)} did not answer in 60 s") from e
+
+
+@functools.lru_cache(maxsize=None)
+def launcher_choices(launcher):
+    """The names `launcher` accepts, from `launcher --list-choices`: a dict of lists under
+    "modes", "models", "datasets", "optimizers" and "lr_schedules". Raises LauncherError."""
+    p = _ask_launcher(launcher, ["--list-choices"])
+    if p.returncode != 0:
+        raise LauncherError(f"{launcher} --list-choices exited with status {p.returncode}: "
+                            f"{p.stderr.strip()}")
+    try:
+        choices = json.loads(p.stdout)
+    except json.JSONDecodeError as e:
+        raise LauncherError(f"{launcher} --list-choices printed no JSON: {e}") from e
+    for key in ("modes", "models", "datasets", "optimizers", "lr_schedules"):
+        if not isinstance(choices.get(key), list):
+            raise LauncherError(f"{launcher} --list-choices has no {key!r} list")
+    return choices
+
+
+@functools.lru_cache(maxsize=None)
+def launcher_rejects(launcher, flags):
+    """None when `launcher --validate-only FLAGS` accepts the flags (a tuple), otherwise the
+    launcher's error message."""
+    p = _ask_launcher(launcher, ["--validate-only", *flags])
+    if p.returncode == 0:
+        return None
+    message = p.stderr.strip().removeprefix("towerps-launch: ")
+    return message or f"{launcher} --validate-only exited with status {p.returncode}"
 
 
 @dataclass(frozen=True)
@@ -153,14 +200,14 @@ def load_file(path):
         raise SweepError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'TOML'}: {e}") from e
 
 
-def _parse_mode(path, i, table):
+def _parse_mode(path, i, table, modes):
     where = f"{path}: modes[{i}]"
     _require(isinstance(table, dict), path, f"modes[{i}]", table, "must be a table")
     for key in table:
         _require(key in MODE_KEYS, where, key, table[key],
                  f"unknown key (allowed: {', '.join(sorted(MODE_KEYS))})")
     mode = table.get("mode")
-    _require(mode in MODES, where, "mode", mode, f"must be one of {', '.join(MODES)}")
+    _require(mode in modes, where, "mode", mode, f"must be one of {', '.join(modes)}")
     backup = table.get("backup_workers", 0)
     _require(isinstance(backup, int) and not isinstance(backup, bool) and backup >= 0,
              where, "backup_workers", backup, "must be an integer >= 0")
@@ -205,19 +252,6 @@ def _parse_straggler(path, i, table):
         _require(key in STRAGGLER_KEYS, where, key, table[key],
                  f"unknown key (allowed: {', '.join(sorted(STRAGGLER_KEYS))})")
         _require(isinstance(table[key], str), where, key, table[key], "must be a string")
-    if "straggler" in table:
-        rank, sep, delay = table["straggler"].partition(":")
-        _require(sep and rank.isdigit() and delay, where, "straggler", table["straggler"],
-                 "must look like RANK:DELAY, e.g. 3:40ms")
-    if "straggler_dist" in table:
-        kind = table["straggler_dist"].split(":")
-        _require((kind[0] == "exp" and len(kind) == 2) or (kind[0] == "uniform" and len(kind) == 3),
-                 where, "straggler_dist", table["straggler_dist"],
-                 "must be exp:MEAN or uniform:LO:HI")
-    if "slow_workers" in table:
-        k, sep, factor = table["slow_workers"].partition(":")
-        _require(sep and k.isdigit() and factor, where, "slow_workers", table["slow_workers"],
-                 "must look like K:FACTOR, e.g. 1:3")
     label = table.get("name")
     if label is None:
         parts = [table[k].replace(":", "_") for k in ("straggler", "straggler_dist",
@@ -228,8 +262,23 @@ def _parse_straggler(path, i, table):
                          table.get("slow_workers"))
 
 
-def parse(data, path="<sweep>"):
-    """Validates a parsed sweep dict and expands it into a Sweep. Raises SweepError."""
+def _check_stragglers(path, stragglers, workers, launcher):
+    """Each straggler setting, with each worker count, as the launcher checks it."""
+    for i, s in enumerate(stragglers):
+        for key, flag in STRAGGLER_FLAGS.items():
+            value = getattr(s, key)
+            if value is None:
+                continue
+            for n in workers:
+                why = launcher_rejects(launcher, ("--workers", str(n), flag, value))
+                _require(why is None, f"{path}: stragglers[{i}]", key, value, why)
+
+
+def parse(data, path, launcher):
+    """Validates a parsed sweep dict and expands it into a Sweep; `launcher` (towerps-launch)
+    says which names and straggler settings it accepts. Raises SweepError, or LauncherError
+    when the launcher cannot be asked."""
+    choices = launcher_choices(launcher)
     _require(isinstance(data, dict), path, "<top>", type(data).__name__, "must be a table")
     for key in data:
         _require(key in TOP_KEYS, path, key, data[key],
@@ -242,15 +291,17 @@ def parse(data, path="<sweep>"):
     _require("modes" in data, path, "modes", None, "at least one mode is required")
     _require(isinstance(data["modes"], list), path, "modes", data["modes"],
              "must be an array of tables ([[modes]])")
-    modes = [m for i, t in enumerate(data["modes"]) for m in _parse_mode(path, i, t)]
+    modes = [m for i, t in enumerate(data["modes"])
+             for m in _parse_mode(path, i, t, choices["modes"])]
     stragglers = data.get("stragglers", [{}])
     _require(isinstance(stragglers, list), path, "stragglers", stragglers,
              "must be an array of tables ([[stragglers]])")
     stragglers = [_parse_straggler(path, i, t) for i, t in enumerate(stragglers)]
     workers = _as_list(path, "workers", data.get("workers", [2]), int, lambda n: n >= 1,
                        "must be >= 1")
-    models = _as_list(path, "models", data.get("models", ["mlp"]), str, lambda m: m in MODELS,
-                      f"must be one of {', '.join(MODELS)}")
+    models = _as_list(path, "models", data.get("models", ["mlp"]), str,
+                      lambda m: m in choices["models"],
+                      f"must be one of {', '.join(choices['models'])}")
     epochs = _as_list(path, "epochs", data.get("epochs", [1]), int, lambda e: e >= 1,
                       "must be >= 1")
     lrs = [float(x) for x in _as_list(path, "lrs", data.get("lrs", [0.05]), (int, float),
@@ -262,12 +313,12 @@ def parse(data, path="<sweep>"):
     for key, value in options.items():
         _require(key in OPTION_FLAGS, f"{path}: options", key, value,
                  f"unknown option (allowed: {', '.join(sorted(OPTION_FLAGS))})")
-    if "dataset" in options:
-        _require(options["dataset"] in DATASETS, f"{path}: options", "dataset",
-                 options["dataset"], f"must be one of {', '.join(DATASETS)}")
-    if "optimizer" in options:
-        _require(options["optimizer"] in OPTIMIZERS, f"{path}: options", "optimizer",
-                 options["optimizer"], f"must be one of {', '.join(OPTIMIZERS)}")
+    for key, names in (("dataset", "datasets"), ("optimizer", "optimizers"),
+                       ("lr_schedule", "lr_schedules")):
+        if key in options:
+            _require(options[key] in choices[names], f"{path}: options", key, options[key],
+                     f"must be one of {', '.join(choices[names])}")
+    _check_stragglers(path, stragglers, workers, launcher)
     for m in modes:
         for n in workers:
             _require(m.backup_workers < n, f"{path}: mode '{m.label}'", "backup_workers",
@@ -317,6 +368,7 @@ def config_name(mode, straggler, workers, model, epochs, lr, all_workers, all_mo
     return "-".join(parts)
 
 
-def load(path):
-    """Loads and expands a sweep file. Raises SweepError naming the bad key and value."""
-    return parse(load_file(path), path)
+def load(path, launcher):
+    """Loads and expands a sweep file. Raises SweepError naming the bad key and value, or
+    LauncherError (see parse)."""
+    return parse(load_file(path), path, launcher)

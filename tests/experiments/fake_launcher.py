@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A stand-in for towerps-launch in the experiment tests: parses the flags run_sweep passes,
-writes plausible metrics and summary files, and exits. Test hooks (arguments of the test, not
-of the real CLI), read from the environment of the test that starts it:
+writes plausible metrics and summary files, and exits. Like the real launcher it answers
+--list-choices (fixed lists) and --validate-only (a rough copy of the straggler grammar, enough
+for the tests; test_sweep.RealLauncherTest checks the real one). Test hooks (arguments of the
+test, not of the real CLI), read from the environment of the test that starts it:
   FAKE_LAUNCH_LOG      append "<run-dir>" per invocation to this file
   FAKE_LAUNCH_FAIL     exit 3 without a summary when the --mode equals this value
   FAKE_LAUNCH_INTERRUPT_SEED  for this --seed: write half the files, SIGINT the parent, hang
@@ -9,9 +11,45 @@ of the real CLI), read from the environment of the test that starts it:
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import time
+
+CHOICES = {"modes": ["sync", "async", "ssp"], "models": ["mlp", "cnn", "cifar10"],
+           "datasets": ["fashion-mnist", "cifar10", "synthetic"],
+           "optimizers": ["sgd", "momentum", "adam", "adagrad"],
+           "lr_schedules": ["constant", "step", "exponential"]}
+if sys.argv[1:] == ["--list-choices"]:
+    print(json.dumps(CHOICES, indent=2))
+    sys.exit(0)
+
+
+def validate_only(a):
+    """Exit 0 when the straggler flags look valid, else 2 with a launcher-style message."""
+    d = r"(\d+(\.\d*)?|\.\d+)(ms|us|s)?"
+    problems = []
+    if a.straggler is not None:
+        m = re.fullmatch(r"(\d+):" + d, a.straggler)
+        if not m:
+            problems.append(f"--straggler={a.straggler} is not RANK:DELAY (e.g. 1:40ms)")
+        elif int(m.group(1)) >= a.workers:
+            problems.append(f"--straggler rank {m.group(1)} is not a worker rank "
+                            f"0..{a.workers - 1}")
+    if a.straggler_dist is not None and not re.fullmatch(f"exp:{d}|uniform:{d}:{d}",
+                                                          a.straggler_dist):
+        problems.append(f"--straggler-dist={a.straggler_dist} is not exp:MEAN or uniform:LO:HI")
+    if a.slow_workers is not None:
+        m = re.fullmatch(r"(\d+):(\d+(\.\d*)?)", a.slow_workers)
+        if not m or int(m.group(1)) > a.workers or float(m.group(2)) < 1:
+            problems.append(f"--slow-workers={a.slow_workers}: K must be 0..{a.workers} and "
+                            "FACTOR at least 1")
+    if problems:
+        print(f"towerps-launch: {problems[0]}", file=sys.stderr)
+        sys.exit(2)
+    print("[launch] the options are valid")
+    sys.exit(0)
+
 
 p = argparse.ArgumentParser()
 for flag in ("--workers", "--epochs", "--seed", "--staleness", "--replicas-to-aggregate",
@@ -22,7 +60,11 @@ for flag in ("--mode", "--model", "--lr", "--run-dir", "--metrics-out", "--summa
              "--slow-workers", "--max-steps"):
     p.add_argument(flag)
 p.add_argument("--staleness-aware-lr", action="store_true")
+p.add_argument("--validate-only", action="store_true")
 a = p.parse_args()
+if a.validate_only:
+    a.workers = 2 if a.workers is None else a.workers
+    validate_only(a)
 
 if os.environ.get("FAKE_LAUNCH_LOG"):
     with open(os.environ["FAKE_LAUNCH_LOG"], "a") as f:

@@ -18,7 +18,7 @@ class ResumeTest(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.results = os.path.join(self.tmp.name, "results")
         self.log = os.path.join(self.tmp.name, "invocations.txt")
-        self.sweep = sweep.parse(SWEEP, "resume.toml")
+        self.sweep = sweep.parse(SWEEP, "resume.toml", _paths.FAKE_LAUNCHER)
 
     def tearDown(self):
         self.tmp.cleanup()

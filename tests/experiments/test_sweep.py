@@ -1,6 +1,7 @@
+import os
 import unittest
 
-import _paths  # noqa: F401
+import _paths
 from towerps_experiments import sweep
 
 BASE = {"name": "t", "workers": [4, 8], "seeds": [1, 2],
@@ -9,9 +10,9 @@ BASE = {"name": "t", "workers": [4, 8], "seeds": [1, 2],
                   {"mode": "ssp", "staleness": [0, 4]}]}
 
 
-def parse(**changes):
+def parse(launcher=_paths.FAKE_LAUNCHER, **changes):
     data = dict(BASE, **changes)
-    return sweep.parse(data, "t.toml")
+    return sweep.parse(data, "t.toml", launcher)
 
 
 class ExpansionTest(unittest.TestCase):
@@ -66,11 +67,31 @@ class ErrorTest(unittest.TestCase):
                        modes=[{"mode": "sync", "backup_workers": 4}])
         self.assertBad(["'staleness'"], modes=[{"mode": "ssp"}])
         self.assertBad(["'staleness'", "only ssp"], modes=[{"mode": "async", "staleness": 2}])
-        self.assertBad(["'straggler'", "'slow'"], stragglers=[{"straggler": "slow"}])
+        self.assertBad(["'straggler'", "'slow'", "is not RANK:DELAY"],
+                       stragglers=[{"straggler": "slow"}])
+        self.assertBad(["stragglers[1]", "'straggler_dist'", "'gauss:1ms'"],
+                       stragglers=[{}, {"straggler_dist": "gauss:1ms"}])
+        self.assertBad(["'models'", "'resnet'", "mlp, cnn, cifar10"], models=["resnet"])
+        self.assertBad(["'dataset'", "'mnist'"], options={"dataset": "mnist"})
+        self.assertBad(["'optimizer'", "'rmsprop'"], options={"optimizer": "rmsprop"})
+        self.assertBad(["'lr_schedule'", "'cosine'"], options={"lr_schedule": "cosine"})
         self.assertBad(["'lrs'", "'x'"], lrs=["x"])
         self.assertBad(["'epoch'"], epoch=[1])
         self.assertBad(["options", "'optimiser'"], options={"optimiser": "sgd"})
         self.assertBad(["'seeds'", "must not repeat"], seeds=[1, 1])
+
+    def test_straggler_rank_is_checked_against_every_worker_count(self):
+        self.assertEqual(len(parse(workers=[4], stragglers=[{"straggler": "3:40ms"}]).runs), 12)
+        self.assertBad(["'straggler'", "'3:40ms'", "rank 3"], workers=[2, 4],
+                       stragglers=[{"straggler": "3:40ms"}])
+
+    def test_a_launcher_that_cannot_answer_is_reported(self):
+        with self.assertRaises(sweep.LauncherError) as cm:
+            parse(launcher="/nonexistent/towerps-launch")
+        self.assertIn("/nonexistent/towerps-launch", str(cm.exception))
+        with self.assertRaises(sweep.LauncherError) as cm:
+            parse(launcher="/bin/false")
+        self.assertIn("--list-choices exited with status 1", str(cm.exception))
 
     def test_bad_check_is_named(self):
         from towerps_experiments import checks
@@ -86,14 +107,46 @@ class ErrorTest(unittest.TestCase):
             p = os.path.join(d, "s.toml")
             with open(p, "w") as f:
                 f.write('workers = [2]\n[[modes]]\nmode = "ssp"\nstaleness = [1, 2]\n')
-            s = sweep.load(p)
+            s = sweep.load(p, _paths.FAKE_LAUNCHER)
             self.assertEqual(s.name, "s")
             self.assertEqual([r.name for r in s.runs], ["ssp-s1-seed1", "ssp-s2-seed1"])
             with open(p, "w") as f:
                 f.write("workers = [2\n")
             with self.assertRaises(sweep.SweepError) as cm:
-                sweep.load(p)
+                sweep.load(p, _paths.FAKE_LAUNCHER)
             self.assertIn("not valid TOML", str(cm.exception))
+
+
+REAL_LAUNCHER = os.environ.get("TOWERPS_LAUNCH_BIN", "")
+
+
+@unittest.skipUnless(os.access(REAL_LAUNCHER, os.X_OK),
+                     "TOWERPS_LAUNCH_BIN (set by CTest) is not a built towerps-launch")
+class RealLauncherTest(unittest.TestCase):
+    """The choices and the straggler grammar come from the real towerps-launch."""
+
+    def test_choices_come_from_the_binary(self):
+        choices = sweep.launcher_choices(REAL_LAUNCHER)
+        self.assertEqual(choices["modes"], ["sync", "async", "ssp"])
+        self.assertIn("cifar10", choices["models"])
+        self.assertIn("synthetic", choices["datasets"])
+        self.assertIn("adam", choices["optimizers"])
+        self.assertIn("exponential", choices["lr_schedules"])
+        self.assertEqual(len(parse(REAL_LAUNCHER, models=["cnn"]).runs), 24)
+
+    def test_the_launcher_checks_straggler_settings(self):
+        s = parse(REAL_LAUNCHER, workers=[4], stragglers=[
+            {"straggler": "3:40ms"}, {"straggler_dist": "uniform:0ms:20ms"},
+            {"slow_workers": "1:3"}])
+        self.assertEqual(len(s.runs), 6 * 3 * 2)
+        for bad, message in (({"straggler": "3:40parsecs"}, "--straggler delay"),
+                             ({"straggler": "4:1ms"}, "--straggler rank 4"),
+                             ({"straggler_dist": "uniform:30ms:10ms"}, "HI is below LO"),
+                             ({"slow_workers": "1:0.5"}, "FACTOR at least 1")):
+            with self.assertRaises(sweep.SweepError) as cm:
+                parse(REAL_LAUNCHER, workers=[4], stragglers=[bad])
+            self.assertIn(message, str(cm.exception))
+            self.assertIn(repr(next(iter(bad.values()))), str(cm.exception))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ TEST(HostfileTest, ParsesSlotsRolesAndComments) {
   auto hosts = ParseHostfile(
       "# cluster\n\nnode1 slots=4\n  node2 slots=2 servers  # the PS boxes\nnode3 workers\n",
       "h.txt");
-  ASSERT_TRUE(hosts.ok()) << hosts.status().ToString();
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
   ASSERT_EQ(hosts->size(), 3u);
   EXPECT_EQ((*hosts)[0].host, "node1");
   EXPECT_EQ((*hosts)[0].slots, 4);
@@ -55,9 +55,9 @@ TEST(HostfileTest, ErrorsNameTheFileLineAndWord) {
 
 TEST(HostfileTest, ServersSpreadFirstThenWorkersFillSlots) {
   auto hosts = ParseHostfile("a slots=1 servers\nb slots=2 workers\nc slots=2\n", "h");
-  ASSERT_TRUE(hosts.ok());
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
   auto plan = PlaceOnHosts(*hosts, 2, 3);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan.ok()) << plan.status();
   std::vector<std::string> got;
   for (const HostPlacement& p : *plan) {
     got.push_back(std::string(p.server ? "ps" : "w") + std::to_string(p.rank) + "@" + p.host + "/" +
@@ -67,8 +67,9 @@ TEST(HostfileTest, ServersSpreadFirstThenWorkersFillSlots) {
 
   // Round-robin: with room everywhere, servers go one per host before any host gets two.
   auto even = ParseHostfile("a slots=4\nb slots=4\n", "h");
+  ASSERT_TRUE(even.ok()) << even.status();
   auto spread = PlaceOnHosts(*even, 3, 1);
-  ASSERT_TRUE(spread.ok());
+  ASSERT_TRUE(spread.ok()) << spread.status();
   EXPECT_EQ((*spread)[0].host, "a");
   EXPECT_EQ((*spread)[1].host, "b");
   EXPECT_EQ((*spread)[2].host, "a");
@@ -78,6 +79,7 @@ TEST(HostfileTest, ServersSpreadFirstThenWorkersFillSlots) {
 
 TEST(HostfileTest, TooFewSlotsSaysWhatIsMissing) {
   auto hosts = ParseHostfile("a slots=1 servers\nb slots=2 workers\n", "h");
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
   auto servers = PlaceOnHosts(*hosts, 2, 1);
   ASSERT_FALSE(servers.ok());
   EXPECT_NE(servers.status().message().find("too few for the servers"), std::string::npos)
@@ -141,7 +143,7 @@ class WatchdogTest : public ::testing::Test {
 
 TEST_F(WatchdogTest, PassesTheExitCodeThrough) {
   auto w = Start({"/bin/sh", "-c", "exit 7"});
-  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(w->Wait(Deadline::After(std::chrono::seconds(20))), 7);
 }
 
@@ -150,7 +152,7 @@ TEST_F(WatchdogTest, ClosingStdinStopsTheCommandWithSigterm) {
                              (dir_ / "pid.tmp").string() + " " + (dir_ / "pid").string() +
                              "; trap 'exit 42' TERM; while :; do sleep 0.05; done";
   auto w = Start({"/bin/sh", "-c", script});
-  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w.ok()) << w.status();
   const pid_t child = ChildPid();
   ASSERT_GT(child, 0);
   EXPECT_TRUE(Alive(child));
@@ -165,7 +167,7 @@ TEST_F(WatchdogTest, KillsACommandThatIgnoresSigtermAfterTheGrace) {
                              (dir_ / "pid.tmp").string() + " " + (dir_ / "pid").string() +
                              "; while :; do sleep 0.05; done";
   auto w = Start({"/bin/sh", "-c", script}, /*grace_ms=*/300);
-  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w.ok()) << w.status();
   const pid_t child = ChildPid();
   ASSERT_GT(child, 0);
   w->CloseStdin();
@@ -186,7 +188,7 @@ TEST_F(WatchdogTest, EnvOverridesTheInheritedEnvironment) {
             "test \"$TOWERPS_WATCHDOG_TEST\" = given"};
   o.stdin_pipe = true;
   auto w = Subprocess::Start(o);
-  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(w->Wait(Deadline::After(std::chrono::seconds(20))), 0);
   unsetenv("TOWERPS_WATCHDOG_TEST");
 }
@@ -196,7 +198,7 @@ TEST_F(WatchdogTest, RejectsAMissingCommand) {
   o.argv = {TOWERPS_LAUNCH_BIN, "--stdin-watchdog", "--grace-ms", "10"};
   o.output_path = (dir_ / "out.txt").string();
   auto w = Subprocess::Start(o);
-  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(w->Wait(Deadline::After(std::chrono::seconds(20))), 2);
   std::ifstream in(dir_ / "out.txt");
   const std::string out(std::istreambuf_iterator<char>(in), {});

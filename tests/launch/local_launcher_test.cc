@@ -1,49 +1,28 @@
 // towerps-launch as users run it: the real binary, real servers, and a stand-in worker.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <regex>
 #include <thread>
 
-#include "common/subprocess.h"
+#include "tests/launch/launch_fixture.h"
 
-namespace towerps::launch {
+namespace towerps::launch_test {
 namespace {
 
-namespace fs = std::filesystem;
-using std::chrono::seconds;
-
-class LauncherTest : public ::testing::Test {
+class LauncherTest : public LaunchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("launch_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << "---- launcher output ----\n" << Output();
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { ShowOnFailure("launch.out"); }
 
-  Subprocess Launch(std::vector<std::string> args) {
-    SubprocessOptions o;
-    o.argv = {TOWERPS_LAUNCH_BIN,      "--worker-bin", FAKE_WORKER_BIN, "--run-dir",
-              (dir_ / "run").string(), "--grace-ms",   "3000"};
-    o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.output_path = (dir_ / "launch.out").string();
-    auto p = Subprocess::Start(o);
-    EXPECT_TRUE(p.ok());
-    return std::move(p).value();
+  // towerps-launch with the stand-in worker, its run directory in <dir>/run and its output in
+  // <dir>/launch.out.
+  Result<Subprocess> Launch(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {kLaunchBin, "--worker-bin", FAKE_WORKER_BIN, "--run-dir",
+                                     RunDir(),   "--grace-ms",   "3000"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return Start(argv, "launch.out");
   }
-  std::string Output() const {
-    std::ifstream in(dir_ / "launch.out");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string RunDir() const { return (dir_ / "run").string(); }
+  std::string Output() const { return dir_.Read("launch.out"); }
   // pid of every process the launcher started, from processes.txt.
   std::vector<std::pair<std::string, pid_t>> Processes() const {
     std::vector<std::pair<std::string, pid_t>> out;
@@ -56,14 +35,19 @@ class LauncherTest : public ::testing::Test {
     }
     return out;
   }
+  // Waits until the launcher has started `count` processes.
+  void AwaitProcesses(size_t count) const {
+    const Deadline started = Deadline::After(seconds(30));
+    while (Processes().size() < count && !started.expired())
+      std::this_thread::sleep_for(milliseconds(20));
+  }
   static bool Alive(pid_t pid) { return kill(pid, 0) == 0; }
-
-  fs::path dir_;
 };
 
 TEST_F(LauncherTest, RunsAJobAndExitsZero) {
-  Subprocess p = Launch({"--servers", "2", "--workers", "3", "--epochs", "2"});
-  ASSERT_EQ(p.Wait(Deadline::After(seconds(60))), std::optional<int>(0)) << Output();
+  Result<Subprocess> p = Launch({"--servers", "2", "--workers", "3", "--epochs", "2"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->Wait(Deadline::After(seconds(60))), std::optional<int>(0));
   const std::string out = Output();
   EXPECT_NE(out.find("[launch] run directory:"), std::string::npos);
   EXPECT_NE(out.find("[worker:2] step 9 done"), std::string::npos);  // prefixed, 2 epochs x 5
@@ -77,17 +61,16 @@ TEST_F(LauncherTest, RunsAJobAndExitsZero) {
 }
 
 TEST_F(LauncherTest, KilledWorkerStopsTheJobWithAClearMessage) {
-  Subprocess p = Launch({"--servers", "1", "--workers", "3", "--epochs", "1000"});
-  const Deadline started = Deadline::After(seconds(30));
-  while (Processes().size() < 4 && !started.expired())
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Result<Subprocess> p = Launch({"--servers", "1", "--workers", "3", "--epochs", "1000"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  AwaitProcesses(4);
   const auto procs = Processes();
   ASSERT_EQ(procs.size(), 4u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mid-run
+  std::this_thread::sleep_for(milliseconds(500));  // mid-run
   ASSERT_EQ(procs[2].first, "worker:1");
   kill(procs[2].second, SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
-  const std::optional<int> code = p.Wait(Deadline::After(seconds(30)));
+  const std::optional<int> code = p->Wait(Deadline::After(seconds(30)));
   ASSERT_TRUE(code.has_value()) << "launcher hung after a worker died";
   EXPECT_NE(*code, 0);
   EXPECT_LT(std::chrono::steady_clock::now() - killed, seconds(15));
@@ -98,15 +81,14 @@ TEST_F(LauncherTest, KilledWorkerStopsTheJobWithAClearMessage) {
 }
 
 TEST_F(LauncherTest, SigtermStopsEveryProcess) {
-  Subprocess p = Launch({"--servers", "1", "--workers", "2", "--epochs", "1000"});
-  const Deadline started = Deadline::After(seconds(30));
-  while (Processes().size() < 3 && !started.expired())
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Result<Subprocess> p = Launch({"--servers", "1", "--workers", "2", "--epochs", "1000"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  AwaitProcesses(3);
+  std::this_thread::sleep_for(milliseconds(300));
   const auto procs = Processes();
   ASSERT_EQ(procs.size(), 3u);
-  kill(p.pid(), SIGTERM);
-  const std::optional<int> code = p.Wait(Deadline::After(seconds(20)));
+  kill(p->pid(), SIGTERM);
+  const std::optional<int> code = p->Wait(Deadline::After(seconds(20)));
   ASSERT_TRUE(code.has_value());
   EXPECT_EQ(*code, 128 + SIGTERM);
   EXPECT_NE(Output().find("signal 15 received"), std::string::npos);
@@ -128,12 +110,51 @@ TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {
       {{"--straggler-dist", "gauss:1ms"}, "--straggler-dist=gauss:1ms"},
   };
   for (const auto& [args, expect] : cases) {
-    Subprocess p = Launch(args);
-    EXPECT_EQ(p.Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << args[0];
+    Result<Subprocess> p = Launch(args);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << args[0];
     EXPECT_NE(Output().find(expect), std::string::npos) << Output();
     EXPECT_FALSE(fs::exists(dir_ / "run")) << "a process directory was created for " << args[0];
   }
 }
 
+TEST_F(LauncherTest, BadTowersAreRejectedBeforeAnyProcessStarts) {
+  // The worker's own --towers grammar (worker::ParseTowerList), checked by the launcher: no
+  // server is started only to see worker:0 exit with code 2.
+  Result<Subprocess> p = Launch({"--towers", "cpu:x"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Wait(Deadline::After(seconds(20))), std::optional<int>(2));
+  const std::string out = Output();
+  EXPECT_NE(out.find("--towers"), std::string::npos) << out;
+  EXPECT_NE(out.find("'cpu:x'"), std::string::npos) << out;
+  EXPECT_EQ(out.find("[ps:0]"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir_ / "run")) << "the launcher created its run directory";
+}
+
+TEST_F(LauncherTest, ValidateOnlyChecksTheOptionsAndStartsNothing) {
+  Result<Subprocess> good = Launch({"--validate-only", "--workers", "4", "--straggler", "3:40ms"});
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->Wait(Deadline::After(seconds(20))), std::optional<int>(0));
+  EXPECT_NE(Output().find("the options are valid"), std::string::npos) << Output();
+  Result<Subprocess> bad = Launch({"--validate-only", "--workers", "4", "--straggler", "4:40ms"});
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  EXPECT_EQ(bad->Wait(Deadline::After(seconds(20))), std::optional<int>(2));
+  EXPECT_NE(Output().find("--straggler rank 4"), std::string::npos) << Output();
+  EXPECT_FALSE(fs::exists(dir_ / "run")) << "the launcher created its run directory";
+}
+
+TEST_F(LauncherTest, ListChoicesPrintsJson) {
+  Result<int> code =
+      RunProcess({kLaunchBin, "--list-choices"}, dir_ / "launch.out", {}, seconds(20));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  const std::string out = Output();
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.front(), '{') << out;
+  for (const std::string key : {"\"modes\"", "\"models\"", "\"datasets\"", "\"ssp\""}) {
+    EXPECT_NE(out.find(key), std::string::npos) << out;
+  }
+}
+
 }  // namespace
-}  // namespace towerps::launch
+}  // namespace towerps::launch_test

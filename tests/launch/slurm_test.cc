@@ -5,23 +5,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <thread>
 
-#include "common/subprocess.h"
+#include "tests/launch/launch_fixture.h"
 
-namespace towerps {
+namespace towerps::launch_test {
 namespace {
-
-namespace fs = std::filesystem;
-using std::chrono::seconds;
-
-std::string Read(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class SlurmTest : public ::testing::Test {
  protected:
@@ -37,12 +26,11 @@ class SlurmTest : public ::testing::Test {
         return;
       }
     }
-    if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
-      skip_ = "Fashion-MNIST is not installed";
+    if (!HaveFashionMnist()) {
+      skip_ = kNoFashionMnist;
       return;
     }
-    dir_ = new fs::path(fs::temp_directory_path() / ("slurm_test_" + std::to_string(getpid())));
-    fs::remove_all(*dir_);
+    dir_ = new ScratchDir("slurm_test");
     fs::create_directories(*dir_ / "state");
     fs::create_directories(*dir_ / "spool");
     fs::create_directories(*dir_ / "munge");      // the key: private
@@ -52,19 +40,19 @@ class SlurmTest : public ::testing::Test {
                                              fs::perms::others_exec | fs::perms::group_read |
                                              fs::perms::others_read);
     {
-      std::ofstream key(*dir_ / "munge" / "munge.key", std::ios::binary);
+      std::ofstream key(*dir_ / "munge/munge.key", std::ios::binary);
       std::ifstream random("/dev/urandom", std::ios::binary);
       char buf[1024];
       random.read(buf, sizeof(buf));
       key.write(buf, sizeof(buf));
     }
-    fs::permissions(*dir_ / "munge" / "munge.key", fs::perms::owner_read);
+    fs::permissions(*dir_ / "munge/munge.key", fs::perms::owner_read);
     char host[256] = {0};
     gethostname(host, sizeof(host) - 1);
     std::string node = host;
     node = node.substr(0, node.find('.'));
     const int port = 17000 + getpid() % 2000 * 2;
-    const std::string d = dir_->string();
+    const std::string d = dir_->path().string();
     std::ofstream(*dir_ / "slurm.conf")
         << "ClusterName=towerps\nSlurmctldHost=" << node << "\nSlurmUser=root\nSlurmdUser=root\n"
         << "AuthType=auth/munge\nAuthInfo=socket=" << d << "/munge-run/munge.socket\n"
@@ -82,35 +70,31 @@ class SlurmTest : public ::testing::Test {
     env_ = new std::vector<std::string>{"SLURM_CONF=" + d + "/slurm.conf"};
     daemons_ = new std::vector<Subprocess>;
     auto start = [&](std::vector<std::string> argv, const std::string& log) {
-      SubprocessOptions o;
-      o.argv = std::move(argv);
-      o.extra_env = *env_;
-      o.output_path = d + "/" + log;
-      auto p = Subprocess::Start(o);
-      if (p.ok()) daemons_->push_back(std::move(p).value());
+      Result<Subprocess> p = StartProcess(std::move(argv), *dir_ / log, *env_);
+      if (p.ok()) {
+        daemons_->push_back(std::move(p).value());
+      } else if (failed_.empty()) {
+        failed_ = "cannot start " + log + ": " + p.status().ToString();
+      }
     };
     start({"/usr/sbin/munged", "-F", "--key-file=" + d + "/munge/munge.key",
            "--socket=" + d + "/munge-run/munge.socket", "--pid-file=" + d + "/munge-run/munged.pid",
            "--log-file=" + d + "/munge/munged.log", "--seed-file=" + d + "/munge/seed"},
           "munged.out");
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(milliseconds(300));
     start({"/usr/sbin/slurmctld", "-D", "-f", d + "/slurm.conf"}, "slurmctld.out");
     start({"/usr/sbin/slurmd", "-D", "-f", d + "/slurm.conf"}, "slurmd.out");
+    if (!failed_.empty()) return;
     // Up when the node reports idle.
     for (Deadline dl = Deadline::After(seconds(30)); !dl.expired();) {
-      SubprocessOptions o;
-      o.argv = {"/usr/bin/sinfo", "-h", "-o", "%t"};
-      o.extra_env = *env_;
-      o.output_path = d + "/sinfo.out";
-      auto p = Subprocess::Start(o);
-      if (p.ok() && p->Wait(Deadline::After(seconds(10))) == std::optional<int>(0) &&
-          Read(*dir_ / "sinfo.out").find("idle") != std::string::npos) {
+      const Result<int> code =
+          RunProcess({"/usr/bin/sinfo", "-h", "-o", "%t"}, *dir_ / "sinfo.out", *env_, seconds(10));
+      if (code.ok() && *code == 0 && dir_->Read("sinfo.out").find("idle") != std::string::npos) {
         return;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(milliseconds(200));
     }
-    failed_ =
-        "Slurm did not come up: " + Read(*dir_ / "slurmctld.log") + Read(*dir_ / "slurmd.log");
+    failed_ = "Slurm did not come up: " + dir_->Read("slurmctld.log") + dir_->Read("slurmd.log");
   }
 
   static void TearDownTestSuite() {
@@ -120,8 +104,7 @@ class SlurmTest : public ::testing::Test {
       delete daemons_;  // SIGKILLs whatever is left
       daemons_ = nullptr;
     }
-    if (dir_) fs::remove_all(*dir_);
-    delete dir_;
+    delete dir_;  // removes it
     delete env_;
     dir_ = nullptr;
     env_ = nullptr;
@@ -132,43 +115,41 @@ class SlurmTest : public ::testing::Test {
     ASSERT_TRUE(failed_.empty()) << failed_;
   }
 
-  int Run(std::vector<std::string> argv, const std::string& out, int timeout_s = 180) {
-    SubprocessOptions o;
-    o.argv = std::move(argv);
-    o.extra_env = *env_;
-    o.extra_env.push_back(std::string("TOWERPS_BIN=") + TOWERPS_BIN_DIR);
-    o.output_path = (*dir_ / out).string();
-    auto p = Subprocess::Start(o);
-    EXPECT_TRUE(p.ok());
-    return p->Wait(Deadline::After(seconds(timeout_s))).value_or(-1);
+  // Runs a Slurm command to its end, with the Slurm configuration and TOWERPS_BIN set.
+  static Result<int> Run(std::vector<std::string> argv, const std::string& out) {
+    std::vector<std::string> env = *env_;
+    env.push_back("TOWERPS_BIN=" + BinDir());
+    return RunProcess(std::move(argv), *dir_ / out, std::move(env), seconds(180));
   }
 
   static inline std::string skip_, failed_;
-  static inline fs::path* dir_ = nullptr;
+  static inline ScratchDir* dir_ = nullptr;
   static inline std::vector<std::string>* env_ = nullptr;
   static inline std::vector<Subprocess>* daemons_ = nullptr;
 };
 
 TEST_F(SlurmTest, SrunRunsAJob) {
-  const int code = Run(
-      {"/usr/bin/srun", "--overcommit", "-n", "3", std::string(TOWERPS_BIN_DIR) + "/towerps-launch",
-       "--slurm", "--servers", "1", "--max-steps", "20", "--base-port", "7931"},
-      "srun.out");
-  const std::string out = Read(*dir_ / "srun.out");
-  EXPECT_EQ(code, 0) << out;
+  const Result<int> code = Run({"/usr/bin/srun", "--overcommit", "-n", "3", kLaunchBin, "--slurm",
+                                "--servers", "1", "--max-steps", "20", "--base-port", "7931"},
+                               "srun.out");
+  const std::string out = dir_->Read("srun.out");
+  ASSERT_TRUE(code.ok()) << code.status() << "\n" << out;
+  EXPECT_EQ(*code, 0) << out;
   EXPECT_NE(out.find("test accuracy ="), std::string::npos) << out;
   EXPECT_NE(out.find("\"workers\":2,\"servers\":1"), std::string::npos) << out;
 }
 
 TEST_F(SlurmTest, SbatchRunsTheExampleScript) {
   const std::string job_out = (*dir_ / "sbatch-job.out").string();
-  const int code = Run({"/usr/bin/sbatch", "--wait", "--overcommit", "-n", "3", "-o", job_out,
-                        TOWERPS_SBATCH_SCRIPT, "--max-steps", "20", "--base-port", "7941"},
-                       "sbatch.out");
-  const std::string out = Read(job_out);
-  EXPECT_EQ(code, 0) << Read(*dir_ / "sbatch.out") << out;
+  const Result<int> code =
+      Run({"/usr/bin/sbatch", "--wait", "--overcommit", "-n", "3", "-o", job_out,
+           TOWERPS_SBATCH_SCRIPT, "--max-steps", "20", "--base-port", "7941"},
+          "sbatch.out");
+  const std::string out = ReadFile(job_out);
+  ASSERT_TRUE(code.ok()) << code.status() << "\n" << dir_->Read("sbatch.out") << out;
+  EXPECT_EQ(*code, 0) << dir_->Read("sbatch.out") << out;
   EXPECT_NE(out.find("test accuracy ="), std::string::npos) << out;
 }
 
 }  // namespace
-}  // namespace towerps
+}  // namespace towerps::launch_test

@@ -12,40 +12,26 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <sstream>
-#include <thread>
 
-#include "common/subprocess.h"
+#include "tests/launch/launch_fixture.h"
 
-namespace towerps {
+namespace towerps::launch_test {
 namespace {
-
-namespace fs = std::filesystem;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
 
 constexpr int kHosts = 3;
 
-std::string Read(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class SshHostsTest : public ::testing::Test {
  protected:
-  // Runs a shell command; its output goes to dir/sh.log. Returns the exit code.
+  // Runs a shell command; its output goes to dir/sh.log. Returns the exit code, -1 when it did
+  // not start or end within a minute.
   static int Sh(const std::string& command) {
-    SubprocessOptions o;
-    o.argv = {"/bin/sh", "-c", command};
-    o.output_path = (dir() / "sh.log").string();
-    Result<Subprocess> p = Subprocess::Start(o);
-    if (!p.ok()) return -1;
-    return p->Wait(Deadline::After(seconds(60))).value_or(-1);
+    const Result<int> code =
+        RunProcess({"/bin/sh", "-c", command}, dir() / "sh.log", {}, seconds(60));
+    return code.ok() ? *code : -1;
   }
-  static std::string ShOutput() { return Read(dir() / "sh.log"); }
-  static const fs::path& dir() { return *dir_; }
+  static std::string ShOutput() { return ReadFile(dir() / "sh.log"); }
+  static const fs::path& dir() { return dir_->path(); }
   static std::string Ns(int host) {  // host 0 is the login node
     return "tps" + std::to_string(getpid()) + (host == 0 ? "login" : "h" + std::to_string(host));
   }
@@ -63,14 +49,12 @@ class SshHostsTest : public ::testing::Test {
         return;
       }
     }
-    if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
-      skip_ = "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+    if (!HaveFashionMnist()) {
+      skip_ = kNoFashionMnist;
       return;
     }
-    dir_ = new fs::path(fs::temp_directory_path() / ("ssh_hosts_test_" + std::to_string(getpid())));
-    fs::remove_all(*dir_);
-    fs::create_directories(*dir_);
-    const std::string d = dir_->string();
+    dir_ = new ScratchDir("ssh_hosts_test");
+    const std::string d = dir().string();
     std::ostringstream net;
     net << "set -e\nip netns add " << Ns(0) << "\nip -n " << Ns(0) << " link set lo up\n"
         << "ip -n " << Ns(0) << " link add br0 type bridge\n"
@@ -95,28 +79,17 @@ class SshHostsTest : public ::testing::Test {
       setup_error_ = "ssh-keygen failed: " + ShOutput();
       return;
     }
-    std::ofstream(*dir_ / "sshd_config")
+    std::ofstream(dir() / "sshd_config")
         << "Port 22\nHostKey " << d << "/host_key\nAuthorizedKeysFile " << d
         << "/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         << "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nLogLevel ERROR\n";
     sshd_ = new std::vector<Subprocess>();
     for (int h = 1; h <= kHosts; ++h) {
-      SubprocessOptions o;
-      o.argv = {"/usr/sbin/ip",
-                "netns",
-                "exec",
-                Ns(h),
-                "/usr/sbin/sshd",
-                "-D",
-                "-e",
-                "-f",
-                d + "/sshd_config",
-                "-o",
-                "ListenAddress=" + Address(h),
-                "-o",
-                "PidFile=" + d + "/sshd" + std::to_string(h) + ".pid"};
-      o.output_path = d + "/sshd" + std::to_string(h) + ".log";
-      Result<Subprocess> p = Subprocess::Start(o);
+      Result<Subprocess> p =
+          StartProcess({"/usr/sbin/ip", "netns", "exec", Ns(h), "/usr/sbin/sshd", "-D", "-e", "-f",
+                        d + "/sshd_config", "-o", "ListenAddress=" + Address(h), "-o",
+                        "PidFile=" + d + "/sshd" + std::to_string(h) + ".pid"},
+                       dir() / ("sshd" + std::to_string(h) + ".log"));
       if (!p.ok()) {
         setup_error_ = "cannot start sshd: " + p.status().ToString();
         return;
@@ -132,11 +105,11 @@ class SshHostsTest : public ::testing::Test {
       }
       if (!up) {
         setup_error_ = "sshd on " + Address(h) + " does not answer: " + ShOutput() +
-                       Read(*dir_ / ("sshd" + std::to_string(h) + ".log"));
+                       ReadFile(dir() / ("sshd" + std::to_string(h) + ".log"));
         return;
       }
     }
-    std::ofstream(*dir_ / "hosts.txt") << "# three simulated hosts\n"
+    std::ofstream(dir() / "hosts.txt") << "# three simulated hosts\n"
                                        << Address(1) << " slots=1 servers\n"
                                        << Address(2) << " slots=2 workers\n"
                                        << Address(3) << " slots=2\n";
@@ -150,8 +123,7 @@ class SshHostsTest : public ::testing::Test {
       for (int h = 0; h <= kHosts; ++h) del += "ip netns del " + Ns(h) + " 2>/dev/null; ";
       Sh(del);
     }
-    if (dir_ != nullptr && !std::getenv("TOWERPS_KEEP_TEST_DIR")) fs::remove_all(*dir_);
-    delete dir_;
+    delete dir_;  // removes it unless TOWERPS_KEEP_TEST_DIR is set
     dir_ = nullptr;
   }
 
@@ -179,16 +151,15 @@ class SshHostsTest : public ::testing::Test {
   static Result<Subprocess> LaunchOnHosts(const std::string& name,
                                           const std::vector<std::string>& extra,
                                           const std::string& hostfile = "hosts.txt") {
-    SubprocessOptions o;
-    o.argv = {"/usr/sbin/ip",
-              "netns",
-              "exec",
-              Ns(0),
-              TOWERPS_LAUNCH_BIN,
-              "--hostfile",
-              (dir() / hostfile).string(),
-              "--ssh-opts",
-              SshOpts()};
+    std::vector<std::string> argv = {"/usr/sbin/ip",
+                                     "netns",
+                                     "exec",
+                                     Ns(0),
+                                     kLaunchBin,
+                                     "--hostfile",
+                                     (dir() / hostfile).string(),
+                                     "--ssh-opts",
+                                     SshOpts()};
     // OpenBLAS picks its kernels from these: the remote processes must use the local ones.
     std::string names;
     for (char** e = environ; *e != nullptr; ++e) {
@@ -196,11 +167,10 @@ class SshHostsTest : public ::testing::Test {
       if (kv.rfind("OPENBLAS_", 0) == 0 || kv.rfind("OMP_", 0) == 0)
         names += (names.empty() ? "" : ",") + kv.substr(0, kv.find('='));
     }
-    if (!names.empty()) o.argv.insert(o.argv.end(), {"--export", names});
+    if (!names.empty()) argv.insert(argv.end(), {"--export", names});
     const std::vector<std::string> job = JobArgs(name, extra);
-    o.argv.insert(o.argv.end(), job.begin(), job.end());
-    o.output_path = (dir() / (name + ".out")).string();
-    return Subprocess::Start(o);
+    argv.insert(argv.end(), job.begin(), job.end());
+    return StartProcess(argv, dir() / (name + ".out"));
   }
 
   // Pids in namespace `host` other than its sshd listener, with their command lines.
@@ -209,10 +179,10 @@ class SshHostsTest : public ::testing::Test {
     if (Sh("ip netns pids " + Ns(host)) != 0) return {"cannot list " + Ns(host)};
     std::istringstream pids(ShOutput());
     const std::string listener =
-        host == 0 ? "" : Read(dir() / ("sshd" + std::to_string(host) + ".pid"));
+        host == 0 ? "" : ReadFile(dir() / ("sshd" + std::to_string(host) + ".pid"));
     for (std::string pid; pids >> pid;) {
       if (!listener.empty() && std::stol(listener) == std::stol(pid)) continue;
-      std::string cmd = Read("/proc/" + pid + "/cmdline");
+      std::string cmd = ReadFile("/proc/" + pid + "/cmdline");
       for (char& c : cmd) c = c == '\0' ? ' ' : c;
       if (cmd.empty()) continue;  // exited meanwhile
       out.push_back(Ns(host) + " pid " + pid + ": " + cmd);
@@ -245,22 +215,19 @@ class SshHostsTest : public ::testing::Test {
     }
     return 0;
   }
+  static std::string Output(const std::string& name) { return ReadFile(dir() / (name + ".out")); }
   static bool OutputHas(const std::string& name, const std::string& text) {
-    return Read(dir() / (name + ".out")).find(text) != std::string::npos;
+    return Output(name).find(text) != std::string::npos;
   }
   static void AwaitOutput(const std::string& name, const std::string& text, seconds limit) {
-    const Deadline deadline = Deadline::After(limit);
-    while (!OutputHas(name, text) && !deadline.expired())
-      std::this_thread::sleep_for(milliseconds(100));
+    AwaitText(dir() / (name + ".out"), text, limit);
   }
 
-  static inline fs::path* dir_ = nullptr;
+  static inline ScratchDir* dir_ = nullptr;
   static inline std::string skip_, setup_error_;
   static inline bool namespaces_created_ = false;
   static inline std::vector<Subprocess>* sshd_ = nullptr;
 };
-
-const std::string kBin = fs::path(TOWERPS_LAUNCH_BIN).parent_path().string();
 
 TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
   const std::vector<std::string> steps = {"--max-steps", "150"};
@@ -270,21 +237,19 @@ TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
                        (dir() / (name + ".bin")).string()});
     return e;
   };
-  auto remote = LaunchOnHosts("hosts", extra("hosts"));
-  ASSERT_TRUE(remote.ok()) << remote.status().ToString();
-  ASSERT_EQ(remote->Wait(Deadline::After(seconds(240))), 0) << Read(dir() / "hosts.out");
+  Result<Subprocess> remote = LaunchOnHosts("hosts", extra("hosts"));
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  ASSERT_EQ(remote->Wait(Deadline::After(seconds(240))), 0) << Output("hosts");
 
-  SubprocessOptions local;
-  local.argv = {TOWERPS_LAUNCH_BIN};
+  std::vector<std::string> local = {kLaunchBin};
   const std::vector<std::string> job = JobArgs("local", extra("local"));
-  local.argv.insert(local.argv.end(), job.begin(), job.end());
-  local.output_path = (dir() / "local.out").string();
-  auto l = Subprocess::Start(local);
-  ASSERT_TRUE(l.ok());
-  ASSERT_EQ(l->Wait(Deadline::After(seconds(240))), 0) << Read(dir() / "local.out");
+  local.insert(local.end(), job.begin(), job.end());
+  const Result<int> code = RunProcess(local, dir() / "local.out", {}, seconds(240));
+  ASSERT_TRUE(code.ok()) << code.status();
+  ASSERT_EQ(*code, 0) << Output("local");
 
   // Where the processes ran: servers on h1 and h3, workers on h2 (two) and h3.
-  const std::string table = Read(dir() / "hosts" / "processes.txt");
+  const std::string table = ReadFile(dir() / "hosts" / "processes.txt");
   for (const std::string& expect :
        {"ps 0 host " + Address(1), "ps 1 host " + Address(3), "worker 0 host " + Address(2),
         "worker 1 host " + Address(2), "worker 2 host " + Address(3)}) {
@@ -293,83 +258,77 @@ TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
   EXPECT_TRUE(OutputHas("hosts", "[worker:2]"));
   EXPECT_TRUE(OutputHas("hosts", "job finished: 3 workers and 2 servers exited cleanly"));
   // Sync training is deterministic: the same parameters, bit for bit, and the same accuracy.
-  const std::string a = Read(dir() / "hosts.bin"), b = Read(dir() / "local.bin");
+  const std::string a = ReadFile(dir() / "hosts.bin"), b = ReadFile(dir() / "local.bin");
   ASSERT_FALSE(a.empty());
   EXPECT_TRUE(a == b) << "the hostfile job's final parameters differ from the local job's";
   auto accuracy = [](const std::string& json) {
     const size_t at = json.find("\"test_accuracy\":");
     return at == std::string::npos ? std::string("missing") : json.substr(at, 24);
   };
-  EXPECT_EQ(accuracy(Read(dir() / "hosts.json")), accuracy(Read(dir() / "local.json")));
-  EXPECT_GT(std::atof(accuracy(Read(dir() / "hosts.json")).c_str() + 16), 0.7);
+  const std::string hosts_json = ReadFile(dir() / "hosts.json");
+  EXPECT_EQ(accuracy(hosts_json), accuracy(ReadFile(dir() / "local.json")));
+  EXPECT_GT(std::atof(accuracy(hosts_json).c_str() + 16), 0.7);
   EXPECT_EQ(AwaitNoOrphans(seconds(15)), std::vector<std::string>{});
 }
 
 TEST_F(SshHostsTest, KilledRemoteServerStopsTheJobWithoutOrphans) {
-  auto job = LaunchOnHosts("kill", {"--epochs", "100", "--grace-ms", "3000"});
-  ASSERT_TRUE(job.ok());
-  const pid_t server = FindProcess(1, kBin + "/towerps-server", seconds(60));
-  ASSERT_GT(server, 0) << Read(dir() / "kill.out");
+  Result<Subprocess> job = LaunchOnHosts("kill", {"--epochs", "100", "--grace-ms", "3000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  const pid_t server = FindProcess(1, BinDir() + "/towerps-server", seconds(60));
+  ASSERT_GT(server, 0) << Output("kill");
   AwaitOutput("kill", "step ", seconds(60));  // training is under way
   ASSERT_EQ(kill(server, SIGKILL), 0);
   std::optional<int> code = job->Wait(Deadline::After(seconds(60)));
-  ASSERT_TRUE(code.has_value()) << "the launcher did not stop\n" << Read(dir() / "kill.out");
+  ASSERT_TRUE(code.has_value()) << "the launcher did not stop\n" << Output("kill");
   EXPECT_NE(*code, 0);
   EXPECT_TRUE(OutputHas("kill", "ps:0 on " + Address(1) + " exited with code 137"))
-      << Read(dir() / "kill.out");
+      << Output("kill");
   EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
 }
 
 TEST_F(SshHostsTest, KilledLauncherTakesEveryRemoteProcessWithIt) {
-  auto job = LaunchOnHosts("crash", {"--epochs", "100", "--grace-ms", "3000"});
-  ASSERT_TRUE(job.ok());
-  ASSERT_GT(FindProcess(2, kBin + "/towerps-worker", seconds(60)), 0) << Read(dir() / "crash.out");
+  Result<Subprocess> job = LaunchOnHosts("crash", {"--epochs", "100", "--grace-ms", "3000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_GT(FindProcess(2, BinDir() + "/towerps-worker", seconds(60)), 0) << Output("crash");
   AwaitOutput("crash", "step ", seconds(60));
   // SIGKILL: no chance to clean up. Its ssh clients run in their own process groups and see
   // their stdin close; the watchdogs on the hosts then stop the servers and workers.
   ASSERT_EQ(kill(job->pid(), SIGKILL), 0);
-  EXPECT_EQ(job->Wait(Deadline::After(seconds(10))), 128 + SIGKILL) << Read(dir() / "crash.out");
-  EXPECT_EQ(AwaitNoOrphans(seconds(30)), std::vector<std::string>{}) << Read(dir() / "crash.out");
+  EXPECT_EQ(job->Wait(Deadline::After(seconds(10))), 128 + SIGKILL) << Output("crash");
+  EXPECT_EQ(AwaitNoOrphans(seconds(30)), std::vector<std::string>{}) << Output("crash");
 }
 
 TEST_F(SshHostsTest, CtrlCStopsEveryRemoteProcessGracefully) {
-  auto job = LaunchOnHosts("ctrlc", {"--epochs", "100", "--grace-ms", "5000"});
-  ASSERT_TRUE(job.ok());
-  ASSERT_GT(FindProcess(1, kBin + "/towerps-server", seconds(60)), 0) << Read(dir() / "ctrlc.out");
+  Result<Subprocess> job = LaunchOnHosts("ctrlc", {"--epochs", "100", "--grace-ms", "5000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_GT(FindProcess(1, BinDir() + "/towerps-server", seconds(60)), 0) << Output("ctrlc");
   AwaitOutput("ctrlc", "step ", seconds(60));
   ASSERT_EQ(kill(job->pid(), SIGINT), 0);  // what Ctrl-C sends
   std::optional<int> code = job->Wait(Deadline::After(seconds(30)));
-  ASSERT_TRUE(code.has_value()) << "the launcher did not stop\n" << Read(dir() / "ctrlc.out");
-  EXPECT_EQ(*code, 128 + SIGINT) << Read(dir() / "ctrlc.out");
+  ASSERT_TRUE(code.has_value()) << "the launcher did not stop\n" << Output("ctrlc");
+  EXPECT_EQ(*code, 128 + SIGINT) << Output("ctrlc");
   EXPECT_TRUE(OutputHas("ctrlc", "signal 2 received; stopping the job"));
   // The servers got SIGTERM on their hosts, not SIGKILL: they said so before exiting.
-  EXPECT_TRUE(OutputHas("ctrlc", "[ps:0] ")) << Read(dir() / "ctrlc.out");
-  EXPECT_TRUE(OutputHas("ctrlc", "stop signal received; stopping")) << Read(dir() / "ctrlc.out");
+  EXPECT_TRUE(OutputHas("ctrlc", "[ps:0] ")) << Output("ctrlc");
+  EXPECT_TRUE(OutputHas("ctrlc", "stop signal received; stopping")) << Output("ctrlc");
   EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
 }
 
 TEST_F(SshHostsTest, BusyPortAndUnreachableHostAreNamed) {
   // Something else holds server 0's port on its host.
-  SubprocessOptions squat;
-  squat.argv = {"/usr/sbin/ip",
-                "netns",
-                "exec",
-                Ns(1),
-                "/usr/bin/python3",
-                "-c",
-                "import socket, time\ns = socket.socket()\ns.bind(('0.0.0.0', 7700))\n"
-                "s.listen()\nprint('bound', flush=True)\ntime.sleep(120)"};
-  squat.output_path = (dir() / "squat.out").string();
-  auto squatter = Subprocess::Start(squat);
-  ASSERT_TRUE(squatter.ok());
-  for (int i = 0; i < 100 && Read(dir() / "squat.out").find("bound") == std::string::npos; ++i)
-    std::this_thread::sleep_for(milliseconds(50));
-  auto busy = LaunchOnHosts("busy", {"--max-steps", "5", "--grace-ms", "3000"});
-  ASSERT_TRUE(busy.ok());
+  Result<Subprocess> squatter =
+      StartProcess({"/usr/sbin/ip", "netns", "exec", Ns(1), "/usr/bin/python3", "-c",
+                    "import socket, time\ns = socket.socket()\ns.bind(('0.0.0.0', 7700))\n"
+                    "s.listen()\nprint('bound', flush=True)\ntime.sleep(120)"},
+                   dir() / "squat.out");
+  ASSERT_TRUE(squatter.ok()) << squatter.status();
+  AwaitOutput("squat", "bound", seconds(5));
+  Result<Subprocess> busy = LaunchOnHosts("busy", {"--max-steps", "5", "--grace-ms", "3000"});
+  ASSERT_TRUE(busy.ok()) << busy.status();
   std::optional<int> code = busy->Wait(Deadline::After(seconds(60)));
   ASSERT_TRUE(code.has_value());
   EXPECT_NE(*code, 0);
-  const std::string out = Read(dir() / "busy.out");
+  const std::string out = Output("busy");
   EXPECT_NE(out.find("ps:0 on " + Address(1) + " exited with code 1"), std::string::npos) << out;
   EXPECT_NE(out.find(":7700: the port is already in use"), std::string::npos) << out;
   squatter->Signal(SIGKILL);
@@ -378,16 +337,17 @@ TEST_F(SshHostsTest, BusyPortAndUnreachableHostAreNamed) {
   // A host nobody answers for: ssh's own message names it and the port.
   std::ofstream(dir() / "unreachable.txt")
       << Address(1) << " slots=1 servers\n10.213.0.99 slots=4\n";
-  auto lost = LaunchOnHosts("lost", {"--max-steps", "5", "--grace-ms", "3000"}, "unreachable.txt");
-  ASSERT_TRUE(lost.ok());
+  Result<Subprocess> lost =
+      LaunchOnHosts("lost", {"--max-steps", "5", "--grace-ms", "3000"}, "unreachable.txt");
+  ASSERT_TRUE(lost.ok()) << lost.status();
   code = lost->Wait(Deadline::After(seconds(90)));
   ASSERT_TRUE(code.has_value());
   EXPECT_NE(*code, 0);
-  const std::string lost_out = Read(dir() / "lost.out");
+  const std::string lost_out = Output("lost");
   EXPECT_NE(lost_out.find("on 10.213.0.99 exited with code 255"), std::string::npos) << lost_out;
   EXPECT_NE(lost_out.find("connect to host 10.213.0.99 port 22"), std::string::npos) << lost_out;
   EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
 }
 
 }  // namespace
-}  // namespace towerps
+}  // namespace towerps::launch_test

@@ -98,6 +98,25 @@ TEST(TowersTest, CpuTowersParse) {
   }
 }
 
+TEST(TowersTest, TheSyntaxAloneIsCheckedWithoutTheMachine) {
+  auto t = ParseTowerList("cpu:0,gpu:7,cpu:0");  // gpu:7 need not exist here
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->size(), 3u);
+  EXPECT_EQ((*t)[1].kind, TowerDevice::Kind::kGpu);
+  EXPECT_EQ((*t)[1].index, 7);
+  for (const std::string bad :
+       {"cpu:x", "gpu:", "gpu", "cpu:1x", "cpu:+1", "cpu:-1", "gpu:1000000", ",cpu:0", ""}) {
+    auto r = ParseTowerList(bad);
+    ASSERT_FALSE(r.ok()) << "'" << bad << "'";
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(Contains(r.status().message(), "--towers")) << r.status();
+  }
+  EXPECT_TRUE(Contains(ParseTowerList("cpu:x").status().message(), "'cpu:x'"));
+  auto twice = ParseTowerList("gpu:1,gpu:1");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_TRUE(Contains(twice.status().message(), "two towers on gpu:1")) << twice.status();
+}
+
 TEST(TowersTest, MissingGpuListsTheAvailableDevicesAndTheFix) {
   // gpu=0 hides every GPU, so this holds on machines with and without one.
   auto r = ParseTowers("gpu:3", false, nullptr, /*gpu_limit=*/0);

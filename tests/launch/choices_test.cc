@@ -1,0 +1,67 @@
+// towerps-launch --list-choices: every name it lists is one its option's parser accepts, and
+// the lists are complete where the parser can say so.
+#include "launch/choices.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ps/job_config.h"
+#include "worker/model/zoo.h"
+#include "worker/train/job_data.h"
+
+namespace towerps::launch {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> List(const json& choices, const std::string& key) {
+  EXPECT_TRUE(choices.contains(key)) << key;
+  return choices.value(key, std::vector<std::string>{});
+}
+
+TEST(ChoicesTest, EveryListedNameParsesBack) {
+  const json choices = json::parse(ChoicesJson());
+  const std::vector<std::string> modes = List(choices, "modes");
+  EXPECT_EQ(modes, (std::vector<std::string>{"sync", "async", "ssp"}));
+  for (const std::string& m : modes) {
+    Result<ps::UpdateMode> r = ps::ParseUpdateMode(m);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ps::UpdateModeName(*r), m);
+  }
+  const std::vector<std::string> optimizers = List(choices, "optimizers");
+  EXPECT_EQ(optimizers.size(), 4u);
+  for (const std::string& o : optimizers) {
+    Result<ps::OptimizerKind> r = ps::ParseOptimizerKind(o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ps::OptimizerKindName(*r), o);
+  }
+  const std::vector<std::string> schedules = List(choices, "lr_schedules");
+  EXPECT_EQ(schedules.size(), 3u);
+  for (const std::string& s : schedules) {
+    Result<ps::LrScheduleKind> r = ps::ParseLrScheduleKind(s);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ps::LrScheduleKindName(*r), s);
+  }
+  EXPECT_EQ(List(choices, "models"), worker::ZooModelNames());
+  for (const std::string& m : worker::ZooModelNames()) {
+    Result<worker::ModelBuilder> r = worker::ZooModel(m);
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+  EXPECT_EQ(List(choices, "datasets"), DatasetNames());
+}
+
+TEST(ChoicesTest, DatasetsAreTheOnesLoadJobDataKnows) {
+  // LoadJobData has no list to ask; its error for an unknown name lists what it knows.
+  Result<worker::JobData> r = worker::LoadJobData("no-such-dataset", "", {1, 28, 28}, 1, 1);
+  ASSERT_FALSE(r.ok());
+  std::string names;
+  for (const std::string& d : DatasetNames()) names += (names.empty() ? "" : ", ") + d;
+  const std::string& m = r.status().message();
+  const std::string tail = "is not one of " + names;
+  ASSERT_GE(m.size(), tail.size()) << m;
+  EXPECT_EQ(m.substr(m.size() - tail.size()), tail) << m;
+}
+
+}  // namespace
+}  // namespace towerps::launch
