@@ -18,6 +18,7 @@
 #include "kernels/gpu_devices.h"
 #include "kernels/reference/reference_backend.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/testing/status_assert.h"
 #ifdef TOWERPS_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
@@ -53,16 +54,18 @@ class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
 #endif
   }
 
-  // Copies host data into a new buffer of the backend's memory.
+  // Copies host data into a new buffer of the backend's memory; the allocation's error if it
+  // fails (tests take the buffer with ASSERT_OK_AND_ASSIGN).
   template <typename T>
-  BackendBuffer<T> Put(const std::vector<T>& host) {
-    auto b = BackendBuffer<T>::Allocate(backend_.get(), static_cast<int64_t>(host.size()));
-    TOWERPS_CHECK(b.ok()) << b.status().ToString();
-    backend_->CopyFromHost(host.data(), host.size() * sizeof(T), b->data());
-    return std::move(b).value();
+  Result<BackendBuffer<T>> Put(const std::vector<T>& host) {
+    TOWERPS_ASSIGN_OR_RETURN(
+        BackendBuffer<T> b,
+        BackendBuffer<T>::Allocate(backend_.get(), static_cast<int64_t>(host.size())));
+    backend_->CopyFromHost(host.data(), host.size() * sizeof(T), b.data());
+    return b;
   }
   // A buffer of n elements filled with `value` (to catch outputs that are not written).
-  BackendBuffer<float> Filled(int64_t n, float value) {
+  Result<BackendBuffer<float>> Filled(int64_t n, float value) {
     return Put(std::vector<float>(static_cast<size_t>(n), value));
   }
   std::vector<float> Get(const BackendBuffer<float>& b) {
@@ -78,8 +81,8 @@ class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(BackendConformanceTest, MemoryRoundTrip) {
   const auto x = RandomFloats(1000, rng_);
-  auto a = Put(x);
-  auto b = Filled(1000, 0.0f);
+  ASSERT_OK_AND_ASSIGN(auto a, Put(x));
+  ASSERT_OK_AND_ASSIGN(auto b, Filled(1000, 0.0f));
   backend_->Copy(a.data(), a.bytes(), b.data());
   EXPECT_EQ(Get(b), x);
   backend_->Synchronize();
@@ -95,7 +98,8 @@ TEST_P(BackendConformanceTest, AsyncCopiesFollowTheQueuedWork) {
   std::vector<float> up(static_cast<size_t>(n), 1.5f), down(static_cast<size_t>(n), -1.0f);
   backend_->PinHostMemory(up.data(), bytes);
   backend_->PinHostMemory(down.data(), bytes);
-  auto a = Filled(n, 0.0f), three = Filled(n, 3.0f);
+  ASSERT_OK_AND_ASSIGN(auto a, Filled(n, 0.0f));
+  ASSERT_OK_AND_ASSIGN(auto three, Filled(n, 3.0f));
   backend_->CopyFromHostAsync(up.data(), bytes, a.data());
   backend_->Scale(n, 2.0f, a.data());               // 3
   backend_->Axpy(n, 1.0f, three.data(), a.data());  // 6
@@ -132,7 +136,8 @@ TEST_P(BackendConformanceTest, PeerCopiesAndDeviceMemoryStats) {
   auto on_other = BackendBuffer<float>::Allocate(other->get(), 1000);
   ASSERT_TRUE(on_other.ok()) << on_other.status().ToString();
   (*other)->CopyFromHost(x.data(), bytes, on_other->data());
-  auto from_peer = Filled(1000, 0.0f), from_self = Filled(1000, 0.0f);
+  ASSERT_OK_AND_ASSIGN(auto from_peer, Filled(1000, 0.0f));
+  ASSERT_OK_AND_ASSIGN(auto from_self, Filled(1000, 0.0f));
   backend_->CopyFromPeer(**other, on_other->data(), bytes, from_peer.data());
   backend_->CopyFromPeer(*backend_, from_peer.data(), bytes, from_self.data());
   EXPECT_EQ(Get(from_peer), x);
@@ -160,7 +165,9 @@ TEST_P(BackendConformanceTest, Gemm) {
     const auto a = RandomFloats(size_t(c.m) * c.k, rng_), b = RandomFloats(size_t(c.k) * c.n, rng_);
     auto c0 = RandomFloats(size_t(c.m) * c.n, rng_);
     if (c.beta == 0.0f) c0.assign(c0.size(), std::numeric_limits<float>::quiet_NaN());
-    auto da = Put(a), db = Put(b), dc = Put(c0);
+    ASSERT_OK_AND_ASSIGN(auto da, Put(a));
+    ASSERT_OK_AND_ASSIGN(auto db, Put(b));
+    ASSERT_OK_AND_ASSIGN(auto dc, Put(c0));
     backend_->Gemm(c.ta, c.tb, c.m, c.n, c.k, 1.5f, da.data(), db.data(), c.beta, dc.data());
     std::vector<double> want(c0.begin(), c0.end());
     if (c.beta == 0.0f) want.assign(want.size(), 0.0);
@@ -179,14 +186,15 @@ TEST_P(BackendConformanceTest, BiasAddAndBackward) {
     SCOPED_TRACE(::testing::Message() << c.outer << "x" << c.channels << "x" << c.inner);
     const int64_t n = int64_t{c.outer} * c.channels * c.inner;
     const auto y0 = RandomFloats(n, rng_), bias = RandomFloats(c.channels, rng_);
-    auto dy = Put(y0), dbias = Put(bias);
+    ASSERT_OK_AND_ASSIGN(auto dy, Put(y0));
+    ASSERT_OK_AND_ASSIGN(auto dbias, Put(bias));
     backend_->BiasAdd(c.outer, c.channels, c.inner, dbias.data(), dy.data());
     auto want = ToDouble(y0);
     ref_.BiasAdd(c.outer, c.channels, c.inner, ToDouble(bias).data(), want.data());
     EXPECT_TRUE(AllClose(Get(dy), want, 1e-6, 1e-7)) << "bias add";
 
-    auto grad = Put(y0);
-    auto db = Filled(c.channels, 9.0f);
+    ASSERT_OK_AND_ASSIGN(auto grad, Put(y0));
+    ASSERT_OK_AND_ASSIGN(auto db, Filled(c.channels, 9.0f));
     backend_->BiasBackward(c.outer, c.channels, c.inner, grad.data(), db.data());
     std::vector<double> db_want(c.channels);
     ref_.BiasBackward(c.outer, c.channels, c.inner, ToDouble(y0).data(), db_want.data());
@@ -214,8 +222,12 @@ TEST_P(BackendConformanceTest, Conv2dForwardAndBackward) {
     ASSERT_TRUE(s.Validate().ok());
     const auto x = RandomFloats(s.x_size(), rng_), w = RandomFloats(s.w_size(), rng_),
                dy = RandomFloats(s.y_size(), rng_);
-    auto dx_buf = Put(x), w_buf = Put(w), dy_buf = Put(dy);
-    auto y = Filled(s.y_size(), 9.0f), dx = Filled(s.x_size(), 9.0f), dw = Filled(s.w_size(), 9.0f);
+    ASSERT_OK_AND_ASSIGN(auto dx_buf, Put(x));
+    ASSERT_OK_AND_ASSIGN(auto w_buf, Put(w));
+    ASSERT_OK_AND_ASSIGN(auto dy_buf, Put(dy));
+    ASSERT_OK_AND_ASSIGN(auto y, Filled(s.y_size(), 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dx, Filled(s.x_size(), 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dw, Filled(s.w_size(), 9.0f));
     backend_->Conv2dForward(s, dx_buf.data(), w_buf.data(), y.data());
     backend_->Conv2dBackwardData(s, dy_buf.data(), w_buf.data(), dx.data());
     backend_->Conv2dBackwardFilter(s, dx_buf.data(), dy_buf.data(), dw.data());
@@ -231,7 +243,8 @@ TEST_P(BackendConformanceTest, Conv2dForwardAndBackward) {
     EXPECT_TRUE(AllClose(Get(dx), dx_ref, 1e-4, 5e-5)) << "backward data";
     EXPECT_TRUE(AllClose(Get(dw), dw_ref, 1e-4, 5e-5)) << "backward filter";
     // Reruns give the same bits (deterministic algorithms), so sync jobs are reproducible.
-    auto dx2 = Filled(s.x_size(), 7.0f), dw2 = Filled(s.w_size(), 7.0f);
+    ASSERT_OK_AND_ASSIGN(auto dx2, Filled(s.x_size(), 7.0f));
+    ASSERT_OK_AND_ASSIGN(auto dw2, Filled(s.w_size(), 7.0f));
     backend_->Conv2dBackwardData(s, dy_buf.data(), w_buf.data(), dx2.data());
     backend_->Conv2dBackwardFilter(s, dx_buf.data(), dy_buf.data(), dw2.data());
     EXPECT_TRUE(Get(dx2) == Get(dx)) << "backward data differs between two identical calls";
@@ -261,8 +274,10 @@ TEST_P(BackendConformanceTest, Pooling) {
       }
       const auto dy = RandomFloats(s.y_size(), rng_);
       const auto xd = ToDouble(x), dyd = ToDouble(dy);
-      auto xb = Put(x), dyb = Put(dy);
-      auto y = Filled(s.y_size(), 9.0f), dx = Filled(s.x_size(), 9.0f);
+      ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+      ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+      ASSERT_OK_AND_ASSIGN(auto y, Filled(s.y_size(), 9.0f));
+      ASSERT_OK_AND_ASSIGN(auto dx, Filled(s.x_size(), 9.0f));
       std::vector<double> y_ref(s.y_size()), dx_ref(s.x_size());
 
       backend_->MaxPoolForward(s, xb.data(), y.data());
@@ -306,8 +321,10 @@ TEST_P(BackendConformanceTest, Activations) {
         Case{"sigmoid", &Backend<float>::SigmoidForward, &Backend<float>::SigmoidBackward,
              &Backend<double>::SigmoidForward, &Backend<double>::SigmoidBackward}}) {
     SCOPED_TRACE(c.name);
-    auto xb = Put(x), dyb = Put(dy);
-    auto y = Filled(n, 9.0f), dx = Filled(n, 9.0f);
+    ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+    ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+    ASSERT_OK_AND_ASSIGN(auto y, Filled(n, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dx, Filled(n, 9.0f));
     (backend_.get()->*c.fwd)(n, xb.data(), y.data());
     std::vector<double> y_ref(n), dx_ref(n);
     (ref_.*c.ref_fwd)(n, xd.data(), y_ref.data());
@@ -343,8 +360,10 @@ TEST_P(BackendConformanceTest, Lrn) {
                                       << " r=" << c.p.depth_radius << " beta=" << c.p.beta);
     const int64_t n = int64_t{c.n} * c.c * c.hw;
     const auto x = RandomFloats(n, rng_, 2.0f), dy = RandomFloats(n, rng_);
-    auto xb = Put(x), dyb = Put(dy);
-    auto y = Filled(n, 9.0f), dx = Filled(n, 9.0f);
+    ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+    ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+    ASSERT_OK_AND_ASSIGN(auto y, Filled(n, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dx, Filled(n, 9.0f));
     backend_->LrnForward(c.n, c.c, c.hw, c.p, xb.data(), y.data());
     backend_->LrnBackward(c.n, c.c, c.hw, c.p, xb.data(), dyb.data(), dx.data());
     std::vector<double> y_ref(n), dx_ref(n);
@@ -360,8 +379,11 @@ TEST_P(BackendConformanceTest, DropoutDrawsTheReferenceMaskExactly) {
   for (float rate : {0.0f, 0.25f, 0.5f}) {
     SCOPED_TRACE(rate);
     const auto x = RandomFloats(n, rng_), dy = RandomFloats(n, rng_);
-    auto xb = Put(x), dyb = Put(dy);
-    auto mask = Filled(n, 9.0f), y = Filled(n, 9.0f), dx = Filled(n, 9.0f);
+    ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+    ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+    ASSERT_OK_AND_ASSIGN(auto mask, Filled(n, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto y, Filled(n, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dx, Filled(n, 9.0f));
     backend_->DropoutForward(n, rate, 77, xb.data(), mask.data(), y.data());
     backend_->DropoutBackward(n, mask.data(), dyb.data(), dx.data());
     std::vector<double> mask_ref(n), y_ref(n), dx_ref(n);
@@ -397,9 +419,10 @@ TEST_P(BackendConformanceTest, SoftmaxCrossEntropy) {
     for (float& l : logits) l += c.shift;
     std::vector<int32_t> labels(batch);
     for (int32_t& l : labels) l = testing::RandomInt(rng_, 0, classes - 1);
-    auto lb = Put(logits);
-    auto lab = Put(labels);
-    auto loss = Filled(batch, 9.0f), dl = Filled(int64_t{batch} * classes, 9.0f);
+    ASSERT_OK_AND_ASSIGN(auto lb, Put(logits));
+    ASSERT_OK_AND_ASSIGN(auto lab, Put(labels));
+    ASSERT_OK_AND_ASSIGN(auto loss, Filled(batch, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dl, Filled(int64_t{batch} * classes, 9.0f));
     const float scale = 1.0f / batch;
     backend_->SoftmaxCrossEntropy(batch, classes, lb.data(), lab.data(), scale, loss.data(),
                                   dl.data());
@@ -410,7 +433,7 @@ TEST_P(BackendConformanceTest, SoftmaxCrossEntropy) {
     EXPECT_TRUE(AllClose(Get(loss), loss_ref, 1e-5, 1e-6)) << "loss";
     EXPECT_TRUE(AllClose(Get(dl), dl_ref, 1e-4, 1e-6)) << "gradient";
     // Without a gradient, and with the gradient written over the logits.
-    auto loss2 = Filled(batch, 9.0f);
+    ASSERT_OK_AND_ASSIGN(auto loss2, Filled(batch, 9.0f));
     backend_->SoftmaxCrossEntropy(batch, classes, lb.data(), lab.data(), scale, loss2.data(),
                                   nullptr);
     EXPECT_EQ(Get(loss2), Get(loss));
@@ -424,9 +447,10 @@ TEST_P(BackendConformanceTest, ElementwiseHelpers) {
   const int64_t n = 4099;
   const auto x = RandomFloats(n, rng_), y0 = RandomFloats(n, rng_), z = RandomFloats(n, rng_);
   const auto xd = ToDouble(x), zd = ToDouble(z);
-  auto xb = Put(x), zb = Put(z);
+  ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+  ASSERT_OK_AND_ASSIGN(auto zb, Put(z));
 
-  auto y = Put(y0);
+  ASSERT_OK_AND_ASSIGN(auto y, Put(y0));
   backend_->Axpy(n, -0.75f, xb.data(), y.data());
   auto want = ToDouble(y0);
   ref_.Axpy(n, -0.75, xd.data(), want.data());
@@ -440,7 +464,7 @@ TEST_P(BackendConformanceTest, ElementwiseHelpers) {
   EXPECT_EQ(Get(y), std::vector<float>(n, -2.25f)) << "fill";
 
   // Average of three, written over the first input.
-  auto a0 = Put(y0);
+  ASSERT_OK_AND_ASSIGN(auto a0, Put(y0));
   const float* in[] = {a0.data(), xb.data(), zb.data()};
   backend_->AverageOf(3, in, n, a0.data());
   const auto y0d = ToDouble(y0);
@@ -449,7 +473,8 @@ TEST_P(BackendConformanceTest, ElementwiseHelpers) {
   ref_.AverageOf(3, in_ref, n, avg.data());
   EXPECT_TRUE(AllClose(Get(a0), avg, 1e-6, 1e-7)) << "average of";
 
-  auto v = Put(z), p = Put(y0);
+  ASSERT_OK_AND_ASSIGN(auto v, Put(z));
+  ASSERT_OK_AND_ASSIGN(auto p, Put(y0));
   backend_->MomentumUpdate(n, 0.1f, 0.9f, 1e-3f, xb.data(), v.data(), p.data());
   auto v_ref = zd;
   auto p_ref = ToDouble(y0);

@@ -9,6 +9,8 @@
 #include <set>
 #include <vector>
 
+#include "tests/testing/status_assert.h"
+
 namespace towerps::kernels::cuda {
 namespace {
 
@@ -59,25 +61,28 @@ TEST(CachingAllocatorTest, ReservesTheFractionAtStartAndReusesFreedBlocks) {
   EXPECT_EQ(dev.used, 50 * kMiB);
   EXPECT_EQ((*a)->stats().limit_bytes, 50 * kMiB);
 
-  void* p = *(*a)->Allocate(1000);
+  ASSERT_OK_AND_ASSIGN(void* p, (*a)->Allocate(1000));
   EXPECT_EQ(Addr(p) % CachingAllocator::kAlignment, 0u);
   EXPECT_EQ((*a)->stats().bytes_in_use, 1024u) << "rounded up to 256 bytes";
   (*a)->Free(p);
-  void* q = *(*a)->Allocate(900);
+  ASSERT_OK_AND_ASSIGN(void* q, (*a)->Allocate(900));
   EXPECT_EQ(q, p) << "a freed block is handed out again";
   (*a)->Free(q);
-  for (int i = 0; i < 100; ++i) (*a)->Free(*(*a)->Allocate(size_t(1 + i) * 4096));
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_OK_AND_ASSIGN(void* block, (*a)->Allocate(size_t(1 + i) * 4096));
+    (*a)->Free(block);
+  }
   EXPECT_EQ(dev.allocations, 1) << "no device allocation after the reservation";
   EXPECT_EQ((*a)->stats().bytes_in_use, 0u);
 }
 
 TEST(CachingAllocatorTest, SplitsAndMergesNeighbours) {
   FakeDevice dev;
-  auto a = std::move(CachingAllocator::Create(Fraction(0.1, false), dev.Raw()).value());
+  ASSERT_OK_AND_ASSIGN(auto a, CachingAllocator::Create(Fraction(0.1, false), dev.Raw()));
   const size_t limit = a->stats().limit_bytes;
-  void* x = *a->Allocate(kMiB);
-  void* y = *a->Allocate(kMiB);
-  void* z = *a->Allocate(kMiB);
+  ASSERT_OK_AND_ASSIGN(void* x, a->Allocate(kMiB));
+  ASSERT_OK_AND_ASSIGN(void* y, a->Allocate(kMiB));
+  ASSERT_OK_AND_ASSIGN(void* z, a->Allocate(kMiB));
   EXPECT_EQ(Addr(y), Addr(x) + kMiB) << "split from the front of one segment";
   EXPECT_EQ(Addr(z), Addr(y) + kMiB);
   // Freeing x and z leaves two holes; y's release merges all three with the tail, so the whole
@@ -94,26 +99,28 @@ TEST(CachingAllocatorTest, SplitsAndMergesNeighbours) {
 
 TEST(CachingAllocatorTest, BestFitPicksTheSmallestFreeBlockThatFits) {
   FakeDevice dev;
-  auto a = std::move(CachingAllocator::Create(Fraction(0.1, false), dev.Raw()).value());
-  void* big = *a->Allocate(3 * kMiB);
-  void* sep1 = *a->Allocate(4096);
-  void* small = *a->Allocate(kMiB);
-  void* sep2 = *a->Allocate(4096);
+  ASSERT_OK_AND_ASSIGN(auto a, CachingAllocator::Create(Fraction(0.1, false), dev.Raw()));
+  ASSERT_OK_AND_ASSIGN(void* big, a->Allocate(3 * kMiB));
+  ASSERT_OK_AND_ASSIGN(void* sep1, a->Allocate(4096));
+  ASSERT_OK_AND_ASSIGN(void* small, a->Allocate(kMiB));
+  ASSERT_OK_AND_ASSIGN(void* sep2, a->Allocate(4096));
   a->Free(big);
   a->Free(small);
-  EXPECT_EQ(*a->Allocate(kMiB - 4096), small) << "the 1 MiB hole fits best";
-  EXPECT_EQ(*a->Allocate(2 * kMiB), big) << "then the 3 MiB hole, split";
+  ASSERT_OK_AND_ASSIGN(void* best, a->Allocate(kMiB - 4096));
+  EXPECT_EQ(best, small) << "the 1 MiB hole fits best";
+  ASSERT_OK_AND_ASSIGN(void* next, a->Allocate(2 * kMiB));
+  EXPECT_EQ(next, big) << "then the 3 MiB hole, split";
   (void)sep1;
   (void)sep2;
 }
 
 TEST(CachingAllocatorTest, TracksPeakAndCurrentBytes) {
   FakeDevice dev;
-  auto a = std::move(CachingAllocator::Create(Fraction(0.1, false), dev.Raw()).value());
-  void* p = *a->Allocate(2 * kMiB);
-  void* q = *a->Allocate(3 * kMiB);
+  ASSERT_OK_AND_ASSIGN(auto a, CachingAllocator::Create(Fraction(0.1, false), dev.Raw()));
+  ASSERT_OK_AND_ASSIGN(void* p, a->Allocate(2 * kMiB));
+  ASSERT_OK_AND_ASSIGN(void* q, a->Allocate(3 * kMiB));
   a->Free(p);
-  void* r = *a->Allocate(kMiB);
+  ASSERT_OK_AND_ASSIGN(void* r, a->Allocate(kMiB));
   const AllocatorStats s = a->stats();
   EXPECT_EQ(s.bytes_in_use, 4 * kMiB);
   EXPECT_EQ(s.peak_bytes_in_use, 5 * kMiB);
@@ -126,14 +133,14 @@ TEST(CachingAllocatorTest, TracksPeakAndCurrentBytes) {
 
 TEST(CachingAllocatorTest, GrowsInChunksUpToTheCapAndNeverAbove) {
   FakeDevice dev;
-  auto a = std::move(CachingAllocator::Create(Fraction(0.1, true), dev.Raw()).value());
+  ASSERT_OK_AND_ASSIGN(auto a, CachingAllocator::Create(Fraction(0.1, true), dev.Raw()));
   EXPECT_EQ(dev.allocations, 0) << "allow_growth starts with nothing";
-  void* p = *a->Allocate(kMiB);
+  ASSERT_OK_AND_ASSIGN(void* p, a->Allocate(kMiB));
   EXPECT_EQ(dev.allocations, 1);
   EXPECT_EQ(a->stats().bytes_reserved, 4 * kMiB) << "one growth chunk";
-  void* q = *a->Allocate(2 * kMiB);
+  ASSERT_OK_AND_ASSIGN(void* q, a->Allocate(2 * kMiB));
   EXPECT_EQ(dev.allocations, 1) << "served from the first chunk";
-  void* big = *a->Allocate(5 * kMiB);
+  ASSERT_OK_AND_ASSIGN(void* big, a->Allocate(5 * kMiB));
   EXPECT_EQ(dev.allocations, 2);
   EXPECT_EQ(a->stats().bytes_reserved, 9 * kMiB) << "a segment as large as the request";
   a->Free(p);
@@ -145,7 +152,8 @@ TEST(CachingAllocatorTest, GrowsInChunksUpToTheCapAndNeverAbove) {
   auto too_big = a->Allocate(6 * kMiB);
   ASSERT_FALSE(too_big.ok());
   EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted);
-  void* last = *a->Allocate(kMiB + kMiB / 2);  // from a freed segment: no device call
+  // From a freed segment: no device call.
+  ASSERT_OK_AND_ASSIGN(void* last, a->Allocate(kMiB + kMiB / 2));
   EXPECT_EQ(dev.allocations, 2);
   EXPECT_LE(a->stats().bytes_reserved, limit);
   a->Free(last);
@@ -153,7 +161,7 @@ TEST(CachingAllocatorTest, GrowsInChunksUpToTheCapAndNeverAbove) {
 
 TEST(CachingAllocatorTest, OutOfMemoryNamesFractionRequestAndFreeMemory) {
   FakeDevice dev;
-  auto a = std::move(CachingAllocator::Create(Fraction(0.25, false), dev.Raw()).value());
+  ASSERT_OK_AND_ASSIGN(auto a, CachingAllocator::Create(Fraction(0.25, false), dev.Raw()));
   auto r = a->Allocate(30 * kMiB);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
@@ -168,8 +176,8 @@ TEST(CachingAllocatorTest, TwoAtPointFourFitAndAThirdFailsAtStart) {
   FakeDevice dev;
   auto w1 = CachingAllocator::Create(Fraction(0.4, false), dev.Raw());
   auto w2 = CachingAllocator::Create(Fraction(0.4, false), dev.Raw());
-  ASSERT_TRUE(w1.ok());
-  ASSERT_TRUE(w2.ok());
+  ASSERT_OK(w1);
+  ASSERT_OK(w2);
   auto w3 = CachingAllocator::Create(Fraction(0.4, false), dev.Raw());
   ASSERT_FALSE(w3.ok());
   EXPECT_EQ(w3.status().code(), StatusCode::kResourceExhausted);
@@ -197,9 +205,9 @@ TEST(CachingAllocatorTest, UnsetFractionTakesTheFreeMemoryLessTheReserve) {
 TEST(CachingAllocatorTest, ReturnsEverySegmentOnDestruction) {
   FakeDevice dev;
   {
-    auto a = std::move(CachingAllocator::Create(Fraction(0.5, true), dev.Raw()).value());
-    (void)*a->Allocate(kMiB);
-    (void)*a->Allocate(10 * kMiB);
+    ASSERT_OK_AND_ASSIGN(auto a, CachingAllocator::Create(Fraction(0.5, true), dev.Raw()));
+    ASSERT_OK(a->Allocate(kMiB));
+    ASSERT_OK(a->Allocate(10 * kMiB));
   }
   EXPECT_EQ(dev.freed.size(), 2u);
 }
@@ -217,7 +225,7 @@ TEST(CachingAllocatorTest, RejectsABadFraction) {
 
 TEST(CachingAllocatorDeathTest, FreeOfAForeignPointerIsABug) {
   FakeDevice dev;
-  auto a = std::move(CachingAllocator::Create(Fraction(0.1, false), dev.Raw()).value());
+  ASSERT_OK_AND_ASSIGN(auto a, CachingAllocator::Create(Fraction(0.1, false), dev.Raw()));
   int x = 0;
   EXPECT_DEATH(a->Free(&x), "did not hand out");
 }

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "tests/testing/status_assert.h"
+
 namespace towerps::worker {
 namespace {
 
@@ -65,10 +67,14 @@ TEST(StragglerPlanTest, BadValuesNameTheFlag) {
     ASSERT_FALSE(p.ok()) << c.expect;
     EXPECT_NE(p.status().message().find(c.expect), std::string::npos) << p.status().message();
   }
-  EXPECT_TRUE(StragglerPlan::Parse("", "", "", 4)->empty());
-  EXPECT_NEAR(*ParseDuration("1.5s", "x"), 1.5, 1e-12);
-  EXPECT_NEAR(*ParseDuration("250us", "x"), 0.00025, 1e-12);
-  EXPECT_NEAR(*ParseDuration("0.02", "x"), 0.02, 1e-12);
+  ASSERT_OK_AND_ASSIGN(const StragglerPlan none, StragglerPlan::Parse("", "", "", 4));
+  EXPECT_TRUE(none.empty());
+  ASSERT_OK_AND_ASSIGN(const double parsed_s, ParseDuration("1.5s", "x"));
+  EXPECT_NEAR(parsed_s, 1.5, 1e-12);
+  ASSERT_OK_AND_ASSIGN(const double parsed_us, ParseDuration("250us", "x"));
+  EXPECT_NEAR(parsed_us, 0.00025, 1e-12);
+  ASSERT_OK_AND_ASSIGN(const double parsed_plain, ParseDuration("0.02", "x"));
+  EXPECT_NEAR(parsed_plain, 0.02, 1e-12);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise.h"
+#include "tests/testing/status_assert.h"
 #include "tests/worker/checked_device_backend.h"
 #include "worker/model/model_builder.h"
 
@@ -41,22 +42,20 @@ Batch RandomBatch(int batch, uint32_t seed) {
   return b;
 }
 
-std::unique_ptr<TowerGroup> CpuTowers(int k) {
+Result<std::unique_ptr<TowerGroup>> CpuTowers(int k) {
   std::vector<TowerDevice> devices;
   std::vector<std::unique_ptr<kernels::Backend<float>>> backends;
   for (int t = 0; t < k; ++t) {
     devices.push_back({TowerDevice::Kind::kCpu, t});
-    auto cpu = kernels::CpuBackend::Create({});
-    EXPECT_TRUE(cpu.ok()) << cpu.status();
-    backends.push_back(std::move(cpu).value());
+    TOWERPS_ASSIGN_OR_RETURN(auto cpu, kernels::CpuBackend::Create({}));
+    backends.push_back(std::move(cpu));
   }
-  auto g = TowerGroup::FromBackends(devices, std::move(backends), SmallNet(), 3, {});
-  EXPECT_TRUE(g.ok()) << g.status();
-  return std::move(g).value();
+  return TowerGroup::FromBackends(devices, std::move(backends), SmallNet(), 3, {});
 }
 
 // k stand-in device towers; `devices_out` receives them (owned by the group).
-std::unique_ptr<TowerGroup> DeviceTowers(int k, std::vector<CheckedDeviceBackend*>* devices_out) {
+Result<std::unique_ptr<TowerGroup>> DeviceTowers(int k,
+                                                 std::vector<CheckedDeviceBackend*>* devices_out) {
   std::vector<TowerDevice> devices;
   std::vector<std::unique_ptr<kernels::Backend<float>>> backends;
   for (int t = 0; t < k; ++t) {
@@ -65,10 +64,8 @@ std::unique_ptr<TowerGroup> DeviceTowers(int k, std::vector<CheckedDeviceBackend
     devices_out->push_back(dev.get());
     backends.push_back(std::move(dev));
   }
-  auto g = TowerGroup::FromBackends(devices, std::move(backends), SmallNet(), 3,
-                                    {.peer_timeout = std::chrono::milliseconds(20000)});
-  EXPECT_TRUE(g.ok()) << g.status();
-  return std::move(g).value();
+  return TowerGroup::FromBackends(devices, std::move(backends), SmallNet(), 3,
+                                  {.peer_timeout = std::chrono::milliseconds(20000)});
 }
 
 // Runs a step; returns each variable's handed-on average (a copy), checking each comes once.
@@ -101,7 +98,7 @@ void SetValues(TowerGroup& g, uint32_t seed) {
 }
 
 TEST(TowerGroupTest, HostAverageIsTheTowersGradientsAveragedInTowerOrder) {
-  auto g = CpuTowers(2);
+  ASSERT_OK_AND_ASSIGN(auto g, CpuTowers(2));
   ASSERT_FALSE(g->averages_on_device());
   const Batch b = RandomBatch(8, 11);
   StepResult r;
@@ -121,9 +118,9 @@ TEST(TowerGroupTest, HostAverageIsTheTowersGradientsAveragedInTowerOrder) {
 
 TEST(TowerGroupTest, DeviceAverageIsBitwiseTheHostAverage) {
   // Three towers: a float sum's order shows in its bits.
-  auto host = CpuTowers(3);
+  ASSERT_OK_AND_ASSIGN(auto host, CpuTowers(3));
   std::vector<CheckedDeviceBackend*> devs;
-  auto dev = DeviceTowers(3, &devs);
+  ASSERT_OK_AND_ASSIGN(auto dev, DeviceTowers(3, &devs));
   ASSERT_TRUE(dev->averages_on_device());
   const int vars = dev->model(0).num_variables();
   for (int step = 0; step < 3; ++step) {
@@ -145,9 +142,9 @@ TEST(TowerGroupTest, DeviceAverageIsBitwiseTheHostAverage) {
 }
 
 TEST(TowerGroupTest, OneDeviceTowerAveragesOnTheHost) {
-  auto host = CpuTowers(1);
+  ASSERT_OK_AND_ASSIGN(auto host, CpuTowers(1));
   std::vector<CheckedDeviceBackend*> devs;
-  auto dev = DeviceTowers(1, &devs);
+  ASSERT_OK_AND_ASSIGN(auto dev, DeviceTowers(1, &devs));
   EXPECT_FALSE(dev->averages_on_device());
   const Batch b = RandomBatch(4, 5);
   EXPECT_EQ(StepAverages(*dev, b, nullptr), StepAverages(*host, b, nullptr));
@@ -156,8 +153,8 @@ TEST(TowerGroupTest, OneDeviceTowerAveragesOnTheHost) {
 
 TEST(TowerGroupTest, AFailingTowerEndsTheStepWithItsErrorAndHandsNothingOn) {
   std::vector<CheckedDeviceBackend*> devs;
-  auto dev = DeviceTowers(2, &devs);
-  auto host = CpuTowers(2);
+  ASSERT_OK_AND_ASSIGN(auto dev, DeviceTowers(2, &devs));
+  ASSERT_OK_AND_ASSIGN(auto host, CpuTowers(2));
   Batch b = RandomBatch(6, 9);
   b.labels[5] = 99;  // in tower 1's slice
   for (TowerGroup* g : {dev.get(), host.get()}) {
@@ -174,7 +171,7 @@ TEST(TowerGroupTest, AFailingTowerEndsTheStepWithItsErrorAndHandsNothingOn) {
 }
 
 TEST(TowerGroupTest, ABatchThatDoesNotSplitIsRefused) {
-  auto g = CpuTowers(2);
+  ASSERT_OK_AND_ASSIGN(auto g, CpuTowers(2));
   const Batch b = RandomBatch(5, 1);
   auto r = g->Step(b.x.data(), b.labels.data(), 5, [](int, const Tensor&) {});
   ASSERT_FALSE(r.ok());

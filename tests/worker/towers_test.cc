@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/gpu_devices.h"
+#include "tests/testing/status_assert.h"
 #include "worker/worker_options.h"
 #ifdef TOWERPS_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
@@ -41,7 +42,8 @@ TEST(WorkerDeviceOptionsTest, ParsesTheGpuOptionsAndForwardsThem) {
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_DOUBLE_EQ(o->gpu_memory_fraction, 0.4);
   EXPECT_TRUE(o->allow_growth);
-  EXPECT_EQ(*o->GpuCountLimit(), 1);
+  ASSERT_OK_AND_ASSIGN(const int gpu_limit, o->GpuCountLimit());
+  EXPECT_EQ(gpu_limit, 1);
   const std::vector<std::string> args = o->ToArgs();
   const std::vector<std::string> want = {"--gpu-memory-fraction", "0.4", "--allow-growth",
                                          "--device-count", "gpu=1"};
@@ -59,7 +61,8 @@ TEST(WorkerDeviceOptionsTest, DefaultsAreTensorFlowsAndAddNoFlags) {
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->gpu_memory_fraction, 0.0) << "unset";
   EXPECT_FALSE(o->allow_growth);
-  EXPECT_EQ(*o->GpuCountLimit(), -1);
+  ASSERT_OK_AND_ASSIGN(const int gpu_limit, o->GpuCountLimit());
+  EXPECT_EQ(gpu_limit, -1);
   EXPECT_TRUE(o->ToArgs().empty());
 }
 
@@ -83,7 +86,8 @@ TEST(WorkerDeviceOptionsTest, BadDeviceCountSaysWhatIsAccepted) {
   }
   auto ok = Parse({"--device-count", "GPU=0,cpu=1"});
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_EQ(*ok->GpuCountLimit(), 0);
+  ASSERT_OK_AND_ASSIGN(const int gpu_limit, ok->GpuCountLimit());
+  EXPECT_EQ(gpu_limit, 0);
 }
 
 TEST(TowersTest, CpuTowersParse) {

@@ -51,7 +51,11 @@ class TrainingJobTest : public ::testing::Test {
     o.argv.insert(o.argv.end(), args.begin(), args.end());
     o.output_path = (dir_ / (name + ".out")).string();
     auto p = Subprocess::Start(o);
-    EXPECT_TRUE(p.ok());
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) {
+      last_output_ = p.status().ToString();
+      return -1;
+    }
     auto code = p->Wait(Deadline::After(seconds(timeout_s)));
     std::ifstream in(o.output_path);
     last_output_ = std::string(std::istreambuf_iterator<char>(in), {});

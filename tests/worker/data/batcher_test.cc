@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 
+#include "tests/testing/status_assert.h"
 #include "worker/data/synthetic.h"
 
 namespace towerps::worker {
@@ -67,11 +68,13 @@ TEST(BatcherTest, WorkersTogetherSeeEveryExampleOncePerEpoch) {
 
 TEST(BatcherTest, ShuffleDependsOnSeedAndEpochOnly) {
   const Dataset d = Ramp(200, 1, 2, 2);
-  auto order = [&](uint64_t seed, int64_t epoch) {
-    auto b = Batcher::Create(&d, {.batch_size = 200, .seed = seed}).value();
-    b->StartEpoch(epoch);
+  auto order = [&](uint64_t seed, int64_t epoch) -> std::vector<int> {
+    auto b = Batcher::Create(&d, {.batch_size = 200, .seed = seed});
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok()) return {};
+    (*b)->StartEpoch(epoch);
     Batch batch;
-    EXPECT_TRUE(b->Next(&batch));
+    EXPECT_TRUE((*b)->Next(&batch));
     return ExampleIds(batch, 4);
   };
   EXPECT_EQ(order(1, 0), order(1, 0));
@@ -84,13 +87,13 @@ TEST(BatcherTest, ShuffleDependsOnSeedAndEpochOnly) {
 
 TEST(BatcherTest, DropRemainderAndCounts) {
   const Dataset d = Ramp(25, 1, 2, 2);
-  auto b = Batcher::Create(&d, {.batch_size = 10}).value();
+  ASSERT_OK_AND_ASSIGN(auto b, Batcher::Create(&d, {.batch_size = 10}));
   EXPECT_EQ(b->batches_per_epoch(), 2);
   Batch batch;
   int batches = 0;
   while (b->Next(&batch)) ++batches;
   EXPECT_EQ(batches, 2);
-  auto all = Batcher::Create(&d, {.batch_size = 10, .drop_remainder = false}).value();
+  ASSERT_OK_AND_ASSIGN(auto all, Batcher::Create(&d, {.batch_size = 10, .drop_remainder = false}));
   EXPECT_EQ(all->batches_per_epoch(), 3);
   int last = 0;
   while (all->Next(&batch)) last = batch.size;
@@ -99,13 +102,12 @@ TEST(BatcherTest, DropRemainderAndCounts) {
 
 TEST(BatcherTest, NormalizesPerChannelAndCentreCrops) {
   const Dataset d = Ramp(1, 2, 6, 6);
-  auto b = Batcher::Create(&d, {.batch_size = 1,
-                                .shuffle = false,
-                                .mean = {0.1f, 0.2f},
-                                .stddev = {0.5f, 0.25f},
-                                .crop_h = 4,
-                                .crop_w = 2})
-               .value();
+  ASSERT_OK_AND_ASSIGN(auto b, Batcher::Create(&d, {.batch_size = 1,
+                                                    .shuffle = false,
+                                                    .mean = {0.1f, 0.2f},
+                                                    .stddev = {0.5f, 0.25f},
+                                                    .crop_h = 4,
+                                                    .crop_w = 2}));
   EXPECT_EQ(b->example_shape(), (Shape{2, 4, 2}));
   Batch batch;
   ASSERT_TRUE(b->Next(&batch));
@@ -116,11 +118,11 @@ TEST(BatcherTest, NormalizesPerChannelAndCentreCrops) {
 
 TEST(BatcherTest, RandomCropsAndFlipsStayInsideAndVary) {
   const Dataset d = Ramp(50, 3, 8, 8);
-  auto b =
-      Batcher::Create(
-          &d,
-          {.batch_size = 50, .shuffle = false, .crop_h = 5, .crop_w = 5, .random_crop_flip = true})
-          .value();
+  ASSERT_OK_AND_ASSIGN(auto b, Batcher::Create(&d, {.batch_size = 50,
+                                                    .shuffle = false,
+                                                    .crop_h = 5,
+                                                    .crop_w = 5,
+                                                    .random_crop_flip = true}));
   Batch batch;
   ASSERT_TRUE(b->Next(&batch));
   std::set<int> corners;
@@ -152,9 +154,12 @@ TEST(BatcherTest, BadOptionsNameTheValue) {
 }
 
 TEST(SyntheticTest, SeededAndInRange) {
-  auto a = MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 7}).value();
-  auto b = MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 7}).value();
-  auto c = MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 8}).value();
+  ASSERT_OK_AND_ASSIGN(auto a,
+                       MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 7}));
+  ASSERT_OK_AND_ASSIGN(auto b,
+                       MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 7}));
+  ASSERT_OK_AND_ASSIGN(auto c,
+                       MakeSyntheticDataset({.size = 100, .example_shape = {3, 8, 8}, .seed = 8}));
   EXPECT_EQ(a.pixels, b.pixels);
   EXPECT_EQ(a.labels, b.labels);
   EXPECT_NE(a.pixels, c.pixels);

@@ -15,6 +15,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/gpu_devices.h"
+#include "tests/testing/status_assert.h"
 #include "tests/worker/checked_device_backend.h"
 #include "worker/model/model_builder.h"
 #include "worker/model/zoo.h"
@@ -54,10 +55,10 @@ Batch RandomBatch(const Model<float>& m, int batch, uint32_t seed) {
 }
 
 TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
-  auto cpu = std::move(kernels::CpuBackend::Create({}).value());
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   CheckedDeviceBackend dev;
-  auto host_model = EveryLayer().Build<float>(cpu.get(), 7).value();
-  auto dev_model = EveryLayer().Build<float>(&dev, 7).value();
+  ASSERT_OK_AND_ASSIGN(auto host_model, EveryLayer().Build<float>(cpu.get(), 7));
+  ASSERT_OK_AND_ASSIGN(auto dev_model, EveryLayer().Build<float>(&dev, 7));
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE(step);
     const Batch b = RandomBatch(*host_model, 5, 100 + step);
@@ -100,8 +101,10 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   ASSERT_TRUE(host_model->SetVariable(0, t).ok());
   ASSERT_TRUE(dev_model->SetVariable(0, t).ok());
   const Batch b = RandomBatch(*host_model, 4, 999);
-  EXPECT_EQ(dev_model->Evaluate(b.x.data(), b.labels.data(), 4)->loss,
-            host_model->Evaluate(b.x.data(), b.labels.data(), 4)->loss);
+  ASSERT_OK_AND_ASSIGN(const StepResult e_dev, dev_model->Evaluate(b.x.data(), b.labels.data(), 4));
+  ASSERT_OK_AND_ASSIGN(const StepResult e_host,
+                       host_model->Evaluate(b.x.data(), b.labels.data(), 4));
+  EXPECT_EQ(e_dev.loss, e_host.loss);
   EXPECT_EQ(dev.pending_copies(), 0u) << "every asynchronous copy is waited for";
   EXPECT_EQ(dev.violations, 0) << "first op given a pointer outside backend memory: "
                                << dev.first_violation;
@@ -110,10 +113,10 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
 }
 
 TEST(ModelBackendMemoryTest, BackendDeliveryLeavesGradientsOnTheDevice) {
-  auto cpu = std::move(kernels::CpuBackend::Create({}).value());
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   CheckedDeviceBackend dev;
-  auto host_model = EveryLayer().Build<float>(cpu.get(), 9).value();
-  auto dev_model = EveryLayer().Build<float>(&dev, 9).value();
+  ASSERT_OK_AND_ASSIGN(auto host_model, EveryLayer().Build<float>(cpu.get(), 9));
+  ASSERT_OK_AND_ASSIGN(auto dev_model, EveryLayer().Build<float>(&dev, 9));
   const Batch b = RandomBatch(*host_model, 3, 8);
   std::vector<int> order;
   ASSERT_TRUE(host_model->TrainStep(b.x.data(), b.labels.data(), 3).ok());
@@ -140,10 +143,10 @@ TEST(ModelBackendMemoryTest, BackendDeliveryLeavesGradientsOnTheDevice) {
 }
 
 TEST(ModelBackendMemoryTest, MomentumSgdOnTheDeviceMatchesItOnTheHost) {
-  auto cpu = std::move(kernels::CpuBackend::Create({}).value());
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   CheckedDeviceBackend dev;
-  auto host_model = EveryLayer().Build<float>(cpu.get(), 11).value();
-  auto dev_model = EveryLayer().Build<float>(&dev, 11).value();
+  ASSERT_OK_AND_ASSIGN(auto host_model, EveryLayer().Build<float>(cpu.get(), 11));
+  ASSERT_OK_AND_ASSIGN(auto dev_model, EveryLayer().Build<float>(&dev, 11));
   const MomentumSgdOptions o{.learning_rate = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f};
   auto host_sgd = MomentumSgd::Create(host_model.get(), cpu.get(), o);
   auto dev_sgd = MomentumSgd::Create(dev_model.get(), &dev, o);  // the model's own backend
@@ -176,15 +179,17 @@ TEST(ModelBackendMemoryTest, MomentumSgdOnTheDeviceMatchesItOnTheHost) {
   t.f32()[0] += 1.0f;
   ASSERT_TRUE(host_model->SetVariable(0, t).ok() && dev_model->SetVariable(0, t).ok());
   const Batch b = RandomBatch(*host_model, 4, 999);
-  EXPECT_EQ(dev_model->Evaluate(b.x.data(), b.labels.data(), 4)->loss,
-            host_model->Evaluate(b.x.data(), b.labels.data(), 4)->loss);
+  ASSERT_OK_AND_ASSIGN(const StepResult e_dev, dev_model->Evaluate(b.x.data(), b.labels.data(), 4));
+  ASSERT_OK_AND_ASSIGN(const StepResult e_host,
+                       host_model->Evaluate(b.x.data(), b.labels.data(), 4));
+  EXPECT_EQ(e_dev.loss, e_host.loss);
   EXPECT_EQ(dev.pending_copies(), 0u);
   EXPECT_EQ(dev.violations, 0) << dev.first_violation;
 }
 
 TEST(ModelBackendMemoryTest, OnlyChangedValuesAreCopiedToTheDevice) {
   CheckedDeviceBackend dev;
-  auto model = EveryLayer().Build<float>(&dev, 3).value();
+  ASSERT_OK_AND_ASSIGN(auto model, EveryLayer().Build<float>(&dev, 3));
   const Batch b = RandomBatch(*model, 2, 5);
   ASSERT_TRUE(model->Evaluate(b.x.data(), b.labels.data(), 2).ok());
   const int64_t x_and_labels = static_cast<int64_t>(b.x.size() * sizeof(float) + 2 * 4);
@@ -206,12 +211,14 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
   o.memory.memory_fraction = 0.5;
   auto gpu = kernels::CudaBackend::Create(o);
   ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
-  auto cpu = std::move(kernels::CpuBackend::Create({}).value());
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   for (const std::string& name : {std::string("every-layer"), std::string("cifar10")}) {
     SCOPED_TRACE(name);
-    const ModelBuilder builder = name == "every-layer" ? EveryLayer() : ZooModel(name).value();
-    auto host_model = builder.Build<float>(cpu.get(), 11).value();
-    auto gpu_model = builder.Build<float>(gpu->get(), 11).value();
+    ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, name == "every-layer"
+                                                         ? Result<ModelBuilder>(EveryLayer())
+                                                         : ZooModel(name));
+    ASSERT_OK_AND_ASSIGN(auto host_model, builder.Build<float>(cpu.get(), 11));
+    ASSERT_OK_AND_ASSIGN(auto gpu_model, builder.Build<float>(gpu->get(), 11));
     const Batch b = RandomBatch(*host_model, 8, 21);
     auto r_host = host_model->TrainStep(b.x.data(), b.labels.data(), 8);
     auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), 8);
@@ -233,7 +240,8 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
   // After warm-up, training takes no more device memory from CUDA: no cudaMalloc on the hot
   // path (the allocator reuses its blocks).
   {
-    auto model = ZooModel("cifar10").value().Build<float>(gpu->get(), 3).value();
+    ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cifar10"));
+    ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(gpu->get(), 3));
     const Batch b = RandomBatch(*model, 16, 4);
     ASSERT_TRUE(model->TrainStep(b.x.data(), b.labels.data(), 16).ok());
     const kernels::cuda::AllocatorStats warm = (*gpu)->memory_stats();

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/reference/reference_backend.h"
+#include "tests/testing/status_assert.h"
 #include "worker/model/model_builder.h"
 #include "worker/model/zoo.h"
 
@@ -25,7 +26,7 @@ std::vector<double> RandomInput(int64_t n, std::mt19937& rng) {
 // `samples` randomly chosen elements of every variable (all of them when the variable is small).
 void CheckModelGradients(const ModelBuilder& builder, int batch, int samples, uint32_t seed) {
   kernels::ReferenceBackend<double> backend;
-  auto model = builder.Build<double>(&backend, seed).value();
+  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<double>(&backend, seed));
   std::mt19937 rng(seed);
   // Random biases too, so no gradient is trivially zero.
   for (int v = 0; v < model->num_variables(); ++v) {
@@ -54,11 +55,11 @@ void CheckModelGradients(const ModelBuilder& builder, int batch, int samples, ui
     for (size_t i : picks) {
       const double old = value[i];
       value[i] = old + h;
-      const double plus = model->Evaluate(x.data(), labels.data(), batch)->loss;
+      ASSERT_OK_AND_ASSIGN(const StepResult plus, model->Evaluate(x.data(), labels.data(), batch));
       value[i] = old - h;
-      const double minus = model->Evaluate(x.data(), labels.data(), batch)->loss;
+      ASSERT_OK_AND_ASSIGN(const StepResult minus, model->Evaluate(x.data(), labels.data(), batch));
       value[i] = old;
-      const double numeric = (plus - minus) / (2 * h);
+      const double numeric = (plus.loss - minus.loss) / (2 * h);
       largest = std::max(largest, std::abs(numeric));
       EXPECT_NEAR(grad[i], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << "element " << i;
     }
@@ -84,7 +85,8 @@ TEST(ModelGradientTest, EveryLayerKindFullCheck) {
 TEST(ModelGradientTest, ZooModelsSampled) {
   for (const std::string& name : ZooModelNames()) {
     SCOPED_TRACE(name);
-    CheckModelGradients(ZooModel(name).value(), 2, 4, 2);
+    ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel(name));
+    CheckModelGradients(builder, 2, 4, 2);
   }
 }
 
@@ -92,17 +94,22 @@ TEST(ModelTest, FastFloatModelMatchesDoubleReference) {
   for (const std::string& name : ZooModelNames()) {
     SCOPED_TRACE(name);
     kernels::ReferenceBackend<double> ref_backend;
-    auto cpu = kernels::CpuBackend::Create({.intra_op_threads = 2}).value();
-    auto ref = ZooModel(name)->Build<double>(&ref_backend, 5).value();
-    auto fast = ZooModel(name)->Build<float>(cpu.get(), 5).value();
+    ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({.intra_op_threads = 2}));
+    ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel(name));
+    ASSERT_OK_AND_ASSIGN(auto ref, builder.Build<double>(&ref_backend, 5));
+    ASSERT_OK_AND_ASSIGN(auto fast, builder.Build<float>(cpu.get(), 5));
     std::mt19937 rng(3);
     const int batch = 3;
     const auto xd = RandomInput(batch * NumElements(ref->input_shape()), rng);
     const std::vector<float> xf(xd.begin(), xd.end());
     const std::vector<double> xr(xf.begin(), xf.end());
     const std::vector<int32_t> labels = {1, 7, 3};
-    const double loss_ref = ref->TrainStep(xr.data(), labels.data(), batch)->loss;
-    const double loss_fast = fast->TrainStep(xf.data(), labels.data(), batch)->loss;
+    ASSERT_OK_AND_ASSIGN(const StepResult step_ref,
+                         ref->TrainStep(xr.data(), labels.data(), batch));
+    ASSERT_OK_AND_ASSIGN(const StepResult step_fast,
+                         fast->TrainStep(xf.data(), labels.data(), batch));
+    const double loss_ref = step_ref.loss;
+    const double loss_fast = step_fast.loss;
     EXPECT_NEAR(loss_fast, loss_ref, 1e-4 * std::abs(loss_ref));
     for (int v = 0; v < ref->num_variables(); ++v) {
       auto g_ref = ref->gradient(v);
@@ -118,8 +125,9 @@ TEST(ModelTest, FastFloatModelMatchesDoubleReference) {
 }
 
 TEST(ModelTest, GradientHooksFireInReverseLayerOrderOncePerVariable) {
-  auto cpu = kernels::CpuBackend::Create({}).value();
-  auto model = ZooModel("cnn")->Build<float>(cpu.get(), 1).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cnn"));
+  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
   std::vector<float> x(2 * 28 * 28, 0.5f);
   const std::vector<int32_t> labels = {0, 9};
   std::vector<int> order;
@@ -130,26 +138,30 @@ TEST(ModelTest, GradientHooksFireInReverseLayerOrderOncePerVariable) {
 }
 
 TEST(ModelTest, VariablesAndSignature) {
-  auto cpu = kernels::CpuBackend::Create({}).value();
-  auto cnn = ZooModel("cnn")->Build<float>(cpu.get(), 1).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder cnn_builder, ZooModel("cnn"));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder mlp_builder, ZooModel("mlp"));
+  ASSERT_OK_AND_ASSIGN(auto cnn, cnn_builder.Build<float>(cpu.get(), 1));
   ASSERT_EQ(cnn->num_variables(), 8);
   EXPECT_EQ(cnn->variables()[0].name, "conv1/kernel");
   EXPECT_EQ(cnn->variables()[0].shape, (Shape{32, 1, 3, 3}));
   EXPECT_EQ(cnn->variables()[4].shape, (Shape{64 * 5 * 5, 128}));
   // Same structure, other seed: same signature. Other structure: another one.
-  auto cnn2 = ZooModel("cnn")->Build<float>(cpu.get(), 2).value();
+  ASSERT_OK_AND_ASSIGN(auto cnn2, cnn_builder.Build<float>(cpu.get(), 2));
   EXPECT_EQ(cnn->signature(), cnn2->signature());
-  auto mlp = ZooModel("mlp")->Build<float>(cpu.get(), 1).value();
+  ASSERT_OK_AND_ASSIGN(auto mlp, mlp_builder.Build<float>(cpu.get(), 1));
   EXPECT_NE(cnn->signature(), mlp->signature());
   ModelBuilder wider({1, 28, 28});
   wider.Dense("fc1", 257).Relu().Dense("fc2", 128).Relu().Dense("logits", 10);
-  EXPECT_NE(wider.Build<float>(cpu.get(), 1).value()->signature(), mlp->signature());
+  ASSERT_OK_AND_ASSIGN(auto wider_model, wider.Build<float>(cpu.get(), 1));
+  EXPECT_NE(wider_model->signature(), mlp->signature());
   EXPECT_EQ(mlp->num_parameters(), 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
 }
 
 TEST(ModelTest, GetAndSetVariables) {
-  auto cpu = kernels::CpuBackend::Create({}).value();
-  auto mlp = ZooModel("mlp")->Build<float>(cpu.get(), 1).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("mlp"));
+  ASSERT_OK_AND_ASSIGN(auto mlp, builder.Build<float>(cpu.get(), 1));
   Tensor t = mlp->GetVariable(1);
   ASSERT_EQ(t.shape(), (Shape{256}));
   for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = static_cast<float>(i);
@@ -162,8 +174,9 @@ TEST(ModelTest, GetAndSetVariables) {
 }
 
 TEST(ModelTest, BadBatchAndLabelsAreErrors) {
-  auto cpu = kernels::CpuBackend::Create({}).value();
-  auto mlp = ZooModel("mlp")->Build<float>(cpu.get(), 1).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("mlp"));
+  ASSERT_OK_AND_ASSIGN(auto mlp, builder.Build<float>(cpu.get(), 1));
   std::vector<float> x(784, 0.1f);
   const int32_t bad_label = 10;
   auto r = mlp->TrainStep(x.data(), &bad_label, 1);
@@ -186,9 +199,10 @@ TEST(ModelBuilderTest, RejectsBadModels) {
 TEST(ModelTest, SameSeedSameWeightsAcrossScalarTypes) {
   kernels::ReferenceBackend<float> fb;
   kernels::ReferenceBackend<double> db;
-  auto f = ZooModel("cnn")->Build<float>(&fb, 42).value();
-  auto d = ZooModel("cnn")->Build<double>(&db, 42).value();
-  auto f2 = ZooModel("cnn")->Build<float>(&fb, 43).value();
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cnn"));
+  ASSERT_OK_AND_ASSIGN(auto f, builder.Build<float>(&fb, 42));
+  ASSERT_OK_AND_ASSIGN(auto d, builder.Build<double>(&db, 42));
+  ASSERT_OK_AND_ASSIGN(auto f2, builder.Build<float>(&fb, 43));
   EXPECT_EQ(f->value(0)[5], static_cast<float>(d->value(0)[5]));
   EXPECT_NE(f->value(0)[5], f2->value(0)[5]);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/cpu_backend.h"
+#include "tests/testing/status_assert.h"
 #include "worker/data/synthetic.h"
 #include "worker/model/zoo.h"
 #include "worker/train/local_training.h"
@@ -15,12 +16,12 @@ namespace towerps::worker {
 namespace {
 
 TEST(MomentumSgdTest, FollowsThePyTorchRuleOverTwoSteps) {
-  auto cpu = kernels::CpuBackend::Create({}).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ModelBuilder b({1, 1, 2});
   b.Dense("fc", 2);
-  auto model = b.Build<float>(cpu.get(), 1).value();
-  auto sgd = MomentumSgd::Create(model.get(), cpu.get(), {.learning_rate = 0.5f, .momentum = 0.9f})
-                 .value();
+  ASSERT_OK_AND_ASSIGN(auto model, b.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto sgd, MomentumSgd::Create(model.get(), cpu.get(),
+                                                     {.learning_rate = 0.5f, .momentum = 0.9f}));
   const std::vector<float> x = {1.0f, 2.0f};
   const int32_t label = 1;
   ASSERT_TRUE(model->TrainStep(x.data(), &label, 1).ok());
@@ -35,14 +36,16 @@ TEST(MomentumSgdTest, FollowsThePyTorchRuleOverTwoSteps) {
 }
 
 TEST(MomentumSgdTest, PerLayerUpdatesFromTheHookEqualAFullStep) {
-  auto cpu = kernels::CpuBackend::Create({}).value();
-  auto a = ZooModel("cnn")->Build<float>(cpu.get(), 3).value();
-  auto b = ZooModel("cnn")->Build<float>(cpu.get(), 3).value();
-  auto sgd_a = MomentumSgd::Create(a.get(), cpu.get(), {}).value();
-  auto sgd_b = MomentumSgd::Create(b.get(), cpu.get(), {}).value();
-  const Dataset data = MakeSyntheticDataset({.size = 16, .example_shape = {1, 28, 28}}).value();
-  auto batches =
-      Batcher::Create(&data, {.batch_size = 8, .mean = {0.5f}, .stddev = {0.25f}}).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cnn"));
+  ASSERT_OK_AND_ASSIGN(auto a, builder.Build<float>(cpu.get(), 3));
+  ASSERT_OK_AND_ASSIGN(auto b, builder.Build<float>(cpu.get(), 3));
+  ASSERT_OK_AND_ASSIGN(auto sgd_a, MomentumSgd::Create(a.get(), cpu.get(), {}));
+  ASSERT_OK_AND_ASSIGN(auto sgd_b, MomentumSgd::Create(b.get(), cpu.get(), {}));
+  ASSERT_OK_AND_ASSIGN(const Dataset data,
+                       MakeSyntheticDataset({.size = 16, .example_shape = {1, 28, 28}}));
+  ASSERT_OK_AND_ASSIGN(
+      auto batches, Batcher::Create(&data, {.batch_size = 8, .mean = {0.5f}, .stddev = {0.25f}}));
   Batch batch;
   for (int step = 0; step < 2; ++step) {
     ASSERT_TRUE(batches->Next(&batch));
@@ -59,8 +62,9 @@ TEST(MomentumSgdTest, PerLayerUpdatesFromTheHookEqualAFullStep) {
 }
 
 TEST(MomentumSgdTest, RejectsBadOptions) {
-  auto cpu = kernels::CpuBackend::Create({}).value();
-  auto model = ZooModel("mlp")->Build<float>(cpu.get(), 1).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("mlp"));
+  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
   auto r = MomentumSgd::Create(model.get(), cpu.get(), {.learning_rate = -1.0f});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("learning rate -1"), std::string::npos);
@@ -68,36 +72,45 @@ TEST(MomentumSgdTest, RejectsBadOptions) {
 }
 
 TEST(LocalTrainingTest, LossFallsOnSyntheticData) {
-  auto cpu = kernels::CpuBackend::Create({.intra_op_threads = 2}).value();
-  auto model = ZooModel("cnn")->Build<float>(cpu.get(), 1).value();
-  auto sgd = MomentumSgd::Create(model.get(), cpu.get(), {}).value();
-  const Dataset data = MakeSyntheticDataset({.size = 512, .example_shape = {1, 28, 28}}).value();
-  auto batches =
-      Batcher::Create(&data, {.batch_size = 32, .mean = {0.5f}, .stddev = {0.25f}}).value();
-  const EpochStats first = TrainEpoch(*model, sgd, *batches, 0).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({.intra_op_threads = 2}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cnn"));
+  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto sgd, MomentumSgd::Create(model.get(), cpu.get(), {}));
+  ASSERT_OK_AND_ASSIGN(const Dataset data,
+                       MakeSyntheticDataset({.size = 512, .example_shape = {1, 28, 28}}));
+  ASSERT_OK_AND_ASSIGN(
+      auto batches, Batcher::Create(&data, {.batch_size = 32, .mean = {0.5f}, .stddev = {0.25f}}));
+  ASSERT_OK_AND_ASSIGN(const EpochStats first, TrainEpoch(*model, sgd, *batches, 0));
   EpochStats last;
-  for (int e = 1; e < 3; ++e) last = TrainEpoch(*model, sgd, *batches, e).value();
+  for (int e = 1; e < 3; ++e) {
+    ASSERT_OK_AND_ASSIGN(last, TrainEpoch(*model, sgd, *batches, e));
+  }
   EXPECT_EQ(first.examples, 512);
   EXPECT_LT(last.mean_loss, 0.5 * first.mean_loss);
-  auto eval =
+  ASSERT_OK_AND_ASSIGN(
+      auto eval,
       Batcher::Create(
-          &data, {.batch_size = 100, .drop_remainder = false, .mean = {0.5f}, .stddev = {0.25f}})
-          .value();
-  EXPECT_GT(EvaluateAll(*model, *eval)->accuracy, 0.9);
+          &data, {.batch_size = 100, .drop_remainder = false, .mean = {0.5f}, .stddev = {0.25f}}));
+  ASSERT_OK_AND_ASSIGN(const EpochStats evaluated, EvaluateAll(*model, *eval));
+  EXPECT_GT(evaluated.accuracy, 0.9);
 }
 
 TEST(LocalTrainingTest, Cifar10ModelLearnsUncroppedSyntheticData) {
   // The synthetic classes are fixed random patterns, so they are learnable only without random
   // crops; this checks that the LRN/pooling/dense stack trains, not CIFAR-10 accuracy.
-  auto cpu = kernels::CpuBackend::Create({.intra_op_threads = 2}).value();
-  auto model = ZooModel("cifar10")->Build<float>(cpu.get(), 1).value();
-  auto sgd = MomentumSgd::Create(model.get(), cpu.get(), {}).value();
-  const Dataset data = MakeSyntheticDataset({.size = 256, .example_shape = {3, 24, 24}}).value();
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({.intra_op_threads = 2}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cifar10"));
+  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto sgd, MomentumSgd::Create(model.get(), cpu.get(), {}));
+  ASSERT_OK_AND_ASSIGN(const Dataset data,
+                       MakeSyntheticDataset({.size = 256, .example_shape = {3, 24, 24}}));
   BatcherOptions o{.batch_size = 32, .mean = {0.5f}, .stddev = {0.25f}};
-  auto batches = Batcher::Create(&data, o).value();
-  const EpochStats first = TrainEpoch(*model, sgd, *batches, 0).value();
+  ASSERT_OK_AND_ASSIGN(auto batches, Batcher::Create(&data, o));
+  ASSERT_OK_AND_ASSIGN(const EpochStats first, TrainEpoch(*model, sgd, *batches, 0));
   EpochStats last;
-  for (int e = 1; e < 8; ++e) last = TrainEpoch(*model, sgd, *batches, e).value();
+  for (int e = 1; e < 8; ++e) {
+    ASSERT_OK_AND_ASSIGN(last, TrainEpoch(*model, sgd, *batches, e));
+  }
   EXPECT_LT(last.mean_loss, 0.5 * first.mean_loss);
   EXPECT_GT(last.accuracy, 0.8) << "chance is 0.1";
 }

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise.h"
+#include "tests/testing/status_assert.h"
 #include "worker/model/zoo.h"
 #include "worker/train/job_data.h"
 
@@ -28,16 +29,18 @@ class TowersGradientTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(TowersGradientTest, TwoTowersAtBEqualOneTowerAt2B) {
   const std::string model_name = GetParam();
   auto builder = ZooModel(model_name);
-  ASSERT_TRUE(builder.ok());
+  ASSERT_TRUE(builder.ok()) << builder.status();
   auto data = LoadJobData("fashion-mnist", "", builder->input_shape(), 64, 3);
   if (!data.ok()) GTEST_SKIP() << data.status().ToString();
   auto batcher = Batcher::Create(&data->train, data->train_options);
-  ASSERT_TRUE(batcher.ok());
+  ASSERT_TRUE(batcher.ok()) << batcher.status();
   std::vector<std::unique_ptr<kernels::CpuBackend>> backends;
   std::vector<std::unique_ptr<Model<float>>> models;  // 0: single tower at 64; 1, 2: towers at 32
   for (int i = 0; i < 3; ++i) {
-    backends.push_back(std::move(kernels::CpuBackend::Create({}).value()));
-    models.push_back(std::move(builder->Build<float>(backends.back().get(), 7).value()));
+    ASSERT_OK_AND_ASSIGN(auto backend, kernels::CpuBackend::Create({}));
+    backends.push_back(std::move(backend));
+    ASSERT_OK_AND_ASSIGN(auto model, builder->Build<float>(backends.back().get(), 7));
+    models.push_back(std::move(model));
   }
   const int64_t example = NumElements((*batcher)->example_shape());
   Batch batch;
