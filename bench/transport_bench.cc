@@ -151,7 +151,7 @@ Result<double> TowerpsTransport(const TransportBenchOptions& o, long* messages) 
     const auto stop = Clock::now() + std::chrono::duration<double>(o.seconds);
     for (int64_t step = 0; Clock::now() < stop && send_status.ok(); ++step) {
       OutgoingMessage m(proto::MessageType::PUSH);
-      m.header().setStep(step);
+      m.header().setVersion(step);
       m.AddTensor(payload, 0, 0);
       send_status = tx->Send(std::move(m), Deadline::After(std::chrono::seconds(10)));
     }

@@ -295,7 +295,7 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
     }
     const bool counts = owns[s];
     impl_->Submit(s, std::move(m), "register", [join, counts](Result<IncomingMessage> r) {
-      const int64_t v = r.ok() ? r->header().getStep() : 0;
+      const int64_t v = r.ok() ? r->header().getVersion() : 0;
       join->Part(r.status(), [&](int64_t& acc) {
         if (counts) acc = acc == -2 ? v : std::min(acc, v);
       });
@@ -347,14 +347,14 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
     OutgoingMessage m = impl_->NewMessage(proto::MessageType::PUSH);
     m.header().setVariableId(c.variable_id);
     m.header().setChunkId(c.chunk_id);
-    m.header().setStep(version);
+    m.header().setVersion(version);
     m.header().setClock(clock);
     m.AddTensor(flat.View(c.offset, {c.num_elements}), c.variable_id, c.chunk_id);
     impl_->Submit(c.server, std::move(m),
                   "push of variable " + std::to_string(c.variable_id) + " chunk " +
                       std::to_string(c.chunk_id),
                   [join, applied](Result<IncomingMessage> r) {
-                    const int64_t v = r.ok() ? r->header().getStep() : 0;
+                    const int64_t v = r.ok() ? r->header().getVersion() : 0;
                     const int64_t s = r.ok() ? r->header().getStaleness() : 0;
                     join->Part(r.status(), [&](PushReport& rep) {
                       rep.version = std::min(rep.version, v);
@@ -381,7 +381,7 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
     OutgoingMessage m = impl_->NewMessage(proto::MessageType::PULL);
     m.header().setVariableId(c.variable_id);
     m.header().setChunkId(c.chunk_id);
-    m.header().setStep(min_version);
+    m.header().setVersion(min_version);
     m.header().setClock(clock);
     impl_->Submit(
         c.server, std::move(m),
@@ -395,7 +395,7 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
                               " chunk " + std::to_string(c.chunk_id) + " has the wrong size");
           }
           join->Part(s, [&](PulledVariable& out) {
-            out.version = std::min(out.version, r->header().getStep());
+            out.version = std::min(out.version, r->header().getVersion());
             out.chunks.emplace_back(c, r->tensors()[0]);
           });
         });

@@ -254,7 +254,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   // The restored version, not the current one: in async modes other workers may already have
   // moved a fresh job forward, and that must not look like a restore.
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
-  reply.header().setStep(restored_version_);
+  reply.header().setVersion(restored_version_);
   SendOrLog(std::move(reply));
   TOWERPS_LOG(kInfo) << who << " registered (" << msg.peer() << ")";
 }
@@ -281,7 +281,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
   auto st = reply.header().initStats();
   uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0;
   std::vector<uint64_t> hist(kStalenessBuckets, 0);
-  int64_t min_v = -1, max_v = -1;
+  int64_t min_v = kNoVersion, max_v = kNoVersion;
   for (auto& shard : shards_) {
     const ShardCounters& c = shard->counters();
     received += c.gradients_received.load();

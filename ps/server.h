@@ -26,6 +26,7 @@
 #include "ps/job_config.h"
 #include "ps/placement.h"
 #include "ps/shard.h"
+#include "ps/version.h"
 
 namespace towerps::ps {
 
@@ -83,8 +84,8 @@ class Server {
   std::optional<ChunkPlacement> placement_;
   std::map<std::pair<uint32_t, uint32_t>, ChunkHome> homes_;
   bool shutdown_requested_ = false;
-  int64_t last_checkpoint_version_ = -1;
-  int64_t restored_version_ = -1;  // lowest chunk version loaded from a checkpoint; -1: fresh
+  int64_t last_checkpoint_version_ = kNoVersion;  // kNoVersion: none written or restored
+  int64_t restored_version_ = kNoVersion;  // lowest chunk version restored; kNoVersion: fresh
   bool snapshot_in_flight_ = false;
   std::vector<SnapshotPart> snapshot_parts_;
   uint64_t checkpoints_written_ = 0;

@@ -48,11 +48,11 @@ void Shard::Stop() {
 int64_t Shard::MinVersion() const {
   int64_t v = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i < chunks_.size(); ++i) v = std::min(v, versions_[i].load());
-  return chunks_.empty() ? -1 : v;
+  return chunks_.empty() ? kNoVersion : v;
 }
 
 int64_t Shard::MaxVersion() const {
-  int64_t v = -1;
+  int64_t v = kNoVersion;
   for (size_t i = 0; i < chunks_.size(); ++i) v = std::max(v, versions_[i].load());
   return v;
 }
@@ -96,7 +96,7 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
         return;
       }
       OutgoingMessage reply = ReplyTo(msg, proto::MessageType::INIT_REPLY);
-      reply.header().setStep(chunk.version());
+      reply.header().setVersion(chunk.version());
       outbox_->Push(std::move(reply));
       break;
     }
@@ -107,20 +107,20 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
                                         " tensors, expected 1"));
         return;
       }
-      Result<PushOutcome> out = chunk.Push(static_cast<int>(h.getSenderRank()), h.getStep(),
+      Result<PushOutcome> out = chunk.Push(static_cast<int>(h.getSenderRank()), h.getVersion(),
                                            h.getClock(), msg.tensors()[0], &counters_);
       if (!out.ok()) {
         ReplyError(msg, out.status());
         return;
       }
       OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
-      reply.header().setStep(out->version);
+      reply.header().setVersion(out->version);
       reply.header().setStaleness(out->kind == PushOutcome::Kind::kDropped ? -1 : out->staleness);
       outbox_->Push(std::move(reply));
       break;
     }
     case proto::MessageType::PULL: {
-      if (chunk.PullReady(h.getStep(), h.getClock())) {
+      if (chunk.PullReady(h.getVersion(), h.getClock())) {
         ReplyPull(index, msg);
       } else if (waiters_[index].size() >= static_cast<size_t>(4 * config_.workers + 16)) {
         ReplyError(msg, ResourceExhaustedError("too many pulls waiting on one chunk"));
@@ -142,7 +142,7 @@ void Shard::AnswerReadyPulls(size_t index) {
   const Chunk& chunk = *chunks_[index];
   auto ready = std::stable_partition(waiting.begin(), waiting.end(), [&](const Waiter& w) {
     auto h = w.request.header();
-    return !chunk.PullReady(h.getStep(), h.getClock());
+    return !chunk.PullReady(h.getVersion(), h.getClock());
   });
   for (auto it = ready; it != waiting.end(); ++it) ReplyPull(index, it->request);
   waiting.erase(ready, waiting.end());
@@ -151,7 +151,7 @@ void Shard::AnswerReadyPulls(size_t index) {
 void Shard::ReplyPull(size_t index, const IncomingMessage& request) {
   const Chunk& chunk = *chunks_[index];
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
-  reply.header().setStep(chunk.version());
+  reply.header().setVersion(chunk.version());
   // Zero copy: the chunk writes its next update elsewhere while this buffer is shared.
   reply.AddTensor(chunk.values(), chunk.spec().variable_id, chunk.spec().chunk_id);
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);

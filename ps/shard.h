@@ -22,6 +22,7 @@
 #include "common/message.h"
 #include "ps/chunk.h"
 #include "ps/server_stats.h"
+#include "ps/version.h"
 
 namespace towerps::ps {
 
@@ -52,7 +53,7 @@ class Shard {
   void Stop();
 
   const ShardCounters& counters() const { return counters_; }
-  // Versions of the chunks, readable from any thread.
+  // The lowest and highest chunk versions (kNoVersion without chunks), readable from any thread.
   int64_t MinVersion() const;
   int64_t MaxVersion() const;
   const std::vector<std::unique_ptr<Chunk>>& chunks() const { return chunks_; }

@@ -42,7 +42,7 @@ TEST(MessageTest, HeaderRoundTripsEveryField) {
   h.setSenderRank(3);
   h.setJobId(0xfeedbeefcafe);
   h.setRequestId(77);
-  h.setStep(-5);
+  h.setVersion(-5);
   SetStatus(h, TimeoutError("late"));
   h.setConfigFingerprint(123456789);
   h.setModelSignature(987654321);
@@ -66,7 +66,7 @@ TEST(MessageTest, HeaderRoundTripsEveryField) {
   EXPECT_EQ(r.getSenderRank(), 3u);
   EXPECT_EQ(r.getJobId(), 0xfeedbeefcafeu);
   EXPECT_EQ(r.getRequestId(), 77u);
-  EXPECT_EQ(r.getStep(), -5);
+  EXPECT_EQ(r.getVersion(), -5);
   EXPECT_EQ(StatusFromHeader(r), TimeoutError("late"));
   EXPECT_EQ(r.getConfigFingerprint(), 123456789u);
   EXPECT_EQ(r.getModelSignature(), 987654321u);

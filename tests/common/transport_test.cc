@@ -61,7 +61,7 @@ TEST_P(TransportRoundTripTest, EchoPreservesHeaderAndBytes) {
   Tensor sent = RandomBytes(bytes, static_cast<uint32_t>(bytes));
 
   OutgoingMessage push(proto::MessageType::PUSH);
-  push.header().setStep(41);
+  push.header().setVersion(41);
   push.header().setRequestId(9);
   push.AddTensor(sent, 7, 3);
   ASSERT_TRUE(p.client->Send(std::move(push), Soon()).ok());
@@ -69,7 +69,7 @@ TEST_P(TransportRoundTripTest, EchoPreservesHeaderAndBytes) {
   auto at_server = p.server->Receive(Soon());
   ASSERT_TRUE(at_server.ok()) << at_server.status().ToString();
   EXPECT_EQ(at_server->peer(), "client-0");
-  EXPECT_EQ(at_server->header().getStep(), 41);
+  EXPECT_EQ(at_server->header().getVersion(), 41);
   ASSERT_EQ(at_server->tensors().size(), 1u);
   EXPECT_EQ(at_server->header().getTensors()[0].getVariableId(), 7u);
   EXPECT_EQ(at_server->header().getTensors()[0].getChunkId(), 3u);

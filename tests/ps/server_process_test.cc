@@ -354,7 +354,7 @@ TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
   {  // a gradient from the future
     OutgoingMessage m(proto::MessageType::PUSH);
     m.header().setVariableId(1);
-    m.header().setStep(5);
+    m.header().setVersion(5);
     m.AddTensor(Tensor::Zeros({100}), 1, 0);
     EXPECT_EQ(request(std::move(m)).code(), StatusCode::kInvalidArgument);
   }
