@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/hash.h"
 #include "common/logging.h"
 
 namespace towerps::ps {
