@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "common/hash.h"
 #include "common/logging.h"
+#include "ps/variable.h"
 
 namespace towerps::ps {
 namespace {
@@ -18,18 +18,6 @@ std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reade
 }
 
 }  // namespace
-
-uint64_t VariableListHash(const std::vector<VariableSpec>& variables) {
-  uint64_t h = Fnv1a("vars", 4);
-  for (const VariableSpec& v : variables) {
-    h = Fnv1a(v.name.data(), v.name.size(), h);
-    const auto dtype = static_cast<uint8_t>(v.dtype);
-    h = Fnv1a(&dtype, 1, h);
-    for (int64_t d : v.shape) h = Fnv1a(&d, sizeof(d), h);
-    h = Fnv1a("|", 1, h);
-  }
-  return h;
-}
 
 Server::Server(ServerOptions options) : options_(std::move(options)) {}
 
@@ -127,6 +115,7 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
       ChunkPlacement placement,
       ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes));
   variables_ = variables;
+  variables_hash_ = VariableListHash(variables_);
   model_signature_ = signature;
   int next = 0;
   for (const ChunkSpec& spec : placement.chunks()) {
@@ -240,7 +229,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
     s = EstablishModel(vars, h.getModelSignature());
     if (s.ok()) StartShards();
   } else if (s.ok() && (h.getModelSignature() != model_signature_ ||
-                        VariableListHash(vars) != VariableListHash(variables_))) {
+                        VariableListHash(vars) != variables_hash_)) {
     s = FailedPreconditionError(
         "model mismatch: " + who + " declares " + std::to_string(vars.size()) +
         " variables with signature " + std::to_string(h.getModelSignature()) + " but " + me +

@@ -80,6 +80,7 @@ class Server {
   std::vector<std::unique_ptr<Shard>> shards_;
   bool shards_started_ = false;
   std::vector<VariableSpec> variables_;
+  uint64_t variables_hash_ = 0;  // VariableListHash(variables_)
   uint64_t model_signature_ = 0;
   std::optional<ChunkPlacement> placement_;
   std::map<std::pair<uint32_t, uint32_t>, ChunkHome> homes_;
@@ -90,9 +91,6 @@ class Server {
   std::vector<SnapshotPart> snapshot_parts_;
   uint64_t checkpoints_written_ = 0;
 };
-
-// Hash of a variable list (names, shapes, dtypes, in order); part of the model check.
-uint64_t VariableListHash(const std::vector<VariableSpec>& variables);
 
 }  // namespace towerps::ps
 

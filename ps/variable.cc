@@ -1,12 +1,12 @@
-#include "worker/model/signature.h"
+#include "ps/variable.h"
 
 #include "common/hash.h"
 
-namespace towerps::worker {
+namespace towerps::ps {
 
-uint64_t VariableSignature(const std::vector<ps::VariableSpec>& variables) {
+uint64_t VariableListHash(const std::vector<VariableSpec>& variables) {
   uint64_t h = Fnv1aU64(variables.size(), kFnv1aOffsetBasis);
-  for (const ps::VariableSpec& v : variables) {
+  for (const VariableSpec& v : variables) {
     h = Fnv1aU64(v.name.size(), h);
     h = Fnv1a(v.name.data(), v.name.size(), h);
     h = Fnv1aU64(v.shape.size(), h);
@@ -17,4 +17,4 @@ uint64_t VariableSignature(const std::vector<ps::VariableSpec>& variables) {
   return h;
 }
 
-}  // namespace towerps::worker
+}  // namespace towerps::ps
