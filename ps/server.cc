@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/logging.h"
+#include "ps/reply.h"
 #include "ps/variable.h"
 
 namespace towerps::ps {
@@ -204,8 +205,8 @@ void Server::HandleMessage(IncomingMessage msg) {
       Route(std::move(msg));
       return;
     default:
-      ReplyError(msg, InvalidArgumentError("a server does not accept " +
-                                           MessageTypeName(msg.type()) + " messages"));
+      SendOrLog(ErrorReply(msg, InvalidArgumentError("a server does not accept " +
+                                                     MessageTypeName(msg.type()) + " messages")));
   }
 }
 
@@ -238,7 +239,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
         " (same --model for every process? a checkpoint from another model?)");
   }
   if (!s.ok()) {
-    ReplyError(msg, s);
+    SendOrLog(ErrorReply(msg, s));
     return;
   }
   // The restored version, not the current one: in async modes other workers may already have
@@ -253,11 +254,11 @@ void Server::Route(IncomingMessage msg) {
   auto h = msg.header();
   auto it = homes_.find({h.getVariableId(), h.getChunkId()});
   if (it == homes_.end()) {
-    ReplyError(msg,
-               NotFoundError(
-                   "server " + std::to_string(options_.rank) + " holds no variable " +
-                   std::to_string(h.getVariableId()) + " chunk " + std::to_string(h.getChunkId()) +
-                   (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)")));
+    SendOrLog(ErrorReply(
+        msg, NotFoundError(
+                 "server " + std::to_string(options_.rank) + " holds no variable " +
+                 std::to_string(h.getVariableId()) + " chunk " + std::to_string(h.getChunkId()) +
+                 (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)"))));
     return;
   }
   ShardTask task;
@@ -306,14 +307,6 @@ void Server::SendOrLog(OutgoingMessage msg) {
   const std::string peer = msg.peer();
   Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
   if (!s.ok()) TOWERPS_LOG(kWarning) << "reply to " << peer << " lost: " << s.ToString();
-}
-
-void Server::ReplyError(const IncomingMessage& msg, const Status& status) {
-  TOWERPS_LOG(kWarning) << MessageTypeName(msg.type()) << " from " << msg.peer()
-                        << " refused: " << status.ToString();
-  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::ERROR);
-  SetStatus(reply.header(), status);
-  SendOrLog(std::move(reply));
 }
 
 void Server::MaybeCheckpoint(bool final) {

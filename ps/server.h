@@ -68,7 +68,6 @@ class Server {
   void HandleStats(const IncomingMessage& msg);
   void Route(IncomingMessage msg);
   void SendOrLog(OutgoingMessage msg);
-  void ReplyError(const IncomingMessage& msg, const Status& status);
   void MaybeCheckpoint(bool final);
   Status WriteCheckpoint(std::vector<SnapshotPart> parts);
   void LogStats();

@@ -66,7 +66,6 @@ class Shard {
   void Handle(size_t chunk, IncomingMessage msg);
   void AnswerReadyPulls(size_t chunk);
   void ReplyPull(size_t chunk, const IncomingMessage& request);
-  void ReplyError(const IncomingMessage& request, const Status& status);
 
   const int index_;
   const JobConfig& config_;
@@ -78,9 +77,6 @@ class Shard {
   ShardCounters counters_;
   std::thread thread_;
 };
-
-// Builds a reply to `request` of `type`, addressed to its sender, echoing its request id.
-OutgoingMessage ReplyTo(const IncomingMessage& request, proto::MessageType type);
 
 }  // namespace towerps::ps
 
