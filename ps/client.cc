@@ -31,24 +31,33 @@ struct Pending {
   Completion done;
 };
 
-// Gathers the per-chunk replies of one call into one future.
+// Where each call's result keeps its version: the lowest among the chunks (or servers) that
+// answered it.
+void SetVersion(int64_t& restored, int64_t lowest) { restored = lowest; }
+void SetVersion(PushReport& report, int64_t lowest) { report.version = lowest; }
+void SetVersion(PulledVariable& pulled, int64_t lowest) { pulled.version = lowest; }
+
+// Gathers the replies of one call (one per chunk, or per server) into one future.
 template <typename T>
 struct Join {
   explicit Join(int parts) : remaining(parts) {}
   std::mutex mu;
-  int remaining;  // guarded by mu
-  Status error;   // guarded by mu: the first failure
-  T value;        // guarded by mu
+  int remaining;         // guarded by mu
+  Status error;          // guarded by mu: the first failure
+  T value;               // guarded by mu
+  LowestVersion lowest;  // guarded by mu: becomes the result's version
   std::promise<Result<T>> promise;
 
-  // Runs `merge` on the value under the lock; fulfils the promise after the last part.
+  // Runs `merge(value, lowest)` under the lock for a successful part; fulfils the promise after
+  // the last part.
   template <typename F>
   void Part(const Status& status, F&& merge) {
     std::lock_guard<std::mutex> lock(mu);
     if (!status.ok() && error.ok()) error = status;
-    if (status.ok()) merge(value);
+    if (status.ok()) merge(value, lowest);
     if (--remaining == 0) {
       if (error.ok()) {
+        SetVersion(value, lowest.value());
         promise.set_value(std::move(value));
       } else {
         promise.set_value(error);
@@ -270,7 +279,6 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
   }
   const int n = num_servers();
   auto join = std::make_shared<Join<int64_t>>(n);
-  join->value = -2;  // none merged yet
   auto future = join->promise.get_future();
   for (int s = 0; s < n; ++s) {
     OutgoingMessage m = impl_->NewMessage(proto::MessageType::REGISTER);
@@ -296,8 +304,8 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
     const bool counts = owns[s];
     impl_->Submit(s, std::move(m), "register", [join, counts](Result<IncomingMessage> r) {
       const int64_t v = r.ok() ? r->header().getVersion() : 0;
-      join->Part(r.status(), [&](int64_t& acc) {
-        if (counts) acc = acc == -2 ? v : std::min(acc, v);
+      join->Part(r.status(), [&](int64_t&, LowestVersion& lowest) {
+        if (counts) lowest.Add(v);  // a server without chunks restored nothing
       });
     });
   }
@@ -339,7 +347,6 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
         std::to_string(gradient.num_elements()) + " elements, expected " + std::to_string(total)));
   }
   auto join = std::make_shared<Join<PushReport>>(static_cast<int>(chunks.size()));
-  join->value.version = INT64_MAX;
   auto applied = std::make_shared<int>(0);
   auto future = join->promise.get_future();
   const Tensor flat = gradient.Reshape({total});
@@ -356,8 +363,8 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
                   [join, applied](Result<IncomingMessage> r) {
                     const int64_t v = r.ok() ? r->header().getVersion() : 0;
                     const int64_t s = r.ok() ? r->header().getStaleness() : 0;
-                    join->Part(r.status(), [&](PushReport& rep) {
-                      rep.version = std::min(rep.version, v);
+                    join->Part(r.status(), [&](PushReport& rep, LowestVersion& lowest) {
+                      lowest.Add(v);
                       if (s < 0) {
                         ++rep.dropped_chunks;
                         return;
@@ -375,7 +382,6 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
                                                  int64_t clock) {
   const auto chunks = placement().ChunksOf(variable_id);
   auto join = std::make_shared<Join<PulledVariable>>(static_cast<int>(chunks.size()));
-  join->value.version = INT64_MAX;
   auto future = join->promise.get_future();
   for (const ChunkSpec& c : chunks) {
     OutgoingMessage m = impl_->NewMessage(proto::MessageType::PULL);
@@ -394,8 +400,8 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
             s = ProtocolError("pull reply for variable " + std::to_string(c.variable_id) +
                               " chunk " + std::to_string(c.chunk_id) + " has the wrong size");
           }
-          join->Part(s, [&](PulledVariable& out) {
-            out.version = std::min(out.version, r->header().getVersion());
+          join->Part(s, [&](PulledVariable& out, LowestVersion& lowest) {
+            lowest.Add(r->header().getVersion());
             out.chunks.emplace_back(c, r->tensors()[0]);
           });
         });

@@ -87,7 +87,7 @@ Status Server::Restore(const Checkpoint& ck) {
     return FailedPreconditionError("it holds " + std::to_string(ck.chunks.size()) +
                                    " chunks but this server owns " + std::to_string(homes_.size()));
   }
-  int64_t min_version = -1;
+  LowestVersion lowest;
   for (const ChunkState& c : ck.chunks) {
     auto it = homes_.find({c.variable_id, c.chunk_id});
     if (it == homes_.end()) {
@@ -99,14 +99,14 @@ Status Server::Restore(const Checkpoint& ck) {
     if (c.values.num_elements() != chunk.spec().num_elements && c.version >= 0) {
       return CorruptionError("chunk sizes differ from the placement");
     }
-    min_version = min_version < 0 ? c.version : std::min(min_version, c.version);
+    lowest.Add(c.version);
   }
   for (const ChunkState& c : ck.chunks) {
     const ChunkHome& home = homes_.at({c.variable_id, c.chunk_id});
     if (c.version >= 0) shards_[home.shard]->chunks()[home.index]->Restore(c);
   }
-  last_checkpoint_version_ = min_version;
-  restored_version_ = min_version;
+  last_checkpoint_version_ = lowest.value();
+  restored_version_ = lowest.value();
   StartShards();
   return Status::Ok();
 }
@@ -272,7 +272,8 @@ void Server::HandleStats(const IncomingMessage& msg) {
   auto st = reply.header().initStats();
   uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0;
   std::vector<uint64_t> hist(kStalenessBuckets, 0);
-  int64_t min_v = kNoVersion, max_v = kNoVersion;
+  LowestVersion lowest;
+  int64_t max_v = kNoVersion;
   for (auto& shard : shards_) {
     const ShardCounters& c = shard->counters();
     received += c.gradients_received.load();
@@ -282,7 +283,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
     nanos += c.aggregation_nanos.load();
     for (int b = 0; b < kStalenessBuckets; ++b) hist[b] += c.staleness[b].load();
     if (shards_started_ && !shard->chunks().empty()) {
-      min_v = min_v < 0 ? shard->MinVersion() : std::min(min_v, shard->MinVersion());
+      lowest.Add(shard->MinVersion());
       max_v = std::max(max_v, shard->MaxVersion());
     }
   }
@@ -295,7 +296,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setPullsServed(pulls);
   st.setAggregationNanos(nanos);
   st.setRejectedMessages(ss.rejected);
-  st.setMinVersion(min_v);
+  st.setMinVersion(lowest.value());
   st.setMaxVersion(max_v);
   st.setCheckpointsWritten(checkpoints_written_);
   auto h = st.initStalenessHistogram(kStalenessBuckets);
@@ -333,12 +334,12 @@ void Server::MaybeCheckpoint(bool final) {
     return;
   }
   if (options_.checkpoint_every <= 0) return;
-  int64_t min_v = -1;
+  LowestVersion lowest;
   for (auto& shard : shards_) {
-    if (shard->chunks().empty()) continue;
-    min_v = min_v < 0 ? shard->MinVersion() : std::min(min_v, shard->MinVersion());
+    if (!shard->chunks().empty()) lowest.Add(shard->MinVersion());
   }
-  if (min_v < 0 || min_v < last_checkpoint_version_ + options_.checkpoint_every) return;
+  const int64_t min_v = lowest.value();
+  if (min_v == kNoVersion || min_v < last_checkpoint_version_ + options_.checkpoint_every) return;
   snapshot_in_flight_ = true;
   for (auto& shard : shards_) {
     ShardTask t;
@@ -355,13 +356,14 @@ Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
   ck.meta.num_servers = options_.job.servers;
   ck.meta.partition_bytes = options_.job.partition_bytes;
   ck.meta.variables = variables_;
-  int64_t min_v = -1;
+  LowestVersion lowest;
   for (SnapshotPart& p : parts) {
     for (ChunkState& c : p.chunks) {
-      min_v = min_v < 0 ? c.version : std::min(min_v, c.version);
+      lowest.Add(c.version);
       ck.chunks.push_back(std::move(c));
     }
   }
+  const int64_t min_v = lowest.value();
   const std::string path = CheckpointPath(options_.checkpoint_dir, options_.rank);
   TOWERPS_RETURN_IF_ERROR(SaveCheckpoint(path, ck));
   last_checkpoint_version_ = min_v;

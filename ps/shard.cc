@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 
 #include "common/check.h"
 #include "ps/reply.h"
@@ -36,9 +35,9 @@ void Shard::Stop() {
 }
 
 int64_t Shard::MinVersion() const {
-  int64_t v = std::numeric_limits<int64_t>::max();
-  for (size_t i = 0; i < chunks_.size(); ++i) v = std::min(v, versions_[i].load());
-  return chunks_.empty() ? kNoVersion : v;
+  LowestVersion lowest;
+  for (size_t i = 0; i < chunks_.size(); ++i) lowest.Add(versions_[i].load());
+  return lowest.value();
 }
 
 int64_t Shard::MaxVersion() const {
