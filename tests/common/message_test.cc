@@ -257,7 +257,7 @@ TEST(MessageValidationTest, RejectsUnknownTypeDtypeAndStatus) {
   }
   {
     std::vector<zmq::message_t> frames;
-    frames.push_back(RawHeader([](proto::Header::Builder h) {}));  // type 0: invalid
+    frames.push_back(RawHeader([](proto::Header::Builder) {}));  // type 0: invalid
     ExpectRejected(std::move(frames), "unknown message type 0");
   }
   {
