@@ -9,7 +9,8 @@
 //  - DecodeMessage() validates everything before anything is used, never allocates an amount a
 //    header declares, and never throws: a bad message is a kProtocol Status saying what was
 //    wrong, and nothing of it is kept.
-//  - Pure functions of their arguments; thread-safe. Frames are moved in and out.
+//  - No shared state: calls on different messages may run on different threads. Frames are moved
+//    in and out; HeaderFrame() finalises its message's header.
 #ifndef TOWERPS_COMMON_INTERNAL_WIRE_CODEC_H_
 #define TOWERPS_COMMON_INTERNAL_WIRE_CODEC_H_
 
