@@ -12,7 +12,7 @@
 namespace towerps::ps {
 
 // "No version": a chunk without an initial value; in a registerReply, a server that restored
-// nothing from a checkpoint (a fresh job); in statistics, a server without such a chunk. Lower
+// nothing from a checkpoint (a fresh job); in statistics, no chunk with a value to report. Lower
 // than every real version (which start at 0), so a minimum that includes it is kNoVersion.
 inline constexpr int64_t kNoVersion = -1;
 
