@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/transport_bench.h"
+#include "common/internal/raw_ceiling.h"
 #include "common/sibling_executable.h"
 #include "common/subprocess.h"
 #include "ps/client.h"
@@ -193,14 +193,15 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   servers.processes.clear();  // stop servers before measuring the ceiling on the same cores
 
   if (o.progress) std::fprintf(stderr, "measuring raw ZeroMQ for %.1f s...\n", o.seconds);
-  TransportBenchOptions t;
+  internal::RawCeilingOptions t;
   t.message_bytes = o.chunk_bytes;
   t.seconds = o.seconds;
   long messages = 0;
-  TOWERPS_ASSIGN_OR_RETURN(res.raw_zmq_gbps, RawZmqThroughput(t, &messages));
+  TOWERPS_ASSIGN_OR_RETURN(res.raw_zmq_gbps, internal::RawZmqThroughput(t, &messages));
   res.ratio = res.goodput_gbps / res.raw_zmq_gbps;
   if (o.progress) std::fprintf(stderr, "measuring raw ZeroMQ echo for %.1f s...\n", o.seconds);
-  TOWERPS_ASSIGN_OR_RETURN(res.raw_zmq_echo_gbps, RawZmqEchoThroughput(t, o.chunks, &messages));
+  TOWERPS_ASSIGN_OR_RETURN(res.raw_zmq_echo_gbps,
+                           internal::RawZmqEchoThroughput(t, o.chunks, &messages));
   res.echo_ratio = res.goodput_gbps / res.raw_zmq_echo_gbps;
   return res;
 }

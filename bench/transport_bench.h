@@ -1,5 +1,6 @@
-// One-direction throughput of the TowerPS transport against raw ZeroMQ, over the same endpoint
-// kind and message size, measured in one invocation so the ratio is meaningful on a noisy box.
+// One-direction throughput of the TowerPS transport against raw ZeroMQ (the ceiling, from
+// common/internal/raw_ceiling.h), over the same endpoint kind and message size, measured in one
+// invocation so the ratio is meaningful on a noisy box.
 //
 // Contract: runs a sender thread and a receiver on this process; blocks for about 2 * seconds.
 // Returns kNetwork/kTimeout on transport failure. Not thread-safe (uses its own context).
@@ -29,16 +30,6 @@ struct TransportBenchResult {
 };
 
 Result<TransportBenchResult> RunTransportBench(const TransportBenchOptions& options);
-
-// Raw libzmq DEALER -> ROUTER payload throughput in GB/s for options.message_bytes messages:
-// the ceiling the other benchmarks are compared with.
-Result<double> RawZmqThroughput(const TransportBenchOptions& options, long* messages);
-
-// Raw libzmq echo: a DEALER keeps `in_flight` messages of options.message_bytes outstanding to a
-// ROUTER that sends each one straight back (zero-copy). GB/s of bytes sent that came back: the
-// ceiling of a push whose bytes are pulled back, as in the parameter-server benchmark.
-Result<double> RawZmqEchoThroughput(const TransportBenchOptions& options, int in_flight,
-                                    long* messages);
 
 }  // namespace towerps::bench
 

@@ -1,77 +1,8 @@
 #include "common/message.h"
 
-#include <capnp/schema.h>
-#include <kj/exception.h>
-
-#include <cstring>
 #include <utility>
 
 namespace towerps {
-namespace {
-
-constexpr uint16_t kLastMessageType = static_cast<uint16_t>(proto::MessageType::SHUTDOWN);
-constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(proto::StatusCode::INTERNAL);
-
-Result<DType> DTypeFromProto(proto::DType d) {
-  switch (d) {
-    case proto::DType::FLOAT32:
-      return DType::kFloat32;
-    case proto::DType::UINT8:
-      return DType::kUInt8;
-  }
-  return ProtocolError("unknown dtype " + std::to_string(static_cast<int>(d)));
-}
-
-// Builds the receive-side view of one payload frame, per the contract in message.h. Clears
-// `frame` when the payload had to be copied.
-Tensor PayloadTensor(std::shared_ptr<zmq::message_t>& frame, Shape shape, DType dtype,
-                     size_t* realigned) {
-  void* data = frame->data();
-  if (reinterpret_cast<uintptr_t>(data) % DTypeSize(dtype) == 0) {
-    return Tensor::WrapExternal(data, std::move(shape), dtype, frame);
-  }
-  ++*realigned;
-  Tensor copy = Tensor::Empty(std::move(shape), dtype);
-  std::memcpy(copy.raw_data(), data, copy.byte_size());
-  frame.reset();
-  return copy;
-}
-
-// Checks one TensorMeta against its frame; fills `shape`.
-Status CheckTensorMeta(proto::TensorMeta::Reader meta, size_t index, size_t frame_bytes,
-                       const WireLimits& limits, Shape* shape, DType* dtype) {
-  const std::string where = "payload " + std::to_string(index);
-  Result<DType> d = DTypeFromProto(meta.getDtype());
-  if (!d.ok()) return d.status().WithContext(where);
-  *dtype = *d;
-  auto dims = meta.getShape();
-  if (dims.size() > static_cast<unsigned>(limits.max_tensor_rank)) {
-    return ProtocolError(where + " has rank " + std::to_string(dims.size()) + ", over the limit " +
-                         std::to_string(limits.max_tensor_rank));
-  }
-  shape->clear();
-  for (int64_t d : dims) shape->push_back(d);
-  Result<int64_t> n = CheckedNumElements(*shape);
-  if (!n.ok()) return ProtocolError(where + ": " + n.status().message());
-  const uint64_t declared = meta.getPayloadBytes();
-  if (declared > limits.max_frame_bytes) {
-    return ProtocolError(where + " declares " + std::to_string(declared) + " bytes, over the " +
-                         std::to_string(limits.max_frame_bytes) + "-byte frame limit");
-  }
-  const uint64_t esize = DTypeSize(*dtype);
-  if (static_cast<uint64_t>(*n) > declared / esize ||
-      static_cast<uint64_t>(*n) * esize != declared) {
-    return ProtocolError(where + " shape " + ShapeToString(*shape) + " does not match its " +
-                         std::to_string(declared) + " declared bytes");
-  }
-  if (declared != frame_bytes) {
-    return ProtocolError(where + " declares " + std::to_string(declared) +
-                         " bytes but its frame has " + std::to_string(frame_bytes));
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 OutgoingMessage::OutgoingMessage(proto::MessageType type)
     : builder_(std::make_unique<capnp::MallocMessageBuilder>()) {
@@ -84,7 +15,7 @@ void OutgoingMessage::AddTensor(const Tensor& tensor, uint32_t variable_id, uint
   ids_.push_back({variable_id, chunk_id});
 }
 
-zmq::message_t OutgoingMessage::EncodeHeader() {
+kj::Array<capnp::word> OutgoingMessage::EncodeHeader() {
   auto list = header().initTensors(static_cast<unsigned>(tensors_.size()));
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const Tensor& t = tensors_[i];
@@ -96,89 +27,7 @@ zmq::message_t OutgoingMessage::EncodeHeader() {
     meta.setDtype(static_cast<proto::DType>(t.dtype()));
     meta.setPayloadBytes(t.byte_size());
   }
-  // The flat array is handed to ZeroMQ as is; its deleter frees it after the send.
-  auto* words = new kj::Array<capnp::word>(capnp::messageToFlatArray(*builder_));
-  const size_t bytes = words->size() * sizeof(capnp::word);
-  return zmq::message_t(
-      words->begin(), bytes,
-      [](void*, void* hint) { delete static_cast<kj::Array<capnp::word>*>(hint); }, words);
-}
-
-Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,
-                                      const WireLimits& limits) {
-  if (frames.empty()) return ProtocolError("message has no frames");
-  if (frames.size() - 1 > limits.max_payload_frames) {
-    return ProtocolError("message has " + std::to_string(frames.size() - 1) +
-                         " payload frames, over the limit " +
-                         std::to_string(limits.max_payload_frames));
-  }
-  const size_t header_bytes = frames[0].size();
-  if (header_bytes == 0 || header_bytes % sizeof(capnp::word) != 0 ||
-      header_bytes > limits.max_header_bytes) {
-    return ProtocolError("header frame of " + std::to_string(header_bytes) +
-                         " bytes is not a Cap'n Proto message (must be a non-zero multiple of 8, "
-                         "at most " +
-                         std::to_string(limits.max_header_bytes) + ")");
-  }
-
-  IncomingMessage msg;
-  msg.peer_ = std::move(peer);
-  msg.header_frame_ = std::make_shared<zmq::message_t>(std::move(frames[0]));
-  const size_t words = header_bytes / sizeof(capnp::word);
-  const capnp::word* begin = static_cast<const capnp::word*>(msg.header_frame_->data());
-  if (reinterpret_cast<uintptr_t>(begin) % alignof(capnp::word) != 0) {
-    // Small frames can sit unaligned in libzmq's receive buffer; headers are small, so copy.
-    msg.aligned_header_ = kj::heapArray<capnp::word>(words);
-    std::memcpy(msg.aligned_header_.begin(), begin, header_bytes);
-    begin = msg.aligned_header_.begin();
-  }
-
-  capnp::ReaderOptions options;
-  // Every word may be visited at most a few times; a message amplifying more is hostile.
-  options.traversalLimitInWords = words * 4 + 64;
-  options.nestingLimit = limits.capnp_nesting_limit;
-  try {
-    msg.reader_ = std::make_unique<capnp::FlatArrayMessageReader>(
-        kj::ArrayPtr<const capnp::word>(begin, words), options);
-    msg.header_ = msg.reader_->getRoot<proto::Header>();
-    // Walks the whole structure once, so that every later getter is in bounds.
-    (void)msg.header_.totalSize();
-    // Text is checked for NUL termination only when read; read every text field now.
-    (void)msg.header_.getStatusMessage();
-    for (auto v : msg.header_.getVariables()) (void)v.getName();
-    for (auto f : msg.header_.getConfigFields()) {
-      (void)f.getName();
-      (void)f.getValue();
-    }
-  } catch (const kj::Exception& e) {
-    return ProtocolError(std::string("malformed Cap'n Proto header: ") + e.getDescription().cStr());
-  }
-
-  const auto type = static_cast<uint16_t>(msg.header_.getType());
-  if (type == 0 || type > kLastMessageType) {
-    return ProtocolError("unknown message type " + std::to_string(type));
-  }
-  if (static_cast<uint16_t>(msg.header_.getStatusCode()) > kLastStatusCode) {
-    return ProtocolError("unknown status code " +
-                         std::to_string(static_cast<int>(msg.header_.getStatusCode())));
-  }
-  auto metas = msg.header_.getTensors();
-  if (metas.size() != frames.size() - 1) {
-    return ProtocolError("header describes " + std::to_string(metas.size()) +
-                         " payloads but the message carries " + std::to_string(frames.size() - 1));
-  }
-  msg.tensors_.reserve(metas.size());
-  msg.payload_frames_.reserve(metas.size());
-  for (size_t i = 0; i < metas.size(); ++i) {
-    Shape shape;
-    DType dtype;
-    TOWERPS_RETURN_IF_ERROR(CheckTensorMeta(metas[static_cast<unsigned>(i)], i,
-                                            frames[i + 1].size(), limits, &shape, &dtype));
-    auto frame = std::make_shared<zmq::message_t>(std::move(frames[i + 1]));
-    msg.tensors_.push_back(PayloadTensor(frame, std::move(shape), dtype, &msg.realigned_));
-    msg.payload_frames_.push_back(std::move(frame));
-  }
-  return msg;
+  return capnp::messageToFlatArray(*builder_);
 }
 
 void SetStatus(proto::Header::Builder header, const Status& status) {

@@ -1,20 +1,21 @@
 // Messages: a Cap'n Proto header plus raw tensor payload frames (see common/proto/towerps.capnp).
 //
-// OutgoingMessage is built by the sender; the transport encodes it. IncomingMessage is produced by
-// DecodeMessage() from received frames, after validation, and is what receivers read.
+// OutgoingMessage is built by the sender; the transport encodes it. IncomingMessage is what a
+// receiver reads: the transport decodes and validates received frames into one
+// (common/internal/wire_codec.h). Nothing here depends on the transport's library.
 //
 // Contract:
 //  - Payload tensors are never copied on send: the transport hands their storage to ZeroMQ with a
 //    deleter that keeps the Tensor's storage alive until ZeroMQ is done. The sender must not write
 //    to a tensor after adding it, until the send has completed on the wire (the ZeroMQ deleter
 //    has run); copy-on-write is the caller's choice.
-//  - On receive, payloads are views of the ZeroMQ message buffers (Tensor::WrapExternal) and keep
-//    them alive. The one exception is a payload whose address is not aligned to its dtype, which
-//    libzmq produces only for small frames packed into its shared receive buffer: those are
+//  - On receive, payloads are views of the received frames' buffers (Tensor::WrapExternal) and
+//    keep them alive. The one exception is a payload whose address is not aligned to its dtype,
+//    which libzmq produces only for small frames packed into its shared receive buffer: those are
 //    copied into aligned storage and counted in IncomingMessage::realigned_payloads().
-//  - DecodeMessage() validates everything before anything is used: frame counts, header size,
-//    Cap'n Proto structure (traversal and nesting limits), message type, tensor metadata against
-//    frame sizes. It never allocates an amount a header declares, and never throws.
+//  - An IncomingMessage has passed validation before anyone sees it: frame counts, header size,
+//    Cap'n Proto structure (traversal and nesting limits, every text field), message type, status
+//    code, tensor metadata against frame sizes, within WireLimits. Its getters are in bounds.
 //  - Both classes are move-only and not thread-safe; hand them between threads by moving.
 #ifndef TOWERPS_COMMON_MESSAGE_H_
 #define TOWERPS_COMMON_MESSAGE_H_
@@ -26,13 +27,16 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include <zmq.hpp>
 
 #include "common/proto/towerps.capnp.h"
 #include "common/result.h"
 #include "common/tensor.h"
 
 namespace towerps {
+namespace internal {
+class ReceivedFrame;   // a received frame's buffer (common/internal/wire_codec.h)
+class MessageDecoder;  // fills in IncomingMessages (common/internal/wire_codec.cc)
+}  // namespace internal
 
 // Bounds applied to every received message. Defaults suit training traffic; tests shrink them.
 struct WireLimits {
@@ -61,9 +65,9 @@ class OutgoingMessage {
   void set_peer(std::string peer) { peer_ = std::move(peer); }
   const std::string& peer() const { return peer_; }
 
-  // Writes the tensor list into the header and returns the header frame as ZeroMQ takes it.
-  // Call once, when sending.
-  zmq::message_t EncodeHeader();
+  // Writes the tensor list into the header and returns the header frame's bytes: the header as a
+  // flat Cap'n Proto array. Call once, when sending.
+  kj::Array<capnp::word> EncodeHeader();
 
  private:
   struct PayloadId {
@@ -88,28 +92,22 @@ class IncomingMessage {
   // Routing id of the sender (ROUTER sockets); empty on DEALER sockets.
   const std::string& peer() const { return peer_; }
   size_t realigned_payloads() const { return realigned_; }
-  // The ZeroMQ frame payload i views, or null when it had to be realigned by a copy.
-  const zmq::message_t* payload_frame(size_t i) const { return payload_frames_.at(i).get(); }
 
  private:
-  friend Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,
-                                               const WireLimits& limits);
+  friend class internal::MessageDecoder;
   IncomingMessage() = default;
 
-  std::shared_ptr<zmq::message_t> header_frame_;
+  std::shared_ptr<internal::ReceivedFrame> header_frame_;
   kj::Array<capnp::word> aligned_header_;  // used only when the frame was misaligned
   std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
   proto::Header::Reader header_;
   std::vector<Tensor> tensors_;
-  std::vector<std::shared_ptr<zmq::message_t>> payload_frames_;  // parallel to tensors_
+  // Parallel to tensors_: the frame each payload views (the tensor also holds it), or null when
+  // the payload was realigned by a copy.
+  std::vector<std::shared_ptr<internal::ReceivedFrame>> payload_frames_;
   std::string peer_;
   size_t realigned_ = 0;
 };
-
-// Validates and decodes frames[0] (header) and frames[1..] (payloads). On failure returns a
-// kProtocol Status whose message says what was wrong; nothing is kept.
-Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,
-                                      const WireLimits& limits);
 
 // Status <-> header fields.
 void SetStatus(proto::Header::Builder header, const Status& status);

@@ -1,12 +1,12 @@
 #include "common/transport.h"
 
-#include "common/internal/zmq_transport.h"
+#include "common/internal/transport_factories.h"
 
 namespace towerps {
 
 Result<std::unique_ptr<Transport>> Transport::Create(std::string_view name,
                                                      const TransportOptions& options) {
-  if (name == "zmq") return std::unique_ptr<Transport>(new internal::ZmqTransport(options));
+  if (name == "zmq") return internal::NewZmqTransport(options);
   return InvalidArgumentError("unknown transport '" + std::string(name) + "'; available: zmq");
 }
 

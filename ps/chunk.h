@@ -25,6 +25,7 @@
 #include "ps/job_config.h"
 #include "ps/placement.h"
 #include "ps/server_stats.h"
+#include "ps/version.h"
 
 namespace towerps::ps {
 
@@ -38,7 +39,7 @@ struct PushOutcome {
 struct ChunkState {
   uint32_t variable_id = 0;
   uint32_t chunk_id = 0;
-  int64_t version = -1;
+  int64_t version = kNoVersion;
   int64_t updates = 0;
   Tensor values;
   std::vector<Tensor> slots;
@@ -52,7 +53,7 @@ class Chunk {
   Chunk& operator=(const Chunk&) = delete;
 
   const ChunkSpec& spec() const { return spec_; }
-  bool initialized() const { return version_ >= 0; }
+  bool initialized() const { return version_ != kNoVersion; }
   int64_t version() const { return version_; }
 
   // Sets the initial values (copied) and version 0. Only the first call has an effect; returns
@@ -78,7 +79,7 @@ class Chunk {
 
   const ChunkSpec spec_;
   const JobConfig config_;
-  int64_t version_ = -1;  // -1 until initialised
+  int64_t version_ = kNoVersion;  // until initialised
   int64_t updates_ = 0;
   Tensor values_;
   std::vector<Tensor> spares_;  // earlier buffers, reused once nobody else holds them

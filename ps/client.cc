@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "common/logging.h"
@@ -31,24 +32,33 @@ struct Pending {
   Completion done;
 };
 
-// Gathers the per-chunk replies of one call into one future.
+// Where each call's result keeps its version: the lowest among the chunks (or servers) that
+// answered it.
+void SetVersion(int64_t& restored, int64_t lowest) { restored = lowest; }
+void SetVersion(PushReport& report, int64_t lowest) { report.version = lowest; }
+void SetVersion(PulledVariable& pulled, int64_t lowest) { pulled.version = lowest; }
+
+// Gathers the replies of one call (one per chunk, or per server) into one future.
 template <typename T>
 struct Join {
   explicit Join(int parts) : remaining(parts) {}
   std::mutex mu;
-  int remaining;  // guarded by mu
-  Status error;   // guarded by mu: the first failure
-  T value;        // guarded by mu
+  int remaining;         // guarded by mu
+  Status error;          // guarded by mu: the first failure
+  T value;               // guarded by mu
+  LowestVersion lowest;  // guarded by mu: becomes the result's version
   std::promise<Result<T>> promise;
 
-  // Runs `merge` on the value under the lock; fulfils the promise after the last part.
+  // Runs `merge(value, lowest)` under the lock for a successful part; fulfils the promise after
+  // the last part.
   template <typename F>
   void Part(const Status& status, F&& merge) {
     std::lock_guard<std::mutex> lock(mu);
     if (!status.ok() && error.ok()) error = status;
-    if (status.ok()) merge(value);
+    if (status.ok()) merge(value, lowest);
     if (--remaining == 0) {
       if (error.ok()) {
+        SetVersion(value, lowest.value());
         promise.set_value(std::move(value));
       } else {
         promise.set_value(error);
@@ -83,6 +93,13 @@ std::future<Status> ReadyStatus(Status s) {
   std::promise<Status> p;
   p.set_value(std::move(s));
   return p.get_future();
+}
+
+// The number of elements of a variable: the sum over its chunks.
+int64_t ElementsOf(std::span<const ChunkSpec> chunks) {
+  int64_t total = 0;
+  for (const ChunkSpec& c : chunks) total += c.num_elements;
+  return total;
 }
 
 }  // namespace
@@ -129,6 +146,28 @@ class Client::Impl {
     m.header().setSenderRank(static_cast<uint32_t>(options_.worker_rank));
     m.header().setJobId(job_id_);
     return m;
+  }
+
+  // Sends one `type` request per chunk of a variable to the chunk's server. Each is addressed to
+  // its chunk, completed by `header`, and carries the chunk's slice of `*values` (the variable's
+  // flattened elements; borrowed for the call; null: no payload), shared, not copied. `done` gets
+  // each chunk's reply or failure, on the I/O thread.
+  void SendToChunks(std::span<const ChunkSpec> chunks, proto::MessageType type,
+                    const std::function<void(proto::Header::Builder)>& header, const Tensor* values,
+                    const std::function<void(const ChunkSpec&, Result<IncomingMessage>)>& done) {
+    for (const ChunkSpec& c : chunks) {
+      OutgoingMessage m = NewMessage(type);
+      m.header().setVariableId(c.variable_id);
+      m.header().setChunkId(c.chunk_id);
+      header(m.header());
+      if (values != nullptr) {
+        m.AddTensor(values->View(c.offset, {c.num_elements}), c.variable_id, c.chunk_id);
+      }
+      Submit(c.server, std::move(m),
+             MessageTypeName(type) + " of variable " + std::to_string(c.variable_id) + " chunk " +
+                 std::to_string(c.chunk_id),
+             [done, c](Result<IncomingMessage> r) { done(c, std::move(r)); });
+    }
   }
 
   std::string ServerName(int server) const {
@@ -270,7 +309,6 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
   }
   const int n = num_servers();
   auto join = std::make_shared<Join<int64_t>>(n);
-  join->value = -2;  // none merged yet
   auto future = join->promise.get_future();
   for (int s = 0; s < n; ++s) {
     OutgoingMessage m = impl_->NewMessage(proto::MessageType::REGISTER);
@@ -295,9 +333,9 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
     }
     const bool counts = owns[s];
     impl_->Submit(s, std::move(m), "register", [join, counts](Result<IncomingMessage> r) {
-      const int64_t v = r.ok() ? r->header().getStep() : 0;
-      join->Part(r.status(), [&](int64_t& acc) {
-        if (counts) acc = acc == -2 ? v : std::min(acc, v);
+      const int64_t v = r.ok() ? r->header().getVersion() : 0;
+      join->Part(r.status(), [&](int64_t&, LowestVersion& lowest) {
+        if (counts) lowest.Add(v);  // a server without chunks restored nothing
       });
     });
   }
@@ -306,8 +344,7 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
 
 std::future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
   const auto chunks = placement().ChunksOf(variable_id);
-  int64_t total = 0;
-  for (const ChunkSpec& c : chunks) total += c.num_elements;
+  const int64_t total = ElementsOf(chunks);
   if (value.num_elements() != total) {
     return ReadyStatus(InvalidArgumentError("Init of variable " + std::to_string(variable_id) +
                                             " with " + std::to_string(value.num_elements()) +
@@ -315,59 +352,47 @@ std::future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
   }
   auto join = std::make_shared<StatusJoin>(static_cast<int>(chunks.size()));
   auto future = join->promise.get_future();
-  for (const ChunkSpec& c : chunks) {
-    OutgoingMessage m = impl_->NewMessage(proto::MessageType::INIT);
-    m.header().setVariableId(c.variable_id);
-    m.header().setChunkId(c.chunk_id);
-    m.AddTensor(value.Reshape({total}).View(c.offset, {c.num_elements}), c.variable_id, c.chunk_id);
-    impl_->Submit(c.server, std::move(m),
-                  "init of variable " + std::to_string(c.variable_id) + " chunk " +
-                      std::to_string(c.chunk_id),
-                  [join](Result<IncomingMessage> r) { join->Part(r.status()); });
-  }
+  const Tensor flat = value.Reshape({total});
+  impl_->SendToChunks(
+      chunks, proto::MessageType::INIT, [](proto::Header::Builder) {}, &flat,
+      [join](const ChunkSpec&, Result<IncomingMessage> r) { join->Part(r.status()); });
   return future;
 }
 
 std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t version, int64_t clock,
                                              const Tensor& gradient) {
   const auto chunks = placement().ChunksOf(variable_id);
-  int64_t total = 0;
-  for (const ChunkSpec& c : chunks) total += c.num_elements;
+  const int64_t total = ElementsOf(chunks);
   if (gradient.num_elements() != total || gradient.dtype() != DType::kFloat32) {
     return Ready<PushReport>(InvalidArgumentError(
         "Push of variable " + std::to_string(variable_id) + " with " +
         std::to_string(gradient.num_elements()) + " elements, expected " + std::to_string(total)));
   }
   auto join = std::make_shared<Join<PushReport>>(static_cast<int>(chunks.size()));
-  join->value.version = INT64_MAX;
-  auto applied = std::make_shared<int>(0);
+  auto applied = std::make_shared<int>(0);  // guarded by join->mu
   auto future = join->promise.get_future();
   const Tensor flat = gradient.Reshape({total});
-  for (const ChunkSpec& c : chunks) {
-    OutgoingMessage m = impl_->NewMessage(proto::MessageType::PUSH);
-    m.header().setVariableId(c.variable_id);
-    m.header().setChunkId(c.chunk_id);
-    m.header().setStep(version);
-    m.header().setClock(clock);
-    m.AddTensor(flat.View(c.offset, {c.num_elements}), c.variable_id, c.chunk_id);
-    impl_->Submit(c.server, std::move(m),
-                  "push of variable " + std::to_string(c.variable_id) + " chunk " +
-                      std::to_string(c.chunk_id),
-                  [join, applied](Result<IncomingMessage> r) {
-                    const int64_t v = r.ok() ? r->header().getStep() : 0;
-                    const int64_t s = r.ok() ? r->header().getStaleness() : 0;
-                    join->Part(r.status(), [&](PushReport& rep) {
-                      rep.version = std::min(rep.version, v);
-                      if (s < 0) {
-                        ++rep.dropped_chunks;
-                        return;
-                      }
-                      rep.max_staleness = std::max(rep.max_staleness, s);
-                      rep.mean_staleness = (rep.mean_staleness * *applied + s) / (*applied + 1);
-                      ++*applied;
-                    });
-                  });
-  }
+  impl_->SendToChunks(
+      chunks, proto::MessageType::PUSH,
+      [&](proto::Header::Builder h) {
+        h.setVersion(version);
+        h.setClock(clock);
+      },
+      &flat,
+      [join, applied](const ChunkSpec&, Result<IncomingMessage> r) {
+        const int64_t v = r.ok() ? r->header().getVersion() : 0;
+        const int64_t s = r.ok() ? r->header().getStaleness() : 0;
+        join->Part(r.status(), [&](PushReport& rep, LowestVersion& lowest) {
+          lowest.Add(v);
+          if (s < 0) {
+            ++rep.dropped_chunks;
+            return;
+          }
+          rep.max_staleness = std::max(rep.max_staleness, s);
+          rep.mean_staleness = (rep.mean_staleness * *applied + s) / (*applied + 1);
+          ++*applied;
+        });
+      });
   return future;
 }
 
@@ -375,31 +400,26 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
                                                  int64_t clock) {
   const auto chunks = placement().ChunksOf(variable_id);
   auto join = std::make_shared<Join<PulledVariable>>(static_cast<int>(chunks.size()));
-  join->value.version = INT64_MAX;
   auto future = join->promise.get_future();
-  for (const ChunkSpec& c : chunks) {
-    OutgoingMessage m = impl_->NewMessage(proto::MessageType::PULL);
-    m.header().setVariableId(c.variable_id);
-    m.header().setChunkId(c.chunk_id);
-    m.header().setStep(min_version);
-    m.header().setClock(clock);
-    impl_->Submit(
-        c.server, std::move(m),
-        "pull of variable " + std::to_string(c.variable_id) + " chunk " +
-            std::to_string(c.chunk_id),
-        [join, c](Result<IncomingMessage> r) {
-          Status s = r.status();
-          if (s.ok() &&
-              (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements)) {
-            s = ProtocolError("pull reply for variable " + std::to_string(c.variable_id) +
-                              " chunk " + std::to_string(c.chunk_id) + " has the wrong size");
-          }
-          join->Part(s, [&](PulledVariable& out) {
-            out.version = std::min(out.version, r->header().getStep());
-            out.chunks.emplace_back(c, r->tensors()[0]);
-          });
+  impl_->SendToChunks(
+      chunks, proto::MessageType::PULL,
+      [&](proto::Header::Builder h) {
+        h.setVersion(min_version);
+        h.setClock(clock);
+      },
+      /*values=*/nullptr,
+      [join](const ChunkSpec& c, Result<IncomingMessage> r) {
+        Status s = r.status();
+        if (s.ok() &&
+            (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements)) {
+          s = ProtocolError("pull reply for variable " + std::to_string(c.variable_id) + " chunk " +
+                            std::to_string(c.chunk_id) + " has the wrong size");
+        }
+        join->Part(s, [&](PulledVariable& out, LowestVersion& lowest) {
+          lowest.Add(r->header().getVersion());
+          out.chunks.emplace_back(c, r->tensors()[0]);
         });
-  }
+      });
   return future;
 }
 

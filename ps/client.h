@@ -26,6 +26,7 @@
 #include "common/transport.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
+#include "ps/version.h"
 
 namespace towerps::ps {
 
@@ -55,7 +56,7 @@ struct ServerStatsReport {
   uint64_t bytes_in = 0, bytes_out = 0;
   uint64_t gradients_received = 0, updates_applied = 0, stale_dropped = 0, pulls_served = 0;
   uint64_t aggregation_nanos = 0, rejected_messages = 0, checkpoints_written = 0;
-  int64_t min_version = -1, max_version = -1;
+  int64_t min_version = kNoVersion, max_version = kNoVersion;
   std::vector<uint64_t> staleness_histogram;
 };
 
@@ -68,7 +69,7 @@ class Client {
 
   // Declares the model to every server (configuration and model are checked there) and computes
   // the placement. The result's value is the lowest version the servers restored from their
-  // checkpoints, or -1 for a fresh job (whose chief must Init the variables).
+  // checkpoints, or kNoVersion for a fresh job (whose chief must Init the variables).
   std::future<Result<int64_t>> Register(std::vector<VariableSpec> variables,
                                         uint64_t model_signature);
   // Chief only: the initial value of one variable. Servers keep the first value they get.

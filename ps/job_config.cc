@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/hash.h"
+
 namespace towerps::ps {
 namespace {
 
@@ -149,16 +151,6 @@ std::vector<std::string> JobConfig::ToArgs() const {
     if (value != "true") args.push_back(value);
   }
   return args;
-}
-
-uint64_t Fnv1a(const void* data, size_t size, uint64_t seed) {
-  uint64_t h = seed;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
 }
 
 uint64_t JobConfig::Fingerprint() const {

@@ -89,9 +89,6 @@ Status CompareConfigFields(const std::vector<std::pair<std::string, std::string>
                            const std::vector<std::pair<std::string, std::string>>& theirs,
                            const std::string& their_name);
 
-// FNV-1a, 64 bit; used for fingerprints and signatures.
-uint64_t Fnv1a(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ull);
-
 }  // namespace towerps::ps
 
 #endif  // TOWERPS_PS_JOB_CONFIG_H_

@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "common/logging.h"
+#include "ps/reply.h"
+#include "ps/variable.h"
 
 namespace towerps::ps {
 namespace {
@@ -17,18 +19,6 @@ std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reade
 }
 
 }  // namespace
-
-uint64_t VariableListHash(const std::vector<VariableSpec>& variables) {
-  uint64_t h = Fnv1a("vars", 4);
-  for (const VariableSpec& v : variables) {
-    h = Fnv1a(v.name.data(), v.name.size(), h);
-    const auto dtype = static_cast<uint8_t>(v.dtype);
-    h = Fnv1a(&dtype, 1, h);
-    for (int64_t d : v.shape) h = Fnv1a(&d, sizeof(d), h);
-    h = Fnv1a("|", 1, h);
-  }
-  return h;
-}
 
 Server::Server(ServerOptions options) : options_(std::move(options)) {}
 
@@ -97,7 +87,7 @@ Status Server::Restore(const Checkpoint& ck) {
     return FailedPreconditionError("it holds " + std::to_string(ck.chunks.size()) +
                                    " chunks but this server owns " + std::to_string(homes_.size()));
   }
-  int64_t min_version = -1;
+  LowestVersion lowest;
   for (const ChunkState& c : ck.chunks) {
     auto it = homes_.find({c.variable_id, c.chunk_id});
     if (it == homes_.end()) {
@@ -109,14 +99,14 @@ Status Server::Restore(const Checkpoint& ck) {
     if (c.values.num_elements() != chunk.spec().num_elements && c.version >= 0) {
       return CorruptionError("chunk sizes differ from the placement");
     }
-    min_version = min_version < 0 ? c.version : std::min(min_version, c.version);
+    lowest.Add(c.version);
   }
   for (const ChunkState& c : ck.chunks) {
     const ChunkHome& home = homes_.at({c.variable_id, c.chunk_id});
     if (c.version >= 0) shards_[home.shard]->chunks()[home.index]->Restore(c);
   }
-  last_checkpoint_version_ = min_version;
-  restored_version_ = min_version;
+  last_checkpoint_version_ = lowest.value();
+  restored_version_ = lowest.value();
   StartShards();
   return Status::Ok();
 }
@@ -126,6 +116,7 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
       ChunkPlacement placement,
       ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes));
   variables_ = variables;
+  variables_hash_ = VariableListHash(variables_);
   model_signature_ = signature;
   int next = 0;
   for (const ChunkSpec& spec : placement.chunks()) {
@@ -214,8 +205,8 @@ void Server::HandleMessage(IncomingMessage msg) {
       Route(std::move(msg));
       return;
     default:
-      ReplyError(msg, InvalidArgumentError("a server does not accept " +
-                                           MessageTypeName(msg.type()) + " messages"));
+      SendOrLog(ErrorReply(msg, InvalidArgumentError("a server does not accept " +
+                                                     MessageTypeName(msg.type()) + " messages")));
   }
 }
 
@@ -239,7 +230,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
     s = EstablishModel(vars, h.getModelSignature());
     if (s.ok()) StartShards();
   } else if (s.ok() && (h.getModelSignature() != model_signature_ ||
-                        VariableListHash(vars) != VariableListHash(variables_))) {
+                        VariableListHash(vars) != variables_hash_)) {
     s = FailedPreconditionError(
         "model mismatch: " + who + " declares " + std::to_string(vars.size()) +
         " variables with signature " + std::to_string(h.getModelSignature()) + " but " + me +
@@ -248,13 +239,13 @@ void Server::HandleRegister(const IncomingMessage& msg) {
         " (same --model for every process? a checkpoint from another model?)");
   }
   if (!s.ok()) {
-    ReplyError(msg, s);
+    SendOrLog(ErrorReply(msg, s));
     return;
   }
   // The restored version, not the current one: in async modes other workers may already have
   // moved a fresh job forward, and that must not look like a restore.
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
-  reply.header().setStep(restored_version_);
+  reply.header().setVersion(restored_version_);
   SendOrLog(std::move(reply));
   TOWERPS_LOG(kInfo) << who << " registered (" << msg.peer() << ")";
 }
@@ -263,11 +254,11 @@ void Server::Route(IncomingMessage msg) {
   auto h = msg.header();
   auto it = homes_.find({h.getVariableId(), h.getChunkId()});
   if (it == homes_.end()) {
-    ReplyError(msg,
-               NotFoundError(
-                   "server " + std::to_string(options_.rank) + " holds no variable " +
-                   std::to_string(h.getVariableId()) + " chunk " + std::to_string(h.getChunkId()) +
-                   (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)")));
+    SendOrLog(ErrorReply(
+        msg, NotFoundError(
+                 "server " + std::to_string(options_.rank) + " holds no variable " +
+                 std::to_string(h.getVariableId()) + " chunk " + std::to_string(h.getChunkId()) +
+                 (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)"))));
     return;
   }
   ShardTask task;
@@ -281,7 +272,8 @@ void Server::HandleStats(const IncomingMessage& msg) {
   auto st = reply.header().initStats();
   uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0;
   std::vector<uint64_t> hist(kStalenessBuckets, 0);
-  int64_t min_v = -1, max_v = -1;
+  LowestVersion lowest;
+  int64_t max_v = kNoVersion;
   for (auto& shard : shards_) {
     const ShardCounters& c = shard->counters();
     received += c.gradients_received.load();
@@ -291,7 +283,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
     nanos += c.aggregation_nanos.load();
     for (int b = 0; b < kStalenessBuckets; ++b) hist[b] += c.staleness[b].load();
     if (shards_started_ && !shard->chunks().empty()) {
-      min_v = min_v < 0 ? shard->MinVersion() : std::min(min_v, shard->MinVersion());
+      lowest.Add(shard->MinVersion());
       max_v = std::max(max_v, shard->MaxVersion());
     }
   }
@@ -304,7 +296,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setPullsServed(pulls);
   st.setAggregationNanos(nanos);
   st.setRejectedMessages(ss.rejected);
-  st.setMinVersion(min_v);
+  st.setMinVersion(lowest.value());
   st.setMaxVersion(max_v);
   st.setCheckpointsWritten(checkpoints_written_);
   auto h = st.initStalenessHistogram(kStalenessBuckets);
@@ -316,14 +308,6 @@ void Server::SendOrLog(OutgoingMessage msg) {
   const std::string peer = msg.peer();
   Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
   if (!s.ok()) TOWERPS_LOG(kWarning) << "reply to " << peer << " lost: " << s.ToString();
-}
-
-void Server::ReplyError(const IncomingMessage& msg, const Status& status) {
-  TOWERPS_LOG(kWarning) << MessageTypeName(msg.type()) << " from " << msg.peer()
-                        << " refused: " << status.ToString();
-  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::ERROR);
-  SetStatus(reply.header(), status);
-  SendOrLog(std::move(reply));
 }
 
 void Server::MaybeCheckpoint(bool final) {
@@ -350,12 +334,12 @@ void Server::MaybeCheckpoint(bool final) {
     return;
   }
   if (options_.checkpoint_every <= 0) return;
-  int64_t min_v = -1;
+  LowestVersion lowest;
   for (auto& shard : shards_) {
-    if (shard->chunks().empty()) continue;
-    min_v = min_v < 0 ? shard->MinVersion() : std::min(min_v, shard->MinVersion());
+    if (!shard->chunks().empty()) lowest.Add(shard->MinVersion());
   }
-  if (min_v < 0 || min_v < last_checkpoint_version_ + options_.checkpoint_every) return;
+  const int64_t min_v = lowest.value();
+  if (min_v == kNoVersion || min_v < last_checkpoint_version_ + options_.checkpoint_every) return;
   snapshot_in_flight_ = true;
   for (auto& shard : shards_) {
     ShardTask t;
@@ -372,13 +356,14 @@ Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
   ck.meta.num_servers = options_.job.servers;
   ck.meta.partition_bytes = options_.job.partition_bytes;
   ck.meta.variables = variables_;
-  int64_t min_v = -1;
+  LowestVersion lowest;
   for (SnapshotPart& p : parts) {
     for (ChunkState& c : p.chunks) {
-      min_v = min_v < 0 ? c.version : std::min(min_v, c.version);
+      lowest.Add(c.version);
       ck.chunks.push_back(std::move(c));
     }
   }
+  const int64_t min_v = lowest.value();
   const std::string path = CheckpointPath(options_.checkpoint_dir, options_.rank);
   TOWERPS_RETURN_IF_ERROR(SaveCheckpoint(path, ck));
   last_checkpoint_version_ = min_v;

@@ -26,6 +26,7 @@
 #include "ps/job_config.h"
 #include "ps/placement.h"
 #include "ps/shard.h"
+#include "ps/version.h"
 
 namespace towerps::ps {
 
@@ -67,7 +68,6 @@ class Server {
   void HandleStats(const IncomingMessage& msg);
   void Route(IncomingMessage msg);
   void SendOrLog(OutgoingMessage msg);
-  void ReplyError(const IncomingMessage& msg, const Status& status);
   void MaybeCheckpoint(bool final);
   Status WriteCheckpoint(std::vector<SnapshotPart> parts);
   void LogStats();
@@ -79,19 +79,17 @@ class Server {
   std::vector<std::unique_ptr<Shard>> shards_;
   bool shards_started_ = false;
   std::vector<VariableSpec> variables_;
+  uint64_t variables_hash_ = 0;  // VariableListHash(variables_)
   uint64_t model_signature_ = 0;
   std::optional<ChunkPlacement> placement_;
   std::map<std::pair<uint32_t, uint32_t>, ChunkHome> homes_;
   bool shutdown_requested_ = false;
-  int64_t last_checkpoint_version_ = -1;
-  int64_t restored_version_ = -1;  // lowest chunk version loaded from a checkpoint; -1: fresh
+  int64_t last_checkpoint_version_ = kNoVersion;  // kNoVersion: none written or restored
+  int64_t restored_version_ = kNoVersion;  // lowest chunk version restored; kNoVersion: fresh
   bool snapshot_in_flight_ = false;
   std::vector<SnapshotPart> snapshot_parts_;
   uint64_t checkpoints_written_ = 0;
 };
-
-// Hash of a variable list (names, shapes, dtypes, in order); part of the model check.
-uint64_t VariableListHash(const std::vector<VariableSpec>& variables);
 
 }  // namespace towerps::ps
 

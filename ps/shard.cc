@@ -2,22 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 
-#include "common/logging.h"
+#include "common/check.h"
+#include "ps/reply.h"
 
 namespace towerps::ps {
-
-OutgoingMessage ReplyTo(const IncomingMessage& request, proto::MessageType type) {
-  OutgoingMessage reply(type);
-  reply.set_peer(request.peer());
-  auto h = reply.header();
-  h.setSenderRole(proto::Role::SERVER);
-  h.setRequestId(request.header().getRequestId());
-  h.setVariableId(request.header().getVariableId());
-  h.setChunkId(request.header().getChunkId());
-  return reply;
-}
 
 Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox)
     : index_(index), config_(config), outbox_(outbox) {}
@@ -46,13 +35,13 @@ void Shard::Stop() {
 }
 
 int64_t Shard::MinVersion() const {
-  int64_t v = std::numeric_limits<int64_t>::max();
-  for (size_t i = 0; i < chunks_.size(); ++i) v = std::min(v, versions_[i].load());
-  return chunks_.empty() ? -1 : v;
+  LowestVersion lowest;
+  for (size_t i = 0; i < chunks_.size(); ++i) lowest.Add(versions_[i].load());
+  return lowest.value();
 }
 
 int64_t Shard::MaxVersion() const {
-  int64_t v = -1;
+  int64_t v = kNoVersion;
   for (size_t i = 0; i < chunks_.size(); ++i) v = std::max(v, versions_[i].load());
   return v;
 }
@@ -85,52 +74,54 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
   switch (msg.type()) {
     case proto::MessageType::INIT: {
       if (msg.tensors().size() != 1) {
-        ReplyError(msg,
-                   InvalidArgumentError("init carries " + std::to_string(msg.tensors().size()) +
-                                        " tensors, expected 1"));
+        outbox_->Push(ErrorReply(
+            msg, InvalidArgumentError("init carries " + std::to_string(msg.tensors().size()) +
+                                      " tensors, expected 1")));
         return;
       }
       Result<bool> applied = chunk.Init(msg.tensors()[0]);
       if (!applied.ok()) {
-        ReplyError(msg, applied.status());
+        outbox_->Push(ErrorReply(msg, applied.status()));
         return;
       }
       OutgoingMessage reply = ReplyTo(msg, proto::MessageType::INIT_REPLY);
-      reply.header().setStep(chunk.version());
+      reply.header().setVersion(chunk.version());
       outbox_->Push(std::move(reply));
       break;
     }
     case proto::MessageType::PUSH: {
       if (msg.tensors().size() != 1) {
-        ReplyError(msg,
-                   InvalidArgumentError("push carries " + std::to_string(msg.tensors().size()) +
-                                        " tensors, expected 1"));
+        outbox_->Push(ErrorReply(
+            msg, InvalidArgumentError("push carries " + std::to_string(msg.tensors().size()) +
+                                      " tensors, expected 1")));
         return;
       }
-      Result<PushOutcome> out = chunk.Push(static_cast<int>(h.getSenderRank()), h.getStep(),
+      Result<PushOutcome> out = chunk.Push(static_cast<int>(h.getSenderRank()), h.getVersion(),
                                            h.getClock(), msg.tensors()[0], &counters_);
       if (!out.ok()) {
-        ReplyError(msg, out.status());
+        outbox_->Push(ErrorReply(msg, out.status()));
         return;
       }
       OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
-      reply.header().setStep(out->version);
+      reply.header().setVersion(out->version);
       reply.header().setStaleness(out->kind == PushOutcome::Kind::kDropped ? -1 : out->staleness);
       outbox_->Push(std::move(reply));
       break;
     }
     case proto::MessageType::PULL: {
-      if (chunk.PullReady(h.getStep(), h.getClock())) {
+      if (chunk.PullReady(h.getVersion(), h.getClock())) {
         ReplyPull(index, msg);
       } else if (waiters_[index].size() >= static_cast<size_t>(4 * config_.workers + 16)) {
-        ReplyError(msg, ResourceExhaustedError("too many pulls waiting on one chunk"));
+        outbox_->Push(
+            ErrorReply(msg, ResourceExhaustedError("too many pulls waiting on one chunk")));
       } else {
         waiters_[index].push_back({std::move(msg)});
       }
       return;  // a pull changes nothing
     }
     default:
-      ReplyError(msg, InvalidArgumentError("a shard cannot serve " + MessageTypeName(msg.type())));
+      outbox_->Push(ErrorReply(
+          msg, InvalidArgumentError("a shard cannot serve " + MessageTypeName(msg.type()))));
       return;
   }
   versions_[index].store(chunk.version());
@@ -142,7 +133,7 @@ void Shard::AnswerReadyPulls(size_t index) {
   const Chunk& chunk = *chunks_[index];
   auto ready = std::stable_partition(waiting.begin(), waiting.end(), [&](const Waiter& w) {
     auto h = w.request.header();
-    return !chunk.PullReady(h.getStep(), h.getClock());
+    return !chunk.PullReady(h.getVersion(), h.getClock());
   });
   for (auto it = ready; it != waiting.end(); ++it) ReplyPull(index, it->request);
   waiting.erase(ready, waiting.end());
@@ -151,18 +142,10 @@ void Shard::AnswerReadyPulls(size_t index) {
 void Shard::ReplyPull(size_t index, const IncomingMessage& request) {
   const Chunk& chunk = *chunks_[index];
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
-  reply.header().setStep(chunk.version());
+  reply.header().setVersion(chunk.version());
   // Zero copy: the chunk writes its next update elsewhere while this buffer is shared.
   reply.AddTensor(chunk.values(), chunk.spec().variable_id, chunk.spec().chunk_id);
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);
-  outbox_->Push(std::move(reply));
-}
-
-void Shard::ReplyError(const IncomingMessage& request, const Status& status) {
-  TOWERPS_LOG(kWarning) << MessageTypeName(request.type()) << " from " << request.peer()
-                        << " refused: " << status.ToString();
-  OutgoingMessage reply = ReplyTo(request, proto::MessageType::ERROR);
-  SetStatus(reply.header(), status);
   outbox_->Push(std::move(reply));
 }
 

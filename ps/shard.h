@@ -22,6 +22,7 @@
 #include "common/message.h"
 #include "ps/chunk.h"
 #include "ps/server_stats.h"
+#include "ps/version.h"
 
 namespace towerps::ps {
 
@@ -52,7 +53,7 @@ class Shard {
   void Stop();
 
   const ShardCounters& counters() const { return counters_; }
-  // Versions of the chunks, readable from any thread.
+  // The lowest and highest chunk versions (kNoVersion without chunks), readable from any thread.
   int64_t MinVersion() const;
   int64_t MaxVersion() const;
   const std::vector<std::unique_ptr<Chunk>>& chunks() const { return chunks_; }
@@ -65,7 +66,6 @@ class Shard {
   void Handle(size_t chunk, IncomingMessage msg);
   void AnswerReadyPulls(size_t chunk);
   void ReplyPull(size_t chunk, const IncomingMessage& request);
-  void ReplyError(const IncomingMessage& request, const Status& status);
 
   const int index_;
   const JobConfig& config_;
@@ -77,9 +77,6 @@ class Shard {
   ShardCounters counters_;
   std::thread thread_;
 };
-
-// Builds a reply to `request` of `type`, addressed to its sender, echoing its request id.
-OutgoingMessage ReplyTo(const IncomingMessage& request, proto::MessageType type);
 
 }  // namespace towerps::ps
 

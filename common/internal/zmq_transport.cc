@@ -1,23 +1,17 @@
-#include "common/internal/zmq_transport.h"
-
+// The ZeroMQ implementation of Transport (common/transport.h): ROUTER for Listen, DEALER for
+// Connect. Messages are framed by the wire codec (wire_codec.h).
 #include <cerrno>
+#include <memory>
 #include <utility>
 #include <vector>
+#include <zmq.hpp>
 
+#include "common/internal/transport_factories.h"
+#include "common/internal/wire_codec.h"
 #include "common/logging.h"
 
 namespace towerps::internal {
 namespace {
-
-// Frees the heap-held storage reference that kept a tensor alive while ZeroMQ sent it.
-void ReleaseTensorStorage(void* /*data*/, void* hint) {
-  delete static_cast<std::shared_ptr<std::byte>*>(hint);
-}
-
-zmq::message_t ZeroCopyFrame(const Tensor& t) {
-  auto* keepalive = new std::shared_ptr<std::byte>(t.storage());
-  return zmq::message_t(t.raw_data(), t.byte_size(), &ReleaseTensorStorage, keepalive);
-}
 
 // Waits until `events` are ready on `socket` or the deadline passes. Retries on EINTR.
 Result<bool> WaitFor(zmq::socket_t& socket, short events, Deadline deadline) {
@@ -48,10 +42,10 @@ class ZmqSocket final : public Socket {
     std::vector<zmq::message_t> frames;
     frames.reserve(message.tensors().size() + 2);
     if (router_) frames.emplace_back(message.peer().data(), message.peer().size());
-    frames.push_back(message.EncodeHeader());
+    frames.push_back(HeaderFrame(message));
     size_t bytes = frames.back().size();
     for (const Tensor& t : message.tensors()) {
-      frames.push_back(ZeroCopyFrame(t));
+      frames.push_back(PayloadFrame(t));
       bytes += t.byte_size();
     }
     try {
@@ -165,7 +159,22 @@ Status ValidateEndpoint(const std::string& endpoint) {
                               "' is not tcp://HOST:PORT, ipc://PATH or inproc://NAME");
 }
 
-}  // namespace
+class ZmqTransport final : public Transport {
+ public:
+  explicit ZmqTransport(const TransportOptions& options);
+
+  Result<std::unique_ptr<Socket>> Listen(const std::string& endpoint) override;
+  Result<std::unique_ptr<Socket>> Connect(const std::string& endpoint,
+                                          const std::string& identity) override;
+  Result<std::vector<bool>> Poll(std::span<Socket* const> sockets, int wake_fd,
+                                 Deadline deadline) override;
+
+ private:
+  Status Configure(zmq::socket_t& socket);
+
+  TransportOptions options_;
+  zmq::context_t context_;
+};
 
 ZmqTransport::ZmqTransport(const TransportOptions& options)
     : options_(options), context_(options.io_threads) {}
@@ -254,6 +263,12 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Connect(const std::string& endpoin
   } catch (const zmq::error_t& e) {
     return NetworkError("cannot connect to " + endpoint + ": " + e.what());
   }
+}
+
+}  // namespace
+
+std::unique_ptr<Transport> NewZmqTransport(const TransportOptions& options) {
+  return std::make_unique<ZmqTransport>(options);
 }
 
 }  // namespace towerps::internal

@@ -18,9 +18,9 @@ enum MessageType {
   registerReply @4;
   init @5;             # chief -> server: initial values
   initReply @6;
-  push @7;             # worker -> server: gradients for step
+  push @7;             # worker -> server: gradients computed from Header.version
   pushReply @8;
-  pull @9;             # worker -> server: wants chunks at version >= step
+  pull @9;             # worker -> server: wants chunks at Header.version or later
   pullReply @10;
   stats @11;
   statsReply @12;
@@ -78,8 +78,20 @@ struct Header {
   senderRank @2 :UInt32;
   jobId @3 :UInt64;
   requestId @4 :UInt64;       # echoed in the reply
-  step @5 :Int64;             # push: step the gradient belongs to; pull: minimum version;
-                              # replies: version of the returned chunks
+
+  # A chunk version: the number of updates applied to the chunk since its initial value (in sync
+  # mode, the step). Its meaning depends on the message type:
+  #   push           the version the gradient was computed from (its base version; in sync mode
+  #                  the step it belongs to)
+  #   pull           the minimum version wanted: the reply waits until the chunk reaches it
+  #   initReply, pushReply, pullReply
+  #                  the chunk's version after the request (pullReply: of the returned values)
+  #   registerReply  the lowest chunk version this server restored from its checkpoint, or -1
+  #   other types    unused (0)
+  # -1 means "no version": a chunk that has no initial value yet, or, in registerReply, a server
+  # that restored nothing (a fresh job, whose chief must init every variable). In C++ it is
+  # towerps::ps::kNoVersion (ps/version.h). Named `step` before; same ordinal, same wire.
+  version @5 :Int64;
   tensors @6 :List(TensorMeta);
   statusCode @7 :StatusCode;
   statusMessage @8 :Text;
@@ -95,7 +107,7 @@ struct Header {
   variableId @13 :UInt32;
   chunkId @14 :UInt32;
   # push: the worker's iteration (SSP clock) this gradient belongs to; pull: the iteration the
-  # worker is about to compute. `step` stays the parameter version (see above).
+  # worker is about to compute. `version` stays the parameter version (see above).
   clock @15 :Int64;
   # statsReply
   stats @16 :ServerStats;
@@ -113,8 +125,8 @@ struct ServerStats {
   aggregationNanos @6 :UInt64;
   pullsServed @7 :UInt64;
   rejectedMessages @8 :UInt64;
-  minVersion @9 :Int64;
-  maxVersion @10 :Int64;
+  minVersion @9 :Int64;    # lowest chunk version; -1 while a chunk has no value or none is held
+  maxVersion @10 :Int64;   # highest chunk version; -1 while no chunk has a value
   checkpointsWritten @11 :UInt64;
 }
 

@@ -1,4 +1,5 @@
-// Schema round-trips and the validation DecodeMessage applies to every received message.
+// Schema round-trips through the wire codec, and the validation DecodeMessage applies to every
+// received message. Frames are cppzmq's, which the internal codec header brings.
 #include "common/message.h"
 
 #include <gtest/gtest.h>
@@ -6,15 +7,19 @@
 #include <cstring>
 #include <random>
 
+#include "common/internal/wire_codec.h"
+
 namespace towerps {
 namespace {
+
+using internal::DecodeMessage;
 
 zmq::message_t CopyFrame(const void* data, size_t size) { return zmq::message_t(data, size); }
 
 // Frames of `msg` as a receiver would get them (payloads copied: these are unit tests of decoding).
 std::vector<zmq::message_t> Frames(OutgoingMessage& msg) {
   std::vector<zmq::message_t> frames;
-  frames.push_back(msg.EncodeHeader());
+  frames.push_back(internal::HeaderFrame(msg));
   for (const Tensor& t : msg.tensors()) frames.push_back(CopyFrame(t.raw_data(), t.byte_size()));
   return frames;
 }
@@ -42,7 +47,7 @@ TEST(MessageTest, HeaderRoundTripsEveryField) {
   h.setSenderRank(3);
   h.setJobId(0xfeedbeefcafe);
   h.setRequestId(77);
-  h.setStep(-5);
+  h.setVersion(-5);
   SetStatus(h, TimeoutError("late"));
   h.setConfigFingerprint(123456789);
   h.setModelSignature(987654321);
@@ -66,7 +71,7 @@ TEST(MessageTest, HeaderRoundTripsEveryField) {
   EXPECT_EQ(r.getSenderRank(), 3u);
   EXPECT_EQ(r.getJobId(), 0xfeedbeefcafeu);
   EXPECT_EQ(r.getRequestId(), 77u);
-  EXPECT_EQ(r.getStep(), -5);
+  EXPECT_EQ(r.getVersion(), -5);
   EXPECT_EQ(StatusFromHeader(r), TimeoutError("late"));
   EXPECT_EQ(r.getConfigFingerprint(), 123456789u);
   EXPECT_EQ(r.getModelSignature(), 987654321u);
@@ -106,7 +111,7 @@ TEST(MessageTest, MisalignedPayloadIsCopiedAndCounted) {
   Tensor t = RandomTensor({3}, 4);
   out.AddTensor(t, 0, 0);
   std::vector<zmq::message_t> frames;
-  frames.push_back(out.EncodeHeader());
+  frames.push_back(internal::HeaderFrame(out));
   // A frame whose data starts one byte into a buffer: misaligned for float.
   static char storage[64];
   std::memcpy(storage + 1, t.raw_data(), 12);
@@ -163,7 +168,7 @@ TEST(MessageValidationTest, RejectsEveryTruncationOfAValidHeader) {
   auto vars = out.header().initVariables(2);
   vars[0].setName("a");
   vars[1].setName("b");
-  zmq::message_t full = out.EncodeHeader();
+  zmq::message_t full = internal::HeaderFrame(out);
   for (size_t len = 8; len < full.size(); len += 8) {
     std::vector<zmq::message_t> frames;
     frames.push_back(CopyFrame(full.data(), len));
@@ -294,7 +299,7 @@ TEST(MessageValidationTest, RejectsExcessiveRank) {
 TEST(MessageValidationTest, RejectsTextWithoutTerminator) {
   OutgoingMessage out(proto::MessageType::PING);
   out.header().setStatusMessage("abcdefg");  // 7 chars + NUL fill one word exactly
-  zmq::message_t frame = out.EncodeHeader();
+  zmq::message_t frame = internal::HeaderFrame(out);
   std::vector<uint8_t> bytes(static_cast<uint8_t*>(frame.data()),
                              static_cast<uint8_t*>(frame.data()) + frame.size());
   // Overwrite the NUL terminator of the text with a letter.

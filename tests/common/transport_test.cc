@@ -9,6 +9,9 @@
 #include <random>
 #include <thread>
 
+#include "common/internal/raw_peer.h"
+#include "common/internal/wire_codec.h"
+
 namespace towerps {
 namespace {
 
@@ -61,7 +64,7 @@ TEST_P(TransportRoundTripTest, EchoPreservesHeaderAndBytes) {
   Tensor sent = RandomBytes(bytes, static_cast<uint32_t>(bytes));
 
   OutgoingMessage push(proto::MessageType::PUSH);
-  push.header().setStep(41);
+  push.header().setVersion(41);
   push.header().setRequestId(9);
   push.AddTensor(sent, 7, 3);
   ASSERT_TRUE(p.client->Send(std::move(push), Soon()).ok());
@@ -69,7 +72,7 @@ TEST_P(TransportRoundTripTest, EchoPreservesHeaderAndBytes) {
   auto at_server = p.server->Receive(Soon());
   ASSERT_TRUE(at_server.ok()) << at_server.status().ToString();
   EXPECT_EQ(at_server->peer(), "client-0");
-  EXPECT_EQ(at_server->header().getStep(), 41);
+  EXPECT_EQ(at_server->header().getVersion(), 41);
   ASSERT_EQ(at_server->tensors().size(), 1u);
   EXPECT_EQ(at_server->header().getTensors()[0].getVariableId(), 7u);
   EXPECT_EQ(at_server->header().getTensors()[0].getChunkId(), 3u);
@@ -124,7 +127,7 @@ TEST(TransportZeroCopyTest, TcpPayloadIsAViewIntoTheZmqMessage) {
   ASSERT_TRUE(p.client->Send(std::move(m), Soon()).ok());
   auto in = p.server->Receive(Soon());
   ASSERT_TRUE(in.ok());
-  const zmq::message_t* frame = in->payload_frame(0);
+  const zmq::message_t* frame = internal::PayloadFrameOf(*in, 0);
   ASSERT_NE(frame, nullptr);
   const auto* begin = static_cast<const char*>(frame->data());
   const auto* data = static_cast<const char*>(in->tensors()[0].raw_data());
@@ -205,16 +208,14 @@ class MalformedInputTest : public ::testing::Test {
     options.limits.max_payload_frames = 16;
     options.limits.max_frame_bytes = 1 << 20;
     p_ = MakePair("tcp://127.0.0.1:0", options);
-    raw_.set(zmq::sockopt::routing_id, std::string("attacker"));
-    raw_.set(zmq::sockopt::linger, 0);
-    raw_.connect(p_.server->endpoint());
+    auto raw = internal::RawPeer::Connect(p_.server->endpoint(), "attacker");
+    ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+    raw_ = std::move(raw).value();
   }
 
   void SendRaw(const std::vector<std::string>& frames) {
-    for (size_t i = 0; i < frames.size(); ++i) {
-      zmq::message_t m(frames[i].data(), frames[i].size());
-      raw_.send(m, i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    }
+    Status s = raw_->Send(frames);
+    ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
   static std::string Header(const std::function<void(proto::Header::Builder)>& fill) {
@@ -241,8 +242,7 @@ class MalformedInputTest : public ::testing::Test {
   }
 
   Pair p_;
-  zmq::context_t ctx_{1};
-  zmq::socket_t raw_{ctx_, zmq::socket_type::dealer};
+  std::unique_ptr<internal::RawPeer> raw_;
   uint64_t valid_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "common/internal/raw_peer.h"
 #include "common/transport.h"
 #include "tests/ps/cluster.h"
 
@@ -354,7 +355,7 @@ TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
   {  // a gradient from the future
     OutgoingMessage m(proto::MessageType::PUSH);
     m.header().setVariableId(1);
-    m.header().setStep(5);
+    m.header().setVersion(5);
     m.AddTensor(Tensor::Zeros({100}), 1, 0);
     EXPECT_EQ(request(std::move(m)).code(), StatusCode::kInvalidArgument);
   }
@@ -363,11 +364,9 @@ TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
               StatusCode::kInvalidArgument);
   }
   // Garbage at the socket level is dropped and counted; the server keeps serving.
-  zmq::context_t ctx(1);
-  zmq::socket_t garbage(ctx, zmq::socket_type::dealer);
-  garbage.set(zmq::sockopt::linger, 0);
-  garbage.connect(cluster_->endpoints()[0]);
-  garbage.send(zmq::str_buffer("not a capnp header"), zmq::send_flags::none);
+  auto garbage = internal::RawPeer::Connect(cluster_->endpoints()[0], "");
+  ASSERT_TRUE(garbage.ok()) << garbage.status().ToString();
+  ASSERT_TRUE((*garbage)->Send({"not a capnp header"}).ok());
 
   EXPECT_EQ(PullAll(*w.clients[0], 1, 0), before);  // nothing changed
   Get(w.clients[0]->Push(1, 0, 0, Random(Model()[1].shape, 9)));

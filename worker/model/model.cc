@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "worker/model/signature.h"
+#include "ps/variable.h"
 
 namespace towerps::worker {
 
@@ -31,7 +31,7 @@ Model<T>::Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers
   TOWERPS_CHECK(expect.size() == 1)
       << "the last layer must output logits, not " << ShapeToString(expect);
   num_classes_ = static_cast<int>(expect[0]);
-  signature_ = VariableSignature(specs_);
+  signature_ = ps::VariableListHash(specs_);
   outputs_.resize(layers_.size());
   value_changed_.assign(params_.size(), 1);
   host_stale_.assign(params_.size(), 0);

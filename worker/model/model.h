@@ -62,7 +62,7 @@ class Model {
   int num_classes() const { return num_classes_; }
   const std::vector<ps::VariableSpec>& variables() const { return specs_; }
   int num_variables() const { return static_cast<int>(params_.size()); }
-  uint64_t signature() const { return signature_; }
+  uint64_t signature() const { return signature_; }  // ps::VariableListHash(variables())
   int64_t num_parameters() const;
   const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return layers_; }
   kernels::Backend<T>* backend() const { return backend_; }

@@ -1,0 +1,40 @@
+// RawPeer: a client socket that sends frames exactly as given, bypassing the message encoding,
+// so that tests can play a broken or hostile peer against a real Transport socket (garbage,
+// truncated headers, wrong frame counts, oversized frames). Internal to common/; for tests.
+//
+// Contract: owns its own ZeroMQ context and DEALER socket (linger 0: unsent frames are dropped
+// at destruction). Used by one thread at a time. Errors are kNetwork Statuses naming the
+// endpoint.
+#ifndef TOWERPS_COMMON_INTERNAL_RAW_PEER_H_
+#define TOWERPS_COMMON_INTERNAL_RAW_PEER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace towerps::internal {
+
+class RawPeer {
+ public:
+  // Connects to `endpoint` as `identity` (the routing id the server sees; empty: ZeroMQ picks
+  // one). Connecting is asynchronous, as for Transport::Connect.
+  static Result<std::unique_ptr<RawPeer>> Connect(const std::string& endpoint,
+                                                  const std::string& identity);
+  ~RawPeer();
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+
+  // Queues `frames` as one multipart message; waits while the send queue is full.
+  Status Send(const std::vector<std::string>& frames);
+
+ private:
+  struct Sockets;
+  explicit RawPeer(std::unique_ptr<Sockets> sockets);
+  std::unique_ptr<Sockets> sockets_;
+};
+
+}  // namespace towerps::internal
+
+#endif  // TOWERPS_COMMON_INTERNAL_RAW_PEER_H_

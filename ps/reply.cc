@@ -1,0 +1,26 @@
+#include "ps/reply.h"
+
+#include "common/logging.h"
+
+namespace towerps::ps {
+
+OutgoingMessage ReplyTo(const IncomingMessage& request, proto::MessageType type) {
+  OutgoingMessage reply(type);
+  reply.set_peer(request.peer());
+  auto h = reply.header();
+  h.setSenderRole(proto::Role::SERVER);
+  h.setRequestId(request.header().getRequestId());
+  h.setVariableId(request.header().getVariableId());
+  h.setChunkId(request.header().getChunkId());
+  return reply;
+}
+
+OutgoingMessage ErrorReply(const IncomingMessage& request, const Status& status) {
+  TOWERPS_LOG(kWarning) << MessageTypeName(request.type()) << " from " << request.peer()
+                        << " refused: " << status.ToString();
+  OutgoingMessage reply = ReplyTo(request, proto::MessageType::ERROR);
+  SetStatus(reply.header(), status);
+  return reply;
+}
+
+}  // namespace towerps::ps
