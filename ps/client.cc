@@ -5,13 +5,13 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <thread>
 
 #include "common/logging.h"
 #include "common/mailbox.h"
+#include "common/mutex.h"
 
 namespace towerps::ps {
 namespace {
@@ -42,18 +42,18 @@ void SetVersion(PulledVariable& pulled, int64_t lowest) { pulled.version = lowes
 template <typename T>
 struct Join {
   explicit Join(int parts) : remaining(parts) {}
-  std::mutex mu;
-  int remaining;         // guarded by mu
-  Status error;          // guarded by mu: the first failure
-  T value;               // guarded by mu
-  LowestVersion lowest;  // guarded by mu: becomes the result's version
+  Mutex mu;
+  int remaining GUARDED_BY(mu);
+  Status error GUARDED_BY(mu);  // the first failure
+  T value GUARDED_BY(mu);
+  LowestVersion lowest GUARDED_BY(mu);  // becomes the result's version
   std::promise<Result<T>> promise;
 
   // Runs `merge(value, lowest)` under the lock for a successful part; fulfils the promise after
   // the last part.
   template <typename F>
   void Part(const Status& status, F&& merge) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (!status.ok() && error.ok()) error = status;
     if (status.ok()) merge(value, lowest);
     if (--remaining == 0) {
@@ -70,13 +70,13 @@ struct Join {
 // The same for calls whose only result is a Status.
 struct StatusJoin {
   explicit StatusJoin(int parts) : remaining(parts) {}
-  std::mutex mu;
-  int remaining;  // guarded by mu
-  Status error;   // guarded by mu
+  Mutex mu;
+  int remaining GUARDED_BY(mu);
+  Status error GUARDED_BY(mu);
   std::promise<Status> promise;
 
   void Part(const Status& status) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (!status.ok() && error.ok()) error = status;
     if (--remaining == 0) promise.set_value(error);
   }
@@ -176,8 +176,8 @@ class Client::Impl {
 
   const ClientOptions options_;
   const uint64_t job_id_ = options_.job.Fingerprint();
-  mutable std::mutex placement_mu_;
-  std::optional<ChunkPlacement> placement_;  // guarded by placement_mu_; set once by Register
+  mutable Mutex placement_mu_;
+  std::optional<ChunkPlacement> placement_ GUARDED_BY(placement_mu_);  // set once by Register
 
  private:
   void Loop() {
@@ -289,7 +289,7 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 const ChunkPlacement& Client::placement() const {
-  std::lock_guard<std::mutex> lock(impl_->placement_mu_);
+  MutexLock lock(&impl_->placement_mu_);
   TOWERPS_CHECK(impl_->placement_.has_value()) << "placement() before Register()";
   return *impl_->placement_;
 }
@@ -304,7 +304,7 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
   std::vector<bool> owns(impl_->options_.servers.size(), false);
   for (const ChunkSpec& c : placement->chunks()) owns[c.server] = true;
   {
-    std::lock_guard<std::mutex> lock(impl_->placement_mu_);
+    MutexLock lock(&impl_->placement_mu_);
     impl_->placement_ = std::move(placement).value();
   }
   const int n = num_servers();
@@ -369,7 +369,7 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
         std::to_string(gradient.num_elements()) + " elements, expected " + std::to_string(total)));
   }
   auto join = std::make_shared<Join<PushReport>>(static_cast<int>(chunks.size()));
-  auto applied = std::make_shared<int>(0);  // guarded by join->mu
+  auto applied = std::make_shared<int>(0);  // touched only in Part's merge, under join->mu
   auto future = join->promise.get_future();
   const Tensor flat = gradient.Reshape({total});
   impl_->SendToChunks(

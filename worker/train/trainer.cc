@@ -7,6 +7,7 @@
 
 #include "common/logging.h"
 #include "ps/client.h"
+#include "ps/version.h"
 #include "worker/data/batcher.h"
 #include "worker/model/zoo.h"
 #include "worker/straggler.h"
@@ -88,7 +89,7 @@ class Trainer::Impl {
     TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
     TOWERPS_ASSIGN_OR_RETURN(start_version_,
                              Await(client_->Register(m0.variables(), m0.signature())));
-    if (o_.rank == 0 && start_version_ < 0) {
+    if (o_.rank == 0 && start_version_ == ps::kNoVersion) {
       std::vector<std::future<Status>> inits;
       for (int v = 0; v < num_vars_; ++v) inits.push_back(client_->Init(v, m0.GetVariable(v)));
       for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(Await(f));
@@ -287,7 +288,7 @@ class Trainer::Impl {
   std::unique_ptr<ps::Client> client_;
   int num_vars_ = 0;
   int64_t steps_per_epoch_ = 0;
-  int64_t start_version_ = -1;
+  int64_t start_version_ = ps::kNoVersion;
   // This step's pushes, whose gradients (the towers' averages) are sent without a copy: the
   // group leaves them untouched until the next Step, and WaitPushes comes before it.
   std::vector<std::future<Result<ps::PushReport>>> pushes_;
