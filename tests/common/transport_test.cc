@@ -11,6 +11,7 @@
 
 #include "common/internal/raw_peer.h"
 #include "common/internal/wire_codec.h"
+#include "tests/testing/status_assert.h"
 
 namespace towerps {
 namespace {
@@ -42,17 +43,11 @@ struct Pair {
   std::unique_ptr<Socket> client;
 };
 
-Pair MakePair(const std::string& endpoint, TransportOptions options = {}) {
+Result<Pair> MakePair(const std::string& endpoint, TransportOptions options = {}) {
   Pair p;
-  auto t = Transport::Create("zmq", options);
-  EXPECT_TRUE(t.ok()) << t.status().ToString();
-  p.transport = std::move(t).value();
-  auto s = p.transport->Listen(endpoint);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  p.server = std::move(s).value();
-  auto c = p.transport->Connect(p.server->endpoint(), "client-0");
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  p.client = std::move(c).value();
+  TOWERPS_ASSIGN_OR_RETURN(p.transport, Transport::Create("zmq", options));
+  TOWERPS_ASSIGN_OR_RETURN(p.server, p.transport->Listen(endpoint));
+  TOWERPS_ASSIGN_OR_RETURN(p.client, p.transport->Connect(p.server->endpoint(), "client-0"));
   return p;
 }
 
@@ -60,7 +55,7 @@ class TransportRoundTripTest : public ::testing::TestWithParam<std::tuple<std::s
 
 TEST_P(TransportRoundTripTest, EchoPreservesHeaderAndBytes) {
   const auto& [endpoint, bytes] = GetParam();
-  Pair p = MakePair(endpoint);
+  ASSERT_OK_AND_ASSIGN(Pair p, MakePair(endpoint));
   Tensor sent = RandomBytes(bytes, static_cast<uint32_t>(bytes));
 
   OutgoingMessage push(proto::MessageType::PUSH);
@@ -105,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(TransportZeroCopyTest, InprocDeliversTheSendersOwnBuffer) {
-  Pair p = MakePair("inproc://zerocopy");
+  ASSERT_OK_AND_ASSIGN(Pair p, MakePair("inproc://zerocopy"));
   Tensor sent = RandomBytes(1 << 20, 1);
   OutgoingMessage m(proto::MessageType::PUSH);
   m.AddTensor(sent, 0, 0);
@@ -121,7 +116,7 @@ TEST(TransportZeroCopyTest, InprocDeliversTheSendersOwnBuffer) {
 }
 
 TEST(TransportZeroCopyTest, TcpPayloadIsAViewIntoTheZmqMessage) {
-  Pair p = MakePair("tcp://127.0.0.1:0");
+  ASSERT_OK_AND_ASSIGN(Pair p, MakePair("tcp://127.0.0.1:0"));
   OutgoingMessage m(proto::MessageType::PUSH);
   m.AddTensor(RandomBytes(1 << 20, 2), 0, 0);
   ASSERT_TRUE(p.client->Send(std::move(m), Soon()).ok());
@@ -137,7 +132,7 @@ TEST(TransportZeroCopyTest, TcpPayloadIsAViewIntoTheZmqMessage) {
 }
 
 TEST(TransportDeadlineTest, ReceiveTimesOutNamingTheEndpoint) {
-  Pair p = MakePair("tcp://127.0.0.1:0");
+  ASSERT_OK_AND_ASSIGN(Pair p, MakePair("tcp://127.0.0.1:0"));
   const auto start = std::chrono::steady_clock::now();
   auto in = p.server->Receive(Deadline::After(milliseconds(200)));
   const auto elapsed = std::chrono::steady_clock::now() - start;
@@ -192,7 +187,7 @@ TEST(TransportBindTest, BadEndpointsAndNamesAreRejected) {
 }
 
 TEST(TransportRouterTest, ReplyToUnknownPeerIsAnError) {
-  Pair p = MakePair("inproc://unknown-peer");
+  ASSERT_OK_AND_ASSIGN(Pair p, MakePair("inproc://unknown-peer"));
   OutgoingMessage m(proto::MessageType::PONG);
   m.set_peer("nobody");
   Status s = p.server->Send(std::move(m), Soon());
@@ -207,9 +202,9 @@ class MalformedInputTest : public ::testing::Test {
     TransportOptions options;
     options.limits.max_payload_frames = 16;
     options.limits.max_frame_bytes = 1 << 20;
-    p_ = MakePair("tcp://127.0.0.1:0", options);
+    ASSERT_OK_AND_ASSIGN(p_, MakePair("tcp://127.0.0.1:0", options));
     auto raw = internal::RawPeer::Connect(p_.server->endpoint(), "attacker");
-    ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+    ASSERT_TRUE(raw.ok()) << raw.status();
     raw_ = std::move(raw).value();
   }
 
