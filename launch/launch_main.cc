@@ -142,14 +142,8 @@ int main(int argc, char** argv) {
   all.add(launch).add(hosts).add(modes).add(job_flags.options()).add(worker_flags.options());
 
   po::variables_map vm;
-  Status parsed = ps::ParseFlags(argc, argv, all, &vm);
-  if (!parsed.ok()) {
-    std::cerr << "towerps-launch: " << parsed.message() << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << all << "\n";
-    return 0;
+  if (auto exit_code = ps::ParseCommandLine("towerps-launch", argc, argv, all, &vm)) {
+    return *exit_code;
   }
   if (list_choices) {
     std::cout << launch::ChoicesJson() << "\n";

@@ -1,6 +1,7 @@
 #include "ps/job_flags.h"
 
 #include <fstream>
+#include <iostream>
 
 namespace po = boost::program_options;
 
@@ -84,6 +85,19 @@ Status ParseFlags(int argc, char** argv, const po::options_description& desc,
     return InvalidArgumentError(std::string(e.what()) + " (see --help)");
   }
   return Status::Ok();
+}
+
+std::optional<int> ParseCommandLine(std::string_view program, int argc, char** argv,
+                                    const po::options_description& desc, po::variables_map* vm) {
+  if (Status s = ParseFlags(argc, argv, desc, vm); !s.ok()) {
+    std::cerr << program << ": " << s.message() << "\n";
+    return 2;
+  }
+  if (vm->count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  return std::nullopt;
 }
 
 }  // namespace towerps::ps

@@ -7,7 +7,9 @@
 #define TOWERPS_PS_JOB_FLAGS_H_
 
 #include <boost/program_options.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "ps/job_config.h"
@@ -35,6 +37,13 @@ class JobFlags {
 // kInvalidArgument Status naming the option. `program` prefixes messages.
 Status ParseFlags(int argc, char** argv, const boost::program_options::options_description& desc,
                   boost::program_options::variables_map* vm);
+
+// An entry point's command line: ParseFlags, then --help. Returns the exit code when `program`
+// should stop here (0 after printing the options for --help, 2 after printing the error as
+// "<program>: <message>" to stderr), or nullopt to go on.
+std::optional<int> ParseCommandLine(std::string_view program, int argc, char** argv,
+                                    const boost::program_options::options_description& desc,
+                                    boost::program_options::variables_map* vm);
 
 }  // namespace towerps::ps
 

@@ -52,14 +52,8 @@ int main(int argc, char** argv) {
   all.add(process).add(job_flags.options());
 
   po::variables_map vm;
-  Status parsed = ps::ParseFlags(argc, argv, all, &vm);
-  if (!parsed.ok()) {
-    std::cerr << "towerps-server: " << parsed.message() << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << all << "\n";
-    return 0;
+  if (auto exit_code = ps::ParseCommandLine("towerps-server", argc, argv, all, &vm)) {
+    return *exit_code;
   }
   Result<LogLevel> level = ParseLogLevel(log_level);
   Result<ps::JobConfig> job = job_flags.ToConfig();

@@ -46,13 +46,8 @@ int main(int argc, char** argv) {
       "towerps-launch");
   all.add(process).add(job_flags.options()).add(worker_flags.options());
   po::variables_map vm;
-  if (Status s = ps::ParseFlags(argc, argv, all, &vm); !s.ok()) {
-    std::cerr << "towerps-worker: " << s.message() << "\n";
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << all << "\n";
-    return 0;
+  if (auto exit_code = ps::ParseCommandLine("towerps-worker", argc, argv, all, &vm)) {
+    return *exit_code;
   }
   Result<LogLevel> level = ParseLogLevel(log_level);
   Result<ps::JobConfig> job = job_flags.ToConfig();
