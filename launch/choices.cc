@@ -4,10 +4,9 @@
 
 #include "ps/job_config.h"
 #include "worker/model/zoo.h"
+#include "worker/train/job_data.h"
 
 namespace towerps::launch {
-
-std::vector<std::string> DatasetNames() { return {"fashion-mnist", "cifar10", "synthetic"}; }
 
 std::string ChoicesJson() {
   using ps::LrScheduleKind;
@@ -28,7 +27,7 @@ std::string ChoicesJson() {
   }
   const nlohmann::json choices = {{"modes", modes},
                                   {"models", worker::ZooModelNames()},
-                                  {"datasets", DatasetNames()},
+                                  {"datasets", worker::JobDatasetNames()},
                                   {"optimizers", optimizers},
                                   {"lr_schedules", schedules}};
   return choices.dump(2);

@@ -48,15 +48,15 @@ TEST(ChoicesTest, EveryListedNameParsesBack) {
     Result<worker::ModelBuilder> r = worker::ZooModel(m);
     EXPECT_TRUE(r.ok()) << r.status();
   }
-  EXPECT_EQ(List(choices, "datasets"), DatasetNames());
+  EXPECT_EQ(List(choices, "datasets"), worker::JobDatasetNames());
 }
 
 TEST(ChoicesTest, DatasetsAreTheOnesLoadJobDataKnows) {
-  // LoadJobData has no list to ask; its error for an unknown name lists what it knows.
+  // LoadJobData's error for an unknown name lists what it knows.
   Result<worker::JobData> r = worker::LoadJobData("no-such-dataset", "", {1, 28, 28}, 1, 1);
   ASSERT_FALSE(r.ok());
   std::string names;
-  for (const std::string& d : DatasetNames()) names += (names.empty() ? "" : ", ") + d;
+  for (const std::string& d : worker::JobDatasetNames()) names += (names.empty() ? "" : ", ") + d;
   const std::string& m = r.status().message();
   const std::string tail = "is not one of " + names;
   ASSERT_GE(m.size(), tail.size()) << m;

@@ -7,6 +7,8 @@
 
 namespace towerps::worker {
 
+std::vector<std::string> JobDatasetNames() { return {"fashion-mnist", "cifar10", "synthetic"}; }
+
 Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_dir,
                             const Shape& input_shape, int batch_size, uint64_t seed) {
   JobData d;
@@ -44,8 +46,9 @@ Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_
     base.mean = {0.5f};
     base.stddev = {0.25f};
   } else {
-    return InvalidArgumentError("--dataset " + dataset +
-                                " is not one of fashion-mnist, cifar10, synthetic");
+    std::string names;
+    for (const std::string& n : JobDatasetNames()) names += (names.empty() ? "" : ", ") + n;
+    return InvalidArgumentError("--dataset " + dataset + " is not one of " + names);
   }
   if (crops) base.crop_h = base.crop_w = 24;
   d.train_options = base;

@@ -10,6 +10,7 @@
 #define TOWERPS_WORKER_TRAIN_JOB_DATA_H_
 
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "worker/data/batcher.h"
@@ -22,6 +23,9 @@ struct JobData {
   BatcherOptions train_options;  // batch, seed, shuffling, normalisation, crops; rank unset
   BatcherOptions test_options;   // in order, keeps the last partial batch
 };
+
+// The names LoadJobData accepts, in the order --help gives them.
+std::vector<std::string> JobDatasetNames();
 
 Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_dir,
                             const Shape& input_shape, int batch_size, uint64_t seed);
