@@ -77,12 +77,7 @@ Result<TransportBenchResult> RunTransportBench(const TransportBenchOptions& opti
                                 std::to_string(options.seconds));
   }
   TransportBenchResult r;
-  internal::RawCeilingOptions raw;
-  raw.message_bytes = options.message_bytes;
-  raw.seconds = options.seconds;
-  raw.endpoint = options.endpoint;
-  raw.window = options.window;
-  TOWERPS_ASSIGN_OR_RETURN(r.raw_zmq_gbps, internal::RawZmqThroughput(raw, &r.raw_messages));
+  TOWERPS_ASSIGN_OR_RETURN(r.raw_zmq_gbps, internal::RawZmqThroughput(options, &r.raw_messages));
   TOWERPS_ASSIGN_OR_RETURN(r.towerps_gbps, TowerpsTransport(options, &r.towerps_messages));
   r.ratio = r.towerps_gbps / r.raw_zmq_gbps;
   return r;

@@ -10,16 +10,14 @@
 #include <cstddef>
 #include <string>
 
+#include "common/internal/raw_ceiling.h"
 #include "common/result.h"
 
 namespace towerps::bench {
 
-struct TransportBenchOptions {
-  size_t message_bytes = 1 << 20;
-  double seconds = 2.0;
-  std::string endpoint = "tcp://127.0.0.1:0";  // port 0: any free port
-  int window = 64;                             // messages in flight before the sender waits
-};
+// The same traffic on both sides: message size, seconds, endpoint (port 0: any free port) and
+// the window of messages in flight.
+using TransportBenchOptions = internal::RawCeilingOptions;
 
 struct TransportBenchResult {
   double raw_zmq_gbps = 0;  // payload GB/s (1e9 bytes) through plain libzmq DEALER->ROUTER
