@@ -72,6 +72,7 @@ TowerGroup::TowerGroup(std::vector<Tower> towers, const Options& options)
   const Model<float>& m0 = *towers_[0].model;
   num_vars_ = m0.num_variables();
   example_elements_ = NumElements(m0.input_shape());
+  towers_done_ = std::make_unique<std::atomic<int>[]>(num_vars_);
   for (int v = 0; v < num_vars_; ++v) average_.push_back(Tensor::Empty(m0.variables()[v].shape));
 }
 
@@ -125,10 +126,9 @@ Result<StepResult> TowerGroup::StepOnHost(const float* x, const int32_t* labels,
                                           const AverageCallback& on_average) {
   const int k = size();
   const int slice = batch / k;
-  std::vector<std::atomic<int>> done(num_vars_);  // per variable: towers finished
-  for (auto& d : done) d.store(0);
+  for (int v = 0; v < num_vars_; ++v) towers_done_[v].store(0);
   auto on_gradient = [&](int v) {
-    if (done[v].fetch_add(1) + 1 != k) return;
+    if (towers_done_[v].fetch_add(1) + 1 != k) return;
     float* out = average_[v].f32();
     const int64_t n = average_[v].num_elements();
     if (k == 1) {

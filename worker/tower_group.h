@@ -25,6 +25,7 @@
 #ifndef TOWERPS_WORKER_TOWER_GROUP_H_
 #define TOWERPS_WORKER_TOWER_GROUP_H_
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -96,8 +97,9 @@ class TowerGroup {
   Options options_;
   int num_vars_ = 0;
   int64_t example_elements_ = 0;
-  std::vector<Tensor> average_;              // [v], host; pinned when averaged on the device
-  std::unique_ptr<DeviceReduction> device_;  // null: averaged on the host
+  std::vector<Tensor> average_;  // [v], host; pinned when averaged on the device
+  std::unique_ptr<std::atomic<int>[]> towers_done_;  // [v]: towers done this step (host path)
+  std::unique_ptr<DeviceReduction> device_;          // null: averaged on the host
 };
 
 // The step's result over all towers: the mean loss and the summed counts, or the first error.
