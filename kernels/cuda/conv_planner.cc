@@ -14,6 +14,24 @@ bool TensorCoreMath(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
+// The algorithms that convolve through an FFT or a Winograd transform.
+bool TransformAlgorithm(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool TransformAlgorithm(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool TransformAlgorithm(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 }  // namespace
 
 ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, CachingAllocator* allocator,
@@ -21,7 +39,8 @@ ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, CachingAllocator* allocator,
     : cudnn_(cudnn), options_(std::move(options)), workspace_(allocator) {}
 
 // Picks the first algorithm, in cuDNN's expected-speed order, that is supported with the math
-// we allow and needs at most the workspace limit, and makes sure the workspace can be had; if
+// we allow, is not a transform algorithm unless those are allowed, and needs at most the
+// workspace limit, and makes sure the workspace can be had; if
 // it cannot, picks again within the workspace we have. `query(perf, count, &returned)` lists
 // candidates; `size(algo, &bytes)` asks the workspace for one under the descriptor's current
 // math type (and fails for an unsupported combination).
@@ -43,6 +62,7 @@ void ConvPlanner::Choose(const char* what, Query query, Size size, Algo* algo,
         if (p.status != CUDNN_STATUS_SUCCESS || p.memory > limit) continue;
         if (deterministic_only && p.determinism != CUDNN_DETERMINISTIC) continue;
         if (!options_.allow_tf32 && TensorCoreMath(p.mathType)) continue;
+        if (!options_.allow_transform_algorithms && TransformAlgorithm(p.algo)) continue;
         const cudnnMathType_t m = options_.allow_tf32 ? p.mathType : strict;
         TOWERPS_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, m));
         size_t need = 0;

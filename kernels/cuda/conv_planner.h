@@ -34,6 +34,11 @@ namespace towerps::kernels::cuda {
 struct ConvPlannerOptions {
   // Let cuDNN use TF32 tensor cores; otherwise strict float32 (CUDNN_FMA_MATH).
   bool allow_tf32 = false;
+  // Let cuDNN pick its FFT and Winograd algorithms. They compute the convolution through a
+  // transform whose float32 rounding error is about 1e-4 of the largest output, not 1e-6 of
+  // each element as the direct and GEMM algorithms: on the cifar10 model that moved a 50-step
+  // loss trajectory 2.5e-3 away from the CPU's (an H100, 2026-11-23). Off unless asked for.
+  bool allow_transform_algorithms = false;
   // Most workspace one algorithm may use; faster algorithms needing more are skipped.
   size_t workspace_limit_bytes = size_t{512} << 20;
   // For messages only: "gpu:0".

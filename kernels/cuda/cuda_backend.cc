@@ -131,6 +131,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOption
   s.conv = std::make_unique<cuda::ConvPlanner>(
       s.cudnn.get(), &s.memory->allocator(),
       cuda::ConvPlannerOptions{.allow_tf32 = options.allow_tf32,
+                               .allow_transform_algorithms = options.allow_transform_algorithms,
                                .workspace_limit_bytes = options.conv_workspace_limit_bytes,
                                .device_name = s.name});
   return backend;

@@ -10,9 +10,9 @@
 // stream; every CUDA, cuBLAS and cuDNN call is checked and every launch is followed by
 // cudaGetLastError().
 //
-// Numerics: strict float32 by default (cuBLAS default math, cuDNN FMA math), so results match
-// the CPU within float32 tolerances; allow_tf32 lets both use TF32 tensor cores (faster, about
-// 1e-3 relative error, PyTorch's default for convolutions).
+// Numerics: strict float32 by default (cuBLAS default math, cuDNN FMA math, no FFT or Winograd
+// convolutions), so results match the CPU within float32 tolerances; allow_tf32 lets both use TF32
+// tensor cores (faster, about 1e-3 relative error, PyTorch's default for convolutions).
 //
 // Memory: every byte of device memory the backend uses, its callers' buffers included (the
 // MemorySpace API), comes from its CachingAllocator (kernels/cuda/caching_allocator.h), which
@@ -51,6 +51,9 @@ struct CudaBackendOptions {
   cuda::CachingAllocatorOptions memory;
   // Let cuBLAS and cuDNN use TF32 tensor cores for float32.
   bool allow_tf32 = false;
+  // Let cuDNN convolve through FFT and Winograd transforms (kernels/cuda/conv_planner.h): faster
+  // for some shapes, with float32 error about 1e-4 of the largest output instead of 1e-6.
+  bool allow_transform_algorithms = false;
   // Most workspace one convolution algorithm may use; faster algorithms needing more are skipped.
   size_t conv_workspace_limit_bytes = size_t{512} << 20;
 };
