@@ -13,9 +13,11 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/gpu_devices.h"
 #include "tests/testing/status_assert.h"
 #include "tests/worker/checked_device_backend.h"
 #include "worker/model/model_builder.h"
+#include "worker/towers.h"
 
 namespace towerps::worker {
 namespace {
@@ -177,6 +179,49 @@ TEST(TowerGroupTest, ABatchThatDoesNotSplitIsRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("2 towers"), std::string::npos) << r.status();
+}
+
+// On a real GPU: three CUDA towers (three backends, each with its own streams, on device 0: a
+// machine with one GPU) average on tower 0's device through CopyFromPeer, ordered by events
+// after each tower's backward. The averages match the CPU towers' within float32 rounding
+// (cuDNN and cuBLAS sum in other orders than the CPU kernels), and a read-before-ready race
+// would show as a gross mismatch on some step.
+TEST(TowerGroupGpuTest, CudaTowersAverageOnTheDeviceAsTheCpuTowersDo) {
+  std::string why;
+  if (!kernels::BuiltWithCuda()) GTEST_SKIP() << "no GPU backend: built without CUDA";
+  if (kernels::ListGpus(&why).empty()) GTEST_SKIP() << "no GPU is present: " << why;
+  ASSERT_OK_AND_ASSIGN(auto host, CpuTowers(3));
+  std::vector<TowerDevice> devices;
+  std::vector<std::unique_ptr<kernels::Backend<float>>> backends;
+  for (int t = 0; t < 3; ++t) {
+    devices.push_back({TowerDevice::Kind::kGpu, 0});
+    ASSERT_OK_AND_ASSIGN(auto gpu, CreateTowerBackend(devices.back(), {.gpu_memory_fraction = 0.05,
+                                                                       .allow_growth = true}));
+    backends.push_back(std::move(gpu));
+  }
+  ASSERT_OK_AND_ASSIGN(auto dev,
+                       TowerGroup::FromBackends(devices, std::move(backends), SmallNet(), 3, {}));
+  ASSERT_TRUE(dev->averages_on_device());
+  for (int step = 0; step < 20; ++step) {
+    SCOPED_TRACE(step);
+    SetValues(*host, 500 + step);
+    SetValues(*dev, 500 + step);
+    const Batch b = RandomBatch(96, 60 + step);
+    StepResult rh, rd;
+    auto want = StepAverages(*host, b, &rh);
+    auto got = StepAverages(*dev, b, &rd);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_NEAR(rd.loss, rh.loss, 1e-4 * std::max(1.0, std::abs(double{rh.loss})));
+    for (auto& [v, w] : want) {
+      float largest = 0;
+      for (float x : w) largest = std::max(largest, std::abs(x));
+      ASSERT_GT(largest, 0.0f);
+      ASSERT_EQ(got[v].size(), w.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        ASSERT_NEAR(got[v][i], w[i], 1e-3f * largest) << "variable " << v << " element " << i;
+      }
+    }
+  }
 }
 
 }  // namespace
