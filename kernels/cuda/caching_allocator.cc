@@ -59,7 +59,8 @@ CachingAllocator::~CachingAllocator() {
   for (void* s : segments_) raw_.free(s);
 }
 
-Status CachingAllocator::OutOfMemory(size_t requested, const std::string& why) const {
+Status CachingAllocator::OutOfMemory(size_t requested, const std::string& why,
+                                     bool device_refused) const {
   char fraction[64];
   if (options_.memory_fraction > 0) {
     std::snprintf(fraction, sizeof(fraction), "%g", options_.memory_fraction);
@@ -72,8 +73,12 @@ Status CachingAllocator::OutOfMemory(size_t requested, const std::string& why) c
       " of the " + Bytes(limit_) + " allowed by --gpu-memory-fraction=" + fraction + " of " +
       Bytes(raw_.total_bytes) + " (" +
       (options_.allow_growth ? "growing" : "reserved at start, no --allow-growth") +
-      "); the device reports " + Bytes(raw_.free_bytes()) +
-      " free. Lower the batch size, raise --gpu-memory-fraction, or run fewer workers per GPU");
+      "); the device reports " + Bytes(raw_.free_bytes()) + " free. " +
+      (device_refused ? "Other processes hold the rest: lower --gpu-memory-fraction so that the "
+                        "workers sharing this GPU fit together, use --allow-growth, or run fewer "
+                        "workers per GPU"
+                      : "Lower the batch size, raise --gpu-memory-fraction, or run fewer workers "
+                        "per GPU"));
 }
 
 Status CachingAllocator::AddSegment(size_t bytes, size_t requested) {
@@ -82,8 +87,10 @@ Status CachingAllocator::AddSegment(size_t bytes, size_t requested) {
   }
   Result<void*> p = raw_.allocate(bytes);
   if (!p.ok()) {
-    return OutOfMemory(requested, "the device refused a segment of " + Bytes(bytes) + " (" +
-                                      p.status().message() + ")");
+    return OutOfMemory(
+        requested,
+        "the device refused a segment of " + Bytes(bytes) + " (" + p.status().message() + ")",
+        /*device_refused=*/true);
   }
   const uintptr_t addr = reinterpret_cast<uintptr_t>(*p);
   TOWERPS_CHECK(addr % kAlignment == 0) << "device memory not aligned to " << kAlignment;

@@ -116,7 +116,10 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocatorOptions& options, RawDeviceMemory raw, size_t limit);
   // Takes a new segment of `bytes` from the device and adds it as one free block.
   Status AddSegment(size_t bytes, size_t requested) REQUIRES(mu_);
-  Status OutOfMemory(size_t requested, const std::string& why) const REQUIRES(mu_);
+  // `device_refused`: the device itself had too little free (other processes hold it), rather
+  // than the fraction being used up; the advice differs.
+  Status OutOfMemory(size_t requested, const std::string& why, bool device_refused = false) const
+      REQUIRES(mu_);
   void InsertFree(Block* b) REQUIRES(mu_);
   void EraseFree(Block* b) REQUIRES(mu_);
 

@@ -170,6 +170,7 @@ TEST(CachingAllocatorTest, OutOfMemoryNamesFractionRequestAndFreeMemory) {
   EXPECT_NE(msg.find("--gpu-memory-fraction=0.25"), std::string::npos) << msg;
   EXPECT_NE(msg.find("requested 31457280 bytes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("reports 78643200 bytes (75.0 MiB) free"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("raise --gpu-memory-fraction"), std::string::npos) << msg;
 }
 
 TEST(CachingAllocatorTest, TwoAtPointFourFitAndAThirdFailsAtStart) {
@@ -185,6 +186,11 @@ TEST(CachingAllocatorTest, TwoAtPointFourFitAndAThirdFailsAtStart) {
   EXPECT_NE(msg.find("--gpu-memory-fraction=0.4"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cudaMalloc failed"), std::string::npos) << msg;
   EXPECT_NE(msg.find("20971520 bytes (20.0 MiB) free"), std::string::npos) << msg;
+  // The fraction is not used up: the other workers hold the device, so raising it cannot help.
+  EXPECT_NE(msg.find("Other processes hold the rest: lower --gpu-memory-fraction"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("raise --gpu-memory-fraction"), std::string::npos) << msg;
 }
 
 TEST(CachingAllocatorTest, UnsetFractionTakesTheFreeMemoryLessTheReserve) {
