@@ -4,29 +4,50 @@
 # PyTorch's nvidia-* wheels; env.sh finds either).
 #
 # Here (a machine with nvcc and our Debian packages):
-#   scripts/package.sh --with-tests --out .device/towerps.tar.gz
+#   scripts/package.sh --out .device/towerps.tar.gz --tests "$(scripts/gpu_verify.sh --tests)"
 #   mkdir -p .device/fashion-mnist && cp /usr/share/datasets/fashion-mnist/*.gz .device/fashion-mnist/
 # There (the repository root, .device carried along):
-#   bash scripts/gpu_verify.sh .device/towerps.tar.gz [OUTPUT_DIR]
+#   bash scripts/gpu_verify.sh .device/towerps.tar.gz [OUTPUT_DIR] [STEPS]
+#
+# STEPS (default 1,2,3,4,5) picks the steps to run, e.g. 2,4, so that a second call can redo the
+# ones that failed. Every command runs under a time limit (GPU_VERIFY_LIMIT seconds, default 240)
+# so that one hung step cannot eat the others' time; a step that runs out is a FAIL.
 #
 # It writes OUTPUT_DIR (default $OUT, else /tmp/gpu_verify): summary.txt (one line per check,
 # PASS or FAIL, and the figures), bench.jsonl, and a log per step. Steps:
 #   1. the test suites with GPU instances (none may be skipped for want of a GPU: that would
 #      mean the bundle does not see it) and those of the code they use;
 #   2. a cnn job (Fashion-MNIST; cifar10 on synthetic data without it) through towerps-launch
-#      with 2 workers sharing gpu:0 at --gpu-memory-fraction 0.4, then 3 workers at 0.4, which
-#      must fail with an out-of-memory error naming the fraction;
+#      with 2 workers sharing gpu:0 at --gpu-memory-fraction 0.4, the same job on CPU towers
+#      (its accuracy must be within 0.01 of the GPU job's), then 3 workers at 0.4, which must
+#      fail with an out-of-memory error naming the fraction;
 #   3. --log-device-placement, and soft placement (--towers gpu:7 fails listing the devices;
 #      with --allow-soft-placement it warns and runs);
 #   4. towerps-bench train --device gpu:0 --model cifar10 --batch 128 against PyTorch eager on
 #      the same GPU (bench/pytorch_baseline.py, with its TF32 defaults and in strict float32,
-#      as TowerPS computes), alternating, 2 rounds, best of each;
+#      as TowerPS computes), alternating, 2 rounds, best of each; then TowerPS's per-layer
+#      profile of the same step;
 #   5. the step time of the cifar10 job with 1, 2 and 4 workers sharing gpu:0.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR]}"
+# The suites with GPU instances, and the device-independent suites of the code they use. (The
+# multi-process suites start binaries by their build-tree paths: they run in CI, not here.)
+gpu_tests=(backend_conformance_test elementwise_test model_backend_memory_test towers_test
+           tower_group_test caching_allocator_test model_test layer_gradient_test)
+if [ "${1:-}" = "--tests" ]; then (IFS=,; echo "${gpu_tests[*]}"); exit 0; fi
+bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR] [STEPS]}"
 out="${2:-${OUT:-/tmp/gpu_verify}}"
+steps=",${3:-1,2,3,4,5},"
+limit="${GPU_VERIFY_LIMIT:-240}"
 mkdir -p "$out"
+step() { [[ "$steps" == *",$1,"* ]]; }
+# Runs a command under the step time limit, naming it if the limit is reached.
+limited() {
+  timeout -k 10 "$limit" "$@"
+  local rc=$?
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "gpu_verify: '$*' ran past ${limit} s" >&2; fi
+  return $rc
+}
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 tar -C "$work" -xzf "$bundle" || { echo "gpu_verify: cannot unpack $bundle" >&2; exit 1; }
@@ -45,64 +66,80 @@ missing="$(ldd "$home/bin/towerps-worker" | grep "not found")"
 if [ -n "$missing" ]; then result FAIL "libraries not found: $missing"; exit 1; fi
 
 # 1. Tests.
-# The suites with GPU instances, and the device-independent suites of the code they use. (The
-# multi-process suites start binaries by their build-tree paths: they run in CI, not here.)
-for name in backend_conformance_test elementwise_test model_backend_memory_test towers_test \
-            caching_allocator_test model_test layer_gradient_test; do
+if step 1; then
+for name in "${gpu_tests[@]}"; do
   t="$home/tests/$name"
   if [ ! -x "$t" ]; then result FAIL "test $name is not in the bundle"; continue; fi
-  "$t" --gtest_brief=1 > "$out/test-$name.log" 2>&1
+  limited "$t" > "$out/test-$name.log" 2>&1
   rc=$?
   gpu_skips="$(grep -c "no GPU\|without a GPU\|no CUDA" "$out/test-$name.log")"
   if [ $rc -eq 0 ] && [ "$gpu_skips" -eq 0 ]; then result PASS "test $name"
   else result FAIL "test $name (exit $rc, GPU skips $gpu_skips; log test-$name.log)"; fi
 done
+# What the CUDA-against-CPU tests measured: each op's error at the cifar10 model's shapes, and
+# the 50-step loss trajectories.
+grep -h "^gpu0 .*largest error\|over 50 steps" "$out"/test-backend_conformance_test.log \
+  "$out"/test-model_backend_memory_test.log 2>/dev/null | sed 's/^/INFO /' | tee -a "$summary"
+fi
 
-# 2. Two workers share the GPU at 0.4; a third does not fit.
+# 2. Two workers share the GPU at 0.4 and train as on the CPU; a third does not fit.
 if [ -n "$data_dir" ]; then job=(--model cnn --data-dir "$data_dir"); length=(--epochs 1)
 else job=(--model cifar10 --dataset synthetic); length=(--max-steps 300); fi
-towerps-launch --servers 1 --workers 2 --towers gpu:0 --gpu-memory-fraction 0.4 "${job[@]}" \
-  "${length[@]}" \
-  --run-dir "$work/share2" > "$out/share2.log" 2>&1
+accuracy() { grep -o "test accuracy = [0-9.]*" "$1" | tail -1 | grep -o "[0-9.]*$"; }
+if step 2; then
+limited towerps-launch --servers 1 --workers 2 --towers gpu:0 --gpu-memory-fraction 0.4 \
+  "${job[@]}" "${length[@]}" --run-dir "$work/share2" > "$out/share2.log" 2>&1
 rc=$?
-acc="$(grep -o "test accuracy = [0-9.]*" "$out/share2.log" | tail -1)"
-if [ $rc -eq 0 ]; then result PASS "2 workers at 0.4 on gpu:0: $acc"
+gpu_acc="$(accuracy "$out/share2.log")"
+if [ $rc -eq 0 ]; then result PASS "2 workers at 0.4 on gpu:0: test accuracy $gpu_acc"
 else result FAIL "2 workers at 0.4 on gpu:0 (exit $rc; share2.log)"; fi
-towerps-launch --servers 1 --workers 3 --towers gpu:0 --gpu-memory-fraction 0.4 "${job[@]}" \
+limited towerps-launch --servers 1 --workers 2 --towers cpu:0 "${job[@]}" "${length[@]}" \
+  --run-dir "$work/cpu2" > "$out/cpu2.log" 2>&1
+rc=$?
+cpu_acc="$(accuracy "$out/cpu2.log")"
+if [ $rc -eq 0 ] && [ -n "$gpu_acc" ] && [ -n "$cpu_acc" ] &&
+   python3 -c "import sys; sys.exit(abs($gpu_acc - $cpu_acc) > 0.01)"; then
+  result PASS "the same job on CPU towers: test accuracy $cpu_acc (GPU $gpu_acc)"
+else result FAIL "the same job on CPU towers (exit $rc, accuracy ${cpu_acc:-none} against GPU ${gpu_acc:-none}; cpu2.log)"; fi
+limited towerps-launch --servers 1 --workers 3 --towers gpu:0 --gpu-memory-fraction 0.4 "${job[@]}" \
   "${length[@]}" \
   --run-dir "$work/share3" > "$out/share3.log" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && grep -qi "fraction" "$out/share3.log" && grep -qi "memory" "$out/share3.log"; then
   result PASS "3 workers at 0.4 fail: $(grep -i -m1 "fraction" "$out/share3.log" | cut -c1-200)"
 else result FAIL "3 workers at 0.4 (exit $rc; share3.log)"; fi
+fi
 
 # 3. Placement logging and soft placement.
-towerps-launch --servers 2 --workers 1 --towers gpu:0 --log-device-placement "${job[@]}" \
+if step 3; then
+limited towerps-launch --servers 2 --workers 1 --towers gpu:0 --log-device-placement "${job[@]}" \
   --max-steps 5 --run-dir "$work/placement" > "$out/placement.log" 2>&1
 if grep -q "gpu:0" "$out/placement.log" && grep -qi "server" "$out/placement.log"; then
   result PASS "placement logged: $(grep -c -i placement "$out/placement.log") lines"
 else result FAIL "placement log (placement.log)"; fi
-towerps-launch --servers 1 --workers 1 --towers gpu:7 "${job[@]}" --max-steps 5 \
+limited towerps-launch --servers 1 --workers 1 --towers gpu:7 "${job[@]}" --max-steps 5 \
   --run-dir "$work/missing" > "$out/missing.log" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && grep -q "gpu:0" "$out/missing.log"; then
   result PASS "gpu:7 refused: $(grep -m1 "gpu:7" "$out/missing.log" | cut -c1-200)"
 else result FAIL "gpu:7 without soft placement (exit $rc; missing.log)"; fi
-towerps-launch --servers 1 --workers 1 --towers gpu:7 --allow-soft-placement "${job[@]}" \
+limited towerps-launch --servers 1 --workers 1 --towers gpu:7 --allow-soft-placement "${job[@]}" \
   --max-steps 5 --run-dir "$work/soft" > "$out/soft.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && grep -q "soft placement: gpu:7" "$out/soft.log"; then result PASS "soft placement"
 else result FAIL "soft placement (exit $rc; soft.log)"; fi
+fi
 
 # 4. Throughput against PyTorch eager, same GPU, alternating.
+if step 4; then
 : > "$out/bench.jsonl"
 for round in 1 2; do
   for update in device host; do
-    towerps-bench train --device gpu:0 --update "$update" --model cifar10 --batch 128 \
+    limited towerps-bench train --device gpu:0 --update "$update" --model cifar10 --batch 128 \
       --seconds 10 --json 2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
   done
   for tf32 in default off; do
-    python3 bench/pytorch_baseline.py --device cuda:0 --model cifar10 --batch 128 --seconds 10 \
+    limited python3 bench/pytorch_baseline.py --device cuda:0 --model cifar10 --batch 128 --seconds 10 \
       --tf32 "$tf32" --json 2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
   done
 done
@@ -128,10 +165,14 @@ for name, label in (("pytorch-tf32-default", "PyTorch defaults (TF32 convolution
 print(f"INFO towerps with SGD on the host (the parameter-server split): "
       f"{best.get('towerps-host-update', 0):.0f} img/s")
 PY
+limited towerps-bench train --device gpu:0 --model cifar10 --batch 128 --seconds 5 --profile \
+  > "$out/profile.log" 2>&1 || result FAIL "towerps-bench train --profile (profile.log)"
+fi
 
 # 5. Workers sharing one GPU.
+if step 5; then
 for n in 1 2 4; do
-  towerps-launch --servers 1 --workers "$n" --towers gpu:0 --gpu-memory-fraction 0.2 \
+  limited towerps-launch --servers 1 --workers "$n" --towers gpu:0 --gpu-memory-fraction 0.2 \
     --model cifar10 --dataset synthetic --max-steps 300 --batch-size 128 \
     --summary-out "$work/share-$n.json" --run-dir "$work/s$n" > "$out/share-n$n.log" 2>&1
   python3 -c "
@@ -140,4 +181,5 @@ print(f'INFO {$n} worker(s) on gpu:0: {1000 * s[\"train_seconds\"] / s[\"steps\"
       f'{s[\"examples_per_sec\"]:.0f} img/s in all')" | tee -a "$summary" ||
     result FAIL "$n workers sharing gpu:0 (share-n$n.log)"
 done
+fi
 echo "gpu_verify: $(grep -c '^PASS' "$summary") passed, $(grep -c '^FAIL' "$summary") failed"

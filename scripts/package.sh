@@ -3,13 +3,14 @@
 # dependencies (GPU nodes, for instance):
 #
 #   scripts/package.sh [--preset release] [--build-dir DIR] [--out FILE.tar.gz] [--no-build]
-#                      [--with-tests]
+#                      [--with-tests | --tests NAME,NAME...]
 #
 # The tarball holds bin/ (towerps-server, -worker, -launch, -bench), lib/ with every shared
 # library they need except the C library family and the CUDA stack (runtime, cuBLAS, cuDNN,
 # driver), which must come from the node, env.sh (source it: PATH and LD_LIBRARY_PATH, plus the
 # CUDA libraries of a pip-installed PyTorch or nvidia-* wheel if there is one), and the sbatch
-# example; --with-tests adds the test binaries in tests/ (for scripts/gpu_verify.sh). After
+# example; --with-tests adds the test binaries in tests/ (for scripts/gpu_verify.sh), --tests only
+# the named ones (a smaller bundle, for a transfer with a size limit). After
 # building it, the script unpacks it elsewhere and checks that every library the
 # binaries need resolves, from the bundle or, for the CUDA stack, from this machine.
 set -euo pipefail
@@ -20,6 +21,7 @@ build_dir=""
 out=""
 build=1
 with_tests=0
+test_names=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset) preset="$2"; shift 2 ;;
@@ -27,7 +29,8 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --with-tests) with_tests=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tests) with_tests=1; test_names="$2"; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package: unknown option '$1'; see scripts/package.sh --help" >&2; exit 2 ;;
   esac
 done
@@ -62,9 +65,14 @@ cuda_lib='^(libcuda|libcudart|libcublas|libcublasLt|libcudnn.*|libnvrtc.*|libnvJ
 for b in "${binaries[@]}"; do cp "$bin_dir/$b" "$root/bin/"; done
 if [ "$with_tests" = 1 ]; then
   mkdir -p "$root/tests"
-  for t in "$bin_dir"/*_test; do
-    cp "$t" "$root/tests/"
-  done
+  if [ -n "$test_names" ]; then
+    for t in ${test_names//,/ }; do
+      if [ ! -x "$bin_dir/$t" ]; then echo "package: no test binary $bin_dir/$t" >&2; exit 1; fi
+      cp "$bin_dir/$t" "$root/tests/"
+    done
+  else
+    for t in "$bin_dir"/*_test; do cp "$t" "$root/tests/"; done
+  fi
 fi
 cp launch/examples/train.sbatch "$root/examples/"
 missing=()

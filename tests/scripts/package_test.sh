@@ -33,4 +33,16 @@ out="$(cd "$work" && env -i PATH=/usr/bin:/bin HOME="$work" bash -c \
   ". '$home/env.sh' && towerps-launch --servers 1 --workers 1 --model mlp --max-steps 5 \
    --run-dir '$work/run'" 2>&1)" || fail "the bundled job failed: $out"
 grep -q "test accuracy" <<< "$out" || fail "no accuracy from the bundled job: $out"
+# --tests takes the GPU verification's list and bundles exactly those test binaries; a name with
+# no binary is refused.
+"$src/scripts/package.sh" --no-build --build-dir "$build" --out "$work/g.tar.gz" \
+  --tests "$("$src/scripts/gpu_verify.sh" --tests)" > /dev/null
+got="$(tar tzf "$work/g.tar.gz" | grep "/tests/." | sed 's|.*/tests/||' | sort | tr '\n' ',')"
+want="$("$src/scripts/gpu_verify.sh" --tests | tr ',' '\n' | sort | tr '\n' ',')"
+[ "$got" = "$want" ] || fail "--tests bundled '$got', not '$want'"
+if err="$("$src/scripts/package.sh" --no-build --build-dir "$build" --out "$work/x.tar.gz" \
+            --tests nope_test 2>&1)"; then
+  fail "--tests nope_test succeeded"
+fi
+grep -q "no test binary .*nope_test" <<< "$err" || fail "unclear error for --tests nope_test: $err"
 echo "package_test: OK"
