@@ -8,6 +8,7 @@
 // job's parameters and accuracy; a remote process killed mid-job stops the job with an error
 // naming it and its host; a launcher killed mid-job takes every remote process with it. After
 // each, no process but sshd remains in any namespace.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -173,6 +174,19 @@ class SshHostsTest : public ::testing::Test {
     return StartProcess(argv, dir() / (name + ".out"));
   }
 
+  // A process's command line, or "" once it has exited. Read with read(2): a process that
+  // exits between the open and the read makes the read fail with ESRCH, which std::ifstream
+  // turns into an exception.
+  static std::string ProcCmdline(const std::string& pid) {
+    const int fd = ::open(("/proc/" + pid + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    std::string out;
+    char buf[4096];
+    for (ssize_t got; (got = ::read(fd, buf, sizeof(buf))) > 0;) out.append(buf, got);
+    ::close(fd);
+    return out;
+  }
+
   // Pids in namespace `host` other than its sshd listener, with their command lines.
   static std::vector<std::string> Leftovers(int host) {
     std::vector<std::string> out;
@@ -182,7 +196,7 @@ class SshHostsTest : public ::testing::Test {
         host == 0 ? "" : ReadFile(dir() / ("sshd" + std::to_string(host) + ".pid"));
     for (std::string pid; pids >> pid;) {
       if (!listener.empty() && std::stol(listener) == std::stol(pid)) continue;
-      std::string cmd = ReadFile("/proc/" + pid + "/cmdline");
+      std::string cmd = ProcCmdline(pid);
       for (char& c : cmd) c = c == '\0' ? ' ' : c;
       if (cmd.empty()) continue;  // exited meanwhile
       out.push_back(Ns(host) + " pid " + pid + ": " + cmd);
