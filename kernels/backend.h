@@ -72,6 +72,30 @@ class Backend : public virtual MemorySpace {
   virtual void LrnBackward(int n, int c, int hw, const LrnParams& p, const T* x, const T* dy,
                            T* dx) = 0;
 
+  // ---- Batch normalization per channel of x [n, c, hw], over the n * hw values of a channel.
+  // Training: mean[c] and inv_std[c] = 1 / sqrt(var[c] + epsilon) of this batch, var the biased
+  // variance (computed as the mean of (x - mean)^2, not E[x^2] - mean^2), are written out for
+  // the backward pass and the moving averages; y = gamma * (x - mean) * inv_std + beta.
+  // y must not alias x (backward reads x). epsilon > 0. Reductions run in a fixed order:
+  // reruns give the same bits.
+  virtual void BatchNormForwardTraining(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
+                                        const T* beta, T* y, T* mean, T* inv_std) = 0;
+  // Inference with given statistics (the moving averages): y = gamma * (x - mean) /
+  // sqrt(var + epsilon) + beta. y may alias x.
+  virtual void BatchNormForwardInference(int n, int c, int hw, T epsilon, const T* x,
+                                         const T* gamma, const T* beta, const T* mean, const T* var,
+                                         T* y) = 0;
+  // The gradient of the training forward, with mean and inv_std as it wrote them: dgamma[c]
+  // and dbeta[c] (overwritten) and dx = gamma * inv_std / m * (m * dy - dbeta - xhat * dgamma),
+  // xhat = (x - mean) * inv_std, m = n * hw. dx may alias dy.
+  virtual void BatchNormBackward(int n, int c, int hw, const T* x, const T* dy, const T* gamma,
+                                 const T* mean, const T* inv_std, T* dx, T* dgamma, T* dbeta) = 0;
+
+  // ---- Global average pooling: y[n, c] = the mean of x[n, c, 0..hw); the backward pass spreads
+  // dy[n, c] / hw over the hw positions.
+  virtual void GlobalAvgPoolForward(int n, int c, int hw, const T* x, T* y) = 0;
+  virtual void GlobalAvgPoolBackward(int n, int c, int hw, const T* dy, T* dx) = 0;
+
   // ---- Dropout (inverted): element i is kept when DropoutUniform(seed, i) >= rate; kept ones
   // are scaled by 1 / (1 - rate). mask[i] receives that factor (0 or 1 / (1 - rate)).
   // 0 <= rate < 1. y may alias x.
@@ -86,7 +110,9 @@ class Backend : public virtual MemorySpace {
   virtual void SoftmaxCrossEntropy(int batch, int classes, const T* logits, const int32_t* labels,
                                    T grad_scale, T* loss, T* dlogits) = 0;
 
-  // ---- Elementwise helpers for optimizers and tower averaging ----
+  // ---- Elementwise helpers for optimizers, tower averaging and residual connections ----
+  // y = a + b; y may alias a or b.
+  virtual void Add(int64_t n, const T* a, const T* b, T* y) = 0;
   // y += alpha * x.
   virtual void Axpy(int64_t n, T alpha, const T* x, T* y) = 0;
   // y *= alpha.

@@ -64,6 +64,18 @@ class CpuBackend final : public Backend<float>, public HostMemorySpace {
   void LrnBackward(int n, int c, int hw, const LrnParams& p, const float* x, const float* dy,
                    float* dx) override;
 
+  void BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
+                                const float* gamma, const float* beta, float* y, float* mean,
+                                float* inv_std) override;
+  void BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
+                                 const float* gamma, const float* beta, const float* mean,
+                                 const float* var, float* y) override;
+  void BatchNormBackward(int n, int c, int hw, const float* x, const float* dy, const float* gamma,
+                         const float* mean, const float* inv_std, float* dx, float* dgamma,
+                         float* dbeta) override;
+  void GlobalAvgPoolForward(int n, int c, int hw, const float* x, float* y) override;
+  void GlobalAvgPoolBackward(int n, int c, int hw, const float* dy, float* dx) override;
+
   void DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
                       float* y) override;
   void DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) override;
@@ -71,6 +83,7 @@ class CpuBackend final : public Backend<float>, public HostMemorySpace {
   void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels,
                            float grad_scale, float* loss, float* dlogits) override;
 
+  void Add(int64_t n, const float* a, const float* b, float* y) override;
   void Axpy(int64_t n, float alpha, const float* x, float* y) override;
   void Scale(int64_t n, float alpha, float* y) override;
   void Fill(int64_t n, float value, float* y) override;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/batch_norm.cuh"
 #include "kernels/cuda/bias.cuh"
 #include "kernels/cuda/conv_planner.h"
 #include "kernels/cuda/cuda_check.h"
@@ -378,6 +379,42 @@ void CudaBackend::SoftmaxCrossEntropy(int batch, int classes, const float* logit
 }
 
 // ---- Elementwise helpers ----
+
+// ---- Batch norm, global average pooling, residual add (kernels/cuda/batch_norm.cuh) ----
+
+void CudaBackend::BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
+                                           const float* gamma, const float* beta, float* y,
+                                           float* mean, float* inv_std) {
+  impl_->Enter();
+  cuda::LaunchBatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, inv_std,
+                                       impl_->stream.get());
+}
+void CudaBackend::BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
+                                            const float* gamma, const float* beta,
+                                            const float* mean, const float* var, float* y) {
+  impl_->Enter();
+  cuda::LaunchBatchNormForwardInference(n, c, hw, epsilon, x, gamma, beta, mean, var, y,
+                                        impl_->stream.get());
+}
+void CudaBackend::BatchNormBackward(int n, int c, int hw, const float* x, const float* dy,
+                                    const float* gamma, const float* mean, const float* inv_std,
+                                    float* dx, float* dgamma, float* dbeta) {
+  impl_->Enter();
+  cuda::LaunchBatchNormBackward(n, c, hw, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta,
+                                impl_->stream.get());
+}
+void CudaBackend::GlobalAvgPoolForward(int n, int c, int hw, const float* x, float* y) {
+  impl_->Enter();
+  cuda::LaunchGlobalAvgPoolForward(n, c, hw, x, y, impl_->stream.get());
+}
+void CudaBackend::GlobalAvgPoolBackward(int n, int c, int hw, const float* dy, float* dx) {
+  impl_->Enter();
+  cuda::LaunchGlobalAvgPoolBackward(n, c, hw, dy, dx, impl_->stream.get());
+}
+void CudaBackend::Add(int64_t n, const float* a, const float* b, float* y) {
+  impl_->Enter();
+  cuda::LaunchAdd(n, a, b, y, impl_->stream.get());
+}
 
 void CudaBackend::Axpy(int64_t n, float alpha, const float* x, float* y) {
   impl_->Enter();

@@ -5,9 +5,9 @@
 // first acceptable by expected speed) and cached, and their workspace taken from our allocator
 // (kernels/cuda/conv_planner.h);
 // activations forward, LRN (when LrnParams map onto cuDNN's formula) and log-softmax are cuDNN;
-// pooling, bias, dropout, the loss, activation gradients, LRN otherwise and the elementwise
-// helpers are our kernels (kernels/cuda/*.cu). Every op is queued on the backend's one compute
-// stream; every CUDA, cuBLAS and cuDNN call is checked and every launch is followed by
+// pooling, batch norm, bias, dropout, the loss, activation gradients, LRN otherwise and the
+// elementwise helpers are our kernels (kernels/cuda/*.cu). Every op is queued on the backend's one
+// compute stream; every CUDA, cuBLAS and cuDNN call is checked and every launch is followed by
 // cudaGetLastError().
 //
 // Numerics: strict float32 by default (cuBLAS default math, cuDNN FMA math, no FFT or Winograd
@@ -124,11 +124,24 @@ class CudaBackend final : public Backend<float> {
   void LrnForward(int n, int c, int hw, const LrnParams& p, const float* x, float* y) override;
   void LrnBackward(int n, int c, int hw, const LrnParams& p, const float* x, const float* dy,
                    float* dx) override;
+  void BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
+                                const float* gamma, const float* beta, float* y, float* mean,
+                                float* inv_std) override;
+  void BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
+                                 const float* gamma, const float* beta, const float* mean,
+                                 const float* var, float* y) override;
+  void BatchNormBackward(int n, int c, int hw, const float* x, const float* dy, const float* gamma,
+                         const float* mean, const float* inv_std, float* dx, float* dgamma,
+                         float* dbeta) override;
+  void GlobalAvgPoolForward(int n, int c, int hw, const float* x, float* y) override;
+  void GlobalAvgPoolBackward(int n, int c, int hw, const float* dy, float* dx) override;
+
   void DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
                       float* y) override;
   void DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) override;
   void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels,
                            float grad_scale, float* loss, float* dlogits) override;
+  void Add(int64_t n, const float* a, const float* b, float* y) override;
   void Axpy(int64_t n, float alpha, const float* x, float* y) override;
   void Scale(int64_t n, float alpha, float* y) override;
   void Fill(int64_t n, float value, float* y) override;

@@ -72,6 +72,24 @@ class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
                    T* dx) override {
     reference::LrnBackward(n, c, hw, p, x, dy, dx);
   }
+  void BatchNormForwardTraining(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
+                                const T* beta, T* y, T* mean, T* inv_std) override {
+    reference::BatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, inv_std);
+  }
+  void BatchNormForwardInference(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
+                                 const T* beta, const T* mean, const T* var, T* y) override {
+    reference::BatchNormForwardInference(n, c, hw, epsilon, x, gamma, beta, mean, var, y);
+  }
+  void BatchNormBackward(int n, int c, int hw, const T* x, const T* dy, const T* gamma,
+                         const T* mean, const T* inv_std, T* dx, T* dgamma, T* dbeta) override {
+    reference::BatchNormBackward(n, c, hw, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
+  }
+  void GlobalAvgPoolForward(int n, int c, int hw, const T* x, T* y) override {
+    reference::GlobalAvgPoolForward(n, c, hw, x, y);
+  }
+  void GlobalAvgPoolBackward(int n, int c, int hw, const T* dy, T* dx) override {
+    reference::GlobalAvgPoolBackward(n, c, hw, dy, dx);
+  }
   void DropoutForward(int64_t n, float rate, uint64_t seed, const T* x, T* mask, T* y) override {
     reference::DropoutForward(n, rate, seed, x, mask, y);
   }
@@ -81,6 +99,9 @@ class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
   void SoftmaxCrossEntropy(int batch, int classes, const T* logits, const int32_t* labels,
                            T grad_scale, T* loss, T* dlogits) override {
     reference::SoftmaxCrossEntropy(batch, classes, logits, labels, grad_scale, loss, dlogits);
+  }
+  void Add(int64_t n, const T* a, const T* b, T* y) override {
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
   }
   void Axpy(int64_t n, T alpha, const T* x, T* y) override {
     for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];

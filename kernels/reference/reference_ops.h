@@ -42,6 +42,20 @@ void LrnForward(int n, int c, int hw, const LrnParams& p, const T* x, T* y);
 template <typename T>
 void LrnBackward(int n, int c, int hw, const LrnParams& p, const T* x, const T* dy, T* dx);
 
+template <typename T>
+void BatchNormForwardTraining(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
+                              const T* beta, T* y, T* mean, T* inv_std);
+template <typename T>
+void BatchNormForwardInference(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
+                               const T* beta, const T* mean, const T* var, T* y);
+template <typename T>
+void BatchNormBackward(int n, int c, int hw, const T* x, const T* dy, const T* gamma, const T* mean,
+                       const T* inv_std, T* dx, T* dgamma, T* dbeta);
+template <typename T>
+void GlobalAvgPoolForward(int n, int c, int hw, const T* x, T* y);
+template <typename T>
+void GlobalAvgPoolBackward(int n, int c, int hw, const T* dy, T* dx);
+
 enum class Activation { kRelu, kTanh, kSigmoid };
 template <typename T>
 void ActivationForward(Activation a, int64_t n, const T* x, T* y);

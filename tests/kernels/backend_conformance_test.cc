@@ -350,6 +350,94 @@ TEST_P(BackendConformanceTest, OpsAtTheCifar10ModelsShapesAreFloat32Exact) {
 #endif
 }
 
+TEST_P(BackendConformanceTest, BatchNorm) {
+  struct Case {
+    int n, c, hw;
+  };
+  // ResNet-20's shapes at a small batch, a single image, and hw = 1 (after a dense layer).
+  for (const Case& k : {Case{4, 16, 32 * 32}, Case{8, 64, 8 * 8}, Case{1, 5, 7}, Case{6, 3, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "n=" << k.n << " c=" << k.c << " hw=" << k.hw);
+    const int64_t size = int64_t{k.n} * k.c * k.hw;
+    const float eps = 1e-3f;
+    // Values off zero with a spread of their own, as activations are.
+    auto x = RandomFloats(size, rng_, 2.0f);
+    for (float& v : x) v += 0.5f;
+    const auto dy = RandomFloats(size, rng_), gamma = RandomFloats(k.c, rng_),
+               beta = RandomFloats(k.c, rng_);
+    auto var = RandomFloats(k.c, rng_);
+    for (float& v : var) v = std::abs(v) + 0.1f;
+    ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+    ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+    ASSERT_OK_AND_ASSIGN(auto gb, Put(gamma));
+    ASSERT_OK_AND_ASSIGN(auto bb, Put(beta));
+    ASSERT_OK_AND_ASSIGN(auto vb, Put(var));
+    ASSERT_OK_AND_ASSIGN(auto y, Filled(size, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto mean, Filled(k.c, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto inv_std, Filled(k.c, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dx, Filled(size, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dgamma, Filled(k.c, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dbeta, Filled(k.c, 9.0f));
+    backend_->BatchNormForwardTraining(k.n, k.c, k.hw, eps, xb.data(), gb.data(), bb.data(),
+                                       y.data(), mean.data(), inv_std.data());
+    backend_->BatchNormBackward(k.n, k.c, k.hw, xb.data(), dyb.data(), gb.data(), mean.data(),
+                                inv_std.data(), dx.data(), dgamma.data(), dbeta.data());
+    const auto xd = ToDouble(x), dyd = ToDouble(dy), gd = ToDouble(gamma), bd = ToDouble(beta);
+    std::vector<double> y_ref(size), mean_ref(k.c), is_ref(k.c), dx_ref(size), dg_ref(k.c),
+        db_ref(k.c);
+    ref_.BatchNormForwardTraining(k.n, k.c, k.hw, double{eps}, xd.data(), gd.data(), bd.data(),
+                                  y_ref.data(), mean_ref.data(), is_ref.data());
+    ref_.BatchNormBackward(k.n, k.c, k.hw, xd.data(), dyd.data(), gd.data(), mean_ref.data(),
+                           is_ref.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
+    EXPECT_TRUE(AllClose(Get(mean), mean_ref, 1e-5, 1e-6)) << "batch mean";
+    EXPECT_TRUE(AllClose(Get(inv_std), is_ref, 1e-5, 1e-6)) << "batch inverse std";
+    EXPECT_TRUE(AllClose(Get(y), y_ref, 1e-4, 1e-5)) << "training forward";
+    EXPECT_TRUE(AllClose(Get(dgamma), dg_ref, 1e-4, 1e-5)) << "dgamma";
+    EXPECT_TRUE(AllClose(Get(dbeta), db_ref, 1e-4, 1e-5)) << "dbeta";
+    // dx is a difference of sums: its error scales with the largest term, m * |dy|.
+    EXPECT_TRUE(AllClose(Get(dx), dx_ref, 1e-4, 1e-4)) << "backward";
+    // Reruns give the same bits.
+    ASSERT_OK_AND_ASSIGN(auto dx2, Filled(size, 7.0f));
+    backend_->BatchNormBackward(k.n, k.c, k.hw, xb.data(), dyb.data(), gb.data(), mean.data(),
+                                inv_std.data(), dx2.data(), dgamma.data(), dbeta.data());
+    EXPECT_TRUE(Get(dx2) == Get(dx)) << "backward differs between two identical calls";
+    // Inference with given statistics, in place.
+    std::vector<double> yi_ref(size);
+    ref_.BatchNormForwardInference(k.n, k.c, k.hw, double{eps}, xd.data(), gd.data(), bd.data(),
+                                   ToDouble(beta).data(), ToDouble(var).data(), yi_ref.data());
+    backend_->BatchNormForwardInference(k.n, k.c, k.hw, eps, xb.data(), gb.data(), bb.data(),
+                                        bb.data(), vb.data(), xb.data());
+    EXPECT_TRUE(AllClose(Get(xb), yi_ref, 1e-5, 1e-6)) << "inference forward, in place";
+  }
+}
+
+TEST_P(BackendConformanceTest, GlobalAvgPoolAndAdd) {
+  const int n = 3, c = 10, hw = 49;
+  const auto x = RandomFloats(int64_t{n} * c * hw, rng_), dy = RandomFloats(n * c, rng_);
+  ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+  ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+  ASSERT_OK_AND_ASSIGN(auto y, Filled(n * c, 9.0f));
+  ASSERT_OK_AND_ASSIGN(auto dx, Filled(x.size(), 9.0f));
+  backend_->GlobalAvgPoolForward(n, c, hw, xb.data(), y.data());
+  backend_->GlobalAvgPoolBackward(n, c, hw, dyb.data(), dx.data());
+  std::vector<double> y_ref(n * c), dx_ref(x.size());
+  ref_.GlobalAvgPoolForward(n, c, hw, ToDouble(x).data(), y_ref.data());
+  ref_.GlobalAvgPoolBackward(n, c, hw, ToDouble(dy).data(), dx_ref.data());
+  EXPECT_TRUE(AllClose(Get(y), y_ref, 1e-5, 1e-6)) << "global average pool forward";
+  EXPECT_TRUE(AllClose(Get(dx), dx_ref, 1e-6, 1e-7)) << "global average pool backward";
+
+  const int64_t m = 5003;
+  const auto a = RandomFloats(m, rng_), b = RandomFloats(m, rng_);
+  ASSERT_OK_AND_ASSIGN(auto ab, Put(a));
+  ASSERT_OK_AND_ASSIGN(auto bb, Put(b));
+  ASSERT_OK_AND_ASSIGN(auto sum, Filled(m, 9.0f));
+  backend_->Add(m, ab.data(), bb.data(), sum.data());
+  std::vector<float> want(m);
+  for (int64_t i = 0; i < m; ++i) want[i] = a[i] + b[i];
+  EXPECT_EQ(Get(sum), want) << "add";
+  backend_->Add(m, ab.data(), bb.data(), bb.data());  // in place
+  EXPECT_EQ(Get(bb), want) << "add in place";
+}
+
 TEST_P(BackendConformanceTest, Pooling) {
   for (bool ties : {false, true}) {
     for (const Pool2dShape& s :

@@ -3,6 +3,7 @@
 // then checked against these references (cpu_*_test.cc), so both are tied to the definitions.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <random>
 
@@ -100,6 +101,57 @@ TEST(ReferenceGradientTest, Lrn) {
   ExpectGradient(
       [&](const Vec& xv, Vec& y) { reference::LrnForward(n, c, hw, p, xv.data(), y.data()); }, x, g,
       dx);
+}
+
+// Batch norm in training mode: the gradient with respect to x (through the batch statistics),
+// gamma and beta.
+TEST(ReferenceGradientTest, BatchNormTraining) {
+  std::mt19937 rng(5);
+  const int n = 3, c = 4, hw = 5;
+  const double eps = 1e-3;
+  const Vec x = RandomVec(n * c * hw, rng, 2.0f), g = RandomVec(n * c * hw, rng);
+  const Vec gamma = RandomVec(c, rng), beta = RandomVec(c, rng);
+  Vec y(x.size()), mean(c), inv_std(c), dx(x.size()), dgamma(c), dbeta(c);
+  reference::BatchNormForwardTraining(n, c, hw, eps, x.data(), gamma.data(), beta.data(), y.data(),
+                                      mean.data(), inv_std.data());
+  reference::BatchNormBackward(n, c, hw, x.data(), g.data(), gamma.data(), mean.data(),
+                               inv_std.data(), dx.data(), dgamma.data(), dbeta.data());
+  const auto forward = [&](const Vec& xv, const Vec& gv, const Vec& bv, Vec& out) {
+    Vec m(c), s(c);
+    reference::BatchNormForwardTraining(n, c, hw, eps, xv.data(), gv.data(), bv.data(), out.data(),
+                                        m.data(), s.data());
+  };
+  ExpectGradient([&](const Vec& xv, Vec& out) { forward(xv, gamma, beta, out); }, x, g, dx);
+  ExpectGradient([&](const Vec& gv, Vec& out) { forward(x, gv, beta, out); }, gamma, g, dgamma);
+  ExpectGradient([&](const Vec& bv, Vec& out) { forward(x, gamma, bv, out); }, beta, g, dbeta);
+  // Each channel comes out with mean beta and standard deviation |gamma| (up to epsilon).
+  for (int ch = 0; ch < c; ++ch) {
+    double sum = 0, sq = 0;
+    for (int b = 0; b < n; ++b)
+      for (int i = 0; i < hw; ++i) sum += y[(b * c + ch) * hw + i];
+    const double mu = sum / (n * hw);
+    for (int b = 0; b < n; ++b)
+      for (int i = 0; i < hw; ++i) sq += std::pow(y[(b * c + ch) * hw + i] - mu, 2);
+    EXPECT_NEAR(mu, beta[ch], 1e-12);
+    EXPECT_NEAR(std::sqrt(sq / (n * hw)), std::abs(gamma[ch]), 1e-3 * std::abs(gamma[ch]));
+  }
+  // Inference with the batch's own statistics is the training forward.
+  Vec var(c), y_inf(x.size());
+  for (int ch = 0; ch < c; ++ch) var[ch] = 1 / (inv_std[ch] * inv_std[ch]) - eps;
+  reference::BatchNormForwardInference(n, c, hw, eps, x.data(), gamma.data(), beta.data(),
+                                       mean.data(), var.data(), y_inf.data());
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y_inf[i], y[i], 1e-9) << i;
+}
+
+TEST(ReferenceGradientTest, GlobalAvgPool) {
+  std::mt19937 rng(6);
+  const int n = 2, c = 3, hw = 7;
+  const Vec x = RandomVec(n * c * hw, rng), g = RandomVec(n * c, rng);
+  Vec dx(x.size());
+  reference::GlobalAvgPoolBackward(n, c, hw, g.data(), dx.data());
+  ExpectGradient([&](const Vec& xv,
+                     Vec& y) { reference::GlobalAvgPoolForward(n, c, hw, xv.data(), y.data()); },
+                 x, g, dx);
 }
 
 TEST(ReferenceGradientTest, Activations) {

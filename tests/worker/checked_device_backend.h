@@ -213,6 +213,46 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     Binary(int64_t{n} * c * hw, x, dy, dx);
     cpu_->LrnBackward(n, c, hw, p, x, dy, dx);
   }
+  void BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
+                                const float* gamma, const float* beta, float* y, float* mean,
+                                float* inv_std) override {
+    Unary(int64_t{n} * c * hw, x, y);
+    F(gamma, c, "gamma");
+    F(beta, c, "beta");
+    F(mean, c, "mean");
+    F(inv_std, c, "inv_std");
+    cpu_->BatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, inv_std);
+  }
+  void BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
+                                 const float* gamma, const float* beta, const float* mean,
+                                 const float* var, float* y) override {
+    Unary(int64_t{n} * c * hw, x, y);
+    F(gamma, c, "gamma");
+    F(beta, c, "beta");
+    F(mean, c, "mean");
+    F(var, c, "var");
+    cpu_->BatchNormForwardInference(n, c, hw, epsilon, x, gamma, beta, mean, var, y);
+  }
+  void BatchNormBackward(int n, int c, int hw, const float* x, const float* dy, const float* gamma,
+                         const float* mean, const float* inv_std, float* dx, float* dgamma,
+                         float* dbeta) override {
+    Binary(int64_t{n} * c * hw, x, dy, dx);
+    for (const float* p : {gamma, mean, inv_std, static_cast<const float*>(dgamma),
+                           static_cast<const float*>(dbeta)}) {
+      F(p, c, "batch norm channel vector");
+    }
+    cpu_->BatchNormBackward(n, c, hw, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
+  }
+  void GlobalAvgPoolForward(int n, int c, int hw, const float* x, float* y) override {
+    F(x, int64_t{n} * c * hw, "x");
+    F(y, int64_t{n} * c, "y");
+    cpu_->GlobalAvgPoolForward(n, c, hw, x, y);
+  }
+  void GlobalAvgPoolBackward(int n, int c, int hw, const float* dy, float* dx) override {
+    F(dy, int64_t{n} * c, "dy");
+    F(dx, int64_t{n} * c * hw, "dx");
+    cpu_->GlobalAvgPoolBackward(n, c, hw, dy, dx);
+  }
   void DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
                       float* y) override {
     Binary(n, x, mask, y);
@@ -229,6 +269,10 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     F(loss, batch, "loss");
     if (dlogits) F(dlogits, int64_t{batch} * classes, "dlogits");
     cpu_->SoftmaxCrossEntropy(batch, classes, logits, labels, grad_scale, loss, dlogits);
+  }
+  void Add(int64_t n, const float* a, const float* b, float* y) override {
+    Binary(n, a, b, y);
+    cpu_->Add(n, a, b, y);
   }
   void Axpy(int64_t n, float alpha, const float* x, float* y) override {
     Unary(n, x, y);
