@@ -79,7 +79,7 @@ class Backend : public virtual MemorySpace {
   // y must not alias x (backward reads x). epsilon > 0. Reductions run in a fixed order:
   // reruns give the same bits.
   virtual void BatchNormForwardTraining(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
-                                        const T* beta, T* y, T* mean, T* inv_std) = 0;
+                                        const T* beta, T* y, T* mean, T* var, T* inv_std) = 0;
   // Inference with given statistics (the moving averages): y = gamma * (x - mean) /
   // sqrt(var + epsilon) + beta. y may alias x.
   virtual void BatchNormForwardInference(int n, int c, int hw, T epsilon, const T* x,

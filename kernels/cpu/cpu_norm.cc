@@ -9,7 +9,7 @@ namespace towerps::kernels {
 
 void CpuBackend::BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                           const float* gamma, const float* beta, float* y,
-                                          float* mean, float* inv_std) {
+                                          float* mean, float* var, float* inv_std) {
   const double m = double{1} * n * hw;
   pool_.ParallelFor(c, 1, [&](int, int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch) {
@@ -26,6 +26,7 @@ void CpuBackend::BatchNormForwardTraining(int n, int c, int hw, float epsilon, c
       }
       const double is = 1.0 / std::sqrt(sq / m + epsilon);
       mean[ch] = static_cast<float>(mu);
+      var[ch] = static_cast<float>(sq / m);
       inv_std[ch] = static_cast<float>(is);
       // y = scale * x + shift, with the statistics as written out (backward reads those).
       const float scale = gamma[ch] * inv_std[ch];

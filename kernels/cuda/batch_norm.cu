@@ -26,9 +26,9 @@ __device__ double BlockSum(double v, double* shared) {
 // Value j (of n * hw) of channel ch: the images are [n, c, hw].
 __device__ int64_t At(int c, int hw, int ch, int64_t j) { return (j / hw * c + ch) * hw + j % hw; }
 
-// One block per channel: mean, inv_std.
+// One block per channel: mean, var (biased), inv_std.
 __global__ void bn_stats_kernel(int n, int c, int hw, float epsilon, const float* x, float* mean,
-                                float* inv_std) {
+                                float* var, float* inv_std) {
   __shared__ double shared[kReduceThreads];
   const int ch = blockIdx.x;
   const int64_t m = int64_t{n} * hw;
@@ -40,10 +40,11 @@ __global__ void bn_stats_kernel(int n, int c, int hw, float epsilon, const float
     const double d = x[At(c, hw, ch, j)] - mu;
     sq += d * d;
   }
-  const double var = BlockSum(sq, shared) / static_cast<double>(m);
+  const double v = BlockSum(sq, shared) / static_cast<double>(m);
   if (threadIdx.x == 0) {
     mean[ch] = static_cast<float>(mu);
-    inv_std[ch] = static_cast<float>(1.0 / sqrt(var + epsilon));
+    var[ch] = static_cast<float>(v);
+    inv_std[ch] = static_cast<float>(1.0 / sqrt(v + epsilon));
   }
 }
 
@@ -140,10 +141,10 @@ __global__ void add_kernel(int64_t n, const float* a, const float* b, float* y) 
 
 void LaunchBatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                     const float* gamma, const float* beta, float* y, float* mean,
-                                    float* inv_std, cudaStream_t stream) {
+                                    float* var, float* inv_std, cudaStream_t stream) {
   const int64_t total = int64_t{n} * c * hw;
   if (total == 0) return;
-  bn_stats_kernel<<<c, kReduceThreads, 0, stream>>>(n, c, hw, epsilon, x, mean, inv_std);
+  bn_stats_kernel<<<c, kReduceThreads, 0, stream>>>(n, c, hw, epsilon, x, mean, var, inv_std);
   TOWERPS_CUDA_CHECK_LAUNCH();
   bn_apply_kernel<<<Blocks(total), kThreads, 0, stream>>>(n, c, hw, x, gamma, beta, mean, inv_std,
                                                           y);

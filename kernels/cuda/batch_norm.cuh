@@ -14,7 +14,7 @@ namespace towerps::kernels::cuda {
 
 void LaunchBatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                     const float* gamma, const float* beta, float* y, float* mean,
-                                    float* inv_std, cudaStream_t stream);
+                                    float* var, float* inv_std, cudaStream_t stream);
 void LaunchBatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
                                      const float* gamma, const float* beta, const float* mean,
                                      const float* var, float* y, cudaStream_t stream);

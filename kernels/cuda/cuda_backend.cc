@@ -384,9 +384,9 @@ void CudaBackend::SoftmaxCrossEntropy(int batch, int classes, const float* logit
 
 void CudaBackend::BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                            const float* gamma, const float* beta, float* y,
-                                           float* mean, float* inv_std) {
+                                           float* mean, float* var, float* inv_std) {
   impl_->Enter();
-  cuda::LaunchBatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, inv_std,
+  cuda::LaunchBatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, var, inv_std,
                                        impl_->stream.get());
 }
 void CudaBackend::BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,

@@ -126,7 +126,7 @@ class CudaBackend final : public Backend<float> {
                    float* dx) override;
   void BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                 const float* gamma, const float* beta, float* y, float* mean,
-                                float* inv_std) override;
+                                float* var, float* inv_std) override;
   void BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
                                  const float* gamma, const float* beta, const float* mean,
                                  const float* var, float* y) override;

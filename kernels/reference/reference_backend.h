@@ -73,8 +73,8 @@ class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
     reference::LrnBackward(n, c, hw, p, x, dy, dx);
   }
   void BatchNormForwardTraining(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
-                                const T* beta, T* y, T* mean, T* inv_std) override {
-    reference::BatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, inv_std);
+                                const T* beta, T* y, T* mean, T* var, T* inv_std) override {
+    reference::BatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, var, inv_std);
   }
   void BatchNormForwardInference(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
                                  const T* beta, const T* mean, const T* var, T* y) override {

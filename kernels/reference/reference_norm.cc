@@ -9,7 +9,7 @@ namespace towerps::kernels::reference {
 
 template <typename T>
 void BatchNormForwardTraining(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
-                              const T* beta, T* y, T* mean, T* inv_std) {
+                              const T* beta, T* y, T* mean, T* var, T* inv_std) {
   const double m = double{1} * n * hw;
   for (int ch = 0; ch < c; ++ch) {
     double sum = 0;
@@ -24,6 +24,7 @@ void BatchNormForwardTraining(int n, int c, int hw, T epsilon, const T* x, const
       }
     const double is = 1.0 / std::sqrt(sq / m + double{epsilon});
     mean[ch] = static_cast<T>(mu);
+    var[ch] = static_cast<T>(sq / m);
     inv_std[ch] = static_cast<T>(is);
     for (int b = 0; b < n; ++b)
       for (int i = 0; i < hw; ++i) {
@@ -89,7 +90,7 @@ void GlobalAvgPoolBackward(int n, int c, int hw, const T* dy, T* dx) {
 
 #define TOWERPS_INSTANTIATE(T)                                                                  \
   template void BatchNormForwardTraining<T>(int, int, int, T, const T*, const T*, const T*, T*, \
-                                            T*, T*);                                            \
+                                            T*, T*, T*);                                        \
   template void BatchNormForwardInference<T>(int, int, int, T, const T*, const T*, const T*,    \
                                              const T*, const T*, T*);                           \
   template void BatchNormBackward<T>(int, int, int, const T*, const T*, const T*, const T*,     \

@@ -44,7 +44,7 @@ void LrnBackward(int n, int c, int hw, const LrnParams& p, const T* x, const T* 
 
 template <typename T>
 void BatchNormForwardTraining(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
-                              const T* beta, T* y, T* mean, T* inv_std);
+                              const T* beta, T* y, T* mean, T* var, T* inv_std);
 template <typename T>
 void BatchNormForwardInference(int n, int c, int hw, T epsilon, const T* x, const T* gamma,
                                const T* beta, const T* mean, const T* var, T* y);

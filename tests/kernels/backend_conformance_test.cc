@@ -373,22 +373,24 @@ TEST_P(BackendConformanceTest, BatchNorm) {
     ASSERT_OK_AND_ASSIGN(auto vb, Put(var));
     ASSERT_OK_AND_ASSIGN(auto y, Filled(size, 9.0f));
     ASSERT_OK_AND_ASSIGN(auto mean, Filled(k.c, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto batch_var, Filled(k.c, 9.0f));
     ASSERT_OK_AND_ASSIGN(auto inv_std, Filled(k.c, 9.0f));
     ASSERT_OK_AND_ASSIGN(auto dx, Filled(size, 9.0f));
     ASSERT_OK_AND_ASSIGN(auto dgamma, Filled(k.c, 9.0f));
     ASSERT_OK_AND_ASSIGN(auto dbeta, Filled(k.c, 9.0f));
     backend_->BatchNormForwardTraining(k.n, k.c, k.hw, eps, xb.data(), gb.data(), bb.data(),
-                                       y.data(), mean.data(), inv_std.data());
+                                       y.data(), mean.data(), batch_var.data(), inv_std.data());
     backend_->BatchNormBackward(k.n, k.c, k.hw, xb.data(), dyb.data(), gb.data(), mean.data(),
                                 inv_std.data(), dx.data(), dgamma.data(), dbeta.data());
     const auto xd = ToDouble(x), dyd = ToDouble(dy), gd = ToDouble(gamma), bd = ToDouble(beta);
-    std::vector<double> y_ref(size), mean_ref(k.c), is_ref(k.c), dx_ref(size), dg_ref(k.c),
-        db_ref(k.c);
+    std::vector<double> y_ref(size), mean_ref(k.c), var_ref(k.c), is_ref(k.c), dx_ref(size),
+        dg_ref(k.c), db_ref(k.c);
     ref_.BatchNormForwardTraining(k.n, k.c, k.hw, double{eps}, xd.data(), gd.data(), bd.data(),
-                                  y_ref.data(), mean_ref.data(), is_ref.data());
+                                  y_ref.data(), mean_ref.data(), var_ref.data(), is_ref.data());
     ref_.BatchNormBackward(k.n, k.c, k.hw, xd.data(), dyd.data(), gd.data(), mean_ref.data(),
                            is_ref.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
     EXPECT_TRUE(AllClose(Get(mean), mean_ref, 1e-5, 1e-6)) << "batch mean";
+    EXPECT_TRUE(AllClose(Get(batch_var), var_ref, 1e-5, 1e-6)) << "batch variance";
     EXPECT_TRUE(AllClose(Get(inv_std), is_ref, 1e-5, 1e-6)) << "batch inverse std";
     EXPECT_TRUE(AllClose(Get(y), y_ref, 1e-4, 1e-5)) << "training forward";
     EXPECT_TRUE(AllClose(Get(dgamma), dg_ref, 1e-4, 1e-5)) << "dgamma";

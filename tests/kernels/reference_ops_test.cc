@@ -111,15 +111,15 @@ TEST(ReferenceGradientTest, BatchNormTraining) {
   const double eps = 1e-3;
   const Vec x = RandomVec(n * c * hw, rng, 2.0f), g = RandomVec(n * c * hw, rng);
   const Vec gamma = RandomVec(c, rng), beta = RandomVec(c, rng);
-  Vec y(x.size()), mean(c), inv_std(c), dx(x.size()), dgamma(c), dbeta(c);
+  Vec y(x.size()), mean(c), var(c), inv_std(c), dx(x.size()), dgamma(c), dbeta(c);
   reference::BatchNormForwardTraining(n, c, hw, eps, x.data(), gamma.data(), beta.data(), y.data(),
-                                      mean.data(), inv_std.data());
+                                      mean.data(), var.data(), inv_std.data());
   reference::BatchNormBackward(n, c, hw, x.data(), g.data(), gamma.data(), mean.data(),
                                inv_std.data(), dx.data(), dgamma.data(), dbeta.data());
   const auto forward = [&](const Vec& xv, const Vec& gv, const Vec& bv, Vec& out) {
-    Vec m(c), s(c);
+    Vec m(c), v(c), s(c);
     reference::BatchNormForwardTraining(n, c, hw, eps, xv.data(), gv.data(), bv.data(), out.data(),
-                                        m.data(), s.data());
+                                        m.data(), v.data(), s.data());
   };
   ExpectGradient([&](const Vec& xv, Vec& out) { forward(xv, gamma, beta, out); }, x, g, dx);
   ExpectGradient([&](const Vec& gv, Vec& out) { forward(x, gv, beta, out); }, gamma, g, dgamma);
@@ -135,9 +135,12 @@ TEST(ReferenceGradientTest, BatchNormTraining) {
     EXPECT_NEAR(mu, beta[ch], 1e-12);
     EXPECT_NEAR(std::sqrt(sq / (n * hw)), std::abs(gamma[ch]), 1e-3 * std::abs(gamma[ch]));
   }
-  // Inference with the batch's own statistics is the training forward.
-  Vec var(c), y_inf(x.size());
-  for (int ch = 0; ch < c; ++ch) var[ch] = 1 / (inv_std[ch] * inv_std[ch]) - eps;
+  // The variance written out is inv_std's; inference with the batch's own statistics is the
+  // training forward.
+  Vec y_inf(x.size());
+  for (int ch = 0; ch < c; ++ch) {
+    EXPECT_NEAR(var[ch], 1 / (inv_std[ch] * inv_std[ch]) - eps, 1e-12);
+  }
   reference::BatchNormForwardInference(n, c, hw, eps, x.data(), gamma.data(), beta.data(),
                                        mean.data(), var.data(), y_inf.data());
   for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y_inf[i], y[i], 1e-9) << i;

@@ -215,13 +215,14 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   }
   void BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                 const float* gamma, const float* beta, float* y, float* mean,
-                                float* inv_std) override {
+                                float* var, float* inv_std) override {
     Unary(int64_t{n} * c * hw, x, y);
     F(gamma, c, "gamma");
     F(beta, c, "beta");
     F(mean, c, "mean");
+    F(var, c, "var");
     F(inv_std, c, "inv_std");
-    cpu_->BatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, inv_std);
+    cpu_->BatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, var, inv_std);
   }
   void BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
                                  const float* gamma, const float* beta, const float* mean,
