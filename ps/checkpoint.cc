@@ -12,7 +12,8 @@
 namespace towerps::ps {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 1};
+// The last byte is the format version. Version 2 added each variable's kind and decay.
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 2};
 constexpr uint32_t kHeaderTag = 0x48445221;  // "!RDH"
 constexpr uint32_t kChunkTag = 0x4b4e4843;   // "CHNK"
 constexpr uint32_t kEndTag = 0x21444e45;     // "END!"
@@ -115,6 +116,8 @@ std::string EncodeMeta(const CheckpointMeta& m) {
     w.Put<uint8_t>(static_cast<uint8_t>(v.dtype));
     w.Put<uint32_t>(static_cast<uint32_t>(v.shape.size()));
     for (int64_t d : v.shape) w.Put(d);
+    w.Put<uint8_t>(static_cast<uint8_t>(v.kind));
+    w.Put(v.decay);
   }
   return std::move(w.buffer());
 }
@@ -144,6 +147,13 @@ Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMe
     v.dtype = static_cast<DType>(dtype);
     v.shape.resize(rank_dims);
     for (auto& d : v.shape) TOWERPS_RETURN_IF_ERROR(r.Get(&d));
+    uint8_t kind = 0;
+    TOWERPS_RETURN_IF_ERROR(r.Get(&kind));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&v.decay));
+    v.kind = static_cast<VariableKind>(kind);
+    if (Status st = ValidateVariableKind(v); !st.ok()) {
+      return CorruptionError(path + ": " + std::string(st.message()));
+    }
     if (!CheckedNumElements(v.shape).ok()) {
       return CorruptionError(path + ": variable " + v.name + " has an invalid shape");
     }
@@ -253,8 +263,14 @@ Result<Checkpoint> LoadCheckpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError(path + ": cannot open");
   char magic[sizeof(kMagic)];
-  if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+  if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic) - 1) != 0) {
     return CorruptionError(path + ": not a TowerPS checkpoint (bad magic)");
+  }
+  const int format = magic[sizeof(kMagic) - 1];
+  if (format != kMagic[sizeof(kMagic) - 1]) {
+    return CorruptionError(path + ": checkpoint format " + std::to_string(format) + " is not " +
+                           std::to_string(kMagic[sizeof(kMagic) - 1]) +
+                           ", the one this TowerPS reads: it was written by another version");
   }
   Checkpoint ck;
   uint32_t tag;

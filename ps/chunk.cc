@@ -95,7 +95,11 @@ void Chunk::Update(const float* const* grads, int k, float lr, ShardCounters* co
   args.n = spec_.num_elements;
   args.lr = lr;
   args.t = updates_ + 1;
-  ApplyUpdate(config_.optimizer, args);
+  if (spec_.kind == VariableKind::kMovingAverage) {
+    ApplyMovingAverage(spec_.decay, args);
+  } else {
+    ApplyUpdate(config_.optimizer, args);
+  }
   if (out.raw_data() != values_.raw_data()) {
     if (spares_.size() < 3) spares_.push_back(std::move(values_));
     values_ = std::move(out);

@@ -320,6 +320,8 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
       auto v = vars[static_cast<unsigned>(i)];
       v.setName(variables[i].name);
       v.setDtype(static_cast<proto::DType>(variables[i].dtype));
+      v.setKind(static_cast<uint8_t>(variables[i].kind));
+      v.setDecay(variables[i].decay);
       auto shape = v.initShape(static_cast<unsigned>(variables[i].shape.size()));
       for (size_t d = 0; d < variables[i].shape.size(); ++d) {
         shape.set(static_cast<unsigned>(d), variables[i].shape[d]);

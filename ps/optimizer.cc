@@ -134,4 +134,13 @@ void ApplyUpdate(const OptimizerOptions& o, const UpdateArgs& a) {
   }
 }
 
+void ApplyMovingAverage(float decay, const UpdateArgs& a) {
+  TOWERPS_CHECK(a.k >= 1 && a.grads != nullptr);
+  const float keep = decay, take = 1.0f - decay;
+  for (int64_t i = 0; i < a.n; ++i) {
+    const float statistic = Gradient<0>(a, 0.0f, 0.0f, i);  // summed in order, scaled
+    a.w_out[i] = keep * a.w_in[i] + take * statistic;
+  }
+}
+
 }  // namespace towerps::ps

@@ -47,6 +47,11 @@ struct UpdateArgs {
 
 void ApplyUpdate(const OptimizerOptions& options, const UpdateArgs& args);
 
+// The update of a moving-average variable (ps/variable.h), in the same single pass: the k
+// pushed statistics are summed in order and scaled as gradients are, then
+// w_out = decay * w_in + (1 - decay) * that average. lr, t and the slots are not used.
+void ApplyMovingAverage(float decay, const UpdateArgs& args);
+
 }  // namespace towerps::ps
 
 #endif  // TOWERPS_PS_OPTIMIZER_H_

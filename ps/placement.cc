@@ -27,7 +27,8 @@ Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& 
     uint32_t c = 0;
     for (int64_t off = 0; off < n || (n == 0 && c == 0); off += per_chunk, ++c) {
       const int64_t len = std::min(per_chunk, n - off);
-      p.chunks_.push_back({v, c, off, len, static_cast<size_t>(len) * esize, 0});
+      p.chunks_.push_back(
+          {v, c, off, len, static_cast<size_t>(len) * esize, 0, var.kind, var.decay});
     }
   }
   p.first_chunk_.push_back(p.chunks_.size());

@@ -27,6 +27,9 @@ struct ChunkSpec {
   int64_t num_elements = 0;
   size_t bytes = 0;
   int server = 0;  // rank of the owning server
+  // The variable's kind (ps/variable.h): how the chunk applies what is pushed.
+  VariableKind kind = VariableKind::kTrainable;
+  float decay = 0.0f;
 };
 
 class ChunkPlacement {

@@ -224,6 +224,9 @@ void Server::HandleRegister(const IncomingMessage& msg) {
     spec.name = v.getName().cStr();
     for (int64_t d : v.getShape()) spec.shape.push_back(d);
     spec.dtype = static_cast<DType>(v.getDtype());
+    spec.kind = static_cast<VariableKind>(v.getKind());
+    spec.decay = v.getDecay();
+    if (s.ok()) s = ValidateVariableKind(spec).WithContext(who);
     vars.push_back(std::move(spec));
   }
   if (s.ok() && !placement_) {

@@ -70,6 +70,8 @@ struct VariableSpec {
   name @0 :Text;
   shape @1 :List(Int64);
   dtype @2 :DType;
+  kind @3 :UInt8;      # ps::VariableKind: 0 trainable, 1 moving average (batch norm statistics)
+  decay @4 :Float32;   # moving average: value = decay * value + (1 - decay) * pushed statistic
 }
 
 struct Header {

@@ -28,7 +28,8 @@ Checkpoint Sample() {
   ck.meta.server_rank = 1;
   ck.meta.num_servers = 2;
   ck.meta.partition_bytes = 4096;
-  ck.meta.variables = {{"w", {10, 30}}, {"b", {30}}};
+  ck.meta.variables = {{"w", {10, 30}},
+                       {"b", {30}, DType::kFloat32, VariableKind::kMovingAverage, 0.75f}};
   for (uint32_t c = 0; c < 3; ++c) {
     ChunkState s;
     s.variable_id = c == 2 ? 1 : 0;
@@ -73,6 +74,9 @@ TEST_F(CheckpointTest, RoundTripsEverything) {
   EXPECT_EQ(back->meta.partition_bytes, 4096u);
   ASSERT_EQ(back->meta.variables.size(), 2u);
   EXPECT_EQ(back->meta.variables[0].shape, (Shape{10, 30}));
+  EXPECT_EQ(back->meta.variables[0].kind, VariableKind::kTrainable);
+  EXPECT_EQ(back->meta.variables[1].kind, VariableKind::kMovingAverage);
+  EXPECT_EQ(back->meta.variables[1].decay, 0.75f);
   ASSERT_EQ(back->chunks.size(), 3u);
   for (size_t c = 0; c < 3; ++c) {
     const ChunkState& a = ck.chunks[c];

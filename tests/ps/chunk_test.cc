@@ -33,6 +33,28 @@ JobConfig Sgd(UpdateMode mode, int workers) {
 
 ChunkSpec Spec() { return {0, 0, 0, kN, kN * 4, 0}; }
 
+// A moving-average chunk (batch norm's statistics): the workers' pushed statistics are averaged
+// in rank order, and the value moves toward that average with the variable's decay; the
+// optimizer (here SGD at lr 0.5) plays no part.
+TEST(ChunkSyncTest, MovingAverageChunkBlendsTheAveragedStatistic) {
+  JobConfig config = Sgd(UpdateMode::kSync, 2);
+  ChunkSpec spec = Spec();
+  spec.kind = VariableKind::kMovingAverage;
+  spec.decay = 0.9f;
+  Chunk chunk(spec, config);
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  const Tensor s0 = Random(20), s1 = Random(21);
+  ASSERT_TRUE(*chunk.Init(init));
+  ASSERT_TRUE(chunk.Push(1, 0, 0, s1, &counters).ok());
+  ASSERT_TRUE(chunk.Push(0, 0, 0, s0, &counters).ok());
+  EXPECT_EQ(chunk.version(), 1);
+  for (int64_t i = 0; i < kN; ++i) {
+    const float mean = (s0.f32()[i] + s1.f32()[i]) * 0.5f;
+    ASSERT_EQ(chunk.values().f32()[i], 0.9f * init.f32()[i] + (1.0f - 0.9f) * mean) << i;
+  }
+}
+
 TEST(ChunkSyncTest, AveragesExactlyAndIsBitwiseIndependentOfArrivalOrder) {
   JobConfig config = Sgd(UpdateMode::kSync, 4);
   const Tensor init = Random(1);

@@ -34,6 +34,33 @@ TEST(VariableListHashTest, NameShapeDtypeAndOrderCount) {
   EXPECT_NE(VariableListHash({{"a", {}}, {"b", {}}}), VariableListHash({{"ab", {}}}));
 }
 
+TEST(VariableListHashTest, KindAndDecayCountOnlyForMovingAverages) {
+  const std::vector<VariableSpec> plain = {{"bn/gamma", {4}}, {"bn/moving_mean", {4}}};
+  std::vector<VariableSpec> moving = plain;
+  moving[1].kind = VariableKind::kMovingAverage;
+  moving[1].decay = 0.9f;
+  std::vector<VariableSpec> other_decay = moving;
+  other_decay[1].decay = 0.99f;
+  EXPECT_NE(VariableListHash(moving), VariableListHash(plain));
+  EXPECT_NE(VariableListHash(moving), VariableListHash(other_decay));
+  // A decay on a trainable variable means nothing and does not count.
+  std::vector<VariableSpec> stray = plain;
+  stray[0].decay = 0.5f;
+  EXPECT_EQ(VariableListHash(stray), VariableListHash(plain));
+}
+
+TEST(ValidateVariableKindTest, NamesTheVariableAndTheValue) {
+  EXPECT_TRUE(ValidateVariableKind({"w", {3}}).ok());
+  VariableSpec v{"bn/moving_variance", {3}, DType::kFloat32, VariableKind::kMovingAverage, 1.0f};
+  Status s = ValidateVariableKind(v);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("bn/moving_variance"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("decay 1.0"), std::string::npos) << s.message();
+  v.kind = static_cast<VariableKind>(7);
+  s = ValidateVariableKind(v);
+  EXPECT_NE(s.message().find("unknown kind 7"), std::string::npos) << s.message();
+}
+
 TEST(VariableListHashTest, ValueIsPinned) {
   EXPECT_EQ(VariableListHash({}), 0xa8c7f832281a39c5u);
   EXPECT_EQ(VariableListHash(Model()), 0x499c74d255f77895u);
