@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "kernels/backend.h"
+#include "ps/variable.h"
 
 namespace towerps::worker {
 
@@ -28,12 +29,18 @@ namespace towerps::worker {
 // what tests inspect. Layers hand the backend backend_value()/backend_grad(): the host vectors
 // themselves on host-memory backends, or device mirrors that the Model owns and keeps in step
 // with the host copies (worker/model/model.h) when the backend's memory is not host memory.
+//
+// A parameter of kind kMovingAverage (ps/variable.h; batch norm's moving statistics) is not
+// trained: a training Backward writes the batch's statistic into `grad`, and whoever applies
+// updates moves `value` toward it with `decay`.
 template <typename T>
 struct Parameter {
   std::string name;  // unique in the model, "conv1/kernel"
   Shape shape;
   std::vector<T> value;
   std::vector<T> grad;  // same size as value
+  ps::VariableKind kind = ps::VariableKind::kTrainable;
+  float decay = 0.0f;  // kMovingAverage only
   // Device mirrors, borrowed from the Model; null on host-memory backends.
   T* device_value = nullptr;
   T* device_grad = nullptr;

@@ -24,7 +24,7 @@ Model<T>::Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers
     first_param_of_layer_.push_back(static_cast<int>(params_.size()));
     for (Parameter<T>* p : layer->parameters()) {
       params_.push_back(p);
-      specs_.push_back({p->name, p->shape, DType::kFloat32});
+      specs_.push_back({p->name, p->shape, DType::kFloat32, p->kind, p->decay});
     }
   }
   first_param_of_layer_.push_back(static_cast<int>(params_.size()));

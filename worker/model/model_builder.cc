@@ -4,7 +4,10 @@
 
 #include "worker/layers/dense.h"
 #include "worker/layers/dropout.h"
+#include "worker/layers/flatten.h"
+#include "worker/layers/global_avg_pool.h"
 #include "worker/layers/lrn.h"
+#include "worker/layers/residual.h"
 
 namespace towerps::worker {
 
@@ -58,24 +61,44 @@ ModelBuilder& ModelBuilder::Dropout(float rate) {
   return *this;
 }
 
+ModelBuilder& ModelBuilder::BatchNorm(std::string name, BatchNormOptions options) {
+  Spec& s = Add(Kind::kBatchNorm);
+  s.name = std::move(name);
+  s.batch_norm = options;
+  return *this;
+}
+
+ModelBuilder& ModelBuilder::GlobalAvgPool() {
+  Add(Kind::kGlobalAvgPool);
+  return *this;
+}
+
+ModelBuilder& ModelBuilder::Flatten() {
+  Add(Kind::kFlatten);
+  return *this;
+}
+
+ModelBuilder& ModelBuilder::Residual(std::string name, const BranchFn& main,
+                                     const BranchFn& shortcut) {
+  ModelBuilder m(input_shape_), s(input_shape_);
+  if (main) main(m);
+  if (shortcut) shortcut(s);
+  Spec& spec = Add(Kind::kResidual);
+  spec.name = std::move(name);
+  spec.main = std::move(m.specs_);
+  spec.shortcut = std::move(s.specs_);
+  return *this;
+}
+
 template <typename T>
-Result<std::unique_ptr<Model<T>>> ModelBuilder::Build(kernels::Backend<T>* backend,
-                                                      uint64_t seed) const {
-  if (input_shape_.empty() || CheckedNumElements(input_shape_).ok() == false ||
-      NumElements(input_shape_) < 1) {
-    return InvalidArgumentError("model input shape " + ShapeToString(input_shape_) +
-                                " must be non-empty and positive");
-  }
-  if (specs_.empty() || specs_.back().kind != Kind::kDense) {
-    return InvalidArgumentError("a model must end with a Dense layer giving the class logits");
-  }
+Result<std::vector<std::unique_ptr<Layer<T>>>> ModelBuilder::BuildChain(
+    const std::vector<Spec>& specs, Shape shape, const std::string& prefix, uint64_t seed,
+    int* index, std::set<std::string>* names) {
   std::vector<std::unique_ptr<Layer<T>>> layers;
-  std::set<std::string> names;
-  Shape shape = input_shape_;
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    const Spec& s = specs_[i];
-    std::string name = s.name.empty() ? "layer" + std::to_string(i) : s.name;
-    if (!names.insert(name).second) {
+  for (const Spec& s : specs) {
+    const int i = (*index)++;
+    const std::string name = prefix + (s.name.empty() ? "layer" + std::to_string(i) : s.name);
+    if (!names->insert(name).second) {
       return InvalidArgumentError("layer name '" + name + "' is used twice");
     }
     std::unique_ptr<Layer<T>> layer;
@@ -107,10 +130,48 @@ Result<std::unique_ptr<Model<T>>> ModelBuilder::Build(kernels::Backend<T>* backe
         TOWERPS_ASSIGN_OR_RETURN(layer, worker::Dropout<T>::Create(name, shape, s.rate, seed + i));
         break;
       }
+      case Kind::kBatchNorm: {
+        TOWERPS_ASSIGN_OR_RETURN(layer, worker::BatchNorm<T>::Create(name, shape, s.batch_norm));
+        break;
+      }
+      case Kind::kGlobalAvgPool: {
+        TOWERPS_ASSIGN_OR_RETURN(layer, worker::GlobalAvgPool<T>::Create(name, shape));
+        break;
+      }
+      case Kind::kFlatten:
+        layer = std::make_unique<worker::Flatten<T>>(name, shape);
+        break;
+      case Kind::kResidual: {
+        TOWERPS_ASSIGN_OR_RETURN(auto main,
+                                 BuildChain<T>(s.main, shape, name + "/", seed, index, names));
+        TOWERPS_ASSIGN_OR_RETURN(auto shortcut,
+                                 BuildChain<T>(s.shortcut, shape, name + "/", seed, index, names));
+        TOWERPS_ASSIGN_OR_RETURN(
+            layer, worker::Residual<T>::Create(name, shape, std::move(main), std::move(shortcut)));
+        break;
+      }
     }
     shape = layer->output_shape();
     layers.push_back(std::move(layer));
   }
+  return layers;
+}
+
+template <typename T>
+Result<std::unique_ptr<Model<T>>> ModelBuilder::Build(kernels::Backend<T>* backend,
+                                                      uint64_t seed) const {
+  if (input_shape_.empty() || CheckedNumElements(input_shape_).ok() == false ||
+      NumElements(input_shape_) < 1) {
+    return InvalidArgumentError("model input shape " + ShapeToString(input_shape_) +
+                                " must be non-empty and positive");
+  }
+  if (specs_.empty() || specs_.back().kind != Kind::kDense) {
+    return InvalidArgumentError("a model must end with a Dense layer giving the class logits");
+  }
+  std::set<std::string> names;
+  int index = 0;
+  TOWERPS_ASSIGN_OR_RETURN(auto layers,
+                           BuildChain<T>(specs_, input_shape_, "", seed, &index, &names));
   return std::make_unique<Model<T>>(input_shape_, std::move(layers), backend);
 }
 

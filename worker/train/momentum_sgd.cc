@@ -49,6 +49,16 @@ void MomentumSgd::Step() {
 }
 
 void MomentumSgd::StepVariable(int v) {
+  const ps::VariableSpec& spec = model_->variables()[v];
+  if (spec.kind == ps::VariableKind::kMovingAverage) {
+    // value = decay * value + (1 - decay) * statistic (ps/variable.h).
+    const int64_t n = NumElements(spec.shape);
+    float* value = on_device_ ? model_->mutable_backend_value(v) : model_->value(v).data();
+    const float* statistic = on_device_ ? model_->backend_gradient(v) : model_->gradient(v).data();
+    backend_->Scale(n, spec.decay, value);
+    backend_->Axpy(n, 1.0f - spec.decay, statistic, value);
+    return;
+  }
   if (on_device_) {
     backend_->MomentumUpdate(device_velocity_[v].size(), options_.learning_rate, options_.momentum,
                              options_.weight_decay, model_->backend_gradient(v),

@@ -1,6 +1,8 @@
 // MomentumSgd: a local SGD-with-momentum update of every variable of a Model<float>, PyTorch
 // semantics (v = momentum * v + g + weight_decay * p; p -= lr * v). Used by single-process
 // training and the training benchmark; the parameter server applies its own optimizer.
+// Variables of kind kMovingAverage (batch norm's moving statistics) are not trained: they move
+// toward the statistic in their gradient slot, value = decay * value + (1 - decay) * statistic.
 //
 // Contract: the model and backend are borrowed and must outlive the optimizer; the model's
 // variables must not change shape. Two placements:

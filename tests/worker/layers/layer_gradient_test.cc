@@ -9,11 +9,15 @@
 #include "kernels/reference/reference_backend.h"
 #include "tests/testing/status_assert.h"
 #include "worker/layers/activation.h"
+#include "worker/layers/batch_norm.h"
 #include "worker/layers/conv2d.h"
 #include "worker/layers/dense.h"
 #include "worker/layers/dropout.h"
+#include "worker/layers/flatten.h"
+#include "worker/layers/global_avg_pool.h"
 #include "worker/layers/lrn.h"
 #include "worker/layers/pool2d.h"
+#include "worker/layers/residual.h"
 
 namespace towerps::worker {
 namespace {
@@ -84,6 +88,8 @@ void CheckLayer(const LayerFactory& make, int batch, uint32_t seed) {
   auto ps = layer->parameters();
   for (size_t p = 0; p < ps.size(); ++p) {
     SCOPED_TRACE(ps[p]->name);
+    // Moving statistics are not trained: their gradient slot holds a statistic (checked below).
+    if (ps[p]->kind != ps::VariableKind::kTrainable) continue;
     double biggest = 0;
     for (size_t i = 0; i < params[p].size(); ++i) {
       biggest = std::max(biggest, check("dparam", ps[p]->grad[i], params[p][i]));
@@ -144,6 +150,91 @@ TEST(LayerGradientTest, Lrn) {
 TEST(LayerGradientTest, DropoutWithAFixedMask) {
   // Each fresh layer draws the same first mask, so the objective is a fixed function of x.
   CheckLayer([] { return Dropout<double>::Create("drop", {40}, 0.4f, 9); }, 2, 9);
+}
+
+TEST(LayerGradientTest, BatchNormInTraining) {
+  // Over channels of images, and over features of vectors (hw = 1).
+  CheckLayer([] { return BatchNorm<double>::Create("bn", {3, 2, 3}, {.epsilon = 1e-3f}); }, 4, 10);
+  CheckLayer([] { return BatchNorm<double>::Create("bn", {5}, {.epsilon = 1e-3f}); }, 6, 11);
+}
+
+TEST(LayerGradientTest, GlobalAvgPoolAndFlatten) {
+  CheckLayer([] { return GlobalAvgPool<double>::Create("gap", {4, 3, 5}); }, 2, 12);
+  CheckLayer(
+      []() -> Result<std::unique_ptr<Flatten<double>>> {
+        return std::make_unique<Flatten<double>>("flat", Shape{2, 3, 2});
+      },
+      3, 13);
+}
+
+// A residual block with the identity shortcut, and one with a strided 1x1 projection.
+Result<std::unique_ptr<Residual<double>>> Block(bool projection) {
+  const Shape in{3, 4, 4};
+  const int filters = projection ? 5 : 3, stride = projection ? 2 : 1;
+  Residual<double>::Chain main, shortcut;
+  TOWERPS_ASSIGN_OR_RETURN(auto conv1, Conv2d<double>::Create("b/conv1", in, filters, 3, stride,
+                                                              Padding::kSame, Init::kHe, 1));
+  const Shape mid = conv1->output_shape();
+  main.push_back(std::move(conv1));
+  // tanh before the batch norm: a bias right before one has no gradient (its mean is removed).
+  main.push_back(std::make_unique<Activation<double>>("b/act", mid, ActivationKind::kTanh));
+  TOWERPS_ASSIGN_OR_RETURN(auto bn, BatchNorm<double>::Create("b/bn1", mid, {.epsilon = 1e-3f}));
+  main.push_back(std::move(bn));
+  TOWERPS_ASSIGN_OR_RETURN(auto conv2, Conv2d<double>::Create("b/conv2", mid, filters, 3, 1,
+                                                              Padding::kSame, Init::kHe, 2));
+  main.push_back(std::move(conv2));
+  if (projection) {
+    TOWERPS_ASSIGN_OR_RETURN(auto proj, Conv2d<double>::Create("b/proj", in, filters, 1, stride,
+                                                               Padding::kValid, Init::kHe, 3));
+    shortcut.push_back(std::move(proj));
+  }
+  return Residual<double>::Create("b", in, std::move(main), std::move(shortcut));
+}
+
+TEST(LayerGradientTest, ResidualBlocks) {
+  CheckLayer([] { return Block(false); }, 2, 14);
+  CheckLayer([] { return Block(true); }, 2, 15);
+}
+
+TEST(BatchNormTest, TrainingWritesTheBatchStatisticsAndInferenceUsesTheMovingOnes) {
+  kernels::ReferenceBackend<double> backend;
+  ASSERT_OK_AND_ASSIGN(auto bn, BatchNorm<double>::Create("bn", {2, 1, 3}, {.momentum = 0.8f}));
+  auto ps = bn->parameters();
+  ASSERT_EQ(ps.size(), 4u);
+  EXPECT_EQ(ps[0]->name, "bn/gamma");
+  EXPECT_EQ(ps[2]->name, "bn/moving_mean");
+  EXPECT_EQ(ps[2]->kind, ps::VariableKind::kMovingAverage);
+  EXPECT_EQ(ps[3]->decay, 0.8f);
+  // Channel 0 holds 1..6 over the batch of 2; channel 1 holds 10 throughout.
+  const Vec x = {1, 2, 3, 10, 10, 10, 4, 5, 6, 10, 10, 10};
+  const Vec dy(x.size(), 1.0);
+  Vec y(x.size()), dx(x.size());
+  bn->Forward(backend, 2, x.data(), y.data(), /*training=*/true);
+  bn->Backward(backend, 2, x.data(), y.data(), dy.data(), dx.data());
+  EXPECT_DOUBLE_EQ(ps[2]->grad[0], 3.5);
+  EXPECT_DOUBLE_EQ(ps[2]->grad[1], 10.0);
+  EXPECT_NEAR(ps[3]->grad[0], 3.5, 1e-12) << "the unbiased variance of 1..6";
+  EXPECT_NEAR(ps[3]->grad[1], 0.0, 1e-12);
+  // Inference normalizes with the moving statistics: (x - 3) / sqrt(4 + eps) * gamma + beta.
+  ps[2]->value = {3.0, 10.0};
+  ps[3]->value = {4.0, 1.0};
+  bn->Forward(backend, 2, x.data(), y.data(), /*training=*/false);
+  EXPECT_NEAR(y[0], (1 - 3) / std::sqrt(4 + 1e-5), 1e-6);
+  EXPECT_NEAR(y[3], 0.0, 1e-12);
+}
+
+TEST(ResidualTest, BranchesThatEndInDifferentShapesAreNamed) {
+  Residual<double>::Chain main;
+  ASSERT_OK_AND_ASSIGN(auto conv, Conv2d<double>::Create("blk/conv", {3, 4, 4}, 8, 3, 2,
+                                                         Padding::kSame, Init::kHe, 1));
+  main.push_back(std::move(conv));
+  auto r = Residual<double>::Create("blk", {3, 4, 4}, std::move(main), {});
+  ASSERT_FALSE(r.ok());
+  const std::string msg(r.status().message());
+  EXPECT_NE(msg.find("'blk'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[8, 2, 2]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[3, 4, 4]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("projection"), std::string::npos) << msg;
 }
 
 TEST(LayerCreateTest, BadArgumentsNameTheLayerAndValue) {
