@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <thread>
 
 #include "common/subprocess.h"
@@ -146,6 +147,39 @@ TEST_F(TrainingJobTest, IdenticalSyncRunsAreBitwiseIdentical) {
   const Params a = Load(Path("a.bin")), b = Load(Path("b.bin"));
   ASSERT_FALSE(a.empty());
   EXPECT_TRUE(a == b) << "two identical sync runs ended with different parameters";
+}
+
+// ResNet-20 (batch norm, residual blocks) through the parameter server on CIFAR-10-format
+// files: it trains, its batch-norm moving statistics reach the servers, and two identical sync
+// runs end with the same bits, moving statistics included.
+TEST_F(TrainingJobTest, ResNet20SyncRunsOnCifarFilesAreBitwiseIdentical) {
+  const fs::path data = dir_ / "cifar";
+  fs::create_directories(data);
+  std::mt19937 rng(7);
+  const auto write = [&](const std::string& name, int records) {
+    std::string bytes;
+    for (int r = 0; r < records; ++r) {
+      bytes.push_back(static_cast<char>(rng() % 10));
+      for (int i = 0; i < 3072; ++i) bytes.push_back(static_cast<char>(rng() & 0xff));
+    }
+    std::ofstream(data / name, std::ios::binary) << bytes;
+  };
+  for (int i = 1; i <= 5; ++i) write("data_batch_" + std::to_string(i) + ".bin", 40);
+  write("test_batch.bin", 40);
+  const std::vector<std::string> job = {"--servers",   "1",       "--workers",    "2",
+                                        "--mode",      "sync",    "--model",      "resnet20",
+                                        "--dataset",   "cifar10", "--data-dir",   data.string(),
+                                        "--max-steps", "6",       "--batch-size", "8"};
+  ASSERT_EQ(Launch("a", With(job, {"--final-params-out", Path("a.bin")}), 600), 0) << last_output_;
+  ASSERT_EQ(Launch("b", With(job, {"--final-params-out", Path("b.bin")}), 600), 0) << last_output_;
+  const Params a = Load(Path("a.bin")), b = Load(Path("b.bin"));
+  ASSERT_TRUE(a.count("stage1_block1/bn1/moving_mean")) << "no batch-norm statistics saved";
+  EXPECT_TRUE(a == b) << "two identical sync runs ended with different parameters";
+  // The moving mean left its initial zeros: the workers' batch statistics reached the servers.
+  const std::vector<float>& mean = a.at("stage1_block1/bn1/moving_mean");
+  EXPECT_TRUE(std::any_of(mean.begin(), mean.end(), [](float m) { return m != 0.0f; }));
+  const std::vector<float>& var = a.at("stage1_block1/bn1/moving_variance");
+  EXPECT_TRUE(std::any_of(var.begin(), var.end(), [](float v) { return v != 1.0f; }));
 }
 
 TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {
