@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/cuda/batch_norm.cuh"
@@ -26,26 +27,46 @@ __device__ double BlockSum(double v, double* shared) {
 // Value j (of n * hw) of channel ch: the images are [n, c, hw].
 __device__ int64_t At(int c, int hw, int ch, int64_t j) { return (j / hw * c + ch) * hw + j % hw; }
 
-// One block per channel: mean, var (biased), inv_std.
-__global__ void bn_stats_kernel(int n, int c, int hw, float epsilon, const float* x, float* mean,
-                                float* var, float* inv_std) {
+// Each channel's n * hw values are summed in `splits` contiguous pieces, one block each
+// (grid splits x c), into partial[ch * splits + piece]; then one thread per channel adds its
+// pieces in order. The pieces depend only on the shape, so the bits do too.
+//
+// Pass 1 (centre == nullptr): the sum of x. Pass 2: the sum of (x - centre[ch])^2.
+__global__ void bn_partial_kernel(int n, int c, int hw, int splits, const float* x,
+                                  const float* centre, double* partial) {
   __shared__ double shared[kReduceThreads];
-  const int ch = blockIdx.x;
+  const int ch = blockIdx.y, piece = blockIdx.x;
   const int64_t m = int64_t{n} * hw;
+  const int64_t per = (m + splits - 1) / splits;
+  const int64_t lo = piece * per, hi = min(m, lo + per);
+  const double mu = centre != nullptr ? centre[ch] : 0.0;
   double sum = 0;
-  for (int64_t j = threadIdx.x; j < m; j += kReduceThreads) sum += x[At(c, hw, ch, j)];
-  const double mu = BlockSum(sum, shared) / static_cast<double>(m);
-  double sq = 0;
-  for (int64_t j = threadIdx.x; j < m; j += kReduceThreads) {
+  for (int64_t j = lo + threadIdx.x; j < hi; j += kReduceThreads) {
     const double d = x[At(c, hw, ch, j)] - mu;
-    sq += d * d;
+    sum += centre != nullptr ? d * d : d;
   }
-  const double v = BlockSum(sq, shared) / static_cast<double>(m);
-  if (threadIdx.x == 0) {
-    mean[ch] = static_cast<float>(mu);
-    var[ch] = static_cast<float>(v);
-    inv_std[ch] = static_cast<float>(1.0 / sqrt(v + epsilon));
-  }
+  const double total = BlockSum(sum, shared);
+  if (threadIdx.x == 0) partial[int64_t{ch} * splits + piece] = total;
+}
+
+__global__ void bn_mean_kernel(int n, int c, int hw, int splits, const double* partial,
+                               float* mean) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  double sum = 0;
+  for (int p = 0; p < splits; ++p) sum += partial[int64_t{ch} * splits + p];
+  mean[ch] = static_cast<float>(sum / (static_cast<double>(n) * hw));
+}
+
+__global__ void bn_var_kernel(int n, int c, int hw, int splits, float epsilon,
+                              const double* partial, float* var, float* inv_std) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  double sum = 0;
+  for (int p = 0; p < splits; ++p) sum += partial[int64_t{ch} * splits + p];
+  const double v = sum / (static_cast<double>(n) * hw);
+  var[ch] = static_cast<float>(v);
+  inv_std[ch] = static_cast<float>(1.0 / sqrt(v + epsilon));
 }
 
 // y = scale * x + shift per channel, as the CPU computes it.
@@ -75,16 +96,19 @@ __global__ void bn_inference_kernel(int n, int c, int hw, float epsilon, const f
   }
 }
 
-// One block per channel: dbeta = sum dy, dgamma = sum dy * xhat.
-__global__ void bn_backward_reduce_kernel(int n, int c, int hw, const float* x, const float* dy,
-                                          const float* mean, const float* inv_std, float* dgamma,
-                                          float* dbeta) {
+// dbeta = sum dy, dgamma = sum dy * xhat, in pieces as bn_partial_kernel: partial holds the
+// pieces of dy's sum, then those of dy * xhat's (2 * c * splits doubles).
+__global__ void bn_backward_partial_kernel(int n, int c, int hw, int splits, const float* x,
+                                           const float* dy, const float* mean, const float* inv_std,
+                                           double* partial) {
   __shared__ double shared[kReduceThreads];
-  const int ch = blockIdx.x;
+  const int ch = blockIdx.y, piece = blockIdx.x;
   const int64_t m = int64_t{n} * hw;
+  const int64_t per = (m + splits - 1) / splits;
+  const int64_t lo = piece * per, hi = min(m, lo + per);
   const double mu = mean[ch], is = inv_std[ch];
   double sum_dy = 0, sum_dy_xhat = 0;
-  for (int64_t j = threadIdx.x; j < m; j += kReduceThreads) {
+  for (int64_t j = lo + threadIdx.x; j < hi; j += kReduceThreads) {
     const int64_t at = At(c, hw, ch, j);
     sum_dy += dy[at];
     sum_dy_xhat += dy[at] * ((x[at] - mu) * is);
@@ -92,9 +116,22 @@ __global__ void bn_backward_reduce_kernel(int n, int c, int hw, const float* x, 
   const double total_dy = BlockSum(sum_dy, shared);
   const double total_dy_xhat = BlockSum(sum_dy_xhat, shared);
   if (threadIdx.x == 0) {
-    dbeta[ch] = static_cast<float>(total_dy);
-    dgamma[ch] = static_cast<float>(total_dy_xhat);
+    partial[int64_t{ch} * splits + piece] = total_dy;
+    partial[int64_t{c + ch} * splits + piece] = total_dy_xhat;
   }
+}
+
+__global__ void bn_backward_sums_kernel(int c, int splits, const double* partial, float* dgamma,
+                                        float* dbeta) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  double sum_dy = 0, sum_dy_xhat = 0;
+  for (int p = 0; p < splits; ++p) {
+    sum_dy += partial[int64_t{ch} * splits + p];
+    sum_dy_xhat += partial[int64_t{c + ch} * splits + p];
+  }
+  dbeta[ch] = static_cast<float>(sum_dy);
+  dgamma[ch] = static_cast<float>(sum_dy_xhat);
 }
 
 // dx = k * (m * dy - dbeta - xhat * dgamma), k = gamma * inv_std / m, as the CPU computes it.
@@ -139,12 +176,33 @@ __global__ void add_kernel(int64_t n, const float* a, const float* b, float* y) 
 
 }  // namespace
 
+int BatchNormSplits(int n, int c, int hw) {
+  // About 2 blocks per multiprocessor of the largest GPUs in all (a fixed number, so the
+  // pieces, and so the bits, do not depend on the GPU), at least 4096 values a piece.
+  constexpr int64_t kBlocks = 264, kLeast = 4096;
+  const int64_t m = int64_t{n} * hw;
+  const int64_t want = (kBlocks + c - 1) / c;
+  const int64_t most = (m + kLeast - 1) / kLeast;
+  return static_cast<int>(std::max<int64_t>(1, std::min(want, most)));
+}
+
 void LaunchBatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                     const float* gamma, const float* beta, float* y, float* mean,
-                                    float* var, float* inv_std, cudaStream_t stream) {
+                                    float* var, float* inv_std, double* partial,
+                                    cudaStream_t stream) {
   const int64_t total = int64_t{n} * c * hw;
   if (total == 0) return;
-  bn_stats_kernel<<<c, kReduceThreads, 0, stream>>>(n, c, hw, epsilon, x, mean, var, inv_std);
+  const int splits = BatchNormSplits(n, c, hw);
+  const dim3 grid(splits, c);
+  const int per_channel = (c + kThreads - 1) / kThreads;
+  bn_partial_kernel<<<grid, kReduceThreads, 0, stream>>>(n, c, hw, splits, x, nullptr, partial);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+  bn_mean_kernel<<<per_channel, kThreads, 0, stream>>>(n, c, hw, splits, partial, mean);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+  bn_partial_kernel<<<grid, kReduceThreads, 0, stream>>>(n, c, hw, splits, x, mean, partial);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+  bn_var_kernel<<<per_channel, kThreads, 0, stream>>>(n, c, hw, splits, epsilon, partial, var,
+                                                      inv_std);
   TOWERPS_CUDA_CHECK_LAUNCH();
   bn_apply_kernel<<<Blocks(total), kThreads, 0, stream>>>(n, c, hw, x, gamma, beta, mean, inv_std,
                                                           y);
@@ -163,11 +221,15 @@ void LaunchBatchNormForwardInference(int n, int c, int hw, float epsilon, const 
 
 void LaunchBatchNormBackward(int n, int c, int hw, const float* x, const float* dy,
                              const float* gamma, const float* mean, const float* inv_std, float* dx,
-                             float* dgamma, float* dbeta, cudaStream_t stream) {
+                             float* dgamma, float* dbeta, double* partial, cudaStream_t stream) {
   const int64_t total = int64_t{n} * c * hw;
   if (total == 0) return;
-  bn_backward_reduce_kernel<<<c, kReduceThreads, 0, stream>>>(n, c, hw, x, dy, mean, inv_std,
-                                                              dgamma, dbeta);
+  const int splits = BatchNormSplits(n, c, hw);
+  bn_backward_partial_kernel<<<dim3(splits, c), kReduceThreads, 0, stream>>>(
+      n, c, hw, splits, x, dy, mean, inv_std, partial);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+  bn_backward_sums_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+      c, splits, partial, dgamma, dbeta);
   TOWERPS_CUDA_CHECK_LAUNCH();
   bn_backward_dx_kernel<<<Blocks(total), kThreads, 0, stream>>>(n, c, hw, x, dy, gamma, mean,
                                                                 inv_std, dgamma, dbeta, dx);

@@ -382,12 +382,17 @@ void CudaBackend::SoftmaxCrossEntropy(int batch, int classes, const float* logit
 
 // ---- Batch norm, global average pooling, residual add (kernels/cuda/batch_norm.cuh) ----
 
+double* CudaBackend::BatchNormPartials(int n, int c, int hw) {
+  return static_cast<double*>(impl_->Scratch(sizeof(double) * 2 * static_cast<size_t>(c) *
+                                             cuda::BatchNormSplits(n, c, hw)));
+}
+
 void CudaBackend::BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                            const float* gamma, const float* beta, float* y,
                                            float* mean, float* var, float* inv_std) {
   impl_->Enter();
   cuda::LaunchBatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, var, inv_std,
-                                       impl_->stream.get());
+                                       BatchNormPartials(n, c, hw), impl_->stream.get());
 }
 void CudaBackend::BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
                                             const float* gamma, const float* beta,
@@ -401,7 +406,7 @@ void CudaBackend::BatchNormBackward(int n, int c, int hw, const float* x, const 
                                     float* dx, float* dgamma, float* dbeta) {
   impl_->Enter();
   cuda::LaunchBatchNormBackward(n, c, hw, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta,
-                                impl_->stream.get());
+                                BatchNormPartials(n, c, hw), impl_->stream.get());
 }
 void CudaBackend::GlobalAvgPoolForward(int n, int c, int hw, const float* x, float* y) {
   impl_->Enter();

@@ -152,6 +152,8 @@ class CudaBackend final : public Backend<float> {
  private:
   struct Impl;
   explicit CudaBackend(std::unique_ptr<Impl> impl);
+  // Device scratch for batch norm's partial sums (kernels/cuda/batch_norm.cuh).
+  double* BatchNormPartials(int n, int c, int hw);
   std::unique_ptr<Impl> impl_;
 };
 
