@@ -3,7 +3,7 @@
 
 Runs the same model, batch size, optimizer (SGD, lr 0.01, momentum 0.9), data (Fashion-MNIST,
 normalized with mean 0.2860 / std 0.3530, reshuffled each epoch; for cifar10, synthetic 3x24x24
-images, as `towerps-bench train --model cifar10` uses) and thread count as
+images, and for resnet20 3x32x32 ones, as `towerps-bench train` uses) and thread count as
 `towerps-bench train`, warms up, then measures whole training steps for --seconds.
 
   bench/pytorch_baseline.py --model cnn --batch 64 --threads 2 [--seconds 10] [--json]
@@ -71,7 +71,35 @@ def build(model):
             nn.MaxPool2d(3, 2, padding=1), nn.Flatten(),
             nn.Linear(64 * 6 * 6, 384), nn.ReLU(), nn.Linear(384, 192), nn.ReLU(),
             nn.Linear(192, 10))
-    sys.exit(f"unknown model '{model}' (mlp, cnn or cifar10)")
+    if model == "resnet20":  # as TowerPS's zoo: convolutions with biases, 1x1 projections
+        class Residual(nn.Module):
+            def __init__(self, main, shortcut):
+                super().__init__()
+                self.main, self.shortcut = main, shortcut
+
+            def forward(self, x):
+                return self.main(x) + self.shortcut(x)
+
+        def block(cin, cout, stride):
+            main = nn.Sequential(
+                nn.Conv2d(cin, cout, 3, stride, 1), nn.BatchNorm2d(cout, eps=1e-5, momentum=0.1),
+                nn.ReLU(), nn.Conv2d(cout, cout, 3, 1, 1),
+                nn.BatchNorm2d(cout, eps=1e-5, momentum=0.1))
+            short = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride),
+                                   nn.BatchNorm2d(cout, eps=1e-5, momentum=0.1))
+                     if stride != 1 or cin != cout else nn.Identity())
+            return Residual(main, short)
+
+        layers = [nn.Conv2d(3, 16, 3, 1, 1), nn.BatchNorm2d(16), nn.ReLU()]
+        cin = 16
+        for stage in range(3):
+            cout = 16 << stage
+            for b in range(3):
+                layers += [block(cin, cout, 2 if stage > 0 and b == 0 else 1), nn.ReLU()]
+                cin = cout
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+        return nn.Sequential(*layers)
+    sys.exit(f"unknown model '{model}' (mlp, cnn, cifar10 or resnet20)")
 
 
 def main():
@@ -106,9 +134,10 @@ def main():
     if gpu and a.tf32 != "default":
         torch.backends.cudnn.allow_tf32 = a.tf32 == "on"
         torch.backends.cuda.matmul.allow_tf32 = a.tf32 == "on"
-    if a.model == "cifar10":
+    if a.model in ("cifar10", "resnet20"):
+        side = 24 if a.model == "cifar10" else 32
         gen_data = torch.Generator().manual_seed(2)
-        x_all = torch.rand(10000, 3, 24, 24, generator=gen_data) * 4.0 - 2.0
+        x_all = torch.rand(10000, 3, side, side, generator=gen_data) * 4.0 - 2.0
         y_all = torch.randint(0, 10, (10000,), generator=gen_data)
     else:
         images = read_idx(find(a.data_dir, "train-images-idx3-ubyte"))

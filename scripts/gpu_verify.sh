@@ -23,7 +23,8 @@
 #      fail with an out-of-memory error naming the fraction;
 #   3. --log-device-placement, and soft placement (--towers gpu:7 fails listing the devices;
 #      with --allow-soft-placement it warns and runs);
-#   4. towerps-bench train --device gpu:0 --model cifar10 --batch 128 against PyTorch eager on
+#   4. towerps-bench train --device gpu:0 --model cifar10 (then resnet20) --batch 128 against
+#      PyTorch eager on
 #      the same GPU (bench/pytorch_baseline.py, with its TF32 defaults and in strict float32,
 #      as TowerPS computes), alternating, 2 rounds, best of each; then TowerPS's per-layer
 #      profile of the same step;
@@ -39,6 +40,7 @@ bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR] [STEPS]}"
 out="${2:-${OUT:-/tmp/gpu_verify}}"
 steps=",${3:-1,2,3,4,5},"
 limit="${GPU_VERIFY_LIMIT:-240}"
+bench_seconds="${GPU_VERIFY_BENCH_SECONDS:-10}"
 mkdir -p "$out"
 step() { [[ "$steps" == *",$1,"* ]]; }
 # Runs a command under the step time limit, naming it if the limit is reached.
@@ -134,13 +136,17 @@ fi
 if step 4; then
 : > "$out/bench.jsonl"
 for round in 1 2; do
-  for update in device host; do
-    limited towerps-bench train --device gpu:0 --update "$update" --model cifar10 --batch 128 \
-      --seconds 10 --json 2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
-  done
-  for tf32 in default off; do
-    limited python3 bench/pytorch_baseline.py --device cuda:0 --model cifar10 --batch 128 --seconds 10 \
-      --tf32 "$tf32" --json 2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
+  for model in cifar10 resnet20; do
+    for update in device host; do
+      limited towerps-bench train --device gpu:0 --update "$update" --model "$model" \
+        --batch 128 --seconds "$bench_seconds" --json 2>> "$out/bench.log" |
+        tee -a "$out/bench.jsonl"
+    done
+    for tf32 in default off; do
+      limited python3 bench/pytorch_baseline.py --device cuda:0 --model "$model" --batch 128 \
+        --seconds "$bench_seconds" --tf32 "$tf32" --json 2>> "$out/bench.log" |
+        tee -a "$out/bench.jsonl"
+    done
   done
 done
 python3 - "$out/bench.jsonl" <<'PY' | tee -a "$summary"
@@ -154,19 +160,23 @@ for line in open(sys.argv[1]):
     impl = r.get("impl", "towerps") + ("-tf32-" + r["tf32"] if "tf32" in r else "")
     if r.get("update") == "host":
         impl += "-host-update"
-    best[impl] = max(best.get(impl, 0), r.get("examples_per_sec", 0))
-t = best.get("towerps", 0)
-for name, label in (("pytorch-tf32-default", "PyTorch defaults (TF32 convolutions)"),
-                    ("pytorch-tf32-off", "PyTorch strict float32")):
-    p = best.get(name, 0)
-    verdict = "PASS" if p and t >= p else "FAIL"
-    print(f"{verdict} bench cifar10 b128 vs {label}: towerps {t:.0f} img/s, pytorch {p:.0f} "
-          f"img/s, ratio {t / p if p else 0:.2f}")
-print(f"INFO towerps with SGD on the host (the parameter-server split): "
-      f"{best.get('towerps-host-update', 0):.0f} img/s")
+    key = (r.get("model"), impl)
+    best[key] = max(best.get(key, 0), r.get("examples_per_sec", 0))
+for model in ("cifar10", "resnet20"):
+    t = best.get((model, "towerps"), 0)
+    for name, label in (("pytorch-tf32-default", "PyTorch defaults (TF32 convolutions)"),
+                        ("pytorch-tf32-off", "PyTorch strict float32")):
+        p = best.get((model, name), 0)
+        verdict = "PASS" if p and t >= p else "FAIL"
+        print(f"{verdict} bench {model} b128 vs {label}: towerps {t:.0f} img/s, pytorch "
+              f"{p:.0f} img/s, ratio {t / p if p else 0:.2f}")
+    print(f"INFO {model}: towerps with SGD on the host (the parameter-server split): "
+          f"{best.get((model, 'towerps-host-update'), 0):.0f} img/s")
 PY
-limited towerps-bench train --device gpu:0 --model cifar10 --batch 128 --seconds 5 --profile \
-  > "$out/profile.log" 2>&1 || result FAIL "towerps-bench train --profile (profile.log)"
+for model in cifar10 resnet20; do
+  limited towerps-bench train --device gpu:0 --model "$model" --batch 128 --seconds 5 --profile \
+    > "$out/profile-$model.log" 2>&1 || result FAIL "towerps-bench train --profile ($model)"
+done
 fi
 
 # 5. Workers sharing one GPU.
