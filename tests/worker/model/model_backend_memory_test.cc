@@ -215,7 +215,8 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
   auto gpu = kernels::CudaBackend::Create(o);
   ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
-  for (const std::string& name : {std::string("every-layer"), std::string("cifar10")}) {
+  for (const std::string& name :
+       {std::string("every-layer"), std::string("cifar10"), std::string("resnet20")}) {
     SCOPED_TRACE(name);
     ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, name == "every-layer"
                                                          ? Result<ModelBuilder>(EveryLayer())
@@ -227,18 +228,30 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
     auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), 8);
     ASSERT_TRUE(r_host.ok() && r_gpu.ok()) << r_gpu.status().ToString();
     EXPECT_NEAR(r_gpu->loss, r_host->loss, 1e-4 * std::max(1.0, std::abs(r_host->loss)));
+    // A convolution's bias right before a batch norm has a zero gradient in exact arithmetic,
+    // so each variable's scale is at least a 1e-4 of the model's largest gradient.
+    float global = 0;
+    for (int v = 0; v < host_model->num_variables(); ++v) {
+      for (float g : host_model->gradient(v)) global = std::max(global, std::abs(g));
+    }
+    double worst_variable = 0;
     for (int v = 0; v < host_model->num_variables(); ++v) {
       SCOPED_TRACE(host_model->variables()[v].name);
       const auto want = host_model->gradient(v);
       const auto got = gpu_model->gradient(v);
-      float largest = 0;
+      float largest = 0, err = 0;
       for (float g : want) largest = std::max(largest, std::abs(g));
       ASSERT_GT(largest, 0.0f);
+      largest = std::max(largest, 1e-4f * global);
+      for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
+      worst_variable = std::max(worst_variable, double{err / largest});
       for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_NEAR(got[i], want[i], 1e-3f * largest + 1e-3f * std::abs(want[i]))
             << "element " << i;
       }
     }
+    std::cout << name << ": one step's largest gradient error, CUDA against the CPU, "
+              << worst_variable << " of the variable's largest gradient\n";
   }
   // After warm-up, training takes no more device memory from CUDA: no cudaMalloc on the hot
   // path (the allocator reuses its blocks).
@@ -268,9 +281,11 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
 // chaotic: there float32 rounding differences grew to 2e-3 of the loss within 35 steps on an
 // H100, whatever the algorithms.) Returns the largest gap between the losses, relative, and
 // checks the final values' gap, relative in norm, against `bound`.
-void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device, double bound,
-                       double* worst) {
+void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device, int steps,
+                       double bound, double* worst, bool compare_values = true) {
   SCOPED_TRACE(name);
+  // The stand-in's own CPU backend has the default thread count too: the CPU's filter gradients
+  // sum per-thread partials, so the bits depend on it.
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel(name));
   ASSERT_OK_AND_ASSIGN(auto host_model, builder.Build<float>(cpu.get(), 7));
@@ -278,7 +293,8 @@ void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device,
   const MomentumSgdOptions sgd{.learning_rate = 0.01f, .momentum = 0.9f};
   ASSERT_OK_AND_ASSIGN(auto host_sgd, MomentumSgd::Create(host_model.get(), cpu.get(), sgd));
   ASSERT_OK_AND_ASSIGN(auto dev_sgd, MomentumSgd::Create(dev_model.get(), device, sgd));
-  constexpr int kBatch = 32, kSteps = 50;
+  constexpr int kBatch = 32;
+  const int kSteps = steps;
   ASSERT_OK_AND_ASSIGN(const Dataset data,
                        MakeSyntheticDataset({.size = kBatch * kSteps,
                                              .example_shape = host_model->input_shape(),
@@ -307,10 +323,11 @@ void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device,
     *worst = std::max(*worst, gap);
     ASSERT_LE(gap, bound) << "cpu loss " << h.loss << ", device loss " << d.loss;
   }
-  EXPECT_LT(last, 0.8 * first) << "the model must have learned, or the check proves little";
+  // The model must have learned (less over a short run), or the check proves little.
+  EXPECT_LT(last, (steps >= 50 ? 0.8 : 0.95) * first);
   std::cout << name << ": mean loss of the first 5 steps " << first << ", of the last 5 " << last
-            << "; largest relative gap over 50 steps " << *worst << "\n";
-  for (int v = 0; v < host_model->num_variables(); ++v) {
+            << "; largest relative gap over " << steps << " steps " << *worst << "\n";
+  for (int v = 0; compare_values && v < host_model->num_variables(); ++v) {
     const Tensor want = host_model->GetVariable(v), got = dev_model->GetVariable(v);
     double diff = 0, norm = 0;
     for (int64_t i = 0; i < want.num_elements(); ++i) {
@@ -321,12 +338,13 @@ void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device,
   }
 }
 
-// Without a GPU: the checking stand-in computes as the CPU does, so the trajectories are equal.
+// Without a GPU: the checking stand-in computes as the CPU does, so the trajectories are equal
+// (ResNet-20 over 10 steps: 50 take 20 s here).
 TEST(ModelBackendMemoryTest, DeviceTrainingIsTheCpuTrainingFor50Steps) {
-  for (const std::string name : {"cnn", "cifar10"}) {
+  for (const std::string name : {"cnn", "cifar10", "resnet20"}) {
     CheckedDeviceBackend dev;
     double worst = -1;
-    TrainBesideTheCpu(name, &dev, 0.0, &worst);
+    TrainBesideTheCpu(name, &dev, name == "resnet20" ? 10 : 50, 0.0, &worst);
     EXPECT_EQ(worst, 0.0);
     EXPECT_EQ(dev.violations, 0) << dev.first_violation;
   }
@@ -346,8 +364,17 @@ TEST(ModelBackendMemoryTest, CudaTrainingFollowsTheCpuLossTrajectoryFor50Steps) 
   ASSERT_OK_AND_ASSIGN(auto gpu, kernels::CudaBackend::Create(o));
   for (const std::string name : {"cnn", "cifar10"}) {
     double worst = -1;
-    TrainBesideTheCpu(name, gpu.get(), 1e-3, &worst);
+    TrainBesideTheCpu(name, gpu.get(), 50, 1e-3, &worst);
   }
+  // ResNet-20 (batch norm, residual adds, global pooling): its loss over the first 8 steps.
+  // Its training amplifies rounding differences about twofold a step (measured on an H100: a
+  // loss gap of 1.6e-6 after 2 steps, 2.3e-4 after 8, 2.5e-2 by step 26), and its values are
+  // not compared: after 8 steps its kernels differ by up to 2.8e-3 in norm, and the biases of
+  // the convolutions before a batch norm, whose gradient is rounding noise (zero in exact
+  // arithmetic), wander apart entirely. The stand-in test above shows that the model's
+  // plumbing on device memory is exact, and backend_conformance holds the kernels to 1e-5.
+  double worst = -1;
+  TrainBesideTheCpu("resnet20", gpu.get(), 8, 1e-3, &worst, /*compare_values=*/false);
 #endif
 }
 
