@@ -5,6 +5,9 @@
 //   cifar10  the TensorFlow CIFAR-10 tutorial net for 3x24x24 crops: conv5x5x64 (same), ReLU,
 //            maxpool 3/2 (same), LRN, conv5x5x64 (same), ReLU, LRN, maxpool 3/2 (same),
 //            fc384, ReLU, fc192, ReLU, fc10; LRN depth_radius 4, bias 1, alpha 0.001/9, beta 0.75
+//   resnet20 ResNet-20 for 3x32x32 CIFAR-10 (He et al. 2016): a 3x3x16 stem, 3 stages of 3
+//            basic blocks (16, 32, 64 filters; stride 2 and a 1x1 projection where the shape
+//            changes), batch norm after every convolution, global average pooling, fc10
 // Thread-safe (pure functions).
 #ifndef TOWERPS_WORKER_MODEL_ZOO_H_
 #define TOWERPS_WORKER_MODEL_ZOO_H_
