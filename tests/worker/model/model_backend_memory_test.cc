@@ -203,16 +203,28 @@ TEST(ModelBackendMemoryTest, OnlyChangedValuesAreCopiedToTheDevice) {
   EXPECT_EQ(dev.violations, 0) << dev.first_violation;
 }
 
-TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
+// Why the CUDA tests cannot run here, or "" when they can.
+std::string WhyNoCuda() {
   std::string why;
-  if (!kernels::BuiltWithCuda())
-    GTEST_SKIP() << "no GPU backend: " << (kernels::ListGpus(&why), why);
-  if (kernels::ListGpus(&why).empty()) GTEST_SKIP() << "no GPU is present: " << why;
+  if (!kernels::BuiltWithCuda()) return "no GPU backend: " + (kernels::ListGpus(&why), why);
+  if (kernels::ListGpus(&why).empty()) return "no GPU is present: " + why;
+  return "";
+}
+
 #ifdef TOWERPS_WITH_CUDA
+// A CUDA backend on gpu:0 that grows as needed, up to half the device.
+Result<std::unique_ptr<kernels::CudaBackend>> GrowingGpuBackend() {
   kernels::CudaBackendOptions o;
   o.memory.allow_growth = true;
   o.memory.memory_fraction = 0.5;
-  auto gpu = kernels::CudaBackend::Create(o);
+  return kernels::CudaBackend::Create(o);
+}
+#endif
+
+TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
+  if (const std::string why = WhyNoCuda(); !why.empty()) GTEST_SKIP() << why;
+#ifdef TOWERPS_WITH_CUDA
+  auto gpu = GrowingGpuBackend();
   ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   for (const std::string& name :
@@ -353,15 +365,9 @@ TEST(ModelBackendMemoryTest, DeviceTrainingIsTheCpuTrainingFor50Steps) {
 // On CUDA: float32 on both sides, TF32 and cuDNN's transform algorithms off, so only summation
 // orders differ and the trajectories stay within 1e-3 of each other.
 TEST(ModelBackendMemoryTest, CudaTrainingFollowsTheCpuLossTrajectoryFor50Steps) {
-  std::string why;
-  if (!kernels::BuiltWithCuda())
-    GTEST_SKIP() << "no GPU backend: " << (kernels::ListGpus(&why), why);
-  if (kernels::ListGpus(&why).empty()) GTEST_SKIP() << "no GPU is present: " << why;
+  if (const std::string why = WhyNoCuda(); !why.empty()) GTEST_SKIP() << why;
 #ifdef TOWERPS_WITH_CUDA
-  kernels::CudaBackendOptions o;
-  o.memory.allow_growth = true;
-  o.memory.memory_fraction = 0.5;
-  ASSERT_OK_AND_ASSIGN(auto gpu, kernels::CudaBackend::Create(o));
+  ASSERT_OK_AND_ASSIGN(auto gpu, GrowingGpuBackend());
   for (const std::string name : {"cnn", "cifar10"}) {
     double worst = -1;
     TrainBesideTheCpu(name, gpu.get(), 50, 1e-3, &worst);
