@@ -8,12 +8,15 @@
 
 #include "common/sibling_executable.h"
 #include "worker/straggler.h"
+#include "worker/train/job_data.h"
 
 namespace towerps::launch {
 
 Status ValidateLaunchOptions(const LaunchOptions& o) {
   TOWERPS_RETURN_IF_ERROR(o.job.Validate());
   TOWERPS_RETURN_IF_ERROR(o.worker.Validate());
+  // The model and the data must fit each other: refused here, before any process starts.
+  TOWERPS_RETURN_IF_ERROR(worker::CheckDatasetFitsModel(o.job.dataset, o.job.model));
   TOWERPS_RETURN_IF_ERROR(worker::StragglerPlan::Parse(o.worker.straggler, o.worker.straggler_dist,
                                                        o.worker.slow_workers, o.job.workers)
                               .status());

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ps/job_config.h"
+#include "tests/testing/status_assert.h"
 #include "worker/model/zoo.h"
 #include "worker/train/job_data.h"
 
@@ -49,6 +50,24 @@ TEST(ChoicesTest, EveryListedNameParsesBack) {
     EXPECT_TRUE(r.ok()) << r.status();
   }
   EXPECT_EQ(List(choices, "datasets"), worker::JobDatasetNames());
+}
+
+TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
+  EXPECT_OK(worker::CheckDatasetFitsModel("fashion-mnist", "mlp"));
+  EXPECT_OK(worker::CheckDatasetFitsModel("cifar10", "cifar10"));  // 32x32 cropped to 24x24
+  EXPECT_OK(worker::CheckDatasetFitsModel("cifar10", "resnet20"));
+  for (const std::string& model : worker::ZooModelNames()) {
+    EXPECT_OK(worker::CheckDatasetFitsModel("synthetic", model));  // made in the model's shape
+  }
+  Status s = worker::CheckDatasetFitsModel("cifar10", "mlp");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "model mlp expects 1x28x28 inputs, but cifar10 examples are 3x32x32 (choose --model "
+            "cifar10 or resnet20, or another --dataset)");
+  s = worker::CheckDatasetFitsModel("fashion-mnist", "resnet20");
+  EXPECT_NE(s.message().find("choose --model mlp or cnn"), std::string::npos) << s.message();
+  EXPECT_EQ(worker::CheckDatasetFitsModel("fashion-mnist", "nope").code(), StatusCode::kNotFound);
+  EXPECT_EQ(worker::CheckDatasetFitsModel("nope", "mlp").code(), StatusCode::kNotFound);
 }
 
 TEST(ChoicesTest, DatasetsAreTheOnesLoadJobDataKnows) {

@@ -131,6 +131,28 @@ TEST_F(LauncherTest, BadTowersAreRejectedBeforeAnyProcessStarts) {
   EXPECT_FALSE(fs::exists(dir_ / "run")) << "the launcher created its run directory";
 }
 
+TEST_F(LauncherTest, AModelThatDoesNotFitTheDataIsRejectedBeforeAnyProcessStarts) {
+  // cifar10's 3x24x24 crops against Fashion-MNIST's 1x28x28 images (the default dataset): once
+  // this trained on misread memory and printed loss = -nan.
+  Result<Subprocess> p = Launch({"--model", "cifar10", "--max-steps", "5"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Wait(Deadline::After(seconds(20))), std::optional<int>(2));
+  const std::string out = Output();
+  EXPECT_NE(out.find("model cifar10 expects 3x24x24 inputs, but fashion-mnist examples are "
+                     "1x28x28 (choose --model mlp or cnn, or another --dataset)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("[ps:0]"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir_ / "run")) << "the launcher created its run directory";
+  // An unknown model is named with the known ones.
+  Result<Subprocess> q = Launch({"--model", "nope"});
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->Wait(Deadline::After(seconds(20))), std::optional<int>(2));
+  EXPECT_NE(Output().find("unknown model 'nope' (known: mlp, cnn, cifar10, resnet20)"),
+            std::string::npos)
+      << Output();
+}
+
 TEST_F(LauncherTest, ValidateOnlyChecksTheOptionsAndStartsNothing) {
   Result<Subprocess> good = Launch({"--validate-only", "--workers", "4", "--straggler", "3:40ms"});
   ASSERT_TRUE(good.ok()) << good.status();

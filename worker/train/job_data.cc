@@ -3,11 +3,57 @@
 #include "worker/data/cifar10_reader.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/data/synthetic.h"
+#include "worker/model/zoo.h"
 #include "worker/train/local_training.h"
 
 namespace towerps::worker {
 
 std::vector<std::string> JobDatasetNames() { return {"fashion-mnist", "cifar10", "synthetic"}; }
+
+namespace {
+
+std::string ShapeText(const Shape& shape) {
+  std::string out;
+  for (int64_t d : shape) out += (out.empty() ? "" : "x") + std::to_string(d);
+  return out;
+}
+
+// The example shape of a dataset (before any crop), or empty for one that takes the model's.
+Result<Shape> DatasetExampleShape(const std::string& dataset) {
+  if (dataset == "fashion-mnist") return Shape{1, 28, 28};
+  if (dataset == "cifar10") return Shape{3, 32, 32};
+  if (dataset == "synthetic") return Shape{};
+  std::string names;
+  for (const std::string& n : JobDatasetNames()) names += (names.empty() ? "" : ", ") + n;
+  return NotFoundError("--dataset " + dataset + " is not one of " + names);
+}
+
+// Whether examples of `example` shape feed a model taking `input`: the same shape, or CIFAR's
+// 32x32 cropped to the tutorial's 24x24 (LoadJobData's crops); synthetic data fits anything.
+bool Fits(const Shape& example, const Shape& input) {
+  if (example.empty() || example == input) return true;
+  return example == Shape{3, 32, 32} && input == Shape{3, 24, 24};
+}
+
+}  // namespace
+
+Status CheckDatasetFitsModel(const std::string& dataset, const std::string& model) {
+  TOWERPS_ASSIGN_OR_RETURN(const Shape example, DatasetExampleShape(dataset));
+  TOWERPS_ASSIGN_OR_RETURN(const ModelBuilder builder, ZooModel(model));
+  if (Fits(example, builder.input_shape())) return Status::Ok();
+  std::vector<std::string> fitting;
+  for (const std::string& name : ZooModelNames()) {
+    if (Fits(example, ZooModel(name)->input_shape())) fitting.push_back(name);
+  }
+  std::string choose;
+  for (size_t i = 0; i < fitting.size(); ++i) {
+    choose += (i == 0 ? "" : i + 1 == fitting.size() ? " or " : ", ") + fitting[i];
+  }
+  return InvalidArgumentError(
+      "model " + model + " expects " + ShapeText(builder.input_shape()) + " inputs, but " +
+      dataset + " examples are " + ShapeText(example) + " (" +
+      (fitting.empty() ? "choose" : "choose --model " + choose + ", or") + " another --dataset)");
+}
 
 Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_dir,
                             const Shape& input_shape, int batch_size, uint64_t seed) {

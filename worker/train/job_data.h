@@ -30,6 +30,13 @@ std::vector<std::string> JobDatasetNames();
 Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_dir,
                             const Shape& input_shape, int batch_size, uint64_t seed);
 
+// Whether zoo model `model` can train on `dataset`, from the names alone (nothing is read), so
+// the launcher can refuse a mismatch before it starts any process. kInvalidArgument naming
+// both shapes and the zoo models that fit, e.g. "model cifar10 expects 3x24x24 inputs, but
+// fashion-mnist examples are 1x28x28 (choose --model mlp or cnn, or another --dataset)";
+// kNotFound for an unknown model or dataset, listing the known ones.
+Status CheckDatasetFitsModel(const std::string& dataset, const std::string& model);
+
 }  // namespace towerps::worker
 
 #endif  // TOWERPS_WORKER_TRAIN_JOB_DATA_H_

@@ -71,6 +71,18 @@ class Trainer::Impl {
     train.num_workers = job.workers;
     TOWERPS_ASSIGN_OR_RETURN(batcher_, Batcher::Create(&data_.train, train));
     TOWERPS_ASSIGN_OR_RETURN(test_batcher_, Batcher::Create(&data_.test, data_.test_options));
+    // What was read must fit the model, whatever the launcher could tell from the names.
+    if (batcher_->example_shape() != m0.input_shape()) {
+      return InvalidArgumentError(
+          "model " + job.model + " expects " + ShapeToString(m0.input_shape()) + " inputs, but " +
+          data_.train.name + " examples are " + ShapeToString(batcher_->example_shape()));
+    }
+    if (data_.train.num_classes > m0.num_classes()) {
+      return InvalidArgumentError(data_.train.name + " has " +
+                                  std::to_string(data_.train.num_classes) + " classes but model " +
+                                  job.model + " has " + std::to_string(m0.num_classes()) +
+                                  " outputs");
+    }
     steps_per_epoch_ = data_.train.size() / job.workers / job.batch_size;
     if (steps_per_epoch_ < 1) {
       return InvalidArgumentError(
