@@ -33,8 +33,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # The suites with GPU instances, and the device-independent suites of the code they use. (The
 # multi-process suites start binaries by their build-tree paths: they run in CI, not here.)
-gpu_tests=(backend_conformance_test elementwise_test model_backend_memory_test towers_test
-           tower_group_test caching_allocator_test model_test layer_gradient_test)
+gpu_tests=(backend_conformance_test model_ops_conformance_test elementwise_test
+           model_backend_memory_test towers_test tower_group_test caching_allocator_test model_test
+           layer_gradient_test)
 if [ "${1:-}" = "--tests" ]; then (IFS=,; echo "${gpu_tests[*]}"); exit 0; fi
 bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR] [STEPS]}"
 out="${2:-${OUT:-/tmp/gpu_verify}}"
@@ -80,7 +81,7 @@ for name in "${gpu_tests[@]}"; do
 done
 # What the CUDA-against-CPU tests measured: each op's error at the cifar10 model's shapes, and
 # the 50-step loss trajectories.
-grep -h "^gpu0 .*largest error\|over 50 steps" "$out"/test-backend_conformance_test.log \
+grep -h "^gpu0 .*largest error\|over 50 steps" "$out"/test-model_ops_conformance_test.log \
   "$out"/test-model_backend_memory_test.log 2>/dev/null | sed 's/^/INFO /' | tee -a "$summary"
 fi
 
