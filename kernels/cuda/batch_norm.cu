@@ -31,14 +31,27 @@ __device__ int64_t At(int c, int hw, int ch, int64_t j) { return (j / hw * c + c
 // (grid splits x c), into partial[ch * splits + piece]; then one thread per channel adds its
 // pieces in order. The pieces depend only on the shape, so the bits do too.
 //
+// Piece `piece` of the m values of a channel: [*lo, *hi).
+__device__ void PieceRange(int64_t m, int splits, int piece, int64_t* lo, int64_t* hi) {
+  const int64_t per = (m + splits - 1) / splits;
+  *lo = piece * per;
+  *hi = min(m, *lo + per);
+}
+
+// Row `row` of the partial sums, its pieces added in order.
+__device__ double SumPieces(const double* partial, int64_t row, int splits) {
+  double sum = 0;
+  for (int p = 0; p < splits; ++p) sum += partial[row * splits + p];
+  return sum;
+}
+
 // Pass 1 (centre == nullptr): the sum of x. Pass 2: the sum of (x - centre[ch])^2.
 __global__ void bn_partial_kernel(int n, int c, int hw, int splits, const float* x,
                                   const float* centre, double* partial) {
   __shared__ double shared[kReduceThreads];
   const int ch = blockIdx.y, piece = blockIdx.x;
-  const int64_t m = int64_t{n} * hw;
-  const int64_t per = (m + splits - 1) / splits;
-  const int64_t lo = piece * per, hi = min(m, lo + per);
+  int64_t lo, hi;
+  PieceRange(int64_t{n} * hw, splits, piece, &lo, &hi);
   const double mu = centre != nullptr ? centre[ch] : 0.0;
   double sum = 0;
   for (int64_t j = lo + threadIdx.x; j < hi; j += kReduceThreads) {
@@ -53,18 +66,14 @@ __global__ void bn_mean_kernel(int n, int c, int hw, int splits, const double* p
                                float* mean) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
-  double sum = 0;
-  for (int p = 0; p < splits; ++p) sum += partial[int64_t{ch} * splits + p];
-  mean[ch] = static_cast<float>(sum / (static_cast<double>(n) * hw));
+  mean[ch] = static_cast<float>(SumPieces(partial, ch, splits) / (static_cast<double>(n) * hw));
 }
 
 __global__ void bn_var_kernel(int n, int c, int hw, int splits, float epsilon,
                               const double* partial, float* var, float* inv_std) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
-  double sum = 0;
-  for (int p = 0; p < splits; ++p) sum += partial[int64_t{ch} * splits + p];
-  const double v = sum / (static_cast<double>(n) * hw);
+  const double v = SumPieces(partial, ch, splits) / (static_cast<double>(n) * hw);
   var[ch] = static_cast<float>(v);
   inv_std[ch] = static_cast<float>(1.0 / sqrt(v + epsilon));
 }
@@ -103,9 +112,8 @@ __global__ void bn_backward_partial_kernel(int n, int c, int hw, int splits, con
                                            double* partial) {
   __shared__ double shared[kReduceThreads];
   const int ch = blockIdx.y, piece = blockIdx.x;
-  const int64_t m = int64_t{n} * hw;
-  const int64_t per = (m + splits - 1) / splits;
-  const int64_t lo = piece * per, hi = min(m, lo + per);
+  int64_t lo, hi;
+  PieceRange(int64_t{n} * hw, splits, piece, &lo, &hi);
   const double mu = mean[ch], is = inv_std[ch];
   double sum_dy = 0, sum_dy_xhat = 0;
   for (int64_t j = lo + threadIdx.x; j < hi; j += kReduceThreads) {
@@ -125,13 +133,8 @@ __global__ void bn_backward_sums_kernel(int c, int splits, const double* partial
                                         float* dbeta) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
-  double sum_dy = 0, sum_dy_xhat = 0;
-  for (int p = 0; p < splits; ++p) {
-    sum_dy += partial[int64_t{ch} * splits + p];
-    sum_dy_xhat += partial[int64_t{c + ch} * splits + p];
-  }
-  dbeta[ch] = static_cast<float>(sum_dy);
-  dgamma[ch] = static_cast<float>(sum_dy_xhat);
+  dbeta[ch] = static_cast<float>(SumPieces(partial, ch, splits));
+  dgamma[ch] = static_cast<float>(SumPieces(partial, int64_t{c} + ch, splits));
 }
 
 // dx = k * (m * dy - dbeta - xhat * dgamma), k = gamma * inv_std / m, as the CPU computes it.
