@@ -12,6 +12,12 @@ std::vector<std::string> JobDatasetNames() { return {"fashion-mnist", "cifar10",
 
 namespace {
 
+// A model taking the TensorFlow tutorial's 24x24 crops: CIFAR-10's 32x32 images (real or
+// synthetic) are cropped for it.
+bool TakesTutorialCrops(const Shape& input_shape) {
+  return input_shape.size() == 3 && input_shape[1] == 24 && input_shape[2] == 24;
+}
+
 std::string ShapeText(const Shape& shape) {
   std::string out;
   for (int64_t d : shape) out += (out.empty() ? "" : "x") + std::to_string(d);
@@ -32,7 +38,7 @@ Result<Shape> DatasetExampleShape(const std::string& dataset) {
 // 32x32 cropped to the tutorial's 24x24 (LoadJobData's crops); synthetic data fits anything.
 bool Fits(const Shape& example, const Shape& input) {
   if (example.empty() || example == input) return true;
-  return example == Shape{3, 32, 32} && input == Shape{3, 24, 24};
+  return example == Shape{3, 32, 32} && TakesTutorialCrops(input) && input[0] == 3;
 }
 
 }  // namespace
@@ -61,7 +67,7 @@ Result<JobData> LoadJobData(const std::string& dataset, const std::string& data_
   BatcherOptions base;
   base.batch_size = batch_size;
   base.seed = seed;
-  const bool crops = input_shape.size() == 3 && input_shape[1] == 24 && input_shape[2] == 24;
+  const bool crops = TakesTutorialCrops(input_shape);
   if (dataset == "fashion-mnist") {
     FashionMnistOptions fo;
     if (!data_dir.empty()) fo.data_dir = data_dir;
