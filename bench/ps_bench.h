@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <string>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::bench {
 

@@ -23,7 +23,7 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 }  // namespace
 
 Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
-  TOWERPS_ASSIGN_OR_RETURN(worker::ModelBuilder builder, worker::ZooModel(o.model));
+  TOWERPS_ASSIGN_OR_RETURN(ModelBuilder builder, worker::ZooModel(o.model));
   std::vector<std::string> warnings;
   auto parsed = worker::ParseTowers(o.device, false, &warnings);
   if (!parsed.ok()) {  // its text names --towers; here the flag is --device
@@ -48,7 +48,7 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   const bool device_update = !backend->host_memory() && o.update == "device";
   kernels::Backend<float>* update =
       backend->host_memory() || device_update ? backend.get() : host.get();
-  TOWERPS_ASSIGN_OR_RETURN(auto model, builder.Build<float>(backend.get(), o.seed));
+  TOWERPS_ASSIGN_OR_RETURN(auto model, worker::BuildModel<float>(builder, backend.get(), o.seed));
   TOWERPS_ASSIGN_OR_RETURN(auto sgd, worker::MomentumSgd::Create(model.get(), update,
                                                                  {.learning_rate = o.learning_rate,
                                                                   .momentum = o.momentum}));
@@ -58,8 +58,10 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   const bool synthetic = o.synthetic || builder.input_shape() != Shape{1, 28, 28};
   TOWERPS_ASSIGN_OR_RETURN(
       worker::JobData data,
-      worker::LoadJobData(synthetic ? "synthetic" : "fashion-mnist", o.data_dir,
-                          builder.input_shape(), o.batch_size, o.seed));
+      worker::LoadJobData(
+          StockRegistry(), synthetic ? "synthetic" : "fashion-mnist",
+          {.data_dir = o.data_dir, .model_input = builder.input_shape(), .seed = o.seed},
+          o.batch_size));
   TOWERPS_ASSIGN_OR_RETURN(auto train, Batcher::Create(&data.train, data.train_options));
   TOWERPS_ASSIGN_OR_RETURN(auto test, Batcher::Create(&data.test, data.test_options));
   if (train->example_shape() != model->input_shape()) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/layer_profile.h"
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::bench {
 

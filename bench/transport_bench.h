@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/internal/raw_ceiling.h"
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::bench {
 

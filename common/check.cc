@@ -1,4 +1,4 @@
-#include "common/check.h"
+#include "towerps/check.h"
 
 #include <cstdio>
 #include <cstdlib>

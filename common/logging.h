@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps {
 

@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "common/check.h"
 #include "common/deadline.h"
 #include "common/mutex.h"
+#include "towerps/check.h"
 
 namespace towerps {
 

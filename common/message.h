@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "common/proto/towerps.capnp.h"
-#include "common/result.h"
 #include "common/tensor.h"
+#include "towerps/result.h"
 
 namespace towerps {
 namespace internal {

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps {
 

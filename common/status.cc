@@ -1,4 +1,4 @@
-#include "common/status.h"
+#include "towerps/status.h"
 
 #include <ostream>
 #include <utility>

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/deadline.h"
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps {
 

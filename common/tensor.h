@@ -20,8 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "common/check.h"
-#include "common/result.h"
+#include "towerps/check.h"
+#include "towerps/result.h"
+#include "towerps/shape.h"
 
 namespace towerps {
 
@@ -30,15 +31,6 @@ enum class DType : uint8_t { kFloat32 = 0, kUInt8 = 1 };
 
 size_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
-
-using Shape = std::vector<int64_t>;
-
-// Number of elements; 1 for a rank-0 shape. Fails when a dimension is negative or the product
-// overflows int64 (shapes can come from the wire).
-Result<int64_t> CheckedNumElements(const Shape& shape);
-// Same, for shapes already known to be valid.
-int64_t NumElements(const Shape& shape);
-std::string ShapeToString(const Shape& shape);  // "[64, 3, 24, 24]"
 
 inline constexpr size_t kTensorAlignment = 64;
 

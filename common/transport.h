@@ -26,7 +26,7 @@
 
 #include "common/deadline.h"
 #include "common/message.h"
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "common/result.h"
 #include "kernels/memory_space.h"
+#include "towerps/result.h"
 
 namespace towerps::kernels {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/check.h"
+#include "towerps/check.h"
 
 namespace towerps::kernels {
 

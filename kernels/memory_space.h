@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::kernels {
 

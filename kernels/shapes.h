@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "common/status.h"
+#include "towerps/status.h"
 
 namespace towerps::kernels {
 

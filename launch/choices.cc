@@ -3,8 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ps/job_config.h"
-#include "worker/model/zoo.h"
-#include "worker/train/job_data.h"
+#include "towerps/registry.h"
 
 namespace towerps::launch {
 
@@ -25,9 +24,10 @@ std::string ChoicesJson() {
        {LrScheduleKind::kConstant, LrScheduleKind::kStep, LrScheduleKind::kExponential}) {
     schedules.push_back(ps::LrScheduleKindName(k));
   }
+  const Registry stock = StockRegistry();
   const nlohmann::json choices = {{"modes", modes},
-                                  {"models", worker::ZooModelNames()},
-                                  {"datasets", worker::JobDatasetNames()},
+                                  {"models", stock.ModelNames()},
+                                  {"datasets", stock.DatasetNames()},
                                   {"optimizers", optimizers},
                                   {"lr_schedules", schedules}};
   return choices.dump(2);

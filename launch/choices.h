@@ -3,8 +3,8 @@
 // of copying them.
 //
 // Contract: pure; thread-safe. Each list comes from the code that parses the option: the update
-// modes, optimizers and learning-rate schedules from ps/job_config.h, the models from the zoo
-// (worker/model/zoo.h), the datasets from worker/train/job_data.h.
+// modes, optimizers and learning-rate schedules from ps/job_config.h, the models
+// and datasets of the stock worker (StockRegistry, <towerps/registry.h>).
 #ifndef TOWERPS_LAUNCH_CHOICES_H_
 #define TOWERPS_LAUNCH_CHOICES_H_
 

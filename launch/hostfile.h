@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::launch {
 

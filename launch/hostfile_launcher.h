@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "launch/launch_options.h"
+#include "towerps/status.h"
 
 namespace towerps::launch {
 

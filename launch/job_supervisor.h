@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "launch/process_group.h"
+#include "towerps/status.h"
 
 namespace towerps::launch {
 

@@ -2,21 +2,23 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "common/sibling_executable.h"
+#include "common/subprocess.h"
 #include "worker/straggler.h"
-#include "worker/train/job_data.h"
 
 namespace towerps::launch {
 
 Status ValidateLaunchOptions(const LaunchOptions& o) {
   TOWERPS_RETURN_IF_ERROR(o.job.Validate());
   TOWERPS_RETURN_IF_ERROR(o.worker.Validate());
-  // The model and the data must fit each other: refused here, before any process starts.
-  TOWERPS_RETURN_IF_ERROR(worker::CheckDatasetFitsModel(o.job.dataset, o.job.model));
   TOWERPS_RETURN_IF_ERROR(worker::StragglerPlan::Parse(o.worker.straggler, o.worker.straggler_dist,
                                                        o.worker.slow_workers, o.job.workers)
                               .status());
@@ -37,7 +39,46 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
       return NotFoundError(flag + " " + path + " is not an executable; build it or pass " + flag);
     }
   }
-  return Status::Ok();
+  // The model and the data must fit each other: refused here, before any process starts, by
+  // the worker binary that will train them (it knows its own models and datasets).
+  return CheckJobWithWorkerBinary(o);
+}
+
+Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
+  std::vector<std::string> argv = WorkerArgv(o, 0, {});
+  argv.erase(argv.begin() + 1, argv.begin() + 5);  // --rank 0 --ps-endpoints ""
+  argv.push_back("--check-job");
+  char path[] = "/tmp/towerps-check-job-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return IoError(std::string("cannot create a file in /tmp: ") + std::strerror(errno));
+  close(fd);
+  const std::string answer_path = path;
+  std::string answer;
+  std::optional<int> code;
+  {
+    TOWERPS_ASSIGN_OR_RETURN(Subprocess check,
+                             Subprocess::Start({.argv = argv, .output_path = answer_path}));
+    code = check.Wait(Deadline::After(o.startup_timeout));
+    std::ifstream in(answer_path);
+    answer.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }  // a check still running is killed here
+  std::remove(answer_path.c_str());
+  while (!answer.empty() && answer.back() == '\n') answer.pop_back();
+  const std::string binary = argv[0];
+  if (!code) {
+    return TimeoutError("--worker-bin " + binary + " did not answer --check-job within " +
+                        std::to_string(o.startup_timeout.count()) + " ms");
+  }
+  if (*code == 0) return Status::Ok();
+  if (*code == 2) return InvalidArgumentError(answer);
+  if (*code == 3) {
+    std::printf("[launch] note: %s; each worker checks its data where it runs\n", answer.c_str());
+    std::fflush(stdout);
+    return Status::Ok();
+  }
+  return FailedPreconditionError(
+      "--worker-bin " + binary + " --check-job exited with code " + std::to_string(*code) +
+      " (is it a TowerPS worker built with towerps::WorkerMain?): " + answer.substr(0, 2000));
 }
 
 std::string DefaultRunDir() {

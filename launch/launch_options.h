@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "ps/job_config.h"
+#include "towerps/status.h"
 #include "worker/worker_options.h"
 
 namespace towerps::launch {
@@ -36,6 +36,11 @@ struct LaunchOptions {
 
 // Checks the launcher's own options (ports, binaries, counts) before anything starts.
 Status ValidateLaunchOptions(const LaunchOptions& options);
+
+// Asks the worker binary (`--check-job` with the job's flags) whether --model and --dataset exist
+// and fit each other; kInvalidArgument with the binary's reason when not. Data that cannot be
+// read here (a remote-only --data-dir) is left to the workers, with a note.
+Status CheckJobWithWorkerBinary(const LaunchOptions& options);
 
 // runs/<date>-<time>-<pid>, relative to the working directory.
 std::string DefaultRunDir();

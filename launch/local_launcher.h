@@ -18,8 +18,8 @@
 
 #include <string>
 
-#include "common/status.h"
 #include "launch/launch_options.h"
+#include "towerps/status.h"
 
 namespace towerps::launch {
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
 #include "ps/chunk.h"
 #include "ps/variable.h"
+#include "towerps/result.h"
 
 namespace towerps::ps {
 

@@ -20,12 +20,12 @@
 #include <map>
 #include <vector>
 
-#include "common/result.h"
 #include "common/tensor.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
 #include "ps/server_stats.h"
 #include "ps/version.h"
+#include "towerps/result.h"
 
 namespace towerps::ps {
 

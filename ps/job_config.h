@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::ps {
 

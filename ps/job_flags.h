@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/result.h"
 #include "ps/job_config.h"
+#include "towerps/result.h"
 
 namespace towerps::ps {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "common/check.h"
+#include "towerps/check.h"
 
 namespace towerps::ps {
 namespace {

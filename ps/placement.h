@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
 #include "ps/variable.h"
+#include "towerps/result.h"
 
 namespace towerps::ps {
 

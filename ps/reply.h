@@ -6,7 +6,7 @@
 #define TOWERPS_PS_REPLY_H_
 
 #include "common/message.h"
-#include "common/status.h"
+#include "towerps/status.h"
 
 namespace towerps::ps {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "common/check.h"
 #include "ps/reply.h"
+#include "towerps/check.h"
 
 namespace towerps::ps {
 

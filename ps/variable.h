@@ -9,8 +9,8 @@
 
 #include <vector>
 
-#include "common/status.h"
 #include "common/tensor.h"
+#include "towerps/status.h"
 
 namespace towerps::ps {
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::worker {
 

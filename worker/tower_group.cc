@@ -59,7 +59,7 @@ Result<std::unique_ptr<TowerGroup>> TowerGroup::FromBackends(
   for (size_t t = 0; t < devices.size(); ++t) {
     Tower tower{devices[t], std::move(backends[t]), nullptr};
     // The same seed everywhere: every tower and worker starts from the chief's values anyway.
-    TOWERPS_ASSIGN_OR_RETURN(tower.model, builder.Build<float>(tower.backend.get(), seed));
+    TOWERPS_ASSIGN_OR_RETURN(tower.model, BuildModel<float>(builder, tower.backend.get(), seed));
     towers.push_back(std::move(tower));
   }
   std::unique_ptr<TowerGroup> group(new TowerGroup(std::move(towers), options));

@@ -31,11 +31,11 @@
 #include <memory>
 #include <vector>
 
-#include "common/result.h"
 #include "common/tensor.h"
 #include "kernels/backend.h"
+#include "towerps/result.h"
+#include "worker/model/build_model.h"
 #include "worker/model/model.h"
-#include "worker/model/model_builder.h"
 #include "worker/towers.h"
 
 namespace towerps::worker {

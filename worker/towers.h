@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
 #include "kernels/backend.h"
+#include "towerps/result.h"
 
 namespace towerps::worker {
 

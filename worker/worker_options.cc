@@ -72,6 +72,10 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
     add("--intra-op-threads", std::to_string(intra_op_threads));
   if (log_every != d.log_every) add("--log-every", std::to_string(log_every));
   if (!data_dir.empty()) add("--data-dir", data_dir);
+  if (!train_images.empty()) add("--train-images", train_images);
+  if (!train_labels.empty()) add("--train-labels", train_labels);
+  if (!test_images.empty()) add("--test-images", test_images);
+  if (!test_labels.empty()) add("--test-labels", test_labels);
   if (!metrics_out.empty()) add("--metrics-out", metrics_out);
   if (!summary_out.empty()) add("--summary-out", summary_out);
   if (rpc_timeout != d.rpc_timeout) add("--rpc-timeout-ms", std::to_string(rpc_timeout.count()));
@@ -101,6 +105,11 @@ WorkerFlags::WorkerFlags()
       "threads inside one op")("log-every", po::value(&o.log_every)->default_value(o.log_every),
                                "steps between log lines")(
       "data-dir", po::value(&o.data_dir), "dataset directory (default: the package's)")(
+      "train-images", po::value(&o.train_images),
+      "--dataset idx: training images (relative to --data-dir; default MNIST's name)")(
+      "train-labels", po::value(&o.train_labels), "--dataset idx: training labels")(
+      "test-images", po::value(&o.test_images), "--dataset idx: test images")(
+      "test-labels", po::value(&o.test_labels), "--dataset idx: test labels")(
       "metrics-out", po::value(&o.metrics_out), "JSON lines per logged step; {rank} expands")(
       "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(
       "rpc-timeout-ms", po::value(&rpc_timeout_ms_)->default_value(rpc_timeout_ms_),
@@ -127,6 +136,16 @@ WorkerFlags::WorkerFlags()
       "exp:MEAN or uniform:LO:HI: random per-step delays for every worker (seeded)")(
       "slow-workers", po::value(&o.slow_workers),
       "K:FACTOR: the last K workers compute FACTOR times slower");
+}
+
+DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t seed) const {
+  return DataRequest{.data_dir = data_dir,
+                     .train_images = train_images,
+                     .train_labels = train_labels,
+                     .test_images = test_images,
+                     .test_labels = test_labels,
+                     .model_input = model_input,
+                     .seed = seed};
 }
 
 Result<WorkerOptions> WorkerFlags::ToOptions() const {

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "towerps/registry.h"
+#include "towerps/result.h"
 
 namespace towerps::worker {
 
@@ -18,8 +19,10 @@ struct WorkerOptions {
   int intra_op_threads = 1;      // threads inside one op
   int log_every = 100;           // steps between progress lines
   std::string data_dir;          // empty: the dataset's default location
-  std::string metrics_out;       // JSON lines, one per logged step; "{rank}" expands
-  std::string summary_out;       // one JSON object at the end (chief)
+  // Files of datasets that read named files (idx); relative to data_dir unless absolute.
+  std::string train_images, train_labels, test_images, test_labels;
+  std::string metrics_out;  // JSON lines, one per logged step; "{rank}" expands
+  std::string summary_out;  // one JSON object at the end (chief)
   std::chrono::milliseconds rpc_timeout{60000};
   bool log_device_placement = false;
   bool allow_soft_placement = false;  // a missing device falls back to one that exists
@@ -43,6 +46,8 @@ struct WorkerOptions {
   Status Validate() const;
   // The GPU limit of device_count: -1 when unset. kInvalidArgument for a malformed value.
   Result<int> GpuCountLimit() const;
+  // What a dataset loader is given (<towerps/registry.h>).
+  DataRequest MakeDataRequest(const Shape& model_input, uint64_t seed) const;
   // Flags that reproduce these options (defaults omitted).
   std::vector<std::string> ToArgs() const;
 };

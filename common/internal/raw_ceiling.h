@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <string>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::internal {
 

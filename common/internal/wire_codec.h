@@ -21,8 +21,8 @@
 #include <zmq.hpp>
 
 #include "common/message.h"
-#include "common/result.h"
 #include "common/tensor.h"
+#include "towerps/result.h"
 
 namespace towerps::internal {
 

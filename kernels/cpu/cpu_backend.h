@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/thread_pool.h"
+#include "towerps/result.h"
 
 namespace towerps::kernels {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/check.h"
+#include "towerps/check.h"
 
 namespace towerps::kernels::cuda {
 namespace {

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::kernels::cuda {
 

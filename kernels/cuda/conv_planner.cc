@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/check.h"
 #include "kernels/cuda/library_check.h"
+#include "towerps/check.h"
 
 namespace towerps::kernels::cuda {
 namespace {

@@ -37,9 +37,9 @@
 #include <optional>
 #include <string>
 
-#include "common/result.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/caching_allocator.h"
+#include "towerps/result.h"
 
 namespace towerps::kernels {
 

@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "common/check.h"
-#include "common/status.h"
+#include "towerps/check.h"
+#include "towerps/status.h"
 
 #define TOWERPS_CUDA_CHECK(expr)                                                                  \
   do {                                                                                            \

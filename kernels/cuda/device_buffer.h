@@ -15,9 +15,9 @@
 #include <cstddef>
 #include <utility>
 
-#include "common/check.h"
-#include "common/result.h"
 #include "kernels/cuda/caching_allocator.h"
+#include "towerps/check.h"
+#include "towerps/result.h"
 
 namespace towerps::kernels::cuda {
 

@@ -10,8 +10,8 @@
 
 #include <memory>
 
-#include "common/result.h"
 #include "kernels/cuda/caching_allocator.h"
+#include "towerps/result.h"
 
 namespace towerps::kernels::cuda {
 

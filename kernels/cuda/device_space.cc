@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "common/check.h"
 #include "kernels/cuda/cuda_check.h"
+#include "towerps/check.h"
 
 namespace towerps::kernels::cuda {
 

@@ -29,9 +29,9 @@
 #include <memory>
 #include <set>
 
-#include "common/result.h"
 #include "kernels/cuda/caching_allocator.h"
 #include "kernels/cuda/cuda_handles.h"
+#include "towerps/result.h"
 
 namespace towerps::kernels::cuda {
 

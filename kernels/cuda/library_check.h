@@ -7,7 +7,7 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 
-#include "common/check.h"
+#include "towerps/check.h"
 
 #define TOWERPS_CUBLAS_CHECK(expr)                                   \
   do {                                                               \

@@ -1,8 +1,8 @@
-#include "common/status.h"
+#include "towerps/status.h"
 
 #include <gtest/gtest.h>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "ps/job_config.h"
 #include "tests/testing/status_assert.h"
+#include "towerps/registry.h"
 #include "worker/model/zoo.h"
-#include "worker/train/job_data.h"
 
 namespace towerps::launch {
 namespace {
@@ -46,40 +46,32 @@ TEST(ChoicesTest, EveryListedNameParsesBack) {
   }
   EXPECT_EQ(List(choices, "models"), worker::ZooModelNames());
   for (const std::string& m : worker::ZooModelNames()) {
-    Result<worker::ModelBuilder> r = worker::ZooModel(m);
+    Result<ModelBuilder> r = StockRegistry().DescribeModel(m);
     EXPECT_TRUE(r.ok()) << r.status();
   }
-  EXPECT_EQ(List(choices, "datasets"), worker::JobDatasetNames());
+  EXPECT_EQ(List(choices, "datasets"), StockRegistry().DatasetNames());
 }
 
+// The fit check the launcher asks the worker binary for (--check-job).
 TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
-  EXPECT_OK(worker::CheckDatasetFitsModel("fashion-mnist", "mlp"));
-  EXPECT_OK(worker::CheckDatasetFitsModel("cifar10", "cifar10"));  // 32x32 cropped to 24x24
-  EXPECT_OK(worker::CheckDatasetFitsModel("cifar10", "resnet20"));
+  const Registry r = StockRegistry();
+  EXPECT_OK(r.CheckFits("mlp", "fashion-mnist", {}));
+  EXPECT_OK(r.CheckFits("cifar10", "cifar10", {}));  // 32x32 cropped to 24x24
+  EXPECT_OK(r.CheckFits("resnet20", "cifar10", {}));
   for (const std::string& model : worker::ZooModelNames()) {
-    EXPECT_OK(worker::CheckDatasetFitsModel("synthetic", model));  // made in the model's shape
+    EXPECT_OK(r.CheckFits(model, "synthetic", {}));  // made in the model's shape
   }
-  Status s = worker::CheckDatasetFitsModel("cifar10", "mlp");
+  Status s = r.CheckFits("mlp", "cifar10", {});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "model mlp expects 1x28x28 inputs, but cifar10 examples are 3x32x32 (choose --model "
             "cifar10 or resnet20, or another --dataset)");
-  s = worker::CheckDatasetFitsModel("fashion-mnist", "resnet20");
+  s = r.CheckFits("resnet20", "fashion-mnist", {});
   EXPECT_NE(s.message().find("choose --model mlp or cnn"), std::string::npos) << s.message();
-  EXPECT_EQ(worker::CheckDatasetFitsModel("fashion-mnist", "nope").code(), StatusCode::kNotFound);
-  EXPECT_EQ(worker::CheckDatasetFitsModel("nope", "mlp").code(), StatusCode::kNotFound);
-}
-
-TEST(ChoicesTest, DatasetsAreTheOnesLoadJobDataKnows) {
-  // LoadJobData's error for an unknown name lists what it knows.
-  Result<worker::JobData> r = worker::LoadJobData("no-such-dataset", "", {1, 28, 28}, 1, 1);
-  ASSERT_FALSE(r.ok());
-  std::string names;
-  for (const std::string& d : worker::JobDatasetNames()) names += (names.empty() ? "" : ", ") + d;
-  const std::string& m = r.status().message();
-  const std::string tail = "is not one of " + names;
-  ASSERT_GE(m.size(), tail.size()) << m;
-  EXPECT_EQ(m.substr(m.size() - tail.size()), tail) << m;
+  EXPECT_EQ(r.CheckFits("nope", "fashion-mnist", {}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(r.CheckFits("mlp", "nope", {}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(r.CheckFits("mlp", "nope", {}).message(),
+            "unknown dataset 'nope' (known: fashion-mnist, idx, cifar10, npy, synthetic)");
 }
 
 }  // namespace

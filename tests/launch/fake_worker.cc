@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "ps/client.h"
 #include "ps/job_flags.h"
+#include "towerps/registry.h"
 #include "worker/worker_options.h"
 
 namespace po = boost::program_options;
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   worker::WorkerFlags worker_flags;
   po::options_description own("fake worker");
   own.add_options()("rank", po::value(&rank))("ps-endpoints", po::value(&endpoints))(
-      "config", po::value<std::string>());
+      "config", po::value<std::string>())("check-job", "answer the launcher's check");
   po::options_description all;
   all.add(own).add(job_flags.options()).add(worker_flags.options());
   po::variables_map vm;
@@ -31,6 +32,11 @@ int main(int argc, char** argv) {
   auto job = job_flags.ToConfig();
   auto wopts = worker_flags.ToOptions();
   if (!job.ok() || !wopts.ok()) return 2;
+  if (vm.count("check-job")) {  // as towerps::WorkerMain answers it, for the stock registry
+    const Status fits = StockRegistry().CheckFits(job->model, job->dataset, {});
+    if (!fits.ok()) std::cerr << fits.message() << "\n";
+    return fits.ok() ? 0 : 2;
+  }
   InitLogging({.role = "worker", .rank = rank});
   ps::ClientOptions co;
   std::stringstream ss(endpoints);

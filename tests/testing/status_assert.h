@@ -2,7 +2,7 @@
 // status's message instead of aborting the whole binary in Result::value().
 //
 //   ASSERT_OK(Status or Result expression);
-//   ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(&backend, 1));
+//   ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(builder, &backend, 1));
 //
 // Like ASSERT_*, they return from the enclosing function on failure, so they belong in TEST
 // bodies and in helpers that return void.
@@ -13,8 +13,8 @@
 
 #include <utility>
 
-#include "common/result.h"
-#include "common/status.h"
+#include "towerps/result.h"
+#include "towerps/status.h"
 
 namespace towerps::testing {
 

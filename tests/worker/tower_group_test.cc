@@ -16,7 +16,7 @@
 #include "kernels/gpu_devices.h"
 #include "tests/testing/status_assert.h"
 #include "tests/worker/checked_device_backend.h"
-#include "worker/model/model_builder.h"
+#include "worker/model/build_model.h"
 #include "worker/towers.h"
 
 namespace towerps::worker {

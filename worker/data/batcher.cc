@@ -24,11 +24,15 @@ Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOpt
     return InvalidArgumentError("worker rank " + std::to_string(o.rank) + " is not in 0.." +
                                 std::to_string(o.num_workers - 1));
   }
-  if (data->example_shape.size() != 3) {
+  TOWERPS_RETURN_IF_ERROR(data->Validate());
+  if (data->example_shape.size() != 3 && data->example_shape.size() != 1) {
     return InvalidArgumentError(data->name + ": example shape " +
-                                ShapeToString(data->example_shape) + " is not [c, h, w]");
+                                ShapeToString(data->example_shape) +
+                                " is neither [c, h, w] nor [features]");
   }
-  const int64_t c = data->example_shape[0], h = data->example_shape[1], w = data->example_shape[2];
+  const Shape& in = data->example_shape;
+  // A vector [features] is one channel of one row.
+  const int64_t c = in.size() == 3 ? in[0] : 1, h = in.size() == 3 ? in[1] : 1, w = in.back();
   for (auto* v : {&o.mean, &o.stddev}) {
     if (v->size() != 1 && static_cast<int64_t>(v->size()) != c) {
       return InvalidArgumentError("normalization needs 1 or " + std::to_string(c) +
@@ -42,7 +46,7 @@ Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOpt
   }
   Shape out = data->example_shape;
   if (o.crop_h != 0 || o.crop_w != 0) {
-    if (o.crop_h < 1 || o.crop_w < 1 || o.crop_h > h || o.crop_w > w) {
+    if (in.size() != 3 || o.crop_h < 1 || o.crop_w < 1 || o.crop_h > h || o.crop_w > w) {
       return InvalidArgumentError("crop " + std::to_string(o.crop_h) + "x" +
                                   std::to_string(o.crop_w) + " does not fit images " +
                                   ShapeToString(data->example_shape));
@@ -98,11 +102,13 @@ bool Batcher::Next(Batch* batch) {
   batch->size = static_cast<int>(n);
   batch->x.resize(n * static_cast<size_t>(NumElements(out_shape_)));
   batch->labels.resize(n);
-  const int64_t bytes = data_->example_size();
+  const int64_t bytes = data_->example_size() * (data_->is_float() ? 4 : 1);
+  const char* base = data_->is_float() ? reinterpret_cast<const char*>(data_->values.data())
+                                       : reinterpret_cast<const char*>(data_->pixels.data());
   for (size_t i = 0; i < n; ++i) {
     // Examples sit at random places in a large array: fetch the next one while converting this.
     if (i + 1 < n) {
-      const uint8_t* next = data_->pixels.data() + order_[cursor_ + i + 1] * bytes;
+      const char* next = base + order_[cursor_ + i + 1] * bytes;
       for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(next + off);
     }
     Fill(order_[cursor_ + i], static_cast<int64_t>(i), batch);
@@ -111,10 +117,30 @@ bool Batcher::Next(Batch* batch) {
   return true;
 }
 
+namespace {
+
+// Writes channel `ch` of one example, rows y0.. and columns x0.. of a w-wide source, as
+// v * scale + shift (one multiply-add, so that the loop vectorizes), mirrored when `flip`.
+template <typename V>
+void ConvertChannel(const V* src, int64_t w, int64_t y0, int64_t x0, int64_t oh, int64_t ow,
+                    bool flip, float scale, float shift, float* dst) {
+  for (int64_t y = 0; y < oh; ++y) {
+    const V* row = src + (y0 + y) * w + x0;
+    float* out = dst + y * ow;
+    if (flip) {
+      for (int64_t x = 0; x < ow; ++x) out[x] = static_cast<float>(row[ow - 1 - x]) * scale + shift;
+    } else {
+      for (int64_t x = 0; x < ow; ++x) out[x] = static_cast<float>(row[x]) * scale + shift;
+    }
+  }
+}
+
+}  // namespace
+
 void Batcher::Fill(int64_t example, int64_t slot, Batch* batch) const {
-  const int64_t c = data_->example_shape[0], h = data_->example_shape[1],
-                w = data_->example_shape[2];
-  const int64_t oh = out_shape_[1], ow = out_shape_[2];
+  const Shape& in = data_->example_shape;
+  const int64_t c = in.size() == 3 ? in[0] : 1, h = in.size() == 3 ? in[1] : 1, w = in.back();
+  const int64_t oh = out_shape_.size() == 3 ? out_shape_[1] : 1, ow = out_shape_.back();
   int64_t y0 = (h - oh) / 2, x0 = (w - ow) / 2;
   bool flip = false;
   if (options_.random_crop_flip) {
@@ -124,22 +150,21 @@ void Batcher::Fill(int64_t example, int64_t slot, Batch* batch) const {
     x0 = static_cast<int64_t>((r >> 20) % static_cast<uint64_t>(w - ow + 1));
     flip = (r >> 40) & 1;
   }
-  const uint8_t* src = data_->pixels.data() + example * data_->example_size();
+  const int64_t offset = example * data_->example_size();
   float* dst = batch->x.data() + slot * c * oh * ow;
   for (int64_t ch = 0; ch < c; ++ch) {
     const float mean = options_.mean.size() == 1 ? options_.mean[0] : options_.mean[ch];
     const float stddev = options_.stddev.size() == 1 ? options_.stddev[0] : options_.stddev[ch];
-    // (p / 255 - mean) / stddev as one multiply-add, so that the loop vectorizes.
-    const float scale = 1.0f / (255.0f * stddev), shift = -mean / stddev;
-    for (int64_t y = 0; y < oh; ++y) {
-      const uint8_t* row = src + (ch * h + y0 + y) * w + x0;
-      float* out = dst + (ch * oh + y) * ow;
-      if (flip) {
-        for (int64_t x = 0; x < ow; ++x)
-          out[x] = static_cast<float>(row[ow - 1 - x]) * scale + shift;
-      } else {
-        for (int64_t x = 0; x < ow; ++x) out[x] = static_cast<float>(row[x]) * scale + shift;
-      }
+    // (v - mean) / stddev, with v = p / 255 for pixels.
+    const float unit = data_->is_float() ? 1.0f : 255.0f;
+    const float scale = 1.0f / (unit * stddev), shift = -mean / stddev;
+    float* out = dst + ch * oh * ow;
+    if (data_->is_float()) {
+      ConvertChannel(data_->values.data() + offset + ch * h * w, w, y0, x0, oh, ow, flip, scale,
+                     shift, out);
+    } else {
+      ConvertChannel(data_->pixels.data() + offset + ch * h * w, w, y0, x0, oh, ow, flip, scale,
+                     shift, out);
     }
   }
   batch->labels[static_cast<size_t>(slot)] = data_->labels[static_cast<size_t>(example)];

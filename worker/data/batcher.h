@@ -18,8 +18,8 @@
 #include <memory>
 #include <vector>
 
-#include "common/result.h"
-#include "worker/data/dataset.h"
+#include "towerps/dataset.h"
+#include "towerps/result.h"
 
 namespace towerps::worker {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
-#include "worker/data/dataset.h"
+#include "towerps/dataset.h"
+#include "towerps/result.h"
 #include "worker/data/fashion_mnist.h"
 
 namespace towerps::worker {

@@ -52,7 +52,7 @@ Result<Dataset> LoadIdxImagesAndLabels(const std::string& images_path,
   d.example_shape = {1, images.dims[1], images.dims[2]};
   d.num_classes = num_classes;
   d.pixels = std::move(images.data);
-  d.labels = std::move(labels.data);
+  d.labels.assign(labels.data.begin(), labels.data.end());
   return d;
 }
 

@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "common/result.h"
-#include "worker/data/dataset.h"
+#include "towerps/dataset.h"
+#include "towerps/result.h"
 
 namespace towerps::worker {
 

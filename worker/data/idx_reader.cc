@@ -32,7 +32,7 @@ Result<size_t> ReadSome(gzFile f, const std::string& path, void* out, size_t n) 
 
 }  // namespace
 
-Result<IdxArray> ReadIdxFile(const std::string& path) {
+Result<IdxArray> ReadIdxFile(const std::string& path, bool header_only) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     return NotFoundError(path + ": " + std::strerror(errno) +
@@ -71,6 +71,7 @@ Result<IdxArray> ReadIdxFile(const std::string& path) {
       return CorruptionError(path + ": IDX dimensions declare over 1 TiB of data");
     }
   }
+  if (header_only) return out;
   while (out.data.size() < expected) {
     const size_t want =
         static_cast<size_t>(std::min<uint64_t>(kReadBlock, expected - out.data.size()));

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "towerps/result.h"
 
 namespace towerps::worker {
 
@@ -23,7 +23,8 @@ struct IdxArray {
   std::vector<uint8_t> data;  // row-major, prod(dims) bytes
 };
 
-Result<IdxArray> ReadIdxFile(const std::string& path);
+// header_only: stop after the dimensions (data stays empty); nothing past them is checked.
+Result<IdxArray> ReadIdxFile(const std::string& path, bool header_only = false);
 
 }  // namespace towerps::worker
 

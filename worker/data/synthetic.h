@@ -4,8 +4,8 @@
 #ifndef TOWERPS_WORKER_DATA_SYNTHETIC_H_
 #define TOWERPS_WORKER_DATA_SYNTHETIC_H_
 
-#include "common/result.h"
-#include "worker/data/dataset.h"
+#include "towerps/dataset.h"
+#include "towerps/result.h"
 
 namespace towerps::worker {
 

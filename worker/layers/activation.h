@@ -2,11 +2,10 @@
 #ifndef TOWERPS_WORKER_LAYERS_ACTIVATION_H_
 #define TOWERPS_WORKER_LAYERS_ACTIVATION_H_
 
+#include "towerps/layer_options.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {
-
-enum class ActivationKind { kRelu, kTanh, kSigmoid };
 
 template <typename T>
 class Activation final : public Layer<T> {

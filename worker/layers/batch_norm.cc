@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/check.h"
+#include "towerps/check.h"
 
 namespace towerps::worker {
 

@@ -18,16 +18,12 @@
 #include <memory>
 #include <string>
 
-#include "common/result.h"
 #include "kernels/backend_buffer.h"
+#include "towerps/layer_options.h"
+#include "towerps/result.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {
-
-struct BatchNormOptions {
-  float momentum = 0.9f;  // decay of the moving statistics, in [0, 1)
-  float epsilon = 1e-5f;  // added to the variance, > 0
-};
 
 template <typename T>
 class BatchNorm final : public Layer<T> {

@@ -6,13 +6,12 @@
 
 #include <memory>
 
-#include "common/result.h"
+#include "towerps/layer_options.h"
+#include "towerps/result.h"
 #include "worker/layers/initializer.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {
-
-enum class Padding { kValid, kSame };
 
 template <typename T>
 class Conv2d final : public Layer<T> {

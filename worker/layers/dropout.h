@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "common/result.h"
 #include "kernels/backend_buffer.h"
+#include "towerps/result.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {

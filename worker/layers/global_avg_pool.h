@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "common/result.h"
+#include "towerps/result.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {

@@ -8,13 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace towerps::worker {
+#include "towerps/layer_options.h"
 
-enum class Init {
-  kHe,      // normal, stddev sqrt(2 / fan_in): for layers followed by ReLU
-  kGlorot,  // uniform in +-sqrt(6 / (fan_in + fan_out)): for linear, tanh or sigmoid outputs
-  kZeros,   // biases
-};
+namespace towerps::worker {
 
 // Fills `out` (fan_in * fan_out-ish elements) for the parameter called `name`.
 template <typename T>

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "common/status.h"
 #include "common/tensor.h"
 #include "kernels/backend.h"
 #include "ps/variable.h"
+#include "towerps/status.h"
 
 namespace towerps::worker {
 

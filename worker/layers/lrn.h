@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "common/result.h"
+#include "towerps/result.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {

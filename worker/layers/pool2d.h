@@ -6,13 +6,11 @@
 
 #include <memory>
 
-#include "common/result.h"
+#include "towerps/result.h"
 #include "worker/layers/conv2d.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {
-
-enum class PoolKind { kMax, kAverage };
 
 template <typename T>
 class Pool2d final : public Layer<T> {

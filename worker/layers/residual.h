@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
 #include "kernels/backend_buffer.h"
+#include "towerps/result.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {

@@ -1,5 +1,6 @@
 // Model<T>: a feed-forward stack of layers ending in class logits, trained with softmax
-// cross-entropy. Built by ModelBuilder (model_builder.h) or by name from the zoo (zoo.h).
+// cross-entropy. Built from a ModelBuilder (<towerps/model_builder.h>) by BuildModel
+// (build_model.h) or by name from the zoo (zoo.h).
 //
 // Contract:
 //  - Variables are every layer's parameters in forward-layer order ("conv1/kernel",
@@ -28,11 +29,11 @@
 #include <span>
 #include <vector>
 
-#include "common/result.h"
 #include "common/tensor.h"
 #include "kernels/backend.h"
 #include "kernels/backend_buffer.h"
 #include "ps/variable.h"
+#include "towerps/result.h"
 #include "worker/layers/layer.h"
 
 namespace towerps::worker {

@@ -1,5 +1,7 @@
 #include "worker/model/zoo.h"
 
+#include "towerps/registry.h"
+
 namespace towerps::worker {
 
 std::vector<std::string> ZooModelNames() { return {"mlp", "cnn", "cifar10", "resnet20"}; }
@@ -55,8 +57,7 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
     return b;
   }
   if (name == "cifar10") {
-    const kernels::LrnParams lrn{
-        .depth_radius = 4, .bias = 1.0f, .alpha = 0.001f / 9.0f, .beta = 0.75f};
+    const LrnOptions lrn{.depth_radius = 4, .bias = 1.0f, .alpha = 0.001f / 9.0f, .beta = 0.75f};
     ModelBuilder b({3, 24, 24});
     b.Conv2d("conv1", 64, 5, 1, Padding::kSame).Relu().MaxPool(3, 2, Padding::kSame).Lrn(lrn);
     b.Conv2d("conv2", 64, 5, 1, Padding::kSame).Relu().Lrn(lrn).MaxPool(3, 2, Padding::kSame);
@@ -71,3 +72,25 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
 }
 
 }  // namespace towerps::worker
+
+namespace towerps {
+
+void AddZooModels(Registry* registry) {
+  const char* summaries[] = {
+      "784-256-128-10 ReLU MLP (Fashion-MNIST)",
+      "2 convolutions, 2 dense layers (Fashion-MNIST)",
+      "the TensorFlow CIFAR-10 tutorial net, with LRN (CIFAR-10 crops)",
+      "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)",
+  };
+  const std::vector<std::string> names = worker::ZooModelNames();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string name = names[i];
+    TOWERPS_CHECK(registry
+                      ->AddModel(name, {.summary = summaries[i],
+                                        .build = [name] { return *worker::ZooModel(name); }})
+                      .ok())
+        << name;
+  }
+}
+
+}  // namespace towerps

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
-#include "worker/model/model_builder.h"
+#include "towerps/result.h"
+#include "worker/model/build_model.h"
 
 namespace towerps::worker {
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "common/status.h"
+#include "towerps/status.h"
 #include "worker/model/model.h"
 
 namespace towerps::worker {

@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "common/result.h"
+#include "towerps/result.h"
 #include "worker/data/batcher.h"
 #include "worker/model/model.h"
 #include "worker/train/momentum_sgd.h"

@@ -18,9 +18,9 @@
 
 #include <vector>
 
-#include "common/result.h"
 #include "kernels/backend.h"
 #include "kernels/backend_buffer.h"
+#include "towerps/result.h"
 #include "worker/model/model.h"
 
 namespace towerps::worker {

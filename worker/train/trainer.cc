@@ -9,7 +9,6 @@
 #include "ps/client.h"
 #include "ps/version.h"
 #include "worker/data/batcher.h"
-#include "worker/model/zoo.h"
 #include "worker/straggler.h"
 #include "worker/tower_group.h"
 #include "worker/towers.h"
@@ -55,7 +54,11 @@ class Trainer::Impl {
     TOWERPS_ASSIGN_OR_RETURN(plan_,
                              StragglerPlan::Parse(o_.worker.straggler, o_.worker.straggler_dist,
                                                   o_.worker.slow_workers, job.workers));
-    TOWERPS_ASSIGN_OR_RETURN(ModelBuilder builder, ZooModel(job.model));
+    if (o_.registry == nullptr) {
+      stock_registry_ = StockRegistry();
+      o_.registry = &stock_registry_;
+    }
+    TOWERPS_ASSIGN_OR_RETURN(const ModelBuilder builder, o_.registry->DescribeModel(job.model));
     TOWERPS_ASSIGN_OR_RETURN(
         towers_, TowerGroup::Create(devices,
                                     {.intra_op_threads = o_.worker.intra_op_threads,
@@ -64,8 +67,9 @@ class Trainer::Impl {
                                     builder, job.seed, {.peer_timeout = o_.worker.rpc_timeout}));
     Model<float>& m0 = towers_->model(0);
     num_vars_ = m0.num_variables();
-    TOWERPS_ASSIGN_OR_RETURN(data_, LoadJobData(job.dataset, o_.worker.data_dir, m0.input_shape(),
-                                                job.batch_size, job.seed));
+    TOWERPS_ASSIGN_OR_RETURN(
+        data_, LoadJobData(*o_.registry, job.dataset,
+                           o_.worker.MakeDataRequest(m0.input_shape(), job.seed), job.batch_size));
     BatcherOptions train = data_.train_options;
     train.rank = o_.rank;
     train.num_workers = job.workers;
@@ -295,6 +299,7 @@ class Trainer::Impl {
 
   TrainerOptions o_;
   std::unique_ptr<TowerGroup> towers_;
+  Registry stock_registry_;  // when the options name none
   JobData data_;
   std::unique_ptr<Batcher> batcher_, test_batcher_;
   std::unique_ptr<ps::Client> client_;

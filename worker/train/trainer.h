@@ -27,8 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
 #include "ps/job_config.h"
+#include "towerps/registry.h"
+#include "towerps/result.h"
 #include "worker/train/summary.h"
 #include "worker/worker_options.h"
 
@@ -40,6 +41,9 @@ struct TrainerOptions {
   ps::JobConfig job;
   WorkerOptions worker;
   const std::atomic<bool>* stop = nullptr;
+  // Where --model and --dataset are looked up; borrowed, must outlive the Trainer. Null: the
+  // stock registry (the zoo and the stock datasets).
+  const Registry* registry = nullptr;
 };
 
 class Trainer {

@@ -20,7 +20,7 @@
 #include "tests/testing/status_assert.h"
 #include "tests/worker/checked_device_backend.h"
 #include "worker/data/synthetic.h"
-#include "worker/model/model_builder.h"
+#include "worker/model/build_model.h"
 #include "worker/model/zoo.h"
 #include "worker/train/momentum_sgd.h"
 #ifdef TOWERPS_WITH_CUDA
@@ -60,8 +60,8 @@ Batch RandomBatch(const Model<float>& m, int batch, uint32_t seed) {
 TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   CheckedDeviceBackend dev;
-  ASSERT_OK_AND_ASSIGN(auto host_model, EveryLayer().Build<float>(cpu.get(), 7));
-  ASSERT_OK_AND_ASSIGN(auto dev_model, EveryLayer().Build<float>(&dev, 7));
+  ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(EveryLayer(), cpu.get(), 7));
+  ASSERT_OK_AND_ASSIGN(auto dev_model, BuildModel<float>(EveryLayer(), &dev, 7));
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE(step);
     const Batch b = RandomBatch(*host_model, 5, 100 + step);
@@ -118,8 +118,8 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
 TEST(ModelBackendMemoryTest, BackendDeliveryLeavesGradientsOnTheDevice) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   CheckedDeviceBackend dev;
-  ASSERT_OK_AND_ASSIGN(auto host_model, EveryLayer().Build<float>(cpu.get(), 9));
-  ASSERT_OK_AND_ASSIGN(auto dev_model, EveryLayer().Build<float>(&dev, 9));
+  ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(EveryLayer(), cpu.get(), 9));
+  ASSERT_OK_AND_ASSIGN(auto dev_model, BuildModel<float>(EveryLayer(), &dev, 9));
   const Batch b = RandomBatch(*host_model, 3, 8);
   std::vector<int> order;
   ASSERT_TRUE(host_model->TrainStep(b.x.data(), b.labels.data(), 3).ok());
@@ -148,8 +148,8 @@ TEST(ModelBackendMemoryTest, BackendDeliveryLeavesGradientsOnTheDevice) {
 TEST(ModelBackendMemoryTest, MomentumSgdOnTheDeviceMatchesItOnTheHost) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   CheckedDeviceBackend dev;
-  ASSERT_OK_AND_ASSIGN(auto host_model, EveryLayer().Build<float>(cpu.get(), 11));
-  ASSERT_OK_AND_ASSIGN(auto dev_model, EveryLayer().Build<float>(&dev, 11));
+  ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(EveryLayer(), cpu.get(), 11));
+  ASSERT_OK_AND_ASSIGN(auto dev_model, BuildModel<float>(EveryLayer(), &dev, 11));
   const MomentumSgdOptions o{.learning_rate = 0.05f, .momentum = 0.9f, .weight_decay = 1e-3f};
   auto host_sgd = MomentumSgd::Create(host_model.get(), cpu.get(), o);
   auto dev_sgd = MomentumSgd::Create(dev_model.get(), &dev, o);  // the model's own backend
@@ -192,7 +192,7 @@ TEST(ModelBackendMemoryTest, MomentumSgdOnTheDeviceMatchesItOnTheHost) {
 
 TEST(ModelBackendMemoryTest, OnlyChangedValuesAreCopiedToTheDevice) {
   CheckedDeviceBackend dev;
-  ASSERT_OK_AND_ASSIGN(auto model, EveryLayer().Build<float>(&dev, 3));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(EveryLayer(), &dev, 3));
   const Batch b = RandomBatch(*model, 2, 5);
   ASSERT_TRUE(model->Evaluate(b.x.data(), b.labels.data(), 2).ok());
   const int64_t x_and_labels = static_cast<int64_t>(b.x.size() * sizeof(float) + 2 * 4);
@@ -233,8 +233,8 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
     ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, name == "every-layer"
                                                          ? Result<ModelBuilder>(EveryLayer())
                                                          : ZooModel(name));
-    ASSERT_OK_AND_ASSIGN(auto host_model, builder.Build<float>(cpu.get(), 11));
-    ASSERT_OK_AND_ASSIGN(auto gpu_model, builder.Build<float>(gpu->get(), 11));
+    ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(builder, cpu.get(), 11));
+    ASSERT_OK_AND_ASSIGN(auto gpu_model, BuildModel<float>(builder, gpu->get(), 11));
     const Batch b = RandomBatch(*host_model, 8, 21);
     auto r_host = host_model->TrainStep(b.x.data(), b.labels.data(), 8);
     auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), 8);
@@ -269,7 +269,7 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
   // path (the allocator reuses its blocks).
   {
     ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cifar10"));
-    ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(gpu->get(), 3));
+    ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(builder, gpu->get(), 3));
     const Batch b = RandomBatch(*model, 16, 4);
     ASSERT_TRUE(model->TrainStep(b.x.data(), b.labels.data(), 16).ok());
     const kernels::cuda::AllocatorStats warm = (*gpu)->memory_stats();
@@ -300,8 +300,8 @@ void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device,
   // sum per-thread partials, so the bits depend on it.
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel(name));
-  ASSERT_OK_AND_ASSIGN(auto host_model, builder.Build<float>(cpu.get(), 7));
-  ASSERT_OK_AND_ASSIGN(auto dev_model, builder.Build<float>(device, 7));
+  ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(builder, cpu.get(), 7));
+  ASSERT_OK_AND_ASSIGN(auto dev_model, BuildModel<float>(builder, device, 7));
   const MomentumSgdOptions sgd{.learning_rate = 0.01f, .momentum = 0.9f};
   ASSERT_OK_AND_ASSIGN(auto host_sgd, MomentumSgd::Create(host_model.get(), cpu.get(), sgd));
   ASSERT_OK_AND_ASSIGN(auto dev_sgd, MomentumSgd::Create(dev_model.get(), device, sgd));

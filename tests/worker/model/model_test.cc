@@ -9,7 +9,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/reference/reference_backend.h"
 #include "tests/testing/status_assert.h"
-#include "worker/model/model_builder.h"
+#include "worker/model/build_model.h"
 #include "worker/model/zoo.h"
 
 namespace towerps::worker {
@@ -28,7 +28,7 @@ std::vector<double> RandomInput(int64_t n, std::mt19937& rng) {
 // not trained and are skipped.
 void CheckModelGradients(const ModelBuilder& builder, int batch, int samples, uint32_t seed) {
   kernels::ReferenceBackend<double> backend;
-  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<double>(&backend, seed));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<double>(builder, &backend, seed));
   std::mt19937 rng(seed);
   // Random biases too, so no gradient is trivially zero.
   for (int v = 0; v < model->num_variables(); ++v) {
@@ -134,8 +134,8 @@ TEST(ModelTest, FastFloatModelMatchesDoubleReference) {
     kernels::ReferenceBackend<double> ref_backend;
     ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({.intra_op_threads = 2}));
     ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel(name));
-    ASSERT_OK_AND_ASSIGN(auto ref, builder.Build<double>(&ref_backend, 5));
-    ASSERT_OK_AND_ASSIGN(auto fast, builder.Build<float>(cpu.get(), 5));
+    ASSERT_OK_AND_ASSIGN(auto ref, BuildModel<double>(builder, &ref_backend, 5));
+    ASSERT_OK_AND_ASSIGN(auto fast, BuildModel<float>(builder, cpu.get(), 5));
     std::mt19937 rng(3);
     const int batch = 3;
     const auto xd = RandomInput(batch * NumElements(ref->input_shape()), rng);
@@ -169,7 +169,7 @@ TEST(ModelTest, FastFloatModelMatchesDoubleReference) {
 TEST(ModelTest, GradientHooksFireInReverseLayerOrderOncePerVariable) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cnn"));
-  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(builder, cpu.get(), 1));
   std::vector<float> x(2 * 28 * 28, 0.5f);
   const std::vector<int32_t> labels = {0, 9};
   std::vector<int> order;
@@ -183,19 +183,19 @@ TEST(ModelTest, VariablesAndSignature) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder cnn_builder, ZooModel("cnn"));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder mlp_builder, ZooModel("mlp"));
-  ASSERT_OK_AND_ASSIGN(auto cnn, cnn_builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto cnn, BuildModel<float>(cnn_builder, cpu.get(), 1));
   ASSERT_EQ(cnn->num_variables(), 8);
   EXPECT_EQ(cnn->variables()[0].name, "conv1/kernel");
   EXPECT_EQ(cnn->variables()[0].shape, (Shape{32, 1, 3, 3}));
   EXPECT_EQ(cnn->variables()[4].shape, (Shape{64 * 5 * 5, 128}));
   // Same structure, other seed: same signature. Other structure: another one.
-  ASSERT_OK_AND_ASSIGN(auto cnn2, cnn_builder.Build<float>(cpu.get(), 2));
+  ASSERT_OK_AND_ASSIGN(auto cnn2, BuildModel<float>(cnn_builder, cpu.get(), 2));
   EXPECT_EQ(cnn->signature(), cnn2->signature());
-  ASSERT_OK_AND_ASSIGN(auto mlp, mlp_builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto mlp, BuildModel<float>(mlp_builder, cpu.get(), 1));
   EXPECT_NE(cnn->signature(), mlp->signature());
   ModelBuilder wider({1, 28, 28});
   wider.Dense("fc1", 257).Relu().Dense("fc2", 128).Relu().Dense("logits", 10);
-  ASSERT_OK_AND_ASSIGN(auto wider_model, wider.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto wider_model, BuildModel<float>(wider, cpu.get(), 1));
   EXPECT_NE(wider_model->signature(), mlp->signature());
   EXPECT_EQ(mlp->num_parameters(), 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
 }
@@ -203,7 +203,7 @@ TEST(ModelTest, VariablesAndSignature) {
 TEST(ModelTest, GetAndSetVariables) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("mlp"));
-  ASSERT_OK_AND_ASSIGN(auto mlp, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto mlp, BuildModel<float>(builder, cpu.get(), 1));
   Tensor t = mlp->GetVariable(1);
   ASSERT_EQ(t.shape(), (Shape{256}));
   for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = static_cast<float>(i);
@@ -218,7 +218,7 @@ TEST(ModelTest, GetAndSetVariables) {
 TEST(ModelTest, BadBatchAndLabelsAreErrors) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("mlp"));
-  ASSERT_OK_AND_ASSIGN(auto mlp, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto mlp, BuildModel<float>(builder, cpu.get(), 1));
   std::vector<float> x(784, 0.1f);
   const int32_t bad_label = 10;
   auto r = mlp->TrainStep(x.data(), &bad_label, 1);
@@ -229,11 +229,12 @@ TEST(ModelTest, BadBatchAndLabelsAreErrors) {
 
 TEST(ModelBuilderTest, RejectsBadModels) {
   kernels::ReferenceBackend<float> backend;
-  EXPECT_FALSE(ModelBuilder({4}).Relu().Build<float>(&backend, 1).ok());  // no logits layer
-  auto dup = ModelBuilder({4}).Dense("a", 3).Dense("a", 2).Build<float>(&backend, 1);
+  EXPECT_FALSE(BuildModel<float>(ModelBuilder({4}).Relu(), &backend, 1).ok());  // no logits layer
+  auto dup = BuildModel<float>(ModelBuilder({4}).Dense("a", 3).Dense("a", 2), &backend, 1);
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(dup.status().message().find("'a' is used twice"), std::string::npos);
-  auto conv_on_vector = ModelBuilder({4}).Conv2d("c", 2, 3).Dense("d", 2).Build<float>(&backend, 1);
+  auto conv_on_vector =
+      BuildModel<float>(ModelBuilder({4}).Conv2d("c", 2, 3).Dense("d", 2), &backend, 1);
   EXPECT_FALSE(conv_on_vector.ok());
   EXPECT_EQ(ZooModel("resnet").status().code(), StatusCode::kNotFound);
 }
@@ -242,9 +243,9 @@ TEST(ModelTest, SameSeedSameWeightsAcrossScalarTypes) {
   kernels::ReferenceBackend<float> fb;
   kernels::ReferenceBackend<double> db;
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cnn"));
-  ASSERT_OK_AND_ASSIGN(auto f, builder.Build<float>(&fb, 42));
-  ASSERT_OK_AND_ASSIGN(auto d, builder.Build<double>(&db, 42));
-  ASSERT_OK_AND_ASSIGN(auto f2, builder.Build<float>(&fb, 43));
+  ASSERT_OK_AND_ASSIGN(auto f, BuildModel<float>(builder, &fb, 42));
+  ASSERT_OK_AND_ASSIGN(auto d, BuildModel<double>(builder, &db, 42));
+  ASSERT_OK_AND_ASSIGN(auto f2, BuildModel<float>(builder, &fb, 43));
   EXPECT_EQ(f->value(0)[5], static_cast<float>(d->value(0)[5]));
   EXPECT_NE(f->value(0)[5], f2->value(0)[5]);
 }

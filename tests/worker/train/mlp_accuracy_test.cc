@@ -23,7 +23,7 @@ TEST(MlpAccuracyTest, ReachesPoint87WithinFiveEpochs) {
   ASSERT_OK_AND_ASSIGN(const Dataset test, LoadFashionMnist({.split = Split::kTest}));
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({.intra_op_threads = 2}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("mlp"));
-  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(builder, cpu.get(), 1));
   ASSERT_OK_AND_ASSIGN(auto sgd, MomentumSgd::Create(model.get(), cpu.get(), {}));
   BatcherOptions norm{.mean = {kFashionMnistMean}, .stddev = {kFashionMnistStddev}};
   BatcherOptions eval_options = norm;

@@ -19,7 +19,7 @@ TEST(MomentumSgdTest, FollowsThePyTorchRuleOverTwoSteps) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ModelBuilder b({1, 1, 2});
   b.Dense("fc", 2);
-  ASSERT_OK_AND_ASSIGN(auto model, b.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(b, cpu.get(), 1));
   ASSERT_OK_AND_ASSIGN(auto sgd, MomentumSgd::Create(model.get(), cpu.get(),
                                                      {.learning_rate = 0.5f, .momentum = 0.9f}));
   const std::vector<float> x = {1.0f, 2.0f};
@@ -38,8 +38,8 @@ TEST(MomentumSgdTest, FollowsThePyTorchRuleOverTwoSteps) {
 TEST(MomentumSgdTest, PerLayerUpdatesFromTheHookEqualAFullStep) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cnn"));
-  ASSERT_OK_AND_ASSIGN(auto a, builder.Build<float>(cpu.get(), 3));
-  ASSERT_OK_AND_ASSIGN(auto b, builder.Build<float>(cpu.get(), 3));
+  ASSERT_OK_AND_ASSIGN(auto a, BuildModel<float>(builder, cpu.get(), 3));
+  ASSERT_OK_AND_ASSIGN(auto b, BuildModel<float>(builder, cpu.get(), 3));
   ASSERT_OK_AND_ASSIGN(auto sgd_a, MomentumSgd::Create(a.get(), cpu.get(), {}));
   ASSERT_OK_AND_ASSIGN(auto sgd_b, MomentumSgd::Create(b.get(), cpu.get(), {}));
   ASSERT_OK_AND_ASSIGN(const Dataset data,
@@ -64,7 +64,7 @@ TEST(MomentumSgdTest, PerLayerUpdatesFromTheHookEqualAFullStep) {
 TEST(MomentumSgdTest, RejectsBadOptions) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("mlp"));
-  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(builder, cpu.get(), 1));
   auto r = MomentumSgd::Create(model.get(), cpu.get(), {.learning_rate = -1.0f});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("learning rate -1"), std::string::npos);
@@ -74,7 +74,7 @@ TEST(MomentumSgdTest, RejectsBadOptions) {
 TEST(LocalTrainingTest, LossFallsOnSyntheticData) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({.intra_op_threads = 2}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cnn"));
-  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(builder, cpu.get(), 1));
   ASSERT_OK_AND_ASSIGN(auto sgd, MomentumSgd::Create(model.get(), cpu.get(), {}));
   ASSERT_OK_AND_ASSIGN(const Dataset data,
                        MakeSyntheticDataset({.size = 512, .example_shape = {1, 28, 28}}));
@@ -100,7 +100,7 @@ TEST(LocalTrainingTest, Cifar10ModelLearnsUncroppedSyntheticData) {
   // crops; this checks that the LRN/pooling/dense stack trains, not CIFAR-10 accuracy.
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({.intra_op_threads = 2}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cifar10"));
-  ASSERT_OK_AND_ASSIGN(auto model, builder.Build<float>(cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(builder, cpu.get(), 1));
   ASSERT_OK_AND_ASSIGN(auto sgd, MomentumSgd::Create(model.get(), cpu.get(), {}));
   ASSERT_OK_AND_ASSIGN(const Dataset data,
                        MakeSyntheticDataset({.size = 256, .example_shape = {3, 24, 24}}));

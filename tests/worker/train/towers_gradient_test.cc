@@ -30,7 +30,8 @@ TEST_P(TowersGradientTest, TwoTowersAtBEqualOneTowerAt2B) {
   const std::string model_name = GetParam();
   auto builder = ZooModel(model_name);
   ASSERT_TRUE(builder.ok()) << builder.status();
-  auto data = LoadJobData("fashion-mnist", "", builder->input_shape(), 64, 3);
+  auto data = LoadJobData(StockRegistry(), "fashion-mnist",
+                          {.model_input = builder->input_shape(), .seed = 3}, 64);
   if (!data.ok()) GTEST_SKIP() << data.status().ToString();
   auto batcher = Batcher::Create(&data->train, data->train_options);
   ASSERT_TRUE(batcher.ok()) << batcher.status();
@@ -39,7 +40,7 @@ TEST_P(TowersGradientTest, TwoTowersAtBEqualOneTowerAt2B) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_OK_AND_ASSIGN(auto backend, kernels::CpuBackend::Create({}));
     backends.push_back(std::move(backend));
-    ASSERT_OK_AND_ASSIGN(auto model, builder->Build<float>(backends.back().get(), 7));
+    ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(*builder, backends.back().get(), 7));
     models.push_back(std::move(model));
   }
   const int64_t example = NumElements((*batcher)->example_shape());

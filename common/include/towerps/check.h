@@ -1,10 +1,10 @@
 // TOWERPS_CHECK: aborts on a broken invariant, i.e. a bug in TowerPS. Never used for input that
-// a user, a file or a peer can get wrong; those return a Status (common/status.h).
+// a user, a file or a peer can get wrong; those return a Status (towerps/status.h).
 //
 // Usage: TOWERPS_CHECK(n > 0) << "n=" << n;  prints file:line, the condition and the message to
 // stderr, then calls std::abort(). Thread-safe.
-#ifndef TOWERPS_COMMON_CHECK_H_
-#define TOWERPS_COMMON_CHECK_H_
+#ifndef TOWERPS_CHECK_H_
+#define TOWERPS_CHECK_H_
 
 #include <sstream>
 
@@ -38,4 +38,4 @@ struct Voidify {
   TOWERPS_CHECK((a) == (b)) << #a "=" << (a) << " " #b "=" << (b) << " "
 #define TOWERPS_CHECK_LT(a, b) TOWERPS_CHECK((a) < (b)) << #a "=" << (a) << " " #b "=" << (b) << " "
 
-#endif  // TOWERPS_COMMON_CHECK_H_
+#endif  // TOWERPS_CHECK_H_

@@ -4,11 +4,11 @@
 // Contract:
 //  - A Status is a value type: cheap to copy when OK (no allocation), owns its message otherwise.
 //  - Messages are written for the user: they name the bad value and say what to do next.
-//  - Programming errors are not Statuses; they are TOWERPS_CHECK failures (common/check.h).
+//  - Programming errors are not Statuses; they are TOWERPS_CHECK failures (towerps/check.h).
 //  - Thread safety: distinct objects may be used from distinct threads; a single object is not
 //    synchronised.
-#ifndef TOWERPS_COMMON_STATUS_H_
-#define TOWERPS_COMMON_STATUS_H_
+#ifndef TOWERPS_STATUS_H_
+#define TOWERPS_STATUS_H_
 
 #include <iosfwd>
 #include <memory>
@@ -91,4 +91,4 @@ Status InternalError(std::string message);
     if (!_towerps_st.ok()) return _towerps_st; \
   } while (0)
 
-#endif  // TOWERPS_COMMON_STATUS_H_
+#endif  // TOWERPS_STATUS_H_

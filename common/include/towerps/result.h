@@ -3,14 +3,14 @@
 // Contract: a Result built from a Status must be given a non-OK one (an OK Status carries no
 // value; that is a programming error caught by TOWERPS_CHECK). value() on an error Result is a
 // programming error too. Thread safety as for any value type.
-#ifndef TOWERPS_COMMON_RESULT_H_
-#define TOWERPS_COMMON_RESULT_H_
+#ifndef TOWERPS_RESULT_H_
+#define TOWERPS_RESULT_H_
 
 #include <optional>
 #include <utility>
 
-#include "common/check.h"
-#include "common/status.h"
+#include "towerps/check.h"
+#include "towerps/status.h"
 
 namespace towerps {
 
@@ -61,4 +61,4 @@ class [[nodiscard]] Result {
   if (!tmp.ok()) return tmp.status();                  \
   lhs = std::move(tmp).value()
 
-#endif  // TOWERPS_COMMON_RESULT_H_
+#endif  // TOWERPS_RESULT_H_

@@ -1,0 +1,274 @@
+// The stock datasets of AddStockDatasets (<towerps/registry.h>): fashion-mnist, idx, cifar10,
+// npy and synthetic.
+#include <algorithm>
+#include <cstring>
+
+#include "towerps/registry.h"
+#include "worker/data/cifar10_reader.h"
+#include "worker/data/fashion_mnist.h"
+#include "worker/data/idx_reader.h"
+#include "worker/data/npy_reader.h"
+#include "worker/data/synthetic.h"
+#include "worker/train/local_training.h"
+
+namespace towerps {
+namespace {
+
+using worker::Split;
+
+// The TensorFlow CIFAR-10 tutorial's models take 24x24 crops of the 32x32 images.
+bool TakesTutorialCrops(const Shape& input) {
+  return input.size() == 3 && input[1] == 24 && input[2] == 24;
+}
+
+std::string Resolve(const std::string& dir, const std::string& file) {
+  if (file.empty() || file[0] == '/' || dir.empty()) return file;
+  return dir + "/" + file;
+}
+
+// ---- fashion-mnist and idx -------------------------------------------------------------------
+
+// The IDX files of a request: the named ones, else MNIST's names (".gz" or plain) in data_dir.
+struct IdxFiles {
+  std::string train_images, train_labels, test_images, test_labels;
+};
+
+Result<std::string> DefaultIdxFile(const std::string& dir, const std::string& explicit_name,
+                                   const std::string& base) {
+  if (!explicit_name.empty()) return Resolve(dir, explicit_name);
+  if (dir.empty()) {
+    return InvalidArgumentError(
+        "--dataset idx needs --data-dir, or --train-images, "
+        "--train-labels, --test-images and --test-labels");
+  }
+  for (const std::string& name : {base + ".gz", base}) {
+    if (Result<worker::IdxArray> h = worker::ReadIdxFile(dir + "/" + name, /*header_only=*/true);
+        h.ok() || h.status().code() != StatusCode::kNotFound) {
+      return dir + "/" + name;
+    }
+  }
+  return NotFoundError("data directory '" + dir + "' has neither " + base + ".gz nor " + base +
+                       " (name the files with --train-images, --train-labels, --test-images and "
+                       "--test-labels)");
+}
+
+Result<IdxFiles> FindIdxFiles(const DataRequest& r) {
+  IdxFiles f;
+  TOWERPS_ASSIGN_OR_RETURN(f.train_images,
+                           DefaultIdxFile(r.data_dir, r.train_images, "train-images-idx3-ubyte"));
+  TOWERPS_ASSIGN_OR_RETURN(f.train_labels,
+                           DefaultIdxFile(r.data_dir, r.train_labels, "train-labels-idx1-ubyte"));
+  TOWERPS_ASSIGN_OR_RETURN(f.test_images,
+                           DefaultIdxFile(r.data_dir, r.test_images, "t10k-images-idx3-ubyte"));
+  TOWERPS_ASSIGN_OR_RETURN(f.test_labels,
+                           DefaultIdxFile(r.data_dir, r.test_labels, "t10k-labels-idx1-ubyte"));
+  return f;
+}
+
+// The largest label + 1 over both splits; the model must have at least that many outputs.
+int ClassCount(const DataSplits& d) {
+  int32_t top = 0;
+  for (const Dataset* s : {&d.train, &d.test}) {
+    for (int32_t l : s->labels) top = std::max(top, l);
+  }
+  return top + 1;
+}
+
+Result<DataSplits> LoadIdx(const DataRequest& r) {
+  TOWERPS_ASSIGN_OR_RETURN(const IdxFiles f, FindIdxFiles(r));
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train,
+                           worker::LoadIdxImagesAndLabels(f.train_images, f.train_labels, 256));
+  TOWERPS_ASSIGN_OR_RETURN(d.test,
+                           worker::LoadIdxImagesAndLabels(f.test_images, f.test_labels, 256));
+  if (d.train.example_shape != d.test.example_shape) {
+    return InvalidArgumentError(f.train_images + " holds " + ShapeToString(d.train.example_shape) +
+                                " images but " + f.test_images + " holds " +
+                                ShapeToString(d.test.example_shape));
+  }
+  d.train.num_classes = d.test.num_classes = ClassCount(d);
+  return d;  // normalization: from the training set
+}
+
+Result<DatasetInfo> ProbeIdx(const DataRequest& r) {
+  TOWERPS_ASSIGN_OR_RETURN(const IdxFiles f, FindIdxFiles(r));
+  TOWERPS_ASSIGN_OR_RETURN(const worker::IdxArray h,
+                           worker::ReadIdxFile(f.train_images, /*header_only=*/true));
+  if (h.dims.size() != 3) {
+    return CorruptionError(f.train_images + ": images must have 3 dimensions [n, h, w], not " +
+                           std::to_string(h.dims.size()));
+  }
+  return DatasetInfo{.example_shape = {1, h.dims[1], h.dims[2]}};
+}
+
+Result<DataSplits> LoadFashionMnist(const DataRequest& r) {
+  worker::FashionMnistOptions fo;
+  if (!r.data_dir.empty()) fo.data_dir = r.data_dir;
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train, worker::LoadFashionMnist(fo));
+  fo.split = Split::kTest;
+  TOWERPS_ASSIGN_OR_RETURN(d.test, worker::LoadFashionMnist(fo));
+  d.preprocessing.mean = {worker::kFashionMnistMean};
+  d.preprocessing.stddev = {worker::kFashionMnistStddev};
+  return d;
+}
+
+// ---- cifar10 and synthetic ---------------------------------------------------------------------
+
+Result<DataSplits> LoadCifar10(const DataRequest& r) {
+  if (r.data_dir.empty()) {
+    return InvalidArgumentError(
+        "--dataset cifar10 needs --data-dir with data_batch_*.bin and test_batch.bin");
+  }
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train, worker::LoadCifar10(r.data_dir, Split::kTrain));
+  TOWERPS_ASSIGN_OR_RETURN(d.test, worker::LoadCifar10(r.data_dir, Split::kTest));
+  d.preprocessing.mean = {0.4914f, 0.4822f, 0.4465f};
+  d.preprocessing.stddev = {0.2470f, 0.2435f, 0.2616f};
+  if (TakesTutorialCrops(r.model_input)) {
+    d.preprocessing.crop_h = d.preprocessing.crop_w = 24;
+    d.preprocessing.random_crop_flip = true;
+  }
+  return d;
+}
+
+Result<DatasetInfo> ProbeCifar10(const DataRequest& r) {
+  const bool crops = TakesTutorialCrops(r.model_input) && r.model_input[0] == 3;
+  return DatasetInfo{.example_shape = crops ? Shape{3, 24, 24} : Shape{3, 32, 32},
+                     .num_classes = 10};
+}
+
+Result<DataSplits> LoadSynthetic(const DataRequest& r) {
+  const bool crops = TakesTutorialCrops(r.model_input);
+  worker::SyntheticOptions so;
+  so.example_shape = crops ? Shape{r.model_input[0], 32, 32} : r.model_input;
+  so.size = 10000;
+  so.seed = r.seed;
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train, worker::MakeSyntheticDataset(so));
+  so.size = 2000;
+  so.seed = r.seed + 1;
+  TOWERPS_ASSIGN_OR_RETURN(d.test, worker::MakeSyntheticDataset(so));
+  d.preprocessing.mean = {0.5f};
+  d.preprocessing.stddev = {0.25f};
+  if (crops) {
+    d.preprocessing.crop_h = d.preprocessing.crop_w = 24;
+    d.preprocessing.random_crop_flip = true;
+  }
+  return d;
+}
+
+// ---- npy ---------------------------------------------------------------------------------------
+
+// [N, H, W] is one channel; [N, C, H, W] and [N, F] are taken as they are.
+Result<Shape> NpyExampleShape(const std::string& path, const Shape& shape) {
+  if (shape.size() == 3) return Shape{1, shape[1], shape[2]};
+  if (shape.size() == 4 || shape.size() == 2) return Shape(shape.begin() + 1, shape.end());
+  return InvalidArgumentError(path + ": x has shape " + ShapeToString(shape) +
+                              "; expected [N, features], [N, H, W] or [N, C, H, W]");
+}
+
+Result<Dataset> LoadNpySplit(const std::string& dir, const std::string& split) {
+  const std::string xp = Resolve(dir, "x_" + split + ".npy"),
+                    yp = Resolve(dir, "y_" + split + ".npy");
+  TOWERPS_ASSIGN_OR_RETURN(worker::NpyArray x, worker::ReadNpyFile(xp));
+  TOWERPS_ASSIGN_OR_RETURN(const worker::NpyArray y, worker::ReadNpyFile(yp));
+  const worker::NpyHeader& xh = x.header;
+  const bool u8 = xh.kind == 'u' && xh.item_size == 1, f32 = xh.kind == 'f' && xh.item_size == 4;
+  if (!u8 && !f32) {
+    return InvalidArgumentError(xp + ": x has dtype '" + xh.descr +
+                                "'; save it as float32 or uint8 (x.astype(numpy.float32))");
+  }
+  if (y.header.kind == 'f' || y.header.shape.size() != 1) {
+    return InvalidArgumentError(yp + ": y must be integer labels of shape [N], not '" +
+                                y.header.descr + "' of shape " + ShapeToString(y.header.shape));
+  }
+  if (xh.shape.empty() || xh.shape[0] != y.header.shape[0]) {
+    return InvalidArgumentError(
+        xp + " holds " + (xh.shape.empty() ? "0" : std::to_string(xh.shape[0])) + " examples but " +
+        yp + " holds " + std::to_string(y.header.shape[0]) + " labels");
+  }
+  Dataset d;
+  d.name = "npy/" + split;
+  TOWERPS_ASSIGN_OR_RETURN(d.example_shape, NpyExampleShape(xp, xh.shape));
+  const int64_t n = y.header.shape[0];
+  d.labels.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t label = worker::NpyIntegerAt(y, i);
+    if (label < 0 || label >= (int64_t{1} << 24)) {
+      return InvalidArgumentError(yp + ": label " + std::to_string(label) + " of example " +
+                                  std::to_string(i) + " is not a class index in [0, 2^24)");
+    }
+    d.labels[static_cast<size_t>(i)] = static_cast<int32_t>(label);
+  }
+  if (u8) {
+    d.pixels = std::move(x.data);
+  } else {
+    d.values.resize(x.data.size() / 4);
+    std::memcpy(d.values.data(), x.data.data(), x.data.size());
+  }
+  return d;
+}
+
+Result<DataSplits> LoadNpy(const DataRequest& r) {
+  if (r.data_dir.empty()) {
+    return InvalidArgumentError(
+        "--dataset npy needs --data-dir with x_train.npy, y_train.npy, "
+        "x_test.npy and y_test.npy");
+  }
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train, LoadNpySplit(r.data_dir, "train"));
+  TOWERPS_ASSIGN_OR_RETURN(d.test, LoadNpySplit(r.data_dir, "test"));
+  if (d.train.example_shape != d.test.example_shape) {
+    return InvalidArgumentError("npy: x_train examples are " +
+                                ShapeToString(d.train.example_shape) + " but x_test examples are " +
+                                ShapeToString(d.test.example_shape));
+  }
+  d.train.num_classes = d.test.num_classes = ClassCount(d);
+  return d;  // normalization: from the training set
+}
+
+Result<DatasetInfo> ProbeNpy(const DataRequest& r) {
+  if (r.data_dir.empty()) return LoadNpy(r).status();
+  const std::string xp = Resolve(r.data_dir, "x_train.npy");
+  TOWERPS_ASSIGN_OR_RETURN(const worker::NpyHeader h, worker::ReadNpyHeader(xp));
+  TOWERPS_ASSIGN_OR_RETURN(Shape example, NpyExampleShape(xp, h.shape));
+  return DatasetInfo{.example_shape = std::move(example)};
+}
+
+}  // namespace
+
+void AddStockDatasets(Registry* registry) {
+  const auto add = [&](const std::string& name, DatasetDef def) {
+    TOWERPS_CHECK(registry->AddDataset(name, std::move(def)).ok()) << name;
+  };
+  add("fashion-mnist", {.summary = "Fashion-MNIST IDX files, 1x28x28, 10 classes (default: the "
+                                   "dataset-fashion-mnist package; or --data-dir)",
+                        .load = LoadFashionMnist,
+                        .probe = [](const DataRequest&) -> Result<DatasetInfo> {
+                          return DatasetInfo{.example_shape = {1, 28, 28}, .num_classes = 10};
+                        }});
+  add("idx",
+      {.summary = "any IDX images [n, h, w] and labels: MNIST's file names in --data-dir, or "
+                  "--train-images, --train-labels, --test-images, --test-labels",
+       .load = LoadIdx,
+       .probe = ProbeIdx});
+  add("cifar10",
+      {.summary = "CIFAR-10 binary batches in --data-dir, 3x32x32 (24x24 crops for models that "
+                  "take them)",
+       .load = LoadCifar10,
+       .probe = ProbeCifar10});
+  add("npy",
+      {.summary = "x_train.npy, y_train.npy, x_test.npy, y_test.npy in --data-dir (x float32 or "
+                  "uint8 [N, ...], y integers [N])",
+       .load = LoadNpy,
+       .probe = ProbeNpy});
+  add("synthetic",
+      {.summary = "seeded random images of the model's input shape (benchmarks, tests)",
+       .load = LoadSynthetic,
+       .probe = [](const DataRequest& r) -> Result<DatasetInfo> {
+         return DatasetInfo{.example_shape = r.model_input, .num_classes = 10};
+       }});
+}
+
+}  // namespace towerps

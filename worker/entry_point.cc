@@ -1,0 +1,150 @@
+// towerps::WorkerMain (<towerps/worker_main.h>): the whole of a worker process, for a registry.
+// The stock towerps-worker (worker_main.cc) and every user's worker binary are this function.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/logging.h"
+#include "common/process_setup.h"
+#include "ps/job_flags.h"
+#include "towerps/worker_main.h"
+#include "worker/train/trainer.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+std::atomic<bool> g_stop{false};  // entry-point state: set by SIGINT/SIGTERM only
+std::atomic<int> g_signal{0};
+
+void OnSignal(int sig) {
+  g_signal.store(sig);
+  g_stop.store(true);
+}
+
+// --list-models: what this binary can train, for people and for towerps-launch's messages.
+void ListRegistry(const towerps::Registry& registry) {
+  std::printf("models:\n");
+  for (const std::string& name : registry.ModelNames()) {
+    const towerps::ModelBuilder b = registry.FindModel(name)->build();
+    std::printf("  %-16s %s -> %d classes: %s\n", name.c_str(),
+                towerps::ShapeToString(b.input_shape()).c_str(), b.output_units(),
+                registry.FindModel(name)->summary.c_str());
+  }
+  std::printf("datasets:\n");
+  for (const std::string& name : registry.DatasetNames()) {
+    std::printf("  %-16s %s\n", name.c_str(), (*registry.FindDataset(name))->summary.c_str());
+  }
+}
+
+// --check-job: 0 when --model and --dataset are registered and fit; 2 (with the reason) when
+// not; 3 when the data cannot be read here to tell (the workers check it where they run).
+int CheckJob(const towerps::Registry& registry, const towerps::ps::JobConfig& job,
+             const towerps::worker::WorkerOptions& worker) {
+  using towerps::StatusCode;
+  const towerps::Status fits =
+      registry.CheckFits(job.model, job.dataset, worker.MakeDataRequest({}, job.seed));
+  if (fits.ok()) return 0;
+  std::cerr << fits.message() << "\n";
+  const StatusCode code = fits.code();
+  return code == StatusCode::kInvalidArgument ||
+                 (code == StatusCode::kNotFound && !registry.FindDataset(job.dataset).ok()) ||
+                 registry.FindModel(job.model) == nullptr
+             ? 2
+             : 3;
+}
+
+}  // namespace
+
+namespace towerps {
+
+int WorkerMain(int argc, char** argv, const Registry& registry) {
+  ConfigureAllocatorForLargeMessages();
+  const std::string prog =
+      argc > 0 ? std::filesystem::path(argv[0]).filename().string() : std::string("towerps-worker");
+  worker::TrainerOptions options;
+  ps::JobFlags job_flags;
+  worker::WorkerFlags worker_flags;
+  std::string endpoints, log_level = "info";
+  po::options_description process("Process options");
+  process.add_options()("help,h", "show this help")(
+      "config", po::value<std::string>(),
+      "INI file with job and worker options (command line wins)")(
+      "rank", po::value(&options.rank)->default_value(0), "this worker's rank; 0 is the chief")(
+      "ps-endpoints", po::value(&endpoints),
+      "comma-separated server endpoints, in server-rank order (tcp://host:port,...)")(
+      "log-level", po::value(&log_level)->default_value(log_level), "debug, info, warning, error")(
+      "list-models", "print the models and datasets this binary can train, and exit")(
+      "check-job",
+      "check that --model and --dataset exist and fit each other (reading only file headers), "
+      "and exit: 0 yes, 2 no (with the reason), 3 the data cannot be read here");
+  po::options_description all(
+      "Usage: " + prog +
+      " --rank R --ps-endpoints tcp://h:p,... [options]\n\n"
+      "Trains its shard of the data against the parameter servers. Usually started by "
+      "towerps-launch");
+  all.add(process).add(job_flags.options()).add(worker_flags.options());
+  po::variables_map vm;
+  if (auto exit_code = ps::ParseCommandLine(prog, argc, argv, all, &vm)) {
+    return *exit_code;
+  }
+  Result<LogLevel> level = ParseLogLevel(log_level);
+  Result<ps::JobConfig> job = job_flags.ToConfig();
+  Result<worker::WorkerOptions> wopts = worker_flags.ToOptions();
+  Status bad = !level.ok() ? level.status() : !job.ok() ? job.status() : wopts.status();
+  if (!bad.ok()) {
+    std::cerr << prog << ": " << bad.message() << "\n";
+    return 2;
+  }
+  if (vm.count("list-models")) {
+    ListRegistry(registry);
+    return 0;
+  }
+  if (vm.count("check-job")) return CheckJob(registry, *job, *wopts);
+  std::stringstream ss(endpoints);
+  for (std::string e; std::getline(ss, e, ',');) options.ps_endpoints.push_back(e);
+  if (options.ps_endpoints.empty()) {
+    std::cerr << prog << ": --ps-endpoints is required (towerps-launch sets it)\n";
+    return 2;
+  }
+  InitLogging({.role = "worker", .rank = options.rank, .min_level = *level});
+  options.job = *job;
+  options.worker = *wopts;
+  options.stop = &g_stop;
+  options.registry = &registry;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+
+  auto trainer = worker::Trainer::Create(options);
+  if (!trainer.ok()) {
+    TOWERPS_LOG(kError) << trainer.status().ToString();
+    return trainer.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  Result<worker::TrainingSummary> summary = (*trainer)->Run();
+  if (!summary.ok()) {
+    TOWERPS_LOG(kError) << summary.status().ToString();
+    return g_signal.load() ? 128 + g_signal.load() : 1;
+  }
+  const std::string json = worker::SummaryJson(*summary, options.job, options.rank);
+  if (options.rank == 0) {
+    std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
+                summary->test_accuracy, static_cast<long long>(summary->steps),
+                summary->train_seconds, summary->examples_per_sec);
+    std::printf("summary: %s\n", json.c_str());
+    std::fflush(stdout);
+    if (!options.worker.summary_out.empty()) {
+      std::ofstream out(options.worker.summary_out);
+      out << json << "\n";
+      if (!out) {
+        TOWERPS_LOG(kError) << "cannot write --summary-out " << options.worker.summary_out;
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace towerps

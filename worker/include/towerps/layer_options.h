@@ -1,0 +1,47 @@
+// The options a model description uses: padding, weight initialization, activations, pooling,
+// local response normalization and batch normalization. See <towerps/model_builder.h>.
+//
+// Contract: plain values. ModelBuilder::Build checks them and names the layer and the value of
+// a bad one.
+#ifndef TOWERPS_LAYER_OPTIONS_H_
+#define TOWERPS_LAYER_OPTIONS_H_
+
+namespace towerps {
+
+// Symmetric zero padding of a convolution or pooling window. kSame pads (k - 1) / 2 on each
+// side, which keeps the size for stride 1 and odd k (pooling follows TensorFlow's 'SAME':
+// ceil(size / stride) outputs); kValid pads nothing and drops windows that do not fit.
+enum class Padding { kValid, kSame };
+
+// Seeded weight initialization. Values come from a stream keyed by (seed, variable name), so a
+// seed gives the same weights whatever the layer order, on every machine.
+enum class Init {
+  kHe,      // normal, stddev sqrt(2 / fan_in): for layers followed by ReLU
+  kGlorot,  // uniform in +-sqrt(6 / (fan_in + fan_out)): for linear, tanh or sigmoid outputs
+  kZeros,   // biases
+};
+
+enum class ActivationKind { kRelu, kTanh, kSigmoid };
+
+enum class PoolKind { kMax, kAverage };
+
+// Local response normalization across channels (TensorFlow's
+// tf.nn.local_response_normalization): x / (bias + alpha * sum of x^2 over the depth_radius
+// neighbouring channels on each side) ^ beta.
+struct LrnOptions {
+  int depth_radius = 5;
+  float bias = 1.0f;
+  float alpha = 1.0f;
+  float beta = 0.5f;
+};
+
+// Batch normalization (Ioffe and Szegedy 2015). Training normalizes with the batch's mean and
+// variance; evaluation with the moving averages, which decay by `momentum` per update.
+struct BatchNormOptions {
+  float momentum = 0.9f;  // decay of the moving statistics, in [0, 1)
+  float epsilon = 1e-5f;  // added to the variance, > 0
+};
+
+}  // namespace towerps
+
+#endif  // TOWERPS_LAYER_OPTIONS_H_

@@ -1,0 +1,114 @@
+// ModelBuilder: the description of a model, a chain of layers and residual blocks ending in a
+// Dense layer of class logits. TowerPS builds it on every tower of every worker, with the same
+// seeded initial weights, and trains it with a softmax cross-entropy loss.
+//
+//   towerps::ModelBuilder b({1, 28, 28});
+//   b.Conv2d("conv1", 32, 3).Relu().MaxPool(2, 2).Dense("fc1", 128).Relu().Dense("logits", 10);
+//
+// A residual block is two branches joined by an add, each described on a builder of its own:
+//
+//   b.Residual("block1",
+//              [](towerps::ModelBuilder& m) {
+//                m.Conv2d("conv1", 16, 3, 1, towerps::Padding::kSame).BatchNorm("bn1").Relu();
+//                m.Conv2d("conv2", 16, 3, 1, towerps::Padding::kSame).BatchNorm("bn2");
+//              })  // no shortcut: the identity
+//    .Relu();
+//
+// Its layers' variables are named "<block>/<layer>/...", e.g. "block1/conv1/kernel".
+//
+// Contract: the builder only records; building validates (shapes that do not fit, duplicate
+// names, a last layer that is not a Dense) and the error names the layer, e.g. "layer name 'a'
+// is used twice". Layers with parameters need unique names; the others are named
+// "layer<index>". Value type: copies are independent; not synchronised.
+#ifndef TOWERPS_MODEL_BUILDER_H_
+#define TOWERPS_MODEL_BUILDER_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "towerps/layer_options.h"
+#include "towerps/shape.h"
+
+namespace towerps {
+
+// One recorded layer. Read-only to users: TowerPS builds the model from these.
+struct LayerSpec {
+  enum class Kind {
+    kConv2d,
+    kDense,
+    kActivation,
+    kPool,
+    kLrn,
+    kDropout,
+    kBatchNorm,
+    kGlobalAvgPool,
+    kFlatten,
+    kResidual
+  };
+  Kind kind = Kind::kDense;
+  std::string name;
+  int units = 0;  // filters for Conv2d
+  int kernel = 0, stride = 1;
+  Padding padding = Padding::kValid;
+  Init init = Init::kHe;
+  ActivationKind activation = ActivationKind::kRelu;
+  PoolKind pool = PoolKind::kMax;
+  LrnOptions lrn;
+  float rate = 0;  // Dropout
+  BatchNormOptions batch_norm;
+  std::vector<LayerSpec> main, shortcut;  // kResidual's branches
+};
+
+class ModelBuilder {
+ public:
+  // Per-example input shape: [c, h, w] for images, [features] for vectors.
+  explicit ModelBuilder(Shape input_shape) : input_shape_(std::move(input_shape)) {}
+
+  // filters outputs of kernel x kernel windows, plus a bias per filter.
+  ModelBuilder& Conv2d(std::string name, int filters, int kernel, int stride = 1,
+                       Padding padding = Padding::kValid, Init init = Init::kHe);
+  // A fully connected layer of `units` outputs and a bias; flattens [c, h, w] inputs.
+  ModelBuilder& Dense(std::string name, int units, Init init = Init::kHe);
+  ModelBuilder& Relu() { return Activation(ActivationKind::kRelu); }
+  ModelBuilder& Tanh() { return Activation(ActivationKind::kTanh); }
+  ModelBuilder& Sigmoid() { return Activation(ActivationKind::kSigmoid); }
+  ModelBuilder& Activation(ActivationKind kind);
+  ModelBuilder& MaxPool(int window, int stride, Padding padding = Padding::kValid);
+  ModelBuilder& AvgPool(int window, int stride, Padding padding = Padding::kValid);
+  ModelBuilder& Lrn(const LrnOptions& options);
+  // Drops each input with probability `rate` while training (inverted dropout).
+  ModelBuilder& Dropout(float rate);
+  // Batch normalization; its variables are trainable gamma and beta and the moving mean and
+  // variance, which the servers keep (docs/API.md, "Batch norm").
+  ModelBuilder& BatchNorm(std::string name, BatchNormOptions options = {});
+  // [c, h, w] to [c], the mean of each channel.
+  ModelBuilder& GlobalAvgPool();
+  // Any shape to a vector of its elements.
+  ModelBuilder& Flatten();
+  // y = main(x) + shortcut(x), each branch described on a fresh builder (whose input shape is
+  // ignored: a branch takes the block's input); no shortcut, or one that adds no layers, is the
+  // identity. Building checks that the branches end in the same shape.
+  using BranchFn = std::function<void(ModelBuilder&)>;
+  ModelBuilder& Residual(std::string name, const BranchFn& main, const BranchFn& shortcut = {});
+
+  const Shape& input_shape() const { return input_shape_; }
+  const std::vector<LayerSpec>& layers() const { return specs_; }
+  // The units of the last layer when it is a Dense (the number of classes), else 0.
+  int output_units() const;
+
+ private:
+  // Appends a spec of `kind` and returns it for the caller to fill in.
+  LayerSpec& Add(LayerSpec::Kind kind) {
+    specs_.emplace_back();
+    specs_.back().kind = kind;
+    return specs_.back();
+  }
+
+  Shape input_shape_;
+  std::vector<LayerSpec> specs_;
+};
+
+}  // namespace towerps
+
+#endif  // TOWERPS_MODEL_BUILDER_H_

@@ -1,0 +1,125 @@
+#include "towerps/registry.h"
+
+#include <algorithm>
+
+namespace towerps {
+
+namespace {
+
+template <typename Def>
+Status CheckNew(const std::vector<std::pair<std::string, Def>>& entries, const std::string& kind,
+                const std::string& name, bool has_function) {
+  if (name.empty()) return InvalidArgumentError("a " + kind + " needs a name");
+  if (name.find_first_of(" ,=\t\n") != std::string::npos) {
+    return InvalidArgumentError(kind + " name '" + name +
+                                "' must not contain spaces, commas or '=' (it is a flag value)");
+  }
+  for (const auto& [existing, def] : entries) {
+    if (existing == name) return InvalidArgumentError(kind + " '" + name + "' is registered twice");
+  }
+  if (!has_function) {
+    return InvalidArgumentError(kind + " '" + name + "' has no " +
+                                (kind == "model" ? "build" : "load") + " function");
+  }
+  return Status::Ok();
+}
+
+template <typename Def>
+std::vector<std::string> Names(const std::vector<std::pair<std::string, Def>>& entries) {
+  std::vector<std::string> names;
+  for (const auto& [name, def] : entries) names.push_back(name);
+  return names;
+}
+
+std::string Join(const std::vector<std::string>& names, const std::string& last_separator) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? last_separator : ", ") + names[i];
+  }
+  return out;
+}
+
+std::string ShapeText(const Shape& shape) {
+  std::string out;
+  for (int64_t d : shape) out += (out.empty() ? "" : "x") + std::to_string(d);
+  return out;
+}
+
+}  // namespace
+
+Status Registry::AddModel(const std::string& name, ModelDef def) {
+  TOWERPS_RETURN_IF_ERROR(CheckNew(models_, "model", name, static_cast<bool>(def.build)));
+  models_.emplace_back(name, std::move(def));
+  return Status::Ok();
+}
+
+Status Registry::AddDataset(const std::string& name, DatasetDef def) {
+  TOWERPS_RETURN_IF_ERROR(CheckNew(datasets_, "dataset", name, static_cast<bool>(def.load)));
+  datasets_.emplace_back(name, std::move(def));
+  return Status::Ok();
+}
+
+const ModelDef* Registry::FindModel(const std::string& model) const {
+  for (const auto& [name, def] : models_) {
+    if (name == model) return &def;
+  }
+  return nullptr;
+}
+
+Result<ModelBuilder> Registry::DescribeModel(const std::string& model) const {
+  const ModelDef* def = FindModel(model);
+  if (def == nullptr) {
+    return NotFoundError("unknown model '" + model + "' (known: " + Join(ModelNames(), ", ") + ")");
+  }
+  return def->build();
+}
+
+Result<const DatasetDef*> Registry::FindDataset(const std::string& dataset) const {
+  for (const auto& [name, def] : datasets_) {
+    if (name == dataset) return &def;
+  }
+  return NotFoundError("unknown dataset '" + dataset + "' (known: " + Join(DatasetNames(), ", ") +
+                       ")");
+}
+
+std::vector<std::string> Registry::ModelNames() const { return Names(models_); }
+std::vector<std::string> Registry::DatasetNames() const { return Names(datasets_); }
+
+Status Registry::CheckFits(const std::string& model, const std::string& dataset,
+                           DataRequest request) const {
+  TOWERPS_ASSIGN_OR_RETURN(const ModelBuilder builder, DescribeModel(model));
+  TOWERPS_ASSIGN_OR_RETURN(const DatasetDef* def, FindDataset(dataset));
+  if (!def->probe) return Status::Ok();
+  request.model_input = builder.input_shape();
+  TOWERPS_ASSIGN_OR_RETURN(const DatasetInfo info, def->probe(request));
+  if (info.example_shape != builder.input_shape()) {
+    std::vector<std::string> fitting;
+    for (const auto& [name, other] : models_) {
+      request.model_input = other.build().input_shape();
+      Result<DatasetInfo> fit = def->probe(request);
+      if (fit.ok() && fit->example_shape == request.model_input) fitting.push_back(name);
+    }
+    return InvalidArgumentError(
+        "model " + model + " expects " + ShapeText(builder.input_shape()) + " inputs, but " +
+        dataset + " examples are " + ShapeText(info.example_shape) + " (" +
+        (fitting.empty() ? "choose" : "choose --model " + Join(fitting, " or ") + ", or") +
+        " another --dataset)");
+  }
+  if (info.num_classes > builder.output_units()) {
+    return InvalidArgumentError("model " + model + " has " +
+                                std::to_string(builder.output_units()) + " outputs, but " +
+                                dataset + " has " + std::to_string(info.num_classes) +
+                                " classes (give the model's last Dense layer at least " +
+                                std::to_string(info.num_classes) + " units)");
+  }
+  return Status::Ok();
+}
+
+Registry StockRegistry() {
+  Registry registry;
+  AddZooModels(&registry);
+  AddStockDatasets(&registry);
+  return registry;
+}
+
+}  // namespace towerps
