@@ -56,12 +56,14 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   // synthetic images (cifar10 on 32x32 ones with the tutorial's 24x24 crops, resnet20 on 32x32),
   // as `--dataset synthetic` does in a job.
   const bool synthetic = o.synthetic || builder.input_shape() != Shape{1, 28, 28};
+  DataRequest request;
+  request.data_dir = o.data_dir;
+  request.model_input = builder.input_shape();
+  request.seed = o.seed;
   TOWERPS_ASSIGN_OR_RETURN(
       worker::JobData data,
-      worker::LoadJobData(
-          StockRegistry(), synthetic ? "synthetic" : "fashion-mnist",
-          {.data_dir = o.data_dir, .model_input = builder.input_shape(), .seed = o.seed},
-          o.batch_size));
+      worker::LoadJobData(StockRegistry(), synthetic ? "synthetic" : "fashion-mnist", request,
+                          o.batch_size));
   TOWERPS_ASSIGN_OR_RETURN(auto train, Batcher::Create(&data.train, data.train_options));
   TOWERPS_ASSIGN_OR_RETURN(auto test, Batcher::Create(&data.test, data.test_options));
   if (train->example_shape() != model->input_shape()) {

@@ -56,8 +56,10 @@ Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
   std::string answer;
   std::optional<int> code;
   {
-    TOWERPS_ASSIGN_OR_RETURN(Subprocess check,
-                             Subprocess::Start({.argv = argv, .output_path = answer_path}));
+    SubprocessOptions so;
+    so.argv = argv;
+    so.output_path = answer_path;
+    TOWERPS_ASSIGN_OR_RETURN(Subprocess check, Subprocess::Start(so));
     code = check.Wait(Deadline::After(o.startup_timeout));
     std::ifstream in(answer_path);
     answer.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, builds, and runs the whole suite with CTest.
-#   scripts/test.sh                  release suite, the asan (ASan+UBSan) suite, then the clang
-#                                    thread-safety build (tsa: compiled, not run)
+#   scripts/test.sh                  release suite and the installed-library check
+#                                    (scripts/check_example.sh), the asan (ASan+UBSan) suite,
+#                                    then the clang thread-safety build (tsa: compiled, not run)
 #   scripts/test.sh --presets "cpu"  only the named presets (add tsa for the clang build)
 # GPU tests skip, saying why, on machines without an NVIDIA GPU.
 set -euo pipefail
@@ -11,7 +12,7 @@ presets="release asan tsa"
 while [ $# -gt 0 ]; do
   case "$1" in
     --presets) presets="$2"; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "test: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -41,4 +42,6 @@ for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
 print(f"=== test: {len(skipped)} skipped" + (":" if skipped else ""))
 print("\n".join(skipped))
 PY
+  # The library as a user gets it: installed, and an out-of-tree project built against it.
+  if [ "$preset" = release ]; then scripts/check_example.sh "build/$preset"; fi
 done

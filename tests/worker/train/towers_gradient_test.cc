@@ -30,8 +30,10 @@ TEST_P(TowersGradientTest, TwoTowersAtBEqualOneTowerAt2B) {
   const std::string model_name = GetParam();
   auto builder = ZooModel(model_name);
   ASSERT_TRUE(builder.ok()) << builder.status();
-  auto data = LoadJobData(StockRegistry(), "fashion-mnist",
-                          {.model_input = builder->input_shape(), .seed = 3}, 64);
+  DataRequest request;
+  request.model_input = builder->input_shape();
+  request.seed = 3;
+  auto data = LoadJobData(StockRegistry(), "fashion-mnist", request, 64);
   if (!data.ok()) GTEST_SKIP() << data.status().ToString();
   auto batcher = Batcher::Create(&data->train, data->train_options);
   ASSERT_TRUE(batcher.ok()) << batcher.status();

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The library check: installs a built TowerPS into a temporary prefix, builds
+# examples/custom_model out of tree against it with find_package(TowerPS), and trains the
+# example's own model on its own dataset for 40 steps with `towerps-launch --worker-bin`,
+# asserting that the training loss falls and that the launcher refuses a model and dataset that
+# do not fit before starting anything.
+#   scripts/check_example.sh [BUILD_DIR]    (default build/release; scripts/test.sh runs it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build/release}"
+[ -x "$build/bin/towerps-launch" ] || { echo "check_example: build first: scripts/build.sh release" >&2; exit 1; }
+
+work="$(mktemp -d /tmp/towerps-example.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+
+echo "=== example: cmake --install $build --prefix $prefix"
+cmake --install "$build" --prefix "$prefix" > "$work/install.log"
+echo "=== example: building examples/custom_model against it (find_package(TowerPS 0.2))"
+cmake -S examples/custom_model -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" || { cat "$work/configure.log"; exit 1; }
+cmake --build "$work/build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
+
+launch=("$prefix/bin/towerps-launch" --worker-bin "$work/build/my-worker")
+echo "=== example: a mismatch is refused before any process starts"
+set +e
+"${launch[@]}" --model resnet20 --dataset stripes --run-dir "$work/refused" > "$work/refused.log" 2>&1
+code=$?
+set -e
+if [ "$code" != 2 ] || ! grep -q "model resnet20 expects 3x32x32 inputs, but stripes examples are 1x28x28" "$work/refused.log" \
+   || [ -e "$work/refused" ]; then
+  echo "check_example: expected exit 2 naming both shapes and no run directory; got $code:" >&2
+  cat "$work/refused.log" >&2
+  exit 1
+fi
+
+echo "=== example: training small_resnet on stripes, 2 workers, 40 steps"
+"${launch[@]}" --model small_resnet --dataset stripes --workers 2 --max-steps 40 --log-every 5 \
+  --run-dir "$work/run" --metrics-out "$work/run/metrics-{rank}.jsonl" > "$work/train.log" 2>&1 \
+  || { cat "$work/train.log"; exit 1; }
+python3 - "$work/run/metrics-0.jsonl" <<'PY'
+import json, sys
+losses = [r["loss"] for r in map(json.loads, open(sys.argv[1])) if r.get("kind") == "train"]
+first, last = losses[0], losses[-1]
+print(f"=== example: loss {first:.4f} at the first logged step, {last:.4f} at the last")
+if not (len(losses) >= 4 and last < 0.5 * first):
+    sys.exit(f"check_example: the loss did not fall by half: {losses}")
+PY
+echo "=== example: passed"
