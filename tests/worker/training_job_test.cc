@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -180,6 +181,36 @@ TEST_F(TrainingJobTest, ResNet20SyncRunsOnCifarFilesAreBitwiseIdentical) {
   EXPECT_TRUE(std::any_of(mean.begin(), mean.end(), [](float m) { return m != 0.0f; }));
   const std::vector<float>& var = a.at("stage1_block1/bn1/moving_variance");
   EXPECT_TRUE(std::any_of(var.begin(), var.end(), [](float v) { return v != 1.0f; }));
+}
+
+// The same Fashion-MNIST, as IDX files and converted to .npy by scripts/to_npy.py (uint8, and
+// float32 pixel / 255): the same job reaches the same test accuracy within 0.005. The .npy runs
+// normalize with statistics computed from the training set, the IDX run with Fashion-MNIST's
+// published constants, so the bits differ slightly but the accuracy must not.
+TEST_F(TrainingJobTest, NpyFashionMnistReachesTheIdxAccuracy) {
+#ifdef TOWERPS_SANITIZED
+  GTEST_SKIP() << "three 1-epoch jobs are checked by the release suite";
+#endif
+  const std::vector<std::string> job = {"--servers", "1",   "--workers", "2",
+                                        "--model",   "mlp", "--epochs",  "1"};
+  if (Launch("idx", With(job, {"--summary-out", Path("idx.json")})) != 0) {
+    GTEST_SKIP() << "no Fashion-MNIST here (dataset-fashion-mnist): " << last_output_;
+  }
+  const double idx = SummaryField(Path("idx.json"), "test_accuracy");
+  for (const std::string dtype : {"uint8", "float32"}) {
+    const std::string out = Path("npy-" + dtype);
+    const std::string convert = std::string("python3 ") + TOWERPS_TO_NPY +
+                                " idx --data-dir /usr/share/datasets/fashion-mnist --dtype " +
+                                dtype + " --out " + out + " > " + out + ".log 2>&1";
+    ASSERT_EQ(std::system(convert.c_str()), 0) << convert;
+    ASSERT_EQ(Launch(dtype, With(job, {"--dataset", "npy", "--data-dir", out, "--summary-out",
+                                       Path(dtype + ".json")})),
+              0)
+        << last_output_;
+    const double npy = SummaryField(Path(dtype + ".json"), "test_accuracy");
+    EXPECT_NEAR(npy, idx, 0.005) << dtype;
+    EXPECT_GT(npy, 0.8) << dtype;
+  }
 }
 
 TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {

@@ -1,0 +1,204 @@
+// The .npy reader, the npy and idx stock datasets built on it and on the IDX reader, and
+// LoadJobData's normalization for datasets that bring none.
+#include "worker/data/npy_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "tests/testing/status_assert.h"
+#include "tests/worker/data/idx_test_files.h"
+#include "towerps/registry.h"
+#include "worker/train/job_data.h"
+
+namespace towerps::worker {
+namespace {
+
+using testing::IdxBytes;
+using testing::TestDir;
+
+// A version 1.0 .npy file as numpy.save writes it: magic, padded dict, then the raw data.
+std::string NpyBytes(const std::string& descr, const std::string& shape, const std::string& data,
+                     const std::string& order = "False") {
+  std::string dict =
+      "{'descr': '" + descr + "', 'fortran_order': " + order + ", 'shape': " + shape + ", }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string s = "\x93NUMPY\x01";
+  s.push_back('\0');
+  s.push_back(static_cast<char>(dict.size() & 0xff));
+  s.push_back(static_cast<char>(dict.size() >> 8));
+  return s + dict + data;
+}
+
+template <typename T>
+std::string Raw(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+void Write(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+TEST(NpyReaderTest, ReadsFloatAndIntegerArrays) {
+  TestDir dir("npy");
+  const std::vector<float> x = {0.5f, -1.25f, 3.0f, 4.5f, 5.0f, 6.0f};
+  Write(dir.path() / "x.npy", NpyBytes("<f4", "(2, 1, 3)", Raw(x)));
+  ASSERT_OK_AND_ASSIGN(NpyArray a, ReadNpyFile((dir.path() / "x.npy").string()));
+  EXPECT_EQ(a.header.shape, (Shape{2, 1, 3}));
+  EXPECT_EQ(a.header.kind, 'f');
+  ASSERT_EQ(a.data.size(), 24u);
+  float back[6];
+  std::memcpy(back, a.data.data(), 24);
+  EXPECT_EQ(back[1], -1.25f);
+  const std::vector<int16_t> y = {-3, 7, 32000};
+  Write(dir.path() / "y.npy", NpyBytes("<i2", "(3,)", Raw(y)));
+  ASSERT_OK_AND_ASSIGN(NpyArray b, ReadNpyFile((dir.path() / "y.npy").string()));
+  EXPECT_EQ(NpyIntegerAt(b, 0), -3);  // sign-extended
+  EXPECT_EQ(NpyIntegerAt(b, 2), 32000);
+}
+
+TEST(NpyReaderTest, BadFilesNameTheFileAndTheProblem) {
+  TestDir dir("npy");
+  const std::string four_floats = Raw(std::vector<float>(4, 1.0f));
+  struct Case {
+    std::string bytes, expect;
+  } cases[] = {
+      {"PK\x03\x04 not npy at all", "bad magic"},
+      {NpyBytes("<f4", "(4,)", four_floats, "True"), "fortran_order is True"},
+      {NpyBytes(">f4", "(4,)", four_floats), "dtype '>f4' is not supported"},
+      {NpyBytes("<c8", "(2,)", four_floats), "dtype '<c8' is not supported"},
+      {NpyBytes("<f4", "(5,)", four_floats), "needs 20 data bytes, but the file holds 16"},
+      {NpyBytes("<f4", "(4,)", four_floats.substr(0, 10)), "needs 16 data bytes"},
+      {NpyBytes("<f4", "[4]", four_floats), "not a dict"},
+      {NpyBytes("<f4", "(99999999999999999999,)", four_floats), "not a dict"},
+      {std::string("\x93NUMPY\x09\x00\x10\x00", 10), "version 9.0 is not supported"},
+      {std::string("\x93NUMPY\x01\x00\xff\x00{", 11), "truncated"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = (dir.path() / "bad.npy").string();
+    Write(path, c.bytes);
+    Result<NpyArray> r = ReadNpyFile(path);
+    ASSERT_FALSE(r.ok()) << c.expect;
+    EXPECT_NE(r.status().message().find(path), std::string::npos) << r.status();
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status();
+  }
+  EXPECT_EQ(ReadNpyFile((dir.path() / "missing.npy").string()).status().code(),
+            StatusCode::kNotFound);
+}
+
+class NpyDatasetTest : public ::testing::Test {
+ protected:
+  // x [n, 2, 3] float32 (one channel of 2x3) and y int64, for both splits.
+  void WriteSplit(const std::string& split, int n, const std::string& y_descr = "<i8") {
+    std::vector<float> x(static_cast<size_t>(n) * 6);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 2.0f;
+    Write(dir_.path() / ("x_" + split + ".npy"),
+          NpyBytes("<f4", "(" + std::to_string(n) + ", 2, 3)", Raw(x)));
+    std::vector<int64_t> y(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) y[static_cast<size_t>(i)] = i % 3;
+    Write(dir_.path() / ("y_" + split + ".npy"),
+          NpyBytes(y_descr, "(" + std::to_string(n) + ",)",
+                   y_descr == "<f8" ? Raw(std::vector<double>(y.begin(), y.end())) : Raw(y)));
+  }
+  DataRequest Request() const {
+    DataRequest r;
+    r.data_dir = dir_.path().string();
+    r.model_input = {1, 2, 3};
+    return r;
+  }
+  TestDir dir_{"npy_dataset"};
+  Registry registry_ = StockRegistry();
+};
+
+TEST_F(NpyDatasetTest, LoadsBothSplitsAndNormalizesWithTheTrainingStatistics) {
+  WriteSplit("train", 10);
+  WriteSplit("test", 4);
+  ASSERT_OK_AND_ASSIGN(const DatasetInfo info, (*registry_.FindDataset("npy"))->probe(Request()));
+  EXPECT_EQ(info.example_shape, (Shape{1, 2, 3}));  // [N, H, W] is one channel
+  ASSERT_OK_AND_ASSIGN(JobData d, LoadJobData(registry_, "npy", Request(), 2));
+  EXPECT_EQ(d.train.size(), 10);
+  EXPECT_EQ(d.train.num_classes, 3);  // from the labels
+  EXPECT_TRUE(d.train.is_float());
+  // Mean and stddev of the 60 training values, computed here in double.
+  double sum = 0, sq = 0;
+  for (float v : d.train.values) sum += v, sq += double{v} * v;
+  const double mean = sum / 60, stddev = std::sqrt(sq / 60 - mean * mean);
+  ASSERT_EQ(d.train_options.mean.size(), 1u);
+  EXPECT_FLOAT_EQ(d.train_options.mean[0], static_cast<float>(mean));
+  EXPECT_FLOAT_EQ(d.train_options.stddev[0], static_cast<float>(stddev));
+  // The batches are (v - mean) / stddev.
+  ASSERT_OK_AND_ASSIGN(auto batcher, Batcher::Create(&d.test, d.test_options));
+  Batch batch;
+  ASSERT_TRUE(batcher->Next(&batch));
+  EXPECT_FLOAT_EQ(batch.x[1], static_cast<float>((d.test.values[1] - mean) / stddev));
+}
+
+TEST_F(NpyDatasetTest, MismatchesAreNamed) {
+  WriteSplit("train", 10, "<f8");
+  WriteSplit("test", 4);
+  Result<JobData> r = LoadJobData(registry_, "npy", Request(), 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("y_train.npy: y must be integer labels"), std::string::npos)
+      << r.status();
+  WriteSplit("train", 10);
+  Write(dir_.path() / "y_test.npy", NpyBytes("<i8", "(3,)", Raw(std::vector<int64_t>(3, 1))));
+  r = LoadJobData(registry_, "npy", Request(), 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("x_test.npy holds 4 examples but"), std::string::npos)
+      << r.status();
+  // A model of another shape is refused from the headers alone, naming both shapes.
+  Status fits = registry_.CheckFits("mlp", "npy", Request());
+  EXPECT_EQ(fits.message().substr(0, 60),
+            "model mlp expects 1x28x28 inputs, but npy examples are 1x2x3");
+}
+
+TEST(IdxDatasetTest, AnyFileNamesAndImageSize) {
+  TestDir dir("idx_dataset");
+  std::vector<uint8_t> images(5 * 4 * 6), labels = {0, 4, 2, 4, 1};
+  for (size_t i = 0; i < images.size(); ++i) images[i] = static_cast<uint8_t>(i * 3);
+  Write(dir.path() / "my-train-x", IdxBytes({5, 4, 6}, images));
+  Write(dir.path() / "my-train-y", IdxBytes({5}, labels));
+  Write(dir.path() / "my-test-x", IdxBytes({5, 4, 6}, images));
+  Write(dir.path() / "my-test-y", IdxBytes({5}, labels));
+  DataRequest r;
+  r.data_dir = dir.path().string();
+  r.train_images = "my-train-x";
+  r.train_labels = "my-train-y";
+  r.test_images = (dir.path() / "my-test-x").string();  // absolute works too
+  r.test_labels = "my-test-y";
+  const Registry registry = StockRegistry();
+  ASSERT_OK_AND_ASSIGN(const DatasetInfo info, (*registry.FindDataset("idx"))->probe(r));
+  EXPECT_EQ(info.example_shape, (Shape{1, 4, 6}));
+  ASSERT_OK_AND_ASSIGN(JobData d, LoadJobData(registry, "idx", r, 5));
+  EXPECT_EQ(d.train.example_shape, (Shape{1, 4, 6}));
+  EXPECT_EQ(d.train.num_classes, 5);
+  EXPECT_EQ(d.test.labels[3], 4);
+  r.train_images = "nope";
+  Result<JobData> missing = LoadJobData(registry, "idx", r, 5);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("nope"), std::string::npos) << missing.status();
+}
+
+TEST(DatasetTest, ValidateNamesTheProblem) {
+  Dataset d;
+  d.name = "mine";
+  d.example_shape = {1, 2, 2};
+  d.num_classes = 2;
+  d.pixels = {1, 2, 3, 4, 5, 6, 7, 8};
+  d.labels = {0, 1};
+  EXPECT_OK(d.Validate());
+  d.labels[1] = 2;
+  EXPECT_NE(d.Validate().message().find("label 2 of example 1 is not in [0, 2)"),
+            std::string::npos);
+  d.labels[1] = 1;
+  d.pixels.pop_back();
+  EXPECT_NE(d.Validate().message().find("2 labels need 8 elements"), std::string::npos);
+  d.values = {1.0f};
+  EXPECT_NE(d.Validate().message().find("both pixels and values"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace towerps::worker
