@@ -101,7 +101,8 @@ int RunTrain(int argc, char** argv) {
   bool json = false;
   po::options_description desc("towerps-bench train options");
   desc.add_options()("help,h", "show this help")(
-      "model", po::value<std::string>(&o.model)->default_value(o.model), "mlp, cnn or cifar10")(
+      "model", po::value<std::string>(&o.model)->default_value(o.model),
+      "mlp, cnn, cifar10 or resnet20")(
       "batch", po::value<int>(&o.batch_size)->default_value(o.batch_size), "examples per step")(
       "intra-op-threads", po::value<int>(&o.intra_op_threads)->default_value(o.intra_op_threads),
       "threads inside each op")("device",

@@ -49,10 +49,12 @@ JobFlags::JobFlags()
       "lr-staircase", po::bool_switch(&c.schedule.staircase), "exponential: decay in whole steps")(
       "lr-warmup-steps",
       po::value(&c.schedule.warmup_steps)->default_value(c.schedule.warmup_steps),
-      "linear warm-up length, in updates")("model", po::value(&c.model)->default_value(c.model),
-                                           "model name: mlp, cnn, cifar10")(
+      "linear warm-up length, in updates")(
+      "model", po::value(&c.model)->default_value(c.model),
+      "model name: one the worker binary registers (towerps-worker --list-models: mlp, cnn, "
+      "cifar10, resnet20)")(
       "dataset", po::value(&c.dataset)->default_value(c.dataset),
-      "fashion-mnist, cifar10 or synthetic")(
+      "fashion-mnist, idx, cifar10, npy, synthetic, or one the worker binary registers")(
       "epochs", po::value(&c.epochs)->default_value(c.epochs), "training epochs")(
       "max-steps", po::value(&c.max_steps)->default_value(0),
       "stop after this many steps (0: the epochs decide)")(

@@ -49,12 +49,12 @@ int CheckJob(const towerps::Registry& registry, const towerps::ps::JobConfig& jo
       registry.CheckFits(job.model, job.dataset, worker.MakeDataRequest({}, job.seed));
   if (fits.ok()) return 0;
   std::cerr << fits.message() << "\n";
+  // Both names are known, so the probe failed: files absent or unreadable here are for the
+  // workers to read where they run; anything else (a corrupt header, a mismatch) is final.
+  const bool names_known =
+      registry.FindModel(job.model) != nullptr && registry.FindDataset(job.dataset).ok();
   const StatusCode code = fits.code();
-  return code == StatusCode::kInvalidArgument ||
-                 (code == StatusCode::kNotFound && !registry.FindDataset(job.dataset).ok()) ||
-                 registry.FindModel(job.model) == nullptr
-             ? 2
-             : 3;
+  return names_known && (code == StatusCode::kNotFound || code == StatusCode::kIoError) ? 3 : 2;
 }
 
 }  // namespace

@@ -55,13 +55,15 @@ TEST(ChoicesTest, EveryListedNameParsesBack) {
 // The fit check the launcher asks the worker binary for (--check-job).
 TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
   const Registry r = StockRegistry();
+  DataRequest cifar;  // cifar10's shapes are known from the name; the directory is not read
+  cifar.data_dir = "/cifar";
   EXPECT_OK(r.CheckFits("mlp", "fashion-mnist", {}));
-  EXPECT_OK(r.CheckFits("cifar10", "cifar10", {}));  // 32x32 cropped to 24x24
-  EXPECT_OK(r.CheckFits("resnet20", "cifar10", {}));
+  EXPECT_OK(r.CheckFits("cifar10", "cifar10", cifar));  // 32x32 cropped to 24x24
+  EXPECT_OK(r.CheckFits("resnet20", "cifar10", cifar));
   for (const std::string& model : worker::ZooModelNames()) {
     EXPECT_OK(r.CheckFits(model, "synthetic", {}));  // made in the model's shape
   }
-  Status s = r.CheckFits("mlp", "cifar10", {});
+  Status s = r.CheckFits("mlp", "cifar10", cifar);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "model mlp expects 1x28x28 inputs, but cifar10 examples are 3x32x32 (choose --model "
@@ -70,6 +72,8 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
   EXPECT_NE(s.message().find("choose --model mlp or cnn"), std::string::npos) << s.message();
   EXPECT_EQ(r.CheckFits("nope", "fashion-mnist", {}).code(), StatusCode::kNotFound);
   EXPECT_EQ(r.CheckFits("mlp", "nope", {}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(r.CheckFits("resnet20", "cifar10", {}).message(),
+            "--dataset cifar10 needs --data-dir with data_batch_*.bin and test_batch.bin");
   EXPECT_EQ(r.CheckFits("mlp", "nope", {}).message(),
             "unknown dataset 'nope' (known: fashion-mnist, idx, cifar10, npy, synthetic)");
 }

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   auto wopts = worker_flags.ToOptions();
   if (!job.ok() || !wopts.ok()) return 2;
   if (vm.count("check-job")) {  // as towerps::WorkerMain answers it, for the stock registry
-    const Status fits = StockRegistry().CheckFits(job->model, job->dataset, {});
+    const Status fits =
+        StockRegistry().CheckFits(job->model, job->dataset, wopts->MakeDataRequest({}, job->seed));
     if (!fits.ok()) std::cerr << fits.message() << "\n";
     return fits.ok() ? 0 : 2;
   }

@@ -133,6 +133,7 @@ Result<DataSplits> LoadCifar10(const DataRequest& r) {
 }
 
 Result<DatasetInfo> ProbeCifar10(const DataRequest& r) {
+  if (r.data_dir.empty()) return LoadCifar10(r).status();  // names what --data-dir must hold
   const bool crops = TakesTutorialCrops(r.model_input) && r.model_input[0] == 3;
   return DatasetInfo{.example_shape = crops ? Shape{3, 24, 24} : Shape{3, 32, 32},
                      .num_classes = 10};
