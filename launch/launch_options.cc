@@ -45,8 +45,8 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
 }
 
 Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
-  std::vector<std::string> argv = WorkerArgv(o, 0, {});
-  argv.erase(argv.begin() + 1, argv.begin() + 5);  // --rank 0 --ps-endpoints ""
+  std::vector<std::string> argv = WorkerJobArgs(o);
+  argv.insert(argv.begin(), WorkerBinary(o));
   argv.push_back("--check-job");
   char path[] = "/tmp/towerps-check-job-XXXXXX";
   const int fd = mkstemp(path);
@@ -129,16 +129,21 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port) 
   return argv;
 }
 
+std::vector<std::string> WorkerJobArgs(const LaunchOptions& o) {
+  std::vector<std::string> args = o.job.ToArgs();
+  const std::vector<std::string> worker = o.worker.ToArgs();
+  args.insert(args.end(), worker.begin(), worker.end());
+  return args;
+}
+
 std::vector<std::string> WorkerArgv(const LaunchOptions& o, int rank,
                                     const std::vector<std::string>& endpoints) {
   std::string list;
   for (const std::string& e : endpoints) list += (list.empty() ? "" : ",") + e;
   std::vector<std::string> argv = {WorkerBinary(o), "--rank", std::to_string(rank),
                                    "--ps-endpoints", list};
-  const std::vector<std::string> job = o.job.ToArgs();
-  const std::vector<std::string> worker = o.worker.ToArgs();
+  const std::vector<std::string> job = WorkerJobArgs(o);
   argv.insert(argv.end(), job.begin(), job.end());
-  argv.insert(argv.end(), worker.begin(), worker.end());
   return argv;
 }
 

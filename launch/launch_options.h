@@ -53,6 +53,8 @@ std::string WorkerBinary(const LaunchOptions& options);
 
 // towerps-server for server `rank`, listening on options.bind:port, with the job's options.
 std::vector<std::string> ServerArgv(const LaunchOptions& options, int rank, int port);
+// The job's and the workers' flags, as every worker (and its --check-job) gets them.
+std::vector<std::string> WorkerJobArgs(const LaunchOptions& options);
 // towerps-worker for worker `rank`, with the servers' endpoints (by server rank).
 std::vector<std::string> WorkerArgv(const LaunchOptions& options, int rank,
                                     const std::vector<std::string>& endpoints);

@@ -12,16 +12,16 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-// "<dir>/<base>.gz" when it exists, else "<dir>/<base>" when it exists, else kNotFound.
-Result<std::string> FindFile(const std::string& dir, const std::string& base) {
+}  // namespace
+
+Result<std::string> FindIdxFile(const std::string& dir, const std::string& base,
+                                const std::string& hint) {
   const std::string gz = dir + "/" + base + ".gz", plain = dir + "/" + base;
   if (Exists(gz)) return gz;
   if (Exists(plain)) return plain;
   return NotFoundError("data directory '" + dir + "' has neither " + base + ".gz nor " + base +
-                       " (install the dataset-fashion-mnist package or pass --data-dir)");
+                       " (" + hint + ")");
 }
-
-}  // namespace
 
 Result<Dataset> LoadIdxImagesAndLabels(const std::string& images_path,
                                        const std::string& labels_path, int num_classes) {
@@ -57,11 +57,12 @@ Result<Dataset> LoadIdxImagesAndLabels(const std::string& images_path,
 }
 
 Result<Dataset> LoadFashionMnist(const FashionMnistOptions& options) {
+  static constexpr char kHint[] = "install the dataset-fashion-mnist package or pass --data-dir";
   const std::string prefix = options.split == Split::kTrain ? "train" : "t10k";
   TOWERPS_ASSIGN_OR_RETURN(std::string images,
-                           FindFile(options.data_dir, prefix + "-images-idx3-ubyte"));
+                           FindIdxFile(options.data_dir, prefix + "-images-idx3-ubyte", kHint));
   TOWERPS_ASSIGN_OR_RETURN(std::string labels,
-                           FindFile(options.data_dir, prefix + "-labels-idx1-ubyte"));
+                           FindIdxFile(options.data_dir, prefix + "-labels-idx1-ubyte", kHint));
   return LoadIdxImagesAndLabels(images, labels);
 }
 

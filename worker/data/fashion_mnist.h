@@ -26,6 +26,11 @@ struct FashionMnistOptions {
 
 Result<Dataset> LoadFashionMnist(const FashionMnistOptions& options);
 
+// "<dir>/<base>.gz" when it exists, else "<dir>/<base>" when it exists, else kNotFound naming
+// both and ending with "(<hint>)".
+Result<std::string> FindIdxFile(const std::string& dir, const std::string& base,
+                                const std::string& hint);
+
 // The same checks for an explicit pair of files.
 Result<Dataset> LoadIdxImagesAndLabels(const std::string& images_path,
                                        const std::string& labels_path, int num_classes = 10);

@@ -84,6 +84,18 @@ class DictParser {
   size_t pos_ = 0;
 };
 
+// The magic and version bytes, then the header length: 2 bytes in version 1, 4 in later ones.
+size_t LengthBytes(const std::string& bytes) { return static_cast<uint8_t>(bytes[6]) == 1 ? 2 : 4; }
+
+// The header length of `bytes` (at least 8 + LengthBytes(bytes) of them), little-endian.
+uint64_t HeaderLength(const std::string& bytes) {
+  uint64_t length = 0;
+  for (size_t i = 0; i < LengthBytes(bytes); ++i) {
+    length |= uint64_t{static_cast<uint8_t>(bytes[8 + i])} << (8 * i);
+  }
+  return length;
+}
+
 Status Corrupt(const std::string& path, const std::string& what) {
   return CorruptionError(path + ": " + what);
 }
@@ -100,12 +112,9 @@ Result<NpyHeader> ParseNpyHeader(const std::string& path, const std::string& byt
     return Corrupt(path, ".npy format version " + std::to_string(major) + "." +
                              std::to_string(minor) + " is not supported (1.0, 2.0 or 3.0)");
   }
-  const size_t len_bytes = major == 1 ? 2 : 4;
+  const size_t len_bytes = LengthBytes(bytes);
   if (bytes.size() < 8 + len_bytes) return Corrupt(path, "truncated in the .npy header length");
-  uint64_t header_len = 0;
-  for (size_t i = 0; i < len_bytes; ++i) {
-    header_len |= uint64_t{static_cast<uint8_t>(bytes[8 + i])} << (8 * i);
-  }
+  const uint64_t header_len = HeaderLength(bytes);
   if (header_len > kMaxHeader) {
     return Corrupt(path, ".npy header length " + std::to_string(header_len) + " is implausible");
   }
@@ -168,13 +177,9 @@ Result<NpyHeader> ReadNpyHeader(const std::string& path) {
   in.read(bytes.data(), 12);
   bytes.resize(static_cast<size_t>(in.gcount()));
   if (bytes.size() >= 12 && bytes.compare(0, kMagicSize, kMagic, kMagicSize) == 0) {
-    const size_t len_bytes = static_cast<uint8_t>(bytes[6]) == 1 ? 2 : 4;
-    uint64_t header_len = 0;
-    for (size_t i = 0; i < len_bytes; ++i) {
-      header_len |= uint64_t{static_cast<uint8_t>(bytes[8 + i])} << (8 * i);
-    }
+    const uint64_t header_len = HeaderLength(bytes);
     if (header_len <= kMaxHeader) {
-      bytes.resize(8 + len_bytes + header_len);
+      bytes.resize(8 + LengthBytes(bytes) + header_len);
       in.read(bytes.data() + 12, static_cast<std::streamsize>(bytes.size() - 12));
       bytes.resize(12 + static_cast<size_t>(in.gcount()));
     }

@@ -41,15 +41,9 @@ Result<std::string> DefaultIdxFile(const std::string& dir, const std::string& ex
         "--dataset idx needs --data-dir, or --train-images, "
         "--train-labels, --test-images and --test-labels");
   }
-  for (const std::string& name : {base + ".gz", base}) {
-    if (Result<worker::IdxArray> h = worker::ReadIdxFile(dir + "/" + name, /*header_only=*/true);
-        h.ok() || h.status().code() != StatusCode::kNotFound) {
-      return dir + "/" + name;
-    }
-  }
-  return NotFoundError("data directory '" + dir + "' has neither " + base + ".gz nor " + base +
-                       " (name the files with --train-images, --train-labels, --test-images and "
-                       "--test-labels)");
+  return worker::FindIdxFile(dir, base,
+                             "name the files with --train-images, --train-labels, "
+                             "--test-images and --test-labels");
 }
 
 Result<IdxFiles> FindIdxFiles(const DataRequest& r) {
