@@ -1,5 +1,6 @@
 #include "launch/hostfile.h"
 
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -58,7 +59,8 @@ Result<std::vector<HostPlacement>> PlaceOnHosts(const std::vector<HostEntry>& ho
   using Takes = HostEntry::Takes;
   std::vector<int> free(hosts.size());
   std::vector<int> servers_on(hosts.size(), 0), workers_on(hosts.size(), 0);
-  int server_slots = 0, worker_slots = 0, total = 0;
+  // 64-bit: a hostfile may give many hosts up to INT_MAX slots each.
+  int64_t server_slots = 0, worker_slots = 0, total = 0;
   for (size_t h = 0; h < hosts.size(); ++h) {
     free[h] = hosts[h].slots;
     total += hosts[h].slots;

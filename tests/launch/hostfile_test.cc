@@ -90,6 +90,24 @@ TEST(HostfileTest, TooFewSlotsSaysWhatIsMissing) {
       << workers.status().message();
 }
 
+// Found by tests/fuzz/hostfile_fuzzer: the slot totals overflowed int (undefined behaviour; a
+// negative count in the message).
+TEST(HostfileTest, HugeSlotCountsAddUpWithoutOverflow) {
+  auto hosts = ParseHostfile("a slots=2147483647 servers\nb slots=2147483647 servers\n", "h");
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
+  auto plan = PlaceOnHosts(*hosts, 2, 1);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("has 4294967294 slots (4294967294 that take servers, 0 "
+                                         "that take workers)"),
+            std::string::npos)
+      << plan.status().message();
+  auto mixed = ParseHostfile("a slots=4\nb slots=2147483647\n", "h");
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  auto placed = PlaceOnHosts(*mixed, 2, 5);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(placed->size(), 7u);
+}
+
 TEST(SshCommandTest, QuotesForTheRemoteShellAndPutsUserOptionsFirst) {
   EXPECT_EQ(ShellQuote("/opt/towerps/bin/towerps-worker"), "/opt/towerps/bin/towerps-worker");
   EXPECT_EQ(ShellQuote("tcp://10.0.0.1:7700,tcp://b:7701"), "tcp://10.0.0.1:7700,tcp://b:7701");
