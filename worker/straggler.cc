@@ -30,16 +30,28 @@ Result<double> ParseDuration(const std::string& text, const std::string& flag) {
     const char* suffix;
     double scale;
   };
+  double seconds = 0;
+  bool have_unit = false;
   for (const Unit& u : {Unit{"ms", 1e-3}, Unit{"us", 1e-6}, Unit{"s", 1.0}}) {
     const std::string suffix = u.suffix;
     if (text.size() > suffix.size() &&
         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0) {
       TOWERPS_ASSIGN_OR_RETURN(double v,
                                ParseNumber(text.substr(0, text.size() - suffix.size()), flag));
-      return v * u.scale;
+      seconds = v * u.scale;
+      have_unit = true;
+      break;
     }
   }
-  return ParseNumber(text, flag);
+  if (!have_unit) {
+    TOWERPS_ASSIGN_OR_RETURN(seconds, ParseNumber(text, flag));
+  }
+  if (seconds > kMaxDelaySeconds) {
+    return InvalidArgumentError(flag + ": '" + text + "' is over an hour (" +
+                                std::to_string(static_cast<int>(kMaxDelaySeconds)) +
+                                " s), the longest per-step delay; write e.g. 40ms or 2s");
+  }
+  return seconds;
 }
 
 Result<StragglerPlan> StragglerPlan::Parse(const std::string& straggler, const std::string& dist,
@@ -83,9 +95,11 @@ Result<StragglerPlan> StragglerPlan::Parse(const std::string& straggler, const s
     }
     TOWERPS_ASSIGN_OR_RETURN(double k, ParseNumber(parts[0], "--slow-workers count"));
     TOWERPS_ASSIGN_OR_RETURN(p.slow_factor_, ParseNumber(parts[1], "--slow-workers factor"));
-    if (k != std::floor(k) || k > workers || p.slow_factor_ < 1) {
+    if (k != std::floor(k) || k > workers || p.slow_factor_ < 1 ||
+        p.slow_factor_ > kMaxSlowFactor) {
       return InvalidArgumentError("--slow-workers=" + slow_workers + ": K must be 0.." +
-                                  std::to_string(workers) + " and FACTOR at least 1");
+                                  std::to_string(workers) + " and FACTOR between 1 and " +
+                                  std::to_string(static_cast<int>(kMaxSlowFactor)));
     }
     p.slow_count_ = static_cast<int>(k);
   }

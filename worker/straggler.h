@@ -7,7 +7,9 @@
 //   --slow-workers K:FACTOR        the last K ranks compute FACTOR times slower (they sleep
 //                                  FACTOR - 1 times their own measured compute time)
 //
-// Random delays are drawn from (seed, rank, step), so a rerun injects the same delays.
+// Random delays are drawn from (seed, rank, step), so a rerun injects the same delays. Durations
+// are at most kMaxDelaySeconds and FACTOR at most kMaxSlowFactor, so every delay is one that
+// std::this_thread::sleep_for can take.
 // Contract: value type; Parse errors name the flag and the bad text.
 #ifndef TOWERPS_WORKER_STRAGGLER_H_
 #define TOWERPS_WORKER_STRAGGLER_H_
@@ -18,6 +20,9 @@
 #include "towerps/result.h"
 
 namespace towerps::worker {
+
+inline constexpr double kMaxDelaySeconds = 3600;
+inline constexpr double kMaxSlowFactor = 1000;
 
 class StragglerPlan {
  public:
@@ -41,7 +46,7 @@ class StragglerPlan {
   int workers_ = 1;
 };
 
-// "40ms", "0.04s", "40000us" or a bare number of seconds.
+// "40ms", "0.04s", "40000us" or a bare number of seconds; at most kMaxDelaySeconds.
 Result<double> ParseDuration(const std::string& text, const std::string& flag);
 
 }  // namespace towerps::worker

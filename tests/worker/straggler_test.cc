@@ -62,7 +62,15 @@ TEST(StragglerPlanTest, BadValuesNameTheFlag) {
         Case{"1:40parsecs", "", "", "--straggler delay"},
         Case{"", "gauss:3ms", "", "--straggler-dist=gauss:3ms"},
         Case{"", "uniform:30ms:10ms", "", "HI is below LO"},
-        Case{"", "", "9:2", "--slow-workers=9:2"}, Case{"", "", "1:0.5", "FACTOR at least 1"}}) {
+        Case{"", "", "9:2", "--slow-workers=9:2"},
+        Case{"", "", "1:0.5", "FACTOR between 1 and 1000"},
+        // Found by tests/fuzz/straggler_fuzzer: delays no sleep can take (sleep_for's
+        // conversion to an integer count is undefined behaviour past 2^63).
+        Case{"1:1e308", "", "", "--straggler delay: '1e308' is over an hour"},
+        Case{"1:3601s", "", "", "is over an hour (3600 s)"},
+        Case{"", "exp:1e300ms", "", "--straggler-dist mean: '1e300ms' is over an hour"},
+        Case{"", "uniform:0:4e6", "", "--straggler-dist high: '4e6' is over an hour"},
+        Case{"", "", "1:1e300", "FACTOR between 1 and 1000"}}) {
     auto p = StragglerPlan::Parse(c.straggler, c.dist, c.slow, 4);
     ASSERT_FALSE(p.ok()) << c.expect;
     EXPECT_NE(p.status().message().find(c.expect), std::string::npos) << p.status().message();
@@ -75,6 +83,10 @@ TEST(StragglerPlanTest, BadValuesNameTheFlag) {
   EXPECT_NEAR(parsed_us, 0.00025, 1e-12);
   ASSERT_OK_AND_ASSIGN(const double parsed_plain, ParseDuration("0.02", "x"));
   EXPECT_NEAR(parsed_plain, 0.02, 1e-12);
+  ASSERT_OK_AND_ASSIGN(const double longest, ParseDuration("3600000ms", "x"));
+  EXPECT_EQ(longest, kMaxDelaySeconds);
+  ASSERT_OK_AND_ASSIGN(const StragglerPlan slowest, StragglerPlan::Parse("", "", "1:1000", 4));
+  EXPECT_NEAR(slowest.DelaySeconds(3, 0, 1, 0.5), 999 * 0.5, 1e-9);
 }
 
 }  // namespace
