@@ -83,7 +83,7 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::s
   json root;
   try {
     root = json::parse(spec);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     return InvalidArgumentError(where + ": not valid JSON (" + e.what() + ")");
   }
   if (!root.is_object()) {

@@ -59,6 +59,21 @@ TEST(ClusterSpecTest, ParseErrorsNameTheSourceAndSayWhere) {
   EXPECT_NE(r.status().message().find("line 1, column"), std::string::npos) << r.status();
 }
 
+// Found by tests/fuzz/cluster_spec_fuzzer: a number too large for a double threw
+// json::out_of_range, which escaped and ended towerps-launch with std::terminate.
+TEST(ClusterSpecTest, NumberOverflowIsAnErrorNotAnException) {
+  for (const std::string& spec : {std::string(R"({"ps": [1e400], "worker": ["w:1"]})"),
+                                  std::string(R"({"ps": ["h:1"], "worker": ["w:1"], )"
+                                              R"("task": {"type": "ps", "index": -1e999}})")}) {
+    auto r = RoleFromClusterSpec(spec, "", -1, "TOWERPS_CONFIG");
+    ASSERT_FALSE(r.ok()) << spec;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("TOWERPS_CONFIG: not valid JSON"), std::string::npos)
+        << r.status();
+    EXPECT_NE(r.status().message().find("number overflow"), std::string::npos) << r.status();
+  }
+}
+
 TEST(ClusterSpecTest, TaskIndexMayBeAString) {
   // Accepted before the spec was read with a JSON parser; still accepted.
   auto r = RoleFromClusterSpec(
