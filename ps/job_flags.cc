@@ -1,11 +1,26 @@
 #include "ps/job_flags.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
+#include <sstream>
 
 namespace po = boost::program_options;
 
 namespace towerps::ps {
+namespace {
+
+// Reads an error's placeholder values, which Boost keeps protected (a pointer to a member named
+// through a derived class is the standard's way in).
+struct ErrorSubstitutions : po::error_with_option_name {
+  static std::map<std::string, std::string> Of(const po::error_with_option_name& e) {
+    return e.*(&ErrorSubstitutions::m_substitutions);
+  }
+};
+
+}  // namespace
 
 JobFlags::JobFlags()
     : mode_(UpdateModeName(config_.mode)),
@@ -78,15 +93,35 @@ Status ParseFlags(int argc, char** argv, const po::options_description& desc,
     po::store(po::command_line_parser(argc, argv).options(desc).run(), *vm);
     if (vm->count("config")) {
       const std::string path = (*vm)["config"].as<std::string>();
-      std::ifstream in(path);
-      if (!in) return NotFoundError("--config " + path + ": cannot open the file");
+      std::ifstream file(path, std::ios::binary);
+      if (!file) return NotFoundError("--config " + path + ": cannot open the file");
+      const std::string text((std::istreambuf_iterator<char>(file)), {});
+      // A NUL would cut a value short when it is forwarded on a command line.
+      if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+        const auto line = 1 + std::count(text.begin(), text.begin() + nul, '\n');
+        return InvalidArgumentError("--config " + path + ": line " + std::to_string(line) +
+                                    " has a NUL byte; the file must be text ('lr = 0.1' lines)");
+      }
+      std::istringstream in(text);
       po::store(po::parse_config_file(in, desc), *vm);
     }
     po::notify(*vm);
-  } catch (const po::error& e) {
-    return InvalidArgumentError(std::string(e.what()) + " (see --help)");
+  } catch (po::error& e) {
+    return InvalidArgumentError(ProgramOptionsErrorText(e) + " (see --help)");
   }
   return Status::Ok();
+}
+
+std::string ProgramOptionsErrorText(po::error& e) {
+  if (auto* named = dynamic_cast<po::error_with_option_name*>(&e)) {
+    for (const auto& [key, value] : ErrorSubstitutions::Of(*named)) {
+      if (value.find('%') == std::string::npos) continue;
+      std::string escaped;
+      for (char c : value) escaped += c == '%' ? std::string("%25") : std::string(1, c);
+      named->set_substitute(key, escaped);
+    }
+  }
+  return e.what();
 }
 
 std::optional<int> ParseCommandLine(std::string_view program, int argc, char** argv,

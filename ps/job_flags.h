@@ -38,6 +38,12 @@ class JobFlags {
 Status ParseFlags(int argc, char** argv, const boost::program_options::options_description& desc,
                   boost::program_options::variables_map* vm);
 
+// The text of a Boost.Program_options error. Boost 1.74 builds it by replacing each %placeholder%
+// until none is left, so an option name or value that contains one ("--a%value%") makes what()
+// loop for ever; this writes a '%' inside names and values as "%25" first. Use it instead of
+// e.what() wherever a user's text can be in the error.
+std::string ProgramOptionsErrorText(boost::program_options::error& e);
+
 // An entry point's command line: ParseFlags, then --help. Returns the exit code when `program`
 // should stop here (0 after printing the options for --help, 2 after printing the error as
 // "<program>: <message>" to stderr), or nullopt to go on.

@@ -1,6 +1,16 @@
 #include "ps/job_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
 
 #include "ps/job_flags.h"
 
@@ -63,6 +73,82 @@ TEST(JobFlagsTest, ParsesAndRejectsBadValues) {
   Status s = ParseFlags(3, const_cast<char**>(argv3), typo.options(), &vm3);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("workerz"), std::string::npos);
+}
+
+// ParseFlags on `args` (after the program name) in a thread, so that a hang fails the test
+// instead of blocking it: nullopt when it did not return in time (the thread is left behind).
+std::optional<Status> ParseWithin(std::vector<std::string> args, std::chrono::seconds limit) {
+  auto done = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = done->get_future();
+  std::thread([args = std::move(args), done]() mutable {
+    JobFlags flags;
+    boost::program_options::options_description all;
+    all.add_options()("config", boost::program_options::value<std::string>(), "");
+    all.add(flags.options());
+    args.insert(args.begin(), "prog");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    boost::program_options::variables_map vm;
+    done->set_value(ParseFlags(static_cast<int>(argv.size()), argv.data(), all, &vm));
+  }).detach();
+  if (result.wait_for(limit) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+// Found by tests/fuzz/config_fuzzer: Boost's error text replaced "%canonical_option%" inside an
+// option name that contained it, for ever (towerps-server --a%canonical_option% hung).
+TEST(JobFlagsTest, PlaceholdersInNamesAndValuesDoNotHangTheErrorText) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  for (const Case& c :
+       {Case{{"--a%canonical_option%b"}, "a%25canonical_option%25b"},
+        Case{{"--lr", "x%value%"}, "x%25value%25"}, Case{{"--%option%"}, "%25option%25"}}) {
+    std::optional<Status> s = ParseWithin(c.args, std::chrono::seconds(10));
+    ASSERT_TRUE(s.has_value()) << c.args[0] << ": ParseFlags did not return in 10 s";
+    ASSERT_FALSE(s->ok()) << c.args[0];
+    EXPECT_EQ(s->code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s->message().find(c.expect), std::string::npos) << s->message();
+  }
+  // A placeholder-free error keeps Boost's text.
+  std::optional<Status> plain = ParseWithin({"--lr", "fast"}, std::chrono::seconds(10));
+  ASSERT_TRUE(plain.has_value() && !plain->ok());
+  EXPECT_NE(plain->message().find("'fast'"), std::string::npos) << plain->message();
+}
+
+// A --config file of this test's own.
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("job_flags_test_" + std::to_string(getpid()) + ".ini"))
+                .string();
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::string path_;
+};
+
+TEST_F(ConfigFileTest, PlaceholderInAConfigKeyDoesNotHang) {
+  std::ofstream(path_) << "lr = 0.1\ngpu%canonical_option%x = 1\n";
+  std::optional<Status> s = ParseWithin({"--config", path_}, std::chrono::seconds(10));
+  ASSERT_TRUE(s.has_value()) << "ParseFlags did not return in 10 s";
+  ASSERT_FALSE(s->ok());
+  EXPECT_NE(s->message().find("gpu%25canonical_option%25x"), std::string::npos) << s->message();
+}
+
+// Found by tests/fuzz/config_fuzzer: a value with a NUL byte was cut short when the launcher
+// forwarded it to the workers' command lines.
+TEST_F(ConfigFileTest, ANulByteIsAnErrorNamingTheLine) {
+  std::ofstream(path_, std::ios::binary) << std::string("lr = 0.1\ndata-dir = /d\0x\n", 25);
+  std::optional<Status> s = ParseWithin({"--config", path_}, std::chrono::seconds(10));
+  ASSERT_TRUE(s.has_value()) << "ParseFlags did not return in 10 s";
+  ASSERT_FALSE(s->ok());
+  EXPECT_EQ(s->code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s->message().find(": line 2 has a NUL byte"), std::string::npos) << s->message();
+  std::ofstream(path_) << "lr = 0.1\n";
+  std::optional<Status> good = ParseWithin({"--config", path_}, std::chrono::seconds(10));
+  ASSERT_TRUE(good.has_value() && good->ok()) << (good ? good->ToString() : "no return");
 }
 
 }  // namespace
