@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <kj/exception.h>
+
 #include "common/logging.h"
 #include "ps/reply.h"
 #include "ps/variable.h"
@@ -184,6 +186,25 @@ Status Server::Run() {
 }
 
 void Server::HandleMessage(IncomingMessage msg) {
+  // Decoding validated every field (common/internal/wire_codec.h), so no getter should throw;
+  // if one ever does, the message is rejected and the server goes on.
+  try {
+    Dispatch(std::move(msg));
+  } catch (const kj::Exception& e) {
+    ++rejected_by_handlers_;
+    TOWERPS_LOG(kError) << "rejected a message that passed validation (a TowerPS bug): "
+                        << e.getDescription().cStr();
+  }
+}
+
+bool Server::MayShutDown(const std::string& peer) {
+  // The chief is worker 0; a launcher or admin tool connects as "launcher...". With a job
+  // secret only the job's processes can connect at all; this keeps its workers from stopping
+  // servers by mistake, and, --insecure, strangers who do not know these names.
+  return peer == "worker:0" || peer.rfind("launcher", 0) == 0;
+}
+
+void Server::Dispatch(IncomingMessage msg) {
   switch (msg.type()) {
     case proto::MessageType::PING: {
       SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
@@ -196,6 +217,18 @@ void Server::HandleMessage(IncomingMessage msg) {
       HandleStats(msg);
       return;
     case proto::MessageType::SHUTDOWN:
+      if (!MayShutDown(msg.peer())) {
+        if (refused_shutdowns_++ == 0) {
+          TOWERPS_LOG(kWarning) << "refused shutdown from " << PeerName(msg.peer())
+                                << ": only the chief (worker:0) or the launcher may stop a server"
+                                << " (further refusals are counted in the stats)";
+        }
+        SendOrLog(ErrorReply(
+            msg, FailedPreconditionError("only the chief (worker:0) or the launcher may stop a "
+                                         "server; " +
+                                         PeerName(msg.peer()) + " may not")));
+        return;
+      }
       shutdown_requested_ = true;
       SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
       return;
@@ -250,7 +283,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
   reply.header().setVersion(restored_version_);
   SendOrLog(std::move(reply));
-  TOWERPS_LOG(kInfo) << who << " registered (" << msg.peer() << ")";
+  TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
 }
 
 void Server::Route(IncomingMessage msg) {
@@ -298,7 +331,9 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setStaleDropped(dropped);
   st.setPullsServed(pulls);
   st.setAggregationNanos(nanos);
-  st.setRejectedMessages(ss.rejected);
+  st.setRejectedMessages(ss.rejected + rejected_by_handlers_);
+  st.setRefusedHandshakes(socket_->refused_handshakes());
+  st.setRefusedShutdowns(refused_shutdowns_);
   st.setMinVersion(lowest.value());
   st.setMaxVersion(max_v);
   st.setCheckpointsWritten(checkpoints_written_);
@@ -310,7 +345,9 @@ void Server::HandleStats(const IncomingMessage& msg) {
 void Server::SendOrLog(OutgoingMessage msg) {
   const std::string peer = msg.peer();
   Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
-  if (!s.ok()) TOWERPS_LOG(kWarning) << "reply to " << peer << " lost: " << s.ToString();
+  if (!s.ok()) {
+    TOWERPS_LOG(kWarning) << "reply to " << PeerName(peer) << " lost: " << s.ToString();
+  }
 }
 
 void Server::MaybeCheckpoint(bool final) {
@@ -385,7 +422,9 @@ void Server::LogStats() {
   const SocketStats& ss = socket_->stats();
   TOWERPS_LOG(kInfo) << "stats: " << received << " gradients, " << applied << " updates, "
                      << dropped << " stale dropped, " << ss.bytes_in / (1 << 20) << " MiB in, "
-                     << ss.bytes_out / (1 << 20) << " MiB out, " << ss.rejected << " rejected";
+                     << ss.bytes_out / (1 << 20) << " MiB out, "
+                     << ss.rejected + rejected_by_handlers_ << " rejected, "
+                     << socket_->refused_handshakes() << " refused connections";
 }
 
 }  // namespace towerps::ps

@@ -64,6 +64,9 @@ class Server {
   Status EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature);
   void StartShards();
   void HandleMessage(IncomingMessage msg);
+  void Dispatch(IncomingMessage msg);
+  // Whether `peer` (a routing id) may stop this server: the chief or a launcher.
+  static bool MayShutDown(const std::string& peer);
   void HandleRegister(const IncomingMessage& msg);
   void HandleStats(const IncomingMessage& msg);
   void Route(IncomingMessage msg);
@@ -89,6 +92,8 @@ class Server {
   bool snapshot_in_flight_ = false;
   std::vector<SnapshotPart> snapshot_parts_;
   uint64_t checkpoints_written_ = 0;
+  uint64_t rejected_by_handlers_ = 0;  // messages a handler could not read (see HandleMessage)
+  uint64_t refused_shutdowns_ = 0;     // shutdown requests from neither the chief nor a launcher
 };
 
 }  // namespace towerps::ps

@@ -1,5 +1,6 @@
 #include "common/internal/raw_peer.h"
 
+#include <algorithm>
 #include <utility>
 #include <zmq.hpp>
 
@@ -28,12 +29,23 @@ Result<std::unique_ptr<RawPeer>> RawPeer::Connect(const std::string& endpoint,
   return std::unique_ptr<RawPeer>(new RawPeer(std::move(sockets)));
 }
 
-Status RawPeer::Send(const std::vector<std::string>& frames) {
+Status RawPeer::Send(const std::vector<std::string>& frames, Deadline deadline) {
   try {
     for (size_t i = 0; i < frames.size(); ++i) {
       zmq::message_t m(frames[i].data(), frames[i].size());
-      sockets_->socket.send(
-          m, i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      const auto more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+      if (i > 0) {  // the rest of a multipart message is accepted with its first part
+        sockets_->socket.send(m, more);
+        continue;
+      }
+      while (!sockets_->socket.send(m, more | zmq::send_flags::dontwait)) {
+        if (deadline.expired()) {
+          return TimeoutError("raw peer could not queue a message for " + sockets_->endpoint +
+                              ": its send queue stays full");
+        }
+        zmq::pollitem_t item{sockets_->socket.handle(), 0, ZMQ_POLLOUT, 0};
+        zmq::poll(&item, 1, std::chrono::milliseconds(std::max<long>(1, deadline.remaining_ms())));
+      }
     }
   } catch (const zmq::error_t& e) {
     return NetworkError("raw peer send to " + sockets_->endpoint + " failed: " + e.what());

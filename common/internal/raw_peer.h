@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/deadline.h"
 #include "towerps/result.h"
 
 namespace towerps::internal {
@@ -26,8 +27,10 @@ class RawPeer {
   RawPeer(const RawPeer&) = delete;
   RawPeer& operator=(const RawPeer&) = delete;
 
-  // Queues `frames` as one multipart message; waits while the send queue is full.
-  Status Send(const std::vector<std::string>& frames);
+  // Queues `frames` as one multipart message; waits while the send queue is full, until the
+  // deadline (then kTimeout: e.g. a server that refused this peer's handshake never drains it).
+  Status Send(const std::vector<std::string>& frames,
+              Deadline deadline = Deadline::After(std::chrono::seconds(10)));
 
  private:
   struct Sockets;

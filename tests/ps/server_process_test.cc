@@ -320,7 +320,9 @@ TEST_F(ServerProcessTest, MismatchedConfigurationIsRefusedNamingTheField) {
 }
 
 TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
-  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "badinput");
+  // Insecure: this test plays a job member that sends bad requests, and raw garbage.
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "badinput",
+                                       std::vector<std::string>{"--insecure"});
   ASSERT_TRUE(cluster_->ok());
   Workers w = Connect(*cluster_, 1);
   const std::vector<float> before = PullAll(*w.clients[0], 1, 0);
