@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "ps/job_flags.h"
+#include "ps/security_flags.h"
 #include "towerps/worker_main.h"
 #include "worker/train/trainer.h"
 
@@ -68,6 +69,7 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
   worker::TrainerOptions options;
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
+  ps::SecurityFlags security_flags;
   std::string endpoints, log_level = "info";
   po::options_description process("Process options");
   process.add_options()("help,h", "show this help")(
@@ -86,7 +88,10 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
       " --rank R --ps-endpoints tcp://h:p,... [options]\n\n"
       "Trains its shard of the data against the parameter servers. Usually started by "
       "towerps-launch");
-  all.add(process).add(job_flags.options()).add(worker_flags.options());
+  all.add(process)
+      .add(security_flags.options())
+      .add(job_flags.options())
+      .add(worker_flags.options());
   po::variables_map vm;
   if (auto exit_code = ps::ParseCommandLine(prog, argc, argv, all, &vm)) {
     return *exit_code;
@@ -110,6 +115,13 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
     std::cerr << prog << ": --ps-endpoints is required (towerps-launch sets it)\n";
     return 2;
   }
+  Result<TransportSecurity> security =
+      security_flags.ToSecurity(std::getenv("TOWERPS_SECRET_FILE"));
+  if (!security.ok()) {
+    std::cerr << prog << ": " << security.status().message() << "\n";
+    return 2;
+  }
+  options.security = *security;
   InitLogging({.role = "worker", .rank = options.rank, .min_level = *level});
   options.job = *job;
   options.worker = *wopts;

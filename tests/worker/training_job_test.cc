@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "common/job_secret.h"
 #include "common/subprocess.h"
 
 namespace towerps {
@@ -295,7 +296,11 @@ TEST_F(TrainingJobTest, KilledWorkerStopsTheJob) {
 }
 
 TEST_F(TrainingJobTest, WorkerWhoseServerDiesExitsNamingIt) {
+  // Both find the job's secret through TOWERPS_SECRET_FILE, as launched processes do.
+  ASSERT_TRUE(JobSecret::Create(Path("secret")).ok());
+  const std::vector<std::string> env = {"TOWERPS_SECRET_FILE=" + Path("secret")};
   SubprocessOptions so;
+  so.extra_env = env;
   // Server and worker get the same job options, as a launcher would give them.
   so.argv = {TOWERPS_SERVER_BIN, "--port", "0", "--ready-file", Path("ready"), "--workers", "1",
              "--epochs",         "50"};
@@ -308,6 +313,7 @@ TEST_F(TrainingJobTest, WorkerWhoseServerDiesExitsNamingIt) {
   std::string endpoint;
   std::ifstream(Path("ready")) >> endpoint;
   SubprocessOptions wo;
+  wo.extra_env = env;
   wo.argv = {TOWERPS_WORKER_BIN,
              "--rank",
              "0",

@@ -102,6 +102,7 @@ class Trainer::Impl {
     co.worker_rank = o_.rank;
     co.rpc_timeout = o_.worker.rpc_timeout;
     co.job = job;
+    co.transport.security = o_.security;
     TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
     TOWERPS_ASSIGN_OR_RETURN(start_version_,
                              Await(client_->Register(m0.variables(), m0.signature())));

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "common/transport.h"
 #include "ps/job_config.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
@@ -44,6 +45,7 @@ struct TrainerOptions {
   // Where --model and --dataset are looked up; borrowed, must outlive the Trainer. Null: the
   // stock registry (the zoo and the stock datasets).
   const Registry* registry = nullptr;
+  TransportSecurity security;  // how to prove membership of the job to its servers
 };
 
 class Trainer {
