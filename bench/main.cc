@@ -4,9 +4,12 @@
 //   [--json]
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -184,9 +187,45 @@ int RunTrain(int argc, char** argv) {
   return 0;
 }
 
+// --security compare: goodput with no authentication, with the default (PLAIN) and with CURVE,
+// interleaved `repeat` times in one invocation; medians and their ratios to "none".
+int ComparePsSecurity(towerps::bench::PsBenchOptions o, int repeat) {
+  const std::vector<std::string> modes = {"none", "auth", "encrypt"};
+  std::map<std::string, std::vector<double>> goodput;
+  o.ceilings = false;
+  o.progress = false;
+  for (int rep = 0; rep < repeat; ++rep) {
+    for (const std::string& mode : modes) {
+      o.security = mode;
+      std::fprintf(stderr, "round %d/%d: --security %s...\n", rep + 1, repeat, mode.c_str());
+      auto r = towerps::bench::RunPsBench(o);
+      if (!r.ok()) {
+        std::cerr << "towerps-bench ps: --security " << mode << ": " << r.status().ToString()
+                  << "\n";
+        return 1;
+      }
+      goodput[mode].push_back(r->goodput_gbps);
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double base = median(goodput["none"]);
+  for (const std::string& mode : modes) {
+    std::string runs;
+    for (double g : goodput[mode])
+      runs += (runs.empty() ? "" : ", ") + std::to_string(g).substr(0, 5);
+    std::printf("--security %-8s %8.3f GB/s median  (%.3f of none; runs: %s)\n", mode.c_str(),
+                median(goodput[mode]), median(goodput[mode]) / base, runs.c_str());
+  }
+  return 0;
+}
+
 int RunPs(int argc, char** argv) {
   towerps::bench::PsBenchOptions o;
   bool json = false;
+  int repeat = 3;
   po::options_description desc("towerps-bench ps options");
   desc.add_options()("help,h", "show this help")(
       "servers", po::value(&o.servers)->default_value(o.servers), "server processes")(
@@ -198,6 +237,10 @@ int RunPs(int argc, char** argv) {
       "server-threads", po::value(&o.server_threads)->default_value(o.server_threads),
       "--threads of each server")("server-bin", po::value(&o.server_binary),
                                   "towerps-server to run (default: next to this)")(
+      "security", po::value(&o.security)->default_value(o.security),
+      "none (--insecure servers), auth (a job secret, the default), encrypt (CURVE), or compare "
+      "(all three, interleaved --repeat times: the cost of security)")(
+      "repeat", po::value(&repeat)->default_value(repeat), "rounds of --security compare")(
       "json", po::bool_switch(&json), "print one JSON object instead of text");
   po::variables_map vm;
   try {
@@ -211,6 +254,7 @@ int RunPs(int argc, char** argv) {
     std::cout << "Usage: towerps-bench ps [options]\n\n" << desc;
     return 0;
   }
+  if (o.security == "compare") return ComparePsSecurity(o, std::max(1, repeat));
   auto r = towerps::bench::RunPsBench(o);
   if (!r.ok()) {
     std::cerr << "towerps-bench ps: " << r.status().ToString() << "\n";
