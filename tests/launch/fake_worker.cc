@@ -1,6 +1,7 @@
 // A stand-in for towerps-worker in launcher tests: same flags, real parameter-server traffic
 // (register, chief init, sync push/pull rounds), no model. Runs epochs * 5 steps.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -8,6 +9,7 @@
 #include "common/logging.h"
 #include "ps/client.h"
 #include "ps/job_flags.h"
+#include "ps/security_flags.h"
 #include "towerps/registry.h"
 #include "worker/worker_options.h"
 
@@ -19,11 +21,12 @@ int main(int argc, char** argv) {
   std::string endpoints;
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
+  ps::SecurityFlags security_flags;
   po::options_description own("fake worker");
   own.add_options()("rank", po::value(&rank))("ps-endpoints", po::value(&endpoints))(
       "config", po::value<std::string>())("check-job", "answer the launcher's check");
   po::options_description all;
-  all.add(own).add(job_flags.options()).add(worker_flags.options());
+  all.add(own).add(security_flags.options()).add(job_flags.options()).add(worker_flags.options());
   po::variables_map vm;
   if (Status s = ps::ParseFlags(argc, argv, all, &vm); !s.ok()) {
     std::cerr << s.ToString() << "\n";
@@ -45,6 +48,12 @@ int main(int argc, char** argv) {
   co.worker_rank = rank;
   co.job = *job;
   co.rpc_timeout = wopts->rpc_timeout;
+  auto security = security_flags.ToSecurity(std::getenv("TOWERPS_SECRET_FILE"));
+  if (!security.ok()) {
+    TOWERPS_LOG(kError) << security.status().ToString();
+    return 2;
+  }
+  co.transport.security = *security;
   auto client = ps::Client::Connect(co);
   if (!client.ok()) {
     TOWERPS_LOG(kError) << client.status().ToString();
