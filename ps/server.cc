@@ -180,9 +180,10 @@ Status Server::Run() {
   for (ServerOutput& out : outbox_.DrainAll()) {
     if (auto* m = std::get_if<OutgoingMessage>(&out)) SendOrLog(std::move(*m));
   }
-  MaybeCheckpoint(/*final=*/true);
+  // A failed final checkpoint fails the process: the state since the last one would be lost.
+  Status final_checkpoint = MaybeCheckpoint(/*final=*/true);
   LogStats();
-  return Status::Ok();
+  return final_checkpoint;
 }
 
 void Server::HandleMessage(IncomingMessage msg) {
@@ -350,8 +351,8 @@ void Server::SendOrLog(OutgoingMessage msg) {
   }
 }
 
-void Server::MaybeCheckpoint(bool final) {
-  if (options_.checkpoint_dir.empty() || !shards_started_) return;
+Status Server::MaybeCheckpoint(bool final) {
+  if (options_.checkpoint_dir.empty() || !shards_started_) return Status::Ok();
   if (final) {
     // Shards are stopped: their chunks can be read directly.
     std::vector<SnapshotPart> parts;
@@ -361,31 +362,36 @@ void Server::MaybeCheckpoint(bool final) {
       for (const auto& c : shards_[i]->chunks()) p.chunks.push_back(c->Snapshot());
       parts.push_back(std::move(p));
     }
-    Status s = WriteCheckpoint(std::move(parts));
-    if (!s.ok()) TOWERPS_LOG(kError) << "final checkpoint failed: " << s.ToString();
-    return;
+    return WriteCheckpoint(std::move(parts))
+        .WithContext("final checkpoint to --checkpoint-dir " + options_.checkpoint_dir +
+                     " failed; the updates since the last checkpoint are not saved");
   }
   if (snapshot_in_flight_) {
-    if (snapshot_parts_.size() < shards_.size()) return;
+    if (snapshot_parts_.size() < shards_.size()) return Status::Ok();
     snapshot_in_flight_ = false;
     Status s = WriteCheckpoint(std::move(snapshot_parts_));
     snapshot_parts_.clear();
-    if (!s.ok()) TOWERPS_LOG(kError) << "checkpoint failed: " << s.ToString();
-    return;
+    // Training goes on; the previous checkpoint stays, and the next one is tried as usual.
+    if (!s.ok()) TOWERPS_LOG(kError) << "checkpoint failed (serving goes on): " << s.ToString();
+    return Status::Ok();
   }
-  if (options_.checkpoint_every <= 0) return;
+  if (options_.checkpoint_every <= 0) return Status::Ok();
   LowestVersion lowest;
   for (auto& shard : shards_) {
     if (!shard->chunks().empty()) lowest.Add(shard->MinVersion());
   }
   const int64_t min_v = lowest.value();
-  if (min_v == kNoVersion || min_v < last_checkpoint_version_ + options_.checkpoint_every) return;
+  // After a failed attempt the next one waits for checkpoint_every more versions too.
+  const int64_t since = std::max(last_checkpoint_version_, checkpoint_attempt_version_);
+  if (min_v == kNoVersion || min_v < since + options_.checkpoint_every) return Status::Ok();
+  checkpoint_attempt_version_ = min_v;
   snapshot_in_flight_ = true;
   for (auto& shard : shards_) {
     ShardTask t;
     t.kind = ShardTask::Kind::kSnapshot;
     shard->Post(std::move(t));
   }
+  return Status::Ok();
 }
 
 Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {

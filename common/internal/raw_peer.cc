@@ -7,6 +7,7 @@
 namespace towerps::internal {
 
 struct RawPeer::Sockets {
+  std::chrono::milliseconds send_timeout{10000};
   zmq::context_t context{1};
   zmq::socket_t socket{context, zmq::socket_type::dealer};
   std::string endpoint;
@@ -16,17 +17,24 @@ RawPeer::RawPeer(std::unique_ptr<Sockets> sockets) : sockets_(std::move(sockets)
 RawPeer::~RawPeer() = default;
 
 Result<std::unique_ptr<RawPeer>> RawPeer::Connect(const std::string& endpoint,
-                                                  const std::string& identity) {
+                                                  const std::string& identity,
+                                                  std::chrono::milliseconds send_timeout) {
   auto sockets = std::make_unique<Sockets>();
+  sockets->send_timeout = send_timeout;
   sockets->endpoint = endpoint;
   try {
     sockets->socket.set(zmq::sockopt::linger, 0);
+    sockets->socket.set(zmq::sockopt::sndtimeo, static_cast<int>(send_timeout.count()));
     if (!identity.empty()) sockets->socket.set(zmq::sockopt::routing_id, identity);
     sockets->socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
     return NetworkError("raw peer cannot connect to " + endpoint + ": " + e.what());
   }
   return std::unique_ptr<RawPeer>(new RawPeer(std::move(sockets)));
+}
+
+Status RawPeer::Send(const std::vector<std::string>& frames) {
+  return Send(frames, Deadline::After(sockets_->send_timeout));
 }
 
 Status RawPeer::Send(const std::vector<std::string>& frames, Deadline deadline) {
