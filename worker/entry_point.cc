@@ -57,6 +57,18 @@ int CheckJob(const towerps::Registry& registry, const towerps::ps::JobConfig& jo
   return names_known && (code == StatusCode::kNotFound || code == StatusCode::kIoError) ? 3 : 2;
 }
 
+// Why a worker that stops on a non-finite value (--on-nonfinite fail) failed.
+std::string DivergenceMessage(const towerps::worker::TrainingSummary& s) {
+  const std::string what =
+      s.diverged_at_step >= 0
+          ? "diverged at step " + std::to_string(s.diverged_at_step) + " (" + s.divergence + ")"
+          : "the job diverged: the servers refused " + std::to_string(s.nonfinite_rejected) +
+                " non-finite gradient(s) from other workers";
+  return what +
+         "; lower --lr, or pass --on-nonfinite continue to train on and record the run as "
+         "diverged";
+}
+
 }  // namespace
 
 namespace towerps {
@@ -129,10 +141,15 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
     return g_signal.load() ? 128 + g_signal.load() : 1;
   }
   const std::string json = worker::SummaryJson(*summary, options.job, options.rank);
+  // --on-nonfinite fail: training stopped at the first NaN or infinity (the summary says so).
+  const bool diverged =
+      summary->diverged && options.worker.on_nonfinite == worker::OnNonFinite::kFail;
   if (options.rank == 0) {
-    std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
-                summary->test_accuracy, static_cast<long long>(summary->steps),
-                summary->train_seconds, summary->examples_per_sec);
+    if (!diverged) {
+      std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
+                  summary->test_accuracy, static_cast<long long>(summary->steps),
+                  summary->train_seconds, summary->examples_per_sec);
+    }
     std::printf("summary: %s\n", json.c_str());
     std::fflush(stdout);
     if (!options.worker.summary_out.empty()) {
@@ -143,6 +160,11 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
         return 1;
       }
     }
+  }
+  if (diverged) {
+    // This process's last error line: towerps-launch reports it as the job's failure.
+    TOWERPS_LOG(kError) << DivergenceMessage(*summary);
+    return 1;
   }
   return 0;
 }
