@@ -48,11 +48,16 @@ int CheckJob(const towerps::Registry& registry, const towerps::ps::JobConfig& jo
   const towerps::Status fits =
       registry.CheckFits(job.model, job.dataset, worker.MakeDataRequest({}, job.seed));
   if (fits.ok()) return 0;
-  std::cerr << fits.message() << "\n";
+  // An unknown name is the fault of one flag: say which.
+  const bool model_known = registry.FindModel(job.model) != nullptr;
+  const bool dataset_known = registry.FindDataset(job.dataset).ok();
+  const std::string flag = !model_known     ? "--model " + job.model + ": "
+                           : !dataset_known ? "--dataset " + job.dataset + ": "
+                                            : "";
+  std::cerr << flag << fits.message() << "\n";
   // Both names are known, so the probe failed: files absent or unreadable here are for the
   // workers to read where they run; anything else (a corrupt header, a mismatch) is final.
-  const bool names_known =
-      registry.FindModel(job.model) != nullptr && registry.FindDataset(job.dataset).ok();
+  const bool names_known = model_known && dataset_known;
   const StatusCode code = fits.code();
   return names_known && (code == StatusCode::kNotFound || code == StatusCode::kIoError) ? 3 : 2;
 }
