@@ -7,7 +7,15 @@
 
 namespace towerps {
 
-int64_t FindNonFinite(const float* x, int64_t n) {
+// Built for AVX2 too, chosen at load time on CPUs that have it (the build itself assumes only
+// x86-64's SSE2): twice the rate, about memcpy's, so the check costs as little as one copy.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TOWERPS_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define TOWERPS_AVX2_CLONE
+#endif
+
+TOWERPS_AVX2_CLONE int64_t FindNonFinite(const float* x, int64_t n) {
   // A float is NaN or infinite exactly when its exponent bits are all set; adding one to the
   // lowest exponent bit then carries into bit 31, and never does otherwise. OR-ing that over a
   // block is an integer reduction that vectorises with plain SSE2 (and, add, or); only a

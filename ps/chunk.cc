@@ -120,13 +120,13 @@ void Chunk::CompleteStep(int64_t step, float lr, ShardCounters* counters) {
   for (const auto& [rank, g] : pending_[step]) {
     if (g.num_elements() > 0) grads.push_back(g.f32());
   }
-  pending_.erase(step);
   if (grads.empty()) {
     ++version_;  // every gradient of the step was refused: the step passes with no update
-    return;
+  } else {
+    Update(grads.data(), static_cast<int>(grads.size()), lr, counters);
+    counters->RecordStaleness(0);
   }
-  Update(grads.data(), static_cast<int>(grads.size()), lr, counters);
-  counters->RecordStaleness(0);
+  pending_.erase(step);  // only now: it holds the gradients (often the only handle on them)
 }
 
 Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,

@@ -227,6 +227,22 @@ TEST(ChunkNonFiniteTest, SyncRefusesItAndStepsWithTheFiniteGradients) {
   }
 }
 
+// The chunk may hold the only handle on a pending gradient (a received message's buffer): the
+// step must read them before it lets them go (a sanitizer build catches a use after free).
+TEST(ChunkSyncTest, AveragesGradientsThatOnlyTheChunkHolds) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kSync, 2));
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  ASSERT_TRUE(*chunk.Init(init));
+  const Tensor g0 = Random(20), g1 = Random(21);  // copies of what is pushed, for the check
+  ASSERT_TRUE(chunk.Push(0, 0, 0, g0.Clone(), &counters).ok());
+  ASSERT_TRUE(chunk.Push(1, 0, 0, g1.Clone(), &counters).ok());
+  for (int64_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(chunk.values().f32()[i], init.f32()[i] - 0.5f * ((g0.f32()[i] + g1.f32()[i]) * 0.5f))
+        << i;
+  }
+}
+
 TEST(ChunkNonFiniteTest, SyncStepOfOnlyRefusedGradientsPassesWithoutAnUpdate) {
   Chunk chunk(Spec(), Sgd(UpdateMode::kSync, 2));
   ShardCounters counters;
