@@ -12,6 +12,7 @@
 #include "common/job_secret.h"
 #include "launch/choices.h"
 #include "launch/hostfile_launcher.h"
+#include "launch/local_checks.h"
 #include "launch/local_launcher.h"
 #include "launch/rank_exec.h"
 #include "launch/role.h"
@@ -305,8 +306,14 @@ int main(int argc, char** argv) {
       }
     }
   }
-  // Bad options are reported before any process starts.
+  // Bad options are reported before any process starts; in local mode, with what this machine
+  // has (data, devices, ports).
+  options.all_local = !on_hosts;
   if (Status s = launch::ValidateLaunchOptions(options); !s.ok()) {
+    std::cerr << "towerps-launch: " << s.message() << "\n";
+    return 2;
+  }
+  if (Status s = on_hosts ? Status::Ok() : launch::CheckLocalJob(options); !s.ok()) {
     std::cerr << "towerps-launch: " << s.message() << "\n";
     return 2;
   }
@@ -317,7 +324,10 @@ int main(int argc, char** argv) {
   Status s = on_hosts ? launch::HostfileLauncher(options, ssh).Run()
                       : launch::LocalLauncher(options).Run();
   if (!s.ok()) {
-    std::cerr << "towerps-launch: " << s.ToString() << "\n";
+    // A failed process of the job, a timeout or a signal says what it is; "internal error"
+    // is kept for bugs in TowerPS itself.
+    std::cerr << "towerps-launch: "
+              << (s.code() == StatusCode::kInternal ? s.ToString() : s.message()) << "\n";
     return g_signal.load() ? 128 + g_signal.load() : 1;
   }
   return 0;

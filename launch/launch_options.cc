@@ -85,6 +85,11 @@ Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
   }
   if (*code == 0) return Status::Ok();
   if (*code == 2) return InvalidArgumentError(answer);
+  if (*code == 3 && o.all_local) {
+    return InvalidArgumentError(
+        "--data-dir " + (o.worker.data_dir.empty() ? std::string("(unset)") : o.worker.data_dir) +
+        ": the workers run on this machine and cannot read their data here: " + answer);
+  }
   if (*code == 3) {
     std::printf("[launch] note: %s; each worker checks its data where it runs\n", answer.c_str());
     std::fflush(stdout);

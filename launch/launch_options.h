@@ -38,6 +38,9 @@ struct LaunchOptions {
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds startup_timeout{60000};
   const std::atomic<int>* interrupt = nullptr;  // borrowed; non-zero: the signal received
+  // Every process runs on this machine (local mode): data the workers cannot read here is an
+  // error before anything starts, not a note (see CheckJobWithWorkerBinary).
+  bool all_local = false;
 };
 
 // Checks the launcher's own options (ports, binaries, counts) before anything starts.
@@ -45,7 +48,8 @@ Status ValidateLaunchOptions(const LaunchOptions& options);
 
 // Asks the worker binary (`--check-job` with the job's flags) whether --model and --dataset exist
 // and fit each other; kInvalidArgument with the binary's reason when not. Data that cannot be
-// read here (a remote-only --data-dir) is left to the workers, with a note.
+// read here is kInvalidArgument naming --data-dir when options.all_local; otherwise (a
+// remote-only --data-dir) it is left to the workers, with a note.
 Status CheckJobWithWorkerBinary(const LaunchOptions& options);
 
 // The job's secret file as an absolute path: options.secret_file (checked to be loadable), or a

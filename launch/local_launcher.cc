@@ -5,6 +5,7 @@
 
 #include "launch/gpus.h"
 #include "launch/job_supervisor.h"
+#include "launch/local_checks.h"
 #include "launch/process_group.h"
 
 namespace towerps::launch {
@@ -16,10 +17,13 @@ namespace fs = std::filesystem;
 
 LocalLauncher::LocalLauncher(LaunchOptions options)
     : options_(std::move(options)),
-      run_dir_(options_.run_dir.empty() ? DefaultRunDir() : options_.run_dir) {}
+      run_dir_(options_.run_dir.empty() ? DefaultRunDir() : options_.run_dir) {
+  options_.all_local = true;
+}
 
 Status LocalLauncher::Run() {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
+  TOWERPS_RETURN_IF_ERROR(CheckLocalJob(options_));
   const LaunchOptions& o = options_;
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
   TOWERPS_ASSIGN_OR_RETURN(const std::string secret, PrepareJobSecret(o, run_dir_));

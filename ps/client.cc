@@ -441,6 +441,7 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
                   rep.gradients_received = st.getGradientsReceived();
                   rep.updates_applied = st.getUpdatesApplied();
                   rep.stale_dropped = st.getStaleDropped();
+                  rep.nonfinite_rejected = st.getNonfiniteRejected();
                   rep.pulls_served = st.getPullsServed();
                   rep.aggregation_nanos = st.getAggregationNanos();
                   rep.rejected_messages = st.getRejectedMessages();

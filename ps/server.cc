@@ -307,7 +307,7 @@ void Server::Route(IncomingMessage msg) {
 void Server::HandleStats(const IncomingMessage& msg) {
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::STATS_REPLY);
   auto st = reply.header().initStats();
-  uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0;
+  uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0, nonfinite = 0;
   std::vector<uint64_t> hist(kStalenessBuckets, 0);
   LowestVersion lowest;
   int64_t max_v = kNoVersion;
@@ -316,6 +316,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
     received += c.gradients_received.load();
     applied += c.updates_applied.load();
     dropped += c.stale_dropped.load();
+    nonfinite += c.nonfinite_rejected.load();
     pulls += c.pulls_served.load();
     nanos += c.aggregation_nanos.load();
     for (int b = 0; b < kStalenessBuckets; ++b) hist[b] += c.staleness[b].load();
@@ -330,6 +331,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setGradientsReceived(received);
   st.setUpdatesApplied(applied);
   st.setStaleDropped(dropped);
+  st.setNonfiniteRejected(nonfinite);
   st.setPullsServed(pulls);
   st.setAggregationNanos(nanos);
   st.setRejectedMessages(ss.rejected + rejected_by_handlers_);
@@ -419,17 +421,18 @@ Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
 }
 
 void Server::LogStats() {
-  uint64_t applied = 0, dropped = 0, received = 0;
+  uint64_t applied = 0, dropped = 0, received = 0, nonfinite = 0;
   for (auto& shard : shards_) {
     applied += shard->counters().updates_applied.load();
     dropped += shard->counters().stale_dropped.load();
+    nonfinite += shard->counters().nonfinite_rejected.load();
     received += shard->counters().gradients_received.load();
   }
   const SocketStats& ss = socket_->stats();
   TOWERPS_LOG(kInfo) << "stats: " << received << " gradients, " << applied << " updates, "
-                     << dropped << " stale dropped, " << ss.bytes_in / (1 << 20) << " MiB in, "
-                     << ss.bytes_out / (1 << 20) << " MiB out, "
-                     << ss.rejected + rejected_by_handlers_ << " rejected, "
+                     << dropped << " stale dropped, " << nonfinite << " non-finite refused, "
+                     << ss.bytes_in / (1 << 20) << " MiB in, " << ss.bytes_out / (1 << 20)
+                     << " MiB out, " << ss.rejected + rejected_by_handlers_ << " rejected, "
                      << socket_->refused_handshakes() << " refused connections";
 }
 

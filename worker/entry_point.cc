@@ -49,13 +49,30 @@ int CheckJob(const towerps::Registry& registry, const towerps::ps::JobConfig& jo
   const towerps::Status fits =
       registry.CheckFits(job.model, job.dataset, worker.MakeDataRequest({}, job.seed));
   if (fits.ok()) return 0;
-  std::cerr << fits.message() << "\n";
+  // An unknown name is the fault of one flag: say which.
+  const bool model_known = registry.FindModel(job.model) != nullptr;
+  const bool dataset_known = registry.FindDataset(job.dataset).ok();
+  const std::string flag = !model_known     ? "--model " + job.model + ": "
+                           : !dataset_known ? "--dataset " + job.dataset + ": "
+                                            : "";
+  std::cerr << flag << fits.message() << "\n";
   // Both names are known, so the probe failed: files absent or unreadable here are for the
   // workers to read where they run; anything else (a corrupt header, a mismatch) is final.
-  const bool names_known =
-      registry.FindModel(job.model) != nullptr && registry.FindDataset(job.dataset).ok();
+  const bool names_known = model_known && dataset_known;
   const StatusCode code = fits.code();
   return names_known && (code == StatusCode::kNotFound || code == StatusCode::kIoError) ? 3 : 2;
+}
+
+// Why a worker that stops on a non-finite value (--on-nonfinite fail) failed.
+std::string DivergenceMessage(const towerps::worker::TrainingSummary& s) {
+  const std::string what =
+      s.diverged_at_step >= 0
+          ? "diverged at step " + std::to_string(s.diverged_at_step) + " (" + s.divergence + ")"
+          : "the job diverged: the servers refused " + std::to_string(s.nonfinite_rejected) +
+                " non-finite gradient(s) from other workers";
+  return what +
+         "; lower --lr, or pass --on-nonfinite continue to train on and record the run as "
+         "diverged";
 }
 
 }  // namespace
@@ -141,10 +158,15 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
     return g_signal.load() ? 128 + g_signal.load() : 1;
   }
   const std::string json = worker::SummaryJson(*summary, options.job, options.rank);
+  // --on-nonfinite fail: training stopped at the first NaN or infinity (the summary says so).
+  const bool diverged =
+      summary->diverged && options.worker.on_nonfinite == worker::OnNonFinite::kFail;
   if (options.rank == 0) {
-    std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
-                summary->test_accuracy, static_cast<long long>(summary->steps),
-                summary->train_seconds, summary->examples_per_sec);
+    if (!diverged) {
+      std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
+                  summary->test_accuracy, static_cast<long long>(summary->steps),
+                  summary->train_seconds, summary->examples_per_sec);
+    }
     std::printf("summary: %s\n", json.c_str());
     std::fflush(stdout);
     if (!options.worker.summary_out.empty()) {
@@ -155,6 +177,11 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
         return 1;
       }
     }
+  }
+  if (diverged) {
+    // This process's last error line: towerps-launch reports it as the job's failure.
+    TOWERPS_LOG(kError) << DivergenceMessage(*summary);
+    return 1;
   }
   return 0;
 }

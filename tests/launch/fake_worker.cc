@@ -1,5 +1,12 @@
 // A stand-in for towerps-worker in launcher tests: same flags, real parameter-server traffic
 // (register, chief init, sync push/pull rounds), no model. Runs epochs * 5 steps.
+//
+// Test hook (an argument of the test, read from the environment the launcher passes on):
+//   FAKE_WORKER_FAIL=RANK:HOW  worker RANK fails after its first step: HOW = error logs an
+//                              error line, then an ordinary line, and exits 1; sigkill kills
+//                              itself with SIGKILL.
+#include <signal.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -36,10 +43,26 @@ int main(int argc, char** argv) {
   auto wopts = worker_flags.ToOptions();
   if (!job.ok() || !wopts.ok()) return 2;
   if (vm.count("check-job")) {  // as towerps::WorkerMain answers it, for the stock registry
+    const Registry registry = StockRegistry();
     const Status fits =
-        StockRegistry().CheckFits(job->model, job->dataset, wopts->MakeDataRequest({}, job->seed));
-    if (!fits.ok()) std::cerr << fits.message() << "\n";
-    return fits.ok() ? 0 : 2;
+        registry.CheckFits(job->model, job->dataset, wopts->MakeDataRequest({}, job->seed));
+    if (fits.ok()) return 0;
+    const bool model_known = registry.FindModel(job->model) != nullptr;
+    const bool dataset_known = registry.FindDataset(job->dataset).ok();
+    std::cerr << (!model_known     ? "--model " + job->model + ": "
+                  : !dataset_known ? "--dataset " + job->dataset + ": "
+                                   : "")
+              << fits.message() << "\n";
+    const bool names_known = model_known && dataset_known;
+    const bool unreadable =
+        fits.code() == StatusCode::kNotFound || fits.code() == StatusCode::kIoError;
+    return names_known && unreadable ? 3 : 2;  // 3: the data cannot be read here
+  }
+  std::string fail_how;
+  if (const char* fail = std::getenv("FAKE_WORKER_FAIL")) {
+    const std::string spec = fail;
+    if (spec.substr(0, spec.find(':')) == std::to_string(rank))
+      fail_how = spec.substr(spec.find(':') + 1);
   }
   InitLogging({.role = "worker", .rank = rank});
   ps::ClientOptions co;
@@ -79,6 +102,13 @@ int main(int argc, char** argv) {
     for (uint32_t v = 0; v < 2; ++v) check(c.Push(v, step, step, v ? b : w).get().status());
     std::printf("step %d done\n", step);
     std::fflush(stdout);
+    if (fail_how == "error") {
+      TOWERPS_LOG(kError) << "fake failure: the disk is on fire";
+      std::printf("cleaning up after the failure\n");  // the reason is the error line, not this
+      std::fflush(stdout);
+      return 1;
+    }
+    if (fail_how == "sigkill") raise(SIGKILL);
   }
   return 0;
 }

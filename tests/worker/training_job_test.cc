@@ -292,7 +292,34 @@ TEST_F(TrainingJobTest, KilledWorkerStopsTheJob) {
   EXPECT_EQ(*code, 1);
   std::ifstream in(Path("kill.out"));
   const std::string out((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(out.find("worker:2 exited with code 137"), std::string::npos) << out;
+  EXPECT_NE(out.find("worker:2 was killed by SIGKILL"), std::string::npos) << out;
+}
+
+// A learning rate far too large: the loss becomes NaN within a few steps. By default the job
+// stops there, exits non-zero and says so in its last line; with --on-nonfinite continue it
+// trains on, the servers refuse the non-finite gradients, and the summary records the run as
+// diverged.
+TEST_F(TrainingJobTest, ADivergingJobStopsAndSaysSo) {
+  const std::vector<std::string> job = {"--workers", "2",  "--mode",      "async",
+                                        "--lr",      "50", "--max-steps", "30"};
+  EXPECT_EQ(Launch("fail", job, 120), 1);
+  std::string out = last_output_;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  const std::string last = out.substr(out.rfind('\n') + 1);
+  EXPECT_NE(last.find("towerps-launch: worker:"), std::string::npos) << last;
+  EXPECT_NE(last.find("diverged at step "), std::string::npos) << last;
+  EXPECT_EQ(out.find("internal error"), std::string::npos);
+  EXPECT_EQ(out.find("test accuracy ="), std::string::npos) << "a diverged job reported a result";
+
+  std::vector<std::string> keep_going = job;
+  keep_going.insert(keep_going.end(),
+                    {"--on-nonfinite", "continue", "--summary-out", Path("summary.json")});
+  ASSERT_EQ(Launch("continue", keep_going, 120), 0);
+  std::ifstream in(Path("summary.json"));
+  const std::string summary((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(summary.find("\"diverged\":true"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("\"nonfinite_rejected\":0"), std::string::npos) << summary;
+  EXPECT_NE(last_output_.find("non-finite refused"), std::string::npos);
 }
 
 TEST_F(TrainingJobTest, WorkerWhoseServerDiesExitsNamingIt) {
