@@ -83,7 +83,7 @@ void AppendRecord(std::string* out, uint32_t tag, const std::string& body) {
   out->append(w.buffer());
 }
 
-Status ReadRecord(std::ifstream& in, const std::string& path, uint64_t file_left, uint32_t* tag,
+Status ReadRecord(std::istream& in, const std::string& path, uint64_t file_left, uint32_t* tag,
                   std::string* body) {
   uint64_t len;
   if (!in.read(reinterpret_cast<char*>(tag), 4) || !in.read(reinterpret_cast<char*>(&len), 8)) {
@@ -286,6 +286,10 @@ Result<Checkpoint> LoadCheckpoint(const std::string& path) {
   if (ec) return NotFoundError(path + ": " + ec.message());
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError(path + ": cannot open");
+  return ReadCheckpoint(in, size, path);
+}
+
+Result<Checkpoint> ReadCheckpoint(std::istream& in, uint64_t size, const std::string& path) {
   char magic[sizeof(kMagic)];
   if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic) - 1) != 0) {
     return CorruptionError(path + ": not a TowerPS checkpoint (bad magic)");

@@ -20,6 +20,7 @@
 #define TOWERPS_PS_CHECKPOINT_H_
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ std::string CheckpointPath(const std::string& dir, int server_rank);
 
 Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint);
 Result<Checkpoint> LoadCheckpoint(const std::string& path);
+// What LoadCheckpoint does once the file is open: reads and validates the `size` bytes of `in`
+// (from its start), naming `name` in errors. Memory grows with the bytes read, never with what a
+// record declares beyond `size`.
+Result<Checkpoint> ReadCheckpoint(std::istream& in, uint64_t size, const std::string& name);
 
 }  // namespace towerps::ps
 

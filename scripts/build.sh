@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Configures and builds one CMake preset: scripts/build.sh [release|debug|asan|cpu|tsa]
-# Binaries land in build/<preset>/bin/.
+# Configures and builds one CMake preset: scripts/build.sh [release|debug|asan|cpu|tsa|fuzz]
+# Binaries land in build/<preset>/bin/ (fuzz: only the libFuzzer harnesses, for scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
 case "$preset" in
-  release|debug|asan|cpu|tsa) ;;
-  *) echo "build: unknown preset '$preset'; use release, debug, asan, cpu or tsa" >&2; exit 2 ;;
+  release|debug|asan|cpu|tsa|fuzz) ;;
+  *) echo "build: unknown preset '$preset'; use release, debug, asan, cpu, tsa or fuzz" >&2; exit 2 ;;
 esac
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"

@@ -25,26 +25,33 @@ Status AppendBatch(const std::string& path, Dataset& d) {
     bytes.insert(bytes.end(), block, block + got);
   }
   if (std::ferror(f.get())) return IoError(path + ": read failed");
-  if (bytes.empty()) return CorruptionError(path + ": empty file, expected CIFAR-10 records");
+  return AppendCifar10Records(path, bytes, d);
+}
+
+}  // namespace
+
+Status AppendCifar10Records(const std::string& name, std::span<const uint8_t> bytes, Dataset& d) {
+  if (bytes.empty()) return CorruptionError(name + ": empty file, expected CIFAR-10 records");
   if (bytes.size() % kCifar10RecordBytes != 0) {
-    return CorruptionError(path + ": truncated: " + std::to_string(bytes.size()) +
+    return CorruptionError(name + ": truncated: " + std::to_string(bytes.size()) +
                            " bytes is not a whole number of " +
                            std::to_string(kCifar10RecordBytes) + "-byte CIFAR-10 records");
   }
   const size_t records = bytes.size() / kCifar10RecordBytes;
   for (size_t r = 0; r < records; ++r) {
-    const uint8_t* rec = bytes.data() + r * kCifar10RecordBytes;
-    if (rec[0] >= 10) {
-      return CorruptionError(path + ": record " + std::to_string(r) + " has label " +
-                             std::to_string(rec[0]) + ", not below 10 (is this a CIFAR-100 file?)");
+    const uint8_t label = bytes[r * kCifar10RecordBytes];
+    if (label >= 10) {
+      return CorruptionError(name + ": record " + std::to_string(r) + " has label " +
+                             std::to_string(label) + ", not below 10 (is this a CIFAR-100 file?)");
     }
+  }
+  for (size_t r = 0; r < records; ++r) {
+    const uint8_t* rec = bytes.data() + r * kCifar10RecordBytes;
     d.labels.push_back(rec[0]);
     d.pixels.insert(d.pixels.end(), rec + 1, rec + kCifar10RecordBytes);
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 Result<Dataset> ReadCifar10Batches(const std::vector<std::string>& paths) {
   Dataset d;

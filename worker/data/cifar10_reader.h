@@ -7,6 +7,8 @@
 #ifndef TOWERPS_WORKER_DATA_CIFAR10_READER_H_
 #define TOWERPS_WORKER_DATA_CIFAR10_READER_H_
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,10 @@
 namespace towerps::worker {
 
 inline constexpr int kCifar10RecordBytes = 1 + 3 * 32 * 32;
+
+// Appends the records of one batch file's `bytes` to `d` (labels, then CHW pixels), naming `name`
+// in errors. On error `d` is unchanged.
+Status AppendCifar10Records(const std::string& name, std::span<const uint8_t> bytes, Dataset& d);
 
 // Reads and concatenates the given batch files.
 Result<Dataset> ReadCifar10Batches(const std::vector<std::string>& paths);

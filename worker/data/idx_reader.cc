@@ -12,7 +12,7 @@ namespace {
 
 constexpr uint8_t kUnsignedByte = 0x08;
 constexpr int kMaxRank = 4;
-constexpr size_t kReadBlock = 1 << 20;
+constexpr size_t kReadBlock = 1 << 16;
 
 struct GzCloser {
   void operator()(gzFile f) const { gzclose(f); }

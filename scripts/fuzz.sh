@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds the fuzz preset (clang-14, libFuzzer, ASan + UBSan) and runs every harness of tests/fuzz.
+#   scripts/fuzz.sh [SECONDS]        each harness for SECONDS (default 60)
+#   scripts/fuzz.sh --runs N         each harness for N executions (the docs/SECURITY.md record)
+#   scripts/fuzz.sh --only NAME ...  only the named harness (repeatable; e.g. --only message)
+# Each harness starts from a temporary copy of its seeds (tests/fuzz/corpus/<harness>/; the repo
+# is never written). A finding (crash, sanitizer report, broken invariant, timeout, leak, OOM)
+# is kept under build/fuzz/findings/<harness>/, with the log in build/fuzz/logs/, and makes the
+# script exit 1 after the other harnesses ran. Reproduce one: build/fuzz/bin/<harness>_fuzzer FILE
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=60
+runs=""
+only=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --only) only+=("$2"); shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    [0-9]*) seconds="$1"; shift ;;
+    *) echo "fuzz: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+# harness:max_len (bytes). Small enough for speed, large enough for the seeds and their growth.
+harnesses=(
+  message:2048 checkpoint:1024 idx:512 cifar10:10000 npy:512
+  hostfile:512 cluster_spec:512 config:1024 straggler:128 towers:128
+)
+
+scripts/setup.sh
+scripts/build.sh fuzz
+
+bin=build/fuzz/bin
+findings=build/fuzz/findings
+logs=build/fuzz/logs
+mkdir -p "$findings" "$logs"
+work=$(mktemp -d "${TMPDIR:-/tmp}/towerps-fuzz.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+
+if [ -n "$runs" ]; then
+  # Bounded all the same: a harness that cannot reach N runs in 30 minutes fails.
+  budget=(-runs="$runs" -max_total_time=1800)
+  limit=1800
+  echo "=== fuzz: $runs executions per harness"
+else
+  budget=(-max_total_time="$seconds")
+  limit=$seconds
+  echo "=== fuzz: $seconds s per harness"
+fi
+printf '%-14s %12s %9s %16s  %s\n' harness executions seconds "corpus (files)" result
+
+failed=()
+for entry in "${harnesses[@]}"; do
+  name=${entry%%:*}
+  max_len=${entry##*:}
+  if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " == *" $name "* ]]; then continue; fi
+  corpus="$work/$name"
+  mkdir -p "$corpus" "$findings/$name"
+  cp tests/fuzz/corpus/"$name"/* "$corpus"/
+  dict=()
+  if [ -f "tests/fuzz/$name.dict" ]; then dict=(-dict="tests/fuzz/$name.dict"); fi
+  log="$logs/$name.log"
+  before=$(ls "$findings/$name" | wc -l)
+  start=$(date +%s.%N)
+  rc=0
+  # -timeout: one input taking over 10 s is a finding; timeout(1) bounds the whole run.
+  timeout --signal=KILL $((limit + 300)) \
+    "$bin/${name}_fuzzer" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$findings/$name/" "${dict[@]}" "${budget[@]}" \
+    "$corpus" >"$log" 2>&1 || rc=$?
+  elapsed=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }')
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  files=$(ls "$corpus" | wc -l)
+  result=ok
+  if [ "$rc" -ne 0 ]; then
+    found=$(ls -t "$findings/$name" | head -1)
+    if [ "$(ls "$findings/$name" | wc -l)" -gt "$before" ] && [ -n "$found" ]; then
+      result="FINDING: $findings/$name/$found (log: $log)"
+    else
+      result="FAILED with exit code $rc (log: $log)"
+    fi
+  elif [ -n "$runs" ] && [ "${execs:-0}" -lt "$runs" ]; then
+    result="FAILED: only ${execs:-0} of $runs executions in the time bound (log: $log)"
+    rc=1
+  fi
+  printf '%-14s %12s %9s %16s  %s\n' "$name" "${execs:-?}" "$elapsed" "$files" "$result"
+  if [ "$rc" -ne 0 ]; then failed+=("$name"); fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "=== fuzz: findings or failures in: ${failed[*]}" >&2
+  exit 1
+fi
+echo "=== fuzz: every harness ran without a finding"

@@ -1,0 +1,116 @@
+// Message decoding (common/internal/wire_codec.h), what every server and client does with a
+// peer's frames. The input becomes frames (tests/fuzz/fuzz_util.h: SplitFrames), DecodeMessage
+// validates them under small WireLimits, and a message it accepts is read field by field through
+// the generated getters, as the server and the client read one. A kj::Exception escaping either
+// step, a payload that disagrees with its metadata, or an error other than kProtocol is a finding.
+#include <zmq.hpp>
+
+#include <bit>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/internal/wire_codec.h"
+#include "common/message.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace {
+
+using towerps::DType;
+using towerps::IncomingMessage;
+using towerps::Result;
+using towerps::StatusCode;
+namespace proto = towerps::proto;
+
+const towerps::WireLimits kLimits{.max_header_bytes = 4096,
+                                  .max_payload_frames = towerps::fuzz::kMaxFrames,
+                                  .max_frame_bytes = 1 << 16,
+                                  .max_tensor_rank = 8,
+                                  .capnp_nesting_limit = 16};
+
+// Folds what is read into a value, so that no read is optimised away.
+uint64_t g_sink = 0;
+void Use(uint64_t v) { g_sink = g_sink * 31 + v; }
+void Use(capnp::Text::Reader t) {
+  Use(t.size());
+  for (char c : t) Use(static_cast<uint8_t>(c));
+}
+
+void ReadTensors(const IncomingMessage& m) {
+  const auto metas = m.header().getTensors();
+  FUZZ_CHECK(metas.size() == m.tensors().size(), "tensor list and payloads differ in length");
+  for (unsigned i = 0; i < metas.size(); ++i) {
+    const auto meta = metas[i];
+    const towerps::Tensor& t = m.tensors()[i];
+    Use(meta.getVariableId());
+    Use(meta.getChunkId());
+    const auto shape = meta.getShape();
+    FUZZ_CHECK(shape.size() == t.rank(), "payload " + std::to_string(i) + " rank");
+    for (unsigned d = 0; d < shape.size(); ++d) {
+      FUZZ_CHECK(shape[d] == t.dim(d), "payload " + std::to_string(i) + " shape");
+    }
+    const DType dtype = meta.getDtype() == proto::DType::UINT8 ? DType::kUInt8 : DType::kFloat32;
+    FUZZ_CHECK(t.dtype() == dtype, "payload " + std::to_string(i) + " dtype");
+    FUZZ_CHECK(meta.getPayloadBytes() == t.byte_size(),
+               "payload " + std::to_string(i) + " has " + std::to_string(t.byte_size()) +
+                   " bytes but declares " + std::to_string(meta.getPayloadBytes()));
+    const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
+    for (size_t b = 0; b < t.byte_size(); ++b) Use(bytes[b]);  // ASan checks every byte is there
+  }
+}
+
+void ReadHeader(proto::Header::Reader h) {
+  Use(static_cast<uint16_t>(h.getType()));
+  Use(static_cast<uint16_t>(h.getSenderRole()));
+  Use(h.getSenderRank());
+  Use(h.getJobId());
+  Use(h.getRequestId());
+  Use(static_cast<uint64_t>(h.getVersion()));
+  Use(static_cast<uint16_t>(h.getStatusCode()));
+  Use(h.getStatusMessage());
+  for (auto v : h.getVariables()) {
+    Use(v.getName());
+    for (int64_t d : v.getShape()) Use(static_cast<uint64_t>(d));
+    Use(static_cast<uint16_t>(v.getDtype()));
+    Use(v.getKind());
+    Use(std::bit_cast<uint32_t>(v.getDecay()));
+  }
+  Use(h.getConfigFingerprint());
+  Use(h.getModelSignature());
+  for (auto f : h.getConfigFields()) {
+    Use(f.getName());
+    Use(f.getValue());
+  }
+  Use(h.getVariableId());
+  Use(h.getChunkId());
+  Use(static_cast<uint64_t>(h.getClock()));
+  Use(static_cast<uint64_t>(h.getStaleness()));
+  const auto s = h.getStats();
+  Use(s.getBytesIn() + s.getBytesOut() + s.getGradientsReceived() + s.getUpdatesApplied());
+  Use(s.getStaleDropped() + s.getAggregationNanos() + s.getPullsServed());
+  Use(s.getRejectedMessages() + s.getCheckpointsWritten());
+  Use(static_cast<uint64_t>(s.getMinVersion() + s.getMaxVersion()));
+  for (uint64_t bucket : s.getStalenessHistogram()) Use(bucket);
+  // What the client makes of an error reply, and what the server logs.
+  Use(towerps::StatusFromHeader(h).message().size());
+  Use(towerps::MessageTypeName(h.getType()).size());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<zmq::message_t> frames;
+  for (const std::string& f : towerps::fuzz::SplitFrames(data, size)) {
+    frames.emplace_back(f.data(), f.size());
+  }
+  Result<IncomingMessage> m =
+      towerps::internal::DecodeMessage("fuzz-peer", std::move(frames), kLimits);
+  if (!m.ok()) {
+    FUZZ_CHECK(m.status().code() == StatusCode::kProtocol,
+               "a bad message must be kProtocol: " + m.status().ToString());
+    return 0;
+  }
+  ReadHeader(m->header());
+  ReadTensors(*m);
+  return 0;
+}
