@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/finite.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "ps/job_flags.h"
@@ -65,11 +66,15 @@ int CheckJob(const towerps::Registry& registry, const towerps::ps::JobConfig& jo
 
 // Why a worker that stops on a non-finite value (--on-nonfinite fail) failed.
 std::string DivergenceMessage(const towerps::worker::TrainingSummary& s) {
-  const std::string what =
-      s.diverged_at_step >= 0
-          ? "diverged at step " + std::to_string(s.diverged_at_step) + " (" + s.divergence + ")"
-          : "the job diverged: the servers refused " + std::to_string(s.nonfinite_rejected) +
-                " non-finite gradient(s) from other workers";
+  std::string what;
+  if (s.diverged_at_step >= 0) {
+    what = "diverged at step " + std::to_string(s.diverged_at_step) + " (" + s.divergence + ")";
+  } else if (s.nonfinite_rejected > 0) {
+    what = "the job diverged: the servers refused " + std::to_string(s.nonfinite_rejected) +
+           " non-finite gradient(s) from other workers";
+  } else {
+    what = "the job diverged: the final test loss is " + towerps::DescribeValue(s.test_loss);
+  }
   return what +
          "; lower --lr, or pass --on-nonfinite continue to train on and record the run as "
          "diverged";

@@ -355,7 +355,10 @@ class Trainer::Impl {
   // The summary's fields known to every worker once it stops training.
   TrainingSummary PartialSummary(Clock::time_point start, int64_t steps, double last_loss) const {
     TrainingSummary s;
-    if (o_.rank == 0) s.test_accuracy = std::nan("");  // not evaluated unless training ends
+    if (o_.rank == 0) {  // not evaluated unless training ends
+      s.test_accuracy = std::nan("");
+      s.test_loss = std::nan("");
+    }
     s.train_seconds = Seconds(Clock::now() - start);
     s.wait_seconds = total_wait_;
     s.injected_delay_seconds = total_delay_;

@@ -16,6 +16,12 @@
 // and SSP workers each run epochs * steps_per_epoch iterations. The chief then pulls the final
 // parameters, evaluates them and writes the summary.
 //
+// Non-finite values: each averaged gradient is checked before it is pushed, and the loss after
+// each step. With OnNonFinite::kFail (the default) the first NaN or infinity ends training: that
+// gradient is not pushed, and Run() returns at once a summary with diverged set (the caller
+// reports it and fails). With kContinue training goes on; gradients the servers refuse as
+// non-finite count as dropped, and the summary records the divergence.
+//
 // Contract: Run() once; returns the summary or the first error (a server that does not answer
 // within the RPC deadline is named). `stop` (borrowed, may be null) ends training early with
 // kCancelled. Not thread-safe.
