@@ -2,15 +2,22 @@
 //   towerps-bench transport [--bytes B] [--seconds S] [--endpoint E] [--json]
 //   towerps-bench train --model M --batch B --intra-op-threads T [--seconds S] [--epochs E]
 //   [--json]
+//   towerps-bench soak [--minutes M] [--max-growth PCT] [--json] [-- LAUNCHER-ARGS...]
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench/ps_bench.h"
+#include "bench/soak_bench.h"
 #include "bench/train_bench.h"
 #include "bench/transport_bench.h"
 #include "common/logging.h"
@@ -27,6 +34,7 @@ constexpr char kUsage[] =
     "  transport   one-direction throughput of the TowerPS transport vs raw ZeroMQ\n"
     "  ps          parameter-server push/pull goodput vs raw ZeroMQ (real server processes)\n"
     "  train       single-process CPU training throughput (or accuracy with --epochs)\n"
+    "  soak        memory growth of a long sync job (1 server, 2 workers)\n"
     "\n"
     "Run 'towerps-bench <subcommand> --help' for its options.\n";
 
@@ -184,9 +192,45 @@ int RunTrain(int argc, char** argv) {
   return 0;
 }
 
+// --security compare: goodput with no authentication, with the default (PLAIN) and with CURVE,
+// interleaved `repeat` times in one invocation; medians and their ratios to "none".
+int ComparePsSecurity(towerps::bench::PsBenchOptions o, int repeat) {
+  const std::vector<std::string> modes = {"none", "auth", "encrypt"};
+  std::map<std::string, std::vector<double>> goodput;
+  o.ceilings = false;
+  o.progress = false;
+  for (int rep = 0; rep < repeat; ++rep) {
+    for (const std::string& mode : modes) {
+      o.security = mode;
+      std::fprintf(stderr, "round %d/%d: --security %s...\n", rep + 1, repeat, mode.c_str());
+      auto r = towerps::bench::RunPsBench(o);
+      if (!r.ok()) {
+        std::cerr << "towerps-bench ps: --security " << mode << ": " << r.status().ToString()
+                  << "\n";
+        return 1;
+      }
+      goodput[mode].push_back(r->goodput_gbps);
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double base = median(goodput["none"]);
+  for (const std::string& mode : modes) {
+    std::string runs;
+    for (double g : goodput[mode])
+      runs += (runs.empty() ? "" : ", ") + std::to_string(g).substr(0, 5);
+    std::printf("--security %-8s %8.3f GB/s median  (%.3f of none; runs: %s)\n", mode.c_str(),
+                median(goodput[mode]), median(goodput[mode]) / base, runs.c_str());
+  }
+  return 0;
+}
+
 int RunPs(int argc, char** argv) {
   towerps::bench::PsBenchOptions o;
   bool json = false;
+  int repeat = 3;
   po::options_description desc("towerps-bench ps options");
   desc.add_options()("help,h", "show this help")(
       "servers", po::value(&o.servers)->default_value(o.servers), "server processes")(
@@ -198,6 +242,10 @@ int RunPs(int argc, char** argv) {
       "server-threads", po::value(&o.server_threads)->default_value(o.server_threads),
       "--threads of each server")("server-bin", po::value(&o.server_binary),
                                   "towerps-server to run (default: next to this)")(
+      "security", po::value(&o.security)->default_value(o.security),
+      "none (--insecure servers), auth (a job secret, the default), encrypt (CURVE), or compare "
+      "(all three, interleaved --repeat times: the cost of security)")(
+      "repeat", po::value(&repeat)->default_value(repeat), "rounds of --security compare")(
       "json", po::bool_switch(&json), "print one JSON object instead of text");
   po::variables_map vm;
   try {
@@ -211,6 +259,7 @@ int RunPs(int argc, char** argv) {
     std::cout << "Usage: towerps-bench ps [options]\n\n" << desc;
     return 0;
   }
+  if (o.security == "compare") return ComparePsSecurity(o, std::max(1, repeat));
   auto r = towerps::bench::RunPsBench(o);
   if (!r.ok()) {
     std::cerr << "towerps-bench ps: " << r.status().ToString() << "\n";
@@ -240,6 +289,134 @@ int RunPs(int argc, char** argv) {
   return 0;
 }
 
+std::atomic<int> g_soak_signal{0};  // entry-point state: written by the signal handler only
+void OnSoakSignal(int sig) { g_soak_signal.store(sig); }
+
+int RunSoakCommand(int argc, char** argv) {
+  towerps::bench::SoakOptions o;
+  bool json = false;
+  long interval_ms = o.sample_interval.count(), delay_ms = o.step_delay.count();
+  std::string samples_out;
+  po::options_description desc("towerps-bench soak options");
+  desc.add_options()("help,h", "show this help")(
+      "minutes", po::value(&o.minutes)->default_value(o.minutes), "how long the job runs")(
+      "sample-interval-ms", po::value(&interval_ms)->default_value(interval_ms),
+      "time between RSS samples of every process")(
+      "max-growth", po::value(&o.max_growth_percent)->default_value(o.max_growth_percent),
+      "largest RSS growth (percent) any process may show; above it the exit status is 1")(
+      "window", po::value(&o.window_fraction)->default_value(o.window_fraction, "0.2"),
+      "share of the run that is the warm-up (baseline: its largest RSS), and the same share at "
+      "the end that is the final window (its largest RSS is compared)")(
+      "model", po::value(&o.model)->default_value(o.model), "model of the job")(
+      "dataset", po::value(&o.dataset)->default_value(o.dataset),
+      "dataset of the job (synthetic: short epochs, no files needed)")(
+      "batch-size", po::value(&o.batch_size)->default_value(o.batch_size),
+      "examples per step per worker")(
+      "step-delay-ms", po::value(&delay_ms)->default_value(delay_ms),
+      "every worker sleeps this long every step (--straggler-dist), to keep CPU use low")(
+      "launcher-bin", po::value(&o.launcher_binary),
+      "towerps-launch to run (default: next to this)")(
+      "run-dir", po::value(&o.run_dir),
+      "where the launcher's and the job's logs go (default: a temporary directory, removed "
+      "when the soak passes)")("samples-out", po::value(&samples_out),
+                               "write every sample as CSV: seconds,process,pid,rss_kib")(
+      "json", po::bool_switch(&json), "print one JSON object instead of the table");
+  // Arguments after "--" go to towerps-launch as they are.
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      own_argc = i;
+      for (int j = i + 1; j < argc; ++j) o.launcher_args.push_back(argv[j]);
+      break;
+    }
+  }
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(own_argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "towerps-bench soak: " << e.what() << "\n\n" << desc;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << "Usage: towerps-bench soak [options] [-- towerps-launch options]\n\n"
+                 "Runs a sync job (1 server, 2 workers, as many epochs as fit) through "
+                 "towerps-launch for --minutes,\nsamples the RSS of the server, the workers and "
+                 "the launcher, and reports each one's growth after the\nwarm-up. Exit status: "
+                 "0 when no process grew more than --max-growth, 1 when one did or the job\n"
+                 "failed, 2 for bad options.\n\n"
+              << desc;
+    return 0;
+  }
+  o.sample_interval = std::chrono::milliseconds(interval_ms);
+  o.step_delay = std::chrono::milliseconds(delay_ms);
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  o.interrupt = &g_soak_signal;
+  std::signal(SIGINT, OnSoakSignal);
+  std::signal(SIGTERM, OnSoakSignal);
+  std::signal(SIGHUP, OnSoakSignal);
+  auto r = towerps::bench::RunSoak(o);
+  if (!r.ok()) {
+    std::cerr << "towerps-bench soak: " << r.status().ToString() << "\n";
+    return r.status().code() == towerps::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  if (!samples_out.empty()) {
+    std::ofstream csv(samples_out);
+    csv << "seconds,process,pid,rss_kib\n";
+    for (size_t i = 0; i < r->sample_seconds.size(); ++i) {
+      for (const auto& p : r->processes) {
+        csv << Rounded(r->sample_seconds[i], 1) << "," << p.name << "," << p.pid << ","
+            << p.rss_kib[i] << "\n";
+      }
+    }
+    if (!csv) std::cerr << "towerps-bench soak: cannot write --samples-out " << samples_out << "\n";
+  }
+  char verdict[256];
+  std::snprintf(verdict, sizeof(verdict),
+                "soak: %s: largest RSS growth after warm-up is %+.2f%% (%s), %s --max-growth %g%%",
+                r->passed ? "PASS" : "FAIL", r->worst_growth_percent, r->worst.c_str(),
+                r->passed ? "within" : "above", o.max_growth_percent);
+  if (json) {
+    Json procs = Json::array();
+    for (const auto& p : r->processes) {
+      procs.push_back({{"process", p.name},
+                       {"pid", p.pid},
+                       {"baseline_kib", p.baseline_kib},
+                       {"final_kib", p.final_kib},
+                       {"peak_kib", p.peak_kib},
+                       {"growth_kib", p.growth_kib},
+                       {"growth_percent", Rounded(p.growth_percent, 3)},
+                       {"cpu_percent", Rounded(p.cpu_percent, 1)}});
+    }
+    PrintJson({{"bench", "soak"},
+               {"minutes", o.minutes},
+               {"samples", r->sample_seconds.size()},
+               {"epochs", r->epochs},
+               {"warmup_seconds", Rounded(r->warmup_seconds, 1)},
+               {"final_from_seconds", Rounded(r->final_from_seconds, 1)},
+               {"max_growth_percent", o.max_growth_percent},
+               {"worst_growth_percent", Rounded(r->worst_growth_percent, 3)},
+               {"passed", r->passed},
+               {"processes", procs}});
+    std::fprintf(stderr, "%s\n", verdict);
+  } else {
+    std::printf(
+        "soak: %.1f min, %d epochs, %zu samples; warm-up 0-%.0f s, final window %.0f-%.0f s\n",
+        o.minutes, r->epochs, r->sample_seconds.size(), r->warmup_seconds, r->final_from_seconds,
+        o.minutes * 60);
+    std::printf("%-9s %8s %13s %10s %9s %11s %9s %6s\n", "process", "pid", "baseline KiB",
+                "final KiB", "peak KiB", "growth KiB", "growth %", "cpu %");
+    for (const auto& p : r->processes) {
+      std::printf("%-9s %8d %13ld %10ld %9ld %+11ld %+9.2f %6.1f\n", p.name.c_str(), p.pid,
+                  p.baseline_kib, p.final_kib, p.peak_kib, p.growth_kib, p.growth_percent,
+                  p.cpu_percent);
+    }
+    std::printf("%s\n", verdict);
+  }
+  if (!r->run_dir.empty()) std::fprintf(stderr, "soak: logs in %s\n", r->run_dir.c_str());
+  return r->passed ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -253,6 +430,7 @@ int main(int argc, char** argv) {
   if (sub == "transport") return RunTransport(argc - 1, argv + 1);
   if (sub == "ps") return RunPs(argc - 1, argv + 1);
   if (sub == "train") return RunTrain(argc - 1, argv + 1);
+  if (sub == "soak") return RunSoakCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "towerps-bench: unknown subcommand '%s'\n\n%s", sub.c_str(), kUsage);
   return 2;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/internal/raw_ceiling.h"
+#include "common/job_secret.h"
 #include "common/sibling_executable.h"
 #include "common/subprocess.h"
 #include "ps/client.h"
@@ -26,6 +27,7 @@ struct Servers {
   std::vector<Subprocess> processes;
   std::vector<std::string> endpoints;
   fs::path dir;
+  TransportSecurity security;  // what the workers need to connect
   ~Servers() {
     processes.clear();
     std::error_code ec;
@@ -41,6 +43,15 @@ Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* 
   if (!fs::exists(bin)) {
     return NotFoundError("server binary " + bin + " not found; pass --server-bin");
   }
+  std::vector<std::string> security_args = {"--insecure"};
+  if (o.security != "none") {
+    const std::string secret = (s->dir / "secret").string();
+    TOWERPS_ASSIGN_OR_RETURN(JobSecret js, JobSecret::Create(secret));
+    s->security.secret = std::make_shared<const JobSecret>(js);
+    s->security.encrypt = o.security == "encrypt";
+    security_args = {"--secret-file", secret};
+    if (s->security.encrypt) security_args.push_back("--encrypt");
+  }
   for (int r = 0; r < o.servers; ++r) {
     SubprocessOptions so;
     const std::string ready = (s->dir / ("ready-" + std::to_string(r))).string();
@@ -49,6 +60,7 @@ Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* 
                ready,         "--threads", std::to_string(o.server_threads),
                "--log-level", "warning"};
     for (const std::string& a : job.ToArgs()) so.argv.push_back(a);
+    so.argv.insert(so.argv.end(), security_args.begin(), security_args.end());
     so.output_path = (s->dir / ("ps-" + std::to_string(r) + ".log")).string();
     TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(so));
     s->processes.push_back(std::move(p));
@@ -71,14 +83,15 @@ Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* 
 // One worker: registers, (chief) initialises, waits for the values, then runs rounds until
 // `stop_at`.
 Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
-                  const std::vector<std::string>& endpoints, int rank, std::atomic<int>* registered,
-                  const std::atomic<bool>* measuring, const std::atomic<int64_t>* stop_at,
-                  std::atomic<int64_t>* current, long* trips) {
+                  const std::vector<std::string>& endpoints, const TransportSecurity& security,
+                  int rank, std::atomic<int>* registered, const std::atomic<bool>* measuring,
+                  const std::atomic<int64_t>* stop_at, std::atomic<int64_t>* current, long* trips) {
   ps::ClientOptions co;
   co.servers = endpoints;
   co.worker_rank = rank;
   co.job = job;
   co.rpc_timeout = std::chrono::seconds(30);
+  co.transport.security = security;
   TOWERPS_ASSIGN_OR_RETURN(auto client, ps::Client::Connect(co));
   const int64_t floats = static_cast<int64_t>(o.chunk_bytes / 4);
   std::vector<ps::VariableSpec> vars;
@@ -137,6 +150,9 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
         "need --servers, --workers, --chunks >= 1, --chunk-bytes a positive multiple of 4 and "
         "--seconds > 0");
   }
+  if (o.security != "none" && o.security != "auth" && o.security != "encrypt") {
+    return InvalidArgumentError("--security " + o.security + ": use none, auth or encrypt");
+  }
   ps::JobConfig job;
   job.servers = o.servers;
   job.workers = o.workers;
@@ -156,8 +172,8 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   std::vector<std::thread> threads;
   for (int r = 0; r < o.workers; ++r) {
     threads.emplace_back([&, r] {
-      status[r] = WorkerLoop(o, job, servers.endpoints, r, &registered, &measuring, &stop_at,
-                             &current[r], &rounds[r]);
+      status[r] = WorkerLoop(o, job, servers.endpoints, servers.security, r, &registered,
+                             &measuring, &stop_at, &current[r], &rounds[r]);
       if (!status[r].ok()) stop_at.store(0);
     });
   }
@@ -191,6 +207,7 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   // Mean time one worker takes for a round of all its chunks.
   res.round_ms = res.rounds ? 1e3 * elapsed * o.workers / static_cast<double>(res.rounds) : 0;
   servers.processes.clear();  // stop servers before measuring the ceiling on the same cores
+  if (!o.ceilings) return res;
 
   if (o.progress) std::fprintf(stderr, "measuring raw ZeroMQ for %.1f s...\n", o.seconds);
   internal::RawCeilingOptions t;

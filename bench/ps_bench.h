@@ -24,6 +24,10 @@ struct PsBenchOptions {
   int server_threads = 1;
   std::string server_binary;  // towerps-server; empty: next to this executable
   bool progress = true;       // print what is happening to stderr
+  // How workers prove membership (docs/SECURITY.md): "none" (--insecure servers), "auth" (the
+  // default: a job secret, ZeroMQ PLAIN) or "encrypt" (CURVE).
+  std::string security = "auth";
+  bool ceilings = true;  // also measure the raw ZeroMQ ceilings (off: goodput only)
 };
 
 struct PsBenchResult {

@@ -9,6 +9,8 @@
 #ifndef TOWERPS_COMMON_LOGGING_H_
 #define TOWERPS_COMMON_LOGGING_H_
 
+#include <atomic>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -33,6 +35,25 @@ Result<LogLevel> ParseLogLevel(std::string_view text);
 
 // True when messages at `level` are written.
 bool LogEnabled(LogLevel level);
+
+// Keeps a flood of similar events (a hostile peer's messages) from flooding the log: the first
+// `first` events are logged, then one in `every`. Thread-safe; owned by whatever logs the events.
+class LogRateLimiter {
+ public:
+  explicit LogRateLimiter(uint64_t first = 10, uint64_t every = 10000)
+      : first_(first), every_(every) {}
+  // Counts an event; true when this one should be logged.
+  bool Admit() {
+    const uint64_t n = count_.fetch_add(1, std::memory_order_relaxed);
+    return n < first_ || (n - first_) % every_ == every_ - 1;
+  }
+  // Events counted so far.
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+
+ private:
+  const uint64_t first_, every_;
+  std::atomic<uint64_t> count_{0};
+};
 
 namespace internal {
 

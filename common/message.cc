@@ -1,5 +1,7 @@
 #include "common/message.h"
 
+#include <algorithm>
+
 #include <utility>
 
 namespace towerps {
@@ -39,6 +41,21 @@ Status StatusFromHeader(proto::Header::Reader header) {
   const auto code = static_cast<StatusCode>(header.getStatusCode());
   if (code == StatusCode::kOk) return Status::Ok();
   return Status(code, header.getStatusMessage().cStr());
+}
+
+std::string PeerName(std::string_view id) {
+  constexpr size_t kMax = 64;
+  const bool printable = !id.empty() && std::all_of(id.begin(), id.end(),
+                                                    [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (printable) return std::string(id.substr(0, kMax)) + (id.size() > kMax ? "..." : "");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "0x";
+  for (size_t i = 0; i < std::min(id.size(), kMax); ++i) {
+    const auto b = static_cast<unsigned char>(id[i]);
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out + (id.size() > kMax ? "..." : "");
 }
 
 std::string MessageTypeName(proto::MessageType type) {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/proto/towerps.capnp.h"
@@ -112,6 +113,10 @@ class IncomingMessage {
 // Status <-> header fields.
 void SetStatus(proto::Header::Builder header, const Status& status);
 Status StatusFromHeader(proto::Header::Reader header);
+
+// A routing id as log text: as is when it is printable ASCII ("worker:3"), else "0x" and hex
+// (ZeroMQ's generated ids, or a hostile peer's bytes), at most 64 bytes of it.
+std::string PeerName(std::string_view routing_id);
 
 // "pull", "pushReply", or "type 99" for values outside the schema.
 std::string MessageTypeName(proto::MessageType type);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <string_view>
 #include <thread>
@@ -116,6 +117,20 @@ Subprocess::~Subprocess() {
   }
   if (output_fd_ >= 0) close(output_fd_);
   CloseStdin();
+}
+
+Status Subprocess::WriteStdin(std::string_view data) {
+  if (stdin_fd_ < 0) return FailedPreconditionError("the child's stdin is not a pipe");
+  if (data.size() > PIPE_BUF) return InvalidArgumentError("stdin message over PIPE_BUF bytes");
+  ssize_t n;
+  do {
+    n = write(stdin_fd_, data.data(), data.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(data.size())) {
+    return IoError("cannot write to the stdin of pid " + std::to_string(pid_) + ": " +
+                   (n < 0 ? std::strerror(errno) : "short write"));
+  }
+  return Status::Ok();
 }
 
 void Subprocess::CloseStdin() {

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/deadline.h"
@@ -38,6 +39,9 @@ class Subprocess {
   pid_t pid() const { return pid_; }
   // Read end of the output pipe (non-blocking) when capture_output was set, else -1. Owned here.
   int output_fd() const { return output_fd_; }
+  // Writes `data` to the stdin pipe (stdin_pipe), all of it or an error; for short messages
+  // (at most PIPE_BUF bytes, so the write never blocks on an empty pipe).
+  Status WriteStdin(std::string_view data);
   // Closes the write end of the stdin pipe (stdin_pipe): the child reads EOF. Idempotent.
   void CloseStdin();
   // Sends `signal` to the child (and its group when it has one). No-op after exit.

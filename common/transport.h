@@ -25,10 +25,21 @@
 #include <vector>
 
 #include "common/deadline.h"
+#include "common/job_secret.h"
 #include "common/message.h"
 #include "towerps/result.h"
 
 namespace towerps {
+
+// Who may connect (docs/SECURITY.md). With a secret, listening sockets accept only peers that
+// prove they hold it (ZeroMQ PLAIN with a password derived from it, checked by ZAP), and
+// connecting sockets prove it; peers that fail are refused at the handshake and counted
+// (Socket::refused_handshakes). `encrypt` uses CURVE instead: keys derived from the secret,
+// every byte encrypted. Without a secret anyone who reaches the port is served.
+struct TransportSecurity {
+  std::shared_ptr<const JobSecret> secret;  // null: no authentication (--insecure)
+  bool encrypt = false;                     // CURVE; needs a secret
+};
 
 struct TransportOptions {
   int io_threads = 1;            // ZeroMQ I/O threads per Transport
@@ -36,6 +47,7 @@ struct TransportOptions {
   int receive_high_water_mark = 0;
   int linger_ms = 200;  // how long close() may flush unsent messages
   WireLimits limits;
+  TransportSecurity security;
 };
 
 struct SocketStats {
@@ -61,6 +73,9 @@ class Socket {
   // The bound or connected endpoint, with the real port.
   virtual const std::string& endpoint() const = 0;
   virtual const SocketStats& stats() const = 0;
+  // Handshakes refused on a listening socket with a secret: peers that are not of the job.
+  // Thread-safe (the count is kept by the transport's security thread). 0 without a secret.
+  virtual uint64_t refused_handshakes() const = 0;
 
  protected:
   Socket() = default;

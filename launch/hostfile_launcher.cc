@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/job_secret.h"
 #include "common/sibling_executable.h"
 #include "launch/gpus.h"
 #include "launch/hostfile.h"
@@ -29,6 +30,7 @@ std::vector<std::string> UnderWatchdog(const LaunchOptions& o, const SshOptions&
     w.insert(w.end(), {"--gpu-rank", std::to_string(gpu_rank), "--gpus", std::to_string(gpus)});
   }
   for (const std::string& e : ssh.env) w.insert(w.end(), {"--env", e});
+  if (!o.insecure) w.push_back("--secret-from-stdin");  // the secret follows on the session's stdin
   w.push_back("--");
   w.insert(w.end(), std::make_move_iterator(argv.begin()), std::make_move_iterator(argv.end()));
   return w;
@@ -98,6 +100,14 @@ Status HostfileLauncher::Run() {
   }
 
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
+  // The secret crosses to each host inside its ssh session: the first line the remote watchdog
+  // reads (launch/stdin_watchdog.h).
+  TOWERPS_ASSIGN_OR_RETURN(const std::string secret_file, PrepareJobSecret(o, run_dir_));
+  std::string secret_line;
+  if (!secret_file.empty()) {
+    TOWERPS_ASSIGN_OR_RETURN(JobSecret secret, JobSecret::Load(secret_file));
+    secret_line = secret.ToText();
+  }
 
   ProcessGroup group(run_dir_);
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
@@ -119,8 +129,8 @@ Status HostfileLauncher::Run() {
     }
     std::fflush(stdout);
     if (supervisor.interrupted()) return supervisor.Cancel();
-    TOWERPS_ASSIGN_OR_RETURN(
-        size_t i, group.Start(tag, SshArgv(ssh_, p.host, argv), {}, StopBy::kClosingStdin));
+    TOWERPS_ASSIGN_OR_RETURN(size_t i, group.Start(tag, SshArgv(ssh_, p.host, argv), {},
+                                                   StopBy::kClosingStdin, secret_line));
     supervisor.SetHost(i, p.host);
     table << (p.server ? "ps " : "worker ") << p.rank << " host " << p.host << " pid "
           << group.pid(i) << " log " << group.LogPath(i) << "\n";

@@ -1,8 +1,34 @@
 #include "launch/job_supervisor.h"
 
+#include <signal.h>
+
 #include <cstdio>
+#include <cstring>
+#include <regex>
 
 namespace towerps::launch {
+
+std::string DescribeExit(int code) {
+  const int sig = code - 128;
+  if (sig > 0 && sig < NSIG) {
+    if (const char* abbrev = sigabbrev_np(sig)) return "was killed by SIG" + std::string(abbrev);
+    return "was killed by signal " + std::to_string(sig);
+  }
+  return "exited with code " + std::to_string(code);
+}
+
+std::string LastErrorLine(const std::vector<std::string>& tail) {
+  // common/logging: "[worker:2] E 05:39:18.790 message" (the tag only when the process has one).
+  static const std::regex kError(R"(^(\[[^\]]*\] )?E \d\d:\d\d:\d\d(\.\d+)? (.*)$)");
+  std::smatch m;
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+    if (std::regex_match(*it, m, kError)) return m[3].str();
+  }
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+    if (it->find_first_not_of(" \t\r") != std::string::npos) return *it;
+  }
+  return "";
+}
 
 JobSupervisor::JobSupervisor(ProcessGroup* group, std::chrono::milliseconds grace,
                              const std::atomic<int>* interrupt)
@@ -19,13 +45,25 @@ std::string JobSupervisor::Name(size_t i) const {
 }
 
 Status JobSupervisor::Fail(size_t i, const std::string& what) {
+  StopJob(i, what);
+  return FailedPreconditionError(Name(i) + " " + what + " (log: " + group_->LogPath(i) + ")");
+}
+
+void JobSupervisor::StopJob(size_t i, const std::string& what) {
   std::string tail;
   for (const std::string& l : group_->Tail(i)) tail += "    " + l + "\n";
   std::fprintf(stderr, "[launch] %s %s; last lines of %s:\n%s", Name(i).c_str(), what.c_str(),
                group_->LogPath(i).c_str(), tail.c_str());
   std::fprintf(stderr, "[launch] stopping the job\n");
   group_->TerminateAll(grace_);
-  return InternalError(Name(i) + " " + what + " (log: " + group_->LogPath(i) + ")");
+}
+
+Status JobSupervisor::FailExited(size_t i, int code, const std::string& when) {
+  const std::string what = DescribeExit(code) + (when.empty() ? "" : " " + when);
+  // The child's own reason, read before the job is stopped (its tail does not change after).
+  const std::string reason = code <= 128 ? LastErrorLine(group_->Tail(i)) : "";
+  StopJob(i, what);
+  return FailedPreconditionError(Name(i) + " " + what + (reason.empty() ? "" : ": " + reason));
 }
 
 Status JobSupervisor::Cancel() {
@@ -37,7 +75,7 @@ Status JobSupervisor::Cancel() {
 Status JobSupervisor::CheckNoneExited(const std::string& when) {
   for (size_t i = 0; i < group_->size(); ++i) {
     if (std::optional<int> code = group_->ExitCode(i)) {
-      return Fail(i, "exited with code " + std::to_string(*code) + " " + when);
+      return FailExited(i, *code, when);
     }
   }
   return Status::Ok();
@@ -49,7 +87,7 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
     bool workers_done = true;
     for (size_t i = 0; i < group_->size(); ++i) {
       std::optional<int> code = group_->ExitCode(i);
-      if (code && *code != 0) return Fail(i, "exited with code " + std::to_string(*code));
+      if (code && *code != 0) return FailExited(i, *code);
       if (code && i < first_worker) return Fail(i, "exited before the workers finished");
       if (i >= first_worker && !code) workers_done = false;
     }
@@ -64,7 +102,7 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
   for (size_t i = 0; i < first_worker; ++i) {
     std::optional<int> code = group_->ExitCode(i);
     if (!code) return Fail(i, "did not stop within the grace period");
-    if (*code != 0) return Fail(i, "exited with code " + std::to_string(*code) + " at shutdown");
+    if (*code != 0) return FailExited(i, *code, "at shutdown");
   }
   std::printf("[launch] job finished: %zu workers and %zu servers exited cleanly\n",
               group_->size() - first_worker, first_worker);

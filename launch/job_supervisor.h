@@ -2,7 +2,10 @@
 // it ends, the same way for every launcher that owns its processes (local and hostfile modes).
 //
 // - A process that fails stops the job: the others are asked to stop (ProcessGroup::Stop, then
-//   SIGKILL after `grace`), its last lines are printed, and the error names it and its host.
+//   SIGKILL after `grace`), its last lines are printed, and the error names it and its host and
+//   says what happened: "worker:2 exited with code 1: <its last error line>" or "worker:2 was
+//   killed by SIGKILL". Such errors are kFailedPrecondition (the job's process failed), never
+//   kInternal, which stays for bugs in TowerPS itself.
 // - When every worker has exited 0, the servers are asked to stop (they write their final
 //   checkpoint) and the job succeeds only if they exit 0 as well.
 // - A non-zero *interrupt (set by the entry point's signal handler) stops the job the same way.
@@ -32,6 +35,8 @@ class JobSupervisor {
   bool interrupted() const { return interrupt_ && interrupt_->load() != 0; }
   // Prints child i's last lines, stops the job and returns an error naming child i.
   Status Fail(size_t i, const std::string& what);
+  // Fail() for child i, which exited with `code` (`when`, if not empty, follows the exit).
+  Status FailExited(size_t i, int code, const std::string& when = "");
   // Stops the job after a signal.
   Status Cancel();
   // An error (after stopping the job) if any child has exited; `when` ends the message.
@@ -41,12 +46,22 @@ class JobSupervisor {
 
  private:
   std::string Name(size_t i) const;
+  // Prints child i's last lines and stops every process.
+  void StopJob(size_t i, const std::string& what);
 
   ProcessGroup* group_;
   std::chrono::milliseconds grace_;
   const std::atomic<int>* interrupt_;
   std::vector<std::string> hosts_;
 };
+
+// How a child's exit code (Subprocess: 128 + signal when killed) reads: "exited with code 1",
+// "was killed by SIGKILL".
+std::string DescribeExit(int code);
+
+// The last line of `tail` (a child's output, oldest first) that common/logging wrote at error
+// level, as its message without prefix, level and time; else the last non-empty line; else "".
+std::string LastErrorLine(const std::vector<std::string>& tail);
 
 }  // namespace towerps::launch
 

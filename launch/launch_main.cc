@@ -9,13 +9,16 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/job_secret.h"
 #include "launch/choices.h"
 #include "launch/hostfile_launcher.h"
+#include "launch/local_checks.h"
 #include "launch/local_launcher.h"
 #include "launch/rank_exec.h"
 #include "launch/role.h"
 #include "launch/stdin_watchdog.h"
 #include "ps/job_flags.h"
+#include "ps/security_flags.h"
 
 namespace po = boost::program_options;
 
@@ -42,7 +45,9 @@ int WatchdogMain(int argc, char** argv) {
       "chdir", po::value(&o.chdir), "run COMMAND in this directory when it exists")(
       "gpu-rank", po::value(&o.gpu_rank), "set CUDA_VISIBLE_DEVICES for this local rank")(
       "gpus", po::value(&o.gpu_count)->default_value(o.gpu_count), "GPUs for that rank")(
-      "env", po::value(&o.env)->composing(), "NAME=value for COMMAND's environment (repeatable)");
+      "env", po::value(&o.env)->composing(), "NAME=value for COMMAND's environment (repeatable)")(
+      "secret-from-stdin", po::bool_switch(&o.secret_from_stdin),
+      "the first line of stdin is the job's secret; COMMAND gets it as TOWERPS_SECRET_FILE");
   int split = 1;
   while (split < argc && std::string(argv[split]) != "--") ++split;
   po::variables_map vm;
@@ -81,6 +86,8 @@ int main(int argc, char** argv) {
   std::string ssh_opts;
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
+  ps::SecurityFlags security_flags;
+  std::string new_secret;
   long grace_ms = options.grace.count();
   po::options_description launch("Launcher options");
   bool list_choices = false, validate_only = false;
@@ -90,6 +97,9 @@ int main(int argc, char** argv) {
       "and exit")("validate-only", po::bool_switch(&validate_only),
                   "check every option as before a job (exit 0 when they are valid, 2 with the "
                   "error otherwise) and start nothing")(
+      "new-secret", po::value(&new_secret),
+      "create a job secret in FILE (mode 0600) and exit: for --mpi, --slurm and --cluster jobs, "
+      "put it on a file system every node shares and pass --secret-file FILE")(
       "config", po::value<std::string>(),
       "INI file with job and worker options (command line wins)")(
       "run-dir", po::value(&options.run_dir),
@@ -139,7 +149,12 @@ int main(int argc, char** argv) {
       "or across hosts over ssh (--hostfile), under mpirun (--mpi) or srun (--slurm), or one\n"
       "process per command from a cluster spec (--cluster, TOWERPS_CONFIG).\n"
       "With no options it trains mlp on Fashion-MNIST with 1 server and 2 workers in sync mode");
-  all.add(launch).add(hosts).add(modes).add(job_flags.options()).add(worker_flags.options());
+  all.add(launch)
+      .add(hosts)
+      .add(modes)
+      .add(security_flags.options())
+      .add(job_flags.options())
+      .add(worker_flags.options());
 
   po::variables_map vm;
   if (auto exit_code = ps::ParseCommandLine("towerps-launch", argc, argv, all, &vm)) {
@@ -148,6 +163,22 @@ int main(int argc, char** argv) {
   if (list_choices) {
     std::cout << launch::ChoicesJson() << "\n";
     return 0;
+  }
+  if (!new_secret.empty()) {
+    if (Status s = JobSecret::Create(new_secret).status(); !s.ok()) {
+      std::cerr << "towerps-launch: --new-secret: " << s.message() << "\n";
+      return 2;
+    }
+    std::cout << "[launch] job secret written to " << new_secret << " (mode 0600)\n";
+    return 0;
+  }
+  options.secret_file = security_flags.secret_file();
+  options.insecure = security_flags.insecure();
+  options.encrypt = security_flags.encrypt();
+  if (options.insecure && (options.encrypt || !options.secret_file.empty())) {
+    std::cerr << "towerps-launch: --insecure contradicts "
+              << (options.encrypt ? "--encrypt" : "--secret-file") << "; keep one\n";
+    return 2;
   }
   Result<ps::JobConfig> job = job_flags.ToConfig();
   Result<worker::WorkerOptions> worker = worker_flags.ToOptions();
@@ -218,6 +249,23 @@ int main(int argc, char** argv) {
       std::cerr << "towerps-launch: " << assigned.status().message() << "\n";
       return 2;
     }
+    // Every node must read the same secret: the user's file on a shared file system.
+    if (!options.insecure && options.secret_file.empty() && env.count("TOWERPS_SECRET_FILE")) {
+      options.secret_file = env["TOWERPS_SECRET_FILE"];
+    }
+    if (!options.insecure) {
+      Status s = options.secret_file.empty()
+                     ? InvalidArgumentError(
+                           "every process of a --mpi, --slurm or --cluster job needs the same job "
+                           "secret: create one with `towerps-launch --new-secret FILE` on a file "
+                           "system all nodes share, then pass --secret-file FILE (or export "
+                           "TOWERPS_SECRET_FILE=FILE); or pass --insecure")
+                     : JobSecret::Load(options.secret_file).status().WithContext("--secret-file");
+      if (!s.ok()) {
+        std::cerr << "towerps-launch: " << s.message() << "\n";
+        return 2;
+      }
+    }
     // The engine decides how many processes there are; every process derives the same counts.
     options.job.servers = assigned->servers;
     options.job.workers = assigned->workers;
@@ -258,8 +306,14 @@ int main(int argc, char** argv) {
       }
     }
   }
-  // Bad options are reported before any process starts.
+  // Bad options are reported before any process starts; in local mode, with what this machine
+  // has (data, devices, ports).
+  options.all_local = !on_hosts;
   if (Status s = launch::ValidateLaunchOptions(options); !s.ok()) {
+    std::cerr << "towerps-launch: " << s.message() << "\n";
+    return 2;
+  }
+  if (Status s = on_hosts ? Status::Ok() : launch::CheckLocalJob(options); !s.ok()) {
     std::cerr << "towerps-launch: " << s.message() << "\n";
     return 2;
   }
@@ -270,7 +324,10 @@ int main(int argc, char** argv) {
   Status s = on_hosts ? launch::HostfileLauncher(options, ssh).Run()
                       : launch::LocalLauncher(options).Run();
   if (!s.ok()) {
-    std::cerr << "towerps-launch: " << s.ToString() << "\n";
+    // A failed process of the job, a timeout or a signal says what it is; "internal error"
+    // is kept for bugs in TowerPS itself.
+    std::cerr << "towerps-launch: "
+              << (s.code() == StatusCode::kInternal ? s.ToString() : s.message()) << "\n";
     return g_signal.load() ? 128 + g_signal.load() : 1;
   }
   return 0;

@@ -10,11 +10,23 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/job_secret.h"
 #include "common/sibling_executable.h"
 #include "common/subprocess.h"
 #include "worker/straggler.h"
 
 namespace towerps::launch {
+namespace {
+
+// The flags that tell servers and workers how the job is secured (the secret itself travels in
+// TOWERPS_SECRET_FILE, never here).
+std::vector<std::string> SecurityArgs(const LaunchOptions& o) {
+  if (o.insecure) return {"--insecure"};
+  if (o.encrypt) return {"--encrypt"};
+  return {};
+}
+
+}  // namespace
 
 Status ValidateLaunchOptions(const LaunchOptions& o) {
   TOWERPS_RETURN_IF_ERROR(o.job.Validate());
@@ -73,6 +85,11 @@ Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
   }
   if (*code == 0) return Status::Ok();
   if (*code == 2) return InvalidArgumentError(answer);
+  if (*code == 3 && o.all_local) {
+    return InvalidArgumentError(
+        "--data-dir " + (o.worker.data_dir.empty() ? std::string("(unset)") : o.worker.data_dir) +
+        ": the workers run on this machine and cannot read their data here: " + answer);
+  }
   if (*code == 3) {
     std::printf("[launch] note: %s; each worker checks its data where it runs\n", answer.c_str());
     std::fflush(stdout);
@@ -81,6 +98,18 @@ Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
   return FailedPreconditionError(
       "--worker-bin " + binary + " --check-job exited with code " + std::to_string(*code) +
       " (is it a TowerPS worker built with towerps::WorkerMain?): " + answer.substr(0, 2000));
+}
+
+Result<std::string> PrepareJobSecret(const LaunchOptions& o, const std::string& run_dir) {
+  if (o.insecure) return std::string();
+  std::error_code ec;
+  if (!o.secret_file.empty()) {
+    TOWERPS_RETURN_IF_ERROR(JobSecret::Load(o.secret_file).status().WithContext("--secret-file"));
+    return std::filesystem::absolute(o.secret_file, ec).string();
+  }
+  const std::string path = std::filesystem::absolute(run_dir, ec) / "secret";
+  TOWERPS_RETURN_IF_ERROR(JobSecret::Create(path).status());
+  return path;
 }
 
 std::string DefaultRunDir() {
@@ -124,13 +153,17 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port) 
                              std::to_string(o.checkpoint_every)});
   }
   if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
+  const std::vector<std::string> security = SecurityArgs(o);
+  argv.insert(argv.end(), security.begin(), security.end());
   const std::vector<std::string> job = o.job.ToArgs();
   argv.insert(argv.end(), job.begin(), job.end());
   return argv;
 }
 
 std::vector<std::string> WorkerJobArgs(const LaunchOptions& o) {
-  std::vector<std::string> args = o.job.ToArgs();
+  std::vector<std::string> args = SecurityArgs(o);
+  const std::vector<std::string> job = o.job.ToArgs();
+  args.insert(args.end(), job.begin(), job.end());
   const std::vector<std::string> worker = o.worker.ToArgs();
   args.insert(args.end(), worker.begin(), worker.end());
   return args;

@@ -29,9 +29,18 @@ struct LaunchOptions {
   int64_t checkpoint_every = 0;
   std::string server_binary;  // empty: towerps-server next to this executable
   std::string worker_binary;  // empty: towerps-worker next to this executable
+  // Security (docs/SECURITY.md). Unless `insecure`, every process gets the job's secret through
+  // TOWERPS_SECRET_FILE: `secret_file` when given, else a new one in the run directory (local
+  // and hostfile modes). The process-per-rank modes need `secret_file`, shared by all nodes.
+  std::string secret_file;
+  bool insecure = false;
+  bool encrypt = false;  // CURVE encryption, keys derived from the secret
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds startup_timeout{60000};
   const std::atomic<int>* interrupt = nullptr;  // borrowed; non-zero: the signal received
+  // Every process runs on this machine (local mode): data the workers cannot read here is an
+  // error before anything starts, not a note (see CheckJobWithWorkerBinary).
+  bool all_local = false;
 };
 
 // Checks the launcher's own options (ports, binaries, counts) before anything starts.
@@ -39,8 +48,13 @@ Status ValidateLaunchOptions(const LaunchOptions& options);
 
 // Asks the worker binary (`--check-job` with the job's flags) whether --model and --dataset exist
 // and fit each other; kInvalidArgument with the binary's reason when not. Data that cannot be
-// read here (a remote-only --data-dir) is left to the workers, with a note.
+// read here is kInvalidArgument naming --data-dir when options.all_local; otherwise (a
+// remote-only --data-dir) it is left to the workers, with a note.
 Status CheckJobWithWorkerBinary(const LaunchOptions& options);
+
+// The job's secret file as an absolute path: options.secret_file (checked to be loadable), or a
+// new one, "<run_dir>/secret" (mode 0600). Empty with --insecure.
+Result<std::string> PrepareJobSecret(const LaunchOptions& options, const std::string& run_dir);
 
 // runs/<date>-<time>-<pid>, relative to the working directory.
 std::string DefaultRunDir();

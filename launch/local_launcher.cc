@@ -5,6 +5,7 @@
 
 #include "launch/gpus.h"
 #include "launch/job_supervisor.h"
+#include "launch/local_checks.h"
 #include "launch/process_group.h"
 
 namespace towerps::launch {
@@ -16,12 +17,20 @@ namespace fs = std::filesystem;
 
 LocalLauncher::LocalLauncher(LaunchOptions options)
     : options_(std::move(options)),
-      run_dir_(options_.run_dir.empty() ? DefaultRunDir() : options_.run_dir) {}
+      run_dir_(options_.run_dir.empty() ? DefaultRunDir() : options_.run_dir) {
+  options_.all_local = true;
+}
 
 Status LocalLauncher::Run() {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
+  TOWERPS_RETURN_IF_ERROR(CheckLocalJob(options_));
   const LaunchOptions& o = options_;
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
+  TOWERPS_ASSIGN_OR_RETURN(const std::string secret, PrepareJobSecret(o, run_dir_));
+  // Every process proves it belongs to the job with this file (docs/SECURITY.md).
+  const std::vector<std::string> secret_env =
+      secret.empty() ? std::vector<std::string>{}
+                     : std::vector<std::string>{"TOWERPS_SECRET_FILE=" + secret};
   std::error_code ec;
 
   ProcessGroup group(run_dir_);
@@ -36,7 +45,7 @@ Status LocalLauncher::Run() {
     fs::remove(ready, ec);
     std::vector<std::string> argv = ServerArgv(o, r, o.base_port ? o.base_port + r : 0);
     argv.insert(argv.end(), {"--ready-file", ready});
-    TOWERPS_ASSIGN_OR_RETURN(size_t i, group.Start("ps:" + std::to_string(r), argv));
+    TOWERPS_ASSIGN_OR_RETURN(size_t i, group.Start("ps:" + std::to_string(r), argv, secret_env));
     table << "ps " << r << " pid " << group.pid(i) << " log " << group.LogPath(i) << "\n";
     ready_files.push_back(ready);
   }
@@ -61,7 +70,7 @@ Status LocalLauncher::Run() {
 
   const size_t first_worker = group.size();
   for (int w = 0; w < o.job.workers; ++w) {
-    std::vector<std::string> env;
+    std::vector<std::string> env = secret_env;
     if (const std::string gpu = GpusForRank(w, GpusNeeded(o.worker.towers)); !gpu.empty())
       env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
     TOWERPS_ASSIGN_OR_RETURN(

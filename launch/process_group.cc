@@ -35,13 +35,15 @@ std::string ProcessGroup::LogPath(size_t i) const {
 }
 
 Result<size_t> ProcessGroup::Start(const std::string& tag, std::vector<std::string> argv,
-                                   std::vector<std::string> extra_env, StopBy stop_by) {
+                                   std::vector<std::string> extra_env, StopBy stop_by,
+                                   const std::string& stdin_line) {
   SubprocessOptions o;
   o.argv = std::move(argv);
   o.extra_env = std::move(extra_env);
   o.capture_output = true;
   o.stdin_pipe = stop_by == StopBy::kClosingStdin;
   TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(o));
+  if (!stdin_line.empty()) TOWERPS_RETURN_IF_ERROR(p.WriteStdin(stdin_line).WithContext(tag));
   auto child = std::make_unique<Child>(Child{tag, std::move(p), stop_by, {}, {}, {}, false});
   const std::string path = (std::filesystem::path(log_dir_) / (FileName(tag) + ".log")).string();
   child->log.open(path);

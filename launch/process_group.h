@@ -33,9 +33,11 @@ class ProcessGroup {
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
-  // Starts a child; returns its index.
+  // Starts a child; returns its index. `stdin_line` (kClosingStdin only) is written to the
+  // child's stdin first: how a secret reaches a remote process without a command line.
   Result<size_t> Start(const std::string& tag, std::vector<std::string> argv,
-                       std::vector<std::string> extra_env = {}, StopBy stop_by = StopBy::kSigterm);
+                       std::vector<std::string> extra_env = {}, StopBy stop_by = StopBy::kSigterm,
+                       const std::string& stdin_line = "");
   // Relays available output until the deadline (or until a child exits, which is reported
   // promptly). Returns after at most the deadline.
   void Pump(Deadline deadline);

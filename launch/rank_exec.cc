@@ -74,6 +74,8 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
       setenv("CUDA_VISIBLE_DEVICES", gpu.c_str(), 1);
     }
   }
+  // The secret's path, never the secret, and not on the command line (docs/SECURITY.md).
+  if (!o.insecure) setenv("TOWERPS_SECRET_FILE", o.secret_file.c_str(), 1);
   std::vector<char*> cargv;
   for (std::string& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);

@@ -6,8 +6,12 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 
+#include "common/job_secret.h"
 #include "common/subprocess.h"
 #include "launch/gpus.h"
 
@@ -26,6 +30,52 @@ bool StdinClosed(int timeout_ms) {
   return got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN);
 }
 
+// Reads one line (at most `max` bytes) from stdin, byte by byte so nothing after it is consumed.
+Result<std::string> ReadStdinLine(size_t max, Deadline deadline) {
+  std::string line;
+  while (line.size() < max) {
+    pollfd fd{STDIN_FILENO, POLLIN, 0};
+    const int n = poll(&fd, 1, static_cast<int>(deadline.remaining_ms()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return TimeoutError("no job secret arrived on stdin in time");
+    char c;
+    const ssize_t got = read(STDIN_FILENO, &c, 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return IoError("stdin closed before the job secret arrived");
+    if (c == '\n') return line;
+    line += c;
+  }
+  return InvalidArgumentError("the first line on stdin is too long to be a job secret");
+}
+
+// The secret's private copy on this host; removed with its directory on destruction.
+class SecretCopy {
+ public:
+  static Result<std::unique_ptr<SecretCopy>> FromStdin() {
+    TOWERPS_ASSIGN_OR_RETURN(std::string line,
+                             ReadStdinLine(128, Deadline::After(std::chrono::seconds(60))));
+    TOWERPS_ASSIGN_OR_RETURN(JobSecret secret, JobSecret::FromText(line, "from stdin"));
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/towerps-secret-XXXXXX";
+    if (mkdtemp(dir.data()) == nullptr) {
+      return IoError("cannot create a private directory for the job secret in " + dir + ": " +
+                     std::strerror(errno));
+    }
+    auto copy = std::unique_ptr<SecretCopy>(new SecretCopy(dir));
+    TOWERPS_RETURN_IF_ERROR(secret.Save(copy->path()));
+    return copy;
+  }
+  ~SecretCopy() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string path() const { return dir_ + "/secret"; }
+
+ private:
+  explicit SecretCopy(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
 }  // namespace
 
 int RunStdinWatchdog(const WatchdogOptions& o) {
@@ -41,6 +91,17 @@ int RunStdinWatchdog(const WatchdogOptions& o) {
   so.argv = o.argv;
   so.new_process_group = true;
   so.extra_env = o.env;
+  std::unique_ptr<SecretCopy> secret;
+  if (o.secret_from_stdin) {
+    Result<std::unique_ptr<SecretCopy>> copy = SecretCopy::FromStdin();
+    if (!copy.ok()) {
+      std::fprintf(stderr, "towerps-launch --stdin-watchdog: %s\n",
+                   copy.status().ToString().c_str());
+      return 127;
+    }
+    secret = std::move(copy).value();
+    so.extra_env.push_back("TOWERPS_SECRET_FILE=" + secret->path());
+  }
   if (o.gpu_rank >= 0 && o.gpu_count > 0) {
     if (const std::string gpu = GpusForRank(o.gpu_rank, o.gpu_count); !gpu.empty())
       so.extra_env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);

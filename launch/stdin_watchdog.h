@@ -7,6 +7,9 @@
 // stops on every host when its launcher stops, and no orphans remain. The launcher stops a
 // remote process gracefully by closing that ssh session's stdin.
 //
+// With secret_from_stdin, the launcher's first line on stdin is the job's secret, which thus
+// crosses to the remote host inside the ssh session, never on a command line.
+//
 // Contract: RunStdinWatchdog() returns the child's exit code (128 + signal when it was killed),
 // or 127 when it cannot be started. It never returns while the child's process group may still
 // run. One call per process; `interrupt` is written by the entry point's signal handler.
@@ -26,7 +29,11 @@ struct WatchdogOptions {
   std::string chdir;  // run the child here when the directory exists (shared file systems)
   int gpu_rank = -1;  // >= 0: CUDA_VISIBLE_DEVICES from this local rank on this host
   int gpu_count = 1;  // GPUs for that rank (launch/gpus.h)
-  std::vector<std::string> env;                 // "NAME=value" added to the child's environment
+  std::vector<std::string> env;  // "NAME=value" added to the child's environment
+  // The first line of stdin is the job's secret (JobSecret::ToText): it is saved to a private
+  // file (mode 0600, in a fresh 0700 directory under $TMPDIR or /tmp) named to the child by
+  // TOWERPS_SECRET_FILE, and removed when the child has exited.
+  bool secret_from_stdin = false;
   const std::atomic<int>* interrupt = nullptr;  // borrowed; non-zero: a signal was received
 };
 

@@ -207,13 +207,26 @@ Status DecodeChunk(const std::string& body, const std::string& path, ChunkState*
   return Status::Ok();
 }
 
-Status WriteAll(int fd, const std::string& data, const std::string& path) {
+// The error for a failed `step` ("write", "fsync", ...) on the temporary file `tmp` while
+// saving `path`: names both files and, when the disk is full, says so and what to do.
+Status SaveError(const std::string& tmp, const std::string& path, const char* step, int err) {
+  std::string m = tmp + ": " + step + " failed: " + std::strerror(err);
+  if (err == ENOSPC || err == EDQUOT) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    m += std::string(err == ENOSPC ? " (ENOSPC)" : " (EDQUOT)") + ": the file system holding " +
+         (dir.empty() ? std::string(".") : dir) +
+         " is full; free space there or checkpoint to another directory";
+  }
+  return IoError(m + "; the previous checkpoint " + path + ", if any, is unchanged");
+}
+
+Status WriteAll(int fd, const std::string& data, const std::string& tmp, const std::string& path) {
   size_t off = 0;
   while (off < data.size()) {
     const ssize_t n = write(fd, data.data() + off, data.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return IoError(path + ": write failed: " + std::strerror(errno));
+      return SaveError(tmp, path, "write", errno);
     }
     off += static_cast<size_t>(n);
   }
@@ -234,25 +247,36 @@ Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
   count.Put<uint64_t>(checkpoint.chunks.size());
   AppendRecord(&data, kEndTag, count.buffer());
 
+  // The temporary file sits in the same directory, so the rename below is atomic.
   const std::string tmp = path + ".tmp";
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError(tmp + ": cannot create: " + std::strerror(errno));
-  Status s = WriteAll(fd, data, tmp);
-  if (s.ok() && fsync(fd) != 0) s = IoError(tmp + ": fsync failed: " + std::strerror(errno));
-  close(fd);
+  if (fd < 0) return SaveError(tmp, path, "create", errno);
+  Status s = WriteAll(fd, data, tmp, path);
+  if (s.ok() && fsync(fd) != 0) s = SaveError(tmp, path, "fsync", errno);
+  // close() reports delayed write errors on some file systems (NFS): it counts as a failure.
+  if (close(fd) != 0 && s.ok()) s = SaveError(tmp, path, "close", errno);
   if (s.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
-    s = IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+    s = SaveError(tmp, path, ("rename to " + path).c_str(), errno);
   }
   if (!s.ok()) {
-    unlink(tmp.c_str());
+    unlink(tmp.c_str());  // never leave a partial file behind to fill the disk further
     return s;
   }
+  // The rename is durable only once the directory is synced.
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const int dfd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
+  if (dfd < 0) {
+    return IoError(path + " was written, but its directory cannot be opened to sync it: " +
+                   std::strerror(errno) + "; a power failure may lose it");
   }
+  // EINVAL: this file system cannot sync directories; nothing more can be done there.
+  if (fsync(dfd) != 0 && errno != EINVAL) {
+    const int err = errno;
+    close(dfd);
+    return IoError(path + " was written, but syncing its directory failed: " + std::strerror(err) +
+                   "; a power failure may lose it");
+  }
+  close(dfd);
   return Status::Ok();
 }
 

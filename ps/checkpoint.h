@@ -7,8 +7,12 @@
 // checkpoint from a different job, model or layout is refused rather than half-loaded.
 //
 // Contract:
-//  - SaveCheckpoint writes to "<path>.tmp", fsyncs it, renames it over <path> and fsyncs the
-//    directory: a crash leaves either the old or the new checkpoint, never a torn one.
+//  - SaveCheckpoint writes to "<path>.tmp" (same directory), fsyncs and closes it, renames it
+//    over <path> and fsyncs the directory: a crash leaves either the old or the new checkpoint,
+//    never a torn one. A failed create, write, fsync, close or rename (a full disk: ENOSPC)
+//    removes the temporary file, leaves <path> as it was, and returns kIoError naming both
+//    files, the errno, and for a full disk what to do. A failed directory sync after the rename
+//    is kIoError too (the new checkpoint is in place but may not survive a power failure).
 //  - LoadCheckpoint validates the whole file (lengths, CRCs, counts) before returning anything;
 //    errors are kCorruption or kFailedPrecondition naming the file and the problem.
 //  - Thread-compatible; the caller serialises access to one path.

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/finite.h"
 #include "ps/optimizer.h"
 
 namespace towerps::ps {
@@ -114,6 +115,20 @@ void Chunk::Update(const float* const* grads, int k, float lr, ShardCounters* co
       std::memory_order_relaxed);
 }
 
+void Chunk::CompleteStep(int64_t step, float lr, ShardCounters* counters) {
+  std::vector<const float*> grads;  // std::map iterates in worker-rank order
+  for (const auto& [rank, g] : pending_[step]) {
+    if (g.num_elements() > 0) grads.push_back(g.f32());
+  }
+  if (grads.empty()) {
+    ++version_;  // every gradient of the step was refused: the step passes with no update
+  } else {
+    Update(grads.data(), static_cast<int>(grads.size()), lr, counters);
+    counters->RecordStaleness(0);
+  }
+  pending_.erase(step);  // only now: it holds the gradients (often the only handle on them)
+}
+
 Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
                                 const Tensor& gradient, ShardCounters* counters) {
   const std::string where =
@@ -133,6 +148,17 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
   counters->gradients_received.fetch_add(1, std::memory_order_relaxed);
   PushOutcome out;
   const float lr = LearningRateAt(config_.optimizer, config_.schedule, updates_);
+  // Checked before anything is kept or applied; a stale sync gradient is dropped unread.
+  auto refuse_if_nonfinite = [&]() {
+    const int64_t bad = FindNonFinite(gradient.f32(), gradient.num_elements());
+    if (bad < 0) return false;
+    counters->nonfinite_rejected.fetch_add(1, std::memory_order_relaxed);
+    out.kind = PushOutcome::Kind::kRejected;
+    out.rejection = "worker " + std::to_string(worker) + "'s gradient for " + where + " has " +
+                    DescribeValue(gradient.f32()[bad]) + " at element " + std::to_string(bad) +
+                    ": refused, not applied (that worker's training diverged)";
+    return true;
+  };
 
   if (config_.mode == UpdateMode::kSync) {
     if (base_version < version_) {
@@ -147,22 +173,18 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
                                   ": pull before pushing");
     }
     auto& bucket = pending_[base_version];
-    if (!bucket.emplace(worker, gradient).second) {
+    if (bucket.count(worker)) {
       return InvalidArgumentError("worker " + std::to_string(worker) + " pushed twice for step " +
                                   std::to_string(base_version) + " of " + where);
     }
-    if (static_cast<int>(bucket.size()) < config_.EffectiveReplicas()) {
-      out.version = version_;
-      return out;  // pending
+    const bool refused = refuse_if_nonfinite();
+    bucket.emplace(worker, refused ? Tensor() : gradient);
+    if (static_cast<int>(bucket.size()) >= config_.EffectiveReplicas()) {
+      CompleteStep(base_version, lr, counters);
+      if (!refused) out.kind = PushOutcome::Kind::kApplied;
     }
-    std::vector<const float*> grads;  // std::map iterates in worker-rank order
-    for (const auto& [rank, g] : bucket) grads.push_back(g.f32());
-    Update(grads.data(), static_cast<int>(grads.size()), lr, counters);
-    pending_.erase(base_version);
-    counters->RecordStaleness(0);
-    out.kind = PushOutcome::Kind::kApplied;
     out.version = version_;
-    return out;
+    return out;  // pending, applied or rejected
   }
 
   // async and ssp
@@ -171,6 +193,16 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
     return InvalidArgumentError("gradient computed from version " + std::to_string(base_version) +
                                 " of " + where + ", which is only at version " +
                                 std::to_string(version_));
+  }
+  if (refuse_if_nonfinite()) {
+    // The push still counts, with no update: the version goes on counting every worker's
+    // pushes (the chief waits for all of them at the end), and the worker's clock moves on so
+    // that SSP does not hold the others back.
+    ++version_;
+    int64_t& c = worker_clocks_[static_cast<size_t>(worker)];
+    c = std::max(c, clock + 1);
+    out.version = version_;
+    return out;
   }
   const float effective_lr =
       config_.staleness_aware_lr ? lr / static_cast<float>(std::max<int64_t>(1, staleness)) : lr;

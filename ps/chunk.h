@@ -10,6 +10,12 @@
 //  ssp    As async; in addition a pull for clock c is ready only once every worker has pushed
 //         clock c - s - 1 or later (Ho et al. 2013), i.e. no worker is more than s ahead.
 //
+// A gradient holding a NaN or an infinity is refused in every mode (kRejected) and counted: it
+// is never applied, so one diverging worker cannot poison the model. It still counts as its
+// worker's push, so that nobody waits for it: sync: the step completes with the average of the
+// finite gradients, or with no update (the version still advances) when none is finite;
+// async/ssp: the version advances with no update, and the worker's clock advances.
+//
 // Contract: owned and used by exactly one server thread; not thread-safe. values() returns a
 // handle that stays valid and unchanged after later updates (copy-on-write: an update whose
 // current buffer is still shared, e.g. being sent, writes into another buffer).
@@ -18,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "common/tensor.h"
@@ -30,7 +37,8 @@
 namespace towerps::ps {
 
 struct PushOutcome {
-  enum class Kind { kApplied, kPending, kDropped } kind = Kind::kPending;
+  enum class Kind { kApplied, kPending, kDropped, kRejected } kind = Kind::kPending;
+  std::string rejection;  // kRejected: why, naming the worker, variable, chunk and value
   int64_t staleness = 0;  // async/ssp: of this update; sync: 0
   int64_t version = 0;    // the chunk's version after the push
 };
@@ -63,9 +71,10 @@ class Chunk {
   void Restore(const ChunkState& state);
   ChunkState Snapshot() const;  // deep copy
 
-  // Applies the mode's rule to one worker's gradient (kept by reference while pending). Errors:
-  // not initialised, wrong size, worker rank out of range, a step from the future (sync), or a
-  // second gradient from one worker for one step.
+  // Applies the mode's rule to one worker's gradient (kept by reference while pending); a
+  // non-finite one is kRejected (see above). Errors: not initialised, wrong size, worker rank
+  // out of range, a step from the future (sync), or a second gradient from one worker for one
+  // step.
   Result<PushOutcome> Push(int worker, int64_t base_version, int64_t clock, const Tensor& gradient,
                            ShardCounters* counters);
 
@@ -75,6 +84,8 @@ class Chunk {
 
  private:
   void Update(const float* const* grads, int k, float lr, ShardCounters* counters);
+  // Sync: the step's gradients are all in; applies the average of the finite ones.
+  void CompleteStep(int64_t step, float lr, ShardCounters* counters);
   Tensor WritableBuffer();
 
   const ChunkSpec spec_;
@@ -84,8 +95,9 @@ class Chunk {
   Tensor values_;
   std::vector<Tensor> spares_;  // earlier buffers, reused once nobody else holds them
   std::vector<Tensor> slots_;
-  std::map<int64_t, std::map<int, Tensor>> pending_;  // sync: step -> worker -> gradient
-  std::vector<int64_t> worker_clocks_;                // ssp: clocks pushed so far, per worker
+  // sync: step -> worker -> gradient; an empty tensor marks a refused (non-finite) one.
+  std::map<int64_t, std::map<int, Tensor>> pending_;
+  std::vector<int64_t> worker_clocks_;  // ssp: clocks pushed so far, per worker
 };
 
 }  // namespace towerps::ps

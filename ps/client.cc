@@ -441,10 +441,13 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
                   rep.gradients_received = st.getGradientsReceived();
                   rep.updates_applied = st.getUpdatesApplied();
                   rep.stale_dropped = st.getStaleDropped();
+                  rep.nonfinite_rejected = st.getNonfiniteRejected();
                   rep.pulls_served = st.getPullsServed();
                   rep.aggregation_nanos = st.getAggregationNanos();
                   rep.rejected_messages = st.getRejectedMessages();
                   rep.checkpoints_written = st.getCheckpointsWritten();
+                  rep.refused_handshakes = st.getRefusedHandshakes();
+                  rep.refused_shutdowns = st.getRefusedShutdowns();
                   rep.min_version = st.getMinVersion();
                   rep.max_version = st.getMaxVersion();
                   for (uint64_t b : st.getStalenessHistogram())

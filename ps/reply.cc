@@ -16,8 +16,14 @@ OutgoingMessage ReplyTo(const IncomingMessage& request, proto::MessageType type)
 }
 
 OutgoingMessage ErrorReply(const IncomingMessage& request, const Status& status) {
-  TOWERPS_LOG(kWarning) << MessageTypeName(request.type()) << " from " << request.peer()
-                        << " refused: " << status.ToString();
+  // Process-wide, as the log it protects: a peer sending refused requests in a loop must not
+  // fill the disk.
+  static LogRateLimiter limiter;
+  if (limiter.Admit()) {
+    TOWERPS_LOG(kWarning) << MessageTypeName(request.type()) << " from " << PeerName(request.peer())
+                          << " refused: " << status.ToString() << " (" << limiter.count()
+                          << " refused so far; after 10, one in 10000 is logged)";
+  }
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::ERROR);
   SetStatus(reply.header(), status);
   return reply;

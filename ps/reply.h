@@ -14,7 +14,7 @@ namespace towerps::ps {
 OutgoingMessage ReplyTo(const IncomingMessage& request, proto::MessageType type);
 
 // An error reply to `request` carrying `status`. Also logs the refusal (a warning naming the
-// request's type and sender), so that every refused request leaves a line in the server's log.
+// request's type and sender): the first ten, then one in 10000, so a flood cannot fill the log.
 OutgoingMessage ErrorReply(const IncomingMessage& request, const Status& status);
 
 }  // namespace towerps::ps

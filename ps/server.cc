@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <kj/exception.h>
+
 #include "common/logging.h"
 #include "ps/reply.h"
 #include "ps/variable.h"
@@ -178,12 +180,32 @@ Status Server::Run() {
   for (ServerOutput& out : outbox_.DrainAll()) {
     if (auto* m = std::get_if<OutgoingMessage>(&out)) SendOrLog(std::move(*m));
   }
-  MaybeCheckpoint(/*final=*/true);
+  // A failed final checkpoint fails the process: the state since the last one would be lost.
+  Status final_checkpoint = MaybeCheckpoint(/*final=*/true);
   LogStats();
-  return Status::Ok();
+  return final_checkpoint;
 }
 
 void Server::HandleMessage(IncomingMessage msg) {
+  // Decoding validated every field (common/internal/wire_codec.h), so no getter should throw;
+  // if one ever does, the message is rejected and the server goes on.
+  try {
+    Dispatch(std::move(msg));
+  } catch (const kj::Exception& e) {
+    ++rejected_by_handlers_;
+    TOWERPS_LOG(kError) << "rejected a message that passed validation (a TowerPS bug): "
+                        << e.getDescription().cStr();
+  }
+}
+
+bool Server::MayShutDown(const std::string& peer) {
+  // The chief is worker 0; a launcher or admin tool connects as "launcher...". With a job
+  // secret only the job's processes can connect at all; this keeps its workers from stopping
+  // servers by mistake, and, --insecure, strangers who do not know these names.
+  return peer == "worker:0" || peer.rfind("launcher", 0) == 0;
+}
+
+void Server::Dispatch(IncomingMessage msg) {
   switch (msg.type()) {
     case proto::MessageType::PING: {
       SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
@@ -196,6 +218,18 @@ void Server::HandleMessage(IncomingMessage msg) {
       HandleStats(msg);
       return;
     case proto::MessageType::SHUTDOWN:
+      if (!MayShutDown(msg.peer())) {
+        if (refused_shutdowns_++ == 0) {
+          TOWERPS_LOG(kWarning) << "refused shutdown from " << PeerName(msg.peer())
+                                << ": only the chief (worker:0) or the launcher may stop a server"
+                                << " (further refusals are counted in the stats)";
+        }
+        SendOrLog(ErrorReply(
+            msg, FailedPreconditionError("only the chief (worker:0) or the launcher may stop a "
+                                         "server; " +
+                                         PeerName(msg.peer()) + " may not")));
+        return;
+      }
       shutdown_requested_ = true;
       SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
       return;
@@ -250,7 +284,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
   reply.header().setVersion(restored_version_);
   SendOrLog(std::move(reply));
-  TOWERPS_LOG(kInfo) << who << " registered (" << msg.peer() << ")";
+  TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
 }
 
 void Server::Route(IncomingMessage msg) {
@@ -273,7 +307,7 @@ void Server::Route(IncomingMessage msg) {
 void Server::HandleStats(const IncomingMessage& msg) {
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::STATS_REPLY);
   auto st = reply.header().initStats();
-  uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0;
+  uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0, nonfinite = 0;
   std::vector<uint64_t> hist(kStalenessBuckets, 0);
   LowestVersion lowest;
   int64_t max_v = kNoVersion;
@@ -282,6 +316,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
     received += c.gradients_received.load();
     applied += c.updates_applied.load();
     dropped += c.stale_dropped.load();
+    nonfinite += c.nonfinite_rejected.load();
     pulls += c.pulls_served.load();
     nanos += c.aggregation_nanos.load();
     for (int b = 0; b < kStalenessBuckets; ++b) hist[b] += c.staleness[b].load();
@@ -296,9 +331,12 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setGradientsReceived(received);
   st.setUpdatesApplied(applied);
   st.setStaleDropped(dropped);
+  st.setNonfiniteRejected(nonfinite);
   st.setPullsServed(pulls);
   st.setAggregationNanos(nanos);
-  st.setRejectedMessages(ss.rejected);
+  st.setRejectedMessages(ss.rejected + rejected_by_handlers_);
+  st.setRefusedHandshakes(socket_->refused_handshakes());
+  st.setRefusedShutdowns(refused_shutdowns_);
   st.setMinVersion(lowest.value());
   st.setMaxVersion(max_v);
   st.setCheckpointsWritten(checkpoints_written_);
@@ -310,11 +348,13 @@ void Server::HandleStats(const IncomingMessage& msg) {
 void Server::SendOrLog(OutgoingMessage msg) {
   const std::string peer = msg.peer();
   Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
-  if (!s.ok()) TOWERPS_LOG(kWarning) << "reply to " << peer << " lost: " << s.ToString();
+  if (!s.ok()) {
+    TOWERPS_LOG(kWarning) << "reply to " << PeerName(peer) << " lost: " << s.ToString();
+  }
 }
 
-void Server::MaybeCheckpoint(bool final) {
-  if (options_.checkpoint_dir.empty() || !shards_started_) return;
+Status Server::MaybeCheckpoint(bool final) {
+  if (options_.checkpoint_dir.empty() || !shards_started_) return Status::Ok();
   if (final) {
     // Shards are stopped: their chunks can be read directly.
     std::vector<SnapshotPart> parts;
@@ -324,31 +364,36 @@ void Server::MaybeCheckpoint(bool final) {
       for (const auto& c : shards_[i]->chunks()) p.chunks.push_back(c->Snapshot());
       parts.push_back(std::move(p));
     }
-    Status s = WriteCheckpoint(std::move(parts));
-    if (!s.ok()) TOWERPS_LOG(kError) << "final checkpoint failed: " << s.ToString();
-    return;
+    return WriteCheckpoint(std::move(parts))
+        .WithContext("final checkpoint to --checkpoint-dir " + options_.checkpoint_dir +
+                     " failed; the updates since the last checkpoint are not saved");
   }
   if (snapshot_in_flight_) {
-    if (snapshot_parts_.size() < shards_.size()) return;
+    if (snapshot_parts_.size() < shards_.size()) return Status::Ok();
     snapshot_in_flight_ = false;
     Status s = WriteCheckpoint(std::move(snapshot_parts_));
     snapshot_parts_.clear();
-    if (!s.ok()) TOWERPS_LOG(kError) << "checkpoint failed: " << s.ToString();
-    return;
+    // Training goes on; the previous checkpoint stays, and the next one is tried as usual.
+    if (!s.ok()) TOWERPS_LOG(kError) << "checkpoint failed (serving goes on): " << s.ToString();
+    return Status::Ok();
   }
-  if (options_.checkpoint_every <= 0) return;
+  if (options_.checkpoint_every <= 0) return Status::Ok();
   LowestVersion lowest;
   for (auto& shard : shards_) {
     if (!shard->chunks().empty()) lowest.Add(shard->MinVersion());
   }
   const int64_t min_v = lowest.value();
-  if (min_v == kNoVersion || min_v < last_checkpoint_version_ + options_.checkpoint_every) return;
+  // After a failed attempt the next one waits for checkpoint_every more versions too.
+  const int64_t since = std::max(last_checkpoint_version_, checkpoint_attempt_version_);
+  if (min_v == kNoVersion || min_v < since + options_.checkpoint_every) return Status::Ok();
+  checkpoint_attempt_version_ = min_v;
   snapshot_in_flight_ = true;
   for (auto& shard : shards_) {
     ShardTask t;
     t.kind = ShardTask::Kind::kSnapshot;
     shard->Post(std::move(t));
   }
+  return Status::Ok();
 }
 
 Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
@@ -376,16 +421,19 @@ Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
 }
 
 void Server::LogStats() {
-  uint64_t applied = 0, dropped = 0, received = 0;
+  uint64_t applied = 0, dropped = 0, received = 0, nonfinite = 0;
   for (auto& shard : shards_) {
     applied += shard->counters().updates_applied.load();
     dropped += shard->counters().stale_dropped.load();
+    nonfinite += shard->counters().nonfinite_rejected.load();
     received += shard->counters().gradients_received.load();
   }
   const SocketStats& ss = socket_->stats();
   TOWERPS_LOG(kInfo) << "stats: " << received << " gradients, " << applied << " updates, "
-                     << dropped << " stale dropped, " << ss.bytes_in / (1 << 20) << " MiB in, "
-                     << ss.bytes_out / (1 << 20) << " MiB out, " << ss.rejected << " rejected";
+                     << dropped << " stale dropped, " << nonfinite << " non-finite refused, "
+                     << ss.bytes_in / (1 << 20) << " MiB in, " << ss.bytes_out / (1 << 20)
+                     << " MiB out, " << ss.rejected + rejected_by_handlers_ << " rejected, "
+                     << socket_->refused_handshakes() << " refused connections";
 }
 
 }  // namespace towerps::ps

@@ -7,8 +7,10 @@
 // restored at start when a checkpoint file exists.
 //
 // Contract: Create() binds and restores; Run() serves until a shutdown message or until
-// `*stop` becomes true, then stops the shards and writes the final checkpoint. Run() is called
-// once, from one thread. Errors from Create/Run are user-facing Statuses.
+// `*stop` becomes true, then stops the shards and writes the final checkpoint. A failed periodic
+// checkpoint (e.g. a full disk) is logged and serving goes on with the previous one kept; a
+// failed final checkpoint is Run()'s error. Run() is called once, from one thread. Errors from
+// Create/Run are user-facing Statuses.
 #ifndef TOWERPS_PS_SERVER_H_
 #define TOWERPS_PS_SERVER_H_
 
@@ -64,11 +66,14 @@ class Server {
   Status EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature);
   void StartShards();
   void HandleMessage(IncomingMessage msg);
+  void Dispatch(IncomingMessage msg);
+  // Whether `peer` (a routing id) may stop this server: the chief or a launcher.
+  static bool MayShutDown(const std::string& peer);
   void HandleRegister(const IncomingMessage& msg);
   void HandleStats(const IncomingMessage& msg);
   void Route(IncomingMessage msg);
   void SendOrLog(OutgoingMessage msg);
-  void MaybeCheckpoint(bool final);
+  Status MaybeCheckpoint(bool final);  // an error only for a failed final checkpoint
   Status WriteCheckpoint(std::vector<SnapshotPart> parts);
   void LogStats();
 
@@ -85,10 +90,13 @@ class Server {
   std::map<std::pair<uint32_t, uint32_t>, ChunkHome> homes_;
   bool shutdown_requested_ = false;
   int64_t last_checkpoint_version_ = kNoVersion;  // kNoVersion: none written or restored
+  int64_t checkpoint_attempt_version_ = kNoVersion;  // when the last periodic one was started
   int64_t restored_version_ = kNoVersion;  // lowest chunk version restored; kNoVersion: fresh
   bool snapshot_in_flight_ = false;
   std::vector<SnapshotPart> snapshot_parts_;
   uint64_t checkpoints_written_ = 0;
+  uint64_t rejected_by_handlers_ = 0;  // messages a handler could not read (see HandleMessage)
+  uint64_t refused_shutdowns_ = 0;     // shutdown requests from neither the chief nor a launcher
 };
 
 }  // namespace towerps::ps

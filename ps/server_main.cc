@@ -1,12 +1,14 @@
 // towerps-server: one parameter-server shard process. See ps/server.h.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "ps/job_flags.h"
+#include "ps/security_flags.h"
 #include "ps/server.h"
 
 namespace po = boost::program_options;
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
   ConfigureAllocatorForLargeMessages();
   ps::ServerOptions options;
   ps::JobFlags job_flags;
+  ps::SecurityFlags security_flags;
   std::string log_level = "info";
   std::string ready_file;
   int64_t stats_ms = options.stats_log_interval.count();
@@ -49,7 +52,7 @@ int main(int argc, char** argv) {
       "write the listening endpoint to this file once serving (for launchers)")(
       "log-level", po::value(&log_level)->default_value(log_level), "debug, info, warning, error");
   po::options_description all("Usage: towerps-server [options]\n\nRuns one parameter-server shard");
-  all.add(process).add(job_flags.options());
+  all.add(process).add(security_flags.options()).add(job_flags.options());
 
   po::variables_map vm;
   if (auto exit_code = ps::ParseCommandLine("towerps-server", argc, argv, all, &vm)) {
@@ -57,13 +60,16 @@ int main(int argc, char** argv) {
   }
   Result<LogLevel> level = ParseLogLevel(log_level);
   Result<ps::JobConfig> job = job_flags.ToConfig();
-  if (!level.ok() || !job.ok()) {
-    std::cerr << "towerps-server: " << (level.ok() ? job.status() : level.status()).message()
-              << "\n";
+  Result<TransportSecurity> security =
+      security_flags.ToSecurity(std::getenv("TOWERPS_SECRET_FILE"));
+  Status bad = !level.ok() ? level.status() : !job.ok() ? job.status() : security.status();
+  if (!bad.ok()) {
+    std::cerr << "towerps-server: " << bad.message() << "\n";
     return 2;
   }
   InitLogging({.role = "ps", .rank = options.rank, .min_level = *level});
   options.job = *job;
+  options.transport.security = *security;
   options.stats_log_interval = std::chrono::milliseconds(stats_ms);
   options.stop = &g_stop;
   std::signal(SIGINT, OnSignal);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/logging.h"
 #include "ps/reply.h"
 #include "towerps/check.h"
 
@@ -102,6 +103,10 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
         outbox_->Push(ErrorReply(msg, out.status()));
         return;
       }
+      if (out->kind == PushOutcome::Kind::kRejected) {
+        RefuseNonFinite(msg, out->rejection);
+        break;  // the push may still have completed a sync step: pulls can be ready
+      }
       OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
       reply.header().setVersion(out->version);
       reply.header().setStaleness(out->kind == PushOutcome::Kind::kDropped ? -1 : out->staleness);
@@ -126,6 +131,19 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
   }
   versions_[index].store(chunk.version());
   AnswerReadyPulls(index);
+}
+
+void Shard::RefuseNonFinite(const IncomingMessage& msg, const std::string& why) {
+  // Logged once per worker (a diverged worker in --on-nonfinite continue sends little else);
+  // every refusal is counted in the server's stats.
+  const uint32_t worker = msg.header().getSenderRank();
+  if (nonfinite_logged_.insert(worker).second) {
+    TOWERPS_LOG(kWarning) << why << "; further non-finite gradients from worker " << worker
+                          << " are refused without a log line (counted in the stats)";
+  }
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::ERROR);
+  SetStatus(reply.header(), InvalidArgumentError(why));
+  outbox_->Push(std::move(reply));
 }
 
 void Shard::AnswerReadyPulls(size_t index) {

@@ -14,6 +14,8 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -65,6 +67,8 @@ class Shard {
   void Loop();
   void Handle(size_t chunk, IncomingMessage msg);
   void AnswerReadyPulls(size_t chunk);
+  // Answers a push whose gradient the chunk refused as non-finite: an error reply saying why.
+  void RefuseNonFinite(const IncomingMessage& request, const std::string& why);
   void ReplyPull(size_t chunk, const IncomingMessage& request);
 
   const int index_;
@@ -75,6 +79,7 @@ class Shard {
   std::vector<std::vector<Waiter>> waiters_;          // per chunk
   std::unique_ptr<std::atomic<int64_t>[]> versions_;  // per chunk, mirrored for readers
   ShardCounters counters_;
+  std::set<uint32_t> nonfinite_logged_;  // workers whose non-finite gradient was logged
   std::thread thread_;
 };
 

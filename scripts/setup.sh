@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   clang-14 libfuzzer-14-dev
-  libzmq3-dev cppzmq-dev
+  libzmq3-dev cppzmq-dev libsodium-dev
   capnproto libcapnp-dev
   libboost-program-options-dev
   nlohmann-json3-dev

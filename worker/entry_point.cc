@@ -7,9 +7,11 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/finite.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "ps/job_flags.h"
+#include "ps/security_flags.h"
 #include "towerps/worker_main.h"
 #include "worker/train/trainer.h"
 
@@ -48,13 +50,34 @@ int CheckJob(const towerps::Registry& registry, const towerps::ps::JobConfig& jo
   const towerps::Status fits =
       registry.CheckFits(job.model, job.dataset, worker.MakeDataRequest({}, job.seed));
   if (fits.ok()) return 0;
-  std::cerr << fits.message() << "\n";
+  // An unknown name is the fault of one flag: say which.
+  const bool model_known = registry.FindModel(job.model) != nullptr;
+  const bool dataset_known = registry.FindDataset(job.dataset).ok();
+  const std::string flag = !model_known     ? "--model " + job.model + ": "
+                           : !dataset_known ? "--dataset " + job.dataset + ": "
+                                            : "";
+  std::cerr << flag << fits.message() << "\n";
   // Both names are known, so the probe failed: files absent or unreadable here are for the
   // workers to read where they run; anything else (a corrupt header, a mismatch) is final.
-  const bool names_known =
-      registry.FindModel(job.model) != nullptr && registry.FindDataset(job.dataset).ok();
+  const bool names_known = model_known && dataset_known;
   const StatusCode code = fits.code();
   return names_known && (code == StatusCode::kNotFound || code == StatusCode::kIoError) ? 3 : 2;
+}
+
+// Why a worker that stops on a non-finite value (--on-nonfinite fail) failed.
+std::string DivergenceMessage(const towerps::worker::TrainingSummary& s) {
+  std::string what;
+  if (s.diverged_at_step >= 0) {
+    what = "diverged at step " + std::to_string(s.diverged_at_step) + " (" + s.divergence + ")";
+  } else if (s.nonfinite_rejected > 0) {
+    what = "the job diverged: the servers refused " + std::to_string(s.nonfinite_rejected) +
+           " non-finite gradient(s) from other workers";
+  } else {
+    what = "the job diverged: the final test loss is " + towerps::DescribeValue(s.test_loss);
+  }
+  return what +
+         "; lower --lr, or pass --on-nonfinite continue to train on and record the run as "
+         "diverged";
 }
 
 }  // namespace
@@ -68,6 +91,7 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
   worker::TrainerOptions options;
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
+  ps::SecurityFlags security_flags;
   std::string endpoints, log_level = "info";
   po::options_description process("Process options");
   process.add_options()("help,h", "show this help")(
@@ -86,7 +110,10 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
       " --rank R --ps-endpoints tcp://h:p,... [options]\n\n"
       "Trains its shard of the data against the parameter servers. Usually started by "
       "towerps-launch");
-  all.add(process).add(job_flags.options()).add(worker_flags.options());
+  all.add(process)
+      .add(security_flags.options())
+      .add(job_flags.options())
+      .add(worker_flags.options());
   po::variables_map vm;
   if (auto exit_code = ps::ParseCommandLine(prog, argc, argv, all, &vm)) {
     return *exit_code;
@@ -110,6 +137,13 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
     std::cerr << prog << ": --ps-endpoints is required (towerps-launch sets it)\n";
     return 2;
   }
+  Result<TransportSecurity> security =
+      security_flags.ToSecurity(std::getenv("TOWERPS_SECRET_FILE"));
+  if (!security.ok()) {
+    std::cerr << prog << ": " << security.status().message() << "\n";
+    return 2;
+  }
+  options.security = *security;
   InitLogging({.role = "worker", .rank = options.rank, .min_level = *level});
   options.job = *job;
   options.worker = *wopts;
@@ -129,10 +163,15 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
     return g_signal.load() ? 128 + g_signal.load() : 1;
   }
   const std::string json = worker::SummaryJson(*summary, options.job, options.rank);
+  // --on-nonfinite fail: training stopped at the first NaN or infinity (the summary says so).
+  const bool diverged =
+      summary->diverged && options.worker.on_nonfinite == worker::OnNonFinite::kFail;
   if (options.rank == 0) {
-    std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
-                summary->test_accuracy, static_cast<long long>(summary->steps),
-                summary->train_seconds, summary->examples_per_sec);
+    if (!diverged) {
+      std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
+                  summary->test_accuracy, static_cast<long long>(summary->steps),
+                  summary->train_seconds, summary->examples_per_sec);
+    }
     std::printf("summary: %s\n", json.c_str());
     std::fflush(stdout);
     if (!options.worker.summary_out.empty()) {
@@ -143,6 +182,11 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
         return 1;
       }
     }
+  }
+  if (diverged) {
+    // This process's last error line: towerps-launch reports it as the job's failure.
+    TOWERPS_LOG(kError) << DivergenceMessage(*summary);
+    return 1;
   }
   return 0;
 }

@@ -93,6 +93,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!straggler.empty()) add("--straggler", straggler);
   if (!straggler_dist.empty()) add("--straggler-dist", straggler_dist);
   if (!slow_workers.empty()) add("--slow-workers", slow_workers);
+  if (on_nonfinite == OnNonFinite::kContinue) add("--on-nonfinite", "continue");
   return a;
 }
 
@@ -135,7 +136,11 @@ WorkerFlags::WorkerFlags()
       "straggler-dist", po::value(&o.straggler_dist),
       "exp:MEAN or uniform:LO:HI: random per-step delays for every worker (seeded)")(
       "slow-workers", po::value(&o.slow_workers),
-      "K:FACTOR: the last K workers compute FACTOR times slower");
+      "K:FACTOR: the last K workers compute FACTOR times slower")(
+      "on-nonfinite", po::value(&on_nonfinite_)->default_value(on_nonfinite_),
+      "fail: a NaN or infinite loss or gradient stops the job (exit 1, \"diverged at step "
+      "N\"); continue: train on and record the run as diverged (the servers refuse non-finite "
+      "gradients either way)");
 }
 
 DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t seed) const {
@@ -151,6 +156,15 @@ DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t se
 Result<WorkerOptions> WorkerFlags::ToOptions() const {
   WorkerOptions o = options_;
   o.rpc_timeout = std::chrono::milliseconds(rpc_timeout_ms_);
+  if (on_nonfinite_ == "fail") {
+    o.on_nonfinite = OnNonFinite::kFail;
+  } else if (on_nonfinite_ == "continue") {
+    o.on_nonfinite = OnNonFinite::kContinue;
+  } else {
+    return InvalidArgumentError("--on-nonfinite=" + on_nonfinite_ +
+                                " is not fail or continue (continue: train on after a NaN, "
+                                "for divergence experiments)");
+  }
   TOWERPS_RETURN_IF_ERROR(o.Validate());
   return o;
 }

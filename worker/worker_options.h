@@ -14,6 +14,13 @@
 
 namespace towerps::worker {
 
+// What a worker does when its loss, or a gradient it is about to push, is NaN or infinite.
+enum class OnNonFinite {
+  kFail,      // stop: the worker exits non-zero with "diverged at step N (...)" (default)
+  kContinue,  // train on (divergence experiments): the servers refuse the non-finite gradients,
+              // the worker counts them as dropped, and the summary records "diverged": true
+};
+
 struct WorkerOptions {
   std::string towers = "cpu:0";  // comma-separated devices, one tower each: cpu:0,cpu:1 or gpu:0
   int intra_op_threads = 1;      // threads inside one op
@@ -40,6 +47,7 @@ struct WorkerOptions {
   std::string straggler;       // RANK:DELAY
   std::string straggler_dist;  // exp:MEAN or uniform:LO:HI
   std::string slow_workers;    // K:FACTOR
+  OnNonFinite on_nonfinite = OnNonFinite::kFail;
 
   // Range checks and the syntax of --towers (not whether its devices exist: ParseTowers in the
   // worker checks that); the error names the flag and the value.
@@ -63,6 +71,7 @@ class WorkerFlags {
  private:
   WorkerOptions options_;
   long rpc_timeout_ms_;
+  std::string on_nonfinite_ = "fail";
   boost::program_options::options_description desc_;
 };
 

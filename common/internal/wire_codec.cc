@@ -1,5 +1,6 @@
 #include "common/internal/wire_codec.h"
 
+#include <capnp/dynamic.h>
 #include <capnp/schema.h>
 #include <kj/exception.h>
 
@@ -70,6 +71,38 @@ Status CheckTensorMeta(proto::TensorMeta::Reader meta, size_t index, size_t fram
                          " bytes but its frame has " + std::to_string(frame_bytes));
   }
   return Status::Ok();
+}
+
+// Reads every field of `s`, recursively, as the schema types it: a pointer of the wrong kind (a
+// bit list where a struct list belongs, a list where a struct belongs), text without its NUL,
+// or an out-of-bounds pointer throws here, inside the decoder's guard, instead of later in a
+// getter. The generated getters check pointers the same way, so after this walk none of them
+// can throw. Only the active member of a union is read.
+void ReadEveryField(capnp::DynamicStruct::Reader s);
+
+void ReadEveryValue(const capnp::DynamicValue::Reader& v) {
+  switch (v.getType()) {
+    case capnp::DynamicValue::STRUCT:
+      ReadEveryField(v.as<capnp::DynamicStruct>());
+      return;
+    case capnp::DynamicValue::LIST:
+      for (auto element : v.as<capnp::DynamicList>()) ReadEveryValue(element);
+      return;
+    case capnp::DynamicValue::TEXT:
+      (void)v.as<capnp::Text>();
+      return;
+    default:
+      return;  // primitives, enums and data are plain bytes
+  }
+}
+
+void ReadEveryField(capnp::DynamicStruct::Reader s) {
+  for (capnp::StructSchema::Field field : s.getSchema().getNonUnionFields()) {
+    ReadEveryValue(s.get(field));
+  }
+  KJ_IF_MAYBE (active, s.which()) {
+    ReadEveryValue(s.get(*active));
+  }
 }
 
 // Frees the heap-held storage reference that kept a tensor alive while ZeroMQ sent it.
@@ -143,15 +176,9 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
     msg.reader_ = std::make_unique<capnp::FlatArrayMessageReader>(
         kj::ArrayPtr<const capnp::word>(begin, words), options);
     msg.header_ = msg.reader_->getRoot<proto::Header>();
-    // Walks the whole structure once, so that every later getter is in bounds.
+    // Bounds every pointer once (totalSize), then reads each field as its type (see above).
     (void)msg.header_.totalSize();
-    // Text is checked for NUL termination only when read; read every text field now.
-    (void)msg.header_.getStatusMessage();
-    for (auto v : msg.header_.getVariables()) (void)v.getName();
-    for (auto f : msg.header_.getConfigFields()) {
-      (void)f.getName();
-      (void)f.getValue();
-    }
+    ReadEveryField(capnp::toDynamic(msg.header_));
   } catch (const kj::Exception& e) {
     return ProtocolError(std::string("malformed Cap'n Proto header: ") + e.getDescription().cStr());
   }

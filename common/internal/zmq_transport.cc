@@ -6,6 +6,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/internal/gatekeeper.h"
 #include "common/internal/transport_factories.h"
 #include "common/internal/wire_codec.h"
 #include "common/logging.h"
@@ -29,11 +30,13 @@ Result<bool> WaitFor(zmq::socket_t& socket, short events, Deadline deadline) {
 
 class ZmqSocket final : public Socket {
  public:
-  ZmqSocket(zmq::socket_t socket, bool router, std::string endpoint, const WireLimits& limits)
+  ZmqSocket(zmq::socket_t socket, bool router, std::string endpoint, const WireLimits& limits,
+            std::shared_ptr<std::atomic<uint64_t>> refused = nullptr)
       : socket_(std::move(socket)),
         router_(router),
         endpoint_(std::move(endpoint)),
-        limits_(limits) {}
+        limits_(limits),
+        refused_(std::move(refused)) {}
 
   Status Send(OutgoingMessage message, Deadline deadline) override {
     if (router_ && message.peer().empty()) {
@@ -68,7 +71,8 @@ class ZmqSocket final : public Socket {
       }
     } catch (const zmq::error_t& e) {
       if (e.num() == EHOSTUNREACH) {
-        return NetworkError("peer '" + message.peer() + "' is not connected to " + endpoint_);
+        return NetworkError("peer " + PeerName(message.peer()) + " is not connected to " +
+                            endpoint_);
       }
       return NetworkError("send on " + endpoint_ + " failed: " + e.what());
     }
@@ -115,11 +119,15 @@ class ZmqSocket final : public Socket {
     Result<IncomingMessage> msg = DecodeMessage(peer, std::move(frames), limits_);
     if (!msg.ok()) {
       ++stats_.rejected;
-      std::string from = peer.empty() ? endpoint_ : "peer '" + peer + "' on " + endpoint_;
-      TOWERPS_LOG(kWarning) << "rejected message from " << from << ": " << msg.status().message()
-                            << (dropped_frames ? " (" + std::to_string(dropped_frames) +
-                                                     " excess frames drained)"
-                                               : "");
+      std::string from = peer.empty() ? endpoint_ : "peer " + PeerName(peer) + " on " + endpoint_;
+      if (reject_log_.Admit()) {
+        TOWERPS_LOG(kWarning) << "rejected message from " << from << ": " << msg.status().message()
+                              << (dropped_frames ? " (" + std::to_string(dropped_frames) +
+                                                       " excess frames drained)"
+                                                 : "")
+                              << " [" << stats_.rejected
+                              << " rejected so far; after 10, one in 10000 is logged]";
+      }
       return msg.status().WithContext("rejected message from " + from);
     }
     ++stats_.messages_in;
@@ -130,6 +138,7 @@ class ZmqSocket final : public Socket {
 
   const std::string& endpoint() const override { return endpoint_; }
   const SocketStats& stats() const override { return stats_; }
+  uint64_t refused_handshakes() const override { return refused_ ? refused_->load() : 0; }
   zmq::socket_t& raw() { return socket_; }
 
  private:
@@ -137,7 +146,9 @@ class ZmqSocket final : public Socket {
   const bool router_;
   const std::string endpoint_;
   const WireLimits limits_;
+  const std::shared_ptr<std::atomic<uint64_t>> refused_;  // counted by the Gatekeeper
   SocketStats stats_;
+  LogRateLimiter reject_log_;
 };
 
 // ZeroMQ spells "any port" as '*'.
@@ -171,13 +182,50 @@ class ZmqTransport final : public Transport {
 
  private:
   Status Configure(zmq::socket_t& socket);
+  // Makes `socket` a server (PLAIN or CURVE, checked by the Gatekeeper) or a client proving
+  // membership of the job, per options_.security. No-op without a secret.
+  Status Secure(zmq::socket_t& socket, bool server);
 
   TransportOptions options_;
   zmq::context_t context_;
+  Mutex mu_;
+  // Started with the first secured listening socket; destroyed before context_.
+  std::unique_ptr<Gatekeeper> gatekeeper_ GUARDED_BY(mu_);
 };
 
 ZmqTransport::ZmqTransport(const TransportOptions& options)
     : options_(options), context_(options.io_threads) {}
+
+Status ZmqTransport::Secure(zmq::socket_t& socket, bool server) {
+  const TransportSecurity& sec = options_.security;
+  if (!sec.secret) return Status::Ok();
+  if (server) {
+    MutexLock lock(&mu_);
+    if (!gatekeeper_) {
+      TOWERPS_ASSIGN_OR_RETURN(gatekeeper_, Gatekeeper::Start(context_, sec.secret));
+    }
+  }
+  if (sec.encrypt) {
+    const CurveKeyPair mine =
+        server ? sec.secret->CurveServerKeys() : sec.secret->CurveClientKeys();
+    if (server) {
+      socket.set(zmq::sockopt::curve_server, 1);
+    } else {
+      const CurveKeyPair srv = sec.secret->CurveServerKeys();
+      socket.set(zmq::sockopt::curve_serverkey, zmq::const_buffer(srv.public_key.data(), 32));
+      socket.set(zmq::sockopt::curve_publickey, zmq::const_buffer(mine.public_key.data(), 32));
+    }
+    socket.set(zmq::sockopt::curve_secretkey, zmq::const_buffer(mine.secret_key.data(), 32));
+    return Status::Ok();
+  }
+  if (server) {
+    socket.set(zmq::sockopt::plain_server, 1);
+  } else {
+    socket.set(zmq::sockopt::plain_username, std::string(JobSecret::kPlainUser));
+    socket.set(zmq::sockopt::plain_password, sec.secret->PlainPassword());
+  }
+  return Status::Ok();
+}
 
 Status ZmqTransport::Configure(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::linger, options_.linger_ms);
@@ -195,10 +243,16 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Listen(const std::string& endpoint
     TOWERPS_RETURN_IF_ERROR(Configure(socket));
     socket.set(zmq::sockopt::router_mandatory, 1);  // unknown peers are errors, not silent drops
     socket.set(zmq::sockopt::router_handover, 1);   // a reconnecting peer takes over its identity
+    TOWERPS_RETURN_IF_ERROR(Secure(socket, /*server=*/true));
+    std::shared_ptr<std::atomic<uint64_t>> refused;
+    if (options_.security.secret) {
+      MutexLock lock(&mu_);
+      TOWERPS_ASSIGN_OR_RETURN(refused, gatekeeper_->Watch(socket, endpoint));
+    }
     socket.bind(ZmqBindSpelling(endpoint));
     std::string bound = socket.get(zmq::sockopt::last_endpoint);
-    return std::unique_ptr<Socket>(
-        new ZmqSocket(std::move(socket), /*router=*/true, std::move(bound), options_.limits));
+    return std::unique_ptr<Socket>(new ZmqSocket(std::move(socket), /*router=*/true,
+                                                 std::move(bound), options_.limits, refused));
   } catch (const zmq::error_t& e) {
     if (e.num() == EADDRINUSE) {
       return NetworkError("cannot listen on " + endpoint +
@@ -257,6 +311,7 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Connect(const std::string& endpoin
     zmq::socket_t socket(context_, zmq::socket_type::dealer);
     TOWERPS_RETURN_IF_ERROR(Configure(socket));
     socket.set(zmq::sockopt::routing_id, identity);
+    TOWERPS_RETURN_IF_ERROR(Secure(socket, /*server=*/false));
     socket.connect(endpoint);
     return std::unique_ptr<Socket>(
         new ZmqSocket(std::move(socket), /*router=*/false, endpoint, options_.limits));

@@ -130,6 +130,9 @@ struct ServerStats {
   minVersion @9 :Int64;    # lowest chunk version; -1 while a chunk has no value or none is held
   maxVersion @10 :Int64;   # highest chunk version; -1 while no chunk has a value
   checkpointsWritten @11 :UInt64;
+  nonfiniteRejected @12 :UInt64;  # gradients refused for a NaN or an infinity, never applied
+  refusedHandshakes @13 :UInt64;   # connections refused for not holding the job's secret
+  refusedShutdowns @14 :UInt64;    # shutdown requests from a peer other than the chief or launcher
 }
 
 struct ConfigField {

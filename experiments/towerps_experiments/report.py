@@ -40,8 +40,10 @@ def render(results_dir, stats, target, plots, check_results, sweep_source):
     n_runs = sum(len(s.runs) for s in stats)
     out += [f"{n_runs} runs in {len(stats)} configurations; target test accuracy {target:g}. "
             "Means and standard deviations are over seeds. A seed counts as *diverged* when its "
-            "accuracy is null or both its test and train losses are (NaN); a null accuracy is "
-            "left out of the mean, a reported one (a diverged model scores ~0.1) is kept. Time to target counts "
+            "summary says so (a NaN or infinite loss or gradient was seen; the runs use "
+            "--on-nonfinite continue and the servers refuse such gradients), or, for results "
+            "without that field, when its accuracy is null or both its test and train losses "
+            "are (NaN); a null accuracy is left out of the mean, a reported one (a diverged model scores ~0.1) is kept. Time to target counts "
             "from launch (process start-up included) to the first evaluation at or above the "
             "target, over the seeds that reached it. Staleness comes from the summary's "
             "histogram where present.", "", "## Configurations", "", table(stats, target), ""]

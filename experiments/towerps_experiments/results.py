@@ -140,11 +140,17 @@ class RunResult:
 
     @property
     def diverged(self):
-        """Null accuracy, or null test and train loss (the worker's NaN): today's binaries
-        still report the chance-level accuracy of a diverged model (0.1)."""
-        return self.ok and (self.final_accuracy is None or (
+        """The summary's "diverged": true (a worker saw a NaN or infinite loss or gradient;
+        the servers refused those gradients, so the final numbers may look finite), or, for
+        results of older binaries without the field, a null accuracy or null test and train
+        losses (the worker's NaN)."""
+        if not self.ok:
+            return False
+        if self.summary.get("diverged") is True:
+            return True
+        return self.final_accuracy is None or (
             _num(self.summary.get("test_loss")) is None
-            and _num(self.summary.get("final_train_loss")) is None))
+            and _num(self.summary.get("final_train_loss")) is None)
 
     def time_to_target(self, target):
         """Seconds from launch to the first evaluation with test accuracy >= target, or

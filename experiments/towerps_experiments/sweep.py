@@ -122,10 +122,12 @@ class Run:
     options: dict = field(default_factory=dict)
 
     def command(self, launcher, run_dir):
-        """The exact launcher command line, writing all outputs under run_dir."""
+        """The exact launcher command line, writing all outputs under run_dir. A run that
+        diverges is a result here, not a failure: --on-nonfinite continue trains it to the end
+        and its summary says "diverged": true."""
         cmd = [launcher, "--workers", str(self.workers), "--mode", self.mode.mode,
                "--model", self.model, "--epochs", str(self.epochs), "--lr", _fmt(self.lr),
-               "--seed", str(self.seed)]
+               "--seed", str(self.seed), "--on-nonfinite", "continue"]
         if self.mode.mode == "sync" and self.mode.backup_workers:
             cmd += ["--replicas-to-aggregate", str(self.workers - self.mode.backup_workers)]
         if self.mode.mode == "ssp":

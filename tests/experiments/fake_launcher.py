@@ -7,6 +7,9 @@ test, not of the real CLI), read from the environment of the test that starts it
   FAKE_LAUNCH_LOG      append "<run-dir>" per invocation to this file
   FAKE_LAUNCH_FAIL     exit 3 without a summary when the --mode equals this value
   FAKE_LAUNCH_INTERRUPT_SEED  for this --seed: write half the files, SIGINT the parent, hang
+  FAKE_LAUNCH_DIVERGE  when the --mode equals this value: a summary with "diverged": true and
+                       finite chance-level numbers (what a job with --on-nonfinite continue
+                       reports once the servers refused its NaN gradients)
 """
 import argparse
 import json
@@ -57,7 +60,7 @@ for flag in ("--workers", "--epochs", "--seed", "--staleness", "--replicas-to-ag
     p.add_argument(flag, type=int)
 for flag in ("--mode", "--model", "--lr", "--run-dir", "--metrics-out", "--summary-out",
              "--dataset", "--optimizer", "--batch-size", "--straggler", "--straggler-dist",
-             "--slow-workers", "--max-steps"):
+             "--slow-workers", "--max-steps", "--on-nonfinite"):
     p.add_argument(flag)
 p.add_argument("--staleness-aware-lr", action="store_true")
 p.add_argument("--validate-only", action="store_true")
@@ -94,8 +97,14 @@ for rank in range(a.workers):
             time.sleep(30)
 hist = [0] * 4
 hist[min(stale, 3)] = 90
+diverged = os.environ.get("FAKE_LAUNCH_DIVERGE") == a.mode
+if diverged and a.on_nonfinite != "continue":  # the real job stops at the first NaN
+    print(f"towerps-launch: worker:0 exited with code 1: diverged at step 3 (loss = nan)",
+          file=sys.stderr)
+    sys.exit(1)
 with open(a.summary_out, "w") as f:
-    json.dump({"test_accuracy": 0.5 + a.seed / 100, "test_loss": 1.0, "final_train_loss": 0.07,
+    json.dump({"test_accuracy": 0.1 if diverged else 0.5 + a.seed / 100, "test_loss": 1.0,
+               "final_train_loss": 0.07, "diverged": diverged,
                "train_seconds": 0.3, "examples_per_sec": 1000.0 * a.workers, "steps": 30,
                "epochs": a.epochs, "mode": a.mode, "workers": a.workers, "servers": 1,
                "replicas_to_aggregate": a.replicas_to_aggregate or a.workers,

@@ -89,6 +89,21 @@ class ResumeTest(unittest.TestCase):
         (ran, skipped, failed), _ = self.run_sweep()
         self.assertEqual((ran, skipped, failed), (3, 3, []))
 
+    def test_diverged_runs_finish_and_are_recorded_as_diverged(self):
+        # The sweep passes --on-nonfinite continue, so a run that diverges finishes (the fake
+        # launcher, like the real one, exits 1 without it) and reports finite chance-level
+        # numbers with "diverged": true.
+        from towerps_experiments import results
+        (ran, _, failed), _ = self.run_sweep(FAKE_LAUNCH_DIVERGE="async")
+        self.assertEqual((ran, failed), (6, []))
+        runs = {r.name: r for r in results.load_results(self.results)}
+        self.assertEqual(runs["async-seed1"].final_accuracy, 0.1)
+        self.assertTrue(runs["async-seed1"].diverged)
+        self.assertFalse(runs["sync-seed1"].diverged)
+        stats = {s.name: s for s in results.config_stats(runs.values(), 0.5)}
+        self.assertEqual((stats["async"].n_ok, stats["async"].n_diverged), (3, 3))
+        self.assertEqual(stats["sync"].n_diverged, 0)
+
     def test_missing_launcher_is_a_failed_run(self):
         out = io.StringIO()
         _, _, failed = runner.run_sweep(self.sweep, self.results, "/nonexistent/launch", 60, out)

@@ -51,6 +51,9 @@ class ExpansionTest(unittest.TestCase):
                             ("--summary-out", "/r/summary.json")):
             self.assertEqual(backup[backup.index(flag) + 1], value, flag)
         self.assertEqual(backup[0], "L")
+        # A diverged run is a result to record, not a failure.
+        for cmd in cmds.values():
+            self.assertEqual(cmd[cmd.index("--on-nonfinite") + 1], "continue")
 
 
 class ErrorTest(unittest.TestCase):

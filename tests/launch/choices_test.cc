@@ -3,6 +3,9 @@
 #include "launch/choices.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -55,8 +58,16 @@ TEST(ChoicesTest, EveryListedNameParsesBack) {
 // The fit check the launcher asks the worker binary for (--check-job).
 TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
   const Registry r = StockRegistry();
-  DataRequest cifar;  // cifar10's shapes are known from the name; the directory is not read
-  cifar.data_dir = "/cifar";
+  // cifar10's shapes are known from the name; the probe only checks that the files are there.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("towerps_choices_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                           "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"}) {
+    std::ofstream(dir / name) << "";
+  }
+  DataRequest cifar;
+  cifar.data_dir = dir.string();
   EXPECT_OK(r.CheckFits("mlp", "fashion-mnist", {}));
   EXPECT_OK(r.CheckFits("cifar10", "cifar10", cifar));  // 32x32 cropped to 24x24
   EXPECT_OK(r.CheckFits("resnet20", "cifar10", cifar));
@@ -76,6 +87,7 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
             "--dataset cifar10 needs --data-dir with data_batch_*.bin and test_batch.bin");
   EXPECT_EQ(r.CheckFits("mlp", "nope", {}).message(),
             "unknown dataset 'nope' (known: fashion-mnist, idx, cifar10, npy, synthetic)");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,6 +1,14 @@
 // A stand-in for towerps-worker in launcher tests: same flags, real parameter-server traffic
 // (register, chief init, sync push/pull rounds), no model. Runs epochs * 5 steps.
+//
+// Test hook (an argument of the test, read from the environment the launcher passes on):
+//   FAKE_WORKER_FAIL=RANK:HOW  worker RANK fails after its first step: HOW = error logs an
+//                              error line, then an ordinary line, and exits 1; sigkill kills
+//                              itself with SIGKILL.
+#include <signal.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -8,6 +16,7 @@
 #include "common/logging.h"
 #include "ps/client.h"
 #include "ps/job_flags.h"
+#include "ps/security_flags.h"
 #include "towerps/registry.h"
 #include "worker/worker_options.h"
 
@@ -19,11 +28,12 @@ int main(int argc, char** argv) {
   std::string endpoints;
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
+  ps::SecurityFlags security_flags;
   po::options_description own("fake worker");
   own.add_options()("rank", po::value(&rank))("ps-endpoints", po::value(&endpoints))(
       "config", po::value<std::string>())("check-job", "answer the launcher's check");
   po::options_description all;
-  all.add(own).add(job_flags.options()).add(worker_flags.options());
+  all.add(own).add(security_flags.options()).add(job_flags.options()).add(worker_flags.options());
   po::variables_map vm;
   if (Status s = ps::ParseFlags(argc, argv, all, &vm); !s.ok()) {
     std::cerr << s.ToString() << "\n";
@@ -33,10 +43,26 @@ int main(int argc, char** argv) {
   auto wopts = worker_flags.ToOptions();
   if (!job.ok() || !wopts.ok()) return 2;
   if (vm.count("check-job")) {  // as towerps::WorkerMain answers it, for the stock registry
+    const Registry registry = StockRegistry();
     const Status fits =
-        StockRegistry().CheckFits(job->model, job->dataset, wopts->MakeDataRequest({}, job->seed));
-    if (!fits.ok()) std::cerr << fits.message() << "\n";
-    return fits.ok() ? 0 : 2;
+        registry.CheckFits(job->model, job->dataset, wopts->MakeDataRequest({}, job->seed));
+    if (fits.ok()) return 0;
+    const bool model_known = registry.FindModel(job->model) != nullptr;
+    const bool dataset_known = registry.FindDataset(job->dataset).ok();
+    std::cerr << (!model_known     ? "--model " + job->model + ": "
+                  : !dataset_known ? "--dataset " + job->dataset + ": "
+                                   : "")
+              << fits.message() << "\n";
+    const bool names_known = model_known && dataset_known;
+    const bool unreadable =
+        fits.code() == StatusCode::kNotFound || fits.code() == StatusCode::kIoError;
+    return names_known && unreadable ? 3 : 2;  // 3: the data cannot be read here
+  }
+  std::string fail_how;
+  if (const char* fail = std::getenv("FAKE_WORKER_FAIL")) {
+    const std::string spec = fail;
+    if (spec.substr(0, spec.find(':')) == std::to_string(rank))
+      fail_how = spec.substr(spec.find(':') + 1);
   }
   InitLogging({.role = "worker", .rank = rank});
   ps::ClientOptions co;
@@ -45,6 +71,12 @@ int main(int argc, char** argv) {
   co.worker_rank = rank;
   co.job = *job;
   co.rpc_timeout = wopts->rpc_timeout;
+  auto security = security_flags.ToSecurity(std::getenv("TOWERPS_SECRET_FILE"));
+  if (!security.ok()) {
+    TOWERPS_LOG(kError) << security.status().ToString();
+    return 2;
+  }
+  co.transport.security = *security;
   auto client = ps::Client::Connect(co);
   if (!client.ok()) {
     TOWERPS_LOG(kError) << client.status().ToString();
@@ -70,6 +102,13 @@ int main(int argc, char** argv) {
     for (uint32_t v = 0; v < 2; ++v) check(c.Push(v, step, step, v ? b : w).get().status());
     std::printf("step %d done\n", step);
     std::fflush(stdout);
+    if (fail_how == "error") {
+      TOWERPS_LOG(kError) << "fake failure: the disk is on fire";
+      std::printf("cleaning up after the failure\n");  // the reason is the error line, not this
+      std::fflush(stdout);
+      return 1;
+    }
+    if (fail_how == "sigkill") raise(SIGKILL);
   }
   return 0;
 }

@@ -1,6 +1,10 @@
 // towerps-launch as users run it: the real binary, real servers, and a stand-in worker.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -15,11 +19,18 @@ class LauncherTest : public LaunchTest {
 
   // towerps-launch with the stand-in worker, its run directory in <dir>/run and its output in
   // <dir>/launch.out.
-  Result<Subprocess> Launch(const std::vector<std::string>& args) {
+  Result<Subprocess> Launch(const std::vector<std::string>& args,
+                            std::vector<std::string> env = {}) {
     std::vector<std::string> argv = {kLaunchBin, "--worker-bin", FAKE_WORKER_BIN, "--run-dir",
                                      RunDir(),   "--grace-ms",   "3000"};
     argv.insert(argv.end(), args.begin(), args.end());
-    return Start(argv, "launch.out");
+    return Start(argv, "launch.out", std::move(env));
+  }
+  // The launcher's last line of output.
+  std::string LastLine() const {
+    std::string out = Output();
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out.substr(out.rfind('\n') + 1);
   }
   std::string RunDir() const { return (dir_ / "run").string(); }
   std::string Output() const { return dir_.Read("launch.out"); }
@@ -75,7 +86,7 @@ TEST_F(LauncherTest, KilledWorkerStopsTheJobWithAClearMessage) {
   EXPECT_NE(*code, 0);
   EXPECT_LT(std::chrono::steady_clock::now() - killed, seconds(15));
   const std::string out = Output();
-  EXPECT_NE(out.find("worker:1 exited with code 137"), std::string::npos) << out;
+  EXPECT_NE(out.find("worker:1 was killed by SIGKILL"), std::string::npos) << out;
   EXPECT_NE(out.find("last lines of"), std::string::npos);
   for (const auto& [tag, pid] : procs) EXPECT_FALSE(Alive(pid)) << tag << " was left running";
 }
@@ -151,6 +162,69 @@ TEST_F(LauncherTest, AModelThatDoesNotFitTheDataIsRejectedBeforeAnyProcessStarts
   EXPECT_NE(Output().find("unknown model 'nope' (known: mlp, cnn, cifar10, resnet20)"),
             std::string::npos)
       << Output();
+}
+
+TEST_F(LauncherTest, AFailedWorkerIsReportedWithItsOwnErrorNotAsAnInternalError) {
+  Result<Subprocess> p = Launch({"--servers", "1", "--workers", "3", "--epochs", "1000"},
+                                {"FAKE_WORKER_FAIL=2:error"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->Wait(Deadline::After(seconds(30))), std::optional<int>(1));
+  // Its last error line, not its last line ("cleaning up ...").
+  EXPECT_EQ(LastLine(),
+            "towerps-launch: worker:2 exited with code 1: fake failure: the disk is on fire");
+  EXPECT_EQ(Output().find("internal error"), std::string::npos) << Output();
+  EXPECT_NE(Output().find("last lines of"), std::string::npos);  // still shown
+}
+
+TEST_F(LauncherTest, AWorkerKilledBySignalIsReportedAsSuch) {
+  Result<Subprocess> p = Launch({"--servers", "1", "--workers", "2", "--epochs", "1000"},
+                                {"FAKE_WORKER_FAIL=1:sigkill"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->Wait(Deadline::After(seconds(30))), std::optional<int>(1));
+  EXPECT_EQ(LastLine(), "towerps-launch: worker:1 was killed by SIGKILL");
+}
+
+// What only this machine can tell (local mode): refused with exit 2, naming the option, before
+// the run directory exists or any process starts.
+TEST_F(LauncherTest, DataDevicesAndPortsAreCheckedBeforeAnyProcessStarts) {
+  const int busy = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(busy, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(busy, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(busy, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(busy, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  const std::string base = std::to_string(port - 1);  // server 1 would take the busy port
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--model", "nope"}, "--model nope: unknown model 'nope'"},
+      {{"--dataset", "nope"}, "--dataset nope: unknown dataset 'nope'"},
+      {{"--data-dir", "/nonexistent"}, "--data-dir /nonexistent: "},
+      {{"--dataset", "cifar10", "--model", "cifar10", "--data-dir", dir_.path().string()},
+       "--data-dir " + dir_.path().string() +
+           ": the workers run on this machine and cannot read "
+           "their data here: "},
+      {{"--towers", "cpu:0,gpu:999"}, "--towers gpu:999 does not exist"},
+      {{"--servers", "2", "--base-port", base},
+       "--base-port=" + base + ": port " + std::to_string(port) + " (server 1) is already in use"},
+      {{"--bind", "192.0.2.1"}, "--bind 192.0.2.1: cannot listen there"},
+  };
+  for (const auto& [args, expect] : cases) {
+    Result<Subprocess> p = Launch(args);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << args[1];
+    EXPECT_EQ(LastLine().rfind("towerps-launch: --", 0), 0u) << args[1] << ": names no option";
+    EXPECT_NE(LastLine().find(expect), std::string::npos) << args[1] << "\n" << Output();
+    EXPECT_EQ(Output().find("[ps:"), std::string::npos) << "a server was started for " << args[1];
+    EXPECT_FALSE(fs::exists(dir_ / "run")) << "a run directory was created for " << args[1];
+  }
+  close(busy);
+  // Soft placement applies as the worker applies it: the missing GPU falls back, the job runs.
+  Result<Subprocess> soft = Launch({"--towers", "gpu:999", "--allow-soft-placement"});
+  ASSERT_TRUE(soft.ok()) << soft.status();
+  EXPECT_EQ(soft->Wait(Deadline::After(seconds(60))), std::optional<int>(0)) << Output();
 }
 
 TEST_F(LauncherTest, ValidateOnlyChecksTheOptionsAndStartsNothing) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "common/job_secret.h"
 #include "tests/launch/launch_fixture.h"
 
 namespace towerps::launch_test {
@@ -26,21 +27,29 @@ TEST_F(RankModesTest, ClusterSpecFileAndEnvironment) {
                            R"("], "worker": ["127.0.0.1:1", "127.0.0.1:2"]}})";
   std::ofstream(dir_ / "cluster.json") << spec;
   const std::string file = (dir_ / "cluster.json").string();
+  // One secret for every process, made as a user would.
+  const std::string secret = (dir_ / "secret").string();
+  Result<int> made = RunProcess({kLaunchBin, "--new-secret", secret}, dir_ / "secret.out", {},
+                                seconds(20));
+  ASSERT_TRUE(made.ok() && *made == 0) << dir_.Read("secret.out");
   const std::vector<std::string> job = {"--max-steps", "20", "--bind", "127.0.0.1"};
   auto with = [&](std::vector<std::string> a) {
     a.insert(a.end(), job.begin(), job.end());
     return a;
   };
-  Result<Subprocess> ps =
-      Start(with({kLaunchBin, "--cluster", file, "--role", "ps", "--index", "0"}), "ps.out");
+  Result<Subprocess> ps = Start(with({kLaunchBin, "--cluster", file, "--role", "ps", "--index", "0",
+                                      "--secret-file", secret}),
+                                "ps.out");
   ASSERT_TRUE(ps.ok()) << ps.status();
-  Result<Subprocess> w1 =
-      Start(with({kLaunchBin, "--cluster", file, "--role", "worker", "--index", "1"}), "w1.out");
+  Result<Subprocess> w1 = Start(with({kLaunchBin, "--cluster", file, "--role", "worker", "--index",
+                                      "1", "--secret-file", secret}),
+                                "w1.out");
   ASSERT_TRUE(w1.ok()) << w1.status();
   // The chief takes its task from TOWERPS_CONFIG, as TensorFlow's TF_CONFIG.
   const std::string env_spec =
       spec.substr(0, spec.size() - 1) + R"(, "task": {"type": "worker", "index": 0}})";
-  Result<Subprocess> w0 = Start(with({kLaunchBin}), "w0.out", {"TOWERPS_CONFIG=" + env_spec});
+  Result<Subprocess> w0 = Start(with({kLaunchBin}), "w0.out",
+                                {"TOWERPS_CONFIG=" + env_spec, "TOWERPS_SECRET_FILE=" + secret});
   ASSERT_TRUE(w0.ok()) << w0.status();
   EXPECT_EQ(w0->Wait(Deadline::After(seconds(60))), std::optional<int>(0)) << dir_.Read("w0.out");
   EXPECT_EQ(w1->Wait(Deadline::After(seconds(60))), std::optional<int>(0)) << dir_.Read("w1.out");
@@ -53,10 +62,21 @@ TEST_F(RankModesTest, MpirunStartsServersAndWorkersFromRanks) {
   if (!fs::exists("/usr/bin/mpirun"))
     GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";
   ShowOnFailure("mpi.out");
-  Result<int> code = RunProcess(
-      {"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", kLaunchBin, "--mpi",
-       "--servers", "1", "--max-steps", "20", "--base-port", std::to_string(FreePort())},
-      dir_ / "mpi.out", {}, seconds(120));
+  // Without a secret, every rank refuses before starting anything, and says how to make one.
+  Result<int> refused = RunProcess({"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe",
+                                    "-np", "2", kLaunchBin, "--mpi", "--servers", "1"},
+                                   dir_ / "nosecret.out", {}, seconds(60));
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_NE(*refused, 0);
+  EXPECT_NE(dir_.Read("nosecret.out").find("--new-secret"), std::string::npos)
+      << dir_.Read("nosecret.out");
+  const std::string secret = (dir_ / "secret").string();
+  ASSERT_TRUE(JobSecret::Create(secret).ok());
+  Result<int> code =
+      RunProcess({"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3",
+                  kLaunchBin, "--mpi", "--servers", "1", "--max-steps", "20", "--base-port",
+                  std::to_string(FreePort()), "--secret-file", secret},
+                 dir_ / "mpi.out", {}, seconds(120));
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 0);
   const std::string out = dir_.Read("mpi.out");

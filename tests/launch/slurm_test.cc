@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include "common/job_secret.h"
 #include "tests/launch/launch_fixture.h"
 
 namespace towerps::launch_test {
@@ -129,9 +130,13 @@ class SlurmTest : public ::testing::Test {
 };
 
 TEST_F(SlurmTest, SrunRunsAJob) {
-  const Result<int> code = Run({"/usr/bin/srun", "--overcommit", "-n", "3", kLaunchBin, "--slurm",
-                                "--servers", "1", "--max-steps", "20", "--base-port", "7931"},
-                               "srun.out");
+  // Every task reads the same secret (on a shared file system in a real cluster).
+  const std::string secret = (*dir_ / "secret").string();
+  ASSERT_TRUE(JobSecret::Create(secret).ok());
+  const Result<int> code =
+      Run({"/usr/bin/srun", "--overcommit", "-n", "3", kLaunchBin, "--slurm", "--servers", "1",
+           "--max-steps", "20", "--base-port", "7931", "--secret-file", secret},
+          "srun.out");
   const std::string out = dir_->Read("srun.out");
   ASSERT_TRUE(code.ok()) << code.status() << "\n" << out;
   EXPECT_EQ(*code, 0) << out;

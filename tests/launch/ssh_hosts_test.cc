@@ -295,7 +295,7 @@ TEST_F(SshHostsTest, KilledRemoteServerStopsTheJobWithoutOrphans) {
   std::optional<int> code = job->Wait(Deadline::After(seconds(60)));
   ASSERT_TRUE(code.has_value()) << "the launcher did not stop\n" << Output("kill");
   EXPECT_NE(*code, 0);
-  EXPECT_TRUE(OutputHas("kill", "ps:0 on " + Address(1) + " exited with code 137"))
+  EXPECT_TRUE(OutputHas("kill", "ps:0 on " + Address(1) + " was killed by SIGKILL"))
       << Output("kill");
   EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
 }

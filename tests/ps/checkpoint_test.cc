@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+
+#include "tests/testing/small_tmpfs.h"
 
 namespace towerps::ps {
 namespace {
@@ -132,6 +135,80 @@ TEST_F(CheckpointTest, FailedSaveKeepsTheOldCheckpoint) {
   other.meta.model_signature = 1;
   EXPECT_FALSE(SaveCheckpoint(path_, other).ok());
   EXPECT_EQ(ReadFile(), before);
+}
+
+// A checkpoint of `floats` values in one chunk: big enough that a nearly full disk cannot take it.
+Checkpoint Large(int64_t floats, uint32_t seed) {
+  Checkpoint ck = Sample();
+  ck.chunks.resize(1);
+  ck.chunks[0].values = Random(floats, seed);
+  ck.chunks[0].slots.clear();
+  ck.meta.variables = {{"w", {floats}}};
+  return ck;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<std::string> Listing(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(CheckpointDiskFullTest, FailedSaveOnAFullDiskKeepsThePreviousCheckpointBitForBit) {
+  testing::SmallTmpfs disk("ckpt", 256 * 1024);
+  if (!disk.mounted()) GTEST_SKIP() << disk.error();
+  const std::string path = CheckpointPath(disk.dir(), 0);
+  const Checkpoint first = Large(16 * 1024, 1);  // 64 KiB of values
+  ASSERT_TRUE(SaveCheckpoint(path, first).ok());
+  const std::string first_bytes = Slurp(path);
+  ASSERT_GT(first_bytes.size(), 64u * 1024);
+
+  // 16 KiB stay free: the second save writes part of its file, then hits ENOSPC.
+  ASSERT_TRUE(disk.FillLeaving(16 * 1024));
+  ASSERT_LE(disk.FreeBytes(), 16u * 1024);
+  Status s = SaveCheckpoint(path, Large(16 * 1024, 2));
+  ASSERT_FALSE(s.ok()) << "the save fitted in " << disk.FreeBytes() << " free bytes";
+  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  for (const std::string& part :
+       {path + ".tmp", std::string("ENOSPC"), std::string("is full"),
+        std::string("free space there"), disk.dir(), "previous checkpoint " + path}) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << "no '" << part << "' in: " << s;
+  }
+
+  // The previous checkpoint is untouched and loads; nothing but it and the filler remains.
+  EXPECT_EQ(Slurp(path), first_bytes);
+  auto back = LoadCheckpoint(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->chunks.size(), 1u);
+  ASSERT_EQ(back->chunks[0].values.byte_size(), first.chunks[0].values.byte_size());
+  EXPECT_EQ(std::memcmp(back->chunks[0].values.raw_data(), first.chunks[0].values.raw_data(),
+                        first.chunks[0].values.byte_size()),
+            0);
+  EXPECT_EQ(Listing(disk.dir()), (std::vector<std::string>{"filler", "ps-0.ckpt"}));
+
+  // With no room even to create the temporary file's first page, the same holds.
+  ASSERT_TRUE(disk.FillLeaving(0));
+  s = SaveCheckpoint(path, Large(16 * 1024, 3));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("ENOSPC"), std::string::npos) << s.ToString();
+  EXPECT_EQ(Slurp(path), first_bytes);
+  EXPECT_EQ(Listing(disk.dir()), (std::vector<std::string>{"filler", "ps-0.ckpt"}));
+
+  // Once space is freed, the next save succeeds and replaces it.
+  disk.Free();
+  const Checkpoint third = Large(16 * 1024, 3);
+  ASSERT_TRUE(SaveCheckpoint(path, third).ok());
+  auto now = LoadCheckpoint(path);
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  EXPECT_EQ(std::memcmp(now->chunks[0].values.raw_data(), third.chunks[0].values.raw_data(),
+                        third.chunks[0].values.byte_size()),
+            0);
+  EXPECT_EQ(Listing(disk.dir()), (std::vector<std::string>{"ps-0.ckpt"}));
 }
 
 }  // namespace

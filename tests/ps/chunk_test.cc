@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -186,6 +187,112 @@ TEST(ChunkSspTest, ZeroBoundIsLockstep) {
     ASSERT_TRUE(chunk.Push(w, w, 0, Random(5 + w), &counters).ok());
   }
   EXPECT_TRUE(chunk.PullReady(0, 1));
+}
+
+// A gradient with a NaN or an infinity is refused in every mode, never touches the values, and
+// still counts as its worker's push, so that nobody waits for a diverged worker.
+Tensor WithNonFinite(uint32_t seed, int64_t at, float bad) {
+  Tensor t = Random(seed);
+  t.f32()[at] = bad;
+  return t;
+}
+
+TEST(ChunkNonFiniteTest, SyncRefusesItAndStepsWithTheFiniteGradients) {
+  JobConfig config = Sgd(UpdateMode::kSync, 3);
+  Chunk chunk(Spec(), config);
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  ASSERT_TRUE(*chunk.Init(init));
+  const Tensor g0 = Random(10), g2 = Random(12);
+  ASSERT_TRUE(chunk.Push(0, 0, 0, g0, &counters).ok());
+  auto bad = chunk.Push(1, 0, 0, WithNonFinite(11, 17, NAN), &counters);
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  EXPECT_EQ(bad->kind, PushOutcome::Kind::kRejected);
+  EXPECT_NE(bad->rejection.find("worker 1's gradient for variable 0 chunk 0 has nan at element 17"),
+            std::string::npos)
+      << bad->rejection;
+  EXPECT_EQ(counters.nonfinite_rejected.load(), 1u);
+  EXPECT_EQ(chunk.version(), 0);  // still waiting for worker 2
+  EXPECT_EQ(std::memcmp(chunk.values().raw_data(), init.raw_data(), kN * 4), 0);
+  // A second push from worker 1 for the step is still a duplicate.
+  EXPECT_FALSE(chunk.Push(1, 0, 0, Random(13), &counters).ok());
+  auto last = chunk.Push(2, 0, 0, g2, &counters);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->kind, PushOutcome::Kind::kApplied);
+  EXPECT_EQ(chunk.version(), 1);
+  for (int64_t i = 0; i < kN; ++i) {
+    // The average of the two finite gradients, in rank order.
+    const float g = (g0.f32()[i] + g2.f32()[i]) * 0.5f;
+    ASSERT_EQ(chunk.values().f32()[i], init.f32()[i] - 0.5f * g) << i;
+  }
+}
+
+// The chunk may hold the only handle on a pending gradient (a received message's buffer): the
+// step must read them before it lets them go (a sanitizer build catches a use after free).
+TEST(ChunkSyncTest, AveragesGradientsThatOnlyTheChunkHolds) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kSync, 2));
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  ASSERT_TRUE(*chunk.Init(init));
+  const Tensor g0 = Random(20), g1 = Random(21);  // copies of what is pushed, for the check
+  ASSERT_TRUE(chunk.Push(0, 0, 0, g0.Clone(), &counters).ok());
+  ASSERT_TRUE(chunk.Push(1, 0, 0, g1.Clone(), &counters).ok());
+  for (int64_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(chunk.values().f32()[i], init.f32()[i] - 0.5f * ((g0.f32()[i] + g1.f32()[i]) * 0.5f))
+        << i;
+  }
+}
+
+TEST(ChunkNonFiniteTest, SyncStepOfOnlyRefusedGradientsPassesWithoutAnUpdate) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kSync, 2));
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  ASSERT_TRUE(*chunk.Init(init));
+  ASSERT_EQ(chunk.Push(0, 0, 0, WithNonFinite(2, 0, INFINITY), &counters)->kind,
+            PushOutcome::Kind::kRejected);
+  auto out = chunk.Push(1, 0, 0, WithNonFinite(3, kN - 1, -INFINITY), &counters);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->kind, PushOutcome::Kind::kRejected);
+  EXPECT_NE(out->rejection.find("-inf at element 999"), std::string::npos) << out->rejection;
+  EXPECT_EQ(chunk.version(), 1);  // the step passed: the workers' pulls for it are answered
+  EXPECT_TRUE(chunk.PullReady(1, 0));
+  EXPECT_EQ(counters.updates_applied.load(), 0u);
+  EXPECT_EQ(counters.nonfinite_rejected.load(), 2u);
+  EXPECT_EQ(std::memcmp(chunk.values().raw_data(), init.raw_data(), kN * 4), 0);
+}
+
+TEST(ChunkNonFiniteTest, AsyncRefusesItAndTheVersionStillCountsThePush) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kAsync, 2));
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  ASSERT_TRUE(*chunk.Init(init));
+  for (const float bad : {NAN, INFINITY, -INFINITY}) {
+    auto out = chunk.Push(1, chunk.version(), 0, WithNonFinite(4, 500, bad), &counters);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(out->kind, PushOutcome::Kind::kRejected);
+  }
+  EXPECT_EQ(chunk.version(), 3);  // what the chief's final pull waits for
+  EXPECT_EQ(counters.updates_applied.load(), 0u);
+  EXPECT_EQ(counters.nonfinite_rejected.load(), 3u);
+  EXPECT_EQ(std::memcmp(chunk.values().raw_data(), init.raw_data(), kN * 4), 0);
+  // A finite gradient afterwards is applied as usual.
+  auto good = chunk.Push(0, 0, 0, Random(5), &counters);
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(good->kind, PushOutcome::Kind::kApplied);
+  EXPECT_EQ(counters.updates_applied.load(), 1u);
+}
+
+TEST(ChunkNonFiniteTest, SspRefusalStillAdvancesTheWorkersClock) {
+  JobConfig config = Sgd(UpdateMode::kSsp, 2);
+  config.staleness = 0;
+  Chunk chunk(Spec(), config);
+  ShardCounters counters;
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  ASSERT_TRUE(chunk.Push(0, 0, 0, Random(2), &counters).ok());
+  EXPECT_FALSE(chunk.PullReady(0, 1));  // worker 1 has not pushed clock 0
+  ASSERT_EQ(chunk.Push(1, 0, 0, WithNonFinite(3, 1, NAN), &counters)->kind,
+            PushOutcome::Kind::kRejected);
+  EXPECT_TRUE(chunk.PullReady(0, 1));  // worker 0 is not held back by the refused push
 }
 
 TEST(ChunkTest, SharedValuesAreNeverOverwritten) {

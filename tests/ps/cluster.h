@@ -1,9 +1,12 @@
 // Test fixture support: real towerps-server processes on tcp loopback, and clients for them.
+// Servers hold a job secret made for the cluster, and clients prove it, as in a launched job;
+// pass "--insecure" among the extra flags for servers that let anyone in.
 #ifndef TOWERPS_TESTS_PS_CLUSTER_H_
 #define TOWERPS_TESTS_PS_CLUSTER_H_
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -11,7 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/job_secret.h"
 #include "common/subprocess.h"
+#include "common/transport.h"
 #include "ps/client.h"
 #include "ps/job_config.h"
 
@@ -26,6 +31,12 @@ class Cluster {
            ("towerps_" + name + "_" + std::to_string(getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
+    if (std::find(extra.begin(), extra.end(), "--insecure") == extra.end()) {
+      auto secret = JobSecret::Create(secret_file());
+      if (!secret.ok()) throw std::runtime_error(secret.status().ToString());
+      security_.secret = std::make_shared<const JobSecret>(*std::move(secret));
+      security_args_ = {"--secret-file", secret_file()};
+    }
     for (int r = 0; r < job.servers; ++r) Start(r, extra);
   }
   ~Cluster() {
@@ -41,6 +52,7 @@ class Cluster {
               "--ready-file",     ready,    "--stats-interval-ms", "60000"};
     for (const std::string& a : job_.ToArgs()) o.argv.push_back(a);
     for (const std::string& a : extra) o.argv.push_back(a);
+    for (const std::string& a : security_args_) o.argv.push_back(a);
     o.output_path = LogPath(rank);
     auto p = Subprocess::Start(o);
     if (!p.ok()) throw std::runtime_error(p.status().ToString());
@@ -69,6 +81,9 @@ class Cluster {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
   const std::string& dir() const { return dir_str_ = dir_.string(); }
+  std::string secret_file() const { return (dir_ / "secret").string(); }
+  // What clients need to connect: the secret, or nothing for --insecure servers.
+  const TransportSecurity& security() const { return security_; }
   Subprocess& server(int rank) { return *servers_[rank]; }
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 
@@ -80,6 +95,7 @@ class Cluster {
     o.worker_rank = worker;
     o.rpc_timeout = timeout;
     o.job = job ? *job : job_;
+    o.transport.security = security_;
     auto c = Client::Connect(o);
     if (!c.ok()) throw std::runtime_error(c.status().ToString());
     return std::move(c).value();
@@ -87,6 +103,8 @@ class Cluster {
 
  private:
   JobConfig job_;
+  TransportSecurity security_;
+  std::vector<std::string> security_args_;  // every server start gets them
   std::filesystem::path dir_;
   mutable std::string dir_str_;
   std::vector<std::optional<Subprocess>> servers_;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -320,7 +321,9 @@ TEST_F(ServerProcessTest, MismatchedConfigurationIsRefusedNamingTheField) {
 }
 
 TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
-  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "badinput");
+  // Insecure: this test plays a job member that sends bad requests, and raw garbage.
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "badinput",
+                                       std::vector<std::string>{"--insecure"});
   ASSERT_TRUE(cluster_->ok());
   Workers w = Connect(*cluster_, 1);
   const std::vector<float> before = PullAll(*w.clients[0], 1, 0);
@@ -382,6 +385,55 @@ TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
   EXPECT_EQ(st.rejected_messages, 1u);
   EXPECT_EQ(st.updates_applied, 1u);
   EXPECT_TRUE(cluster_->server(0).running());
+}
+
+// A diverged worker's gradient (NaN, infinity) is refused with an error naming the worker, the
+// variable and the chunk; the values stay as they were, the refusal is counted, and the push
+// still counts, so that the others are not left waiting.
+TEST_F(ServerProcessTest, NonFiniteGradientIsRefusedCountedAndLeavesTheValuesUnchanged) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 2, 1), "nonfinite");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 2);
+  const std::vector<float> before = PullAll(*w.clients[0], 1, 0);
+  Tensor bad = Random(Model()[1].shape, 5);
+  bad.f32()[42] = std::numeric_limits<float>::infinity();
+  const Result<PushReport> refused = w.clients[1]->Push(1, 0, 0, bad).get();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find(
+                "worker 1's gradient for variable 1 chunk 0 has inf at element 42: refused"),
+            std::string::npos)
+      << refused.status().message();
+  int64_t version = -1;
+  EXPECT_EQ(PullAll(*w.clients[0], 1, 0, &version), before);  // bit for bit
+  EXPECT_EQ(version, 1);
+  ServerStatsReport st = Get(w.clients[0]->Stats(0));
+  EXPECT_EQ(st.nonfinite_rejected, 1u);
+  EXPECT_EQ(st.updates_applied, 0u);
+  // Logged once, naming the worker; the server goes on serving.
+  EXPECT_NE(cluster_->Log(0).find("worker 1's gradient for variable 1 chunk 0 has inf"),
+            std::string::npos)
+      << cluster_->Log(0);
+  Get(w.clients[0]->Push(1, 1, 1, Random(Model()[1].shape, 6)));
+  EXPECT_NE(PullAll(*w.clients[0], 1, 2), before);
+  EXPECT_TRUE(cluster_->server(0).running());
+}
+
+TEST_F(ServerProcessTest, SyncStepCompletesWithoutTheRefusedGradient) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "nonfinite_sync");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 2);
+  Tensor bad = Random(Model()[1].shape, 7);
+  bad.f32()[0] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(w.clients[1]->Push(1, 0, 0, bad).get().ok());
+  const Tensor good = Random(Model()[1].shape, 8);
+  Get(w.clients[0]->Push(1, 0, 0, good));
+  int64_t version = -1;
+  const std::vector<float> got = PullAll(*w.clients[1], 1, 1, &version);  // no hang
+  EXPECT_EQ(version, 1);
+  for (size_t i = 0; i < got.size(); ++i) {  // worker 0's gradient alone, SGD at lr 0.5
+    ASSERT_EQ(got[i], w.initial[1].f32()[i] - 0.5f * good.f32()[i]) << i;
+  }
 }
 
 }  // namespace

@@ -90,6 +90,22 @@ TEST(WorkerDeviceOptionsTest, BadDeviceCountSaysWhatIsAccepted) {
   EXPECT_EQ(gpu_limit, 0);
 }
 
+TEST(WorkerOptionsTest, OnNonFiniteDefaultsToFailRoundTripsAndNamesABadValue) {
+  auto d = Parse({});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->on_nonfinite, OnNonFinite::kFail);
+  auto c = Parse({"--on-nonfinite", "continue"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->on_nonfinite, OnNonFinite::kContinue);
+  auto again = Parse(c->ToArgs());  // what towerps-launch forwards to every worker
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->on_nonfinite, OnNonFinite::kContinue);
+  auto bad = Parse({"--on-nonfinite", "ignore"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Contains(bad.status().message(), "--on-nonfinite=ignore is not fail or continue"))
+      << bad.status().message();
+}
+
 TEST(TowersTest, CpuTowersParse) {
   auto t = ParseTowers("cpu:0,cpu:1", false, nullptr);
   ASSERT_TRUE(t.ok()) << t.status().ToString();

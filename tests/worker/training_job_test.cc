@@ -17,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "common/job_secret.h"
 #include "common/subprocess.h"
 
 namespace towerps {
@@ -291,11 +292,42 @@ TEST_F(TrainingJobTest, KilledWorkerStopsTheJob) {
   EXPECT_EQ(*code, 1);
   std::ifstream in(Path("kill.out"));
   const std::string out((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(out.find("worker:2 exited with code 137"), std::string::npos) << out;
+  EXPECT_NE(out.find("worker:2 was killed by SIGKILL"), std::string::npos) << out;
+}
+
+// A learning rate far too large: the loss becomes NaN within a few steps. By default the job
+// stops there, exits non-zero and says so in its last line; with --on-nonfinite continue it
+// trains on, the servers refuse the non-finite gradients, and the summary records the run as
+// diverged.
+TEST_F(TrainingJobTest, ADivergingJobStopsAndSaysSo) {
+  const std::vector<std::string> job = {"--workers", "2",  "--mode",      "async",
+                                        "--lr",      "50", "--max-steps", "30"};
+  EXPECT_EQ(Launch("fail", job, 120), 1);
+  std::string out = last_output_;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  const std::string last = out.substr(out.rfind('\n') + 1);
+  EXPECT_NE(last.find("towerps-launch: worker:"), std::string::npos) << last;
+  EXPECT_NE(last.find("diverged at step "), std::string::npos) << last;
+  EXPECT_EQ(out.find("internal error"), std::string::npos);
+  EXPECT_EQ(out.find("test accuracy ="), std::string::npos) << "a diverged job reported a result";
+
+  std::vector<std::string> keep_going = job;
+  keep_going.insert(keep_going.end(),
+                    {"--on-nonfinite", "continue", "--summary-out", Path("summary.json")});
+  ASSERT_EQ(Launch("continue", keep_going, 120), 0);
+  std::ifstream in(Path("summary.json"));
+  const std::string summary((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(summary.find("\"diverged\":true"), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("\"nonfinite_rejected\":0"), std::string::npos) << summary;
+  EXPECT_NE(last_output_.find("non-finite refused"), std::string::npos);
 }
 
 TEST_F(TrainingJobTest, WorkerWhoseServerDiesExitsNamingIt) {
+  // Both find the job's secret through TOWERPS_SECRET_FILE, as launched processes do.
+  ASSERT_TRUE(JobSecret::Create(Path("secret")).ok());
+  const std::vector<std::string> env = {"TOWERPS_SECRET_FILE=" + Path("secret")};
   SubprocessOptions so;
+  so.extra_env = env;
   // Server and worker get the same job options, as a launcher would give them.
   so.argv = {TOWERPS_SERVER_BIN, "--port", "0", "--ready-file", Path("ready"), "--workers", "1",
              "--epochs",         "50"};
@@ -308,6 +340,7 @@ TEST_F(TrainingJobTest, WorkerWhoseServerDiesExitsNamingIt) {
   std::string endpoint;
   std::ifstream(Path("ready")) >> endpoint;
   SubprocessOptions wo;
+  wo.extra_env = env;
   wo.argv = {TOWERPS_WORKER_BIN,
              "--rank",
              "0",

@@ -2,6 +2,7 @@
 // npy and synthetic.
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
 #include "towerps/registry.h"
 #include "worker/data/cifar10_reader.h"
@@ -95,6 +96,20 @@ Result<DatasetInfo> ProbeIdx(const DataRequest& r) {
   return DatasetInfo{.example_shape = {1, h.dims[1], h.dims[2]}};
 }
 
+// The four files must be there (their contents are checked when they are loaded), so that
+// towerps-launch can refuse a wrong --data-dir before it starts anything.
+Result<DatasetInfo> ProbeFashionMnist(const DataRequest& r) {
+  const std::string dir = r.data_dir.empty() ? worker::kDefaultFashionMnistDir : r.data_dir;
+  for (const char* base : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                           "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+    TOWERPS_RETURN_IF_ERROR(
+        worker::FindIdxFile(dir, base,
+                            "install the dataset-fashion-mnist package or pass --data-dir")
+            .status());
+  }
+  return DatasetInfo{.example_shape = {1, 28, 28}, .num_classes = 10};
+}
+
 Result<DataSplits> LoadFashionMnist(const DataRequest& r) {
   worker::FashionMnistOptions fo;
   if (!r.data_dir.empty()) fo.data_dir = r.data_dir;
@@ -128,6 +143,15 @@ Result<DataSplits> LoadCifar10(const DataRequest& r) {
 
 Result<DatasetInfo> ProbeCifar10(const DataRequest& r) {
   if (r.data_dir.empty()) return LoadCifar10(r).status();  // names what --data-dir must hold
+  for (const char* name : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                           "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"}) {
+    const std::string path = r.data_dir + "/" + name;
+    if (!std::ifstream(path)) {
+      return NotFoundError(path +
+                           ": cannot open (--data-dir must hold data_batch_1.bin .. "
+                           "data_batch_5.bin and test_batch.bin)");
+    }
+  }
   const bool crops = TakesTutorialCrops(r.model_input) && r.model_input[0] == 3;
   return DatasetInfo{.example_shape = crops ? Shape{3, 24, 24} : Shape{3, 32, 32},
                      .num_classes = 10};
@@ -240,9 +264,7 @@ void AddStockDatasets(Registry* registry) {
   add("fashion-mnist", {.summary = "Fashion-MNIST IDX files, 1x28x28, 10 classes (default: the "
                                    "dataset-fashion-mnist package; or --data-dir)",
                         .load = LoadFashionMnist,
-                        .probe = [](const DataRequest&) -> Result<DatasetInfo> {
-                          return DatasetInfo{.example_shape = {1, 28, 28}, .num_classes = 10};
-                        }});
+                        .probe = ProbeFashionMnist});
   add("idx",
       {.summary = "any IDX images [n, h, w] and labels: MNIST's file names in --data-dir, or "
                   "--train-images, --train-labels, --test-images, --test-labels",

@@ -8,6 +8,7 @@
 namespace towerps::worker {
 void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->dropped_stale += stats.stale_dropped;
+  s->nonfinite_rejected += stats.nonfinite_rejected;
   s->updates_applied += stats.updates_applied;
   std::vector<uint64_t>& h = s->staleness_histogram;
   h.resize(std::max(h.size(), stats.staleness_histogram.size()), 0);
@@ -60,6 +61,13 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["wait_seconds"] = JsonNumber(s.wait_seconds);
   j["injected_delay_seconds"] = JsonNumber(s.injected_delay_seconds);
   j["staleness_histogram"] = s.staleness_histogram;
+  j["diverged"] = s.diverged;
+  j["diverged_at_step"] = s.diverged_at_step >= 0 ? nlohmann::ordered_json(s.diverged_at_step)
+                                                  : nlohmann::ordered_json(nullptr);
+  j["divergence"] =
+      s.divergence.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.divergence);
+  j["nonfinite_dropped"] = s.nonfinite_dropped;
+  j["nonfinite_rejected"] = s.nonfinite_rejected;
   return j.dump();
 }
 

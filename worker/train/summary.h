@@ -1,6 +1,8 @@
 // TrainingSummary: what a worker reports at the end of training, and the --summary-out JSON.
 // The chief's summary adds the servers' statistics: updates applied, gradients dropped as stale
-// and the staleness histogram with its mean and 99th percentile.
+// or refused as non-finite, and the staleness histogram with its mean and 99th percentile.
+// "diverged" is true once a loss or gradient was NaN or infinite, on this worker or (chief)
+// on any worker whose gradient the servers refused.
 //
 // Contract: plain values and free functions; thread-compatible.
 #ifndef TOWERPS_WORKER_TRAIN_SUMMARY_H_
@@ -30,6 +32,11 @@ struct TrainingSummary {
   std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)
   double wait_seconds = 0;            // this worker: waiting for parameters (the sync barrier)
   double injected_delay_seconds = 0;  // this worker: --straggler/--slow-workers delays
+  bool diverged = false;
+  int64_t diverged_at_step = -1;    // this worker's first non-finite step; -1: none
+  std::string divergence;           // what was non-finite then, e.g. "loss = nan"
+  uint64_t nonfinite_dropped = 0;   // this worker: pushes the servers refused as non-finite
+  uint64_t nonfinite_rejected = 0;  // summed over servers (chief): non-finite gradients refused
 };
 
 // Adds one server's counters and histogram to the summary (the chief calls it per server).

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <thread>
 
+#include "common/finite.h"
 #include "common/logging.h"
 #include "ps/client.h"
 #include "ps/version.h"
@@ -96,12 +98,15 @@ class Trainer::Impl {
     }
     pushes_.resize(num_vars_);
     pulls_.resize(num_vars_);
+    nonfinite_at_.assign(num_vars_, -1);
+    nonfinite_value_.assign(num_vars_, 0.0f);
 
     ps::ClientOptions co;
     co.servers = o_.ps_endpoints;
     co.worker_rank = o_.rank;
     co.rpc_timeout = o_.worker.rpc_timeout;
     co.job = job;
+    co.transport.security = o_.security;
     TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
     TOWERPS_ASSIGN_OR_RETURN(start_version_,
                              Await(client_->Register(m0.variables(), m0.signature())));
@@ -171,13 +176,17 @@ class Trainer::Impl {
       total_delay_ += delay;
       total_wait_ += waited;
       const auto compute_start = Clock::now();
-      // Each variable's average is pushed as soon as the last tower has it.
-      TOWERPS_ASSIGN_OR_RETURN(
-          StepResult r, towers_->Step(batch.x.data(), batch.labels.data(), batch.size,
-                                      [&](int v, const Tensor& average) {
-                                        pushes_[v] = client_->Push(v, versions[v], iter, average);
-                                      }));
+      // Each variable's average is pushed as soon as the last tower has it, unless it holds a
+      // NaN or an infinity and this worker stops on one (the servers would refuse it anyway).
+      TOWERPS_ASSIGN_OR_RETURN(StepResult r,
+                               towers_->Step(batch.x.data(), batch.labels.data(), batch.size,
+                                             [&](int v, const Tensor& average) {
+                                               CheckAndPush(v, average, versions[v], iter);
+                                             }));
       last_compute = Seconds(Clock::now() - compute_start);
+      if (StopsOnNonFinite(r.loss, sync ? global + 1 : iter + 1)) {
+        return PartialSummary(start, iter + 1, r.loss);  // the caller reports the divergence
+      }
       ++iter;
       const bool more = sync || iter < total;
       if (more) IssuePulls(versions, /*advance=*/true, iter, total);
@@ -199,16 +208,11 @@ class Trainer::Impl {
         window = Window{};
       }
     }
-    TrainingSummary s;
-    s.train_seconds = Seconds(Clock::now() - start);
-    s.wait_seconds = total_wait_;
-    s.injected_delay_seconds = total_delay_;
+    TrainingSummary s = PartialSummary(start, iter, last_loss);
     TOWERPS_LOG(kInfo) << "finished " << iter << " steps in " << s.train_seconds
                        << " s: " << total_wait_ << " s waiting for parameters, " << total_delay_
                        << " s of injected delay";
     towers_->LogDeviceMemory();
-    s.epochs = job.epochs;
-    s.final_train_loss = last_loss;
     const int64_t done_steps = sync ? total : iter;
     s.steps = done_steps;
     s.examples_per_sec = static_cast<double>((done_steps - (sync ? first : 0)) * job.batch_size) *
@@ -237,6 +241,8 @@ class Trainer::Impl {
       TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport st, Await(client_->Stats(srv)));
       AddServerStats(st, s);
     }
+    // Another worker's divergence shows as gradients the servers refused.
+    if (s->nonfinite_rejected > 0 || !std::isfinite(eval.mean_loss)) s->diverged = true;
     FinishStalenessStats(s);
     if (!o_.worker.final_params_out.empty()) {
       TOWERPS_RETURN_IF_ERROR(
@@ -287,14 +293,83 @@ class Trainer::Impl {
     return Status::Ok();
   }
 
-  // Waits for this step's pushes; returns their mean staleness.
+  // Runs on a tower thread once `average` (variable v's gradient) is ready: notes where it is
+  // not finite, and pushes it unless it is not and this worker stops on that (the servers
+  // would refuse it anyway). One read of the gradient.
+  void CheckAndPush(int v, const Tensor& average, int64_t version, int64_t iter) {
+    nonfinite_at_[v] = FindNonFinite(average.f32(), average.num_elements());
+    if (nonfinite_at_[v] >= 0) {
+      nonfinite_value_[v] = average.f32()[nonfinite_at_[v]];
+      if (o_.worker.on_nonfinite == OnNonFinite::kFail) return;
+    }
+    pushes_[v] = client_->Push(v, version, iter, average);
+  }
+
+  // After a step: records the first divergence (a non-finite loss or gradient at `step`);
+  // returns whether training stops on it (--on-nonfinite fail).
+  bool StopsOnNonFinite(double loss, int64_t step) {
+    const std::string bad = NonFiniteIn(loss);
+    if (bad.empty()) return false;
+    const bool fail = o_.worker.on_nonfinite == OnNonFinite::kFail;
+    if (!diverged_) {
+      diverged_ = true;
+      diverged_at_step_ = step;
+      divergence_ = bad;
+      if (!fail) {
+        TOWERPS_LOG(kWarning) << "diverged at step " << step << " (" << bad
+                              << "); --on-nonfinite continue: training on (the servers refuse "
+                                 "non-finite gradients)";
+      }
+    }
+    return fail;
+  }
+
+  // Waits for this step's pushes; returns their mean staleness. A non-finite gradient the
+  // servers refused (--on-nonfinite continue) counts as dropped.
   Result<double> WaitPushes() {
     double staleness = 0;
     for (int v = 0; v < num_vars_; ++v) {
-      TOWERPS_ASSIGN_OR_RETURN(ps::PushReport r, Await(pushes_[v]));
-      staleness += r.mean_staleness / num_vars_;
+      Result<ps::PushReport> r = Await(pushes_[v]);
+      if (!r.ok() && nonfinite_at_[v] >= 0 && r.status().code() == StatusCode::kInvalidArgument) {
+        ++nonfinite_dropped_;
+        continue;
+      }
+      TOWERPS_RETURN_IF_ERROR(r.status());
+      staleness += r->mean_staleness / num_vars_;
     }
     return staleness;
+  }
+
+  // What is non-finite in this step: the loss, else the first variable's gradient that is;
+  // "" when everything is finite.
+  std::string NonFiniteIn(double loss) const {
+    if (!std::isfinite(loss)) return "loss = " + DescribeValue(loss);
+    for (int v = 0; v < num_vars_; ++v) {
+      if (nonfinite_at_[v] < 0) continue;
+      return "gradient of " + towers_->model(0).variables()[v].name + " = " +
+             DescribeValue(nonfinite_value_[v]) + " at element " + std::to_string(nonfinite_at_[v]);
+    }
+    return "";
+  }
+
+  // The summary's fields known to every worker once it stops training.
+  TrainingSummary PartialSummary(Clock::time_point start, int64_t steps, double last_loss) const {
+    TrainingSummary s;
+    if (o_.rank == 0) {  // not evaluated unless training ends
+      s.test_accuracy = std::nan("");
+      s.test_loss = std::nan("");
+    }
+    s.train_seconds = Seconds(Clock::now() - start);
+    s.wait_seconds = total_wait_;
+    s.injected_delay_seconds = total_delay_;
+    s.epochs = o_.job.epochs;
+    s.steps = steps;
+    s.final_train_loss = last_loss;
+    s.diverged = diverged_;
+    s.diverged_at_step = diverged_at_step_;
+    s.divergence = divergence_;
+    s.nonfinite_dropped = nonfinite_dropped_;
+    return s;
   }
 
   TrainerOptions o_;
@@ -314,6 +389,14 @@ class Trainer::Impl {
   StragglerPlan plan_;
   double total_wait_ = 0;   // seconds spent waiting for parameters (the barrier, in sync)
   double total_delay_ = 0;  // seconds of injected delay
+  // This step's gradient check, per variable: the first non-finite element (-1: none) and its
+  // value; each written by the tower thread that hands that variable on.
+  std::vector<int64_t> nonfinite_at_;
+  std::vector<float> nonfinite_value_;
+  bool diverged_ = false;  // a non-finite loss or gradient was seen
+  int64_t diverged_at_step_ = -1;
+  std::string divergence_;          // what was non-finite first, e.g. "loss = nan"
+  uint64_t nonfinite_dropped_ = 0;  // this worker's pushes the servers refused as non-finite
 };
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(TrainerOptions options) {

@@ -16,6 +16,12 @@
 // and SSP workers each run epochs * steps_per_epoch iterations. The chief then pulls the final
 // parameters, evaluates them and writes the summary.
 //
+// Non-finite values: each averaged gradient is checked before it is pushed, and the loss after
+// each step. With OnNonFinite::kFail (the default) the first NaN or infinity ends training: that
+// gradient is not pushed, and Run() returns at once a summary with diverged set (the caller
+// reports it and fails). With kContinue training goes on; gradients the servers refuse as
+// non-finite count as dropped, and the summary records the divergence.
+//
 // Contract: Run() once; returns the summary or the first error (a server that does not answer
 // within the RPC deadline is named). `stop` (borrowed, may be null) ends training early with
 // kCancelled. Not thread-safe.
@@ -27,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "common/transport.h"
 #include "ps/job_config.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
@@ -44,6 +51,7 @@ struct TrainerOptions {
   // Where --model and --dataset are looked up; borrowed, must outlive the Trainer. Null: the
   // stock registry (the zoo and the stock datasets).
   const Registry* registry = nullptr;
+  TransportSecurity security;  // how to prove membership of the job to its servers
 };
 
 class Trainer {

@@ -1,0 +1,23 @@
+// Finite checks for float data: a worker's check of its loss and of a gradient before it is
+// pushed, and a server's check of a gradient it receives, so that a NaN or an infinity never
+// reaches the model.
+//
+// Contract: pure functions over borrowed memory; thread-safe.
+#ifndef TOWERPS_COMMON_FINITE_H_
+#define TOWERPS_COMMON_FINITE_H_
+
+#include <cstdint>
+#include <string>
+
+namespace towerps {
+
+// The index of the first NaN or infinity in x[0, n), or -1 when every element is finite. One
+// read of the data: blocks of finite values cost a vectorised test of their exponent bits.
+int64_t FindNonFinite(const float* x, int64_t n);
+
+// How a value reads in messages: "nan" (either sign), "inf", "-inf", or a finite value as %g.
+std::string DescribeValue(double v);
+
+}  // namespace towerps
+
+#endif  // TOWERPS_COMMON_FINITE_H_

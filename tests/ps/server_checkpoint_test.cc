@@ -1,0 +1,140 @@
+// A real towerps-server checkpointing to a disk that fills up (a small tmpfs): a failed periodic
+// checkpoint keeps the previous one and the server keeps serving; a failed final checkpoint makes
+// the server exit non-zero; once space is back, a restart resumes from the kept checkpoint.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "ps/checkpoint.h"
+#include "tests/ps/cluster.h"
+#include "tests/testing/small_tmpfs.h"
+
+namespace towerps::ps {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr int64_t kFloats = 32 * 1024;  // 128 KiB: one chunk, a checkpoint of about 128 KiB
+constexpr uint64_t kSignature = 0x5eed;
+
+std::vector<VariableSpec> Model() { return {{"w", {kFloats}}}; }
+
+template <typename T>
+T Get(std::future<Result<T>> f) {
+  auto r = f.get();
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return std::move(r).value();
+}
+
+void Check(std::future<Status> f) {
+  Status s = f.get();
+  if (!s.ok()) throw std::runtime_error(s.ToString());
+}
+
+Tensor Filled(float v) {
+  Tensor t = Tensor::Empty({kFloats});
+  for (int64_t i = 0; i < kFloats; ++i) t.f32()[i] = v + 1e-4f * static_cast<float>(i % 101);
+  return t;
+}
+
+std::vector<float> Pull(Client& c, int64_t min_version, int64_t* version) {
+  PulledVariable p = Get(c.Pull(0, min_version, 0));
+  *version = p.version;
+  std::vector<float> out(kFloats);
+  p.CopyTo(out.data());
+  return out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Waits up to 20 s for `text` in server 0's log.
+bool LogShows(const testing::Cluster& cluster, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (cluster.Log(0).find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+TEST(ServerCheckpointTest, FullDiskKeepsThePreviousCheckpointServingGoesOnAndTheExitFails) {
+  ::towerps::testing::SmallTmpfs disk("server_ckpt", 1024 * 1024);
+  if (!disk.mounted()) GTEST_SKIP() << disk.error();
+  JobConfig job;
+  job.workers = 1;
+  job.servers = 1;
+  job.partition_bytes = kFloats * 4;
+  job.optimizer.kind = OptimizerKind::kSgd;
+  job.optimizer.learning_rate = 0.5f;
+  job.schedule.kind = LrScheduleKind::kConstant;
+  const std::vector<std::string> extra = {"--checkpoint-dir", disk.dir(), "--checkpoint-every",
+                                          "1"};
+  const std::string path = CheckpointPath(disk.dir(), 0);
+  testing::Cluster cluster(job, "diskfull", extra);
+  ASSERT_TRUE(cluster.ok()) << cluster.Log(0);
+
+  std::vector<float> at_one;
+  {
+    auto c = cluster.MakeClient(0);
+    Get(c->Register(Model(), kSignature));
+    Check(c->Init(0, Filled(1.0f)));
+    Get(c->Push(0, 0, 0, Filled(0.1f)));
+    int64_t version = -1;
+    at_one = Pull(*c, 1, &version);
+    ASSERT_EQ(version, 1);
+    ASSERT_TRUE(LogShows(cluster, "(version 1)")) << cluster.Log(0);
+    const std::string kept = Slurp(path);
+    ASSERT_GT(kept.size(), static_cast<size_t>(kFloats * 4));
+
+    // The disk fills up: the next checkpoints cannot fit.
+    ASSERT_TRUE(disk.FillLeaving(16 * 1024));
+    for (int64_t step = 1; step <= 3; ++step) Get(c->Push(0, step, step, Filled(0.1f)));
+    ASSERT_TRUE(LogShows(cluster, "checkpoint failed (serving goes on)")) << cluster.Log(0);
+    EXPECT_NE(cluster.Log(0).find("ENOSPC"), std::string::npos) << cluster.Log(0);
+
+    // Still serving, with the updates applied.
+    EXPECT_TRUE(c->Ping(0).get().ok());
+    Get(c->Push(0, 4, 4, Filled(0.1f)));
+    const std::vector<float> at_five = Pull(*c, 5, &version);
+    EXPECT_EQ(version, 5);
+    EXPECT_NE(at_five, at_one);
+
+    // The kept checkpoint is the same bytes, loads, and no temporary file is left.
+    EXPECT_EQ(Slurp(path), kept);
+    auto ck = LoadCheckpoint(path);
+    ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+    ASSERT_EQ(ck->chunks.size(), 1u);
+    EXPECT_EQ(ck->chunks[0].version, 1);
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+
+    // The final checkpoint fails too: the server must not exit 0.
+    Check(c->Shutdown(0));
+  }
+  EXPECT_EQ(cluster.server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(1));
+  EXPECT_NE(cluster.Log(0).find("final checkpoint to --checkpoint-dir " + disk.dir() + " failed"),
+            std::string::npos)
+      << cluster.Log(0);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  // With space back, a restart resumes from the kept checkpoint (version 1).
+  disk.Free();
+  cluster.Start(0, extra);
+  ASSERT_TRUE(cluster.ok()) << cluster.Log(0);
+  auto c = cluster.MakeClient(0);
+  EXPECT_EQ(Get(c->Register(Model(), kSignature)), 1);
+  int64_t version = -1;
+  EXPECT_EQ(Pull(*c, 0, &version), at_one);
+  EXPECT_EQ(version, 1);
+  Check(c->Shutdown(0));
+  EXPECT_EQ(cluster.server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(0));
+}
+
+}  // namespace
+}  // namespace towerps::ps
