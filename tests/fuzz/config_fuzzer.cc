@@ -1,8 +1,9 @@
 // The --config INI file (ps/job_flags.h: ParseFlags, with Boost.Program_options'
 // parse_config_file), read by towerps-server and towerps-worker. The input is the file, given as
-// `--config FILE` to the worker's option set: its process options, the job flags and the worker
-// flags, as towerps::WorkerMain builds it. Errors must be kInvalidArgument. A file that parses
-// into valid options must survive what the launcher does with them: JobConfig::ToArgs and
+// `--config FILE` to the worker's option set: its process options, the security flags, the job
+// flags and the worker flags, as towerps::WorkerMain builds it (SecurityFlags::ToSecurity, which
+// reads the secret file a config names, is left out). Errors must be kInvalidArgument. A file that
+// parses into valid options must survive what the launcher does with them: JobConfig::ToArgs and
 // WorkerOptions::ToArgs, parsed back, give the same fields and arguments.
 #include <boost/program_options.hpp>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ps/job_flags.h"
+#include "ps/security_flags.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "worker/worker_options.h"
 
@@ -26,6 +28,7 @@ struct Parsed {
 
 // What WorkerMain does with its command line (worker/entry_point.cc), minus the side effects.
 Parsed Parse(std::vector<std::string> args) {
+  ps::SecurityFlags security_flags;
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
   int rank = 0;
@@ -36,7 +39,10 @@ Parsed Parse(std::vector<std::string> args) {
       "log-level", po::value(&log_level)->default_value(log_level), "")("list-models", "")(
       "check-job", "");
   po::options_description all;
-  all.add(process).add(job_flags.options()).add(worker_flags.options());
+  all.add(process)
+      .add(security_flags.options())
+      .add(job_flags.options())
+      .add(worker_flags.options());
   args.insert(args.begin(), "towerps-worker");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

@@ -89,7 +89,8 @@ void ReadHeader(proto::Header::Reader h) {
   Use(s.getBytesIn() + s.getBytesOut() + s.getGradientsReceived() + s.getUpdatesApplied());
   Use(s.getStaleDropped() + s.getAggregationNanos() + s.getPullsServed());
   Use(s.getRejectedMessages() + s.getCheckpointsWritten());
-  Use(static_cast<uint64_t>(s.getMinVersion() + s.getMaxVersion()));
+  Use(static_cast<uint64_t>(s.getMinVersion()));
+  Use(static_cast<uint64_t>(s.getMaxVersion()));
   for (uint64_t bucket : s.getStalenessHistogram()) Use(bucket);
   // What the client makes of an error reply, and what the server logs.
   Use(towerps::StatusFromHeader(h).message().size());
