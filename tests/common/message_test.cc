@@ -8,6 +8,7 @@
 #include <capnp/schema.h>
 
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "common/internal/wire_codec.h"
@@ -392,6 +393,53 @@ TEST(MessageValidationTest, PointersOfTheWrongKindAreRejectedNotThrownLater) {
     }
   }
   EXPECT_GE(rejected, 8);  // tensors, shapes, names, texts, stats, histogram: all can be wrong
+}
+
+// Found by tests/fuzz/message_fuzzer (tests/fuzz/corpus/message/regression-traversal-limit*):
+// 40-word headers whose pointers lead to the same lists more than once. Validation (totalSize and
+// ReadEveryField) spends most of the reader's traversal budget (4 words per header word), so the
+// reads after it run out: the first header makes the decoder's own getTensors() throw "Exceeded
+// message traversal limit" out of DecodeMessage (past every guard: the transport's Receive
+// calls it unguarded); the second is accepted and then a receiver's getters throw.
+TEST(MessageValidationTest, ReadsAfterValidationDoNotRunOutOfTraversalBudget) {
+  static const uint64_t kThrowsInDecode[] = {
+      0x0000002700000000ull, 0x0005000a00000000ull, 0x0000000000000003ull, 0x0000000000000000ull,
+      0x0000000000000000ull, 0x0000000000000000ull, 0x0000000000000000ull, 0x000000000000feedull,
+      0x0000000000000000ull, 0x0000000000000000ull, 0x0000000000000000ull, 0x0000000000000000ull,
+      0x0000000700000069ull, 0x0000000000000000ull, 0x0000003700000009ull, 0x0000001d00000039ull,
+      0x0000000100000000ull, 0x0000000500000000ull, 0x0000001100000000ull, 0x000000010000000dull,
+      0x0000000000000002ull, 0x0000001000000000ull, 0x0000000500000000ull, 0x000001000000001dull,
+      0x0000050000000000ull, 0x0000110000000000ull, 0x0000010000000d00ull, 0x0000000000000200ull,
+      0x0000100000000000ull, 0x0000050000000000ull, 0x0000050000001d00ull, 0x0000020000000000ull,
+      0x0000010000000000ull, 0x0000020000000000ull, 0x0000050000000000ull, 0x3700000009000e07ull,
+      0x2700000039000000ull, 0x0000000000000000ull, 0x0100000008000000ull, 0x0000000000000200ull,
+  };
+  static const uint64_t kThrowsInGetters[] = {
+      0x0000002700000000ull, 0x0005000a00000000ull, 0x0000000000000003ull, 0x0000000000000000ull,
+      0x0000000000000000ull, 0x0000000000000000ull, 0x0000000000000000ull, 0x000000000000feedull,
+      0x0000000000000000ull, 0x0000000000000000ull, 0x0000000000000000ull, 0x0000000000000000ull,
+      0x0000000700000069ull, 0x0000000000000000ull, 0x0000003700000009ull, 0x0000000000000039ull,
+      0x0000000000000100ull, 0x0000000000000200ull, 0x09000e0700000500ull, 0x3900000037000000ull,
+      0x0000000027000000ull, 0x0800000000000000ull, 0x0000020001000000ull, 0x0200000100000000ull,
+      0x0001000000000000ull, 0x0000110000000000ull, 0x0000010000000d00ull, 0x0000000000000200ull,
+      0x0000000000100000ull, 0x001d000000050000ull, 0x0000000000050000ull, 0x0000000000020000ull,
+      0x0000000000010000ull, 0x0000000000020000ull, 0x000e070000050000ull, 0x0000003700000009ull,
+      0x0000000027000000ull, 0x0800000000000000ull, 0x0000020001000000ull, 0x0100000100000000ull,
+  };
+  for (const auto& [words, size] : {std::pair{kThrowsInDecode, sizeof(kThrowsInDecode)},
+                                    std::pair{kThrowsInGetters, sizeof(kThrowsInGetters)}}) {
+    SCOPED_TRACE(words == kThrowsInDecode ? "kThrowsInDecode" : "kThrowsInGetters");
+    std::vector<zmq::message_t> frames;
+    frames.push_back(CopyFrame(words, size));
+    std::optional<Result<IncomingMessage>> in;
+    EXPECT_NO_THROW(in.emplace(DecodeMessage("fuzz", std::move(frames), WireLimits{})));
+    if (!in.has_value()) continue;
+    if (!in->ok()) {
+      EXPECT_EQ(in->status().code(), StatusCode::kProtocol) << in->status().ToString();
+      continue;
+    }
+    EXPECT_NO_THROW(ReadLikeAReceiver((*in)->header()));
+  }
 }
 
 }  // namespace
