@@ -2,23 +2,29 @@
 # The test command: installs dependencies, builds, and runs the whole suite with CTest.
 #   scripts/test.sh                  release suite and the installed-library check
 #                                    (scripts/check_example.sh), the asan (ASan+UBSan) suite,
-#                                    then the clang thread-safety build (tsa: compiled, not run)
-#   scripts/test.sh --presets "cpu"  only the named presets (add tsa for the clang build)
+#                                    the clang thread-safety build (tsa: compiled, not run), then
+#                                    every libFuzzer harness for 20 s (fuzz: scripts/fuzz.sh 20)
+#   scripts/test.sh --presets "cpu"  only the named presets (add tsa or fuzz for those steps)
 # GPU tests skip, saying why, on machines without an NVIDIA GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-presets="release asan tsa"
+presets="release asan tsa fuzz"
 while [ $# -gt 0 ]; do
   case "$1" in
     --presets) presets="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "test: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
 scripts/setup.sh
 for preset in $presets; do
+  if [ "$preset" = fuzz ]; then
+    echo "=== test: fuzzing every harness for 20 s (scripts/fuzz.sh)"
+    scripts/fuzz.sh 20
+    continue
+  fi
   echo "=== test: building preset '$preset'"
   scripts/build.sh "$preset"
   if [ "$preset" = tsa ]; then
