@@ -1,6 +1,7 @@
 #include "ps/job_config.h"
 
 #include <cstdio>
+#include <set>
 
 #include "common/hash.h"
 
@@ -144,11 +145,18 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
 }
 
 std::vector<std::string> JobConfig::ToArgs() const {
+  // The flags that take no value (bool_switch in ps/job_flags.cc): present when on. Known by
+  // name, so that a text field whose value is "true" or "false" (--model false) keeps it.
+  static const std::set<std::string> kSwitches = {"--staleness-aware-lr", "--nesterov",
+                                                  "--lr-staircase"};
   std::vector<std::string> args;
   for (const auto& [name, value] : Fields()) {
-    if (value == "false") continue;  // switches are off by default
+    if (kSwitches.count(name) != 0) {
+      if (value == "true") args.push_back(name);
+      continue;
+    }
     args.push_back(name);
-    if (value != "true") args.push_back(value);
+    args.push_back(value);
   }
   return args;
 }

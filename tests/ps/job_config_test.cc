@@ -75,6 +75,29 @@ TEST(JobFlagsTest, ParsesAndRejectsBadValues) {
   EXPECT_NE(s.message().find("workerz"), std::string::npos);
 }
 
+// Found by tests/fuzz/config_fuzzer: ToArgs dropped any field whose value was "false" (and gave
+// "true" no value), as if it were a switch, so a worker got --model mlp for --model false.
+TEST(JobConfigTest, ToArgsParsesBackToTheSameFieldsWhateverTheText) {
+  JobConfig c;
+  c.model = "false";
+  c.dataset = "true";
+  c.optimizer.nesterov = true;
+  std::vector<std::string> args = c.ToArgs();
+  args.insert(args.begin(), "prog");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  JobFlags flags;
+  boost::program_options::variables_map vm;
+  ASSERT_TRUE(ParseFlags(static_cast<int>(argv.size()), argv.data(), flags.options(), &vm).ok());
+  Result<JobConfig> again = flags.ToConfig();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->model, "false");
+  EXPECT_EQ(again->dataset, "true");
+  EXPECT_TRUE(again->optimizer.nesterov);
+  EXPECT_FALSE(again->schedule.staircase);
+  EXPECT_EQ(again->Fields(), c.Fields());
+}
+
 // ParseFlags on `args` (after the program name) in a thread, so that a hang fails the test
 // instead of blocking it: nullopt when it did not return in time (the thread is left behind).
 std::optional<Status> ParseWithin(std::vector<std::string> args, std::chrono::seconds limit) {
