@@ -64,7 +64,6 @@ for entry in "${harnesses[@]}"; do
   dict=()
   if [ -f "tests/fuzz/$name.dict" ]; then dict=(-dict="tests/fuzz/$name.dict"); fi
   log="$logs/$name.log"
-  before=$(ls "$findings/$name" | wc -l)
   start=$(date +%s.%N)
   rc=0
   # -timeout: one input taking over 10 s is a finding; timeout(1) bounds the whole run.
@@ -77,9 +76,10 @@ for entry in "${harnesses[@]}"; do
   files=$(ls "$corpus" | wc -l)
   result=ok
   if [ "$rc" -ne 0 ]; then
-    found=$(ls -t "$findings/$name" | head -1)
-    if [ "$(ls "$findings/$name" | wc -l)" -gt "$before" ] && [ -n "$found" ]; then
-      result="FINDING: $findings/$name/$found (log: $log)"
+    # libFuzzer names the input it kept: "Test unit written to <file>".
+    found=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)
+    if [ -n "$found" ]; then
+      result="FINDING: $found (log: $log)"
     else
       result="FAILED with exit code $rc (log: $log)"
     fi
