@@ -401,7 +401,7 @@ int RunSoakCommand(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", verdict);
   } else {
     std::printf(
-        "soak: %.1f min, %d epochs, %zu samples; warm-up 0-%.0f s, final window %.0f-%.0f s\n",
+        "soak: %.1f min, %d epochs, %zu samples; warm-up 0-%.1f s, final window %.1f-%.1f s\n",
         o.minutes, r->epochs, r->sample_seconds.size(), r->warmup_seconds, r->final_from_seconds,
         o.minutes * 60);
     std::printf("%-9s %8s %13s %10s %9s %11s %9s %6s\n", "process", "pid", "baseline KiB",

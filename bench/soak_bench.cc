@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -253,6 +254,9 @@ Result<SoakResult> RunSoak(const SoakOptions& o) {
 
   // Samples at t = 0, interval, 2 intervals, ... up to and including total_s.
   const auto start = Clock::now();
+  auto since_start = [&] {
+    return std::round(std::chrono::duration<double>(Clock::now() - start).count());
+  };
   std::vector<double> cpu_start(r.processes.size(), 0);
   const double interval_s = static_cast<double>(o.sample_interval.count()) / 1000.0;
   for (int k = 0;; ++k) {
@@ -260,9 +264,11 @@ Result<SoakResult> RunSoak(const SoakOptions& o) {
     const auto at =
         start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t));
     while (Clock::now() < at) {
-      if (interrupted())
-        return CancelledError("soak interrupted after " + std::to_string(t) + " s");
-      if (!job.launcher().running()) return failed("the job ended before the soak's time was up");
+      if (interrupted()) return CancelledError("soak interrupted after " + Number(t) + " s");
+      if (!job.launcher().running()) {
+        return failed("the job ended after " + Number(since_start()) +
+                      " s, before the soak's time was up");
+      }
       std::this_thread::sleep_for(
           std::min<Clock::duration>(at - Clock::now(), std::chrono::milliseconds(200)));
     }
@@ -273,8 +279,8 @@ Result<SoakResult> RunSoak(const SoakOptions& o) {
       const std::optional<long> rss = ReadRssKib(p.pid);
       const std::optional<double> ticks = ReadCpuTicks(p.pid);
       if (!rss || !ticks) {
-        return failed(p.name + " (pid " + std::to_string(p.pid) + ") is gone after " +
-                      std::to_string(static_cast<int>(r.sample_seconds.back())) + " s");
+        return failed(p.name + " (pid " + std::to_string(p.pid) + ") exited after " +
+                      Number(since_start()) + " s, before the soak's time was up");
       }
       p.rss_kib.push_back(*rss);
       if (k == 0) cpu_start[i] = *ticks;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Stands in for towerps-launch in soak_verdict_test.sh: lists three processes (python3, not
+# TowerPS) in <--run-dir>/processes.txt as towerps-launch does, each adding FAKE_SOAK_GROW_KIB
+# KiB of touched memory every 100 ms (0: flat). Exits 143 on SIGTERM as towerps-launch does;
+# with FAKE_SOAK_FAIL_AFTER=S it instead fails on its own after S seconds.
+set -u
+run_dir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --run-dir) run_dir="$2"; shift 2 ;;
+    *) shift ;;
+  esac
+done
+mkdir -p "$run_dir"
+pids=()
+for _ in 1 2 3; do
+  python3 -c '
+import sys, time
+grow, keep = int(sys.argv[1]), []
+while True:
+    if grow:
+        keep.append(b"x" * (grow * 1024))
+    time.sleep(0.1)
+' "${FAKE_SOAK_GROW_KIB:-0}" &
+  pids+=("$!")
+done
+printf 'ps 0 pid %s log -\nworker 0 pid %s log -\nworker 1 pid %s log -\n' "${pids[@]}" \
+  > "$run_dir/processes.txt"
+stop() { kill "${pids[@]}" 2>/dev/null; wait; exit "$1"; }
+trap 'stop 143' TERM
+trap 'stop 130' INT
+if [ "${FAKE_SOAK_FAIL_AFTER:-0}" != 0 ]; then
+  sleep "$FAKE_SOAK_FAIL_AFTER"
+  echo "fake job: worker:1 failed"
+  stop 1
+fi
+while :; do sleep 0.1; done
