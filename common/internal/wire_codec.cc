@@ -179,6 +179,14 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
     // Bounds every pointer once (totalSize), then reads each field as its type (see above).
     (void)msg.header_.totalSize();
     ReadEveryField(capnp::toDynamic(msg.header_));
+    // The walk spent the traversal budget, and it proved the header amplifies reads at most
+    // that much per full pass. Later getters (decoding below, the handlers) make a few such
+    // passes, so they read through a fresh reader without a budget that could run out and
+    // throw outside this guard (the fuzzer's "Exceeded message traversal limit").
+    options.traversalLimitInWords = kj::maxValue;
+    msg.reader_ = std::make_unique<capnp::FlatArrayMessageReader>(
+        kj::ArrayPtr<const capnp::word>(begin, words), options);
+    msg.header_ = msg.reader_->getRoot<proto::Header>();
   } catch (const kj::Exception& e) {
     return ProtocolError(std::string("malformed Cap'n Proto header: ") + e.getDescription().cStr());
   }
