@@ -89,7 +89,7 @@ class Server {
   std::optional<ChunkPlacement> placement_;
   std::map<std::pair<uint32_t, uint32_t>, ChunkHome> homes_;
   bool shutdown_requested_ = false;
-  int64_t last_checkpoint_version_ = kNoVersion;  // kNoVersion: none written or restored
+  int64_t last_checkpoint_version_ = kNoVersion;     // kNoVersion: none written or restored
   int64_t checkpoint_attempt_version_ = kNoVersion;  // when the last periodic one was started
   int64_t restored_version_ = kNoVersion;  // lowest chunk version restored; kNoVersion: fresh
   bool snapshot_in_flight_ = false;

@@ -23,9 +23,9 @@ float FromBits(uint32_t bits) {
 }
 
 TEST(FiniteTest, FiniteValuesPassIncludingTheExtremes) {
-  const std::vector<float> x = {0.0f,     -0.0f,          1.0f,    -1.0f,   FLT_MAX,
-                                -FLT_MAX, FLT_MIN,        -FLT_MIN, 1e-45f, FLT_TRUE_MIN,
-                                3.0e38f,  FromBits(0x7f7fffff)};
+  const std::vector<float> x = {0.0f,    -0.0f,        1.0f,    -1.0f,
+                                FLT_MAX, -FLT_MAX,     FLT_MIN, -FLT_MIN,
+                                1e-45f,  FLT_TRUE_MIN, 3.0e38f, FromBits(0x7f7fffff)};
   EXPECT_EQ(FindNonFinite(x.data(), static_cast<int64_t>(x.size())), -1);
   EXPECT_EQ(FindNonFinite(x.data(), 0), -1);
 }

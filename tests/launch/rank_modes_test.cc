@@ -29,8 +29,8 @@ TEST_F(RankModesTest, ClusterSpecFileAndEnvironment) {
   const std::string file = (dir_ / "cluster.json").string();
   // One secret for every process, made as a user would.
   const std::string secret = (dir_ / "secret").string();
-  Result<int> made = RunProcess({kLaunchBin, "--new-secret", secret}, dir_ / "secret.out", {},
-                                seconds(20));
+  Result<int> made =
+      RunProcess({kLaunchBin, "--new-secret", secret}, dir_ / "secret.out", {}, seconds(20));
   ASSERT_TRUE(made.ok() && *made == 0) << dir_.Read("secret.out");
   const std::vector<std::string> job = {"--max-steps", "20", "--bind", "127.0.0.1"};
   auto with = [&](std::vector<std::string> a) {

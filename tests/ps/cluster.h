@@ -10,6 +10,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +23,19 @@
 #include "ps/job_config.h"
 
 namespace towerps::ps::testing {
+
+// The value of a client call, or a test failure (as an exception) naming its error.
+template <typename T>
+T Get(std::future<Result<T>> f) {
+  auto r = f.get();
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return std::move(r).value();
+}
+
+inline void Check(std::future<Status> f) {
+  Status s = f.get();
+  if (!s.ok()) throw std::runtime_error(s.ToString());
+}
 
 class Cluster {
  public:

@@ -16,24 +16,15 @@
 namespace towerps::ps {
 namespace {
 
+using testing::Check;
+using testing::Get;
+
 using std::chrono::seconds;
 
 constexpr int64_t kFloats = 32 * 1024;  // 128 KiB: one chunk, a checkpoint of about 128 KiB
 constexpr uint64_t kSignature = 0x5eed;
 
 std::vector<VariableSpec> Model() { return {{"w", {kFloats}}}; }
-
-template <typename T>
-T Get(std::future<Result<T>> f) {
-  auto r = f.get();
-  if (!r.ok()) throw std::runtime_error(r.status().ToString());
-  return std::move(r).value();
-}
-
-void Check(std::future<Status> f) {
-  Status s = f.get();
-  if (!s.ok()) throw std::runtime_error(s.ToString());
-}
 
 Tensor Filled(float v) {
   Tensor t = Tensor::Empty({kFloats});

@@ -20,7 +20,9 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::Check;
 using testing::Cluster;
+using testing::Get;
 
 // Two variables, cut by a 16 KiB partition into 8 + 1 chunks spread over the servers.
 std::vector<VariableSpec> Model() { return {{"w", {300, 100}}, {"b", {100}}}; }
@@ -44,18 +46,6 @@ Tensor Random(const Shape& shape, uint32_t seed) {
   std::normal_distribution<float> d;
   for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = d(rng);
   return t;
-}
-
-template <typename T>
-T Get(std::future<Result<T>> f) {
-  auto r = f.get();
-  if (!r.ok()) throw std::runtime_error(r.status().ToString());
-  return std::move(r).value();
-}
-
-void Check(std::future<Status> f) {
-  Status s = f.get();
-  if (!s.ok()) throw std::runtime_error(s.ToString());
 }
 
 std::vector<float> PullAll(Client& c, uint32_t var, int64_t min_version,

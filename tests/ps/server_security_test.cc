@@ -20,6 +20,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::Cluster;
+using testing::Get;
 
 constexpr uint64_t kSignature = 0x5ec;
 std::vector<VariableSpec> Model() { return {{"w", {1000}}}; }
@@ -29,13 +30,6 @@ JobConfig Job() {
   j.workers = 1;
   j.servers = 1;
   return j;
-}
-
-template <typename T>
-T Get(std::future<Result<T>> f) {
-  auto r = f.get();
-  if (!r.ok()) throw std::runtime_error(r.status().ToString());
-  return std::move(r).value();
 }
 
 // Registers worker 0, initialises the one variable with distinct values, returns them.
