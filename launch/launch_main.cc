@@ -175,9 +175,8 @@ int main(int argc, char** argv) {
   options.secret_file = security_flags.secret_file();
   options.insecure = security_flags.insecure();
   options.encrypt = security_flags.encrypt();
-  if (options.insecure && (options.encrypt || !options.secret_file.empty())) {
-    std::cerr << "towerps-launch: --insecure contradicts "
-              << (options.encrypt ? "--encrypt" : "--secret-file") << "; keep one\n";
+  if (Status s = security_flags.Validate(); !s.ok()) {
+    std::cerr << "towerps-launch: " << s.message() << "\n";
     return 2;
   }
   Result<ps::JobConfig> job = job_flags.ToConfig();

@@ -15,6 +15,16 @@ SecurityFlags::SecurityFlags() : desc_("Security (docs/SECURITY.md)") {
       "agree");
 }
 
+Status SecurityFlags::Validate() const {
+  if (insecure_ && !secret_file_.empty()) {
+    return InvalidArgumentError("--insecure and --secret-file contradict each other; keep one");
+  }
+  if (insecure_ && encrypt_) {
+    return InvalidArgumentError("--encrypt needs the job's secret; drop --insecure");
+  }
+  return Status::Ok();
+}
+
 Result<TransportSecurity> SecurityFlags::ToSecurity(const char* env_secret_file) const {
   TransportSecurity security;
   std::string path = secret_file_;
@@ -23,15 +33,8 @@ Result<TransportSecurity> SecurityFlags::ToSecurity(const char* env_secret_file)
     path = env_secret_file;
     source = "TOWERPS_SECRET_FILE";
   }
-  if (insecure_) {
-    if (!secret_file_.empty()) {
-      return InvalidArgumentError("--insecure and --secret-file contradict each other; keep one");
-    }
-    if (encrypt_) {
-      return InvalidArgumentError("--encrypt needs the job's secret; drop --insecure");
-    }
-    return security;
-  }
+  TOWERPS_RETURN_IF_ERROR(Validate());
+  if (insecure_) return security;
   if (path.empty()) {
     return InvalidArgumentError(
         "no job secret: pass --secret-file FILE or set TOWERPS_SECRET_FILE (towerps-launch does "

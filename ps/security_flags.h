@@ -25,6 +25,9 @@ class SecurityFlags {
   // After parsing. `env_secret_file`: TOWERPS_SECRET_FILE as the entry point read it (null when
   // unset). Errors name the flag and say how to get a secret.
   Result<TransportSecurity> ToSecurity(const char* env_secret_file) const;
+  // The flags agree with each other (--insecure with neither --secret-file nor --encrypt).
+  // ToSecurity checks it too; the launcher, which does not load the secret, calls it alone.
+  Status Validate() const;
   // The flags as given, for towerps-launch, which hands them on rather than loading the secret.
   const std::string& secret_file() const { return secret_file_; }
   bool insecure() const { return insecure_; }
