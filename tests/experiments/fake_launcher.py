@@ -44,9 +44,9 @@ def validate_only(a):
         problems.append(f"--straggler-dist={a.straggler_dist} is not exp:MEAN or uniform:LO:HI")
     if a.slow_workers is not None:
         m = re.fullmatch(r"(\d+):(\d+(\.\d*)?)", a.slow_workers)
-        if not m or int(m.group(1)) > a.workers or float(m.group(2)) < 1:
+        if not m or int(m.group(1)) > a.workers or not 1 <= float(m.group(2)) <= 1000:
             problems.append(f"--slow-workers={a.slow_workers}: K must be 0..{a.workers} and "
-                            "FACTOR at least 1")
+                            "FACTOR between 1 and 1000")
     if problems:
         print(f"towerps-launch: {problems[0]}", file=sys.stderr)
         sys.exit(2)

@@ -145,7 +145,7 @@ class RealLauncherTest(unittest.TestCase):
         for bad, message in (({"straggler": "3:40parsecs"}, "--straggler delay"),
                              ({"straggler": "4:1ms"}, "--straggler rank 4"),
                              ({"straggler_dist": "uniform:30ms:10ms"}, "HI is below LO"),
-                             ({"slow_workers": "1:0.5"}, "FACTOR at least 1")):
+                             ({"slow_workers": "1:0.5"}, "FACTOR between 1 and 1000")):
             with self.assertRaises(sweep.SweepError) as cm:
                 parse(REAL_LAUNCHER, workers=[4], stragglers=[bad])
             self.assertIn(message, str(cm.exception))
