@@ -54,6 +54,15 @@ void Chunk::Restore(const ChunkState& state) {
   worker_clocks_ = state.worker_clocks;
   worker_clocks_.resize(static_cast<size_t>(config_.workers), 0);
   pending_.clear();
+  previous_values_ = Tensor();
+  previous_version_ = kNoVersion;
+}
+
+const Tensor* Chunk::ValuesAt(int64_t version) const {
+  if (!initialized()) return nullptr;
+  if (version == version_) return &values_;
+  if (version == previous_version_ && version != kNoVersion) return &previous_values_;
+  return nullptr;
 }
 
 ChunkState Chunk::Snapshot() const {
@@ -116,6 +125,9 @@ void Chunk::Update(const float* const* grads, int k, float lr, ShardCounters* co
 }
 
 void Chunk::CompleteStep(int64_t step, float lr, ShardCounters* counters) {
+  // Shared, not copied: the update below writes elsewhere while this handle holds the buffer.
+  previous_values_ = values_;
+  previous_version_ = version_;
   std::vector<const float*> grads;  // std::map iterates in worker-rank order
   for (const auto& [rank, g] : pending_[step]) {
     if (g.num_elements() > 0) grads.push_back(g.f32());
@@ -173,9 +185,25 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
                                   ": pull before pushing");
     }
     auto& bucket = pending_[base_version];
-    if (bucket.count(worker)) {
-      return InvalidArgumentError("worker " + std::to_string(worker) + " pushed twice for step " +
-                                  std::to_string(base_version) + " of " + where);
+    if (auto held = bucket.find(worker); held != bucket.end()) {
+      // A restarted worker recomputing the step its predecessor did not finish: the same bits
+      // are a duplicate; anything else means the recomputation differs from the original.
+      const bool same =
+          held->second.num_elements() == 0
+              ? FindNonFinite(gradient.f32(), gradient.num_elements()) >= 0
+              : std::memcmp(held->second.raw_data(), gradient.raw_data(),
+                            static_cast<size_t>(gradient.num_elements()) * sizeof(float)) == 0;
+      if (!same) {
+        return InvalidArgumentError(
+            "worker " + std::to_string(worker) + " pushed a gradient for step " +
+            std::to_string(base_version) + " of " + where +
+            " that differs from the one it pushed before: a restarted worker must recompute "
+            "its step bit for bit (same data, parameters and dropout masks)");
+      }
+      counters->stale_dropped.fetch_add(1, std::memory_order_relaxed);  // dropped, as stale ones
+      out.kind = PushOutcome::Kind::kDuplicate;
+      out.version = version_;
+      return out;
     }
     const bool refused = refuse_if_nonfinite();
     bucket.emplace(worker, refused ? Tensor() : gradient);

@@ -10,6 +10,13 @@
 //  ssp    As async; in addition a pull for clock c is ready only once every worker has pushed
 //         clock c - s - 1 or later (Ho et al. 2013), i.e. no worker is more than s ahead.
 //
+// Restarted workers (sync): the chunk keeps the values of its previous version, so that a worker
+// that died during step t and recomputes it can pull exactly version t even where the chunk has
+// already moved on to t + 1 (ValuesAt). In a full sync job chunk versions differ by at most one,
+// so one version back is always enough. A repeated push of (worker, step) is accepted: dropped if
+// the step is already applied (as a stale push), and checked bit for bit against the held one if
+// it is still pending; a different gradient is an error naming the worker.
+//
 // A gradient holding a NaN or an infinity is refused in every mode (kRejected) and counted: it
 // is never applied, so one diverging worker cannot poison the model. It still counts as its
 // worker's push, so that nobody waits for it: sync: the step completes with the average of the
@@ -37,7 +44,7 @@
 namespace towerps::ps {
 
 struct PushOutcome {
-  enum class Kind { kApplied, kPending, kDropped, kRejected } kind = Kind::kPending;
+  enum class Kind { kApplied, kPending, kDropped, kDuplicate, kRejected } kind = Kind::kPending;
   std::string rejection;  // kRejected: why, naming the worker, variable, chunk and value
   int64_t staleness = 0;  // async/ssp: of this update; sync: 0
   int64_t version = 0;    // the chunk's version after the push
@@ -73,14 +80,17 @@ class Chunk {
 
   // Applies the mode's rule to one worker's gradient (kept by reference while pending); a
   // non-finite one is kRejected (see above). Errors: not initialised, wrong size, worker rank
-  // out of range, a step from the future (sync), or a second gradient from one worker for one
-  // step.
+  // out of range, a step from the future (sync), or a repeated gradient from one worker for a
+  // pending step that differs from the first (sync; an identical one is kDuplicate).
   Result<PushOutcome> Push(int worker, int64_t base_version, int64_t clock, const Tensor& gradient,
                            ShardCounters* counters);
 
   // Whether a pull asking for (min_version, clock) can be answered now.
   bool PullReady(int64_t min_version, int64_t clock) const;
   const Tensor& values() const { return values_; }
+  // The values at exactly `version`: the current ones, or (sync) the previous version's; null
+  // when this chunk no longer holds, or does not yet have, that version.
+  const Tensor* ValuesAt(int64_t version) const;
 
  private:
   void Update(const float* const* grads, int k, float lr, ShardCounters* counters);
@@ -93,7 +103,9 @@ class Chunk {
   int64_t version_ = kNoVersion;  // until initialised
   int64_t updates_ = 0;
   Tensor values_;
-  std::vector<Tensor> spares_;  // earlier buffers, reused once nobody else holds them
+  Tensor previous_values_;                 // sync: the values at previous_version_
+  int64_t previous_version_ = kNoVersion;  // kNoVersion: none held
+  std::vector<Tensor> spares_;             // earlier buffers, reused once nobody else holds them
   std::vector<Tensor> slots_;
   // sync: step -> worker -> gradient; an empty tensor marks a refused (non-finite) one.
   std::map<int64_t, std::map<int, Tensor>> pending_;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <span>
 #include <thread>
 
@@ -265,7 +266,9 @@ class Client::Impl {
   std::vector<std::unique_ptr<Socket>> sockets_;
   Mailbox<Call> calls_;
   std::thread io_;
-  uint64_t next_request_id_ = 0;         // I/O thread only
+  // I/O thread only. Starts at random: a restarted worker reuses its predecessor's identity,
+  // and a late reply to a request of the dead process must not match a request of this one.
+  uint64_t next_request_id_ = static_cast<uint64_t>(std::random_device{}()) << 32;
   std::map<uint64_t, Pending> pending_;  // I/O thread only
 };
 
@@ -399,7 +402,7 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
 }
 
 std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t min_version,
-                                                 int64_t clock) {
+                                                 int64_t clock, bool exact) {
   const auto chunks = placement().ChunksOf(variable_id);
   auto join = std::make_shared<Join<PulledVariable>>(static_cast<int>(chunks.size()));
   auto future = join->promise.get_future();
@@ -408,6 +411,7 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
       [&](proto::Header::Builder h) {
         h.setVersion(min_version);
         h.setClock(clock);
+        h.setExactVersion(exact);
       },
       /*values=*/nullptr,
       [join](const ChunkSpec& c, Result<IncomingMessage> r) {
@@ -419,6 +423,7 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
         }
         join->Part(s, [&](PulledVariable& out, LowestVersion& lowest) {
           lowest.Add(r->header().getVersion());
+          out.max_version = std::max(out.max_version, r->header().getVersion());
           out.chunks.emplace_back(c, r->tensors()[0]);
         });
       });

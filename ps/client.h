@@ -39,7 +39,8 @@ struct ClientOptions {
 };
 
 struct PulledVariable {
-  int64_t version = 0;  // the lowest version among the variable's chunks
+  int64_t version = 0;               // the lowest version among the variable's chunks
+  int64_t max_version = kNoVersion;  // the highest
   std::vector<std::pair<ChunkSpec, Tensor>> chunks;  // views of the received messages
   // Assembles the chunks into `dst` (the variable's flattened elements).
   void CopyTo(float* dst) const;
@@ -80,9 +81,10 @@ class Client {
   std::future<Result<PushReport>> Push(uint32_t variable_id, int64_t version, int64_t clock,
                                        const Tensor& gradient);
   // The variable once every chunk has reached `min_version` (and, in SSP, the slowest worker is
-  // within the staleness bound of `clock`).
-  std::future<Result<PulledVariable>> Pull(uint32_t variable_id, int64_t min_version,
-                                           int64_t clock);
+  // within the staleness bound of `clock`). `exact` (sync): at exactly `min_version`, which a
+  // server holds for one version after it moved on; kFailedPrecondition when it is gone.
+  std::future<Result<PulledVariable>> Pull(uint32_t variable_id, int64_t min_version, int64_t clock,
+                                           bool exact = false);
   std::future<Result<ServerStatsReport>> Stats(int server);
   std::future<Status> Ping(int server);
   // Asks a server to checkpoint (if configured) and exit.

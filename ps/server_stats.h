@@ -14,7 +14,7 @@ inline constexpr int kStalenessBuckets = 64;  // the last bucket counts stalenes
 struct ShardCounters {
   std::atomic<uint64_t> gradients_received{0};
   std::atomic<uint64_t> updates_applied{0};
-  std::atomic<uint64_t> stale_dropped{0};
+  std::atomic<uint64_t> stale_dropped{0};       // sync: stale pushes and restarted workers' repeats
   std::atomic<uint64_t> nonfinite_rejected{0};  // gradients with a NaN or an infinity, refused
   std::atomic<uint64_t> pulls_served{0};
   std::atomic<uint64_t> aggregation_nanos{0};

@@ -109,7 +109,9 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
       }
       OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
       reply.header().setVersion(out->version);
-      reply.header().setStaleness(out->kind == PushOutcome::Kind::kDropped ? -1 : out->staleness);
+      const bool dropped =
+          out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
+      reply.header().setStaleness(dropped ? -1 : out->staleness);
       outbox_->Push(std::move(reply));
       break;
     }
@@ -159,10 +161,27 @@ void Shard::AnswerReadyPulls(size_t index) {
 
 void Shard::ReplyPull(size_t index, const IncomingMessage& request) {
   const Chunk& chunk = *chunks_[index];
+  const Tensor* values = &chunk.values();
+  int64_t version = chunk.version();
+  if (request.header().getExactVersion()) {
+    version = request.header().getVersion();
+    values = chunk.ValuesAt(version);
+    if (values == nullptr) {
+      outbox_->Push(ErrorReply(
+          request, FailedPreconditionError("version " + std::to_string(version) + " of variable " +
+                                           std::to_string(chunk.spec().variable_id) + " chunk " +
+                                           std::to_string(chunk.spec().chunk_id) +
+                                           " is no longer held (the chunk is "
+                                           "at version " +
+                                           std::to_string(chunk.version()) +
+                                           "; servers keep one version back, in sync mode)")));
+      return;
+    }
+  }
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
-  reply.header().setVersion(chunk.version());
+  reply.header().setVersion(version);
   // Zero copy: the chunk writes its next update elsewhere while this buffer is shared.
-  reply.AddTensor(chunk.values(), chunk.spec().variable_id, chunk.spec().chunk_id);
+  reply.AddTensor(*values, chunk.spec().variable_id, chunk.spec().chunk_id);
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);
   outbox_->Push(std::move(reply));
 }

@@ -115,6 +115,10 @@ struct Header {
   stats @16 :ServerStats;
   # pushReply: staleness of the applied update (async/SSP), or -1 when dropped as stale.
   staleness @17 :Int64;
+  # pull: wants the chunk at exactly `version`, not later (a restarted sync worker recomputing
+  # the step its predecessor did not finish; the server keeps one version back). Waits while the
+  # chunk is below `version`; an error when the server no longer holds it.
+  exactVersion @18 :Bool;
 }
 
 struct ServerStats {

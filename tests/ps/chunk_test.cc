@@ -106,7 +106,7 @@ TEST(ChunkSyncTest, BackupWorkersStepWithoutTheSlowestAndDropItsLateGradient) {
   EXPECT_EQ(chunk.version(), 1);
 }
 
-TEST(ChunkSyncTest, RejectsFutureStepsDuplicatesAndBadSizes) {
+TEST(ChunkSyncTest, RejectsFutureStepsDifferingRepeatsAndBadSizes) {
   Chunk chunk(Spec(), Sgd(UpdateMode::kSync, 2));
   ShardCounters counters;
   EXPECT_EQ(chunk.Push(0, 0, 0, Random(1), &counters).status().code(),
@@ -115,10 +115,57 @@ TEST(ChunkSyncTest, RejectsFutureStepsDuplicatesAndBadSizes) {
   EXPECT_FALSE(*chunk.Init(Random(2)));  // the first Init wins
   EXPECT_FALSE(chunk.Push(0, 5, 0, Random(1), &counters).ok());
   ASSERT_TRUE(chunk.Push(0, 0, 0, Random(1), &counters).ok());
-  EXPECT_FALSE(chunk.Push(0, 0, 0, Random(1), &counters).ok());
+  // A second gradient for the same step that differs, even in one bit, names the worker.
+  Tensor flipped = Random(1);
+  reinterpret_cast<uint32_t*>(flipped.raw_data())[kN / 2] ^= 1u;
+  const auto differs = chunk.Push(0, 0, 0, flipped, &counters);
+  ASSERT_FALSE(differs.ok());
+  EXPECT_NE(differs.status().message().find("worker 0 pushed a gradient for step 0"),
+            std::string::npos)
+      << differs.status().ToString();
   EXPECT_FALSE(chunk.Push(7, 0, 0, Random(1), &counters).ok());
   EXPECT_FALSE(chunk.Push(1, 0, 0, Tensor::Empty({3}), &counters).ok());
   EXPECT_EQ(chunk.version(), 0);
+}
+
+// A restarted worker recomputes the step its predecessor did not finish and pushes it again:
+// where the step is pending, the same bits are a duplicate (nothing changes); where it is
+// applied, the push is dropped as stale; and the previous version's values stay readable for
+// its exact pull until the chunk moves on once more.
+TEST(ChunkSyncTest, RestartedWorkersRepeatedPushesAndThePreviousVersion) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kSync, 2));
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  ASSERT_TRUE(*chunk.Init(init));
+  EXPECT_EQ(chunk.ValuesAt(-1), nullptr);
+  ASSERT_EQ(chunk.ValuesAt(0), &chunk.values());
+  const Tensor g0 = Random(10), g1 = Random(11);
+  ASSERT_EQ(chunk.Push(1, 0, 0, g1, &counters)->kind, PushOutcome::Kind::kPending);
+  // Worker 1 dies; its successor pushes the same bits (a copy, as from a new process).
+  auto repeat = chunk.Push(1, 0, 0, g1.Clone(), &counters);
+  ASSERT_TRUE(repeat.ok()) << repeat.status().ToString();
+  EXPECT_EQ(repeat->kind, PushOutcome::Kind::kDuplicate);
+  EXPECT_EQ(chunk.version(), 0);
+  ASSERT_EQ(chunk.Push(0, 0, 0, g0, &counters)->kind, PushOutcome::Kind::kApplied);
+  EXPECT_EQ(chunk.version(), 1);
+  // The step was applied once: the average of g0 and g1, not of three gradients.
+  for (int64_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(chunk.values().f32()[i], init.f32()[i] - 0.5f * ((g0.f32()[i] + g1.f32()[i]) * 0.5f))
+        << i;
+  }
+  // Version 0 is still held, bit for bit, for a successor's exact pull.
+  const Tensor* previous = chunk.ValuesAt(0);
+  ASSERT_NE(previous, nullptr);
+  EXPECT_EQ(std::memcmp(previous->raw_data(), init.raw_data(), kN * 4), 0);
+  // A successor that pushes step 0 after it was applied is dropped, not applied twice.
+  EXPECT_EQ(chunk.Push(0, 0, 0, g0.Clone(), &counters)->kind, PushOutcome::Kind::kDropped);
+  EXPECT_EQ(counters.stale_dropped.load(), 2u);  // the duplicate and the stale repeat
+  // After the next step, version 0 is gone; 1 is the previous one.
+  ASSERT_TRUE(chunk.Push(0, 1, 1, Random(12), &counters).ok());
+  ASSERT_TRUE(chunk.Push(1, 1, 1, Random(13), &counters).ok());
+  EXPECT_EQ(chunk.ValuesAt(0), nullptr);
+  EXPECT_NE(chunk.ValuesAt(1), nullptr);
+  EXPECT_EQ(chunk.ValuesAt(2), &chunk.values());
 }
 
 TEST(ChunkAsyncTest, AppliesEveryGradientAndRecordsStaleness) {
