@@ -90,6 +90,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!device_count.empty()) add("--device-count", device_count);
   if (!final_params_out.empty()) add("--final-params-out", final_params_out);
   if (shutdown_servers) a.push_back("--shutdown-servers");
+  if (!ready_file.empty()) add("--ready-file", ready_file);
   if (!straggler.empty()) add("--straggler", straggler);
   if (!straggler_dist.empty()) add("--straggler-dist", straggler_dist);
   if (!slow_workers.empty()) add("--slow-workers", slow_workers);
@@ -131,8 +132,11 @@ WorkerFlags::WorkerFlags()
       "chief: write the final parameters to this file")(
       "shutdown-servers", po::bool_switch(&o.shutdown_servers),
       "chief: ask the servers to checkpoint and exit at the end (set by towerps-launch --mpi, "
-      "--slurm and --cluster)")("straggler", po::value(&o.straggler),
-                                "RANK:DELAY: worker RANK sleeps DELAY every step")(
+      "--slurm and --cluster)")(
+      "ready-file", po::value(&o.ready_file),
+      "write this (empty) file once joined to the job and ready to compute (towerps-launch "
+      "times a restarted worker with it)")("straggler", po::value(&o.straggler),
+                                           "RANK:DELAY: worker RANK sleeps DELAY every step")(
       "straggler-dist", po::value(&o.straggler_dist),
       "exp:MEAN or uniform:LO:HI: random per-step delays for every worker (seeded)")(
       "slow-workers", po::value(&o.slow_workers),

@@ -43,6 +43,9 @@ struct WorkerOptions {
   std::string device_count;
   std::string final_params_out;   // chief: the final parameters, for comparisons
   bool shutdown_servers = false;  // chief: stop the servers at the end (no launcher does)
+  // Written (empty) once the worker has joined the job: its first parameters pulled, ready to
+  // compute. towerps-launch gives it to a restarted worker, to bound how long it takes to rejoin.
+  std::string ready_file;
   // Injected slow-downs (worker/straggler.h); every worker gets the same plan.
   std::string straggler;       // RANK:DELAY
   std::string straggler_dist;  // exp:MEAN or uniform:LO:HI

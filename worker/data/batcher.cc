@@ -94,6 +94,13 @@ void Batcher::StartEpoch(int64_t epoch) {
   }
 }
 
+void Batcher::Seek(int64_t index) {
+  const int64_t per_epoch = std::max<int64_t>(1, batches_per_epoch());
+  StartEpoch(index / per_epoch);
+  cursor_ = std::min(order_.size(), static_cast<size_t>(index % per_epoch) *
+                                        static_cast<size_t>(options_.batch_size));
+}
+
 bool Batcher::Next(Batch* batch) {
   const size_t left = order_.size() - cursor_;
   const size_t want = static_cast<size_t>(options_.batch_size);

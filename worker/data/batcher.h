@@ -56,6 +56,10 @@ class Batcher {
   void StartEpoch(int64_t epoch);
   // Fills `batch` with the next batch of the epoch; false when the epoch is over.
   bool Next(Batch* batch);
+  // Goes to the index-th batch (0-based) of the stream epoch 0, epoch 1, ...: the batches are
+  // a function of (seed, epoch, rank), so a restarted worker reads what its predecessor read.
+  void Seek(int64_t index);
+  int64_t epoch() const { return epoch_; }
 
  private:
   Batcher(const Dataset* data, BatcherOptions options, Shape out_shape);

@@ -39,6 +39,7 @@ class Dropout final : public Layer<T> {
     backend.DropoutForward(n, rate_, seed_ * 0x9E3779B97F4A7C15ull + step_++, x, mask_.data(), y);
   }
   std::string ops() const override { return "DropoutForward, DropoutBackward"; }
+  void SetTrainingStep(uint64_t n) override { step_ = n; }
   void Backward(kernels::Backend<T>& backend, int batch, const T*, const T*, const T* dy,
                 T* dx) override {
     if (dx != nullptr) backend.DropoutBackward(batch * this->input_size(), mask_.data(), dy, dx);

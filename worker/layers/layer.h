@@ -82,6 +82,10 @@ class Layer {
                         const T* dy, T* dx) = 0;
   // The backend ops Forward and Backward call, for --log-device-placement.
   virtual std::string ops() const = 0;
+  // The next training Forward is the n-th (0-based) of this layer: a layer with random state
+  // (dropout) draws what it would have drawn then, so that a restarted worker recomputing step n
+  // reproduces its predecessor's step bit for bit. A no-op for deterministic layers.
+  virtual void SetTrainingStep(uint64_t /*n*/) {}
   // In a stable order (kernel before bias). Empty for layers without parameters.
   virtual std::vector<Parameter<T>*> parameters() { return {}; }
 

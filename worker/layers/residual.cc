@@ -143,6 +143,13 @@ std::vector<Parameter<T>*> Residual<T>::parameters() {
   return out;
 }
 
+template <typename T>
+void Residual<T>::SetTrainingStep(uint64_t n) {
+  for (Branch* b : {&main_, &shortcut_}) {
+    for (auto& layer : b->layers) layer->SetTrainingStep(n);
+  }
+}
+
 template class Residual<float>;
 template class Residual<double>;
 

@@ -36,6 +36,7 @@ class Residual final : public Layer<T> {
                 T* dx) override;
   std::string ops() const override;
   std::vector<Parameter<T>*> parameters() override;
+  void SetTrainingStep(uint64_t n) override;
 
  private:
   // A chain with its outputs (one buffer per layer) and two gradient buffers to alternate.

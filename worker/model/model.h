@@ -107,6 +107,11 @@ class Model {
                                GradientDelivery delivery = GradientDelivery::kHost);
   // Forward only (dropout off): loss and accuracy.
   Result<StepResult> Evaluate(const T* x, const int32_t* labels, int batch);
+  // The next TrainStep is the n-th (0-based): layers with random state (dropout) draw what they
+  // would have drawn then (Layer::SetTrainingStep).
+  void SetTrainingStep(uint64_t n) {
+    for (auto& layer : layers_) layer->SetTrainingStep(n);
+  }
 
  private:
   Status CheckBatch(const int32_t* labels, int batch) const;

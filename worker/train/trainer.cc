@@ -1,8 +1,11 @@
 #include "worker/train/trainer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -134,14 +137,24 @@ class Trainer::Impl {
     const bool sync = job.mode == ps::UpdateMode::kSync;
     int64_t total = job.epochs * steps_per_epoch_;
     if (job.max_steps > 0) total = std::min(total, job.max_steps);
-    const int64_t first = std::max<int64_t>(start_version_, 0);
+    int64_t first = std::max<int64_t>(start_version_, 0);
+    if (sync) {
+      TOWERPS_ASSIGN_OR_RETURN(first, JoinSyncJob(first));
+    }
     // Async and SSP versions count every worker's updates; sync versions count steps.
     int64_t iter = sync ? first : first / job.workers;
     std::vector<int64_t> versions(num_vars_, first);
-    IssuePulls(versions, /*advance=*/false, iter, total);
-    int64_t data_epoch = sync ? first / steps_per_epoch_ : iter / steps_per_epoch_;
-    batcher_->StartEpoch(data_epoch);
-    int64_t last_eval_epoch = data_epoch;
+    // Exactly version `first` where the servers can tell (full sync); with backup workers
+    // (--replicas-to-aggregate) chunks run ahead without this worker, as they always did.
+    IssuePulls(versions, /*advance=*/false, iter, total,
+               /*exact=*/sync && job.EffectiveReplicas() == job.workers);
+    // What this worker computes at iteration `iter` is a function of it alone: its batch and
+    // its dropout masks (and, in sync, the parameters at version `iter`).
+    batcher_->Seek(iter);
+    for (int t = 0; t < towers_->size(); ++t) towers_->model(t).SetTrainingStep(iter);
+    int64_t data_epoch = batcher_->epoch();
+    int64_t last_eval_epoch = iter / steps_per_epoch_;
+    if (!o_.worker.ready_file.empty()) TOWERPS_RETURN_IF_ERROR(WriteReadyFile());
     const ConsoleProgress console(steps_per_epoch_);
     metrics_.Open(o_.worker.metrics_out, o_.rank);
 
@@ -258,14 +271,50 @@ class Trainer::Impl {
     return Status::Ok();
   }
 
+  // Sync: where this worker (re)joins the job, from `first` (the version the servers restored,
+  // or 0). A worker of an undisturbed job finds every chunk at `first`. A restarted one finds
+  // the step its predecessor was computing: the lowest chunk version s, where chunks it had
+  // already pushed to stand at s + 1 (never more: they wait for its next step). It recomputes
+  // step s from exactly version s (the servers keep one version back), with the same batch and
+  // dropout masks, so its pushes repeat the lost ones bit for bit.
+  Result<int64_t> JoinSyncJob(int64_t first) {
+    std::vector<int64_t> versions(num_vars_, first);
+    IssuePulls(versions, /*advance=*/false, 0, first);
+    int64_t lowest = -1, highest = -1;
+    for (int v = 0; v < num_vars_; ++v) {
+      TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls_[v]));
+      lowest = v == 0 ? p.version : std::min(lowest, p.version);
+      highest = std::max(highest, p.max_version);
+    }
+    if (lowest > first) {
+      TOWERPS_LOG(kInfo) << "joining a running job at step " << lowest
+                         << (highest > lowest ? " (recomputing it: the chunks this worker's "
+                                                "predecessor pushed to are at step " +
+                                                    std::to_string(highest) + ")"
+                                              : "");
+    }
+    return lowest;
+  }
+
+  Status WriteReadyFile() const {
+    std::ofstream ready(o_.worker.ready_file, std::ios::trunc);
+    if (!ready) {
+      return IoError("cannot write --ready-file " + o_.worker.ready_file + ": " +
+                     std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+
   // Issues one pull per variable, in forward-layer order. `advance`: ask for the step after the
-  // one just pushed (sync: version + 1, never beyond `cap`).
-  void IssuePulls(const std::vector<int64_t>& versions, bool advance, int64_t clock, int64_t cap) {
+  // one just pushed (sync: version + 1, never beyond `cap`). `exact` (sync): at exactly
+  // `versions` (see JoinSyncJob).
+  void IssuePulls(const std::vector<int64_t>& versions, bool advance, int64_t clock, int64_t cap,
+                  bool exact = false) {
     const bool sync = o_.job.mode == ps::UpdateMode::kSync;
     for (int v = 0; v < num_vars_; ++v) {
       int64_t min_version = versions[v];
       if (advance) min_version = sync ? std::min(versions[v] + 1, cap) : 0;
-      pulls_[v] = client_->Pull(v, min_version, clock);
+      pulls_[v] = client_->Pull(v, min_version, clock, exact);
     }
   }
 
