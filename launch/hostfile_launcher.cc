@@ -136,8 +136,14 @@ Status HostfileLauncher::Run() {
           << group.pid(i) << " log " << group.LogPath(i) << "\n";
   }
   table.flush();
+  // A remote worker's ready file would be on its own host: its rejoin is bounded by the other
+  // workers' RPC deadlines instead.
+  supervisor.SetRestartPolicy(MakeRestartPolicy(o, run_dir_, /*workers_local=*/false));
   // The plan lists the servers first, so they are the group's first children.
-  return supervisor.RunToCompletion(static_cast<size_t>(o.job.servers));
+  TOWERPS_RETURN_IF_ERROR(supervisor.RunToCompletion(static_cast<size_t>(o.job.servers)));
+  std::map<std::string, int> restarts;
+  for (const auto& [i, n] : supervisor.restarts()) restarts[group.tag(i)] = n;
+  return RecordRestartsInSummary(o, restarts);
 }
 
 }  // namespace towerps::launch

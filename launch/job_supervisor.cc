@@ -2,8 +2,11 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 
 namespace towerps::launch {
@@ -85,8 +88,13 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
   for (;;) {
     if (interrupted()) return Cancel();
     bool workers_done = true;
+    TOWERPS_RETURN_IF_ERROR(CheckRejoins());
     for (size_t i = 0; i < group_->size(); ++i) {
       std::optional<int> code = group_->ExitCode(i);
+      if (code && *code != 0 && i >= first_worker) {
+        TOWERPS_RETURN_IF_ERROR(HandleWorkerDeath(i, *code));
+        code.reset();  // restarted
+      }
       if (code && *code != 0) return FailExited(i, *code);
       if (code && i < first_worker) return Fail(i, "exited before the workers finished");
       if (i >= first_worker && !code) workers_done = false;
@@ -104,8 +112,86 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
     if (!code) return Fail(i, "did not stop within the grace period");
     if (*code != 0) return FailExited(i, *code, "at shutdown");
   }
-  std::printf("[launch] job finished: %zu workers and %zu servers exited cleanly\n",
-              group_->size() - first_worker, first_worker);
+  std::string restarted;
+  for (const auto& [i, n] : restarts_) {
+    restarted += (restarted.empty() ? "" : ", ") + group_->tag(i) + " " + std::to_string(n) + "x";
+  }
+  std::printf("[launch] job finished: %zu workers and %zu servers exited cleanly%s\n",
+              group_->size() - first_worker, first_worker,
+              restarted.empty() ? "" : ("; restarted " + restarted).c_str());
+  return Status::Ok();
+}
+
+int JobSupervisor::total_restarts() const {
+  int n = 0;
+  for (const auto& [i, k] : restarts_) n += k;
+  return n;
+}
+
+namespace {
+// "worker:2" as processes.txt writes it: "worker 2".
+std::string Word(std::string tag) {
+  std::replace(tag.begin(), tag.end(), ':', ' ');
+  return tag;
+}
+}  // namespace
+
+std::string JobSupervisor::ReadyFile(size_t i) const {
+  if (policy_.ready_dir.empty()) return "";
+  std::string name = group_->tag(i);
+  for (char& c : name) {
+    if (c == ':') c = '-';
+  }
+  return (std::filesystem::path(policy_.ready_dir) / (name + ".ready")).string();
+}
+
+Status JobSupervisor::HandleWorkerDeath(size_t i, int code) {
+  const bool killed = code > 128;
+  if (!killed || policy_.max_restarts <= 0) return FailExited(i, code);
+  if (!policy_.unsupported.empty()) return FailExited(i, code, "(" + policy_.unsupported + ")");
+  int& n = restarts_[i];
+  if (n >= policy_.max_restarts) {
+    return FailExited(i, code,
+                      "again, after " + std::to_string(n) + " restart(s) (--max-restarts=" +
+                          std::to_string(policy_.max_restarts) + " is spent)");
+  }
+  ++n;
+  std::printf("[launch] %s %s; restarting it (%d of %d)\n", Name(i).c_str(),
+              DescribeExit(code).c_str(), n, policy_.max_restarts);
+  std::fflush(stdout);
+  std::vector<std::string> extra;
+  if (const std::string ready = ReadyFile(i); !ready.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(ready, ec);
+    extra = {"--ready-file", ready};
+  }
+  if (Status s = group_->Restart(i, extra); !s.ok()) {
+    return Fail(i, "could not be restarted: " + s.message());
+  }
+  if (!policy_.process_table.empty()) {
+    std::ofstream(policy_.process_table, std::ios::app)
+        << Word(group_->tag(i)) << " pid " << group_->pid(i) << " log " << group_->LogPath(i)
+        << " restart " << n << "\n";
+  }
+  if (!extra.empty()) rejoining_.insert_or_assign(i, Deadline::After(policy_.timeout));
+  return Status::Ok();
+}
+
+Status JobSupervisor::CheckRejoins() {
+  for (auto it = rejoining_.begin(); it != rejoining_.end();) {
+    std::error_code ec;
+    if (std::filesystem::exists(ReadyFile(it->first), ec)) {
+      std::printf("[launch] %s rejoined the job\n", Name(it->first).c_str());
+      std::fflush(stdout);
+      it = rejoining_.erase(it);
+      continue;
+    }
+    if (it->second.expired() && !group_->ExitCode(it->first)) {
+      return Fail(it->first, "was restarted but did not rejoin the job within --restart-timeout=" +
+                                 std::to_string(policy_.timeout.count() / 1000) + " s");
+    }
+    ++it;
+  }
   return Status::Ok();
 }
 

@@ -1,7 +1,13 @@
 // JobSupervisor: watches a started job (servers first in the ProcessGroup, then workers) until
 // it ends, the same way for every launcher that owns its processes (local and hostfile modes).
 //
-// - A process that fails stops the job: the others are asked to stop (ProcessGroup::Stop, then
+// - A worker killed by a signal (SIGKILL, the OOM killer, a crash) is restarted under the
+//   RestartPolicy: at most `max_restarts` times per worker, each time with `--ready-file`, which
+//   it must write (having rejoined the job) within `timeout`; the launcher says what happened
+//   ("worker:2 was killed by SIGKILL; restarting it (1 of 3)"). A worker that exits with a code
+//   of its own (an error it reported) is not restarted: it would fail again.
+// - A process that fails otherwise stops the job: the others are asked to stop (ProcessGroup::Stop,
+// then
 //   SIGKILL after `grace`), its last lines are printed, and the error names it and its host and
 //   says what happened: "worker:2 exited with code 1: <its last error line>" or "worker:2 was
 //   killed by SIGKILL". Such errors are kFailedPrecondition (the job's process failed), never
@@ -17,6 +23,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +31,17 @@
 #include "towerps/status.h"
 
 namespace towerps::launch {
+
+struct RestartPolicy {
+  int max_restarts = 0;  // per worker; 0: a dead worker fails the job
+  std::chrono::milliseconds timeout{30000};
+  // "<ready_dir>/<tag>.ready" is the restarted worker's --ready-file. Empty: not tracked (its
+  // files are on another host); the other workers' RPC deadlines bound the wait instead.
+  std::string ready_dir;
+  std::string process_table;  // processes.txt: a restarted worker's new pid is appended
+  // Non-empty: why this job's workers cannot be restarted (named when one dies).
+  std::string unsupported;
+};
 
 class JobSupervisor {
  public:
@@ -41,11 +59,20 @@ class JobSupervisor {
   Status Cancel();
   // An error (after stopping the job) if any child has exited; `when` ends the message.
   Status CheckNoneExited(const std::string& when);
+  void SetRestartPolicy(RestartPolicy policy) { policy_ = std::move(policy); }
   // Runs the job to its end. Children [0, first_worker) are servers.
   Status RunToCompletion(size_t first_worker);
+  // Restarts so far, per child index (workers only).
+  const std::map<size_t, int>& restarts() const { return restarts_; }
+  int total_restarts() const;
 
  private:
   std::string Name(size_t i) const;
+  // A worker that exited with `code`: restarts it when the policy allows, else fails the job.
+  Status HandleWorkerDeath(size_t i, int code);
+  // Restarted workers that have written their ready file are done; one past the timeout fails.
+  Status CheckRejoins();
+  std::string ReadyFile(size_t i) const;
   // Prints child i's last lines and stops every process.
   void StopJob(size_t i, const std::string& what);
 
@@ -53,6 +80,9 @@ class JobSupervisor {
   std::chrono::milliseconds grace_;
   const std::atomic<int>* interrupt_;
   std::vector<std::string> hosts_;
+  RestartPolicy policy_;
+  std::map<size_t, int> restarts_;
+  std::map<size_t, Deadline> rejoining_;  // restarted workers not yet ready
 };
 
 // How a child's exit code (Subprocess: 128 + signal when killed) reads: "exited with code 1",

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   ps::SecurityFlags security_flags;
   std::string new_secret;
   long grace_ms = options.grace.count();
+  long restart_timeout_s = options.restart_timeout.count() / 1000;
   po::options_description launch("Launcher options");
   bool list_choices = false, validate_only = false;
   launch.add_options()("help,h", "show this help")(
@@ -117,7 +118,14 @@ int main(int argc, char** argv) {
       "worker-bin", po::value(&options.worker_binary),
       "towerps-worker to run (default: next to this)")(
       "grace-ms", po::value(&grace_ms)->default_value(grace_ms),
-      "how long processes get to stop after SIGTERM before SIGKILL");
+      "how long processes get to stop after SIGTERM before SIGKILL")(
+      "max-restarts", po::value(&options.max_restarts)->default_value(options.max_restarts),
+      "sync jobs, local and --hostfile: restart a worker killed by a signal at most this many "
+      "times (it recomputes its step; the final parameters are bit-identical); 0: a dead worker "
+      "ends the job")("restart-timeout",
+                      po::value(&restart_timeout_s)->default_value(restart_timeout_s),
+                      "seconds a restarted worker has to rejoin the job before the job fails "
+                      "naming it; below --rpc-timeout-ms");
   po::options_description hosts("Across hosts over ssh");
   hosts.add_options()(
       "hostfile", po::value(&ssh.hostfile),
@@ -189,6 +197,7 @@ int main(int argc, char** argv) {
   options.job = *job;
   options.worker = *worker;
   options.grace = std::chrono::milliseconds(grace_ms);
+  options.restart_timeout = std::chrono::seconds(restart_timeout_s);
   options.interrupt = &g_signal;
   if (validate_only) {
     if (Status s = launch::ValidateLaunchOptions(options); !s.ok()) {

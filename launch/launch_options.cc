@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 #include "common/job_secret.h"
 #include "common/sibling_executable.h"
 #include "common/subprocess.h"
@@ -44,6 +46,17 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
                                 " needs root; use a port of 1024 or more, or 0 for free ports");
   }
   if (o.server_threads < 1) return InvalidArgumentError("--server-threads must be at least 1");
+  if (o.max_restarts < 0) {
+    return InvalidArgumentError("--max-restarts=" + std::to_string(o.max_restarts) +
+                                " must be 0 (a dead worker ends the job) or more");
+  }
+  if (o.restart_timeout.count() <= 0 || o.restart_timeout >= o.worker.rpc_timeout) {
+    return InvalidArgumentError(
+        "--restart-timeout=" + std::to_string(o.restart_timeout.count() / 1000) +
+        " s must be positive and shorter than --rpc-timeout-ms=" +
+        std::to_string(o.worker.rpc_timeout.count()) +
+        ": the other workers wait at most that long for a restarted one");
+  }
   for (const auto& [flag, path] :
        {std::pair<std::string, std::string>{"--server-bin", ServerBinary(o)},
         {"--worker-bin", WorkerBinary(o)}}) {
@@ -110,6 +123,50 @@ Result<std::string> PrepareJobSecret(const LaunchOptions& o, const std::string& 
   const std::string path = std::filesystem::absolute(run_dir, ec) / "secret";
   TOWERPS_RETURN_IF_ERROR(JobSecret::Create(path).status());
   return path;
+}
+
+RestartPolicy MakeRestartPolicy(const LaunchOptions& o, const std::string& run_dir,
+                                bool workers_local) {
+  RestartPolicy p;
+  p.max_restarts = o.max_restarts;
+  p.timeout = o.restart_timeout;
+  if (workers_local) p.ready_dir = run_dir;
+  p.process_table = (std::filesystem::path(run_dir) / "processes.txt").string();
+  if (o.job.mode != ps::UpdateMode::kSync) {
+    p.unsupported = "workers are restarted in --mode sync only; async and SSP jobs stop";
+  }
+  return p;
+}
+
+Status RecordRestartsInSummary(const LaunchOptions& o, const std::map<std::string, int>& restarts) {
+  if (o.worker.summary_out.empty() || restarts.empty()) return Status::Ok();
+  nlohmann::json summary;
+  {
+    std::ifstream in(o.worker.summary_out);
+    summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  }
+  if (!summary.is_object()) {
+    return IoError("--summary-out " + o.worker.summary_out +
+                   ": not a JSON object; cannot add the restarts");
+  }
+  int total = 0;
+  nlohmann::json per = nlohmann::json::object();
+  for (const auto& [tag, n] : restarts) {
+    per[tag] = n;
+    total += n;
+  }
+  summary["restarts"] = total;
+  summary["restarted"] = per;
+  const std::string tmp = o.worker.summary_out + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << summary.dump(2) << "\n";
+    if (!out.flush()) return IoError("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), o.worker.summary_out.c_str()) != 0) {
+    return IoError("cannot replace " + o.worker.summary_out + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
 }
 
 std::string DefaultRunDir() {

@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "launch/job_supervisor.h"
 #include "ps/job_config.h"
 #include "towerps/status.h"
 #include "worker/worker_options.h"
@@ -37,6 +39,11 @@ struct LaunchOptions {
   bool encrypt = false;  // CURVE encryption, keys derived from the secret
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds startup_timeout{60000};
+  // Fault tolerance (local and hostfile modes; sync jobs): a worker killed by a signal is
+  // restarted at most max_restarts times (0: fail fast) and must rejoin within restart_timeout,
+  // which must be shorter than the workers' --rpc-timeout-ms (the others wait that long).
+  int max_restarts = 3;
+  std::chrono::milliseconds restart_timeout{30000};
   const std::atomic<int>* interrupt = nullptr;  // borrowed; non-zero: the signal received
   // Every process runs on this machine (local mode): data the workers cannot read here is an
   // error before anything starts, not a note (see CheckJobWithWorkerBinary).
@@ -55,6 +62,16 @@ Status CheckJobWithWorkerBinary(const LaunchOptions& options);
 // The job's secret file as an absolute path: options.secret_file (checked to be loadable), or a
 // new one, "<run_dir>/secret" (mode 0600). Empty with --insecure.
 Result<std::string> PrepareJobSecret(const LaunchOptions& options, const std::string& run_dir);
+
+// How the supervisor of a local or hostfile job restarts its workers (see RestartPolicy).
+RestartPolicy MakeRestartPolicy(const LaunchOptions& options, const std::string& run_dir,
+                                bool workers_local);
+
+// Adds "restarts" (their number) and "restarted" ({"worker:2": 1}) to the chief's JSON summary
+// (--summary-out), if it asked for one and restarts happened. An error only if it cannot be
+// rewritten.
+Status RecordRestartsInSummary(const LaunchOptions& options,
+                               const std::map<std::string, int>& restarts);
 
 // runs/<date>-<time>-<pid>, relative to the working directory.
 std::string DefaultRunDir();

@@ -78,7 +78,11 @@ Status LocalLauncher::Run() {
     table << "worker " << w << " pid " << group.pid(i) << " log " << group.LogPath(i) << "\n";
   }
   table.flush();
-  return supervisor.RunToCompletion(first_worker);
+  supervisor.SetRestartPolicy(MakeRestartPolicy(o, run_dir_, /*workers_local=*/true));
+  TOWERPS_RETURN_IF_ERROR(supervisor.RunToCompletion(first_worker));
+  std::map<std::string, int> restarts;
+  for (const auto& [i, n] : supervisor.restarts()) restarts[group.tag(i)] = n;
+  return RecordRestartsInSummary(o, restarts);
 }
 
 }  // namespace towerps::launch

@@ -44,12 +44,26 @@ Result<size_t> ProcessGroup::Start(const std::string& tag, std::vector<std::stri
   o.stdin_pipe = stop_by == StopBy::kClosingStdin;
   TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(o));
   if (!stdin_line.empty()) TOWERPS_RETURN_IF_ERROR(p.WriteStdin(stdin_line).WithContext(tag));
-  auto child = std::make_unique<Child>(Child{tag, std::move(p), stop_by, {}, {}, {}, false});
+  auto child = std::make_unique<Child>(
+      Child{tag, std::move(o), stdin_line, std::move(p), stop_by, {}, {}, {}, false});
   const std::string path = (std::filesystem::path(log_dir_) / (FileName(tag) + ".log")).string();
   child->log.open(path);
   if (!child->log) return IoError(path + ": cannot create the log file");
   children_.push_back(std::move(child));
   return children_.size() - 1;
+}
+
+Status ProcessGroup::Restart(size_t i, const std::vector<std::string>& extra_args) {
+  Child& c = *children_[i];
+  if (!c.drained) ReadFrom(c);  // the last words of the one that died
+  SubprocessOptions o = c.options;
+  o.argv.insert(o.argv.end(), extra_args.begin(), extra_args.end());
+  TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(o));
+  if (!c.stdin_line.empty()) TOWERPS_RETURN_IF_ERROR(p.WriteStdin(c.stdin_line).WithContext(c.tag));
+  c.process = std::move(p);
+  c.partial.clear();
+  c.drained = false;
+  return Status::Ok();
 }
 
 void ProcessGroup::EmitLine(Child& child, const std::string& line) {

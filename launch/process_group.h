@@ -38,6 +38,9 @@ class ProcessGroup {
   Result<size_t> Start(const std::string& tag, std::vector<std::string> argv,
                        std::vector<std::string> extra_env = {}, StopBy stop_by = StopBy::kSigterm,
                        const std::string& stdin_line = "");
+  // Starts child i again, as it was started (the same argv, environment and stdin line, plus
+  // `extra_args` at the end), after it has exited; its output goes on to the same log and tag.
+  Status Restart(size_t i, const std::vector<std::string>& extra_args = {});
   // Relays available output until the deadline (or until a child exits, which is reported
   // promptly). Returns after at most the deadline.
   void Pump(Deadline deadline);
@@ -60,6 +63,8 @@ class ProcessGroup {
  private:
   struct Child {
     std::string tag;
+    SubprocessOptions options;  // how it was started, for Restart
+    std::string stdin_line;
     Subprocess process;
     StopBy stop_by;
     std::ofstream log;

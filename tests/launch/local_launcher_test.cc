@@ -71,8 +71,9 @@ TEST_F(LauncherTest, RunsAJobAndExitsZero) {
   for (const auto& [tag, pid] : procs) EXPECT_FALSE(Alive(pid)) << tag << " outlived the job";
 }
 
-TEST_F(LauncherTest, KilledWorkerStopsTheJobWithAClearMessage) {
-  Result<Subprocess> p = Launch({"--servers", "1", "--workers", "3", "--epochs", "1000"});
+TEST_F(LauncherTest, KilledWorkerStopsTheJobWithAClearMessageWithoutRestarts) {
+  Result<Subprocess> p =
+      Launch({"--servers", "1", "--workers", "3", "--epochs", "1000", "--max-restarts", "0"});
   ASSERT_TRUE(p.ok()) << p.status();
   AwaitProcesses(4);
   const auto procs = Processes();
@@ -177,11 +178,31 @@ TEST_F(LauncherTest, AFailedWorkerIsReportedWithItsOwnErrorNotAsAnInternalError)
 }
 
 TEST_F(LauncherTest, AWorkerKilledBySignalIsReportedAsSuch) {
+  Result<Subprocess> p =
+      Launch({"--servers", "1", "--workers", "2", "--epochs", "1000", "--max-restarts", "0"},
+             {"FAKE_WORKER_FAIL=1:sigkill"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->Wait(Deadline::After(seconds(30))), std::optional<int>(1));
+  EXPECT_EQ(LastLine(), "towerps-launch: worker:1 was killed by SIGKILL");
+}
+
+// A worker that dies every time (this fake kills itself at start) is restarted --max-restarts
+// times, each restart said, and then the job ends naming it.
+TEST_F(LauncherTest, AWorkerThatKeepsDyingSpendsItsRestartsAndEndsTheJob) {
   Result<Subprocess> p = Launch({"--servers", "1", "--workers", "2", "--epochs", "1000"},
                                 {"FAKE_WORKER_FAIL=1:sigkill"});
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->Wait(Deadline::After(seconds(30))), std::optional<int>(1));
-  EXPECT_EQ(LastLine(), "towerps-launch: worker:1 was killed by SIGKILL");
+  const std::string out = Output();
+  for (int n = 1; n <= 3; ++n) {
+    EXPECT_NE(
+        out.find("worker:1 was killed by SIGKILL; restarting it (" + std::to_string(n) + " of 3)"),
+        std::string::npos)
+        << out;
+  }
+  EXPECT_EQ(LastLine(),
+            "towerps-launch: worker:1 was killed by SIGKILL again, after 3 restart(s) "
+            "(--max-restarts=3 is spent)");
 }
 
 // What only this machine can tell (local mode): refused with exit 2, naming the option, before

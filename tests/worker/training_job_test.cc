@@ -266,9 +266,11 @@ TEST_F(TrainingJobTest, StragglerDelaysByTheRequestedAmount) {
   EXPECT_LE(last_field(0, "wait_seconds"), 0.200);
 }
 
-TEST_F(TrainingJobTest, KilledWorkerStopsTheJob) {
+// Without restarts (--max-restarts 0), a dead worker ends the job; tests/fault covers restarts.
+TEST_F(TrainingJobTest, KilledWorkerStopsTheJobWithoutRestarts) {
   SubprocessOptions o;
-  o.argv = {TOWERPS_LAUNCH_BIN, "--run-dir", Path("kill"), "--workers", "3", "--epochs", "50"};
+  o.argv = {TOWERPS_LAUNCH_BIN, "--run-dir", Path("kill"),     "--workers", "3",
+            "--epochs",         "50",        "--max-restarts", "0"};
   o.output_path = Path("kill.out");
   auto p = Subprocess::Start(o);
   ASSERT_TRUE(p.ok());
