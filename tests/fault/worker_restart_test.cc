@@ -1,0 +1,242 @@
+// Worker restarts (local mode, sync): a worker killed with SIGKILL at a seeded random moment is
+// restarted by towerps-launch, recomputes the step its predecessor did not finish, and the job
+// ends with final parameters bit-identical to the undisturbed job's. Real processes throughout:
+// towerps-launch, towerps-server and towerps-worker on Fashion-MNIST.
+#include <signal.h>
+
+#include <cerrno>
+#include <random>
+#include <sstream>
+
+#include "tests/launch/launch_fixture.h"
+
+namespace towerps::launch_test {
+namespace {
+
+constexpr int kSteps = 60;
+
+// The job of every test: 1 server, 3 workers, cnn, sync (the launcher's default mode), a step
+// line every 10 steps. cnn's backward takes most of a step and pushes each variable as soon as
+// its gradient is ready, so a random kill often lands between two pushes of one step.
+std::vector<std::string> JobArgv(const fs::path& dir, std::vector<std::string> extra = {},
+                                 const std::string& model = "cnn") {
+  std::vector<std::string> argv = {kLaunchBin,
+                                   "--servers",
+                                   "1",
+                                   "--workers",
+                                   "3",
+                                   "--model",
+                                   model,
+                                   "--max-steps",
+                                   std::to_string(kSteps),
+                                   "--log-every",
+                                   "10",
+                                   "--run-dir",
+                                   (dir / "run").string(),
+                                   "--final-params-out",
+                                   (dir / "final.bin").string(),
+                                   "--summary-out",
+                                   (dir / "summary.json").string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+// The pids processes.txt lists for "<role> <rank>", oldest first (a restart appends one).
+std::vector<pid_t> Pids(const fs::path& run_dir, const std::string& role, int rank) {
+  std::vector<pid_t> pids;
+  std::istringstream in(ReadFile(run_dir / "processes.txt"));
+  std::string r, word;
+  int k;
+  pid_t pid;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    if (l >> r >> k >> word >> pid && r == role && k == rank && word == "pid") pids.push_back(pid);
+  }
+  return pids;
+}
+
+bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+class WorkerRestartTest : public LaunchTest {
+ protected:
+  static void SetUpTestSuite() {
+    if (!HaveFashionMnist()) return;
+    ScratchDir dir("worker_restart_reference");
+    Result<int> code = RunProcess(JobArgv(dir.path()), dir / "out.txt", {}, seconds(300));
+    ASSERT_TRUE(code.ok()) << code.status().ToString();
+    ASSERT_EQ(*code, 0) << dir.Read("out.txt");
+    reference_ = new std::string(dir.Read("final.bin"));
+    ASSERT_GT(reference_->size(), 100000u);
+  }
+  static void TearDownTestSuite() {
+    delete reference_;
+    reference_ = nullptr;
+  }
+  void SetUp() override {
+    if (!HaveFashionMnist()) GTEST_SKIP() << kNoFashionMnist;
+    ASSERT_NE(reference_, nullptr);
+    ShowOnFailure("out.txt");
+  }
+
+  // Waits for worker `rank`'s step line `step` (a multiple of 10), then `delay_ms` more, and
+  // kills that worker's current process with SIGKILL. Returns false (after a test failure) when
+  // the job ended first.
+  bool KillAt(Subprocess& job, int rank, int step, int delay_ms) {
+    const fs::path log = dir_ / "run" / ("worker-" + std::to_string(rank) + ".log");
+    const std::string line = "step " + std::to_string(step) + ",";
+    // Counted from the log's start: a restarted worker's lines follow its predecessor's.
+    const size_t seen = Count(ReadFile(log), line);
+    const Deadline deadline = Deadline::After(seconds(120));
+    while (Count(ReadFile(log), line) == seen) {
+      if (deadline.expired() || job.Poll()) {
+        ADD_FAILURE() << "worker:" << rank << " never logged " << line
+                      << (job.Poll() ? " (the job ended)" : "");
+        return false;
+      }
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    std::this_thread::sleep_for(milliseconds(delay_ms));
+    const std::vector<pid_t> pids = Pids(dir_ / "run", "worker", rank);
+    if (pids.empty() || kill(pids.back(), SIGKILL) != 0) {
+      ADD_FAILURE() << "cannot kill worker:" << rank;
+      return false;
+    }
+    return true;
+  }
+
+  static size_t Count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  // Runs the job with `extra` flags, killing the workers `kills` names (rank, step, delay) in
+  // turn; returns the launcher's exit code.
+  int RunWithKills(const std::vector<std::tuple<int, int, int>>& kills,
+                   std::vector<std::string> extra = {}, const std::string& model = "cnn") {
+    Result<Subprocess> job = Start(JobArgv(dir_.path(), std::move(extra), model), "out.txt");
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    if (!job.ok()) return -1;
+    for (const auto& [rank, step, delay] : kills) {
+      if (!KillAt(*job, rank, step, delay)) break;
+    }
+    const std::optional<int> code = job->Wait(Deadline::After(seconds(300)));
+    EXPECT_TRUE(code.has_value()) << "the job did not end";
+    ExpectNothingLeft();
+    return code.value_or(-1);
+  }
+
+  // Every process the job started, restarted ones included, is gone.
+  void ExpectNothingLeft() {
+    for (const auto& [role, n] : {std::pair<std::string, int>{"ps", 1}, {"worker", 3}}) {
+      for (int r = 0; r < n; ++r) {
+        for (pid_t pid : Pids(dir_ / "run", role, r)) {
+          EXPECT_FALSE(Alive(pid)) << role << " " << r << " (pid " << pid << ") outlived the job";
+        }
+      }
+    }
+  }
+
+  void ExpectBitIdentical() {
+    const std::string got = dir_.Read("final.bin");
+    EXPECT_EQ(got.size(), reference_->size());
+    EXPECT_TRUE(got == *reference_) << "final parameters differ from the undisturbed job's";
+  }
+
+  void KillAtRandomMoments(int rank, uint32_t seed);
+
+  // Seeded kill moments: a step line between 10 and kSteps - 10, then 0-60 ms (about one step).
+  static std::vector<std::tuple<int, int, int>> Moments(int rank, int count, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::tuple<int, int, int>> out;
+    for (int i = 0; i < count; ++i) {
+      const int step = 10 * std::uniform_int_distribution<int>(1, kSteps / 10 - 1)(rng);
+      out.emplace_back(rank, step, std::uniform_int_distribution<int>(0, 60)(rng));
+    }
+    return out;
+  }
+
+  // The summary's dropped_stale: pushes the servers dropped (stale or repeated).
+  long DroppedStale() const {
+    const std::string summary = dir_.Read("summary.json");
+    const size_t at = summary.find("\"dropped_stale\":");
+    return at == std::string::npos ? -1 : std::atol(summary.c_str() + at + 16);
+  }
+
+  static std::string* reference_;
+};
+
+std::string* WorkerRestartTest::reference_ = nullptr;
+
+// Kills worker `rank` at seeded moments, at least 5 and until one landed while some of its
+// gradients for the step were already on the server (at most 10): then its successor recomputes
+// the step, and the server drops its repeated pushes. Every run must end with the undisturbed
+// job's bits.
+void WorkerRestartTest::KillAtRandomMoments(int rank, uint32_t seed) {
+  const std::string tag = "worker:" + std::to_string(rank);
+  int repeated = 0;  // runs where the successor re-pushed what the server already had
+  int runs = 0;
+  for (const auto& moment : Moments(rank, /*count=*/10, seed)) {
+    if (runs >= 5 && repeated > 0) break;
+    ++runs;
+    SCOPED_TRACE(tag + " killed after step " + std::to_string(std::get<1>(moment)) + " + " +
+                 std::to_string(std::get<2>(moment)) + " ms");
+    fs::remove_all(dir_ / "run");
+    fs::remove(dir_ / "final.bin");
+    fs::remove(dir_ / "summary.json");
+    ASSERT_EQ(RunWithKills({moment}), 0);
+    const std::string out = dir_.Read("out.txt");
+    EXPECT_NE(out.find(tag + " was killed by SIGKILL; restarting it (1 of 3)"), std::string::npos);
+    EXPECT_NE(out.find(tag + " rejoined the job"), std::string::npos);
+    // The chief (restarted or not) evaluated and wrote the summary, with the restart counted.
+    const std::string summary = dir_.Read("summary.json");
+    EXPECT_NE(summary.find("\"test_accuracy\""), std::string::npos);
+    EXPECT_NE(summary.find("\"restarts\": 1"), std::string::npos);
+    ExpectBitIdentical();
+    if (DroppedStale() > 0) ++repeated;
+  }
+  EXPECT_GT(repeated, 0) << "in " << runs << " runs no kill landed while " << tag
+                         << "'s gradients for its step were partly on the server: the "
+                            "recomputation was never checked";
+}
+
+TEST_F(WorkerRestartTest, KilledWorkerIsRestartedAndTheFinalParametersAreBitIdentical) {
+  KillAtRandomMoments(/*rank=*/2, /*seed=*/20261123);
+}
+
+TEST_F(WorkerRestartTest, KilledChiefIsRestartedAndTheFinalParametersAreBitIdentical) {
+  KillAtRandomMoments(/*rank=*/0, /*seed=*/7);
+}
+
+TEST_F(WorkerRestartTest, TwoDeathsAreCountedAndBitIdentical) {
+  ASSERT_EQ(RunWithKills({{1, 20, 5}, {1, 40, 15}}), 0);
+  const std::string out = dir_.Read("out.txt");
+  EXPECT_NE(out.find("worker:1 was killed by SIGKILL; restarting it (2 of 3)"), std::string::npos);
+  EXPECT_NE(out.find("restarted worker:1 2x"), std::string::npos);
+  EXPECT_NE(dir_.Read("summary.json").find("\"restarts\": 2"), std::string::npos);
+  ExpectBitIdentical();
+}
+
+TEST_F(WorkerRestartTest, SecondDeathBeyondMaxRestartsEndsTheJobNamingTheWorker) {
+  EXPECT_NE(RunWithKills({{1, 20, 5}, {1, 40, 15}}, {"--max-restarts", "1"}), 0);
+  const std::string out = dir_.Read("out.txt");
+  EXPECT_NE(out.find("worker:1 was killed by SIGKILL; restarting it (1 of 1)"), std::string::npos);
+  EXPECT_NE(out.find("worker:1 was killed by SIGKILL again, after 1 restart(s) "
+                     "(--max-restarts=1 is spent)"),
+            std::string::npos);
+}
+
+TEST_F(WorkerRestartTest, ZeroMaxRestartsFailsFast) {
+  EXPECT_NE(RunWithKills({{2, 20, 0}}, {"--max-restarts", "0"}), 0);
+  const std::string out = dir_.Read("out.txt");
+  EXPECT_NE(out.find("towerps-launch: worker:2 was killed by SIGKILL"), std::string::npos);
+  EXPECT_EQ(out.find("restarting it"), std::string::npos);
+}
+
+TEST_F(WorkerRestartTest, AsyncWorkersAreNotRestartedYetAndTheErrorSaysSo) {
+  EXPECT_NE(RunWithKills({{2, 20, 0}}, {"--mode", "async", "--lr", "0.01"}, "mlp"), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("restarted in --mode sync only"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace towerps::launch_test
