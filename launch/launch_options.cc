@@ -160,7 +160,7 @@ Status RecordRestartsInSummary(const LaunchOptions& o, const std::map<std::strin
   const std::string tmp = o.worker.summary_out + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << summary.dump(2) << "\n";
+    out << summary.dump() << "\n";  // one line, as the chief writes it
     if (!out.flush()) return IoError("cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), o.worker.summary_out.c_str()) != 0) {

@@ -191,7 +191,7 @@ void WorkerRestartTest::KillAtRandomMoments(int rank, uint32_t seed) {
     // The chief (restarted or not) evaluated and wrote the summary, with the restart counted.
     const std::string summary = dir_.Read("summary.json");
     EXPECT_NE(summary.find("\"test_accuracy\""), std::string::npos);
-    EXPECT_NE(summary.find("\"restarts\": 1"), std::string::npos);
+    EXPECT_NE(summary.find("\"restarts\":1"), std::string::npos);
     ExpectBitIdentical();
     if (DroppedStale() > 0) ++repeated;
   }
@@ -213,7 +213,7 @@ TEST_F(WorkerRestartTest, TwoDeathsAreCountedAndBitIdentical) {
   const std::string out = dir_.Read("out.txt");
   EXPECT_NE(out.find("worker:1 was killed by SIGKILL; restarting it (2 of 3)"), std::string::npos);
   EXPECT_NE(out.find("restarted worker:1 2x"), std::string::npos);
-  EXPECT_NE(dir_.Read("summary.json").find("\"restarts\": 2"), std::string::npos);
+  EXPECT_NE(dir_.Read("summary.json").find("\"restarts\":2"), std::string::npos);
   ExpectBitIdentical();
 }
 

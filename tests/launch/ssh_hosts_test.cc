@@ -243,8 +243,10 @@ class SshHostsTest : public ::testing::Test {
   static inline std::vector<Subprocess>* sshd_ = nullptr;
 };
 
+// The hostfile job also survives the SIGKILL of a remote worker mid-run (worker:2, on h3): the
+// launcher restarts it over ssh and it recomputes its step, so the bits still match.
 TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
-  const std::vector<std::string> steps = {"--max-steps", "150"};
+  const std::vector<std::string> steps = {"--max-steps", "300", "--log-every", "10"};
   auto extra = [&](const std::string& name) {
     std::vector<std::string> e = steps;
     e.insert(e.end(), {"--summary-out", (dir() / (name + ".json")).string(), "--final-params-out",
@@ -253,7 +255,14 @@ TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
   };
   Result<Subprocess> remote = LaunchOnHosts("hosts", extra("hosts"));
   ASSERT_TRUE(remote.ok()) << remote.status();
+  const pid_t victim = FindProcess(3, BinDir() + "/towerps-worker", seconds(60));
+  ASSERT_GT(victim, 0) << Output("hosts");
+  AwaitOutput("hosts", "[worker:2] step 100,", seconds(120));
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
   ASSERT_EQ(remote->Wait(Deadline::After(seconds(240))), 0) << Output("hosts");
+  EXPECT_TRUE(OutputHas(
+      "hosts", "worker:2 on " + Address(3) + " was killed by SIGKILL; restarting it (1 of 3)"))
+      << Output("hosts");
 
   std::vector<std::string> local = {kLaunchBin};
   const std::vector<std::string> job = JobArgs("local", extra("local"));
@@ -270,7 +279,9 @@ TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
     EXPECT_NE(table.find(expect), std::string::npos) << expect << " in\n" << table;
   }
   EXPECT_TRUE(OutputHas("hosts", "[worker:2]"));
-  EXPECT_TRUE(OutputHas("hosts", "job finished: 3 workers and 2 servers exited cleanly"));
+  EXPECT_TRUE(OutputHas("hosts",
+                        "job finished: 3 workers and 2 servers exited cleanly; "
+                        "restarted worker:2 1x"));
   // Sync training is deterministic: the same parameters, bit for bit, and the same accuracy.
   const std::string a = ReadFile(dir() / "hosts.bin"), b = ReadFile(dir() / "local.bin");
   ASSERT_FALSE(a.empty());
