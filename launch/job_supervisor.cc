@@ -148,7 +148,6 @@ std::string JobSupervisor::ReadyFile(size_t i) const {
 Status JobSupervisor::HandleWorkerDeath(size_t i, int code) {
   const bool killed = code > 128;
   if (!killed || policy_.max_restarts <= 0) return FailExited(i, code);
-  if (!policy_.unsupported.empty()) return FailExited(i, code, "(" + policy_.unsupported + ")");
   int& n = restarts_[i];
   if (n >= policy_.max_restarts) {
     return FailExited(i, code,

@@ -39,8 +39,6 @@ struct RestartPolicy {
   // files are on another host); the other workers' RPC deadlines bound the wait instead.
   std::string ready_dir;
   std::string process_table;  // processes.txt: a restarted worker's new pid is appended
-  // Non-empty: why this job's workers cannot be restarted (named when one dies).
-  std::string unsupported;
 };
 
 class JobSupervisor {

@@ -120,12 +120,12 @@ int main(int argc, char** argv) {
       "grace-ms", po::value(&grace_ms)->default_value(grace_ms),
       "how long processes get to stop after SIGTERM before SIGKILL")(
       "max-restarts", po::value(&options.max_restarts)->default_value(options.max_restarts),
-      "sync jobs, local and --hostfile: restart a worker killed by a signal at most this many "
-      "times (it recomputes its step; the final parameters are bit-identical); 0: a dead worker "
-      "ends the job")("restart-timeout",
-                      po::value(&restart_timeout_s)->default_value(restart_timeout_s),
-                      "seconds a restarted worker has to rejoin the job before the job fails "
-                      "naming it; below --rpc-timeout-ms");
+      "local and --hostfile: restart a worker killed by a signal at most this many times (it "
+      "carries on where its predecessor stopped; in sync the final parameters are "
+      "bit-identical); 0: a dead worker ends the job")(
+      "restart-timeout", po::value(&restart_timeout_s)->default_value(restart_timeout_s),
+      "seconds a restarted worker has to rejoin the job before the job fails "
+      "naming it; below --rpc-timeout-ms");
   po::options_description hosts("Across hosts over ssh");
   hosts.add_options()(
       "hostfile", po::value(&ssh.hostfile),

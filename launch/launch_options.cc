@@ -132,9 +132,6 @@ RestartPolicy MakeRestartPolicy(const LaunchOptions& o, const std::string& run_d
   p.timeout = o.restart_timeout;
   if (workers_local) p.ready_dir = run_dir;
   p.process_table = (std::filesystem::path(run_dir) / "processes.txt").string();
-  if (o.job.mode != ps::UpdateMode::kSync) {
-    p.unsupported = "workers are restarted in --mode sync only; async and SSP jobs stop";
-  }
   return p;
 }
 

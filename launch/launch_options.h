@@ -39,7 +39,7 @@ struct LaunchOptions {
   bool encrypt = false;  // CURVE encryption, keys derived from the secret
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds startup_timeout{60000};
-  // Fault tolerance (local and hostfile modes; sync jobs): a worker killed by a signal is
+  // Fault tolerance (local and hostfile modes; every update mode): a worker killed by a signal is
   // restarted at most max_restarts times (0: fail fast) and must rejoin within restart_timeout,
   // which must be shorter than the workers' --rpc-timeout-ms (the others wait that long).
   int max_restarts = 3;

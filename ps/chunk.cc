@@ -215,7 +215,15 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
     return out;  // pending, applied or rejected
   }
 
-  // async and ssp
+  // async and ssp. A worker's iterations reach a chunk in order, so an iteration below its clock
+  // here was applied already: a restarted worker redoing the iteration its predecessor did not
+  // finish everywhere. Dropped, so that no iteration is applied twice.
+  if (clock < worker_clocks_[static_cast<size_t>(worker)]) {
+    counters->stale_dropped.fetch_add(1, std::memory_order_relaxed);
+    out.kind = PushOutcome::Kind::kDuplicate;
+    out.version = version_;
+    return out;
+  }
   const int64_t staleness = version_ - base_version;
   if (staleness < 0) {
     return InvalidArgumentError("gradient computed from version " + std::to_string(base_version) +

@@ -9,6 +9,9 @@
 //         with staleness_aware_lr the learning rate is divided by max(1, staleness).
 //  ssp    As async; in addition a pull for clock c is ready only once every worker has pushed
 //         clock c - s - 1 or later (Ho et al. 2013), i.e. no worker is more than s ahead.
+//  In async and SSP a push for an iteration below the worker's clock here is kDuplicate and
+//  dropped: a restarted worker redoes the iteration its predecessor left half-pushed, and each
+//  (worker, iteration) is applied once per chunk.
 //
 // Restarted workers (sync): the chunk keeps the values of its previous version, so that a worker
 // that died during step t and recomputes it can pull exactly version t even where the chunk has
@@ -85,6 +88,12 @@ class Chunk {
   Result<PushOutcome> Push(int worker, int64_t base_version, int64_t clock, const Tensor& gradient,
                            ShardCounters* counters);
 
+  // How many iterations of `worker` this chunk has applied (or refused): the next one it expects.
+  int64_t worker_clock(int worker) const {
+    return worker >= 0 && worker < static_cast<int>(worker_clocks_.size())
+               ? worker_clocks_[static_cast<size_t>(worker)]
+               : 0;
+  }
   // Whether a pull asking for (min_version, clock) can be answered now.
   bool PullReady(int64_t min_version, int64_t clock) const;
   const Tensor& values() const { return values_; }

@@ -424,6 +424,8 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
         join->Part(s, [&](PulledVariable& out, LowestVersion& lowest) {
           lowest.Add(r->header().getVersion());
           out.max_version = std::max(out.max_version, r->header().getVersion());
+          const int64_t clock = r->header().getClock();
+          out.min_clock = out.min_clock < 0 ? clock : std::min(out.min_clock, clock);
           out.chunks.emplace_back(c, r->tensors()[0]);
         });
       });

@@ -41,6 +41,9 @@ struct ClientOptions {
 struct PulledVariable {
   int64_t version = 0;               // the lowest version among the variable's chunks
   int64_t max_version = kNoVersion;  // the highest
+  // The lowest clock of this worker among the chunks: how many of its iterations every chunk has
+  // applied (async/SSP: where a restarted worker resumes).
+  int64_t min_clock = -1;
   std::vector<std::pair<ChunkSpec, Tensor>> chunks;  // views of the received messages
   // Assembles the chunks into `dst` (the variable's flattened elements).
   void CopyTo(float* dst) const;

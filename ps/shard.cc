@@ -180,6 +180,7 @@ void Shard::ReplyPull(size_t index, const IncomingMessage& request) {
   }
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
   reply.header().setVersion(version);
+  reply.header().setClock(chunk.worker_clock(static_cast<int>(request.header().getSenderRank())));
   // Zero copy: the chunk writes its next update elsewhere while this buffer is shared.
   reply.AddTensor(*values, chunk.spec().variable_id, chunk.spec().chunk_id);
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);

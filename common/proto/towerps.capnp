@@ -109,7 +109,9 @@ struct Header {
   variableId @13 :UInt32;
   chunkId @14 :UInt32;
   # push: the worker's iteration (SSP clock) this gradient belongs to; pull: the iteration the
-  # worker is about to compute. `version` stays the parameter version (see above).
+  # worker is about to compute; pullReply: the requesting worker's clock at this chunk, the
+  # number of its iterations applied there (where a restarted worker resumes). `version` stays
+  # the parameter version (see above).
   clock @15 :Int64;
   # statsReply
   stats @16 :ServerStats;

@@ -207,6 +207,28 @@ TEST(ChunkAsyncTest, StalenessAwareLearningRateDividesByStaleness) {
   EXPECT_FLOAT_EQ(chunk.values().f32()[0], -0.25f);
 }
 
+// A restarted async worker redoes the iteration its predecessor left half-pushed: a chunk that
+// already applied that iteration of that worker drops the repeat, so none is applied twice; the
+// worker's clock there is where its successor resumes.
+TEST(ChunkAsyncTest, RepeatedIterationOfAWorkerIsDroppedNotAppliedTwice) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kAsync, 2));
+  ShardCounters counters;
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  ASSERT_EQ(chunk.Push(1, 0, 0, Random(2), &counters)->kind, PushOutcome::Kind::kApplied);
+  ASSERT_EQ(chunk.Push(1, 1, 1, Random(3), &counters)->kind, PushOutcome::Kind::kApplied);
+  EXPECT_EQ(chunk.worker_clock(1), 2);
+  EXPECT_EQ(chunk.worker_clock(0), 0);
+  const std::vector<float> before(chunk.values().f32(), chunk.values().f32() + kN);
+  auto repeat = chunk.Push(1, 2, 1, Random(4), &counters);  // iteration 1 again, other bits
+  ASSERT_TRUE(repeat.ok());
+  EXPECT_EQ(repeat->kind, PushOutcome::Kind::kDuplicate);
+  EXPECT_EQ(chunk.version(), 2);
+  EXPECT_EQ(counters.updates_applied.load(), 2u);
+  EXPECT_EQ(std::memcmp(chunk.values().raw_data(), before.data(), kN * 4), 0);
+  ASSERT_EQ(chunk.Push(1, 2, 2, Random(5), &counters)->kind, PushOutcome::Kind::kApplied);
+  EXPECT_EQ(chunk.worker_clock(1), 3);
+}
+
 TEST(ChunkSspTest, PullWaitsUntilTheSlowestIsWithinTheBound) {
   JobConfig config = Sgd(UpdateMode::kSsp, 2);
   config.staleness = 1;
@@ -313,8 +335,9 @@ TEST(ChunkNonFiniteTest, AsyncRefusesItAndTheVersionStillCountsThePush) {
   ShardCounters counters;
   const Tensor init = Random(1);
   ASSERT_TRUE(*chunk.Init(init));
+  int64_t clock = 0;
   for (const float bad : {NAN, INFINITY, -INFINITY}) {
-    auto out = chunk.Push(1, chunk.version(), 0, WithNonFinite(4, 500, bad), &counters);
+    auto out = chunk.Push(1, chunk.version(), clock++, WithNonFinite(4, 500, bad), &counters);
     ASSERT_TRUE(out.ok());
     EXPECT_EQ(out->kind, PushOutcome::Kind::kRejected);
   }

@@ -142,7 +142,10 @@ class Trainer::Impl {
       TOWERPS_ASSIGN_OR_RETURN(first, JoinSyncJob(first));
     }
     // Async and SSP versions count every worker's updates; sync versions count steps.
-    int64_t iter = sync ? first : first / job.workers;
+    int64_t iter = first;
+    if (!sync) {
+      TOWERPS_ASSIGN_OR_RETURN(iter, JoinAsyncJob(first));
+    }
     std::vector<int64_t> versions(num_vars_, first);
     // Exactly version `first` where the servers can tell (full sync); with backup workers
     // (--replicas-to-aggregate) chunks run ahead without this worker, as they always did.
@@ -241,7 +244,8 @@ class Trainer::Impl {
   Status FinishAsChief(bool sync, int64_t first, int64_t total, int64_t done_steps,
                        TrainingSummary* s) {
     const int workers = o_.job.workers;
-    const int64_t final_version = sync ? total : first + workers * (total - first / workers);
+    // Async/SSP: each chunk applies each worker's `total` iterations once (repeats are dropped).
+    const int64_t final_version = sync ? total : int64_t{workers} * total;
     std::vector<int64_t> finals(num_vars_, final_version);
     IssuePulls(finals, /*advance=*/false, 0, final_version);
     TOWERPS_RETURN_IF_ERROR(WaitPulls(&finals));
@@ -294,6 +298,23 @@ class Trainer::Impl {
                                               : "");
     }
     return lowest;
+  }
+
+  // Async and SSP: the iteration this worker (re)starts at: the lowest count of its iterations
+  // the chunks have applied (they keep it per worker, and checkpoint it). A restarted worker
+  // redoes the iteration its predecessor left half-pushed; the chunks that have it drop the
+  // repeat, so each iteration is applied once.
+  Result<int64_t> JoinAsyncJob(int64_t first) {
+    std::vector<int64_t> versions(num_vars_, first);
+    IssuePulls(versions, /*advance=*/false, 0, first);
+    int64_t iter = -1;
+    for (int v = 0; v < num_vars_; ++v) {
+      TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls_[v]));
+      iter = v == 0 ? p.min_clock : std::min(iter, p.min_clock);
+    }
+    iter = std::max<int64_t>(iter, 0);
+    if (iter > 0) TOWERPS_LOG(kInfo) << "joining a running job at iteration " << iter;
+    return iter;
   }
 
   Status WriteReadyFile() const {

@@ -16,6 +16,11 @@
 // and SSP workers each run epochs * steps_per_epoch iterations. The chief then pulls the final
 // parameters, evaluates them and writes the summary.
 //
+// Joining: a worker starts where the servers say the job stands, so a restarted one (the
+// launcher restarts a worker killed by a signal) carries on from its predecessor: in sync, the
+// lowest chunk version, recomputed bit for bit from exactly that version (JoinSyncJob); in
+// async and SSP, its own clock, the iterations of it every chunk has applied (JoinAsyncJob).
+//
 // Non-finite values: each averaged gradient is checked before it is pushed, and the loss after
 // each step. With OnNonFinite::kFail (the default) the first NaN or infinity ends training: that
 // gradient is not pushed, and Run() returns at once a summary with diverged set (the caller
