@@ -91,8 +91,9 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
     TOWERPS_RETURN_IF_ERROR(CheckRejoins());
     for (size_t i = 0; i < group_->size(); ++i) {
       std::optional<int> code = group_->ExitCode(i);
-      if (code && *code != 0 && i >= first_worker) {
-        TOWERPS_RETURN_IF_ERROR(HandleWorkerDeath(i, *code));
+      if (code && *code != 0) {
+        TOWERPS_RETURN_IF_ERROR(i >= first_worker ? HandleWorkerDeath(i, *code)
+                                                  : HandleServerDeath(i, *code));
         code.reset();  // restarted
       }
       if (code && *code != 0) return FailExited(i, *code);
@@ -148,6 +149,32 @@ std::string JobSupervisor::ReadyFile(size_t i) const {
 Status JobSupervisor::HandleWorkerDeath(size_t i, int code) {
   const bool killed = code > 128;
   if (!killed || policy_.max_restarts <= 0) return FailExited(i, code);
+  std::vector<std::string> extra;
+  const std::string ready = ReadyFile(i);
+  if (!ready.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(ready, ec);
+    extra = {"--ready-file", ready};
+  }
+  TOWERPS_RETURN_IF_ERROR(Restart(i, code, "restarting it", extra));
+  if (!ready.empty()) rejoining_.insert_or_assign(i, Deadline::After(policy_.timeout));
+  return Status::Ok();
+}
+
+Status JobSupervisor::HandleServerDeath(size_t i, int code) {
+  const bool killed = code > 128;
+  if (!killed || policy_.max_restarts <= 0) return FailExited(i, code);
+  if (!policy_.restart_servers) {
+    return FailExited(i, code,
+                      "(without --checkpoint-dir a server's state dies with it, so the job "
+                      "stops; with --checkpoint-dir D --checkpoint-every K it is restarted from "
+                      "its last checkpoint)");
+  }
+  return Restart(i, code, "restarting it from its last checkpoint", {});
+}
+
+Status JobSupervisor::Restart(size_t i, int code, const std::string& how,
+                              std::vector<std::string> extra) {
   int& n = restarts_[i];
   if (n >= policy_.max_restarts) {
     return FailExited(i, code,
@@ -155,15 +182,9 @@ Status JobSupervisor::HandleWorkerDeath(size_t i, int code) {
                           std::to_string(policy_.max_restarts) + " is spent)");
   }
   ++n;
-  std::printf("[launch] %s %s; restarting it (%d of %d)\n", Name(i).c_str(),
-              DescribeExit(code).c_str(), n, policy_.max_restarts);
+  std::printf("[launch] %s %s; %s (%d of %d)\n", Name(i).c_str(), DescribeExit(code).c_str(),
+              how.c_str(), n, policy_.max_restarts);
   std::fflush(stdout);
-  std::vector<std::string> extra;
-  if (const std::string ready = ReadyFile(i); !ready.empty()) {
-    std::error_code ec;
-    std::filesystem::remove(ready, ec);
-    extra = {"--ready-file", ready};
-  }
   if (Status s = group_->Restart(i, extra); !s.ok()) {
     return Fail(i, "could not be restarted: " + s.message());
   }
@@ -172,7 +193,6 @@ Status JobSupervisor::HandleWorkerDeath(size_t i, int code) {
         << Word(group_->tag(i)) << " pid " << group_->pid(i) << " log " << group_->LogPath(i)
         << " restart " << n << "\n";
   }
-  if (!extra.empty()) rejoining_.insert_or_assign(i, Deadline::After(policy_.timeout));
   return Status::Ok();
 }
 

@@ -33,7 +33,10 @@
 namespace towerps::launch {
 
 struct RestartPolicy {
-  int max_restarts = 0;  // per worker; 0: a dead worker fails the job
+  int max_restarts = 0;  // per process; 0: a dead process fails the job
+  // Servers too (they restore their last checkpoint); only with --checkpoint-dir, without which
+  // a server's state dies with it.
+  bool restart_servers = false;
   std::chrono::milliseconds timeout{30000};
   // "<ready_dir>/<tag>.ready" is the restarted worker's --ready-file. Empty: not tracked (its
   // files are on another host); the other workers' RPC deadlines bound the wait instead.
@@ -68,6 +71,10 @@ class JobSupervisor {
   std::string Name(size_t i) const;
   // A worker that exited with `code`: restarts it when the policy allows, else fails the job.
   Status HandleWorkerDeath(size_t i, int code);
+  // The same for a server (children [0, first_worker)).
+  Status HandleServerDeath(size_t i, int code);
+  // Restarts child i for its n-th time, saying so; `extra` goes at the end of its command.
+  Status Restart(size_t i, int code, const std::string& how, std::vector<std::string> extra);
   // Restarted workers that have written their ready file are done; one past the timeout fails.
   Status CheckRejoins();
   std::string ReadyFile(size_t i) const;

@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
       "max-restarts", po::value(&options.max_restarts)->default_value(options.max_restarts),
       "local and --hostfile: restart a worker killed by a signal at most this many times (it "
       "carries on where its predecessor stopped; in sync the final parameters are "
-      "bit-identical); 0: a dead worker ends the job")(
+      "bit-identical), and a server too when there is --checkpoint-dir (it restores its last "
+      "checkpoint); 0: a dead process ends the job")(
       "restart-timeout", po::value(&restart_timeout_s)->default_value(restart_timeout_s),
       "seconds a restarted worker has to rejoin the job before the job fails "
       "naming it; below --rpc-timeout-ms");

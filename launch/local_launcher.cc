@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/parse.h"
 #include "launch/gpus.h"
 #include "launch/job_supervisor.h"
 #include "launch/local_checks.h"
@@ -62,6 +63,13 @@ Status LocalLauncher::Run() {
     }
     std::string endpoint;
     std::ifstream(ready_files[r]) >> endpoint;
+    // A restarted server must come back where the workers look for it: on this port.
+    TOWERPS_ASSIGN_OR_RETURN(const int64_t port,
+                             ParseIntInRange(endpoint.substr(endpoint.rfind(':') + 1),
+                                             "server endpoint port", 1, 65535));
+    std::vector<std::string> again = ServerArgv(o, r, static_cast<int>(port));
+    again.insert(again.end(), {"--ready-file", ready_files[r]});
+    group.SetArgv(static_cast<size_t>(r), std::move(again));
     // A server bound to every interface is reached over loopback here.
     const std::string any = "tcp://0.0.0.0:";
     if (endpoint.rfind(any, 0) == 0) endpoint = "tcp://127.0.0.1:" + endpoint.substr(any.size());

@@ -38,6 +38,10 @@ class ProcessGroup {
   Result<size_t> Start(const std::string& tag, std::vector<std::string> argv,
                        std::vector<std::string> extra_env = {}, StopBy stop_by = StopBy::kSigterm,
                        const std::string& stdin_line = "");
+  // What Restart(i) runs from now on (e.g. a server's free port, fixed once it is known).
+  void SetArgv(size_t i, std::vector<std::string> argv) {
+    children_[i]->options.argv = std::move(argv);
+  }
   // Starts child i again, as it was started (the same argv, environment and stdin line, plus
   // `extra_args` at the end), after it has exited; its output goes on to the same log and tag.
   Status Restart(size_t i, const std::vector<std::string>& extra_args = {});

@@ -211,6 +211,47 @@ class Client::Impl {
         }
       }
       ExpireDeadlines();
+      ProbeServers();
+    }
+  }
+
+  // Every half second, a ping to each server that owes this client a reply (unless one is on
+  // its way already). A live server answers at once, whatever the reply waits for; a dead one's
+  // ping waits in the socket and reaches its successor, whose pong carries a new incarnation.
+  void ProbeServers() {
+    if (!next_probe_.expired()) return;
+    next_probe_ = Deadline::After(std::chrono::milliseconds(500));
+    std::vector<bool> owes(sockets_.size(), false);
+    for (const auto& [id, p] : pending_) owes[p.server] = true;
+    for (size_t s = 0; s < sockets_.size(); ++s) {
+      if (!owes[s] || probing_[s]) continue;
+      probing_[s] = true;
+      Call call;
+      call.server = static_cast<int>(s);
+      call.message.emplace(NewMessage(proto::MessageType::PING));
+      call.what = "liveness ping";
+      call.done = [this, s](Result<IncomingMessage>) { probing_[s] = false; };
+      Send(std::move(call));
+    }
+  }
+
+  // A reply from a new incarnation of `server`: it restarted, and what was outstanding there
+  // will never be answered (or would be answered from its restored state).
+  void ServerRestarted(int server) {
+    server_restarts_.fetch_add(1, std::memory_order_relaxed);
+    TOWERPS_LOG(kWarning) << ServerName(server)
+                          << " restarted; failing the requests outstanding there";
+    const Status lost = NetworkError(ServerName(server) +
+                                     " restarted (restored from its last checkpoint): the "
+                                     "requests outstanding there are lost");
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.server != server) {
+        ++it;
+        continue;
+      }
+      Pending p = std::move(it->second);
+      it = pending_.erase(it);
+      p.done(lost);
     }
   }
 
@@ -228,6 +269,15 @@ class Client::Impl {
   }
 
   void Complete(int server, IncomingMessage msg) {
+    if (const uint64_t incarnation = msg.header().getServerIncarnation(); incarnation != 0) {
+      uint64_t& known = incarnations_[server];
+      const bool restarted = known != 0 && known != incarnation;
+      known = incarnation;
+      if (restarted) {
+        ServerRestarted(server);
+        return;  // whatever this answers was failed with the rest
+      }
+    }
     auto it = pending_.find(msg.header().getRequestId());
     if (it == pending_.end() || it->second.server != server)
       return;  // late reply to a timed-out call
@@ -270,6 +320,14 @@ class Client::Impl {
   // and a late reply to a request of the dead process must not match a request of this one.
   uint64_t next_request_id_ = static_cast<uint64_t>(std::random_device{}()) << 32;
   std::map<uint64_t, Pending> pending_;  // I/O thread only
+  // Per server, I/O thread only: the incarnation its replies carry (0: none seen yet) and
+  // whether a liveness ping is on its way.
+  std::vector<uint64_t> incarnations_ = std::vector<uint64_t>(options_.servers.size(), 0);
+  std::vector<bool> probing_ = std::vector<bool>(options_.servers.size(), false);
+  Deadline next_probe_ = Deadline::After(std::chrono::milliseconds(500));
+
+ public:
+  std::atomic<uint64_t> server_restarts_{0};
 };
 
 Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
@@ -298,6 +356,10 @@ const ChunkPlacement& Client::placement() const {
 }
 
 int Client::num_servers() const { return static_cast<int>(impl_->options_.servers.size()); }
+
+uint64_t Client::server_restarts() const {
+  return impl_->server_restarts_.load(std::memory_order_relaxed);
+}
 
 std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variables,
                                               uint64_t model_signature) {

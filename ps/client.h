@@ -13,6 +13,9 @@
 //    error, or kTimeout naming the server that did not answer. Nothing waits forever.
 //  - Methods are thread-safe. Register() must complete before variable calls.
 //  - Destroying the client fails outstanding calls with kCancelled.
+//  - A server that restarts (its replies carry a new incarnation) fails every call outstanding
+//    there with kNetwork, at once rather than at the deadline: while a server owes replies, the
+//    client pings it every half second, and a restarted server answers the ping.
 #ifndef TOWERPS_PS_CLIENT_H_
 #define TOWERPS_PS_CLIENT_H_
 
@@ -95,6 +98,10 @@ class Client {
 
   const ChunkPlacement& placement() const;
   int num_servers() const;
+  // How many times a server was seen to restart (a reply with a new incarnation). Each time,
+  // the calls outstanding at that server failed with kNetwork saying so; a caller that sees
+  // this count move can rejoin the job where the servers now stand.
+  uint64_t server_restarts() const;
 
  private:
   class Impl;

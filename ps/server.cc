@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <random>
 
 #include <kj/exception.h>
 
@@ -22,7 +23,9 @@ std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reade
 
 }  // namespace
 
-Server::Server(ServerOptions options) : options_(std::move(options)) {}
+Server::Server(ServerOptions options)
+    : options_(std::move(options)),
+      incarnation_((uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1) {}
 
 Server::~Server() {
   for (auto& s : shards_) s->Stop();
@@ -346,6 +349,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
 }
 
 void Server::SendOrLog(OutgoingMessage msg) {
+  msg.header().setServerIncarnation(incarnation_);
   const std::string peer = msg.peer();
   Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
   if (!s.ok()) {

@@ -97,6 +97,9 @@ class Server {
   uint64_t checkpoints_written_ = 0;
   uint64_t rejected_by_handlers_ = 0;  // messages a handler could not read (see HandleMessage)
   uint64_t refused_shutdowns_ = 0;     // shutdown requests from neither the chief nor a launcher
+  // Random, drawn at start, in every reply (Header.serverIncarnation): how clients tell a
+  // restarted server from the one they were talking to.
+  const uint64_t incarnation_;
 };
 
 }  // namespace towerps::ps

@@ -121,6 +121,10 @@ struct Header {
   # the step its predecessor did not finish; the server keeps one version back). Waits while the
   # chunk is below `version`; an error when the server no longer holds it.
   exactVersion @18 :Bool;
+  # Every reply from a server: a random number the server drew when it started. A different one
+  # from the same server means it was restarted (and restored from its checkpoint): the client
+  # fails what it had outstanding there, and the worker rejoins where the server now stands.
+  serverIncarnation @19 :UInt64;
 }
 
 struct ServerStats {

@@ -25,7 +25,7 @@ std::string ExpandRank(std::string path, int rank) {
 
 void MetricsLog::Open(const std::string& path, int rank) {
   rank_ = rank;
-  if (path.empty()) return;
+  if (path.empty() || out_.is_open()) return;  // again after a rejoin: keep appending
   out_.open(ExpandRank(path, rank), std::ios::app);
   if (!out_) TOWERPS_LOG(kWarning) << "cannot write --metrics-out " << path;
 }

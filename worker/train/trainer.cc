@@ -132,14 +132,48 @@ class Trainer::Impl {
     return Status::Ok();
   }
 
+  // Trains to the end. When a server restarts (from its checkpoint) under it, the calls
+  // outstanding there fail; the worker then rejoins the job where the servers now stand and
+  // trains on, so a server's death costs the steps since its checkpoint, not the job.
   Result<TrainingSummary> Run() {
+    for (;;) {
+      const uint64_t restarts = client_->server_restarts();
+      Result<TrainingSummary> r = Train();
+      const bool stopping = o_.stop && o_.stop->load();
+      if (r.ok() || stopping || client_->server_restarts() == restarts) return r;
+      TOWERPS_LOG(kWarning) << r.status().message()
+                            << "; rejoining the job where the servers now stand";
+      // The pushes share the towers' gradients: let them finish before the towers run again.
+      // (Pulls hold nothing of ours; one waiting at a live server is simply abandoned.)
+      for (auto& push : pushes_) {
+        if (push.valid()) (void)Await(push);
+      }
+      TOWERPS_ASSIGN_OR_RETURN(
+          start_version_,
+          Await(client_->Register(towers_->model(0).variables(), towers_->model(0).signature())));
+      // A server that had no checkpoint yet came back empty: the chief gives it the values it
+      // holds (servers keep the first value they get, so this changes no restored chunk).
+      if (o_.rank == 0) {
+        std::vector<std::future<Status>> inits;
+        for (int v = 0; v < num_vars_; ++v) {
+          inits.push_back(client_->Init(v, towers_->model(0).GetVariable(v)));
+        }
+        for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(Await(f));
+      }
+    }
+  }
+
+  Result<TrainingSummary> Train() {
     const ps::JobConfig& job = o_.job;
     const bool sync = job.mode == ps::UpdateMode::kSync;
     int64_t total = job.epochs * steps_per_epoch_;
     if (job.max_steps > 0) total = std::min(total, job.max_steps);
     int64_t first = std::max<int64_t>(start_version_, 0);
+    bool exact = false;
     if (sync) {
-      TOWERPS_ASSIGN_OR_RETURN(first, JoinSyncJob(first));
+      TOWERPS_ASSIGN_OR_RETURN(const SyncJoin join, JoinSyncJob(first));
+      first = join.step;
+      exact = join.exact;
     }
     // Async and SSP versions count every worker's updates; sync versions count steps.
     int64_t iter = first;
@@ -147,10 +181,7 @@ class Trainer::Impl {
       TOWERPS_ASSIGN_OR_RETURN(iter, JoinAsyncJob(first));
     }
     std::vector<int64_t> versions(num_vars_, first);
-    // Exactly version `first` where the servers can tell (full sync); with backup workers
-    // (--replicas-to-aggregate) chunks run ahead without this worker, as they always did.
-    IssuePulls(versions, /*advance=*/false, iter, total,
-               /*exact=*/sync && job.EffectiveReplicas() == job.workers);
+    IssuePulls(versions, /*advance=*/false, iter, total, exact);
     // What this worker computes at iteration `iter` is a function of it alone: its batch and
     // its dropout masks (and, in sync, the parameters at version `iter`).
     batcher_->Seek(iter);
@@ -280,8 +311,15 @@ class Trainer::Impl {
   // the step its predecessor was computing: the lowest chunk version s, where chunks it had
   // already pushed to stand at s + 1 (never more: they wait for its next step). It recomputes
   // step s from exactly version s (the servers keep one version back), with the same batch and
-  // dropout masks, so its pushes repeat the lost ones bit for bit.
-  Result<int64_t> JoinSyncJob(int64_t first) {
+  // dropout masks, so its pushes repeat the lost ones bit for bit (`exact`). Exactness needs
+  // full sync (with backup workers chunks run ahead without anyone) and servers that still hold
+  // version s: one just restored from its checkpoint holds only the restored version, and then
+  // the worker goes on from the latest values instead.
+  struct SyncJoin {
+    int64_t step = 0;
+    bool exact = false;
+  };
+  Result<SyncJoin> JoinSyncJob(int64_t first) {
     std::vector<int64_t> versions(num_vars_, first);
     IssuePulls(versions, /*advance=*/false, 0, first);
     int64_t lowest = -1, highest = -1;
@@ -290,6 +328,7 @@ class Trainer::Impl {
       lowest = v == 0 ? p.version : std::min(lowest, p.version);
       highest = std::max(highest, p.max_version);
     }
+    SyncJoin join{lowest, o_.job.EffectiveReplicas() == o_.job.workers};
     if (lowest > first) {
       TOWERPS_LOG(kInfo) << "joining a running job at step " << lowest
                          << (highest > lowest ? " (recomputing it: the chunks this worker's "
@@ -297,7 +336,21 @@ class Trainer::Impl {
                                                     std::to_string(highest) + ")"
                                               : "");
     }
-    return lowest;
+    if (join.exact && highest > lowest) {
+      versions.assign(num_vars_, lowest);
+      IssuePulls(versions, /*advance=*/false, 0, lowest, /*exact=*/true);
+      for (int v = 0; v < num_vars_; ++v) {
+        Result<ps::PulledVariable> p = Await(pulls_[v]);
+        if (p.ok()) continue;
+        if (p.status().code() != StatusCode::kFailedPrecondition) return p.status();
+        if (join.exact) {
+          TOWERPS_LOG(kWarning) << "step " << lowest << " cannot be recomputed bit for bit ("
+                                << p.status().message() << "); going on from the latest values";
+        }
+        join.exact = false;
+      }
+    }
+    return join;
   }
 
   // Async and SSP: the iteration this worker (re)starts at: the lowest count of its iterations
