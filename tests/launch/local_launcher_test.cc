@@ -208,16 +208,33 @@ TEST_F(LauncherTest, AWorkerThatKeepsDyingSpendsItsRestartsAndEndsTheJob) {
 // What only this machine can tell (local mode): refused with exit 2, naming the option, before
 // the run directory exists or any process starts.
 TEST_F(LauncherTest, DataDevicesAndPortsAreCheckedBeforeAnyProcessStarts) {
-  const int busy = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(busy, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(busy, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(busy, 1), 0);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(getsockname(busy, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const int port = ntohs(addr.sin_port);
+  // A listening port whose predecessor is free (so that only server 1's port is busy): other
+  // tests running alongside take ports too, so look for such a pair.
+  int busy = -1, port = 0;
+  for (int attempt = 0; attempt < 50 && busy < 0; ++attempt) {
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(s, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(listen(s, 1), 0);
+    socklen_t len = sizeof(addr);
+    ASSERT_EQ(getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    const int p = ntohs(addr.sin_port);
+    const int probe = socket(AF_INET, SOCK_STREAM, 0);
+    addr.sin_port = htons(static_cast<uint16_t>(p - 1));
+    const bool before_free =
+        p > 1024 && bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(probe);
+    if (before_free) {
+      busy = s;
+      port = p;
+    } else {
+      close(s);
+    }
+  }
+  ASSERT_GE(busy, 0) << "no free port next to a busy one";
   const std::string base = std::to_string(port - 1);  // server 1 would take the busy port
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--model", "nope"}, "--model nope: unknown model 'nope'"},
