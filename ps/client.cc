@@ -13,9 +13,15 @@
 #include "common/logging.h"
 #include "common/mailbox.h"
 #include "common/mutex.h"
+#include "ps/call_join.h"
 
 namespace towerps::ps {
 namespace {
+
+using internal::Join;
+using internal::Ready;
+using internal::ReadyStatus;
+using internal::StatusJoin;
 
 using Completion = std::function<void(Result<IncomingMessage>)>;
 
@@ -32,69 +38,6 @@ struct Pending {
   std::string what;
   Completion done;
 };
-
-// Where each call's result keeps its version: the lowest among the chunks (or servers) that
-// answered it.
-void SetVersion(int64_t& restored, int64_t lowest) { restored = lowest; }
-void SetVersion(PushReport& report, int64_t lowest) { report.version = lowest; }
-void SetVersion(PulledVariable& pulled, int64_t lowest) { pulled.version = lowest; }
-
-// Gathers the replies of one call (one per chunk, or per server) into one future.
-template <typename T>
-struct Join {
-  explicit Join(int parts) : remaining(parts) {}
-  Mutex mu;
-  int remaining GUARDED_BY(mu);
-  Status error GUARDED_BY(mu);  // the first failure
-  T value GUARDED_BY(mu);
-  LowestVersion lowest GUARDED_BY(mu);  // becomes the result's version
-  std::promise<Result<T>> promise;
-
-  // Runs `merge(value, lowest)` under the lock for a successful part; fulfils the promise after
-  // the last part.
-  template <typename F>
-  void Part(const Status& status, F&& merge) {
-    MutexLock lock(&mu);
-    if (!status.ok() && error.ok()) error = status;
-    if (status.ok()) merge(value, lowest);
-    if (--remaining == 0) {
-      if (error.ok()) {
-        SetVersion(value, lowest.value());
-        promise.set_value(std::move(value));
-      } else {
-        promise.set_value(error);
-      }
-    }
-  }
-};
-
-// The same for calls whose only result is a Status.
-struct StatusJoin {
-  explicit StatusJoin(int parts) : remaining(parts) {}
-  Mutex mu;
-  int remaining GUARDED_BY(mu);
-  Status error GUARDED_BY(mu);
-  std::promise<Status> promise;
-
-  void Part(const Status& status) {
-    MutexLock lock(&mu);
-    if (!status.ok() && error.ok()) error = status;
-    if (--remaining == 0) promise.set_value(error);
-  }
-};
-
-template <typename T>
-std::future<Result<T>> Ready(Result<T> r) {
-  std::promise<Result<T>> p;
-  p.set_value(std::move(r));
-  return p.get_future();
-}
-
-std::future<Status> ReadyStatus(Status s) {
-  std::promise<Status> p;
-  p.set_value(std::move(s));
-  return p.get_future();
-}
 
 // The number of elements of a variable: the sum over its chunks.
 int64_t ElementsOf(std::span<const ChunkSpec> chunks) {

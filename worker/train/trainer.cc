@@ -20,6 +20,7 @@
 #include "worker/train/console.h"
 #include "worker/train/final_params.h"
 #include "worker/train/job_data.h"
+#include "worker/train/join_job.h"
 #include "worker/train/local_training.h"
 #include "worker/train/metrics_log.h"
 
@@ -171,14 +172,16 @@ class Trainer::Impl {
     int64_t first = std::max<int64_t>(start_version_, 0);
     bool exact = false;
     if (sync) {
-      TOWERPS_ASSIGN_OR_RETURN(const SyncJoin join, JoinSyncJob(first));
+      TOWERPS_ASSIGN_OR_RETURN(
+          const SyncJoin join,
+          JoinSyncJob(*client_, num_vars_, first, job.EffectiveReplicas() == job.workers, o_.stop));
       first = join.step;
       exact = join.exact;
     }
     // Async and SSP versions count every worker's updates; sync versions count steps.
     int64_t iter = first;
     if (!sync) {
-      TOWERPS_ASSIGN_OR_RETURN(iter, JoinAsyncJob(first));
+      TOWERPS_ASSIGN_OR_RETURN(iter, JoinAsyncJob(*client_, num_vars_, first, o_.stop));
     }
     std::vector<int64_t> versions(num_vars_, first);
     IssuePulls(versions, /*advance=*/false, iter, total, exact);
@@ -306,70 +309,6 @@ class Trainer::Impl {
     return Status::Ok();
   }
 
-  // Sync: where this worker (re)joins the job, from `first` (the version the servers restored,
-  // or 0). A worker of an undisturbed job finds every chunk at `first`. A restarted one finds
-  // the step its predecessor was computing: the lowest chunk version s, where chunks it had
-  // already pushed to stand at s + 1 (never more: they wait for its next step). It recomputes
-  // step s from exactly version s (the servers keep one version back), with the same batch and
-  // dropout masks, so its pushes repeat the lost ones bit for bit (`exact`). Exactness needs
-  // full sync (with backup workers chunks run ahead without anyone) and servers that still hold
-  // version s: one just restored from its checkpoint holds only the restored version, and then
-  // the worker goes on from the latest values instead.
-  struct SyncJoin {
-    int64_t step = 0;
-    bool exact = false;
-  };
-  Result<SyncJoin> JoinSyncJob(int64_t first) {
-    std::vector<int64_t> versions(num_vars_, first);
-    IssuePulls(versions, /*advance=*/false, 0, first);
-    int64_t lowest = -1, highest = -1;
-    for (int v = 0; v < num_vars_; ++v) {
-      TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls_[v]));
-      lowest = v == 0 ? p.version : std::min(lowest, p.version);
-      highest = std::max(highest, p.max_version);
-    }
-    SyncJoin join{lowest, o_.job.EffectiveReplicas() == o_.job.workers};
-    if (lowest > first) {
-      TOWERPS_LOG(kInfo) << "joining a running job at step " << lowest
-                         << (highest > lowest ? " (recomputing it: the chunks this worker's "
-                                                "predecessor pushed to are at step " +
-                                                    std::to_string(highest) + ")"
-                                              : "");
-    }
-    if (join.exact && highest > lowest) {
-      versions.assign(num_vars_, lowest);
-      IssuePulls(versions, /*advance=*/false, 0, lowest, /*exact=*/true);
-      for (int v = 0; v < num_vars_; ++v) {
-        Result<ps::PulledVariable> p = Await(pulls_[v]);
-        if (p.ok()) continue;
-        if (p.status().code() != StatusCode::kFailedPrecondition) return p.status();
-        if (join.exact) {
-          TOWERPS_LOG(kWarning) << "step " << lowest << " cannot be recomputed bit for bit ("
-                                << p.status().message() << "); going on from the latest values";
-        }
-        join.exact = false;
-      }
-    }
-    return join;
-  }
-
-  // Async and SSP: the iteration this worker (re)starts at: the lowest count of its iterations
-  // the chunks have applied (they keep it per worker, and checkpoint it). A restarted worker
-  // redoes the iteration its predecessor left half-pushed; the chunks that have it drop the
-  // repeat, so each iteration is applied once.
-  Result<int64_t> JoinAsyncJob(int64_t first) {
-    std::vector<int64_t> versions(num_vars_, first);
-    IssuePulls(versions, /*advance=*/false, 0, first);
-    int64_t iter = -1;
-    for (int v = 0; v < num_vars_; ++v) {
-      TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls_[v]));
-      iter = v == 0 ? p.min_clock : std::min(iter, p.min_clock);
-    }
-    iter = std::max<int64_t>(iter, 0);
-    if (iter > 0) TOWERPS_LOG(kInfo) << "joining a running job at iteration " << iter;
-    return iter;
-  }
-
   Status WriteReadyFile() const {
     std::ofstream ready(o_.worker.ready_file, std::ios::trunc);
     if (!ready) {
@@ -392,18 +331,13 @@ class Trainer::Impl {
     }
   }
 
-  // The reply of one request; a stop request ends the wait early (the client's RPC deadline
-  // bounds it otherwise), so a signalled worker stops promptly even while a server is silent.
   template <typename Reply>  // Status or Result<T>
   Reply Await(std::future<Reply>& reply) {
-    while (reply.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
-      if (o_.stop && o_.stop->load()) return CancelledError("stopped by a signal");
-    }
-    return reply.get();
+    return AwaitUnlessStopped(reply, o_.stop);
   }
   template <typename Reply>
   Reply Await(std::future<Reply>&& reply) {
-    return Await(reply);
+    return AwaitUnlessStopped(reply, o_.stop);
   }
 
   // Waits for the outstanding pulls and loads the values into every tower.

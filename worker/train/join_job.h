@@ -1,0 +1,57 @@
+// Joining a running job: where a worker starts, read from the servers, so that a restarted
+// worker (towerps-launch restarts one killed by a signal, or the servers restarted under it)
+// carries on from where the job stands rather than from the beginning.
+//
+// Contract: free functions on a registered Client; they block until the servers answer (each
+// call is bounded by the client's RPC deadline; a set `stop` ends the wait with kCancelled) and
+// return the first error. Not thread-safe with other calls that wait on the same futures.
+#ifndef TOWERPS_WORKER_TRAIN_JOIN_JOB_H_
+#define TOWERPS_WORKER_TRAIN_JOIN_JOB_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+
+#include "ps/client.h"
+#include "towerps/result.h"
+
+namespace towerps::worker {
+
+// The reply of one request; a set `stop` (may be null) ends the wait early with kCancelled (the
+// client's RPC deadline bounds it otherwise), so a signalled worker stops promptly even while a
+// server is silent.
+template <typename Reply>  // Status or Result<T>
+Reply AwaitUnlessStopped(std::future<Reply>& reply, const std::atomic<bool>* stop) {
+  while (reply.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    if (stop && stop->load()) return CancelledError("stopped by a signal");
+  }
+  return reply.get();
+}
+
+// Sync: the step to (re)join at, from `first` (the version the servers restored, or 0). A worker
+// of an undisturbed job finds every chunk at `first`. A restarted one finds the step its
+// predecessor was computing: the lowest chunk version s, where chunks it had already pushed to
+// stand at s + 1 (never more: they wait for its next step). It recomputes step s from exactly
+// version s (the servers keep one version back), with the same batch and dropout masks, so its
+// pushes repeat the lost ones bit for bit (`exact`). Exactness needs `full_sync` (with backup
+// workers chunks run ahead without anyone) and servers that still hold version s: one just
+// restored from its checkpoint holds only the restored version, and then the worker goes on from
+// the latest values instead.
+struct SyncJoin {
+  int64_t step = 0;
+  bool exact = false;
+};
+Result<SyncJoin> JoinSyncJob(ps::Client& client, int num_vars, int64_t first, bool full_sync,
+                             const std::atomic<bool>* stop);
+
+// Async and SSP: the iteration to (re)start at: the lowest count of this worker's iterations
+// the chunks have applied (they keep it per worker, and checkpoint it). A restarted worker
+// redoes the iteration its predecessor left half-pushed; the chunks that have it drop the
+// repeat, so each iteration is applied once.
+Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, int64_t first,
+                             const std::atomic<bool>* stop);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TRAIN_JOIN_JOB_H_
