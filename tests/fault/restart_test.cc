@@ -21,12 +21,13 @@ constexpr int kSteps = 60;
 // line every 10 steps. cnn's backward takes most of a step and pushes each variable as soon as
 // its gradient is ready, so a random kill often lands between two pushes of one step.
 std::vector<std::string> JobArgv(const fs::path& dir, std::vector<std::string> extra = {},
-                                 const std::string& model = "cnn", int steps = kSteps) {
+                                 const std::string& model = "cnn", int steps = kSteps,
+                                 int workers = 3) {
   std::vector<std::string> argv = {kLaunchBin,
                                    "--servers",
                                    "1",
                                    "--workers",
-                                   "3",
+                                   std::to_string(workers),
                                    "--model",
                                    model,
                                    "--max-steps",
@@ -120,7 +121,8 @@ class RestartTest : public LaunchTest {
   int RunWithKills(const std::vector<std::tuple<int, int, int>>& kills,
                    std::vector<std::string> extra = {}, const std::string& model = "cnn",
                    int steps = kSteps) {
-    Result<Subprocess> job = Start(JobArgv(dir_.path(), std::move(extra), model, steps), "out.txt");
+    Result<Subprocess> job =
+        Start(JobArgv(dir_.path(), std::move(extra), model, steps, workers_), "out.txt");
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     if (!job.ok()) return -1;
     for (const auto& [rank, step, delay] : kills) {
@@ -134,7 +136,7 @@ class RestartTest : public LaunchTest {
 
   // Every process the job started, restarted ones included, is gone.
   void ExpectNothingLeft() {
-    for (const auto& [role, n] : {std::pair<std::string, int>{"ps", 1}, {"worker", 3}}) {
+    for (const auto& [role, n] : {std::pair<std::string, int>{"ps", 1}, {"worker", workers_}}) {
       for (int r = 0; r < n; ++r) {
         for (pid_t pid : Pids(dir_ / "run", role, r)) {
           EXPECT_FALSE(Alive(pid)) << role << " " << r << " (pid " << pid << ") outlived the job";
@@ -173,6 +175,7 @@ class RestartTest : public LaunchTest {
   // Pushes the servers dropped (stale or repeated).
   long DroppedStale() const { return SummaryNumber("dropped_stale"); }
 
+  int workers_ = 3;  // of the jobs RunWithKills starts
   static std::string* reference_;
 };
 
@@ -291,6 +294,31 @@ TEST_F(RestartTest, KilledOnlyServerComesBackFromItsCheckpointAndTheJobCompletes
     EXPECT_EQ(SummaryNumber("restarts"), 1);
     if (dir_.Read("final.bin") == undisturbed) std::cout << "  (final parameters bit-identical)\n";
   }
+}
+
+// Async with 4 workers, one worker and then the only server killed (no replicas: the server
+// comes back from its checkpoint, every 200 versions): the job completes and trains as well as
+// the undisturbed one.
+TEST_F(RestartTest, AsyncJobSurvivesAWorkerAndTheServerKilled) {
+  workers_ = 4;
+  const std::vector<std::string> job = {"--mode",
+                                        "async",
+                                        "--lr",
+                                        "0.01",
+                                        "--checkpoint-every",
+                                        "200",
+                                        "--checkpoint-dir",
+                                        (dir_ / "ckpt").string()};
+  ASSERT_EQ(RunWithKills({}, job, "mlp", 400), 0);
+  const double accuracy = SummaryDouble("test_accuracy");
+  fs::remove_all(dir_ / "run");
+  fs::remove_all(dir_ / "ckpt");
+  fs::remove(dir_ / "summary.json");
+  ASSERT_EQ(RunWithKills({{2, 100, 2}, {-1, 250, 1}}, job, "mlp", 400), 0);
+  const std::string out = dir_.Read("out.txt");
+  EXPECT_NE(out.find("restarted ps:0 1x, worker:2 1x"), std::string::npos);
+  EXPECT_EQ(SummaryNumber("restarts"), 2);
+  EXPECT_NEAR(SummaryDouble("test_accuracy"), accuracy, 0.01);
 }
 
 // Without --checkpoint-dir a server's state dies with it: the job stops and says how to
