@@ -2,13 +2,14 @@
 """Time from killing a worker to the job's next completed step (sync, local mode).
 
 Runs a towerps-launch job (1 server, --workers workers, a step line every step), kills worker
---victim with SIGKILL at seeded steps, and watches a surviving worker's log: it cannot finish
-two more steps until the restarted worker has rejoined and pushed the step its predecessor did
-not finish. The figure is the time from the kill to that survivor's second step line after it
-(which overestimates recovery by at most one step time, printed alongside).
+--victim (or, with --victim ps, the server, which comes back from its checkpoint) with SIGKILL
+at seeded steps, and watches a surviving worker's log: it cannot finish two more steps until the
+restarted process is back and the job moves again. The figure is the time from the kill to that
+survivor's second step line after it (which overestimates recovery by at most one step time,
+printed alongside).
 
   bench/restart_latency.py [--launch build/release/bin/towerps-launch] [--model mlp]
-                           [--workers 3] [--kills 5] [--seed 1] [--json]
+                           [--workers 3] [--victim RANK|ps] [--kills 5] [--seed 1] [--json]
 """
 import argparse
 import json
@@ -33,13 +34,13 @@ def steps(path):
         return []
 
 
-def worker_pid(run_dir, rank):
+def process_pid(run_dir, role, rank):
     pid = None
     try:
         with open(os.path.join(run_dir, "processes.txt")) as f:
             for line in f:
                 w = line.split()
-                if len(w) >= 4 and w[0] == "worker" and w[1] == str(rank) and w[2] == "pid":
+                if len(w) >= 4 and w[0] == role and w[1] == str(rank) and w[2] == "pid":
                     pid = int(w[3])  # a restart appends a line: the last one is current
     except FileNotFoundError:
         pass
@@ -48,9 +49,12 @@ def worker_pid(run_dir, rank):
 
 def one_kill(args, kill_step, scratch):
     run_dir = os.path.join(scratch, "run")
-    survivor = 1 if args.victim != 1 else 0
+    server = args.victim == "ps"
+    survivor = 1 if args.victim != "1" else 0
     cmd = [args.launch, "--servers", "1", "--workers", str(args.workers), "--model", args.model,
            "--max-steps", str(args.steps), "--log-every", "1", "--run-dir", run_dir]
+    if server:
+        cmd += ["--checkpoint-dir", os.path.join(scratch, "ckpt"), "--checkpoint-every", "50"]
     with open(os.path.join(scratch, "out.txt"), "w") as out:
         job = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     survivor_log = os.path.join(run_dir, "worker-%d.log" % survivor)
@@ -61,11 +65,12 @@ def one_kill(args, kill_step, scratch):
             sys.exit("restart_latency: the job ended before step %d; see %s/out.txt" %
                      (kill_step, scratch))
         time.sleep(0.001)
-    before = max(steps(survivor_log))
-    first = steps(survivor_log)
-    os.kill(worker_pid(run_dir, args.victim), signal.SIGKILL)
+    before = len(steps(survivor_log))
+    victim = process_pid(run_dir, "ps", 0) if server else process_pid(run_dir, "worker",
+                                                                      int(args.victim))
+    os.kill(victim, signal.SIGKILL)
     killed = time.monotonic()
-    while max(steps(survivor_log)) < before + 2:
+    while len(steps(survivor_log)) < before + 2:
         if job.poll() is not None or time.monotonic() > killed + 60:
             job.kill()
             sys.exit("restart_latency: no progress after the kill; see %s/out.txt" % scratch)
@@ -74,7 +79,6 @@ def one_kill(args, kill_step, scratch):
     code = job.wait(timeout=300)
     if code != 0:
         sys.exit("restart_latency: the job exited %d; see %s/out.txt" % (code, scratch))
-    del first
     return recovered
 
 
@@ -95,14 +99,16 @@ def main():
     p.add_argument("--launch", default="build/release/bin/towerps-launch")
     p.add_argument("--model", default="mlp")
     p.add_argument("--workers", type=int, default=3)
-    p.add_argument("--victim", type=int, default=2, help="rank to kill")
+    p.add_argument("--victim", default="2", help="worker rank to kill, or ps (the server)")
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--kills", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    if not 0 <= args.victim < args.workers or args.workers < 2:
-        sys.exit("restart_latency: --victim must be a rank below --workers (at least 2)")
+    if args.workers < 2 or (args.victim != "ps" and not (
+            args.victim.isdigit() and int(args.victim) < args.workers)):
+        sys.exit("restart_latency: --victim must be ps or a worker rank below --workers "
+                 "(at least 2), not %r" % args.victim)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="towerps-restart-") as scratch:
         per_step = step_time(args, scratch)
@@ -114,15 +120,17 @@ def main():
             times.append(one_kill(args, kill_step, d))
             print("kill %d at step %d: next completed step %.3f s later" %
                   (i + 1, kill_step, times[-1]), file=sys.stderr)
-    result = {"model": args.model, "workers": args.workers, "kills": args.kills,
+    result = {"model": args.model, "workers": args.workers, "victim": args.victim,
+              "kills": args.kills,
               "median_s": statistics.median(times), "max_s": max(times),
               "step_s": per_step, "times_s": times}
     if args.json:
         print(json.dumps(result))
     else:
-        print("kill to next completed step: median %.3f s, max %.3f s over %d kills "
+        print("kill of %s to next completed step: median %.3f s, max %.3f s over %d kills "
               "(an undisturbed step takes %.4f s)" %
-              (result["median_s"], result["max_s"], args.kills, per_step))
+              ("ps:0" if args.victim == "ps" else "worker:" + args.victim, result["median_s"],
+               result["max_s"], args.kills, per_step))
 
 
 if __name__ == "__main__":
