@@ -4,10 +4,12 @@
 #ifndef TOWERPS_TESTS_PS_CLUSTER_H_
 #define TOWERPS_TESTS_PS_CLUSTER_H_
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -59,11 +61,12 @@ class Cluster {
     std::filesystem::remove_all(dir_);
   }
 
-  void Start(int rank, const std::vector<std::string>& extra) {
+  // Starts server `rank` (on a free port, or on `port`).
+  void Start(int rank, const std::vector<std::string>& extra, int port = 0) {
     const std::string ready = (dir_ / ("ready-" + std::to_string(rank))).string();
     std::filesystem::remove(ready);
     SubprocessOptions o;
-    o.argv = {TOWERPS_SERVER_BIN, "--rank", std::to_string(rank),  "--port", "0",
+    o.argv = {TOWERPS_SERVER_BIN, "--rank", std::to_string(rank),  "--port", std::to_string(port),
               "--ready-file",     ready,    "--stats-interval-ms", "60000"};
     for (const std::string& a : job_.ToArgs()) o.argv.push_back(a);
     for (const std::string& a : extra) o.argv.push_back(a);
@@ -85,6 +88,15 @@ class Cluster {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     std::ifstream(ready) >> endpoints_[rank];
+  }
+
+  // Kills server `rank` with SIGKILL and starts it again on the same port (as towerps-launch
+  // restarts a dead server), with `extra`.
+  void Restart(int rank, const std::vector<std::string>& extra) {
+    servers_[rank]->Signal(SIGKILL);
+    servers_[rank]->Wait(Deadline::After(std::chrono::seconds(10)));
+    const std::string& e = endpoints_[rank];
+    Start(rank, extra, std::atoi(e.c_str() + e.rfind(':') + 1));
   }
 
   bool ok() const { return !start_failed_; }

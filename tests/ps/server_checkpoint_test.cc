@@ -127,5 +127,57 @@ TEST(ServerCheckpointTest, FullDiskKeepsThePreviousCheckpointServingGoesOnAndThe
   EXPECT_EQ(cluster.server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(0));
 }
 
+// A server killed and restarted on its port (as towerps-launch does with --checkpoint-dir) comes
+// back from its checkpoint; a client with a call outstanding there learns it at once (its
+// liveness ping reaches the new server, whose replies carry a new incarnation): the call fails
+// with kNetwork saying so, long before its deadline, and the restart is counted. The restored
+// version is then served as usual.
+TEST(ServerCheckpointTest, RestartedServerFailsOutstandingCallsAtOnceAndServesItsCheckpoint) {
+  JobConfig job;
+  job.workers = 2;
+  job.servers = 1;
+  job.partition_bytes = kFloats * 4;
+  job.optimizer.kind = OptimizerKind::kSgd;
+  job.optimizer.learning_rate = 0.5f;
+  job.schedule.kind = LrScheduleKind::kConstant;
+  testing::Cluster cluster(job, "restart", {});
+  const std::vector<std::string> extra = {"--checkpoint-dir", cluster.dir() + "/ckpt",
+                                          "--checkpoint-every", "1"};
+  cluster.Restart(0, extra);  // now with checkpoints, on the same port
+  ASSERT_TRUE(cluster.ok()) << cluster.Log(0);
+  auto c0 = cluster.MakeClient(0, seconds(30));
+  auto c1 = cluster.MakeClient(1, seconds(30));
+  Get(c0->Register(Model(), kSignature));
+  Get(c1->Register(Model(), kSignature));
+  Check(c0->Init(0, Filled(1.0f)));
+  Get(c0->Push(0, 0, 0, Filled(0.1f)));
+  Get(c1->Push(0, 0, 0, Filled(0.2f)));
+  int64_t version = -1;
+  const std::vector<float> at_one = Pull(*c0, 1, &version);
+  ASSERT_EQ(version, 1);
+  ASSERT_TRUE(LogShows(cluster, "(version 1)")) << cluster.Log(0);
+  // Worker 0 pushes step 1 and waits for version 2, which needs worker 1: outstanding.
+  Get(c0->Push(0, 1, 1, Filled(0.3f)));
+  auto waiting = c0->Pull(0, 2, 0);
+  ASSERT_EQ(waiting.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_EQ(c0->server_restarts(), 0u);
+
+  cluster.Restart(0, extra);
+  ASSERT_TRUE(cluster.ok()) << cluster.Log(0);
+  const auto restarted = std::chrono::steady_clock::now();
+  ASSERT_EQ(waiting.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - restarted, seconds(5));  // not the 30 s deadline
+  const Result<PulledVariable> lost = waiting.get();
+  ASSERT_FALSE(lost.ok());
+  EXPECT_EQ(lost.status().code(), StatusCode::kNetwork);
+  EXPECT_NE(lost.status().message().find("restarted"), std::string::npos)
+      << lost.status().message();
+  EXPECT_EQ(c0->server_restarts(), 1u);
+  EXPECT_NE(cluster.Log(0).find("restored 1 chunks"), std::string::npos) << cluster.Log(0);
+  // The restored version, bit for bit; step 1 starts again from there.
+  EXPECT_EQ(Pull(*c0, 1, &version), at_one);
+  EXPECT_EQ(version, 1);
+}
+
 }  // namespace
 }  // namespace towerps::ps
