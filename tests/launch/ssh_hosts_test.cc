@@ -311,6 +311,26 @@ TEST_F(SshHostsTest, KilledRemoteServerStopsTheJobWithoutOrphans) {
   EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
 }
 
+// With --checkpoint-dir (on the server's host) a remote server killed mid-run is restarted over
+// ssh on its port, restores its checkpoint, and the job completes.
+TEST_F(SshHostsTest, KilledRemoteServerWithCheckpointsIsRestartedAndTheJobCompletes) {
+  Result<Subprocess> job =
+      LaunchOnHosts("revive", {"--max-steps", "400", "--log-every", "10", "--checkpoint-dir",
+                               (dir() / "revive-ckpt").string(), "--checkpoint-every", "50"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  const pid_t server = FindProcess(1, BinDir() + "/towerps-server", seconds(60));
+  ASSERT_GT(server, 0) << Output("revive");
+  AwaitOutput("revive", "[worker:0] step 150,", seconds(120));
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+  ASSERT_EQ(job->Wait(Deadline::After(seconds(240))), 0) << Output("revive");
+  EXPECT_TRUE(OutputHas("revive", "ps:0 on " + Address(1) +
+                                      " was killed by SIGKILL; restarting it from its last "
+                                      "checkpoint (1 of 3)"))
+      << Output("revive");
+  EXPECT_TRUE(OutputHas("revive", "restarted ps:0 1x")) << Output("revive");
+  EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
+}
+
 TEST_F(SshHostsTest, KilledLauncherTakesEveryRemoteProcessWithIt) {
   Result<Subprocess> job = LaunchOnHosts("crash", {"--epochs", "100", "--grace-ms", "3000"});
   ASSERT_TRUE(job.ok()) << job.status();
