@@ -46,6 +46,11 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
                                 " needs root; use a port of 1024 or more, or 0 for free ports");
   }
   if (o.server_threads < 1) return InvalidArgumentError("--server-threads must be at least 1");
+  if (!o.worker.ready_file.empty()) {
+    return InvalidArgumentError("--ready-file " + o.worker.ready_file +
+                                ": that is towerps-worker's own flag (the launcher gives it to "
+                                "the workers it restarts); leave it out");
+  }
   if (o.max_restarts < 0) {
     return InvalidArgumentError("--max-restarts=" + std::to_string(o.max_restarts) +
                                 " must be 0 (a dead worker ends the job) or more");

@@ -277,6 +277,26 @@ TEST_F(LauncherTest, ValidateOnlyChecksTheOptionsAndStartsNothing) {
   EXPECT_FALSE(fs::exists(dir_ / "run")) << "the launcher created its run directory";
 }
 
+// The fault-tolerance flags are checked before anything starts, naming the flag and the value.
+TEST_F(LauncherTest, BadRestartFlagsAreRefusedNamingThem) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--max-restarts", "-1"}, "--max-restarts=-1 must be 0"},
+      {{"--restart-timeout", "0"}, "--restart-timeout=0 s must be positive"},
+      {{"--restart-timeout", "90"},
+       "--restart-timeout=90 s must be positive and shorter than "
+       "--rpc-timeout-ms=60000"},
+      {{"--ready-file", "/tmp/x"}, "--ready-file /tmp/x: that is towerps-worker's own flag"},
+  };
+  for (const auto& [args, expect] : cases) {
+    std::vector<std::string> argv = {"--validate-only"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result<Subprocess> p = Launch(argv);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << args[0];
+    EXPECT_NE(LastLine().find(expect), std::string::npos) << args[0] << "\n" << Output();
+  }
+}
+
 TEST_F(LauncherTest, ListChoicesPrintsJson) {
   Result<int> code =
       RunProcess({kLaunchBin, "--list-choices"}, dir_ / "launch.out", {}, seconds(20));
