@@ -20,6 +20,9 @@
 // launcher restarts a worker killed by a signal) carries on from its predecessor: in sync, the
 // lowest chunk version, recomputed bit for bit from exactly that version (JoinSyncJob); in
 // async and SSP, its own clock, the iterations of it every chunk has applied (JoinAsyncJob).
+// When a server restarts under a running worker (from its checkpoint), the client fails what
+// was outstanding there; Run() then registers again and rejoins the same way, at the restored
+// version, instead of failing.
 //
 // Non-finite values: each averaged gradient is checked before it is pushed, and the loss after
 // each step. With OnNonFinite::kFail (the default) the first NaN or infinity ends training: that
