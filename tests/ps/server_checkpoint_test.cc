@@ -45,6 +45,18 @@ std::string Slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// One server, one chunk, plain SGD at lr 0.5, sync.
+JobConfig SgdJob(int workers) {
+  JobConfig job;
+  job.workers = workers;
+  job.servers = 1;
+  job.partition_bytes = kFloats * 4;
+  job.optimizer.kind = OptimizerKind::kSgd;
+  job.optimizer.learning_rate = 0.5f;
+  job.schedule.kind = LrScheduleKind::kConstant;
+  return job;
+}
+
 // Waits up to 20 s for `text` in server 0's log.
 bool LogShows(const testing::Cluster& cluster, const std::string& text) {
   const auto deadline = std::chrono::steady_clock::now() + seconds(20);
@@ -58,13 +70,7 @@ bool LogShows(const testing::Cluster& cluster, const std::string& text) {
 TEST(ServerCheckpointTest, FullDiskKeepsThePreviousCheckpointServingGoesOnAndTheExitFails) {
   ::towerps::testing::SmallTmpfs disk("server_ckpt", 1024 * 1024);
   if (!disk.mounted()) GTEST_SKIP() << disk.error();
-  JobConfig job;
-  job.workers = 1;
-  job.servers = 1;
-  job.partition_bytes = kFloats * 4;
-  job.optimizer.kind = OptimizerKind::kSgd;
-  job.optimizer.learning_rate = 0.5f;
-  job.schedule.kind = LrScheduleKind::kConstant;
+  const JobConfig job = SgdJob(1);
   const std::vector<std::string> extra = {"--checkpoint-dir", disk.dir(), "--checkpoint-every",
                                           "1"};
   const std::string path = CheckpointPath(disk.dir(), 0);
@@ -133,13 +139,7 @@ TEST(ServerCheckpointTest, FullDiskKeepsThePreviousCheckpointServingGoesOnAndThe
 // with kNetwork saying so, long before its deadline, and the restart is counted. The restored
 // version is then served as usual.
 TEST(ServerCheckpointTest, RestartedServerFailsOutstandingCallsAtOnceAndServesItsCheckpoint) {
-  JobConfig job;
-  job.workers = 2;
-  job.servers = 1;
-  job.partition_bytes = kFloats * 4;
-  job.optimizer.kind = OptimizerKind::kSgd;
-  job.optimizer.learning_rate = 0.5f;
-  job.schedule.kind = LrScheduleKind::kConstant;
+  const JobConfig job = SgdJob(2);
   testing::Cluster cluster(job, "restart", {});
   const std::vector<std::string> extra = {"--checkpoint-dir", cluster.dir() + "/ckpt",
                                           "--checkpoint-every", "1"};
