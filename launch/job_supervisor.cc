@@ -96,7 +96,6 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
                                                   : HandleServerDeath(i, *code));
         code.reset();  // restarted
       }
-      if (code && *code != 0) return FailExited(i, *code);
       if (code && i < first_worker) return Fail(i, "exited before the workers finished");
       if (i >= first_worker && !code) workers_done = false;
     }
@@ -121,12 +120,6 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
               group_->size() - first_worker, first_worker,
               restarted.empty() ? "" : ("; restarted " + restarted).c_str());
   return Status::Ok();
-}
-
-int JobSupervisor::total_restarts() const {
-  int n = 0;
-  for (const auto& [i, k] : restarts_) n += k;
-  return n;
 }
 
 namespace {

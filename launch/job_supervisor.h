@@ -65,7 +65,6 @@ class JobSupervisor {
   Status RunToCompletion(size_t first_worker);
   // Restarts so far, per child index (workers only).
   const std::map<size_t, int>& restarts() const { return restarts_; }
-  int total_restarts() const;
 
  private:
   std::string Name(size_t i) const;
