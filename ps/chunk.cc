@@ -142,7 +142,7 @@ void Chunk::CompleteStep(int64_t step, float lr, ShardCounters* counters) {
 }
 
 Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
-                                const Tensor& gradient, ShardCounters* counters) {
+                                const Tensor& gradient, ShardCounters* counters, bool replace) {
   const std::string where =
       "variable " + std::to_string(spec_.variable_id) + " chunk " + std::to_string(spec_.chunk_id);
   if (!initialized()) {
@@ -193,6 +193,12 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
               ? FindNonFinite(gradient.f32(), gradient.num_elements()) >= 0
               : std::memcmp(held->second.raw_data(), gradient.raw_data(),
                             static_cast<size_t>(gradient.num_elements()) * sizeof(float)) == 0;
+      if (!same && replace) {
+        const bool refused = refuse_if_nonfinite();
+        held->second = refused ? Tensor() : gradient;
+        out.version = version_;
+        return out;  // pending (or rejected), as the one it replaces
+      }
       if (!same) {
         return InvalidArgumentError(
             "worker " + std::to_string(worker) + " pushed a gradient for step " +

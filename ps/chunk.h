@@ -85,8 +85,10 @@ class Chunk {
   // non-finite one is kRejected (see above). Errors: not initialised, wrong size, worker rank
   // out of range, a step from the future (sync), or a repeated gradient from one worker for a
   // pending step that differs from the first (sync; an identical one is kDuplicate).
+  // `replace` (sync): a repeated gradient for a pending step replaces the held one instead of
+  // being compared (a worker that rejoined where bit-for-bit recomputation is impossible).
   Result<PushOutcome> Push(int worker, int64_t base_version, int64_t clock, const Tensor& gradient,
-                           ShardCounters* counters);
+                           ShardCounters* counters, bool replace = false);
 
   // How many iterations of `worker` this chunk has applied (or refused): the next one it expects.
   int64_t worker_clock(int worker) const {

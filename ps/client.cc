@@ -370,7 +370,7 @@ std::future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
 }
 
 std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t version, int64_t clock,
-                                             const Tensor& gradient) {
+                                             const Tensor& gradient, bool replace_pending) {
   const auto chunks = placement().ChunksOf(variable_id);
   const int64_t total = ElementsOf(chunks);
   if (gradient.num_elements() != total || gradient.dtype() != DType::kFloat32) {
@@ -387,6 +387,7 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
       [&](proto::Header::Builder h) {
         h.setVersion(version);
         h.setClock(clock);
+        h.setReplacesPending(replace_pending);
       },
       &flat,
       [join, applied](const ChunkSpec&, Result<IncomingMessage> r) {

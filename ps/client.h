@@ -84,8 +84,9 @@ class Client {
   // Chief only: the initial value of one variable. Servers keep the first value they get.
   std::future<Status> Init(uint32_t variable_id, const Tensor& value);
   // The gradient of one variable, computed from parameters at `version` during iteration `clock`.
+  // `replace_pending`: see Header.replacesPending (a worker that rejoined without exactness).
   std::future<Result<PushReport>> Push(uint32_t variable_id, int64_t version, int64_t clock,
-                                       const Tensor& gradient);
+                                       const Tensor& gradient, bool replace_pending = false);
   // The variable once every chunk has reached `min_version` (and, in SSP, the slowest worker is
   // within the staleness bound of `clock`). `exact` (sync): at exactly `min_version`, which a
   // server holds for one version after it moved on; kFailedPrecondition when it is gone.

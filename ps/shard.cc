@@ -97,8 +97,9 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
                                       " tensors, expected 1")));
         return;
       }
-      Result<PushOutcome> out = chunk.Push(static_cast<int>(h.getSenderRank()), h.getVersion(),
-                                           h.getClock(), msg.tensors()[0], &counters_);
+      Result<PushOutcome> out =
+          chunk.Push(static_cast<int>(h.getSenderRank()), h.getVersion(), h.getClock(),
+                     msg.tensors()[0], &counters_, h.getReplacesPending());
       if (!out.ok()) {
         outbox_->Push(ErrorReply(msg, out.status()));
         return;

@@ -125,6 +125,10 @@ struct Header {
   # from the same server means it was restarted (and restored from its checkpoint): the client
   # fails what it had outstanding there, and the worker rejoins where the server now stands.
   serverIncarnation @19 :UInt64;
+  # push (sync): the worker rejoined a job whose servers disagree on the step (one came back from
+  # its checkpoint), so it cannot repeat its earlier pushes bit for bit: a gradient of it still
+  # pending for this step is replaced, not compared.
+  replacesPending @20 :Bool;
 }
 
 struct ServerStats {

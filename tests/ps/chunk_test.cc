@@ -168,6 +168,28 @@ TEST(ChunkSyncTest, RestartedWorkersRepeatedPushesAndThePreviousVersion) {
   EXPECT_EQ(chunk.ValuesAt(2), &chunk.values());
 }
 
+// A worker that rejoined where its step cannot be recomputed bit for bit (a server came back
+// from its checkpoint while another ran on) marks its first pushes `replace`: its earlier
+// gradient still pending for the step is replaced, and the step averages the new one.
+TEST(ChunkSyncTest, ReplacingPushSwapsTheWorkersPendingGradient) {
+  Chunk chunk(Spec(), Sgd(UpdateMode::kSync, 2));
+  ShardCounters counters;
+  const Tensor init = Random(1);
+  ASSERT_TRUE(*chunk.Init(init));
+  const Tensor old1 = Random(10), new1 = Random(11), g0 = Random(12);
+  ASSERT_EQ(chunk.Push(1, 0, 0, old1, &counters)->kind, PushOutcome::Kind::kPending);
+  EXPECT_FALSE(chunk.Push(1, 0, 0, new1, &counters).ok());  // compared: differs
+  auto replaced = chunk.Push(1, 0, 0, new1, &counters, /*replace=*/true);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_EQ(replaced->kind, PushOutcome::Kind::kPending);
+  ASSERT_EQ(chunk.Push(0, 0, 0, g0, &counters)->kind, PushOutcome::Kind::kApplied);
+  for (int64_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(chunk.values().f32()[i],
+              init.f32()[i] - 0.5f * ((g0.f32()[i] + new1.f32()[i]) * 0.5f))
+        << i;
+  }
+}
+
 TEST(ChunkAsyncTest, AppliesEveryGradientAndRecordsStaleness) {
   JobConfig config = Sgd(UpdateMode::kAsync, 4);
   Chunk chunk(Spec(), config);

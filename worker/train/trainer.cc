@@ -169,6 +169,7 @@ class Trainer::Impl {
     const bool sync = job.mode == ps::UpdateMode::kSync;
     int64_t total = job.epochs * steps_per_epoch_;
     if (job.max_steps > 0) total = std::min(total, job.max_steps);
+    last_step_ = total;
     int64_t first = std::max<int64_t>(start_version_, 0);
     bool exact = false;
     if (sync) {
@@ -177,6 +178,9 @@ class Trainer::Impl {
           JoinSyncJob(*client_, num_vars_, first, job.EffectiveReplicas() == job.workers, o_.stop));
       first = join.step;
       exact = join.exact;
+      // Without exactness (a server restored from its checkpoint while another ran on), this
+      // worker's first pushes may meet its own earlier ones still pending: they replace them.
+      replace_pending_ = !exact;
     }
     // Async and SSP versions count every worker's updates; sync versions count steps.
     int64_t iter = first;
@@ -241,6 +245,7 @@ class Trainer::Impl {
       const bool more = sync || iter < total;
       if (more) IssuePulls(versions, /*advance=*/true, iter, total);
       TOWERPS_ASSIGN_OR_RETURN(double staleness, WaitPushes());
+      replace_pending_ = false;
       last_loss = r.loss;
       window.loss += r.loss;
       window.wait += waited;
@@ -359,7 +364,15 @@ class Trainer::Impl {
       nonfinite_value_[v] = average.f32()[nonfinite_at_[v]];
       if (o_.worker.on_nonfinite == OnNonFinite::kFail) return;
     }
-    pushes_[v] = client_->Push(v, version, iter, average);
+    if (o_.job.mode == ps::UpdateMode::kSync && version >= last_step_) {
+      // This variable's chunks have done every step already: they ran ahead of the others
+      // after a server came back from an older checkpoint. Nothing more is pushed to them.
+      std::promise<Result<ps::PushReport>> done;
+      done.set_value(ps::PushReport{.version = version});
+      pushes_[v] = done.get_future();
+      return;
+    }
+    pushes_[v] = client_->Push(v, version, iter, average, replace_pending_);
   }
 
   // After a step: records the first divergence (a non-finite loss or gradient at `step`);
@@ -450,7 +463,9 @@ class Trainer::Impl {
   // value; each written by the tower thread that hands that variable on.
   std::vector<int64_t> nonfinite_at_;
   std::vector<float> nonfinite_value_;
-  bool diverged_ = false;  // a non-finite loss or gradient was seen
+  bool replace_pending_ = false;  // this step's pushes replace pending ones (see Train)
+  int64_t last_step_ = 0;         // sync: the version training ends at
+  bool diverged_ = false;         // a non-finite loss or gradient was seen
   int64_t diverged_at_step_ = -1;
   std::string divergence_;          // what was non-finite first, e.g. "loss = nan"
   uint64_t nonfinite_dropped_ = 0;  // this worker's pushes the servers refused as non-finite
