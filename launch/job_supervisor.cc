@@ -131,12 +131,7 @@ std::string Word(std::string tag) {
 }  // namespace
 
 std::string JobSupervisor::ReadyFile(size_t i) const {
-  if (policy_.ready_dir.empty()) return "";
-  std::string name = group_->tag(i);
-  for (char& c : name) {
-    if (c == ':') c = '-';
-  }
-  return (std::filesystem::path(policy_.ready_dir) / (name + ".ready")).string();
+  return policy_.track_rejoins ? group_->FilePath(i, ".ready") : "";
 }
 
 Status JobSupervisor::HandleWorkerDeath(size_t i, int code) {

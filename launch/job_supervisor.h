@@ -38,9 +38,10 @@ struct RestartPolicy {
   // a server's state dies with it.
   bool restart_servers = false;
   std::chrono::milliseconds timeout{30000};
-  // "<ready_dir>/<tag>.ready" is the restarted worker's --ready-file. Empty: not tracked (its
-  // files are on another host); the other workers' RPC deadlines bound the wait instead.
-  std::string ready_dir;
+  // A restarted worker gets "<run dir>/<tag>.ready" (next to its log) as its --ready-file.
+  // False: not tracked (its files are on another host); the other workers' RPC deadlines bound
+  // the wait instead.
+  bool track_rejoins = false;
   std::string process_table;  // processes.txt: a restarted worker's new pid is appended
 };
 

@@ -135,7 +135,7 @@ RestartPolicy MakeRestartPolicy(const LaunchOptions& o, const std::string& run_d
   RestartPolicy p;
   p.max_restarts = o.max_restarts;
   p.timeout = o.restart_timeout;
-  if (workers_local) p.ready_dir = run_dir;
+  p.track_rejoins = workers_local;
   p.process_table = (std::filesystem::path(run_dir) / "processes.txt").string();
   p.restart_servers = !o.checkpoint_dir.empty();
   return p;

@@ -30,8 +30,8 @@ ProcessGroup::~ProcessGroup() {
   for (auto& c : children_) c->process.Wait(Deadline::After(std::chrono::seconds(10)));
 }
 
-std::string ProcessGroup::LogPath(size_t i) const {
-  return (std::filesystem::path(log_dir_) / (FileName(children_[i]->tag) + ".log")).string();
+std::string ProcessGroup::FilePath(size_t i, const std::string& extension) const {
+  return (std::filesystem::path(log_dir_) / (FileName(children_[i]->tag) + extension)).string();
 }
 
 Result<size_t> ProcessGroup::Start(const std::string& tag, std::vector<std::string> argv,

@@ -60,7 +60,9 @@ class ProcessGroup {
   size_t size() const { return children_.size(); }
   const std::string& tag(size_t i) const { return children_[i]->tag; }
   pid_t pid(size_t i) const { return children_[i]->process.pid(); }
-  std::string LogPath(size_t i) const;
+  std::string LogPath(size_t i) const { return FilePath(i, ".log"); }
+  // "<dir>/<tag>.<extension>" with the tag's ':' as '-' (worker-3.log): child i's files.
+  std::string FilePath(size_t i, const std::string& extension) const;
   // The last lines child i printed, newest last.
   std::vector<std::string> Tail(size_t i) const;
 

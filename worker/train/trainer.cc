@@ -112,13 +112,8 @@ class Trainer::Impl {
     co.job = job;
     co.transport.security = o_.security;
     TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
-    TOWERPS_ASSIGN_OR_RETURN(start_version_,
-                             Await(client_->Register(m0.variables(), m0.signature())));
-    if (o_.rank == 0 && start_version_ == ps::kNoVersion) {
-      std::vector<std::future<Status>> inits;
-      for (int v = 0; v < num_vars_; ++v) inits.push_back(client_->Init(v, m0.GetVariable(v)));
-      for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(Await(f));
-    } else if (start_version_ > 0) {
+    TOWERPS_RETURN_IF_ERROR(RegisterWithServers());
+    if (start_version_ > 0) {
       TOWERPS_LOG(kInfo) << "the servers hold version " << start_version_
                          << " (restored): continuing from there";
     }
@@ -149,19 +144,23 @@ class Trainer::Impl {
       for (auto& push : pushes_) {
         if (push.valid()) (void)Await(push);
       }
-      TOWERPS_ASSIGN_OR_RETURN(
-          start_version_,
-          Await(client_->Register(towers_->model(0).variables(), towers_->model(0).signature())));
-      // A server that had no checkpoint yet came back empty: the chief gives it the values it
-      // holds (servers keep the first value they get, so this changes no restored chunk).
-      if (o_.rank == 0) {
-        std::vector<std::future<Status>> inits;
-        for (int v = 0; v < num_vars_; ++v) {
-          inits.push_back(client_->Init(v, towers_->model(0).GetVariable(v)));
-        }
-        for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(Await(f));
-      }
+      TOWERPS_RETURN_IF_ERROR(RegisterWithServers());
     }
+  }
+
+  // Declares the model to every server; start_version_ becomes the lowest version they restored
+  // (kNoVersion where one restored nothing). Then the chief gives every variable its value: the
+  // initial one in a fresh job, or, after a server came back without a checkpoint, the values
+  // it holds now. Servers keep the first value they get, so this changes no chunk that has one.
+  Status RegisterWithServers() {
+    const Model<float>& m0 = towers_->model(0);
+    TOWERPS_ASSIGN_OR_RETURN(start_version_,
+                             Await(client_->Register(m0.variables(), m0.signature())));
+    if (o_.rank != 0 || start_version_ != ps::kNoVersion) return Status::Ok();
+    std::vector<std::future<Status>> inits;
+    for (int v = 0; v < num_vars_; ++v) inits.push_back(client_->Init(v, m0.GetVariable(v)));
+    for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(Await(f));
+    return Status::Ok();
   }
 
   Result<TrainingSummary> Train() {
