@@ -30,6 +30,7 @@ struct Call {
   std::optional<OutgoingMessage> message;
   std::string what;
   Completion done;
+  std::chrono::milliseconds timeout{0};  // 0: the client's rpc_timeout
 };
 
 struct Pending {
@@ -158,9 +159,10 @@ class Client::Impl {
     }
   }
 
-  // Every half second, a ping to each server that owes this client a reply (unless one is on
-  // its way already). A live server answers at once, whatever the reply waits for; a dead one's
-  // ping waits in the socket and reaches its successor, whose pong carries a new incarnation.
+  // Every half second, a ping to each server that owes this client a reply (unless one sent in
+  // the last second is still unanswered). A live server answers at once, whatever the reply waits
+  // for; a dead one's ping waits in the socket and reaches its successor, whose pong carries a new
+  // incarnation.
   void ProbeServers() {
     if (!next_probe_.expired()) return;
     next_probe_ = Deadline::After(std::chrono::milliseconds(500));
@@ -173,6 +175,8 @@ class Client::Impl {
       call.server = static_cast<int>(s);
       call.message.emplace(NewMessage(proto::MessageType::PING));
       call.what = "liveness ping";
+      // Short-lived: a ping lost with a dead server must not keep the next one from going out.
+      call.timeout = std::chrono::seconds(1);
       call.done = [this, s](Result<IncomingMessage>) { probing_[s] = false; };
       Send(std::move(call));
     }
@@ -201,7 +205,8 @@ class Client::Impl {
   void Send(Call call) {
     const uint64_t id = ++next_request_id_;
     call.message->header().setRequestId(id);
-    Deadline deadline = Deadline::After(options_.rpc_timeout);
+    Deadline deadline =
+        Deadline::After(call.timeout.count() > 0 ? call.timeout : options_.rpc_timeout);
     Status s = sockets_[call.server]->Send(std::move(*call.message), deadline);
     if (!s.ok()) {
       call.done(s.WithContext(call.what + " to " + ServerName(call.server)));
