@@ -90,6 +90,18 @@ std::string MessageTypeName(proto::MessageType type) {
       return "error";
     case proto::MessageType::SHUTDOWN:
       return "shutdown";
+    case proto::MessageType::REPLICATE:
+      return "replicate";
+    case proto::MessageType::REPLICATE_REPLY:
+      return "replicateReply";
+    case proto::MessageType::JOIN:
+      return "join";
+    case proto::MessageType::JOIN_REPLY:
+      return "joinReply";
+    case proto::MessageType::TAKE_OVER:
+      return "takeOver";
+    case proto::MessageType::TAKE_OVER_REPLY:
+      return "takeOverReply";
   }
   return "type " + std::to_string(static_cast<int>(type));
 }

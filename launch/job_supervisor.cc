@@ -9,6 +9,8 @@
 #include <fstream>
 #include <regex>
 
+#include "ps/server.h"
+
 namespace towerps::launch {
 
 std::string DescribeExit(int code) {
@@ -150,8 +152,12 @@ Status JobSupervisor::HandleWorkerDeath(size_t i, int code) {
 }
 
 Status JobSupervisor::HandleServerDeath(size_t i, int code) {
-  const bool killed = code > 128;
+  const bool replicated = i < policy_.failover.size();
+  const bool killed = code > 128 || (replicated && code == ps::kExitReplaced);
   if (!killed || policy_.max_restarts <= 0) return FailExited(i, code);
+  if (replicated) {
+    return Restart(i, code, policy_.failover[i] + "; restarting it as their backup", {"--rejoin"});
+  }
   if (!policy_.restart_servers) {
     return FailExited(i, code,
                       "(without --checkpoint-dir a server's state dies with it, so the job "

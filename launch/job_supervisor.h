@@ -43,6 +43,10 @@ struct RestartPolicy {
   // the wait instead.
   bool track_rejoins = false;
   std::string process_table;  // processes.txt: a restarted worker's new pid is appended
+  // --ps-replicas 2, per server: what its death means ("its chunks fail over to ps:0"). A
+  // restarted server then gets --rejoin, and one that exits kExitReplaced (its backup took
+  // over while it lived) is restarted as if killed.
+  std::vector<std::string> failover;
 };
 
 class JobSupervisor {
@@ -64,7 +68,7 @@ class JobSupervisor {
   void SetRestartPolicy(RestartPolicy policy) { policy_ = std::move(policy); }
   // Runs the job to its end. Children [0, first_worker) are servers.
   Status RunToCompletion(size_t first_worker);
-  // Restarts so far, per child index (workers only).
+  // Restarts so far, per child index.
   const std::map<size_t, int>& restarts() const { return restarts_; }
 
  private:

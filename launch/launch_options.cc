@@ -15,6 +15,7 @@
 #include "common/job_secret.h"
 #include "common/sibling_executable.h"
 #include "common/subprocess.h"
+#include "ps/replica_set.h"
 #include "worker/straggler.h"
 
 namespace towerps::launch {
@@ -137,7 +138,17 @@ RestartPolicy MakeRestartPolicy(const LaunchOptions& o, const std::string& run_d
   p.timeout = o.restart_timeout;
   p.track_rejoins = workers_local;
   p.process_table = (std::filesystem::path(run_dir) / "processes.txt").string();
-  p.restart_servers = !o.checkpoint_dir.empty();
+  p.restart_servers = !o.checkpoint_dir.empty() || o.job.ps_replicas > 1;
+  if (o.job.ps_replicas > 1) {
+    for (int r = 0; r < o.job.ServerProcesses(); ++r) {
+      std::string to;
+      for (int g : ps::GroupsHeldBy(o.job, r)) {
+        const std::string other = "ps:" + std::to_string(ps::OtherReplica(o.job, g, r));
+        if (to.find(other) == std::string::npos) to += (to.empty() ? "" : " and ") + other;
+      }
+      p.failover.push_back("its chunks fail over to " + to);
+    }
+  }
   return p;
 }
 
@@ -152,14 +163,17 @@ Status RecordRestartsInSummary(const LaunchOptions& o, const std::map<std::strin
     return IoError("--summary-out " + o.worker.summary_out +
                    ": not a JSON object; cannot add the restarts");
   }
-  int total = 0;
+  int total = 0, failovers = 0;
   nlohmann::json per = nlohmann::json::object();
   for (const auto& [tag, n] : restarts) {
     per[tag] = n;
     total += n;
+    // With replicas every server death moved its chunks to the other replica.
+    if (o.job.ps_replicas > 1 && tag.rfind("ps:", 0) == 0) failovers += n;
   }
   summary["restarts"] = total;
   summary["restarted"] = per;
+  summary["failovers"] = failovers;
   const std::string tmp = o.worker.summary_out + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -198,7 +212,8 @@ std::string WorkerBinary(const LaunchOptions& o) {
   return o.worker_binary.empty() ? SiblingExecutable("towerps-worker") : o.worker_binary;
 }
 
-std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port) {
+std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
+                                    const std::vector<std::string>& peers) {
   std::vector<std::string> argv = {ServerBinary(o),
                                    "--rank",
                                    std::to_string(rank),
@@ -213,6 +228,11 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port) 
                              std::to_string(o.checkpoint_every)});
   }
   if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
+  if (!peers.empty()) {
+    std::string list;
+    for (const std::string& p : peers) list += (list.empty() ? "" : ",") + p;
+    argv.insert(argv.end(), {"--peers", list});
+  }
   const std::vector<std::string> security = SecurityArgs(o);
   argv.insert(argv.end(), security.begin(), security.end());
   const std::vector<std::string> job = o.job.ToArgs();

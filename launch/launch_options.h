@@ -82,8 +82,10 @@ Status CreateRunDir(const std::string& run_dir);
 std::string ServerBinary(const LaunchOptions& options);
 std::string WorkerBinary(const LaunchOptions& options);
 
-// towerps-server for server `rank`, listening on options.bind:port, with the job's options.
-std::vector<std::string> ServerArgv(const LaunchOptions& options, int rank, int port);
+// towerps-server for server `rank`, listening on options.bind:port, with the job's options;
+// `peers`: every server's endpoint, for --ps-replicas 2.
+std::vector<std::string> ServerArgv(const LaunchOptions& options, int rank, int port,
+                                    const std::vector<std::string>& peers = {});
 // The job's and the workers' flags, as every worker (and its --check-job) gets them.
 std::vector<std::string> WorkerJobArgs(const LaunchOptions& options);
 // towerps-worker for worker `rank`, with the servers' endpoints (by server rank).

@@ -1,6 +1,8 @@
 #include "launch/local_checks.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -71,7 +73,29 @@ Status CheckPortsFree(const std::string& bind, int base_port, int servers) {
 
 Status CheckLocalJob(const LaunchOptions& o) {
   TOWERPS_RETURN_IF_ERROR(CheckTowersHere(o.worker));
-  return CheckPortsFree(o.bind, o.base_port, o.job.servers);
+  return CheckPortsFree(o.bind, o.base_port, o.job.ServerProcesses());
+}
+
+Result<std::vector<int>> PickFreePorts(int n) {
+  std::vector<int> fds, ports;
+  Status status = Status::Ok();
+  for (int i = 0; i < n && status.ok(); ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      status = IoError(std::string("cannot find a free port: ") + std::strerror(errno));
+    } else {
+      ports.push_back(ntohs(addr.sin_port));
+    }
+    if (fd >= 0) fds.push_back(fd);
+  }
+  for (int fd : fds) close(fd);  // all held at once: n different ports
+  if (!status.ok()) return status;
+  return ports;
 }
 
 }  // namespace towerps::launch

@@ -18,9 +18,10 @@
 #define TOWERPS_LAUNCH_LOCAL_CHECKS_H_
 
 #include <string>
+#include <vector>
 
 #include "launch/launch_options.h"
-#include "towerps/status.h"
+#include "towerps/result.h"
 
 namespace towerps::launch {
 
@@ -33,6 +34,10 @@ Status CheckTowersHere(const worker::WorkerOptions& worker);
 // `servers` ports from `base_port` are free on `bind` (base_port 0: --bind can be listened on).
 // A --bind that is not an address or host name (a ZeroMQ interface name) is left to the servers.
 Status CheckPortsFree(const std::string& bind, int base_port, int servers);
+
+// `n` distinct TCP ports that were free on the loopback interface a moment ago (for servers
+// that must know each other's endpoints before they start: --ps-replicas 2).
+Result<std::vector<int>> PickFreePorts(int n);
 
 }  // namespace towerps::launch
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/parse.h"
+#include "common/transport.h"
 #include "launch/gpus.h"
 #include "launch/job_supervisor.h"
 #include "launch/local_checks.h"
@@ -38,13 +39,27 @@ Status LocalLauncher::Run() {
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
   std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
 
-  // Servers first; each reports its endpoint through a ready file.
+  // Servers first; each reports its endpoint through a ready file. Replicas must know each
+  // other's endpoints from the start: their ports are chosen here.
+  const int servers = o.job.ServerProcesses();
+  std::vector<int> ports(static_cast<size_t>(servers), 0);
+  std::vector<std::string> peers;
+  if (o.job.ps_replicas > 1) {
+    if (o.base_port > 0) {
+      for (int r = 0; r < servers; ++r) ports[r] = o.base_port + r;
+    } else {
+      TOWERPS_ASSIGN_OR_RETURN(ports, PickFreePorts(servers));
+    }
+    const bool any = o.bind == "0.0.0.0" || o.bind == "*";
+    for (int p : ports) peers.push_back(TcpEndpoint(any ? "127.0.0.1" : o.bind, p));
+  }
   std::vector<std::string> ready_files;
-  for (int r = 0; r < o.job.servers; ++r) {
+  for (int r = 0; r < servers; ++r) {
     const std::string ready =
         (fs::path(run_dir_) / ("ps-" + std::to_string(r) + ".endpoint")).string();
     fs::remove(ready, ec);
-    std::vector<std::string> argv = ServerArgv(o, r, o.base_port ? o.base_port + r : 0);
+    std::vector<std::string> argv =
+        ServerArgv(o, r, o.base_port ? o.base_port + r : ports[r], peers);
     argv.insert(argv.end(), {"--ready-file", ready});
     TOWERPS_ASSIGN_OR_RETURN(size_t i, group.Start("ps:" + std::to_string(r), argv, secret_env));
     table << "ps " << r << " pid " << group.pid(i) << " log " << group.LogPath(i) << "\n";
@@ -54,7 +69,7 @@ Status LocalLauncher::Run() {
 
   std::vector<std::string> endpoints;
   const Deadline startup = Deadline::After(o.startup_timeout);
-  for (int r = 0; r < o.job.servers; ++r) {
+  for (int r = 0; r < servers; ++r) {
     while (!fs::exists(ready_files[r])) {
       if (supervisor.interrupted()) return supervisor.Cancel();
       TOWERPS_RETURN_IF_ERROR(supervisor.CheckNoneExited("while starting"));
@@ -67,7 +82,7 @@ Status LocalLauncher::Run() {
     TOWERPS_ASSIGN_OR_RETURN(const int64_t port,
                              ParseIntInRange(endpoint.substr(endpoint.rfind(':') + 1),
                                              "server endpoint port", 1, 65535));
-    std::vector<std::string> again = ServerArgv(o, r, static_cast<int>(port));
+    std::vector<std::string> again = ServerArgv(o, r, static_cast<int>(port), peers);
     again.insert(again.end(), {"--ready-file", ready_files[r]});
     group.SetArgv(static_cast<size_t>(r), std::move(again));
     // A server bound to every interface is reached over loopback here.

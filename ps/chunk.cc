@@ -54,8 +54,9 @@ void Chunk::Restore(const ChunkState& state) {
   worker_clocks_ = state.worker_clocks;
   worker_clocks_.resize(static_cast<size_t>(config_.workers), 0);
   pending_.clear();
-  previous_values_ = Tensor();
-  previous_version_ = kNoVersion;
+  if (!state.pending.empty()) pending_[version_] = state.pending;
+  previous_version_ = state.previous_version;
+  previous_values_ = previous_version_ == kNoVersion ? Tensor() : state.previous_values.Clone();
 }
 
 const Tensor* Chunk::ValuesAt(int64_t version) const {
@@ -65,7 +66,7 @@ const Tensor* Chunk::ValuesAt(int64_t version) const {
   return nullptr;
 }
 
-ChunkState Chunk::Snapshot() const {
+ChunkState Chunk::Snapshot(bool replica) const {
   ChunkState s;
   s.variable_id = spec_.variable_id;
   s.chunk_id = spec_.chunk_id;
@@ -76,6 +77,14 @@ ChunkState Chunk::Snapshot() const {
     for (const Tensor& slot : slots_) s.slots.push_back(slot.Clone());
   }
   s.worker_clocks = worker_clocks_;
+  if (replica && previous_version_ != kNoVersion) {
+    s.previous_version = previous_version_;
+    s.previous_values = previous_values_.Clone();
+  }
+  if (auto it = pending_.find(version_); replica && it != pending_.end()) {
+    // Gradients are never written after they arrive: sharing them is a copy.
+    s.pending = it->second;
+  }
   return s;
 }
 

@@ -62,6 +62,12 @@ struct ChunkState {
   Tensor values;
   std::vector<Tensor> slots;
   std::vector<int64_t> worker_clocks;
+  // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
+  // out. sync: the previous version's values, and the gradients pending for the current step
+  // (worker rank -> gradient; an empty tensor marks a refused one).
+  int64_t previous_version = kNoVersion;
+  Tensor previous_values;
+  std::map<int, Tensor> pending;
 };
 
 class Chunk {
@@ -77,9 +83,11 @@ class Chunk {
   // Sets the initial values (copied) and version 0. Only the first call has an effect; returns
   // whether this one did. Fails on a size mismatch.
   Result<bool> Init(const Tensor& values);
-  // Replaces all state with a checkpointed one (same spec; checked by the caller).
+  // Replaces all state with a checkpointed or replicated one (same spec; checked by the caller).
   void Restore(const ChunkState& state);
-  ChunkState Snapshot() const;  // deep copy
+  // A deep copy; `replica`: with the previous version and the pending gradients too, so that a
+  // backup restored from it continues exactly as this chunk does.
+  ChunkState Snapshot(bool replica = false) const;
 
   // Applies the mode's rule to one worker's gradient (kept by reference while pending); a
   // non-finite one is kRejected (see above). Errors: not initialised, wrong size, worker rank

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "common/mailbox.h"
 #include "common/mutex.h"
 #include "ps/call_join.h"
+#include "ps/replica_set.h"
 
 namespace towerps::ps {
 namespace {
@@ -26,7 +28,8 @@ using internal::StatusJoin;
 using Completion = std::function<void(Result<IncomingMessage>)>;
 
 struct Call {
-  int server = -1;  // -1: stop the I/O thread
+  int server = -1;  // -1: stop the I/O thread (unless `group` names the destination)
+  int group = -1;   // >= 0: a chunk's replica group; sent to the group's primary
   std::optional<OutgoingMessage> message;
   std::string what;
   Completion done;
@@ -108,10 +111,13 @@ class Client::Impl {
       if (values != nullptr) {
         m.AddTensor(values->View(c.offset, {c.num_elements}), c.variable_id, c.chunk_id);
       }
-      Submit(c.server, std::move(m),
-             MessageTypeName(type) + " of variable " + std::to_string(c.variable_id) + " chunk " +
-                 std::to_string(c.chunk_id),
-             [done, c](Result<IncomingMessage> r) { done(c, std::move(r)); });
+      Call call;
+      call.group = c.server;
+      call.message.emplace(std::move(m));
+      call.what = MessageTypeName(type) + " of variable " + std::to_string(c.variable_id) +
+                  " chunk " + std::to_string(c.chunk_id);
+      call.done = [done, c](Result<IncomingMessage> r) { done(c, std::move(r)); };
+      calls_.Push(std::move(call));
     }
   }
 
@@ -138,7 +144,7 @@ class Client::Impl {
       }
       if (ready->back()) {
         for (Call& call : calls_.DrainAll()) {
-          if (call.server < 0) {
+          if (call.server < 0 && call.group < 0) {
             FailAll(CancelledError("the parameter-server client was shut down"));
             return;
           }
@@ -177,20 +183,53 @@ class Client::Impl {
       call.what = "liveness ping";
       // Short-lived: a ping lost with a dead server must not keep the next one from going out.
       call.timeout = std::chrono::seconds(1);
-      call.done = [this, s](Result<IncomingMessage>) { probing_[s] = false; };
+      call.done = [this, s](Result<IncomingMessage> r) {
+        probing_[s] = false;
+        missed_pings_[s] = r.ok() ? 0 : missed_pings_[s] + 1;
+      };
       Send(std::move(call));
+    }
+    // Two pings in a row unanswered (about two seconds): with replicas, the server is taken for
+    // dead and its groups fail over to their other replica.
+    for (size_t s = 0; s < sockets_.size(); ++s) {
+      if (replicated() && missed_pings_[s] >= 2) FailOver(static_cast<int>(s), "stopped answering");
     }
   }
 
-  // A reply from a new incarnation of `server`: it restarted, and what was outstanding there
-  // will never be answered (or would be answered from its restored state).
-  void ServerRestarted(int server) {
+  bool replicated() const { return options_.job.ps_replicas > 1; }
+
+  // `server` is gone (silent or restarted): every group it was the primary of goes to the other
+  // replica, which is told to take over before anything else reaches it; what was outstanding at
+  // `server` fails with kNetwork, and the caller rejoins (server_restarts() moves).
+  void FailOver(int server, const std::string& why) {
+    missed_pings_[server] = 0;
     server_restarts_.fetch_add(1, std::memory_order_relaxed);
-    TOWERPS_LOG(kWarning) << ServerName(server)
-                          << " restarted; failing the requests outstanding there";
-    const Status lost = NetworkError(ServerName(server) +
-                                     " restarted (restored from its last checkpoint): the "
-                                     "requests outstanding there are lost");
+    std::set<int> to;
+    for (size_t g = 0; g < route_.size(); ++g) {
+      if (route_[g] != server) continue;
+      route_[g] = OtherReplica(options_.job, static_cast<int>(g), server);
+      to.insert(route_[g]);
+    }
+    for (int t : to) {
+      Call call;
+      call.server = t;
+      call.message.emplace(NewMessage(proto::MessageType::TAKE_OVER));
+      call.message->header().setFailedServer(server);
+      call.what = "take-over of server " + std::to_string(server) + "'s chunks";
+      call.done = [this, t](Result<IncomingMessage> r) {
+        if (!r.ok()) TOWERPS_LOG(kError) << ServerName(t) << ": " << r.status().ToString();
+      };
+      Send(std::move(call));
+    }
+    TOWERPS_LOG(kWarning) << ServerName(server) << " " << why
+                          << (to.empty() ? std::string("; it was the primary of nothing")
+                                         : "; its chunks fail over to server " +
+                                               std::to_string(*to.begin()));
+    FailOutstanding(server, NetworkError(ServerName(server) + " " + why +
+                                         ": the requests outstanding there are lost"));
+  }
+
+  void FailOutstanding(int server, const Status& lost) {
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->second.server != server) {
         ++it;
@@ -202,7 +241,28 @@ class Client::Impl {
     }
   }
 
+ public:
+  // From a registerReply (I/O thread): the groups `server` is the primary of now.
+  void Claim(int server, const std::vector<int>& groups) {
+    for (int g : groups) {
+      if (g >= 0 && g < static_cast<int>(route_.size())) route_[g] = server;
+    }
+  }
+
+ private:
+  // A reply from a new incarnation of `server`: it restarted, and what was outstanding there
+  // will never be answered (or would be answered from its restored state).
+  void ServerRestarted(int server) {
+    server_restarts_.fetch_add(1, std::memory_order_relaxed);
+    TOWERPS_LOG(kWarning) << ServerName(server)
+                          << " restarted; failing the requests outstanding there";
+    FailOutstanding(server, NetworkError(ServerName(server) +
+                                         " restarted (restored from its last checkpoint): the "
+                                         "requests outstanding there are lost"));
+  }
+
   void Send(Call call) {
+    if (call.group >= 0) call.server = route_[static_cast<size_t>(call.group)];
     const uint64_t id = ++next_request_id_;
     call.message->header().setRequestId(id);
     Deadline deadline =
@@ -222,7 +282,11 @@ class Client::Impl {
       const bool restarted = known != 0 && known != incarnation;
       known = incarnation;
       if (restarted) {
-        ServerRestarted(server);
+        if (replicated()) {
+          FailOver(server, "restarted");
+        } else {
+          ServerRestarted(server);
+        }
         return;  // whatever this answers was failed with the rest
       }
     }
@@ -272,6 +336,13 @@ class Client::Impl {
   // whether a liveness ping is on its way.
   std::vector<uint64_t> incarnations_ = std::vector<uint64_t>(options_.servers.size(), 0);
   std::vector<bool> probing_ = std::vector<bool>(options_.servers.size(), false);
+  std::vector<int> missed_pings_ = std::vector<int>(options_.servers.size(), 0);
+  // Per replica group, I/O thread only: the server its chunks' requests go to (the primary).
+  std::vector<int> route_ = [this] {
+    std::vector<int> r(static_cast<size_t>(options_.job.servers));
+    for (size_t g = 0; g < r.size(); ++g) r[g] = static_cast<int>(g);
+    return r;
+  }();
   Deadline next_probe_ = Deadline::After(std::chrono::milliseconds(500));
 
  public:
@@ -280,10 +351,12 @@ class Client::Impl {
 
 Result<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   TOWERPS_RETURN_IF_ERROR(options.job.Validate());
-  if (static_cast<int>(options.servers.size()) != options.job.servers) {
-    return InvalidArgumentError(
-        std::to_string(options.servers.size()) +
-        " server endpoints given but --servers=" + std::to_string(options.job.servers));
+  if (static_cast<int>(options.servers.size()) != options.job.ServerProcesses()) {
+    return InvalidArgumentError(std::to_string(options.servers.size()) +
+                                " server endpoints given but the job has " +
+                                std::to_string(options.job.ServerProcesses()) +
+                                " servers (--servers=" + std::to_string(options.job.servers) +
+                                ", --ps-replicas=" + std::to_string(options.job.ps_replicas) + ")");
   }
   if (options.worker_rank < 0 || options.worker_rank >= options.job.workers) {
     return InvalidArgumentError("--rank=" + std::to_string(options.worker_rank) +
@@ -346,9 +419,18 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
       list[static_cast<unsigned>(i)].setName(fields[i].first);
       list[static_cast<unsigned>(i)].setValue(fields[i].second);
     }
-    const bool counts = owns[s];
-    impl_->Submit(s, std::move(m), "register", [join, counts](Result<IncomingMessage> r) {
+    const bool owner = s < static_cast<int>(owns.size()) && owns[s];
+    Impl* impl = impl_.get();
+    impl_->Submit(s, std::move(m), "register", [join, owner, impl, s](Result<IncomingMessage> r) {
       const int64_t v = r.ok() ? r->header().getVersion() : 0;
+      std::vector<int> claims;
+      if (r.ok()) {
+        for (uint32_t g : r->header().getPrimaryGroups()) claims.push_back(static_cast<int>(g));
+      }
+      // With replicas, the servers serving each group now; a backup restored nothing.
+      const bool replicated = impl->options_.job.ps_replicas > 1;
+      if (replicated) impl->Claim(s, claims);
+      const bool counts = replicated ? !claims.empty() : owner;
       join->Part(r.status(), [&](int64_t&, LowestVersion& lowest) {
         if (counts) lowest.Add(v);  // a server without chunks restored nothing
       });

@@ -82,6 +82,10 @@ Status JobConfig::Validate() const {
   auto bad = [](const std::string& what) { return InvalidArgumentError(what); };
   if (workers < 1) return bad("--workers must be at least 1, got " + std::to_string(workers));
   if (servers < 1) return bad("--servers must be at least 1, got " + std::to_string(servers));
+  if (ps_replicas < 1 || ps_replicas > 2) {
+    return bad("--ps-replicas=" + std::to_string(ps_replicas) +
+               " must be 1 (no copies) or 2 (a primary and a backup of every chunk)");
+  }
   if (replicas_to_aggregate < 0 || replicas_to_aggregate > workers) {
     return bad("--replicas-to-aggregate=" + std::to_string(replicas_to_aggregate) +
                " must be between 1 and --workers=" + std::to_string(workers) + " (0 means all)");
@@ -116,6 +120,7 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
   return {
       {"--workers", std::to_string(workers)},
       {"--servers", std::to_string(servers)},
+      {"--ps-replicas", std::to_string(ps_replicas)},
       {"--mode", UpdateModeName(mode)},
       {"--replicas-to-aggregate", std::to_string(EffectiveReplicas())},
       {"--staleness", std::to_string(staleness)},

@@ -53,6 +53,10 @@ struct LrScheduleOptions {
 struct JobConfig {
   int workers = 2;
   int servers = 1;
+  // Copies of every chunk (1 or 2). With 2, each chunk lives on its home server (the primary)
+  // and on the next server (the backup); with --servers 1 a standby server holds the backups
+  // (ps/replica_set.h).
+  int ps_replicas = 1;
   UpdateMode mode = UpdateMode::kSync;
   int replicas_to_aggregate = 0;    // sync: gradients per step; 0 means all workers
   int staleness = 2;                // ssp: the bound s
@@ -72,6 +76,9 @@ struct JobConfig {
   int EffectiveReplicas() const {
     return replicas_to_aggregate > 0 ? replicas_to_aggregate : workers;
   }
+
+  // Server processes the job runs: `servers`, plus a standby when replicas need one.
+  int ServerProcesses() const { return ps_replicas > 1 && servers < 2 ? 2 : servers; }
 
   // Checks ranges and combinations; the error names the flag and the accepted values.
   Status Validate() const;

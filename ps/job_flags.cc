@@ -31,6 +31,8 @@ JobFlags::JobFlags()
   desc_.add_options()("workers", po::value(&c.workers)->default_value(c.workers),
                       "number of workers")(
       "servers", po::value(&c.servers)->default_value(c.servers), "number of parameter servers")(
+      "ps-replicas", po::value(&c.ps_replicas)->default_value(c.ps_replicas),
+      "copies of every chunk: 1, or 2 (a primary and a backup; a dead server fails over)")(
       "mode", po::value(&mode_)->default_value(mode_), "update mode: sync, async or ssp")(
       "replicas-to-aggregate", po::value(&c.replicas_to_aggregate)->default_value(0),
       "sync: gradients averaged per step; 0 = all workers, fewer = backup workers")(

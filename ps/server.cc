@@ -7,6 +7,7 @@
 #include <kj/exception.h>
 
 #include "common/logging.h"
+#include "ps/replica_set.h"
 #include "ps/reply.h"
 #include "ps/variable.h"
 
@@ -33,10 +34,17 @@ Server::~Server() {
 
 Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   TOWERPS_RETURN_IF_ERROR(options.job.Validate());
-  if (options.rank < 0 || options.rank >= options.job.servers) {
+  const int processes = options.job.ServerProcesses();
+  if (options.rank < 0 || options.rank >= processes) {
     return InvalidArgumentError("--rank=" + std::to_string(options.rank) + " is outside 0.." +
-                                std::to_string(options.job.servers - 1) +
-                                " (--servers=" + std::to_string(options.job.servers) + ")");
+                                std::to_string(processes - 1) +
+                                " (--servers=" + std::to_string(options.job.servers) +
+                                ", --ps-replicas=" + std::to_string(options.job.ps_replicas) + ")");
+  }
+  if (options.job.ps_replicas > 1 && static_cast<int>(options.peers.size()) != processes) {
+    return InvalidArgumentError("--ps-replicas=2 needs --peers with the endpoints of all " +
+                                std::to_string(processes) + " servers; got " +
+                                std::to_string(options.peers.size()));
   }
   if (options.threads < 1 || options.threads > 256) {
     return InvalidArgumentError("--threads=" + std::to_string(options.threads) +
@@ -53,6 +61,7 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   for (int i = 0; i < o.threads; ++i) {
     server->shards_.push_back(std::make_unique<Shard>(i, server->options_.job, &server->outbox_));
   }
+  TOWERPS_RETURN_IF_ERROR(server->ConnectPeers());
   if (!o.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.checkpoint_dir, ec);
@@ -124,11 +133,14 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   variables_hash_ = VariableListHash(variables_);
   model_signature_ = signature;
   int next = 0;
+  const std::vector<int> groups = GroupsHeldBy(options_.job, options_.rank);
   for (const ChunkSpec& spec : placement.chunks()) {
-    if (spec.server != options_.rank) continue;
+    if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
     const int shard = next++ % options_.threads;
-    const size_t index = shards_[shard]->AddChunk(std::make_unique<Chunk>(spec, options_.job));
+    const size_t index =
+        shards_[shard]->AddChunk(std::make_unique<Chunk>(spec, options_.job), RoleFor(spec.server));
     homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
+    groups_[{spec.variable_id, spec.chunk_id}] = spec.server;
   }
   if (options_.log_device_placement) {
     TOWERPS_LOG(kInfo) << "chunk placement (" << placement.chunks().size() << " chunks, "
@@ -150,11 +162,27 @@ Status Server::Run() {
                      << " mode, " << options_.job.workers << " workers, " << options_.threads
                      << " threads)";
   auto next_log = Deadline::After(options_.stats_log_interval);
-  Socket* sockets[] = {socket_.get()};
-  while (!shutdown_requested_ && !(options_.stop && options_.stop->load())) {
+  std::vector<Socket*> sockets = {socket_.get()};
+  std::vector<int> link_ranks;
+  for (auto& [rank, link] : links_) {
+    sockets.push_back(link.get());
+    link_ranks.push_back(rank);
+  }
+  SendJoins();
+  while (!shutdown_requested_ && !deposed_ && !(options_.stop && options_.stop->load())) {
+    TOWERPS_RETURN_IF_ERROR(CheckJoins());
     TOWERPS_ASSIGN_OR_RETURN(
         std::vector<bool> ready,
         transport_->Poll(sockets, outbox_.wake_fd(), Deadline::After(kPollInterval)));
+    for (size_t l = 0; l < link_ranks.size(); ++l) {
+      if (!ready[l + 1]) continue;
+      for (;;) {
+        Result<IncomingMessage> msg =
+            sockets[l + 1]->Receive(Deadline::After(std::chrono::milliseconds(0)));
+        if (!msg.ok()) break;
+        HandleLinkMessage(link_ranks[l], std::move(msg).value());
+      }
+    }
     if (ready[0]) {
       // Bounded batch, so replies never starve behind a flood of requests.
       for (int i = 0; i < 64; ++i) {
@@ -167,6 +195,8 @@ Status Server::Run() {
     for (ServerOutput& out : outbox_.DrainAll()) {
       if (auto* m = std::get_if<OutgoingMessage>(&out)) {
         SendOrLog(std::move(*m));
+      } else if (auto* f = std::get_if<Forward>(&out)) {
+        SendToPeer(f->server, std::move(f->message));
       } else {
         snapshot_parts_.push_back(std::move(std::get<SnapshotPart>(out)));
       }
@@ -177,7 +207,9 @@ Status Server::Run() {
       next_log = Deadline::After(options_.stats_log_interval);
     }
   }
-  TOWERPS_LOG(kInfo) << (shutdown_requested_ ? "shutdown requested" : "stop signal received")
+  TOWERPS_LOG(kInfo) << (shutdown_requested_ ? "shutdown requested"
+                         : deposed_          ? "replaced as primary"
+                                             : "stop signal received")
                      << "; stopping";
   for (auto& s : shards_) s->Stop();
   for (ServerOutput& out : outbox_.DrainAll()) {
@@ -186,6 +218,11 @@ Status Server::Run() {
   // A failed final checkpoint fails the process: the state since the last one would be lost.
   Status final_checkpoint = MaybeCheckpoint(/*final=*/true);
   LogStats();
+  if (deposed_) {
+    return FailedPreconditionError(
+        "a backup took over this server's chunks (the workers found it unresponsive); it must "
+        "restart and rejoin as their backup");
+  }
   return final_checkpoint;
 }
 
@@ -241,6 +278,15 @@ void Server::Dispatch(IncomingMessage msg) {
     case proto::MessageType::PULL:
       Route(std::move(msg));
       return;
+    case proto::MessageType::REPLICATE:
+      HandleReplicate(std::move(msg));
+      return;
+    case proto::MessageType::JOIN:
+      HandleJoin(msg);
+      return;
+    case proto::MessageType::TAKE_OVER:
+      HandleTakeOver(msg);
+      return;
     default:
       SendOrLog(ErrorReply(msg, InvalidArgumentError("a server does not accept " +
                                                      MessageTypeName(msg.type()) + " messages")));
@@ -286,6 +332,9 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   // moved a fresh job forward, and that must not look like a restore.
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
   reply.header().setVersion(restored_version_);
+  auto claims = reply.header().initPrimaryGroups(static_cast<unsigned>(primary_groups_.size()));
+  unsigned c = 0;
+  for (int g : primary_groups_) claims.set(c++, static_cast<uint32_t>(g));
   SendOrLog(std::move(reply));
   TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
 }

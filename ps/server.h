@@ -6,6 +6,15 @@
 // are taken from shard snapshots at least every `checkpoint_every` versions and at shutdown, and
 // restored at start when a checkpoint file exists.
 //
+// Replication (--ps-replicas 2, ps/replica_set.h): the server holds the chunks of every group it
+// is a replica of and keeps a link (a DEALER socket, identity "server:<rank>") to each server it
+// shares a group with. Forwards from its shards go out on the link, and the backup's
+// acknowledgements come back on it. A worker that finds a primary dead asks the backup to take
+// over; a restarted server (`rejoin`) asks each peer to join, and the peer becomes the primary
+// of the shared groups and sends it every chunk's state. A primary whose backup says it took
+// over (the workers thought this one dead) stops serving: Run() returns an error and deposed()
+// is true, so that the launcher restarts it, as a backup.
+//
 // Contract: Create() binds and restores; Run() serves until a shutdown message or until
 // `*stop` becomes true, then stops the shards and writes the final checkpoint. A failed periodic
 // checkpoint (e.g. a full disk) is logged and serving goes on with the previous one kept; a
@@ -19,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +42,10 @@
 
 namespace towerps::ps {
 
+// towerps-server's exit status when a backup took its place (EX_TEMPFAIL): the launcher restarts
+// it with --rejoin, as it restarts one killed by a signal.
+inline constexpr int kExitReplaced = 75;
+
 struct ServerOptions {
   int rank = 0;
   std::string bind = "127.0.0.1";  // interface address to listen on
@@ -42,6 +56,11 @@ struct ServerOptions {
   bool log_device_placement = false;
   std::chrono::milliseconds stats_log_interval{10000};
   const std::atomic<bool>* stop = nullptr;  // borrowed; set by a signal handler, may be null
+  // Replication: every server's endpoint (index = rank), and whether this server restarted and
+  // must take its chunks' state from its peers.
+  std::vector<std::string> peers;
+  bool rejoin = false;
+  std::chrono::milliseconds join_timeout{30000};
   TransportOptions transport;
   JobConfig job;
 };
@@ -55,6 +74,8 @@ class Server {
 
   const std::string& endpoint() const { return socket_->endpoint(); }
   Status Run();
+  // After Run(): whether it stopped because a backup took its place.
+  bool deposed() const { return deposed_; }
 
  private:
   struct ChunkHome {
@@ -76,6 +97,19 @@ class Server {
   Status MaybeCheckpoint(bool final);  // an error only for a failed final checkpoint
   Status WriteCheckpoint(std::vector<SnapshotPart> parts);
   void LogStats();
+  // Replication (ps/server_replication.cc).
+  ReplicaRole RoleFor(int group) const;
+  Status ConnectPeers();
+  void SendJoins();
+  Status CheckJoins();
+  void HandleLinkMessage(int peer, IncomingMessage msg);
+  void HandleJoin(const IncomingMessage& msg);
+  void HandleTakeOver(const IncomingMessage& msg);
+  void HandleReplicate(IncomingMessage msg);
+  // Posts `kind` to the shards for every chunk of the groups this server shares with `peer`,
+  // and becomes their primary; returns how many chunks.
+  size_t PromoteGroupsSharedWith(int peer, ShardTask::Kind kind);
+  void SendToPeer(int peer, OutgoingMessage msg);
 
   ServerOptions options_;
   std::unique_ptr<Transport> transport_;
@@ -88,6 +122,13 @@ class Server {
   uint64_t model_signature_ = 0;
   std::optional<ChunkPlacement> placement_;
   std::map<std::pair<uint32_t, uint32_t>, ChunkHome> homes_;
+  std::map<std::pair<uint32_t, uint32_t>, int> groups_;  // chunk -> its replica group
+  std::map<int, std::unique_ptr<Socket>> links_;         // peer rank -> link
+  std::set<int> primary_groups_;                         // groups this server is the primary of
+  std::set<int> joins_pending_;                          // peers whose joinReply is awaited
+  Deadline joins_due_ = Deadline::After(std::chrono::hours(1));
+  std::vector<IncomingMessage> early_replicates_;  // joining: arrived before the model
+  bool deposed_ = false;
   bool shutdown_requested_ = false;
   int64_t last_checkpoint_version_ = kNoVersion;     // kNoVersion: none written or restored
   int64_t checkpoint_attempt_version_ = kNoVersion;  // when the last periodic one was started

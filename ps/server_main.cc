@@ -1,4 +1,5 @@
 // towerps-server: one parameter-server shard process. See ps/server.h.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   ps::SecurityFlags security_flags;
   std::string log_level = "info";
   std::string ready_file;
+  std::string peers;
   int64_t stats_ms = options.stats_log_interval.count();
   po::options_description process("Server options");
   process.add_options()("help,h", "show this help")(
@@ -48,6 +50,10 @@ int main(int argc, char** argv) {
       "print which server holds each chunk")("stats-interval-ms",
                                              po::value(&stats_ms)->default_value(stats_ms),
                                              "how often to log statistics")(
+      "peers", po::value(&peers),
+      "--ps-replicas 2: every server's endpoint, comma-separated, in rank order")(
+      "rejoin", po::bool_switch(&options.rejoin),
+      "--ps-replicas 2: this server restarted; take its chunks' state from its peers")(
       "ready-file", po::value(&ready_file),
       "write the listening endpoint to this file once serving (for launchers)")(
       "log-level", po::value(&log_level)->default_value(log_level), "debug, info, warning, error");
@@ -69,6 +75,11 @@ int main(int argc, char** argv) {
   }
   InitLogging({.role = "ps", .rank = options.rank, .min_level = *level});
   options.job = *job;
+  for (size_t start = 0; !peers.empty() && start <= peers.size();) {
+    const size_t comma = std::min(peers.find(',', start), peers.size());
+    options.peers.push_back(peers.substr(start, comma - start));
+    start = comma + 1;
+  }
   options.transport.security = *security;
   options.stats_log_interval = std::chrono::milliseconds(stats_ms);
   options.stop = &g_stop;
@@ -87,7 +98,8 @@ int main(int argc, char** argv) {
   Status s = (*server)->Run();
   if (!s.ok()) {
     TOWERPS_LOG(kError) << s.ToString();
-    return 1;
+    // EX_TEMPFAIL: the launcher restarts a server that was replaced by its backup.
+    return (*server)->deposed() ? ps::kExitReplaced : 1;
   }
   return 0;
 }

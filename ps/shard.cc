@@ -14,10 +14,11 @@ Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox)
 
 Shard::~Shard() { Stop(); }
 
-size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk) {
+size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role) {
   TOWERPS_CHECK(!thread_.joinable()) << "AddChunk after Start";
   chunks_.push_back(std::move(chunk));
   waiters_.emplace_back();
+  roles_.push_back(role);
   return chunks_.size() - 1;
 }
 
@@ -50,7 +51,8 @@ int64_t Shard::MaxVersion() const {
 void Shard::Loop() {
   for (;;) {
     // Waking once a second costs nothing and keeps a lost wake-up from ever hanging the shard.
-    std::optional<ShardTask> task = inbox_.WaitPop(Deadline::After(std::chrono::seconds(1)));
+    std::optional<ShardTask> task = inbox_.WaitPop(NextWake());
+    DropSilentBackups();
     if (!task) continue;
     switch (task->kind) {
       case ShardTask::Kind::kStop:
@@ -65,6 +67,13 @@ void Shard::Loop() {
       case ShardTask::Kind::kRequest:
         Handle(task->chunk, std::move(*task->message));
         break;
+      case ShardTask::Kind::kPromote:
+      case ShardTask::Kind::kPeerJoined:
+        Promote(task->chunk, task->kind == ShardTask::Kind::kPeerJoined);
+        break;
+      case ShardTask::Kind::kAck:
+        Acknowledged(task->chunk, task->version);
+        break;
     }
   }
 }
@@ -72,6 +81,20 @@ void Shard::Loop() {
 void Shard::Handle(size_t index, IncomingMessage msg) {
   Chunk& chunk = *chunks_[index];
   auto h = msg.header();
+  if (msg.type() == proto::MessageType::REPLICATE) {
+    HandleReplicate(index, msg);
+    return;
+  }
+  if (const ReplicaRole& role = roles_[index];
+      role.kind == ReplicaRole::Kind::kBackup || role.kind == ReplicaRole::Kind::kJoining) {
+    outbox_->Push(ErrorReply(
+        msg, FailedPreconditionError("this server holds the backup of variable " +
+                                     std::to_string(chunk.spec().variable_id) + " chunk " +
+                                     std::to_string(chunk.spec().chunk_id) +
+                                     "; its primary is server " + std::to_string(role.peer))));
+    return;
+  }
+  const bool forward = roles_[index].backup_live;
   switch (msg.type()) {
     case proto::MessageType::INIT: {
       if (msg.tensors().size() != 1) {
@@ -85,6 +108,7 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
         outbox_->Push(ErrorReply(msg, applied.status()));
         return;
       }
+      if (*applied && forward) Forward(index, proto::ReplicaOp::INIT, &msg);
       OutgoingMessage reply = ReplyTo(msg, proto::MessageType::INIT_REPLY);
       reply.header().setVersion(chunk.version());
       outbox_->Push(std::move(reply));
@@ -104,20 +128,22 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
         outbox_->Push(ErrorReply(msg, out.status()));
         return;
       }
+      const bool dropped =
+          out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
+      // What changed the chunk (a dropped push changed nothing) happens on the backup too.
+      if (!dropped && forward) Forward(index, proto::ReplicaOp::PUSH, &msg);
       if (out->kind == PushOutcome::Kind::kRejected) {
         RefuseNonFinite(msg, out->rejection);
         break;  // the push may still have completed a sync step: pulls can be ready
       }
       OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
       reply.header().setVersion(out->version);
-      const bool dropped =
-          out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
       reply.header().setStaleness(dropped ? -1 : out->staleness);
       outbox_->Push(std::move(reply));
       break;
     }
     case proto::MessageType::PULL: {
-      if (chunk.PullReady(h.getVersion(), h.getClock())) {
+      if (PullReady(index, msg)) {
         ReplyPull(index, msg);
       } else if (waiters_[index].size() >= static_cast<size_t>(4 * config_.workers + 16)) {
         outbox_->Push(
@@ -151,13 +177,18 @@ void Shard::RefuseNonFinite(const IncomingMessage& msg, const std::string& why) 
 
 void Shard::AnswerReadyPulls(size_t index) {
   auto& waiting = waiters_[index];
-  const Chunk& chunk = *chunks_[index];
-  auto ready = std::stable_partition(waiting.begin(), waiting.end(), [&](const Waiter& w) {
-    auto h = w.request.header();
-    return !chunk.PullReady(h.getVersion(), h.getClock());
-  });
+  auto ready = std::stable_partition(waiting.begin(), waiting.end(),
+                                     [&](const Waiter& w) { return !PullReady(index, w.request); });
   for (auto it = ready; it != waiting.end(); ++it) ReplyPull(index, it->request);
   waiting.erase(ready, waiting.end());
+}
+
+bool Shard::PullReady(size_t index, const IncomingMessage& request) const {
+  auto h = request.header();
+  if (!chunks_[index]->PullReady(h.getVersion(), h.getClock())) return false;
+  // A primary shows a worker only what its backup holds too.
+  const ReplicaRole& role = roles_[index];
+  return !role.backup_live || role.acked >= h.getVersion();
 }
 
 void Shard::ReplyPull(size_t index, const IncomingMessage& request) {

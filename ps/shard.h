@@ -6,12 +6,24 @@
 // chunk is below the asked version, not initialised, or SSP holds it back) waits inside the shard
 // and is answered by the update that makes it ready: no polling.
 //
+// Replication (--ps-replicas 2, ps/replica_set.h). Each chunk has a ReplicaRole. A primary
+// forwards every init and push it accepted to its backup, in the order it applied them (a
+// Forward on the outbox, sent by the server's link to that peer), and answers a pull for
+// version v only once the backup acknowledged v: whatever a worker saw, the backup holds too.
+// A backup replays forwards through the same Chunk code, so both hold the same bits; it refuses
+// requests from workers. A backup that does not acknowledge within kBackupAckTimeout is dropped
+// (the primary serves alone, logged) until it rejoins; a joining one receives the whole chunk
+// first (Snapshot(true)) and ignores forwards that precede it. A promoted backup (the primary
+// died) refuses the old primary's forwards, which tells a primary that was only thought dead
+// that it has been replaced (ps/server.h).
+//
 // Contract: AddChunk() only before Start(). Post() is thread-safe. Stop() joins the thread;
 // after it, chunks() may be read by the caller.
 #ifndef TOWERPS_PS_SHARD_H_
 #define TOWERPS_PS_SHARD_H_
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <set>
@@ -28,10 +40,38 @@
 
 namespace towerps::ps {
 
+inline constexpr std::chrono::milliseconds kBackupAckTimeout{2000};
+
 struct ShardTask {
-  enum class Kind { kRequest, kSnapshot, kStop } kind = Kind::kRequest;
-  size_t chunk = 0;                        // kRequest: index in this shard
-  std::optional<IncomingMessage> message;  // kRequest: init, push or pull
+  enum class Kind {
+    kRequest,     // message: init, push, pull or replicate for `chunk`
+    kSnapshot,    // every chunk's state, for a checkpoint
+    kPromote,     // `chunk`'s other replica is gone: become its primary
+    kPeerJoined,  // `chunk`'s other replica restarted: become (or stay) primary, send it the state
+    kAck,         // the backup of `chunk` applied forwards up to `version`
+    kStop
+  } kind = Kind::kRequest;
+  size_t chunk = 0;                        // index in this shard
+  std::optional<IncomingMessage> message;  // kRequest
+  int64_t version = 0;                     // kAck
+};
+
+// How one chunk is replicated; kOnly without --ps-replicas.
+struct ReplicaRole {
+  enum class Kind { kOnly, kPrimary, kBackup, kJoining } kind = Kind::kOnly;
+  int peer = -1;  // the server holding the other replica
+  // Primary: forwards go to the peer, and pulls wait for its acknowledgements.
+  bool backup_live = false;
+  int64_t acked = kNoVersion;  // the backup's version after the last acknowledged forward
+  int outstanding = 0;         // forwards not acknowledged yet
+  // outstanding > 0: the backup is dropped if no ack by then.
+  Deadline ack_due = Deadline::At(Deadline::Clock::time_point::max());
+};
+
+// A message for the server's link to another server (ps/server.h): a forward to a backup.
+struct Forward {
+  int server = 0;
+  OutgoingMessage message;
 };
 
 struct SnapshotPart {
@@ -39,7 +79,7 @@ struct SnapshotPart {
   std::vector<ChunkState> chunks;
 };
 
-using ServerOutput = std::variant<OutgoingMessage, SnapshotPart>;
+using ServerOutput = std::variant<OutgoingMessage, SnapshotPart, Forward>;
 
 class Shard {
  public:
@@ -49,7 +89,7 @@ class Shard {
   Shard& operator=(const Shard&) = delete;
 
   // Returns the chunk's index in this shard.
-  size_t AddChunk(std::unique_ptr<Chunk> chunk);
+  size_t AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role = {});
   void Start();
   void Post(ShardTask task) { inbox_.Push(std::move(task)); }
   void Stop();
@@ -70,6 +110,14 @@ class Shard {
   // Answers a push whose gradient the chunk refused as non-finite: an error reply saying why.
   void RefuseNonFinite(const IncomingMessage& request, const std::string& why);
   void ReplyPull(size_t chunk, const IncomingMessage& request);
+  bool PullReady(size_t chunk, const IncomingMessage& request) const;
+  // Replication (see above).
+  void HandleReplicate(size_t chunk, const IncomingMessage& msg);
+  void Forward(size_t chunk, proto::ReplicaOp op, const IncomingMessage* request);
+  void Promote(size_t chunk, bool peer_joined);
+  void Acknowledged(size_t chunk, int64_t version);
+  void DropSilentBackups();
+  Deadline NextWake() const;
 
   const int index_;
   const JobConfig& config_;
@@ -77,9 +125,11 @@ class Shard {
   Mailbox<ShardTask> inbox_;
   std::vector<std::unique_ptr<Chunk>> chunks_;
   std::vector<std::vector<Waiter>> waiters_;          // per chunk
+  std::vector<ReplicaRole> roles_;                    // per chunk
   std::unique_ptr<std::atomic<int64_t>[]> versions_;  // per chunk, mirrored for readers
   ShardCounters counters_;
-  std::set<uint32_t> nonfinite_logged_;  // workers whose non-finite gradient was logged
+  std::set<uint32_t> nonfinite_logged_;   // workers whose non-finite gradient was logged
+  std::set<int> dropped_backups_logged_;  // peers whose silence was logged
   std::thread thread_;
 };
 

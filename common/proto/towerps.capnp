@@ -26,6 +26,15 @@ enum MessageType {
   statsReply @12;
   error @13;           # reply carrying only a status
   shutdown @14;
+  # Replication (--ps-replicas 2; ps/replica_link.h). Server to server, on the primary's link to
+  # the backup: every init and push the primary accepted, in the order it applied them, and the
+  # whole state of a chunk when a backup (re)joins.
+  replicate @15;
+  replicateReply @16;  # the backup's chunk version after applying it
+  join @17;            # a restarted server -> its peer: send me the state of the chunks we share
+  joinReply @18;       # carries the model (variables, signature); the states follow as replicates
+  takeOver @19;        # worker -> backup: Header.failedServer is gone; become the primary
+  takeOverReply @20;
 }
 
 enum Role {
@@ -129,6 +138,37 @@ struct Header {
   # its checkpoint), so it cannot repeat its earlier pushes bit for bit: a gradient of it still
   # pending for this step is replaced, not compared.
   replacesPending @20 :Bool;
+
+  # replicate: what the primary forwards. `forWorker` is the worker whose push it repeats.
+  replicaOp @21 :ReplicaOp;
+  forWorker @22 :Int32;
+  replicaState @23 :ReplicaState;   # replicaOp = state
+  # registerReply: the replica groups (ranks of the chunks' home servers) this server is the
+  # primary of now; a worker routes each group to the server that claims it.
+  primaryGroups @24 :List(UInt32);
+  # takeOver: the server that stopped answering.
+  failedServer @25 :Int32;
+}
+
+enum ReplicaOp {
+  none @0;
+  init @1;    # tensors[0]: the initial values
+  push @2;    # tensors[0]: forWorker's gradient; version, clock and replacesPending as its push
+  state @3;   # replicaState and its tensors: the chunk as the primary holds it now
+}
+
+# A chunk's whole state, for a joining backup. Tensors, in order: values, the optimizer slots,
+# the previous version's values (when previousVersion >= 0), and one gradient per pending
+# worker whose push was not refused.
+struct ReplicaState {
+  version @0 :Int64;
+  updates @1 :Int64;
+  previousVersion @2 :Int64;
+  workerClocks @3 :List(Int64);
+  slots @4 :UInt32;
+  pendingStep @5 :Int64;             # sync: the step the pending gradients belong to
+  pendingWorkers @6 :List(Int32);    # in rank order
+  pendingRefused @7 :List(Bool);     # per pending worker: refused as non-finite (no tensor)
 }
 
 struct ServerStats {

@@ -473,10 +473,11 @@ class Trainer::Impl {
 Result<std::unique_ptr<Trainer>> Trainer::Create(TrainerOptions options) {
   TOWERPS_RETURN_IF_ERROR(options.job.Validate());
   TOWERPS_RETURN_IF_ERROR(options.worker.Validate());
-  if (static_cast<int>(options.ps_endpoints.size()) != options.job.servers) {
-    return InvalidArgumentError("--ps-endpoints lists " +
-                                std::to_string(options.ps_endpoints.size()) +
-                                " servers but --servers=" + std::to_string(options.job.servers));
+  if (const int n = options.job.ServerProcesses();
+      static_cast<int>(options.ps_endpoints.size()) != n) {
+    return InvalidArgumentError(
+        "--ps-endpoints lists " + std::to_string(options.ps_endpoints.size()) +
+        " servers but the job has " + std::to_string(n) + " (--servers and --ps-replicas)");
   }
   auto impl = std::make_unique<Impl>(std::move(options));
   TOWERPS_RETURN_IF_ERROR(impl->Setup());

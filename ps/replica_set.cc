@@ -1,0 +1,119 @@
+#include "ps/replica_set.h"
+
+#include <string>
+
+#include "ps/optimizer.h"
+
+namespace towerps::ps {
+
+std::vector<int> ReplicasOf(const JobConfig& job, int group) {
+  if (job.ps_replicas < 2) return {group};
+  return {group, (group + 1) % job.ServerProcesses()};
+}
+
+int OtherReplica(const JobConfig& job, int group, int server) {
+  for (int r : ReplicasOf(job, group)) {
+    if (r != server) return r;
+  }
+  return -1;
+}
+
+std::vector<int> GroupsHeldBy(const JobConfig& job, int server) {
+  std::vector<int> groups;
+  for (int g = 0; g < job.servers; ++g) {
+    for (int r : ReplicasOf(job, g)) {
+      if (r == server) groups.push_back(g);
+    }
+  }
+  // Home first: with two servers, server 1 holds groups 0 and 1.
+  if (groups.size() == 2 && groups[1] == server) std::swap(groups[0], groups[1]);
+  return groups;
+}
+
+void AddReplicaState(const ChunkState& s, OutgoingMessage* msg) {
+  auto r = msg->header().initReplicaState();
+  r.setVersion(s.version);
+  r.setUpdates(s.updates);
+  r.setPreviousVersion(s.previous_version);
+  auto clocks = r.initWorkerClocks(static_cast<unsigned>(s.worker_clocks.size()));
+  for (size_t i = 0; i < s.worker_clocks.size(); ++i) clocks.set(i, s.worker_clocks[i]);
+  r.setSlots(static_cast<uint32_t>(s.slots.size()));
+  r.setPendingStep(s.version);
+  auto workers = r.initPendingWorkers(static_cast<unsigned>(s.pending.size()));
+  auto refused = r.initPendingRefused(static_cast<unsigned>(s.pending.size()));
+  unsigned i = 0;
+  for (const auto& [rank, g] : s.pending) {
+    workers.set(i, rank);
+    refused.set(i, g.num_elements() == 0);
+    ++i;
+  }
+  if (s.version == kNoVersion) return;  // nothing held yet: no tensors
+  msg->AddTensor(s.values, s.variable_id, s.chunk_id);
+  for (const Tensor& slot : s.slots) msg->AddTensor(slot, s.variable_id, s.chunk_id);
+  if (s.previous_version != kNoVersion)
+    msg->AddTensor(s.previous_values, s.variable_id, s.chunk_id);
+  for (const auto& [rank, g] : s.pending) {
+    if (g.num_elements() > 0) msg->AddTensor(g, s.variable_id, s.chunk_id);
+  }
+}
+
+Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec& spec,
+                                    const JobConfig& job) {
+  auto r = msg.header().getReplicaState();
+  const std::string where = "replicated state of variable " + std::to_string(spec.variable_id) +
+                            " chunk " + std::to_string(spec.chunk_id);
+  ChunkState s;
+  s.variable_id = spec.variable_id;
+  s.chunk_id = spec.chunk_id;
+  s.version = r.getVersion();
+  s.updates = r.getUpdates();
+  s.previous_version = r.getPreviousVersion();
+  if (s.version < kNoVersion || s.updates < 0 || s.previous_version < kNoVersion ||
+      (s.previous_version != kNoVersion && s.previous_version >= s.version)) {
+    return ProtocolError(where + ": inconsistent versions");
+  }
+  if (r.getWorkerClocks().size() != static_cast<unsigned>(job.workers)) {
+    return ProtocolError(where + ": " + std::to_string(r.getWorkerClocks().size()) +
+                         " worker clocks for " + std::to_string(job.workers) + " workers");
+  }
+  for (int64_t c : r.getWorkerClocks()) s.worker_clocks.push_back(c);
+  auto workers = r.getPendingWorkers();
+  auto refused = r.getPendingRefused();
+  if (workers.size() != refused.size() || workers.size() > static_cast<unsigned>(job.workers)) {
+    return ProtocolError(where + ": malformed pending gradients");
+  }
+  const auto& tensors = msg.tensors();
+  if (s.version == kNoVersion) {
+    if (!tensors.empty() || workers.size() != 0) {
+      return ProtocolError(where + ": values for a chunk with no version");
+    }
+    return s;
+  }
+  const size_t slots = static_cast<size_t>(OptimizerSlots(job.optimizer.kind));
+  size_t expected = 1 + slots + (s.previous_version != kNoVersion ? 1 : 0);
+  for (unsigned i = 0; i < refused.size(); ++i) expected += refused[i] ? 0 : 1;
+  if (r.getSlots() != slots || tensors.size() != expected) {
+    return ProtocolError(where + ": " + std::to_string(tensors.size()) + " tensors, expected " +
+                         std::to_string(expected));
+  }
+  for (const Tensor& t : tensors) {
+    if (t.dtype() != DType::kFloat32 || t.num_elements() != spec.num_elements) {
+      return ProtocolError(where + ": a tensor of " + std::to_string(t.num_elements()) +
+                           " elements, expected " + std::to_string(spec.num_elements));
+    }
+  }
+  size_t next = 0;
+  s.values = tensors[next++];
+  for (size_t i = 0; i < slots; ++i) s.slots.push_back(tensors[next++]);
+  if (s.previous_version != kNoVersion) s.previous_values = tensors[next++];
+  for (unsigned i = 0; i < workers.size(); ++i) {
+    const int rank = workers[i];
+    if (rank < 0 || rank >= job.workers || s.pending.count(rank) != 0) {
+      return ProtocolError(where + ": pending gradient of worker " + std::to_string(rank));
+    }
+    s.pending[rank] = refused[i] ? Tensor() : tensors[next++];
+  }
+  return s;
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,44 @@
+// Replication (--ps-replicas 2): which server processes hold which chunks, and how a chunk's
+// whole state travels to a joining backup.
+//
+// Chunks are placed on `servers` replica groups exactly as without replicas (ps/placement.h);
+// group g is the set of chunks whose home is server g. With two replicas group g is held by its
+// home and by server (g + 1) mod P, P = JobConfig::ServerProcesses(): with --servers 1 a standby
+// server 1 holds the backups of everything and is the primary of nothing until a failover.
+// One of the two is the group's primary (at start, the home); the other its backup. The
+// primary forwards every init and push it accepts, in the order it applied them, and the
+// backup replays them through the same Chunk code, so both hold the same bits (ps/shard.h).
+//
+// Contract: free functions on values; thread-safe.
+#ifndef TOWERPS_PS_REPLICA_SET_H_
+#define TOWERPS_PS_REPLICA_SET_H_
+
+#include <vector>
+
+#include "common/message.h"
+#include "ps/chunk.h"
+#include "ps/job_config.h"
+
+namespace towerps::ps {
+
+// Starts the error a promoted backup answers its old primary's forwards with; a primary that
+// reads it was replaced (its workers thought it dead) and must stop serving (ps/server.h).
+inline constexpr char kDeposedMarker[] = "this server became the primary of";
+
+// The servers holding group g: {home, other}; {home} without replicas.
+std::vector<int> ReplicasOf(const JobConfig& job, int group);
+// The server other than `server` holding group g; -1 without replicas.
+int OtherReplica(const JobConfig& job, int group, int server);
+// The groups `server` holds a replica of, home first.
+std::vector<int> GroupsHeldBy(const JobConfig& job, int server);
+
+// Adds `state` to a replicate message: Header.replicaState and its tensors (see the schema).
+void AddReplicaState(const ChunkState& state, OutgoingMessage* msg);
+// Reads a replicate message's state for `spec`, checking every count and size against it and
+// the job (slots of its optimizer, worker ranks): a bad one is kProtocol, never a crash.
+Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec& spec,
+                                    const JobConfig& job);
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_REPLICA_SET_H_

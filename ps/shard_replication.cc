@@ -1,0 +1,138 @@
+// The replication half of Shard (ps/shard.h): forwards, acknowledgements, promotion, and the
+// backup's replay.
+#include <algorithm>
+
+#include "common/logging.h"
+#include "ps/replica_set.h"
+#include "ps/reply.h"
+#include "ps/shard.h"
+
+namespace towerps::ps {
+
+void Shard::Forward(size_t index, proto::ReplicaOp op, const IncomingMessage* request) {
+  const Chunk& chunk = *chunks_[index];
+  ReplicaRole& role = roles_[index];
+  OutgoingMessage m(proto::MessageType::REPLICATE);
+  auto h = m.header();
+  h.setSenderRole(proto::Role::SERVER);
+  h.setVariableId(chunk.spec().variable_id);
+  h.setChunkId(chunk.spec().chunk_id);
+  h.setReplicaOp(op);
+  if (op == proto::ReplicaOp::STATE) {
+    AddReplicaState(chunk.Snapshot(/*replica=*/true), &m);
+  } else {
+    auto r = request->header();
+    h.setForWorker(static_cast<int32_t>(r.getSenderRank()));
+    h.setVersion(r.getVersion());
+    h.setClock(r.getClock());
+    h.setReplacesPending(r.getReplacesPending());
+    // Zero copy: the received gradient goes on to the backup as it is.
+    m.AddTensor(request->tensors()[0], chunk.spec().variable_id, chunk.spec().chunk_id);
+  }
+  if (role.outstanding++ == 0) role.ack_due = Deadline::After(kBackupAckTimeout);
+  outbox_->Push(ps::Forward{role.peer, std::move(m)});
+}
+
+void Shard::Acknowledged(size_t index, int64_t version) {
+  ReplicaRole& role = roles_[index];
+  if (!role.backup_live || role.outstanding == 0) return;  // from before the backup was dropped
+  role.acked = std::max(role.acked, version);
+  if (--role.outstanding > 0) role.ack_due = Deadline::After(kBackupAckTimeout);
+  AnswerReadyPulls(index);
+}
+
+void Shard::Promote(size_t index, bool peer_joined) {
+  ReplicaRole& role = roles_[index];
+  if (role.kind == ReplicaRole::Kind::kJoining || role.kind == ReplicaRole::Kind::kOnly) return;
+  role.kind = ReplicaRole::Kind::kPrimary;
+  role.backup_live = false;
+  role.outstanding = 0;
+  if (peer_joined) {
+    // The restarted peer starts from everything this chunk holds now; the forwards after the
+    // state follow it on the same link, in order.
+    role.backup_live = true;
+    role.acked = kNoVersion;
+    dropped_backups_logged_.erase(role.peer);
+    Forward(index, proto::ReplicaOp::STATE, nullptr);
+  }
+  AnswerReadyPulls(index);
+}
+
+void Shard::DropSilentBackups() {
+  for (size_t i = 0; i < roles_.size(); ++i) {
+    ReplicaRole& role = roles_[i];
+    if (!role.backup_live || role.outstanding == 0 || !role.ack_due.expired()) continue;
+    if (dropped_backups_logged_.insert(role.peer).second) {
+      TOWERPS_LOG(kWarning) << "the backup on server " << role.peer << " acknowledged nothing for "
+                            << kBackupAckTimeout.count()
+                            << " ms: serving its chunks without a replica until it rejoins";
+    }
+    role.backup_live = false;
+    role.outstanding = 0;
+    AnswerReadyPulls(i);
+  }
+}
+
+Deadline Shard::NextWake() const {
+  Deadline wake = Deadline::After(std::chrono::seconds(1));
+  for (const ReplicaRole& role : roles_) {
+    if (role.backup_live && role.outstanding > 0) wake = wake.Earlier(role.ack_due);
+  }
+  return wake;
+}
+
+void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
+  Chunk& chunk = *chunks_[index];
+  ReplicaRole& role = roles_[index];
+  auto h = msg.header();
+  const std::string where = "variable " + std::to_string(chunk.spec().variable_id) + " chunk " +
+                            std::to_string(chunk.spec().chunk_id);
+  const proto::ReplicaOp op = h.getReplicaOp();
+  switch (role.kind) {
+    case ReplicaRole::Kind::kOnly:
+    case ReplicaRole::Kind::kPrimary:
+      outbox_->Push(
+          ErrorReply(msg, FailedPreconditionError(std::string(kDeposedMarker) + " " + where +
+                                                  " since its primary was "
+                                                  "reported dead")));
+      return;
+    case ReplicaRole::Kind::kJoining:
+      // Forwards meant for this server's predecessor, queued before the state: superseded by it.
+      if (op != proto::ReplicaOp::STATE) return;
+      break;
+    case ReplicaRole::Kind::kBackup:
+      break;
+  }
+  Status s = Status::Ok();
+  if (op == proto::ReplicaOp::STATE) {
+    Result<ChunkState> state = ReadReplicaState(msg, chunk.spec(), config_);
+    if (state.ok()) {
+      chunk.Restore(*state);
+      role.kind = ReplicaRole::Kind::kBackup;
+    }
+    s = state.status();
+  } else if (msg.tensors().size() != 1) {
+    s = ProtocolError("replicate carries " + std::to_string(msg.tensors().size()) +
+                      " tensors, expected 1");
+  } else if (op == proto::ReplicaOp::INIT) {
+    s = chunk.Init(msg.tensors()[0]).status();
+  } else if (op == proto::ReplicaOp::PUSH) {
+    s = chunk
+            .Push(h.getForWorker(), h.getVersion(), h.getClock(), msg.tensors()[0], &counters_,
+                  h.getReplacesPending())
+            .status();
+  } else {
+    s = ProtocolError("unknown replicate operation");
+  }
+  if (!s.ok()) {
+    // The same code refused what the primary accepted: the replicas differ (a bug).
+    outbox_->Push(ErrorReply(msg, s.WithContext("the backup cannot replay " + where)));
+    return;
+  }
+  versions_[index].store(chunk.version());
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REPLICATE_REPLY);
+  reply.header().setVersion(chunk.version());
+  outbox_->Push(std::move(reply));
+}
+
+}  // namespace towerps::ps
