@@ -22,10 +22,10 @@ constexpr int kSteps = 60;
 // its gradient is ready, so a random kill often lands between two pushes of one step.
 std::vector<std::string> JobArgv(const fs::path& dir, std::vector<std::string> extra = {},
                                  const std::string& model = "cnn", int steps = kSteps,
-                                 int workers = 3) {
+                                 int workers = 3, int servers = 1) {
   std::vector<std::string> argv = {kLaunchBin,
                                    "--servers",
-                                   "1",
+                                   std::to_string(servers),
                                    "--workers",
                                    std::to_string(workers),
                                    "--model",
@@ -122,7 +122,7 @@ class RestartTest : public LaunchTest {
                    std::vector<std::string> extra = {}, const std::string& model = "cnn",
                    int steps = kSteps) {
     Result<Subprocess> job =
-        Start(JobArgv(dir_.path(), std::move(extra), model, steps, workers_), "out.txt");
+        Start(JobArgv(dir_.path(), std::move(extra), model, steps, workers_, servers_), "out.txt");
     EXPECT_TRUE(job.ok()) << job.status().ToString();
     if (!job.ok()) return -1;
     for (const auto& [rank, step, delay] : kills) {
@@ -136,7 +136,8 @@ class RestartTest : public LaunchTest {
 
   // Every process the job started, restarted ones included, is gone.
   void ExpectNothingLeft() {
-    for (const auto& [role, n] : {std::pair<std::string, int>{"ps", 1}, {"worker", workers_}}) {
+    for (const auto& [role, n] :
+         {std::pair<std::string, int>{"ps", 2}, std::pair<std::string, int>{"worker", workers_}}) {
       for (int r = 0; r < n; ++r) {
         for (pid_t pid : Pids(dir_ / "run", role, r)) {
           EXPECT_FALSE(Alive(pid)) << role << " " << r << " (pid " << pid << ") outlived the job";
@@ -176,6 +177,7 @@ class RestartTest : public LaunchTest {
   long DroppedStale() const { return SummaryNumber("dropped_stale"); }
 
   int workers_ = 3;  // of the jobs RunWithKills starts
+  int servers_ = 1;
   static std::string* reference_;
 };
 
@@ -319,6 +321,88 @@ TEST_F(RestartTest, AsyncJobSurvivesAWorkerAndTheServerKilled) {
   EXPECT_NE(out.find("restarted ps:0 1x, worker:2 1x"), std::string::npos);
   EXPECT_EQ(SummaryNumber("restarts"), 2);
   EXPECT_NEAR(SummaryDouble("test_accuracy"), accuracy, 0.01);
+}
+
+// --ps-replicas 2 with 2 servers and 2 workers: a server killed at a seeded moment (either one:
+// each is the primary of half the chunks and the backup of the other half) fails its chunks
+// over to the other, the launcher restarts it as their backup, and the job ends with the bits of
+// the undisturbed job without replicas.
+TEST_F(RestartTest, KilledServerWithReplicasFailsOverAndTheFinalParametersAreBitIdentical) {
+  servers_ = 2;
+  workers_ = 2;
+  ASSERT_EQ(RunWithKills({}), 0);
+  const std::string undisturbed = dir_.Read("final.bin");
+  std::mt19937 rng(15);
+  for (int run = 0; run < 3; ++run) {
+    const int victim = run % 2;
+    const int step = 10 * std::uniform_int_distribution<int>(1, kSteps / 10 - 1)(rng);
+    const int delay = std::uniform_int_distribution<int>(0, 60)(rng);
+    const std::string tag = "ps:" + std::to_string(victim);
+    SCOPED_TRACE(tag + " killed after step " + std::to_string(step) + " + " +
+                 std::to_string(delay) + " ms");
+    fs::remove_all(dir_ / "run");
+    fs::remove(dir_ / "final.bin");
+    fs::remove(dir_ / "summary.json");
+    ASSERT_EQ(RunWithKills({{-1 - victim, step, delay}}, {"--ps-replicas", "2"}), 0);
+    const std::string out = dir_.Read("out.txt");
+    EXPECT_NE(out.find(tag + " was killed by SIGKILL; its chunks fail over to ps:" +
+                       std::to_string(1 - victim) + "; restarting it as their backup (1 of 3)"),
+              std::string::npos);
+    EXPECT_EQ(SummaryNumber("failovers"), 1);
+    EXPECT_TRUE(dir_.Read("final.bin") == undisturbed)
+        << "final parameters differ from the undisturbed job's";
+  }
+}
+
+// --servers 1 --ps-replicas 2: the launcher adds a standby server holding the backups. Killing
+// the only primary fails over to the standby; killing the standby leaves the primary serving
+// alone until the standby rejoins. Both end with the undisturbed job's bits.
+TEST_F(RestartTest, OneServerWithAStandbySurvivesTheDeathOfEither) {
+  for (int victim : {0, 1}) {
+    SCOPED_TRACE("ps:" + std::to_string(victim) + " killed");
+    fs::remove_all(dir_ / "run");
+    fs::remove(dir_ / "final.bin");
+    ASSERT_EQ(RunWithKills({{-1 - victim, 30, 20}}, {"--ps-replicas", "2"}), 0);
+    EXPECT_NE(dir_.Read("out.txt").find("ps:" + std::to_string(victim) +
+                                        " was killed by SIGKILL; its chunks fail over to ps:" +
+                                        std::to_string(1 - victim)),
+              std::string::npos);
+    ExpectBitIdentical();
+  }
+}
+
+// A primary that stops answering (SIGSTOP) is taken for dead by the workers after two missed
+// pings, and its backup takes over. When it wakes up, a forward of a push that was waiting in
+// its socket is refused: it learns it was replaced, exits 75, and the launcher restarts it as the
+// backup (or, with nothing left to forward, it idles to the end). Same bits either way.
+TEST_F(RestartTest, SilentPrimaryIsReplacedAndRejoinsWhenItWakes) {
+  Result<Subprocess> job =
+      Start(JobArgv(dir_.path(), {"--ps-replicas", "2"}, "cnn", kSteps, workers_), "out.txt");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const fs::path log = dir_ / "run" / "worker-0.log";
+  const Deadline deadline = Deadline::After(seconds(120));
+  while (ReadFile(log).find("step 20,") == std::string::npos && !deadline.expired() &&
+         !job->Poll()) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  const std::vector<pid_t> pids = Pids(dir_ / "run", "ps", 0);
+  ASSERT_FALSE(pids.empty());
+  ASSERT_EQ(kill(pids.back(), SIGSTOP), 0);
+  const Deadline failover = Deadline::After(seconds(30));
+  while (ReadFile(log).find("stopped answering") == std::string::npos && !failover.expired()) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(kill(pids.back(), SIGCONT), 0);
+  const std::optional<int> code = job->Wait(Deadline::After(seconds(300)));
+  ASSERT_EQ(code.value_or(-1), 0);
+  ExpectNothingLeft();
+  const std::string out = dir_.Read("out.txt");
+  EXPECT_NE(out.find("stopped answering; its chunks fail over to server 1"), std::string::npos);
+  if (out.find("ps:0 exited with code 75; its chunks fail over to ps:1; restarting it as their "
+               "backup") != std::string::npos) {
+    std::cout << "  (ps:0 learnt it was replaced and rejoined as the backup)\n";
+  }
+  ExpectBitIdentical();
 }
 
 // Without --checkpoint-dir a server's state dies with it: the job stops and says how to
