@@ -17,6 +17,7 @@
 #include <string>
 
 #include "bench/ps_bench.h"
+#include "bench/replica_bench.h"
 #include "bench/soak_bench.h"
 #include "bench/train_bench.h"
 #include "bench/transport_bench.h"
@@ -35,6 +36,7 @@ constexpr char kUsage[] =
     "  ps          parameter-server push/pull goodput vs raw ZeroMQ (real server processes)\n"
     "  train       single-process CPU training throughput (or accuracy with --epochs)\n"
     "  soak        memory growth of a long sync job (1 server, 2 workers)\n"
+    "  replicas    main-job throughput with and without --ps-replicas 2\n"
     "\n"
     "Run 'towerps-bench <subcommand> --help' for its options.\n";
 
@@ -289,6 +291,60 @@ int RunPs(int argc, char** argv) {
   return 0;
 }
 
+int RunReplicas(int argc, char** argv) {
+  towerps::bench::ReplicaBenchOptions o;
+  bool json = false;
+  long steps = o.steps;
+  po::options_description desc("towerps-bench replicas options");
+  desc.add_options()("help,h", "show this help")(
+      "model", po::value(&o.model)->default_value(o.model), "model of the job")(
+      "servers", po::value(&o.servers)->default_value(o.servers), "--servers of the job")(
+      "workers", po::value(&o.workers)->default_value(o.workers), "--workers of the job")(
+      "steps", po::value(&steps)->default_value(steps), "--max-steps of each job")(
+      "repeat", po::value(&o.repeat)->default_value(o.repeat),
+      "jobs per side, alternating; medians are compared")(
+      "launcher-bin", po::value(&o.launcher_binary), "towerps-launch (default: beside this)")(
+      "run-dir", po::value(&o.run_dir), "keep the jobs' directories here")(
+      "json", po::bool_switch(&json), "one JSON line on stdout");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "towerps-bench replicas: " << e.what() << "\n\n" << desc;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << "Usage: towerps-bench replicas [options]\n\n" << desc;
+    return 0;
+  }
+  o.steps = steps;
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  auto r = towerps::bench::RunReplicaBench(o);
+  if (!r.ok()) {
+    std::cerr << "towerps-bench replicas: " << r.status().ToString() << "\n";
+    return 1;
+  }
+  if (json) {
+    PrintJson({{"bench", "replicas"},
+               {"model", o.model},
+               {"servers", o.servers},
+               {"workers", o.workers},
+               {"steps", o.steps},
+               {"repeat", o.repeat},
+               {"single_examples_per_sec", Rounded(r->single_median, 1)},
+               {"replicated_examples_per_sec", Rounded(r->replicated_median, 1)},
+               {"ratio", Rounded(r->ratio, 3)}});
+  } else {
+    std::printf("--ps-replicas 1  %10.1f examples/s (median of %d)\n", r->single_median, o.repeat);
+    std::printf("--ps-replicas 2  %10.1f examples/s (median of %d)\n", r->replicated_median,
+                o.repeat);
+    std::printf("ratio            %10.3f (replicated / single; %.1f%% slower)\n", r->ratio,
+                (1 - r->ratio) * 100);
+  }
+  return 0;
+}
+
 std::atomic<int> g_soak_signal{0};  // entry-point state: written by the signal handler only
 void OnSoakSignal(int sig) { g_soak_signal.store(sig); }
 
@@ -431,6 +487,7 @@ int main(int argc, char** argv) {
   if (sub == "ps") return RunPs(argc - 1, argv + 1);
   if (sub == "train") return RunTrain(argc - 1, argv + 1);
   if (sub == "soak") return RunSoakCommand(argc - 1, argv + 1);
+  if (sub == "replicas") return RunReplicas(argc - 1, argv + 1);
   std::fprintf(stderr, "towerps-bench: unknown subcommand '%s'\n\n%s", sub.c_str(), kUsage);
   return 2;
 }

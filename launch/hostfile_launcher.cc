@@ -92,7 +92,7 @@ Status HostfileLauncher::Run() {
   const std::string text(std::istreambuf_iterator<char>(in), {});
   TOWERPS_ASSIGN_OR_RETURN(std::vector<HostEntry> hosts, ParseHostfile(text, ssh_.hostfile));
   TOWERPS_ASSIGN_OR_RETURN(std::vector<HostPlacement> plan,
-                           PlaceOnHosts(hosts, o.job.servers, o.job.workers));
+                           PlaceOnHosts(hosts, o.job.ServerProcesses(), o.job.workers));
   if (o.base_port == 0) {
     return InvalidArgumentError(
         "--hostfile needs a fixed --base-port (the entry point's default "
@@ -112,13 +112,21 @@ Status HostfileLauncher::Run() {
   ProcessGroup group(run_dir_);
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
   std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
+  // Servers go round-robin over the hosts, so that with several hosts a chunk's backup (on the
+  // next server) is on another host than its primary.
+  std::vector<std::string> peers;
+  for (const HostPlacement& p : plan) {
+    if (p.server && o.job.ps_replicas > 1) {
+      peers.push_back("tcp://" + p.host + ":" + std::to_string(o.base_port + p.rank));
+    }
+  }
   std::vector<std::string> endpoints;
   for (const HostPlacement& p : plan) {
     std::vector<std::string> argv;
     std::string tag;
     if (p.server) {
       const int port = o.base_port + p.rank;
-      argv = UnderWatchdog(o, ssh_, -1, ServerArgv(o, p.rank, port));
+      argv = UnderWatchdog(o, ssh_, -1, ServerArgv(o, p.rank, port, peers));
       tag = "ps:" + std::to_string(p.rank);
       endpoints.push_back("tcp://" + p.host + ":" + std::to_string(port));
       std::printf("[launch] %s on %s, port %d\n", tag.c_str(), p.host.c_str(), port);
@@ -140,7 +148,8 @@ Status HostfileLauncher::Run() {
   // workers' RPC deadlines instead.
   supervisor.SetRestartPolicy(MakeRestartPolicy(o, run_dir_, /*workers_local=*/false));
   // The plan lists the servers first, so they are the group's first children.
-  TOWERPS_RETURN_IF_ERROR(supervisor.RunToCompletion(static_cast<size_t>(o.job.servers)));
+  TOWERPS_RETURN_IF_ERROR(
+      supervisor.RunToCompletion(static_cast<size_t>(o.job.ServerProcesses())));
   std::map<std::string, int> restarts;
   for (const auto& [i, n] : supervisor.restarts()) restarts[group.tag(i)] = n;
   return RecordRestartsInSummary(o, restarts);

@@ -223,6 +223,14 @@ int main(int argc, char** argv) {
   }
   const bool spec_env = env.count("TOWERPS_CONFIG") > 0 && !mpi && !slurm && ssh.hostfile.empty();
   if (!cluster_file.empty() || spec_env || mpi || slurm) {
+    if (options.job.ps_replicas > 1) {
+      // A replica is only useful if its dead peer comes back, and here the engine (or the
+      // user) owns the processes, not towerps-launch.
+      std::cerr << "towerps-launch: --ps-replicas 2 needs towerps-launch to restart dead servers: "
+                   "run the job locally or with --hostfile; under --mpi, --slurm and --cluster "
+                   "use --checkpoint-dir to resume after a failure\n";
+      return 2;
+    }
     if (vm["bind"].defaulted()) options.bind = "0.0.0.0";  // other hosts must reach the servers
     const int base_port = options.base_port ? options.base_port : 7700;
     Result<launch::RoleAssignment> assigned = InternalError("no mode");

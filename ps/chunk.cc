@@ -100,13 +100,14 @@ Tensor Chunk::WritableBuffer() {
   return Tensor::Empty({spec_.num_elements});
 }
 
-void Chunk::Update(const float* const* grads, int k, float lr, ShardCounters* counters) {
+void Chunk::Update(const float* const* grads, int k, int divisor, float lr,
+                   ShardCounters* counters) {
   const auto start = std::chrono::steady_clock::now();
   Tensor out = WritableBuffer();
   UpdateArgs args;
   args.grads = grads;
   args.k = k;
-  args.scale = 1.0f / static_cast<float>(k);
+  args.scale = 1.0f / static_cast<float>(divisor);
   args.w_in = values_.f32();
   args.w_out = out.f32();
   args.slot0 = slots_.size() > 0 ? slots_[0].f32() : nullptr;
@@ -141,13 +142,52 @@ void Chunk::CompleteStep(int64_t step, float lr, ShardCounters* counters) {
   for (const auto& [rank, g] : pending_[step]) {
     if (g.num_elements() > 0) grads.push_back(g.f32());
   }
-  if (grads.empty()) {
-    ++version_;  // every gradient of the step was refused: the step passes with no update
-  } else {
-    Update(grads.data(), static_cast<int>(grads.size()), lr, counters);
+  const int k = static_cast<int>(grads.size());
+  if (step_hook_) {
+    // The rank-ordered sum, as the fused update forms it element by element.
+    Tensor sum = Tensor::Empty({spec_.num_elements});
+    float* out = sum.f32();
+    for (int64_t i = 0; k > 0 && i < spec_.num_elements; ++i) {
+      float g = grads[0][i];
+      for (int j = 1; j < k; ++j) g += grads[static_cast<size_t>(j)][i];
+      out[i] = g;
+    }
+    step_hook_(step, sum, k);
+    grads.assign(1, sum.f32());
+    if (k > 0) Update(grads.data(), 1, k, lr, counters);
+  } else if (k > 0) {
+    Update(grads.data(), k, k, lr, counters);
+  }
+  if (k > 0) {
     counters->RecordStaleness(0);
+  } else {
+    ++version_;  // every gradient of the step was refused: the step passes with no update
   }
   pending_.erase(step);  // only now: it holds the gradients (often the only handle on them)
+}
+
+Status Chunk::ApplyStep(int64_t step, const Tensor& sum, int k, ShardCounters* counters) {
+  if (!initialized() || step != version_) {
+    return FailedPreconditionError("step " + std::to_string(step) +
+                                   " replayed on a chunk at version " + std::to_string(version_));
+  }
+  if (k < 0 || k > config_.workers ||
+      (k > 0 && (sum.num_elements() != spec_.num_elements || sum.dtype() != DType::kFloat32))) {
+    return InvalidArgumentError("a step's sum of " + std::to_string(k) + " gradients with " +
+                                std::to_string(sum.num_elements()) + " elements");
+  }
+  const float lr = LearningRateAt(config_.optimizer, config_.schedule, updates_);
+  previous_values_ = values_;
+  previous_version_ = version_;
+  if (k > 0) {
+    const float* g = sum.f32();
+    Update(&g, 1, k, lr, counters);
+    counters->RecordStaleness(0);
+  } else {
+    ++version_;
+  }
+  pending_.erase(step);
+  return Status::Ok();
 }
 
 Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
@@ -258,7 +298,7 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
   const float effective_lr =
       config_.staleness_aware_lr ? lr / static_cast<float>(std::max<int64_t>(1, staleness)) : lr;
   const float* g = gradient.f32();
-  Update(&g, 1, effective_lr, counters);
+  Update(&g, 1, 1, effective_lr, counters);
   counters->RecordStaleness(staleness);
   int64_t& c = worker_clocks_[static_cast<size_t>(worker)];
   c = std::max(c, clock + 1);

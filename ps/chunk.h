@@ -20,6 +20,11 @@
 // the step is already applied (as a stale push), and checked bit for bit against the held one if
 // it is still pending; a different gradient is an error naming the worker.
 //
+// Replicated sync chunks (a step hook is set, ps/shard.h): CompleteStep first sums the step's
+// finite gradients in rank order into one tensor, hands it to the hook (which forwards it to the
+// backup), and applies the update from that sum; the backup applies the same sum with ApplyStep.
+// The sum is formed exactly as the fused update forms it, so the bits are the same either way.
+//
 // A gradient holding a NaN or an infinity is refused in every mode (kRejected) and counted: it
 // is never applied, so one diverging worker cannot poison the model. It still counts as its
 // worker's push, so that nobody waits for it: sync: the step completes with the average of the
@@ -33,6 +38,7 @@
 #define TOWERPS_PS_CHUNK_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -98,6 +104,15 @@ class Chunk {
   Result<PushOutcome> Push(int worker, int64_t base_version, int64_t clock, const Tensor& gradient,
                            ShardCounters* counters, bool replace = false);
 
+  // Sync: called with (step, sum of its k finite gradients, k) before a step's update is applied;
+  // the sum is shared, never written after. Null: no sum is formed (the fused update).
+  using StepHook = std::function<void(int64_t step, const Tensor& sum, int k)>;
+  void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
+  // Sync backup: applies step `step` (= version) from its primary's sum of k gradients (k = 0:
+  // the step passes with no update), as CompleteStep does. Errors: not initialised, another
+  // version, a wrong size.
+  Status ApplyStep(int64_t step, const Tensor& sum, int k, ShardCounters* counters);
+
   // How many iterations of `worker` this chunk has applied (or refused): the next one it expects.
   int64_t worker_clock(int worker) const {
     return worker >= 0 && worker < static_cast<int>(worker_clocks_.size())
@@ -112,7 +127,8 @@ class Chunk {
   const Tensor* ValuesAt(int64_t version) const;
 
  private:
-  void Update(const float* const* grads, int k, float lr, ShardCounters* counters);
+  // Applies the optimizer to the sum of `k` gradients scaled by 1 / `divisor`.
+  void Update(const float* const* grads, int k, int divisor, float lr, ShardCounters* counters);
   // Sync: the step's gradients are all in; applies the average of the finite ones.
   void CompleteStep(int64_t step, float lr, ShardCounters* counters);
   Tensor WritableBuffer();
@@ -129,6 +145,7 @@ class Chunk {
   // sync: step -> worker -> gradient; an empty tensor marks a refused (non-finite) one.
   std::map<int64_t, std::map<int, Tensor>> pending_;
   std::vector<int64_t> worker_clocks_;  // ssp: clocks pushed so far, per worker
+  StepHook step_hook_;
 };
 
 }  // namespace towerps::ps

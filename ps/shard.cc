@@ -16,6 +16,12 @@ Shard::~Shard() { Stop(); }
 
 size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role) {
   TOWERPS_CHECK(!thread_.joinable()) << "AddChunk after Start";
+  if (role.kind != ReplicaRole::Kind::kOnly && config_.mode == UpdateMode::kSync) {
+    const size_t index = chunks_.size();
+    chunk->set_step_hook([this, index](int64_t step, const Tensor& sum, int k) {
+      if (roles_[index].backup_live) ForwardStep(index, step, sum, k);
+    });
+  }
   chunks_.push_back(std::move(chunk));
   waiters_.emplace_back();
   roles_.push_back(role);
@@ -121,17 +127,21 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
                                       " tensors, expected 1")));
         return;
       }
+      // Async/SSP: forwarded first, so that the backup applies it while this chunk does. The
+      // backup runs the same code on the same state: it drops or refuses exactly what this chunk
+      // does. Sync forwards each step's sum instead (the step hook, AddChunk).
+      if (forward && config_.mode != UpdateMode::kSync) {
+        Forward(index, proto::ReplicaOp::PUSH, &msg);
+      }
       Result<PushOutcome> out =
           chunk.Push(static_cast<int>(h.getSenderRank()), h.getVersion(), h.getClock(),
                      msg.tensors()[0], &counters_, h.getReplacesPending());
       if (!out.ok()) {
         outbox_->Push(ErrorReply(msg, out.status()));
-        return;
+        break;  // the forward is acknowledged all the same
       }
       const bool dropped =
           out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
-      // What changed the chunk (a dropped push changed nothing) happens on the backup too.
-      if (!dropped && forward) Forward(index, proto::ReplicaOp::PUSH, &msg);
       if (out->kind == PushOutcome::Kind::kRejected) {
         RefuseNonFinite(msg, out->rejection);
         break;  // the push may still have completed a sync step: pulls can be ready

@@ -7,8 +7,10 @@
 // and is answered by the update that makes it ready: no polling.
 //
 // Replication (--ps-replicas 2, ps/replica_set.h). Each chunk has a ReplicaRole. A primary
-// forwards every init and push it accepted to its backup, in the order it applied them (a
-// Forward on the outbox, sent by the server's link to that peer), and answers a pull for
+// forwards what changes the chunk to its backup, in the order it applies it (a Forward on the
+// outbox, sent by the server's link to that peer): the init; in sync mode each completed step's
+// sum of gradients (one tensor per step, whatever the number of workers); in async and SSP every
+// push, before applying it, so that both apply it at once. It answers a pull for
 // version v only once the backup acknowledged v: whatever a worker saw, the backup holds too.
 // A backup replays forwards through the same Chunk code, so both hold the same bits; it refuses
 // requests from workers. A backup that does not acknowledge within kBackupAckTimeout is dropped
@@ -114,6 +116,8 @@ class Shard {
   // Replication (see above).
   void HandleReplicate(size_t chunk, const IncomingMessage& msg);
   void Forward(size_t chunk, proto::ReplicaOp op, const IncomingMessage* request);
+  void ForwardStep(size_t chunk, int64_t step, const Tensor& sum, int k);
+  void Send(size_t chunk, OutgoingMessage forward);
   void Promote(size_t chunk, bool peer_joined);
   void Acknowledged(size_t chunk, int64_t version);
   void DropSilentBackups();

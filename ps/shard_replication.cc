@@ -29,8 +29,28 @@ void Shard::Forward(size_t index, proto::ReplicaOp op, const IncomingMessage* re
     // Zero copy: the received gradient goes on to the backup as it is.
     m.AddTensor(request->tensors()[0], chunk.spec().variable_id, chunk.spec().chunk_id);
   }
+  Send(index, std::move(m));
+}
+
+void Shard::ForwardStep(size_t index, int64_t step, const Tensor& sum, int k) {
+  const Chunk& chunk = *chunks_[index];
+  OutgoingMessage m(proto::MessageType::REPLICATE);
+  auto h = m.header();
+  h.setSenderRole(proto::Role::SERVER);
+  h.setVariableId(chunk.spec().variable_id);
+  h.setChunkId(chunk.spec().chunk_id);
+  h.setReplicaOp(proto::ReplicaOp::STEP);
+  h.setVersion(step);
+  h.setStepGradients(k);
+  // Zero copy: the chunk never writes a step's sum after handing it out.
+  if (k > 0) m.AddTensor(sum, chunk.spec().variable_id, chunk.spec().chunk_id);
+  Send(index, std::move(m));
+}
+
+void Shard::Send(size_t index, OutgoingMessage forward) {
+  ReplicaRole& role = roles_[index];
   if (role.outstanding++ == 0) role.ack_due = Deadline::After(kBackupAckTimeout);
-  outbox_->Push(ps::Forward{role.peer, std::move(m)});
+  outbox_->Push(ps::Forward{role.peer, std::move(forward)});
 }
 
 void Shard::Acknowledged(size_t index, int64_t version) {
@@ -111,16 +131,24 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
       role.kind = ReplicaRole::Kind::kBackup;
     }
     s = state.status();
+  } else if (op == proto::ReplicaOp::STEP) {
+    const int k = h.getStepGradients();
+    if (msg.tensors().size() != (k > 0 ? 1u : 0u)) {
+      s = ProtocolError("a step's sum of " + std::to_string(k) + " gradients carries " +
+                        std::to_string(msg.tensors().size()) + " tensors");
+    } else {
+      s = chunk.ApplyStep(h.getVersion(), k > 0 ? msg.tensors()[0] : Tensor(), k, &counters_);
+    }
   } else if (msg.tensors().size() != 1) {
     s = ProtocolError("replicate carries " + std::to_string(msg.tensors().size()) +
                       " tensors, expected 1");
   } else if (op == proto::ReplicaOp::INIT) {
     s = chunk.Init(msg.tensors()[0]).status();
   } else if (op == proto::ReplicaOp::PUSH) {
-    s = chunk
-            .Push(h.getForWorker(), h.getVersion(), h.getClock(), msg.tensors()[0], &counters_,
-                  h.getReplacesPending())
-            .status();
+    // A push the primary refused (it forwards before applying) is refused here the same way and
+    // changes nothing on either: acknowledged like the others.
+    (void)chunk.Push(h.getForWorker(), h.getVersion(), h.getClock(), msg.tensors()[0], &counters_,
+                     h.getReplacesPending());
   } else {
     s = ProtocolError("unknown replicate operation");
   }

@@ -148,13 +148,18 @@ struct Header {
   primaryGroups @24 :List(UInt32);
   # takeOver: the server that stopped answering.
   failedServer @25 :Int32;
+  # replicate (step): how many gradients the forwarded sum adds up.
+  stepGradients @26 :Int32;
 }
 
 enum ReplicaOp {
   none @0;
   init @1;    # tensors[0]: the initial values
-  push @2;    # tensors[0]: forWorker's gradient; version, clock and replacesPending as its push
+  push @2;    # async/SSP: tensors[0] is forWorker's gradient; version, clock and
+              # replacesPending as its push
   state @3;   # replicaState and its tensors: the chunk as the primary holds it now
+  step @4;    # sync: step `version` completed; tensors[0] is the rank-ordered sum of its
+              # `stepGradients` finite gradients (no tensor when there were none)
 }
 
 # A chunk's whole state, for a joining backup. Tensors, in order: values, the optimizer slots,

@@ -4,6 +4,7 @@
 // kProtocol error, not a crash.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -86,6 +87,40 @@ TEST(ReplicaStateTest, BackupRestoredMidStepFinishesItBitForBitAsThePrimary) {
   EXPECT_EQ(primary.version(), 5);
   EXPECT_TRUE(SameBits(primary.values(), backup.values()));
   EXPECT_TRUE(SameBits(primary.Snapshot().slots[0], backup.Snapshot().slots[0]));
+}
+
+// A replicated sync chunk forms each step's sum and applies the update from it; its backup
+// applies the same sums. Both must hold exactly the bits of the fused update (no sum formed),
+// with weight decay, momentum, and a step where one gradient is refused as non-finite.
+TEST(ReplicaStateTest, StepSumsGiveTheFusedUpdatesBitsOnPrimaryAndBackup) {
+  JobConfig job = Job(UpdateMode::kSync);
+  job.optimizer.weight_decay = 0.01f;
+  ShardCounters counters;
+  Chunk fused(Spec(), job), primary(Spec(), job), backup(Spec(), job);
+  std::vector<std::pair<Tensor, int>> sums;
+  primary.set_step_hook([&](int64_t step, const Tensor& sum, int k) {
+    EXPECT_EQ(step, static_cast<int64_t>(sums.size()));
+    sums.emplace_back(sum, k);
+  });
+  for (Chunk* c : {&fused, &primary, &backup}) ASSERT_TRUE(*c->Init(Random(1)));
+  Tensor nan = Random(99);
+  nan.f32()[5] = std::nanf("");
+  for (int step = 0; step < 5; ++step) {
+    for (int w : {2, 0, 1}) {
+      const Tensor g = step == 3 && w == 1 ? nan : Random(100 * step + w);
+      ASSERT_TRUE(fused.Push(w, step, step, g, &counters).ok());
+      ASSERT_TRUE(primary.Push(w, step, step, g, &counters).ok());
+    }
+    ASSERT_EQ(sums.size(), static_cast<size_t>(step + 1));
+    ASSERT_TRUE(backup.ApplyStep(step, sums.back().first, sums.back().second, &counters).ok());
+  }
+  EXPECT_EQ(sums[3].second, 2);
+  EXPECT_TRUE(SameBits(fused.values(), primary.values()));
+  EXPECT_TRUE(SameBits(fused.values(), backup.values()));
+  EXPECT_TRUE(SameBits(fused.Snapshot().slots[0], backup.Snapshot().slots[0]));
+  EXPECT_TRUE(SameBits(*fused.ValuesAt(4), *backup.ValuesAt(4)));
+  // A replayed step that does not follow on is an error, not a silent divergence.
+  EXPECT_FALSE(backup.ApplyStep(7, sums[0].first, 3, &counters).ok());
 }
 
 TEST(ReplicaStateTest, AsyncStateCarriesEachWorkersClock) {
