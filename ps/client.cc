@@ -110,7 +110,11 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
       const bool replicated = impl->options_.job.ps_replicas > 1;
       if (replicated) impl->Claim(s, claims);
       const bool counts = replicated ? !claims.empty() : owner;
-      join->Part(r.status(), [&](int64_t&, LowestVersion& lowest) {
+      // With replicas a server found dead (kNetwork: it failed over) is no reason to fail: the
+      // other replica serves its groups.
+      const Status status =
+          replicated && r.status().code() == StatusCode::kNetwork ? Status::Ok() : r.status();
+      join->Part(status, [&](int64_t&, LowestVersion& lowest) {
         if (counts) lowest.Add(v);  // a server without chunks restored nothing
       });
     });

@@ -158,34 +158,39 @@ class Client::Impl {
     }
   }
 
-  // Every half second, a ping to each server that owes this client a reply (unless one sent in
-  // the last second is still unanswered). A live server answers at once, whatever the reply waits
-  // for; a dead one's ping waits in the socket and reaches its successor, whose pong carries a new
-  // incarnation.
+  // Every quarter second, a ping to each server that owes this client a reply. A live server
+  // answers at once, whatever the reply waits for; a dead one's pings wait in the socket and
+  // reach its successor, whose pong carries a new incarnation. With replicas, a server that has
+  // said nothing for kSilenceLimit since a ping went out is taken for dead (a hung or frozen
+  // process, a lost host: 1.25-1.75 s after it stopped) and its groups fail over.
+  static constexpr auto kProbeInterval = std::chrono::milliseconds(250);
+  static constexpr auto kSilenceLimit = std::chrono::milliseconds(1250);
+
   void ProbeServers() {
     if (!next_probe_.expired()) return;
-    next_probe_ = Deadline::After(std::chrono::milliseconds(500));
+    next_probe_ = Deadline::After(kProbeInterval);
     std::vector<bool> owes(sockets_.size(), false);
     for (const auto& [id, p] : pending_) owes[p.server] = true;
     for (size_t s = 0; s < sockets_.size(); ++s) {
-      if (!owes[s] || probing_[s]) continue;
-      probing_[s] = true;
+      if (!owes[s]) {
+        silent_since_[s].reset();
+        continue;
+      }
+      if (!silent_since_[s]) silent_since_[s] = Deadline::Clock::now();
       Call call;
       call.server = static_cast<int>(s);
       call.message.emplace(NewMessage(proto::MessageType::PING));
       call.what = "liveness ping";
-      // Short-lived: a ping lost with a dead server must not keep the next one from going out.
-      call.timeout = std::chrono::seconds(1);
-      call.done = [this, s](Result<IncomingMessage> r) {
-        probing_[s] = false;
-        missed_pings_[s] = r.ok() ? 0 : missed_pings_[s] + 1;
-      };
+      call.timeout = kSilenceLimit;  // answered within it, or not needed any more
+      call.done = [](Result<IncomingMessage>) {};
       Send(std::move(call));
     }
-    // Two pings in a row unanswered (about two seconds): with replicas, the server is taken for
-    // dead and its groups fail over to their other replica.
     for (size_t s = 0; s < sockets_.size(); ++s) {
-      if (replicated() && missed_pings_[s] >= 2) FailOver(static_cast<int>(s), "stopped answering");
+      if (replicated() && silent_since_[s] &&
+          Deadline::Clock::now() - *silent_since_[s] >= kSilenceLimit) {
+        FailOver(static_cast<int>(s), "stopped answering");
+        unresponsive_[s] = true;
+      }
     }
   }
 
@@ -195,7 +200,7 @@ class Client::Impl {
   // replica, which is told to take over before anything else reaches it; what was outstanding at
   // `server` fails with kNetwork, and the caller rejoins (server_restarts() moves).
   void FailOver(int server, const std::string& why) {
-    missed_pings_[server] = 0;
+    silent_since_[server].reset();
     server_restarts_.fetch_add(1, std::memory_order_relaxed);
     std::set<int> to;
     for (size_t g = 0; g < route_.size(); ++g) {
@@ -256,6 +261,12 @@ class Client::Impl {
 
   void Send(Call call) {
     if (call.group >= 0) call.server = route_[static_cast<size_t>(call.group)];
+    if (unresponsive_[call.server] &&
+        call.message->header().getType() == proto::MessageType::REGISTER) {
+      // A rejoin does not wait for a replica found dead: the other one serves its groups.
+      call.done(NetworkError(ServerName(call.server) + " stopped answering"));
+      return;
+    }
     const uint64_t id = ++next_request_id_;
     call.message->header().setRequestId(id);
     Deadline deadline =
@@ -270,6 +281,8 @@ class Client::Impl {
   }
 
   void Complete(int server, IncomingMessage msg) {
+    silent_since_[server].reset();  // it is alive
+    unresponsive_[server] = false;
     if (const uint64_t incarnation = msg.header().getServerIncarnation(); incarnation != 0) {
       uint64_t& known = incarnations_[server];
       const bool restarted = known != 0 && known != incarnation;
@@ -325,18 +338,20 @@ class Client::Impl {
   // and a late reply to a request of the dead process must not match a request of this one.
   uint64_t next_request_id_ = static_cast<uint64_t>(std::random_device{}()) << 32;
   std::map<uint64_t, Pending> pending_;  // I/O thread only
-  // Per server, I/O thread only: the incarnation its replies carry (0: none seen yet) and
-  // whether a liveness ping is on its way.
+  // Per server, I/O thread only: the incarnation its replies carry (0: none seen yet), and since
+  // when it has said nothing while owing replies (reset by any message from it).
   std::vector<uint64_t> incarnations_ = std::vector<uint64_t>(options_.servers.size(), 0);
-  std::vector<bool> probing_ = std::vector<bool>(options_.servers.size(), false);
-  std::vector<int> missed_pings_ = std::vector<int>(options_.servers.size(), 0);
+  std::vector<std::optional<Deadline::Clock::time_point>> silent_since_ =
+      std::vector<std::optional<Deadline::Clock::time_point>>(options_.servers.size());
+  // With replicas: found silent and failed over, and not heard from since.
+  std::vector<bool> unresponsive_ = std::vector<bool>(options_.servers.size(), false);
   // Per replica group, I/O thread only: the server its chunks' requests go to (the primary).
   std::vector<int> route_ = [this] {
     std::vector<int> r(static_cast<size_t>(options_.job.servers));
     for (size_t g = 0; g < r.size(); ++g) r[g] = static_cast<int>(g);
     return r;
   }();
-  Deadline next_probe_ = Deadline::After(std::chrono::milliseconds(500));
+  Deadline next_probe_ = Deadline::After(kProbeInterval);
 
  public:
   std::atomic<uint64_t> server_restarts_{0};
