@@ -132,6 +132,9 @@ class Shard {
   std::vector<ReplicaRole> roles_;                    // per chunk
   std::unique_ptr<std::atomic<int64_t>[]> versions_;  // per chunk, mirrored for readers
   ShardCounters counters_;
+  // What a backup replays: kept apart, so that a server's statistics count the updates it
+  // applied as a primary, and a job's sum over its servers counts each update once.
+  ShardCounters replica_counters_;
   std::set<uint32_t> nonfinite_logged_;   // workers whose non-finite gradient was logged
   std::set<int> dropped_backups_logged_;  // peers whose silence was logged
   std::thread thread_;

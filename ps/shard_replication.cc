@@ -137,7 +137,7 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
       s = ProtocolError("a step's sum of " + std::to_string(k) + " gradients carries " +
                         std::to_string(msg.tensors().size()) + " tensors");
     } else {
-      s = chunk.ApplyStep(h.getVersion(), k > 0 ? msg.tensors()[0] : Tensor(), k, &counters_);
+      s = chunk.ApplyStep(h.getVersion(), k > 0 ? msg.tensors()[0] : Tensor(), k, &replica_counters_);
     }
   } else if (msg.tensors().size() != 1) {
     s = ProtocolError("replicate carries " + std::to_string(msg.tensors().size()) +
@@ -147,7 +147,7 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
   } else if (op == proto::ReplicaOp::PUSH) {
     // A push the primary refused (it forwards before applying) is refused here the same way and
     // changes nothing on either: acknowledged like the others.
-    (void)chunk.Push(h.getForWorker(), h.getVersion(), h.getClock(), msg.tensors()[0], &counters_,
+    (void)chunk.Push(h.getForWorker(), h.getVersion(), h.getClock(), msg.tensors()[0], &replica_counters_,
                      h.getReplacesPending());
   } else {
     s = ProtocolError("unknown replicate operation");

@@ -354,6 +354,28 @@ TEST_F(RestartTest, KilledServerWithReplicasFailsOverAndTheFinalParametersAreBit
   }
 }
 
+// Async with replicas (2 servers, 3 workers): a server and then a worker killed. Every chunk
+// ends at exactly workers x steps versions, so no iteration was lost or applied twice across
+// the failover (the backup replays the primary's pushes in its order; the rejoining worker's
+// repeats are dropped); the job trains as well as the undisturbed one.
+TEST_F(RestartTest, AsyncReplicasApplyEveryIterationOnceAcrossAFailover) {
+  servers_ = 2;
+  const std::vector<std::string> job = {"--mode", "async", "--lr", "0.01", "--ps-replicas", "2"};
+  ASSERT_EQ(RunWithKills({}, job, "mlp", 300), 0);
+  const double accuracy = SummaryDouble("test_accuracy");
+  const std::string exact = "\"final_versions\":[900,900]";
+  EXPECT_NE(dir_.Read("summary.json").find(exact), std::string::npos);
+  fs::remove_all(dir_ / "run");
+  fs::remove(dir_ / "summary.json");
+  ASSERT_EQ(RunWithKills({{-1, 100, 2}, {1, 200, 1}}, job, "mlp", 300), 0);
+  const std::string out = dir_.Read("out.txt");
+  EXPECT_NE(out.find("ps:0 was killed by SIGKILL; its chunks fail over to ps:1"),
+            std::string::npos);
+  EXPECT_NE(dir_.Read("summary.json").find(exact), std::string::npos) << dir_.Read("summary.json");
+  EXPECT_EQ(SummaryNumber("failovers"), 1);
+  EXPECT_NEAR(SummaryDouble("test_accuracy"), accuracy, 0.01);
+}
+
 // --servers 1 --ps-replicas 2: the launcher adds a standby server holding the backups. Killing
 // the only primary fails over to the standby; killing the standby leaves the primary serving
 // alone until the standby rejoins. Both end with the undisturbed job's bits.

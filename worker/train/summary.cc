@@ -55,6 +55,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["batch_size"] = job.batch_size;
   j["dropped_stale"] = s.dropped_stale;
   j["updates_applied"] = s.updates_applied;
+  j["final_versions"] = {s.final_version_min, s.final_version_max};
   j["mean_staleness"] = JsonNumber(s.mean_staleness);
   j["p99_staleness"] = JsonNumber(s.p99_staleness);
   j["rank"] = rank;

@@ -24,6 +24,9 @@ struct TrainingSummary {
   double train_seconds = 0;
   double examples_per_sec = 0;  // all workers together (chief) or this worker
   int64_t steps = 0;            // sync: global steps; async/ssp: this worker's iterations
+  // Chief: the lowest and highest chunk version of the final parameters (sync: steps; async
+  // and SSP: every worker's iterations, each applied once per chunk).
+  int64_t final_version_min = 0, final_version_max = 0;
   int epochs = 0;
   uint64_t dropped_stale = 0;  // summed over servers (chief)
   double mean_staleness = 0;   // over every update applied (chief)

@@ -286,7 +286,8 @@ class Trainer::Impl {
     const int64_t final_version = sync ? total : int64_t{workers} * total;
     std::vector<int64_t> finals(num_vars_, final_version);
     IssuePulls(finals, /*advance=*/false, 0, final_version);
-    TOWERPS_RETURN_IF_ERROR(WaitPulls(&finals));
+    TOWERPS_RETURN_IF_ERROR(WaitPulls(&finals, &s->final_version_max));
+    s->final_version_min = *std::min_element(finals.begin(), finals.end());
     TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(towers_->model(0), *test_batcher_));
     s->test_accuracy = eval.accuracy;
     s->test_loss = eval.mean_loss;
@@ -345,10 +346,12 @@ class Trainer::Impl {
   }
 
   // Waits for the outstanding pulls and loads the values into every tower.
-  Status WaitPulls(std::vector<int64_t>* versions) {
+  // `max_version` (may be null): the highest chunk version seen.
+  Status WaitPulls(std::vector<int64_t>* versions, int64_t* max_version = nullptr) {
     for (int v = 0; v < num_vars_; ++v) {
       TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls_[v]));
       (*versions)[v] = p.version;
+      if (max_version) *max_version = std::max(*max_version, p.max_version);
       for (int t = 0; t < towers_->size(); ++t) p.CopyTo(towers_->model(t).value(v).data());
     }
     return Status::Ok();
