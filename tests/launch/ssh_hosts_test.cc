@@ -331,6 +331,26 @@ TEST_F(SshHostsTest, KilledRemoteServerWithCheckpointsIsRestartedAndTheJobComple
   EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
 }
 
+// With --ps-replicas 2 the two servers (on h1 and h3) each back up the other's chunks: the one on
+// h1 killed mid-run fails over to h3, is restarted over ssh with --rejoin, takes its chunks'
+// state from h3, and the job completes.
+TEST_F(SshHostsTest, KilledRemoteServerWithReplicasFailsOverAndTheJobCompletes) {
+  Result<Subprocess> job =
+      LaunchOnHosts("replica", {"--max-steps", "400", "--log-every", "10", "--ps-replicas", "2"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  const pid_t server = FindProcess(1, BinDir() + "/towerps-server", seconds(60));
+  ASSERT_GT(server, 0) << Output("replica");
+  AwaitOutput("replica", "[worker:0] step 150,", seconds(120));
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+  ASSERT_EQ(job->Wait(Deadline::After(seconds(240))), 0) << Output("replica");
+  EXPECT_TRUE(OutputHas("replica", "ps:0 on " + Address(1) +
+                                       " was killed by SIGKILL; its chunks fail over to ps:1; "
+                                       "restarting it as their backup (1 of 3)"))
+      << Output("replica");
+  EXPECT_TRUE(OutputHas("replica", "restarted ps:0 1x")) << Output("replica");
+  EXPECT_EQ(AwaitNoOrphans(seconds(20)), std::vector<std::string>{});
+}
+
 TEST_F(SshHostsTest, KilledLauncherTakesEveryRemoteProcessWithIt) {
   Result<Subprocess> job = LaunchOnHosts("crash", {"--epochs", "100", "--grace-ms", "3000"});
   ASSERT_TRUE(job.ok()) << job.status();
