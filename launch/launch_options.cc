@@ -146,7 +146,9 @@ RestartPolicy MakeRestartPolicy(const LaunchOptions& o, const std::string& run_d
         const std::string other = "ps:" + std::to_string(ps::OtherReplica(o.job, g, r));
         if (to.find(other) == std::string::npos) to += (to.empty() ? "" : " and ") + other;
       }
-      p.failover.push_back("its chunks fail over to " + to);
+      // A standby (--servers 1) is the primary of nothing: its peer just serves alone meanwhile.
+      p.failover.push_back(r < o.job.servers ? "its chunks fail over to " + to
+                                             : to + " serves without its backups meanwhile");
     }
   }
   return p;

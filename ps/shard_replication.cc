@@ -11,7 +11,6 @@ namespace towerps::ps {
 
 void Shard::Forward(size_t index, proto::ReplicaOp op, const IncomingMessage* request) {
   const Chunk& chunk = *chunks_[index];
-  ReplicaRole& role = roles_[index];
   OutgoingMessage m(proto::MessageType::REPLICATE);
   auto h = m.header();
   h.setSenderRole(proto::Role::SERVER);
