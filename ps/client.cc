@@ -4,6 +4,7 @@
 
 #include "ps/call_join.h"
 #include "ps/client_impl.h"
+#include "ps/variable_wire.h"
 
 namespace towerps::ps {
 namespace {
@@ -80,18 +81,7 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
     auto h = m.header();
     h.setModelSignature(model_signature);
     h.setConfigFingerprint(impl_->job_id_);
-    auto vars = h.initVariables(static_cast<unsigned>(variables.size()));
-    for (size_t i = 0; i < variables.size(); ++i) {
-      auto v = vars[static_cast<unsigned>(i)];
-      v.setName(variables[i].name);
-      v.setDtype(static_cast<proto::DType>(variables[i].dtype));
-      v.setKind(static_cast<uint8_t>(variables[i].kind));
-      v.setDecay(variables[i].decay);
-      auto shape = v.initShape(static_cast<unsigned>(variables[i].shape.size()));
-      for (size_t d = 0; d < variables[i].shape.size(); ++d) {
-        shape.set(static_cast<unsigned>(d), variables[i].shape[d]);
-      }
-    }
+    WriteVariables(variables, h);
     const auto fields = impl_->options_.job.Fields();
     auto list = h.initConfigFields(static_cast<unsigned>(fields.size()));
     for (size_t i = 0; i < fields.size(); ++i) {

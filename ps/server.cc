@@ -10,6 +10,7 @@
 #include "ps/replica_set.h"
 #include "ps/reply.h"
 #include "ps/variable.h"
+#include "ps/variable_wire.h"
 
 namespace towerps::ps {
 namespace {
@@ -301,16 +302,9 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   if (s.ok() && h.getSenderRank() >= static_cast<uint32_t>(options_.job.workers)) {
     s = InvalidArgumentError(who + " is outside --workers=" + std::to_string(options_.job.workers));
   }
-  std::vector<VariableSpec> vars;
-  for (auto v : h.getVariables()) {
-    VariableSpec spec;
-    spec.name = v.getName().cStr();
-    for (int64_t d : v.getShape()) spec.shape.push_back(d);
-    spec.dtype = static_cast<DType>(v.getDtype());
-    spec.kind = static_cast<VariableKind>(v.getKind());
-    spec.decay = v.getDecay();
+  const std::vector<VariableSpec> vars = ReadVariables(h);
+  for (const VariableSpec& spec : vars) {
     if (s.ok()) s = ValidateVariableKind(spec).WithContext(who);
-    vars.push_back(std::move(spec));
   }
   if (s.ok() && !placement_) {
     s = EstablishModel(vars, h.getModelSignature());

@@ -7,7 +7,7 @@
 #include "ps/replica_set.h"
 #include "ps/reply.h"
 #include "ps/server.h"
-#include "ps/variable.h"
+#include "ps/variable_wire.h"
 
 namespace towerps::ps {
 
@@ -90,16 +90,7 @@ void Server::HandleLinkMessage(int peer, IncomingMessage msg) {
     }
     case proto::MessageType::JOIN_REPLY: {
       joins_pending_.erase(peer);
-      std::vector<VariableSpec> vars;
-      for (auto v : h.getVariables()) {
-        VariableSpec spec;
-        spec.name = v.getName().cStr();
-        for (int64_t d : v.getShape()) spec.shape.push_back(d);
-        spec.dtype = static_cast<DType>(v.getDtype());
-        spec.kind = static_cast<VariableKind>(v.getKind());
-        spec.decay = v.getDecay();
-        vars.push_back(std::move(spec));
-      }
+      const std::vector<VariableSpec> vars = ReadVariables(h);
       if (!placement_) {
         Status s = EstablishModel(vars, h.getModelSignature());
         if (!s.ok()) {
@@ -173,17 +164,7 @@ void Server::HandleJoin(const IncomingMessage& msg) {
   }
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::JOIN_REPLY);
   reply.header().setModelSignature(model_signature_);
-  auto vars = reply.header().initVariables(static_cast<unsigned>(variables_.size()));
-  for (size_t i = 0; i < variables_.size(); ++i) {
-    const VariableSpec& v = variables_[i];
-    auto out = vars[static_cast<unsigned>(i)];
-    out.setName(v.name);
-    auto shape = out.initShape(static_cast<unsigned>(v.shape.size()));
-    for (size_t d = 0; d < v.shape.size(); ++d) shape.set(static_cast<unsigned>(d), v.shape[d]);
-    out.setDtype(static_cast<proto::DType>(v.dtype));
-    out.setKind(static_cast<uint8_t>(v.kind));
-    out.setDecay(v.decay);
-  }
+  WriteVariables(variables_, reply.header());
   SendOrLog(std::move(reply));
   const size_t n = PromoteGroupsSharedWith(peer, ShardTask::Kind::kPeerJoined);
   TOWERPS_LOG(kInfo) << "server " << peer << " restarted: it becomes the backup of " << n

@@ -9,14 +9,25 @@
 
 namespace towerps::ps {
 
-void Shard::Forward(size_t index, proto::ReplicaOp op, const IncomingMessage* request) {
-  const Chunk& chunk = *chunks_[index];
+namespace {
+
+// A replicate message for `chunk`, carrying `op`.
+OutgoingMessage NewForward(const Chunk& chunk, proto::ReplicaOp op) {
   OutgoingMessage m(proto::MessageType::REPLICATE);
   auto h = m.header();
   h.setSenderRole(proto::Role::SERVER);
   h.setVariableId(chunk.spec().variable_id);
   h.setChunkId(chunk.spec().chunk_id);
   h.setReplicaOp(op);
+  return m;
+}
+
+}  // namespace
+
+void Shard::Forward(size_t index, proto::ReplicaOp op, const IncomingMessage* request) {
+  const Chunk& chunk = *chunks_[index];
+  OutgoingMessage m = NewForward(chunk, op);
+  auto h = m.header();
   if (op == proto::ReplicaOp::STATE) {
     AddReplicaState(chunk.Snapshot(/*replica=*/true), &m);
   } else {
@@ -33,12 +44,8 @@ void Shard::Forward(size_t index, proto::ReplicaOp op, const IncomingMessage* re
 
 void Shard::ForwardStep(size_t index, int64_t step, const Tensor& sum, int k) {
   const Chunk& chunk = *chunks_[index];
-  OutgoingMessage m(proto::MessageType::REPLICATE);
+  OutgoingMessage m = NewForward(chunk, proto::ReplicaOp::STEP);
   auto h = m.header();
-  h.setSenderRole(proto::Role::SERVER);
-  h.setVariableId(chunk.spec().variable_id);
-  h.setChunkId(chunk.spec().chunk_id);
-  h.setReplicaOp(proto::ReplicaOp::STEP);
   h.setVersion(step);
   h.setStepGradients(k);
   // Zero copy: the chunk never writes a step's sum after handing it out.
@@ -136,7 +143,8 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
       s = ProtocolError("a step's sum of " + std::to_string(k) + " gradients carries " +
                         std::to_string(msg.tensors().size()) + " tensors");
     } else {
-      s = chunk.ApplyStep(h.getVersion(), k > 0 ? msg.tensors()[0] : Tensor(), k, &replica_counters_);
+      s = chunk.ApplyStep(h.getVersion(), k > 0 ? msg.tensors()[0] : Tensor(), k,
+                          &replica_counters_);
     }
   } else if (msg.tensors().size() != 1) {
     s = ProtocolError("replicate carries " + std::to_string(msg.tensors().size()) +
@@ -146,8 +154,8 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
   } else if (op == proto::ReplicaOp::PUSH) {
     // A push the primary refused (it forwards before applying) is refused here the same way and
     // changes nothing on either: acknowledged like the others.
-    (void)chunk.Push(h.getForWorker(), h.getVersion(), h.getClock(), msg.tensors()[0], &replica_counters_,
-                     h.getReplacesPending());
+    (void)chunk.Push(h.getForWorker(), h.getVersion(), h.getClock(), msg.tensors()[0],
+                     &replica_counters_, h.getReplacesPending());
   } else {
     s = ProtocolError("unknown replicate operation");
   }

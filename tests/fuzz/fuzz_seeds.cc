@@ -16,6 +16,7 @@
 
 #include "common/message.h"
 #include "ps/checkpoint.h"
+#include "ps/replica_set.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -103,6 +104,22 @@ void MessageSeeds() {
   OutgoingMessage error(proto::MessageType::ERROR);
   SetStatus(error.header(), ProtocolError("payload 0 shape [2] does not match"));
   Write("message", "error", Frames(error));
+
+  // A chunk's state for a joining backup, as the message harness's job expects it (4 elements,
+  // momentum, 3 workers): values, the momentum slot, the previous values, one pending gradient.
+  ps::ChunkState state;
+  state.version = 2;
+  state.updates = 2;
+  state.values = Iota({4}, DType::kFloat32);
+  state.slots = {Iota({4}, DType::kFloat32)};
+  state.worker_clocks = {2, 2, 1};
+  state.previous_version = 1;
+  state.previous_values = Iota({4}, DType::kFloat32);
+  state.pending = {{1, Iota({4}, DType::kFloat32)}, {2, Tensor()}};
+  OutgoingMessage replicate(proto::MessageType::REPLICATE);
+  replicate.header().setReplicaOp(proto::ReplicaOp::STATE);
+  ps::AddReplicaState(state, &replicate);
+  Write("message", "replicate-state", Frames(replicate));
 }
 
 void CheckpointSeeds() {

@@ -3,6 +3,9 @@
 // validates them under small WireLimits, and a message it accepts is read field by field through
 // the generated getters, as the server and the client read one. A kj::Exception escaping either
 // step, a payload that disagrees with its metadata, or an error other than kProtocol is a finding.
+// A replicate message's chunk state is also read as a joining backup reads it (ReadReplicaState,
+// for a small chunk of a fixed job) and, when accepted, restored into a chunk that then takes a
+// step: a state it accepts must be one a chunk can hold.
 #include <zmq.hpp>
 
 #include <bit>
@@ -12,6 +15,7 @@
 
 #include "common/internal/wire_codec.h"
 #include "common/message.h"
+#include "ps/replica_set.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -92,9 +96,36 @@ void ReadHeader(proto::Header::Reader h) {
   Use(static_cast<uint64_t>(s.getMinVersion()));
   Use(static_cast<uint64_t>(s.getMaxVersion()));
   for (uint64_t bucket : s.getStalenessHistogram()) Use(bucket);
+  Use(static_cast<uint16_t>(h.getReplicaOp()));
+  Use(static_cast<uint32_t>(h.getForWorker()));
+  Use(static_cast<uint32_t>(h.getFailedServer()));
+  Use(static_cast<uint32_t>(h.getStepGradients()));
+  for (uint32_t g : h.getPrimaryGroups()) Use(g);
   // What the client makes of an error reply, and what the server logs.
   Use(towerps::StatusFromHeader(h).message().size());
   Use(towerps::MessageTypeName(h.getType()).size());
+}
+
+void ReadReplicaState(const IncomingMessage& m) {
+  if (m.type() != proto::MessageType::REPLICATE) return;
+  towerps::ps::JobConfig job;
+  job.workers = 3;
+  job.ps_replicas = 2;
+  const towerps::ps::ChunkSpec spec{0, 0, 0, 4, 16, 0};
+  Result<towerps::ps::ChunkState> state = towerps::ps::ReadReplicaState(m, spec, job);
+  if (!state.ok()) {
+    FUZZ_CHECK(state.status().code() == StatusCode::kProtocol,
+               "a bad replicated state must be kProtocol: " + state.status().ToString());
+    return;
+  }
+  towerps::ps::Chunk chunk(spec, job);
+  chunk.Restore(*state);
+  towerps::ps::ShardCounters counters;
+  if (!chunk.initialized()) return;
+  towerps::Tensor g = towerps::Tensor::Empty({4});
+  for (int i = 0; i < 4; ++i) g.f32()[i] = 0.25f * static_cast<float>(i);
+  for (int w = 0; w < 3; ++w) (void)chunk.Push(w, chunk.version(), 0, g, &counters);
+  Use(static_cast<uint64_t>(chunk.version()));
 }
 
 }  // namespace
@@ -113,5 +144,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ReadHeader(m->header());
   ReadTensors(*m);
+  ReadReplicaState(*m);
   return 0;
 }
