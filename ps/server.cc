@@ -247,6 +247,9 @@ bool Server::MayShutDown(const std::string& peer) {
 }
 
 void Server::Dispatch(IncomingMessage msg) {
+  if (const int peer = PeerRank(msg.peer()); peer >= 0 && msg.header().getServerIncarnation()) {
+    peer_incarnations_[peer] = msg.header().getServerIncarnation();
+  }
   switch (msg.type()) {
     case proto::MessageType::PING: {
       SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
@@ -286,7 +289,11 @@ void Server::Dispatch(IncomingMessage msg) {
       HandleJoin(msg);
       return;
     case proto::MessageType::TAKE_OVER:
-      HandleTakeOver(msg);
+      if (PeerRank(msg.peer()) >= 0) {
+        HandleReplaced(msg);
+      } else {
+        HandleTakeOver(msg);
+      }
       return;
     default:
       SendOrLog(ErrorReply(msg, InvalidArgumentError("a server does not accept " +

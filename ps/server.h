@@ -105,6 +105,10 @@ class Server {
   void HandleLinkMessage(int peer, IncomingMessage msg);
   void HandleJoin(const IncomingMessage& msg);
   void HandleTakeOver(const IncomingMessage& msg);
+  // A takeOver from a peer server: this process was replaced if it names its incarnation.
+  void HandleReplaced(const IncomingMessage& msg);
+  // The rank of a peer server from its routing id ("server:3"); -1 for anyone else.
+  int PeerRank(const std::string& routing_id) const;
   void HandleReplicate(IncomingMessage msg);
   // Posts `kind` to the shards for every chunk of the groups this server shares with `peer`,
   // and becomes their primary; returns how many chunks.
@@ -126,6 +130,7 @@ class Server {
   std::map<int, std::unique_ptr<Socket>> links_;         // peer rank -> link
   std::set<int> primary_groups_;                         // groups this server is the primary of
   std::set<int> joins_pending_;                          // peers whose joinReply is awaited
+  std::map<int, uint64_t> peer_incarnations_;  // the last incarnation each peer's messages carried
   Deadline joins_due_ = Deadline::After(std::chrono::hours(1));
   std::vector<IncomingMessage> early_replicates_;  // joining: arrived before the model
   bool deposed_ = false;

@@ -75,8 +75,16 @@ Status Server::CheckJoins() {
                       " ms; without a live replica its chunks cannot be recovered");
 }
 
+int Server::PeerRank(const std::string& routing_id) const {
+  for (const auto& [rank, link] : links_) {
+    if (routing_id == "server:" + std::to_string(rank)) return rank;
+  }
+  return -1;
+}
+
 void Server::HandleLinkMessage(int peer, IncomingMessage msg) {
   auto h = msg.header();
+  if (h.getServerIncarnation() != 0) peer_incarnations_[peer] = h.getServerIncarnation();
   switch (msg.type()) {
     case proto::MessageType::REPLICATE_REPLY: {
       auto it = homes_.find({h.getVariableId(), h.getChunkId()});
@@ -149,10 +157,7 @@ size_t Server::PromoteGroupsSharedWith(int peer, ShardTask::Kind kind) {
 
 void Server::HandleJoin(const IncomingMessage& msg) {
   const std::string& who = msg.peer();
-  int peer = -1;
-  for (const auto& [rank, link] : links_) {
-    if (who == "server:" + std::to_string(rank)) peer = rank;
-  }
+  const int peer = PeerRank(who);
   if (peer < 0) {
     SendOrLog(ErrorReply(
         msg, FailedPreconditionError(PeerName(who) + " shares no chunks with this server")));
@@ -183,8 +188,24 @@ void Server::HandleTakeOver(const IncomingMessage& msg) {
   if (primary_groups_ != before) {
     TOWERPS_LOG(kWarning) << PeerName(msg.peer()) << " found server " << failed
                           << " dead: this server is now the primary of its " << n << " chunks";
+    // If it was only hung, it must not go on as a primary once it wakes: tell it. (A dead one's
+    // successor sees another incarnation and ignores this.)
+    if (auto it = peer_incarnations_.find(failed); it != peer_incarnations_.end()) {
+      OutgoingMessage replaced(proto::MessageType::TAKE_OVER);
+      replaced.header().setSenderRole(proto::Role::SERVER);
+      replaced.header().setFailedServer(failed);
+      replaced.header().setReplacedIncarnation(it->second);
+      SendToPeer(failed, std::move(replaced));
+    }
   }
   SendOrLog(ReplyTo(msg, proto::MessageType::TAKE_OVER_REPLY));
+}
+
+void Server::HandleReplaced(const IncomingMessage& msg) {
+  if (msg.header().getReplacedIncarnation() != incarnation_) return;  // meant for a predecessor
+  TOWERPS_LOG(kError) << PeerName(msg.peer())
+                      << " took over this server's chunks: the workers found it unresponsive";
+  deposed_ = true;
 }
 
 }  // namespace towerps::ps

@@ -33,7 +33,8 @@ enum MessageType {
   replicateReply @16;  # the backup's chunk version after applying it
   join @17;            # a restarted server -> its peer: send me the state of the chunks we share
   joinReply @18;       # carries the model (variables, signature); the states follow as replicates
-  takeOver @19;        # worker -> backup: Header.failedServer is gone; become the primary
+  takeOver @19;        # worker -> backup: Header.failedServer is gone; become the primary. Then
+                       # backup -> failedServer: you were replaced (Header.replacedIncarnation)
   takeOverReply @20;
 }
 
@@ -150,6 +151,10 @@ struct Header {
   failedServer @25 :Int32;
   # replicate (step): how many gradients the forwarded sum adds up.
   stepGradients @26 :Int32;
+  # takeOver from a server to the one it replaced: the incarnation replaced. A process with that
+  # incarnation (alive after all: it was hung) stops and rejoins as the backup; a restarted one
+  # (another incarnation) ignores it.
+  replacedIncarnation @27 :UInt64;
 }
 
 enum ReplicaOp {

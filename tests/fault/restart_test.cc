@@ -394,10 +394,9 @@ TEST_F(RestartTest, OneServerWithAStandbySurvivesTheDeathOfEither) {
   }
 }
 
-// A primary that stops answering (SIGSTOP) is taken for dead by the workers after two missed
-// pings, and its backup takes over. When it wakes up, a forward of a push that was waiting in
-// its socket is refused: it learns it was replaced, exits 75, and the launcher restarts it as the
-// backup (or, with nothing left to forward, it idles to the end). Same bits either way.
+// A primary that stops answering (SIGSTOP) is taken for dead by the workers after 1.25 s of
+// silence, and its backup takes over and tells it so. When it wakes up it reads that it was
+// replaced, exits 75, and the launcher restarts it as the backup. Same bits.
 TEST_F(RestartTest, SilentPrimaryIsReplacedAndRejoinsWhenItWakes) {
   Result<Subprocess> job =
       Start(JobArgv(dir_.path(), {"--ps-replicas", "2"}, "cnn", kSteps, workers_), "out.txt");
