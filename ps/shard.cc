@@ -31,6 +31,13 @@ size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role) {
 void Shard::Start() {
   versions_ = std::make_unique<std::atomic<int64_t>[]>(chunks_.size());
   for (size_t i = 0; i < chunks_.size(); ++i) versions_[i].store(chunks_[i]->version());
+  // Restored from a checkpoint: the backup restored its own, maybe of another version; it takes
+  // this one's state, whose acknowledgement opens the pulls.
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    if (roles_[i].backup_live && chunks_[i]->initialized()) {
+      Forward(i, proto::ReplicaOp::STATE, nullptr);
+    }
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 

@@ -376,6 +376,23 @@ TEST_F(RestartTest, AsyncReplicasApplyEveryIterationOnceAcrossAFailover) {
   EXPECT_NEAR(SummaryDouble("test_accuracy"), accuracy, 0.01);
 }
 
+// Replicas and checkpoints together: a job run again on its checkpoints (each server restores
+// its own) resumes; the primary first sends the backup its state, whose acknowledgement lets the
+// workers' pulls through. The rerun has nothing left to do and ends with the same parameters.
+TEST_F(RestartTest, ReplicatedJobResumesFromItsCheckpoints) {
+  servers_ = 2;
+  workers_ = 2;
+  const std::vector<std::string> job = {"--ps-replicas",      "2",
+                                        "--checkpoint-dir",   (dir_ / "ckpt").string(),
+                                        "--checkpoint-every", "30"};
+  ASSERT_EQ(RunWithKills({}, job, "mlp", 100), 0);
+  const std::string first = dir_.Read("final.bin");
+  fs::remove_all(dir_ / "run");
+  fs::remove(dir_ / "final.bin");
+  ASSERT_EQ(RunWithKills({}, job, "mlp", 100), 0);
+  EXPECT_TRUE(dir_.Read("final.bin") == first);
+}
+
 // --servers 1 --ps-replicas 2: the launcher adds a standby server holding the backups. Killing
 // the only primary fails over to the standby; killing the standby leaves the primary serving
 // alone until the standby rejoins. Both end with the undisturbed job's bits.
