@@ -13,6 +13,7 @@
 #include "launch/hostfile.h"
 #include "launch/job_supervisor.h"
 #include "launch/process_group.h"
+#include "ps/replica_set.h"
 
 namespace towerps::launch {
 namespace {
@@ -112,12 +113,22 @@ Status HostfileLauncher::Run() {
   ProcessGroup group(run_dir_);
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
   std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
-  // Servers go round-robin over the hosts, so that with several hosts a chunk's backup (on the
-  // next server) is on another host than its primary.
-  std::vector<std::string> peers;
+  // Servers go round-robin over the hosts, so that a chunk's backup (on the next server) is on
+  // another host than its primary, unless there are fewer hosts than needed (warned below).
+  std::vector<std::string> peers, server_hosts;
   for (const HostPlacement& p : plan) {
     if (p.server && o.job.ps_replicas > 1) {
       peers.push_back("tcp://" + p.host + ":" + std::to_string(o.base_port + p.rank));
+      server_hosts.push_back(p.host);
+    }
+  }
+  for (int g = 0; g < o.job.servers && o.job.ps_replicas > 1; ++g) {
+    const std::vector<int> copies = ps::ReplicasOf(o.job, g);
+    if (server_hosts[copies[0]] == server_hosts[copies[1]]) {
+      std::printf(
+          "[launch] warning: both copies of ps:%d's chunks (ps:%d and ps:%d) are on %s: "
+          "that host's loss would lose them; give the hostfile more server hosts\n",
+          g, copies[0], copies[1], server_hosts[copies[0]].c_str());
     }
   }
   std::vector<std::string> endpoints;
@@ -148,8 +159,7 @@ Status HostfileLauncher::Run() {
   // workers' RPC deadlines instead.
   supervisor.SetRestartPolicy(MakeRestartPolicy(o, run_dir_, /*workers_local=*/false));
   // The plan lists the servers first, so they are the group's first children.
-  TOWERPS_RETURN_IF_ERROR(
-      supervisor.RunToCompletion(static_cast<size_t>(o.job.ServerProcesses())));
+  TOWERPS_RETURN_IF_ERROR(supervisor.RunToCompletion(static_cast<size_t>(o.job.ServerProcesses())));
   std::map<std::string, int> restarts;
   for (const auto& [i, n] : supervisor.restarts()) restarts[group.tag(i)] = n;
   return RecordRestartsInSummary(o, restarts);

@@ -15,7 +15,9 @@
 //  - Destroying the client fails outstanding calls with kCancelled.
 //  - A server that restarts (its replies carry a new incarnation) fails every call outstanding
 //    there with kNetwork, at once rather than at the deadline: while a server owes replies, the
-//    client pings it every half second, and a restarted server answers the ping.
+//    client pings it every 250 ms, and a restarted server answers the ping. With --ps-replicas 2
+//    a server silent for 1.25 s, or one that answers it holds only the backup, sends its groups
+//    to the other replica (and the calls outstanding there fail with kNetwork, to be retried).
 #ifndef TOWERPS_PS_CLIENT_H_
 #define TOWERPS_PS_CLIENT_H_
 

@@ -40,6 +40,7 @@ struct Call {
 
 struct Pending {
   int server;
+  int group;  // the replica group the call went to as its primary; -1: a call to a server
   Deadline deadline;
   std::string what;
   Completion done;
@@ -208,17 +209,7 @@ class Client::Impl {
       route_[g] = OtherReplica(options_.job, static_cast<int>(g), server);
       to.insert(route_[g]);
     }
-    for (int t : to) {
-      Call call;
-      call.server = t;
-      call.message.emplace(NewMessage(proto::MessageType::TAKE_OVER));
-      call.message->header().setFailedServer(server);
-      call.what = "take-over of server " + std::to_string(server) + "'s chunks";
-      call.done = [this, t](Result<IncomingMessage> r) {
-        if (!r.ok()) TOWERPS_LOG(kError) << ServerName(t) << ": " << r.status().ToString();
-      };
-      Send(std::move(call));
-    }
+    for (int t : to) SendTakeOver(t, server, /*unresponsive=*/true);
     TOWERPS_LOG(kWarning) << ServerName(server) << " " << why
                           << (to.empty() ? std::string("; it was the primary of nothing")
                                          : "; its chunks fail over to server " +
@@ -250,13 +241,42 @@ class Client::Impl {
  private:
   // A reply from a new incarnation of `server`: it restarted, and what was outstanding there
   // will never be answered (or would be answered from its restored state).
+  // Without replicas it came back from its checkpoint; with replicas it is the backup now, or
+  // will be (its requests answer which server is the primary: NotPrimary).
   void ServerRestarted(int server) {
     server_restarts_.fetch_add(1, std::memory_order_relaxed);
     TOWERPS_LOG(kWarning) << ServerName(server)
                           << " restarted; failing the requests outstanding there";
     FailOutstanding(server, NetworkError(ServerName(server) +
-                                         " restarted (restored from its last checkpoint): the "
-                                         "requests outstanding there are lost"));
+                                         " restarted: the requests outstanding there are lost"));
+  }
+
+  // `server` answered a request for `group` that it holds only the backup: the other replica is
+  // the primary (it took over, or will once this server's join reaches it). The call fails with
+  // kNetwork, so that the caller rejoins there.
+  void NotPrimary(int server, int group, Pending p) {
+    server_restarts_.fetch_add(1, std::memory_order_relaxed);
+    if (route_[static_cast<size_t>(group)] == server) {
+      const int other = OtherReplica(options_.job, group, server);
+      route_[static_cast<size_t>(group)] = other;
+      SendTakeOver(other, server, /*unresponsive=*/false);
+      TOWERPS_LOG(kWarning) << ServerName(server) << " holds only the backup of group " << group
+                            << " now; its primary is server " << other;
+    }
+    p.done(NetworkError(ServerName(server) + " is not the primary of " + p.what));
+  }
+
+  void SendTakeOver(int to, int failed, bool unresponsive) {
+    Call call;
+    call.server = to;
+    call.message.emplace(NewMessage(proto::MessageType::TAKE_OVER));
+    call.message->header().setFailedServer(failed);
+    call.message->header().setUnresponsive(unresponsive);
+    call.what = "take-over of server " + std::to_string(failed) + "'s chunks";
+    call.done = [this, to](Result<IncomingMessage> r) {
+      if (!r.ok()) TOWERPS_LOG(kError) << ServerName(to) << ": " << r.status().ToString();
+    };
+    Send(std::move(call));
   }
 
   void Send(Call call) {
@@ -276,8 +296,8 @@ class Client::Impl {
       call.done(s.WithContext(call.what + " to " + ServerName(call.server)));
       return;
     }
-    pending_.emplace(id,
-                     Pending{call.server, deadline, std::move(call.what), std::move(call.done)});
+    pending_.emplace(
+        id, Pending{call.server, call.group, deadline, std::move(call.what), std::move(call.done)});
   }
 
   void Complete(int server, IncomingMessage msg) {
@@ -288,11 +308,7 @@ class Client::Impl {
       const bool restarted = known != 0 && known != incarnation;
       known = incarnation;
       if (restarted) {
-        if (replicated()) {
-          FailOver(server, "restarted");
-        } else {
-          ServerRestarted(server);
-        }
+        ServerRestarted(server);
         return;  // whatever this answers was failed with the rest
       }
     }
@@ -302,7 +318,13 @@ class Client::Impl {
     Pending p = std::move(it->second);
     pending_.erase(it);
     if (msg.type() == proto::MessageType::ERROR) {
-      p.done(StatusFromHeader(msg.header()).WithContext(ServerName(server) + " refused " + p.what));
+      const Status status = StatusFromHeader(msg.header());
+      if (replicated() && p.group >= 0 &&
+          status.message().find(kNotPrimaryMarker) != std::string::npos) {
+        NotPrimary(server, p.group, std::move(p));
+        return;
+      }
+      p.done(status.WithContext(ServerName(server) + " refused " + p.what));
       return;
     }
     p.done(std::move(msg));

@@ -6,8 +6,9 @@
 // home and by server (g + 1) mod P, P = JobConfig::ServerProcesses(): with --servers 1 a standby
 // server 1 holds the backups of everything and is the primary of nothing until a failover.
 // One of the two is the group's primary (at start, the home); the other its backup. The
-// primary forwards every init and push it accepts, in the order it applied them, and the
-// backup replays them through the same Chunk code, so both hold the same bits (ps/shard.h).
+// primary forwards what changes a chunk, in the order it applies it (the init; a sync step's sum
+// of gradients; an async/SSP push), and the backup applies it through the same Chunk code, so
+// both hold the same bits (ps/shard.h).
 //
 // Contract: free functions on values; thread-safe.
 #ifndef TOWERPS_PS_REPLICA_SET_H_
@@ -24,6 +25,10 @@ namespace towerps::ps {
 // Starts the error a promoted backup answers its old primary's forwards with; a primary that
 // reads it was replaced (its workers thought it dead) and must stop serving (ps/server.h).
 inline constexpr char kDeposedMarker[] = "this server became the primary of";
+
+// Starts the error a backup answers a worker's request with; the worker then sends the group to
+// the other replica (ps/client_impl.h).
+inline constexpr char kNotPrimaryMarker[] = "this server holds the backup of";
 
 // The servers holding group g: {home, other}; {home} without replicas.
 std::vector<int> ReplicasOf(const JobConfig& job, int group);

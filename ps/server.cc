@@ -156,6 +156,10 @@ void Server::StartShards() {
   if (shards_started_) return;
   for (auto& s : shards_) s->Start();
   shards_started_ = true;
+  // Replicates that came before the model (from a worker's register or a peer's joinReply), in
+  // their order, before any later one.
+  for (IncomingMessage& early : early_replicates_) Route(std::move(early));
+  early_replicates_.clear();
 }
 
 Status Server::Run() {
@@ -221,8 +225,8 @@ Status Server::Run() {
   LogStats();
   if (deposed_) {
     return FailedPreconditionError(
-        "a backup took over this server's chunks (the workers found it unresponsive); it must "
-        "restart and rejoin as their backup");
+        "its peer replaced this server's copy of their chunks (it was found unresponsive); it "
+        "must restart and rejoin as their backup");
   }
   return final_checkpoint;
 }

@@ -46,6 +46,13 @@ Status Server::ConnectPeers() {
 void Server::SendToPeer(int peer, OutgoingMessage msg) {
   auto it = links_.find(peer);
   if (it == links_.end()) return;
+  if (msg.header().getType() == proto::MessageType::TAKE_OVER &&
+      msg.header().getReplacedIncarnation() == 0) {
+    // A shard's notice to a backup it dropped: addressed to the process it last heard from.
+    auto known = peer_incarnations_.find(peer);
+    if (known == peer_incarnations_.end()) return;
+    msg.header().setReplacedIncarnation(known->second);
+  }
   msg.header().setSenderRank(static_cast<uint32_t>(options_.rank));
   msg.header().setServerIncarnation(incarnation_);
   // A dead peer's messages queue in the link (and reach its successor, which ignores what
@@ -107,8 +114,6 @@ void Server::HandleLinkMessage(int peer, IncomingMessage msg) {
         }
         StartShards();
       }
-      for (IncomingMessage& early : early_replicates_) Route(std::move(early));
-      early_replicates_.clear();
       TOWERPS_LOG(kInfo) << "server " << peer << " sends the state of the chunks it shares";
       return;
     }
@@ -190,7 +195,8 @@ void Server::HandleTakeOver(const IncomingMessage& msg) {
                           << " dead: this server is now the primary of its " << n << " chunks";
     // If it was only hung, it must not go on as a primary once it wakes: tell it. (A dead one's
     // successor sees another incarnation and ignores this.)
-    if (auto it = peer_incarnations_.find(failed); it != peer_incarnations_.end()) {
+    auto it = peer_incarnations_.find(failed);
+    if (msg.header().getUnresponsive() && it != peer_incarnations_.end()) {
       OutgoingMessage replaced(proto::MessageType::TAKE_OVER);
       replaced.header().setSenderRole(proto::Role::SERVER);
       replaced.header().setFailedServer(failed);
@@ -204,7 +210,8 @@ void Server::HandleTakeOver(const IncomingMessage& msg) {
 void Server::HandleReplaced(const IncomingMessage& msg) {
   if (msg.header().getReplacedIncarnation() != incarnation_) return;  // meant for a predecessor
   TOWERPS_LOG(kError) << PeerName(msg.peer())
-                      << " took over this server's chunks: the workers found it unresponsive";
+                      << " replaced this server's copy of the chunks they share (it was found "
+                         "unresponsive): stopping, to restart and rejoin";
   deposed_ = true;
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/logging.h"
+#include "ps/replica_set.h"
 #include "ps/reply.h"
 #include "towerps/check.h"
 
@@ -101,7 +102,7 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
   if (const ReplicaRole& role = roles_[index];
       role.kind == ReplicaRole::Kind::kBackup || role.kind == ReplicaRole::Kind::kJoining) {
     outbox_->Push(ErrorReply(
-        msg, FailedPreconditionError("this server holds the backup of variable " +
+        msg, FailedPreconditionError(std::string(kNotPrimaryMarker) + " variable " +
                                      std::to_string(chunk.spec().variable_id) + " chunk " +
                                      std::to_string(chunk.spec().chunk_id) +
                                      "; its primary is server " + std::to_string(role.peer))));

@@ -10,8 +10,11 @@
 // forwards what changes the chunk to its backup, in the order it applies it (a Forward on the
 // outbox, sent by the server's link to that peer): the init; in sync mode each completed step's
 // sum of gradients (one tensor per step, whatever the number of workers); in async and SSP every
-// push, before applying it, so that both apply it at once. It answers a pull for
-// version v only once the backup acknowledged v: whatever a worker saw, the backup holds too.
+// push, before applying it, so that both apply it at once. It answers a pull for at least
+// version v only once the backup acknowledged v. In full sync that is the version served, so
+// whatever a worker saw the backup holds too; in async and SSP the values served may be a few
+// pushes newer, and after a failover the workers redo the iterations the backup lacks (their
+// clocks there say which).
 // A backup replays forwards through the same Chunk code, so both hold the same bits; it refuses
 // requests from workers. A backup that does not acknowledge within kBackupAckTimeout is dropped
 // (the primary serves alone, logged) until it rejoins; a joining one receives the whole chunk

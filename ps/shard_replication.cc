@@ -70,6 +70,10 @@ void Shard::Acknowledged(size_t index, int64_t version) {
 void Shard::Promote(size_t index, bool peer_joined) {
   ReplicaRole& role = roles_[index];
   if (role.kind == ReplicaRole::Kind::kJoining || role.kind == ReplicaRole::Kind::kOnly) return;
+  // A take-over of a chunk this server is the primary of already changes nothing: a late one
+  // (the peer may have rejoined since) must not drop the backup it now has. A dead backup is
+  // dropped by the acknowledgement timeout instead.
+  if (role.kind == ReplicaRole::Kind::kPrimary && !peer_joined) return;
   role.kind = ReplicaRole::Kind::kPrimary;
   role.backup_live = false;
   role.outstanding = 0;
@@ -92,6 +96,13 @@ void Shard::DropSilentBackups() {
       TOWERPS_LOG(kWarning) << "the backup on server " << role.peer << " acknowledged nothing for "
                             << kBackupAckTimeout.count()
                             << " ms: serving its chunks without a replica until it rejoins";
+      // Alive but behind (or refusing), it must not stay a failover target with stale values:
+      // told it was replaced, it restarts and rejoins with this chunk's state (a dead one's
+      // successor ignores this).
+      OutgoingMessage replaced(proto::MessageType::TAKE_OVER);
+      replaced.header().setSenderRole(proto::Role::SERVER);
+      replaced.header().setFailedServer(role.peer);
+      outbox_->Push(ps::Forward{role.peer, std::move(replaced)});
     }
     role.backup_live = false;
     role.outstanding = 0;

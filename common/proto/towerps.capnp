@@ -26,9 +26,10 @@ enum MessageType {
   statsReply @12;
   error @13;           # reply carrying only a status
   shutdown @14;
-  # Replication (--ps-replicas 2; ps/replica_link.h). Server to server, on the primary's link to
-  # the backup: every init and push the primary accepted, in the order it applied them, and the
-  # whole state of a chunk when a backup (re)joins.
+  # Replication (--ps-replicas 2; ps/replica_set.h, ps/shard.h). Server to server, on the
+  # primary's link to the backup, in the order the primary applies them: the init, each sync
+  # step's sum of gradients or each async/SSP push, and the whole state of a chunk when a backup
+  # (re)joins.
   replicate @15;
   replicateReply @16;  # the backup's chunk version after applying it
   join @17;            # a restarted server -> its peer: send me the state of the chunks we share
@@ -155,6 +156,9 @@ struct Header {
   # incarnation (alive after all: it was hung) stops and rejoins as the backup; a restarted one
   # (another incarnation) ignores it.
   replacedIncarnation @27 :UInt64;
+  # takeOver from a worker: failedServer stopped answering (it may be hung, not dead: the new
+  # primary tells it it was replaced). False: it answered that it is not the primary.
+  unresponsive @28 :Bool;
 }
 
 enum ReplicaOp {

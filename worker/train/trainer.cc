@@ -132,11 +132,14 @@ class Trainer::Impl {
   // outstanding there fail; the worker then rejoins the job where the servers now stand and
   // trains on, so a server's death costs the steps since its checkpoint, not the job.
   Result<TrainingSummary> Run() {
-    for (;;) {
+    for (int rejoins = 0;; ++rejoins) {
       const uint64_t restarts = client_->server_restarts();
-      Result<TrainingSummary> r = Train();
+      // A failed registration (e.g. an init that reached a replica that is the backup now) is
+      // retried like a failed step.
+      const Status registered = rejoins == 0 ? Status::Ok() : RegisterWithServers();
+      Result<TrainingSummary> r = registered.ok() ? Train() : Result<TrainingSummary>(registered);
       const bool stopping = o_.stop && o_.stop->load();
-      if (r.ok() || stopping || client_->server_restarts() == restarts) return r;
+      if (r.ok() || stopping || client_->server_restarts() == restarts || rejoins >= 100) return r;
       TOWERPS_LOG(kWarning) << r.status().message()
                             << "; rejoining the job where the servers now stand";
       // The pushes share the towers' gradients: let them finish before the towers run again.
@@ -144,7 +147,6 @@ class Trainer::Impl {
       for (auto& push : pushes_) {
         if (push.valid()) (void)Await(push);
       }
-      TOWERPS_RETURN_IF_ERROR(RegisterWithServers());
     }
   }
 
