@@ -2,6 +2,7 @@
 // acknowledgements that come back on the links.
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "common/logging.h"
 #include "ps/replica_set.h"
@@ -83,8 +84,13 @@ Status Server::CheckJoins() {
 }
 
 int Server::PeerRank(const std::string& routing_id) const {
+  // Called for every message: workers' ids are turned away by the prefix, without allocating.
+  constexpr std::string_view kPrefix = "server:";
+  if (links_.empty() || routing_id.compare(0, kPrefix.size(), kPrefix) != 0) return -1;
   for (const auto& [rank, link] : links_) {
-    if (routing_id == "server:" + std::to_string(rank)) return rank;
+    if (routing_id.compare(kPrefix.size(), std::string::npos, std::to_string(rank)) == 0) {
+      return rank;
+    }
   }
   return -1;
 }
