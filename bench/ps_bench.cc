@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -61,6 +62,7 @@ Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* 
                "--log-level", "warning"};
     for (const std::string& a : job.ToArgs()) so.argv.push_back(a);
     so.argv.insert(so.argv.end(), security_args.begin(), security_args.end());
+    so.argv.insert(so.argv.end(), {"--transport", o.transport});
     so.output_path = (s->dir / ("ps-" + std::to_string(r) + ".log")).string();
     TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(so));
     s->processes.push_back(std::move(p));
@@ -92,12 +94,15 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   co.job = job;
   co.rpc_timeout = std::chrono::seconds(30);
   co.transport.security = security;
+  co.transport.path = *ParseTransportPath(o.transport);
   TOWERPS_ASSIGN_OR_RETURN(auto client, ps::Client::Connect(co));
   const int64_t floats = static_cast<int64_t>(o.chunk_bytes / 4);
   std::vector<ps::VariableSpec> vars;
   for (int k = 0; k < o.chunks; ++k) vars.push_back({"v" + std::to_string(k), {floats}});
   TOWERPS_RETURN_IF_ERROR(client->Register(vars, 1).get().status());
-  Tensor grad = Tensor::Empty({floats});
+  // As a worker's averaged gradients: in the client's arena (the heap over TCP). One buffer
+  // pushed every round: the servers only read it.
+  Tensor grad = client->Allocate({floats});
   for (int64_t i = 0; i < floats; ++i) grad.f32()[i] = 1e-6f * static_cast<float>(i % 97);
   if (rank == 0) {
     for (int k = 0; k < o.chunks; ++k) TOWERPS_RETURN_IF_ERROR(client->Init(k, grad).get());
@@ -152,6 +157,9 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   }
   if (o.security != "none" && o.security != "auth" && o.security != "encrypt") {
     return InvalidArgumentError("--security " + o.security + ": use none, auth or encrypt");
+  }
+  if (o.transport != "tcp" && o.transport != "shm") {
+    return InvalidArgumentError("--transport " + o.transport + ": use tcp, shm or both");
   }
   ps::JobConfig job;
   job.servers = o.servers;
@@ -221,6 +229,26 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
                            internal::RawZmqEchoThroughput(t, o.chunks, &messages));
   res.echo_ratio = res.goodput_gbps / res.raw_zmq_echo_gbps;
   return res;
+}
+
+double MemcpyGbps(size_t bytes, int buffers, double seconds) {
+  std::vector<Tensor> src, dst;
+  const int64_t n = static_cast<int64_t>(bytes / 4);
+  for (int i = 0; i < buffers; ++i) {
+    src.push_back(Tensor::Empty({n}));
+    dst.push_back(Tensor::Empty({n}));
+    for (int64_t j = 0; j < n; ++j) src.back().f32()[j] = static_cast<float>(j % 89);
+    std::memset(dst.back().raw_data(), 0, bytes);
+  }
+  const auto start = Clock::now();
+  long copies = 0;
+  double elapsed = 0;
+  do {
+    for (int i = 0; i < buffers; ++i) std::memcpy(dst[i].raw_data(), src[i].raw_data(), bytes);
+    copies += buffers;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < seconds);
+  return static_cast<double>(copies) * static_cast<double>(bytes) / elapsed / 1e9;
 }
 
 }  // namespace towerps::bench

@@ -1,7 +1,8 @@
 // Parameter-server goodput: real towerps-server processes on loopback, N in-process workers each
 // repeating rounds that push K chunks of B bytes and pull them back (sync mode, SGD). Goodput
 // counts gradient bytes pushed per second, one direction, as the established PS benchmarks do.
-// The same invocation measures raw ZeroMQ for B-byte messages, so the ratio is meaningful.
+// The same invocation measures raw ZeroMQ for B-byte messages, so the ratio is meaningful; and,
+// for --transport shm, memcpy of the same bytes.
 //
 // Contract: starts and stops its own server processes (killed on any failure); blocks for about
 // seconds + a few seconds of set-up. Errors name the failing server or option.
@@ -28,6 +29,9 @@ struct PsBenchOptions {
   // default: a job secret, ZeroMQ PLAIN) or "encrypt" (CURVE).
   std::string security = "auth";
   bool ceilings = true;  // also measure the raw ZeroMQ ceilings (off: goodput only)
+  // The path between the workers (here) and the servers (on this host): tcp or shm. The
+  // workers' gradients live in their shared-memory arena, as a real worker's do.
+  std::string transport = "tcp";
 };
 
 struct PsBenchResult {
@@ -41,6 +45,10 @@ struct PsBenchResult {
 };
 
 Result<PsBenchResult> RunPsBench(const PsBenchOptions& options);
+
+// memcpy bandwidth in GB/s over `buffers` pairs of `bytes`-byte buffers, copied round-robin for
+// about `seconds`: the ceiling of moving what one PS round moves, once, in this process.
+double MemcpyGbps(size_t bytes, int buffers, double seconds);
 
 }  // namespace towerps::bench
 

@@ -15,6 +15,13 @@ void OutgoingMessage::AddTensor(const Tensor& tensor, uint32_t variable_id, uint
   TOWERPS_CHECK(tensor.defined()) << "AddTensor of an undefined tensor";
   tensors_.push_back(tensor);
   ids_.push_back({variable_id, chunk_id});
+  shared_.push_back({});
+}
+
+void OutgoingMessage::MarkShared(size_t i, const Tensor& tensor, uint64_t ref, uint64_t offset) {
+  TOWERPS_CHECK(ref != 0 && tensor.byte_size() == tensors_.at(i).byte_size());
+  tensors_[i] = tensor;
+  shared_[i] = {ref, offset};
 }
 
 kj::Array<capnp::word> OutgoingMessage::EncodeHeader() {
@@ -28,6 +35,8 @@ kj::Array<capnp::word> OutgoingMessage::EncodeHeader() {
     for (size_t d = 0; d < t.rank(); ++d) dims.set(static_cast<unsigned>(d), t.dim(d));
     meta.setDtype(static_cast<proto::DType>(t.dtype()));
     meta.setPayloadBytes(t.byte_size());
+    meta.setShmRef(shared_[i].ref);
+    meta.setShmOffset(shared_[i].offset);
   }
   return capnp::messageToFlatArray(*builder_);
 }

@@ -10,9 +10,11 @@
 //    to a tensor after adding it, until the send has completed on the wire (the ZeroMQ deleter
 //    has run); copy-on-write is the caller's choice.
 //  - On receive, payloads are views of the received frames' buffers (Tensor::WrapExternal) and
-//    keep them alive. The one exception is a payload whose address is not aligned to its dtype,
-//    which libzmq produces only for small frames packed into its shared receive buffer: those are
-//    copied into aligned storage and counted in IncomingMessage::realigned_payloads().
+//    keep them alive; a payload that came through shared memory (common/internal/shm_links.h) is
+//    a read-only view of the sender's arena, lent until the last handle goes. The one exception is
+//    a payload whose address is not aligned to its dtype, which libzmq produces only for small
+//    frames packed into its shared receive buffer: those are copied into aligned storage and
+//    counted in IncomingMessage::realigned_payloads().
 //  - An IncomingMessage has passed validation before anyone sees it: frame counts, header size,
 //    Cap'n Proto structure (traversal and nesting limits, every text field), message type, status
 //    code, tensor metadata against frame sizes, within WireLimits. Its getters are in bounds.
@@ -62,6 +64,12 @@ class OutgoingMessage {
   void AddTensor(const Tensor& tensor, uint32_t variable_id, uint32_t chunk_id);
   const std::vector<Tensor>& tensors() const { return tensors_; }
 
+  // Transport only (common/internal/shm_links.h): payload i travels through the sender's
+  // shared-memory arena as `tensor` (the same bytes, possibly a copy in the arena), lent under
+  // `ref` at `offset`, instead of as a frame.
+  void MarkShared(size_t i, const Tensor& tensor, uint64_t ref, uint64_t offset);
+  bool shared(size_t i) const { return shared_[i].ref != 0; }
+
   // ROUTER sockets send to this peer (the routing id from IncomingMessage::peer()).
   void set_peer(std::string peer) { peer_ = std::move(peer); }
   const std::string& peer() const { return peer_; }
@@ -77,7 +85,12 @@ class OutgoingMessage {
   };
   std::unique_ptr<capnp::MallocMessageBuilder> builder_;  // heap: builders are not movable
   std::vector<Tensor> tensors_;
+  struct SharedPayload {
+    uint64_t ref = 0;  // 0: a frame
+    uint64_t offset = 0;
+  };
   std::vector<PayloadId> ids_;
+  std::vector<SharedPayload> shared_;  // parallel to tensors_
   std::string peer_;
 };
 
@@ -93,6 +106,9 @@ class IncomingMessage {
   // Routing id of the sender (ROUTER sockets); empty on DEALER sockets.
   const std::string& peer() const { return peer_; }
   size_t realigned_payloads() const { return realigned_; }
+  // Payloads that came through shared memory (views of the sender's arena).
+  size_t shared_payloads() const { return shared_; }
+  uint64_t shared_bytes() const { return shared_bytes_; }
 
  private:
   friend class internal::MessageDecoder;
@@ -108,6 +124,8 @@ class IncomingMessage {
   std::vector<std::shared_ptr<internal::ReceivedFrame>> payload_frames_;
   std::string peer_;
   size_t realigned_ = 0;
+  size_t shared_ = 0;
+  uint64_t shared_bytes_ = 0;
 };
 
 // Status <-> header fields.

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,10 @@ class Tensor {
   Shape shape_ = {0};
   DType dtype_ = DType::kFloat32;
 };
+
+// Where a component's long-lived buffers come from: e.g. Transport::Allocate, whose tensors go to
+// co-located processes through shared memory without a copy. Must be thread-safe. Null: the heap.
+using TensorAllocator = std::function<Tensor(const Shape& shape)>;
 
 }  // namespace towerps
 

@@ -41,6 +41,20 @@ struct TransportSecurity {
   bool encrypt = false;                     // CURVE; needs a secret
 };
 
+// Which path payloads take between processes on one host (common/internal/shm_links.h).
+//   kTcp   frames over the socket, always
+//   kAuto  through shared memory with every co-located peer that allows it, frames otherwise
+//   kShm   as kAuto; callers that must not fall back check Socket::PathTo (ps::Client does)
+enum class TransportPath { kAuto, kTcp, kShm };
+const char* TransportPathName(TransportPath path);
+Result<TransportPath> ParseTransportPath(std::string_view name);
+
+// How one connection carries payloads, for logs (--log-device-placement) and checks.
+struct ConnectionPath {
+  bool shared_memory = false;
+  std::string detail;  // "shared memory", or "TCP (why)"
+};
+
 struct TransportOptions {
   int io_threads = 1;            // ZeroMQ I/O threads per Transport
   int send_high_water_mark = 0;  // queued messages per peer before Send waits; 0 = unlimited
@@ -48,6 +62,8 @@ struct TransportOptions {
   int linger_ms = 200;  // how long close() may flush unsent messages
   WireLimits limits;
   TransportSecurity security;
+  TransportPath path = TransportPath::kTcp;  // the entry points' flags default to kAuto
+  size_t shm_arena_bytes = size_t{1} << 30;  // virtual; memory is committed as it is used
 };
 
 struct SocketStats {
@@ -57,6 +73,9 @@ struct SocketStats {
   uint64_t bytes_out = 0;
   uint64_t rejected = 0;  // malformed messages dropped by Receive()
   uint64_t realigned_payloads = 0;
+  uint64_t shm_payloads_out = 0;  // payloads sent through shared memory
+  uint64_t shm_copies = 0;        // of which were copied into the arena first
+  uint64_t shm_payloads_in = 0;
 };
 
 class Socket {
@@ -76,6 +95,9 @@ class Socket {
   // Handshakes refused on a listening socket with a secret: peers that are not of the job.
   // Thread-safe (the count is kept by the transport's security thread). 0 without a secret.
   virtual uint64_t refused_handshakes() const = 0;
+  // The path payloads take to `peer` (a routing id; "" on a connecting socket), as far as this
+  // side knows: shared memory once both sides have mapped each other's arenas.
+  virtual ConnectionPath PathTo(const std::string& peer) const = 0;
 
  protected:
   Socket() = default;
@@ -105,6 +127,10 @@ class Transport {
   // timeout.
   virtual Result<std::unique_ptr<Socket>> Connect(const std::string& endpoint,
                                                   const std::string& identity) = 0;
+
+  // A tensor in this process's shared-memory arena when it has one (payloads sent from there to
+  // co-located peers are not copied), else on the heap. Thread-safe.
+  virtual Tensor Allocate(const Shape& shape, DType dtype = DType::kFloat32) = 0;
 
  protected:
   Transport() = default;

@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
     std::cerr << "towerps-launch: " << s.message() << "\n";
     return 2;
   }
+  options.transport = *security_flags.path();
   Result<ps::JobConfig> job = job_flags.ToConfig();
   Result<worker::WorkerOptions> worker = worker_flags.ToOptions();
   if (!job.ok() || !worker.ok()) {

@@ -22,11 +22,15 @@ namespace towerps::launch {
 namespace {
 
 // The flags that tell servers and workers how the job is secured (the secret itself travels in
-// TOWERPS_SECRET_FILE, never here).
+// TOWERPS_SECRET_FILE, never here) and how tensors travel between processes on one host.
 std::vector<std::string> SecurityArgs(const LaunchOptions& o) {
-  if (o.insecure) return {"--insecure"};
-  if (o.encrypt) return {"--encrypt"};
-  return {};
+  std::vector<std::string> args;
+  if (o.insecure) args.push_back("--insecure");
+  if (o.encrypt) args.push_back("--encrypt");
+  if (o.transport != TransportPath::kAuto) {
+    args.insert(args.end(), {"--transport", TransportPathName(o.transport)});
+  }
+  return args;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/transport.h"
 #include "launch/job_supervisor.h"
 #include "ps/job_config.h"
 #include "towerps/status.h"
@@ -36,7 +37,8 @@ struct LaunchOptions {
   // and hostfile modes). The process-per-rank modes need `secret_file`, shared by all nodes.
   std::string secret_file;
   bool insecure = false;
-  bool encrypt = false;  // CURVE encryption, keys derived from the secret
+  bool encrypt = false;                            // CURVE encryption, keys derived from the secret
+  TransportPath transport = TransportPath::kAuto;  // --transport, handed to every process
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds startup_timeout{60000};
   // Fault tolerance (local and hostfile modes; every update mode): a worker killed by a signal is

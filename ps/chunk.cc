@@ -22,8 +22,21 @@ bool Exclusive(const Tensor& t) {
 
 }  // namespace
 
-Chunk::Chunk(const ChunkSpec& spec, const JobConfig& config)
-    : spec_(spec), config_(config), worker_clocks_(static_cast<size_t>(config.workers), 0) {}
+Chunk::Chunk(const ChunkSpec& spec, const JobConfig& config, TensorAllocator allocate)
+    : spec_(spec),
+      config_(config),
+      allocate_(std::move(allocate)),
+      worker_clocks_(static_cast<size_t>(config.workers), 0) {}
+
+Tensor Chunk::NewBuffer() const {
+  return allocate_ ? allocate_({spec_.num_elements}) : Tensor::Empty({spec_.num_elements});
+}
+
+Tensor Chunk::CopyOf(const Tensor& t) const {
+  Tensor copy = NewBuffer();
+  std::memcpy(copy.raw_data(), t.raw_data(), copy.byte_size());
+  return copy;
+}
 
 Result<bool> Chunk::Init(const Tensor& values) {
   if (values.num_elements() != spec_.num_elements || values.dtype() != DType::kFloat32) {
@@ -33,7 +46,7 @@ Result<bool> Chunk::Init(const Tensor& values) {
                                 std::to_string(spec_.num_elements));
   }
   if (initialized()) return false;
-  values_ = values.Clone();
+  values_ = CopyOf(values);
   slots_.clear();
   for (int s = 0; s < OptimizerSlots(config_.optimizer.kind); ++s) {
     Tensor slot = Tensor::Empty({spec_.num_elements});
@@ -46,7 +59,7 @@ Result<bool> Chunk::Init(const Tensor& values) {
 }
 
 void Chunk::Restore(const ChunkState& state) {
-  values_ = state.values.Clone();
+  values_ = CopyOf(state.values);
   slots_.clear();
   for (const Tensor& s : state.slots) slots_.push_back(s.Clone());
   version_ = state.version;
@@ -56,7 +69,7 @@ void Chunk::Restore(const ChunkState& state) {
   pending_.clear();
   if (!state.pending.empty()) pending_[version_] = state.pending;
   previous_version_ = state.previous_version;
-  previous_values_ = previous_version_ == kNoVersion ? Tensor() : state.previous_values.Clone();
+  previous_values_ = previous_version_ == kNoVersion ? Tensor() : CopyOf(state.previous_values);
 }
 
 const Tensor* Chunk::ValuesAt(int64_t version) const {
@@ -97,7 +110,7 @@ Tensor Chunk::WritableBuffer() {
       return t;
     }
   }
-  return Tensor::Empty({spec_.num_elements});
+  return NewBuffer();
 }
 
 void Chunk::Update(const float* const* grads, int k, int divisor, float lr,
@@ -145,7 +158,7 @@ void Chunk::CompleteStep(int64_t step, float lr, ShardCounters* counters) {
   const int k = static_cast<int>(grads.size());
   if (step_hook_) {
     // The rank-ordered sum, as the fused update forms it element by element.
-    Tensor sum = Tensor::Empty({spec_.num_elements});
+    Tensor sum = NewBuffer();
     float* out = sum.f32();
     for (int64_t i = 0; k > 0 && i < spec_.num_elements; ++i) {
       float g = grads[0][i];

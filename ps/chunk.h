@@ -78,7 +78,9 @@ struct ChunkState {
 
 class Chunk {
  public:
-  Chunk(const ChunkSpec& spec, const JobConfig& config);
+  // `allocate`: where the values and step sums live (the server's shared-memory arena, so that
+  // pulls and forwards lend them without a copy); null: the heap.
+  Chunk(const ChunkSpec& spec, const JobConfig& config, TensorAllocator allocate = nullptr);
   Chunk(const Chunk&) = delete;
   Chunk& operator=(const Chunk&) = delete;
 
@@ -132,9 +134,12 @@ class Chunk {
   // Sync: the step's gradients are all in; applies the average of the finite ones.
   void CompleteStep(int64_t step, float lr, ShardCounters* counters);
   Tensor WritableBuffer();
+  Tensor NewBuffer() const;  // spec_.num_elements floats from allocate_
+  Tensor CopyOf(const Tensor& t) const;
 
   const ChunkSpec spec_;
   const JobConfig config_;
+  const TensorAllocator allocate_;
   int64_t version_ = kNoVersion;  // until initialised
   int64_t updates_ = 0;
   Tensor values_;

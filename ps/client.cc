@@ -58,6 +58,10 @@ const ChunkPlacement& Client::placement() const {
 
 int Client::num_servers() const { return static_cast<int>(impl_->options_.servers.size()); }
 
+std::vector<ConnectionPath> Client::connection_paths() const { return impl_->paths(); }
+
+Tensor Client::Allocate(const Shape& shape) { return impl_->Allocate(shape); }
+
 uint64_t Client::server_restarts() const {
   return impl_->server_restarts_.load(std::memory_order_relaxed);
 }
@@ -92,6 +96,18 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
     Impl* impl = impl_.get();
     impl_->Submit(s, std::move(m), "register", [join, owner, impl, s](Result<IncomingMessage> r) {
       const int64_t v = r.ok() ? r->header().getVersion() : 0;
+      // The reply says whether the server mapped this worker's arena (and offers its own).
+      impl->NotePath(s);
+      if (r.ok() && impl->options_.transport.path == TransportPath::kShm) {
+        const ConnectionPath path = impl->paths()[static_cast<size_t>(s)];
+        if (!path.shared_memory) {
+          r = FailedPreconditionError(
+              "--transport shm, but the connection to " + impl->ServerName(s) + " uses " +
+              path.detail +
+              "; run every process on one host with --transport auto or shm, or "
+              "use --transport auto to let such connections use TCP");
+        }
+      }
       std::vector<int> claims;
       if (r.ok()) {
         for (uint32_t g : r->header().getPrimaryGroups()) claims.push_back(static_cast<int>(g));

@@ -7,7 +7,10 @@
 //
 // Contract:
 //  - Tensors passed to Init/Push are sent without copying; the caller must not modify them until
-//    the returned future is ready (by then the servers have received them).
+//    the returned future is ready (by then the servers have received them). Through shared
+//    memory a server may still read one after that: until it releases it, its storage is shared
+//    (use_count() > 1), and a caller that reuses buffers writes into an exclusive one
+//    (worker/tower_group.h).
 //  - Pulled chunks are views of the received messages and stay valid as long as the result.
 //  - Every call completes within `rpc_timeout` of being issued: with a result, the server's
 //    error, or kTimeout naming the server that did not answer. Nothing waits forever.
@@ -101,6 +104,13 @@ class Client {
 
   const ChunkPlacement& placement() const;
   int num_servers() const;
+  // Per server: how payloads travel (shared memory or TCP, and why), as of Register(). With
+  // ClientOptions.transport.path = kShm, Register() fails for a server reached over TCP.
+  std::vector<ConnectionPath> connection_paths() const;
+  // A buffer for gradients: in the shared-memory arena when there is one, so that a push to a
+  // server on this host lends it in place (see Push: the buffer must not be written while a
+  // server holds it, i.e. while its storage is shared). Thread-safe.
+  Tensor Allocate(const Shape& shape);
   // How many times a server was seen to restart (a reply with a new incarnation). Each time,
   // the calls outstanding at that server failed with kNetwork saying so; a caller that sees
   // this count move can rejoin the job where the servers now stand.

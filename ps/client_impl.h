@@ -377,6 +377,21 @@ class Client::Impl {
 
  public:
   std::atomic<uint64_t> server_restarts_{0};
+  // Per server: the path its connection takes, as of the last registration (set on the I/O
+  // thread, which owns the sockets).
+  mutable Mutex paths_mu_;
+  std::vector<ConnectionPath> paths_ GUARDED_BY(paths_mu_) =
+      std::vector<ConnectionPath>(options_.servers.size());
+  void NotePath(int server) {
+    ConnectionPath path = sockets_[static_cast<size_t>(server)]->PathTo("");
+    MutexLock lock(&paths_mu_);
+    paths_[static_cast<size_t>(server)] = std::move(path);
+  }
+  Tensor Allocate(const Shape& shape) { return transport_->Allocate(shape); }
+  std::vector<ConnectionPath> paths() const {
+    MutexLock lock(&paths_mu_);
+    return paths_;
+  }
 };
 
 }  // namespace towerps::ps

@@ -12,10 +12,15 @@ SecurityFlags::SecurityFlags() : desc_("Security (docs/SECURITY.md)") {
       "run without a secret: anyone who reaches the ports may talk to this process")(
       "encrypt", po::bool_switch(&encrypt_),
       "encrypt all traffic (CURVE, keys derived from the secret); every process of the job must "
-      "agree");
+      "agree")(
+      "transport", po::value(&transport_)->default_value(transport_),
+      "how tensors reach processes on the same host: auto (through shared memory, TCP to other "
+      "hosts), tcp (always TCP), shm (shared memory; a connection that cannot use it is an "
+      "error)");
 }
 
 Status SecurityFlags::Validate() const {
+  TOWERPS_RETURN_IF_ERROR(path().status());
   if (insecure_ && !secret_file_.empty()) {
     return InvalidArgumentError("--insecure and --secret-file contradict each other; keep one");
   }

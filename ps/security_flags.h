@@ -1,5 +1,6 @@
 // SecurityFlags: --secret-file, --insecure and --encrypt, the flags with which towerps-server,
-// towerps-worker and the benchmarks join a job's security (docs/SECURITY.md). Entry points only.
+// towerps-worker and the benchmarks join a job's security (docs/SECURITY.md), and --transport,
+// the path their payloads take to processes on the same host. Entry points only.
 //
 // A process needs the job's secret (JobSecret) to serve or to connect: from --secret-file, or
 // from TOWERPS_SECRET_FILE, which towerps-launch sets for every process it starts. Without one it
@@ -32,9 +33,13 @@ class SecurityFlags {
   const std::string& secret_file() const { return secret_file_; }
   bool insecure() const { return insecure_; }
   bool encrypt() const { return encrypt_; }
+  // --transport (auto: shared memory with processes on this host, TCP otherwise).
+  Result<TransportPath> path() const { return ParseTransportPath(transport_); }
+  const std::string& transport() const { return transport_; }
 
  private:
   std::string secret_file_;
+  std::string transport_ = "auto";
   bool insecure_ = false;
   bool encrypt_ = false;
   boost::program_options::options_description desc_;

@@ -135,11 +135,16 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   model_signature_ = signature;
   int next = 0;
   const std::vector<int> groups = GroupsHeldBy(options_.job, options_.rank);
+  // Values live in the transport's shared-memory arena: pulls from this host lend them in place.
+  Transport* transport = transport_.get();
+  const TensorAllocator allocate = [transport](const Shape& shape) {
+    return transport->Allocate(shape);
+  };
   for (const ChunkSpec& spec : placement.chunks()) {
     if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
     const int shard = next++ % options_.threads;
-    const size_t index =
-        shards_[shard]->AddChunk(std::make_unique<Chunk>(spec, options_.job), RoleFor(spec.server));
+    const size_t index = shards_[shard]->AddChunk(
+        std::make_unique<Chunk>(spec, options_.job, allocate), RoleFor(spec.server));
     homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
     groups_[{spec.variable_id, spec.chunk_id}] = spec.server;
   }

@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
     start = comma + 1;
   }
   options.transport.security = *security;
+  options.transport.path = *security_flags.path();  // checked by ToSecurity
   options.stats_log_interval = std::chrono::milliseconds(stats_ms);
   options.stop = &g_stop;
   std::signal(SIGINT, OnSignal);

@@ -144,6 +144,7 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
     return 2;
   }
   options.security = *security;
+  options.transport_path = *security_flags.path();  // checked by ToSecurity
   InitLogging({.role = "worker", .rank = options.rank, .min_level = *level});
   options.job = *job;
   options.worker = *wopts;

@@ -74,11 +74,43 @@ TowerGroup::TowerGroup(std::vector<Tower> towers, const Options& options)
   example_elements_ = NumElements(m0.input_shape());
   towers_done_ = std::make_unique<std::atomic<int>[]>(num_vars_);
   for (int v = 0; v < num_vars_; ++v) average_.push_back(Tensor::Empty(m0.variables()[v].shape));
+  spare_averages_.resize(static_cast<size_t>(num_vars_));
 }
 
 TowerGroup::~TowerGroup() {
   if (device_ == nullptr) return;
-  for (Tensor& t : average_) towers_[0].backend->UnpinHostMemory(t.f32());
+  for (int v = 0; v < num_vars_; ++v) {
+    towers_[0].backend->UnpinHostMemory(average_[v].f32());
+    for (Tensor& t : spare_averages_[v]) towers_[0].backend->UnpinHostMemory(t.f32());
+  }
+}
+
+void TowerGroup::SetGradientAllocator(TensorAllocator allocate) {
+  allocate_ = std::move(allocate);
+  for (int v = 0; v < num_vars_; ++v) {
+    if (device_ != nullptr) towers_[0].backend->UnpinHostMemory(average_[v].f32());
+    average_[v] = NewAverage(v);
+  }
+}
+
+Tensor TowerGroup::NewAverage(int v) {
+  const Shape& shape = towers_[0].model->variables()[v].shape;
+  Tensor t = allocate_ ? allocate_(shape) : Tensor::Empty(shape);
+  if (device_ != nullptr) towers_[0].backend->PinHostMemory(t.f32(), t.byte_size());
+  return t;
+}
+
+Tensor& TowerGroup::WritableAverage(int v) {
+  Tensor& current = average_[v];
+  if (current.storage().use_count() == 1) return current;
+  std::vector<Tensor>& spares = spare_averages_[v];
+  auto free = std::find_if(spares.begin(), spares.end(),
+                           [](const Tensor& t) { return t.storage().use_count() == 1; });
+  Tensor next = free != spares.end() ? std::move(*free) : NewAverage(v);
+  if (free != spares.end()) spares.erase(free);
+  spares.push_back(std::move(current));
+  current = std::move(next);
+  return current;
 }
 
 Status TowerGroup::SetUpDeviceReduction() {
@@ -129,7 +161,7 @@ Result<StepResult> TowerGroup::StepOnHost(const float* x, const int32_t* labels,
   for (int v = 0; v < num_vars_; ++v) towers_done_[v].store(0);
   auto on_gradient = [&](int v) {
     if (towers_done_[v].fetch_add(1) + 1 != k) return;
-    float* out = average_[v].f32();
+    float* out = WritableAverage(v).f32();
     const int64_t n = average_[v].num_elements();
     if (k == 1) {
       std::memcpy(out, towers_[0].model->gradient(v).data(), n * sizeof(float));
@@ -205,7 +237,8 @@ Result<StepResult> TowerGroup::StepOnDevice(const float* x, const int32_t* label
       in.push_back(dst);
     }
     b0->AverageOf(k, in.data(), n, r.average[v].data());
-    copies.emplace_back(b0->CopyToHostAsync(r.average[v].data(), bytes, average_[v].f32()), v);
+    copies.emplace_back(b0->CopyToHostAsync(r.average[v].data(), bytes, WritableAverage(v).f32()),
+                        v);
   };
   auto report = [&](int t, int v) {
     MutexLock lock(&r.mu);

@@ -73,6 +73,12 @@ class TowerGroup {
   Result<StepResult> Step(const float* x, const int32_t* labels, int batch,
                           const AverageCallback& on_average);
 
+  // Where the averaged gradients handed to the callback live from now on: e.g. the parameter
+  // client's shared-memory arena, so that a push to a server on this host is not copied. A
+  // buffer still held by someone (a server reading it in place) is never written: the next
+  // step averages into another one. Call between steps.
+  void SetGradientAllocator(TensorAllocator allocate);
+
   // Logs each tower's layers with their device and backend (--log-device-placement).
   void LogPlacement() const;
   // Logs device towers' peak and reserved memory; nothing for host towers.
@@ -97,7 +103,14 @@ class TowerGroup {
   Options options_;
   int num_vars_ = 0;
   int64_t example_elements_ = 0;
+  // Variable v's average buffer for this step: average_[v] if nobody else holds it, else an
+  // exclusive spare or a new buffer (pinned when averaged on the device). One thread per v.
+  Tensor& WritableAverage(int v);
+  Tensor NewAverage(int v);
+
+  TensorAllocator allocate_;     // null: the heap
   std::vector<Tensor> average_;  // [v], host; pinned when averaged on the device
+  std::vector<std::vector<Tensor>> spare_averages_;  // [v]: earlier buffers, reused when free
   std::unique_ptr<std::atomic<int>[]> towers_done_;  // [v]: towers done this step (host path)
   std::unique_ptr<DeviceReduction> device_;          // null: averaged on the host
 };

@@ -39,7 +39,8 @@ Tensor PayloadTensor(std::shared_ptr<ReceivedFrame>& frame, Shape shape, DType d
   return copy;
 }
 
-// Checks one TensorMeta against its frame; fills `shape`.
+// Checks one TensorMeta against its frame (or, for a shared payload, against nothing yet: the
+// caller checks it against the arena); fills `shape`.
 Status CheckTensorMeta(proto::TensorMeta::Reader meta, size_t index, size_t frame_bytes,
                        const WireLimits& limits, Shape* shape, DType* dtype) {
   const std::string where = "payload " + std::to_string(index);
@@ -66,7 +67,7 @@ Status CheckTensorMeta(proto::TensorMeta::Reader meta, size_t index, size_t fram
     return ProtocolError(where + " shape " + ShapeToString(*shape) + " does not match its " +
                          std::to_string(declared) + " declared bytes");
   }
-  if (declared != frame_bytes) {
+  if (meta.getShmRef() == 0 && declared != frame_bytes) {
     return ProtocolError(where + " declares " + std::to_string(declared) +
                          " bytes but its frame has " + std::to_string(frame_bytes));
   }
@@ -121,7 +122,7 @@ void ReleaseHeader(void* /*data*/, void* hint) {
 class MessageDecoder {
  public:
   static Result<IncomingMessage> Decode(std::string peer, std::vector<zmq::message_t> frames,
-                                        const WireLimits& limits);
+                                        const WireLimits& limits, ShmLinks* shm);
   static const zmq::message_t* PayloadFrameOf(const IncomingMessage& message, size_t i) {
     const ReceivedFrame* frame = message.payload_frames_.at(i).get();
     return frame == nullptr ? nullptr : &frame->message();
@@ -140,7 +141,7 @@ zmq::message_t PayloadFrame(const Tensor& tensor) {
 }
 
 Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq::message_t> frames,
-                                               const WireLimits& limits) {
+                                               const WireLimits& limits, ShmLinks* shm) {
   if (frames.empty()) return ProtocolError("message has no frames");
   if (frames.size() - 1 > limits.max_payload_frames) {
     return ProtocolError("message has " + std::to_string(frames.size() - 1) +
@@ -200,18 +201,45 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
                          std::to_string(static_cast<int>(msg.header_.getStatusCode())));
   }
   auto metas = msg.header_.getTensors();
-  if (metas.size() != frames.size() - 1) {
+  if (metas.size() > limits.max_payload_frames) {
     return ProtocolError("header describes " + std::to_string(metas.size()) +
-                         " payloads but the message carries " + std::to_string(frames.size() - 1));
+                         " payloads, over the limit " + std::to_string(limits.max_payload_frames));
   }
+  size_t framed = 0;
+  for (auto meta : metas) framed += meta.getShmRef() == 0 ? 1 : 0;
+  if (framed != frames.size() - 1) {
+    return ProtocolError("header describes " + std::to_string(framed) +
+                         " framed payloads but the message carries " +
+                         std::to_string(frames.size() - 1));
+  }
+  PeerArenaView arena;
+  if (shm != nullptr && msg.header_.hasShm())
+    arena = shm->OnReceive(msg.peer_, msg.header_.getShm());
   msg.tensors_.reserve(metas.size());
   msg.payload_frames_.reserve(metas.size());
+  size_t next_frame = 1;
   for (size_t i = 0; i < metas.size(); ++i) {
+    const auto meta = metas[static_cast<unsigned>(i)];
     Shape shape;
     DType dtype;
-    TOWERPS_RETURN_IF_ERROR(CheckTensorMeta(metas[static_cast<unsigned>(i)], i,
-                                            frames[i + 1].size(), limits, &shape, &dtype));
-    auto frame = std::make_shared<ReceivedFrame>(std::move(frames[i + 1]));
+    if (meta.getShmRef() != 0) {
+      TOWERPS_RETURN_IF_ERROR(CheckTensorMeta(meta, i, 0, limits, &shape, &dtype));
+      if (arena.arena == nullptr) {
+        return ProtocolError("payload " + std::to_string(i) +
+                             " is in the sender's shared memory, which is not mapped here");
+      }
+      Result<const std::byte*> bytes =
+          arena.arena->At(meta.getShmOffset(), meta.getPayloadBytes(), DTypeSize(dtype));
+      if (!bytes.ok()) return bytes.status().WithContext("payload " + std::to_string(i));
+      msg.tensors_.push_back(LentPayload(arena, meta.getShmRef(), *bytes, std::move(shape), dtype));
+      msg.payload_frames_.push_back(nullptr);
+      ++msg.shared_;
+      msg.shared_bytes_ += meta.getPayloadBytes();
+      continue;
+    }
+    TOWERPS_RETURN_IF_ERROR(
+        CheckTensorMeta(meta, i, frames[next_frame].size(), limits, &shape, &dtype));
+    auto frame = std::make_shared<ReceivedFrame>(std::move(frames[next_frame++]));
     msg.tensors_.push_back(PayloadTensor(frame, std::move(shape), dtype, &msg.realigned_));
     msg.payload_frames_.push_back(std::move(frame));
   }
@@ -219,8 +247,8 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
 }
 
 Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,
-                                      const WireLimits& limits) {
-  return MessageDecoder::Decode(std::move(peer), std::move(frames), limits);
+                                      const WireLimits& limits, ShmLinks* shm) {
+  return MessageDecoder::Decode(std::move(peer), std::move(frames), limits, shm);
 }
 
 const zmq::message_t* PayloadFrameOf(const IncomingMessage& message, size_t i) {

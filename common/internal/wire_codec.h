@@ -20,6 +20,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/internal/shm_links.h"
 #include "common/message.h"
 #include "common/tensor.h"
 #include "towerps/result.h"
@@ -45,9 +46,11 @@ zmq::message_t HeaderFrame(OutgoingMessage& message);
 zmq::message_t PayloadFrame(const Tensor& tensor);
 
 // Validates and decodes frames[0] (header) and frames[1..] (payloads) from `peer` (the routing
-// id; empty on DEALER sockets).
+// id; empty on DEALER sockets). `shm`: the socket's shared-memory links, which take the header's
+// ShmInfo and resolve payloads lent from the sender's arena (each checked to lie inside it);
+// null: a payload in shared memory is refused.
 Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,
-                                      const WireLimits& limits);
+                                      const WireLimits& limits, ShmLinks* shm = nullptr);
 
 // The received frame whose buffer payload i of `message` views, or null when the payload had to
 // be realigned by a copy. Borrowed: valid while `message` lives. For tests of zero-copy.

@@ -7,6 +7,7 @@
 #include <zmq.hpp>
 
 #include "common/internal/gatekeeper.h"
+#include "common/internal/shm_links.h"
 #include "common/internal/transport_factories.h"
 #include "common/internal/wire_codec.h"
 #include "common/logging.h"
@@ -31,24 +32,28 @@ Result<bool> WaitFor(zmq::socket_t& socket, short events, Deadline deadline) {
 class ZmqSocket final : public Socket {
  public:
   ZmqSocket(zmq::socket_t socket, bool router, std::string endpoint, const WireLimits& limits,
+            std::shared_ptr<ShmArena> arena,
             std::shared_ptr<std::atomic<uint64_t>> refused = nullptr)
       : socket_(std::move(socket)),
         router_(router),
         endpoint_(std::move(endpoint)),
         limits_(limits),
-        refused_(std::move(refused)) {}
+        refused_(std::move(refused)),
+        shm_(std::move(arena)) {}
 
   Status Send(OutgoingMessage message, Deadline deadline) override {
     if (router_ && message.peer().empty()) {
       return InvalidArgumentError("reply on " + endpoint_ + " has no peer routing id");
     }
+    shm_.PrepareSend(message.peer(), message, &stats_);
     std::vector<zmq::message_t> frames;
     frames.reserve(message.tensors().size() + 2);
     if (router_) frames.emplace_back(message.peer().data(), message.peer().size());
     frames.push_back(HeaderFrame(message));
     size_t bytes = frames.back().size();
-    for (const Tensor& t : message.tensors()) {
-      frames.push_back(PayloadFrame(t));
+    for (size_t i = 0; i < message.tensors().size(); ++i) {
+      const Tensor& t = message.tensors()[i];
+      if (!message.shared(i)) frames.push_back(PayloadFrame(t));
       bytes += t.byte_size();
     }
     try {
@@ -116,7 +121,7 @@ class ZmqSocket final : public Socket {
     } catch (const zmq::error_t& e) {
       return NetworkError("receive on " + endpoint_ + " failed: " + e.what());
     }
-    Result<IncomingMessage> msg = DecodeMessage(peer, std::move(frames), limits_);
+    Result<IncomingMessage> msg = DecodeMessage(peer, std::move(frames), limits_, &shm_);
     if (!msg.ok()) {
       ++stats_.rejected;
       std::string from = peer.empty() ? endpoint_ : "peer " + PeerName(peer) + " on " + endpoint_;
@@ -133,12 +138,15 @@ class ZmqSocket final : public Socket {
     ++stats_.messages_in;
     stats_.bytes_in += bytes;
     stats_.realigned_payloads += msg->realigned_payloads();
+    stats_.shm_payloads_in += msg->shared_payloads();
+    stats_.bytes_in += msg->shared_bytes();
     return msg;
   }
 
   const std::string& endpoint() const override { return endpoint_; }
   const SocketStats& stats() const override { return stats_; }
   uint64_t refused_handshakes() const override { return refused_ ? refused_->load() : 0; }
+  ConnectionPath PathTo(const std::string& peer) const override { return shm_.PathTo(peer); }
   zmq::socket_t& raw() { return socket_; }
 
  private:
@@ -149,6 +157,7 @@ class ZmqSocket final : public Socket {
   const std::shared_ptr<std::atomic<uint64_t>> refused_;  // counted by the Gatekeeper
   SocketStats stats_;
   LogRateLimiter reject_log_;
+  ShmLinks shm_;
 };
 
 // ZeroMQ spells "any port" as '*'.
@@ -179,6 +188,13 @@ class ZmqTransport final : public Transport {
                                           const std::string& identity) override;
   Result<std::vector<bool>> Poll(std::span<Socket* const> sockets, int wake_fd,
                                  Deadline deadline) override;
+  Tensor Allocate(const Shape& shape, DType dtype) override {
+    if (arena_ != nullptr) {
+      Tensor t = arena_->Allocate(shape, dtype);
+      if (t.defined()) return t;
+    }
+    return Tensor::Empty(shape, dtype);
+  }
 
  private:
   Status Configure(zmq::socket_t& socket);
@@ -187,6 +203,7 @@ class ZmqTransport final : public Transport {
   Status Secure(zmq::socket_t& socket, bool server);
 
   TransportOptions options_;
+  std::shared_ptr<ShmArena> arena_;  // null: payloads always go as frames
   zmq::context_t context_;
   Mutex mu_;
   // Started with the first secured listening socket; destroyed before context_.
@@ -194,7 +211,16 @@ class ZmqTransport final : public Transport {
 };
 
 ZmqTransport::ZmqTransport(const TransportOptions& options)
-    : options_(options), context_(options.io_threads) {}
+    : options_(options), context_(options.io_threads) {
+  if (options.path == TransportPath::kTcp) return;
+  Result<std::shared_ptr<ShmArena>> arena = ShmArena::Create(options.shm_arena_bytes);
+  if (arena.ok()) {
+    arena_ = *std::move(arena);
+  } else {
+    TOWERPS_LOG(kWarning) << "no shared memory (" << arena.status().message()
+                          << "); payloads to processes on this host go over TCP";
+  }
+}
 
 Status ZmqTransport::Secure(zmq::socket_t& socket, bool server) {
   const TransportSecurity& sec = options_.security;
@@ -251,8 +277,8 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Listen(const std::string& endpoint
     }
     socket.bind(ZmqBindSpelling(endpoint));
     std::string bound = socket.get(zmq::sockopt::last_endpoint);
-    return std::unique_ptr<Socket>(new ZmqSocket(std::move(socket), /*router=*/true,
-                                                 std::move(bound), options_.limits, refused));
+    return std::unique_ptr<Socket>(new ZmqSocket(
+        std::move(socket), /*router=*/true, std::move(bound), options_.limits, arena_, refused));
   } catch (const zmq::error_t& e) {
     if (e.num() == EADDRINUSE) {
       return NetworkError("cannot listen on " + endpoint +
@@ -314,7 +340,7 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Connect(const std::string& endpoin
     TOWERPS_RETURN_IF_ERROR(Secure(socket, /*server=*/false));
     socket.connect(endpoint);
     return std::unique_ptr<Socket>(
-        new ZmqSocket(std::move(socket), /*router=*/false, endpoint, options_.limits));
+        new ZmqSocket(std::move(socket), /*router=*/false, endpoint, options_.limits, arena_));
   } catch (const zmq::error_t& e) {
     return NetworkError("cannot connect to " + endpoint + ": " + e.what());
   }

@@ -75,6 +75,23 @@ struct TensorMeta {
   shape @2 :List(Int64);
   dtype @3 :DType;
   payloadBytes @4 :UInt64;   # must equal the frame size and prod(shape) * sizeof(dtype)
+  # Non-zero: the payload has no frame; it lies in the sender's shared-memory arena (Header.shm)
+  # at `shmOffset`, lent under this id until the receiver releases it (ShmInfo.released).
+  shmRef @5 :UInt64;
+  shmOffset @6 :UInt64;
+}
+
+# Shared memory between processes on one host (common/shm_arena.h, docs/ARCHITECTURE.md). Every
+# message between processes that allow it carries the sender's offer; payloads travel through the
+# arena only once the receiver has said, in `mapped`, that it mapped the sender's arena.
+struct ShmInfo {
+  host @0 :Text;       # the sender's host identity: boot id, hostname, network namespace
+  pid @1 :UInt32;      # the sender's arena: /proc/<pid>/fd/<fd>, read-only for peers
+  fd @2 :Int32;
+  nonce @3 :UInt64;    # random, also written in the arena's first page; names this arena
+  bytes @4 :UInt64;
+  mapped @5 :UInt64;   # the nonce of the receiver's arena that the sender has mapped; 0: none
+  released @6 :List(UInt64);  # refs into the receiver's arena (nonce `mapped`) dropped here
 }
 
 struct VariableSpec {
@@ -159,6 +176,8 @@ struct Header {
   # takeOver from a worker: failedServer stopped answering (it may be hung, not dead: the new
   # primary tells it it was replaced). False: it answered that it is not the primary.
   unresponsive @28 :Bool;
+  # Any message, when sender and receiver allow shared memory (--transport auto|shm).
+  shm @29 :ShmInfo;
 }
 
 enum ReplicaOp {

@@ -189,13 +189,13 @@ TEST(MessageValidationTest, RejectsFrameCountThatDisagreesWithHeader) {
     out.AddTensor(t, 0, 1);
     std::vector<zmq::message_t> frames = Frames(out);
     frames.pop_back();
-    ExpectRejected(std::move(frames), "describes 2 payloads but the message carries 1");
+    ExpectRejected(std::move(frames), "describes 2 framed payloads but the message carries 1");
   }
   {
     OutgoingMessage out(proto::MessageType::PUSH);
     std::vector<zmq::message_t> frames = Frames(out);
     frames.push_back(CopyFrame(t.raw_data(), t.byte_size()));
-    ExpectRejected(std::move(frames), "describes 0 payloads but the message carries 1");
+    ExpectRejected(std::move(frames), "describes 0 framed payloads but the message carries 1");
   }
 }
 

@@ -111,7 +111,11 @@ class Trainer::Impl {
     co.rpc_timeout = o_.worker.rpc_timeout;
     co.job = job;
     co.transport.security = o_.security;
+    co.transport.path = o_.transport_path;
     TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
+    // Gradients are averaged into the client's shared-memory arena: pushes lend them in place.
+    towers_->SetGradientAllocator(
+        [client = client_.get()](const Shape& shape) { return client->Allocate(shape); });
     TOWERPS_RETURN_IF_ERROR(RegisterWithServers());
     if (start_version_ > 0) {
       TOWERPS_LOG(kInfo) << "the servers hold version " << start_version_
@@ -121,6 +125,10 @@ class Trainer::Impl {
       towers_->LogPlacement();
       TOWERPS_LOG(kInfo) << "placement: variable chunks:\n"
                          << client_->placement().Describe(m0.variables());
+      const std::vector<ConnectionPath> paths = client_->connection_paths();
+      for (size_t s = 0; s < paths.size(); ++s) {
+        TOWERPS_LOG(kInfo) << "ps:" << s << " (" << o_.ps_endpoints[s] << "): " << paths[s].detail;
+      }
     }
     TOWERPS_LOG(kInfo) << job.model << " (" << m0.num_parameters() << " parameters, " << num_vars_
                        << " variables) on " << towers_->size() << " tower(s); " << steps_per_epoch_

@@ -60,6 +60,7 @@ struct TrainerOptions {
   // stock registry (the zoo and the stock datasets).
   const Registry* registry = nullptr;
   TransportSecurity security;  // how to prove membership of the job to its servers
+  TransportPath transport_path = TransportPath::kAuto;  // --transport
 };
 
 class Trainer {

@@ -1,0 +1,60 @@
+#include "bench/launched_job.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/sibling_executable.h"
+#include "common/subprocess.h"
+
+namespace towerps::bench {
+
+namespace fs = std::filesystem;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+Result<std::string> FindLauncher(const std::string& given) {
+  const std::string binary = given.empty() ? SiblingExecutable("towerps-launch") : given;
+  if (!fs::exists(binary)) {
+    return NotFoundError("launcher " + binary + " not found; pass --launcher-bin");
+  }
+  return binary;
+}
+
+Result<double> RunLaunchedJob(const std::string& launcher, const std::vector<std::string>& args,
+                              const fs::path& dir, std::chrono::seconds timeout,
+                              const std::string& what) {
+  fs::create_directories(dir);
+  const fs::path summary = dir / "summary.json";
+  const fs::path log = dir / "launch.log";
+  SubprocessOptions so;
+  so.argv = {launcher};
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
+  so.argv.insert(so.argv.end(),
+                 {"--run-dir", (dir / "run").string(), "--summary-out", summary.string()});
+  so.output_path = log.string();
+  TOWERPS_ASSIGN_OR_RETURN(Subprocess job, Subprocess::Start(so));
+  const std::optional<int> code = job.Wait(Deadline::After(timeout));
+  if (!code) {
+    return TimeoutError("the job " + what + " did not end within " +
+                        std::to_string(timeout.count()) + " s; see " + log.string());
+  }
+  if (*code != 0) {
+    return FailedPreconditionError("the job " + what + " exited " + std::to_string(*code) +
+                                   "; see " + log.string());
+  }
+  std::ifstream in(summary);
+  const nlohmann::json s = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!s.is_object() || !s.contains("examples_per_sec") || !s["examples_per_sec"].is_number()) {
+    return CorruptionError("no examples_per_sec in " + summary.string());
+  }
+  return s["examples_per_sec"].get<double>();
+}
+
+}  // namespace towerps::bench
