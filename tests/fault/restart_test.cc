@@ -44,21 +44,10 @@ std::vector<std::string> JobArgv(const fs::path& dir, std::vector<std::string> e
   return argv;
 }
 
-// The pids processes.txt lists for "<role> <rank>", oldest first (a restart appends one).
 std::vector<pid_t> Pids(const fs::path& run_dir, const std::string& role, int rank) {
-  std::vector<pid_t> pids;
-  std::istringstream in(ReadFile(run_dir / "processes.txt"));
-  std::string r, word;
-  int k;
-  pid_t pid;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream l(line);
-    if (l >> r >> k >> word >> pid && r == role && k == rank && word == "pid") pids.push_back(pid);
-  }
-  return pids;
+  return ProcessPids(run_dir, role, rank);
 }
-
-bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+bool Alive(pid_t pid) { return ProcessAlive(pid); }
 
 class RestartTest : public LaunchTest {
  protected:

@@ -8,7 +8,11 @@
 #define TOWERPS_TESTS_LAUNCH_LAUNCH_FIXTURE_H_
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <sstream>
 
 #include <chrono>
 #include <cstdlib>
@@ -93,6 +97,23 @@ inline Result<int> RunProcess(std::vector<std::string> argv, const fs::path& out
   }
   return *code;
 }
+
+// The pids a run directory's processes.txt lists for "<role> <rank>", oldest first (a restart
+// appends one).
+inline std::vector<pid_t> ProcessPids(const fs::path& run_dir, const std::string& role, int rank) {
+  std::vector<pid_t> pids;
+  std::istringstream in(ReadFile(run_dir / "processes.txt"));
+  std::string r, word;
+  int k;
+  pid_t pid;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    if (l >> r >> k >> word >> pid && r == role && k == rank && word == "pid") pids.push_back(pid);
+  }
+  return pids;
+}
+
+inline bool ProcessAlive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 
 // Waits until `path` contains `text`; returns whether it does.
 inline bool AwaitText(const fs::path& path, const std::string& text, seconds limit) {
