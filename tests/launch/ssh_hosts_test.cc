@@ -230,6 +230,11 @@ class SshHostsTest : public ::testing::Test {
     return 0;
   }
   static std::string Output(const std::string& name) { return ReadFile(dir() / (name + ".out")); }
+  static size_t Count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
   static bool OutputHas(const std::string& name, const std::string& text) {
     return Output(name).find(text) != std::string::npos;
   }
@@ -246,7 +251,8 @@ class SshHostsTest : public ::testing::Test {
 // The hostfile job also survives the SIGKILL of a remote worker mid-run (worker:2, on h3): the
 // launcher restarts it over ssh and it recomputes its step, so the bits still match.
 TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
-  const std::vector<std::string> steps = {"--max-steps", "300", "--log-every", "10"};
+  const std::vector<std::string> steps = {"--max-steps", "300", "--log-every", "10",
+                                          "--log-device-placement"};
   auto extra = [&](const std::string& name) {
     std::vector<std::string> e = steps;
     e.insert(e.end(), {"--summary-out", (dir() / (name + ".json")).string(), "--final-params-out",
@@ -293,6 +299,24 @@ TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
   const std::string hosts_json = ReadFile(dir() / "hosts.json");
   EXPECT_EQ(accuracy(hosts_json), accuracy(ReadFile(dir() / "local.json")));
   EXPECT_GT(std::atof(accuracy(hosts_json).c_str() + 16), 0.7);
+  // Tensors travel through shared memory only between processes on one host (worker:2 and ps:1
+  // on h3): the namespaces share a kernel and /dev/shm, and the host identity, which includes
+  // the network namespace, tells them apart. In the local job, every connection uses it.
+  const std::string out = Output("hosts");
+  for (const auto& [worker, server, path] :
+       {std::tuple{0, 0, "TCP (the peer is on another host)"},
+        std::tuple{0, 1, "TCP (the peer is on another host)"},
+        std::tuple{2, 0, "TCP (the peer is on another host)"}, std::tuple{2, 1, "shared memory"}}) {
+    const std::string line = "[worker:" + std::to_string(worker) + "] ";
+    const std::string says = "ps:" + std::to_string(server) + " (";
+    bool found = false;
+    for (size_t at = out.find(line); at != std::string::npos; at = out.find(line, at + 1)) {
+      const std::string l = out.substr(at, out.find('\n', at) - at);
+      if (l.find(says) != std::string::npos) found = found || l.find(path) != std::string::npos;
+    }
+    EXPECT_TRUE(found) << "worker:" << worker << " to ps:" << server << " should use " << path;
+  }
+  EXPECT_EQ(Count(Output("local"), ": shared memory"), 6u) << Output("local");
   EXPECT_EQ(AwaitNoOrphans(seconds(15)), std::vector<std::string>{});
 }
 
