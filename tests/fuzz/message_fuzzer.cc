@@ -5,7 +5,11 @@
 // step, a payload that disagrees with its metadata, or an error other than kProtocol is a finding.
 // A replicate message's chunk state is also read as a joining backup reads it (ReadReplicaState,
 // for a small chunk of a fixed job) and, when accepted, restored into a chunk that then takes a
-// step: a state it accepts must be one a chunk can hold.
+// step: a state it accepts must be one a chunk can hold. Decoding goes through shared-memory
+// links with an arena of their own, as a socket's does (common/internal/shm_links.h): a header's
+// ShmInfo (arena address, acknowledgement, released refs) is taken, and a payload claiming to be
+// in an arena that is not mapped must be refused. (Payloads in a mapped arena are fuzzed against
+// a real arena by tests/common/shm_transport_test.cc: a fuzzed input cannot name one.)
 #include <zmq.hpp>
 
 #include <bit>
@@ -15,6 +19,7 @@
 
 #include "common/internal/wire_codec.h"
 #include "common/message.h"
+#include "common/shm_arena.h"
 #include "ps/replica_set.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -48,6 +53,7 @@ void ReadTensors(const IncomingMessage& m) {
     const towerps::Tensor& t = m.tensors()[i];
     Use(meta.getVariableId());
     Use(meta.getChunkId());
+    Use(meta.getShmRef() + meta.getShmOffset());
     const auto shape = meta.getShape();
     FUZZ_CHECK(shape.size() == t.rank(), "payload " + std::to_string(i) + " rank");
     for (unsigned d = 0; d < shape.size(); ++d) {
@@ -101,6 +107,11 @@ void ReadHeader(proto::Header::Reader h) {
   Use(static_cast<uint32_t>(h.getFailedServer()));
   Use(static_cast<uint32_t>(h.getStepGradients()));
   for (uint32_t g : h.getPrimaryGroups()) Use(g);
+  const auto shm = h.getShm();
+  Use(shm.getHost());
+  Use(shm.getPid() + static_cast<uint64_t>(shm.getFd()) + shm.getNonce() + shm.getBytes());
+  Use(shm.getMapped());
+  for (uint64_t r : shm.getReleased()) Use(r);
   // What the client makes of an error reply, and what the server logs.
   Use(towerps::StatusFromHeader(h).message().size());
   Use(towerps::MessageTypeName(h.getType()).size());
@@ -135,13 +146,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const std::string& f : towerps::fuzz::SplitFrames(data, size)) {
     frames.emplace_back(f.data(), f.size());
   }
+  static towerps::internal::ShmLinks* links = [] {
+    auto arena = towerps::ShmArena::Create(1 << 20);
+    return new towerps::internal::ShmLinks(arena.ok() ? *arena : nullptr);
+  }();
   Result<IncomingMessage> m =
-      towerps::internal::DecodeMessage("fuzz-peer", std::move(frames), kLimits);
+      towerps::internal::DecodeMessage("fuzz-peer", std::move(frames), kLimits, links);
   if (!m.ok()) {
     FUZZ_CHECK(m.status().code() == StatusCode::kProtocol,
                "a bad message must be kProtocol: " + m.status().ToString());
     return 0;
   }
+  FUZZ_CHECK(m->shared_payloads() == 0, "a payload in an arena that is not mapped was accepted");
   ReadHeader(m->header());
   ReadTensors(*m);
   ReadReplicaState(*m);
