@@ -20,6 +20,14 @@ Result<JobBenchResult> RunJobBench(const JobBenchOptions& o) {
   const fs::path root =
       o.run_dir.empty() ? fs::temp_directory_path() / ("towerps_job_" + std::to_string(getpid()))
                         : fs::path(o.run_dir);
+  // The jobs' directories go when this returns, on errors too, unless --run-dir keeps them.
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } cleanup{o.run_dir.empty() ? root : fs::path()};
   auto say = [&](const std::string& line) {
     if (o.progress) o.progress(line);
   };
@@ -52,10 +60,6 @@ Result<JobBenchResult> RunJobBench(const JobBenchOptions& o) {
   r.tcp_median = Median(r.tcp);
   r.shm_median = Median(r.shm);
   r.single_median = Median(r.single);
-  if (o.run_dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
   return r;
 }
 

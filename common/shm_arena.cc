@@ -41,9 +41,13 @@ std::string HostIdentity() {
   std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  char net[64] = {};
-  const ssize_t n = readlink("/proc/self/ns/net", net, sizeof(net) - 1);
-  return boot + "/" + host + "/" + (n > 0 ? std::string(net, static_cast<size_t>(n)) : "");
+  auto ns = [](const char* path) {
+    char link[64] = {};
+    const ssize_t n = readlink(path, link, sizeof(link) - 1);
+    return n > 0 ? std::string(link, static_cast<size_t>(n)) : std::string();
+  };
+  // The PID namespace too: a peer's arena is opened by its pid.
+  return boot + "/" + host + "/" + ns("/proc/self/ns/net") + "/" + ns("/proc/self/ns/pid");
 }
 
 struct ShmArena::State {
@@ -81,10 +85,15 @@ Result<std::shared_ptr<ShmArena>> ShmArena::Create(size_t bytes) {
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t total = kHeaderBytes + (bytes + page - 1) / page * page;
   auto state = std::make_shared<State>();
-  state->fd = memfd_create("towerps-arena", MFD_CLOEXEC);
+  state->fd = memfd_create("towerps-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (state->fd < 0) return IoError(Errno("memfd_create for the shared-memory arena"));
   if (ftruncate(state->fd, static_cast<off_t>(total)) != 0) {
     return IoError(Errno("sizing the shared-memory arena to " + std::to_string(total) + " bytes"));
+  }
+  // Sealed at its size: nobody (this process included) can shrink it under a peer's mapping,
+  // which would turn reads into SIGBUS. Peers check the seals before mapping.
+  if (fcntl(state->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    return IoError(Errno("sealing the shared-memory arena"));
   }
   void* base =
       mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, state->fd, 0);
@@ -159,12 +168,16 @@ Result<std::shared_ptr<const PeerArena>> PeerArena::Open(const ArenaAddress& a) 
                          std::to_string(a.bytes) + " bytes) is not valid");
   }
   const std::string path = "/proc/" + std::to_string(a.pid) + "/fd/" + std::to_string(a.fd);
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO named by a confused or hostile peer must not stall the socket thread.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return IoError(Errno("cannot open the peer's arena " + path));
   struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != a.bytes) {
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != a.bytes ||
+      seals < 0 || !(seals & F_SEAL_SHRINK)) {
     close(fd);
-    return ProtocolError(path + " is not the peer's arena (its size differs)");
+    return ProtocolError(path + " is not the peer's arena (not a sealed memory file of " +
+                         std::to_string(a.bytes) + " bytes)");
   }
   void* base = mmap(nullptr, a.bytes, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);  // the mapping keeps the memory

@@ -1,5 +1,6 @@
 #include "common/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -120,6 +121,12 @@ Tensor Tensor::Clone() const {
   Tensor copy = Empty(shape_, dtype_);
   if (byte_size() > 0) std::memcpy(copy.raw_data(), raw_data(), byte_size());
   return copy;
+}
+
+bool Tensor::Exclusive() const {
+  if (base_.use_count() != 1) return false;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
 }
 
 bool Tensor::SharesStorageWith(const Tensor& other) const {

@@ -76,6 +76,10 @@ class Tensor {
   // The shared storage owner; used to keep memory alive during zero-copy sends.
   const std::shared_ptr<std::byte>& storage() const { return base_; }
   bool SharesStorageWith(const Tensor& other) const;
+  // Whether this is the only handle to its storage (defined tensors only): then nobody else,
+  // no send in flight and no peer reading it through shared memory, can see a write to it.
+  // Acquire ordering: writes by the threads that dropped the other handles happen before.
+  bool Exclusive() const;
 
  private:
   Tensor(std::shared_ptr<std::byte> base, size_t base_bytes, size_t offset_bytes, Shape shape,

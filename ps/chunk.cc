@@ -9,18 +9,6 @@
 #include "ps/optimizer.h"
 
 namespace towerps::ps {
-namespace {
-
-// True when `t` holds the only reference to its storage. The acquire fence pairs with the
-// release in the last other holder's decrement, so its reads of the data happen-before our
-// writes.
-bool Exclusive(const Tensor& t) {
-  if (t.storage().use_count() != 1) return false;
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return true;
-}
-
-}  // namespace
 
 Chunk::Chunk(const ChunkSpec& spec, const JobConfig& config, TensorAllocator allocate)
     : spec_(spec),
@@ -102,9 +90,9 @@ ChunkState Chunk::Snapshot(bool replica) const {
 }
 
 Tensor Chunk::WritableBuffer() {
-  if (Exclusive(values_)) return values_;
+  if (values_.Exclusive()) return values_;
   for (auto it = spares_.begin(); it != spares_.end(); ++it) {
-    if (Exclusive(*it)) {
+    if (it->Exclusive()) {
       Tensor t = std::move(*it);
       spares_.erase(it);
       return t;

@@ -15,8 +15,8 @@ SecurityFlags::SecurityFlags() : desc_("Security (docs/SECURITY.md)") {
       "agree")(
       "transport", po::value(&transport_)->default_value(transport_),
       "how tensors reach processes on the same host: auto (through shared memory, TCP to other "
-      "hosts), tcp (always TCP), shm (shared memory; a connection that cannot use it is an "
-      "error)");
+      "hosts), tcp (always TCP), shm (shared memory: a worker stops when a server it "
+      "connects to cannot use it, and a process that cannot make its arena fails)");
 }
 
 Status SecurityFlags::Validate() const {

@@ -102,13 +102,20 @@ Tensor TowerGroup::NewAverage(int v) {
 
 Tensor& TowerGroup::WritableAverage(int v) {
   Tensor& current = average_[v];
-  if (current.storage().use_count() == 1) return current;
+  if (current.Exclusive()) return current;
   std::vector<Tensor>& spares = spare_averages_[v];
-  auto free = std::find_if(spares.begin(), spares.end(),
-                           [](const Tensor& t) { return t.storage().use_count() == 1; });
+  auto free =
+      std::find_if(spares.begin(), spares.end(), [](const Tensor& t) { return t.Exclusive(); });
   Tensor next = free != spares.end() ? std::move(*free) : NewAverage(v);
   if (free != spares.end()) spares.erase(free);
-  spares.push_back(std::move(current));
+  // A few spares cover the loans a step can have out; a buffer beyond them is let go (freed
+  // when its holder releases it), so a peer that never releases cannot make this grow.
+  constexpr size_t kMaxSpares = 3;
+  if (spares.size() < kMaxSpares) {
+    spares.push_back(std::move(current));
+  } else if (device_ != nullptr) {
+    towers_[0].backend->UnpinHostMemory(current.f32());
+  }
   current = std::move(next);
   return current;
 }

@@ -1,12 +1,36 @@
 #include "common/internal/shm_links.h"
 
+#include <signal.h>
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
 namespace towerps::internal {
 
-void ShmLinks::PrepareSend(const std::string& peer, OutgoingMessage& message, SocketStats* stats) {
-  if (arena_ == nullptr) return;
+namespace {
+
+uint64_t RandomStart() {
+  uint64_t n = 0;
+  if (getrandom(&n, sizeof(n), 0) != static_cast<ssize_t>(sizeof(n))) n = 1;
+  return (n >> 1) | 1;  // non-zero, and far from wrapping
+}
+
+}  // namespace
+
+ShmLinks::ShmLinks(std::shared_ptr<ShmArena> arena, std::string no_arena_reason)
+    : arena_(std::move(arena)),
+      no_arena_reason_(std::move(no_arena_reason)),
+      next_ref_(RandomStart()),
+      next_sweep_(std::chrono::steady_clock::now()) {}
+
+ShmLinks::Sent ShmLinks::PrepareSend(const std::string& peer, OutgoingMessage& message,
+                                     SocketStats* stats) {
+  Sent sent;
+  if (arena_ == nullptr) return sent;
+  SweepGonePeers();
+  sent.peer = peer;
   Peer& p = peers_[peer];
   auto info = message.header().initShm();
   const ArenaAddress& mine = arena_->address();
@@ -17,20 +41,23 @@ void ShmLinks::PrepareSend(const std::string& peer, OutgoingMessage& message, So
   info.setBytes(mine.bytes);
   if (p.in.arena != nullptr) {
     info.setMapped(p.in.arena->nonce());
-    std::vector<uint64_t> released;
     {
       MutexLock lock(&p.in.releases->mu);
-      released.swap(p.in.releases->refs);
+      sent.released.swap(p.in.releases->refs);
     }
-    auto list = info.initReleased(static_cast<unsigned>(released.size()));
-    for (size_t i = 0; i < released.size(); ++i) list.set(static_cast<unsigned>(i), released[i]);
+    auto list = info.initReleased(static_cast<unsigned>(sent.released.size()));
+    for (size_t i = 0; i < sent.released.size(); ++i) {
+      list.set(static_cast<unsigned>(i), sent.released[i]);
+    }
   }
-  if (!p.reads_mine) return;
-  const uint64_t max_lent = mine.bytes / 4;
+  // Lend only to a peer that reads this arena and whose own arena is mapped here: `mapped`
+  // then names the incarnation the loans are for.
+  if (!p.reads_mine || p.in.arena == nullptr) return sent;
+  const uint64_t max_per_peer = mine.bytes / 4, max_total = mine.bytes / 4 * 3;
   for (size_t i = 0; i < message.tensors().size(); ++i) {
     Tensor t = message.tensors()[i];
     const uint64_t size = t.byte_size();
-    if (size == 0 || p.lent_bytes + size > max_lent) continue;
+    if (size == 0 || p.lent_bytes + size > max_per_peer || lent_bytes_ + size > max_total) continue;
     std::optional<uint64_t> offset = arena_->OffsetOf(t);
     if (!offset) {
       if (size < kCopyThreshold) continue;
@@ -41,66 +68,116 @@ void ShmLinks::PrepareSend(const std::string& peer, OutgoingMessage& message, So
       offset = arena_->OffsetOf(t);
       ++stats->shm_copies;
     }
-    const uint64_t ref = p.next_ref++;
+    const uint64_t ref = next_ref_++;
     message.MarkShared(i, t, ref, *offset);
     p.lent.emplace(ref, std::move(t));
     p.lent_bytes += size;
+    lent_bytes_ += size;
+    sent.lent.push_back(ref);
     ++stats->shm_payloads_out;
+  }
+  return sent;
+}
+
+void ShmLinks::Unsend(const Sent& sent) {
+  auto it = peers_.find(sent.peer);
+  if (arena_ == nullptr || it == peers_.end()) return;
+  Peer& p = it->second;
+  for (uint64_t ref : sent.lent) {
+    auto loan = p.lent.find(ref);
+    if (loan == p.lent.end()) continue;
+    p.lent_bytes -= loan->second.byte_size();
+    lent_bytes_ -= loan->second.byte_size();
+    p.lent.erase(loan);
+  }
+  if (p.in.releases != nullptr) {
+    for (uint64_t ref : sent.released) p.in.releases->Push(ref);
+  }
+}
+
+void ShmLinks::Forget(Peer& p) {
+  lent_bytes_ -= p.lent_bytes;
+  p = Peer{};
+}
+
+void ShmLinks::SweepGonePeers() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_sweep_) return;
+  next_sweep_ = now + std::chrono::seconds(1);
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    Peer& p = it->second;
+    // Only peers whose arena is mapped share this PID namespace: their pid means something.
+    const bool gone = p.in.arena != nullptr && kill(p.pid, 0) != 0 && errno == ESRCH;
+    if (gone || (p.nonce == 0 && p.lent.empty() && p.in.arena == nullptr)) {
+      Forget(p);
+      it = peers_.erase(it);
+    } else {
+      ++it;
+    }
   }
 }
 
 PeerArenaView ShmLinks::OnReceive(const std::string& peer, proto::ShmInfo::Reader info) {
   if (arena_ == nullptr) return {};
+  SweepGonePeers();
   Peer& p = peers_[peer];
-  if (info.getNonce() != p.nonce) {
+  if (!p.heard || info.getNonce() != p.nonce) {
     // A new peer, or a restarted one: its predecessor's loans end with it.
-    p = Peer{};
+    Forget(p);
+    p.heard = true;
     p.nonce = info.getNonce();
-    ArenaAddress address;
-    address.host = info.getHost().cStr();
-    address.pid = static_cast<pid_t>(info.getPid());
-    address.fd = info.getFd();
-    address.nonce = info.getNonce();
-    address.bytes = info.getBytes();
-    Result<std::shared_ptr<const PeerArena>> opened = PeerArena::Open(address);
-    if (opened.ok()) {
-      p.in.arena = *std::move(opened);
-      p.in.releases = std::make_shared<ReleaseQueue>();
+    p.pid = static_cast<pid_t>(info.getPid());
+    if (p.nonce == 0) {
+      p.unmapped_reason = "the peer does not use shared memory: another host or --transport tcp";
     } else {
-      p.unmapped_reason = opened.status().message();
+      ArenaAddress address;
+      address.host = info.getHost().cStr();
+      address.pid = p.pid;
+      address.fd = info.getFd();
+      address.nonce = info.getNonce();
+      address.bytes = info.getBytes();
+      Result<std::shared_ptr<const PeerArena>> opened = PeerArena::Open(address);
+      if (opened.ok()) {
+        p.in.arena = *std::move(opened);
+        p.in.releases = std::make_shared<ReleaseQueue>();
+      } else {
+        p.unmapped_reason = opened.status().message();
+      }
     }
   }
-  if (info.getMapped() == arena_->address().nonce) {
+  const bool for_me = info.getMapped() == arena_->address().nonce;
+  if (for_me) {
     p.reads_mine = true;
     for (uint64_t ref : info.getReleased()) {
       auto it = p.lent.find(ref);
       if (it == p.lent.end()) continue;  // unknown: already released, or never lent
       p.lent_bytes -= it->second.byte_size();
+      lent_bytes_ -= it->second.byte_size();
       p.lent.erase(it);
     }
   }
-  return p.in;
+  PeerArenaView view = p.in;
+  view.for_this_process = for_me;
+  return view;
 }
 
 ConnectionPath ShmLinks::PathTo(const std::string& peer) const {
-  if (arena_ == nullptr) return {false, "TCP (--transport tcp)"};
+  if (arena_ == nullptr) return {false, "TCP (" + no_arena_reason_ + ")"};
   auto it = peers_.find(peer);
-  if (it == peers_.end() || it->second.nonce == 0) {
-    return {false, "TCP (the peer does not use shared memory: another host or --transport tcp)"};
-  }
+  if (it == peers_.end()) return {false, "TCP (nothing heard from the peer yet)"};
   const Peer& p = it->second;
   if (p.in.arena == nullptr) return {false, "TCP (" + p.unmapped_reason + ")"};
-  if (!p.reads_mine) return {false, "TCP (the peer has not mapped this process's arena)"};
+  if (!p.reads_mine) {
+    return {false, "TCP (the peer has not mapped this process's arena; see its log)"};
+  }
   return {true, "shared memory"};
 }
 
 Tensor LentPayload(const PeerArenaView& view, uint64_t ref, const std::byte* bytes, Shape shape,
                    DType dtype) {
-  std::shared_ptr<void> owner(const_cast<std::byte*>(bytes),
-                              [arena = view.arena, releases = view.releases, ref](void*) {
-                                MutexLock lock(&releases->mu);
-                                releases->refs.push_back(ref);
-                              });
+  std::shared_ptr<void> owner(
+      const_cast<std::byte*>(bytes),
+      [arena = view.arena, releases = view.releases, ref](void*) { releases->Push(ref); });
   return Tensor::WrapExternal(const_cast<std::byte*>(bytes), std::move(shape), dtype,
                               std::move(owner));
 }

@@ -12,7 +12,8 @@
 namespace towerps::internal {
 
 // "zmq": ROUTER sockets for Listen, DEALER sockets for Connect (zmq_transport.cc).
-std::unique_ptr<Transport> NewZmqTransport(const TransportOptions& options);
+// Fails only when options.path is kShm and no shared-memory arena can be made.
+Result<std::unique_ptr<Transport>> NewZmqTransport(const TransportOptions& options);
 
 }  // namespace towerps::internal
 

@@ -213,32 +213,56 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
                          std::to_string(frames.size() - 1));
   }
   PeerArenaView arena;
-  if (shm != nullptr && msg.header_.hasShm())
-    arena = shm->OnReceive(msg.peer_, msg.header_.getShm());
+  if (shm != nullptr) {
+    arena = shm->OnReceive(msg.peer_,
+                           msg.header_.hasShm() ? msg.header_.getShm() : proto::ShmInfo::Reader());
+  }
   msg.tensors_.reserve(metas.size());
   msg.payload_frames_.reserve(metas.size());
+  // On a rejection, the loans whose payloads were not made into tensors are released here (the
+  // tensors release theirs when the message goes).
+  auto reject = [&](Status status) {
+    if (arena.releases != nullptr && arena.for_this_process) {
+      for (size_t j = msg.tensors_.size(); j < metas.size(); ++j) {
+        const uint64_t ref = metas[static_cast<unsigned>(j)].getShmRef();
+        if (ref != 0) arena.releases->Push(ref);
+      }
+    }
+    return status;
+  };
   size_t next_frame = 1;
   for (size_t i = 0; i < metas.size(); ++i) {
     const auto meta = metas[static_cast<unsigned>(i)];
     Shape shape;
     DType dtype;
     if (meta.getShmRef() != 0) {
-      TOWERPS_RETURN_IF_ERROR(CheckTensorMeta(meta, i, 0, limits, &shape, &dtype));
+      const std::string where = "payload " + std::to_string(i);
+      if (Status s = CheckTensorMeta(meta, i, 0, limits, &shape, &dtype); !s.ok()) {
+        return reject(s);
+      }
       if (arena.arena == nullptr) {
-        return ProtocolError("payload " + std::to_string(i) +
-                             " is in the sender's shared memory, which is not mapped here");
+        return reject(
+            ProtocolError(where + " is in the sender's shared memory, which is not mapped here"));
+      }
+      if (!arena.for_this_process) {
+        return reject(
+            ProtocolError(where +
+                          " was lent to an earlier process with this one's identity (a message "
+                          "queued across a restart); it is not read"));
       }
       Result<const std::byte*> bytes =
           arena.arena->At(meta.getShmOffset(), meta.getPayloadBytes(), DTypeSize(dtype));
-      if (!bytes.ok()) return bytes.status().WithContext("payload " + std::to_string(i));
+      if (!bytes.ok()) return reject(bytes.status().WithContext(where));
       msg.tensors_.push_back(LentPayload(arena, meta.getShmRef(), *bytes, std::move(shape), dtype));
       msg.payload_frames_.push_back(nullptr);
       ++msg.shared_;
       msg.shared_bytes_ += meta.getPayloadBytes();
       continue;
     }
-    TOWERPS_RETURN_IF_ERROR(
-        CheckTensorMeta(meta, i, frames[next_frame].size(), limits, &shape, &dtype));
+    if (Status s = CheckTensorMeta(meta, i, frames[next_frame].size(), limits, &shape, &dtype);
+        !s.ok()) {
+      return reject(s);
+    }
     auto frame = std::make_shared<ReceivedFrame>(std::move(frames[next_frame++]));
     msg.tensors_.push_back(PayloadTensor(frame, std::move(shape), dtype, &msg.realigned_));
     msg.payload_frames_.push_back(std::move(frame));

@@ -32,20 +32,20 @@ Result<bool> WaitFor(zmq::socket_t& socket, short events, Deadline deadline) {
 class ZmqSocket final : public Socket {
  public:
   ZmqSocket(zmq::socket_t socket, bool router, std::string endpoint, const WireLimits& limits,
-            std::shared_ptr<ShmArena> arena,
+            std::shared_ptr<ShmArena> arena, std::string no_arena_reason,
             std::shared_ptr<std::atomic<uint64_t>> refused = nullptr)
       : socket_(std::move(socket)),
         router_(router),
         endpoint_(std::move(endpoint)),
         limits_(limits),
         refused_(std::move(refused)),
-        shm_(std::move(arena)) {}
+        shm_(std::move(arena), std::move(no_arena_reason)) {}
 
   Status Send(OutgoingMessage message, Deadline deadline) override {
     if (router_ && message.peer().empty()) {
       return InvalidArgumentError("reply on " + endpoint_ + " has no peer routing id");
     }
-    shm_.PrepareSend(message.peer(), message, &stats_);
+    const ShmLinks::Sent sent = shm_.PrepareSend(message.peer(), message, &stats_);
     std::vector<zmq::message_t> frames;
     frames.reserve(message.tensors().size() + 2);
     if (router_) frames.emplace_back(message.peer().data(), message.peer().size());
@@ -56,30 +56,9 @@ class ZmqSocket final : public Socket {
       if (!message.shared(i)) frames.push_back(PayloadFrame(t));
       bytes += t.byte_size();
     }
-    try {
-      // Parts after the first are accepted together with it: ZeroMQ sends multipart atomically.
-      for (size_t i = 0; i < frames.size(); ++i) {
-        const auto more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
-        if (i > 0) {
-          socket_.send(frames[i], more);
-          continue;
-        }
-        for (;;) {
-          if (socket_.send(frames[0], more | zmq::send_flags::dontwait)) break;
-          TOWERPS_ASSIGN_OR_RETURN(bool ready, WaitFor(socket_, ZMQ_POLLOUT, deadline));
-          if (!ready) {
-            return TimeoutError("could not send on " + endpoint_ +
-                                " before the deadline: the "
-                                "peer is not reading (send queue full)");
-          }
-        }
-      }
-    } catch (const zmq::error_t& e) {
-      if (e.num() == EHOSTUNREACH) {
-        return NetworkError("peer " + PeerName(message.peer()) + " is not connected to " +
-                            endpoint_);
-      }
-      return NetworkError("send on " + endpoint_ + " failed: " + e.what());
+    if (Status s = SendFrames(frames, message.peer(), deadline); !s.ok()) {
+      shm_.Unsend(sent);  // nothing of it reached the peer
+      return s;
     }
     ++stats_.messages_out;
     stats_.bytes_out += bytes;
@@ -150,6 +129,36 @@ class ZmqSocket final : public Socket {
   zmq::socket_t& raw() { return socket_; }
 
  private:
+  // Sends a multipart message: all of it, or (on an error) none of it.
+  Status SendFrames(std::vector<zmq::message_t>& frames, const std::string& peer,
+                    Deadline deadline) {
+    try {
+      // Parts after the first are accepted together with it: ZeroMQ sends multipart atomically.
+      for (size_t i = 0; i < frames.size(); ++i) {
+        const auto more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+        if (i > 0) {
+          socket_.send(frames[i], more);
+          continue;
+        }
+        for (;;) {
+          if (socket_.send(frames[0], more | zmq::send_flags::dontwait)) break;
+          TOWERPS_ASSIGN_OR_RETURN(bool ready, WaitFor(socket_, ZMQ_POLLOUT, deadline));
+          if (!ready) {
+            return TimeoutError("could not send on " + endpoint_ +
+                                " before the deadline: the "
+                                "peer is not reading (send queue full)");
+          }
+        }
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EHOSTUNREACH) {
+        return NetworkError("peer " + PeerName(peer) + " is not connected to " + endpoint_);
+      }
+      return NetworkError("send on " + endpoint_ + " failed: " + e.what());
+    }
+    return Status::Ok();
+  }
+
   zmq::socket_t socket_;
   const bool router_;
   const std::string endpoint_;
@@ -181,7 +190,9 @@ Status ValidateEndpoint(const std::string& endpoint) {
 
 class ZmqTransport final : public Transport {
  public:
-  explicit ZmqTransport(const TransportOptions& options);
+  // `arena`: this process's shared-memory arena; null with `no_arena_reason`.
+  ZmqTransport(const TransportOptions& options, std::shared_ptr<ShmArena> arena,
+               std::string no_arena_reason);
 
   Result<std::unique_ptr<Socket>> Listen(const std::string& endpoint) override;
   Result<std::unique_ptr<Socket>> Connect(const std::string& endpoint,
@@ -204,23 +215,19 @@ class ZmqTransport final : public Transport {
 
   TransportOptions options_;
   std::shared_ptr<ShmArena> arena_;  // null: payloads always go as frames
+  std::string no_arena_reason_;
   zmq::context_t context_;
   Mutex mu_;
   // Started with the first secured listening socket; destroyed before context_.
   std::unique_ptr<Gatekeeper> gatekeeper_ GUARDED_BY(mu_);
 };
 
-ZmqTransport::ZmqTransport(const TransportOptions& options)
-    : options_(options), context_(options.io_threads) {
-  if (options.path == TransportPath::kTcp) return;
-  Result<std::shared_ptr<ShmArena>> arena = ShmArena::Create(options.shm_arena_bytes);
-  if (arena.ok()) {
-    arena_ = *std::move(arena);
-  } else {
-    TOWERPS_LOG(kWarning) << "no shared memory (" << arena.status().message()
-                          << "); payloads to processes on this host go over TCP";
-  }
-}
+ZmqTransport::ZmqTransport(const TransportOptions& options, std::shared_ptr<ShmArena> arena,
+                           std::string no_arena_reason)
+    : options_(options),
+      arena_(std::move(arena)),
+      no_arena_reason_(std::move(no_arena_reason)),
+      context_(options.io_threads) {}
 
 Status ZmqTransport::Secure(zmq::socket_t& socket, bool server) {
   const TransportSecurity& sec = options_.security;
@@ -277,8 +284,9 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Listen(const std::string& endpoint
     }
     socket.bind(ZmqBindSpelling(endpoint));
     std::string bound = socket.get(zmq::sockopt::last_endpoint);
-    return std::unique_ptr<Socket>(new ZmqSocket(
-        std::move(socket), /*router=*/true, std::move(bound), options_.limits, arena_, refused));
+    return std::unique_ptr<Socket>(new ZmqSocket(std::move(socket), /*router=*/true,
+                                                 std::move(bound), options_.limits, arena_,
+                                                 no_arena_reason_, refused));
   } catch (const zmq::error_t& e) {
     if (e.num() == EADDRINUSE) {
       return NetworkError("cannot listen on " + endpoint +
@@ -339,8 +347,8 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Connect(const std::string& endpoin
     socket.set(zmq::sockopt::routing_id, identity);
     TOWERPS_RETURN_IF_ERROR(Secure(socket, /*server=*/false));
     socket.connect(endpoint);
-    return std::unique_ptr<Socket>(
-        new ZmqSocket(std::move(socket), /*router=*/false, endpoint, options_.limits, arena_));
+    return std::unique_ptr<Socket>(new ZmqSocket(std::move(socket), /*router=*/false, endpoint,
+                                                 options_.limits, arena_, no_arena_reason_));
   } catch (const zmq::error_t& e) {
     return NetworkError("cannot connect to " + endpoint + ": " + e.what());
   }
@@ -348,8 +356,21 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Connect(const std::string& endpoin
 
 }  // namespace
 
-std::unique_ptr<Transport> NewZmqTransport(const TransportOptions& options) {
-  return std::make_unique<ZmqTransport>(options);
+Result<std::unique_ptr<Transport>> NewZmqTransport(const TransportOptions& options) {
+  if (options.path == TransportPath::kTcp) {
+    return std::unique_ptr<Transport>(new ZmqTransport(options, nullptr, "--transport tcp"));
+  }
+  Result<std::shared_ptr<ShmArena>> arena = ShmArena::Create(options.shm_arena_bytes);
+  if (arena.ok()) {
+    return std::unique_ptr<Transport>(new ZmqTransport(options, *std::move(arena), ""));
+  }
+  if (options.path == TransportPath::kShm) {
+    return arena.status().WithContext("--transport shm, but this process has no shared memory");
+  }
+  TOWERPS_LOG(kWarning) << "no shared memory (" << arena.status().message()
+                        << "); tensors to processes on this host go over TCP";
+  return std::unique_ptr<Transport>(new ZmqTransport(
+      options, nullptr, "this process has no shared memory: " + arena.status().message()));
 }
 
 }  // namespace towerps::internal

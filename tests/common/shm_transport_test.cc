@@ -144,18 +144,42 @@ TEST(ShmTransportTest, ATcpPeerAlwaysGetsFrames) {
   }
 }
 
+TEST(ShmTransportTest, APeerRestartedWithoutSharedMemoryGetsFrames) {
+  Processes p = Make(TransportPath::kAuto, TransportPath::kAuto);
+  Tensor values = p.server_side->Allocate({200000});
+  FillRandom(values, 8);
+  std::optional<IncomingMessage> reply;
+  RoundTrip(p, Tensor());
+  RoundTrip(p, Tensor(), values, &reply);
+  ASSERT_EQ(reply->shared_payloads(), 1u);
+  reply.reset();
+  // The worker restarts with --transport tcp under the same identity: its messages carry no
+  // ShmInfo, so the server must take its loans back and send frames.
+  TransportOptions tcp;
+  tcp.path = TransportPath::kTcp;
+  p.client.reset();
+  p.client_side = Transport::Create("zmq", tcp).value();
+  p.client = p.client_side->Connect(p.server->endpoint(), "worker:0").value();
+  RoundTrip(p, Tensor(), values, &reply);
+  EXPECT_EQ(reply->shared_payloads(), 0u);
+  EXPECT_TRUE(SameBytes(reply->tensors()[0], values));
+  reply.reset();
+  EXPECT_EQ(values.storage().use_count(), 1) << "the loan to the dead worker was not taken back";
+}
+
 // A message from a hostile or confused peer that claims a payload in its arena: built here and
 // decoded as the receiving socket would, against a real mapped arena.
 class ForgedSharedPayloadTest : public ::testing::Test {
  protected:
   void SetUp() override {
     arena_ = *ShmArena::Create(1 << 20);
-    links_ = std::make_unique<internal::ShmLinks>(*ShmArena::Create(1 << 20));
+    receiver_ = *ShmArena::Create(1 << 20);
+    links_ = std::make_unique<internal::ShmLinks>(receiver_);
   }
   // A message lending one payload of `elements` floats at `offset` of arena_, which it names
-  // with `nonce` (0: the right one).
+  // with `nonce` (0: the right one), to the receiver whose arena nonce is `to` (0: links_).
   Result<IncomingMessage> Decode(uint64_t offset, int64_t elements, uint64_t nonce = 0,
-                                 internal::ShmLinks* links = nullptr) {
+                                 internal::ShmLinks* links = nullptr, uint64_t to = 0) {
     OutgoingMessage m(proto::MessageType::PUSH);
     Tensor t = arena_->Allocate({elements});
     m.AddTensor(t, 1, 0);
@@ -167,6 +191,7 @@ class ForgedSharedPayloadTest : public ::testing::Test {
     info.setFd(a.fd);
     info.setNonce(nonce ? nonce : a.nonce);
     info.setBytes(a.bytes);
+    info.setMapped(to ? to : receiver_->address().nonce);
     std::vector<zmq::message_t> frames;
     frames.push_back(internal::HeaderFrame(m));
     return internal::DecodeMessage("worker:0", std::move(frames), WireLimits{},
@@ -174,7 +199,7 @@ class ForgedSharedPayloadTest : public ::testing::Test {
   }
   uint64_t Good() { return *arena_->OffsetOf(arena_->Allocate({1000})); }
 
-  std::shared_ptr<ShmArena> arena_;
+  std::shared_ptr<ShmArena> arena_, receiver_;
   std::unique_ptr<internal::ShmLinks> links_;
 };
 
@@ -214,6 +239,14 @@ TEST_F(ForgedSharedPayloadTest, AnArenaThatIsNotMappedIsRefused) {
   internal::ShmLinks tcp(nullptr);
   Result<IncomingMessage> refused = Decode(Good(), 16, 0, &tcp);
   EXPECT_EQ(refused.status().code(), StatusCode::kProtocol);
+}
+
+TEST_F(ForgedSharedPayloadTest, ALoanForAnEarlierIncarnationIsNotRead) {
+  // A message queued for this process's predecessor (another arena nonce) reaches it.
+  Result<IncomingMessage> m = Decode(Good(), 16, 0, nullptr, /*to=*/receiver_->address().nonce + 1);
+  EXPECT_EQ(m.status().code(), StatusCode::kProtocol);
+  EXPECT_NE(m.status().message().find("earlier process"), std::string::npos)
+      << m.status().ToString();
 }
 
 TEST(ShmArenaTest, BlocksReturnAndCoalesce) {
