@@ -1,4 +1,5 @@
-// towerps-bench: benchmarks, one subcommand each.
+// towerps-bench: benchmarks, one subcommand each (kUsage lists them). transport, train and soak
+// are parsed here; ps, job and replicas in bench/commands.h's files.
 //   towerps-bench transport [--bytes B] [--seconds S] [--endpoint E] [--json]
 //   towerps-bench train --model M --batch B --intra-op-threads T [--seconds S] [--epochs E]
 //   [--json]
@@ -16,9 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bench/job_bench.h"
-#include "bench/ps_bench.h"
-#include "bench/replica_bench.h"
+#include "bench/commands.h"
 #include "bench/soak_bench.h"
 #include "bench/train_bench.h"
 #include "bench/transport_bench.h"
@@ -26,6 +25,9 @@
 #include "common/process_setup.h"
 
 namespace po = boost::program_options;
+using towerps::bench::Json;
+using towerps::bench::PrintJson;
+using towerps::bench::Rounded;
 
 namespace {
 
@@ -41,20 +43,6 @@ constexpr char kUsage[] =
     "  job         main-job throughput over TCP and shared memory vs one process\n"
     "\n"
     "Run 'towerps-bench <subcommand> --help' for its options.\n";
-
-// --json output: one object per run, keys in the order written.
-using Json = nlohmann::ordered_json;
-
-void PrintJson(const Json& object) {
-  std::printf("%s\n", object.dump().c_str());
-  std::fflush(stdout);
-}
-
-// `v` rounded to `decimals` places: the precision each figure is reported with.
-double Rounded(double v, int decimals) {
-  const double scale = std::pow(10.0, decimals);
-  return std::round(v * scale) / scale;
-}
 
 int RunTransport(int argc, char** argv) {
   towerps::bench::TransportBenchOptions o;
@@ -197,275 +185,6 @@ int RunTrain(int argc, char** argv) {
 }
 
 // --security compare: goodput with no authentication, with the default (PLAIN) and with CURVE,
-// interleaved `repeat` times in one invocation; medians and their ratios to "none".
-int ComparePsSecurity(towerps::bench::PsBenchOptions o, int repeat) {
-  const std::vector<std::string> modes = {"none", "auth", "encrypt"};
-  std::map<std::string, std::vector<double>> goodput;
-  o.ceilings = false;
-  o.progress = false;
-  for (int rep = 0; rep < repeat; ++rep) {
-    for (const std::string& mode : modes) {
-      o.security = mode;
-      std::fprintf(stderr, "round %d/%d: --security %s...\n", rep + 1, repeat, mode.c_str());
-      auto r = towerps::bench::RunPsBench(o);
-      if (!r.ok()) {
-        std::cerr << "towerps-bench ps: --security " << mode << ": " << r.status().ToString()
-                  << "\n";
-        return 1;
-      }
-      goodput[mode].push_back(r->goodput_gbps);
-    }
-  }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  const double base = median(goodput["none"]);
-  for (const std::string& mode : modes) {
-    std::string runs;
-    for (double g : goodput[mode])
-      runs += (runs.empty() ? "" : ", ") + std::to_string(g).substr(0, 5);
-    std::printf("--security %-8s %8.3f GB/s median  (%.3f of none; runs: %s)\n", mode.c_str(),
-                median(goodput[mode]), median(goodput[mode]) / base, runs.c_str());
-  }
-  return 0;
-}
-
-// --transport both: goodput over TCP and through shared memory, interleaved `repeat` times, and
-// memcpy of the same bytes in the same invocation; medians and ratios.
-int ComparePsTransports(towerps::bench::PsBenchOptions o, int repeat, bool json) {
-  std::map<std::string, std::vector<double>> goodput;
-  o.ceilings = false;
-  o.progress = false;
-  std::vector<double> memcpy_gbps;
-  for (int rep = 0; rep < repeat; ++rep) {
-    for (const std::string path : {"tcp", "shm"}) {
-      o.transport = path;
-      std::fprintf(stderr, "round %d/%d: --transport %s...\n", rep + 1, repeat, path.c_str());
-      auto r = towerps::bench::RunPsBench(o);
-      if (!r.ok()) {
-        std::cerr << "towerps-bench ps: --transport " << path << ": " << r.status().ToString()
-                  << "\n";
-        return 1;
-      }
-      goodput[path].push_back(r->goodput_gbps);
-    }
-    memcpy_gbps.push_back(towerps::bench::MemcpyGbps(o.chunk_bytes, o.chunks, 1.0));
-  }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  const double tcp = median(goodput["tcp"]), shm = median(goodput["shm"]);
-  const double mem = median(memcpy_gbps);
-  if (json) {
-    PrintJson({{"bench", "ps"},
-               {"chunk_bytes", o.chunk_bytes},
-               {"chunks", o.chunks},
-               {"tcp_gbps", Rounded(tcp, 4)},
-               {"shm_gbps", Rounded(shm, 4)},
-               {"memcpy_gbps", Rounded(mem, 4)},
-               {"shm_over_tcp", Rounded(shm / tcp, 4)},
-               {"shm_over_memcpy", Rounded(shm / mem, 4)}});
-    return 0;
-  }
-  auto runs = [](const std::vector<double>& v) {
-    std::string out;
-    for (double g : v) out += (out.empty() ? "" : ", ") + std::to_string(g).substr(0, 5);
-    return out;
-  };
-  std::printf("PS goodput over TCP      %8.3f GB/s median  (runs: %s)\n", tcp,
-              runs(goodput["tcp"]).c_str());
-  std::printf("PS goodput through shm   %8.3f GB/s median  (runs: %s)\n", shm,
-              runs(goodput["shm"]).c_str());
-  std::printf("memcpy, %d x %zu B       %8.3f GB/s median  (runs: %s)\n", o.chunks, o.chunk_bytes,
-              mem, runs(memcpy_gbps).c_str());
-  std::printf("shm / tcp = %.2f   shm / memcpy = %.3f\n", shm / tcp, shm / mem);
-  return 0;
-}
-
-int RunPs(int argc, char** argv) {
-  towerps::bench::PsBenchOptions o;
-  bool json = false;
-  int repeat = 3;
-  po::options_description desc("towerps-bench ps options");
-  desc.add_options()("help,h", "show this help")(
-      "servers", po::value(&o.servers)->default_value(o.servers), "server processes")(
-      "workers", po::value(&o.workers)->default_value(o.workers), "workers (threads here)")(
-      "chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes), "bytes per chunk")(
-      "chunks", po::value(&o.chunks)->default_value(o.chunks),
-      "chunks pushed and pulled per round")(
-      "seconds", po::value(&o.seconds)->default_value(o.seconds), "measurement time")(
-      "server-threads", po::value(&o.server_threads)->default_value(o.server_threads),
-      "--threads of each server")("server-bin", po::value(&o.server_binary),
-                                  "towerps-server to run (default: next to this)")(
-      "security", po::value(&o.security)->default_value(o.security),
-      "none (--insecure servers), auth (a job secret, the default), encrypt (CURVE), or compare "
-      "(all three, interleaved --repeat times: the cost of security)")(
-      "repeat", po::value(&repeat)->default_value(repeat),
-      "rounds of --security compare and --transport both")(
-      "transport", po::value(&o.transport)->default_value(o.transport),
-      "tcp, shm (shared memory: workers and servers are on this host), or both (each, and memcpy "
-      "of the same bytes: the ceiling)")("json", po::bool_switch(&json),
-                                         "print one JSON object instead of text");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench ps: " << e.what() << "\n\n" << desc;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench ps [options]\n\n" << desc;
-    return 0;
-  }
-  if (o.security == "compare") return ComparePsSecurity(o, std::max(1, repeat));
-  if (o.transport == "both") return ComparePsTransports(o, std::max(1, repeat), json);
-  auto r = towerps::bench::RunPsBench(o);
-  if (!r.ok()) {
-    std::cerr << "towerps-bench ps: " << r.status().ToString() << "\n";
-    return 1;
-  }
-  if (json) {
-    PrintJson({{"bench", "ps"},
-               {"servers", o.servers},
-               {"workers", o.workers},
-               {"chunk_bytes", o.chunk_bytes},
-               {"chunks", o.chunks},
-               {"goodput_gbps", Rounded(r->goodput_gbps, 4)},
-               {"raw_zmq_gbps", Rounded(r->raw_zmq_gbps, 4)},
-               {"ratio", Rounded(r->ratio, 4)},
-               {"raw_zmq_echo_gbps", Rounded(r->raw_zmq_echo_gbps, 4)},
-               {"echo_ratio", Rounded(r->echo_ratio, 4)},
-               {"rounds", r->rounds},
-               {"round_ms", Rounded(r->round_ms, 3)}});
-  } else {
-    std::printf("PS goodput (push)  %8.3f GB/s  (%ld rounds of %d x %zu B, %.3f ms/round)\n",
-                r->goodput_gbps, r->rounds, o.chunks, o.chunk_bytes, r->round_ms);
-    std::printf("raw ZeroMQ         %8.3f GB/s  (one way; ratio %.3f)\n", r->raw_zmq_gbps,
-                r->ratio);
-    std::printf("raw ZeroMQ echo    %8.3f GB/s  (%d in flight, bytes back; ratio %.3f)\n",
-                r->raw_zmq_echo_gbps, o.chunks, r->echo_ratio);
-  }
-  return 0;
-}
-
-int RunJob(int argc, char** argv) {
-  towerps::bench::JobBenchOptions o;
-  bool json = false;
-  long steps = o.steps;
-  po::options_description desc("towerps-bench job options");
-  desc.add_options()("help,h", "show this help")(
-      "model", po::value(&o.model)->default_value(o.model), "model of the job")(
-      "servers", po::value(&o.servers)->default_value(o.servers), "--servers of the job")(
-      "workers", po::value(&o.workers)->default_value(o.workers),
-      "--workers of the job, and threads of the single process")(
-      "steps", po::value(&steps)->default_value(steps),
-      "--max-steps of each job (below an epoch: no evaluation)")(
-      "train-seconds", po::value(&o.train_seconds)->default_value(o.train_seconds),
-      "single-process measurement per round")("repeat",
-                                              po::value(&o.repeat)->default_value(o.repeat),
-                                              "rounds, alternating; medians are compared")(
-      "launcher-bin", po::value(&o.launcher_binary), "towerps-launch (default: beside this)")(
-      "run-dir", po::value(&o.run_dir), "keep the jobs' directories here")(
-      "json", po::bool_switch(&json), "one JSON line on stdout");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench job: " << e.what() << "\n\n" << desc;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench job [options]\n\n" << desc;
-    return 0;
-  }
-  o.steps = steps;
-  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  auto r = towerps::bench::RunJobBench(o);
-  if (!r.ok()) {
-    std::cerr << "towerps-bench job: " << r.status().ToString() << "\n";
-    return 1;
-  }
-  if (json) {
-    PrintJson({{"bench", "job"},
-               {"model", o.model},
-               {"servers", o.servers},
-               {"workers", o.workers},
-               {"steps", o.steps},
-               {"repeat", o.repeat},
-               {"tcp_examples_per_sec", Rounded(r->tcp_median, 1)},
-               {"shm_examples_per_sec", Rounded(r->shm_median, 1)},
-               {"single_examples_per_sec", Rounded(r->single_median, 1)},
-               {"shm_over_single", Rounded(r->shm_median / r->single_median, 3)},
-               {"tcp_over_single", Rounded(r->tcp_median / r->single_median, 3)}});
-  } else {
-    std::printf("job over TCP            %10.1f examples/s (median of %d)\n", r->tcp_median,
-                o.repeat);
-    std::printf("job through shm         %10.1f examples/s\n", r->shm_median);
-    std::printf("one process, %d threads  %10.1f examples/s\n", o.workers, r->single_median);
-    std::printf("job / one process: %.3f through shm, %.3f over TCP\n",
-                r->shm_median / r->single_median, r->tcp_median / r->single_median);
-  }
-  return 0;
-}
-
-int RunReplicas(int argc, char** argv) {
-  towerps::bench::ReplicaBenchOptions o;
-  bool json = false;
-  long steps = o.steps;
-  po::options_description desc("towerps-bench replicas options");
-  desc.add_options()("help,h", "show this help")(
-      "model", po::value(&o.model)->default_value(o.model), "model of the job")(
-      "servers", po::value(&o.servers)->default_value(o.servers), "--servers of the job")(
-      "workers", po::value(&o.workers)->default_value(o.workers), "--workers of the job")(
-      "steps", po::value(&steps)->default_value(steps), "--max-steps of each job")(
-      "repeat", po::value(&o.repeat)->default_value(o.repeat),
-      "jobs per side, alternating; medians are compared")(
-      "launcher-bin", po::value(&o.launcher_binary), "towerps-launch (default: beside this)")(
-      "run-dir", po::value(&o.run_dir), "keep the jobs' directories here")(
-      "json", po::bool_switch(&json), "one JSON line on stdout");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench replicas: " << e.what() << "\n\n" << desc;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench replicas [options]\n\n" << desc;
-    return 0;
-  }
-  o.steps = steps;
-  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  auto r = towerps::bench::RunReplicaBench(o);
-  if (!r.ok()) {
-    std::cerr << "towerps-bench replicas: " << r.status().ToString() << "\n";
-    return 1;
-  }
-  if (json) {
-    PrintJson({{"bench", "replicas"},
-               {"model", o.model},
-               {"servers", o.servers},
-               {"workers", o.workers},
-               {"steps", o.steps},
-               {"repeat", o.repeat},
-               {"single_examples_per_sec", Rounded(r->single_median, 1)},
-               {"replicated_examples_per_sec", Rounded(r->replicated_median, 1)},
-               {"ratio", Rounded(r->ratio, 3)}});
-  } else {
-    std::printf("--ps-replicas 1  %10.1f examples/s (median of %d)\n", r->single_median, o.repeat);
-    std::printf("--ps-replicas 2  %10.1f examples/s (median of %d)\n", r->replicated_median,
-                o.repeat);
-    std::printf("ratio            %10.3f (replicated / single; %.1f%% slower)\n", r->ratio,
-                (1 - r->ratio) * 100);
-  }
-  return 0;
-}
-
 std::atomic<int> g_soak_signal{0};  // entry-point state: written by the signal handler only
 void OnSoakSignal(int sig) { g_soak_signal.store(sig); }
 
@@ -605,11 +324,11 @@ int main(int argc, char** argv) {
   }
   const std::string sub = argv[1];
   if (sub == "transport") return RunTransport(argc - 1, argv + 1);
-  if (sub == "ps") return RunPs(argc - 1, argv + 1);
+  if (sub == "ps") return towerps::bench::RunPsCommand(argc - 1, argv + 1);
   if (sub == "train") return RunTrain(argc - 1, argv + 1);
   if (sub == "soak") return RunSoakCommand(argc - 1, argv + 1);
-  if (sub == "replicas") return RunReplicas(argc - 1, argv + 1);
-  if (sub == "job") return RunJob(argc - 1, argv + 1);
+  if (sub == "replicas") return towerps::bench::RunReplicasCommand(argc - 1, argv + 1);
+  if (sub == "job") return towerps::bench::RunJobCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "towerps-bench: unknown subcommand '%s'\n\n%s", sub.c_str(), kUsage);
   return 2;
 }

@@ -104,8 +104,8 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
           r = FailedPreconditionError(
               "--transport shm, but the connection to " + impl->ServerName(s) + " uses " +
               path.detail +
-              "; run every process on one host with --transport auto or shm, or "
-              "use --transport auto to let such connections use TCP");
+              "; use --transport auto (shared memory where it can be, TCP elsewhere), or run "
+              "the servers on this host without --transport tcp");
         }
       }
       std::vector<int> claims;

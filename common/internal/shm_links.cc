@@ -95,6 +95,13 @@ void ShmLinks::Unsend(const Sent& sent) {
   }
 }
 
+void ShmLinks::PeerLost(const std::string& peer) {
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return;
+  Forget(it->second);
+  peers_.erase(it);
+}
+
 void ShmLinks::Forget(Peer& p) {
   lent_bytes_ -= p.lent_bytes;
   p = Peer{};

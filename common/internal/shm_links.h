@@ -10,9 +10,11 @@
 // or with --transport tcp (which never acknowledges) always gets frames. A peer whose arena
 // nonce changes (to 0 when it no longer sends ShmInfo) was restarted: what was lent to its
 // predecessor is taken back and its new arena mapped; a loan addressed to a predecessor (a
-// message queued across the restart) is refused, never read. Payloads in the arena are sent
-// without a copy; others of at least kCopyThreshold bytes are copied into it once (cheaper than
-// two kernel copies), others go as frames.
+// message queued across the restart) is refused, never read. A connecting socket learns of a
+// dropped connection from ZeroMQ (PeerLost) and lends nothing until the peer answers again, so
+// what it sends a restarted server is never addressed to the dead one. Payloads in the arena are
+// sent without a copy; others of at least kCopyThreshold bytes are copied into it once (cheaper
+// than two kernel copies), others go as frames.
 //
 // Ownership: a lent tensor is held here until the peer releases its ref (the peer's last handle
 // to the payload went), so a sender's copy-on-write (Tensor::Exclusive; ps/chunk.h,
@@ -84,6 +86,9 @@ class ShmLinks {
   // message has no ShmInfo) and maps the sender's arena when it is new.
   PeerArenaView OnReceive(const std::string& peer, proto::ShmInfo::Reader info);
   ConnectionPath PathTo(const std::string& peer) const;
+  // The connection to `peer` dropped (a DEALER's server went away): the process behind it may be
+  // replaced, so its loans end and nothing is lent until it acknowledges this arena again.
+  void PeerLost(const std::string& peer);
 
  private:
   struct Peer {

@@ -1,7 +1,9 @@
 // The ZeroMQ implementation of Transport (common/transport.h): ROUTER for Listen, DEALER for
 // Connect. Messages are framed by the wire codec (wire_codec.h).
 #include <cerrno>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 #include <zmq.hpp>
@@ -33,18 +35,24 @@ class ZmqSocket final : public Socket {
  public:
   ZmqSocket(zmq::socket_t socket, bool router, std::string endpoint, const WireLimits& limits,
             std::shared_ptr<ShmArena> arena, std::string no_arena_reason,
-            std::shared_ptr<std::atomic<uint64_t>> refused = nullptr)
+            std::shared_ptr<std::atomic<uint64_t>> refused = nullptr,
+            std::optional<zmq::socket_t> disconnects = std::nullopt)
       : socket_(std::move(socket)),
         router_(router),
         endpoint_(std::move(endpoint)),
         limits_(limits),
         refused_(std::move(refused)),
-        shm_(std::move(arena), std::move(no_arena_reason)) {}
+        shm_(std::move(arena), std::move(no_arena_reason)),
+        disconnects_(std::move(disconnects)) {}
+  ~ZmqSocket() override {
+    if (disconnects_) zmq_socket_monitor(socket_.handle(), nullptr, 0);
+  }
 
   Status Send(OutgoingMessage message, Deadline deadline) override {
     if (router_ && message.peer().empty()) {
       return InvalidArgumentError("reply on " + endpoint_ + " has no peer routing id");
     }
+    TakeDisconnects();
     const ShmLinks::Sent sent = shm_.PrepareSend(message.peer(), message, &stats_);
     std::vector<zmq::message_t> frames;
     frames.reserve(message.tensors().size() + 2);
@@ -100,6 +108,7 @@ class ZmqSocket final : public Socket {
     } catch (const zmq::error_t& e) {
       return NetworkError("receive on " + endpoint_ + " failed: " + e.what());
     }
+    TakeDisconnects();
     Result<IncomingMessage> msg = DecodeMessage(peer, std::move(frames), limits_, &shm_);
     if (!msg.ok()) {
       ++stats_.rejected;
@@ -129,6 +138,24 @@ class ZmqSocket final : public Socket {
   zmq::socket_t& raw() { return socket_; }
 
  private:
+  // A connecting socket with shared memory: ZeroMQ's disconnect events since the last call end
+  // the loans to the server, whose process may be replaced by the time it reconnects.
+  void TakeDisconnects() {
+    if (!disconnects_) return;
+    for (;;) {
+      zmq::message_t head, address;
+      try {
+        if (!disconnects_->recv(head, zmq::recv_flags::dontwait)) return;
+        if (head.more()) (void)disconnects_->recv(address, zmq::recv_flags::none);
+      } catch (const zmq::error_t&) {
+        return;
+      }
+      uint16_t event = 0;
+      if (head.size() >= sizeof(event)) std::memcpy(&event, head.data(), sizeof(event));
+      if (event == ZMQ_EVENT_DISCONNECTED) shm_.PeerLost("");
+    }
+  }
+
   // Sends a multipart message: all of it, or (on an error) none of it.
   Status SendFrames(std::vector<zmq::message_t>& frames, const std::string& peer,
                     Deadline deadline) {
@@ -167,6 +194,7 @@ class ZmqSocket final : public Socket {
   SocketStats stats_;
   LogRateLimiter reject_log_;
   ShmLinks shm_;
+  std::optional<zmq::socket_t> disconnects_;  // PAIR end of the socket's monitor
 };
 
 // ZeroMQ spells "any port" as '*'.
@@ -216,6 +244,7 @@ class ZmqTransport final : public Transport {
   TransportOptions options_;
   std::shared_ptr<ShmArena> arena_;  // null: payloads always go as frames
   std::string no_arena_reason_;
+  std::atomic<uint64_t> next_monitor_{0};
   zmq::context_t context_;
   Mutex mu_;
   // Started with the first secured listening socket; destroyed before context_.
@@ -346,9 +375,22 @@ Result<std::unique_ptr<Socket>> ZmqTransport::Connect(const std::string& endpoin
     TOWERPS_RETURN_IF_ERROR(Configure(socket));
     socket.set(zmq::sockopt::routing_id, identity);
     TOWERPS_RETURN_IF_ERROR(Secure(socket, /*server=*/false));
+    std::optional<zmq::socket_t> disconnects;
+    if (arena_ != nullptr) {
+      const std::string address =
+          "inproc://towerps-disconnects-" + std::to_string(next_monitor_.fetch_add(1));
+      if (zmq_socket_monitor(socket.handle(), address.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
+        return NetworkError("cannot watch the connection to " + endpoint + ": " +
+                            zmq_strerror(zmq_errno()));
+      }
+      disconnects.emplace(context_, zmq::socket_type::pair);
+      disconnects->set(zmq::sockopt::linger, 0);
+      disconnects->connect(address);
+    }
     socket.connect(endpoint);
     return std::unique_ptr<Socket>(new ZmqSocket(std::move(socket), /*router=*/false, endpoint,
-                                                 options_.limits, arena_, no_arena_reason_));
+                                                 options_.limits, arena_, no_arena_reason_, nullptr,
+                                                 std::move(disconnects)));
   } catch (const zmq::error_t& e) {
     return NetworkError("cannot connect to " + endpoint + ": " + e.what());
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include "common/internal/shm_links.h"
 #include "common/internal/wire_codec.h"
@@ -165,6 +166,27 @@ TEST(ShmTransportTest, APeerRestartedWithoutSharedMemoryGetsFrames) {
   EXPECT_TRUE(SameBytes(reply->tensors()[0], values));
   reply.reset();
   EXPECT_EQ(values.storage().use_count(), 1) << "the loan to the dead worker was not taken back";
+}
+
+TEST(ShmTransportTest, ARestartedServerIsNotLentWhatWasLentToItsPredecessor) {
+  Processes p = Make(TransportPath::kAuto, TransportPath::kAuto);
+  Tensor grad = p.client_side->Allocate({300000});
+  FillRandom(grad, 9);
+  RoundTrip(p, grad);
+  ASSERT_EQ(RoundTrip(p, grad).shared_payloads(), 1u);
+  // The server process is replaced by a new one on the same port.
+  const std::string endpoint = p.server->endpoint();
+  p.server.reset();
+  p.server_side.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  TransportOptions s;
+  s.path = TransportPath::kAuto;
+  p.server_side = Transport::Create("zmq", s).value();
+  p.server = p.server_side->Listen(endpoint).value();
+  // What the client sends the new server is read, not refused as lent to the old one.
+  IncomingMessage first = RoundTrip(p, grad);
+  EXPECT_TRUE(SameBytes(first.tensors()[0], grad));
+  EXPECT_EQ(RoundTrip(p, grad).shared_payloads(), 1u) << "lending did not resume";
 }
 
 // A message from a hostile or confused peer that claims a payload in its arena: built here and

@@ -116,8 +116,10 @@ class Cluster {
 
   std::unique_ptr<Client> MakeClient(int worker,
                                      std::chrono::milliseconds timeout = std::chrono::seconds(20),
-                                     const JobConfig* job = nullptr) const {
+                                     const JobConfig* job = nullptr,
+                                     TransportPath path = TransportPath::kTcp) const {
     ClientOptions o;
+    o.transport.path = path;
     o.servers = endpoints_;
     o.worker_rank = worker;
     o.rpc_timeout = timeout;

@@ -62,10 +62,10 @@ struct Workers {
   std::vector<Tensor> initial;
 };
 
-Workers Connect(const Cluster& cluster, int workers) {
+Workers Connect(const Cluster& cluster, int workers, TransportPath path = TransportPath::kTcp) {
   Workers w;
   for (int r = 0; r < workers; ++r) {
-    w.clients.push_back(cluster.MakeClient(r));
+    w.clients.push_back(cluster.MakeClient(r, seconds(20), nullptr, path));
     Get(w.clients.back()->Register(Model(), kSignature));
   }
   for (uint32_t v = 0; v < Model().size(); ++v) {
@@ -87,12 +87,18 @@ class ServerProcessTest : public ::testing::Test {
   std::unique_ptr<Cluster> cluster_;
 };
 
+// The second trial's workers reach the servers through shared memory (--transport shm): the same
+// exact bits.
 TEST_F(ServerProcessTest, SyncAveragingIsExactAndIndependentOfArrivalOrder) {
   std::vector<std::vector<float>> finals;
   for (uint32_t trial = 0; trial < 2; ++trial) {
     cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync), "sync" + std::to_string(trial));
     ASSERT_TRUE(cluster_->ok());
-    Workers w = Connect(*cluster_, 4);
+    const TransportPath path = trial == 0 ? TransportPath::kTcp : TransportPath::kShm;
+    Workers w = Connect(*cluster_, 4, path);
+    for (const ConnectionPath& p : w.clients[2]->connection_paths()) {
+      EXPECT_EQ(p.shared_memory, path == TransportPath::kShm) << p.detail;
+    }
     std::vector<int> order = {0, 1, 2, 3};
     std::mt19937 rng(trial + 7);
     std::vector<Tensor> grads;
@@ -132,6 +138,19 @@ TEST_F(ServerProcessTest, SyncAveragingIsExactAndIndependentOfArrivalOrder) {
     }
   }
   EXPECT_EQ(std::memcmp(finals[0].data(), finals[1].data(), finals[0].size() * 4), 0);
+}
+
+TEST_F(ServerProcessTest, TransportShmRefusesAServerItCannotShareMemoryWith) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 2), "shm_refused",
+                                       std::vector<std::string>{"--transport", "tcp"});
+  ASSERT_TRUE(cluster_->ok());
+  auto client = cluster_->MakeClient(0, seconds(20), nullptr, TransportPath::kShm);
+  Result<int64_t> r = client->Register(Model(), kSignature).get();
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("--transport shm, but the connection to server "),
+            std::string::npos)
+      << r.status().ToString();
+  EXPECT_NE(r.status().message().find("TCP"), std::string::npos) << r.status().ToString();
 }
 
 TEST_F(ServerProcessTest, BackupWorkerIsNotWaitedForAndItsGradientIsDropped) {
