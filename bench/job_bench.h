@@ -10,26 +10,17 @@
 #ifndef TOWERPS_BENCH_JOB_BENCH_H_
 #define TOWERPS_BENCH_JOB_BENCH_H_
 
-#include <chrono>
-#include <functional>
-#include <string>
 #include <vector>
 
+#include "bench/launched_job.h"
 #include "towerps/result.h"
 
 namespace towerps::bench {
 
 struct JobBenchOptions {
-  std::string launcher_binary;  // empty: towerps-launch beside this binary
-  std::string model = "mlp";
-  int servers = 1;
-  int workers = 2;
-  int64_t steps = 400;  // per job; below the 468 steps of an epoch at batch 64
-  int repeat = 3;
+  JobBenchOptions() { jobs.steps = 400; }  // below the 468 steps of an epoch at batch 64
+  JobSeries jobs;
   double train_seconds = 3;  // single-process measurement per repeat
-  std::string run_dir;       // empty: a fresh directory under the system's temporary directory
-  std::chrono::seconds job_timeout{600};
-  std::function<void(const std::string&)> progress;
 };
 
 struct JobBenchResult {

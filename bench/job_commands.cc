@@ -9,123 +9,113 @@
 #include "bench/commands.h"
 #include "bench/job_bench.h"
 #include "bench/replica_bench.h"
+#include "ps/job_flags.h"
 
 namespace po = boost::program_options;
 
 namespace towerps::bench {
+namespace {
+
+// The flags of a series of jobs; `steps` is parsed as a long and copied in afterwards.
+void AddSeriesFlags(po::options_description& desc, JobSeries* s, long* steps, bool* json) {
+  desc.add_options()("help,h", "show this help")(
+      "model", po::value(&s->model)->default_value(s->model), "model of the job")(
+      "servers", po::value(&s->servers)->default_value(s->servers), "--servers of the job")(
+      "workers", po::value(&s->workers)->default_value(s->workers), "--workers of the job")(
+      "steps", po::value(steps)->default_value(*steps), "--max-steps of each job")(
+      "repeat", po::value(&s->repeat)->default_value(s->repeat),
+      "rounds, alternating the configurations; medians are compared")(
+      "launcher-bin", po::value(&s->launcher_binary), "towerps-launch (default: beside this)")(
+      "run-dir", po::value(&s->run_dir), "keep the jobs' directories here")(
+      "json", po::bool_switch(json), "one JSON line on stdout");
+}
+
+// Parses the command line into `s`; the exit code when the command stops here.
+std::optional<int> ParseSeries(const std::string& program, int argc, char** argv,
+                               po::options_description& desc, JobSeries* s, long* steps) {
+  po::variables_map vm;
+  if (auto code = ps::ParseCommandLine(program, argc, argv, desc, &vm)) return code;
+  s->steps = *steps;
+  s->progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  return std::nullopt;
+}
+
+Json SeriesJson(const std::string& bench, const JobSeries& s) {
+  return {{"bench", bench},       {"model", s.model}, {"servers", s.servers},
+          {"workers", s.workers}, {"steps", s.steps}, {"repeat", s.repeat}};
+}
+
+}  // namespace
 
 int RunJobCommand(int argc, char** argv) {
   JobBenchOptions o;
+  const JobSeries& s = o.jobs;
   bool json = false;
-  long steps = o.steps;
-  po::options_description desc("towerps-bench job options");
-  desc.add_options()("help,h", "show this help")(
-      "model", po::value(&o.model)->default_value(o.model), "model of the job")(
-      "servers", po::value(&o.servers)->default_value(o.servers), "--servers of the job")(
-      "workers", po::value(&o.workers)->default_value(o.workers),
-      "--workers of the job, and threads of the single process")(
-      "steps", po::value(&steps)->default_value(steps),
-      "--max-steps of each job (below an epoch: no evaluation)")(
-      "train-seconds", po::value(&o.train_seconds)->default_value(o.train_seconds),
-      "single-process measurement per round")("repeat",
-                                              po::value(&o.repeat)->default_value(o.repeat),
-                                              "rounds, alternating; medians are compared")(
-      "launcher-bin", po::value(&o.launcher_binary), "towerps-launch (default: beside this)")(
-      "run-dir", po::value(&o.run_dir), "keep the jobs' directories here")(
-      "json", po::bool_switch(&json), "one JSON line on stdout");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench job: " << e.what() << "\n\n" << desc;
-    return 2;
+  long steps = o.jobs.steps;
+  po::options_description desc(
+      "Usage: towerps-bench job [options]\n\nThe main job over TCP and through shared memory, "
+      "and one process training with as many\nthreads as the job has workers; --steps stays "
+      "below an epoch so that no evaluation is timed.\n\nOptions");
+  AddSeriesFlags(desc, &o.jobs, &steps, &json);
+  desc.add_options()("train-seconds", po::value(&o.train_seconds)->default_value(o.train_seconds),
+                     "single-process measurement per round");
+  if (auto code = ParseSeries("towerps-bench job", argc, argv, desc, &o.jobs, &steps)) {
+    return *code;
   }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench job [options]\n\n" << desc;
-    return 0;
-  }
-  o.steps = steps;
-  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   auto r = RunJobBench(o);
   if (!r.ok()) {
     std::cerr << "towerps-bench job: " << r.status().ToString() << "\n";
     return 1;
   }
   if (json) {
-    PrintJson({{"bench", "job"},
-               {"model", o.model},
-               {"servers", o.servers},
-               {"workers", o.workers},
-               {"steps", o.steps},
-               {"repeat", o.repeat},
-               {"tcp_examples_per_sec", Rounded(r->tcp_median, 1)},
-               {"shm_examples_per_sec", Rounded(r->shm_median, 1)},
-               {"single_examples_per_sec", Rounded(r->single_median, 1)},
-               {"shm_over_single", Rounded(r->shm_median / r->single_median, 3)},
-               {"tcp_over_single", Rounded(r->tcp_median / r->single_median, 3)}});
-  } else {
-    std::printf("job over TCP            %10.1f examples/s (median of %d)\n", r->tcp_median,
-                o.repeat);
-    std::printf("job through shm         %10.1f examples/s\n", r->shm_median);
-    std::printf("one process, %d threads  %10.1f examples/s\n", o.workers, r->single_median);
-    std::printf("job / one process: %.3f through shm, %.3f over TCP\n",
-                r->shm_median / r->single_median, r->tcp_median / r->single_median);
+    Json j = SeriesJson("job", s);
+    j["tcp_examples_per_sec"] = Rounded(r->tcp_median, 1);
+    j["shm_examples_per_sec"] = Rounded(r->shm_median, 1);
+    j["single_examples_per_sec"] = Rounded(r->single_median, 1);
+    j["shm_over_single"] = Rounded(r->shm_median / r->single_median, 3);
+    j["tcp_over_single"] = Rounded(r->tcp_median / r->single_median, 3);
+    PrintJson(j);
+    return 0;
   }
+  std::printf("job over TCP            %10.1f examples/s (median of %d)\n", r->tcp_median,
+              s.repeat);
+  std::printf("job through shm         %10.1f examples/s\n", r->shm_median);
+  std::printf("one process, %d threads  %10.1f examples/s\n", s.workers, r->single_median);
+  std::printf("job / one process: %.3f through shm, %.3f over TCP\n",
+              r->shm_median / r->single_median, r->tcp_median / r->single_median);
   return 0;
 }
 
 int RunReplicasCommand(int argc, char** argv) {
   ReplicaBenchOptions o;
+  const JobSeries& s = o.jobs;
   bool json = false;
-  long steps = o.steps;
-  po::options_description desc("towerps-bench replicas options");
-  desc.add_options()("help,h", "show this help")(
-      "model", po::value(&o.model)->default_value(o.model), "model of the job")(
-      "servers", po::value(&o.servers)->default_value(o.servers), "--servers of the job")(
-      "workers", po::value(&o.workers)->default_value(o.workers), "--workers of the job")(
-      "steps", po::value(&steps)->default_value(steps), "--max-steps of each job")(
-      "repeat", po::value(&o.repeat)->default_value(o.repeat),
-      "jobs per side, alternating; medians are compared")(
-      "launcher-bin", po::value(&o.launcher_binary), "towerps-launch (default: beside this)")(
-      "run-dir", po::value(&o.run_dir), "keep the jobs' directories here")(
-      "json", po::bool_switch(&json), "one JSON line on stdout");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench replicas: " << e.what() << "\n\n" << desc;
-    return 2;
+  long steps = o.jobs.steps;
+  po::options_description desc(
+      "Usage: towerps-bench replicas [options]\n\nThe main job with and without --ps-replicas "
+      "2.\n\nOptions");
+  AddSeriesFlags(desc, &o.jobs, &steps, &json);
+  if (auto code = ParseSeries("towerps-bench replicas", argc, argv, desc, &o.jobs, &steps)) {
+    return *code;
   }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench replicas [options]\n\n" << desc;
-    return 0;
-  }
-  o.steps = steps;
-  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   auto r = RunReplicaBench(o);
   if (!r.ok()) {
     std::cerr << "towerps-bench replicas: " << r.status().ToString() << "\n";
     return 1;
   }
   if (json) {
-    PrintJson({{"bench", "replicas"},
-               {"model", o.model},
-               {"servers", o.servers},
-               {"workers", o.workers},
-               {"steps", o.steps},
-               {"repeat", o.repeat},
-               {"single_examples_per_sec", Rounded(r->single_median, 1)},
-               {"replicated_examples_per_sec", Rounded(r->replicated_median, 1)},
-               {"ratio", Rounded(r->ratio, 3)}});
-  } else {
-    std::printf("--ps-replicas 1  %10.1f examples/s (median of %d)\n", r->single_median, o.repeat);
-    std::printf("--ps-replicas 2  %10.1f examples/s (median of %d)\n", r->replicated_median,
-                o.repeat);
-    std::printf("ratio            %10.3f (replicated / single; %.1f%% slower)\n", r->ratio,
-                (1 - r->ratio) * 100);
+    Json j = SeriesJson("replicas", s);
+    j["single_examples_per_sec"] = Rounded(r->single_median, 1);
+    j["replicated_examples_per_sec"] = Rounded(r->replicated_median, 1);
+    j["ratio"] = Rounded(r->ratio, 3);
+    PrintJson(j);
+    return 0;
   }
+  std::printf("--ps-replicas 1  %10.1f examples/s (median of %d)\n", r->single_median, s.repeat);
+  std::printf("--ps-replicas 2  %10.1f examples/s (median of %d)\n", r->replicated_median,
+              s.repeat);
+  std::printf("ratio            %10.3f (replicated / single; %.1f%% slower)\n", r->ratio,
+              (1 - r->ratio) * 100);
   return 0;
 }
 

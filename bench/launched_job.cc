@@ -1,5 +1,7 @@
 #include "bench/launched_job.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 
@@ -17,6 +19,32 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+Status JobSeries::Validate() const {
+  if (repeat < 1 || steps < 1 || servers < 1 || workers < 1) {
+    return InvalidArgumentError("--repeat, --steps, --servers and --workers must be at least 1");
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> JobSeries::SyncJobArgs() const {
+  return {"--servers",   std::to_string(servers),
+          "--workers",   std::to_string(workers),
+          "--mode",      "sync",
+          "--model",     model,
+          "--max-steps", std::to_string(steps)};
+}
+
+SeriesDir::SeriesDir(const JobSeries& series, const std::string& prefix)
+    : path_(series.run_dir.empty()
+                ? fs::temp_directory_path() / (prefix + "_" + std::to_string(getpid()))
+                : fs::path(series.run_dir)),
+      remove_(series.run_dir.empty()) {}
+
+SeriesDir::~SeriesDir() {
+  std::error_code ec;
+  if (remove_) fs::remove_all(path_, ec);
 }
 
 Result<std::string> FindLauncher(const std::string& given) {

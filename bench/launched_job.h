@@ -8,12 +8,49 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "towerps/result.h"
 
 namespace towerps::bench {
+
+// A benchmark's series of whole jobs: the same sync job on Fashion-MNIST, `repeat` times per
+// configuration it compares.
+struct JobSeries {
+  std::string launcher_binary;  // empty: towerps-launch beside this binary
+  std::string model = "mlp";
+  int servers = 1;
+  int workers = 2;
+  int64_t steps = 600;  // --max-steps of each job
+  int repeat = 3;
+  std::string run_dir;  // empty: a fresh temporary directory, removed at the end
+  std::chrono::seconds job_timeout{600};
+  std::function<void(const std::string&)> progress;  // may be empty
+
+  Status Validate() const;
+  // --servers, --workers, --mode sync, --model and --max-steps of the job.
+  std::vector<std::string> SyncJobArgs() const;
+  void Say(const std::string& line) const {
+    if (progress) progress(line);
+  }
+};
+
+// Where a series' jobs write: JobSeries::run_dir, kept; or a fresh temporary directory named
+// after `prefix`, removed when this goes (on errors too).
+class SeriesDir {
+ public:
+  SeriesDir(const JobSeries& series, const std::string& prefix);
+  ~SeriesDir();
+  SeriesDir(const SeriesDir&) = delete;
+  SeriesDir& operator=(const SeriesDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  bool remove_;
+};
 
 // Runs `launcher` with `args` plus --run-dir and --summary-out under `dir` (created; the log is
 // dir/launch.log); returns the chief's examples_per_sec. `what` names the job in errors.

@@ -23,6 +23,7 @@
 #include "bench/transport_bench.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
+#include "ps/job_flags.h"
 
 namespace po = boost::program_options;
 using towerps::bench::Json;
@@ -47,7 +48,7 @@ constexpr char kUsage[] =
 int RunTransport(int argc, char** argv) {
   towerps::bench::TransportBenchOptions o;
   bool json = false;
-  po::options_description desc("towerps-bench transport options");
+  po::options_description desc("Usage: towerps-bench transport [options]");
   desc.add_options()("help,h", "show this help")(
       "bytes", po::value<size_t>(&o.message_bytes)->default_value(o.message_bytes),
       "payload bytes per message (multiple of 4)")(
@@ -59,16 +60,8 @@ int RunTransport(int argc, char** argv) {
       "messages queued per side before the sender waits")("json", po::bool_switch(&json),
                                                           "print one JSON object instead of text");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench transport: " << e.what() << "\n\n" << desc;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench transport [options]\n\n" << desc;
-    return 0;
+  if (auto code = towerps::ps::ParseCommandLine("towerps-bench transport", argc, argv, desc, &vm)) {
+    return *code;
   }
   if (!json) {
     std::printf("measuring %zu-byte messages over %s for %.1f s per transport...\n",
@@ -99,7 +92,7 @@ int RunTransport(int argc, char** argv) {
 int RunTrain(int argc, char** argv) {
   towerps::bench::TrainBenchOptions o;
   bool json = false;
-  po::options_description desc("towerps-bench train options");
+  po::options_description desc("Usage: towerps-bench train [options]");
   desc.add_options()("help,h", "show this help")(
       "model", po::value<std::string>(&o.model)->default_value(o.model),
       "mlp, cnn, cifar10 or resnet20")(
@@ -128,16 +121,8 @@ int RunTrain(int argc, char** argv) {
       "profile", po::bool_switch(&o.profile), "also time every layer (GFLOP/s per layer)")(
       "json", po::bool_switch(&json), "print one JSON object at the end");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench train: " << e.what() << "\n\n" << desc;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench train [options]\n\n" << desc;
-    return 0;
+  if (auto code = towerps::ps::ParseCommandLine("towerps-bench train", argc, argv, desc, &vm)) {
+    return *code;
   }
   // Progress goes to stderr so that --json output stays one line on stdout.
   o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
@@ -193,7 +178,12 @@ int RunSoakCommand(int argc, char** argv) {
   bool json = false;
   long interval_ms = o.sample_interval.count(), delay_ms = o.step_delay.count();
   std::string samples_out;
-  po::options_description desc("towerps-bench soak options");
+  po::options_description desc(
+      "Usage: towerps-bench soak [options] [-- towerps-launch options]\n\n"
+      "Runs a sync job (1 server, 2 workers, as many epochs as fit) through towerps-launch for "
+      "--minutes,\nsamples the RSS of the server, the workers and the launcher, and reports each "
+      "one's growth after the\nwarm-up. Exit status: 0 when no process grew more than "
+      "--max-growth, 1 when one did or the job\nfailed, 2 for bad options.\n\nOptions");
   desc.add_options()("help,h", "show this help")(
       "minutes", po::value(&o.minutes)->default_value(o.minutes), "how long the job runs")(
       "sample-interval-ms", po::value(&interval_ms)->default_value(interval_ms),
@@ -227,22 +217,8 @@ int RunSoakCommand(int argc, char** argv) {
     }
   }
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(own_argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench soak: " << e.what() << "\n\n" << desc;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench soak [options] [-- towerps-launch options]\n\n"
-                 "Runs a sync job (1 server, 2 workers, as many epochs as fit) through "
-                 "towerps-launch for --minutes,\nsamples the RSS of the server, the workers and "
-                 "the launcher, and reports each one's growth after the\nwarm-up. Exit status: "
-                 "0 when no process grew more than --max-growth, 1 when one did or the job\n"
-                 "failed, 2 for bad options.\n\n"
-              << desc;
-    return 0;
+  if (auto code = towerps::ps::ParseCommandLine("towerps-bench soak", own_argc, argv, desc, &vm)) {
+    return *code;
   }
   o.sample_interval = std::chrono::milliseconds(interval_ms);
   o.step_delay = std::chrono::milliseconds(delay_ms);

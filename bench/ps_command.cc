@@ -10,6 +10,7 @@
 
 #include "bench/commands.h"
 #include "bench/ps_bench.h"
+#include "ps/job_flags.h"
 
 namespace po = boost::program_options;
 
@@ -109,7 +110,7 @@ int RunPsCommand(int argc, char** argv) {
   PsBenchOptions o;
   bool json = false;
   int repeat = 3;
-  po::options_description desc("towerps-bench ps options");
+  po::options_description desc("Usage: towerps-bench ps [options]");
   desc.add_options()("help,h", "show this help")(
       "servers", po::value(&o.servers)->default_value(o.servers), "server processes")(
       "workers", po::value(&o.workers)->default_value(o.workers), "workers (threads here)")(
@@ -130,16 +131,8 @@ int RunPsCommand(int argc, char** argv) {
       "of the same bytes: the ceiling)")("json", po::bool_switch(&json),
                                          "print one JSON object instead of text");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-bench ps: " << e.what() << "\n\n" << desc;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << "Usage: towerps-bench ps [options]\n\n" << desc;
-    return 0;
+  if (auto code = towerps::ps::ParseCommandLine("towerps-bench ps", argc, argv, desc, &vm)) {
+    return *code;
   }
   if (o.security == "compare") return ComparePsSecurity(o, std::max(1, repeat));
   if (o.transport == "both") return ComparePsTransports(o, std::max(1, repeat), json);

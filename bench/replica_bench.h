@@ -14,21 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/launched_job.h"
 #include "towerps/result.h"
 
 namespace towerps::bench {
 
 struct ReplicaBenchOptions {
-  std::string launcher_binary;  // empty: towerps-launch beside this binary
-  std::string model = "mlp";
-  int servers = 1;
-  int workers = 2;
-  int64_t steps = 600;
-  int repeat = 3;
-  std::string run_dir;  // empty: a fresh directory under the system's temporary directory
-  std::chrono::seconds job_timeout{600};
+  JobSeries jobs;
   std::vector<std::string> extra_args;  // more towerps-launch options, for both sides
-  std::function<void(const std::string&)> progress;
 };
 
 struct ReplicaBenchResult {
