@@ -407,11 +407,15 @@ TEST_F(SshHostsTest, BusyPortAndUnreachableHostAreNamed) {
   // Something else holds server 0's port on its host.
   Result<Subprocess> squatter =
       StartProcess({"/usr/sbin/ip", "netns", "exec", Ns(1), "/usr/bin/python3", "-c",
-                    "import socket, time\ns = socket.socket()\ns.bind(('0.0.0.0', 7700))\n"
-                    "s.listen()\nprint('bound', flush=True)\ntime.sleep(120)"},
+                    "import socket, time\ns = socket.socket()\n"
+                    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                    "s.bind(('0.0.0.0', 7700))\ns.listen()\nprint('bound', flush=True)\n"
+                    "time.sleep(120)"},
                    dir() / "squat.out");
   ASSERT_TRUE(squatter.ok()) << squatter.status();
-  AwaitOutput("squat", "bound", seconds(5));
+  // SO_REUSEADDR: connections of the earlier tests to that port may linger in TIME_WAIT, which
+  // would keep a plain bind out (a listening squatter still keeps the server out).
+  ASSERT_TRUE(AwaitText(dir() / "squat.out", "bound", seconds(5))) << ReadFile(dir() / "squat.out");
   Result<Subprocess> busy = LaunchOnHosts("busy", {"--max-steps", "5", "--grace-ms", "3000"});
   ASSERT_TRUE(busy.ok()) << busy.status();
   std::optional<int> code = busy->Wait(Deadline::After(seconds(60)));
