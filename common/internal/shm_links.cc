@@ -96,10 +96,11 @@ void ShmLinks::Unsend(const Sent& sent) {
 }
 
 void ShmLinks::PeerLost(const std::string& peer) {
+  // Nothing more is lent until the peer acknowledges this arena again. Its loans stay held: if
+  // the same process answers (same nonce), it may still be reading them; if a new one does, its
+  // nonce ends them (OnReceive).
   auto it = peers_.find(peer);
-  if (it == peers_.end()) return;
-  Forget(it->second);
-  peers_.erase(it);
+  if (it != peers_.end()) it->second.reads_mine = false;
 }
 
 void ShmLinks::Forget(Peer& p) {

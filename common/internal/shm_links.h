@@ -12,7 +12,8 @@
 // predecessor is taken back and its new arena mapped; a loan addressed to a predecessor (a
 // message queued across the restart) is refused, never read. A connecting socket learns of a
 // dropped connection from ZeroMQ (PeerLost) and lends nothing until the peer answers again, so
-// what it sends a restarted server is never addressed to the dead one. Payloads in the arena are
+// what it sends a restarted server is never addressed to the dead one; a server that was only
+// disconnected keeps what it was lent. Payloads in the arena are
 // sent without a copy; others of at least kCopyThreshold bytes are copied into it once (cheaper
 // than two kernel copies), others go as frames.
 //
@@ -87,7 +88,9 @@ class ShmLinks {
   PeerArenaView OnReceive(const std::string& peer, proto::ShmInfo::Reader info);
   ConnectionPath PathTo(const std::string& peer) const;
   // The connection to `peer` dropped (a DEALER's server went away): the process behind it may be
-  // replaced, so its loans end and nothing is lent until it acknowledges this arena again.
+  // replaced, so nothing is lent until a message from it acknowledges this arena again. The
+  // loans made so far stay held until its nonce shows a new process (then they end) or it
+  // releases them.
   void PeerLost(const std::string& peer);
 
  private:

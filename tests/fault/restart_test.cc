@@ -362,7 +362,9 @@ TEST_F(RestartTest, AsyncReplicasApplyEveryIterationOnceAcrossAFailover) {
             std::string::npos);
   EXPECT_NE(dir_.Read("summary.json").find(exact), std::string::npos) << dir_.Read("summary.json");
   EXPECT_EQ(SummaryNumber("failovers"), 1);
-  EXPECT_NEAR(SummaryDouble("test_accuracy"), accuracy, 0.01);
+  // Async runs differ by their interleaving alone: five undisturbed runs of this job gave
+  // 0.844 to 0.857. A failover that lost or broke training would cost far more than 0.03.
+  EXPECT_NEAR(SummaryDouble("test_accuracy"), accuracy, 0.03);
 }
 
 // Replicas and checkpoints together: a job run again on its checkpoints (each server restores
