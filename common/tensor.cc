@@ -129,6 +129,17 @@ bool Tensor::Exclusive() const {
   return true;
 }
 
+Tensor TakeExclusive(std::vector<Tensor>& spares) {
+  for (auto it = spares.begin(); it != spares.end(); ++it) {
+    if (it->Exclusive()) {
+      Tensor t = std::move(*it);
+      spares.erase(it);
+      return t;
+    }
+  }
+  return Tensor();
+}
+
 bool Tensor::SharesStorageWith(const Tensor& other) const {
   return base_ != nullptr && !base_.owner_before(other.base_) && !other.base_.owner_before(base_);
 }

@@ -92,6 +92,11 @@ class Tensor {
   DType dtype_ = DType::kFloat32;
 };
 
+// Copy-on-write buffers (ps/chunk.h's values, worker/tower_group.h's averages): removes from
+// `spares` and returns the first one nobody else holds (Exclusive), or an undefined Tensor when
+// every spare is still held.
+Tensor TakeExclusive(std::vector<Tensor>& spares);
+
 // Where a component's long-lived buffers come from: e.g. Transport::Allocate, whose tensors go to
 // co-located processes through shared memory without a copy. Must be thread-safe. Null: the heap.
 using TensorAllocator = std::function<Tensor(const Shape& shape)>;

@@ -91,14 +91,8 @@ ChunkState Chunk::Snapshot(bool replica) const {
 
 Tensor Chunk::WritableBuffer() {
   if (values_.Exclusive()) return values_;
-  for (auto it = spares_.begin(); it != spares_.end(); ++it) {
-    if (it->Exclusive()) {
-      Tensor t = std::move(*it);
-      spares_.erase(it);
-      return t;
-    }
-  }
-  return NewBuffer();
+  Tensor spare = TakeExclusive(spares_);
+  return spare.defined() ? spare : NewBuffer();
 }
 
 void Chunk::Update(const float* const* grads, int k, int divisor, float lr,

@@ -60,6 +60,14 @@ int Client::num_servers() const { return static_cast<int>(impl_->options_.server
 
 std::vector<ConnectionPath> Client::connection_paths() const { return impl_->paths(); }
 
+void Client::LogConnections() const {
+  const std::vector<ConnectionPath> paths = connection_paths();
+  for (size_t s = 0; s < paths.size(); ++s) {
+    TOWERPS_LOG(kInfo) << "ps:" << s << " (" << impl_->options_.servers[s]
+                       << "): " << paths[s].detail;
+  }
+}
+
 Tensor Client::Allocate(const Shape& shape) { return impl_->Allocate(shape); }
 
 uint64_t Client::server_restarts() const {

@@ -107,6 +107,8 @@ class Client {
   // Per server: how payloads travel (shared memory or TCP, and why), as of Register(). With
   // ClientOptions.transport.path = kShm, Register() fails for a server reached over TCP.
   std::vector<ConnectionPath> connection_paths() const;
+  // Logs the same, one line per server: "ps:0 (tcp://...): shared memory".
+  void LogConnections() const;
   // A buffer for gradients: in the shared-memory arena when there is one, so that a push to a
   // server on this host lends it in place (see Push: the buffer must not be written while a
   // server holds it, i.e. while its storage is shared). Thread-safe.

@@ -136,7 +136,9 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   int next = 0;
   const std::vector<int> groups = GroupsHeldBy(options_.job, options_.rank);
   // Values live in the transport's shared-memory arena: pulls from this host lend them in place.
-  const TensorAllocator allocate = [t = transport_.get()](const Shape& s) { return t->Allocate(s); };
+  const TensorAllocator allocate = [t = transport_.get()](const Shape& s) {
+    return t->Allocate(s);
+  };
   for (const ChunkSpec& spec : placement.chunks()) {
     if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
     const int shard = next++ % options_.threads;

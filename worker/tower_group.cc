@@ -104,10 +104,8 @@ Tensor& TowerGroup::WritableAverage(int v) {
   Tensor& current = average_[v];
   if (current.Exclusive()) return current;
   std::vector<Tensor>& spares = spare_averages_[v];
-  auto free =
-      std::find_if(spares.begin(), spares.end(), [](const Tensor& t) { return t.Exclusive(); });
-  Tensor next = free != spares.end() ? std::move(*free) : NewAverage(v);
-  if (free != spares.end()) spares.erase(free);
+  Tensor next = TakeExclusive(spares);
+  if (!next.defined()) next = NewAverage(v);
   // A few spares cover the loans a step can have out; a buffer beyond them is let go (freed
   // when its holder releases it), so a peer that never releases cannot make this grow.
   constexpr size_t kMaxSpares = 3;

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/internal/monitor_event.h"
 #include "common/logging.h"
 
 namespace towerps::internal {
@@ -169,19 +170,10 @@ void Gatekeeper::AnswerZap() {
 }
 
 void Gatekeeper::ReadEvent(Watched& w) {
-  zmq::message_t head, address;
-  try {
-    if (!w.events.recv(head, zmq::recv_flags::dontwait)) return;
-    if (head.more()) (void)w.events.recv(address, zmq::recv_flags::dontwait);
-  } catch (const zmq::error_t&) {
-    return;
-  }
-  if (head.size() < 6) return;
-  uint16_t event;
-  uint32_t value;
-  std::memcpy(&event, head.data(), 2);
-  std::memcpy(&value, static_cast<const char*>(head.data()) + 2, 4);
-  const int fd = static_cast<int>(value);
+  const std::optional<MonitorEvent> e = NextMonitorEvent(w.events);
+  if (!e) return;
+  const uint16_t event = e->event;
+  const int fd = static_cast<int>(e->value);
   switch (event) {
     case ZMQ_EVENT_ACCEPTED:
       w.peers[fd] = PeerAddress(fd);

@@ -236,23 +236,23 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
     Shape shape;
     DType dtype;
     if (meta.getShmRef() != 0) {
-      const std::string where = "payload " + std::to_string(i);
+      auto where = [i] { return "payload " + std::to_string(i); };  // for errors only
       if (Status s = CheckTensorMeta(meta, i, 0, limits, &shape, &dtype); !s.ok()) {
         return reject(s);
       }
       if (arena.arena == nullptr) {
         return reject(
-            ProtocolError(where + " is in the sender's shared memory, which is not mapped here"));
+            ProtocolError(where() + " is in the sender's shared memory, which is not mapped here"));
       }
       if (!arena.for_this_process) {
         return reject(
-            ProtocolError(where +
+            ProtocolError(where() +
                           " was lent to an earlier process with this one's identity (a message "
                           "queued across a restart); it is not read"));
       }
       Result<const std::byte*> bytes =
           arena.arena->At(meta.getShmOffset(), meta.getPayloadBytes(), DTypeSize(dtype));
-      if (!bytes.ok()) return reject(bytes.status().WithContext(where));
+      if (!bytes.ok()) return reject(bytes.status().WithContext(where()));
       msg.tensors_.push_back(LentPayload(arena, meta.getShmRef(), *bytes, std::move(shape), dtype));
       msg.payload_frames_.push_back(nullptr);
       ++msg.shared_;

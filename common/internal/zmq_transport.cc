@@ -1,7 +1,6 @@
 // The ZeroMQ implementation of Transport (common/transport.h): ROUTER for Listen, DEALER for
 // Connect. Messages are framed by the wire codec (wire_codec.h).
 #include <cerrno>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -9,6 +8,7 @@
 #include <zmq.hpp>
 
 #include "common/internal/gatekeeper.h"
+#include "common/internal/monitor_event.h"
 #include "common/internal/shm_links.h"
 #include "common/internal/transport_factories.h"
 #include "common/internal/wire_codec.h"
@@ -142,17 +142,8 @@ class ZmqSocket final : public Socket {
   // the loans to the server, whose process may be replaced by the time it reconnects.
   void TakeDisconnects() {
     if (!disconnects_) return;
-    for (;;) {
-      zmq::message_t head, address;
-      try {
-        if (!disconnects_->recv(head, zmq::recv_flags::dontwait)) return;
-        if (head.more()) (void)disconnects_->recv(address, zmq::recv_flags::none);
-      } catch (const zmq::error_t&) {
-        return;
-      }
-      uint16_t event = 0;
-      if (head.size() >= sizeof(event)) std::memcpy(&event, head.data(), sizeof(event));
-      if (event == ZMQ_EVENT_DISCONNECTED) shm_.PeerLost("");
+    while (std::optional<MonitorEvent> e = NextMonitorEvent(*disconnects_)) {
+      if (e->event == ZMQ_EVENT_DISCONNECTED) shm_.PeerLost("");
     }
   }
 

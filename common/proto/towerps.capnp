@@ -85,7 +85,7 @@ struct TensorMeta {
 # message between processes that allow it carries the sender's offer; payloads travel through the
 # arena only once the receiver has said, in `mapped`, that it mapped the sender's arena.
 struct ShmInfo {
-  host @0 :Text;       # the sender's host identity: boot id, hostname, network namespace
+  host @0 :Text;       # the sender's host identity: boot id, hostname, network and PID namespaces
   pid @1 :UInt32;      # the sender's arena: /proc/<pid>/fd/<fd>, read-only for peers
   fd @2 :Int32;
   nonce @3 :UInt64;    # random, also written in the arena's first page; names this arena

@@ -125,10 +125,7 @@ class Trainer::Impl {
       towers_->LogPlacement();
       TOWERPS_LOG(kInfo) << "placement: variable chunks:\n"
                          << client_->placement().Describe(m0.variables());
-      const std::vector<ConnectionPath> paths = client_->connection_paths();
-      for (size_t s = 0; s < paths.size(); ++s) {
-        TOWERPS_LOG(kInfo) << "ps:" << s << " (" << o_.ps_endpoints[s] << "): " << paths[s].detail;
-      }
+      client_->LogConnections();
     }
     TOWERPS_LOG(kInfo) << job.model << " (" << m0.num_parameters() << " parameters, " << num_vars_
                        << " variables) on " << towers_->size() << " tower(s); " << steps_per_epoch_
