@@ -12,8 +12,9 @@
 namespace towerps::ps {
 namespace {
 
-// The last byte is the format version. Version 2 added each variable's kind and decay.
-constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 2};
+// The last byte is the format version. Version 2 added each variable's kind and decay; version
+// 3 replaced the job's fingerprint by its fields, so a mismatch can be named.
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 3};
 constexpr uint32_t kHeaderTag = 0x48445221;  // "!RDH"
 constexpr uint32_t kChunkTag = 0x4b4e4843;   // "CHNK"
 constexpr uint32_t kEndTag = 0x21444e45;     // "END!"
@@ -105,7 +106,11 @@ Status ReadRecord(std::istream& in, const std::string& path, uint64_t file_left,
 
 std::string EncodeMeta(const CheckpointMeta& m) {
   Writer w;
-  w.Put(m.job_fingerprint);
+  w.Put<uint32_t>(static_cast<uint32_t>(m.job_fields.size()));
+  for (const auto& [name, value] : m.job_fields) {
+    w.PutString(name);
+    w.PutString(value);
+  }
   w.Put(m.model_signature);
   w.Put<int32_t>(m.server_rank);
   w.Put<int32_t>(m.num_servers);
@@ -125,8 +130,17 @@ std::string EncodeMeta(const CheckpointMeta& m) {
 Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMeta* m) {
   Reader r(body, path);
   int32_t rank = 0, servers = 0;
-  uint32_t nvars = 0;
-  TOWERPS_RETURN_IF_ERROR(r.Get(&m->job_fingerprint));
+  uint32_t nvars = 0, nfields = 0;
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nfields));
+  if (nfields > 1024)
+    return CorruptionError(path + ": header record claims " + std::to_string(nfields) +
+                           " job fields");
+  for (uint32_t i = 0; i < nfields; ++i) {
+    std::string name, value;
+    TOWERPS_RETURN_IF_ERROR(r.GetString(&name));
+    TOWERPS_RETURN_IF_ERROR(r.GetString(&value));
+    m->job_fields.emplace_back(std::move(name), std::move(value));
+  }
   TOWERPS_RETURN_IF_ERROR(r.Get(&m->model_signature));
   TOWERPS_RETURN_IF_ERROR(r.Get(&rank));
   TOWERPS_RETURN_IF_ERROR(r.Get(&servers));

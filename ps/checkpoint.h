@@ -2,9 +2,10 @@
 // their versions and optimizer state.
 //
 // Format (little-endian): "TOWERPS\x01", a header record, the chunk records, an end marker. Every
-// record is followed by its CRC-32 (zlib). The header names the job fingerprint, the model
-// signature, the server rank and count, the partition size and the variable list, so a
-// checkpoint from a different job, model or layout is refused rather than half-loaded.
+// record is followed by its CRC-32 (zlib). The header names the job's options (those a resumed
+// job must share: JobConfig::ResumableFields), the model signature, the server rank and count,
+// the partition size and the variable list, so a checkpoint from a different job, model or
+// layout is refused, naming what differs, rather than half-loaded.
 //
 // Contract:
 //  - SaveCheckpoint writes to "<path>.tmp" (same directory), fsyncs and closes it, renames it
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <istream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ps/chunk.h"
@@ -31,7 +33,8 @@
 namespace towerps::ps {
 
 struct CheckpointMeta {
-  uint64_t job_fingerprint = 0;
+  // ("--lr", "0.05") pairs: the job's JobConfig::ResumableFields() when it was written.
+  std::vector<std::pair<std::string, std::string>> job_fields;
   uint64_t model_signature = 0;
   int server_rank = 0;
   int num_servers = 0;

@@ -92,11 +92,7 @@ Status Server::Restore(const Checkpoint& ck) {
     return FailedPreconditionError("it was written with --partition-bytes=" +
                                    std::to_string(m.partition_bytes));
   }
-  if (m.job_fingerprint != options_.job.Fingerprint()) {
-    return FailedPreconditionError(
-        "it was written by a job with different options (fingerprint differs); start with the "
-        "same job options or move the checkpoint away");
-  }
+  TOWERPS_RETURN_IF_ERROR(CheckResumable(options_.job, m.job_fields));
   TOWERPS_RETURN_IF_ERROR(EstablishModel(m.variables, m.model_signature));
   if (ck.chunks.size() != homes_.size()) {
     return FailedPreconditionError("it holds " + std::to_string(ck.chunks.size()) +
@@ -460,7 +456,7 @@ Status Server::MaybeCheckpoint(bool final) {
 
 Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
   Checkpoint ck;
-  ck.meta.job_fingerprint = options_.job.Fingerprint();
+  ck.meta.job_fields = options_.job.ResumableFields();
   ck.meta.model_signature = model_signature_;
   ck.meta.server_rank = options_.rank;
   ck.meta.num_servers = options_.job.servers;

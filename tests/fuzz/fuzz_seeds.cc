@@ -16,6 +16,7 @@
 
 #include "common/message.h"
 #include "ps/checkpoint.h"
+#include "ps/job_config.h"
 #include "ps/replica_set.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -124,7 +125,7 @@ void MessageSeeds() {
 
 void CheckpointSeeds() {
   ps::Checkpoint ck;
-  ck.meta.job_fingerprint = 0x1234;
+  ck.meta.job_fields = ps::JobConfig{}.ResumableFields();
   ck.meta.model_signature = 0x5678;
   ck.meta.server_rank = 0;
   ck.meta.num_servers = 1;

@@ -26,7 +26,7 @@ Tensor Random(int64_t n, uint32_t seed) {
 
 Checkpoint Sample() {
   Checkpoint ck;
-  ck.meta.job_fingerprint = 0x1234;
+  ck.meta.job_fields = {{"--lr", "0.05"}, {"--model", "mlp"}};
   ck.meta.model_signature = 0x5678;
   ck.meta.server_rank = 1;
   ck.meta.num_servers = 2;
@@ -71,7 +71,7 @@ TEST_F(CheckpointTest, RoundTripsEverything) {
   EXPECT_FALSE(fs::exists(path_ + ".tmp"));
   auto back = LoadCheckpoint(path_);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(back->meta.job_fingerprint, 0x1234u);
+  EXPECT_EQ(back->meta.job_fields, ck.meta.job_fields);
   EXPECT_EQ(back->meta.model_signature, 0x5678u);
   EXPECT_EQ(back->meta.server_rank, 1);
   EXPECT_EQ(back->meta.partition_bytes, 4096u);
