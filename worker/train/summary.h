@@ -27,7 +27,9 @@ struct TrainingSummary {
   // Chief: the lowest and highest chunk version of the final parameters (sync: steps; async
   // and SSP: every worker's iterations, each applied once per chunk).
   int64_t final_version_min = 0, final_version_max = 0;
-  int epochs = 0;
+  // Epochs that ran: steps / steps per epoch, so 0.005 when --max-steps 5 stopped a job of 937
+  // steps per epoch, and 2 for a 2-epoch job resumed after its first epoch.
+  double epochs = 0;
   uint64_t dropped_stale = 0;  // summed over servers (chief)
   double mean_staleness = 0;   // over every update applied (chief)
   double p99_staleness = 0;

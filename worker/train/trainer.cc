@@ -269,13 +269,12 @@ class Trainer::Impl {
         window = Window{};
       }
     }
-    TrainingSummary s = PartialSummary(start, iter, last_loss);
+    TrainingSummary s = PartialSummary(start, sync ? total : iter, last_loss);
     TOWERPS_LOG(kInfo) << "finished " << iter << " steps in " << s.train_seconds
                        << " s: " << total_wait_ << " s waiting for parameters, " << total_delay_
                        << " s of injected delay";
     towers_->LogDeviceMemory();
-    const int64_t done_steps = sync ? total : iter;
-    s.steps = done_steps;
+    const int64_t done_steps = s.steps;
     s.examples_per_sec = static_cast<double>((done_steps - (sync ? first : 0)) * job.batch_size) *
                          (sync ? job.EffectiveReplicas() : job.workers) / s.train_seconds;
     if (o_.rank != 0) return s;
@@ -440,7 +439,7 @@ class Trainer::Impl {
     s.train_seconds = Seconds(Clock::now() - start);
     s.wait_seconds = total_wait_;
     s.injected_delay_seconds = total_delay_;
-    s.epochs = o_.job.epochs;
+    s.epochs = static_cast<double>(steps) / static_cast<double>(steps_per_epoch_);
     s.steps = steps;
     s.final_train_loss = last_loss;
     s.diverged = diverged_;
