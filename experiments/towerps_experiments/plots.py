@@ -2,12 +2,13 @@
 
 import math
 import os
+from dataclasses import dataclass
 
 try:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
+    from matplotlib.ticker import MaxNLocator
 except ImportError as e:  # name the interpreter: a pyenv python3 may shadow Debian's
     raise ImportError(f"{e}; the plots need Debian's python3-matplotlib and python3-numpy "
                       "(scripts/setup.sh installs them); run with /usr/bin/python3") from e
@@ -27,108 +28,141 @@ def _save(fig, out_dir, stem):
     return paths
 
 
-def _eval_curve(run, x_kind):
-    mode = run.config.get("mode", "sync")
+# The servers' staleness buckets (ps/server_stats.h kStalenessBuckets): the last one counts
+# that staleness or more. Summaries drop trailing empty buckets, so only a full-length
+# histogram has that open-ended bucket.
+STALENESS_BUCKETS = 64
+X_LABELS = {"time": "wall-clock seconds since launch",
+            "examples": "training examples processed, all workers (batches x batch size)"}
+SEED_STYLES = ("-", "--", ":", "-.")
+
+
+@dataclass
+class Series:
+    x: list            # where each value was recorded, up to the first non-finite one
+    y: list
+    diverged_at: float  # x of the first NaN or infinite value; None if there was none
+
+
+def run_series(run, metric, x_kind):
+    """One run's curve: test accuracy at each of its evaluations ("accuracy"), or the training
+    loss of each train line of every worker in time order ("loss"), against seconds since
+    launch ("time") or training examples processed ("examples", RunResult.examples_at). It
+    stops at the first null (NaN or infinite) value."""
+    lines, key = (run.evals, "test_accuracy") if metric == "accuracy" else (run.train, "loss")
     xs, ys = [], []
-    for e in run.evals:
-        acc = res._num(e.get("test_accuracy"))
-        if acc is None or e.get("time") is None:
+    for l in lines:
+        if l.get("time") is None:
             continue
-        xs.append(e["time"] - run.start if x_kind == "time"
-                  else res.global_updates_at(run.train, e["time"], mode))
-        ys.append(acc)
-    return xs, ys
-
-
-def _loss_curve(run, x_kind):
-    mode = run.config.get("mode", "sync")
-    xs, ys = [], []
-    for l in run.train:
-        loss = res._num(l.get("loss"))
-        if loss is None or l.get("time") is None:
+        x = l["time"] - run.start if x_kind == "time" else run.examples_at(l)
+        if x is None:
             continue
-        xs.append(l["time"] - run.start if x_kind == "time"
-                  else res.global_updates_at(run.train, l["time"], mode))
-        ys.append(loss)
-    return xs, ys
+        y = res._num(l.get(key))
+        if y is None:
+            return Series(xs, ys, x)
+        xs.append(x)
+        ys.append(y)
+    return Series(xs, ys, None)
 
 
-def _band(curves):
-    """Mean and min/max over seeds on a common grid spanning the range all seeds cover; a
-    single seed is drawn as is."""
-    curves = [(np.asarray(x, float), np.asarray(y, float)) for x, y in curves if len(x) > 0]
-    if not curves:
-        return None
-    if len(curves) == 1:
-        x, y = curves[0]
-        order = np.argsort(x, kind="stable")
-        return x[order], y[order], None, None
-    lo = max(x.min() for x, _ in curves)
-    hi = min(x.max() for x, _ in curves)
-    if not hi > lo:
-        x, y = curves[0]
-        return x, y, None, None
-    grid = np.linspace(lo, hi, 60)
-    ys = np.array([np.interp(grid, x[np.argsort(x, kind="stable")], y[np.argsort(x, kind="stable")])
-                   for x, y in curves])
-    return grid, ys.mean(axis=0), ys.min(axis=0), ys.max(axis=0)
-
-
-def curve_plot(stats, out_dir, metric, x_kind):
+def curve_figure(stats, metric, x_kind):
+    """Test accuracy ("accuracy") or training loss ("loss") of every finished run against
+    seconds since launch ("time") or training examples processed ("examples", comparable
+    across sync and async), one line per seed, one colour per configuration. Accuracy has a
+    marker at each evaluation and none elsewhere. A run whose values turned NaN or infinite is
+    drawn up to its last finite value, which gets an 'x' (with no finite value, the 'x' sits
+    on the top edge where the first non-finite one was logged); it and any run whose summary
+    says it diverged are labelled "(diverged)". A run with nothing to draw is still listed,
+    as "(no data)". Failed runs are not drawn (the report lists them)."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    fn = _eval_curve if metric == "accuracy" else _loss_curve
-    drawn = 0
-    for s in stats:
-        band = _band([fn(r, x_kind) for r in s.runs if r.ok])
-        if band is None:
-            continue
-        x, y, lo, hi = band
-        (line,) = ax.plot(x, y, label=s.name, marker="o" if metric == "accuracy" else None,
-                          markersize=3)
-        if lo is not None:
-            ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2)
-        drawn += 1
-    ax.set_xlabel("wall-clock seconds since launch" if x_kind == "time"
-                  else "global parameter updates")
-    ax.set_ylabel("test accuracy" if metric == "accuracy" else "training loss")
-    if metric == "loss":
+    accuracy = metric == "accuracy"
+    runs = 0
+    for i, s in enumerate(stats):
+        color = f"C{i % 10}"
+        for j, r in enumerate(r for r in s.runs if r.ok):
+            ser = run_series(r, metric, x_kind)
+            label = r.name
+            if r.diverged or ser.diverged_at is not None:
+                label += " (diverged)"
+            elif not ser.x:
+                label += " (no data)"
+            ax.plot(ser.x, ser.y, color=color, linestyle=SEED_STYLES[j % len(SEED_STYLES)],
+                    marker="o" if accuracy else None, markersize=3, label=label)
+            cross = dict(color=color, marker="x", markersize=8, markeredgewidth=2,
+                         linestyle="none")
+            if ser.diverged_at is not None and ser.x:
+                ax.plot(ser.x[-1:], ser.y[-1:], **cross)
+            elif ser.diverged_at is not None:
+                ax.plot([ser.diverged_at], [1.0], transform=ax.get_xaxis_transform(),
+                        clip_on=False, **cross)
+            runs += 1
+    ax.set_xlabel(X_LABELS[x_kind])
+    ax.set_ylabel("test accuracy" if accuracy else "training loss")
+    if not accuracy:
         ax.set_yscale("log")
     ax.grid(True, alpha=0.3)
-    if drawn:
+    if runs:
         ax.legend(fontsize=7)
     else:
         ax.text(0.5, 0.5, "no data", ha="center", transform=ax.transAxes)
-    ax.set_title(f"{'Test accuracy' if metric == 'accuracy' else 'Training loss'} vs "
-                 f"{'time' if x_kind == 'time' else 'updates'} (band: min-max over seeds)")
-    return _save(fig, out_dir, f"{metric}_vs_{x_kind}")
+    ax.set_title(f"{'Test accuracy' if accuracy else 'Training loss'} vs "
+                 f"{'time' if x_kind == 'time' else 'examples processed'}\n"
+                 "(one line per seed; x: last finite value before NaN/inf)", fontsize=10)
+    return fig
 
 
-def staleness_plot(stats, out_dir):
-    """One histogram per mode label, summed over the runs that report one."""
+def curve_plot(stats, out_dir, metric, x_kind):
+    return _save(curve_figure(stats, metric, x_kind), out_dir, f"{metric}_vs_{x_kind}")
+
+
+def staleness_histograms(stats):
+    """{mode label: staleness histogram summed over that mode's finished runs}."""
     by_mode = {}
     for s in stats:
         for r in s.runs:
             h = r.summary.get("staleness_histogram") if r.ok else None
             if isinstance(h, list) and h:
                 label = r.config.get("mode_label", r.config.get("mode", "?"))
-                acc = by_mode.setdefault(label, [0] * len(h))
-                if len(acc) < len(h):
-                    acc.extend([0] * (len(h) - len(acc)))
+                acc = by_mode.setdefault(label, [])
+                acc.extend([0] * (len(h) - len(acc)))
                 for i, c in enumerate(h):
                     acc[i] += int(c)
+    return by_mode
+
+
+def staleness_figure(stats):
+    """The staleness of applied updates, one panel per mode label (staleness_histograms): the
+    bar over [s, s+1), labelled s, is the fraction of updates s versions behind. Both axes
+    start at 0; the panels share the x axis, which ends after the largest staleness seen (at
+    least 1), so a sync run is one bar at 0."""
+    by_mode = staleness_histograms(stats)
+    hi = max([1] + [max(i for i, c in enumerate(h) if c) + 1 for h in by_mode.values() if any(h)])
     n = max(1, len(by_mode))
-    fig, axes = plt.subplots(n, 1, figsize=(7, 1.8 * n + 0.6), squeeze=False)
+    fig, axes = plt.subplots(n, 1, figsize=(7, 1.8 * n + 0.6), squeeze=False, sharex=True)
     if not by_mode:
         axes[0][0].text(0.5, 0.5, "no staleness histograms in the summaries", ha="center",
                         transform=axes[0][0].transAxes)
     for ax, (label, hist) in zip(axes[:, 0], sorted(by_mode.items())):
-        total = sum(hist) or 1
-        ax.bar(range(len(hist)), [c / total for c in hist], width=0.8)
+        total = sum(hist)
+        ax.bar(range(len(hist)), [c / (total or 1) for c in hist], width=1, align="edge",
+               edgecolor="white", linewidth=0.5)
+        ax.set_ylim(bottom=0)
         ax.set_ylabel("fraction")
-        ax.set_title(f"{label} (last bucket: >= {len(hist) - 1})", fontsize=9)
-    axes[-1][0].set_xlabel("staleness of applied update")
+        last = (f"; the last bar counts >= {len(hist) - 1}"
+                if len(hist) >= STALENESS_BUCKETS else "")
+        ax.set_title(f"{label}: {total} updates{last}", fontsize=9)
+    bottom = axes[-1][0]
+    bottom.set_xlim(0, hi)
+    ticks = [int(t) for t in MaxNLocator(integer=True).tick_values(0, max(1, hi - 1))
+             if 0 <= t < hi]
+    bottom.set_xticks([t + 0.5 for t in ticks], [str(t) for t in ticks])
+    bottom.set_xlabel("staleness of applied update (versions behind)")
     fig.tight_layout()
-    return _save(fig, out_dir, "staleness_histogram")
+    return fig
+
+
+def staleness_plot(stats, out_dir):
+    return _save(staleness_figure(stats), out_dir, "staleness_histogram")
 
 
 def _bars(stats, out_dir, stem, values, errs, ylabel, title, notes=None):
@@ -164,7 +198,7 @@ def make_all(stats, out_dir, target):
     os.makedirs(out_dir, exist_ok=True)
     made = {}
     for metric in ("accuracy", "loss"):
-        for x_kind in ("time", "updates"):
+        for x_kind in ("time", "examples"):
             made[f"{metric}_vs_{x_kind}"] = curve_plot(stats, out_dir, metric, x_kind)
     made["staleness_histogram"] = staleness_plot(stats, out_dir)
     made["throughput"] = throughput_plot(stats, out_dir)

@@ -164,6 +164,24 @@ class RunResult:
     def staleness(self):
         return staleness(self.summary, self.train)
 
+    def examples_at(self, line):
+        """Training examples all workers had processed (batches computed x batch size) when
+        `line`, a train or eval line with a "time", was written; None without a batch size.
+        A sync step is global and each worker computes one batch per step (a backup worker's
+        discarded one included): step x batch x workers, the step taken from the time when the
+        line has none. An async/SSP step is one worker's own count: the sum over workers of
+        their last step logged by then, x batch."""
+        batch = self.summary.get("batch_size") or self.config.get("options", {}).get("batch_size")
+        if not batch:
+            return None
+        mode = self.config.get("mode", "sync")
+        if mode != "sync":
+            return global_updates_at(self.train, line["time"], mode) * batch
+        step = line.get("step")
+        if step is None:
+            step = global_updates_at(self.train, line["time"], mode)
+        return step * batch * (self.summary.get("workers") or self.config.get("workers") or 1)
+
 
 # "[worker:0] I 05:39:20.827 epoch 1 done: test accuracy = 0.8494, test loss = 0.406023"
 _EPOCH_LOG = re.compile(r"^\[worker:0\] I (\d\d):(\d\d):(\d\d(?:\.\d+)?) epoch (\d+) done: "

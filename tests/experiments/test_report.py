@@ -55,7 +55,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| sync | 2/2 | 0.8700 ± 0.0141 | 0 | 4.5 ± 0.7 | 2/2 |", text)
 
     def test_plots_exist(self):
-        stems = ["accuracy_vs_time", "accuracy_vs_updates", "loss_vs_time", "loss_vs_updates",
+        stems = ["accuracy_vs_time", "accuracy_vs_examples", "loss_vs_time", "loss_vs_examples",
                  "staleness_histogram", "throughput", "time_to_target"]
         for stem in stems:
             png = os.path.join(self.dir, "plots", f"{stem}.png")
