@@ -18,7 +18,7 @@ namespace {
 
 // The flags of a series of jobs; `steps` is parsed as a long and copied in afterwards.
 void AddSeriesFlags(po::options_description& desc, JobSeries* s, long* steps, bool* json) {
-  desc.add_options()("help,h", "show this help")(
+  desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "model", po::value(&s->model)->default_value(s->model), "model of the job")(
       "servers", po::value(&s->servers)->default_value(s->servers), "--servers of the job")(
       "workers", po::value(&s->workers)->default_value(s->workers), "--workers of the job")(

@@ -21,6 +21,7 @@
 #include "bench/soak_bench.h"
 #include "bench/train_bench.h"
 #include "bench/transport_bench.h"
+#include "common/build_info.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "ps/job_flags.h"
@@ -43,13 +44,13 @@ constexpr char kUsage[] =
     "  replicas    main-job throughput with and without --ps-replicas 2\n"
     "  job         main-job throughput over TCP and shared memory vs one process\n"
     "\n"
-    "Run 'towerps-bench <subcommand> --help' for its options.\n";
+    "Run 'towerps-bench <subcommand> --help' for its options; --version prints the version.\n";
 
 int RunTransport(int argc, char** argv) {
   towerps::bench::TransportBenchOptions o;
   bool json = false;
   po::options_description desc("Usage: towerps-bench transport [options]");
-  desc.add_options()("help,h", "show this help")(
+  desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "bytes", po::value<size_t>(&o.message_bytes)->default_value(o.message_bytes),
       "payload bytes per message (multiple of 4)")(
       "seconds", po::value<double>(&o.seconds)->default_value(o.seconds),
@@ -93,7 +94,7 @@ int RunTrain(int argc, char** argv) {
   towerps::bench::TrainBenchOptions o;
   bool json = false;
   po::options_description desc("Usage: towerps-bench train [options]");
-  desc.add_options()("help,h", "show this help")(
+  desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "model", po::value<std::string>(&o.model)->default_value(o.model),
       "mlp, cnn, cifar10 or resnet20")(
       "batch", po::value<int>(&o.batch_size)->default_value(o.batch_size), "examples per step")(
@@ -115,8 +116,8 @@ int RunTrain(int argc, char** argv) {
       "if > 0: train this many epochs and report test accuracy after each")(
       "data-dir", po::value<std::string>(&o.data_dir), "Fashion-MNIST directory")(
       "synthetic", po::bool_switch(&o.synthetic), "use seeded synthetic data")(
-      "lr", po::value<float>(&o.learning_rate)->default_value(o.learning_rate), "learning rate")(
-      "momentum", po::value<float>(&o.momentum)->default_value(o.momentum), "SGD momentum")(
+      "lr", towerps::ps::FloatFlag(&o.learning_rate), "learning rate")(
+      "momentum", towerps::ps::FloatFlag(&o.momentum), "SGD momentum")(
       "seed", po::value<uint64_t>(&o.seed)->default_value(o.seed), "initialization/shuffle seed")(
       "profile", po::bool_switch(&o.profile), "also time every layer (GFLOP/s per layer)")(
       "json", po::bool_switch(&json), "print one JSON object at the end");
@@ -184,7 +185,7 @@ int RunSoakCommand(int argc, char** argv) {
       "--minutes,\nsamples the RSS of the server, the workers and the launcher, and reports each "
       "one's growth after the\nwarm-up. Exit status: 0 when no process grew more than "
       "--max-growth, 1 when one did or the job\nfailed, 2 for bad options.\n\nOptions");
-  desc.add_options()("help,h", "show this help")(
+  desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "minutes", po::value(&o.minutes)->default_value(o.minutes), "how long the job runs")(
       "sample-interval-ms", po::value(&interval_ms)->default_value(interval_ms),
       "time between RSS samples of every process")(
@@ -299,6 +300,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string sub = argv[1];
+  if (sub == "--version") {
+    std::printf("towerps-bench %s\n", towerps::BuildVersion());
+    return 0;
+  }
   if (sub == "transport") return RunTransport(argc - 1, argv + 1);
   if (sub == "ps") return towerps::bench::RunPsCommand(argc - 1, argv + 1);
   if (sub == "train") return RunTrain(argc - 1, argv + 1);

@@ -111,7 +111,7 @@ int RunPsCommand(int argc, char** argv) {
   bool json = false;
   int repeat = 3;
   po::options_description desc("Usage: towerps-bench ps [options]");
-  desc.add_options()("help,h", "show this help")(
+  desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "servers", po::value(&o.servers)->default_value(o.servers), "server processes")(
       "workers", po::value(&o.workers)->default_value(o.workers), "workers (threads here)")(
       "chunk-bytes", po::value(&o.chunk_bytes)->default_value(o.chunk_bytes), "bytes per chunk")(

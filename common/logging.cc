@@ -56,6 +56,20 @@ Result<LogLevel> ParseLogLevel(std::string_view text) {
                               "'; use one of debug, info, warning, error");
 }
 
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "info";
+}
+
 bool LogEnabled(LogLevel level) {
   return static_cast<int>(level) >= State().min_level.load(std::memory_order_relaxed);
 }

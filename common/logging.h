@@ -32,6 +32,8 @@ void InitLogging(const LogOptions& options);
 
 // Parses "debug", "info", "warning" or "error".
 Result<LogLevel> ParseLogLevel(std::string_view text);
+// The name ParseLogLevel reads back.
+const char* LogLevelName(LogLevel level);
 
 // True when messages at `level` are written.
 bool LogEnabled(LogLevel level);

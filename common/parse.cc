@@ -53,4 +53,10 @@ Result<double> ParseDouble(std::string_view text, std::string_view what) {
   return v;
 }
 
+std::string ShortestText(float v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
+}
+
 }  // namespace towerps

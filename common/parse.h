@@ -1,5 +1,6 @@
 // Numbers from text: flag values, config-file and JSON fields, environment variables, hostfile
-// words. One parser for all of them, on std::from_chars (locale-independent).
+// words. One parser for all of them, on std::from_chars (locale-independent); and the one way a
+// float goes back to text (ShortestText).
 //
 // Contract: pure functions, thread-safe. The whole text must be the number: no spaces, no '+',
 // nothing after it. Errors are kInvalidArgument and name `what` (the flag, variable or field,
@@ -9,6 +10,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "towerps/result.h"
@@ -26,6 +28,10 @@ requires(sizeof(T) < sizeof(int64_t) ||
 
 // A finite decimal floating-point number: "0.5", ".5", "1e-3" (not "inf", "nan" or hex).
 Result<double> ParseDouble(std::string_view text, std::string_view what);
+
+// The shortest decimal text that reads back as exactly `v`: 0.05f is "0.05", not
+// "0.0500000007" (std::to_chars). Flag defaults in --help, job fields, error messages.
+std::string ShortestText(float v);
 
 // ---- implementation ----
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/job_secret.h"
+#include "common/logging.h"
 #include "launch/choices.h"
 #include "launch/hostfile_launcher.h"
 #include "launch/local_checks.h"
@@ -87,17 +88,19 @@ int main(int argc, char** argv) {
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
   ps::SecurityFlags security_flags;
-  std::string new_secret;
+  std::string new_secret, log_level = "info";
   long grace_ms = options.grace.count();
   long restart_timeout_s = options.restart_timeout.count() / 1000;
   po::options_description launch("Launcher options");
   bool list_choices = false, validate_only = false;
-  launch.add_options()("help,h", "show this help")(
+  launch.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "list-choices", po::bool_switch(&list_choices),
       "print the names --mode, --model, --dataset, --optimizer and --lr-schedule accept, as JSON, "
       "and exit")("validate-only", po::bool_switch(&validate_only),
                   "check every option as before a job (exit 0 when they are valid, 2 with the "
                   "error otherwise) and start nothing")(
+      "log-level", po::value(&log_level)->default_value(log_level),
+      "debug, info, warning or error: the launcher's and every server's and worker's")(
       "new-secret", po::value(&new_secret),
       "create a job secret in FILE (mode 0600) and exit: for --mpi, --slurm and --cluster jobs, "
       "put it on a file system every node shares and pass --secret-file FILE")(
@@ -189,6 +192,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.transport = *security_flags.path();
+  if (Result<LogLevel> level = ParseLogLevel(log_level); level.ok()) {
+    options.log_level = *level;
+    InitLogging({.role = "launch", .rank = -1, .min_level = *level});
+  } else {
+    std::cerr << "towerps-launch: --log-level: " << level.status().message() << "\n";
+    return 2;
+  }
   Result<ps::JobConfig> job = job_flags.ToConfig();
   Result<worker::WorkerOptions> worker = worker_flags.ToOptions();
   if (!job.ok() || !worker.ok()) {

@@ -234,6 +234,7 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
                              std::to_string(o.checkpoint_every)});
   }
   if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
+  argv.insert(argv.end(), {"--log-level", LogLevelName(o.log_level)});
   if (!peers.empty()) {
     std::string list;
     for (const std::string& p : peers) list += (list.empty() ? "" : ",") + p;
@@ -248,6 +249,7 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
 
 std::vector<std::string> WorkerJobArgs(const LaunchOptions& o) {
   std::vector<std::string> args = SecurityArgs(o);
+  args.insert(args.end(), {"--log-level", LogLevelName(o.log_level)});
   const std::vector<std::string> job = o.job.ToArgs();
   args.insert(args.end(), job.begin(), job.end());
   const std::vector<std::string> worker = o.worker.ToArgs();

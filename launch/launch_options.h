@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/logging.h"
 #include "common/transport.h"
 #include "launch/job_supervisor.h"
 #include "ps/job_config.h"
@@ -39,6 +40,7 @@ struct LaunchOptions {
   bool insecure = false;
   bool encrypt = false;                            // CURVE encryption, keys derived from the secret
   TransportPath transport = TransportPath::kAuto;  // --transport, handed to every process
+  LogLevel log_level = LogLevel::kInfo;  // --log-level: the launcher's and every process's
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds startup_timeout{60000};
   // Fault tolerance (local and hostfile modes; every update mode): a worker killed by a signal is

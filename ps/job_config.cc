@@ -1,18 +1,15 @@
 #include "ps/job_config.h"
 
-#include <cstdio>
+#include <algorithm>
 #include <set>
 
 #include "common/hash.h"
+#include "common/parse.h"
 
 namespace towerps::ps {
 namespace {
 
-std::string FloatText(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(v));
-  return buf;
-}
+std::string FloatText(float v) { return ShortestText(v); }
 
 }  // namespace
 
@@ -149,6 +146,13 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
   };
 }
 
+std::vector<std::pair<std::string, std::string>> JobConfig::ResumableFields() const {
+  std::vector<std::pair<std::string, std::string>> fields = Fields();
+  std::erase_if(fields,
+                [](const auto& f) { return f.first == "--epochs" || f.first == "--max-steps"; });
+  return fields;
+}
+
 std::vector<std::string> JobConfig::ToArgs() const {
   // The flags that take no value (bool_switch in ps/job_flags.cc): present when on. Known by
   // name, so that a text field whose value is "true" or "false" (--model false) keeps it.
@@ -203,6 +207,30 @@ Status CompareConfigFields(const std::vector<std::pair<std::string, std::string>
                                    std::to_string(theirs.size()) + " job fields, " + my_name +
                                    " knows " + std::to_string(mine.size()) +
                                    " (different TowerPS versions?)");
+  }
+  return Status::Ok();
+}
+
+Status CheckResumable(const JobConfig& job,
+                      const std::vector<std::pair<std::string, std::string>>& saved) {
+  const std::string advice = "; resume with the options it was written with, or move it away";
+  const auto mine = job.ResumableFields();
+  for (const auto& [name, value] : mine) {
+    auto it =
+        std::find_if(saved.begin(), saved.end(), [&](const auto& f) { return f.first == name; });
+    if (it == saved.end()) {
+      return FailedPreconditionError("it does not record " + name + " (this job has " + name + " " +
+                                     value + "); it was written by another TowerPS version");
+    }
+    if (it->second != value) {
+      return FailedPreconditionError("it was written with " + name + " " + it->second +
+                                     ", this job has " + name + " " + value + advice);
+    }
+  }
+  if (saved.size() != mine.size()) {
+    return FailedPreconditionError("it records " + std::to_string(saved.size()) +
+                                   " job options, this TowerPS has " + std::to_string(mine.size()) +
+                                   "; it was written by another TowerPS version");
   }
   return Status::Ok();
 }

@@ -83,6 +83,10 @@ struct JobConfig {
   // Checks ranges and combinations; the error names the flag and the accepted values.
   Status Validate() const;
   std::vector<std::pair<std::string, std::string>> Fields() const;
+  // Fields() less those that only say how long to train (--epochs, --max-steps): what a job
+  // resuming from a checkpoint must share with the one that wrote it, so that a finished job
+  // can be extended with a larger --epochs.
+  std::vector<std::pair<std::string, std::string>> ResumableFields() const;
   uint64_t Fingerprint() const;
   // The fields as command-line arguments that JobFlags parses back into an equal config.
   std::vector<std::string> ToArgs() const;
@@ -95,6 +99,12 @@ Status CompareConfigFields(const std::vector<std::pair<std::string, std::string>
                            const std::string& my_name,
                            const std::vector<std::pair<std::string, std::string>>& theirs,
                            const std::string& their_name);
+
+// Whether `job` may resume from a checkpoint written with `saved` (its ResumableFields()): on
+// the first difference, kFailedPrecondition naming the option and both values, e.g. "it was
+// written with --lr 0.1, this job has --lr 0.05".
+Status CheckResumable(const JobConfig& job,
+                      const std::vector<std::pair<std::string, std::string>>& saved);
 
 }  // namespace towerps::ps
 

@@ -7,6 +7,9 @@
 #include <map>
 #include <sstream>
 
+#include "common/build_info.h"
+#include "common/parse.h"
+
 namespace po = boost::program_options;
 
 namespace towerps::ps {
@@ -21,6 +24,10 @@ struct ErrorSubstitutions : po::error_with_option_name {
 };
 
 }  // namespace
+
+po::typed_value<float>* FloatFlag(float* value) {
+  return po::value(value)->default_value(*value, ShortestText(*value));
+}
 
 JobFlags::JobFlags()
     : mode_(UpdateModeName(config_.mode)),
@@ -43,24 +50,18 @@ JobFlags::JobFlags()
       "largest chunk a variable is cut into")("optimizer",
                                               po::value(&optimizer_)->default_value(optimizer_),
                                               "sgd, momentum, adam or adagrad")(
-      "lr", po::value(&c.optimizer.learning_rate)->default_value(c.optimizer.learning_rate),
-      "learning rate")("momentum",
-                       po::value(&c.optimizer.momentum)->default_value(c.optimizer.momentum),
-                       "momentum coefficient")("nesterov", po::bool_switch(&c.optimizer.nesterov),
-                                               "Nesterov momentum")(
-      "beta1", po::value(&c.optimizer.beta1)->default_value(c.optimizer.beta1), "adam beta1")(
-      "beta2", po::value(&c.optimizer.beta2)->default_value(c.optimizer.beta2), "adam beta2")(
-      "epsilon", po::value(&c.optimizer.epsilon)->default_value(c.optimizer.epsilon),
-      "adam epsilon")(
-      "adagrad-initial",
-      po::value(&c.optimizer.initial_accumulator)->default_value(c.optimizer.initial_accumulator),
-      "adagrad initial accumulator")("weight-decay",
-                                     po::value(&c.optimizer.weight_decay)->default_value(0.0f),
+      "lr", FloatFlag(&c.optimizer.learning_rate), "learning rate")(
+      "momentum", FloatFlag(&c.optimizer.momentum), "momentum coefficient")(
+      "nesterov", po::bool_switch(&c.optimizer.nesterov), "Nesterov momentum")(
+      "beta1", FloatFlag(&c.optimizer.beta1), "adam beta1")("beta2", FloatFlag(&c.optimizer.beta2),
+                                                            "adam beta2")(
+      "epsilon", FloatFlag(&c.optimizer.epsilon), "adam epsilon")(
+      "adagrad-initial", FloatFlag(&c.optimizer.initial_accumulator),
+      "adagrad initial accumulator")("weight-decay", FloatFlag(&c.optimizer.weight_decay),
                                      "L2 weight decay added to gradients")(
       "lr-schedule", po::value(&schedule_)->default_value(schedule_),
-      "constant, step or exponential")(
-      "lr-decay-rate", po::value(&c.schedule.decay_rate)->default_value(c.schedule.decay_rate),
-      "step/exponential decay factor")(
+      "constant, step or exponential")("lr-decay-rate", FloatFlag(&c.schedule.decay_rate),
+                                       "step/exponential decay factor")(
       "lr-decay-steps", po::value(&c.schedule.decay_steps)->default_value(c.schedule.decay_steps),
       "step/exponential decay interval, in updates")(
       "lr-staircase", po::bool_switch(&c.schedule.staircase), "exponential: decay in whole steps")(
@@ -134,6 +135,10 @@ std::optional<int> ParseCommandLine(std::string_view program, int argc, char** a
   }
   if (vm->count("help")) {
     std::cout << desc << "\n";
+    return 0;
+  }
+  if (vm->count("version")) {
+    std::cout << program << " " << BuildVersion() << "\n";
     return 0;
   }
   return std::nullopt;

@@ -33,6 +33,10 @@ class JobFlags {
   boost::program_options::options_description desc_;
 };
 
+// A float flag bound to `value`, whose default --help prints as written: "0.05", where Boost
+// would print "0.0500000007".
+boost::program_options::typed_value<float>* FloatFlag(float* value);
+
 // Parses argv and, when --config FILE is given, that file too. Boost's errors become a
 // kInvalidArgument Status naming the option. `program` prefixes messages.
 Status ParseFlags(int argc, char** argv, const boost::program_options::options_description& desc,
@@ -44,8 +48,9 @@ Status ParseFlags(int argc, char** argv, const boost::program_options::options_d
 // e.what() wherever a user's text can be in the error.
 std::string ProgramOptionsErrorText(boost::program_options::error& e);
 
-// An entry point's command line: ParseFlags, then --help. Returns the exit code when `program`
-// should stop here (0 after printing the options for --help, 2 after printing the error as
+// An entry point's command line: ParseFlags, then --help and --version (when `desc` has them).
+// Returns the exit code when `program` should stop here (0 after printing the options for --help
+// or "<program> <version>" for --version, 2 after printing the error as
 // "<program>: <message>" to stderr), or nullopt to go on.
 std::optional<int> ParseCommandLine(std::string_view program, int argc, char** argv,
                                     const boost::program_options::options_description& desc,

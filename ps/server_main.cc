@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   std::string peers;
   int64_t stats_ms = options.stats_log_interval.count();
   po::options_description process("Server options");
-  process.add_options()("help,h", "show this help")(
+  process.add_options()("help,h", "show this help")("version",
+                                                    "print the version and git revision")(
       "config", po::value<std::string>(), "INI file with job options (command line wins)")(
       "rank", po::value(&options.rank)->default_value(0), "this server's rank, 0..servers-1")(
       "bind", po::value(&options.bind)->default_value(options.bind),

@@ -37,6 +37,11 @@ gpu_tests=(backend_conformance_test model_ops_conformance_test elementwise_test
            model_backend_memory_test towers_test tower_group_test caching_allocator_test model_test
            layer_gradient_test)
 if [ "${1:-}" = "--tests" ]; then (IFS=,; echo "${gpu_tests[*]}"); exit 0; fi
+if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
+  sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  echo "  --tests    print the test suites the bundle needs (for scripts/package.sh --tests)"
+  exit 0
+fi
 bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR] [STEPS]}"
 out="${2:-${OUT:-/tmp/gpu_verify}}"
 steps=",${3:-1,2,3,4,5},"

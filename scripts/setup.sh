@@ -11,13 +11,14 @@ PACKAGES=(
   libboost-program-options-dev
   nlohmann-json3-dev
   googletest libgtest-dev
-  zlib1g-dev
+  zlib1g-dev libzip-dev
   libopenblas-dev
   dataset-fashion-mnist
   openmpi-bin
   slurm-wlm munge
   openssh-client openssh-server iproute2
   python3 python3-numpy python3-matplotlib
+  python3-protobuf python3-crc32c
 )
 
 missing=()

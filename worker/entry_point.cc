@@ -94,7 +94,8 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
   ps::SecurityFlags security_flags;
   std::string endpoints, log_level = "info";
   po::options_description process("Process options");
-  process.add_options()("help,h", "show this help")(
+  process.add_options()("help,h", "show this help")("version",
+                                                    "print the version and git revision")(
       "config", po::value<std::string>(),
       "INI file with job and worker options (command line wins)")(
       "rank", po::value(&options.rank)->default_value(0), "this worker's rank; 0 is the chief")(

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -23,8 +25,7 @@ TEST(JobConfigTest, MismatchNamesTheField) {
   Status s = CompareConfigFields(a.Fields(), "server 0", b.Fields(), "worker 2");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(s.message().find("--lr is 0.100000001 at worker 2 but 0.0500000007 at server 0"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("--lr is 0.1 at worker 2 but 0.05 at server 0"), std::string::npos)
       << s.message();
   EXPECT_NE(a.Fingerprint(), b.Fingerprint());
   EXPECT_TRUE(CompareConfigFields(a.Fields(), "x", a.Fields(), "y").ok());
@@ -172,6 +173,44 @@ TEST_F(ConfigFileTest, ANulByteIsAnErrorNamingTheLine) {
   std::ofstream(path_) << "lr = 0.1\n";
   std::optional<Status> good = ParseWithin({"--config", path_}, std::chrono::seconds(10));
   ASSERT_TRUE(good.has_value() && good->ok()) << (good ? good->ToString() : "no return");
+}
+
+// A checkpoint serves a longer run of the same job: only the options that say how long to
+// train may differ; anything else is named with both values.
+TEST(ResumableTest, OnlyTheTrainingLengthMayDiffer) {
+  JobConfig written;
+  written.epochs = 1;
+  JobConfig longer = written;
+  longer.epochs = 2;
+  longer.max_steps = 5000;
+  EXPECT_TRUE(CheckResumable(longer, written.ResumableFields()).ok());
+  EXPECT_NE(longer.Fingerprint(), written.Fingerprint());  // the processes of one job still agree
+
+  JobConfig other = written;
+  other.optimizer.learning_rate = 0.1f;
+  const Status s = CheckResumable(other, written.ResumableFields());
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("written with --lr 0.05, this job has --lr 0.1"), std::string::npos)
+      << s.message();
+
+  auto missing = written.ResumableFields();
+  missing.pop_back();
+  EXPECT_EQ(CheckResumable(written, missing).code(), StatusCode::kFailedPrecondition);
+}
+
+// Floats print as written, in --help, in job fields and in errors.
+TEST(JobFlagsTest, FloatDefaultsPrintAsWritten) {
+  JobFlags flags;
+  std::ostringstream help;
+  help << flags.options();
+  EXPECT_NE(help.str().find("--lr arg (=0.05)"), std::string::npos) << help.str();
+  EXPECT_EQ(help.str().find("0.0500000007"), std::string::npos);
+  JobConfig job;
+  job.optimizer.learning_rate = 0.1f;
+  const auto fields = job.Fields();
+  EXPECT_NE(
+      std::find(fields.begin(), fields.end(), std::pair<std::string, std::string>("--lr", "0.1")),
+      fields.end());
 }
 
 }  // namespace
