@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   long grace_ms = options.grace.count();
   long restart_timeout_s = options.restart_timeout.count() / 1000;
   po::options_description launch("Launcher options");
-  bool list_choices = false, validate_only = false;
+  bool list_choices = false, validate_only = false, eval_only = false;
   launch.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "list-choices", po::bool_switch(&list_choices),
       "print the names --mode, --model, --dataset, --optimizer and --lr-schedule accept, as JSON, "
@@ -101,6 +101,10 @@ int main(int argc, char** argv) {
                   "error otherwise) and start nothing")(
       "log-level", po::value(&log_level)->default_value(log_level),
       "debug, info, warning or error: the launcher's and every server's and worker's")(
+      "eval-only", po::bool_switch(&eval_only),
+      "evaluate the parameters in --checkpoint-dir on the test set with the job's options, "
+      "print the test accuracy and loss, and exit; no server starts (--export-npz F writes them "
+      "too)")(
       "new-secret", po::value(&new_secret),
       "create a job secret in FILE (mode 0600) and exit: for --mpi, --slurm and --cluster jobs, "
       "put it on a file system every node shares and pass --secret-file FILE")(
@@ -211,6 +215,11 @@ int main(int argc, char** argv) {
   options.grace = std::chrono::milliseconds(grace_ms);
   options.restart_timeout = std::chrono::seconds(restart_timeout_s);
   options.interrupt = &g_signal;
+  if (eval_only) {
+    const Status failed = launch::ExecEvalOnly(options);
+    std::cerr << "towerps-launch: " << failed.message() << "\n";
+    return failed.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
   if (validate_only) {
     if (Status s = launch::ValidateLaunchOptions(options); !s.ok()) {
       std::cerr << "towerps-launch: " << s.message() << "\n";

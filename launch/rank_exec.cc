@@ -84,4 +84,20 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
   return InternalError("cannot exec " + argv[0] + ": " + std::strerror(errno));
 }
 
+Status ExecEvalOnly(const LaunchOptions& o) {
+  if (o.checkpoint_dir.empty()) {
+    return InvalidArgumentError("--eval-only needs --checkpoint-dir, the directory a job wrote");
+  }
+  std::vector<std::string> argv = {WorkerBinary(o), "--eval-only", "--checkpoint-dir",
+                                   o.checkpoint_dir};
+  const std::vector<std::string> job = WorkerJobArgs(o);
+  argv.insert(argv.end(), job.begin(), job.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::fflush(stdout);
+  execv(cargv[0], cargv.data());
+  return InternalError("cannot exec " + argv[0] + ": " + std::strerror(errno));
+}
+
 }  // namespace towerps::launch

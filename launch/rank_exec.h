@@ -16,6 +16,10 @@ namespace towerps::launch {
 
 Status ExecRole(const RoleAssignment& role, const LaunchOptions& options);
 
+// --eval-only: becomes `towerps-worker --eval-only` on options.checkpoint_dir, with the job's
+// and the workers' options; no server starts. kInvalidArgument without a checkpoint directory.
+Status ExecEvalOnly(const LaunchOptions& options);
+
 }  // namespace towerps::launch
 
 #endif  // TOWERPS_LAUNCH_RANK_EXEC_H_

@@ -13,6 +13,7 @@
 #include "ps/job_flags.h"
 #include "ps/security_flags.h"
 #include "towerps/worker_main.h"
+#include "worker/train/evaluate_checkpoint.h"
 #include "worker/train/trainer.h"
 
 namespace po = boost::program_options;
@@ -80,6 +81,28 @@ std::string DivergenceMessage(const towerps::worker::TrainingSummary& s) {
          "diverged";
 }
 
+// --eval-only: the checkpoint's parameters on the test set, printed as the chief prints its
+// final evaluation; 0, or 1 with the error (2 for a bad option).
+int EvalOnly(const std::string& prog, const towerps::Registry& registry,
+             const towerps::ps::JobConfig& job, const towerps::worker::WorkerOptions& worker,
+             const std::string& dir) {
+  if (dir.empty()) {
+    std::cerr << prog << ": --eval-only needs --checkpoint-dir, the directory a job wrote\n";
+    return 2;
+  }
+  auto eval = towerps::worker::EvaluateCheckpoint(registry, job, worker, dir);
+  if (!eval.ok()) {
+    std::cerr << prog << ": " << eval.status().message() << "\n";
+    return eval.status().code() == towerps::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::printf("test accuracy = %.4f, test loss = %.6f (%lld examples; %s at version %lld)\n",
+              eval->accuracy, eval->mean_loss, static_cast<long long>(eval->examples), dir.c_str(),
+              static_cast<long long>(eval->min_version));
+  if (!worker.export_npz.empty())
+    std::printf("parameters written to %s\n", worker.export_npz.c_str());
+  return 0;
+}
+
 }  // namespace
 
 namespace towerps {
@@ -92,7 +115,7 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
   ps::JobFlags job_flags;
   worker::WorkerFlags worker_flags;
   ps::SecurityFlags security_flags;
-  std::string endpoints, log_level = "info";
+  std::string endpoints, log_level = "info", checkpoint_dir;
   po::options_description process("Process options");
   process.add_options()("help,h", "show this help")("version",
                                                     "print the version and git revision")(
@@ -105,7 +128,12 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
       "list-models", "print the models and datasets this binary can train, and exit")(
       "check-job",
       "check that --model and --dataset exist and fit each other (reading only file headers), "
-      "and exit: 0 yes, 2 no (with the reason), 3 the data cannot be read here");
+      "and exit: 0 yes, 2 no (with the reason), 3 the data cannot be read here")(
+      "eval-only",
+      "evaluate the parameters in --checkpoint-dir on the test set, print accuracy and loss, and "
+      "exit (no servers; with --export-npz, write them there too)")(
+      "checkpoint-dir", po::value(&checkpoint_dir),
+      "with --eval-only: the checkpoint directory the job's servers wrote");
   po::options_description all(
       "Usage: " + prog +
       " --rank R --ps-endpoints tcp://h:p,... [options]\n\n"
@@ -132,6 +160,10 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
     return 0;
   }
   if (vm.count("check-job")) return CheckJob(registry, *job, *wopts);
+  if (vm.count("eval-only")) {
+    InitLogging({.role = "worker", .rank = -1, .min_level = *level});
+    return EvalOnly(prog, registry, *job, *wopts, checkpoint_dir);
+  }
   std::stringstream ss(endpoints);
   for (std::string e; std::getline(ss, e, ',');) options.ps_endpoints.push_back(e);
   if (options.ps_endpoints.empty()) {

@@ -89,6 +89,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (allow_growth) a.push_back("--allow-growth");
   if (!device_count.empty()) add("--device-count", device_count);
   if (!final_params_out.empty()) add("--final-params-out", final_params_out);
+  if (!export_npz.empty()) add("--export-npz", export_npz);
   if (shutdown_servers) a.push_back("--shutdown-servers");
   if (!ready_file.empty()) add("--ready-file", ready_file);
   if (!straggler.empty()) add("--straggler", straggler);
@@ -129,7 +130,11 @@ WorkerFlags::WorkerFlags()
       "device-count", po::value(&o.device_count),
       "gpu=N: use at most the first N visible GPUs (gpu=0 hides every GPU)")(
       "final-params-out", po::value(&o.final_params_out),
-      "chief: write the final parameters to this file")(
+      "chief: write the final parameters to this file (raw float32 per variable: see "
+      "worker/train/final_params.h; --export-npz is the portable form)")(
+      "export-npz", po::value(&o.export_npz),
+      "chief: write the final parameters to this NumPy .npz, one array per variable by name "
+      "(numpy.load(F)['dense1/kernel'])")(
       "shutdown-servers", po::bool_switch(&o.shutdown_servers),
       "chief: ask the servers to checkpoint and exit at the end (set by towerps-launch --mpi, "
       "--slurm and --cluster)")(

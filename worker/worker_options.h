@@ -42,6 +42,7 @@ struct WorkerOptions {
   // all). Empty: every visible GPU.
   std::string device_count;
   std::string final_params_out;   // chief: the final parameters, for comparisons
+  std::string export_npz;         // chief (and --eval-only): the final parameters as .npz
   bool shutdown_servers = false;  // chief: stop the servers at the end (no launcher does)
   // Written (empty) once the worker has joined the job: its first parameters pulled, ready to
   // compute. towerps-launch gives it to a restarted worker, to bound how long it takes to rejoin.

@@ -2,6 +2,9 @@
 
 #include <fstream>
 
+#include "worker/train/metrics_log.h"
+#include "worker/train/npz_export.h"
+
 namespace towerps::worker {
 
 Status WriteFinalParams(const Model<float>& model, const std::string& path) {
@@ -13,6 +16,14 @@ Status WriteFinalParams(const Model<float>& model, const std::string& path) {
   }
   out.close();
   if (!out) return IoError("--final-params-out " + path + ": write failed");
+  return Status::Ok();
+}
+
+Status WriteFinalParameters(const Model<float>& model, const WorkerOptions& options, int rank) {
+  if (!options.final_params_out.empty()) {
+    TOWERPS_RETURN_IF_ERROR(WriteFinalParams(model, ExpandRank(options.final_params_out, rank)));
+  }
+  if (!options.export_npz.empty()) TOWERPS_RETURN_IF_ERROR(WriteNpz(model, options.export_npz));
   return Status::Ok();
 }
 

@@ -1,9 +1,10 @@
-// The --final-params-out file: a trained model's variables, for comparing runs bit for bit.
-// Format, per variable in the model's order: a text line "<name> <elements>\n", then that many
-// little-endian float32 values.
+// The chief's files of the final parameters: --final-params-out, for comparing runs bit for bit,
+// and --export-npz (worker/train/npz_export.h), for numpy and PyTorch.
+// --final-params-out's format, per variable in the model's order: a text line
+// "<name> <elements>\n", then that many little-endian float32 values.
 //
-// Contract: a free function; reads the model, writes the file whole or returns kIoError naming
-// the path.
+// Contract: free functions; read the model, write each file whole or return kIoError naming the
+// path.
 #ifndef TOWERPS_WORKER_TRAIN_FINAL_PARAMS_H_
 #define TOWERPS_WORKER_TRAIN_FINAL_PARAMS_H_
 
@@ -11,10 +12,13 @@
 
 #include "towerps/status.h"
 #include "worker/model/model.h"
+#include "worker/worker_options.h"
 
 namespace towerps::worker {
 
 Status WriteFinalParams(const Model<float>& model, const std::string& path);
+// Both files, where `options` asks for them ("{rank}" in --final-params-out expands to `rank`).
+Status WriteFinalParameters(const Model<float>& model, const WorkerOptions& options, int rank);
 
 }  // namespace towerps::worker
 

@@ -305,10 +305,7 @@ class Trainer::Impl {
     // Another worker's divergence shows as gradients the servers refused.
     if (s->nonfinite_rejected > 0 || !std::isfinite(eval.mean_loss)) s->diverged = true;
     FinishStalenessStats(s);
-    if (!o_.worker.final_params_out.empty()) {
-      TOWERPS_RETURN_IF_ERROR(
-          WriteFinalParams(towers_->model(0), ExpandRank(o_.worker.final_params_out, o_.rank)));
-    }
+    TOWERPS_RETURN_IF_ERROR(WriteFinalParameters(towers_->model(0), o_.worker, o_.rank));
     if (o_.worker.shutdown_servers) {
       // Every worker's last update is in (the final pull above waited for it).
       for (int srv = 0; srv < client_->num_servers(); ++srv) {

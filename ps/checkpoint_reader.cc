@@ -1,0 +1,78 @@
+#include "ps/checkpoint_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+
+#include "ps/checkpoint.h"
+#include "ps/placement.h"
+
+namespace towerps::ps {
+
+Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
+  const std::string first = CheckpointPath(dir, 0);
+  if (!std::filesystem::exists(first)) {
+    return NotFoundError(dir + " holds no checkpoint (" + first +
+                         " is missing); give the --checkpoint-dir a job wrote");
+  }
+  TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck0, LoadCheckpoint(first));
+  const CheckpointMeta meta = ck0.meta;
+  TOWERPS_ASSIGN_OR_RETURN(
+      const ChunkPlacement placement,
+      ChunkPlacement::Compute(meta.variables, meta.num_servers, meta.partition_bytes));
+  CheckpointParameters out;
+  out.variables = meta.variables;
+  out.model_signature = meta.model_signature;
+  out.job_fields = meta.job_fields;
+  for (const VariableSpec& v : meta.variables) out.values.push_back(Tensor::Empty(v.shape));
+  std::vector<bool> filled(placement.chunks().size(), false);
+  out.min_version = std::numeric_limits<int64_t>::max();
+  out.max_version = std::numeric_limits<int64_t>::min();
+  for (int rank = 0; rank < meta.num_servers; ++rank) {
+    const std::string path = CheckpointPath(dir, rank);
+    Checkpoint ck;
+    if (rank == 0) {
+      ck = std::move(ck0);
+    } else {
+      TOWERPS_ASSIGN_OR_RETURN(ck, LoadCheckpoint(path));
+      if (ck.meta.model_signature != meta.model_signature ||
+          ck.meta.num_servers != meta.num_servers || ck.meta.job_fields != meta.job_fields ||
+          ck.meta.partition_bytes != meta.partition_bytes) {
+        return FailedPreconditionError(path + " belongs to another job than " + first +
+                                       " (model, server count or options differ)");
+      }
+    }
+    for (const ChunkState& c : ck.chunks) {
+      if (c.variable_id >= meta.variables.size()) {
+        return CorruptionError(path + ": a chunk names variable " + std::to_string(c.variable_id));
+      }
+      const auto chunks = placement.ChunksOf(c.variable_id);
+      if (c.chunk_id >= chunks.size()) {
+        return CorruptionError(path + ": " + meta.variables[c.variable_id].name + " has no chunk " +
+                               std::to_string(c.chunk_id));
+      }
+      const ChunkSpec& spec = chunks[c.chunk_id];
+      if (c.version < 0) continue;  // never initialised on this server
+      if (c.values.num_elements() != spec.num_elements) {
+        return CorruptionError(path + ": chunk sizes differ from the placement");
+      }
+      std::memcpy(out.values[c.variable_id].f32() + spec.offset, c.values.f32(),
+                  static_cast<size_t>(spec.num_elements) * sizeof(float));
+      filled[static_cast<size_t>(&spec - placement.chunks().data())] = true;
+      out.min_version = std::min(out.min_version, c.version);
+      out.max_version = std::max(out.max_version, c.version);
+    }
+  }
+  for (size_t i = 0; i < filled.size(); ++i) {
+    if (filled[i]) continue;
+    const ChunkSpec& spec = placement.chunks()[i];
+    return FailedPreconditionError(dir + ": no checkpoint holds chunk " +
+                                   std::to_string(spec.chunk_id) + " of " +
+                                   meta.variables[spec.variable_id].name + " (server " +
+                                   std::to_string(spec.server) + "'s file lacks it)");
+  }
+  return out;
+}
+
+}  // namespace towerps::ps
