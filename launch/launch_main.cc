@@ -1,8 +1,8 @@
 // towerps-launch: starts a TowerPS job. Local mode: M servers and N workers on this machine
 // (launch/local_launcher.h). --hostfile: the same across hosts over ssh
-// (launch/hostfile_launcher.h). --mpi, --slurm, --cluster, TOWERPS_CONFIG: one towerps-launch per
-// process, each becoming its role (launch/role.h, launch/rank_exec.h). --stdin-watchdog: the
-// remote end of a hostfile launch (launch/stdin_watchdog.h).
+// (launch/hostfile_launcher.h). --mpi, --slurm, --cluster, TF_CONFIG or TOWERPS_CONFIG: one
+// towerps-launch per process, each becoming its role (launch/role.h, launch/rank_exec.h).
+// --stdin-watchdog: the remote end of a hostfile launch (launch/stdin_watchdog.h).
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -152,8 +152,9 @@ int main(int argc, char** argv) {
   modes.add_options()(
       "cluster", po::value(&cluster_file),
       "cluster spec JSON ({\"ps\": [\"host:port\", ...], \"worker\": [...]}); with --role, "
-      "--index. TOWERPS_CONFIG holds the same JSON plus a \"task\" entry, as TF_CONFIG")(
-      "role", po::value(&role), "ps or worker (with --cluster)")(
+      "--index. Without a mode, TF_CONFIG (or TOWERPS_CONFIG) holds the same JSON plus a "
+      "\"task\" entry, as TensorFlow defines it: a \"chief\" list is worker 0")(
+      "role", po::value(&role), "ps, chief or worker (with --cluster)")(
       "index", po::value(&index), "this process's index in its --role list (with --cluster)")(
       "mpi", po::bool_switch(&mpi), "under mpirun: roles from the MPI rank")(
       "slurm", po::bool_switch(&slurm), "under srun: roles from SLURM_PROCID")(
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
       "Usage: towerps-launch [options]\n\n"
       "Runs a TowerPS job: --servers parameter servers and --workers workers, on this machine,\n"
       "or across hosts over ssh (--hostfile), under mpirun (--mpi) or srun (--slurm), or one\n"
-      "process per command from a cluster spec (--cluster, TOWERPS_CONFIG).\n"
+      "process per command from a cluster spec (--cluster, TF_CONFIG, TOWERPS_CONFIG).\n"
       "With no options it trains mlp on Fashion-MNIST with 1 server and 2 workers in sync mode");
   all.add(launch)
       .add(hosts)
@@ -241,7 +242,11 @@ int main(int argc, char** argv) {
                  "with --cluster, --mpi or --slurm\n";
     return 2;
   }
-  const bool spec_env = env.count("TOWERPS_CONFIG") > 0 && !mpi && !slurm && ssh.hostfile.empty();
+  // TensorFlow's TF_CONFIG, or the same JSON as TOWERPS_CONFIG (which wins when both are set).
+  const std::string spec_var = env.count("TOWERPS_CONFIG") ? "TOWERPS_CONFIG"
+                               : env.count("TF_CONFIG")    ? "TF_CONFIG"
+                                                           : "";
+  const bool spec_env = !spec_var.empty() && !mpi && !slurm && ssh.hostfile.empty();
   if (!cluster_file.empty() || spec_env || mpi || slurm) {
     if (options.job.ps_replicas > 1) {
       // A replica is only useful if its dead peer comes back, and here the engine (or the
@@ -255,7 +260,7 @@ int main(int argc, char** argv) {
     const int base_port = options.base_port ? options.base_port : 7700;
     Result<launch::RoleAssignment> assigned = InternalError("no mode");
     if (!cluster_file.empty() || spec_env) {
-      std::string json = spec_env ? env["TOWERPS_CONFIG"] : "";
+      std::string json = spec_env ? env[spec_var] : "";
       if (!cluster_file.empty()) {
         std::ifstream in(cluster_file);
         if (!in) {
@@ -264,8 +269,8 @@ int main(int argc, char** argv) {
         }
         json.assign(std::istreambuf_iterator<char>(in), {});
       }
-      assigned = launch::RoleFromClusterSpec(
-          json, role, index, cluster_file.empty() ? "TOWERPS_CONFIG" : cluster_file);
+      assigned = launch::RoleFromClusterSpec(json, role, index,
+                                             cluster_file.empty() ? spec_var : cluster_file);
     } else if (mpi) {
       Result<launch::RankLayout> layout = launch::MpiLayout(env);
       assigned = layout.ok() ? launch::RoleFromLayout(*layout, options.job.servers, 0, base_port)

@@ -97,7 +97,30 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::s
                                 ", not an object with \"ps\" and \"worker\" lists");
   }
   TOWERPS_ASSIGN_OR_RETURN(std::vector<std::string> ps, HostList(cluster, "ps", where));
-  TOWERPS_ASSIGN_OR_RETURN(std::vector<std::string> workers, HostList(cluster, "worker", where));
+  // TensorFlow's chief (TF1's "master") is worker 0, and the "worker" list follows it; with a
+  // chief, the "worker" list may be absent (a chief alone) but not empty.
+  std::vector<std::string> workers;
+  std::string chief_key;
+  for (const char* key : {"chief", "master"}) {
+    if (!cluster.contains(key)) continue;
+    if (!chief_key.empty()) {
+      return InvalidArgumentError(where +
+                                  ": the cluster has both \"chief\" and \"master\"; "
+                                  "give one (TensorFlow's chief)");
+    }
+    chief_key = key;
+    TOWERPS_ASSIGN_OR_RETURN(workers, HostList(cluster, key, where));
+    if (workers.size() != 1) {
+      return InvalidArgumentError(where + ": the \"" + chief_key + "\" list has " +
+                                  std::to_string(workers.size()) +
+                                  " entries; it takes exactly one");
+    }
+  }
+  if (chief_key.empty() || cluster.contains("worker")) {
+    TOWERPS_ASSIGN_OR_RETURN(std::vector<std::string> rest, HostList(cluster, "worker", where));
+    workers.insert(workers.end(), rest.begin(), rest.end());
+  }
+  const int first_worker = chief_key.empty() ? 0 : 1;  // the "worker" list's index 0
   std::vector<int> ports;
   for (const std::string& hp : ps) {
     TOWERPS_ASSIGN_OR_RETURN(const int port, PortOf(hp, where));
@@ -106,7 +129,7 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::s
   std::string role = role_arg;
   int index = index_arg;
   if (role.empty()) {
-    index = -1;
+    index = 0;  // TensorFlow's default when the task has no index
     TOWERPS_RETURN_IF_ERROR(TaskOf(root, where, &role, &index));
     if (role.empty()) {
       return InvalidArgumentError(where +
@@ -122,13 +145,31 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::s
     list = &ps;
   } else if (role == "worker") {
     list = &workers;
+    if (index >= 0) index += first_worker;
+  } else if ((role == "chief" || role == "master") && !chief_key.empty()) {
+    list = &workers;
+    if (index != 0 && index != -1) {
+      return InvalidArgumentError(where + ": " + role + " index " + std::to_string(index) +
+                                  " is not 0; there is one chief");
+    }
+    index = 0;
+  } else if (role == "evaluator") {
+    return InvalidArgumentError(where +
+                                ": task type \"evaluator\" has no TowerPS process: the "
+                                "chief evaluates the test set after every epoch and at the end "
+                                "(and `towerps-launch --eval-only` evaluates a checkpoint)");
   } else {
-    return InvalidArgumentError("role '" + role + "' is not ps or worker");
+    return InvalidArgumentError("role '" + role + "' is not ps, " +
+                                (chief_key.empty() ? std::string("worker") : "chief, worker") +
+                                (chief_key.empty() && (role == "chief" || role == "master")
+                                     ? " (the cluster has no \"" + role + "\" list)"
+                                     : std::string()));
   }
-  if (index < 0 || index >= static_cast<int>(list->size())) {
-    return InvalidArgumentError("index " + std::to_string(index) + " is outside the " +
-                                std::to_string(list->size()) + " \"" + role + "\" entries of " +
-                                where);
+  const int offset = list == &workers && role == "worker" ? first_worker : 0;
+  if (index < offset || index >= static_cast<int>(list->size())) {
+    return InvalidArgumentError("index " + std::to_string(index - offset) + " is outside the " +
+                                std::to_string(list->size() - offset) + " \"" + role +
+                                "\" entries of " + where);
   }
   a.rank = index;
   if (a.role == RoleAssignment::Role::kServer) a.port = ports[index];

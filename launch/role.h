@@ -36,10 +36,13 @@ struct RoleAssignment {
 
 using Environment = std::map<std::string, std::string>;
 
-// TensorFlow-style cluster spec, JSON text read from `where` (a file name or TOWERPS_CONFIG):
-// {"cluster": {"ps": ["h:p", ...], "worker": ["h:p", ...]}, "task": {"type": "worker",
-// "index": 1}} (or the two maps without "cluster"). An empty `role` takes the task from the
-// JSON. Errors name `where`; malformed JSON gives the parser's message (line and column).
+// TensorFlow-style cluster spec, JSON text read from `where` (a file name, TF_CONFIG or
+// TOWERPS_CONFIG): {"cluster": {"ps": ["h:p", ...], "worker": ["h:p", ...]}, "task": {"type":
+// "worker", "index": 1}} (or the two maps without "cluster"). As in TensorFlow, the cluster may
+// have a "chief" (TF1: "master") list of one entry: the chief is worker 0 and the "worker" list
+// follows it, so {"type": "worker", "index": 0} is then worker rank 1. An empty `role` takes the
+// task from the JSON. Errors name `where`; malformed JSON gives the parser's message (line and
+// column); an "evaluator" task is refused, saying the chief evaluates.
 Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::string& role,
                                            int index, const std::string& where);
 

@@ -58,6 +58,65 @@ TEST_F(RankModesTest, ClusterSpecFileAndEnvironment) {
   EXPECT_NE(dir_.Read("w0.out").find("test accuracy ="), std::string::npos) << dir_.Read("w0.out");
 }
 
+// A TensorFlow user's TF_CONFIG, alone in each process's environment (1 ps, a chief and a
+// worker), runs the job --cluster runs, to the same final parameters.
+TEST_F(RankModesTest, TfConfigAloneRunsTheClusterJob) {
+  const std::string secret = (dir_ / "secret").string();
+  ASSERT_TRUE(JobSecret::Create(secret).ok());
+  const std::vector<std::string> job = {"--max-steps",   "20",  "--bind", "127.0.0.1",
+                                        "--secret-file", secret};
+  // Runs the three processes, each with its own argv tail and environment; true when all exit 0.
+  auto run = [&](const std::string& name, const std::vector<std::vector<std::string>>& args,
+                 const std::vector<std::vector<std::string>>& envs) {
+    std::vector<Subprocess> procs;
+    for (size_t i = 0; i < args.size(); ++i) {
+      std::vector<std::string> argv = {kLaunchBin};
+      argv.insert(argv.end(), args[i].begin(), args[i].end());
+      argv.insert(argv.end(), job.begin(), job.end());
+      argv.insert(argv.end(), {"--final-params-out", (dir_ / (name + ".bin")).string()});
+      const std::string out = name + "-" + std::to_string(i) + ".out";
+      ShowOnFailure(out);
+      Result<Subprocess> p = Start(argv, out, envs[i]);
+      if (!p.ok()) return false;
+      procs.push_back(std::move(*p));
+    }
+    bool ok = true;
+    for (Subprocess& p : procs) ok &= p.Wait(Deadline::After(seconds(90))) == std::optional<int>(0);
+    return ok;
+  };
+  const int port = FreePort();
+  const std::string ps = R"("ps": ["127.0.0.1:)" + std::to_string(port) + R"("])";
+  std::ofstream(dir_ / "cluster.json")
+      << "{" << ps << R"(, "worker": ["127.0.0.1:1", "127.0.0.1:2"]})";
+  const std::string file = (dir_ / "cluster.json").string();
+  ASSERT_TRUE(run("cluster",
+                  {{"--cluster", file, "--role", "ps", "--index", "0"},
+                   {"--cluster", file, "--role", "worker", "--index", "0"},
+                   {"--cluster", file, "--role", "worker", "--index", "1"}},
+                  {{}, {}, {}}));
+
+  const int tf_port = FreePort();
+  const std::string cluster = R"({"cluster": {"ps": ["127.0.0.1:)" + std::to_string(tf_port) +
+                              R"("], "chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, )";
+  auto tf_config = [&](const std::string& type) {
+    return "TF_CONFIG=" + cluster + R"("task": {"type": ")" + type + R"(", "index": 0}})";
+  };
+  ASSERT_TRUE(
+      run("tf", {{}, {}, {}}, {{tf_config("ps")}, {tf_config("chief")}, {tf_config("worker")}}));
+  // Each process became its task (a local job would also train and write the same bits).
+  EXPECT_NE(dir_.Read("tf-0.out").find("serving on tcp://127.0.0.1:" + std::to_string(tf_port)),
+            std::string::npos);
+  EXPECT_NE(dir_.Read("tf-1.out").find("test accuracy ="), std::string::npos);
+  EXPECT_EQ(dir_.Read("tf-2.out").find("test accuracy ="), std::string::npos);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(dir_.Read("tf-" + std::to_string(i) + ".out").find("run directory"),
+              std::string::npos);
+  }
+  const std::string expected = dir_.Read("cluster.bin");
+  EXPECT_GT(expected.size(), 100000u);
+  EXPECT_EQ(dir_.Read("tf.bin"), expected);
+}
+
 TEST_F(RankModesTest, MpirunStartsServersAndWorkersFromRanks) {
   if (!fs::exists("/usr/bin/mpirun"))
     GTEST_SKIP() << "mpirun not installed (apt-get install openmpi-bin)";

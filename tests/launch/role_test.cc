@@ -25,6 +25,49 @@ TEST(ClusterSpecTest, RolesAndEndpoints) {
             (std::vector<std::string>{"tcp://10.0.0.1:7000", "tcp://10.0.0.2:7001"}));
 }
 
+// TensorFlow's TF_CONFIG: the chief is worker 0 and the "worker" list follows it; TF1's
+// "master" is the same; a chief alone needs no "worker" list; a task without an index is 0.
+TEST(ClusterSpecTest, TheChiefIsWorkerZero) {
+  const std::string cluster =
+      R"({"cluster": {"ps": ["p:7000"], "chief": ["c:1"], "worker": ["a:1", "b:2"]}, "task": )";
+  auto chief =
+      RoleFromClusterSpec(cluster + R"({"type": "chief", "index": 0}})", "", -1, "TF_CONFIG");
+  ASSERT_TRUE(chief.ok()) << chief.status();
+  EXPECT_EQ(chief->role, RoleAssignment::Role::kWorker);
+  EXPECT_EQ(chief->rank, 0);
+  EXPECT_EQ(chief->workers, 3);
+  auto worker =
+      RoleFromClusterSpec(cluster + R"({"type": "worker", "index": 1}})", "", -1, "TF_CONFIG");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ(worker->rank, 2);
+  auto by_flag = RoleFromClusterSpec(cluster + "{}}", "worker", 0, "spec.json");
+  ASSERT_TRUE(by_flag.ok()) << by_flag.status();
+  EXPECT_EQ(by_flag->rank, 1);
+  auto ps = RoleFromClusterSpec(cluster + R"({"type": "ps"}})", "", -1, "TF_CONFIG");
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->role, RoleAssignment::Role::kServer);
+  EXPECT_EQ(ps->port, 7000);
+
+  auto master = RoleFromClusterSpec(
+      R"({"cluster": {"ps": ["p:7000"], "master": ["m:1"]}, "task": {"type": "master"}})", "", -1,
+      "TF_CONFIG");
+  ASSERT_TRUE(master.ok()) << master.status();
+  EXPECT_EQ(master->rank, 0);
+  EXPECT_EQ(master->workers, 1);
+
+  for (const auto& [json, expect] : std::vector<std::pair<std::string, std::string>>{
+           {cluster + R"({"type": "worker", "index": 2}})", "index 2 is outside the 2 \"worker\""},
+           {cluster + R"({"type": "chief", "index": 1}})", "chief index 1 is not 0"},
+           {cluster + R"({"type": "evaluator", "index": 0}})", "the chief evaluates"},
+           {R"({"ps": ["p:1"], "chief": ["c:1", "d:2"]})", "it takes exactly one"},
+           {R"({"ps": ["p:1"], "chief": ["c:1"], "master": ["m:1"]})", "both \"chief\" and"}}) {
+    auto r = RoleFromClusterSpec(json, json.find("task") == std::string::npos ? "ps" : "", 0,
+                                 "TF_CONFIG");
+    ASSERT_FALSE(r.ok()) << json;
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(ClusterSpecTest, ErrorsNameTheProblem) {
   struct Case {
     std::string json, role;
