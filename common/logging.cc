@@ -70,6 +70,12 @@ const char* LogLevelName(LogLevel level) {
   return "info";
 }
 
+std::string LogPrefix() {
+  LogState& state = State();
+  MutexLock lock(&state.mu);
+  return state.prefix;
+}
+
 bool LogEnabled(LogLevel level) {
   return static_cast<int>(level) >= State().min_level.load(std::memory_order_relaxed);
 }

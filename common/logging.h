@@ -35,6 +35,10 @@ Result<LogLevel> ParseLogLevel(std::string_view text);
 // The name ParseLogLevel reads back.
 const char* LogLevelName(LogLevel level);
 
+// The process's prefix, "[worker:3]": every log line's, and every line a process prints on
+// stdout, so that output merged by mpirun or srun still says where each line came from.
+std::string LogPrefix();
+
 // True when messages at `level` are written.
 bool LogEnabled(LogLevel level);
 

@@ -111,6 +111,7 @@ Status HostfileLauncher::Run() {
   }
 
   ProcessGroup group(run_dir_);
+  if (o.job_progress_bar) group.EnableProgress("worker:0", ExamplesPerChiefStep(o.job));
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
   std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
   // Servers go round-robin over the hosts, so that a chunk's backup (on the next server) is on

@@ -57,9 +57,8 @@ Status JobSupervisor::Fail(size_t i, const std::string& what) {
 void JobSupervisor::StopJob(size_t i, const std::string& what) {
   std::string tail;
   for (const std::string& l : group_->Tail(i)) tail += "    " + l + "\n";
-  std::fprintf(stderr, "[launch] %s %s; last lines of %s:\n%s", Name(i).c_str(), what.c_str(),
-               group_->LogPath(i).c_str(), tail.c_str());
-  std::fprintf(stderr, "[launch] stopping the job\n");
+  group_->Print(stderr, "[launch] " + Name(i) + " " + what + "; last lines of " +
+                            group_->LogPath(i) + ":\n" + tail + "[launch] stopping the job\n");
   group_->TerminateAll(grace_);
 }
 
@@ -72,7 +71,8 @@ Status JobSupervisor::FailExited(size_t i, int code, const std::string& when) {
 }
 
 Status JobSupervisor::Cancel() {
-  std::fprintf(stderr, "[launch] signal %d received; stopping the job\n", interrupt_->load());
+  group_->Print(stderr, "[launch] signal " + std::to_string(interrupt_->load()) +
+                            " received; stopping the job\n");
   group_->TerminateAll(grace_);
   return CancelledError("interrupted by signal " + std::to_string(interrupt_->load()));
 }
@@ -118,6 +118,7 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
   for (const auto& [i, n] : restarts_) {
     restarted += (restarted.empty() ? "" : ", ") + group_->tag(i) + " " + std::to_string(n) + "x";
   }
+  group_->FinishProgress();
   std::printf("[launch] job finished: %zu workers and %zu servers exited cleanly%s\n",
               group_->size() - first_worker, first_worker,
               restarted.empty() ? "" : ("; restarted " + restarted).c_str());
@@ -176,9 +177,9 @@ Status JobSupervisor::Restart(size_t i, int code, const std::string& how,
                           std::to_string(policy_.max_restarts) + " is spent)");
   }
   ++n;
-  std::printf("[launch] %s %s; %s (%d of %d)\n", Name(i).c_str(), DescribeExit(code).c_str(),
-              how.c_str(), n, policy_.max_restarts);
-  std::fflush(stdout);
+  group_->Print(stdout, "[launch] " + Name(i) + " " + DescribeExit(code) + "; " + how + " (" +
+                            std::to_string(n) + " of " + std::to_string(policy_.max_restarts) +
+                            ")\n");
   if (Status s = group_->Restart(i, extra); !s.ok()) {
     return Fail(i, "could not be restarted: " + s.message());
   }
@@ -194,8 +195,7 @@ Status JobSupervisor::CheckRejoins() {
   for (auto it = rejoining_.begin(); it != rejoining_.end();) {
     std::error_code ec;
     if (std::filesystem::exists(ReadyFile(it->first), ec)) {
-      std::printf("[launch] %s rejoined the job\n", Name(it->first).c_str());
-      std::fflush(stdout);
+      group_->Print(stdout, "[launch] " + Name(it->first) + " rejoined the job\n");
       it = rejoining_.erase(it);
       continue;
     }

@@ -3,6 +3,8 @@
 // (launch/hostfile_launcher.h). --mpi, --slurm, --cluster, TF_CONFIG or TOWERPS_CONFIG: one
 // towerps-launch per process, each becoming its role (launch/role.h, launch/rank_exec.h).
 // --stdin-watchdog: the remote end of a hostfile launch (launch/stdin_watchdog.h).
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -363,6 +365,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
 
+  options.job_progress_bar = isatty(STDOUT_FILENO) != 0;
   Status s = on_hosts ? launch::HostfileLauncher(options, ssh).Run()
                       : launch::LocalLauncher(options).Run();
   if (!s.ok()) {

@@ -265,7 +265,13 @@ std::vector<std::string> WorkerArgv(const LaunchOptions& o, int rank,
                                    "--ps-endpoints", list};
   const std::vector<std::string> job = WorkerJobArgs(o);
   argv.insert(argv.end(), job.begin(), job.end());
+  if (rank == 0 && o.job_progress_bar) argv.push_back("--progress-lines");
   return argv;
+}
+
+int64_t ExamplesPerChiefStep(const ps::JobConfig& job) {
+  const int per_step = job.mode == ps::UpdateMode::kSync ? job.EffectiveReplicas() : job.workers;
+  return int64_t{job.batch_size} * per_step;
 }
 
 }  // namespace towerps::launch

@@ -40,6 +40,9 @@ struct LaunchOptions {
   bool insecure = false;
   bool encrypt = false;                            // CURVE encryption, keys derived from the secret
   TransportPath transport = TransportPath::kAuto;  // --transport, handed to every process
+  // Local and hostfile jobs on a terminal: the chief sends progress lines and the launcher draws
+  // one bar for the job (launch/job_progress.h).
+  bool job_progress_bar = false;
   LogLevel log_level = LogLevel::kInfo;  // --log-level: the launcher's and every process's
   std::chrono::milliseconds grace{10000};
   std::chrono::milliseconds startup_timeout{60000};
@@ -92,7 +95,11 @@ std::vector<std::string> ServerArgv(const LaunchOptions& options, int rank, int 
                                     const std::vector<std::string>& peers = {});
 // The job's and the workers' flags, as every worker (and its --check-job) gets them.
 std::vector<std::string> WorkerJobArgs(const LaunchOptions& options);
-// towerps-worker for worker `rank`, with the servers' endpoints (by server rank).
+// Examples the whole job processes per step of the chief (sync: batch x gradients per step;
+// async and SSP: batch x workers), for the progress bar's rate.
+int64_t ExamplesPerChiefStep(const ps::JobConfig& job);
+// towerps-worker for worker `rank`, with the servers' endpoints (by server rank); the chief
+// gets --progress-lines with job_progress_bar.
 std::vector<std::string> WorkerArgv(const LaunchOptions& options, int rank,
                                     const std::vector<std::string>& endpoints);
 

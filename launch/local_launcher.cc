@@ -36,6 +36,7 @@ Status LocalLauncher::Run() {
   std::error_code ec;
 
   ProcessGroup group(run_dir_);
+  if (o.job_progress_bar) group.EnableProgress("worker:0", ExamplesPerChiefStep(o.job));
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
   std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
 

@@ -26,6 +26,7 @@ std::string FileName(const std::string& tag) {
 ProcessGroup::ProcessGroup(std::string log_dir) : log_dir_(std::move(log_dir)) {}
 
 ProcessGroup::~ProcessGroup() {
+  progress_.Finish();
   for (auto& c : children_) c->process.Signal(SIGKILL);
   for (auto& c : children_) c->process.Wait(Deadline::After(std::chrono::seconds(10)));
 }
@@ -66,16 +67,18 @@ Status ProcessGroup::Restart(size_t i, const std::vector<std::string>& extra_arg
   return Status::Ok();
 }
 
+void ProcessGroup::EnableProgress(const std::string& tag, int64_t examples_per_step) {
+  progress_ = JobProgress(isatty(STDOUT_FILENO) != 0, examples_per_step);
+  progress_tag_ = tag;
+}
+
 void ProcessGroup::EmitLine(Child& child, const std::string& line) {
+  if (child.tag == progress_tag_ && progress_.Consume(line)) return;
   child.log << line << '\n';
   child.log.flush();
   const std::string prefix = "[" + child.tag + "]";
-  if (line.compare(0, prefix.size(), prefix) == 0) {
-    std::fprintf(stdout, "%s\n", line.c_str());
-  } else {
-    std::fprintf(stdout, "%s %s\n", prefix.c_str(), line.c_str());
-  }
-  std::fflush(stdout);
+  progress_.Print(stdout, line.compare(0, prefix.size(), prefix) == 0 ? line + "\n"
+                                                                      : prefix + " " + line + "\n");
   child.tail.push_back(line);
   if (child.tail.size() > kTailLines) child.tail.pop_front();
 }

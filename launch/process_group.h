@@ -1,7 +1,9 @@
 // ProcessGroup: the child processes of one job, each with a tag ("ps:0", "worker:3"), whose
 // output is relayed line by line to stdout with a "[tag] " prefix (unless the line already
 // starts with it) and kept in "<dir>/<tag>.log". The last lines of each child are remembered for
-// error reports.
+// error reports. With EnableProgress, one child's "@progress" lines are consumed to draw the
+// job's progress bar below the relayed lines (launch/job_progress.h); the launcher's own
+// messages go through Print() so that they do not run into the bar.
 //
 // A child is asked to stop (Stop(), TerminateAll()) by SIGTERM, or, for one started with
 // StopBy::kClosingStdin (an ssh session whose remote side runs under the stdin watchdog), by
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "common/subprocess.h"
+#include "launch/job_progress.h"
 
 namespace towerps::launch {
 
@@ -56,6 +59,13 @@ class ProcessGroup {
   // Stop() to every running child, then SIGKILL to those still running after `grace`.
   void TerminateAll(std::chrono::milliseconds grace);
   void Signal(size_t i, int signal);
+  // The progress lines of the child tagged `tag` (started with --progress-lines) feed a job-wide
+  // bar on stdout, when stdout is a terminal.
+  void EnableProgress(const std::string& tag, int64_t examples_per_step);
+  // The launcher's own messages: `text` (whole lines) on `stream`, above the bar if there is one.
+  void Print(std::FILE* stream, const std::string& text) { progress_.Print(stream, text); }
+  // The job is over: the bar goes away.
+  void FinishProgress() { progress_.Finish(); }
 
   size_t size() const { return children_.size(); }
   const std::string& tag(size_t i) const { return children_[i]->tag; }
@@ -83,6 +93,8 @@ class ProcessGroup {
 
   std::string log_dir_;
   std::vector<std::unique_ptr<Child>> children_;
+  JobProgress progress_{false, 1};
+  std::string progress_tag_;
 };
 
 }  // namespace towerps::launch

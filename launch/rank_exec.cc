@@ -68,6 +68,7 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
     }
     LaunchOptions with_shutdown = o;
     with_shutdown.worker.shutdown_servers = true;  // no launcher stays behind to stop the servers
+    with_shutdown.worker.progress_bar = false;     // mpirun gives the ranks one shared terminal
     argv = WorkerArgv(with_shutdown, role.rank, endpoints);
     if (const std::string gpu = GpusForRank(role.local_rank, GpusNeeded(o.worker.towers));
         !gpu.empty()) {

@@ -13,6 +13,7 @@
 #include "ps/job_flags.h"
 #include "ps/security_flags.h"
 #include "towerps/worker_main.h"
+#include "worker/train/console.h"
 #include "worker/train/evaluate_checkpoint.h"
 #include "worker/train/trainer.h"
 
@@ -95,11 +96,15 @@ int EvalOnly(const std::string& prog, const towerps::Registry& registry,
     std::cerr << prog << ": " << eval.status().message() << "\n";
     return eval.status().code() == towerps::StatusCode::kInvalidArgument ? 2 : 1;
   }
-  std::printf("test accuracy = %.4f, test loss = %.6f (%lld examples; %s at version %lld)\n",
-              eval->accuracy, eval->mean_loss, static_cast<long long>(eval->examples), dir.c_str(),
-              static_cast<long long>(eval->min_version));
-  if (!worker.export_npz.empty())
-    std::printf("parameters written to %s\n", worker.export_npz.c_str());
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "test accuracy = %.4f, test loss = %.6f (%lld examples; %s at version %lld)",
+                eval->accuracy, eval->mean_loss, static_cast<long long>(eval->examples),
+                dir.c_str(), static_cast<long long>(eval->min_version));
+  towerps::worker::ConsoleProgress::Line(line);
+  if (!worker.export_npz.empty()) {
+    towerps::worker::ConsoleProgress::Line("parameters written to " + worker.export_npz);
+  }
   return 0;
 }
 
@@ -202,12 +207,14 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
       summary->diverged && options.worker.on_nonfinite == worker::OnNonFinite::kFail;
   if (options.rank == 0) {
     if (!diverged) {
-      std::printf("test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)\n",
-                  summary->test_accuracy, static_cast<long long>(summary->steps),
-                  summary->train_seconds, summary->examples_per_sec);
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)",
+                    summary->test_accuracy, static_cast<long long>(summary->steps),
+                    summary->train_seconds, summary->examples_per_sec);
+      worker::ConsoleProgress::Line(line);
     }
-    std::printf("summary: %s\n", json.c_str());
-    std::fflush(stdout);
+    worker::ConsoleProgress::Line("summary: " + json);
     if (!options.worker.summary_out.empty()) {
       std::ofstream out(options.worker.summary_out);
       out << json << "\n";

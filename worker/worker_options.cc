@@ -90,6 +90,8 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!device_count.empty()) add("--device-count", device_count);
   if (!final_params_out.empty()) add("--final-params-out", final_params_out);
   if (!export_npz.empty()) add("--export-npz", export_npz);
+  if (!progress_bar) a.push_back("--no-progress-bar");
+  if (progress_lines) a.push_back("--progress-lines");
   if (shutdown_servers) a.push_back("--shutdown-servers");
   if (!ready_file.empty()) add("--ready-file", ready_file);
   if (!straggler.empty()) add("--straggler", straggler);
@@ -107,7 +109,13 @@ WorkerFlags::WorkerFlags()
       "intra-op-threads", po::value(&o.intra_op_threads)->default_value(o.intra_op_threads),
       "threads inside one op")("log-every", po::value(&o.log_every)->default_value(o.log_every),
                                "steps between log lines")(
-      "data-dir", po::value(&o.data_dir), "dataset directory (default: the package's)")(
+      "no-progress-bar", po::bool_switch(&no_progress_bar_),
+      "plain lines only, even on a terminal (set by towerps-launch --mpi, --slurm and --cluster: "
+      "their engines merge the ranks' output)")(
+      "progress-lines", po::bool_switch(&o.progress_lines),
+      "chief: print '@progress {json}' lines for towerps-launch's job-wide progress bar (set by "
+      "towerps-launch on a terminal)")("data-dir", po::value(&o.data_dir),
+                                       "dataset directory (default: the package's)")(
       "train-images", po::value(&o.train_images),
       "--dataset idx: training images (relative to --data-dir; default MNIST's name)")(
       "train-labels", po::value(&o.train_labels), "--dataset idx: training labels")(
@@ -165,6 +173,7 @@ DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t se
 Result<WorkerOptions> WorkerFlags::ToOptions() const {
   WorkerOptions o = options_;
   o.rpc_timeout = std::chrono::milliseconds(rpc_timeout_ms_);
+  o.progress_bar = !no_progress_bar_;
   if (on_nonfinite_ == "fail") {
     o.on_nonfinite = OnNonFinite::kFail;
   } else if (on_nonfinite_ == "continue") {

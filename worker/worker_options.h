@@ -41,7 +41,9 @@ struct WorkerOptions {
   // TensorFlow's device_count: "gpu=N" uses at most the first N visible GPUs ("gpu=0" hides them
   // all). Empty: every visible GPU.
   std::string device_count;
-  std::string final_params_out;   // chief: the final parameters, for comparisons
+  std::string final_params_out;  // chief: the final parameters, for comparisons
+  bool progress_bar = true;  // a per-epoch bar when stdout is a terminal (worker/train/console.h)
+  bool progress_lines = false;    // chief: "@progress" lines for towerps-launch's job-wide bar
   std::string export_npz;         // chief (and --eval-only): the final parameters as .npz
   bool shutdown_servers = false;  // chief: stop the servers at the end (no launcher does)
   // Written (empty) once the worker has joined the job: its first parameters pulled, ready to
@@ -76,6 +78,7 @@ class WorkerFlags {
   WorkerOptions options_;
   long rpc_timeout_ms_;
   std::string on_nonfinite_ = "fail";
+  bool no_progress_bar_ = false;
   boost::program_options::options_description desc_;
 };
 

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   ps::SecurityFlags security_flags;
   po::options_description own("fake worker");
   own.add_options()("rank", po::value(&rank))("ps-endpoints", po::value(&endpoints))(
-      "config", po::value<std::string>())("check-job", "answer the launcher's check");
+      "config", po::value<std::string>())("check-job", "answer the launcher's check")(
+      "log-level", po::value<std::string>());
   po::options_description all;
   all.add(own).add(security_flags.options()).add(job_flags.options()).add(worker_flags.options());
   po::variables_map vm;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sstream>
+
 #include "common/job_secret.h"
 #include "tests/launch/launch_fixture.h"
 
@@ -133,14 +135,23 @@ TEST_F(RankModesTest, MpirunStartsServersAndWorkersFromRanks) {
   ASSERT_TRUE(JobSecret::Create(secret).ok());
   Result<int> code =
       RunProcess({"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3",
-                  kLaunchBin, "--mpi", "--servers", "1", "--max-steps", "20", "--base-port",
-                  std::to_string(FreePort()), "--secret-file", secret},
+                  kLaunchBin, "--mpi", "--servers", "1", "--max-steps", "40", "--log-every", "10",
+                  "--base-port", std::to_string(FreePort()), "--secret-file", secret},
                  dir_ / "mpi.out", {}, seconds(120));
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 0);
   const std::string out = dir_.Read("mpi.out");
   EXPECT_NE(out.find("test accuracy ="), std::string::npos);
   EXPECT_NE(out.find("workers\":2"), std::string::npos);
+  // mpirun gives every rank one shared terminal: no progress bar is drawn there ('\r'), and
+  // every line, step lines and the summary included, says which process it came from.
+  EXPECT_EQ(out.find('\r'), std::string::npos);
+  EXPECT_NE(out.find("[worker:1] step 30, loss = "), std::string::npos);
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const bool prefixed = line.rfind("[worker:", 0) == 0 || line.rfind("[ps:", 0) == 0;
+    EXPECT_TRUE(prefixed || line.empty()) << "no role prefix: " << line;
+  }
 }
 
 }  // namespace

@@ -202,7 +202,9 @@ class Trainer::Impl {
     int64_t data_epoch = batcher_->epoch();
     int64_t last_eval_epoch = iter / steps_per_epoch_;
     if (!o_.worker.ready_file.empty()) TOWERPS_RETURN_IF_ERROR(WriteReadyFile());
-    const ConsoleProgress console(steps_per_epoch_);
+    ConsoleProgress console(steps_per_epoch_, total,
+                            {.bar = o_.worker.progress_bar,
+                             .progress_lines = o_.worker.progress_lines && o_.rank == 0});
     metrics_.Open(o_.worker.metrics_out, o_.rank);
 
     const auto start = Clock::now();
@@ -224,6 +226,7 @@ class Trainer::Impl {
         TOWERPS_LOG(kInfo) << "epoch " << epoch << " done: test accuracy = " << eval.accuracy
                            << ", test loss = " << eval.mean_loss;
         metrics_.Eval(progress, epoch, eval.accuracy, eval.mean_loss);
+        console.Evaluated(progress, eval.accuracy);
         last_eval_epoch = epoch;
       }
       if (!batcher_->Next(&batch)) {
@@ -257,7 +260,7 @@ class Trainer::Impl {
       window.wait += waited;
       window.delay += delay;
       ++window.steps;
-      console.Bar(progress % steps_per_epoch_ + 1, epoch);
+      console.Step(progress + 1, r.loss);
       if (iter % o_.worker.log_every == 0) {
         const int64_t step = sync ? global + 1 : iter;
         const double n = static_cast<double>(window.steps);
