@@ -88,10 +88,15 @@ Status HostfileLauncher::Run() {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
   TOWERPS_ASSIGN_OR_RETURN(ssh_.ssh, FindProgram(ssh_.ssh));
   const LaunchOptions& o = options_;
-  std::ifstream in(ssh_.hostfile);
-  if (!in) return NotFoundError("--hostfile " + ssh_.hostfile + ": cannot open the file");
-  const std::string text(std::istreambuf_iterator<char>(in), {});
-  TOWERPS_ASSIGN_OR_RETURN(std::vector<HostEntry> hosts, ParseHostfile(text, ssh_.hostfile));
+  std::vector<HostEntry> hosts;
+  if (!ssh_.host_list.empty()) {
+    TOWERPS_ASSIGN_OR_RETURN(hosts, ParseHostList(ssh_.host_list, "-H"));
+  } else {
+    std::ifstream in(ssh_.hostfile);
+    if (!in) return NotFoundError("--hostfile " + ssh_.hostfile + ": cannot open the file");
+    const std::string text(std::istreambuf_iterator<char>(in), {});
+    TOWERPS_ASSIGN_OR_RETURN(hosts, ParseHostfile(text, ssh_.hostfile));
+  }
   TOWERPS_ASSIGN_OR_RETURN(std::vector<HostPlacement> plan,
                            PlaceOnHosts(hosts, o.job.ServerProcesses(), o.job.workers));
   if (o.base_port == 0) {

@@ -1,5 +1,6 @@
-// HostfileLauncher: runs one job across the hosts of a hostfile (hostfile.h), starting every
-// process with ssh: `towerps-launch --hostfile hosts.txt --ssh-opts "-i key" ...`.
+// HostfileLauncher: runs one job across the hosts of a hostfile (hostfile.h), or of -H's list,
+// starting every process with ssh: `towerps-launch --hostfile hosts.txt --ssh-opts "-i key" ...`
+// or `towerps-launch -H node1:4,node2:4 ...`.
 //
 // - Each process runs on its host under the stdin watchdog (stdin_watchdog.h), from the same
 //   absolute paths as here (a shared file system or the same install on every host), and in
@@ -33,6 +34,7 @@ namespace towerps::launch {
 
 struct SshOptions {
   std::string hostfile;               // path of the hostfile
+  std::string host_list;              // or -H: "host1:4,host2:4", as horovodrun takes it
   std::string ssh = "ssh";            // the ssh client
   std::vector<std::string> ssh_opts;  // passed to ssh before the host
   // "NAME=value" set for every remote process (`--export NAME`, like mpirun -x): an ssh session

@@ -140,7 +140,11 @@ int main(int argc, char** argv) {
   hosts.add_options()(
       "hostfile", po::value(&ssh.hostfile),
       "one line per host: 'HOST slots=K [servers|workers]'; servers are spread over the hosts "
-      "first, then workers fill the slots. Binaries must be at the same path on every host")(
+      "first, then workers fill the slots. Binaries must be at the same path on every host. "
+      "Horovod's 'HOST:N' and OpenMPI's 'max_slots=N' are read too")(
+      "hosts,H", po::value(&ssh.host_list),
+      "HOST[:N],HOST[:N],...: the hosts and their slots on the command line, as horovodrun -H "
+      "takes them (instead of --hostfile)")(
       "ssh-opts", po::value(&ssh_opts),
       "options for ssh, split at spaces (\"-i key -p 2222\"); not -n or -f")(
       "ssh", po::value(&ssh.ssh)->default_value(ssh.ssh), "the ssh client to run")(
@@ -239,16 +243,21 @@ int main(int argc, char** argv) {
     const size_t eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  if (!ssh.hostfile.empty() && (!cluster_file.empty() || mpi || slurm)) {
-    std::cerr << "towerps-launch: --hostfile starts every process itself; it does not combine "
-                 "with --cluster, --mpi or --slurm\n";
+  if (!ssh.hostfile.empty() && !ssh.host_list.empty()) {
+    std::cerr << "towerps-launch: give the hosts once: --hostfile FILE or -H HOST:N,...\n";
+    return 2;
+  }
+  const bool on_hosts = !ssh.hostfile.empty() || !ssh.host_list.empty();
+  if (on_hosts && (!cluster_file.empty() || mpi || slurm)) {
+    std::cerr << "towerps-launch: --hostfile and -H start every process themselves; they do not "
+                 "combine with --cluster, --mpi or --slurm\n";
     return 2;
   }
   // TensorFlow's TF_CONFIG, or the same JSON as TOWERPS_CONFIG (which wins when both are set).
   const std::string spec_var = env.count("TOWERPS_CONFIG") ? "TOWERPS_CONFIG"
                                : env.count("TF_CONFIG")    ? "TF_CONFIG"
                                                            : "";
-  const bool spec_env = !spec_var.empty() && !mpi && !slurm && ssh.hostfile.empty();
+  const bool spec_env = !spec_var.empty() && !mpi && !slurm && !on_hosts;
   if (!cluster_file.empty() || spec_env || mpi || slurm) {
     if (options.job.ps_replicas > 1) {
       // A replica is only useful if its dead peer comes back, and here the engine (or the
@@ -321,7 +330,6 @@ int main(int argc, char** argv) {
     std::cerr << "towerps-launch: " << s.ToString() << "\n";
     return 1;
   }
-  const bool on_hosts = !ssh.hostfile.empty();
   if (on_hosts) {
     if (vm["bind"].defaulted()) options.bind = "0.0.0.0";
     if (options.base_port == 0) options.base_port = 7700;

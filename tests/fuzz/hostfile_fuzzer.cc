@@ -1,9 +1,9 @@
 // The hostfile (launch/hostfile.h: ParseHostfile, then PlaceOnHosts), which `towerps-launch
-// --hostfile FILE` reads. The input is the file's text. A hostfile that parses lists each host
-// once, by a name that is one word not starting with '-', with at least one slot; written back
-// in the documented format it parses to the same entries. Placing a few servers and workers on
-// it either fails with kInvalidArgument or uses no host beyond its slots and roles, with ranks in
-// order.
+// --hostfile FILE` reads, and -H's host list (ParseHostList). The input is the file's text. A
+// hostfile that parses lists each host once, by a name that is one word not starting with '-', with
+// at least one slot; written back in the documented format it parses to the same entries. Placing a
+// few servers and workers on it either fails with kInvalidArgument or uses no host beyond its slots
+// and roles, with ranks in order.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -41,6 +41,13 @@ bool Same(const std::vector<HostEntry>& a, const std::vector<HostEntry>& b) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace towerps;
   const std::string text(reinterpret_cast<const char*>(data), size);
+  // The same text as -H's host list: an error of the right kind, or hosts with slots.
+  if (Result<std::vector<HostEntry>> list = launch::ParseHostList(text, "-H"); list.ok()) {
+    for (const HostEntry& e : *list) FUZZ_CHECK(e.slots >= 1 && !e.host.empty(), "-H " + e.host);
+  } else {
+    FUZZ_CHECK(list.status().code() == StatusCode::kInvalidArgument,
+               "unexpected -H error kind: " + list.status().ToString());
+  }
   Result<std::vector<HostEntry>> hosts = launch::ParseHostfile(text, "fuzz-hosts");
   if (!hosts.ok()) {
     FUZZ_CHECK(hosts.status().code() == StatusCode::kInvalidArgument,

@@ -33,6 +33,50 @@ TEST(HostfileTest, ParsesSlotsRolesAndComments) {
   EXPECT_EQ((*hosts)[2].takes, HostEntry::Takes::kWorkers);
 }
 
+// The habits of Horovod (host:N, -H host1:4,host2:4) and OpenMPI (max_slots=).
+TEST(HostfileTest, HorovodAndOpenMpiSlotCounts) {
+  auto hosts = ParseHostfile(
+      "node1:4\nnode2 max_slots=3\nnode3 slots=2 max_slots=8 workers\nfe80::1 slots=2\n", "h");
+  ASSERT_TRUE(hosts.ok()) << hosts.status();
+  ASSERT_EQ(hosts->size(), 4u);
+  EXPECT_EQ((*hosts)[0].host, "node1");
+  EXPECT_EQ((*hosts)[0].slots, 4);
+  EXPECT_EQ((*hosts)[1].slots, 3);  // max_slots stands in for slots
+  EXPECT_EQ((*hosts)[2].slots, 2);
+  EXPECT_EQ((*hosts)[2].takes, HostEntry::Takes::kWorkers);
+  EXPECT_EQ((*hosts)[3].host, "fe80::1");  // an IPv6 address is a name, not host:N
+
+  auto list = ParseHostList("host1:4,host2:4,host3", "-H");
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[1].host, "host2");
+  EXPECT_EQ((*list)[1].slots, 4);
+  EXPECT_EQ((*list)[2].slots, 1);
+  auto plan = PlaceOnHosts(*list, 1, 8);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->back().host, "host3");
+
+  struct Case {
+    std::string text, expect;
+    bool list;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"a:0\n", "h:1: 'a:0' is not HOST or HOST:N", false},
+           {"a:x\n", "'a:x' is not HOST or HOST:N", false},
+           {":4\n", "':4' is not HOST or HOST:N", false},
+           {"a:2 slots=2\n", "both give the slot count", false},
+           {"a slots=4 max_slots=2\n", "a has 4 slots, more than its max_slots=2", false},
+           {"a max_slots=0\n", "'max_slots=0'", false},
+           {"a:2,,b", "-H entry 2: '' is not HOST or HOST:N", true},
+           {"a:2,a:3", "-H entry 2: host 'a' is already listed as entry 1", true},
+           {"a:2, b", "' b' is not HOST or HOST:N", true},
+       }) {
+    auto r = c.list ? ParseHostList(c.text, "-H") : ParseHostfile(c.text, "h");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(HostfileTest, ErrorsNameTheFileLineAndWord) {
   struct Case {
     std::string text, expect;

@@ -148,17 +148,19 @@ class SshHostsTest : public ::testing::Test {
     return a;
   }
 
-  // towerps-launch in the login namespace with the hostfile; output to dir/<name>.out.
+  // towerps-launch in the login namespace with the hostfile (or, when `hostfile` starts with
+  // "-H ", that host list); output to dir/<name>.out.
   static Result<Subprocess> LaunchOnHosts(const std::string& name,
                                           const std::vector<std::string>& extra,
                                           const std::string& hostfile = "hosts.txt") {
+    const bool list = hostfile.rfind("-H ", 0) == 0;
     std::vector<std::string> argv = {"/usr/sbin/ip",
                                      "netns",
                                      "exec",
                                      Ns(0),
                                      kLaunchBin,
-                                     "--hostfile",
-                                     (dir() / hostfile).string(),
+                                     list ? "-H" : "--hostfile",
+                                     list ? hostfile.substr(3) : (dir() / hostfile).string(),
                                      "--ssh-opts",
                                      SshOpts()};
     // OpenBLAS picks its kernels from these: the remote processes must use the local ones.
@@ -317,6 +319,22 @@ TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
     EXPECT_TRUE(found) << "worker:" << worker << " to ps:" << server << " should use " << path;
   }
   EXPECT_EQ(Count(Output("local"), ": shared memory"), 6u) << Output("local");
+  EXPECT_EQ(AwaitNoOrphans(seconds(15)), std::vector<std::string>{});
+}
+
+// horovodrun's -H host:N list places processes as the same hostfile would.
+TEST_F(SshHostsTest, HorovodHostListRunsTheJob) {
+  Result<Subprocess> job =
+      LaunchOnHosts("list", {"--max-steps", "30"},
+                    "-H " + Address(1) + ":1," + Address(2) + ":2," + Address(3) + ":2");
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->Wait(Deadline::After(seconds(120))), 0) << Output("list");
+  const std::string table = ReadFile(dir() / "list" / "processes.txt");
+  for (const std::string& expect :
+       {"ps 0 host " + Address(1), "ps 1 host " + Address(2), "worker 0 host " + Address(2),
+        "worker 1 host " + Address(3), "worker 2 host " + Address(3)}) {
+    EXPECT_NE(table.find(expect), std::string::npos) << expect << " in\n" << table;
+  }
   EXPECT_EQ(AwaitNoOrphans(seconds(15)), std::vector<std::string>{});
 }
 
