@@ -235,6 +235,7 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
   }
   if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
   argv.insert(argv.end(), {"--log-level", LogLevelName(o.log_level)});
+  if (!o.worker.logdir.empty()) argv.insert(argv.end(), {"--logdir", o.worker.logdir});
   if (!peers.empty()) {
     std::string list;
     for (const std::string& p : peers) list += (list.empty() ? "" : ",") + p;

@@ -34,6 +34,7 @@
 #include "common/transport.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
+#include "ps/server_stats.h"
 #include "ps/version.h"
 
 namespace towerps::ps {
@@ -62,16 +63,6 @@ struct PushReport {
   int dropped_chunks = 0;  // chunks that discarded the gradient as stale (sync)
   int64_t max_staleness = 0;
   double mean_staleness = 0;  // over applied chunks
-};
-
-struct ServerStatsReport {
-  uint64_t bytes_in = 0, bytes_out = 0;
-  uint64_t gradients_received = 0, updates_applied = 0, stale_dropped = 0, pulls_served = 0;
-  uint64_t aggregation_nanos = 0, rejected_messages = 0, checkpoints_written = 0;
-  uint64_t nonfinite_rejected = 0;  // gradients refused for a NaN or an infinity
-  uint64_t refused_handshakes = 0, refused_shutdowns = 0;
-  int64_t min_version = kNoVersion, max_version = kNoVersion;
-  std::vector<uint64_t> staleness_histogram;
 };
 
 class Client {

@@ -1,5 +1,7 @@
 #include "ps/server.h"
 
+#include "ps/server_events.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <random>
@@ -63,6 +65,9 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
     server->shards_.push_back(std::make_unique<Shard>(i, server->options_.job, &server->outbox_));
   }
   TOWERPS_RETURN_IF_ERROR(server->ConnectPeers());
+  if (!o.logdir.empty()) {
+    TOWERPS_ASSIGN_OR_RETURN(server->events_, ServerEvents::Create(o.logdir, o.rank));
+  }
   if (!o.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.checkpoint_dir, ec);
@@ -167,6 +172,7 @@ Status Server::Run() {
                      << " mode, " << options_.job.workers << " workers, " << options_.threads
                      << " threads)";
   auto next_log = Deadline::After(options_.stats_log_interval);
+  auto next_event = Deadline::After(options_.event_interval);
   std::vector<Socket*> sockets = {socket_.get()};
   std::vector<int> link_ranks;
   for (auto& [rank, link] : links_) {
@@ -211,6 +217,10 @@ Status Server::Run() {
       LogStats();
       next_log = Deadline::After(options_.stats_log_interval);
     }
+    if (events_ && next_event.expired()) {
+      events_->Record(CollectStats(), /*final=*/false);
+      next_event = Deadline::After(options_.event_interval);
+    }
   }
   TOWERPS_LOG(kInfo) << (shutdown_requested_ ? "shutdown requested"
                          : deposed_          ? "replaced as primary"
@@ -223,6 +233,7 @@ Status Server::Run() {
   // A failed final checkpoint fails the process: the state since the last one would be lost.
   Status final_checkpoint = MaybeCheckpoint(/*final=*/true);
   LogStats();
+  if (events_) events_->Record(CollectStats(), /*final=*/true);
   if (deposed_) {
     return FailedPreconditionError(
         "its peer replaced this server's copy of their chunks (it was found unresponsive); it "
@@ -361,47 +372,6 @@ void Server::Route(IncomingMessage msg) {
   shards_[it->second.shard]->Post(std::move(task));
 }
 
-void Server::HandleStats(const IncomingMessage& msg) {
-  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::STATS_REPLY);
-  auto st = reply.header().initStats();
-  uint64_t received = 0, applied = 0, dropped = 0, pulls = 0, nanos = 0, nonfinite = 0;
-  std::vector<uint64_t> hist(kStalenessBuckets, 0);
-  LowestVersion lowest;
-  int64_t max_v = kNoVersion;
-  for (auto& shard : shards_) {
-    const ShardCounters& c = shard->counters();
-    received += c.gradients_received.load();
-    applied += c.updates_applied.load();
-    dropped += c.stale_dropped.load();
-    nonfinite += c.nonfinite_rejected.load();
-    pulls += c.pulls_served.load();
-    nanos += c.aggregation_nanos.load();
-    for (int b = 0; b < kStalenessBuckets; ++b) hist[b] += c.staleness[b].load();
-    if (shards_started_ && !shard->chunks().empty()) {
-      lowest.Add(shard->MinVersion());
-      max_v = std::max(max_v, shard->MaxVersion());
-    }
-  }
-  const SocketStats& ss = socket_->stats();
-  st.setBytesIn(ss.bytes_in);
-  st.setBytesOut(ss.bytes_out);
-  st.setGradientsReceived(received);
-  st.setUpdatesApplied(applied);
-  st.setStaleDropped(dropped);
-  st.setNonfiniteRejected(nonfinite);
-  st.setPullsServed(pulls);
-  st.setAggregationNanos(nanos);
-  st.setRejectedMessages(ss.rejected + rejected_by_handlers_);
-  st.setRefusedHandshakes(socket_->refused_handshakes());
-  st.setRefusedShutdowns(refused_shutdowns_);
-  st.setMinVersion(lowest.value());
-  st.setMaxVersion(max_v);
-  st.setCheckpointsWritten(checkpoints_written_);
-  auto h = st.initStalenessHistogram(kStalenessBuckets);
-  for (int b = 0; b < kStalenessBuckets; ++b) h.set(b, hist[b]);
-  SendOrLog(std::move(reply));
-}
-
 void Server::SendOrLog(OutgoingMessage msg) {
   msg.header().setServerIncarnation(incarnation_);
   const std::string peer = msg.peer();
@@ -476,22 +446,6 @@ Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
   ++checkpoints_written_;
   TOWERPS_LOG(kInfo) << "checkpoint written: " << path << " (version " << min_v << ")";
   return Status::Ok();
-}
-
-void Server::LogStats() {
-  uint64_t applied = 0, dropped = 0, received = 0, nonfinite = 0;
-  for (auto& shard : shards_) {
-    applied += shard->counters().updates_applied.load();
-    dropped += shard->counters().stale_dropped.load();
-    nonfinite += shard->counters().nonfinite_rejected.load();
-    received += shard->counters().gradients_received.load();
-  }
-  const SocketStats& ss = socket_->stats();
-  TOWERPS_LOG(kInfo) << "stats: " << received << " gradients, " << applied << " updates, "
-                     << dropped << " stale dropped, " << nonfinite << " non-finite refused, "
-                     << ss.bytes_in / (1 << 20) << " MiB in, " << ss.bytes_out / (1 << 20)
-                     << " MiB out, " << ss.rejected + rejected_by_handlers_ << " rejected, "
-                     << socket_->refused_handshakes() << " refused connections";
 }
 
 }  // namespace towerps::ps

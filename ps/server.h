@@ -37,10 +37,13 @@
 #include "ps/checkpoint.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
+#include "ps/server_stats.h"
 #include "ps/shard.h"
 #include "ps/version.h"
 
 namespace towerps::ps {
+
+class ServerEvents;
 
 // towerps-server's exit status when a backup took its place (EX_TEMPFAIL): the launcher restarts
 // it with --rejoin, as it restarts one killed by a signal.
@@ -55,6 +58,10 @@ struct ServerOptions {
   int64_t checkpoint_every = 0;    // versions between checkpoints; 0: only at shutdown
   bool log_device_placement = false;
   std::chrono::milliseconds stats_log_interval{10000};
+  // TensorBoard event files in <logdir>/ps-<rank>, written every event_interval
+  // (ps/server_events.h).
+  std::string logdir;
+  std::chrono::milliseconds event_interval{1000};
   const std::atomic<bool>* stop = nullptr;  // borrowed; set by a signal handler, may be null
   // Replication: every server's endpoint (index = rank), and whether this server restarted and
   // must take its chunks' state from its peers.
@@ -97,6 +104,8 @@ class Server {
   Status MaybeCheckpoint(bool final);  // an error only for a failed final checkpoint
   Status WriteCheckpoint(std::vector<SnapshotPart> parts);
   void LogStats();
+  // The counters of every shard and the socket, summed.
+  ServerStatsReport CollectStats() const;
   // Replication (ps/server_replication.cc).
   ReplicaRole RoleFor(int group) const;
   Status ConnectPeers();
@@ -141,8 +150,9 @@ class Server {
   bool snapshot_in_flight_ = false;
   std::vector<SnapshotPart> snapshot_parts_;
   uint64_t checkpoints_written_ = 0;
-  uint64_t rejected_by_handlers_ = 0;  // messages a handler could not read (see HandleMessage)
-  uint64_t refused_shutdowns_ = 0;     // shutdown requests from neither the chief nor a launcher
+  std::unique_ptr<ServerEvents> events_;  // with --logdir
+  uint64_t rejected_by_handlers_ = 0;     // messages a handler could not read (see HandleMessage)
+  uint64_t refused_shutdowns_ = 0;        // shutdown requests from neither the chief nor a launcher
   // Random, drawn at start, in every reply (Header.serverIncarnation): how clients tell a
   // restarted server from the one they were talking to.
   const uint64_t incarnation_;

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
       "port", po::value(&options.port)->default_value(0), "TCP port; 0 picks a free one")(
       "threads", po::value(&options.threads)->default_value(options.threads),
       "threads owning chunks (each chunk has one owner)")(
+      "logdir", po::value(&options.logdir),
+      "TensorBoard event files in DIR/ps-<rank>: updates, drops, bytes and staleness")(
       "checkpoint-dir", po::value(&options.checkpoint_dir),
       "directory for ps-<rank>.ckpt; "
       "a checkpoint found there is restored at start")(

@@ -1,11 +1,16 @@
-// Counters a server shard thread updates and the I/O thread reads for STATS requests and the
-// periodic log. Relaxed atomics: each counter is exact, a snapshot across counters is not.
+// Counters a server shard thread updates and the I/O thread reads for STATS requests, the
+// periodic log and the TensorBoard events; and ServerStatsReport, what a server reports from
+// them (Server::CollectStats, and the client's STATS reply). Relaxed atomics: each counter is
+// exact, a snapshot across counters is not.
 #ifndef TOWERPS_PS_SERVER_STATS_H_
 #define TOWERPS_PS_SERVER_STATS_H_
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <vector>
+
+#include "ps/version.h"
 
 namespace towerps::ps {
 
@@ -25,6 +30,20 @@ struct ShardCounters {
     staleness[static_cast<size_t>(b)].fetch_add(1, std::memory_order_relaxed);
   }
 };
+
+struct ServerStatsReport {
+  uint64_t bytes_in = 0, bytes_out = 0;
+  uint64_t gradients_received = 0, updates_applied = 0, stale_dropped = 0, pulls_served = 0;
+  uint64_t aggregation_nanos = 0, rejected_messages = 0, checkpoints_written = 0;
+  uint64_t nonfinite_rejected = 0;  // gradients refused for a NaN or an infinity
+  uint64_t refused_handshakes = 0, refused_shutdowns = 0;
+  int64_t min_version = kNoVersion, max_version = kNoVersion;
+  std::vector<uint64_t> staleness_histogram;
+};
+
+// Mean and 99th percentile of a staleness histogram (bucket i counts staleness i; 0 when empty).
+double HistogramMean(const std::vector<uint64_t>& histogram);
+double HistogramP99(const std::vector<uint64_t>& histogram);
 
 }  // namespace towerps::ps
 

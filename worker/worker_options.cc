@@ -78,6 +78,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!test_labels.empty()) add("--test-labels", test_labels);
   if (!metrics_out.empty()) add("--metrics-out", metrics_out);
   if (!summary_out.empty()) add("--summary-out", summary_out);
+  if (!logdir.empty()) add("--logdir", logdir);
   if (rpc_timeout != d.rpc_timeout) add("--rpc-timeout-ms", std::to_string(rpc_timeout.count()));
   if (log_device_placement) a.push_back("--log-device-placement");
   if (allow_soft_placement) a.push_back("--allow-soft-placement");
@@ -123,6 +124,9 @@ WorkerFlags::WorkerFlags()
       "test-labels", po::value(&o.test_labels), "--dataset idx: test labels")(
       "metrics-out", po::value(&o.metrics_out), "JSON lines per logged step; {rank} expands")(
       "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(
+      "logdir", po::value(&o.logdir),
+      "TensorBoard event files: DIR/worker-N for each worker and DIR/ps-M for each server "
+      "(towerps-launch hands it to both); view with tensorboard --logdir DIR")(
       "rpc-timeout-ms", po::value(&rpc_timeout_ms_)->default_value(rpc_timeout_ms_),
       "deadline of every parameter-server call")(
       "log-device-placement", po::bool_switch(&o.log_device_placement),

@@ -30,6 +30,7 @@ struct WorkerOptions {
   std::string train_images, train_labels, test_images, test_labels;
   std::string metrics_out;  // JSON lines, one per logged step; "{rank}" expands
   std::string summary_out;  // one JSON object at the end (chief)
+  std::string logdir;       // TensorBoard event files in <logdir>/worker-<rank>
   std::chrono::milliseconds rpc_timeout{60000};
   bool log_device_placement = false;
   bool allow_soft_placement = false;  // a missing device falls back to one that exists

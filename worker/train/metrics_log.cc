@@ -23,11 +23,28 @@ std::string ExpandRank(std::string path, int rank) {
   return path;
 }
 
-void MetricsLog::Open(const std::string& path, int rank) {
+void MetricsLog::Open(const std::string& path, const std::string& logdir, int rank) {
   rank_ = rank;
+  if (!logdir.empty() && !events_) {
+    auto events = EventWriter::Create(logdir + "/worker-" + std::to_string(rank));
+    if (events.ok()) {
+      events_ = std::move(events).value();
+    } else {
+      TOWERPS_LOG(kWarning) << "no TensorBoard events: " << events.status().message();
+    }
+  }
   if (path.empty() || out_.is_open()) return;  // again after a rejoin: keep appending
   out_.open(ExpandRank(path, rank), std::ios::app);
   if (!out_) TOWERPS_LOG(kWarning) << "cannot write --metrics-out " << path;
+}
+
+void MetricsLog::WriteEvents(int64_t step,
+                             const std::vector<std::pair<std::string, double>>& values) {
+  if (!events_) return;
+  if (Status s = events_->Scalars(step, values); !s.ok()) {
+    TOWERPS_LOG(kWarning) << "no more TensorBoard events: " << s.message();
+    events_.reset();
+  }
 }
 
 nlohmann::ordered_json MetricsLog::Line(const char* kind, int64_t step, int64_t epoch) const {
@@ -48,6 +65,11 @@ void MetricsLog::Write(const nlohmann::ordered_json& line) {
 void MetricsLog::Train(int64_t step, int64_t epoch, double loss, double examples_per_sec,
                        double staleness, double step_seconds, double wait_seconds,
                        double delay_seconds) {
+  WriteEvents(step, {{"train/loss", loss},
+                     {"train/examples_per_sec", examples_per_sec},
+                     {"train/sec_per_batch", step_seconds},
+                     {"train/wait_seconds", wait_seconds},
+                     {"train/staleness", staleness}});
   if (!out_.is_open()) return;
   nlohmann::ordered_json j = Line("train", step, epoch);
   j["loss"] = JsonNumber(loss);
@@ -60,6 +82,7 @@ void MetricsLog::Train(int64_t step, int64_t epoch, double loss, double examples
 }
 
 void MetricsLog::Eval(int64_t step, int64_t epoch, double test_accuracy, double test_loss) {
+  WriteEvents(step, {{"eval/accuracy", test_accuracy}, {"eval/loss", test_loss}});
   if (!out_.is_open()) return;
   nlohmann::ordered_json j = Line("eval", step, epoch);
   j["test_accuracy"] = JsonNumber(test_accuracy);

@@ -1,25 +1,34 @@
-// MetricsLog: a worker's --metrics-out file, one JSON object per line: "train" lines (every
-// --log-every steps: loss, throughput, staleness, time computing, waiting and injected) and
-// "eval" lines (the chief's test accuracy after each epoch and at the end). The experiments'
-// tooling (experiments/towerps_experiments) reads them.
+// MetricsLog: where a worker's metrics go. The --metrics-out file, one JSON object per line:
+// "train" lines (every --log-every steps: loss, throughput, staleness, time computing, waiting
+// and injected) and "eval" lines (the chief's test accuracy after each epoch and at the end),
+// which the experiments' tooling (experiments/towerps_experiments) reads. And with --logdir D,
+// the same as TensorBoard scalars in D/worker-<rank> (common/event_writer.h): train/loss,
+// train/examples_per_sec, train/sec_per_batch, train/wait_seconds (per step, waiting for
+// parameters), train/staleness (of this worker's gradients), eval/accuracy and eval/loss.
 //
 // Contract: owned by one training thread. Writing is best effort: a file that cannot be opened
-// is logged once as a warning and the log stays closed; each line is flushed as written, so a
-// killed run keeps what it logged.
+// or written is logged once as a warning and that output stays closed; each line and event is
+// flushed as written, so a killed run keeps what it logged.
 #ifndef TOWERPS_WORKER_TRAIN_METRICS_LOG_H_
 #define TOWERPS_WORKER_TRAIN_METRICS_LOG_H_
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "common/event_writer.h"
 
 namespace towerps::worker {
 
 class MetricsLog {
  public:
-  // Appends to `path` with "{rank}" replaced by the rank; an empty path logs nothing.
-  void Open(const std::string& path, int rank);
+  // Appends to `path` with "{rank}" replaced by the rank, and writes events in
+  // `logdir`/worker-<rank>; an empty path or logdir writes nothing there.
+  void Open(const std::string& path, const std::string& logdir, int rank);
   void Train(int64_t step, int64_t epoch, double loss, double examples_per_sec, double staleness,
              double step_seconds, double wait_seconds, double delay_seconds);
   void Eval(int64_t step, int64_t epoch, double test_accuracy, double test_loss);
@@ -28,8 +37,10 @@ class MetricsLog {
   // A line's common fields: kind, wall-clock time, worker, step, epoch.
   nlohmann::ordered_json Line(const char* kind, int64_t step, int64_t epoch) const;
   void Write(const nlohmann::ordered_json& line);
+  void WriteEvents(int64_t step, const std::vector<std::pair<std::string, double>>& values);
 
   std::ofstream out_;
+  std::unique_ptr<EventWriter> events_;
   int rank_ = 0;
 };
 

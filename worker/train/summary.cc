@@ -18,22 +18,8 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
 
 void FinishStalenessStats(TrainingSummary* s) {
   std::vector<uint64_t>& h = s->staleness_histogram;
-  uint64_t n = 0;
-  double sum = 0;
-  for (size_t i = 0; i < h.size(); ++i) {
-    n += h[i];
-    sum += static_cast<double>(i) * static_cast<double>(h[i]);
-  }
-  s->mean_staleness = n ? sum / static_cast<double>(n) : 0;
-  s->p99_staleness = 0;
-  uint64_t seen = 0;
-  for (size_t i = 0; i < h.size() && n; ++i) {
-    seen += h[i];
-    if (static_cast<double>(seen) >= 0.99 * static_cast<double>(n)) {
-      s->p99_staleness = static_cast<double>(i);
-      break;
-    }
-  }
+  s->mean_staleness = ps::HistogramMean(h);
+  s->p99_staleness = ps::HistogramP99(h);
   while (!h.empty() && h.back() == 0) h.pop_back();
 }
 

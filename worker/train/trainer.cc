@@ -205,7 +205,7 @@ class Trainer::Impl {
     ConsoleProgress console(steps_per_epoch_, total,
                             {.bar = o_.worker.progress_bar,
                              .progress_lines = o_.worker.progress_lines && o_.rank == 0});
-    metrics_.Open(o_.worker.metrics_out, o_.rank);
+    metrics_.Open(o_.worker.metrics_out, o_.worker.logdir, o_.rank);
 
     const auto start = Clock::now();
     Window window;

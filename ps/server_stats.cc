@@ -1,0 +1,95 @@
+// The statistics of ps/server_stats.h, and the Server's methods that collect, answer (STATS) and
+// log them.
+#include "ps/server_stats.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+#include "ps/reply.h"
+#include "ps/server.h"
+
+namespace towerps::ps {
+
+double HistogramMean(const std::vector<uint64_t>& h) {
+  double n = 0, sum = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    n += static_cast<double>(h[i]);
+    sum += static_cast<double>(h[i]) * static_cast<double>(i);
+  }
+  return n > 0 ? sum / n : 0;
+}
+
+double HistogramP99(const std::vector<uint64_t>& h) {
+  uint64_t n = 0;
+  for (uint64_t c : h) n += c;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < h.size() && n > 0; ++i) {
+    seen += h[i];
+    if (static_cast<double>(seen) >= 0.99 * static_cast<double>(n)) return static_cast<double>(i);
+  }
+  return 0;
+}
+
+ServerStatsReport Server::CollectStats() const {
+  ServerStatsReport r;
+  r.staleness_histogram.assign(kStalenessBuckets, 0);
+  LowestVersion lowest;
+  for (const auto& shard : shards_) {
+    const ShardCounters& c = shard->counters();
+    r.gradients_received += c.gradients_received.load();
+    r.updates_applied += c.updates_applied.load();
+    r.stale_dropped += c.stale_dropped.load();
+    r.nonfinite_rejected += c.nonfinite_rejected.load();
+    r.pulls_served += c.pulls_served.load();
+    r.aggregation_nanos += c.aggregation_nanos.load();
+    for (int b = 0; b < kStalenessBuckets; ++b) r.staleness_histogram[b] += c.staleness[b].load();
+    if (shards_started_ && !shard->chunks().empty()) {
+      lowest.Add(shard->MinVersion());
+      r.max_version = std::max(r.max_version, shard->MaxVersion());
+    }
+  }
+  r.min_version = lowest.value();
+  const SocketStats& ss = socket_->stats();
+  r.bytes_in = ss.bytes_in;
+  r.bytes_out = ss.bytes_out;
+  r.rejected_messages = ss.rejected + rejected_by_handlers_;
+  r.refused_handshakes = socket_->refused_handshakes();
+  r.refused_shutdowns = refused_shutdowns_;
+  r.checkpoints_written = checkpoints_written_;
+  return r;
+}
+
+void Server::HandleStats(const IncomingMessage& msg) {
+  const ServerStatsReport r = CollectStats();
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::STATS_REPLY);
+  auto st = reply.header().initStats();
+  st.setBytesIn(r.bytes_in);
+  st.setBytesOut(r.bytes_out);
+  st.setGradientsReceived(r.gradients_received);
+  st.setUpdatesApplied(r.updates_applied);
+  st.setStaleDropped(r.stale_dropped);
+  st.setNonfiniteRejected(r.nonfinite_rejected);
+  st.setPullsServed(r.pulls_served);
+  st.setAggregationNanos(r.aggregation_nanos);
+  st.setRejectedMessages(r.rejected_messages);
+  st.setRefusedHandshakes(r.refused_handshakes);
+  st.setRefusedShutdowns(r.refused_shutdowns);
+  st.setMinVersion(r.min_version);
+  st.setMaxVersion(r.max_version);
+  st.setCheckpointsWritten(r.checkpoints_written);
+  auto h = st.initStalenessHistogram(kStalenessBuckets);
+  for (int b = 0; b < kStalenessBuckets; ++b) h.set(b, r.staleness_histogram[b]);
+  SendOrLog(std::move(reply));
+}
+
+void Server::LogStats() {
+  const ServerStatsReport r = CollectStats();
+  TOWERPS_LOG(kInfo) << "stats: " << r.gradients_received << " gradients, " << r.updates_applied
+                     << " updates, " << r.stale_dropped << " stale dropped, "
+                     << r.nonfinite_rejected << " non-finite refused, " << r.bytes_in / (1 << 20)
+                     << " MiB in, " << r.bytes_out / (1 << 20) << " MiB out, "
+                     << r.rejected_messages << " rejected, " << r.refused_handshakes
+                     << " refused connections";
+}
+
+}  // namespace towerps::ps
