@@ -14,6 +14,7 @@ FOREIGN = {
     "--install": "cmake --install",
     "--prefix": "cmake --install",
     "--overcommit": "srun",
+    "--allow-run-as-root": "mpirun (Open MPI)",
     "--preset": "ctest --preset",
 }
 
@@ -48,7 +49,7 @@ def main():
                     missing.append(f"README.md:{number}: {option} is in no --help: {line.strip()}")
     checked = len(known)
     if missing:
-        print("\n".join(missing), flush=True)
+        print("\n".join(missing) + "\n", flush=True)
         sys.exit(f"{len(missing)} README option(s) missing from every --help")
     print(f"every README option is in a --help ({checked} options known)")
 
