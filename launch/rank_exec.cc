@@ -20,6 +20,16 @@ std::string EndpointFile(const std::string& run_dir, int rank) {
   return (fs::path(run_dir) / ("ps-" + std::to_string(rank) + ".endpoint")).string();
 }
 
+// Becomes argv[0] with `argv`; returns only if the exec failed.
+Status Exec(std::vector<std::string> argv) {
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::fflush(stdout);
+  execv(cargv[0], cargv.data());
+  return InternalError("cannot exec " + argv[0] + ": " + std::strerror(errno));
+}
+
 Result<std::vector<std::string>> AwaitEndpoints(const RoleAssignment& role,
                                                 const LaunchOptions& o) {
   if (o.run_dir.empty()) {
@@ -77,12 +87,7 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
   }
   // The secret's path, never the secret, and not on the command line (docs/SECURITY.md).
   if (!o.insecure) setenv("TOWERPS_SECRET_FILE", o.secret_file.c_str(), 1);
-  std::vector<char*> cargv;
-  for (std::string& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  std::fflush(stdout);
-  execv(cargv[0], cargv.data());
-  return InternalError("cannot exec " + argv[0] + ": " + std::strerror(errno));
+  return Exec(std::move(argv));
 }
 
 Status ExecEvalOnly(const LaunchOptions& o) {
@@ -93,12 +98,7 @@ Status ExecEvalOnly(const LaunchOptions& o) {
                                    o.checkpoint_dir};
   const std::vector<std::string> job = WorkerJobArgs(o);
   argv.insert(argv.end(), job.begin(), job.end());
-  std::vector<char*> cargv;
-  for (std::string& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  std::fflush(stdout);
-  execv(cargv[0], cargv.data());
-  return InternalError("cannot exec " + argv[0] + ": " + std::strerror(errno));
+  return Exec(std::move(argv));
 }
 
 }  // namespace towerps::launch

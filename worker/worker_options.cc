@@ -146,7 +146,7 @@ WorkerFlags::WorkerFlags()
       "worker/train/final_params.h; --export-npz is the portable form)")(
       "export-npz", po::value(&o.export_npz),
       "chief: write the final parameters to this NumPy .npz, one array per variable by name "
-      "(numpy.load(F)['dense1/kernel'])")(
+      "(numpy.load(F)['fc1/kernel'])")(
       "shutdown-servers", po::bool_switch(&o.shutdown_servers),
       "chief: ask the servers to checkpoint and exit at the end (set by towerps-launch --mpi, "
       "--slurm and --cluster)")(

@@ -1,7 +1,8 @@
 // The console of a local job (the real towerps-launch, towerps-server and towerps-worker on
 // Fashion-MNIST): on a terminal (a pty from script(1)) the launcher draws one progress bar for
 // the job below the log lines; into a file, every line is plain, with no '\r' at all. Either way
-// the chief's progress lines never show, in the output or in its log.
+// the chief's progress lines never show, in the output or in its log. The launcher's
+// --log-level quiets every process.
 #include "tests/launch/launch_fixture.h"
 
 namespace towerps::launch_test {
@@ -43,6 +44,19 @@ TEST_F(ConsoleTest, OnATerminalOneBarForTheJobAndPlainLinesOtherwise) {
   EXPECT_EQ(lines.find('\r'), std::string::npos);
   EXPECT_EQ(lines.find("@progress"), std::string::npos);
   EXPECT_NE(lines.find("[worker:1] step 200, loss = "), std::string::npos);
+  EXPECT_NE(lines.find("[ps:0] I "), std::string::npos);
+
+  // The launcher's --log-level reaches every process: no info lines, the step lines stay.
+  ShowOnFailure("quiet.out");
+  std::vector<std::string> quiet = Job("quiet");
+  quiet.insert(quiet.end(), {"--log-level", "warning"});
+  Result<int> code = RunProcess(quiet, dir_ / "quiet.out", {}, seconds(120));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+  const std::string few = dir_.Read("quiet.out");
+  EXPECT_EQ(few.find("[ps:0] I "), std::string::npos);
+  EXPECT_EQ(few.find("[worker:0] I "), std::string::npos);
+  EXPECT_NE(few.find("[worker:0] step 300, loss = "), std::string::npos);
 }
 
 }  // namespace
