@@ -215,9 +215,11 @@ Status CheckResumable(const JobConfig& job,
                       const std::vector<std::pair<std::string, std::string>>& saved) {
   const std::string advice = "; resume with the options it was written with, or move it away";
   const auto mine = job.ResumableFields();
-  for (const auto& [name, value] : mine) {
-    auto it =
-        std::find_if(saved.begin(), saved.end(), [&](const auto& f) { return f.first == name; });
+  for (const auto& field : mine) {
+    const std::string& name = field.first;
+    const std::string& value = field.second;
+    auto it = std::find_if(saved.begin(), saved.end(),
+                           [&](const auto& f) { return f.first == field.first; });
     if (it == saved.end()) {
       return FailedPreconditionError("it does not record " + name + " (this job has " + name + " " +
                                      value + "); it was written by another TowerPS version");
