@@ -11,10 +11,15 @@ Kinds:
   between    value lies between low and high (either order), give or take tolerance
   monotonic  the metric over `configs` never moves against `direction` by more than tolerance
 A check never passes on missing data: it is then "not evaluated".
+
+A check is OBSERVED only when it holds on the seed means AND on a strict majority of the seeds,
+each seed judged alone on its own runs (for seed s, every configuration's run with seed s). A
+seed for which some configuration has no value (no run, a failed run) counts as not holding.
+When the results carry no seeds at all, the mean alone decides.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 METRICS = ("final_accuracy", "time_to_target", "throughput", "mean_staleness")
 KINDS = {"compare": {"left", "op", "right", "margin"},
@@ -31,14 +36,31 @@ class CheckError(ValueError):
 
 
 @dataclass
+class SeedCheck:
+    """The check judged on one seed's runs alone."""
+    seed: int
+    held: bool        # False also when data is missing
+    values: dict      # configuration -> the metric on this seed's run (None: no value)
+    missing: dict     # configuration -> why it has no value ("no run", "run failed", ...)
+
+
+@dataclass
 class CheckResult:
     description: str
     passed: bool | None   # None: not evaluated (missing or failed runs)
     detail: str
+    metric: str = ""
+    values: dict = field(default_factory=dict)   # configuration -> metric over the seed means
+    mean_passed: bool | None = None              # the check on the means alone
+    seeds: list = field(default_factory=list)    # SeedCheck per seed, in seed order
 
     @property
     def verdict(self):
         return {True: "OBSERVED", False: "NOT OBSERVED", None: "NOT EVALUATED"}[self.passed]
+
+    @property
+    def seeds_held(self):
+        return sum(s.held for s in self.seeds)
 
 
 def _config_keys(kind):
@@ -97,16 +119,9 @@ def _fmt(v):
     return f"{v:.4g}"
 
 
-def evaluate(check, stats_by_name):
-    kind, metric = check["kind"], check["metric"]
-    desc = check.get("description", f"{kind} on {metric}")
-    names = check["configs"] if kind == "monotonic" else [check[k] for k in _config_keys(kind)]
-    values = {n: metric_value(stats_by_name[n], metric) if n in stats_by_name else None
-              for n in names}
-    shown = ", ".join(f"{n} = {_fmt(v)}" for n, v in values.items())
-    missing = [n for n, v in values.items() if v is None]
-    if missing:
-        return CheckResult(desc, None, f"{metric}: {shown}; no data for {', '.join(missing)}")
+def _judge(check, values):
+    """(holds, rule text) of the check on complete values (configuration -> number)."""
+    kind = check["kind"]
     if kind == "compare":
         passed = OPS[check["op"]](values[check["left"]], values[check["right"]],
                                   check.get("margin", 0.0))
@@ -128,15 +143,82 @@ def evaluate(check, stats_by_name):
         rule = f"{check['value']} between {check['low']} and {check['high']}" + (
             f" (tolerance {tol})" if tol else "")
     else:
+        names = check["configs"]
         tol = check.get("tolerance", 0.0)
         seq = [values[n] for n in names]
         sign = 1 if check["direction"] == "increasing" else -1
         passed = all(sign * (b - a) >= -tol for a, b in zip(seq, seq[1:]))
         rule = f"{check['direction']} along {' -> '.join(names)}" + (
             f" (tolerance {tol})" if tol else "")
-    return CheckResult(desc, bool(passed), f"{metric}: {shown}; expected {rule}")
+    return bool(passed), rule
 
 
-def evaluate_all(checks, stats):
+def _names(check):
+    kind = check["kind"]
+    return list(dict.fromkeys(check["configs"] if kind == "monotonic"
+                              else [check[k] for k in _config_keys(kind)]))
+
+
+def _seed_check(check, stats_by_name, names, seed):
+    metric = check["metric"]
+    values, missing = {}, {}
+    for n in names:
+        st = stats_by_name[n].by_seed.get(seed) if n in stats_by_name else None
+        values[n] = metric_value(st, metric) if st is not None else None
+        if st is None:
+            missing[n] = "no run"
+        elif st.n_ok == 0:
+            missing[n] = "run failed"
+        elif values[n] is None:
+            missing[n] = f"no {metric}"
+    held = not missing and _judge(check, values)[0]
+    return SeedCheck(seed, held, values, missing)
+
+
+def evaluate(check, stats_by_name, seeds=None):
+    """Judges one check on the seed means and on each seed alone. `seeds`: the seeds to judge
+    (default: every seed with a run in any of stats_by_name); a seed without a value for some
+    configuration counts as not holding."""
+    kind, metric = check["kind"], check["metric"]
+    desc = check.get("description", f"{kind} on {metric}")
+    names = _names(check)
+    if seeds is None:
+        seeds = sorted({seed for st in stats_by_name.values() for seed in st.by_seed})
+    per_seed = [_seed_check(check, stats_by_name, names, s) for s in seeds]
+    values = {n: metric_value(stats_by_name[n], metric) if n in stats_by_name else None
+              for n in names}
+    shown = ", ".join(f"{n} = {_fmt(v)}" for n, v in values.items())
+    missing = [n for n, v in values.items() if v is None]
+    result = CheckResult(desc, None, "", metric, values, None, per_seed)
+    if missing:
+        result.detail = f"{metric}: {shown}; no data for {', '.join(missing)}"
+        return result
+    mean_passed, rule = _judge(check, values)
+    result.mean_passed = mean_passed
+    result.detail = f"{metric}: {shown}; expected {rule}"
+    if not per_seed:  # results without seeds: the mean alone
+        result.passed = mean_passed
+        return result
+    held, n = result.seeds_held, len(per_seed)
+    majority = held * 2 > n
+    result.passed = mean_passed and majority
+    if mean_passed:
+        result.detail += f"; holds on the mean and on {held} of {n} seeds"
+        if not majority:
+            result.detail += " (a strict majority is needed)"
+    else:
+        result.detail += f"; fails on the mean; holds on {held} of {n} seeds"
+    lacking = [f"seed {sc.seed} ({'; '.join(f'{c}: {why}' for c, why in sc.missing.items())})"
+               for sc in per_seed if sc.missing]
+    if lacking:
+        result.detail += f"; counted as not holding for lack of data: {', '.join(lacking)}"
+    return result
+
+
+def evaluate_all(checks, stats, seeds=None):
+    """Every check against the configuration stats. `seeds`: the sweep's seeds (from its
+    sweep.json); seeds with runs are added to them."""
     by_name = {s.name: s for s in stats}
-    return [evaluate(c, by_name) for c in checks]
+    all_seeds = {x for x in (seeds or []) if isinstance(x, int) and not isinstance(x, bool)}
+    all_seeds |= {seed for s in stats for seed in s.by_seed}
+    return [evaluate(c, by_name, sorted(all_seeds)) for c in checks]

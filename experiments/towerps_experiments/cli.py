@@ -21,23 +21,28 @@ def _report(results_dir, target, out=sys.stdout):
     return check_results
 
 
-def _sweep_and_report(sweep_file, results_dir, launcher, timeout_s, no_report):
+def _sweep_and_report(sweep_file, results_dir, launcher, timeout_s, no_report, seeds=None,
+                      prog="run_sweep"):
     # The launcher first: it says what a sweep file may ask for.
     if not (os.path.isfile(launcher) and os.access(launcher, os.X_OK)):
-        print(f"run_sweep: launcher {launcher!r} is not an executable file; build it "
+        print(f"{prog}: launcher {launcher!r} is not an executable file; build it "
               "(cmake --preset release && cmake --build --preset release) or pass --launcher",
               file=sys.stderr)
         return 2, None
     try:
-        sw = sweep.load(sweep_file, launcher)
+        sw = sweep.load(sweep_file, launcher, seeds)
     except (sweep.SweepError, checks.CheckError) as e:
-        print(f"run_sweep: bad sweep file: {e}", file=sys.stderr)
+        print(f"{prog}: bad sweep file: {e}", file=sys.stderr)
         return 2, None
     except sweep.LauncherError as e:
-        print(f"run_sweep: cannot check the sweep file with the launcher: {e}", file=sys.stderr)
+        print(f"{prog}: cannot check the sweep file with the launcher: {e}", file=sys.stderr)
         return 2, None
     try:
         _, _, failed = runner.run_sweep(sw, results_dir, launcher, timeout_s)
+    except runner.ResultsDirError as e:
+        hint = " (--results-dir DIR)" if prog == "run_preset" else ""
+        print(f"{prog}: {e}{hint}", file=sys.stderr)
+        return 2, None
     except KeyboardInterrupt:
         print("\n[sweep] interrupted; run the same command again to resume", file=sys.stderr)
         return 130, None
@@ -45,9 +50,21 @@ def _sweep_and_report(sweep_file, results_dir, launcher, timeout_s, no_report):
     return (1 if failed else 0), check_results
 
 
+def seed_list(text):
+    """argparse type of --seeds: comma-separated integers >= 0, at least one, none repeated."""
+    try:
+        return sweep.parse_seed_list(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"invalid seed list {e}") from e
+
+
 def _common(p):
     p.add_argument("--launcher", default=DEFAULT_LAUNCHER,
                    help="towerps-launch binary (default: %(default)s)")
+    p.add_argument("--seeds", type=seed_list, default=None, metavar="S,S,...",
+                   help="run these seeds (comma-separated integers >= 0, e.g. 4,5,6) instead "
+                   "of the sweep file's; a results directory made with other seeds is not "
+                   "resumed")
     p.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     p.add_argument("--no-report", action="store_true", help="skip plots and report.md")
 
@@ -59,7 +76,8 @@ def run_sweep_main(argv=None):
     p.add_argument("results_dir", help="results directory (created; reused to resume)")
     _common(p)
     a = p.parse_args(argv)
-    return _sweep_and_report(a.sweep_file, a.results_dir, a.launcher, a.timeout, a.no_report)[0]
+    return _sweep_and_report(a.sweep_file, a.results_dir, a.launcher, a.timeout, a.no_report,
+                             a.seeds)[0]
 
 
 def make_report_main(argv=None):
@@ -84,7 +102,8 @@ def run_preset_main(argv=None):
                                 "appeared.")
     p.add_argument("preset", help=f"one of: {', '.join(names)}")
     p.add_argument("--results-dir", default=None,
-                   help="default: experiments/results/<preset> (resumed if it exists)")
+                   help="default: experiments/results/<preset> (resumed if it exists; "
+                   "give another one to run other --seeds)")
     _common(p)
     a = p.parse_args(argv)
     if a.preset not in names:
@@ -93,7 +112,8 @@ def run_preset_main(argv=None):
         return 2
     results_dir = a.results_dir or os.path.join(EXPERIMENTS_DIR, "results", a.preset)
     rc, check_results = _sweep_and_report(os.path.join(PRESETS_DIR, f"{a.preset}.toml"),
-                                          results_dir, a.launcher, a.timeout, a.no_report)
+                                          results_dir, a.launcher, a.timeout, a.no_report,
+                                          a.seeds, "run_preset")
     if check_results is not None:
         seen = sum(c.passed is True for c in check_results)
         print(f"[preset] {a.preset}: expected effect observed in {seen} of "

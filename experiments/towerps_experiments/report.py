@@ -32,6 +32,56 @@ def table(stats, target):
     return "\n".join(lines)
 
 
+def report_seeds(stats, sweep_source):
+    """The sweep's seeds (sweep.json) and every seed that has a run, sorted."""
+    seeds = {x for x in sweep_source.get("seeds", []) or []
+             if isinstance(x, int) and not isinstance(x, bool)}
+    return sorted(seeds | {seed for s in stats for seed in s.by_seed})
+
+
+def _seed_accuracy(s, seed):
+    """One cell of the per-seed accuracy table."""
+    st = s.by_seed.get(seed)
+    if st is None:
+        return "—"
+    if st.n_ok == 0:
+        return "failed"
+    acc = st.accuracy[0]
+    text = "null" if acc is None else f"{acc:.4f}"
+    return f"{text} (diverged)" if st.n_diverged else text
+
+
+def seed_table(stats, seeds):
+    """Final test accuracy of each configuration's run with each seed: a row per seed, a
+    column per configuration."""
+    lines = ["| seed | " + " | ".join(s.name for s in stats) + " |",
+             "|" + "---|" * (len(stats) + 1)]
+    for x in seeds:
+        lines.append(f"| {x} | " + " | ".join(_seed_accuracy(s, x) for s in stats) + " |")
+    return "\n".join(lines)
+
+
+def _cell(v):
+    if v is None or v == math.inf:
+        return checks_mod._fmt(v)
+    return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def check_seed_table(c, indent="  "):
+    """The values behind one check: the means, then each seed, and whether it held."""
+    names = list(c.values)
+    yes_no = {True: "yes", False: "no", None: "—"}
+    lines = [f"| {c.metric} | " + " | ".join(names) + " | holds |",
+             "|" + "---|" * (len(names) + 2),
+             "| mean | " + " | ".join(_cell(c.values[n]) for n in names) +
+             f" | {yes_no[c.mean_passed]} |"]
+    for sc in c.seeds:
+        cells = [sc.missing.get(n) or _cell(sc.values[n]) for n in names]
+        held = yes_no[sc.held] + (" (missing data)" if sc.missing else "")
+        lines.append(f"| seed {sc.seed} | " + " | ".join(cells) + f" | {held} |")
+    return "\n".join(indent + l for l in lines)
+
+
 def render(results_dir, stats, target, plots, check_results, sweep_source):
     name = sweep_source.get("name", os.path.basename(os.path.normpath(results_dir)))
     out = [f"# Sweep `{name}`", ""]
@@ -47,6 +97,11 @@ def render(results_dir, stats, target, plots, check_results, sweep_source):
             "from launch (process start-up included) to the first evaluation at or above the "
             "target, over the seeds that reached it. Staleness comes from the summary's "
             "histogram where present.", "", "## Configurations", "", table(stats, target), ""]
+    seeds = report_seeds(stats, sweep_source)
+    if seeds:
+        out += ["## Per-seed final accuracy", "",
+                "Final test accuracy of each seed's run (*failed*: the run failed; —: no run; "
+                "*diverged*: see above).", "", seed_table(stats, seeds), ""]
     failed = [r for s in stats for r in s.runs if not r.ok]
     out += ["## Failed runs", ""]
     if failed:
@@ -57,10 +112,17 @@ def render(results_dir, stats, target, plots, check_results, sweep_source):
         out.append("None.")
     out.append("")
     if check_results:
-        out += ["## Expected effects", ""]
+        out += ["## Expected effects", "",
+                "A check is OBSERVED only when it holds on the seed means and on a strict "
+                "majority of the seeds, each seed judged on its own runs; a seed with a "
+                "missing or failed run counts as not holding. Below each check: its metric "
+                "on the means and on each seed.", ""]
         for c in check_results:
             out.append(f"- **{c.verdict}**: {c.description}. {c.detail}.")
-        out.append("")
+            if c.seeds:
+                out += ["", check_seed_table(c), ""]
+        if out[-1] != "":
+            out.append("")
     out += ["## Plots", ""]
     for stem, paths in plots.items():
         rel = [os.path.relpath(p, results_dir) for p in paths]
@@ -91,7 +153,8 @@ def make_report(results_dir, target=None, with_plots=True):
     if with_plots:
         from . import plots as plots_mod  # imported here: only plotting needs matplotlib
         plots = plots_mod.make_all(stats, os.path.join(results_dir, "plots"), target)
-    check_results = checks_mod.evaluate_all(sweep_source.get("checks", []), stats)
+    check_results = checks_mod.evaluate_all(sweep_source.get("checks", []), stats,
+                                            report_seeds(stats, sweep_source))
     path = os.path.join(results_dir, "report.md")
     tmp = path + ".tmp"
     with open(tmp, "w") as f:

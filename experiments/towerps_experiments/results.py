@@ -287,32 +287,58 @@ class ConfigStats:
     p99_staleness: float
     dropped: float           # mean dropped_stale per run
     updates: float           # mean updates_applied per run
+    # seed -> the ConfigStats of this configuration's run(s) with that seed alone (for the
+    # per-seed checks and the report); seeds without a run are absent.
+    by_seed: dict = field(default_factory=dict)
+
+    @property
+    def seeds(self):
+        return sorted(self.by_seed)
+
+
+def run_seed(run):
+    """The run's seed (from its config.json), or None when it does not say."""
+    seed = run.config.get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
 def config_stats(runs, target):
-    """Groups runs by configuration (in first-seen order) and aggregates over seeds."""
+    """Groups runs by configuration (in first-seen order) and aggregates over seeds; each
+    ConfigStats also holds one per seed (by_seed)."""
     groups = {}
     for r in runs:
         groups.setdefault(r.config_name, []).append(r)
     out = []
     for name, rs in groups.items():
-        ok = [r for r in rs if r.ok]
-        accs = [r.final_accuracy for r in ok]
-        ttt = [r.time_to_target(target) for r in ok]
-        stal = [r.staleness() for r in ok]
-        means = [s[0] for s in stal if s[0] is not None]
-        p99s = [s[1] for s in stal if s[1] is not None]
-        dropped = [_num(r.summary.get("dropped_stale")) for r in ok]
-        updates = [_num(r.summary.get("updates_applied")) for r in ok]
-        out.append(ConfigStats(
-            name=name, runs=rs, n_ok=len(ok), n_failed=len(rs) - len(ok),
-            n_diverged=sum(r.diverged for r in ok),
-            accuracy=_mean_std(accs),
-            accuracy_or_zero=(statistics.fmean(a if a is not None else 0.0 for a in accs)
-                              if accs else None),
-            time_to_target=_mean_std(ttt), n_reached=sum(t is not None for t in ttt),
-            throughput=_mean_std([_num(r.summary.get("examples_per_sec")) for r in ok]),
-            mean_staleness=statistics.fmean(means) if means else None,
-            p99_staleness=max(p99s) if p99s else None,
-            dropped=_mean_std(dropped)[0], updates=_mean_std(updates)[0]))
+        stats = _aggregate(name, rs, target)
+        per_seed = {}
+        for r in rs:
+            if run_seed(r) is not None:
+                per_seed.setdefault(run_seed(r), []).append(r)
+        stats.by_seed = {seed: _aggregate(name, srs, target)
+                         for seed, srs in sorted(per_seed.items())}
+        out.append(stats)
     return out
+
+
+def _aggregate(name, rs, target):
+    """The ConfigStats of the runs rs (one configuration), without by_seed."""
+    ok = [r for r in rs if r.ok]
+    accs = [r.final_accuracy for r in ok]
+    ttt = [r.time_to_target(target) for r in ok]
+    stal = [r.staleness() for r in ok]
+    means = [s[0] for s in stal if s[0] is not None]
+    p99s = [s[1] for s in stal if s[1] is not None]
+    dropped = [_num(r.summary.get("dropped_stale")) for r in ok]
+    updates = [_num(r.summary.get("updates_applied")) for r in ok]
+    return ConfigStats(
+        name=name, runs=rs, n_ok=len(ok), n_failed=len(rs) - len(ok),
+        n_diverged=sum(r.diverged for r in ok),
+        accuracy=_mean_std(accs),
+        accuracy_or_zero=(statistics.fmean(a if a is not None else 0.0 for a in accs)
+                          if accs else None),
+        time_to_target=_mean_std(ttt), n_reached=sum(t is not None for t in ttt),
+        throughput=_mean_std([_num(r.summary.get("examples_per_sec")) for r in ok]),
+        mean_staleness=statistics.fmean(means) if means else None,
+        p99_staleness=max(p99s) if p99s else None,
+        dropped=_mean_std(dropped)[0], updates=_mean_std(updates)[0])

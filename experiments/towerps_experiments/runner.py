@@ -1,13 +1,16 @@
 """Runs a sweep's jobs through towerps-launch, one at a time, resumably.
 
 Layout of a results directory:
-  sweep.json                 the parsed sweep file
+  sweep.json                 the parsed sweep file, its "seeds" the seeds run (--seeds included)
   runs/<run>/config.json     the run's settings and exact command line
   runs/<run>/status.json     {"ok": bool, "returncode": int, "started_at", "finished_at", ...}
   runs/<run>/summary.json, metrics-<rank>.jsonl, launch.log, logs/
 A run is built in runs/.<run>.partial and renamed into place when it ends, so a directory
 named runs/<run> is always complete. It counts as finished only if status.json says ok (the
 launcher exited 0) and summary.json exists; anything else is redone on resume.
+
+A results directory holds one set of seeds: resuming it with other seeds (another --seeds, or
+an edited seeds list) is refused rather than mixing the runs of both in its means and checks.
 """
 
 import json
@@ -17,6 +20,58 @@ import signal
 import subprocess
 import sys
 import time
+
+
+class ResultsDirError(RuntimeError):
+    """The results directory was made with other seeds; the message says which."""
+
+
+def _seed_list(seeds):
+    seeds = list(seeds)
+    try:
+        seeds.sort()
+    except TypeError:  # a hand-edited sweep.json
+        pass
+    return ", ".join(str(s) for s in seeds)
+
+
+def check_seeds(results_dir, seeds):
+    """Raises ResultsDirError unless results_dir is new or was made with exactly these seeds
+    (in any order): its sweep.json's "seeds" (a sweep file without them ran seed 1) and the
+    seed of every run directory in runs/."""
+    seeds = set(seeds)
+    hint = "resume it with the same seeds, or use another results directory"
+    path = os.path.join(results_dir, "sweep.json")
+    if os.path.exists(path):
+        try:
+            with open(path) as f:
+                source = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise ResultsDirError(f"{path} is unreadable ({e}), so the seeds of the runs in "
+                                  f"{results_dir} are unknown; use another results "
+                                  "directory") from e
+        old = source.get("seeds", [1]) if isinstance(source, dict) else None
+        if not isinstance(old, list):
+            old = [old]
+        if sorted(map(repr, old)) != sorted(map(repr, seeds)):
+            raise ResultsDirError(
+                f"{results_dir} was made with seeds {_seed_list(old)} (its sweep.json), this "
+                f"sweep runs seeds {_seed_list(seeds)}: a results directory holds one set of "
+                f"seeds, so its runs are not mixed; {hint}")
+    runs = os.path.join(results_dir, "runs")
+    for name in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+        if name.startswith("."):
+            continue  # a partial run: redone or left alone, never read
+        try:
+            with open(os.path.join(runs, name, "config.json")) as f:
+                seed = json.load(f).get("seed")
+        except (OSError, json.JSONDecodeError, AttributeError):
+            continue  # a partial or broken run: redone, or not ours
+        if seed not in seeds:
+            raise ResultsDirError(
+                f"{results_dir} holds run {name} with seed {seed}, this sweep runs seeds "
+                f"{_seed_list(seeds)}: a results directory holds one set of seeds, so its "
+                f"runs are not mixed; {hint}")
 
 
 def write_json_atomic(path, obj):
@@ -96,8 +151,11 @@ def _run_one(run, launcher, final_dir, timeout_s):
     return ok, error, finished - started
 
 
-def run_sweep(sweep, results_dir, launcher, timeout_s=600, out=sys.stdout):
-    """Runs every unfinished run of the sweep. Returns (ran, skipped, failed names)."""
+def run_sweep(sweep, results_dir, launcher, timeout_s=600, out=None):
+    """Runs every unfinished run of the sweep. Returns (ran, skipped, failed names). Raises
+    ResultsDirError, before running anything, when results_dir was made with other seeds."""
+    out = sys.stdout if out is None else out
+    check_seeds(results_dir, {r.seed for r in sweep.runs})
     os.makedirs(os.path.join(results_dir, "runs"), exist_ok=True)
     write_json_atomic(os.path.join(results_dir, "sweep.json"), sweep.source)
     todo = [r for r in sweep.runs if not is_finished(run_dir(results_dir, r))]

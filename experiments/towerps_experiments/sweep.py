@@ -12,6 +12,7 @@ import functools
 import itertools
 import json
 import os
+import re
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ class Sweep:
     target_accuracy: float
     runs: list
     checks: list
-    source: dict  # the parsed file, copied into the results directory
+    source: dict  # the parsed file with the seeds as run, copied into the results directory
 
 
 def _fmt(x):
@@ -276,12 +277,34 @@ def _check_stragglers(path, stragglers, workers, launcher):
                 _require(why is None, f"{path}: stragglers[{i}]", key, value, why)
 
 
-def parse(data, path, launcher):
+def parse_seed_list(text):
+    """The seeds of `--seeds 4,5,6`: comma-separated integers >= 0, at least one, none
+    repeated. Raises ValueError naming the bad value."""
+    if not text.strip():
+        raise ValueError(f"{text!r}: no seeds (expected e.g. 4,5,6)")
+    seeds = []
+    for item in (x.strip() for x in text.split(",")):
+        if not re.fullmatch(r"[0-9]+", item, re.ASCII):
+            why = "an empty entry" if not item else f"{item!r} is not an integer >= 0"
+            raise ValueError(f"{text!r}: {why} (expected e.g. 4,5,6)")
+        seed = int(item)
+        if seed >= 2**64:
+            raise ValueError(f"{text!r}: {item} does not fit the launcher's 64-bit --seed")
+        if seed in seeds:
+            raise ValueError(f"{text!r}: seed {seed} is repeated")
+        seeds.append(seed)
+    return seeds
+
+
+def parse(data, path, launcher, seeds=None):
     """Validates a parsed sweep dict and expands it into a Sweep; `launcher` (towerps-launch)
-    says which names and straggler settings it accepts. Raises SweepError, or LauncherError
-    when the launcher cannot be asked."""
+    says which names and straggler settings it accepts. `seeds`, when given, replaces the
+    file's seeds list (--seeds). The Sweep's source always records the seeds it runs. Raises
+    SweepError, or LauncherError when the launcher cannot be asked."""
     choices = launcher_choices(launcher)
     _require(isinstance(data, dict), path, "<top>", type(data).__name__, "must be a table")
+    if seeds is not None:
+        data = dict(data, seeds=list(seeds))
     for key in data:
         _require(key in TOP_KEYS, path, key, data[key],
                  f"unknown key (allowed: {', '.join(sorted(TOP_KEYS))})")
@@ -350,7 +373,8 @@ def parse(data, path, launcher):
     from . import checks as checks_mod  # validated here so a bad check fails before any run
     for i, c in enumerate(checks):
         checks_mod.validate(c, f"{path}: checks[{i}]", {r.config_name for r in runs})
-    return Sweep(name, data.get("description", ""), float(target), runs, checks, data)
+    return Sweep(name, data.get("description", ""), float(target), runs, checks,
+                 dict(data, seeds=list(seeds)))
 
 
 def config_name(mode, straggler, workers, model, epochs, lr, all_workers, all_models,
@@ -370,7 +394,7 @@ def config_name(mode, straggler, workers, model, epochs, lr, all_workers, all_mo
     return "-".join(parts)
 
 
-def load(path, launcher):
-    """Loads and expands a sweep file. Raises SweepError naming the bad key and value, or
-    LauncherError (see parse)."""
-    return parse(load_file(path), path, launcher)
+def load(path, launcher, seeds=None):
+    """Loads and expands a sweep file; `seeds`, when given, replaces its seeds. Raises
+    SweepError naming the bad key and value, or LauncherError (see parse)."""
+    return parse(load_file(path), path, launcher, seeds)
