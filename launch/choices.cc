@@ -13,7 +13,8 @@ std::string ChoicesJson() {
   using ps::UpdateMode;
   nlohmann::json modes = nlohmann::json::array(), optimizers = nlohmann::json::array(),
                  schedules = nlohmann::json::array();
-  for (UpdateMode m : {UpdateMode::kSync, UpdateMode::kAsync, UpdateMode::kSsp}) {
+  for (UpdateMode m :
+       {UpdateMode::kSync, UpdateMode::kAsync, UpdateMode::kSsp, UpdateMode::kSoftsync}) {
     modes.push_back(ps::UpdateModeName(m));
   }
   for (OptimizerKind k : {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kAdam,

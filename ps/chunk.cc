@@ -55,6 +55,7 @@ void Chunk::Restore(const ChunkState& state) {
   worker_clocks_ = state.worker_clocks;
   worker_clocks_.resize(static_cast<size_t>(config_.workers), 0);
   pending_.clear();
+  softsync_pending_.clear();
   if (!state.pending.empty()) pending_[version_] = state.pending;
   previous_version_ = state.previous_version;
   previous_values_ = previous_version_ == kNoVersion ? Tensor() : CopyOf(state.previous_values);
@@ -280,6 +281,25 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
                                 " of " + where + ", which is only at version " +
                                 std::to_string(version_));
   }
+  if (config_.mode == UpdateMode::kSoftsync) {
+    for (const SoftsyncGradient& p : softsync_pending_) {
+      if (p.worker == worker && p.clock == clock) {  // a restarted worker's repeat, still pending
+        counters->stale_dropped.fetch_add(1, std::memory_order_relaxed);
+        out.kind = PushOutcome::Kind::kDuplicate;
+        out.version = version_;
+        return out;
+      }
+    }
+    const bool refused = refuse_if_nonfinite();
+    softsync_pending_.push_back({worker, clock, base_version, refused ? Tensor() : gradient});
+    if (static_cast<int>(softsync_pending_.size()) >= config_.SoftsyncBatch()) {
+      out.staleness = staleness;
+      CompleteSoftsyncUpdate(lr, counters);
+      if (!refused) out.kind = PushOutcome::Kind::kApplied;
+    }
+    out.version = version_;
+    return out;  // pending, applied or rejected
+  }
   if (refuse_if_nonfinite()) {
     // The push still counts, with no update: the version goes on counting every worker's
     // pushes (the chief waits for all of them at the end), and the worker's clock moves on so
@@ -301,6 +321,37 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
   out.staleness = staleness;
   out.version = version_;
   return out;
+}
+
+void Chunk::CompleteSoftsyncUpdate(float lr, ShardCounters* counters) {
+  // Worker-rank order (then iteration: a fast worker may have two in one update), so the sum is
+  // formed as sync forms it: n = 1 with one gradient per worker is sync's update, bit for bit.
+  std::sort(softsync_pending_.begin(), softsync_pending_.end(),
+            [](const SoftsyncGradient& a, const SoftsyncGradient& b) {
+              return std::tie(a.worker, a.clock) < std::tie(b.worker, b.clock);
+            });
+  std::vector<const float*> grads;
+  int64_t staleness_sum = 0;
+  for (const SoftsyncGradient& p : softsync_pending_) {
+    int64_t& c = worker_clocks_[static_cast<size_t>(p.worker)];
+    c = std::max(c, p.clock + 1);
+    if (p.gradient.num_elements() == 0) continue;  // refused as non-finite
+    grads.push_back(p.gradient.f32());
+    const int64_t staleness = version_ - p.base_version;
+    staleness_sum += staleness;
+    counters->RecordStaleness(staleness);
+  }
+  const int k = static_cast<int>(grads.size());
+  if (k > 0) {
+    // Zhang et al.'s modulation: the rate over the mean staleness of the update's gradients.
+    const double mean = static_cast<double>(staleness_sum) / k;
+    const float effective_lr =
+        config_.staleness_aware_lr ? static_cast<float>(lr / std::max(1.0, mean)) : lr;
+    Update(grads.data(), k, k, effective_lr, counters);
+  } else {
+    ++version_;  // every gradient was refused: the version still counts the update
+  }
+  softsync_pending_.clear();  // only now: it holds the gradients
 }
 
 bool Chunk::PullReady(int64_t min_version, int64_t clock) const {

@@ -9,8 +9,19 @@
 //         with staleness_aware_lr the learning rate is divided by max(1, staleness).
 //  ssp    As async; in addition a pull for clock c is ready only once every worker has pushed
 //         clock c - s - 1 or later (Ho et al. 2013), i.e. no worker is more than s ahead.
-//  In async and SSP a push for an iteration below the worker's clock here is kDuplicate and
-//  dropped: a restarted worker redoes the iteration its predecessor left half-pushed, and each
+//  softsync  Zhang et al. 2016's n-softsync: each update averages the first c = workers / n
+//         gradients to arrive, whatever version they were computed from, in worker-rank order;
+//         each is recorded with its staleness (version at the update - base version), and with
+//         staleness_aware_lr the rate is divided by their mean staleness. A late gradient is
+//         never dropped: it joins the next update. Pulls never wait (workers read the latest
+//         values, as in async): with n = 1 an update of one gradient per worker is sync's,
+//         bit for bit, and n = workers applies each gradient on arrival, exactly as async does.
+//         (Pulls cannot wait for a worker's own pending gradient: chunks group arrivals
+//         independently, so each could hold a different worker's leftover and all would wait.)
+//         Worker clocks here count applied iterations; pending gradients are not checkpointed,
+//         so a restored chunk gets them again from the rejoining workers.
+//  In async, SSP and softsync a push for an iteration below the worker's clock here is kDuplicate
+//  and dropped: a restarted worker redoes the iteration its predecessor left half-pushed, and each
 //  (worker, iteration) is applied once per chunk.
 //
 // Restarted workers (sync): the chunk keeps the values of its previous version, so that a worker
@@ -133,6 +144,8 @@ class Chunk {
   void Update(const float* const* grads, int k, int divisor, float lr, ShardCounters* counters);
   // Sync: the step's gradients are all in; applies the average of the finite ones.
   void CompleteStep(int64_t step, float lr, ShardCounters* counters);
+  // Softsync: c gradients are in; applies the average of the finite ones, in worker order.
+  void CompleteSoftsyncUpdate(float lr, ShardCounters* counters);
   Tensor WritableBuffer();
   Tensor NewBuffer() const;  // spec_.num_elements floats from allocate_
   Tensor CopyOf(const Tensor& t) const;
@@ -149,7 +162,15 @@ class Chunk {
   std::vector<Tensor> slots_;
   // sync: step -> worker -> gradient; an empty tensor marks a refused (non-finite) one.
   std::map<int64_t, std::map<int, Tensor>> pending_;
-  std::vector<int64_t> worker_clocks_;  // ssp: clocks pushed so far, per worker
+  std::vector<int64_t> worker_clocks_;  // async/ssp: iterations pushed, softsync: applied
+  // softsync: the gradients of the next update, in arrival order; an empty tensor marks a
+  // refused (non-finite) one.
+  struct SoftsyncGradient {
+    int worker;
+    int64_t clock, base_version;
+    Tensor gradient;
+  };
+  std::vector<SoftsyncGradient> softsync_pending_;
   StepHook step_hook_;
 };
 

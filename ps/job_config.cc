@@ -21,6 +21,8 @@ const char* UpdateModeName(UpdateMode mode) {
       return "async";
     case UpdateMode::kSsp:
       return "ssp";
+    case UpdateMode::kSoftsync:
+      return "softsync";
   }
   return "?";
 }
@@ -29,7 +31,8 @@ Result<UpdateMode> ParseUpdateMode(const std::string& text) {
   if (text == "sync") return UpdateMode::kSync;
   if (text == "async") return UpdateMode::kAsync;
   if (text == "ssp") return UpdateMode::kSsp;
-  return InvalidArgumentError("--mode=" + text + " is not one of sync, async, ssp");
+  if (text == "softsync") return UpdateMode::kSoftsync;
+  return InvalidArgumentError("--mode=" + text + " is not one of sync, async, ssp, softsync");
 }
 
 const char* OptimizerKindName(OptimizerKind kind) {
@@ -88,6 +91,13 @@ Status JobConfig::Validate() const {
                " must be between 1 and --workers=" + std::to_string(workers) + " (0 means all)");
   }
   if (staleness < 0) return bad("--staleness must be >= 0, got " + std::to_string(staleness));
+  if (softsync_n < 1 || softsync_n > workers || workers % softsync_n != 0) {
+    return bad("--softsync-n=" + std::to_string(softsync_n) + " must divide --workers=" +
+               std::to_string(workers) + " (each update averages workers / n gradients)");
+  }
+  if (mode == UpdateMode::kSoftsync && ps_replicas > 1) {
+    return bad("--mode softsync does not support --ps-replicas 2 yet; use sync, async or ssp");
+  }
   if (partition_bytes < 64) {
     return bad("--partition-bytes must be at least 64, got " + std::to_string(partition_bytes));
   }
@@ -122,6 +132,7 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--replicas-to-aggregate", std::to_string(EffectiveReplicas())},
       {"--staleness", std::to_string(staleness)},
       {"--staleness-aware-lr", staleness_aware_lr ? "true" : "false"},
+      {"--softsync-n", std::to_string(softsync_n)},
       {"--partition-bytes", std::to_string(partition_bytes)},
       {"--optimizer", OptimizerKindName(optimizer.kind)},
       {"--lr", FloatText(optimizer.learning_rate)},

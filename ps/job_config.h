@@ -17,7 +17,8 @@
 
 namespace towerps::ps {
 
-enum class UpdateMode { kSync, kAsync, kSsp };
+// kSoftsync: Zhang et al. 2016's n-softsync; see ps/chunk.h.
+enum class UpdateMode { kSync, kAsync, kSsp, kSoftsync };
 enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad };
 enum class LrScheduleKind { kConstant, kStep, kExponential };
 
@@ -60,7 +61,8 @@ struct JobConfig {
   UpdateMode mode = UpdateMode::kSync;
   int replicas_to_aggregate = 0;    // sync: gradients per step; 0 means all workers
   int staleness = 2;                // ssp: the bound s
-  bool staleness_aware_lr = false;  // async/ssp: lr / max(1, staleness)
+  bool staleness_aware_lr = false;  // async/ssp/softsync: lr / max(1, (mean) staleness)
+  int softsync_n = 1;               // softsync: n; each update averages workers / n gradients
   size_t partition_bytes = 1 << 20;
   OptimizerOptions optimizer;
   LrScheduleOptions schedule;
@@ -75,6 +77,20 @@ struct JobConfig {
   // Gradients a sync step needs.
   int EffectiveReplicas() const {
     return replicas_to_aggregate > 0 ? replicas_to_aggregate : workers;
+  }
+  // Softsync: gradients per update, Zhang et al.'s c = lambda / n.
+  int SoftsyncBatch() const { return workers / softsync_n; }
+  // The version every chunk reaches once each worker has pushed `steps` iterations: sync
+  // versions count steps, async and SSP versions every gradient, softsync versions every c.
+  int64_t FinalVersion(int64_t steps) const {
+    switch (mode) {
+      case UpdateMode::kSync:
+        return steps;
+      case UpdateMode::kSoftsync:
+        return steps * softsync_n;
+      default:
+        return steps * workers;
+    }
   }
 
   // Server processes the job runs: `servers`, plus a standby when replicas need one.

@@ -40,12 +40,16 @@ JobFlags::JobFlags()
       "servers", po::value(&c.servers)->default_value(c.servers), "number of parameter servers")(
       "ps-replicas", po::value(&c.ps_replicas)->default_value(c.ps_replicas),
       "copies of every chunk: 1, or 2 (a primary and a backup; a dead server fails over)")(
-      "mode", po::value(&mode_)->default_value(mode_), "update mode: sync, async or ssp")(
+      "mode", po::value(&mode_)->default_value(mode_), "update mode: sync, async, ssp or softsync")(
       "replicas-to-aggregate", po::value(&c.replicas_to_aggregate)->default_value(0),
       "sync: gradients averaged per step; 0 = all workers, fewer = backup workers")(
       "staleness", po::value(&c.staleness)->default_value(c.staleness), "ssp: staleness bound s")(
       "staleness-aware-lr", po::bool_switch(&c.staleness_aware_lr),
-      "async/ssp: divide the learning rate by max(1, staleness)")(
+      "async/ssp: divide the learning rate by max(1, staleness); softsync: by the mean "
+      "staleness of the update's gradients")(
+      "softsync-n", po::value(&c.softsync_n)->default_value(c.softsync_n),
+      "softsync: each update averages the first workers/n gradients to arrive (n = 1: as sync; "
+      "n = workers: as async); n must divide --workers")(
       "partition-bytes", po::value(&c.partition_bytes)->default_value(c.partition_bytes),
       "largest chunk a variable is cut into")("optimizer",
                                               po::value(&optimizer_)->default_value(optimizer_),

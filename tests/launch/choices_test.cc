@@ -27,7 +27,7 @@ std::vector<std::string> List(const json& choices, const std::string& key) {
 TEST(ChoicesTest, EveryListedNameParsesBack) {
   const json choices = json::parse(ChoicesJson());
   const std::vector<std::string> modes = List(choices, "modes");
-  EXPECT_EQ(modes, (std::vector<std::string>{"sync", "async", "ssp"}));
+  EXPECT_EQ(modes, (std::vector<std::string>{"sync", "async", "ssp", "softsync"}));
   for (const std::string& m : modes) {
     Result<ps::UpdateMode> r = ps::ParseUpdateMode(m);
     ASSERT_TRUE(r.ok()) << r.status();

@@ -242,6 +242,20 @@ TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
   }
 }
 
+// n-softsync across processes: 2 servers, 4 workers, n = 2: each update averages 2 gradients,
+// so the chunks apply half as many updates as async, every gradient once, with staleness.
+TEST_F(TrainingJobTest, SoftsyncCompletesAndAppliesEveryGradientOnce) {
+  const std::string summary = Path("softsync.json");
+  ASSERT_EQ(
+      Launch("softsync", {"--servers", "2", "--workers", "4", "--mode", "softsync", "--softsync-n",
+                          "2", "--lr", "0.02", "--epochs", "1", "--summary-out", summary}),
+      0);
+  EXPECT_EQ(SummaryField(summary, "updates_applied"), 2 * 234 * 6);  // n x steps x chunks
+  EXPECT_EQ(SummaryField(summary, "dropped_stale"), 0);
+  EXPECT_GT(SummaryField(summary, "mean_staleness"), 0);
+  EXPECT_GT(SummaryField(summary, "test_accuracy"), 0.75);
+}
+
 TEST_F(TrainingJobTest, StragglerDelaysByTheRequestedAmount) {
   ASSERT_EQ(Launch("straggler", {"--workers", "2", "--max-steps", "40", "--straggler", "1:40ms",
                                  "--metrics-out", Path("m-{rank}.jsonl"), "--log-every", "20"}),

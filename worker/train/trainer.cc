@@ -281,17 +281,17 @@ class Trainer::Impl {
     s.examples_per_sec = static_cast<double>((done_steps - (sync ? first : 0)) * job.batch_size) *
                          (sync ? job.EffectiveReplicas() : job.workers) / s.train_seconds;
     if (o_.rank != 0) return s;
-    TOWERPS_RETURN_IF_ERROR(FinishAsChief(sync, total, done_steps, &s));
+    TOWERPS_RETURN_IF_ERROR(FinishAsChief(total, done_steps, &s));
     return s;
   }
 
  private:
   // The chief, after training: the final parameters once every worker's last update is in,
   // evaluated; the servers' statistics; --final-params-out; the servers asked to stop.
-  Status FinishAsChief(bool sync, int64_t total, int64_t done_steps, TrainingSummary* s) {
-    const int workers = o_.job.workers;
-    // Async/SSP: each chunk applies each worker's `total` iterations once (repeats are dropped).
-    const int64_t final_version = sync ? total : int64_t{workers} * total;
+  Status FinishAsChief(int64_t total, int64_t done_steps, TrainingSummary* s) {
+    // Async/SSP/softsync: each chunk applies each worker's `total` iterations once (repeats are
+    // dropped); the version counts them as the mode does (JobConfig::FinalVersion).
+    const int64_t final_version = o_.job.FinalVersion(total);
     std::vector<int64_t> finals(num_vars_, final_version);
     IssuePulls(finals, /*advance=*/false, 0, final_version);
     TOWERPS_RETURN_IF_ERROR(WaitPulls(&finals, &s->final_version_max));
