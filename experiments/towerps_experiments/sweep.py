@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 AXES = {"workers": "--workers", "models": "--model", "epochs": "--epochs", "lrs": "--lr"}
 TOP_KEYS = {"name", "description", "target_accuracy", "seeds", "modes", "stragglers",
             "options", "checks"} | set(AXES)
-MODE_KEYS = {"name", "mode", "backup_workers", "staleness", "staleness_aware_lr", "lr"}
+MODE_KEYS = {"name", "mode", "backup_workers", "staleness", "staleness_aware_lr", "lr",
+             "softsync_n"}
 STRAGGLER_KEYS = {"name", "straggler", "straggler_dist", "slow_workers"}
 # Straggler key -> launcher flag.
 STRAGGLER_FLAGS = {"straggler": "--straggler", "straggler_dist": "--straggler-dist",
@@ -88,6 +89,7 @@ class ModeSpec:
     staleness: int | None = None
     staleness_aware_lr: bool = False
     lr: float | None = None  # overrides the lrs axis for this mode
+    softsync_n: int | None = None  # softsync: n (each update averages workers / n gradients)
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,8 @@ class Run:
             cmd += ["--replicas-to-aggregate", str(self.workers - self.mode.backup_workers)]
         if self.mode.mode == "ssp":
             cmd += ["--staleness", str(self.mode.staleness)]
+        if self.mode.mode == "softsync":
+            cmd += ["--softsync-n", str(self.mode.softsync_n)]
         if self.mode.staleness_aware_lr:
             cmd.append("--staleness-aware-lr")
         cmd += self.straggler.flags()
@@ -148,6 +152,7 @@ class Run:
                 "mode": self.mode.mode, "mode_label": self.mode.label,
                 "backup_workers": self.mode.backup_workers, "staleness": self.mode.staleness,
                 "staleness_aware_lr": self.mode.staleness_aware_lr,
+                "softsync_n": self.mode.softsync_n,
                 "straggler": self.straggler.label, "workers": self.workers,
                 "model": self.model, "epochs": self.epochs, "lr": self.lr,
                 "options": dict(self.options)}
@@ -219,7 +224,7 @@ def _parse_mode(path, i, table, modes):
     salr = table.get("staleness_aware_lr", False)
     _require(isinstance(salr, bool), where, "staleness_aware_lr", salr, "must be true or false")
     _require(not salr or mode != "sync", where, "staleness_aware_lr", salr,
-             "applies to async and ssp only")
+             "applies to async, ssp and softsync only")
     lr = table.get("lr")
     _require(lr is None or (isinstance(lr, (int, float)) and not isinstance(lr, bool) and lr > 0),
              where, "lr", lr, "must be a number > 0")
@@ -231,20 +236,33 @@ def _parse_mode(path, i, table, modes):
         _require("staleness" not in table, where, "staleness", table.get("staleness"),
                  "only ssp takes a staleness bound")
         bounds = [None]
+    if mode == "softsync":
+        _require("softsync_n" in table, where, "softsync_n", None,
+                 "softsync needs n (a number or a list)")
+        ns = _as_list(where, "softsync_n", table["softsync_n"], int, lambda n: n >= 1,
+                      "must be >= 1")
+    else:
+        _require("softsync_n" not in table, where, "softsync_n", table.get("softsync_n"),
+                 "only softsync takes n")
+        ns = [None]
     base = table.get("name")
     _require(base is None or (isinstance(base, str) and base and "/" not in base), where,
              "name", base, "must be a non-empty string without '/'")
     specs = []
     for s in bounds:
-        if base is None:
-            label = mode
-            label += f"-b{backup}" if backup else ""
-            label += f"-s{s}" if s is not None else ""
-            label += "-salr" if salr else ""
-        else:
-            label = base if len(bounds) == 1 else f"{base}-s{s}"
-        specs.append(ModeSpec(label, mode, backup, s, salr,
-                              float(lr) if lr is not None else None))
+        for n in ns:
+            if base is None:
+                label = mode
+                label += f"-b{backup}" if backup else ""
+                label += f"-s{s}" if s is not None else ""
+                label += f"-n{n}" if n is not None else ""
+                label += "-salr" if salr else ""
+            else:
+                label = base
+                label += f"-s{s}" if len(bounds) > 1 else ""
+                label += f"-n{n}" if len(ns) > 1 else ""
+            specs.append(ModeSpec(label, mode, backup, s, salr,
+                                  float(lr) if lr is not None else None, n))
     return specs
 
 

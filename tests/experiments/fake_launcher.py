@@ -19,7 +19,7 @@ import signal
 import sys
 import time
 
-CHOICES = {"modes": ["sync", "async", "ssp"], "models": ["mlp", "cnn", "cifar10"],
+CHOICES = {"modes": ["sync", "async", "ssp", "softsync"], "models": ["mlp", "cnn", "cifar10"],
            "datasets": ["fashion-mnist", "cifar10", "synthetic"],
            "optimizers": ["sgd", "momentum", "adam", "adagrad"],
            "lr_schedules": ["constant", "step", "exponential"]}

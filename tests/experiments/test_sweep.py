@@ -56,6 +56,24 @@ class ExpansionTest(unittest.TestCase):
             self.assertEqual(cmd[cmd.index("--on-nonfinite") + 1], "continue")
 
 
+class SoftsyncModeTest(unittest.TestCase):
+    def test_softsync_n_is_an_axis_of_the_mode(self):
+        s = parse(workers=[4], seeds=[1],
+                  modes=[{"mode": "softsync", "softsync_n": [1, 4]},
+                         {"mode": "softsync", "softsync_n": 2, "staleness_aware_lr": True}])
+        cmds = {r.config_name: r.command("L", "/r") for r in s.runs}
+        self.assertEqual(sorted(cmds), ["softsync-n1", "softsync-n2-salr", "softsync-n4"])
+        n4 = cmds["softsync-n4"]
+        self.assertEqual(n4[n4.index("--softsync-n") + 1], "4")
+        self.assertIn("--staleness-aware-lr", cmds["softsync-n2-salr"])
+        with self.assertRaises(sweep.SweepError) as cm:
+            parse(modes=[{"mode": "softsync"}])
+        self.assertIn("softsync needs n", str(cm.exception))
+        with self.assertRaises(sweep.SweepError) as cm:
+            parse(modes=[{"mode": "async", "softsync_n": 2}])
+        self.assertIn("only softsync takes n", str(cm.exception))
+
+
 class ErrorTest(unittest.TestCase):
     def assertBad(self, fragment_list, **changes):
         with self.assertRaises(sweep.SweepError) as cm:
@@ -130,7 +148,7 @@ class RealLauncherTest(unittest.TestCase):
 
     def test_choices_come_from_the_binary(self):
         choices = sweep.launcher_choices(REAL_LAUNCHER)
-        self.assertEqual(choices["modes"], ["sync", "async", "ssp"])
+        self.assertEqual(choices["modes"], ["sync", "async", "ssp", "softsync"])
         self.assertIn("cifar10", choices["models"])
         self.assertIn("synthetic", choices["datasets"])
         self.assertIn("adam", choices["optimizers"])
