@@ -53,8 +53,10 @@ TEST(RawCeilingTest, EchoWithFarMoreMessagesInFlightThanTheWindowFinishes) {
                 [&] { gbps = RawZmqEchoThroughput(o, in_flight, &messages); });
     ASSERT_TRUE(gbps.ok()) << in_flight << " in flight: " << gbps.status().ToString();
     EXPECT_GT(*gbps, 0) << in_flight << " in flight";
-    // Every message sent came back, including the first in_flight ones.
-    EXPECT_GE(messages, in_flight) << in_flight << " in flight";
+    // It returned (the regression was a hang) having echoed messages. How many depends on the
+    // machine: sending stops when the 0.3 s are up, and under ASan on two busy cores only 620 of
+    // the first 1000 had been sent by then (every one sent came back: no stall error).
+    EXPECT_GE(messages, 2) << in_flight << " in flight";
     EXPECT_LT(Clock::now() - start, seconds(10)) << in_flight << " in flight";
   }
 }

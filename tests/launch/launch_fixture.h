@@ -7,8 +7,11 @@
 #ifndef TOWERPS_TESTS_LAUNCH_LAUNCH_FIXTURE_H_
 #define TOWERPS_TESTS_LAUNCH_LAUNCH_FIXTURE_H_
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -114,6 +117,26 @@ inline std::vector<pid_t> ProcessPids(const fs::path& run_dir, const std::string
 }
 
 inline bool ProcessAlive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+// A TCP port for a server the test starts on a fixed port: below Linux's ephemeral range
+// (32768 up), where connections of concurrent tests never land, free now (a bind to it on every
+// interface succeeds), and never the same twice in one test process.
+inline int UnusedPort() {
+  static int next = 20000 + static_cast<int>(getpid() % 12000);
+  for (int tries = 0; tries < 12000; ++tries) {
+    const int port = next;
+    next = next + 1 >= 32768 ? 20000 : next + 1;
+    const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    if (s >= 0) close(s);
+    if (free) return port;
+  }
+  return 0;
+}
 
 // Waits until `path` contains `text`; returns whether it does.
 inline bool AwaitText(const fs::path& path, const std::string& text, seconds limit) {

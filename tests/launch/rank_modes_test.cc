@@ -16,11 +16,7 @@ class RankModesTest : public LaunchTest {
   void SetUp() override {
     if (!HaveFashionMnist()) GTEST_SKIP() << kNoFashionMnist;
   }
-  // A port unlikely to be in use, different for each call and each test process.
-  static int FreePort() {
-    static int next = 20000 + getpid() % 20000;
-    return next++;
-  }
+  static int FreePort() { return UnusedPort(); }
 };
 
 TEST_F(RankModesTest, ClusterSpecFileAndEnvironment) {
