@@ -47,10 +47,10 @@ double WallTime() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Event.summary (field 5) holding one Summary.Value (Summary field 1).
-std::string SummaryField(const std::string& value) {
+// Event.summary (field 5): a Summary of these encoded Summary.Values (its field 1, repeated).
+std::string SummaryField(const std::vector<std::string>& values) {
   std::string summary;
-  PutBytes(&summary, 1, value);
+  for (const std::string& value : values) PutBytes(&summary, 1, value);
   std::string field;
   PutBytes(&field, 5, summary);
   return field;
@@ -114,17 +114,14 @@ Status EventWriter::WriteEvent(int64_t step, std::string_view payload_fields) {
 
 Status EventWriter::Scalars(int64_t step,
                             const std::vector<std::pair<std::string, double>>& values) {
-  std::string summary;
+  std::vector<std::string> encoded;
   for (const auto& [tag, v] : values) {
-    std::string value;
+    std::string& value = encoded.emplace_back();
     PutBytes(&value, 1, tag);
     PutKey(&value, 2, kFixed32);
     PutLittleEndian(&value, static_cast<float>(v));
-    PutBytes(&summary, 1, value);
   }
-  std::string field;
-  PutBytes(&field, 5, summary);
-  return WriteEvent(step, field);
+  return WriteEvent(step, SummaryField(encoded));
 }
 
 Status EventWriter::Histogram(int64_t step, const std::string& tag,
@@ -156,7 +153,7 @@ Status EventWriter::Histogram(int64_t step, const std::string& tag,
   std::string value;
   PutBytes(&value, 1, tag);
   PutBytes(&value, 5, histo);
-  return WriteEvent(step, SummaryField(value));
+  return WriteEvent(step, SummaryField({value}));
 }
 
 }  // namespace towerps

@@ -7,11 +7,6 @@
 #include "common/parse.h"
 
 namespace towerps::ps {
-namespace {
-
-std::string FloatText(float v) { return ShortestText(v); }
-
-}  // namespace
 
 const char* UpdateModeName(UpdateMode mode) {
   switch (mode) {
@@ -102,10 +97,10 @@ Status JobConfig::Validate() const {
     return bad("--partition-bytes must be at least 64, got " + std::to_string(partition_bytes));
   }
   if (!(optimizer.learning_rate > 0)) {
-    return bad("--lr must be positive, got " + FloatText(optimizer.learning_rate));
+    return bad("--lr must be positive, got " + ShortestText(optimizer.learning_rate));
   }
   if (optimizer.momentum < 0 || optimizer.momentum >= 1) {
-    return bad("--momentum must be in [0, 1), got " + FloatText(optimizer.momentum));
+    return bad("--momentum must be in [0, 1), got " + ShortestText(optimizer.momentum));
   }
   if (optimizer.beta1 < 0 || optimizer.beta1 >= 1 || optimizer.beta2 < 0 || optimizer.beta2 >= 1) {
     return bad("--beta1 and --beta2 must be in [0, 1)");
@@ -135,16 +130,16 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--softsync-n", std::to_string(softsync_n)},
       {"--partition-bytes", std::to_string(partition_bytes)},
       {"--optimizer", OptimizerKindName(optimizer.kind)},
-      {"--lr", FloatText(optimizer.learning_rate)},
-      {"--momentum", FloatText(optimizer.momentum)},
+      {"--lr", ShortestText(optimizer.learning_rate)},
+      {"--momentum", ShortestText(optimizer.momentum)},
       {"--nesterov", optimizer.nesterov ? "true" : "false"},
-      {"--beta1", FloatText(optimizer.beta1)},
-      {"--beta2", FloatText(optimizer.beta2)},
-      {"--epsilon", FloatText(optimizer.epsilon)},
-      {"--adagrad-initial", FloatText(optimizer.initial_accumulator)},
-      {"--weight-decay", FloatText(optimizer.weight_decay)},
+      {"--beta1", ShortestText(optimizer.beta1)},
+      {"--beta2", ShortestText(optimizer.beta2)},
+      {"--epsilon", ShortestText(optimizer.epsilon)},
+      {"--adagrad-initial", ShortestText(optimizer.initial_accumulator)},
+      {"--weight-decay", ShortestText(optimizer.weight_decay)},
       {"--lr-schedule", LrScheduleKindName(schedule.kind)},
-      {"--lr-decay-rate", FloatText(schedule.decay_rate)},
+      {"--lr-decay-rate", ShortestText(schedule.decay_rate)},
       {"--lr-decay-steps", std::to_string(schedule.decay_steps)},
       {"--lr-staircase", schedule.staircase ? "true" : "false"},
       {"--lr-warmup-steps", std::to_string(schedule.warmup_steps)},

@@ -208,6 +208,16 @@ def load_file(path):
         raise SweepError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'TOML'}: {e}") from e
 
 
+def _mode_axis(table, where, mode, owner, key, minimum, missing, foreign):
+    """The values of a mode's own axis (ssp's staleness, softsync's n): required for `owner`,
+    integers >= minimum; refused for any other mode, which gets [None]."""
+    if mode != owner:
+        _require(key not in table, where, key, table.get(key), foreign)
+        return [None]
+    _require(key in table, where, key, None, missing)
+    return _as_list(where, key, table[key], int, lambda v: v >= minimum, f"must be >= {minimum}")
+
+
 def _parse_mode(path, i, table, modes):
     where = f"{path}: modes[{i}]"
     _require(isinstance(table, dict), path, f"modes[{i}]", table, "must be a table")
@@ -228,23 +238,10 @@ def _parse_mode(path, i, table, modes):
     lr = table.get("lr")
     _require(lr is None or (isinstance(lr, (int, float)) and not isinstance(lr, bool) and lr > 0),
              where, "lr", lr, "must be a number > 0")
-    if mode == "ssp":
-        _require("staleness" in table, where, "staleness", None, "ssp needs a staleness bound")
-        bounds = _as_list(where, "staleness", table["staleness"], int, lambda s: s >= 0,
-                          "must be >= 0")
-    else:
-        _require("staleness" not in table, where, "staleness", table.get("staleness"),
-                 "only ssp takes a staleness bound")
-        bounds = [None]
-    if mode == "softsync":
-        _require("softsync_n" in table, where, "softsync_n", None,
-                 "softsync needs n (a number or a list)")
-        ns = _as_list(where, "softsync_n", table["softsync_n"], int, lambda n: n >= 1,
-                      "must be >= 1")
-    else:
-        _require("softsync_n" not in table, where, "softsync_n", table.get("softsync_n"),
-                 "only softsync takes n")
-        ns = [None]
+    bounds = _mode_axis(table, where, mode, "ssp", "staleness", 0,
+                        "ssp needs a staleness bound", "only ssp takes a staleness bound")
+    ns = _mode_axis(table, where, mode, "softsync", "softsync_n", 1,
+                    "softsync needs n (a number or a list)", "only softsync takes n")
     base = table.get("name")
     _require(base is None or (isinstance(base, str) and base and "/" not in base), where,
              "name", base, "must be a non-empty string without '/'")

@@ -1,5 +1,5 @@
-// The update rules of one chunk: sync (exact, order-independent, backups), async, SSP, softsync,
-// and copy-on-write of values being sent.
+// The update rules of one chunk: sync (exact, order-independent, backups), async, SSP, and
+// copy-on-write of values being sent (softsync: chunk_softsync_test.cc).
 #include "ps/chunk.h"
 
 #include <gtest/gtest.h>
@@ -9,30 +9,10 @@
 #include <cstring>
 #include <random>
 
+#include "tests/ps/chunk_test_util.h"
+
 namespace towerps::ps {
 namespace {
-
-constexpr int64_t kN = 1000;
-
-Tensor Random(uint32_t seed) {
-  Tensor t = Tensor::Empty({kN});
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  for (int64_t i = 0; i < kN; ++i) t.f32()[i] = d(rng);
-  return t;
-}
-
-JobConfig Sgd(UpdateMode mode, int workers) {
-  JobConfig c;
-  c.mode = mode;
-  c.workers = workers;
-  c.optimizer.kind = OptimizerKind::kSgd;
-  c.optimizer.learning_rate = 0.5f;
-  c.schedule.kind = LrScheduleKind::kConstant;
-  return c;
-}
-
-ChunkSpec Spec() { return {0, 0, 0, kN, kN * 4, 0}; }
 
 // A moving-average chunk (batch norm's statistics): the workers' pushed statistics are averaged
 // in rank order, and the value moves toward that average with the variable's decay; the
@@ -402,115 +382,6 @@ TEST(ChunkTest, SharedValuesAreNeverOverwritten) {
   Tensor hold = chunk.values();
   ASSERT_TRUE(chunk.Push(0, 1, 1, Random(3), &counters).ok());
   EXPECT_EQ(chunk.values().raw_data(), old);
-}
-
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.num_elements() == b.num_elements() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()) == 0;
-}
-
-JobConfig Softsync(int workers, int n) {
-  JobConfig c = Sgd(UpdateMode::kSoftsync, workers);
-  c.optimizer.kind = OptimizerKind::kMomentum;  // state across updates: a stronger comparison
-  c.softsync_n = n;
-  return c;
-}
-
-// 1-softsync: each update averages all the workers' gradients, in worker-rank order, whatever
-// order they arrive in: hardsync's update, bit for bit, step after step.
-TEST(ChunkSoftsyncTest, OneSoftsyncIsHardsyncBitForBit) {
-  JobConfig sync_config = Softsync(4, 1);
-  sync_config.mode = UpdateMode::kSync;
-  Chunk sync(Spec(), sync_config), soft(Spec(), Softsync(4, 1));
-  ShardCounters counters;
-  ASSERT_TRUE(*sync.Init(Random(1)));
-  ASSERT_TRUE(*soft.Init(Random(1)));
-  std::mt19937 rng(5);
-  for (int64_t step = 0; step < 6; ++step) {
-    std::vector<int> order = {0, 1, 2, 3};
-    std::shuffle(order.begin(), order.end(), rng);
-    for (int w : order) {
-      const Tensor g = Random(static_cast<uint32_t>(100 + 10 * step + w));
-      ASSERT_TRUE(sync.Push(w, step, step, g, &counters).ok());
-      Result<PushOutcome> out = soft.Push(w, step, step, g, &counters);
-      ASSERT_TRUE(out.ok()) << out.status();
-      EXPECT_EQ(out->kind,
-                w == order.back() ? PushOutcome::Kind::kApplied : PushOutcome::Kind::kPending);
-    }
-    ASSERT_EQ(soft.version(), sync.version());
-    ASSERT_TRUE(SameBits(soft.values(), sync.values())) << "step " << step;
-  }
-}
-
-// n-softsync with n = workers applies each gradient on arrival with its staleness: async's
-// update, bit for bit, with the staleness-aware rate too.
-TEST(ChunkSoftsyncTest, WorkersSoftsyncIsAsyncBitForBit) {
-  for (bool aware : {false, true}) {
-    JobConfig soft_config = Softsync(3, 3);
-    soft_config.staleness_aware_lr = aware;
-    JobConfig async_config = soft_config;
-    async_config.mode = UpdateMode::kAsync;
-    Chunk async(Spec(), async_config), soft(Spec(), soft_config);
-    ShardCounters a_counters, s_counters;
-    ASSERT_TRUE(*async.Init(Random(2)));
-    ASSERT_TRUE(*soft.Init(Random(2)));
-    // (worker, base version) in arrival order: stale by 0, 1 or 2 versions.
-    const std::vector<std::pair<int, int64_t>> pushes = {{0, 0}, {1, 0}, {2, 0}, {0, 1},
-                                                         {2, 3}, {1, 2}, {0, 4}, {1, 6}};
-    std::vector<int64_t> clocks(3, 0);
-    for (size_t i = 0; i < pushes.size(); ++i) {
-      const auto [w, base] = pushes[i];
-      const Tensor g = Random(static_cast<uint32_t>(200 + i));
-      Result<PushOutcome> a = async.Push(w, base, clocks[w], g, &a_counters);
-      Result<PushOutcome> s = soft.Push(w, base, clocks[w], g, &s_counters);
-      ++clocks[w];
-      ASSERT_TRUE(a.ok() && s.ok());
-      EXPECT_EQ(s->kind, PushOutcome::Kind::kApplied);
-      EXPECT_EQ(s->staleness, a->staleness) << i;
-      ASSERT_TRUE(SameBits(soft.values(), async.values())) << "push " << i << " aware " << aware;
-    }
-    for (int b = 0; b < kStalenessBuckets; ++b) {
-      EXPECT_EQ(s_counters.staleness[b].load(), a_counters.staleness[b].load()) << b;
-    }
-  }
-}
-
-// 2-softsync of 4 workers: each update averages the first 2 gradients to arrive, whatever their
-// version; a late gradient is not dropped but joins the next update, once, with its staleness;
-// its repeat (a restarted worker) is a duplicate, pending or applied.
-TEST(ChunkSoftsyncTest, LateGradientsJoinTheNextUpdateOnceWithTheirStaleness) {
-  JobConfig config = Softsync(4, 2);
-  config.optimizer.kind = OptimizerKind::kSgd;
-  Chunk chunk(Spec(), config);
-  ShardCounters counters;
-  const Tensor init = Random(3);
-  ASSERT_TRUE(*chunk.Init(init));
-  const Tensor g0 = Random(30), g1 = Random(31), g2 = Random(32), g3 = Random(33);
-  EXPECT_EQ(chunk.Push(0, 0, 0, g0, &counters)->kind, PushOutcome::Kind::kPending);
-  EXPECT_EQ(chunk.Push(1, 0, 0, g1, &counters)->kind, PushOutcome::Kind::kApplied);
-  EXPECT_EQ(chunk.version(), 1);
-  const Tensor after_first = chunk.values().Clone();
-  // Worker 2 computed from version 0 and arrives late; worker 3 from version 1.
-  EXPECT_EQ(chunk.Push(2, 0, 0, g2, &counters)->kind, PushOutcome::Kind::kPending);
-  EXPECT_EQ(chunk.Push(2, 0, 0, g2, &counters)->kind, PushOutcome::Kind::kDuplicate);
-  Result<PushOutcome> last = chunk.Push(3, 1, 0, g3, &counters);
-  ASSERT_TRUE(last.ok()) << last.status();
-  EXPECT_EQ(last->kind, PushOutcome::Kind::kApplied);
-  EXPECT_EQ(last->staleness, 0);
-  EXPECT_EQ(chunk.version(), 2);
-  EXPECT_EQ(chunk.Push(2, 0, 0, g2, &counters)->kind, PushOutcome::Kind::kDuplicate);
-  EXPECT_EQ(chunk.worker_clock(2), 1);
-  for (int64_t i = 0; i < kN; ++i) {
-    const float first = init.f32()[i] - 0.5f * ((g0.f32()[i] + g1.f32()[i]) * 0.5f);
-    ASSERT_EQ(after_first.f32()[i], first) << i;
-    const float second = first - 0.5f * ((g2.f32()[i] + g3.f32()[i]) * 0.5f);
-    ASSERT_EQ(chunk.values().f32()[i], second) << i;
-  }
-  // Staleness: 0 and 0 in the first update; 1 (worker 2, from version 0 at version 1) and 0.
-  EXPECT_EQ(counters.staleness[0].load(), 3u);
-  EXPECT_EQ(counters.staleness[1].load(), 1u);
-  EXPECT_EQ(counters.updates_applied.load(), 2u);
-  EXPECT_EQ(counters.stale_dropped.load(), 2u);  // the two repeats, nothing else
 }
 
 }  // namespace
