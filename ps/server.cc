@@ -218,7 +218,7 @@ Status Server::Run() {
       next_log = Deadline::After(options_.stats_log_interval);
     }
     if (events_ && next_event.expired()) {
-      events_->Record(CollectStats(), /*final=*/false);
+      events_->Record(CollectStats());
       next_event = Deadline::After(options_.event_interval);
     }
   }
@@ -233,7 +233,7 @@ Status Server::Run() {
   // A failed final checkpoint fails the process: the state since the last one would be lost.
   Status final_checkpoint = MaybeCheckpoint(/*final=*/true);
   LogStats();
-  if (events_) events_->Record(CollectStats(), /*final=*/true);
+  if (events_) events_->Record(CollectStats());
   if (deposed_) {
     return FailedPreconditionError(
         "its peer replaced this server's copy of their chunks (it was found unresponsive); it "

@@ -10,8 +10,10 @@ Result<std::unique_ptr<ServerEvents>> ServerEvents::Create(const std::string& lo
   return std::unique_ptr<ServerEvents>(new ServerEvents(std::move(writer)));
 }
 
-void ServerEvents::Record(const ServerStatsReport& s, bool final) {
-  if (!writer_ || s.min_version < 0 || (s.min_version == last_step_ && !final)) return;
+void ServerEvents::Record(const ServerStatsReport& s) {
+  // One event per step: TensorBoard's steps must increase (a second event at the last step,
+  // written at shutdown, broke that).
+  if (!writer_ || s.min_version < 0 || s.min_version == last_step_) return;
   const int64_t step = s.min_version;
   Status st =
       writer_->Scalars(step, {{"ps/updates_applied", static_cast<double>(s.updates_applied)},

@@ -6,9 +6,9 @@
 // gradients applied per chunk in async and SSP, so the servers' curves line up with the
 // workers'.
 //
-// Contract: owned by the server's I/O thread. Record() writes one event per new step (the final
-// one always), nothing before the chunks exist. Writing is best effort: the first failure is
-// logged as a warning and the rest is skipped.
+// Contract: owned by the server's I/O thread. Record() writes one event per new step (so the
+// one at shutdown only if the step moved since the last), nothing before the chunks exist. Writing
+// is best effort: the first failure is logged as a warning and the rest is skipped.
 #ifndef TOWERPS_PS_SERVER_EVENTS_H_
 #define TOWERPS_PS_SERVER_EVENTS_H_
 
@@ -25,7 +25,7 @@ namespace towerps::ps {
 class ServerEvents {
  public:
   static Result<std::unique_ptr<ServerEvents>> Create(const std::string& logdir, int rank);
-  void Record(const ServerStatsReport& stats, bool final);
+  void Record(const ServerStatsReport& stats);
 
  private:
   explicit ServerEvents(std::unique_ptr<EventWriter> writer) : writer_(std::move(writer)) {}
