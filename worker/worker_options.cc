@@ -22,6 +22,10 @@ Status WorkerOptions::Validate() const {
   if (log_every < 1) {
     return InvalidArgumentError("--log-every=" + std::to_string(log_every) + " must be >= 1");
   }
+  if (evals_per_epoch < 1 || evals_per_epoch > 1000) {
+    return InvalidArgumentError("--evals-per-epoch=" + std::to_string(evals_per_epoch) +
+                                " must be between 1 and 1000");
+  }
   if (!(gpu_memory_fraction >= 0.0 && gpu_memory_fraction <= 1.0)) {
     char value[32];
     std::snprintf(value, sizeof(value), "%g", gpu_memory_fraction);
@@ -71,6 +75,8 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (intra_op_threads != d.intra_op_threads)
     add("--intra-op-threads", std::to_string(intra_op_threads));
   if (log_every != d.log_every) add("--log-every", std::to_string(log_every));
+  if (evals_per_epoch != d.evals_per_epoch)
+    add("--evals-per-epoch", std::to_string(evals_per_epoch));
   if (!data_dir.empty()) add("--data-dir", data_dir);
   if (!train_images.empty()) add("--train-images", train_images);
   if (!train_labels.empty()) add("--train-labels", train_labels);
@@ -110,6 +116,9 @@ WorkerFlags::WorkerFlags()
       "intra-op-threads", po::value(&o.intra_op_threads)->default_value(o.intra_op_threads),
       "threads inside one op")("log-every", po::value(&o.log_every)->default_value(o.log_every),
                                "steps between log lines")(
+      "evals-per-epoch", po::value(&o.evals_per_epoch)->default_value(o.evals_per_epoch),
+      "chief: evaluate on the test set this many times per epoch, evenly spaced, the last at "
+      "the epoch's end (1..1000; more than the steps per epoch means every step)")(
       "no-progress-bar", po::bool_switch(&no_progress_bar_),
       "plain lines only, even on a terminal (set by towerps-launch --mpi, --slurm and --cluster: "
       "their engines merge the ranks' output)")(

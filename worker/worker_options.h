@@ -25,6 +25,7 @@ struct WorkerOptions {
   std::string towers = "cpu:0";  // comma-separated devices, one tower each: cpu:0,cpu:1 or gpu:0
   int intra_op_threads = 1;      // threads inside one op
   int log_every = 100;           // steps between progress lines
+  int evals_per_epoch = 1;       // chief: test-set evaluations per epoch (eval_schedule.h)
   std::string data_dir;          // empty: the dataset's default location
   // Files of datasets that read named files (idx); relative to data_dir unless absolute.
   std::string train_images, train_labels, test_images, test_labels;

@@ -244,16 +244,26 @@ TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
 
 // n-softsync across processes: 2 servers, 4 workers, n = 2: each update averages 2 gradients,
 // so the chunks apply half as many updates as async, every gradient once, with staleness.
+// With --evals-per-epoch 3 the chief also evaluates at a third and two thirds of the epoch.
 TEST_F(TrainingJobTest, SoftsyncCompletesAndAppliesEveryGradientOnce) {
   const std::string summary = Path("softsync.json");
   ASSERT_EQ(
       Launch("softsync", {"--servers", "2", "--workers", "4", "--mode", "softsync", "--softsync-n",
-                          "2", "--lr", "0.02", "--epochs", "1", "--summary-out", summary}),
+                          "2", "--lr", "0.02", "--epochs", "1", "--summary-out", summary,
+                          "--evals-per-epoch", "3", "--metrics-out", Path("m-{rank}.jsonl")}),
       0);
   EXPECT_EQ(SummaryField(summary, "updates_applied"), 2 * 234 * 6);  // n x steps x chunks
   EXPECT_EQ(SummaryField(summary, "dropped_stale"), 0);
   EXPECT_GT(SummaryField(summary, "mean_staleness"), 0);
   EXPECT_GT(SummaryField(summary, "test_accuracy"), 0.75);
+  std::vector<int> eval_steps;
+  std::ifstream in(Path("m-0.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"kind\":\"eval\"") == std::string::npos) continue;
+    eval_steps.push_back(std::atoi(line.c_str() + line.find("\"step\":") + 7));
+  }
+  EXPECT_EQ(eval_steps, (std::vector<int>{78, 156, 234}));  // the last one: the final evaluation
+  EXPECT_NE(last_output_.find("step 78: test accuracy = "), std::string::npos);
 }
 
 TEST_F(TrainingJobTest, StragglerDelaysByTheRequestedAmount) {

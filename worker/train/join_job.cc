@@ -1,6 +1,9 @@
 #include "worker/train/join_job.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -62,6 +65,12 @@ Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, int64_t first,
   iter = std::max<int64_t>(iter, 0);
   if (iter > 0) TOWERPS_LOG(kInfo) << "joining a running job at iteration " << iter;
   return iter;
+}
+
+Status WriteReadyFile(const std::string& path) {
+  std::ofstream ready(path, std::ios::trunc);
+  if (!ready) return IoError("cannot write --ready-file " + path + ": " + std::strerror(errno));
+  return Status::Ok();
 }
 
 }  // namespace towerps::worker

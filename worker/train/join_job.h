@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <future>
+#include <string>
 
 #include "ps/client.h"
 #include "towerps/result.h"
@@ -51,6 +52,10 @@ Result<SyncJoin> JoinSyncJob(ps::Client& client, int num_vars, int64_t first, bo
 // repeat, so each iteration is applied once.
 Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, int64_t first,
                              const std::atomic<bool>* stop);
+
+// Once joined: creates (empty) the worker's --ready-file, by which towerps-launch bounds how long
+// a restarted worker takes to rejoin. kIoError naming the file when it cannot be written.
+Status WriteReadyFile(const std::string& path);
 
 }  // namespace towerps::worker
 

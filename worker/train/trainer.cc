@@ -1,11 +1,8 @@
 #include "worker/train/trainer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <future>
 #include <thread>
 
@@ -18,6 +15,7 @@
 #include "worker/tower_group.h"
 #include "worker/towers.h"
 #include "worker/train/console.h"
+#include "worker/train/eval_schedule.h"
 #include "worker/train/final_params.h"
 #include "worker/train/job_data.h"
 #include "worker/train/join_job.h"
@@ -200,8 +198,9 @@ class Trainer::Impl {
     batcher_->Seek(iter);
     for (int t = 0; t < towers_->size(); ++t) towers_->model(t).SetTrainingStep(iter);
     int64_t data_epoch = batcher_->epoch();
-    int64_t last_eval_epoch = iter / steps_per_epoch_;
-    if (!o_.worker.ready_file.empty()) TOWERPS_RETURN_IF_ERROR(WriteReadyFile());
+    EvalSchedule evals(steps_per_epoch_, o_.worker.evals_per_epoch, iter);
+    if (!o_.worker.ready_file.empty())
+      TOWERPS_RETURN_IF_ERROR(WriteReadyFile(o_.worker.ready_file));
     ConsoleProgress console(steps_per_epoch_, total,
                             {.bar = o_.worker.progress_bar,
                              .progress_lines = o_.worker.progress_lines && o_.rank == 0});
@@ -221,13 +220,15 @@ class Trainer::Impl {
       const int64_t progress = sync ? global : iter;
       if (progress >= total) break;
       const int64_t epoch = progress / steps_per_epoch_;
-      if (o_.rank == 0 && epoch > last_eval_epoch) {
+      if (o_.rank == 0 && evals.Due(progress)) {
         TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(towers_->model(0), *test_batcher_));
-        TOWERPS_LOG(kInfo) << "epoch " << epoch << " done: test accuracy = " << eval.accuracy
+        const std::string at = evals.EndsEpoch(progress)
+                                   ? "epoch " + std::to_string(epoch) + " done"
+                                   : "step " + std::to_string(progress);
+        TOWERPS_LOG(kInfo) << at << ": test accuracy = " << eval.accuracy
                            << ", test loss = " << eval.mean_loss;
         metrics_.Eval(progress, epoch, eval.accuracy, eval.mean_loss);
         console.Evaluated(progress, eval.accuracy);
-        last_eval_epoch = epoch;
       }
       if (!batcher_->Next(&batch)) {
         batcher_->StartEpoch(++data_epoch);
@@ -315,15 +316,6 @@ class Trainer::Impl {
         TOWERPS_RETURN_IF_ERROR(Await(client_->Shutdown(srv)));
       }
       TOWERPS_LOG(kInfo) << "asked the " << client_->num_servers() << " server(s) to stop";
-    }
-    return Status::Ok();
-  }
-
-  Status WriteReadyFile() const {
-    std::ofstream ready(o_.worker.ready_file, std::ios::trunc);
-    if (!ready) {
-      return IoError("cannot write --ready-file " + o_.worker.ready_file + ": " +
-                     std::strerror(errno));
     }
     return Status::Ok();
   }
