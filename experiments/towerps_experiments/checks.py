@@ -2,11 +2,15 @@
 
 Each check compares per-configuration means of one metric:
   final_accuracy  mean test accuracy over seeds, a null (NaN) accuracy counting as 0
-  time_to_target  mean seconds to the target accuracy; infinite if any seed never reached it
+  time_to_target  mean seconds to the target accuracy; infinite if any seed never reached it.
+                  The check's own `target` (e.g. a loose and a tight one) replaces the sweep's
+                  target_accuracy for that check
+  test_loss       mean final test loss; infinite if any seed diverged or has none
   throughput      mean examples/sec
   mean_staleness  mean staleness of applied updates
 Kinds:
-  compare    left OP right (OP one of > < >= <=), with an optional margin in favour of OP
+  compare    left OP right (OP one of > < >= <=), with an optional margin in favour of OP; a
+             negative margin is a tolerance against it (margin -0.03 with >: left > right - 0.03)
   recovers   (fixed - base) >= fraction * (reference - base), and reference > base
   between    value lies between low and high (either order), give or take tolerance
   monotonic  the metric over `configs` never moves against `direction` by more than tolerance
@@ -21,12 +25,12 @@ When the results carry no seeds at all, the mean alone decides.
 import math
 from dataclasses import dataclass, field
 
-METRICS = ("final_accuracy", "time_to_target", "throughput", "mean_staleness")
+METRICS = ("final_accuracy", "time_to_target", "throughput", "mean_staleness", "test_loss")
 KINDS = {"compare": {"left", "op", "right", "margin"},
          "recovers": {"base", "fixed", "reference", "fraction"},
          "between": {"value", "low", "high", "tolerance"},
          "monotonic": {"configs", "direction", "tolerance"}}
-COMMON = {"description", "kind", "metric"}
+COMMON = {"description", "kind", "metric", "target"}
 OPS = {">": lambda a, b, m: a > b + m, "<": lambda a, b, m: a < b - m,
        ">=": lambda a, b, m: a >= b + m, "<=": lambda a, b, m: a <= b - m}
 
@@ -81,6 +85,14 @@ def validate(check, where, config_names):
     if check.get("metric") not in METRICS:
         raise CheckError(f"{where}: key 'metric' = {check.get('metric')!r}: must be one of "
                          f"{', '.join(METRICS)}")
+    if "target" in check:
+        target = check["target"]
+        if check["metric"] != "time_to_target":
+            raise CheckError(f"{where}: key 'target' = {target!r}: only a time_to_target check "
+                             "takes a target")
+        if not (isinstance(target, (int, float)) and not isinstance(target, bool)
+                and 0 < target <= 1):
+            raise CheckError(f"{where}: key 'target' = {target!r}: must be an accuracy in (0, 1]")
     names = [check.get(k) for k in _config_keys(kind)]
     if kind == "monotonic":
         names = check.get("configs")
@@ -98,14 +110,20 @@ def validate(check, where, config_names):
                              f"(have: {', '.join(sorted(config_names))})")
 
 
-def metric_value(stats, metric):
-    """The check metric of one ConfigStats, or None if it has no successful run."""
+def metric_value(stats, metric, target=None):
+    """The check metric of one ConfigStats, or None if it has no successful run. `target`: the
+    accuracy a time_to_target check asks for, when not the sweep's own."""
     if stats.n_ok == 0:
         return None
     if metric == "final_accuracy":
         return stats.accuracy_or_zero
+    if metric == "time_to_target" and target is not None:
+        times = [r.time_to_target(target) for r in stats.runs if r.ok]
+        return math.inf if None in times else sum(times) / len(times)
     if metric == "time_to_target":
         return stats.time_to_target[0] if stats.n_reached == stats.n_ok else math.inf
+    if metric == "test_loss":
+        return stats.test_loss
     if metric == "throughput":
         return stats.throughput[0]
     return stats.mean_staleness
@@ -123,10 +141,11 @@ def _judge(check, values):
     """(holds, rule text) of the check on complete values (configuration -> number)."""
     kind = check["kind"]
     if kind == "compare":
-        passed = OPS[check["op"]](values[check["left"]], values[check["right"]],
-                                  check.get("margin", 0.0))
+        margin = check.get("margin", 0.0)
+        passed = OPS[check["op"]](values[check["left"]], values[check["right"]], margin)
+        slack = f" {'-' if '>' in check['op'] else '+'} {-margin:g}"
         rule = f"{check['left']} {check['op']} {check['right']}" + (
-            f" by more than {check['margin']}" if check.get("margin") else "")
+            f" by more than {margin:g}" if margin > 0 else slack if margin < 0 else "")
     elif kind == "recovers":
         b, f, r = (values[check[k]] for k in ("base", "fixed", "reference"))
         frac = check.get("fraction", 0.5)
@@ -164,7 +183,7 @@ def _seed_check(check, stats_by_name, names, seed):
     values, missing = {}, {}
     for n in names:
         st = stats_by_name[n].by_seed.get(seed) if n in stats_by_name else None
-        values[n] = metric_value(st, metric) if st is not None else None
+        values[n] = metric_value(st, metric, check.get("target")) if st is not None else None
         if st is None:
             missing[n] = "no run"
         elif st.n_ok == 0:
@@ -185,17 +204,18 @@ def evaluate(check, stats_by_name, seeds=None):
     if seeds is None:
         seeds = sorted({seed for st in stats_by_name.values() for seed in st.by_seed})
     per_seed = [_seed_check(check, stats_by_name, names, s) for s in seeds]
-    values = {n: metric_value(stats_by_name[n], metric) if n in stats_by_name else None
-              for n in names}
+    values = {n: metric_value(stats_by_name[n], metric, check.get("target"))
+              if n in stats_by_name else None for n in names}
     shown = ", ".join(f"{n} = {_fmt(v)}" for n, v in values.items())
     missing = [n for n, v in values.items() if v is None]
-    result = CheckResult(desc, None, "", metric, values, None, per_seed)
+    label = f"{metric} {check['target']:g}" if "target" in check else metric
+    result = CheckResult(desc, None, "", label, values, None, per_seed)
     if missing:
-        result.detail = f"{metric}: {shown}; no data for {', '.join(missing)}"
+        result.detail = f"{label}: {shown}; no data for {', '.join(missing)}"
         return result
     mean_passed, rule = _judge(check, values)
     result.mean_passed = mean_passed
-    result.detail = f"{metric}: {shown}; expected {rule}"
+    result.detail = f"{label}: {shown}; expected {rule}"
     if not per_seed:  # results without seeds: the mean alone
         result.passed = mean_passed
         return result

@@ -290,6 +290,7 @@ class ConfigStats:
     # seed -> the ConfigStats of this configuration's run(s) with that seed alone (for the
     # per-seed checks and the report); seeds without a run are absent.
     by_seed: dict = field(default_factory=dict)
+    test_loss: float | None = None  # mean final test loss; inf if a run diverged or has none
 
     @property
     def seeds(self):
@@ -331,6 +332,8 @@ def _aggregate(name, rs, target):
     p99s = [s[1] for s in stal if s[1] is not None]
     dropped = [_num(r.summary.get("dropped_stale")) for r in ok]
     updates = [_num(r.summary.get("updates_applied")) for r in ok]
+    losses = [math.inf if r.diverged or _num(r.summary.get("test_loss")) is None
+              else _num(r.summary.get("test_loss")) for r in ok]
     return ConfigStats(
         name=name, runs=rs, n_ok=len(ok), n_failed=len(rs) - len(ok),
         n_diverged=sum(r.diverged for r in ok),
@@ -341,4 +344,5 @@ def _aggregate(name, rs, target):
         throughput=_mean_std([_num(r.summary.get("examples_per_sec")) for r in ok]),
         mean_staleness=statistics.fmean(means) if means else None,
         p99_staleness=max(p99s) if p99s else None,
-        dropped=_mean_std(dropped)[0], updates=_mean_std(updates)[0])
+        dropped=_mean_std(dropped)[0], updates=_mean_std(updates)[0],
+        test_loss=statistics.fmean(losses) if losses else None)

@@ -30,7 +30,8 @@ STRAGGLER_FLAGS = {"straggler": "--straggler", "straggler_dist": "--straggler-di
 # Fixed options passed to every run: key in [options] -> launcher flag.
 OPTION_FLAGS = {"servers": "--servers", "dataset": "--dataset", "batch_size": "--batch-size",
                 "optimizer": "--optimizer", "max_steps": "--max-steps",
-                "log_every": "--log-every", "lr_schedule": "--lr-schedule",
+                "log_every": "--log-every", "evals_per_epoch": "--evals-per-epoch",
+                "lr_schedule": "--lr-schedule",
                 "intra_op_threads": "--intra-op-threads", "data_dir": "--data-dir"}
 
 

@@ -56,11 +56,11 @@ def validate_only(a):
 
 p = argparse.ArgumentParser()
 for flag in ("--workers", "--epochs", "--seed", "--staleness", "--replicas-to-aggregate",
-             "--servers", "--log-every"):
+             "--servers", "--log-every", "--softsync-n", "--evals-per-epoch"):
     p.add_argument(flag, type=int)
 for flag in ("--mode", "--model", "--lr", "--run-dir", "--metrics-out", "--summary-out",
              "--dataset", "--optimizer", "--batch-size", "--straggler", "--straggler-dist",
-             "--slow-workers", "--max-steps", "--on-nonfinite"):
+             "--slow-workers", "--max-steps", "--on-nonfinite", "--lr-schedule"):
     p.add_argument(flag)
 p.add_argument("--staleness-aware-lr", action="store_true")
 p.add_argument("--validate-only", action="store_true")

@@ -101,23 +101,23 @@ class SeedsOptionTest(TempDirTest):
     def test_run_preset_seeds_and_report(self):
         d = os.path.join(self.tmp.name, "preset")
         rc, _, err = self.main(cli.run_preset_main, [
-            "staleness", "--seeds", "4,5,6", "--results-dir", d, "--launcher",
+            "backup", "--seeds", "4,5,6", "--results-dir", d, "--launcher",
             _paths.FAKE_LAUNCHER, "--no-report"])
         self.assertEqual(rc, 0, err)
-        self.assertEqual(len(self.invocations()), 9)  # 3 modes x 3 seeds, none of 1, 2
+        self.assertEqual(len(self.invocations()), 6)  # 2 modes x 3 seeds, none of 1, 2, 3
         self.assertEqual(self.seeds_in(d), [4, 5, 6])
         path, check_results = report.make_report(d, with_plots=False)
         with open(path) as f:
             text = f.read()
         # The fake launcher's accuracy is 0.5 + seed / 100 in every mode.
-        self.assertIn("| seed | async-salr | async | sync |", text)
+        self.assertIn("| seed | sync-b1 | sync |", text)
         for seed in (4, 5, 6):
             acc = f"{0.5 + seed / 100:.4f}"
-            self.assertIn(f"| {seed} | {acc} | {acc} | {acc} |", text)
+            self.assertIn(f"| {seed} | {acc} | {acc} |", text)
         self.assertEqual([len(c.seeds) for c in check_results], [3, 3])
         # Again with other seeds into the same directory: refused, with the option to change.
         rc, _, err = self.main(cli.run_preset_main, [
-            "staleness", "--seeds", "7", "--results-dir", d, "--launcher",
+            "backup", "--seeds", "7", "--results-dir", d, "--launcher",
             _paths.FAKE_LAUNCHER, "--no-report"])
         self.assertEqual(rc, 2)
         self.assertIn("run_preset:", err)

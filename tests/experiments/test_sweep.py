@@ -138,7 +138,7 @@ class ErrorTest(unittest.TestCase):
             self.assertIn("not valid TOML", str(cm.exception))
 
 
-REAL_LAUNCHER = os.environ.get("TOWERPS_LAUNCH_BIN", "")
+REAL_LAUNCHER = _paths.REAL_LAUNCHER
 
 
 @unittest.skipUnless(os.access(REAL_LAUNCHER, os.X_OK),
