@@ -247,13 +247,24 @@ def load_run(path):
     return RunResult(os.path.basename(path), path, config, status, summary, train, evals)
 
 
+def _sweep_order(run):
+    """Runs in the order the sweep file lists them (config.json's sweep_index), then by name;
+    so configurations, the report's rows and the plots' bars, follow the sweep file."""
+    index = run.config.get("sweep_index")
+    if not isinstance(index, int) or isinstance(index, bool):
+        return (1, 0, run.name)
+    return (0, index, run.name)
+
+
 def load_results(results_dir):
-    """All complete run directories (runs/<name>, not the hidden .partial ones), by name."""
+    """All complete run directories (runs/<name>, not the hidden .partial ones), in the
+    sweep's order; runs whose config.json has no sweep_index follow, by name."""
     runs_dir = os.path.join(results_dir, "runs")
     if not os.path.isdir(runs_dir):
         raise ResultsError(f"{results_dir}: no runs/ directory; is this a results directory?")
-    return [load_run(os.path.join(runs_dir, d)) for d in sorted(os.listdir(runs_dir))
+    runs = [load_run(os.path.join(runs_dir, d)) for d in os.listdir(runs_dir)
             if not d.startswith(".") and os.path.isdir(os.path.join(runs_dir, d))]
+    return sorted(runs, key=_sweep_order)
 
 
 def load_sweep_source(results_dir):

@@ -107,7 +107,7 @@ def _fmt_duration(seconds):
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def _run_one(run, launcher, final_dir, timeout_s):
+def _run_one(run, index, launcher, final_dir, timeout_s):
     partial = os.path.join(os.path.dirname(final_dir), f".{run.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(partial)
@@ -116,8 +116,8 @@ def _run_one(run, launcher, final_dir, timeout_s):
     final_cmd = [a.replace(partial, final_dir) for a in cmd]
     started = time.time()
     write_json_atomic(os.path.join(partial, "config.json"),
-                      dict(run.describe(), command=final_cmd, launcher=launcher,
-                           started_at=started))
+                      dict(run.describe(), sweep_index=index, command=final_cmd,
+                           launcher=launcher, started_at=started))
     returncode, error = None, None
     with open(os.path.join(partial, "launch.log"), "wb") as log:
         try:
@@ -159,6 +159,7 @@ def run_sweep(sweep, results_dir, launcher, timeout_s=600, out=None):
     os.makedirs(os.path.join(results_dir, "runs"), exist_ok=True)
     write_json_atomic(os.path.join(results_dir, "sweep.json"), sweep.source)
     todo = [r for r in sweep.runs if not is_finished(run_dir(results_dir, r))]
+    index = {r.name: i for i, r in enumerate(sweep.runs)}  # reports list runs in this order
     skipped = len(sweep.runs) - len(todo)
     if skipped:
         print(f"[sweep] {sweep.name}: {skipped} of {len(sweep.runs)} runs already finished; "
@@ -169,7 +170,8 @@ def run_sweep(sweep, results_dir, launcher, timeout_s=600, out=None):
     failed = []
     for i, run in enumerate(todo, 1):
         print(f"[sweep] run {i}/{len(todo)} {run.name} ...", file=out, flush=True)
-        ok, error, seconds = _run_one(run, launcher, run_dir(results_dir, run), timeout_s)
+        ok, error, seconds = _run_one(run, index[run.name], launcher, run_dir(results_dir, run),
+                                      timeout_s)
         elapsed = time.time() - t0
         eta = elapsed / i * (len(todo) - i)
         state = "ok" if ok else f"FAILED ({error}; see {run_dir(results_dir, run)}/launch.log)"
