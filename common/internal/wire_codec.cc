@@ -1,12 +1,12 @@
 #include "common/internal/wire_codec.h"
 
-#include <capnp/dynamic.h>
-#include <capnp/schema.h>
 #include <kj/exception.h>
 
 #include <cstring>
 #include <memory>
 #include <utility>
+
+#include "common/internal/header_walk.h"
 
 namespace towerps::internal {
 namespace {
@@ -72,38 +72,6 @@ Status CheckTensorMeta(proto::TensorMeta::Reader meta, size_t index, size_t fram
                          " bytes but its frame has " + std::to_string(frame_bytes));
   }
   return Status::Ok();
-}
-
-// Reads every field of `s`, recursively, as the schema types it: a pointer of the wrong kind (a
-// bit list where a struct list belongs, a list where a struct belongs), text without its NUL,
-// or an out-of-bounds pointer throws here, inside the decoder's guard, instead of later in a
-// getter. The generated getters check pointers the same way, so after this walk none of them
-// can throw. Only the active member of a union is read.
-void ReadEveryField(capnp::DynamicStruct::Reader s);
-
-void ReadEveryValue(const capnp::DynamicValue::Reader& v) {
-  switch (v.getType()) {
-    case capnp::DynamicValue::STRUCT:
-      ReadEveryField(v.as<capnp::DynamicStruct>());
-      return;
-    case capnp::DynamicValue::LIST:
-      for (auto element : v.as<capnp::DynamicList>()) ReadEveryValue(element);
-      return;
-    case capnp::DynamicValue::TEXT:
-      (void)v.as<capnp::Text>();
-      return;
-    default:
-      return;  // primitives, enums and data are plain bytes
-  }
-}
-
-void ReadEveryField(capnp::DynamicStruct::Reader s) {
-  for (capnp::StructSchema::Field field : s.getSchema().getNonUnionFields()) {
-    ReadEveryValue(s.get(field));
-  }
-  KJ_IF_MAYBE (active, s.which()) {
-    ReadEveryValue(s.get(*active));
-  }
 }
 
 // Frees the heap-held storage reference that kept a tensor alive while ZeroMQ sent it.
@@ -177,9 +145,9 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
     msg.reader_ = std::make_unique<capnp::FlatArrayMessageReader>(
         kj::ArrayPtr<const capnp::word>(begin, words), options);
     msg.header_ = msg.reader_->getRoot<proto::Header>();
-    // Bounds every pointer once (totalSize), then reads each field as its type (see above).
+    // Bounds every pointer once (totalSize), then reads each as its type (header_walk.h).
     (void)msg.header_.totalSize();
-    ReadEveryField(capnp::toDynamic(msg.header_));
+    ReadEveryPointer(msg.header_);
     // The walk spent the traversal budget, and it proved the header amplifies reads at most
     // that much per full pass. Later getters (decoding below, the handlers) make a few such
     // passes, so they read through a fresh reader without a budget that could run out and

@@ -1,0 +1,51 @@
+#include "common/internal/header_walk.h"
+
+namespace towerps::internal {
+namespace {
+
+// Each getter checks its pointer; a list's size and elements are then in bounds, so a list of
+// primitives or text needs only its getter.
+void Read(proto::TensorMeta::Reader t) { (void)t.getShape(); }
+
+void Read(proto::VariableSpec::Reader v) {
+  (void)v.getName();
+  (void)v.getShape();
+}
+
+void Read(proto::ConfigField::Reader c) {
+  (void)c.getName();
+  (void)c.getValue();
+}
+
+void Read(proto::ServerStats::Reader s) { (void)s.getStalenessHistogram(); }
+
+void Read(proto::ReplicaState::Reader r) {
+  (void)r.getWorkerClocks();
+  (void)r.getPendingWorkers();
+  (void)r.getPendingRefused();
+}
+
+void Read(proto::ShmInfo::Reader s) {
+  (void)s.getHost();
+  (void)s.getReleased();
+}
+
+template <typename Struct>
+void ReadEach(typename capnp::List<Struct>::Reader list) {
+  for (typename Struct::Reader element : list) Read(element);
+}
+
+}  // namespace
+
+void ReadEveryPointer(proto::Header::Reader h) {
+  ReadEach<proto::TensorMeta>(h.getTensors());
+  (void)h.getStatusMessage();
+  ReadEach<proto::VariableSpec>(h.getVariables());
+  ReadEach<proto::ConfigField>(h.getConfigFields());
+  Read(h.getStats());
+  Read(h.getReplicaState());
+  (void)h.getPrimaryGroups();
+  Read(h.getShm());
+}
+
+}  // namespace towerps::internal
