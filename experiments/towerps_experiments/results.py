@@ -98,18 +98,41 @@ def staleness(summary, train_lines):
     return mean, p99, ("metrics" if mean is not None else None)
 
 
-def global_updates_at(train_lines, t, mode):
-    """Global parameter updates made by time t, estimated from train lines: in sync mode the
-    step is already global; in async/ssp each worker's step is its own count of pushes, so
-    the global count is the sum over workers of their last step logged at or before t."""
-    last = {}
-    for l in train_lines:
-        if l.get("time") is not None and l["time"] <= t and l.get("step") is not None:
-            w = l.get("worker", 0)
-            last[w] = max(last.get(w, 0), l["step"])
-    if not last:
+def _step_at(points, t, launch=None):
+    """One worker's step at time t from its (time, step) log points, sorted by time: linear
+    between two points; after the last, the last step; before the first, linear from the time
+    of its step 0, found back along the first two points' rate (a worker starts training after
+    process start-up, not at launch) but not before `launch` when given. 0 when a single point
+    gives no rate."""
+    if t >= points[-1][0]:
+        return points[-1][1]
+    for (t0, s0), (t1, s1) in zip(points, points[1:]):
+        if t0 <= t < t1:
+            return s0 + (s1 - s0) * (t - t0) / (t1 - t0)
+    (t0, s0), (t1, s1) = points[0], (points[1] if len(points) > 1 else (None, None))
+    if t1 is None or s1 <= s0 or t1 <= t0:
         return 0
-    return max(last.values()) if mode == "sync" else sum(last.values())
+    start = t0 - s0 * (t1 - t0) / (s1 - s0)
+    if launch is not None:
+        start = min(max(start, launch), t0)
+    return 0 if t <= start or t0 <= start else s0 * (t - start) / (t0 - start)
+
+
+def global_updates_at(train_lines, t, mode, launch=None):
+    """Global parameter updates made by time t, estimated from train lines: in sync mode the
+    step is already global (the last one logged at or before t); in async, SSP and softsync
+    each worker's step is its own count of pushes, so the global count is the sum over workers
+    of each one's step at t, interpolated between its log lines (_step_at; `launch`, the job's
+    start): a worker logs only every --log-every steps, and the sum of the last steps logged
+    lags by up to that many per worker."""
+    points = {}
+    for l in train_lines:
+        if l.get("time") is not None and l.get("step") is not None:
+            points.setdefault(l.get("worker", 0), []).append((l["time"], l["step"]))
+    if mode == "sync":
+        logged = [s for pts in points.values() for (time_, s) in pts if time_ <= t]
+        return max(logged, default=0)
+    return sum(_step_at(sorted(pts), t, launch) for pts in points.values())
 
 
 @dataclass
@@ -169,18 +192,28 @@ class RunResult:
         `line`, a train or eval line with a "time", was written; None without a batch size.
         A sync step is global and each worker computes one batch per step (a backup worker's
         discarded one included): step x batch x workers, the step taken from the time when the
-        line has none. An async/SSP step is one worker's own count: the sum over workers of
-        their last step logged by then, x batch."""
+        line has none. An async, SSP or softsync step is one worker's own count: the sum over
+        workers of their steps at the line's time (global_updates_at), x batch; at the final
+        evaluation, which waits for every worker's last update, each worker has done the
+        summary's steps."""
         batch = self.summary.get("batch_size") or self.config.get("options", {}).get("batch_size")
         if not batch:
             return None
         mode = self.config.get("mode", "sync")
+        workers = self.summary.get("workers") or self.config.get("workers") or 1
         if mode != "sync":
-            return global_updates_at(self.train, line["time"], mode) * batch
+            steps = self.summary.get("steps")
+            last_train = max((l["time"] for l in self.train if l.get("time") is not None),
+                             default=None)
+            final = (self.evals and line is self.evals[-1] and self.ok
+                     and (last_train is None or line["time"] >= last_train))
+            if final and isinstance(steps, int) and not isinstance(steps, bool):
+                return steps * workers * batch
+            return global_updates_at(self.train, line["time"], mode, self.start) * batch
         step = line.get("step")
         if step is None:
             step = global_updates_at(self.train, line["time"], mode)
-        return step * batch * (self.summary.get("workers") or self.config.get("workers") or 1)
+        return step * batch * workers
 
 
 # "[worker:0] I 05:39:20.827 epoch 1 done: test accuracy = 0.8494, test loss = 0.406023"

@@ -84,8 +84,17 @@ class PlotsTest(unittest.TestCase):
         self.assertEqual(plots.run_series(sync, "accuracy", "examples").x, [51200, 102400])
         self.assertEqual(plots.run_series(async_, "loss", "examples").x,
                          [3200, 6400, 9600, 12800])
-        # Evaluations at 3 s and 6 s: the worker's last logged steps then were 50 and 100.
-        self.assertEqual(plots.run_series(async_, "accuracy", "examples").x, [3200, 6400])
+        # Evaluations at 3 s and 6 s, between the worker's lines at 2.5 s (step 50), 5 s (100)
+        # and 7.5 s (150): steps 60 and 120 by interpolation, not the 50 and 100 last logged.
+        self.assertEqual(plots.run_series(async_, "accuracy", "examples").x, [3840, 7680])
+        # The final evaluation, after every train line, waited for every worker's last update:
+        # each of the 4 has done the summary's 30 steps, though the last one logged was 20.
+        train = [{"time": 1.0, "worker": w, "step": 10} for w in range(4)] + \
+                [{"time": 2.0, "worker": w, "step": 20} for w in range(4)]
+        evals = [{"time": 1.5, "test_accuracy": 0.5}, {"time": 3.0, "test_accuracy": 0.7}]
+        finished = run("softsync-seed1", "softsync", train, evals, steps=30)
+        self.assertEqual(plots.run_series(finished, "accuracy", "examples").x,
+                         [4 * 15 * 64, 4 * 30 * 64])
         fig = plots.curve_figure(self.stats, "loss", "examples")
         self.assertIn("examples processed", fig.axes[0].get_xlabel())
         self.assertIn("vs examples processed", fig.axes[0].get_title())

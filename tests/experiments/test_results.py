@@ -42,9 +42,22 @@ class StalenessTest(unittest.TestCase):
     def test_global_updates(self):
         lines = [{"time": 1, "worker": 0, "step": 10}, {"time": 2, "worker": 1, "step": 12},
                  {"time": 3, "worker": 0, "step": 20}, {"time": 9, "worker": 1, "step": 30}]
-        self.assertEqual(results.global_updates_at(lines, 3, "async"), 32)
+        # Worker 0 logged step 20 at 3 s; worker 1 is between 12 at 2 s and 30 at 9 s: 14.57.
+        self.assertAlmostEqual(results.global_updates_at(lines, 3, "async"), 20 + 12 + 18 / 7)
         self.assertEqual(results.global_updates_at(lines, 3, "sync"), 20)
-        self.assertEqual(results.global_updates_at(lines, 0.5, "ssp"), 0)
+        # Before its first line, back along its first rate: worker 0 logged 10 at 2 s and 30
+        # at 4 s (10 a second), so step 0 was at 1 s; worker 1 logged 12 at 3 s and 30 at 9 s
+        # (3 a second), which puts step 0 at -1 s, before the launch at 0 s: from 0 s instead.
+        early = [{"time": 2, "worker": 0, "step": 10}, {"time": 4, "worker": 0, "step": 30},
+                 {"time": 3, "worker": 1, "step": 12}, {"time": 9, "worker": 1, "step": 30}]
+        self.assertAlmostEqual(results.global_updates_at(early, 1.5, "ssp", 0.0), 5 + 6)
+        self.assertAlmostEqual(results.global_updates_at(early, 1.5, "ssp"), 5 + 7.5)
+        self.assertEqual(results.global_updates_at(early, 0.5, "softsync", 0.0), 2)
+        # After its last line a worker stays at its last step.
+        self.assertEqual(results.global_updates_at(lines, 20, "async"), 50)
+        # One line only: nothing to interpolate from before it.
+        self.assertEqual(results.global_updates_at([{"time": 4, "step": 8}], 2, "async"), 0)
+        self.assertEqual(results.global_updates_at([{"time": 4, "step": 8}], 4, "async"), 8)
 
 
 class MetricsFileTest(unittest.TestCase):
