@@ -93,6 +93,11 @@ def validate(check, where, config_names):
         if not (isinstance(target, (int, float)) and not isinstance(target, bool)
                 and 0 < target <= 1):
             raise CheckError(f"{where}: key 'target' = {target!r}: must be an accuracy in (0, 1]")
+    for key in ("margin", "tolerance", "fraction"):
+        value = check.get(key)
+        if key in check and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                 and math.isfinite(value)):
+            raise CheckError(f"{where}: key '{key}' = {value!r}: must be a finite number")
     names = [check.get(k) for k in _config_keys(kind)]
     if kind == "monotonic":
         names = check.get("configs")
@@ -129,11 +134,11 @@ def metric_value(stats, metric, target=None):
     return stats.mean_staleness
 
 
-def _fmt(v):
+def _fmt(v, metric="time_to_target"):
     if v is None:
         return "n/a"
     if v == math.inf:
-        return "not reached"
+        return "not reached" if metric.startswith("time_to_target") else "inf (diverged or missing)"
     return f"{v:.4g}"
 
 
@@ -166,7 +171,7 @@ def _judge(check, values):
         tol = check.get("tolerance", 0.0)
         seq = [values[n] for n in names]
         sign = 1 if check["direction"] == "increasing" else -1
-        passed = all(sign * (b - a) >= -tol for a, b in zip(seq, seq[1:]))
+        passed = all(a == b or sign * (b - a) >= -tol for a, b in zip(seq, seq[1:]))
         rule = f"{check['direction']} along {' -> '.join(names)}" + (
             f" (tolerance {tol})" if tol else "")
     return bool(passed), rule
@@ -206,7 +211,7 @@ def evaluate(check, stats_by_name, seeds=None):
     per_seed = [_seed_check(check, stats_by_name, names, s) for s in seeds]
     values = {n: metric_value(stats_by_name[n], metric, check.get("target"))
               if n in stats_by_name else None for n in names}
-    shown = ", ".join(f"{n} = {_fmt(v)}" for n, v in values.items())
+    shown = ", ".join(f"{n} = {_fmt(v, metric)}" for n, v in values.items())
     missing = [n for n, v in values.items() if v is None]
     label = f"{metric} {check['target']:g}" if "target" in check else metric
     result = CheckResult(desc, None, "", label, values, None, per_seed)

@@ -18,14 +18,23 @@ def _opt(v, fmt):
     return "—" if v is None else fmt.format(v)
 
 
+def _loss(s):
+    if s.test_loss is None:
+        return "—"
+    if s.test_loss == math.inf:
+        return "inf (diverged or missing)"
+    return _pm((s.test_loss, s.test_loss_std))
+
+
 def table(stats, target):
-    head = ("| configuration | runs ok | final accuracy (mean ± std) | diverged | "
-            f"time to {target:g} s (mean ± std) | reached | examples/s | mean staleness | "
-            "p99 staleness | dropped gradients |")
-    lines = [head, "|" + "---|" * 10]
+    head = ("| configuration | runs ok | final accuracy (mean ± std) | final test loss | "
+            f"diverged | time to {target:g} s (mean ± std) | reached | examples/s | "
+            "mean staleness | p99 staleness | dropped gradients |")
+    lines = [head, "|" + "---|" * 11]
     for s in stats:
         lines.append(
-            f"| {s.name} | {s.n_ok}/{len(s.runs)} | {_pm(s.accuracy)} | {s.n_diverged} | "
+            f"| {s.name} | {s.n_ok}/{len(s.runs)} | {_pm(s.accuracy)} | {_loss(s)} | "
+            f"{s.n_diverged} | "
             f"{_pm(s.time_to_target, '{:.1f}')} | {s.n_reached}/{s.n_ok} | "
             f"{_pm(s.throughput, '{:.0f}')} | {_opt(s.mean_staleness, '{:.2f}')} | "
             f"{_opt(s.p99_staleness, '{:g}')} | {_opt(s.dropped, '{:.0f}')} |")
@@ -61,9 +70,9 @@ def seed_table(stats, seeds):
     return "\n".join(lines)
 
 
-def _cell(v):
+def _cell(v, metric):
     if v is None or v == math.inf:
-        return checks_mod._fmt(v)
+        return checks_mod._fmt(v, metric)
     return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
@@ -73,10 +82,10 @@ def check_seed_table(c, indent="  "):
     yes_no = {True: "yes", False: "no", None: "—"}
     lines = [f"| {c.metric} | " + " | ".join(names) + " | holds |",
              "|" + "---|" * (len(names) + 2),
-             "| mean | " + " | ".join(_cell(c.values[n]) for n in names) +
+             "| mean | " + " | ".join(_cell(c.values[n], c.metric) for n in names) +
              f" | {yes_no[c.mean_passed]} |"]
     for sc in c.seeds:
-        cells = [sc.missing.get(n) or _cell(sc.values[n]) for n in names]
+        cells = [sc.missing.get(n) or _cell(sc.values[n], c.metric) for n in names]
         held = yes_no[sc.held] + (" (missing data)" if sc.missing else "")
         lines.append(f"| seed {sc.seed} | " + " | ".join(cells) + f" | {held} |")
     return "\n".join(indent + l for l in lines)
@@ -93,9 +102,11 @@ def render(results_dir, stats, target, plots, check_results, sweep_source):
             "summary says so (a NaN or infinite loss or gradient was seen; the runs use "
             "--on-nonfinite continue and the servers refuse such gradients), or, for results "
             "without that field, when its accuracy is null or both its test and train losses "
-            "are (NaN); a null accuracy is left out of the mean, a reported one (a diverged model scores ~0.1) is kept. Time to target counts "
-            "from launch (process start-up included) to the first evaluation at or above the "
-            "target, over the seeds that reached it. Staleness comes from the summary's "
+            "are (NaN); a null accuracy is left out of the mean, a reported one (a diverged "
+            "model scores ~0.1) is kept. A test loss is infinite when a seed diverged. Time to "
+            "target counts from launch (process start-up included) until the test accuracy "
+            "reached the target, interpolated between the evaluations either side, over the "
+            "seeds that reached it. Staleness comes from the summary's "
             "histogram where present.", "", "## Configurations", "", table(stats, target), ""]
     seeds = report_seeds(stats, sweep_source)
     if seeds:

@@ -176,12 +176,21 @@ class RunResult:
             and _num(self.summary.get("final_train_loss")) is None)
 
     def time_to_target(self, target):
-        """Seconds from launch to the first evaluation with test accuracy >= target, or
-        None if never reached."""
+        """Seconds from launch until the test accuracy reached target, or None if no
+        evaluation did: interpolated linearly between the last evaluation below the target and
+        the first at or above it (the first evaluation's own time when it is the first). Not
+        the later evaluation's time: evaluations are spaced in steps, so a configuration with
+        slower steps evaluates less often and would be charged more of the gap."""
+        before = None
         for e in sorted(self.evals, key=lambda e: e.get("time") or 0):
-            acc = _num(e.get("test_accuracy"))
-            if acc is not None and acc >= target and e.get("time") is not None:
-                return e["time"] - self.start
+            acc, t = _num(e.get("test_accuracy")), e.get("time")
+            if acc is None or t is None:
+                continue
+            if acc >= target:
+                if before is not None and acc > before[1]:
+                    t = before[0] + (target - before[1]) / (acc - before[1]) * (t - before[0])
+                return t - self.start
+            before = (t, acc)
         return None
 
     def staleness(self):
@@ -335,6 +344,7 @@ class ConfigStats:
     # per-seed checks and the report); seeds without a run are absent.
     by_seed: dict = field(default_factory=dict)
     test_loss: float | None = None  # mean final test loss; inf if a run diverged or has none
+    test_loss_std: float | None = None  # over the runs, when none is inf
 
     @property
     def seeds(self):
@@ -389,4 +399,6 @@ def _aggregate(name, rs, target):
         mean_staleness=statistics.fmean(means) if means else None,
         p99_staleness=max(p99s) if p99s else None,
         dropped=_mean_std(dropped)[0], updates=_mean_std(updates)[0],
-        test_loss=statistics.fmean(losses) if losses else None)
+        test_loss=statistics.fmean(losses) if losses else None,
+        test_loss_std=(_mean_std(losses)[1] if losses and all(map(math.isfinite, losses))
+                       else None))

@@ -88,6 +88,30 @@ class TestLossAndToleranceTest(unittest.TestCase):
         self.assertIn("expected sync < salr + 0.03", checks.evaluate(below, st).detail)
 
 
+class EdgeCaseTest(unittest.TestCase):
+    def test_equal_infinities_do_not_break_a_monotonic_check(self):
+        # Two diverged configurations (infinite test loss) in a row are equal, not a fall.
+        st = stats(run("s0", 1, [(1, 0.8)], loss=0.45), run("s2", 1, [(1, 0.1)], diverged=True),
+                   run("s8", 1, [(1, 0.1)], diverged=True))
+        rising = {"kind": "monotonic", "metric": "test_loss", "configs": ["s0", "s2", "s8"],
+                  "direction": "increasing"}
+        c = checks.evaluate(rising, st)
+        self.assertIs(c.passed, True)
+        self.assertIn("s2 = inf (diverged or missing)", c.detail)
+
+    def test_margins_tolerances_and_fractions_must_be_finite_numbers(self):
+        names = {"async", "sync"}
+        for key, bad in (("margin", True), ("margin", float("nan")), ("margin", "0.1"),
+                         ("tolerance", float("inf"))):
+            check = dict(TIME, **{key: bad})
+            if key == "tolerance":
+                check = {"kind": "between", "metric": "throughput", "value": "async",
+                         "low": "sync", "high": "sync", key: bad}
+            with self.assertRaises(checks.CheckError) as cm:
+                checks.validate(check, "f: checks[0]", names)
+            self.assertIn(f"key '{key}' = {bad!r}: must be a finite number", str(cm.exception))
+
+
 @unittest.skipUnless(os.access(_paths.REAL_LAUNCHER, os.X_OK),
                      "TOWERPS_LAUNCH_BIN (set by CTest) is not a built towerps-launch")
 class PresetsTest(unittest.TestCase):
