@@ -1,5 +1,6 @@
 """Reads a results directory and computes the per-run and per-configuration numbers."""
 
+import functools
 import glob
 import json
 import math
@@ -125,14 +126,23 @@ def global_updates_at(train_lines, t, mode, launch=None):
     of each one's step at t, interpolated between its log lines (_step_at; `launch`, the job's
     start): a worker logs only every --log-every steps, and the sum of the last steps logged
     lags by up to that many per worker."""
+    return _updates_at(worker_points(train_lines), t, mode, launch)
+
+
+def worker_points(train_lines):
+    """Each worker's (time, step) log points, sorted by time: worker -> list."""
     points = {}
     for l in train_lines:
         if l.get("time") is not None and l.get("step") is not None:
             points.setdefault(l.get("worker", 0), []).append((l["time"], l["step"]))
+    return {w: sorted(pts) for w, pts in points.items()}
+
+
+def _updates_at(points, t, mode, launch):
+    """global_updates_at on worker_points."""
     if mode == "sync":
-        logged = [s for pts in points.values() for (time_, s) in pts if time_ <= t]
-        return max(logged, default=0)
-    return sum(_step_at(sorted(pts), t, launch) for pts in points.values())
+        return max((s for pts in points.values() for (time_, s) in pts if time_ <= t), default=0)
+    return sum(_step_at(pts, t, launch) for pts in points.values())
 
 
 @dataclass
@@ -196,6 +206,11 @@ class RunResult:
     def staleness(self):
         return staleness(self.summary, self.train)
 
+    @functools.cached_property
+    def _points(self):
+        """worker_points of the train lines, read once for all of examples_at's calls."""
+        return worker_points(self.train)
+
     def examples_at(self, line):
         """Training examples all workers had processed (batches computed x batch size) when
         `line`, a train or eval line with a "time", was written; None without a batch size.
@@ -212,16 +227,14 @@ class RunResult:
         workers = self.summary.get("workers") or self.config.get("workers") or 1
         if mode != "sync":
             steps = self.summary.get("steps")
-            last_train = max((l["time"] for l in self.train if l.get("time") is not None),
-                             default=None)
             final = (self.evals and line is self.evals[-1] and self.ok
-                     and (last_train is None or line["time"] >= last_train))
+                     and all(line["time"] >= pts[-1][0] for pts in self._points.values()))
             if final and isinstance(steps, int) and not isinstance(steps, bool):
                 return steps * workers * batch
-            return global_updates_at(self.train, line["time"], mode, self.start) * batch
+            return _updates_at(self._points, line["time"], mode, self.start) * batch
         step = line.get("step")
         if step is None:
-            step = global_updates_at(self.train, line["time"], mode)
+            step = _updates_at(self._points, line["time"], mode, None)
         return step * batch * workers
 
 
@@ -386,8 +399,8 @@ def _aggregate(name, rs, target):
     p99s = [s[1] for s in stal if s[1] is not None]
     dropped = [_num(r.summary.get("dropped_stale")) for r in ok]
     updates = [_num(r.summary.get("updates_applied")) for r in ok]
-    losses = [math.inf if r.diverged or _num(r.summary.get("test_loss")) is None
-              else _num(r.summary.get("test_loss")) for r in ok]
+    losses = [_num(r.summary.get("test_loss")) for r in ok]
+    losses = [math.inf if r.diverged or x is None else x for r, x in zip(ok, losses)]
     return ConfigStats(
         name=name, runs=rs, n_ok=len(ok), n_failed=len(rs) - len(ok),
         n_diverged=sum(r.diverged for r in ok),

@@ -158,8 +158,9 @@ def run_sweep(sweep, results_dir, launcher, timeout_s=600, out=None):
     check_seeds(results_dir, {r.seed for r in sweep.runs})
     os.makedirs(os.path.join(results_dir, "runs"), exist_ok=True)
     write_json_atomic(os.path.join(results_dir, "sweep.json"), sweep.source)
-    todo = [r for r in sweep.runs if not is_finished(run_dir(results_dir, r))]
-    index = {r.name: i for i, r in enumerate(sweep.runs)}  # reports list runs in this order
+    # With each run's place in the sweep, which reports list runs in.
+    todo = [(index, r) for index, r in enumerate(sweep.runs)
+            if not is_finished(run_dir(results_dir, r))]
     skipped = len(sweep.runs) - len(todo)
     if skipped:
         print(f"[sweep] {sweep.name}: {skipped} of {len(sweep.runs)} runs already finished; "
@@ -168,10 +169,9 @@ def run_sweep(sweep, results_dir, launcher, timeout_s=600, out=None):
         print(f"[sweep] {sweep.name}: {len(todo)} runs", file=out, flush=True)
     t0 = time.time()
     failed = []
-    for i, run in enumerate(todo, 1):
+    for i, (index, run) in enumerate(todo, 1):
         print(f"[sweep] run {i}/{len(todo)} {run.name} ...", file=out, flush=True)
-        ok, error, seconds = _run_one(run, index[run.name], launcher, run_dir(results_dir, run),
-                                      timeout_s)
+        ok, error, seconds = _run_one(run, index, launcher, run_dir(results_dir, run), timeout_s)
         elapsed = time.time() - t0
         eta = elapsed / i * (len(todo) - i)
         state = "ok" if ok else f"FAILED ({error}; see {run_dir(results_dir, run)}/launch.log)"
