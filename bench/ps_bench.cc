@@ -87,7 +87,8 @@ Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* 
 Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
                   const std::vector<std::string>& endpoints, const TransportSecurity& security,
                   int rank, std::atomic<int>* registered, const std::atomic<bool>* measuring,
-                  const std::atomic<int64_t>* stop_at, std::atomic<int64_t>* current, long* trips) {
+                  const std::atomic<int64_t>* stop_at, std::atomic<int64_t>* current, long* trips,
+                  double* update_ms) {
   ps::ClientOptions co;
   co.servers = endpoints;
   co.worker_rank = rank;
@@ -143,6 +144,15 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
     pushes[k] = client->Push(k, t, t, grad);
     pulls[k] = client->Pull(k, t + 1, t + 1);
   }
+  if (rank == 0) {  // the servers' time in updates, per round: one update per chunk and step
+    uint64_t nanos = 0, updates = 0;
+    for (int s = 0; s < client->num_servers(); ++s) {
+      TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport r, client->Stats(s).get());
+      nanos += r.aggregation_nanos;
+      updates += r.updates_applied;
+    }
+    *update_ms = updates ? 1e-6 * static_cast<double>(nanos) * o.chunks / updates : 0;
+  }
   return Status::Ok();
 }
 
@@ -177,11 +187,12 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   std::vector<std::atomic<int64_t>> current(o.workers);
   std::vector<long> rounds(o.workers, 0);
   std::vector<Status> status(o.workers);
+  double update_ms = 0;
   std::vector<std::thread> threads;
   for (int r = 0; r < o.workers; ++r) {
     threads.emplace_back([&, r] {
       status[r] = WorkerLoop(o, job, servers.endpoints, servers.security, r, &registered,
-                             &measuring, &stop_at, &current[r], &rounds[r]);
+                             &measuring, &stop_at, &current[r], &rounds[r], &update_ms);
       if (!status[r].ok()) stop_at.store(0);
     });
   }
@@ -214,6 +225,7 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   res.rounds = trips / o.chunks;
   // Mean time one worker takes for a round of all its chunks.
   res.round_ms = res.rounds ? 1e3 * elapsed * o.workers / static_cast<double>(res.rounds) : 0;
+  res.server_update_ms = update_ms;
   servers.processes.clear();  // stop servers before measuring the ceiling on the same cores
   if (!o.ceilings) return res;
 

@@ -42,6 +42,9 @@ struct PsBenchResult {
   double echo_ratio = 0;         // goodput / raw_zmq_echo_gbps
   long rounds = 0;               // over all workers
   double round_ms = 0;           // mean wall time of one worker's round
+  // Time in optimizer updates per round (all its chunks), summed over the servers: the mean
+  // update time over the whole run, warm-up included, times the chunks.
+  double server_update_ms = 0;
 };
 
 Result<PsBenchResult> RunPsBench(const PsBenchOptions& options);

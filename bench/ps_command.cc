@@ -54,7 +54,7 @@ int ComparePsSecurity(PsBenchOptions o, int repeat) {
 // --transport both: goodput over TCP and through shared memory, interleaved `repeat` times, and
 // memcpy of the same bytes in the same invocation; medians and ratios.
 int ComparePsTransports(PsBenchOptions o, int repeat, bool json) {
-  std::map<std::string, std::vector<double>> goodput;
+  std::map<std::string, std::vector<double>> goodput, round_ms, update_ms;
   o.ceilings = false;
   o.progress = false;
   std::vector<double> memcpy_gbps;
@@ -69,6 +69,8 @@ int ComparePsTransports(PsBenchOptions o, int repeat, bool json) {
         return 1;
       }
       goodput[path].push_back(r->goodput_gbps);
+      round_ms[path].push_back(r->round_ms);
+      update_ms[path].push_back(r->server_update_ms);
     }
     memcpy_gbps.push_back(MemcpyGbps(o.chunk_bytes, o.chunks, 1.0));
   }
@@ -86,7 +88,9 @@ int ComparePsTransports(PsBenchOptions o, int repeat, bool json) {
                {"shm_gbps", Rounded(shm, 4)},
                {"memcpy_gbps", Rounded(mem, 4)},
                {"shm_over_tcp", Rounded(shm / tcp, 4)},
-               {"shm_over_memcpy", Rounded(shm / mem, 4)}});
+               {"shm_over_memcpy", Rounded(shm / mem, 4)},
+               {"shm_round_ms", Rounded(median(round_ms["shm"]), 3)},
+               {"shm_server_update_ms", Rounded(median(update_ms["shm"]), 3)}});
     return 0;
   }
   auto runs = [](const std::vector<double>& v) {
@@ -101,6 +105,9 @@ int ComparePsTransports(PsBenchOptions o, int repeat, bool json) {
   std::printf("memcpy, %d x %zu B       %8.3f GB/s median  (runs: %s)\n", o.chunks, o.chunk_bytes,
               mem, runs(memcpy_gbps).c_str());
   std::printf("shm / tcp = %.2f   shm / memcpy = %.3f\n", shm / tcp, shm / mem);
+  // Where a shared-memory round goes: the servers' optimizer updates, and the rest (messages).
+  std::printf("a round through shm: %.3f ms, of which the server's updates %.3f ms (medians)\n",
+              median(round_ms["shm"]), median(update_ms["shm"]));
   return 0;
 }
 
@@ -153,10 +160,13 @@ int RunPsCommand(int argc, char** argv) {
                {"raw_zmq_echo_gbps", Rounded(r->raw_zmq_echo_gbps, 4)},
                {"echo_ratio", Rounded(r->echo_ratio, 4)},
                {"rounds", r->rounds},
-               {"round_ms", Rounded(r->round_ms, 3)}});
+               {"round_ms", Rounded(r->round_ms, 3)},
+               {"server_update_ms", Rounded(r->server_update_ms, 3)}});
   } else {
-    std::printf("PS goodput (push)  %8.3f GB/s  (%ld rounds of %d x %zu B, %.3f ms/round)\n",
-                r->goodput_gbps, r->rounds, o.chunks, o.chunk_bytes, r->round_ms);
+    std::printf(
+        "PS goodput (push)  %8.3f GB/s  (%ld rounds of %d x %zu B, %.3f ms/round, of which the "
+        "server's updates %.3f ms)\n",
+        r->goodput_gbps, r->rounds, o.chunks, o.chunk_bytes, r->round_ms, r->server_update_ms);
     std::printf("raw ZeroMQ         %8.3f GB/s  (one way; ratio %.3f)\n", r->raw_zmq_gbps,
                 r->ratio);
     std::printf("raw ZeroMQ echo    %8.3f GB/s  (%d in flight, bytes back; ratio %.3f)\n",

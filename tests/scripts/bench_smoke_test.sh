@@ -14,8 +14,12 @@ positive() {  # JSON, field...
 }
 positive "$("$bench" transport --bytes 65536 --seconds 0.3 --json 2>/dev/null | tail -1)" \
   raw_zmq_gbps towerps_gbps ratio
-positive "$("$bench" ps --chunk-bytes 65536 --chunks 4 --seconds 0.3 --json 2>/dev/null | tail -1)" \
-  goodput_gbps raw_zmq_gbps raw_zmq_echo_gbps echo_ratio
+ps_json="$("$bench" ps --chunk-bytes 65536 --chunks 4 --seconds 0.3 --json 2>/dev/null | tail -1)"
+positive "$ps_json" goodput_gbps raw_zmq_gbps raw_zmq_echo_gbps echo_ratio round_ms server_update_ms
+# The servers' update time is part of a round: it cannot exceed it.
+field() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" <<< "$1"; }
+awk -v u="$(field "$ps_json" server_update_ms)" -v r="$(field "$ps_json" round_ms)" \
+  'BEGIN { exit !(u + 0 < r + 0) }' || fail "server_update_ms exceeds round_ms in $ps_json"
 # Far more chunks in flight than the raw echo's window: it once hung for good here.
 positive "$(timeout 120 "$bench" ps --chunk-bytes 65536 --chunks 200 --seconds 0.3 --json 2>/dev/null |
   tail -1)" goodput_gbps raw_zmq_echo_gbps echo_ratio
