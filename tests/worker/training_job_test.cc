@@ -185,7 +185,7 @@ TEST_F(TrainingJobTest, ResNet20SyncRunsOnCifarFilesAreBitwiseIdentical) {
 }
 
 // The same Fashion-MNIST, as IDX files and converted to .npy by scripts/to_npy.py (uint8, and
-// float32 pixel / 255): the same job reaches the same test accuracy within 0.005. The .npy runs
+// float32 pixel / 255): the same job reaches the same test accuracy within 0.01. The .npy runs
 // normalize with statistics computed from the training set, the IDX run with Fashion-MNIST's
 // published constants, so the bits differ slightly but the accuracy must not.
 TEST_F(TrainingJobTest, NpyFashionMnistReachesTheIdxAccuracy) {
@@ -209,7 +209,11 @@ TEST_F(TrainingJobTest, NpyFashionMnistReachesTheIdxAccuracy) {
               0)
         << last_output_;
     const double npy = SummaryField(Path(dtype + ".json"), "test_accuracy");
-    EXPECT_NEAR(npy, idx, 0.005) << dtype;
+    // One epoch from slightly different inputs lands within a few tenths of a percent: 0.0057
+    // apart for float32 on one AMD EPYC host (0.8551 against 0.8494, the same with the code
+    // before and after the combined push-pull), under 0.005 on the hosts before it. A misread
+    // file (labels shifted, pixels unscaled) costs far more.
+    EXPECT_NEAR(npy, idx, 0.01) << dtype;
     EXPECT_GT(npy, 0.8) << dtype;
   }
 }
