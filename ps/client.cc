@@ -1,5 +1,6 @@
 #include "ps/client.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ps/call_join.h"
@@ -19,6 +20,39 @@ int64_t ElementsOf(std::span<const ChunkSpec> chunks) {
   int64_t total = 0;
   for (const ChunkSpec& c : chunks) total += c.num_elements;
   return total;
+}
+
+// One chunk's push outcome (its reply's version and staleness, -1: dropped) into `rep`;
+// `applied` counts the chunks that applied it (for the mean).
+void MergePush(int64_t version, int64_t staleness, int* applied, PushReport& rep,
+               LowestVersion& lowest) {
+  lowest.Add(version);
+  if (staleness < 0) {
+    ++rep.dropped_chunks;
+    return;
+  }
+  rep.max_staleness = std::max(rep.max_staleness, staleness);
+  rep.mean_staleness = (rep.mean_staleness * *applied + staleness) / (*applied + 1);
+  ++*applied;
+}
+
+// A pull reply's status: the reply's, or kProtocol when it does not carry chunk `c`'s values.
+Status PulledStatus(const ChunkSpec& c, const Result<IncomingMessage>& r) {
+  if (r.ok() && (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements)) {
+    return ProtocolError("pull reply for variable " + std::to_string(c.variable_id) + " chunk " +
+                         std::to_string(c.chunk_id) + " has the wrong size");
+  }
+  return r.status();
+}
+
+// One chunk's pulled values (a valid reply: PulledStatus) into `out`.
+void MergePull(const ChunkSpec& c, const IncomingMessage& m, PulledVariable& out,
+               LowestVersion& lowest) {
+  lowest.Add(m.header().getVersion());
+  out.max_version = std::max(out.max_version, m.header().getVersion());
+  const int64_t clock = m.header().getClock();
+  out.min_clock = out.min_clock < 0 ? clock : std::min(out.min_clock, clock);
+  out.chunks.emplace_back(c, m.tensors()[0]);
 }
 
 }  // namespace
@@ -178,17 +212,58 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
         const int64_t v = r.ok() ? r->header().getVersion() : 0;
         const int64_t s = r.ok() ? r->header().getStaleness() : 0;
         join->Part(r.status(), [&](PushReport& rep, LowestVersion& lowest) {
-          lowest.Add(v);
-          if (s < 0) {
-            ++rep.dropped_chunks;
-            return;
-          }
-          rep.max_staleness = std::max(rep.max_staleness, s);
-          rep.mean_staleness = (rep.mean_staleness * *applied + s) / (*applied + 1);
-          ++*applied;
+          MergePush(v, s, applied.get(), rep, lowest);
         });
       });
   return future;
+}
+
+Client::PushAndPull Client::PushThenPull(uint32_t variable_id, int64_t version, int64_t clock,
+                                         const Tensor& gradient, int64_t pull_version,
+                                         int64_t pull_clock, bool replace_pending) {
+  const auto chunks = placement().ChunksOf(variable_id);
+  const int64_t total = ElementsOf(chunks);
+  if (gradient.num_elements() != total || gradient.dtype() != DType::kFloat32) {
+    const Status bad = InvalidArgumentError(
+        "PushThenPull of variable " + std::to_string(variable_id) + " with " +
+        std::to_string(gradient.num_elements()) + " elements, expected " + std::to_string(total));
+    return {Ready<PushReport>(bad), Ready<PulledVariable>(bad)};
+  }
+  const int parts = static_cast<int>(chunks.size());
+  auto push = std::make_shared<Join<PushReport>>(parts);
+  auto pull = std::make_shared<Join<PulledVariable>>(parts);
+  auto applied = std::make_shared<int>(0);  // touched only in push's merge, under its lock
+  PushAndPull result{push->promise.get_future(), pull->promise.get_future()};
+  const Tensor flat = gradient.Reshape({total});
+  impl_->SendToChunks(
+      chunks, proto::MessageType::PUSH,
+      [&](proto::Header::Builder h) {
+        h.setVersion(version);
+        h.setClock(clock);
+        h.setReplacesPending(replace_pending);
+        h.setThenPull(true);
+        h.setPullVersion(pull_version);
+        h.setPullClock(pull_clock);
+      },
+      &flat,
+      [push, pull, applied](const ChunkSpec& c, Result<IncomingMessage> r) {
+        const Status pulled = PulledStatus(c, r);
+        // A refused gradient fails the push as a plain push's error reply would; the values
+        // still came.
+        Status pushed = pulled;
+        if (pulled.ok() && r->header().hasPushRefusal()) {
+          pushed = InvalidArgumentError(std::string(r->header().getPushRefusal().cStr()));
+        }
+        // Merged into the push with the version the values are at: at or past the push's.
+        push->Part(pushed, [&](PushReport& rep, LowestVersion& lowest) {
+          MergePush(r->header().getVersion(), r->header().getStaleness(), applied.get(), rep,
+                    lowest);
+        });
+        pull->Part(pulled, [&](PulledVariable& out, LowestVersion& lowest) {
+          MergePull(c, *r, out, lowest);
+        });
+      });
+  return result;
 }
 
 std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t min_version,
@@ -205,18 +280,8 @@ std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t m
       },
       /*values=*/nullptr,
       [join](const ChunkSpec& c, Result<IncomingMessage> r) {
-        Status s = r.status();
-        if (s.ok() &&
-            (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements)) {
-          s = ProtocolError("pull reply for variable " + std::to_string(c.variable_id) + " chunk " +
-                            std::to_string(c.chunk_id) + " has the wrong size");
-        }
-        join->Part(s, [&](PulledVariable& out, LowestVersion& lowest) {
-          lowest.Add(r->header().getVersion());
-          out.max_version = std::max(out.max_version, r->header().getVersion());
-          const int64_t clock = r->header().getClock();
-          out.min_clock = out.min_clock < 0 ? clock : std::min(out.min_clock, clock);
-          out.chunks.emplace_back(c, r->tensors()[0]);
+        join->Part(PulledStatus(c, r), [&](PulledVariable& out, LowestVersion& lowest) {
+          MergePull(c, *r, out, lowest);
         });
       });
   return future;

@@ -88,6 +88,18 @@ class Client {
   // server holds for one version after it moved on; kFailedPrecondition when it is gone.
   std::future<Result<PulledVariable>> Pull(uint32_t variable_id, int64_t min_version, int64_t clock,
                                            bool exact = false);
+  // Push(variable_id, version, clock, gradient), then Pull(variable_id, pull_version,
+  // pull_clock), in one request per chunk (half the messages: Header.thenPull). Each chunk's
+  // reply completes both; the push's report comes with the values, so its version is theirs.
+  // A gradient a server refuses for a NaN or an infinity fails the push with
+  // kInvalidArgument, as Push does, and the values still come; any other failure fails both.
+  struct PushAndPull {
+    std::future<Result<PushReport>> push;
+    std::future<Result<PulledVariable>> pull;
+  };
+  PushAndPull PushThenPull(uint32_t variable_id, int64_t version, int64_t clock,
+                           const Tensor& gradient, int64_t pull_version, int64_t pull_clock,
+                           bool replace_pending = false);
   std::future<Result<ServerStatsReport>> Stats(int server);
   std::future<Status> Ping(int server);
   // Asks a server to checkpoint (if configured) and exit.

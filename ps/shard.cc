@@ -150,7 +150,21 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
       }
       const bool dropped =
           out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
-      if (out->kind == PushOutcome::Kind::kRejected) {
+      const bool refused = out->kind == PushOutcome::Kind::kRejected;
+      if (h.getThenPull()) {
+        // Answered with the pull, below or by a later update: a refused gradient too, so that a
+        // worker going on past its divergence (--on-nonfinite continue) still gets the values.
+        if (refused) NoteRefusal(msg, out->rejection);
+        Waiter waiter{std::move(msg), dropped ? -1 : out->staleness,
+                      refused ? out->rejection : std::string()};
+        if (PullReady(index, waiter.request)) {
+          ReplyPull(index, waiter);
+        } else {
+          Wait(index, std::move(waiter));
+        }
+        break;
+      }
+      if (refused) {
         RefuseNonFinite(msg, out->rejection);
         break;  // the push may still have completed a sync step: pulls can be ready
       }
@@ -160,17 +174,13 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
       outbox_->Push(std::move(reply));
       break;
     }
-    case proto::MessageType::PULL: {
+    case proto::MessageType::PULL:
       if (PullReady(index, msg)) {
-        ReplyPull(index, msg);
-      } else if (waiters_[index].size() >= static_cast<size_t>(4 * config_.workers + 16)) {
-        outbox_->Push(
-            ErrorReply(msg, ResourceExhaustedError("too many pulls waiting on one chunk")));
+        ReplyPull(index, Waiter{std::move(msg)});
       } else {
-        waiters_[index].push_back({std::move(msg)});
+        Wait(index, Waiter{std::move(msg)});
       }
       return;  // a pull changes nothing
-    }
     default:
       outbox_->Push(ErrorReply(
           msg, InvalidArgumentError("a shard cannot serve " + MessageTypeName(msg.type()))));
@@ -180,7 +190,7 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
   AnswerReadyPulls(index);
 }
 
-void Shard::RefuseNonFinite(const IncomingMessage& msg, const std::string& why) {
+void Shard::NoteRefusal(const IncomingMessage& msg, const std::string& why) {
   // Logged once per worker (a diverged worker in --on-nonfinite continue sends little else);
   // every refusal is counted in the server's stats.
   const uint32_t worker = msg.header().getSenderRank();
@@ -188,33 +198,63 @@ void Shard::RefuseNonFinite(const IncomingMessage& msg, const std::string& why) 
     TOWERPS_LOG(kWarning) << why << "; further non-finite gradients from worker " << worker
                           << " are refused without a log line (counted in the stats)";
   }
+}
+
+void Shard::RefuseNonFinite(const IncomingMessage& msg, const std::string& why) {
+  NoteRefusal(msg, why);
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::ERROR);
   SetStatus(reply.header(), InvalidArgumentError(why));
   outbox_->Push(std::move(reply));
+}
+
+void Shard::Wait(size_t index, Waiter waiter) {
+  if (waiters_[index].size() >= static_cast<size_t>(4 * config_.workers + 16)) {
+    outbox_->Push(
+        ErrorReply(waiter.request, ResourceExhaustedError("too many pulls waiting on one chunk")));
+    return;
+  }
+  waiters_[index].push_back(std::move(waiter));
 }
 
 void Shard::AnswerReadyPulls(size_t index) {
   auto& waiting = waiters_[index];
   auto ready = std::stable_partition(waiting.begin(), waiting.end(),
                                      [&](const Waiter& w) { return !PullReady(index, w.request); });
-  for (auto it = ready; it != waiting.end(); ++it) ReplyPull(index, it->request);
+  for (auto it = ready; it != waiting.end(); ++it) ReplyPull(index, *it);
   waiting.erase(ready, waiting.end());
 }
 
-bool Shard::PullReady(size_t index, const IncomingMessage& request) const {
+namespace {
+
+// What a request asks to pull: a pull's version and clock, or a push's thenPull ones.
+struct PullAsk {
+  int64_t version = 0, clock = 0;
+  bool exact = false;
+};
+
+PullAsk AskOf(const IncomingMessage& request) {
   auto h = request.header();
-  if (!chunks_[index]->PullReady(h.getVersion(), h.getClock())) return false;
-  // A primary shows a worker only what its backup holds too.
-  const ReplicaRole& role = roles_[index];
-  return !role.backup_live || role.acked >= h.getVersion();
+  if (request.type() == proto::MessageType::PUSH) return {h.getPullVersion(), h.getPullClock()};
+  return {h.getVersion(), h.getClock(), h.getExactVersion()};
 }
 
-void Shard::ReplyPull(size_t index, const IncomingMessage& request) {
+}  // namespace
+
+bool Shard::PullReady(size_t index, const IncomingMessage& request) const {
+  const PullAsk ask = AskOf(request);
+  if (!chunks_[index]->PullReady(ask.version, ask.clock)) return false;
+  // A primary shows a worker only what its backup holds too.
+  const ReplicaRole& role = roles_[index];
+  return !role.backup_live || role.acked >= ask.version;
+}
+
+void Shard::ReplyPull(size_t index, const Waiter& waiter) {
+  const IncomingMessage& request = waiter.request;
   const Chunk& chunk = *chunks_[index];
   const Tensor* values = &chunk.values();
   int64_t version = chunk.version();
-  if (request.header().getExactVersion()) {
-    version = request.header().getVersion();
+  if (const PullAsk ask = AskOf(request); ask.exact) {
+    version = ask.version;
     values = chunk.ValuesAt(version);
     if (values == nullptr) {
       outbox_->Push(ErrorReply(
@@ -231,6 +271,10 @@ void Shard::ReplyPull(size_t index, const IncomingMessage& request) {
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
   reply.header().setVersion(version);
   reply.header().setClock(chunk.worker_clock(static_cast<int>(request.header().getSenderRank())));
+  if (request.type() == proto::MessageType::PUSH) {  // thenPull: the push's outcome
+    reply.header().setStaleness(waiter.push_staleness);
+    if (!waiter.push_refusal.empty()) reply.header().setPushRefusal(waiter.push_refusal);
+  }
   // Zero copy: the chunk writes its next update elsewhere while this buffer is shared.
   reply.AddTensor(*values, chunk.spec().variable_id, chunk.spec().chunk_id);
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);

@@ -106,15 +106,24 @@ class Shard {
   const std::vector<std::unique_ptr<Chunk>>& chunks() const { return chunks_; }
 
  private:
+  // A pull waiting for its chunk: a pull, or a push with thenPull whose gradient was handled
+  // already (its outcome rides on the pull's reply).
   struct Waiter {
     IncomingMessage request;
+    int64_t push_staleness = 0;  // a push's: its staleness, or -1 when dropped
+    std::string push_refusal;    // a push's: why its gradient was refused; empty: taken
   };
   void Loop();
   void Handle(size_t chunk, IncomingMessage msg);
   void AnswerReadyPulls(size_t chunk);
+  // Logs a gradient refused as non-finite, once per worker (the stats count every one).
+  void NoteRefusal(const IncomingMessage& request, const std::string& why);
   // Answers a push whose gradient the chunk refused as non-finite: an error reply saying why.
   void RefuseNonFinite(const IncomingMessage& request, const std::string& why);
-  void ReplyPull(size_t chunk, const IncomingMessage& request);
+  // Queues a pull (or a push's thenPull) until its chunk can serve it; answered by
+  // AnswerReadyPulls. Too many waiting on one chunk: an error reply instead.
+  void Wait(size_t chunk, Waiter waiter);
+  void ReplyPull(size_t chunk, const Waiter& waiter);
   bool PullReady(size_t chunk, const IncomingMessage& request) const;
   // Replication (see above).
   void HandleReplicate(size_t chunk, const IncomingMessage& msg);

@@ -40,6 +40,7 @@ void ReadEach(typename capnp::List<Struct>::Reader list) {
 void ReadEveryPointer(proto::Header::Reader h) {
   ReadEach<proto::TensorMeta>(h.getTensors());
   (void)h.getStatusMessage();
+  (void)h.getPushRefusal();
   ReadEach<proto::VariableSpec>(h.getVariables());
   ReadEach<proto::ConfigField>(h.getConfigFields());
   Read(h.getStats());

@@ -178,6 +178,16 @@ struct Header {
   unresponsive @28 :Bool;
   # Any message, when sender and receiver allow shared memory (--transport auto|shm).
   shm @29 :ShmInfo;
+  # push: then pull, in the same round trip (half the messages of a push and a pull). The reply
+  # is a pullReply, sent once the chunk can serve a pull for at least `pullVersion` at
+  # `pullClock` (as a pull's `version` and `clock`), and it answers the push too: `staleness`
+  # as a pushReply's, and `pushRefusal` when the gradient was refused for a NaN or an infinity
+  # (why; empty when it was taken). A push the server cannot take at all gets an error reply,
+  # as a plain push does, and no values.
+  thenPull @30 :Bool;
+  pullVersion @31 :Int64;
+  pullClock @32 :Int64;
+  pushRefusal @33 :Text;
 }
 
 enum ReplicaOp {

@@ -1,0 +1,204 @@
+// Client::PushThenPull (Header.thenPull): a push and the next pull in one request per chunk, as
+// workers send them. Against real towerps-server processes: the same bits as a push and a pull,
+// a reply that waits for the step like a pull does, a refused gradient that still gets the
+// values, and push reports (staleness, dropped chunks) as a plain push gives them.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "tests/ps/cluster.h"
+
+namespace towerps::ps {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::Check;
+using testing::Cluster;
+using testing::Get;
+
+// Variable 0 is cut by the 16 KiB partition into 8 chunks over 2 servers; variable 1 is one.
+std::vector<VariableSpec> Model() { return {{"w", {300, 100}}, {"b", {100}}}; }
+constexpr uint64_t kSignature = 0x5eed;
+
+JobConfig Job(UpdateMode mode, int workers, int servers) {
+  JobConfig j;
+  j.mode = mode;
+  j.workers = workers;
+  j.servers = servers;
+  j.partition_bytes = 16384;
+  j.optimizer.kind = OptimizerKind::kMomentum;
+  j.optimizer.learning_rate = 0.1f;
+  j.schedule.kind = LrScheduleKind::kConstant;
+  return j;
+}
+
+Tensor Random(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::Empty(shape);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = d(rng);
+  return t;
+}
+
+std::vector<float> Values(const PulledVariable& p, uint32_t var) {
+  std::vector<float> out(NumElements(Model()[var].shape));
+  p.CopyTo(out.data());
+  return out;
+}
+
+// Registered clients, the chief having initialised both variables.
+std::vector<std::unique_ptr<Client>> Connect(const Cluster& cluster, int workers) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int r = 0; r < workers; ++r) {
+    clients.push_back(cluster.MakeClient(r));
+    Get(clients.back()->Register(Model(), kSignature));
+  }
+  for (uint32_t v = 0; v < Model().size(); ++v)
+    Check(clients[0]->Init(v, Random(Model()[v].shape, 50 + v)));
+  return clients;
+}
+
+class PushThenPullTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure() && cluster_) {
+      for (int r = 0; r < static_cast<int>(cluster_->endpoints().size()); ++r) {
+        std::cerr << "---- server " << r << " log ----\n" << cluster_->Log(r);
+      }
+    }
+  }
+  std::unique_ptr<Cluster> cluster_;
+};
+
+// Three sync steps of two workers, each pushing its gradient of variable 0 (8 chunks on 2
+// servers) and pulling the next step: separately, combined, and one of each. Every run pulls the
+// same bits at every step.
+TEST_F(PushThenPullTest, SameBitsAsAPushAndAPullInEveryMix) {
+  std::vector<std::vector<std::vector<float>>> runs;  // [mix][step] values after the step
+  for (int mix = 0; mix < 3; ++mix) {
+    cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 2), "mix" + std::to_string(mix));
+    ASSERT_TRUE(cluster_->ok());
+    auto clients = Connect(*cluster_, 2);
+    std::vector<std::vector<float>> steps;
+    for (int64_t step = 0; step < 3; ++step) {
+      std::vector<std::future<Result<PushReport>>> pushes;
+      std::vector<std::future<Result<PulledVariable>>> pulls;
+      for (int r = 0; r < 2; ++r) {
+        const Tensor g = Random(Model()[0].shape, static_cast<uint32_t>(10 * step + r));
+        const bool combined = mix == 1 || (mix == 2 && r == 0);
+        if (combined) {
+          Client::PushAndPull both = clients[r]->PushThenPull(0, step, step, g, step + 1, step + 1);
+          pushes.push_back(std::move(both.push));
+          pulls.push_back(std::move(both.pull));
+        } else {
+          pushes.push_back(clients[r]->Push(0, step, step, g));
+          pulls.push_back(clients[r]->Pull(0, step + 1, step + 1));
+        }
+      }
+      for (int r = 0; r < 2; ++r) {
+        const PushReport rep = Get(std::move(pushes[r]));
+        EXPECT_EQ(rep.dropped_chunks, 0);
+        const PulledVariable p = Get(std::move(pulls[r]));
+        EXPECT_EQ(p.version, step + 1) << "mix " << mix << " worker " << r;
+        if (r == 0) {
+          steps.push_back(Values(p, 0));
+        } else {
+          EXPECT_EQ(Values(p, 0), steps.back()) << "the workers pulled different values";
+        }
+      }
+    }
+    runs.push_back(steps);
+  }
+  for (int mix = 1; mix < 3; ++mix) {
+    for (size_t step = 0; step < runs[0].size(); ++step) {
+      ASSERT_EQ(std::memcmp(runs[mix][step].data(), runs[0][step].data(),
+                            runs[0][step].size() * sizeof(float)),
+                0)
+          << "mix " << mix << " step " << step;
+    }
+  }
+}
+
+// The combined reply is the pull's: it waits for the step, which needs the other worker.
+TEST_F(PushThenPullTest, ReplyWaitsForTheStepLikeAPull) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "wait");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 2);
+  Client::PushAndPull first = clients[0]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 1), 1, 1);
+  EXPECT_EQ(first.pull.wait_for(milliseconds(300)), std::future_status::timeout);
+  EXPECT_EQ(first.push.wait_for(milliseconds(0)), std::future_status::timeout);
+  Client::PushAndPull second = clients[1]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 2), 1, 1);
+  EXPECT_EQ(Get(std::move(first.pull)).version, 1);
+  EXPECT_EQ(Get(std::move(first.push)).version, 1);
+  EXPECT_EQ(Get(std::move(second.pull)).version, 1);
+  // A late gradient for the step that has passed: dropped, reported so, and the values come.
+  Client::PushAndPull late = clients[1]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 3), 1, 1);
+  EXPECT_EQ(Get(std::move(late.push)).dropped_chunks, 1);
+  EXPECT_EQ(Get(std::move(late.pull)).version, 1);
+}
+
+// A gradient with a NaN fails the push as a plain push's refusal does, and its values still
+// come, so a worker that goes on past its divergence is not left without parameters.
+TEST_F(PushThenPullTest, RefusedGradientFailsThePushAndStillGetsTheValues) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "refused");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 2);
+  const std::vector<float> before = Values(Get(clients[0]->Pull(1, 0, 0)), 1);
+  Tensor bad = Random(Model()[1].shape, 4);
+  bad.f32()[7] = std::numeric_limits<float>::quiet_NaN();
+  Client::PushAndPull refused = clients[1]->PushThenPull(1, 0, 0, bad, 1, 1);
+  const Tensor good = Random(Model()[1].shape, 5);
+  Client::PushAndPull taken = clients[0]->PushThenPull(1, 0, 0, good, 1, 1);
+  const Result<PushReport> r = refused.push.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("worker 1's gradient for variable 1 chunk 0 has nan at "
+                                      "element 7: refused"),
+            std::string::npos)
+      << r.status().message();
+  const PulledVariable p = Get(std::move(refused.pull));
+  EXPECT_EQ(p.version, 1);
+  Get(std::move(taken.push));
+  // Worker 0's gradient alone, one momentum step from zero velocity: w - lr * g.
+  const std::vector<float> after = Values(p, 1);
+  for (size_t i = 0; i < after.size(); ++i) ASSERT_EQ(after[i], before[i] - 0.1f * good.f32()[i]);
+  EXPECT_EQ(Get(clients[0]->Stats(0)).nonfinite_rejected, 1u);
+}
+
+// Async: the push's report carries its staleness, as a plain push's does; SSP-free, so the
+// pull for any version comes at once.
+TEST_F(PushThenPullTest, AsyncReportsStalenessWithTheValues) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 2, 1), "async");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 2);
+  Client::PushAndPull a = clients[0]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 6), 0, 1);
+  EXPECT_EQ(Get(std::move(a.push)).max_staleness, 0);
+  EXPECT_EQ(Get(std::move(a.pull)).version, 1);
+  // Computed from version 0, applied at version 1: staleness 1.
+  Client::PushAndPull b = clients[1]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 7), 0, 1);
+  const PushReport rep = Get(std::move(b.push));
+  EXPECT_EQ(rep.max_staleness, 1);
+  EXPECT_EQ(rep.mean_staleness, 1.0);
+  EXPECT_EQ(Get(std::move(b.pull)).version, 2);
+}
+
+TEST_F(PushThenPullTest, WrongSizeFailsBothWithoutSending) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "size");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 1);
+  Client::PushAndPull both = clients[0]->PushThenPull(1, 0, 0, Random({99}, 8), 1, 1);
+  const Result<PushReport> push = both.push.get();
+  const Result<PulledVariable> pull = both.pull.get();
+  ASSERT_FALSE(push.ok());
+  ASSERT_FALSE(pull.ok());
+  EXPECT_EQ(push.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(pull.status().message().find("99 elements, expected 100"), std::string::npos)
+      << pull.status().message();
+  EXPECT_EQ(Get(clients[0]->Stats(0)).gradients_received, 0u);
+}
+
+}  // namespace
+}  // namespace towerps::ps
