@@ -4,9 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <optional>
 #include <thread>
+#include <utility>
 
-#include "common/finite.h"
 #include "common/logging.h"
 #include "ps/client.h"
 #include "ps/version.h"
@@ -15,6 +16,7 @@
 #include "worker/tower_group.h"
 #include "worker/towers.h"
 #include "worker/train/console.h"
+#include "worker/train/divergence.h"
 #include "worker/train/eval_schedule.h"
 #include "worker/train/final_params.h"
 #include "worker/train/job_data.h"
@@ -100,8 +102,10 @@ class Trainer::Impl {
     }
     pushes_.resize(num_vars_);
     pulls_.resize(num_vars_);
-    nonfinite_at_.assign(num_vars_, -1);
-    nonfinite_value_.assign(num_vars_, 0.0f);
+    pulled_with_push_.assign(num_vars_, 0);
+    std::vector<std::string> names;
+    for (const auto& var : m0.variables()) names.push_back(var.name);
+    divergence_.emplace(o_.worker.on_nonfinite, std::move(names));
 
     ps::ClientOptions co;
     co.servers = o_.ps_endpoints;
@@ -209,13 +213,16 @@ class Trainer::Impl {
     const auto start = Clock::now();
     Window window;
     double last_loss = 0, last_compute = 0;
+    // The wait at the end of the last step: its pushes carried the pulls for this one, so
+    // waiting for their replies was waiting for this step's parameters.
+    double push_wait = 0;
     Batch batch;
     for (;;) {
       if (o_.stop && o_.stop->load()) return CancelledError("stopped by a signal");
       if (!sync && iter >= total) break;  // no pull was issued after the last iteration
       const auto wait_start = Clock::now();
       TOWERPS_RETURN_IF_ERROR(WaitPulls(&versions));
-      const double waited = Seconds(Clock::now() - wait_start);
+      const double waited = push_wait + Seconds(Clock::now() - wait_start);
       const int64_t global = *std::min_element(versions.begin(), versions.end());
       const int64_t progress = sync ? global : iter;
       if (progress >= total) break;
@@ -248,13 +255,15 @@ class Trainer::Impl {
                                                CheckAndPush(v, average, versions[v], iter);
                                              }));
       last_compute = Seconds(Clock::now() - compute_start);
-      if (StopsOnNonFinite(r.loss, sync ? global + 1 : iter + 1)) {
+      if (divergence_->StopsAfterStep(r.loss, sync ? global + 1 : iter + 1)) {
         return PartialSummary(start, iter + 1, r.loss);  // the caller reports the divergence
       }
       ++iter;
       const bool more = sync || iter < total;
       if (more) IssuePulls(versions, /*advance=*/true, iter, total);
+      const auto push_wait_start = Clock::now();
       TOWERPS_ASSIGN_OR_RETURN(double staleness, WaitPushes());
+      push_wait = Seconds(Clock::now() - push_wait_start);
       replace_pending_ = false;
       last_loss = r.loss;
       window.loss += r.loss;
@@ -321,16 +330,22 @@ class Trainer::Impl {
   }
 
   // Issues one pull per variable, in forward-layer order. `advance`: ask for the step after the
-  // one just pushed (sync: version + 1, never beyond `cap`). `exact` (sync): at exactly
-  // `versions` (see JoinSyncJob).
+  // one just pushed (NextPullVersion), except for the variables whose pull went with their push
+  // (CheckAndPush). `exact` (sync): at exactly `versions` (see JoinSyncJob).
   void IssuePulls(const std::vector<int64_t>& versions, bool advance, int64_t clock, int64_t cap,
                   bool exact = false) {
-    const bool sync = o_.job.mode == ps::UpdateMode::kSync;
     for (int v = 0; v < num_vars_; ++v) {
-      int64_t min_version = versions[v];
-      if (advance) min_version = sync ? std::min(versions[v] + 1, cap) : 0;
+      const bool sent = std::exchange(pulled_with_push_[v], 0) != 0;
+      if (advance && sent) continue;
+      const int64_t min_version = advance ? NextPullVersion(versions[v], cap) : versions[v];
       pulls_[v] = client_->Pull(v, min_version, clock, exact);
     }
+  }
+
+  // The version a worker pulls after pushing a gradient computed from `version`: sync the next
+  // step (never beyond `cap`, the last), async and SSP any (SSP's bound goes by the clock).
+  int64_t NextPullVersion(int64_t version, int64_t cap) const {
+    return o_.job.mode == ps::UpdateMode::kSync ? std::min(version + 1, cap) : 0;
   }
 
   template <typename Reply>  // Status or Result<T>
@@ -358,11 +373,7 @@ class Trainer::Impl {
   // not finite, and pushes it unless it is not and this worker stops on that (the servers
   // would refuse it anyway). One read of the gradient.
   void CheckAndPush(int v, const Tensor& average, int64_t version, int64_t iter) {
-    nonfinite_at_[v] = FindNonFinite(average.f32(), average.num_elements());
-    if (nonfinite_at_[v] >= 0) {
-      nonfinite_value_[v] = average.f32()[nonfinite_at_[v]];
-      if (o_.worker.on_nonfinite == OnNonFinite::kFail) return;
-    }
+    if (!divergence_->CheckGradient(v, average)) return;
     if (o_.job.mode == ps::UpdateMode::kSync && version >= last_step_) {
       // This variable's chunks have done every step already: they ran ahead of the others
       // after a server came back from an older checkpoint. Nothing more is pushed to them.
@@ -371,26 +382,19 @@ class Trainer::Impl {
       pushes_[v] = done.get_future();
       return;
     }
-    pushes_[v] = client_->Push(v, version, iter, average, replace_pending_);
-  }
-
-  // After a step: records the first divergence (a non-finite loss or gradient at `step`);
-  // returns whether training stops on it (--on-nonfinite fail).
-  bool StopsOnNonFinite(double loss, int64_t step) {
-    const std::string bad = NonFiniteIn(loss);
-    if (bad.empty()) return false;
-    const bool fail = o_.worker.on_nonfinite == OnNonFinite::kFail;
-    if (!diverged_) {
-      diverged_ = true;
-      diverged_at_step_ = step;
-      divergence_ = bad;
-      if (!fail) {
-        TOWERPS_LOG(kWarning) << "diverged at step " << step << " (" << bad
-                              << "); --on-nonfinite continue: training on (the servers refuse "
-                                 "non-finite gradients)";
-      }
+    // The next iteration's pull goes with the push, in the same request per chunk, unless
+    // there is no next iteration (async: the worker's last); sync always pulls the next step.
+    const bool sync = o_.job.mode == ps::UpdateMode::kSync;
+    if (!sync && iter + 1 >= last_step_) {
+      pushes_[v] = client_->Push(v, version, iter, average, replace_pending_);
+      return;
     }
-    return fail;
+    ps::Client::PushAndPull both =
+        client_->PushThenPull(v, version, iter, average, NextPullVersion(version, last_step_),
+                              iter + 1, replace_pending_);
+    pushes_[v] = std::move(both.push);
+    pulls_[v] = std::move(both.pull);
+    pulled_with_push_[v] = 1;
   }
 
   // Waits for this step's pushes; returns their mean staleness. A non-finite gradient the
@@ -399,26 +403,15 @@ class Trainer::Impl {
     double staleness = 0;
     for (int v = 0; v < num_vars_; ++v) {
       Result<ps::PushReport> r = Await(pushes_[v]);
-      if (!r.ok() && nonfinite_at_[v] >= 0 && r.status().code() == StatusCode::kInvalidArgument) {
-        ++nonfinite_dropped_;
+      if (!r.ok() && divergence_->GradientWasNonFinite(v) &&
+          r.status().code() == StatusCode::kInvalidArgument) {
+        divergence_->CountRefused();
         continue;
       }
       TOWERPS_RETURN_IF_ERROR(r.status());
       staleness += r->mean_staleness / num_vars_;
     }
     return staleness;
-  }
-
-  // What is non-finite in this step: the loss, else the first variable's gradient that is;
-  // "" when everything is finite.
-  std::string NonFiniteIn(double loss) const {
-    if (!std::isfinite(loss)) return "loss = " + DescribeValue(loss);
-    for (int v = 0; v < num_vars_; ++v) {
-      if (nonfinite_at_[v] < 0) continue;
-      return "gradient of " + towers_->model(0).variables()[v].name + " = " +
-             DescribeValue(nonfinite_value_[v]) + " at element " + std::to_string(nonfinite_at_[v]);
-    }
-    return "";
   }
 
   // The summary's fields known to every worker once it stops training.
@@ -434,10 +427,7 @@ class Trainer::Impl {
     s.epochs = static_cast<double>(steps) / static_cast<double>(steps_per_epoch_);
     s.steps = steps;
     s.final_train_loss = last_loss;
-    s.diverged = diverged_;
-    s.diverged_at_step = diverged_at_step_;
-    s.divergence = divergence_;
-    s.nonfinite_dropped = nonfinite_dropped_;
+    divergence_->Fill(&s);
     return s;
   }
 
@@ -454,20 +444,16 @@ class Trainer::Impl {
   // group leaves them untouched until the next Step, and WaitPushes comes before it.
   std::vector<std::future<Result<ps::PushReport>>> pushes_;
   std::vector<std::future<Result<ps::PulledVariable>>> pulls_;
+  // Per variable: this step's push carried the next pull (set by the tower thread that pushed
+  // it, read after Step by IssuePulls).
+  std::vector<char> pulled_with_push_;
   MetricsLog metrics_;
   StragglerPlan plan_;
   double total_wait_ = 0;   // seconds spent waiting for parameters (the barrier, in sync)
   double total_delay_ = 0;  // seconds of injected delay
-  // This step's gradient check, per variable: the first non-finite element (-1: none) and its
-  // value; each written by the tower thread that hands that variable on.
-  std::vector<int64_t> nonfinite_at_;
-  std::vector<float> nonfinite_value_;
-  bool replace_pending_ = false;  // this step's pushes replace pending ones (see Train)
-  int64_t last_step_ = 0;         // sync: the version training ends at
-  bool diverged_ = false;         // a non-finite loss or gradient was seen
-  int64_t diverged_at_step_ = -1;
-  std::string divergence_;          // what was non-finite first, e.g. "loss = nan"
-  uint64_t nonfinite_dropped_ = 0;  // this worker's pushes the servers refused as non-finite
+  std::optional<Divergence> divergence_;  // made by Setup, once the variables are known
+  bool replace_pending_ = false;          // this step's pushes replace pending ones (see Train)
+  int64_t last_step_ = 0;  // the iterations to train (sync: the version training ends at)
 };
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(TrainerOptions options) {

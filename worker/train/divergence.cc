@@ -1,0 +1,58 @@
+#include "worker/train/divergence.h"
+
+#include <cmath>
+#include <utility>
+
+#include "common/finite.h"
+#include "common/logging.h"
+
+namespace towerps::worker {
+
+Divergence::Divergence(OnNonFinite policy, std::vector<std::string> names)
+    : policy_(policy),
+      names_(std::move(names)),
+      nonfinite_at_(names_.size(), -1),
+      nonfinite_value_(names_.size(), 0.0f) {}
+
+bool Divergence::CheckGradient(int v, const Tensor& gradient) {
+  nonfinite_at_[v] = FindNonFinite(gradient.f32(), gradient.num_elements());
+  if (nonfinite_at_[v] < 0) return true;
+  nonfinite_value_[v] = gradient.f32()[nonfinite_at_[v]];
+  return policy_ != OnNonFinite::kFail;
+}
+
+bool Divergence::StopsAfterStep(double loss, int64_t step) {
+  const std::string bad = NonFiniteIn(loss);
+  if (bad.empty()) return false;
+  const bool fail = policy_ == OnNonFinite::kFail;
+  if (!diverged_) {
+    diverged_ = true;
+    diverged_at_step_ = step;
+    divergence_ = bad;
+    if (!fail) {
+      TOWERPS_LOG(kWarning) << "diverged at step " << step << " (" << bad
+                            << "); --on-nonfinite continue: training on (the servers refuse "
+                               "non-finite gradients)";
+    }
+  }
+  return fail;
+}
+
+std::string Divergence::NonFiniteIn(double loss) const {
+  if (!std::isfinite(loss)) return "loss = " + DescribeValue(loss);
+  for (size_t v = 0; v < names_.size(); ++v) {
+    if (nonfinite_at_[v] < 0) continue;
+    return "gradient of " + names_[v] + " = " + DescribeValue(nonfinite_value_[v]) +
+           " at element " + std::to_string(nonfinite_at_[v]);
+  }
+  return "";
+}
+
+void Divergence::Fill(TrainingSummary* s) const {
+  s->diverged = diverged_;
+  s->diverged_at_step = diverged_at_step_;
+  s->divergence = divergence_;
+  s->nonfinite_dropped = refused_;
+}
+
+}  // namespace towerps::worker

@@ -1,0 +1,59 @@
+// Divergence: one worker's record of non-finite values while it trains. Each step, every
+// variable's averaged gradient is checked once, on the tower thread that hands it on; after the
+// step the trainer asks whether anything was non-finite, which records the first divergence
+// (what, and at which step) and says whether training stops on it (--on-nonfinite fail). The
+// record goes into the worker's summary.
+//
+// Contract: owned by the trainer. CheckGradient(v) may run on several tower threads at once for
+// different variables; everything else runs on the training thread, after Step returned.
+#ifndef TOWERPS_WORKER_TRAIN_DIVERGENCE_H_
+#define TOWERPS_WORKER_TRAIN_DIVERGENCE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+#include "worker/train/summary.h"
+#include "worker/worker_options.h"
+
+namespace towerps::worker {
+
+class Divergence {
+ public:
+  // `names`: the variables', for messages.
+  Divergence(OnNonFinite policy, std::vector<std::string> names);
+
+  // Notes where variable v's gradient for this step is not finite (one read of it). Returns
+  // whether it may be pushed: finite, or --on-nonfinite continue (the servers refuse it).
+  bool CheckGradient(int v, const Tensor& gradient);
+  // This step's gradient of variable v was not finite.
+  bool GradientWasNonFinite(int v) const { return nonfinite_at_[v] >= 0; }
+  // After a step: records the first divergence (a non-finite loss or gradient at `step`);
+  // returns whether training stops on it.
+  bool StopsAfterStep(double loss, int64_t step);
+  // A push the servers refused as non-finite.
+  void CountRefused() { ++refused_; }
+  // diverged, diverged_at_step, divergence, nonfinite_dropped.
+  void Fill(TrainingSummary* s) const;
+
+ private:
+  // What is non-finite in this step: the loss, else the first variable's gradient that is;
+  // "" when everything is finite.
+  std::string NonFiniteIn(double loss) const;
+
+  const OnNonFinite policy_;
+  const std::vector<std::string> names_;
+  // This step's check, per variable: the first non-finite element (-1: none) and its value;
+  // each written by the tower thread that hands that variable on.
+  std::vector<int64_t> nonfinite_at_;
+  std::vector<float> nonfinite_value_;
+  bool diverged_ = false;
+  int64_t diverged_at_step_ = -1;
+  std::string divergence_;  // what was non-finite first, e.g. "loss = nan"
+  uint64_t refused_ = 0;    // this worker's pushes the servers refused as non-finite
+};
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TRAIN_DIVERGENCE_H_
