@@ -117,10 +117,18 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   std::vector<int64_t> step(o.chunks, 0);
   std::vector<std::future<Result<ps::PushReport>>> pushes(o.chunks);
   std::vector<std::future<Result<ps::PulledVariable>>> pulls(o.chunks);
-  for (int k = 0; k < o.chunks; ++k) {
-    pushes[k] = client->Push(k, 0, 0, grad);
-    pulls[k] = client->Pull(k, 1, 1);
-  }
+  // A chunk's push for step t and its pull for t + 1: one request, or two with separate_pull.
+  auto push_and_pull = [&](int k, int64_t t) {
+    if (o.separate_pull) {
+      pushes[k] = client->Push(k, t, t, grad);
+      pulls[k] = client->Pull(k, t + 1, t + 1);
+      return;
+    }
+    ps::Client::PushAndPull both = client->PushThenPull(k, t, t, grad, t + 1, t + 1);
+    pushes[k] = std::move(both.push);
+    pulls[k] = std::move(both.pull);
+  };
+  for (int k = 0; k < o.chunks; ++k) push_and_pull(k, 0);
   for (int64_t done = 0;; ++done) {
     const int k = static_cast<int>(done % o.chunks);
     TOWERPS_RETURN_IF_ERROR(pushes[k].get().status());
@@ -135,14 +143,14 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
         TOWERPS_RETURN_IF_ERROR(pushes[j].get().status());
         TOWERPS_RETURN_IF_ERROR(pulls[j].get().status());
         for (int64_t u = ++step[j]; u < t; u = ++step[j]) {
-          TOWERPS_RETURN_IF_ERROR(client->Push(j, u, u, grad).get().status());
-          TOWERPS_RETURN_IF_ERROR(client->Pull(j, u + 1, u + 1).get().status());
+          push_and_pull(j, u);
+          TOWERPS_RETURN_IF_ERROR(pushes[j].get().status());
+          TOWERPS_RETURN_IF_ERROR(pulls[j].get().status());
         }
       }
       break;
     }
-    pushes[k] = client->Push(k, t, t, grad);
-    pulls[k] = client->Pull(k, t + 1, t + 1);
+    push_and_pull(k, t);
   }
   if (rank == 0) {  // the servers' time in updates, per round: one update per chunk and step
     uint64_t nanos = 0, updates = 0;

@@ -1,5 +1,6 @@
 // Parameter-server goodput: real towerps-server processes on loopback, N in-process workers each
-// repeating rounds that push K chunks of B bytes and pull them back (sync mode, SGD). Goodput
+// repeating rounds that push K chunks of B bytes and pull them back (sync mode, SGD; a chunk's
+// push and its next pull in one request, as workers send them). Goodput
 // counts gradient bytes pushed per second, one direction, as the established PS benchmarks do.
 // The same invocation measures raw ZeroMQ for B-byte messages, so the ratio is meaningful; and,
 // for --transport shm, memcpy of the same bytes.
@@ -32,6 +33,8 @@ struct PsBenchOptions {
   // The path between the workers (here) and the servers (on this host): tcp or shm. The
   // workers' gradients live in their shared-memory arena, as a real worker's do.
   std::string transport = "tcp";
+  // A push and the next pull as two requests per chunk, instead of one (Client::PushThenPull).
+  bool separate_pull = false;
 };
 
 struct PsBenchResult {

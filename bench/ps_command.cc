@@ -135,8 +135,11 @@ int RunPsCommand(int argc, char** argv) {
       "rounds of --security compare and --transport both")(
       "transport", po::value(&o.transport)->default_value(o.transport),
       "tcp, shm (shared memory: workers and servers are on this host), or both (each, and memcpy "
-      "of the same bytes: the ceiling)")("json", po::bool_switch(&json),
-                                         "print one JSON object instead of text");
+      "of the same bytes: the ceiling)")(
+      "separate-pull", po::bool_switch(&o.separate_pull),
+      "send each chunk's push and its next pull as two requests, as before they were combined "
+      "(to measure what combining saves)")("json", po::bool_switch(&json),
+                                           "print one JSON object instead of text");
   po::variables_map vm;
   if (auto code = towerps::ps::ParseCommandLine("towerps-bench ps", argc, argv, desc, &vm)) {
     return *code;
