@@ -109,6 +109,13 @@ class IncomingMessage {
   // Payloads that came through shared memory (views of the sender's arena).
   size_t shared_payloads() const { return shared_; }
   uint64_t shared_bytes() const { return shared_bytes_; }
+  // Lets go of the payloads, for a receiver that keeps the message (to answer it later) but not
+  // them: their frames are freed, and a loan through shared memory released, now rather than
+  // with the message. header() still describes them; tensors() is empty after.
+  void DropPayloads() {
+    tensors_.clear();
+    payload_frames_.clear();
+  }
 
  private:
   friend class internal::MessageDecoder;

@@ -155,6 +155,10 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
         // Answered with the pull, below or by a later update: a refused gradient too, so that a
         // worker going on past its divergence (--on-nonfinite continue) still gets the values.
         if (refused) NoteRefusal(msg, out->rejection);
+        // The chunk holds the gradient for as long as it needs it; the waiting request need
+        // not, so a loan from the worker ends with the step (its release rides on this reply)
+        // rather than a step later.
+        msg.DropPayloads();
         Waiter waiter{std::move(msg), dropped ? -1 : out->staleness,
                       refused ? out->rejection : std::string()};
         if (PullReady(index, waiter.request)) {

@@ -185,6 +185,28 @@ TEST_F(PushThenPullTest, AsyncReportsStalenessWithTheValues) {
   EXPECT_EQ(Get(std::move(b.pull)).version, 2);
 }
 
+// Through shared memory the server reads the gradient where the worker wrote it. The loan ends
+// with the step: the reply that completes the call also releases it, so the worker's next
+// step can write into the same buffer (a loan held a step longer costs a buffer per step).
+TEST_F(PushThenPullTest, ALentGradientIsReleasedWithTheReply) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "loan");
+  ASSERT_TRUE(cluster_->ok());
+  std::unique_ptr<Client> client =
+      cluster_->MakeClient(0, seconds(20), nullptr, TransportPath::kShm);
+  Get(client->Register(Model(), kSignature));
+  Check(client->Init(1, Random(Model()[1].shape, 9)));
+  Tensor grad = client->Allocate(Model()[1].shape);
+  std::memcpy(grad.raw_data(), Random(Model()[1].shape, 10).raw_data(), grad.byte_size());
+  for (int64_t step = 0; step < 3; ++step) {
+    Client::PushAndPull both = client->PushThenPull(1, step, step, grad, step + 1, step + 1);
+    const PulledVariable p = Get(std::move(both.pull));
+    Get(std::move(both.push));
+    EXPECT_EQ(p.version, step + 1);
+    EXPECT_EQ(grad.storage().use_count(), 1) << "step " << step << ": the loan outlived the reply";
+  }
+  EXPECT_GT(Get(client->Stats(0)).bytes_in, 0u);
+}
+
 TEST_F(PushThenPullTest, WrongSizeFailsBothWithoutSending) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "size");
   ASSERT_TRUE(cluster_->ok());
