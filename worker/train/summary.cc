@@ -46,6 +46,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["p99_staleness"] = JsonNumber(s.p99_staleness);
   j["rank"] = rank;
   j["wait_seconds"] = JsonNumber(s.wait_seconds);
+  j["compute_seconds"] = JsonNumber(s.compute_seconds);
   j["injected_delay_seconds"] = JsonNumber(s.injected_delay_seconds);
   j["staleness_histogram"] = s.staleness_histogram;
   j["diverged"] = s.diverged;

@@ -35,7 +35,9 @@ struct TrainingSummary {
   double p99_staleness = 0;
   uint64_t updates_applied = 0;
   std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)
-  double wait_seconds = 0;            // this worker: waiting for parameters (the sync barrier)
+  double wait_seconds = 0;  // this worker: waiting for parameters (the sync barrier)
+  // this worker: forward and backward on its towers (pushes go out as gradients appear)
+  double compute_seconds = 0;
   double injected_delay_seconds = 0;  // this worker: --straggler/--slow-workers delays
   bool diverged = false;
   int64_t diverged_at_step = -1;    // this worker's first non-finite step; -1: none

@@ -255,6 +255,7 @@ class Trainer::Impl {
                                                CheckAndPush(v, average, versions[v], iter);
                                              }));
       last_compute = Seconds(Clock::now() - compute_start);
+      total_compute_ += last_compute;
       if (divergence_->StopsAfterStep(r.loss, sync ? global + 1 : iter + 1)) {
         return PartialSummary(start, iter + 1, r.loss);  // the caller reports the divergence
       }
@@ -423,6 +424,7 @@ class Trainer::Impl {
     }
     s.train_seconds = Seconds(Clock::now() - start);
     s.wait_seconds = total_wait_;
+    s.compute_seconds = total_compute_;
     s.injected_delay_seconds = total_delay_;
     s.epochs = static_cast<double>(steps) / static_cast<double>(steps_per_epoch_);
     s.steps = steps;
@@ -449,8 +451,9 @@ class Trainer::Impl {
   std::vector<char> pulled_with_push_;
   MetricsLog metrics_;
   StragglerPlan plan_;
-  double total_wait_ = 0;   // seconds spent waiting for parameters (the barrier, in sync)
-  double total_delay_ = 0;  // seconds of injected delay
+  double total_wait_ = 0;     // seconds spent waiting for parameters (the barrier, in sync)
+  double total_delay_ = 0;    // seconds of injected delay
+  double total_compute_ = 0;  // seconds in TowerGroup::Step: forward, backward, the pushes
   std::optional<Divergence> divergence_;  // made by Setup, once the variables are known
   bool replace_pending_ = false;          // this step's pushes replace pending ones (see Train)
   int64_t last_step_ = 0;  // the iterations to train (sync: the version training ends at)
