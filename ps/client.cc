@@ -36,6 +36,13 @@ void MergePush(int64_t version, int64_t staleness, int* applied, PushReport& rep
   ++*applied;
 }
 
+// A push's fields: the gradient of iteration `clock`, computed from `version`.
+void SetPushHeader(proto::Header::Builder h, int64_t version, int64_t clock, bool replace_pending) {
+  h.setVersion(version);
+  h.setClock(clock);
+  h.setReplacesPending(replace_pending);
+}
+
 // A pull reply's status: the reply's, or kProtocol when it does not carry chunk `c`'s values.
 Status PulledStatus(const ChunkSpec& c, const Result<IncomingMessage>& r) {
   if (r.ok() && (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements)) {
@@ -202,12 +209,7 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
   const Tensor flat = gradient.Reshape({total});
   impl_->SendToChunks(
       chunks, proto::MessageType::PUSH,
-      [&](proto::Header::Builder h) {
-        h.setVersion(version);
-        h.setClock(clock);
-        h.setReplacesPending(replace_pending);
-      },
-      &flat,
+      [&](proto::Header::Builder h) { SetPushHeader(h, version, clock, replace_pending); }, &flat,
       [join, applied](const ChunkSpec&, Result<IncomingMessage> r) {
         const int64_t v = r.ok() ? r->header().getVersion() : 0;
         const int64_t s = r.ok() ? r->header().getStaleness() : 0;
@@ -238,9 +240,7 @@ Client::PushAndPull Client::PushThenPull(uint32_t variable_id, int64_t version, 
   impl_->SendToChunks(
       chunks, proto::MessageType::PUSH,
       [&](proto::Header::Builder h) {
-        h.setVersion(version);
-        h.setClock(clock);
-        h.setReplacesPending(replace_pending);
+        SetPushHeader(h, version, clock, replace_pending);
         h.setThenPull(true);
         h.setPullVersion(pull_version);
         h.setPullClock(pull_clock);

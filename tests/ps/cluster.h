@@ -4,6 +4,7 @@
 #ifndef TOWERPS_TESTS_PS_CLUSTER_H_
 #define TOWERPS_TESTS_PS_CLUSTER_H_
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,6 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iostream>
+#include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -32,6 +36,15 @@ T Get(std::future<Result<T>> f) {
   auto r = f.get();
   if (!r.ok()) throw std::runtime_error(r.status().ToString());
   return std::move(r).value();
+}
+
+// `shape` filled with standard normal draws from `seed`.
+inline Tensor Random(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::Empty(shape);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = d(rng);
+  return t;
 }
 
 inline void Check(std::future<Status> f) {
@@ -139,6 +152,18 @@ class Cluster {
   std::vector<std::optional<Subprocess>> servers_;
   std::vector<std::string> endpoints_;
   bool start_failed_ = false;
+};
+
+// A fixture whose test makes `cluster_`; every server's log is printed when the test failed.
+class ClusterTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (!HasFailure() || !cluster_) return;
+    for (int r = 0; r < static_cast<int>(cluster_->endpoints().size()); ++r) {
+      std::cerr << "---- server " << r << " log ----\n" << cluster_->Log(r);
+    }
+  }
+  std::unique_ptr<Cluster> cluster_;
 };
 
 }  // namespace towerps::ps::testing

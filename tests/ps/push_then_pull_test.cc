@@ -18,6 +18,7 @@ using std::chrono::seconds;
 using testing::Check;
 using testing::Cluster;
 using testing::Get;
+using testing::Random;
 
 // Variable 0 is cut by the 16 KiB partition into 8 chunks over 2 servers; variable 1 is one.
 std::vector<VariableSpec> Model() { return {{"w", {300, 100}}, {"b", {100}}}; }
@@ -33,14 +34,6 @@ JobConfig Job(UpdateMode mode, int workers, int servers) {
   j.optimizer.learning_rate = 0.1f;
   j.schedule.kind = LrScheduleKind::kConstant;
   return j;
-}
-
-Tensor Random(const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::Empty(shape);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = d(rng);
-  return t;
 }
 
 std::vector<float> Values(const PulledVariable& p, uint32_t var) {
@@ -61,17 +54,7 @@ std::vector<std::unique_ptr<Client>> Connect(const Cluster& cluster, int workers
   return clients;
 }
 
-class PushThenPullTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    if (HasFailure() && cluster_) {
-      for (int r = 0; r < static_cast<int>(cluster_->endpoints().size()); ++r) {
-        std::cerr << "---- server " << r << " log ----\n" << cluster_->Log(r);
-      }
-    }
-  }
-  std::unique_ptr<Cluster> cluster_;
-};
+class PushThenPullTest : public testing::ClusterTest {};
 
 // Three sync steps of two workers, each pushing its gradient of variable 0 (8 chunks on 2
 // servers) and pulling the next step: separately, combined, and one of each. Every run pulls the

@@ -23,6 +23,7 @@ using std::chrono::seconds;
 using testing::Check;
 using testing::Cluster;
 using testing::Get;
+using testing::Random;
 
 // Two variables, cut by a 16 KiB partition into 8 + 1 chunks spread over the servers.
 std::vector<VariableSpec> Model() { return {{"w", {300, 100}}, {"b", {100}}}; }
@@ -38,14 +39,6 @@ JobConfig Job(UpdateMode mode, int workers = 4, int servers = 2) {
   j.optimizer.learning_rate = 0.5f;
   j.schedule.kind = LrScheduleKind::kConstant;
   return j;
-}
-
-Tensor Random(const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::Empty(shape);
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] = d(rng);
-  return t;
 }
 
 std::vector<float> PullAll(Client& c, uint32_t var, int64_t min_version,
@@ -75,17 +68,7 @@ Workers Connect(const Cluster& cluster, int workers, TransportPath path = Transp
   return w;
 }
 
-class ServerProcessTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    if (HasFailure() && cluster_) {
-      for (int r = 0; r < static_cast<int>(cluster_->endpoints().size()); ++r) {
-        std::cerr << "---- server " << r << " log ----\n" << cluster_->Log(r);
-      }
-    }
-  }
-  std::unique_ptr<Cluster> cluster_;
-};
+class ServerProcessTest : public testing::ClusterTest {};
 
 // The second trial's workers reach the servers through shared memory (--transport shm): the same
 // exact bits.
