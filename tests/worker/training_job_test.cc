@@ -229,6 +229,13 @@ TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {
             0);
   EXPECT_GE(SummaryField(Path("s.json"), "test_accuracy"), 0.88) << last_output_;
   EXPECT_EQ(SummaryField(Path("s.json"), "steps"), 2340);  // 10 epochs of 60000 / (4 x 64)
+  // The split of the chief's time: computing and waiting are parts of training; the servers
+  // spent time in updates.
+  const double compute = SummaryField(Path("s.json"), "compute_seconds");
+  const double wait = SummaryField(Path("s.json"), "wait_seconds");
+  EXPECT_GT(compute, 0);
+  EXPECT_GT(SummaryField(Path("s.json"), "server_update_seconds"), 0);
+  EXPECT_LE(compute + wait, SummaryField(Path("s.json"), "train_seconds"));
 }
 
 TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {

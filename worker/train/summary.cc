@@ -10,6 +10,7 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->dropped_stale += stats.stale_dropped;
   s->nonfinite_rejected += stats.nonfinite_rejected;
   s->updates_applied += stats.updates_applied;
+  s->server_update_seconds += 1e-9 * static_cast<double>(stats.aggregation_nanos);
   std::vector<uint64_t>& h = s->staleness_histogram;
   h.resize(std::max(h.size(), stats.staleness_histogram.size()), 0);
   for (size_t b = 0; b < stats.staleness_histogram.size(); ++b)
@@ -47,6 +48,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["rank"] = rank;
   j["wait_seconds"] = JsonNumber(s.wait_seconds);
   j["compute_seconds"] = JsonNumber(s.compute_seconds);
+  j["server_update_seconds"] = JsonNumber(s.server_update_seconds);
   j["injected_delay_seconds"] = JsonNumber(s.injected_delay_seconds);
   j["staleness_histogram"] = s.staleness_histogram;
   j["diverged"] = s.diverged;

@@ -34,6 +34,7 @@ struct TrainingSummary {
   double mean_staleness = 0;   // over every update applied (chief)
   double p99_staleness = 0;
   uint64_t updates_applied = 0;
+  double server_update_seconds = 0;  // the servers' time in optimizer updates, summed (chief)
   std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)
   double wait_seconds = 0;  // this worker: waiting for parameters (the sync barrier)
   // this worker: forward and backward on its towers (pushes go out as gradients appear)
