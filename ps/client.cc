@@ -43,6 +43,15 @@ void SetPushHeader(proto::Header::Builder h, int64_t version, int64_t clock, boo
   h.setReplacesPending(replace_pending);
 }
 
+// A gradient for a variable of `total` elements: kInvalidArgument naming `call` otherwise.
+Status CheckGradient(const char* call, uint32_t variable_id, const Tensor& gradient,
+                     int64_t total) {
+  if (gradient.num_elements() == total && gradient.dtype() == DType::kFloat32) return Status::Ok();
+  return InvalidArgumentError(std::string(call) + " of variable " + std::to_string(variable_id) +
+                              " with " + std::to_string(gradient.num_elements()) +
+                              " elements, expected " + std::to_string(total));
+}
+
 // A pull reply's status: the reply's, or kProtocol when it does not carry chunk `c`'s values.
 Status PulledStatus(const ChunkSpec& c, const Result<IncomingMessage>& r) {
   if (r.ok() && (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements)) {
@@ -198,10 +207,8 @@ std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t versi
                                              const Tensor& gradient, bool replace_pending) {
   const auto chunks = placement().ChunksOf(variable_id);
   const int64_t total = ElementsOf(chunks);
-  if (gradient.num_elements() != total || gradient.dtype() != DType::kFloat32) {
-    return Ready<PushReport>(InvalidArgumentError(
-        "Push of variable " + std::to_string(variable_id) + " with " +
-        std::to_string(gradient.num_elements()) + " elements, expected " + std::to_string(total)));
+  if (Status bad = CheckGradient("Push", variable_id, gradient, total); !bad.ok()) {
+    return Ready<PushReport>(bad);
   }
   auto join = std::make_shared<Join<PushReport>>(static_cast<int>(chunks.size()));
   auto applied = std::make_shared<int>(0);  // touched only in Part's merge, under join->mu
@@ -225,10 +232,7 @@ Client::PushAndPull Client::PushThenPull(uint32_t variable_id, int64_t version, 
                                          int64_t pull_clock, bool replace_pending) {
   const auto chunks = placement().ChunksOf(variable_id);
   const int64_t total = ElementsOf(chunks);
-  if (gradient.num_elements() != total || gradient.dtype() != DType::kFloat32) {
-    const Status bad = InvalidArgumentError(
-        "PushThenPull of variable " + std::to_string(variable_id) + " with " +
-        std::to_string(gradient.num_elements()) + " elements, expected " + std::to_string(total));
+  if (Status bad = CheckGradient("PushThenPull", variable_id, gradient, total); !bad.ok()) {
     return {Ready<PushReport>(bad), Ready<PulledVariable>(bad)};
   }
   const int parts = static_cast<int>(chunks.size());

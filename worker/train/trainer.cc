@@ -196,7 +196,7 @@ class Trainer::Impl {
       TOWERPS_ASSIGN_OR_RETURN(iter, JoinAsyncJob(*client_, num_vars_, first, o_.stop));
     }
     std::vector<int64_t> versions(num_vars_, first);
-    IssuePulls(versions, /*advance=*/false, iter, total, exact);
+    IssuePulls(versions, /*advance=*/false, iter, exact);
     // What this worker computes at iteration `iter` is a function of it alone: its batch and
     // its dropout masks (and, in sync, the parameters at version `iter`).
     batcher_->Seek(iter);
@@ -261,7 +261,7 @@ class Trainer::Impl {
       }
       ++iter;
       const bool more = sync || iter < total;
-      if (more) IssuePulls(versions, /*advance=*/true, iter, total);
+      if (more) IssuePulls(versions, /*advance=*/true, iter);
       const auto push_wait_start = Clock::now();
       TOWERPS_ASSIGN_OR_RETURN(double staleness, WaitPushes());
       push_wait = Seconds(Clock::now() - push_wait_start);
@@ -304,7 +304,7 @@ class Trainer::Impl {
     // dropped); the version counts them as the mode does (JobConfig::FinalVersion).
     const int64_t final_version = o_.job.FinalVersion(total);
     std::vector<int64_t> finals(num_vars_, final_version);
-    IssuePulls(finals, /*advance=*/false, 0, final_version);
+    IssuePulls(finals, /*advance=*/false, 0);
     TOWERPS_RETURN_IF_ERROR(WaitPulls(&finals, &s->final_version_max));
     s->final_version_min = *std::min_element(finals.begin(), finals.end());
     TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(towers_->model(0), *test_batcher_));
@@ -333,20 +333,20 @@ class Trainer::Impl {
   // Issues one pull per variable, in forward-layer order. `advance`: ask for the step after the
   // one just pushed (NextPullVersion), except for the variables whose pull went with their push
   // (CheckAndPush). `exact` (sync): at exactly `versions` (see JoinSyncJob).
-  void IssuePulls(const std::vector<int64_t>& versions, bool advance, int64_t clock, int64_t cap,
+  void IssuePulls(const std::vector<int64_t>& versions, bool advance, int64_t clock,
                   bool exact = false) {
     for (int v = 0; v < num_vars_; ++v) {
       const bool sent = std::exchange(pulled_with_push_[v], 0) != 0;
       if (advance && sent) continue;
-      const int64_t min_version = advance ? NextPullVersion(versions[v], cap) : versions[v];
+      const int64_t min_version = advance ? NextPullVersion(versions[v]) : versions[v];
       pulls_[v] = client_->Pull(v, min_version, clock, exact);
     }
   }
 
   // The version a worker pulls after pushing a gradient computed from `version`: sync the next
-  // step (never beyond `cap`, the last), async and SSP any (SSP's bound goes by the clock).
-  int64_t NextPullVersion(int64_t version, int64_t cap) const {
-    return o_.job.mode == ps::UpdateMode::kSync ? std::min(version + 1, cap) : 0;
+  // step (never beyond the last), async and SSP any (SSP's bound goes by the clock).
+  int64_t NextPullVersion(int64_t version) const {
+    return o_.job.mode == ps::UpdateMode::kSync ? std::min(version + 1, last_step_) : 0;
   }
 
   template <typename Reply>  // Status or Result<T>
@@ -390,9 +390,8 @@ class Trainer::Impl {
       pushes_[v] = client_->Push(v, version, iter, average, replace_pending_);
       return;
     }
-    ps::Client::PushAndPull both =
-        client_->PushThenPull(v, version, iter, average, NextPullVersion(version, last_step_),
-                              iter + 1, replace_pending_);
+    ps::Client::PushAndPull both = client_->PushThenPull(
+        v, version, iter, average, NextPullVersion(version), iter + 1, replace_pending_);
     pushes_[v] = std::move(both.push);
     pulls_[v] = std::move(both.pull);
     pulled_with_push_[v] = 1;
