@@ -1,6 +1,7 @@
 #include "common/subprocess.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,6 +58,7 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   for (std::string& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
 
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     for (int fd : {out_fd, pipe_read, stdin_read, stdin_write}) {
@@ -65,6 +67,10 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
     return ResourceExhaustedError(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    if (options.parent_death_signal != 0) {
+      prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
+      if (getppid() != parent) _exit(128 + options.parent_death_signal);  // died before prctl
+    }
     if (options.new_process_group) setpgid(0, 0);
     if (out_fd >= 0) {
       dup2(out_fd, STDOUT_FILENO);

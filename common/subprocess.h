@@ -3,9 +3,15 @@
 // Contract: move-only owner of one child. The destructor kills (SIGKILL) and reaps a child that
 // is still running, so no test or launcher leaks processes. Wait() never blocks past its
 // deadline. Not thread-safe; one owner thread.
+//
+// A child also dies with its parent: it gets `parent_death_signal` (Linux's PR_SET_PDEATHSIG)
+// when this process ends, however it ends, SIGKILL included, and it exits at once if the parent
+// was already gone before it could ask. The kernel ties that signal to the *thread* that called
+// Start(), so start a long-lived child from a thread that lives as long as it should.
 #ifndef TOWERPS_COMMON_SUBPROCESS_H_
 #define TOWERPS_COMMON_SUBPROCESS_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -27,6 +33,9 @@ struct SubprocessOptions {
   // stdin is a pipe whose write end this object holds (CloseStdin()); the child reads EOF
   // once it is closed, or once this process dies. Otherwise stdin is inherited.
   bool stdin_pipe = false;
+  // The signal the child gets when this process dies (SIGTERM: a server writes its final
+  // checkpoint); 0 lets it outlive us, for a daemon.
+  int parent_death_signal = SIGTERM;
 };
 
 class Subprocess {

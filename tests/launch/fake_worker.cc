@@ -5,6 +5,8 @@
 //   FAKE_WORKER_FAIL=RANK:HOW  worker RANK fails after its first step: HOW = error logs an
 //                              error line, then an ordinary line, and exits 1; sigkill kills
 //                              itself with SIGKILL.
+//   FAKE_WORKER_STALL_MS=N     every worker waits N ms, silently, before it connects (a job
+//                              whose processes are all up and none writes a line).
 #include <signal.h>
 
 #include <cstdio>
@@ -64,6 +66,9 @@ int main(int argc, char** argv) {
     const std::string spec = fail;
     if (spec.substr(0, spec.find(':')) == std::to_string(rank))
       fail_how = spec.substr(spec.find(':') + 1);
+  }
+  if (const char* stall = std::getenv("FAKE_WORKER_STALL_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(stall)));
   }
   InitLogging({.role = "worker", .rank = rank});
   ps::ClientOptions co;

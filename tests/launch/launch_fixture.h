@@ -118,6 +118,16 @@ inline std::vector<pid_t> ProcessPids(const fs::path& run_dir, const std::string
 
 inline bool ProcessAlive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 
+// Whether `pid` is running: alive and not a zombie. An orphan whose parent was killed is reaped
+// by whatever init the machine has, which may be slow to do it, so a zombie counts as ended.
+inline bool ProcessRunning(pid_t pid) {
+  if (!ProcessAlive(pid)) return false;
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');  // the state follows the command's closing parenthesis
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' &&
+         stat[paren + 2] != 'X';
+}
+
 // A TCP port for a server the test starts on a fixed port: below Linux's ephemeral range
 // (32768 up), where connections of concurrent tests never land, free now (a bind to it on every
 // interface succeeds), and never the same twice in one test process.

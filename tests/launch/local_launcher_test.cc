@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <thread>
@@ -105,6 +107,34 @@ TEST_F(LauncherTest, SigtermStopsEveryProcess) {
   EXPECT_EQ(*code, 128 + SIGTERM);
   EXPECT_NE(Output().find("signal 15 received"), std::string::npos);
   for (const auto& [tag, pid] : procs) EXPECT_FALSE(Alive(pid)) << tag << " was left running";
+}
+
+// A launcher killed by SIGKILL cannot stop anything itself: every process it started must end on
+// its own (PR_SET_PDEATHSIG). Here none of them writes a line after the kill (the workers stall
+// before connecting), so none is ended by a broken pipe either, as an idle server was not. This
+// test is the orphans' subreaper, as a login machine's init would be (a container's init may
+// kill orphans itself, which would hide the leak).
+TEST_F(LauncherTest, SigkillOfTheLauncherLeavesNoProcessOfTheJob) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  Result<Subprocess> p = Launch({"--servers", "2", "--workers", "2", "--epochs", "1000"},
+                                {"FAKE_WORKER_STALL_MS=60000"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  AwaitProcesses(4);
+  std::this_thread::sleep_for(milliseconds(300));
+  const auto procs = Processes();
+  ASSERT_EQ(procs.size(), 4u);
+  ASSERT_EQ(kill(p->pid(), SIGKILL), 0);
+  EXPECT_EQ(p->Wait(Deadline::After(seconds(10))), 128 + SIGKILL);
+  const Deadline two_seconds = Deadline::After(seconds(2));
+  for (const auto& [tag, pid] : procs) {
+    while (ProcessRunning(pid) && !two_seconds.expired()) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    EXPECT_FALSE(ProcessRunning(pid)) << tag << " outlived its SIGKILLed launcher by 2 s";
+    kill(pid, SIGKILL);  // leave nothing behind for other tests,
+    waitpid(pid, nullptr, 0);  // and reap what was reparented to this test
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {

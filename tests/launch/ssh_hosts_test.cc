@@ -400,9 +400,10 @@ TEST_F(SshHostsTest, KilledLauncherTakesEveryRemoteProcessWithIt) {
   AwaitOutput("crash", "step ", seconds(60));
   // SIGKILL: no chance to clean up. Its ssh clients run in their own process groups and see
   // their stdin close; the watchdogs on the hosts then stop the servers and workers.
+  // Their ssh clients die with the launcher too (PR_SET_PDEATHSIG). Within 2 s nothing is left.
   ASSERT_EQ(kill(job->pid(), SIGKILL), 0);
   EXPECT_EQ(job->Wait(Deadline::After(seconds(10))), 128 + SIGKILL) << Output("crash");
-  EXPECT_EQ(AwaitNoOrphans(seconds(30)), std::vector<std::string>{}) << Output("crash");
+  EXPECT_EQ(AwaitNoOrphans(seconds(2)), std::vector<std::string>{}) << Output("crash");
 }
 
 TEST_F(SshHostsTest, CtrlCStopsEveryRemoteProcessGracefully) {
