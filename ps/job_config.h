@@ -17,7 +17,7 @@
 
 namespace towerps::ps {
 
-// kSoftsync: Zhang et al. 2016's n-softsync; see ps/chunk.h.
+// kSoftsync: Zhang et al. 2016's n-softsync. Each mode's rule: ps/update_rule.h.
 enum class UpdateMode { kSync, kAsync, kSsp, kSoftsync };
 enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad };
 enum class LrScheduleKind { kConstant, kStep, kExponential };

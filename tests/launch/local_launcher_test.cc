@@ -131,7 +131,7 @@ TEST_F(LauncherTest, SigkillOfTheLauncherLeavesNoProcessOfTheJob) {
       std::this_thread::sleep_for(milliseconds(20));
     }
     EXPECT_FALSE(ProcessRunning(pid)) << tag << " outlived its SIGKILLed launcher by 2 s";
-    kill(pid, SIGKILL);  // leave nothing behind for other tests,
+    kill(pid, SIGKILL);        // leave nothing behind for other tests,
     waitpid(pid, nullptr, 0);  // and reap what was reparented to this test
   }
   prctl(PR_SET_CHILD_SUBREAPER, 0);

@@ -1,0 +1,83 @@
+#include "ps/update_rule.h"
+
+#include <algorithm>
+
+#include "common/finite.h"
+#include "ps/async_rule.h"
+#include "ps/softsync_rule.h"
+#include "ps/sync_rule.h"
+
+namespace towerps::ps {
+
+std::unique_ptr<UpdateRule> UpdateRule::ForMode(const JobConfig& config) {
+  switch (config.mode) {
+    case UpdateMode::kSync:
+      return std::make_unique<SyncRule>(config);
+    case UpdateMode::kAsync:
+      return std::make_unique<AsyncRule>(config);
+    case UpdateMode::kSsp:
+      return std::make_unique<SspRule>(config);
+    case UpdateMode::kSoftsync:
+      return std::make_unique<SoftsyncRule>(config);
+  }
+  return nullptr;  // unreachable: JobConfig::Validate admits the modes above
+}
+
+UpdateRule::UpdateRule(const JobConfig& config)
+    : config_(config), worker_clocks_(static_cast<size_t>(config.workers), 0) {}
+
+int64_t UpdateRule::worker_clock(int worker) const {
+  return worker >= 0 && worker < static_cast<int>(worker_clocks_.size())
+             ? worker_clocks_[static_cast<size_t>(worker)]
+             : 0;
+}
+
+void UpdateRule::Advance(int worker, int64_t clock) {
+  int64_t& c = worker_clocks_[static_cast<size_t>(worker)];
+  c = std::max(c, clock + 1);
+}
+
+RuleState UpdateRule::Save(int64_t /*version*/, bool /*replica*/) const {
+  RuleState s;
+  s.worker_clocks = worker_clocks_;
+  return s;
+}
+
+void UpdateRule::Load(const RuleState& state, int64_t /*version*/) {
+  worker_clocks_ = state.worker_clocks;
+  worker_clocks_.resize(static_cast<size_t>(config_.workers), 0);
+}
+
+bool UpdateRule::DropIfApplied(const Contribution& c, const UpdateTarget& target,
+                               ShardCounters& counters, PushOutcome* out) const {
+  if (c.clock >= worker_clock(c.worker)) return false;
+  counters.stale_dropped.fetch_add(1, std::memory_order_relaxed);
+  out->kind = PushOutcome::Kind::kDuplicate;
+  out->version = target.version();
+  return true;
+}
+
+Result<int64_t> UpdateRule::StalenessOf(const Contribution& c, const UpdateTarget& target) {
+  const int64_t staleness = target.version() - c.base_version;
+  if (staleness < 0) {
+    return InvalidArgumentError("gradient computed from version " + std::to_string(c.base_version) +
+                                " of " + target.Describe() + ", which is only at version " +
+                                std::to_string(target.version()));
+  }
+  return staleness;
+}
+
+bool UpdateRule::RefuseIfNonFinite(Contribution& c, const UpdateTarget& target,
+                                   ShardCounters& counters, PushOutcome* out) {
+  const int64_t bad = FindNonFinite(c.gradient.f32(), c.gradient.num_elements());
+  if (bad < 0) return false;
+  counters.nonfinite_rejected.fetch_add(1, std::memory_order_relaxed);
+  out->kind = PushOutcome::Kind::kRejected;
+  out->rejection = "worker " + std::to_string(c.worker) + "'s gradient for " + target.Describe() +
+                   " has " + DescribeValue(c.gradient.f32()[bad]) + " at element " +
+                   std::to_string(bad) + ": refused, not applied (that worker's training diverged)";
+  c.gradient = Tensor();
+  return true;
+}
+
+}  // namespace towerps::ps
