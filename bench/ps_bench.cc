@@ -109,7 +109,9 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
     for (int k = 0; k < o.chunks; ++k) TOWERPS_RETURN_IF_ERROR(client->Init(k, grad).get());
   }
   // As a real worker does: wait for the chief's initial values before the first push.
-  for (int k = 0; k < o.chunks; ++k) TOWERPS_RETURN_IF_ERROR(client->Pull(k, 0, 0).get().status());
+  for (int k = 0; k < o.chunks; ++k)
+    TOWERPS_RETURN_IF_ERROR(
+        client->Pull({.variable_id = k, .min_version = 0, .clock = 0}).get().status());
   registered->fetch_add(1);
   // Each chunk runs its own pipeline, as a worker's layers do: as soon as a chunk's pull for
   // version t + 1 returns, its gradient for step t + 1 goes out with the pull for t + 2. Sync
@@ -120,11 +122,13 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   // A chunk's push for step t and its pull for t + 1: one request, or two with separate_pull.
   auto push_and_pull = [&](int k, int64_t t) {
     if (o.separate_pull) {
-      pushes[k] = client->Push(k, t, t, grad);
-      pulls[k] = client->Pull(k, t + 1, t + 1);
+      pushes[k] = client->Push({.variable_id = k, .version = t, .clock = t, .gradient = grad});
+      pulls[k] = client->Pull({.variable_id = k, .min_version = t + 1, .clock = t + 1});
       return;
     }
-    ps::Client::PushAndPull both = client->PushThenPull(k, t, t, grad, t + 1, t + 1);
+    ps::Client::PushAndPull both =
+        client->PushThenPull({.variable_id = k, .version = t, .clock = t, .gradient = grad},
+                             {.variable_id = k, .min_version = t + 1, .clock = t + 1});
     pushes[k] = std::move(both.push);
     pulls[k] = std::move(both.pull);
   };

@@ -36,11 +36,23 @@ void MergePush(int64_t version, int64_t staleness, int* applied, PushReport& rep
   ++*applied;
 }
 
-// A push's fields: the gradient of iteration `clock`, computed from `version`.
-void SetPushHeader(proto::Header::Builder h, int64_t version, int64_t clock, bool replace_pending) {
-  h.setVersion(version);
-  h.setClock(clock);
-  h.setReplacesPending(replace_pending);
+// The header of a variable request, from its push and its pull (either may be null; a pull that
+// rides on a push is a thenPull).
+void WriteRequest(const PushRequest* push, const PullRequest* pull, proto::Header::Builder h) {
+  if (push != nullptr) {
+    h.setVersion(push->version);
+    h.setClock(push->clock);
+    h.setReplacesPending(push->replace_pending);
+    if (pull != nullptr) {
+      h.setThenPull(true);
+      h.setPullVersion(pull->min_version);
+      h.setPullClock(pull->clock);
+    }
+  } else {
+    h.setVersion(pull->min_version);
+    h.setClock(pull->clock);
+    h.setExactVersion(pull->exact);
+  }
 }
 
 // A gradient for a variable of `total` elements: kInvalidArgument naming `call` otherwise.
@@ -203,92 +215,78 @@ std::future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
   return future;
 }
 
-std::future<Result<PushReport>> Client::Push(uint32_t variable_id, int64_t version, int64_t clock,
-                                             const Tensor& gradient, bool replace_pending) {
-  const auto chunks = placement().ChunksOf(variable_id);
-  const int64_t total = ElementsOf(chunks);
-  if (Status bad = CheckGradient("Push", variable_id, gradient, total); !bad.ok()) {
-    return Ready<PushReport>(bad);
-  }
-  auto join = std::make_shared<Join<PushReport>>(static_cast<int>(chunks.size()));
-  auto applied = std::make_shared<int>(0);  // touched only in Part's merge, under join->mu
-  auto future = join->promise.get_future();
-  const Tensor flat = gradient.Reshape({total});
-  impl_->SendToChunks(
-      chunks, proto::MessageType::PUSH,
-      [&](proto::Header::Builder h) { SetPushHeader(h, version, clock, replace_pending); }, &flat,
-      [join, applied](const ChunkSpec&, Result<IncomingMessage> r) {
-        const int64_t v = r.ok() ? r->header().getVersion() : 0;
-        const int64_t s = r.ok() ? r->header().getStaleness() : 0;
-        join->Part(r.status(), [&](PushReport& rep, LowestVersion& lowest) {
-          MergePush(v, s, applied.get(), rep, lowest);
-        });
-      });
-  return future;
+std::future<Result<PushReport>> Client::Push(const PushRequest& push) {
+  return Send(&push, nullptr).push;
 }
 
-Client::PushAndPull Client::PushThenPull(uint32_t variable_id, int64_t version, int64_t clock,
-                                         const Tensor& gradient, int64_t pull_version,
-                                         int64_t pull_clock, bool replace_pending) {
-  const auto chunks = placement().ChunksOf(variable_id);
-  const int64_t total = ElementsOf(chunks);
-  if (Status bad = CheckGradient("PushThenPull", variable_id, gradient, total); !bad.ok()) {
+std::future<Result<PulledVariable>> Client::Pull(const PullRequest& pull) {
+  return Send(nullptr, &pull).pull;
+}
+
+Client::PushAndPull Client::PushThenPull(const PushRequest& push, const PullRequest& next) {
+  if (next.variable_id != push.variable_id || next.exact) {
+    const Status bad = InvalidArgumentError(
+        "PushThenPull of variable " + std::to_string(push.variable_id) + " with " +
+        (next.exact ? std::string("an exact pull (it travels alone)")
+                    : "a pull of variable " + std::to_string(next.variable_id)));
     return {Ready<PushReport>(bad), Ready<PulledVariable>(bad)};
   }
-  const int parts = static_cast<int>(chunks.size());
-  auto push = std::make_shared<Join<PushReport>>(parts);
-  auto pull = std::make_shared<Join<PulledVariable>>(parts);
-  auto applied = std::make_shared<int>(0);  // touched only in push's merge, under its lock
-  PushAndPull result{push->promise.get_future(), pull->promise.get_future()};
-  const Tensor flat = gradient.Reshape({total});
-  impl_->SendToChunks(
-      chunks, proto::MessageType::PUSH,
-      [&](proto::Header::Builder h) {
-        SetPushHeader(h, version, clock, replace_pending);
-        h.setThenPull(true);
-        h.setPullVersion(pull_version);
-        h.setPullClock(pull_clock);
-      },
-      &flat,
-      [push, pull, applied](const ChunkSpec& c, Result<IncomingMessage> r) {
-        const Status pulled = PulledStatus(c, r);
-        // A refused gradient fails the push as a plain push's error reply would; the values
-        // still came.
-        Status pushed = pulled;
-        if (pulled.ok() && r->header().hasPushRefusal()) {
-          pushed = InvalidArgumentError(std::string(r->header().getPushRefusal().cStr()));
-        }
-        // Merged into the push with the version the values are at: at or past the push's.
-        push->Part(pushed, [&](PushReport& rep, LowestVersion& lowest) {
-          MergePush(r->header().getVersion(), r->header().getStaleness(), applied.get(), rep,
-                    lowest);
-        });
-        pull->Part(pulled, [&](PulledVariable& out, LowestVersion& lowest) {
-          MergePull(c, *r, out, lowest);
-        });
-      });
-  return result;
+  return Send(&push, &next);
 }
 
-std::future<Result<PulledVariable>> Client::Pull(uint32_t variable_id, int64_t min_version,
-                                                 int64_t clock, bool exact) {
+// Every variable request: one message per chunk, built by WriteRequest; each chunk's reply
+// completes the push's part and the pull's part of the call.
+Client::PushAndPull Client::Send(const PushRequest* push, const PullRequest* pull) {
+  const uint32_t variable_id = push != nullptr ? push->variable_id : pull->variable_id;
   const auto chunks = placement().ChunksOf(variable_id);
-  auto join = std::make_shared<Join<PulledVariable>>(static_cast<int>(chunks.size()));
-  auto future = join->promise.get_future();
+  const int64_t total = ElementsOf(chunks);
+  const char* call = push == nullptr ? "Pull" : pull == nullptr ? "Push" : "PushThenPull";
+  if (push != nullptr) {
+    if (Status bad = CheckGradient(call, variable_id, push->gradient, total); !bad.ok()) {
+      return {Ready<PushReport>(bad), Ready<PulledVariable>(bad)};
+    }
+  }
+  const int parts = static_cast<int>(chunks.size());
+  std::shared_ptr<Join<PushReport>> pushed;
+  std::shared_ptr<Join<PulledVariable>> pulled;
+  PushAndPull result;
+  if (push != nullptr) {
+    pushed = std::make_shared<Join<PushReport>>(parts);
+    result.push = pushed->promise.get_future();
+  }
+  if (pull != nullptr) {
+    pulled = std::make_shared<Join<PulledVariable>>(parts);
+    result.pull = pulled->promise.get_future();
+  }
+  auto applied = std::make_shared<int>(0);  // touched only in the push's merge, under its lock
+  const Tensor flat = push != nullptr ? push->gradient.Reshape({total}) : Tensor();
   impl_->SendToChunks(
-      chunks, proto::MessageType::PULL,
-      [&](proto::Header::Builder h) {
-        h.setVersion(min_version);
-        h.setClock(clock);
-        h.setExactVersion(exact);
-      },
-      /*values=*/nullptr,
-      [join](const ChunkSpec& c, Result<IncomingMessage> r) {
-        join->Part(PulledStatus(c, r), [&](PulledVariable& out, LowestVersion& lowest) {
-          MergePull(c, *r, out, lowest);
-        });
+      chunks, push != nullptr ? proto::MessageType::PUSH : proto::MessageType::PULL,
+      [&](proto::Header::Builder h) { WriteRequest(push, pull, h); },
+      push != nullptr ? &flat : nullptr,
+      [pushed, pulled, applied](const ChunkSpec& c, Result<IncomingMessage> r) {
+        const Status values = pulled ? PulledStatus(c, r) : r.status();
+        if (pushed) {
+          // A refused gradient fails the push as a plain push's error reply would; with a pull,
+          // the values still came. Merged with the version the reply is at: at or past the
+          // push's.
+          Status status = values;
+          if (values.ok() && r->header().hasPushRefusal()) {
+            status = InvalidArgumentError(std::string(r->header().getPushRefusal().cStr()));
+          }
+          const int64_t v = values.ok() ? r->header().getVersion() : 0;
+          const int64_t s = values.ok() ? r->header().getStaleness() : 0;
+          pushed->Part(status, [&](PushReport& rep, LowestVersion& lowest) {
+            MergePush(v, s, applied.get(), rep, lowest);
+          });
+        }
+        if (pulled) {
+          pulled->Part(values, [&](PulledVariable& out, LowestVersion& lowest) {
+            MergePull(c, *r, out, lowest);
+          });
+        }
       });
-  return future;
+  return result;
 }
 
 std::future<Result<ServerStatsReport>> Client::Stats(int server) {

@@ -58,6 +58,26 @@ struct PulledVariable {
   void CopyTo(float* dst) const;
 };
 
+// One variable's gradient, computed from parameters at `version` during iteration `clock`.
+struct PushRequest {
+  uint32_t variable_id = 0;
+  int64_t version = 0;
+  int64_t clock = 0;
+  Tensor gradient;  // sent without a copy: not to be written until the push completes
+  // See Header.replacesPending: a worker that rejoined without exactness.
+  bool replace_pending = false;
+};
+
+// One variable's values at `min_version` or later, for iteration `clock` (SSP's bound).
+struct PullRequest {
+  uint32_t variable_id = 0;
+  int64_t min_version = 0;
+  int64_t clock = 0;
+  // Sync: at exactly `min_version`, which a server holds for one version after it moved on;
+  // kFailedPrecondition when it is gone.
+  bool exact = false;
+};
+
 struct PushReport {
   int64_t version = 0;     // lowest chunk version after the push
   int dropped_chunks = 0;  // chunks that discarded the gradient as stale (sync)
@@ -79,27 +99,23 @@ class Client {
                                         uint64_t model_signature);
   // Chief only: the initial value of one variable. Servers keep the first value they get.
   std::future<Status> Init(uint32_t variable_id, const Tensor& value);
-  // The gradient of one variable, computed from parameters at `version` during iteration `clock`.
-  // `replace_pending`: see Header.replacesPending (a worker that rejoined without exactness).
-  std::future<Result<PushReport>> Push(uint32_t variable_id, int64_t version, int64_t clock,
-                                       const Tensor& gradient, bool replace_pending = false);
+  // One variable's gradient, pushed, or its values, pulled (PushRequest, PullRequest). Every
+  // variable request is built by one function from these structs, whichever call sends it.
+  std::future<Result<PushReport>> Push(const PushRequest& push);
   // The variable once every chunk has reached `min_version` (and, in SSP, the slowest worker is
-  // within the staleness bound of `clock`). `exact` (sync): at exactly `min_version`, which a
-  // server holds for one version after it moved on; kFailedPrecondition when it is gone.
-  std::future<Result<PulledVariable>> Pull(uint32_t variable_id, int64_t min_version, int64_t clock,
-                                           bool exact = false);
-  // Push(variable_id, version, clock, gradient), then Pull(variable_id, pull_version,
-  // pull_clock), in one request per chunk (half the messages: Header.thenPull). Each chunk's
-  // reply completes both; the push's report comes with the values, so its version is theirs.
-  // A gradient a server refuses for a NaN or an infinity fails the push with
-  // kInvalidArgument, as Push does, and the values still come; any other failure fails both.
+  // within the staleness bound of `clock`); see PullRequest::exact.
+  std::future<Result<PulledVariable>> Pull(const PullRequest& pull);
+  // The push, then the pull of the same variable, in one request per chunk (half the messages:
+  // Header.thenPull). Each chunk's reply completes both; the push's report comes with the
+  // values, so its version is theirs. A gradient a server refuses for a NaN or an infinity
+  // fails the push with kInvalidArgument, as Push does, and the values still come; any other
+  // failure fails both. kInvalidArgument for both when `next` names another variable or is
+  // exact (an exact pull travels alone).
   struct PushAndPull {
     std::future<Result<PushReport>> push;
     std::future<Result<PulledVariable>> pull;
   };
-  PushAndPull PushThenPull(uint32_t variable_id, int64_t version, int64_t clock,
-                           const Tensor& gradient, int64_t pull_version, int64_t pull_clock,
-                           bool replace_pending = false);
+  PushAndPull PushThenPull(const PushRequest& push, const PullRequest& next);
   std::future<Result<ServerStatsReport>> Stats(int server);
   std::future<Status> Ping(int server);
   // Asks a server to checkpoint (if configured) and exit.
@@ -124,6 +140,7 @@ class Client {
  private:
   class Impl;
   explicit Client(std::unique_ptr<Impl> impl);
+  PushAndPull Send(const PushRequest* push, const PullRequest* pull);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -73,12 +73,16 @@ TEST_F(PushThenPullTest, SameBitsAsAPushAndAPullInEveryMix) {
         const Tensor g = Random(Model()[0].shape, static_cast<uint32_t>(10 * step + r));
         const bool combined = mix == 1 || (mix == 2 && r == 0);
         if (combined) {
-          Client::PushAndPull both = clients[r]->PushThenPull(0, step, step, g, step + 1, step + 1);
+          Client::PushAndPull both = clients[r]->PushThenPull(
+              {.variable_id = 0, .version = step, .clock = step, .gradient = g},
+              {.variable_id = 0, .min_version = step + 1, .clock = step + 1});
           pushes.push_back(std::move(both.push));
           pulls.push_back(std::move(both.pull));
         } else {
-          pushes.push_back(clients[r]->Push(0, step, step, g));
-          pulls.push_back(clients[r]->Pull(0, step + 1, step + 1));
+          pushes.push_back(
+              clients[r]->Push({.variable_id = 0, .version = step, .clock = step, .gradient = g}));
+          pulls.push_back(
+              clients[r]->Pull({.variable_id = 0, .min_version = step + 1, .clock = step + 1}));
         }
       }
       for (int r = 0; r < 2; ++r) {
@@ -110,15 +114,21 @@ TEST_F(PushThenPullTest, ReplyWaitsForTheStepLikeAPull) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "wait");
   ASSERT_TRUE(cluster_->ok());
   auto clients = Connect(*cluster_, 2);
-  Client::PushAndPull first = clients[0]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 1), 1, 1);
+  Client::PushAndPull first = clients[0]->PushThenPull(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 1)},
+      {.variable_id = 1, .min_version = 1, .clock = 1});
   EXPECT_EQ(first.pull.wait_for(milliseconds(300)), std::future_status::timeout);
   EXPECT_EQ(first.push.wait_for(milliseconds(0)), std::future_status::timeout);
-  Client::PushAndPull second = clients[1]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 2), 1, 1);
+  Client::PushAndPull second = clients[1]->PushThenPull(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 2)},
+      {.variable_id = 1, .min_version = 1, .clock = 1});
   EXPECT_EQ(Get(std::move(first.pull)).version, 1);
   EXPECT_EQ(Get(std::move(first.push)).version, 1);
   EXPECT_EQ(Get(std::move(second.pull)).version, 1);
   // A late gradient for the step that has passed: dropped, reported so, and the values come.
-  Client::PushAndPull late = clients[1]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 3), 1, 1);
+  Client::PushAndPull late = clients[1]->PushThenPull(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 3)},
+      {.variable_id = 1, .min_version = 1, .clock = 1});
   EXPECT_EQ(Get(std::move(late.push)).dropped_chunks, 1);
   EXPECT_EQ(Get(std::move(late.pull)).version, 1);
 }
@@ -129,12 +139,17 @@ TEST_F(PushThenPullTest, RefusedGradientFailsThePushAndStillGetsTheValues) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "refused");
   ASSERT_TRUE(cluster_->ok());
   auto clients = Connect(*cluster_, 2);
-  const std::vector<float> before = Values(Get(clients[0]->Pull(1, 0, 0)), 1);
+  const std::vector<float> before =
+      Values(Get(clients[0]->Pull({.variable_id = 1, .min_version = 0, .clock = 0})), 1);
   Tensor bad = Random(Model()[1].shape, 4);
   bad.f32()[7] = std::numeric_limits<float>::quiet_NaN();
-  Client::PushAndPull refused = clients[1]->PushThenPull(1, 0, 0, bad, 1, 1);
+  Client::PushAndPull refused =
+      clients[1]->PushThenPull({.variable_id = 1, .version = 0, .clock = 0, .gradient = bad},
+                               {.variable_id = 1, .min_version = 1, .clock = 1});
   const Tensor good = Random(Model()[1].shape, 5);
-  Client::PushAndPull taken = clients[0]->PushThenPull(1, 0, 0, good, 1, 1);
+  Client::PushAndPull taken =
+      clients[0]->PushThenPull({.variable_id = 1, .version = 0, .clock = 0, .gradient = good},
+                               {.variable_id = 1, .min_version = 1, .clock = 1});
   const Result<PushReport> r = refused.push.get();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -157,11 +172,15 @@ TEST_F(PushThenPullTest, AsyncReportsStalenessWithTheValues) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 2, 1), "async");
   ASSERT_TRUE(cluster_->ok());
   auto clients = Connect(*cluster_, 2);
-  Client::PushAndPull a = clients[0]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 6), 0, 1);
+  Client::PushAndPull a = clients[0]->PushThenPull(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 6)},
+      {.variable_id = 1, .min_version = 0, .clock = 1});
   EXPECT_EQ(Get(std::move(a.push)).max_staleness, 0);
   EXPECT_EQ(Get(std::move(a.pull)).version, 1);
   // Computed from version 0, applied at version 1: staleness 1.
-  Client::PushAndPull b = clients[1]->PushThenPull(1, 0, 0, Random(Model()[1].shape, 7), 0, 1);
+  Client::PushAndPull b = clients[1]->PushThenPull(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 7)},
+      {.variable_id = 1, .min_version = 0, .clock = 1});
   const PushReport rep = Get(std::move(b.push));
   EXPECT_EQ(rep.max_staleness, 1);
   EXPECT_EQ(rep.mean_staleness, 1.0);
@@ -181,7 +200,9 @@ TEST_F(PushThenPullTest, ALentGradientIsReleasedWithTheReply) {
   Tensor grad = client->Allocate(Model()[1].shape);
   std::memcpy(grad.raw_data(), Random(Model()[1].shape, 10).raw_data(), grad.byte_size());
   for (int64_t step = 0; step < 3; ++step) {
-    Client::PushAndPull both = client->PushThenPull(1, step, step, grad, step + 1, step + 1);
+    Client::PushAndPull both =
+        client->PushThenPull({.variable_id = 1, .version = step, .clock = step, .gradient = grad},
+                             {.variable_id = 1, .min_version = step + 1, .clock = step + 1});
     const PulledVariable p = Get(std::move(both.pull));
     Get(std::move(both.push));
     EXPECT_EQ(p.version, step + 1);
@@ -194,7 +215,9 @@ TEST_F(PushThenPullTest, WrongSizeFailsBothWithoutSending) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "size");
   ASSERT_TRUE(cluster_->ok());
   auto clients = Connect(*cluster_, 1);
-  Client::PushAndPull both = clients[0]->PushThenPull(1, 0, 0, Random({99}, 8), 1, 1);
+  Client::PushAndPull both = clients[0]->PushThenPull(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random({99}, 8)},
+      {.variable_id = 1, .min_version = 1, .clock = 1});
   const Result<PushReport> push = both.push.get();
   const Result<PulledVariable> pull = both.pull.get();
   ASSERT_FALSE(push.ok());
@@ -202,6 +225,33 @@ TEST_F(PushThenPullTest, WrongSizeFailsBothWithoutSending) {
   EXPECT_EQ(push.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(pull.status().message().find("99 elements, expected 100"), std::string::npos)
       << pull.status().message();
+  EXPECT_EQ(Get(clients[0]->Stats(0)).gradients_received, 0u);
+}
+
+// A push carries the next pull of its own variable only, and never an exact one (the header has
+// no field for it): anything else fails both calls, naming what was asked, and sends nothing.
+TEST_F(PushThenPullTest, APullOfAnotherVariableOrAnExactOneIsRefusedWithoutSending) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "mismatch");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 1);
+  const PushRequest push{
+      .variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 8)};
+  Client::PushAndPull other =
+      clients[0]->PushThenPull(push, {.variable_id = 0, .min_version = 1, .clock = 1});
+  const Result<PushReport> pushed = other.push.get();
+  ASSERT_FALSE(pushed.ok());
+  EXPECT_EQ(pushed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(pushed.status().message().find("PushThenPull of variable 1 with a pull of variable 0"),
+            std::string::npos)
+      << pushed.status().message();
+  EXPECT_FALSE(other.pull.get().ok());
+  Client::PushAndPull exact = clients[0]->PushThenPull(
+      push, {.variable_id = 1, .min_version = 1, .clock = 1, .exact = true});
+  const Result<PulledVariable> pulled = exact.pull.get();
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_NE(pulled.status().message().find("an exact pull"), std::string::npos)
+      << pulled.status().message();
+  EXPECT_FALSE(exact.push.get().ok());
   EXPECT_EQ(Get(clients[0]->Stats(0)).gradients_received, 0u);
 }
 

@@ -33,7 +33,7 @@ Tensor Filled(float v) {
 }
 
 std::vector<float> Pull(Client& c, int64_t min_version, int64_t* version) {
-  PulledVariable p = Get(c.Pull(0, min_version, 0));
+  PulledVariable p = Get(c.Pull({.variable_id = 0, .min_version = min_version, .clock = 0}));
   *version = p.version;
   std::vector<float> out(kFloats);
   p.CopyTo(out.data());
@@ -82,7 +82,7 @@ TEST(ServerCheckpointTest, FullDiskKeepsThePreviousCheckpointServingGoesOnAndThe
     auto c = cluster.MakeClient(0);
     Get(c->Register(Model(), kSignature));
     Check(c->Init(0, Filled(1.0f)));
-    Get(c->Push(0, 0, 0, Filled(0.1f)));
+    Get(c->Push({.variable_id = 0, .version = 0, .clock = 0, .gradient = Filled(0.1f)}));
     int64_t version = -1;
     at_one = Pull(*c, 1, &version);
     ASSERT_EQ(version, 1);
@@ -92,13 +92,14 @@ TEST(ServerCheckpointTest, FullDiskKeepsThePreviousCheckpointServingGoesOnAndThe
 
     // The disk fills up: the next checkpoints cannot fit.
     ASSERT_TRUE(disk.FillLeaving(16 * 1024));
-    for (int64_t step = 1; step <= 3; ++step) Get(c->Push(0, step, step, Filled(0.1f)));
+    for (int64_t step = 1; step <= 3; ++step)
+      Get(c->Push({.variable_id = 0, .version = step, .clock = step, .gradient = Filled(0.1f)}));
     ASSERT_TRUE(LogShows(cluster, "checkpoint failed (serving goes on)")) << cluster.Log(0);
     EXPECT_NE(cluster.Log(0).find("ENOSPC"), std::string::npos) << cluster.Log(0);
 
     // Still serving, with the updates applied.
     EXPECT_TRUE(c->Ping(0).get().ok());
-    Get(c->Push(0, 4, 4, Filled(0.1f)));
+    Get(c->Push({.variable_id = 0, .version = 4, .clock = 4, .gradient = Filled(0.1f)}));
     const std::vector<float> at_five = Pull(*c, 5, &version);
     EXPECT_EQ(version, 5);
     EXPECT_NE(at_five, at_one);
@@ -150,15 +151,15 @@ TEST(ServerCheckpointTest, RestartedServerFailsOutstandingCallsAtOnceAndServesIt
   Get(c0->Register(Model(), kSignature));
   Get(c1->Register(Model(), kSignature));
   Check(c0->Init(0, Filled(1.0f)));
-  Get(c0->Push(0, 0, 0, Filled(0.1f)));
-  Get(c1->Push(0, 0, 0, Filled(0.2f)));
+  Get(c0->Push({.variable_id = 0, .version = 0, .clock = 0, .gradient = Filled(0.1f)}));
+  Get(c1->Push({.variable_id = 0, .version = 0, .clock = 0, .gradient = Filled(0.2f)}));
   int64_t version = -1;
   const std::vector<float> at_one = Pull(*c0, 1, &version);
   ASSERT_EQ(version, 1);
   ASSERT_TRUE(LogShows(cluster, "(version 1)")) << cluster.Log(0);
   // Worker 0 pushes step 1 and waits for version 2, which needs worker 1: outstanding.
-  Get(c0->Push(0, 1, 1, Filled(0.3f)));
-  auto waiting = c0->Pull(0, 2, 0);
+  Get(c0->Push({.variable_id = 0, .version = 1, .clock = 1, .gradient = Filled(0.3f)}));
+  auto waiting = c0->Pull({.variable_id = 0, .min_version = 2, .clock = 0});
   ASSERT_EQ(waiting.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
   EXPECT_EQ(c0->server_restarts(), 0u);
 

@@ -43,7 +43,7 @@ JobConfig Job(UpdateMode mode, int workers = 4, int servers = 2) {
 
 std::vector<float> PullAll(Client& c, uint32_t var, int64_t min_version,
                            int64_t* version = nullptr) {
-  PulledVariable p = Get(c.Pull(var, min_version, 0));
+  PulledVariable p = Get(c.Pull({.variable_id = var, .min_version = min_version, .clock = 0}));
   if (version) *version = p.version;
   std::vector<float> out(NumElements(Model()[var].shape));
   p.CopyTo(out.data());
@@ -89,7 +89,8 @@ TEST_F(ServerProcessTest, SyncAveragingIsExactAndIndependentOfArrivalOrder) {
     for (int step = 0; step < 2; ++step) {
       std::shuffle(order.begin(), order.end(), rng);
       for (int r : order) {
-        const PushReport rep = Get(w.clients[r]->Push(0, step, step, grads[r]));
+        const PushReport rep = Get(w.clients[r]->Push(
+            {.variable_id = 0, .version = step, .clock = step, .gradient = grads[r]}));
         EXPECT_EQ(rep.dropped_chunks, 0);
       }
     }
@@ -142,11 +143,14 @@ TEST_F(ServerProcessTest, BackupWorkerIsNotWaitedForAndItsGradientIsDropped) {
   cluster_ = std::make_unique<Cluster>(job, "backup");
   ASSERT_TRUE(cluster_->ok());
   Workers w = Connect(*cluster_, 4);
-  for (int r : {2, 0, 1}) Get(w.clients[r]->Push(1, 0, 0, Random(Model()[1].shape, r)));
+  for (int r : {2, 0, 1})
+    Get(w.clients[r]->Push(
+        {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, r)}));
   int64_t version = -1;
   PullAll(*w.clients[0], 1, 1, &version);  // completes without worker 3
   EXPECT_EQ(version, 1);
-  const PushReport late = Get(w.clients[3]->Push(1, 0, 0, Random(Model()[1].shape, 3)));
+  const PushReport late = Get(w.clients[3]->Push(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 3)}));
   const int chunks = static_cast<int>(w.clients[3]->placement().ChunksOf(1).size());
   EXPECT_EQ(late.dropped_chunks, chunks);
   uint64_t dropped = 0;
@@ -160,8 +164,11 @@ TEST_F(ServerProcessTest, AsyncAppliesEveryGradientAndReportsStaleness) {
   Workers w = Connect(*cluster_, 4);
   std::vector<int64_t> staleness;
   for (int r = 0; r < 4; ++r) {  // all computed from version 0
-    staleness.push_back(
-        Get(w.clients[r]->Push(1, 0, 0, Random(Model()[1].shape, r))).max_staleness);
+    staleness.push_back(Get(w.clients[r]->Push({.variable_id = 1,
+                                                .version = 0,
+                                                .clock = 0,
+                                                .gradient = Random(Model()[1].shape, r)}))
+                            .max_staleness);
   }
   EXPECT_EQ(staleness, (std::vector<int64_t>{0, 1, 2, 3}));
   int64_t version = -1;
@@ -184,12 +191,16 @@ TEST_F(ServerProcessTest, SspHoldsTheFastWorkerUntilTheSlowOneIsWithinTheBound) 
   cluster_ = std::make_unique<Cluster>(job, "ssp");
   ASSERT_TRUE(cluster_->ok());
   Workers w = Connect(*cluster_, 2);
-  Get(w.clients[0]->Push(1, 0, 0, Random(Model()[1].shape, 1)));
-  Get(w.clients[0]->Push(1, 1, 1, Random(Model()[1].shape, 2)));
-  auto blocked = w.clients[0]->Pull(1, 0, 2);  // clock 2: worker 1 must reach clock 1
+  Get(w.clients[0]->Push(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 1)}));
+  Get(w.clients[0]->Push(
+      {.variable_id = 1, .version = 1, .clock = 1, .gradient = Random(Model()[1].shape, 2)}));
+  auto blocked = w.clients[0]->Pull(
+      {.variable_id = 1, .min_version = 0, .clock = 2});  // clock 2: worker 1 must reach clock 1
   EXPECT_EQ(blocked.wait_for(milliseconds(400)), std::future_status::timeout);
   const auto released = std::chrono::steady_clock::now();
-  Get(w.clients[1]->Push(1, 0, 0, Random(Model()[1].shape, 3)));
+  Get(w.clients[1]->Push(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 3)}));
   ASSERT_EQ(blocked.wait_for(seconds(5)), std::future_status::ready);
   EXPECT_LT(std::chrono::steady_clock::now() - released, seconds(2));  // and no longer
   EXPECT_TRUE(blocked.get().ok());
@@ -211,7 +222,10 @@ TEST_F(ServerProcessTest, CheckpointRestoresValuesAndVersionsAndRefusesCorruptio
     for (int step = 0; step < 3; ++step) {
       for (int r = 0; r < 2; ++r) {
         for (uint32_t v = 0; v < 2; ++v) {
-          Get(w.clients[r]->Push(v, step, step, Random(Model()[v].shape, step * 2 + r)));
+          Get(w.clients[r]->Push({.variable_id = v,
+                                  .version = step,
+                                  .clock = step,
+                                  .gradient = Random(Model()[v].shape, step * 2 + r)}));
         }
       }
     }
@@ -232,7 +246,12 @@ TEST_F(ServerProcessTest, CheckpointRestoresValuesAndVersionsAndRefusesCorruptio
     EXPECT_EQ(PullAll(*c1, 0, 0, &version), before);
     EXPECT_EQ(version, 3);
     // Adam's moments came back too: a further step from the restored state is well-formed.
-    for (int r = 0; r < 2; ++r) Get((r ? c1 : c0)->Push(0, 3, 3, Random(Model()[0].shape, 50 + r)));
+    for (int r = 0; r < 2; ++r)
+      Get((r ? c1 : c0)
+              ->Push({.variable_id = 0,
+                      .version = 3,
+                      .clock = 3,
+                      .gradient = Random(Model()[0].shape, 50 + r)}));
     after_next = PullAll(*c0, 0, 4);
     EXPECT_NE(after_next, before);
     Check(c0->Shutdown(0));
@@ -283,7 +302,8 @@ TEST_F(ServerProcessTest, ServerDyingMidRunTurnsIntoATimeoutNamingIt) {
   const std::string endpoint = cluster_->endpoints()[1];
   cluster_->server(1).Signal(SIGKILL);
   const auto start = std::chrono::steady_clock::now();
-  auto r = client->Pull(0, 0, 0).get();  // variable 0 has chunks on both servers
+  auto r = client->Pull({.variable_id = 0, .min_version = 0, .clock = 0})
+               .get();  // variable 0 has chunks on both servers
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kTimeout);
   EXPECT_NE(r.status().message().find("server 1 (" + endpoint + ")"), std::string::npos)
@@ -364,7 +384,8 @@ TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
   ASSERT_TRUE((*garbage)->Send({"not a capnp header"}).ok());
 
   EXPECT_EQ(PullAll(*w.clients[0], 1, 0), before);  // nothing changed
-  Get(w.clients[0]->Push(1, 0, 0, Random(Model()[1].shape, 9)));
+  Get(w.clients[0]->Push(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 9)}));
   int64_t version = -1;
   PullAll(*w.clients[0], 1, 1, &version);
   EXPECT_EQ(version, 1);  // still serving normally
@@ -389,7 +410,8 @@ TEST_F(ServerProcessTest, NonFiniteGradientIsRefusedCountedAndLeavesTheValuesUnc
   const std::vector<float> before = PullAll(*w.clients[0], 1, 0);
   Tensor bad = Random(Model()[1].shape, 5);
   bad.f32()[42] = std::numeric_limits<float>::infinity();
-  const Result<PushReport> refused = w.clients[1]->Push(1, 0, 0, bad).get();
+  const Result<PushReport> refused =
+      w.clients[1]->Push({.variable_id = 1, .version = 0, .clock = 0, .gradient = bad}).get();
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find(
@@ -406,7 +428,8 @@ TEST_F(ServerProcessTest, NonFiniteGradientIsRefusedCountedAndLeavesTheValuesUnc
   EXPECT_NE(cluster_->Log(0).find("worker 1's gradient for variable 1 chunk 0 has inf"),
             std::string::npos)
       << cluster_->Log(0);
-  Get(w.clients[0]->Push(1, 1, 1, Random(Model()[1].shape, 6)));
+  Get(w.clients[0]->Push(
+      {.variable_id = 1, .version = 1, .clock = 1, .gradient = Random(Model()[1].shape, 6)}));
   EXPECT_NE(PullAll(*w.clients[0], 1, 2), before);
   EXPECT_TRUE(cluster_->server(0).running());
 }
@@ -417,9 +440,10 @@ TEST_F(ServerProcessTest, SyncStepCompletesWithoutTheRefusedGradient) {
   Workers w = Connect(*cluster_, 2);
   Tensor bad = Random(Model()[1].shape, 7);
   bad.f32()[0] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(w.clients[1]->Push(1, 0, 0, bad).get().ok());
+  EXPECT_FALSE(
+      w.clients[1]->Push({.variable_id = 1, .version = 0, .clock = 0, .gradient = bad}).get().ok());
   const Tensor good = Random(Model()[1].shape, 8);
-  Get(w.clients[0]->Push(1, 0, 0, good));
+  Get(w.clients[0]->Push({.variable_id = 1, .version = 0, .clock = 0, .gradient = good}));
   int64_t version = -1;
   const std::vector<float> got = PullAll(*w.clients[1], 1, 1, &version);  // no hang
   EXPECT_EQ(version, 1);

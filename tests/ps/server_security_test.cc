@@ -42,7 +42,7 @@ std::vector<float> Initialise(Client& c) {
 }
 
 std::vector<float> Values(Client& c) {
-  PulledVariable p = Get(c.Pull(0, 0, 0));
+  PulledVariable p = Get(c.Pull({.variable_id = 0, .min_version = 0, .clock = 0}));
   std::vector<float> out(1000);
   p.CopyTo(out.data());
   return out;

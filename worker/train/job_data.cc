@@ -75,4 +75,26 @@ Result<JobData> LoadJobData(const Registry& registry, const std::string& dataset
   return d;
 }
 
+Result<int64_t> CheckDataFitsJob(const JobData& data, const Batcher& train,
+                                 const Model<float>& model, const std::string& model_name,
+                                 int workers, int batch_size) {
+  if (train.example_shape() != model.input_shape()) {
+    return InvalidArgumentError(
+        "model " + model_name + " expects " + ShapeToString(model.input_shape()) + " inputs, but " +
+        data.train.name + " examples are " + ShapeToString(train.example_shape()));
+  }
+  if (data.train.num_classes > model.num_classes()) {
+    return InvalidArgumentError(data.train.name + " has " + std::to_string(data.train.num_classes) +
+                                " classes but model " + model_name + " has " +
+                                std::to_string(model.num_classes()) + " outputs");
+  }
+  const int64_t steps_per_epoch = data.train.size() / workers / batch_size;
+  if (steps_per_epoch < 1) {
+    return InvalidArgumentError(data.train.name + " has " + std::to_string(data.train.size()) +
+                                " examples: too few for --workers=" + std::to_string(workers) +
+                                " x --batch-size=" + std::to_string(batch_size));
+  }
+  return steps_per_epoch;
+}
+
 }  // namespace towerps::worker

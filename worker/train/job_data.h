@@ -14,6 +14,7 @@
 #include "towerps/registry.h"
 #include "towerps/result.h"
 #include "worker/data/batcher.h"
+#include "worker/model/model.h"
 
 namespace towerps::worker {
 
@@ -25,6 +26,14 @@ struct JobData {
 
 Result<JobData> LoadJobData(const Registry& registry, const std::string& dataset,
                             const DataRequest& request, int batch_size);
+
+// What was read must fit the model, whatever the launcher could tell from the names: the
+// training examples' shape is the model's input, the classes fit its outputs, and every worker
+// gets at least one batch per epoch. Returns the steps per epoch; errors name the dataset, the
+// model and the flags.
+Result<int64_t> CheckDataFitsJob(const JobData& data, const Batcher& train,
+                                 const Model<float>& model, const std::string& model_name,
+                                 int workers, int batch_size);
 
 // Per-channel mean and standard deviation of v (pixel / 255, or the float value) over `data`,
 // in double: the normalization of datasets that bring none.

@@ -16,7 +16,9 @@ namespace {
 std::vector<std::future<Result<ps::PulledVariable>>> PullAll(ps::Client& client, int num_vars,
                                                              int64_t version, bool exact) {
   std::vector<std::future<Result<ps::PulledVariable>>> pulls;
-  for (int v = 0; v < num_vars; ++v) pulls.push_back(client.Pull(v, version, 0, exact));
+  for (int v = 0; v < num_vars; ++v)
+    pulls.push_back(
+        client.Pull({.variable_id = v, .min_version = version, .clock = 0, .exact = exact}));
   return pulls;
 }
 
@@ -71,6 +73,23 @@ Status WriteReadyFile(const std::string& path) {
   std::ofstream ready(path, std::ios::trunc);
   if (!ready) return IoError("cannot write --ready-file " + path + ": " + std::strerror(errno));
   return Status::Ok();
+}
+
+Result<JoinPoint> JoinJob(ps::Client& client, const ps::JobConfig& job, int num_vars,
+                          int64_t restored, const std::atomic<bool>* stop) {
+  JoinPoint at;
+  at.version = std::max<int64_t>(restored, 0);
+  if (job.mode == ps::UpdateMode::kSync) {
+    TOWERPS_ASSIGN_OR_RETURN(
+        const SyncJoin join,
+        JoinSyncJob(client, num_vars, at.version, job.EffectiveReplicas() == job.workers, stop));
+    at.version = join.step;
+    at.iter = join.step;
+    at.exact = join.exact;
+  } else {  // async, SSP and softsync versions count every worker's updates
+    TOWERPS_ASSIGN_OR_RETURN(at.iter, JoinAsyncJob(client, num_vars, at.version, stop));
+  }
+  return at;
 }
 
 }  // namespace towerps::worker

@@ -53,6 +53,17 @@ Result<SyncJoin> JoinSyncJob(ps::Client& client, int num_vars, int64_t first, bo
 Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, int64_t first,
                              const std::atomic<bool>* stop);
 
+// Where a worker starts: the version it pulls first (sync: the step), its first iteration, and
+// whether it recomputes that step from exactly its version (sync, see JoinSyncJob).
+struct JoinPoint {
+  int64_t version = 0;
+  int64_t iter = 0;
+  bool exact = false;
+};
+// The mode's join, from `restored` (Client::Register's lowest restored version, or kNoVersion).
+Result<JoinPoint> JoinJob(ps::Client& client, const ps::JobConfig& job, int num_vars,
+                          int64_t restored, const std::atomic<bool>* stop);
+
 // Once joined: creates (empty) the worker's --ready-file, by which towerps-launch bounds how long
 // a restarted worker takes to rejoin. kIoError naming the file when it cannot be written.
 Status WriteReadyFile(const std::string& path);

@@ -1,0 +1,43 @@
+#include "worker/train/chief.h"
+
+#include <cmath>
+
+#include "common/logging.h"
+#include "worker/train/final_params.h"
+#include "worker/train/join_job.h"
+#include "worker/train/local_training.h"
+
+namespace towerps::worker {
+
+Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, TrainingSummary* s) {
+  // Async/SSP/softsync: each chunk applies each worker's `total` iterations once (repeats are
+  // dropped); the version counts them as the mode does (JobConfig::FinalVersion).
+  TOWERPS_RETURN_IF_ERROR(p.exchange.PullFinal(p.towers, p.job.FinalVersion(total),
+                                               &s->final_version_min, &s->final_version_max));
+  TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(p.towers.model(0), p.test_batches));
+  s->test_accuracy = eval.accuracy;
+  s->test_loss = eval.mean_loss;
+  p.metrics.Eval(done_steps, (done_steps + p.steps_per_epoch - 1) / p.steps_per_epoch,
+                 eval.accuracy, eval.mean_loss);
+  const std::atomic<bool>* stop = p.stop;
+  for (int srv = 0; srv < p.client.num_servers(); ++srv) {
+    auto stats = p.client.Stats(srv);
+    TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport st, AwaitUnlessStopped(stats, stop));
+    AddServerStats(st, s);
+  }
+  // Another worker's divergence shows as gradients the servers refused.
+  if (s->nonfinite_rejected > 0 || !std::isfinite(eval.mean_loss)) s->diverged = true;
+  FinishStalenessStats(s);
+  TOWERPS_RETURN_IF_ERROR(WriteFinalParameters(p.towers.model(0), p.options, 0));
+  if (p.options.shutdown_servers) {
+    // Every worker's last update is in (the final pull above waited for it).
+    for (int srv = 0; srv < p.client.num_servers(); ++srv) {
+      auto done = p.client.Shutdown(srv);
+      TOWERPS_RETURN_IF_ERROR(AwaitUnlessStopped(done, stop));
+    }
+    TOWERPS_LOG(kInfo) << "asked the " << p.client.num_servers() << " server(s) to stop";
+  }
+  return Status::Ok();
+}
+
+}  // namespace towerps::worker

@@ -1,0 +1,43 @@
+// The chief's end of training (worker rank 0): once every worker's last update is in, the final
+// parameters are pulled and evaluated, the servers' statistics gathered into the summary,
+// --final-params-out and --export-npz written, and the servers asked to stop.
+//
+// Contract: a free function on the trainer's parts, all borrowed for the call; blocks on the
+// servers (each wait bounded by the client's RPC deadline) and returns the first error.
+#ifndef TOWERPS_WORKER_TRAIN_CHIEF_H_
+#define TOWERPS_WORKER_TRAIN_CHIEF_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "ps/client.h"
+#include "ps/job_config.h"
+#include "towerps/result.h"
+#include "worker/data/batcher.h"
+#include "worker/tower_group.h"
+#include "worker/train/metrics_log.h"
+#include "worker/train/step_exchange.h"
+#include "worker/train/summary.h"
+#include "worker/worker_options.h"
+
+namespace towerps::worker {
+
+struct ChiefParts {
+  ps::Client& client;
+  StepExchange& exchange;
+  TowerGroup& towers;
+  Batcher& test_batches;
+  MetricsLog& metrics;
+  const ps::JobConfig& job;
+  const WorkerOptions& options;
+  int64_t steps_per_epoch;
+  const std::atomic<bool>* stop;  // may be null
+};
+
+// `total`: the iterations each worker trained; `done_steps`: the steps the summary reports.
+Status FinishAsChief(const ChiefParts& parts, int64_t total, int64_t done_steps,
+                     TrainingSummary* summary);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TRAIN_CHIEF_H_

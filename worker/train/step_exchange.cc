@@ -1,0 +1,179 @@
+#include "worker/train/step_exchange.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "worker/train/join_job.h"
+
+namespace towerps::worker {
+
+StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
+                           Divergence& divergence, const std::atomic<bool>* stop)
+    : client_(client),
+      job_(job),
+      sync_(job.mode == ps::UpdateMode::kSync),
+      num_variables_(num_variables),
+      divergence_(divergence),
+      stop_(stop) {
+  MutexLock lock(&mu_);
+  versions_.assign(static_cast<size_t>(num_variables), 0);
+  pushes_.resize(static_cast<size_t>(num_variables));
+  pulls_.resize(static_cast<size_t>(num_variables));
+  pulled_with_push_.assign(static_cast<size_t>(num_variables), 0);
+}
+
+template <typename Reply>
+Reply StepExchange::Await(std::future<Reply>& reply) const {
+  return AwaitUnlessStopped(reply, stop_);
+}
+
+int64_t StepExchange::last_step() const {
+  MutexLock lock(&mu_);
+  return last_step_;
+}
+
+int64_t StepExchange::NextPullVersion(int64_t version) const {
+  return sync_ ? std::min(version + 1, last_step_) : 0;
+}
+
+void StepExchange::PullAt(int v, int64_t min_version, int64_t clock, bool exact) {
+  pulls_[static_cast<size_t>(v)] = client_.Pull({.variable_id = static_cast<uint32_t>(v),
+                                                 .min_version = min_version,
+                                                 .clock = clock,
+                                                 .exact = exact});
+}
+
+void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool exact) {
+  MutexLock lock(&mu_);
+  last_step_ = last_step;
+  replace_pending_ = sync_ && !exact;
+  std::fill(versions_.begin(), versions_.end(), version);
+  std::fill(pulled_with_push_.begin(), pulled_with_push_.end(), 0);
+  for (int v = 0; v < num_variables_; ++v) PullAt(v, version, iter, exact);
+}
+
+bool StepExchange::RanLastIteration(int64_t iter) const {
+  MutexLock lock(&mu_);
+  return !sync_ && iter >= last_step_;
+}
+
+Status StepExchange::Load(std::vector<PullFuture> pulls, TowerGroup& towers, int64_t* max_version) {
+  std::vector<int64_t> versions(pulls.size());
+  for (size_t v = 0; v < pulls.size(); ++v) {
+    TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls[v]));
+    versions[v] = p.version;
+    if (max_version) *max_version = std::max(*max_version, p.max_version);
+    for (int t = 0; t < towers.size(); ++t) {
+      p.CopyTo(towers.model(t).value(static_cast<int>(v)).data());
+    }
+  }
+  MutexLock lock(&mu_);
+  versions_ = std::move(versions);
+  return Status::Ok();
+}
+
+Status StepExchange::AwaitValues(TowerGroup& towers) {
+  std::vector<PullFuture> pulls;
+  {
+    MutexLock lock(&mu_);
+    pulls = std::exchange(pulls_, std::vector<PullFuture>(static_cast<size_t>(num_variables_)));
+  }
+  return Load(std::move(pulls), towers, nullptr);
+}
+
+int64_t StepExchange::Progress(int64_t iter) const {
+  MutexLock lock(&mu_);
+  return sync_ ? *std::min_element(versions_.begin(), versions_.end()) : iter;
+}
+
+void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
+  if (!divergence_.CheckGradient(v, average)) return;  // this worker stops on it
+  const auto i = static_cast<size_t>(v);
+  MutexLock lock(&mu_);
+  const int64_t version = versions_[i];
+  if (sync_ && version >= last_step_) {
+    // This variable's chunks have done every step already: they ran ahead of the others after
+    // a server came back from an older checkpoint. Nothing more is pushed to them.
+    std::promise<Result<ps::PushReport>> done;
+    done.set_value(ps::PushReport{.version = version});
+    pushes_[i] = done.get_future();
+    return;
+  }
+  const ps::PushRequest push{.variable_id = static_cast<uint32_t>(v),
+                             .version = version,
+                             .clock = iter,
+                             .gradient = average,
+                             .replace_pending = replace_pending_};
+  // The next iteration's pull goes with the push, in the same request per chunk, unless there
+  // is no next iteration (not sync: the worker's last); sync always pulls the next step.
+  if (!sync_ && iter + 1 >= last_step_) {
+    pushes_[i] = client_.Push(push);
+    return;
+  }
+  ps::Client::PushAndPull both =
+      client_.PushThenPull(push, {.variable_id = push.variable_id,
+                                  .min_version = NextPullVersion(version),
+                                  .clock = iter + 1});
+  pushes_[i] = std::move(both.push);
+  pulls_[i] = std::move(both.pull);
+  pulled_with_push_[i] = 1;
+}
+
+void StepExchange::PullNext(int64_t iter) {
+  MutexLock lock(&mu_);
+  if (!sync_ && iter >= last_step_) return;  // no next iteration
+  for (int v = 0; v < num_variables_; ++v) {
+    const auto i = static_cast<size_t>(v);
+    if (std::exchange(pulled_with_push_[i], 0) != 0) continue;
+    PullAt(v, NextPullVersion(versions_[i]), iter, /*exact=*/false);
+  }
+}
+
+Result<double> StepExchange::AwaitPushes() {
+  std::vector<PushFuture> pushes;
+  {
+    MutexLock lock(&mu_);
+    pushes = std::exchange(pushes_, std::vector<PushFuture>(static_cast<size_t>(num_variables_)));
+    replace_pending_ = false;  // only a rejoined worker's first pushes replace
+  }
+  double staleness = 0;
+  for (int v = 0; v < num_variables_; ++v) {
+    PushFuture& push = pushes[static_cast<size_t>(v)];
+    if (!push.valid()) continue;  // withheld: not finite, and this worker stops on it
+    Result<ps::PushReport> r = Await(push);
+    if (!r.ok() && divergence_.GradientWasNonFinite(v) &&
+        r.status().code() == StatusCode::kInvalidArgument) {
+      divergence_.CountRefused();
+      continue;
+    }
+    TOWERPS_RETURN_IF_ERROR(r.status());
+    staleness += r->mean_staleness / num_variables_;
+  }
+  return staleness;
+}
+
+void StepExchange::DrainPushes() {
+  std::vector<PushFuture> pushes;
+  {
+    MutexLock lock(&mu_);
+    pushes = std::exchange(pushes_, std::vector<PushFuture>(static_cast<size_t>(num_variables_)));
+  }
+  for (PushFuture& push : pushes) {
+    if (push.valid()) (void)Await(push);
+  }
+}
+
+Status StepExchange::PullFinal(TowerGroup& towers, int64_t version, int64_t* min_version,
+                               int64_t* max_version) {
+  std::vector<PullFuture> pulls(static_cast<size_t>(num_variables_));
+  for (int v = 0; v < num_variables_; ++v) {
+    pulls[static_cast<size_t>(v)] =
+        client_.Pull({.variable_id = static_cast<uint32_t>(v), .min_version = version, .clock = 0});
+  }
+  TOWERPS_RETURN_IF_ERROR(Load(std::move(pulls), towers, max_version));
+  MutexLock lock(&mu_);
+  *min_version = *std::min_element(versions_.begin(), versions_.end());
+  return Status::Ok();
+}
+
+}  // namespace towerps::worker

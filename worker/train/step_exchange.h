@@ -1,0 +1,111 @@
+// StepExchange: a worker's messages to the servers, step by step. It owns each step's pulls and
+// pushes, asks the mode for the version to pull next, and knows when training is done; the
+// trainer keeps the set-up and the loop.
+//
+// A step's route: AwaitValues() waits for the pulled parameters and loads them into every tower;
+// the towers run; as each variable's average is ready, a tower thread calls Push(), which checks
+// it (Divergence) and sends it with the next step's pull of that variable in one request
+// (ps::Client::PushThenPull); after the step PullNext() pulls the variables whose pull did not go
+// with a push, in forward-layer order, and AwaitPushes() collects the pushes' staleness.
+//
+// Versions: sync pulls the step after the one pushed (never past the last), so versions count
+// steps and training ends when the servers' lowest version reaches the last step; async, SSP and
+// softsync pull the latest values (SSP's bound goes by the clock) and each worker runs its own
+// iterations to the last.
+//
+// Contract: Push() is called from tower threads, for different variables at once, during a
+// step; every other method from the training thread between steps. The state both touch is
+// guarded by one mutex (checked by clang's thread-safety analysis); futures are waited on
+// outside it. Every wait is bounded by the client's RPC deadline, and a set `stop` ends it with
+// kCancelled. Borrows the client and the divergence record, which must outlive it.
+#ifndef TOWERPS_WORKER_TRAIN_STEP_EXCHANGE_H_
+#define TOWERPS_WORKER_TRAIN_STEP_EXCHANGE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <future>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/tensor.h"
+#include "ps/client.h"
+#include "ps/job_config.h"
+#include "towerps/result.h"
+#include "worker/tower_group.h"
+#include "worker/train/divergence.h"
+
+namespace towerps::worker {
+
+class StepExchange {
+ public:
+  StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
+               Divergence& divergence, const std::atomic<bool>* stop);
+  StepExchange(const StepExchange&) = delete;
+  StepExchange& operator=(const StepExchange&) = delete;
+
+  // Starts training at `version` (sync: the step; `exact`: at exactly that version, see
+  // JoinSyncJob) and iteration `iter`, to `last_step`: pulls every variable. Without exactness a
+  // sync worker's first pushes replace its own earlier ones still pending on the servers.
+  void Begin(int64_t version, int64_t iter, int64_t last_step, bool exact) EXCLUDES(mu_);
+  // Whether no pull is outstanding because the worker has run its last iteration (not sync).
+  bool RanLastIteration(int64_t iter) const EXCLUDES(mu_);
+  // Waits for the outstanding pulls and loads the values into every tower.
+  Status AwaitValues(TowerGroup& towers) EXCLUDES(mu_);
+  // Where training stands after AwaitValues: sync the servers' lowest version, else `iter`.
+  int64_t Progress(int64_t iter) const EXCLUDES(mu_);
+  bool Done(int64_t iter) const { return Progress(iter) >= last_step(); }
+
+  // Tower threads: variable v's averaged gradient of iteration `iter`, sent without a copy (the
+  // towers leave it untouched until AwaitPushes has returned). Not sent when it is not finite
+  // and the worker stops on that.
+  void Push(int v, const Tensor& average, int64_t iter) EXCLUDES(mu_);
+
+  // After a step that ended iteration `iter` - 1: the pulls that did not ride on a push.
+  void PullNext(int64_t iter) EXCLUDES(mu_);
+  // Waits for this step's pushes; their mean staleness. A non-finite gradient the servers
+  // refused (--on-nonfinite continue) counts as dropped.
+  Result<double> AwaitPushes() EXCLUDES(mu_);
+  // Lets every push in flight finish (they share the towers' gradients), ignoring errors:
+  // before a rejoin runs the towers again.
+  void DrainPushes() EXCLUDES(mu_);
+
+  // The chief, after training: every variable at `version` or later, loaded into the towers;
+  // the lowest and highest chunk versions seen.
+  Status PullFinal(TowerGroup& towers, int64_t version, int64_t* min_version, int64_t* max_version)
+      EXCLUDES(mu_);
+
+  int64_t last_step() const EXCLUDES(mu_);
+
+ private:
+  using PushFuture = std::future<Result<ps::PushReport>>;
+  using PullFuture = std::future<Result<ps::PulledVariable>>;
+
+  // The version to pull after pushing a gradient computed from `version`.
+  int64_t NextPullVersion(int64_t version) const REQUIRES(mu_);
+  void PullAt(int v, int64_t min_version, int64_t clock, bool exact) REQUIRES(mu_);
+  // Waits for `pulls`, loads them into the towers and records their versions.
+  Status Load(std::vector<PullFuture> pulls, TowerGroup& towers, int64_t* max_version)
+      EXCLUDES(mu_);
+  template <typename Reply>
+  Reply Await(std::future<Reply>& reply) const;
+
+  ps::Client& client_;
+  const ps::JobConfig& job_;
+  const bool sync_;
+  const int num_variables_;
+  Divergence& divergence_;
+  const std::atomic<bool>* const stop_;
+
+  mutable Mutex mu_;
+  int64_t last_step_ GUARDED_BY(mu_) = 0;
+  bool replace_pending_ GUARDED_BY(mu_) = false;   // this step's pushes replace pending ones
+  std::vector<int64_t> versions_ GUARDED_BY(mu_);  // per variable: the version last pulled
+  std::vector<PushFuture> pushes_ GUARDED_BY(mu_);
+  std::vector<PullFuture> pulls_ GUARDED_BY(mu_);
+  // Per variable: this step's push carried the next pull.
+  std::vector<char> pulled_with_push_ GUARDED_BY(mu_);
+};
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_TRAIN_STEP_EXCHANGE_H_
