@@ -34,7 +34,7 @@ void AddSeriesFlags(po::options_description& desc, JobSeries* s, long* steps, bo
 std::optional<int> ParseSeries(const std::string& program, int argc, char** argv,
                                po::options_description& desc, JobSeries* s, long* steps) {
   po::variables_map vm;
-  if (auto code = ps::ParseCommandLine(program, argc, argv, desc, &vm)) return code;
+  if (auto code = ParseCommandLine(program, argc, argv, desc, &vm)) return code;
   s->steps = *steps;
   s->progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   return std::nullopt;

@@ -141,7 +141,7 @@ int RunPsCommand(int argc, char** argv) {
       "(to measure what combining saves)")("json", po::bool_switch(&json),
                                            "print one JSON object instead of text");
   po::variables_map vm;
-  if (auto code = towerps::ps::ParseCommandLine("towerps-bench ps", argc, argv, desc, &vm)) {
+  if (auto code = towerps::ParseCommandLine("towerps-bench ps", argc, argv, desc, &vm)) {
     return *code;
   }
   if (o.security == "compare") return ComparePsSecurity(o, std::max(1, repeat));

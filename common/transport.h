@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/deadline.h"
+#include "common/enum_names.h"
 #include "common/job_secret.h"
 #include "common/message.h"
 #include "towerps/result.h"
@@ -46,7 +47,11 @@ struct TransportSecurity {
 //   kAuto  through shared memory with every co-located peer that allows it, frames otherwise
 //   kShm   as kAuto; callers that must not fall back check Socket::PathTo (ps::Client does)
 enum class TransportPath { kAuto, kTcp, kShm };
-const char* TransportPathName(TransportPath path);
+inline constexpr EnumNames<TransportPath, 3> kTransportPaths{
+    "--transport",
+    {{{TransportPath::kAuto, "auto"}, {TransportPath::kTcp, "tcp"}, {TransportPath::kShm, "shm"}}}};
+inline const char* TransportPathName(TransportPath path) { return kTransportPaths.Name(path); }
+// auto: shared memory between processes on one host, TCP otherwise.
 Result<TransportPath> ParseTransportPath(std::string_view name);
 
 // How one connection carries payloads, for logs (--log-device-placement) and checks.

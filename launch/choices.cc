@@ -8,29 +8,12 @@
 namespace towerps::launch {
 
 std::string ChoicesJson() {
-  using ps::LrScheduleKind;
-  using ps::OptimizerKind;
-  using ps::UpdateMode;
-  nlohmann::json modes = nlohmann::json::array(), optimizers = nlohmann::json::array(),
-                 schedules = nlohmann::json::array();
-  for (UpdateMode m :
-       {UpdateMode::kSync, UpdateMode::kAsync, UpdateMode::kSsp, UpdateMode::kSoftsync}) {
-    modes.push_back(ps::UpdateModeName(m));
-  }
-  for (OptimizerKind k : {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kAdam,
-                          OptimizerKind::kAdagrad}) {
-    optimizers.push_back(ps::OptimizerKindName(k));
-  }
-  for (LrScheduleKind k :
-       {LrScheduleKind::kConstant, LrScheduleKind::kStep, LrScheduleKind::kExponential}) {
-    schedules.push_back(ps::LrScheduleKindName(k));
-  }
   const Registry stock = StockRegistry();
-  const nlohmann::json choices = {{"modes", modes},
+  const nlohmann::json choices = {{"modes", ps::kUpdateModes.Names()},
                                   {"models", stock.ModelNames()},
                                   {"datasets", stock.DatasetNames()},
-                                  {"optimizers", optimizers},
-                                  {"lr_schedules", schedules}};
+                                  {"optimizers", ps::kOptimizerKinds.Names()},
+                                  {"lr_schedules", ps::kLrScheduleKinds.Names()}};
   return choices.dump(2);
 }
 

@@ -8,71 +8,6 @@
 
 namespace towerps::ps {
 
-const char* UpdateModeName(UpdateMode mode) {
-  switch (mode) {
-    case UpdateMode::kSync:
-      return "sync";
-    case UpdateMode::kAsync:
-      return "async";
-    case UpdateMode::kSsp:
-      return "ssp";
-    case UpdateMode::kSoftsync:
-      return "softsync";
-  }
-  return "?";
-}
-
-Result<UpdateMode> ParseUpdateMode(const std::string& text) {
-  if (text == "sync") return UpdateMode::kSync;
-  if (text == "async") return UpdateMode::kAsync;
-  if (text == "ssp") return UpdateMode::kSsp;
-  if (text == "softsync") return UpdateMode::kSoftsync;
-  return InvalidArgumentError("--mode=" + text + " is not one of sync, async, ssp, softsync");
-}
-
-const char* OptimizerKindName(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::kSgd:
-      return "sgd";
-    case OptimizerKind::kMomentum:
-      return "momentum";
-    case OptimizerKind::kAdam:
-      return "adam";
-    case OptimizerKind::kAdagrad:
-      return "adagrad";
-  }
-  return "?";
-}
-
-Result<OptimizerKind> ParseOptimizerKind(const std::string& text) {
-  if (text == "sgd") return OptimizerKind::kSgd;
-  if (text == "momentum") return OptimizerKind::kMomentum;
-  if (text == "adam") return OptimizerKind::kAdam;
-  if (text == "adagrad") return OptimizerKind::kAdagrad;
-  return InvalidArgumentError("--optimizer=" + text +
-                              " is not one of sgd, momentum, adam, adagrad");
-}
-
-const char* LrScheduleKindName(LrScheduleKind kind) {
-  switch (kind) {
-    case LrScheduleKind::kConstant:
-      return "constant";
-    case LrScheduleKind::kStep:
-      return "step";
-    case LrScheduleKind::kExponential:
-      return "exponential";
-  }
-  return "?";
-}
-
-Result<LrScheduleKind> ParseLrScheduleKind(const std::string& text) {
-  if (text == "constant") return LrScheduleKind::kConstant;
-  if (text == "step") return LrScheduleKind::kStep;
-  if (text == "exponential") return LrScheduleKind::kExponential;
-  return InvalidArgumentError("--lr-schedule=" + text +
-                              " is not one of constant, step, exponential");
-}
-
 Status JobConfig::Validate() const {
   auto bad = [](const std::string& what) { return InvalidArgumentError(what); };
   if (workers < 1) return bad("--workers must be at least 1, got " + std::to_string(workers));
@@ -123,13 +58,13 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--workers", std::to_string(workers)},
       {"--servers", std::to_string(servers)},
       {"--ps-replicas", std::to_string(ps_replicas)},
-      {"--mode", UpdateModeName(mode)},
+      {"--mode", kUpdateModes.Name(mode)},
       {"--replicas-to-aggregate", std::to_string(EffectiveReplicas())},
       {"--staleness", std::to_string(staleness)},
       {"--staleness-aware-lr", staleness_aware_lr ? "true" : "false"},
       {"--softsync-n", std::to_string(softsync_n)},
       {"--partition-bytes", std::to_string(partition_bytes)},
-      {"--optimizer", OptimizerKindName(optimizer.kind)},
+      {"--optimizer", kOptimizerKinds.Name(optimizer.kind)},
       {"--lr", ShortestText(optimizer.learning_rate)},
       {"--momentum", ShortestText(optimizer.momentum)},
       {"--nesterov", optimizer.nesterov ? "true" : "false"},
@@ -138,7 +73,7 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--epsilon", ShortestText(optimizer.epsilon)},
       {"--adagrad-initial", ShortestText(optimizer.initial_accumulator)},
       {"--weight-decay", ShortestText(optimizer.weight_decay)},
-      {"--lr-schedule", LrScheduleKindName(schedule.kind)},
+      {"--lr-schedule", kLrScheduleKinds.Name(schedule.kind)},
       {"--lr-decay-rate", ShortestText(schedule.decay_rate)},
       {"--lr-decay-steps", std::to_string(schedule.decay_steps)},
       {"--lr-staircase", schedule.staircase ? "true" : "false"},

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "towerps/result.h"
 
 namespace towerps::ps {
@@ -22,12 +23,23 @@ enum class UpdateMode { kSync, kAsync, kSsp, kSoftsync };
 enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad };
 enum class LrScheduleKind { kConstant, kStep, kExponential };
 
-const char* UpdateModeName(UpdateMode mode);
-Result<UpdateMode> ParseUpdateMode(const std::string& text);
-const char* OptimizerKindName(OptimizerKind kind);
-Result<OptimizerKind> ParseOptimizerKind(const std::string& text);
-const char* LrScheduleKindName(LrScheduleKind kind);
-Result<LrScheduleKind> ParseLrScheduleKind(const std::string& text);
+// Each enum's names, once: its flag's parser, errors and --list-choices read them from here.
+inline constexpr EnumNames<UpdateMode, 4> kUpdateModes{"--mode",
+                                                       {{{UpdateMode::kSync, "sync"},
+                                                         {UpdateMode::kAsync, "async"},
+                                                         {UpdateMode::kSsp, "ssp"},
+                                                         {UpdateMode::kSoftsync, "softsync"}}}};
+inline constexpr EnumNames<OptimizerKind, 4> kOptimizerKinds{
+    "--optimizer",
+    {{{OptimizerKind::kSgd, "sgd"},
+      {OptimizerKind::kMomentum, "momentum"},
+      {OptimizerKind::kAdam, "adam"},
+      {OptimizerKind::kAdagrad, "adagrad"}}}};
+inline constexpr EnumNames<LrScheduleKind, 3> kLrScheduleKinds{
+    "--lr-schedule",
+    {{{LrScheduleKind::kConstant, "constant"},
+      {LrScheduleKind::kStep, "step"},
+      {LrScheduleKind::kExponential, "exponential"}}}};
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kMomentum;

@@ -1,5 +1,5 @@
-// Command-line and config-file parsing for JobConfig. Used by the entry points (main functions)
-// only; libraries take the typed JobConfig.
+// The job's flags: JobConfig's command-line and config-file options. Used by the entry points
+// (main functions) only; libraries take the typed JobConfig. The parsing is common/command_line.h.
 //
 // Every process of a job accepts the same job flags, on the command line or in an INI file given
 // with --config (Boost.Program_options syntax: "lr = 0.1"; command-line values win).
@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/command_line.h"  // the flag helpers every entry point uses
 #include "ps/job_config.h"
 #include "towerps/result.h"
 
@@ -32,29 +33,6 @@ class JobFlags {
   std::string mode_, optimizer_, schedule_;
   boost::program_options::options_description desc_;
 };
-
-// A float flag bound to `value`, whose default --help prints as written: "0.05", where Boost
-// would print "0.0500000007".
-boost::program_options::typed_value<float>* FloatFlag(float* value);
-
-// Parses argv and, when --config FILE is given, that file too. Boost's errors become a
-// kInvalidArgument Status naming the option. `program` prefixes messages.
-Status ParseFlags(int argc, char** argv, const boost::program_options::options_description& desc,
-                  boost::program_options::variables_map* vm);
-
-// The text of a Boost.Program_options error. Boost 1.74 builds it by replacing each %placeholder%
-// until none is left, so an option name or value that contains one ("--a%value%") makes what()
-// loop for ever; this writes a '%' inside names and values as "%25" first. Use it instead of
-// e.what() wherever a user's text can be in the error.
-std::string ProgramOptionsErrorText(boost::program_options::error& e);
-
-// An entry point's command line: ParseFlags, then --help and --version (when `desc` has them).
-// Returns the exit code when `program` should stop here (0 after printing the options for --help
-// or "<program> <version>" for --version, 2 after printing the error as
-// "<program>: <message>" to stderr), or nullopt to go on.
-std::optional<int> ParseCommandLine(std::string_view program, int argc, char** argv,
-                                    const boost::program_options::options_description& desc,
-                                    boost::program_options::variables_map* vm);
 
 }  // namespace towerps::ps
 

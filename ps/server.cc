@@ -168,7 +168,7 @@ void Server::StartShards() {
 }
 
 Status Server::Run() {
-  TOWERPS_LOG(kInfo) << "serving on " << endpoint() << " (" << UpdateModeName(options_.job.mode)
+  TOWERPS_LOG(kInfo) << "serving on " << endpoint() << " (" << kUpdateModes.Name(options_.job.mode)
                      << " mode, " << options_.job.workers << " workers, " << options_.threads
                      << " threads)";
   auto next_log = Deadline::After(options_.stats_log_interval);

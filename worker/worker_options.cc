@@ -7,8 +7,6 @@
 #include "common/parse.h"
 #include "worker/towers.h"
 
-namespace po = boost::program_options;
-
 namespace towerps::worker {
 
 Status WorkerOptions::Validate() const {
@@ -104,73 +102,8 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!straggler.empty()) add("--straggler", straggler);
   if (!straggler_dist.empty()) add("--straggler-dist", straggler_dist);
   if (!slow_workers.empty()) add("--slow-workers", slow_workers);
-  if (on_nonfinite == OnNonFinite::kContinue) add("--on-nonfinite", "continue");
+  if (on_nonfinite != OnNonFinite::kFail) add("--on-nonfinite", kOnNonFinite.Name(on_nonfinite));
   return a;
-}
-
-WorkerFlags::WorkerFlags()
-    : rpc_timeout_ms_(options_.rpc_timeout.count()), desc_("Worker options") {
-  WorkerOptions& o = options_;
-  desc_.add_options()("towers", po::value(&o.towers)->default_value(o.towers),
-                      "devices, one tower each: cpu:0,cpu:1 or gpu:0,gpu:1")(
-      "intra-op-threads", po::value(&o.intra_op_threads)->default_value(o.intra_op_threads),
-      "threads inside one op")("log-every", po::value(&o.log_every)->default_value(o.log_every),
-                               "steps between log lines")(
-      "evals-per-epoch", po::value(&o.evals_per_epoch)->default_value(o.evals_per_epoch),
-      "chief: evaluate on the test set this many times per epoch, evenly spaced, the last at "
-      "the epoch's end (1..1000; more than the steps per epoch means every step)")(
-      "no-progress-bar", po::bool_switch(&no_progress_bar_),
-      "plain lines only, even on a terminal (set by towerps-launch --mpi, --slurm and --cluster: "
-      "their engines merge the ranks' output)")(
-      "progress-lines", po::bool_switch(&o.progress_lines),
-      "chief: print '@progress {json}' lines for towerps-launch's job-wide progress bar (set by "
-      "towerps-launch on a terminal)")("data-dir", po::value(&o.data_dir),
-                                       "dataset directory (default: the package's)")(
-      "train-images", po::value(&o.train_images),
-      "--dataset idx: training images (relative to --data-dir; default MNIST's name)")(
-      "train-labels", po::value(&o.train_labels), "--dataset idx: training labels")(
-      "test-images", po::value(&o.test_images), "--dataset idx: test images")(
-      "test-labels", po::value(&o.test_labels), "--dataset idx: test labels")(
-      "metrics-out", po::value(&o.metrics_out), "JSON lines per logged step; {rank} expands")(
-      "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(
-      "logdir", po::value(&o.logdir),
-      "TensorBoard event files: DIR/worker-N for each worker and DIR/ps-M for each server "
-      "(towerps-launch hands it to both); view with tensorboard --logdir DIR")(
-      "rpc-timeout-ms", po::value(&rpc_timeout_ms_)->default_value(rpc_timeout_ms_),
-      "deadline of every parameter-server call")(
-      "log-device-placement", po::bool_switch(&o.log_device_placement),
-      "print the device of each op and the server of each chunk")(
-      "allow-soft-placement", po::bool_switch(&o.allow_soft_placement),
-      "fall back to an existing device (with a warning) when a tower's device is missing")(
-      "gpu-memory-fraction", po::value(&o.gpu_memory_fraction)->default_value(0.0, "unset"),
-      "share of each GPU's memory this worker reserves at start, in (0, 1] (0.4: two workers "
-      "share a GPU); unset: the memory free at start less 1 GiB")(
-      "allow-growth", po::bool_switch(&o.allow_growth),
-      "start with little GPU memory and grow as needed (never above the fraction; never "
-      "returned while training)")(
-      "device-count", po::value(&o.device_count),
-      "gpu=N: use at most the first N visible GPUs (gpu=0 hides every GPU)")(
-      "final-params-out", po::value(&o.final_params_out),
-      "chief: write the final parameters to this file (raw float32 per variable: see "
-      "worker/train/final_params.h; --export-npz is the portable form)")(
-      "export-npz", po::value(&o.export_npz),
-      "chief: write the final parameters to this NumPy .npz, one array per variable by name "
-      "(numpy.load(F)['fc1/kernel'])")(
-      "shutdown-servers", po::bool_switch(&o.shutdown_servers),
-      "chief: ask the servers to checkpoint and exit at the end (set by towerps-launch --mpi, "
-      "--slurm and --cluster)")(
-      "ready-file", po::value(&o.ready_file),
-      "write this (empty) file once joined to the job and ready to compute (towerps-launch "
-      "times a restarted worker with it)")("straggler", po::value(&o.straggler),
-                                           "RANK:DELAY: worker RANK sleeps DELAY every step")(
-      "straggler-dist", po::value(&o.straggler_dist),
-      "exp:MEAN or uniform:LO:HI: random per-step delays for every worker (seeded)")(
-      "slow-workers", po::value(&o.slow_workers),
-      "K:FACTOR: the last K workers compute FACTOR times slower")(
-      "on-nonfinite", po::value(&on_nonfinite_)->default_value(on_nonfinite_),
-      "fail: a NaN or infinite loss or gradient stops the job (exit 1, \"diverged at step "
-      "N\"); continue: train on and record the run as diverged (the servers refuse non-finite "
-      "gradients either way)");
 }
 
 DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t seed) const {
@@ -181,23 +114,6 @@ DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t se
                      .test_labels = test_labels,
                      .model_input = model_input,
                      .seed = seed};
-}
-
-Result<WorkerOptions> WorkerFlags::ToOptions() const {
-  WorkerOptions o = options_;
-  o.rpc_timeout = std::chrono::milliseconds(rpc_timeout_ms_);
-  o.progress_bar = !no_progress_bar_;
-  if (on_nonfinite_ == "fail") {
-    o.on_nonfinite = OnNonFinite::kFail;
-  } else if (on_nonfinite_ == "continue") {
-    o.on_nonfinite = OnNonFinite::kContinue;
-  } else {
-    return InvalidArgumentError("--on-nonfinite=" + on_nonfinite_ +
-                                " is not fail or continue (continue: train on after a NaN, "
-                                "for divergence experiments)");
-  }
-  TOWERPS_RETURN_IF_ERROR(o.Validate());
-  return o;
 }
 
 }  // namespace towerps::worker

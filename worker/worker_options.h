@@ -1,14 +1,16 @@
-// WorkerOptions: what one towerps-worker process needs beyond the shared JobConfig, and the flags
-// that fill it. towerps-launch uses the same flags, so it can reject a bad value before any
-// process starts and then forward the canonical ToArgs() to every worker.
+// WorkerOptions: what one towerps-worker process needs beyond the shared JobConfig. The flags that
+// fill it are worker/worker_flags.h; towerps-launch uses the same flags, so it can reject a bad
+// value before any process starts and then forward the canonical ToArgs() to every worker.
+//
+// Contract: a plain value; Validate() checks it, naming the flag and the value.
 #ifndef TOWERPS_WORKER_WORKER_OPTIONS_H_
 #define TOWERPS_WORKER_WORKER_OPTIONS_H_
 
-#include <boost/program_options.hpp>
 #include <chrono>
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
 
@@ -20,6 +22,8 @@ enum class OnNonFinite {
   kContinue,  // train on (divergence experiments): the servers refuse the non-finite gradients,
               // the worker counts them as dropped, and the summary records "diverged": true
 };
+inline constexpr EnumNames<OnNonFinite, 2> kOnNonFinite{
+    "--on-nonfinite", {{{OnNonFinite::kFail, "fail"}, {OnNonFinite::kContinue, "continue"}}}};
 
 struct WorkerOptions {
   std::string towers = "cpu:0";  // comma-separated devices, one tower each: cpu:0,cpu:1 or gpu:0
@@ -66,22 +70,6 @@ struct WorkerOptions {
   DataRequest MakeDataRequest(const Shape& model_input, uint64_t seed) const;
   // Flags that reproduce these options (defaults omitted).
   std::vector<std::string> ToArgs() const;
-};
-
-class WorkerFlags {
- public:
-  WorkerFlags();
-  WorkerFlags(const WorkerFlags&) = delete;
-  WorkerFlags& operator=(const WorkerFlags&) = delete;
-  const boost::program_options::options_description& options() const { return desc_; }
-  Result<WorkerOptions> ToOptions() const;
-
- private:
-  WorkerOptions options_;
-  long rpc_timeout_ms_;
-  std::string on_nonfinite_ = "fail";
-  bool no_progress_bar_ = false;
-  boost::program_options::options_description desc_;
 };
 
 }  // namespace towerps::worker

@@ -1,4 +1,4 @@
-// The --config INI file (ps/job_flags.h: ParseFlags, with Boost.Program_options'
+// The --config INI file (common/command_line.h: ParseFlags, with Boost.Program_options'
 // parse_config_file), read by towerps-server and towerps-worker. The input is the file, given as
 // `--config FILE` to the worker's option set: its process options, the security flags, the job
 // flags and the worker flags, as towerps::WorkerMain builds it (SecurityFlags::ToSecurity, which
@@ -13,7 +13,7 @@
 #include "ps/job_flags.h"
 #include "ps/security_flags.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/worker_options.h"
+#include "worker/worker_flags.h"
 
 namespace {
 
@@ -48,7 +48,7 @@ Parsed Parse(std::vector<std::string> args) {
   for (std::string& a : args) argv.push_back(a.data());
   po::variables_map vm;
   Parsed p;
-  p.status = ps::ParseFlags(static_cast<int>(argv.size()), argv.data(), all, &vm);
+  p.status = towerps::ParseFlags(static_cast<int>(argv.size()), argv.data(), all, &vm);
   if (p.status.ok()) {
     p.job = job_flags.ToConfig();
     p.worker = worker_flags.ToOptions();

@@ -29,23 +29,23 @@ TEST(ChoicesTest, EveryListedNameParsesBack) {
   const std::vector<std::string> modes = List(choices, "modes");
   EXPECT_EQ(modes, (std::vector<std::string>{"sync", "async", "ssp", "softsync"}));
   for (const std::string& m : modes) {
-    Result<ps::UpdateMode> r = ps::ParseUpdateMode(m);
+    Result<ps::UpdateMode> r = ps::kUpdateModes.Parse(m);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(ps::UpdateModeName(*r), m);
+    EXPECT_EQ(ps::kUpdateModes.Name(*r), m);
   }
   const std::vector<std::string> optimizers = List(choices, "optimizers");
   EXPECT_EQ(optimizers.size(), 4u);
   for (const std::string& o : optimizers) {
-    Result<ps::OptimizerKind> r = ps::ParseOptimizerKind(o);
+    Result<ps::OptimizerKind> r = ps::kOptimizerKinds.Parse(o);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(ps::OptimizerKindName(*r), o);
+    EXPECT_EQ(ps::kOptimizerKinds.Name(*r), o);
   }
   const std::vector<std::string> schedules = List(choices, "lr_schedules");
   EXPECT_EQ(schedules.size(), 3u);
   for (const std::string& s : schedules) {
-    Result<ps::LrScheduleKind> r = ps::ParseLrScheduleKind(s);
+    Result<ps::LrScheduleKind> r = ps::kLrScheduleKinds.Parse(s);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(ps::LrScheduleKindName(*r), s);
+    EXPECT_EQ(ps::kLrScheduleKinds.Name(*r), s);
   }
   EXPECT_EQ(List(choices, "models"), worker::ZooModelNames());
   for (const std::string& m : worker::ZooModelNames()) {

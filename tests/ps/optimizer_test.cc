@@ -86,7 +86,7 @@ TEST_P(OptimizerTest, MatchesDoubleReferenceOverSteps) {
   for (int64_t i = 0; i < n; ++i) {
     max_err = std::max(max_err, std::fabs(w[i] - ref.w[i]) / (1 + std::fabs(ref.w[i])));
   }
-  EXPECT_LT(max_err, 2e-5) << OptimizerKindName(o.kind);
+  EXPECT_LT(max_err, 2e-5) << kOptimizerKinds.Name(o.kind);
   // The update did something: an untouched w would fail the comparison above only if it
   // happened to equal the reference, so also check it moved.
   EXPECT_GT(std::fabs(ref.w[0] - static_cast<double>(w[0]) + 1e-3), 0);

@@ -12,7 +12,7 @@
 
 #include "kernels/gpu_devices.h"
 #include "tests/testing/status_assert.h"
-#include "worker/worker_options.h"
+#include "worker/worker_flags.h"
 #ifdef TOWERPS_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
@@ -102,7 +102,7 @@ TEST(WorkerOptionsTest, OnNonFiniteDefaultsToFailRoundTripsAndNamesABadValue) {
   EXPECT_EQ(again->on_nonfinite, OnNonFinite::kContinue);
   auto bad = Parse({"--on-nonfinite", "ignore"});
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(Contains(bad.status().message(), "--on-nonfinite=ignore is not fail or continue"))
+  EXPECT_TRUE(Contains(bad.status().message(), "--on-nonfinite=ignore is not one of fail, continue"))
       << bad.status().message();
 }
 

@@ -17,6 +17,11 @@ namespace towerps::worker {
 
 inline constexpr char kDefaultFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
 
+// The normalization of Fashion-MNIST everywhere (and in bench/pytorch_baseline.py): the training
+// set's mean and standard deviation of pixel / 255.
+inline constexpr float kFashionMnistMean = 0.2860f;
+inline constexpr float kFashionMnistStddev = 0.3530f;
+
 enum class Split { kTrain, kTest };
 
 struct FashionMnistOptions {

@@ -10,7 +10,6 @@
 #include "worker/data/idx_reader.h"
 #include "worker/data/npy_reader.h"
 #include "worker/data/synthetic.h"
-#include "worker/train/local_training.h"
 
 namespace towerps {
 namespace {

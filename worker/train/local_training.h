@@ -19,9 +19,6 @@ struct EpochStats {
   int64_t examples = 0;
 };
 
-// Normalization used for Fashion-MNIST everywhere (and by bench/pytorch_baseline.py).
-inline constexpr float kFashionMnistMean = 0.2860f;
-inline constexpr float kFashionMnistStddev = 0.3530f;
 
 // Trains on every batch of `epoch`, applying the optimizer to each layer as soon as backward has
 // produced its gradient. `on_step(step_in_epoch)`, when set, is called after each step.

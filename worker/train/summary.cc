@@ -33,7 +33,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["examples_per_sec"] = JsonNumber(s.examples_per_sec);
   j["steps"] = s.steps;
   j["epochs"] = s.epochs;
-  j["mode"] = ps::UpdateModeName(job.mode);
+  j["mode"] = ps::kUpdateModes.Name(job.mode);
   j["workers"] = job.workers;
   j["servers"] = job.servers;
   j["replicas_to_aggregate"] = job.EffectiveReplicas();
