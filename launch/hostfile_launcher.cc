@@ -84,10 +84,8 @@ HostfileLauncher::HostfileLauncher(LaunchOptions options, SshOptions ssh)
       ssh_(std::move(ssh)),
       run_dir_(options_.run_dir.empty() ? DefaultRunDir() : options_.run_dir) {}
 
-Status HostfileLauncher::Run() {
-  TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
-  TOWERPS_ASSIGN_OR_RETURN(ssh_.ssh, FindProgram(ssh_.ssh));
-  const LaunchOptions& o = options_;
+// Where every process runs: the hosts of --hostfile or -H, servers first.
+Result<std::vector<HostPlacement>> HostfileLauncher::Plan() const {
   std::vector<HostEntry> hosts;
   if (!ssh_.host_list.empty()) {
     TOWERPS_ASSIGN_OR_RETURN(hosts, ParseHostList(ssh_.host_list, "-H"));
@@ -97,38 +95,37 @@ Status HostfileLauncher::Run() {
     const std::string text(std::istreambuf_iterator<char>(in), {});
     TOWERPS_ASSIGN_OR_RETURN(hosts, ParseHostfile(text, ssh_.hostfile));
   }
-  TOWERPS_ASSIGN_OR_RETURN(std::vector<HostPlacement> plan,
-                           PlaceOnHosts(hosts, o.job.ServerProcesses(), o.job.workers));
-  if (o.base_port == 0) {
+  if (options_.base_port == 0) {
     return InvalidArgumentError(
         "--hostfile needs a fixed --base-port (the entry point's default "
         "is 7700): workers on other hosts must know the servers' ports");
   }
+  return PlaceOnHosts(hosts, options_.job.ServerProcesses(), options_.job.workers);
+}
 
-  TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
-  // The secret crosses to each host inside its ssh session: the first line the remote watchdog
-  // reads (launch/stdin_watchdog.h).
-  TOWERPS_ASSIGN_OR_RETURN(const std::string secret_file, PrepareJobSecret(o, run_dir_));
-  std::string secret_line;
-  if (!secret_file.empty()) {
-    TOWERPS_ASSIGN_OR_RETURN(JobSecret secret, JobSecret::Load(secret_file));
-    secret_line = secret.ToText();
-  }
+// The secret crosses to each host inside its ssh session: the first line the remote watchdog
+// reads (launch/stdin_watchdog.h). Empty with --insecure.
+Result<std::string> HostfileLauncher::SecretLine() const {
+  TOWERPS_ASSIGN_OR_RETURN(const std::string file, PrepareJobSecret(options_, run_dir_));
+  if (file.empty()) return std::string();
+  TOWERPS_ASSIGN_OR_RETURN(JobSecret secret, JobSecret::Load(file));
+  return secret.ToText();
+}
 
-  ProcessGroup group(run_dir_);
-  if (o.job_progress_bar) group.EnableProgress("worker:0", ExamplesPerChiefStep(o.job));
-  JobSupervisor supervisor(&group, o.grace, o.interrupt);
-  std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
-  // Servers go round-robin over the hosts, so that a chunk's backup (on the next server) is on
-  // another host than its primary, unless there are fewer hosts than needed (warned below).
+// --ps-replicas 2: every server's endpoint. Servers go round-robin over the hosts, so that a
+// chunk's backup (on the next server) is on another host than its primary, unless there are
+// fewer hosts than needed (warned here).
+std::vector<std::string> HostfileLauncher::ReplicaPeers(
+    const std::vector<HostPlacement>& plan) const {
+  const LaunchOptions& o = options_;
   std::vector<std::string> peers, server_hosts;
+  if (o.job.ps_replicas < 2) return peers;
   for (const HostPlacement& p : plan) {
-    if (p.server && o.job.ps_replicas > 1) {
-      peers.push_back("tcp://" + p.host + ":" + std::to_string(o.base_port + p.rank));
-      server_hosts.push_back(p.host);
-    }
+    if (!p.server) continue;
+    peers.push_back("tcp://" + p.host + ":" + std::to_string(o.base_port + p.rank));
+    server_hosts.push_back(p.host);
   }
-  for (int g = 0; g < o.job.servers && o.job.ps_replicas > 1; ++g) {
+  for (int g = 0; g < o.job.servers; ++g) {
     const std::vector<int> copies = ps::ReplicasOf(o.job, g);
     if (server_hosts[copies[0]] == server_hosts[copies[1]]) {
       std::printf(
@@ -137,6 +134,26 @@ Status HostfileLauncher::Run() {
           g, copies[0], copies[1], server_hosts[copies[0]].c_str());
     }
   }
+  return peers;
+}
+
+Status HostfileLauncher::Check() {
+  TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
+  TOWERPS_ASSIGN_OR_RETURN(ssh_.ssh, FindProgram(ssh_.ssh));
+  return Plan().status();
+}
+
+Status HostfileLauncher::Run() {
+  TOWERPS_RETURN_IF_ERROR(Check());
+  const LaunchOptions& o = options_;
+  TOWERPS_ASSIGN_OR_RETURN(const std::vector<HostPlacement> plan, Plan());
+  TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
+  TOWERPS_ASSIGN_OR_RETURN(const std::string secret_line, SecretLine());
+  ProcessGroup group(run_dir_);
+  if (o.job_progress_bar) group.EnableProgress("worker:0", ExamplesPerChiefStep(o.job));
+  JobSupervisor supervisor(&group, o.grace, o.interrupt);
+  std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
+  const std::vector<std::string> peers = ReplicaPeers(plan);
   std::vector<std::string> endpoints;
   for (const HostPlacement& p : plan) {
     std::vector<std::string> argv;
@@ -169,6 +186,38 @@ Status HostfileLauncher::Run() {
   std::map<std::string, int> restarts;
   for (const auto& [i, n] : supervisor.restarts()) restarts[group.tag(i)] = n;
   return RecordRestartsInSummary(o, restarts);
+}
+
+Result<SshOptions> SshOptionsFromFlags(const SshFlags& flags, const Environment& env) {
+  if (!flags.hostfile.empty() && !flags.host_list.empty()) {
+    return InvalidArgumentError("give the hosts once: --hostfile FILE or -H HOST:N,...");
+  }
+  SshOptions ssh;
+  ssh.hostfile = flags.hostfile;
+  ssh.host_list = flags.host_list;
+  ssh.ssh = flags.ssh;
+  std::istringstream words(flags.ssh_opts);
+  for (std::string w; words >> w;) {
+    if (w == "-n" || w == "-f") {
+      return InvalidArgumentError("--ssh-opts " + w +
+                                  " would cut the session's stdin, which stops the remote "
+                                  "process; drop it");
+    }
+    ssh.ssh_opts.push_back(w);
+  }
+  for (const std::string& list : flags.exports) {
+    std::istringstream names(list);
+    for (std::string name; std::getline(names, name, ',');) {
+      if (name.empty()) continue;
+      const auto value = env.find(name);
+      if (value == env.end()) {
+        return InvalidArgumentError("--export " + name +
+                                    ": no such variable in this environment; set it or drop it");
+      }
+      ssh.env.push_back(name + "=" + value->second);
+    }
+  }
+  return ssh;
 }
 
 }  // namespace towerps::launch

@@ -27,8 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "launch/hostfile.h"
 #include "launch/launch_options.h"
-#include "towerps/status.h"
+#include "launch/role.h"
+#include "towerps/result.h"
 
 namespace towerps::launch {
 
@@ -42,13 +44,31 @@ struct SshOptions {
   std::vector<std::string> env;
 };
 
+// --hostfile, -H, --ssh, --ssh-opts and --export as given.
+struct SshFlags {
+  std::string hostfile, host_list, ssh = "ssh", ssh_opts;
+  std::vector<std::string> exports;  // NAME[,NAME...] each
+  bool given() const { return !hostfile.empty() || !host_list.empty(); }
+};
+// The ssh options of a hostfile job: --ssh-opts split at spaces (-n and -f are refused: they cut
+// the session's stdin, which stops the remote process), and each --export NAME read from `env`
+// (an unset one is refused). Also refuses --hostfile with -H. Errors name the flag and value.
+Result<SshOptions> SshOptionsFromFlags(const SshFlags& flags, const Environment& env);
+
 class HostfileLauncher {
  public:
   HostfileLauncher(LaunchOptions options, SshOptions ssh);
+  // Every check Run() makes before it starts anything: the options, the ssh client, the hosts
+  // and the placement on them. kInvalidArgument (kNotFound for a missing file) naming the flag.
+  Status Check();
   Status Run();
   const std::string& run_dir() const { return run_dir_; }
 
  private:
+  Result<std::vector<HostPlacement>> Plan() const;
+  Result<std::string> SecretLine() const;
+  std::vector<std::string> ReplicaPeers(const std::vector<HostPlacement>& plan) const;
+
   LaunchOptions options_;
   SshOptions ssh_;
   std::string run_dir_;

@@ -67,7 +67,9 @@ Status JobSupervisor::FailExited(size_t i, int code, const std::string& when) {
   // The child's own reason, read before the job is stopped (its tail does not change after).
   const std::string reason = code <= 128 ? LastErrorLine(group_->Tail(i)) : "";
   StopJob(i, what);
-  return FailedPreconditionError(Name(i) + " " + what + (reason.empty() ? "" : ": " + reason));
+  const std::string message = Name(i) + " " + what + (reason.empty() ? "" : ": " + reason);
+  // Exit status 2 is a process's refusal of its input: the job's input, so the launcher's too.
+  return code == 2 ? InvalidArgumentError(message) : FailedPreconditionError(message);
 }
 
 Status JobSupervisor::Cancel() {

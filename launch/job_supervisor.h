@@ -59,7 +59,8 @@ class JobSupervisor {
   bool interrupted() const { return interrupt_ && interrupt_->load() != 0; }
   // Prints child i's last lines, stops the job and returns an error naming child i.
   Status Fail(size_t i, const std::string& what);
-  // Fail() for child i, which exited with `code` (`when`, if not empty, follows the exit).
+  // Fail() for child i, which exited with `code` (`when`, if not empty, follows the exit):
+  // kInvalidArgument when the code is 2 (the child refused its input), else kFailedPrecondition.
   Status FailExited(size_t i, int code, const std::string& when = "");
   // Stops the job after a signal.
   Status Cancel();

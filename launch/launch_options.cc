@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -67,12 +68,15 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
         std::to_string(o.worker.rpc_timeout.count()) +
         ": the other workers wait at most that long for a restarted one");
   }
-  for (const auto& [flag, path] :
-       {std::pair<std::string, std::string>{"--server-bin", ServerBinary(o)},
-        {"--worker-bin", WorkerBinary(o)}}) {
-    if (access(path.c_str(), X_OK) != 0) {
-      return NotFoundError(flag + " " + path + " is not an executable; build it or pass " + flag);
-    }
+  for (const auto& [flag, given, path] :
+       {std::tuple<std::string, bool, std::string>{"--server-bin", !o.server_binary.empty(),
+                                                   ServerBinary(o)},
+        {"--worker-bin", !o.worker_binary.empty(), WorkerBinary(o)}}) {
+    if (access(path.c_str(), X_OK) == 0) continue;
+    // Named by the user: their path is wrong. Not named: the default beside this one is missing.
+    return NotFoundError(given ? flag + " " + path + " is not an executable file; check the path"
+                               : path + " is not an executable (the default " + flag +
+                                     ", beside towerps-launch); build it or pass " + flag);
   }
   // The model and the data must fit each other: refused here, before any process starts, by
   // the worker binary that will train them (it knows its own models and datasets).
@@ -201,11 +205,45 @@ std::string DefaultRunDir() {
   return "runs/" + std::string(stamp) + "-" + std::to_string(getpid());
 }
 
+namespace {
+
+// An earlier run's files in `run_dir` (its logs, processes.txt, secret, endpoints) go into
+// previous-<k>/, the first k free, so that this run starts clean and nothing is lost. Folders
+// stay where they are (a --checkpoint-dir inside the run directory keeps working).
+Status SetAsidePreviousRun(const std::filesystem::path& run_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(run_dir, ec)) {
+    if (e.is_regular_file(ec)) files.push_back(e.path());
+  }
+  if (ec) return IoError("--run-dir " + run_dir.string() + ": cannot list it: " + ec.message());
+  if (files.empty()) return Status::Ok();
+  fs::path previous;
+  for (int k = 1; previous.empty() || fs::exists(previous, ec); ++k) {
+    previous = run_dir / ("previous-" + std::to_string(k));
+  }
+  fs::create_directory(previous, ec);
+  for (const fs::path& f : files) {
+    if (!ec) fs::rename(f, previous / f.filename(), ec);
+  }
+  if (ec) {
+    return IoError("--run-dir " + run_dir.string() + ": cannot move the earlier run's files to " +
+                   previous.string() + ": " + ec.message());
+  }
+  std::printf("[launch] the earlier run's files in this run directory are in %s\n",
+              previous.c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CreateRunDir(const std::string& run_dir) {
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   if (ec) return IoError("--run-dir " + run_dir + ": cannot create: " + ec.message());
   std::printf("[launch] run directory: %s\n", std::filesystem::absolute(run_dir).c_str());
+  TOWERPS_RETURN_IF_ERROR(SetAsidePreviousRun(run_dir));
   std::fflush(stdout);
   return Status::Ok();
 }

@@ -82,7 +82,9 @@ Status RecordRestartsInSummary(const LaunchOptions& options,
 
 // runs/<date>-<time>-<pid>, relative to the working directory.
 std::string DefaultRunDir();
-// Creates the run directory and says where it is ("[launch] run directory: ...").
+// Creates the run directory and says where it is ("[launch] run directory: ..."). A directory
+// used before keeps the earlier run's files in previous-<k>/ (said too), so a rerun into it
+// starts clean (a new job secret, new logs) and loses nothing.
 Status CreateRunDir(const std::string& run_dir);
 
 // The binaries, resolved (next to this executable unless given).

@@ -23,28 +23,52 @@ LocalLauncher::LocalLauncher(LaunchOptions options)
   options_.all_local = true;
 }
 
-Status LocalLauncher::Run() {
+// The processes of a job on this machine, as the launcher starts them: the group, its
+// supervisor, processes.txt, and the secret every process gets.
+struct LocalLauncher::Job {
+  Job(const LaunchOptions& o, const std::string& run_dir)
+      : group(run_dir),
+        supervisor(&group, o.grace, o.interrupt),
+        table((fs::path(run_dir) / "processes.txt").string()) {}
+  ProcessGroup group;
+  JobSupervisor supervisor;
+  std::ofstream table;
+  std::vector<std::string> secret_env;  // TOWERPS_SECRET_FILE=..., or none with --insecure
+};
+
+Status LocalLauncher::Check() const {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
-  TOWERPS_RETURN_IF_ERROR(CheckLocalJob(options_));
-  const LaunchOptions& o = options_;
+  return CheckLocalJob(options_);
+}
+
+Status LocalLauncher::Run() {
+  TOWERPS_RETURN_IF_ERROR(Check());
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
-  TOWERPS_ASSIGN_OR_RETURN(const std::string secret, PrepareJobSecret(o, run_dir_));
+  TOWERPS_ASSIGN_OR_RETURN(const std::string secret, PrepareJobSecret(options_, run_dir_));
+  Job job(options_, run_dir_);
   // Every process proves it belongs to the job with this file (docs/SECURITY.md).
-  const std::vector<std::string> secret_env =
-      secret.empty() ? std::vector<std::string>{}
-                     : std::vector<std::string>{"TOWERPS_SECRET_FILE=" + secret};
-  std::error_code ec;
+  if (!secret.empty()) job.secret_env.push_back("TOWERPS_SECRET_FILE=" + secret);
+  if (options_.job_progress_bar) {
+    job.group.EnableProgress("worker:0", ExamplesPerChiefStep(options_.job));
+  }
+  TOWERPS_ASSIGN_OR_RETURN(const std::vector<std::string> ready_files, StartServers(job));
+  TOWERPS_ASSIGN_OR_RETURN(const std::vector<std::string> endpoints,
+                           AwaitServers(job, ready_files));
+  const size_t first_worker = job.group.size();
+  TOWERPS_RETURN_IF_ERROR(StartWorkers(job, endpoints));
+  job.supervisor.SetRestartPolicy(MakeRestartPolicy(options_, run_dir_, /*workers_local=*/true));
+  TOWERPS_RETURN_IF_ERROR(job.supervisor.RunToCompletion(first_worker));
+  std::map<std::string, int> restarts;
+  for (const auto& [i, n] : job.supervisor.restarts()) restarts[job.group.tag(i)] = n;
+  return RecordRestartsInSummary(options_, restarts);
+}
 
-  ProcessGroup group(run_dir_);
-  if (o.job_progress_bar) group.EnableProgress("worker:0", ExamplesPerChiefStep(o.job));
-  JobSupervisor supervisor(&group, o.grace, o.interrupt);
-  std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
-
-  // Servers first; each reports its endpoint through a ready file. Replicas must know each
-  // other's endpoints from the start: their ports are chosen here.
+// Servers first; each reports its endpoint through a ready file. Replicas must know each other's
+// endpoints from the start: their ports are chosen here. Returns the ready files, by rank.
+Result<std::vector<std::string>> LocalLauncher::StartServers(Job& job) {
+  const LaunchOptions& o = options_;
   const int servers = o.job.ServerProcesses();
   std::vector<int> ports(static_cast<size_t>(servers), 0);
-  std::vector<std::string> peers;
   if (o.job.ps_replicas > 1) {
     if (o.base_port > 0) {
       for (int r = 0; r < servers; ++r) ports[r] = o.base_port + r;
@@ -52,61 +76,69 @@ Status LocalLauncher::Run() {
       TOWERPS_ASSIGN_OR_RETURN(ports, PickFreePorts(servers));
     }
     const bool any = o.bind == "0.0.0.0" || o.bind == "*";
-    for (int p : ports) peers.push_back(TcpEndpoint(any ? "127.0.0.1" : o.bind, p));
+    for (int p : ports) peers_.push_back(TcpEndpoint(any ? "127.0.0.1" : o.bind, p));
   }
   std::vector<std::string> ready_files;
+  std::error_code ec;
   for (int r = 0; r < servers; ++r) {
     const std::string ready =
         (fs::path(run_dir_) / ("ps-" + std::to_string(r) + ".endpoint")).string();
     fs::remove(ready, ec);
     std::vector<std::string> argv =
-        ServerArgv(o, r, o.base_port ? o.base_port + r : ports[r], peers);
+        ServerArgv(o, r, o.base_port ? o.base_port + r : ports[r], peers_);
     argv.insert(argv.end(), {"--ready-file", ready});
-    TOWERPS_ASSIGN_OR_RETURN(size_t i, group.Start("ps:" + std::to_string(r), argv, secret_env));
-    table << "ps " << r << " pid " << group.pid(i) << " log " << group.LogPath(i) << "\n";
+    TOWERPS_ASSIGN_OR_RETURN(size_t i,
+                             job.group.Start("ps:" + std::to_string(r), argv, job.secret_env));
+    job.table << "ps " << r << " pid " << job.group.pid(i) << " log " << job.group.LogPath(i)
+              << "\n";
     ready_files.push_back(ready);
   }
-  table.flush();
+  job.table.flush();
+  return ready_files;
+}
 
+// Waits for every server's endpoint; a restarted server must come back where the workers look
+// for it, so each server's command line is fixed to its port.
+Result<std::vector<std::string>> LocalLauncher::AwaitServers(
+    Job& job, const std::vector<std::string>& ready_files) {
   std::vector<std::string> endpoints;
-  const Deadline startup = Deadline::After(o.startup_timeout);
-  for (int r = 0; r < servers; ++r) {
+  const Deadline startup = Deadline::After(options_.startup_timeout);
+  for (int r = 0; r < static_cast<int>(ready_files.size()); ++r) {
     while (!fs::exists(ready_files[r])) {
-      if (supervisor.interrupted()) return supervisor.Cancel();
-      TOWERPS_RETURN_IF_ERROR(supervisor.CheckNoneExited("while starting"));
-      if (startup.expired()) return supervisor.Fail(r, "did not start listening in time");
-      group.Pump(Deadline::After(std::chrono::milliseconds(20)));
+      if (job.supervisor.interrupted()) return job.supervisor.Cancel();
+      TOWERPS_RETURN_IF_ERROR(job.supervisor.CheckNoneExited("while starting"));
+      if (startup.expired()) return job.supervisor.Fail(r, "did not start listening in time");
+      job.group.Pump(Deadline::After(std::chrono::milliseconds(20)));
     }
     std::string endpoint;
     std::ifstream(ready_files[r]) >> endpoint;
-    // A restarted server must come back where the workers look for it: on this port.
     TOWERPS_ASSIGN_OR_RETURN(const int64_t port,
                              ParseIntInRange(endpoint.substr(endpoint.rfind(':') + 1),
                                              "server endpoint port", 1, 65535));
-    std::vector<std::string> again = ServerArgv(o, r, static_cast<int>(port), peers);
+    std::vector<std::string> again = ServerArgv(options_, r, static_cast<int>(port), peers_);
     again.insert(again.end(), {"--ready-file", ready_files[r]});
-    group.SetArgv(static_cast<size_t>(r), std::move(again));
+    job.group.SetArgv(static_cast<size_t>(r), std::move(again));
     // A server bound to every interface is reached over loopback here.
     const std::string any = "tcp://0.0.0.0:";
     if (endpoint.rfind(any, 0) == 0) endpoint = "tcp://127.0.0.1:" + endpoint.substr(any.size());
     endpoints.push_back(endpoint);
   }
+  return endpoints;
+}
 
-  const size_t first_worker = group.size();
+Status LocalLauncher::StartWorkers(Job& job, const std::vector<std::string>& endpoints) {
+  const LaunchOptions& o = options_;
   for (int w = 0; w < o.job.workers; ++w) {
-    std::vector<std::string> env = secret_env;
+    std::vector<std::string> env = job.secret_env;
     if (const std::string gpu = GpusForRank(w, GpusNeeded(o.worker.towers)); !gpu.empty())
       env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
     TOWERPS_ASSIGN_OR_RETURN(
-        size_t i, group.Start("worker:" + std::to_string(w), WorkerArgv(o, w, endpoints), env));
-    table << "worker " << w << " pid " << group.pid(i) << " log " << group.LogPath(i) << "\n";
+        size_t i, job.group.Start("worker:" + std::to_string(w), WorkerArgv(o, w, endpoints), env));
+    job.table << "worker " << w << " pid " << job.group.pid(i) << " log " << job.group.LogPath(i)
+              << "\n";
   }
-  table.flush();
-  supervisor.SetRestartPolicy(MakeRestartPolicy(o, run_dir_, /*workers_local=*/true));
-  TOWERPS_RETURN_IF_ERROR(supervisor.RunToCompletion(first_worker));
-  std::map<std::string, int> restarts;
-  for (const auto& [i, n] : supervisor.restarts()) restarts[group.tag(i)] = n;
-  return RecordRestartsInSummary(o, restarts);
+  job.table.flush();
+  return Status::Ok();
 }
 
 }  // namespace towerps::launch

@@ -17,22 +17,33 @@
 #define TOWERPS_LAUNCH_LOCAL_LAUNCHER_H_
 
 #include <string>
+#include <vector>
 
 #include "launch/launch_options.h"
-#include "towerps/status.h"
+#include "towerps/result.h"
 
 namespace towerps::launch {
 
 class LocalLauncher {
  public:
   explicit LocalLauncher(LaunchOptions options);
+  // Every check Run() makes before it starts anything (the options; the data, devices and ports
+  // of this machine); kInvalidArgument naming the flag.
+  Status Check() const;
   // Runs the job to the end. OK only when every process exited 0.
   Status Run();
   const std::string& run_dir() const { return run_dir_; }
 
  private:
+  struct Job;
+  Result<std::vector<std::string>> StartServers(Job& job);
+  Result<std::vector<std::string>> AwaitServers(Job& job,
+                                                const std::vector<std::string>& ready_files);
+  Status StartWorkers(Job& job, const std::vector<std::string>& endpoints);
+
   LaunchOptions options_;
   std::string run_dir_;
+  std::vector<std::string> peers_;  // --ps-replicas 2: every server's endpoint, by rank
 };
 
 }  // namespace towerps::launch

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/deadline.h"
+#include "common/job_secret.h"
 #include "launch/gpus.h"
 
 namespace towerps::launch {
@@ -99,6 +100,20 @@ Status ExecEvalOnly(const LaunchOptions& o) {
   const std::vector<std::string> job = WorkerJobArgs(o);
   argv.insert(argv.end(), job.begin(), job.end());
   return Exec(std::move(argv));
+}
+
+Status ResolveSharedSecret(const Environment& env, LaunchOptions* options) {
+  if (options->insecure) return Status::Ok();
+  if (options->secret_file.empty() && env.count("TOWERPS_SECRET_FILE")) {
+    options->secret_file = env.at("TOWERPS_SECRET_FILE");
+  }
+  if (options->secret_file.empty()) {
+    return InvalidArgumentError(
+        "every process of a --mpi, --slurm or --cluster job needs the same job secret: create "
+        "one with `towerps-launch --new-secret FILE` on a file system all nodes share, then "
+        "pass --secret-file FILE (or export TOWERPS_SECRET_FILE=FILE); or pass --insecure");
+  }
+  return JobSecret::Load(options->secret_file).status().WithContext("--secret-file");
 }
 
 }  // namespace towerps::launch

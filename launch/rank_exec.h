@@ -16,6 +16,11 @@ namespace towerps::launch {
 
 Status ExecRole(const RoleAssignment& role, const LaunchOptions& options);
 
+// Every process of a --mpi, --slurm or --cluster job must read the same job secret: the user's
+// --secret-file, else TOWERPS_SECRET_FILE from `env`, on a file system all nodes share; it must
+// load. kInvalidArgument saying how to make one. Nothing to do with --insecure.
+Status ResolveSharedSecret(const Environment& env, LaunchOptions* options);
+
 // --eval-only: becomes `towerps-worker --eval-only` on options.checkpoint_dir, with the job's
 // and the workers' options; no server starts. kInvalidArgument without a checkpoint directory.
 Status ExecEvalOnly(const LaunchOptions& options);

@@ -1,5 +1,8 @@
 #include "launch/role.h"
 
+#include <fstream>
+#include <iterator>
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -76,10 +79,8 @@ Status TaskOf(const json& root, const std::string& where, std::string* type, int
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::string& role_arg,
-                                           int index_arg, const std::string& where) {
+// The spec's JSON object; errors name `where`.
+Result<json> ParseSpec(const std::string& spec, const std::string& where) {
   json root;
   try {
     root = json::parse(spec);
@@ -90,6 +91,45 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::s
     return InvalidArgumentError(where + ": the cluster spec is " + std::string(root.type_name()) +
                                 ", not a JSON object");
   }
+  return root;
+}
+
+// The workers of a cluster, by rank, and the key of its chief list ("" when it has none).
+struct WorkerList {
+  std::vector<std::string> workers;
+  std::string chief_key;
+};
+Result<WorkerList> WorkersOf(const json& cluster, const std::string& where) {
+  WorkerList out;
+  // TensorFlow's chief (TF1's "master") is worker 0, and the "worker" list follows it; with a
+  // chief, the "worker" list may be absent (a chief alone) but not empty.
+  for (const char* key : {"chief", "master"}) {
+    if (!cluster.contains(key)) continue;
+    if (!out.chief_key.empty()) {
+      return InvalidArgumentError(where +
+                                  ": the cluster has both \"chief\" and \"master\"; "
+                                  "give one (TensorFlow's chief)");
+    }
+    out.chief_key = key;
+    TOWERPS_ASSIGN_OR_RETURN(out.workers, HostList(cluster, key, where));
+    if (out.workers.size() != 1) {
+      return InvalidArgumentError(where + ": the \"" + out.chief_key + "\" list has " +
+                                  std::to_string(out.workers.size()) +
+                                  " entries; it takes exactly one");
+    }
+  }
+  if (out.chief_key.empty() || cluster.contains("worker")) {
+    TOWERPS_ASSIGN_OR_RETURN(std::vector<std::string> rest, HostList(cluster, "worker", where));
+    out.workers.insert(out.workers.end(), rest.begin(), rest.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::string& role_arg,
+                                           int index_arg, const std::string& where) {
+  TOWERPS_ASSIGN_OR_RETURN(const json root, ParseSpec(spec, where));
   const auto nested = root.find("cluster");
   const json& cluster = nested != root.end() ? *nested : root;
   if (!cluster.is_object()) {
@@ -97,29 +137,9 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::s
                                 ", not an object with \"ps\" and \"worker\" lists");
   }
   TOWERPS_ASSIGN_OR_RETURN(std::vector<std::string> ps, HostList(cluster, "ps", where));
-  // TensorFlow's chief (TF1's "master") is worker 0, and the "worker" list follows it; with a
-  // chief, the "worker" list may be absent (a chief alone) but not empty.
-  std::vector<std::string> workers;
-  std::string chief_key;
-  for (const char* key : {"chief", "master"}) {
-    if (!cluster.contains(key)) continue;
-    if (!chief_key.empty()) {
-      return InvalidArgumentError(where +
-                                  ": the cluster has both \"chief\" and \"master\"; "
-                                  "give one (TensorFlow's chief)");
-    }
-    chief_key = key;
-    TOWERPS_ASSIGN_OR_RETURN(workers, HostList(cluster, key, where));
-    if (workers.size() != 1) {
-      return InvalidArgumentError(where + ": the \"" + chief_key + "\" list has " +
-                                  std::to_string(workers.size()) +
-                                  " entries; it takes exactly one");
-    }
-  }
-  if (chief_key.empty() || cluster.contains("worker")) {
-    TOWERPS_ASSIGN_OR_RETURN(std::vector<std::string> rest, HostList(cluster, "worker", where));
-    workers.insert(workers.end(), rest.begin(), rest.end());
-  }
+  TOWERPS_ASSIGN_OR_RETURN(const WorkerList listed, WorkersOf(cluster, where));
+  const std::vector<std::string>& workers = listed.workers;
+  const std::string& chief_key = listed.chief_key;
   const int first_worker = chief_key.empty() ? 0 : 1;  // the "worker" list's index 0
   std::vector<int> ports;
   for (const std::string& hp : ps) {
@@ -318,6 +338,53 @@ Result<std::vector<std::string>> ExpandSlurmNodelist(const std::string& nodelist
     return FailedPreconditionError("scontrol show hostnames " + nodelist + " failed: " + output);
   }
   return nodes;
+}
+
+std::string ClusterSpecVariable(const RankModeFlags& flags, const Environment& env) {
+  if (flags.mpi || flags.slurm) return "";
+  return env.count("TOWERPS_CONFIG") ? "TOWERPS_CONFIG" : env.count("TF_CONFIG") ? "TF_CONFIG" : "";
+}
+
+bool IsRankProcess(const RankModeFlags& flags, const Environment& env, bool on_hosts) {
+  return !flags.cluster_file.empty() || flags.mpi || flags.slurm ||
+         (!on_hosts && !ClusterSpecVariable(flags, env).empty());
+}
+
+Result<RoleAssignment> ResolveRole(const RankModeFlags& flags, const Environment& env, int servers,
+                                   int base_port) {
+  const std::string spec_var = ClusterSpecVariable(flags, env);
+  if (!flags.cluster_file.empty()) {
+    std::ifstream in(flags.cluster_file);
+    if (!in)
+      return InvalidArgumentError("--cluster " + flags.cluster_file + ": cannot open the file");
+    const std::string json(std::istreambuf_iterator<char>(in), {});
+    return RoleFromClusterSpec(json, flags.role, flags.index, flags.cluster_file);
+  }
+  if (!spec_var.empty()) {
+    return RoleFromClusterSpec(env.at(spec_var), flags.role, flags.index, spec_var);
+  }
+  if (flags.mpi) {
+    TOWERPS_ASSIGN_OR_RETURN(const RankLayout layout, MpiLayout(env));
+    return RoleFromLayout(layout, servers, 0, base_port);
+  }
+  const auto nodelist = env.find("SLURM_JOB_NODELIST");
+  if (nodelist == env.end()) {
+    return NotFoundError("--slurm: SLURM_JOB_NODELIST is not set; run under srun");
+  }
+  TOWERPS_ASSIGN_OR_RETURN(const std::vector<std::string> nodes,
+                           ExpandSlurmNodelist(nodelist->second));
+  TOWERPS_ASSIGN_OR_RETURN(const RankLayout layout, SlurmLayout(env, nodes));
+  return RoleFromLayout(layout, servers, flags.servers_per_node, base_port);
+}
+
+Environment ReadEnvironment(char** environ) {
+  Environment env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
 }
 
 }  // namespace towerps::launch

@@ -57,6 +57,29 @@ Result<RankLayout> SlurmLayout(const Environment& env, const std::vector<std::st
 Result<RoleAssignment> RoleFromLayout(const RankLayout& layout, int servers, int servers_per_node,
                                       int base_port);
 
+// The process-per-rank flags as given: --cluster FILE with --role and --index, --mpi, --slurm
+// with --servers-per-node.
+struct RankModeFlags {
+  std::string cluster_file, role;
+  int index = -1;
+  int servers_per_node = 0;
+  bool mpi = false, slurm = false;
+};
+
+// The environment variable holding a cluster spec: TOWERPS_CONFIG (which wins) or TF_CONFIG;
+// "" when neither is set, or when --mpi or --slurm say where the roles come from.
+std::string ClusterSpecVariable(const RankModeFlags& flags, const Environment& env);
+// Whether this towerps-launch is one process of a process-per-rank job (not one that starts the
+// job's processes itself: `on_hosts`, --hostfile or -H, is such a job).
+bool IsRankProcess(const RankModeFlags& flags, const Environment& env, bool on_hosts);
+// This process's role in a process-per-rank job, by the first of --cluster, a spec in the
+// environment, --mpi and --slurm; `servers` (--servers) and `base_port` for the MPI and Slurm
+// layouts. Errors name the flag, file or variable.
+Result<RoleAssignment> ResolveRole(const RankModeFlags& flags, const Environment& env, int servers,
+                                   int base_port);
+// `environ` as a map.
+Environment ReadEnvironment(char** environ);
+
 // "node[01-03],gpu7" through `scontrol show hostnames`.
 Result<std::vector<std::string>> ExpandSlurmNodelist(const std::string& nodelist);
 // "2(x3),1" -> {2, 2, 2, 1}.

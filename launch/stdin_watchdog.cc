@@ -9,11 +9,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 
+#include "common/command_line.h"
 #include "common/job_secret.h"
 #include "common/subprocess.h"
 #include "launch/gpus.h"
+
+namespace po = boost::program_options;
 
 namespace towerps::launch {
 namespace {
@@ -127,6 +131,47 @@ int RunStdinWatchdog(const WatchdogOptions& o) {
                o.argv[0].c_str(), static_cast<long long>(o.grace.count()));
   child->Signal(SIGKILL);
   return child->Wait(Deadline::After(std::chrono::seconds(10))).value_or(137);
+}
+
+// towerps-launch --stdin-watchdog [--grace-ms N] [--chdir DIR] [--gpu-rank K] -- COMMAND...
+int WatchdogMain(int argc, char** argv, const std::atomic<int>* interrupt) {
+  WatchdogOptions o;
+  long grace_ms = o.grace.count();
+  po::options_description desc(
+      "Usage: towerps-launch --stdin-watchdog [options] -- COMMAND [ARGS...]\n\n"
+      "Runs COMMAND and stops it (SIGTERM, then SIGKILL after the grace period) when stdin\n"
+      "closes: the remote end of `towerps-launch --hostfile`, so an ssh session that ends takes\n"
+      "its process with it");
+  desc.add_options()("help,h", "show this help")("stdin-watchdog", "this mode")(
+      "grace-ms", po::value(&grace_ms)->default_value(grace_ms), "SIGTERM to SIGKILL")(
+      "chdir", po::value(&o.chdir), "run COMMAND in this directory when it exists")(
+      "gpu-rank", po::value(&o.gpu_rank), "set CUDA_VISIBLE_DEVICES for this local rank")(
+      "gpus", po::value(&o.gpu_count)->default_value(o.gpu_count), "GPUs for that rank")(
+      "env", po::value(&o.env)->composing(), "NAME=value for COMMAND's environment (repeatable)")(
+      "secret-from-stdin", po::bool_switch(&o.secret_from_stdin),
+      "the first line of stdin is the job's secret; COMMAND gets it as TOWERPS_SECRET_FILE");
+  int split = 1;
+  while (split < argc && std::string(argv[split]) != "--") ++split;
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(split, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "towerps-launch --stdin-watchdog: " << e.what() << "\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (split + 1 >= argc) {
+    std::cerr << "towerps-launch --stdin-watchdog: give the command after --\n";
+    return 2;
+  }
+  o.argv.assign(argv + split + 1, argv + argc);
+  o.grace = std::chrono::milliseconds(grace_ms);
+  o.interrupt = interrupt;
+  return RunStdinWatchdog(o);
 }
 
 }  // namespace towerps::launch

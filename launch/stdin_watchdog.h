@@ -39,6 +39,11 @@ struct WatchdogOptions {
 
 int RunStdinWatchdog(const WatchdogOptions& options);
 
+// `towerps-launch --stdin-watchdog [options] -- COMMAND...`: its command line into
+// WatchdogOptions, then RunStdinWatchdog; the exit code (2 for a bad command line). The caller
+// has installed the signal handlers that set `interrupt`.
+int WatchdogMain(int argc, char** argv, const std::atomic<int>* interrupt);
+
 }  // namespace towerps::launch
 
 #endif  // TOWERPS_LAUNCH_STDIN_WATCHDOG_H_

@@ -5,6 +5,7 @@
 //   FAKE_WORKER_FAIL=RANK:HOW  worker RANK fails after its first step: HOW = error logs an
 //                              error line, then an ordinary line, and exits 1; sigkill kills
 //                              itself with SIGKILL.
+//                              usage logs an error line and exits 2 (bad input).
 //   FAKE_WORKER_STALL_MS=N     every worker waits N ms, silently, before it connects (a job
 //                              whose processes are all up and none writes a line).
 #include <signal.h>
@@ -20,7 +21,7 @@
 #include "ps/job_flags.h"
 #include "ps/security_flags.h"
 #include "towerps/registry.h"
-#include "worker/worker_options.h"
+#include "worker/worker_flags.h"
 
 namespace po = boost::program_options;
 
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
   po::options_description all;
   all.add(own).add(security_flags.options()).add(job_flags.options()).add(worker_flags.options());
   po::variables_map vm;
-  if (Status s = ps::ParseFlags(argc, argv, all, &vm); !s.ok()) {
+  if (Status s = ParseFlags(argc, argv, all, &vm); !s.ok()) {
     std::cerr << s.ToString() << "\n";
     return 2;
   }
@@ -103,9 +104,13 @@ int main(int argc, char** argv) {
   }
   const int steps = job->epochs * 5;
   for (int step = 0; step < steps; ++step) {
-    for (uint32_t v = 0; v < 2; ++v) check(c.Pull(v, step, step).get().status());
+    for (uint32_t v = 0; v < 2; ++v)
+      check(c.Pull({.variable_id = v, .min_version = step, .clock = step}).get().status());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    for (uint32_t v = 0; v < 2; ++v) check(c.Push(v, step, step, v ? b : w).get().status());
+    for (uint32_t v = 0; v < 2; ++v)
+      check(c.Push({.variable_id = v, .version = step, .clock = step, .gradient = v ? b : w})
+                .get()
+                .status());
     std::printf("step %d done\n", step);
     std::fflush(stdout);
     if (fail_how == "error") {
@@ -113,6 +118,10 @@ int main(int argc, char** argv) {
       std::printf("cleaning up after the failure\n");  // the reason is the error line, not this
       std::fflush(stdout);
       return 1;
+    }
+    if (fail_how == "usage") {  // what a worker does with input it cannot use
+      TOWERPS_LOG(kError) << "fake bad input: x and y have different lengths";
+      return 2;
     }
     if (fail_how == "sigkill") raise(SIGKILL);
   }

@@ -207,6 +207,17 @@ TEST_F(LauncherTest, AFailedWorkerIsReportedWithItsOwnErrorNotAsAnInternalError)
   EXPECT_NE(Output().find("last lines of"), std::string::npos);  // still shown
 }
 
+// A worker that refuses its input exits 2; so does the launcher, as for any bad value it finds
+// itself (it used to say 1).
+TEST_F(LauncherTest, AWorkerRefusingItsInputEndsTheJobWithExitStatus2) {
+  Result<Subprocess> p = Launch({"--servers", "1", "--workers", "2", "--epochs", "1000"},
+                                {"FAKE_WORKER_FAIL=1:usage"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->Wait(Deadline::After(seconds(30))), std::optional<int>(2)) << Output();
+  EXPECT_EQ(LastLine(), "towerps-launch: worker:1 exited with code 2: fake bad input: x and y "
+                        "have different lengths");
+}
+
 TEST_F(LauncherTest, AWorkerKilledBySignalIsReportedAsSuch) {
   Result<Subprocess> p =
       Launch({"--servers", "1", "--workers", "2", "--epochs", "1000", "--max-restarts", "0"},
@@ -308,6 +319,43 @@ TEST_F(LauncherTest, ValidateOnlyChecksTheOptionsAndStartsNothing) {
 }
 
 // The fault-tolerance flags are checked before anything starts, naming the flag and the value.
+// --validate-only runs every check a real launch runs before it starts anything: here the data,
+// which the worker binary cannot read on this machine (it said "valid", and the launch then
+// exited 2).
+TEST_F(LauncherTest, ValidateOnlyRunsTheChecksOfARealLaunch) {
+  const std::vector<std::string> args = {"--dataset", "npy", "--data-dir", "/nonexistent"};
+  std::vector<std::string> validate = args;
+  validate.insert(validate.begin(), "--validate-only");
+  Result<Subprocess> checked = Launch(validate);
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  EXPECT_EQ(checked->Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << Output();
+  const std::string said = Output();
+  EXPECT_EQ(said.find("the options are valid"), std::string::npos) << said;
+  EXPECT_NE(said.find("--data-dir"), std::string::npos) << said;
+  EXPECT_FALSE(fs::exists(dir_ / "run")) << "the launcher created its run directory";
+  Result<Subprocess> launched = Launch(args);
+  ASSERT_TRUE(launched.ok()) << launched.status();
+  EXPECT_EQ(launched->Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << Output();
+  EXPECT_NE(Output().find("--data-dir"), std::string::npos) << Output();
+}
+
+// The same --run-dir twice: the second run starts (it used to fail on the first run's secret),
+// and the first run's logs are kept beside it.
+TEST_F(LauncherTest, ARunDirectoryCanBeUsedAgainAndKeepsTheEarlierLogs) {
+  for (int run = 0; run < 2; ++run) {
+    Result<Subprocess> p = Launch({"--servers", "1", "--workers", "1", "--epochs", "1"});
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_EQ(p->Wait(Deadline::After(seconds(60))), std::optional<int>(0)) << Output();
+  }
+  EXPECT_NE(Output().find("the earlier run's files in this run directory are in"),
+            std::string::npos)
+      << Output();
+  for (const char* file : {"ps-0.log", "worker-0.log", "processes.txt", "secret"}) {
+    EXPECT_TRUE(fs::exists(dir_ / "run" / file)) << file;
+    EXPECT_TRUE(fs::exists(dir_ / "run" / "previous-1" / file)) << file << " of the first run";
+  }
+}
+
 TEST_F(LauncherTest, BadRestartFlagsAreRefusedNamingThem) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--max-restarts", "-1"}, "--max-restarts=-1 must be 0"},

@@ -1,0 +1,130 @@
+#include "launch/launch_flags.h"
+
+#include <iostream>
+
+#include "common/logging.h"
+
+namespace po = boost::program_options;
+
+namespace towerps::launch {
+
+LaunchFlags::LaunchFlags()
+    : grace_ms_(options_.grace.count()),
+      restart_timeout_s_(options_.restart_timeout.count() / 1000),
+      launcher_("Launcher options"),
+      hosts_("Across hosts over ssh"),
+      modes_("Process-per-rank modes (one towerps-launch per process)"),
+      all_(
+          "Usage: towerps-launch [options]\n\n"
+          "Runs a TowerPS job: --servers parameter servers and --workers workers, on this "
+          "machine,\n"
+          "or across hosts over ssh (--hostfile), under mpirun (--mpi) or srun (--slurm), or one\n"
+          "process per command from a cluster spec (--cluster, TF_CONFIG, TOWERPS_CONFIG).\n"
+          "With no options it trains mlp on Fashion-MNIST with 1 server and 2 workers in sync "
+          "mode") {
+  AddLauncherOptions();
+  AddHostOptions();
+  AddRankOptions();
+  all_.add(launcher_)
+      .add(hosts_)
+      .add(modes_)
+      .add(security_flags_.options())
+      .add(job_flags_.options())
+      .add(worker_flags_.options());
+}
+
+void LaunchFlags::AddLauncherOptions() {
+  launcher_.add_options()("help,h", "show this help")("version",
+                                                      "print the version and git revision")(
+      "list-choices", po::bool_switch(&list_choices),
+      "print the names --mode, --model, --dataset, --optimizer and --lr-schedule accept, as JSON, "
+      "and exit")("validate-only", po::bool_switch(&validate_only),
+                  "check every option as before a job (exit 0 when they are valid, 2 with the "
+                  "error otherwise) and start nothing")(
+      "log-level", po::value(&log_level_)->default_value(log_level_),
+      "debug, info, warning or error: the launcher's and every server's and worker's")(
+      "eval-only", po::bool_switch(&eval_only),
+      "evaluate the parameters in --checkpoint-dir on the test set with the job's options, "
+      "print the test accuracy and loss, and exit; no server starts (--export-npz F writes them "
+      "too)")(
+      "new-secret", po::value(&new_secret),
+      "create a job secret in FILE (mode 0600) and exit: for --mpi, --slurm and --cluster jobs, "
+      "put it on a file system every node shares and pass --secret-file FILE")(
+      "config", po::value<std::string>(),
+      "INI file with job and worker options (command line wins)")(
+      "run-dir", po::value(&options_.run_dir),
+      "directory for logs (default runs/<date>-<time>-<pid>)")(
+      "bind", po::value(&options_.bind)->default_value(options_.bind), "address servers listen on")(
+      "base-port", po::value(&options_.base_port)->default_value(0),
+      "server r listens on base-port + r; 0 picks free ports")(
+      "server-threads", po::value(&options_.server_threads)->default_value(1),
+      "--threads per server")("checkpoint-dir", po::value(&options_.checkpoint_dir),
+                              "servers checkpoint here and resume from it")(
+      "checkpoint-every", po::value(&options_.checkpoint_every)->default_value(0),
+      "versions between checkpoints (0: at shutdown only)")(
+      "server-bin", po::value(&options_.server_binary),
+      "towerps-server to run (default: next to this)")(
+      "worker-bin", po::value(&options_.worker_binary),
+      "towerps-worker to run (default: next to this)")(
+      "grace-ms", po::value(&grace_ms_)->default_value(grace_ms_),
+      "how long processes get to stop after SIGTERM before SIGKILL")(
+      "max-restarts", po::value(&options_.max_restarts)->default_value(options_.max_restarts),
+      "local and --hostfile: restart a worker killed by a signal at most this many times (it "
+      "carries on where its predecessor stopped; in sync the final parameters are "
+      "bit-identical), and a server too when there is --checkpoint-dir (it restores its last "
+      "checkpoint); 0: a dead process ends the job")(
+      "restart-timeout", po::value(&restart_timeout_s_)->default_value(restart_timeout_s_),
+      "seconds a restarted worker has to rejoin the job before the job fails "
+      "naming it; below --rpc-timeout-ms");
+}
+
+void LaunchFlags::AddHostOptions() {
+  hosts_.add_options()(
+      "hostfile", po::value(&ssh.hostfile),
+      "one line per host: 'HOST slots=K [servers|workers]'; servers are spread over the hosts "
+      "first, then workers fill the slots. Binaries must be at the same path on every host. "
+      "Horovod's 'HOST:N' and OpenMPI's 'max_slots=N' are read too")(
+      "hosts,H", po::value(&ssh.host_list),
+      "HOST[:N],HOST[:N],...: the hosts and their slots on the command line, as horovodrun -H "
+      "takes them (instead of --hostfile)")(
+      "ssh-opts", po::value(&ssh.ssh_opts),
+      "options for ssh, split at spaces (\"-i key -p 2222\"); not -n or -f")(
+      "ssh", po::value(&ssh.ssh)->default_value(ssh.ssh), "the ssh client to run")(
+      "export", po::value(&ssh.exports)->composing(),
+      "NAME[,NAME...]: environment variables of this shell to set for the remote processes, "
+      "as mpirun -x (ssh sessions start from the host's login environment)");
+}
+
+void LaunchFlags::AddRankOptions() {
+  modes_.add_options()(
+      "cluster", po::value(&rank.cluster_file),
+      "cluster spec JSON ({\"ps\": [\"host:port\", ...], \"worker\": [...]}); with --role, "
+      "--index. Without a mode, TF_CONFIG (or TOWERPS_CONFIG) holds the same JSON plus a "
+      "\"task\" entry, as TensorFlow defines it: a \"chief\" list is worker 0")(
+      "role", po::value(&rank.role), "ps, chief or worker (with --cluster)")(
+      "index", po::value(&rank.index), "this process's index in its --role list (with --cluster)")(
+      "mpi", po::bool_switch(&rank.mpi), "under mpirun: roles from the MPI rank")(
+      "slurm", po::bool_switch(&rank.slurm), "under srun: roles from SLURM_PROCID")(
+      "servers-per-node", po::value(&rank.servers_per_node)->default_value(0),
+      "with --slurm: the first N tasks of every node are servers (instead of --servers)");
+}
+
+Result<LaunchOptions> LaunchFlags::ToOptions(const po::variables_map& vm) {
+  LaunchOptions o = options_;
+  TOWERPS_RETURN_IF_ERROR(security_flags_.Validate());
+  o.secret_file = security_flags_.secret_file();
+  o.insecure = security_flags_.insecure();
+  o.encrypt = security_flags_.encrypt();
+  o.transport = *security_flags_.path();
+  Result<LogLevel> level = ParseLogLevel(log_level_);
+  if (!level.ok()) return level.status().WithContext("--log-level");
+  o.log_level = *level;
+  TOWERPS_ASSIGN_OR_RETURN(o.job, job_flags_.ToConfig());
+  TOWERPS_ASSIGN_OR_RETURN(o.worker, worker_flags_.ToOptions());
+  o.grace = std::chrono::milliseconds(grace_ms_);
+  o.restart_timeout = std::chrono::seconds(restart_timeout_s_);
+  bind_given = !vm["bind"].defaulted();
+  return o;
+}
+
+}  // namespace towerps::launch

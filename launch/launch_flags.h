@@ -1,0 +1,58 @@
+// LaunchFlags: towerps-launch's command line. The flag tables (the launcher's own, hosts over
+// ssh, the process-per-rank modes, security, job and worker) bound to one object, and their
+// values resolved into the typed LaunchOptions, SshFlags and RankModeFlags that the modes take.
+//
+// Contract: used by towerps-launch's main() only (libraries take the typed options). Parse the
+// description with ParseCommandLine (common/command_line.h), then call ToOptions. Errors are
+// kInvalidArgument naming the flag and its value. Not thread-safe.
+#ifndef TOWERPS_LAUNCH_LAUNCH_FLAGS_H_
+#define TOWERPS_LAUNCH_LAUNCH_FLAGS_H_
+
+#include <boost/program_options.hpp>
+#include <string>
+#include <vector>
+
+#include "launch/hostfile_launcher.h"
+#include "launch/launch_options.h"
+#include "launch/role.h"
+#include "ps/job_flags.h"
+#include "ps/security_flags.h"
+#include "towerps/result.h"
+#include "worker/worker_flags.h"
+
+namespace towerps::launch {
+
+class LaunchFlags {
+ public:
+  LaunchFlags();
+  LaunchFlags(const LaunchFlags&) = delete;
+  LaunchFlags& operator=(const LaunchFlags&) = delete;
+
+  const boost::program_options::options_description& description() const { return all_; }
+  // After parsing: the options every mode shares (security, log level, job, worker, times).
+  Result<LaunchOptions> ToOptions(const boost::program_options::variables_map& vm);
+
+  // What to do instead of a job.
+  bool list_choices = false, validate_only = false, eval_only = false;
+  std::string new_secret;  // --new-secret FILE
+  SshFlags ssh;
+  RankModeFlags rank;
+  bool bind_given = false;  // --bind was given (the modes across hosts default to 0.0.0.0)
+
+ private:
+  void AddLauncherOptions();
+  void AddHostOptions();
+  void AddRankOptions();
+
+  LaunchOptions options_;
+  long grace_ms_, restart_timeout_s_;
+  std::string log_level_ = "info";
+  ps::JobFlags job_flags_;
+  worker::WorkerFlags worker_flags_;
+  ps::SecurityFlags security_flags_;
+  boost::program_options::options_description launcher_, hosts_, modes_, all_;
+};
+
+}  // namespace towerps::launch
+
+#endif  // TOWERPS_LAUNCH_LAUNCH_FLAGS_H_
