@@ -61,7 +61,7 @@ int RunTransport(int argc, char** argv) {
       "messages queued per side before the sender waits")("json", po::bool_switch(&json),
                                                           "print one JSON object instead of text");
   po::variables_map vm;
-  if (auto code = towerps::ps::ParseCommandLine("towerps-bench transport", argc, argv, desc, &vm)) {
+  if (auto code = towerps::ParseCommandLine("towerps-bench transport", argc, argv, desc, &vm)) {
     return *code;
   }
   if (!json) {
@@ -116,13 +116,13 @@ int RunTrain(int argc, char** argv) {
       "if > 0: train this many epochs and report test accuracy after each")(
       "data-dir", po::value<std::string>(&o.data_dir), "Fashion-MNIST directory")(
       "synthetic", po::bool_switch(&o.synthetic), "use seeded synthetic data")(
-      "lr", towerps::ps::FloatFlag(&o.learning_rate), "learning rate")(
-      "momentum", towerps::ps::FloatFlag(&o.momentum), "SGD momentum")(
+      "lr", towerps::FloatFlag(&o.learning_rate), "learning rate")(
+      "momentum", towerps::FloatFlag(&o.momentum), "SGD momentum")(
       "seed", po::value<uint64_t>(&o.seed)->default_value(o.seed), "initialization/shuffle seed")(
       "profile", po::bool_switch(&o.profile), "also time every layer (GFLOP/s per layer)")(
       "json", po::bool_switch(&json), "print one JSON object at the end");
   po::variables_map vm;
-  if (auto code = towerps::ps::ParseCommandLine("towerps-bench train", argc, argv, desc, &vm)) {
+  if (auto code = towerps::ParseCommandLine("towerps-bench train", argc, argv, desc, &vm)) {
     return *code;
   }
   // Progress goes to stderr so that --json output stays one line on stdout.
@@ -174,65 +174,11 @@ int RunTrain(int argc, char** argv) {
 std::atomic<int> g_soak_signal{0};  // entry-point state: written by the signal handler only
 void OnSoakSignal(int sig) { g_soak_signal.store(sig); }
 
-int RunSoakCommand(int argc, char** argv) {
-  towerps::bench::SoakOptions o;
-  bool json = false;
-  long interval_ms = o.sample_interval.count(), delay_ms = o.step_delay.count();
-  std::string samples_out;
-  po::options_description desc(
-      "Usage: towerps-bench soak [options] [-- towerps-launch options]\n\n"
-      "Runs a sync job (1 server, 2 workers, as many epochs as fit) through towerps-launch for "
-      "--minutes,\nsamples the RSS of the server, the workers and the launcher, and reports each "
-      "one's growth after the\nwarm-up. Exit status: 0 when no process grew more than "
-      "--max-growth, 1 when one did or the job\nfailed, 2 for bad options.\n\nOptions");
-  desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
-      "minutes", po::value(&o.minutes)->default_value(o.minutes), "how long the job runs")(
-      "sample-interval-ms", po::value(&interval_ms)->default_value(interval_ms),
-      "time between RSS samples of every process")(
-      "max-growth", po::value(&o.max_growth_percent)->default_value(o.max_growth_percent),
-      "largest RSS growth (percent) any process may show; above it the exit status is 1")(
-      "window", po::value(&o.window_fraction)->default_value(o.window_fraction, "0.2"),
-      "share of the run that is the warm-up (baseline: its largest RSS), and the same share at "
-      "the end that is the final window (its largest RSS is compared)")(
-      "model", po::value(&o.model)->default_value(o.model), "model of the job")(
-      "dataset", po::value(&o.dataset)->default_value(o.dataset),
-      "dataset of the job (synthetic: short epochs, no files needed)")(
-      "batch-size", po::value(&o.batch_size)->default_value(o.batch_size),
-      "examples per step per worker")(
-      "step-delay-ms", po::value(&delay_ms)->default_value(delay_ms),
-      "every worker sleeps this long every step (--straggler-dist), to keep CPU use low")(
-      "launcher-bin", po::value(&o.launcher_binary),
-      "towerps-launch to run (default: next to this)")(
-      "run-dir", po::value(&o.run_dir),
-      "where the launcher's and the job's logs go (default: a temporary directory, removed "
-      "when the soak passes)")("samples-out", po::value(&samples_out),
-                               "write every sample as CSV: seconds,process,pid,rss_kib")(
-      "json", po::bool_switch(&json), "print one JSON object instead of the table");
-  // Arguments after "--" go to towerps-launch as they are.
-  int own_argc = argc;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--") {
-      own_argc = i;
-      for (int j = i + 1; j < argc; ++j) o.launcher_args.push_back(argv[j]);
-      break;
-    }
-  }
-  po::variables_map vm;
-  if (auto code = towerps::ps::ParseCommandLine("towerps-bench soak", own_argc, argv, desc, &vm)) {
-    return *code;
-  }
-  o.sample_interval = std::chrono::milliseconds(interval_ms);
-  o.step_delay = std::chrono::milliseconds(delay_ms);
-  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  o.interrupt = &g_soak_signal;
-  std::signal(SIGINT, OnSoakSignal);
-  std::signal(SIGTERM, OnSoakSignal);
-  std::signal(SIGHUP, OnSoakSignal);
-  auto r = towerps::bench::RunSoak(o);
-  if (!r.ok()) {
-    std::cerr << "towerps-bench soak: " << r.status().ToString() << "\n";
-    return r.status().code() == towerps::StatusCode::kInvalidArgument ? 2 : 1;
-  }
+// A soak's result: the samples as CSV (--samples-out), then the table or one JSON object, and
+// the verdict.
+void ReportSoak(const towerps::bench::SoakOptions& o, const towerps::bench::SoakResult& result,
+                bool json, const std::string& samples_out) {
+  const towerps::bench::SoakResult* r = &result;
   if (!samples_out.empty()) {
     std::ofstream csv(samples_out);
     csv << "seconds,process,pid,rss_kib\n";
@@ -286,6 +232,68 @@ int RunSoakCommand(int argc, char** argv) {
     }
     std::printf("%s\n", verdict);
   }
+}
+
+int RunSoakCommand(int argc, char** argv) {
+  towerps::bench::SoakOptions o;
+  bool json = false;
+  long interval_ms = o.sample_interval.count(), delay_ms = o.step_delay.count();
+  std::string samples_out;
+  po::options_description desc(
+      "Usage: towerps-bench soak [options] [-- towerps-launch options]\n\n"
+      "Runs a sync job (1 server, 2 workers, as many epochs as fit) through towerps-launch for "
+      "--minutes,\nsamples the RSS of the server, the workers and the launcher, and reports each "
+      "one's growth after the\nwarm-up. Exit status: 0 when no process grew more than "
+      "--max-growth, 1 when one did or the job\nfailed, 2 for bad options.\n\nOptions");
+  desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
+      "minutes", po::value(&o.minutes)->default_value(o.minutes), "how long the job runs")(
+      "sample-interval-ms", po::value(&interval_ms)->default_value(interval_ms),
+      "time between RSS samples of every process")(
+      "max-growth", po::value(&o.max_growth_percent)->default_value(o.max_growth_percent),
+      "largest RSS growth (percent) any process may show; above it the exit status is 1")(
+      "window", po::value(&o.window_fraction)->default_value(o.window_fraction, "0.2"),
+      "share of the run that is the warm-up (baseline: its largest RSS), and the same share at "
+      "the end that is the final window (its largest RSS is compared)")(
+      "model", po::value(&o.model)->default_value(o.model), "model of the job")(
+      "dataset", po::value(&o.dataset)->default_value(o.dataset),
+      "dataset of the job (synthetic: short epochs, no files needed)")(
+      "batch-size", po::value(&o.batch_size)->default_value(o.batch_size),
+      "examples per step per worker")(
+      "step-delay-ms", po::value(&delay_ms)->default_value(delay_ms),
+      "every worker sleeps this long every step (--straggler-dist), to keep CPU use low")(
+      "launcher-bin", po::value(&o.launcher_binary),
+      "towerps-launch to run (default: next to this)")(
+      "run-dir", po::value(&o.run_dir),
+      "where the launcher's and the job's logs go (default: a temporary directory, removed "
+      "when the soak passes)")("samples-out", po::value(&samples_out),
+                               "write every sample as CSV: seconds,process,pid,rss_kib")(
+      "json", po::bool_switch(&json), "print one JSON object instead of the table");
+  // Arguments after "--" go to towerps-launch as they are.
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      own_argc = i;
+      for (int j = i + 1; j < argc; ++j) o.launcher_args.push_back(argv[j]);
+      break;
+    }
+  }
+  po::variables_map vm;
+  if (auto code = towerps::ParseCommandLine("towerps-bench soak", own_argc, argv, desc, &vm)) {
+    return *code;
+  }
+  o.sample_interval = std::chrono::milliseconds(interval_ms);
+  o.step_delay = std::chrono::milliseconds(delay_ms);
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  o.interrupt = &g_soak_signal;
+  std::signal(SIGINT, OnSoakSignal);
+  std::signal(SIGTERM, OnSoakSignal);
+  std::signal(SIGHUP, OnSoakSignal);
+  auto r = towerps::bench::RunSoak(o);
+  if (!r.ok()) {
+    std::cerr << "towerps-bench soak: " << r.status().ToString() << "\n";
+    return r.status().code() == towerps::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  ReportSoak(o, *r, json, samples_out);
   if (!r->run_dir.empty()) std::fprintf(stderr, "soak: logs in %s\n", r->run_dir.c_str());
   return r->passed ? 0 : 1;
 }

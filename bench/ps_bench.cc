@@ -82,6 +82,17 @@ Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* 
   return Status::Ok();
 }
 
+// The servers' time in updates per round (one update per chunk and step), from their stats.
+Result<double> ServerUpdateMs(ps::Client& client, int chunks) {
+  uint64_t nanos = 0, updates = 0;
+  for (int s = 0; s < client.num_servers(); ++s) {
+    TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport r, client.Stats(s).get());
+    nanos += r.aggregation_nanos;
+    updates += r.updates_applied;
+  }
+  return updates ? 1e-6 * static_cast<double>(nanos) * chunks / updates : 0.0;
+}
+
 // One worker: registers, (chief) initialises, waits for the values, then runs rounds until
 // `stop_at`.
 Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
@@ -111,7 +122,7 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   // As a real worker does: wait for the chief's initial values before the first push.
   for (int k = 0; k < o.chunks; ++k)
     TOWERPS_RETURN_IF_ERROR(
-        client->Pull({.variable_id = k, .min_version = 0, .clock = 0}).get().status());
+        client->Pull({.variable_id = static_cast<uint32_t>(k), .min_version = 0, .clock = 0}).get().status());
   registered->fetch_add(1);
   // Each chunk runs its own pipeline, as a worker's layers do: as soon as a chunk's pull for
   // version t + 1 returns, its gradient for step t + 1 goes out with the pull for t + 2. Sync
@@ -122,13 +133,13 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   // A chunk's push for step t and its pull for t + 1: one request, or two with separate_pull.
   auto push_and_pull = [&](int k, int64_t t) {
     if (o.separate_pull) {
-      pushes[k] = client->Push({.variable_id = k, .version = t, .clock = t, .gradient = grad});
-      pulls[k] = client->Pull({.variable_id = k, .min_version = t + 1, .clock = t + 1});
+      pushes[k] = client->Push({.variable_id = static_cast<uint32_t>(k), .version = t, .clock = t, .gradient = grad});
+      pulls[k] = client->Pull({.variable_id = static_cast<uint32_t>(k), .min_version = t + 1, .clock = t + 1});
       return;
     }
     ps::Client::PushAndPull both =
-        client->PushThenPull({.variable_id = k, .version = t, .clock = t, .gradient = grad},
-                             {.variable_id = k, .min_version = t + 1, .clock = t + 1});
+        client->PushThenPull({.variable_id = static_cast<uint32_t>(k), .version = t, .clock = t, .gradient = grad},
+                             {.variable_id = static_cast<uint32_t>(k), .min_version = t + 1, .clock = t + 1});
     pushes[k] = std::move(both.push);
     pulls[k] = std::move(both.pull);
   };
@@ -156,21 +167,14 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
     }
     push_and_pull(k, t);
   }
-  if (rank == 0) {  // the servers' time in updates, per round: one update per chunk and step
-    uint64_t nanos = 0, updates = 0;
-    for (int s = 0; s < client->num_servers(); ++s) {
-      TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport r, client->Stats(s).get());
-      nanos += r.aggregation_nanos;
-      updates += r.updates_applied;
-    }
-    *update_ms = updates ? 1e-6 * static_cast<double>(nanos) * o.chunks / updates : 0;
+  if (rank == 0) {
+    TOWERPS_ASSIGN_OR_RETURN(*update_ms, ServerUpdateMs(*client, o.chunks));
   }
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
+// The benchmark's job: sync SGD over o.chunks chunks of o.chunk_bytes; the options checked.
+Result<ps::JobConfig> PsBenchJob(const PsBenchOptions& o) {
   if (o.servers < 1 || o.workers < 1 || o.chunks < 1 || o.chunk_bytes < 4 ||
       o.chunk_bytes % 4 != 0 || !(o.seconds > 0)) {
     return InvalidArgumentError(
@@ -189,6 +193,13 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   job.partition_bytes = o.chunk_bytes;
   job.optimizer.kind = ps::OptimizerKind::kSgd;
   job.optimizer.learning_rate = 1e-6f;
+  return job;
+}
+
+}  // namespace
+
+Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
+  TOWERPS_ASSIGN_OR_RETURN(const ps::JobConfig job, PsBenchJob(o));
   Servers servers;
   if (o.progress) std::fprintf(stderr, "starting %d server(s)...\n", o.servers);
   TOWERPS_RETURN_IF_ERROR(StartServers(o, job, &servers));

@@ -93,8 +93,7 @@ void Shard::Loop() {
 }
 
 void Shard::Handle(size_t index, IncomingMessage msg) {
-  Chunk& chunk = *chunks_[index];
-  auto h = msg.header();
+  const Chunk& chunk = *chunks_[index];
   if (msg.type() == proto::MessageType::REPLICATE) {
     HandleReplicate(index, msg);
     return;
@@ -109,75 +108,14 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
     return;
   }
   const bool forward = roles_[index].backup_live;
+  bool changed = false;
   switch (msg.type()) {
-    case proto::MessageType::INIT: {
-      if (msg.tensors().size() != 1) {
-        outbox_->Push(ErrorReply(
-            msg, InvalidArgumentError("init carries " + std::to_string(msg.tensors().size()) +
-                                      " tensors, expected 1")));
-        return;
-      }
-      Result<bool> applied = chunk.Init(msg.tensors()[0]);
-      if (!applied.ok()) {
-        outbox_->Push(ErrorReply(msg, applied.status()));
-        return;
-      }
-      if (*applied && forward) Forward(index, proto::ReplicaOp::INIT, &msg);
-      OutgoingMessage reply = ReplyTo(msg, proto::MessageType::INIT_REPLY);
-      reply.header().setVersion(chunk.version());
-      outbox_->Push(std::move(reply));
+    case proto::MessageType::INIT:
+      changed = HandleInit(index, std::move(msg), forward);
       break;
-    }
-    case proto::MessageType::PUSH: {
-      if (msg.tensors().size() != 1) {
-        outbox_->Push(ErrorReply(
-            msg, InvalidArgumentError("push carries " + std::to_string(msg.tensors().size()) +
-                                      " tensors, expected 1")));
-        return;
-      }
-      // Async/SSP: forwarded first, so that the backup applies it while this chunk does. The
-      // backup runs the same code on the same state: it drops or refuses exactly what this chunk
-      // does. Sync forwards each step's sum instead (the step hook, AddChunk).
-      if (forward && config_.mode != UpdateMode::kSync) {
-        Forward(index, proto::ReplicaOp::PUSH, &msg);
-      }
-      Result<PushOutcome> out =
-          chunk.Push(static_cast<int>(h.getSenderRank()), h.getVersion(), h.getClock(),
-                     msg.tensors()[0], &counters_, h.getReplacesPending());
-      if (!out.ok()) {
-        outbox_->Push(ErrorReply(msg, out.status()));
-        break;  // the forward is acknowledged all the same
-      }
-      const bool dropped =
-          out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
-      const bool refused = out->kind == PushOutcome::Kind::kRejected;
-      if (h.getThenPull()) {
-        // Answered with the pull, below or by a later update: a refused gradient too, so that a
-        // worker going on past its divergence (--on-nonfinite continue) still gets the values.
-        if (refused) NoteRefusal(msg, out->rejection);
-        // The chunk holds the gradient for as long as it needs it; the waiting request need
-        // not, so a loan from the worker ends with the step (its release rides on this reply)
-        // rather than a step later.
-        msg.DropPayloads();
-        Waiter waiter{std::move(msg), dropped ? -1 : out->staleness,
-                      refused ? out->rejection : std::string()};
-        if (PullReady(index, waiter.request)) {
-          ReplyPull(index, waiter);
-        } else {
-          Wait(index, std::move(waiter));
-        }
-        break;
-      }
-      if (refused) {
-        RefuseNonFinite(msg, out->rejection);
-        break;  // the push may still have completed a sync step: pulls can be ready
-      }
-      OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
-      reply.header().setVersion(out->version);
-      reply.header().setStaleness(dropped ? -1 : out->staleness);
-      outbox_->Push(std::move(reply));
+    case proto::MessageType::PUSH:
+      changed = HandlePush(index, std::move(msg), forward);
       break;
-    }
     case proto::MessageType::PULL:
       if (PullReady(index, msg)) {
         ReplyPull(index, Waiter{std::move(msg)});
@@ -190,8 +128,82 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
           msg, InvalidArgumentError("a shard cannot serve " + MessageTypeName(msg.type()))));
       return;
   }
-  versions_[index].store(chunk.version());
+  if (!changed) return;
+  versions_[index].store(chunks_[index]->version());
   AnswerReadyPulls(index);
+}
+
+bool Shard::HandleInit(size_t index, IncomingMessage msg, bool forward) {
+  Chunk& chunk = *chunks_[index];
+  if (msg.tensors().size() != 1) {
+    outbox_->Push(ErrorReply(
+        msg, InvalidArgumentError("init carries " + std::to_string(msg.tensors().size()) +
+                                  " tensors, expected 1")));
+    return false;
+  }
+  Result<bool> applied = chunk.Init(msg.tensors()[0]);
+  if (!applied.ok()) {
+    outbox_->Push(ErrorReply(msg, applied.status()));
+    return false;
+  }
+  if (*applied && forward) Forward(index, proto::ReplicaOp::INIT, &msg);
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::INIT_REPLY);
+  reply.header().setVersion(chunk.version());
+  outbox_->Push(std::move(reply));
+  return true;
+}
+
+bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
+  Chunk& chunk = *chunks_[index];
+  auto h = msg.header();
+  if (msg.tensors().size() != 1) {
+    outbox_->Push(ErrorReply(
+        msg, InvalidArgumentError("push carries " + std::to_string(msg.tensors().size()) +
+                                  " tensors, expected 1")));
+    return false;
+  }
+  // Async/SSP: forwarded first, so that the backup applies it while this chunk does. The
+  // backup runs the same code on the same state: it drops or refuses exactly what this chunk
+  // does. Sync forwards each step's sum instead (the step hook, AddChunk).
+  if (forward && config_.mode != UpdateMode::kSync) {
+    Forward(index, proto::ReplicaOp::PUSH, &msg);
+  }
+  Result<PushOutcome> out =
+      chunk.Push(static_cast<int>(h.getSenderRank()), h.getVersion(), h.getClock(),
+                 msg.tensors()[0], &counters_, h.getReplacesPending());
+  if (!out.ok()) {
+    outbox_->Push(ErrorReply(msg, out.status()));
+    return true;  // the forward is acknowledged all the same
+  }
+  const bool dropped =
+      out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
+  const bool refused = out->kind == PushOutcome::Kind::kRejected;
+  if (h.getThenPull()) {
+    // Answered with the pull, below or by a later update: a refused gradient too, so that a
+    // worker going on past its divergence (--on-nonfinite continue) still gets the values.
+    if (refused) NoteRefusal(msg, out->rejection);
+    // The chunk holds the gradient for as long as it needs it; the waiting request need
+    // not, so a loan from the worker ends with the step (its release rides on this reply)
+    // rather than a step later.
+    msg.DropPayloads();
+    Waiter waiter{std::move(msg), dropped ? -1 : out->staleness,
+                  refused ? out->rejection : std::string()};
+    if (PullReady(index, waiter.request)) {
+      ReplyPull(index, waiter);
+    } else {
+      Wait(index, std::move(waiter));
+    }
+    return true;
+  }
+  if (refused) {
+    RefuseNonFinite(msg, out->rejection);
+    return true;  // the push may have completed a sync step: pulls can be ready
+  }
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
+  reply.header().setVersion(out->version);
+  reply.header().setStaleness(dropped ? -1 : out->staleness);
+  outbox_->Push(std::move(reply));
+  return true;
 }
 
 void Shard::NoteRefusal(const IncomingMessage& msg, const std::string& why) {

@@ -111,10 +111,13 @@ class Shard {
   struct Waiter {
     IncomingMessage request;
     int64_t push_staleness = 0;  // a push's: its staleness, or -1 when dropped
-    std::string push_refusal;    // a push's: why its gradient was refused; empty: taken
+    std::string push_refusal{};  // a push's: why its gradient was refused; empty: taken
   };
   void Loop();
   void Handle(size_t chunk, IncomingMessage msg);
+  // An init or a push of `chunk`; whether the chunk may have changed (pulls to answer).
+  bool HandleInit(size_t chunk, IncomingMessage msg, bool forward);
+  bool HandlePush(size_t chunk, IncomingMessage msg, bool forward);
   void AnswerReadyPulls(size_t chunk);
   // Logs a gradient refused as non-finite, once per worker (the stats count every one).
   void NoteRefusal(const IncomingMessage& request, const std::string& why);

@@ -18,6 +18,7 @@ PACKAGES=(
   slurm-wlm munge
   openssh-client openssh-server iproute2
   python3 python3-numpy python3-matplotlib
+  universal-ctags
   python3-protobuf python3-crc32c
 )
 

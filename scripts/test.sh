@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds, and runs the whole suite with CTest.
+# The test command: installs dependencies, checks the tree's floors (scripts/check_layers.sh),
+# builds, and runs the whole suite with CTest.
 #   scripts/test.sh                  release suite and the installed-library check
 #                                    (scripts/check_example.sh), the asan (ASan+UBSan) suite,
 #                                    the clang thread-safety build (tsa: compiled, not run), then
@@ -19,6 +20,8 @@ while [ $# -gt 0 ]; do
 done
 
 scripts/setup.sh
+echo "=== test: the tree's floors, file and function sizes (scripts/check_layers.sh)"
+scripts/check_layers.sh
 for preset in $presets; do
   if [ "$preset" = fuzz ]; then
     echo "=== test: fuzzing every harness for 20 s (scripts/fuzz.sh)"

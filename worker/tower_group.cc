@@ -23,6 +23,29 @@ struct TowerGroup::DeviceReduction {
   CondVar cv;
   std::vector<std::vector<char>> queued GUARDED_BY(mu);  // [tower][v]: backward queued
   bool failed GUARDED_BY(mu) = false;                    // a tower's step failed
+
+  // Tower 0's thread: waits until towers 1..k-1 have queued variable v's gradient. An error
+  // when a tower failed, or when they did not within `timeout`.
+  Status AwaitPeers(int v, int k, std::chrono::milliseconds timeout) {
+    MutexLock lock(&mu);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto peers_queued = [&]() REQUIRES(mu) {
+      for (int t = 1; t < k; ++t) {
+        if (!queued[t][v]) return false;
+      }
+      return true;
+    };
+    bool ready = true;
+    while (!failed && !peers_queued()) {
+      if (!cv.WaitUntil(&mu, deadline)) {
+        ready = failed || peers_queued();
+        break;
+      }
+    }
+    if (ready && !failed) return Status::Ok();
+    return ready ? InternalError("a tower failed during backward")
+                 : TimeoutError("towers did not reach variable " + std::to_string(v) + " in time");
+  }
 };
 
 Result<StepResult> SumTowers(const std::vector<Result<StepResult>>& results) {
@@ -34,6 +57,27 @@ Result<StepResult> SumTowers(const std::vector<Result<StepResult>>& results) {
     total.batch += r->batch;
   }
   return total;
+}
+
+Result<std::unique_ptr<TowerGroup>> TowerGroup::ForWorker(const WorkerOptions& worker,
+                                                          const ModelBuilder& builder,
+                                                          uint64_t seed, int batch_size) {
+  std::vector<std::string> warnings;
+  TOWERPS_ASSIGN_OR_RETURN(const int gpu_limit, worker.GpuCountLimit());
+  TOWERPS_ASSIGN_OR_RETURN(
+      const std::vector<TowerDevice> devices,
+      ParseTowers(worker.towers, worker.allow_soft_placement, &warnings, gpu_limit));
+  for (const std::string& w : warnings) TOWERPS_LOG(kWarning) << "soft placement: " << w;
+  if (batch_size % static_cast<int>(devices.size()) != 0) {
+    return InvalidArgumentError("--batch-size=" + std::to_string(batch_size) +
+                                " does not split evenly over " + std::to_string(devices.size()) +
+                                " towers");
+  }
+  return Create(devices,
+                {.intra_op_threads = worker.intra_op_threads,
+                 .gpu_memory_fraction = worker.gpu_memory_fraction,
+                 .allow_growth = worker.allow_growth},
+                builder, seed, {.peer_timeout = worker.rpc_timeout});
 }
 
 Result<std::unique_ptr<TowerGroup>> TowerGroup::Create(const std::vector<TowerDevice>& devices,
@@ -207,31 +251,9 @@ Result<StepResult> TowerGroup::StepOnDevice(const float* x, const int32_t* label
   Status reduce_status = Status::Ok();           // tower 0's thread only
   // Tower 0's hook: once every peer has queued variable v, average it on tower 0's device.
   auto reduce = [&](int v) {
-    {
-      MutexLock lock(&r.mu);
-      const auto deadline = std::chrono::steady_clock::now() + options_.peer_timeout;
-      auto peers_queued = [&]() REQUIRES(r.mu) {
-        for (int t = 1; t < k; ++t) {
-          if (!r.queued[t][v]) return false;
-        }
-        return true;
-      };
-      bool ready = true;
-      while (!r.failed && !peers_queued()) {
-        if (!r.cv.WaitUntil(&r.mu, deadline)) {
-          ready = r.failed || peers_queued();
-          break;
-        }
-      }
-      if (!ready || r.failed) {
-        if (reduce_status.ok()) {
-          reduce_status =
-              ready
-                  ? InternalError("a tower failed during backward")
-                  : TimeoutError("towers did not reach variable " + std::to_string(v) + " in time");
-        }
-        return;
-      }
+    if (Status s = r.AwaitPeers(v, k, options_.peer_timeout); !s.ok()) {
+      if (reduce_status.ok()) reduce_status = s;
+      return;
     }
     const int64_t n = average_[v].num_elements();
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);

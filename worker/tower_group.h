@@ -37,6 +37,7 @@
 #include "worker/model/build_model.h"
 #include "worker/model/model.h"
 #include "worker/towers.h"
+#include "worker/worker_options.h"
 
 namespace towerps::worker {
 
@@ -51,6 +52,11 @@ class TowerGroup {
                                                     const TowerBackendOptions& backend_options,
                                                     const ModelBuilder& builder, uint64_t seed,
                                                     const Options& options);
+  // A worker's towers, from its options: the devices of --towers (soft placement warned about),
+  // each taking an equal slice of `batch_size` (kInvalidArgument when it does not split).
+  static Result<std::unique_ptr<TowerGroup>> ForWorker(const WorkerOptions& worker,
+                                                       const ModelBuilder& builder, uint64_t seed,
+                                                       int batch_size);
   // The same on backends the caller made (tests use stand-in backends); parallel vectors.
   static Result<std::unique_ptr<TowerGroup>> FromBackends(
       std::vector<TowerDevice> devices,

@@ -91,6 +91,16 @@ class MessageDecoder {
  public:
   static Result<IncomingMessage> Decode(std::string peer, std::vector<zmq::message_t> frames,
                                         const WireLimits& limits, ShmLinks* shm);
+
+ private:
+  // The header frame (frames[0], taken) into msg's reader, every pointer walked once.
+  static Status ReadHeader(std::vector<zmq::message_t>& frames, const WireLimits& limits,
+                           IncomingMessage& msg);
+  // The payloads the header describes: frames[1..], or loans from the sender's arena.
+  static Status ReadPayloads(std::vector<zmq::message_t>& frames, const WireLimits& limits,
+                             ShmLinks* shm, IncomingMessage& msg);
+
+ public:
   static const zmq::message_t* PayloadFrameOf(const IncomingMessage& message, size_t i) {
     const ReceivedFrame* frame = message.payload_frames_.at(i).get();
     return frame == nullptr ? nullptr : &frame->message();
@@ -127,6 +137,14 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
 
   IncomingMessage msg;
   msg.peer_ = std::move(peer);
+  TOWERPS_RETURN_IF_ERROR(ReadHeader(frames, limits, msg));
+  TOWERPS_RETURN_IF_ERROR(ReadPayloads(frames, limits, shm, msg));
+  return msg;
+}
+
+Status MessageDecoder::ReadHeader(std::vector<zmq::message_t>& frames, const WireLimits& limits,
+                                  IncomingMessage& msg) {
+  const size_t header_bytes = frames[0].size();
   msg.header_frame_ = std::make_shared<ReceivedFrame>(std::move(frames[0]));
   const size_t words = header_bytes / sizeof(capnp::word);
   const capnp::word* begin = static_cast<const capnp::word*>(msg.header_frame_->message().data());
@@ -168,6 +186,11 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
     return ProtocolError("unknown status code " +
                          std::to_string(static_cast<int>(msg.header_.getStatusCode())));
   }
+  return Status::Ok();
+}
+
+Status MessageDecoder::ReadPayloads(std::vector<zmq::message_t>& frames, const WireLimits& limits,
+                                    ShmLinks* shm, IncomingMessage& msg) {
   auto metas = msg.header_.getTensors();
   if (metas.size() > limits.max_payload_frames) {
     return ProtocolError("header describes " + std::to_string(metas.size()) +
@@ -235,7 +258,7 @@ Result<IncomingMessage> MessageDecoder::Decode(std::string peer, std::vector<zmq
     msg.tensors_.push_back(PayloadTensor(frame, std::move(shape), dtype, &msg.realigned_));
     msg.payload_frames_.push_back(std::move(frame));
   }
-  return msg;
+  return Status::Ok();
 }
 
 Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,

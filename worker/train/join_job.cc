@@ -18,7 +18,10 @@ std::vector<std::future<Result<ps::PulledVariable>>> PullAll(ps::Client& client,
   std::vector<std::future<Result<ps::PulledVariable>>> pulls;
   for (int v = 0; v < num_vars; ++v)
     pulls.push_back(
-        client.Pull({.variable_id = v, .min_version = version, .clock = 0, .exact = exact}));
+        client.Pull({.variable_id = static_cast<uint32_t>(v),
+                     .min_version = version,
+                     .clock = 0,
+                     .exact = exact}));
   return pulls;
 }
 

@@ -1,5 +1,7 @@
 #include "worker/train/step_log.h"
 
+#include <cmath>
+
 namespace towerps::worker {
 
 void StepLog::Count(const StepTimes& t) {
@@ -25,6 +27,23 @@ void StepLog::Record(const StepTimes& t, int64_t iter, int64_t step, int64_t epo
   window_ = StepTimes{};
   window_steps_ = 0;
   window_start_ = Clock::now();
+}
+
+TrainingSummary StepLog::Summary(double seconds, int64_t steps, int64_t steps_per_epoch,
+                                 double last_loss, bool chief) const {
+  TrainingSummary s;
+  if (chief) {  // not evaluated unless training ends
+    s.test_accuracy = std::nan("");
+    s.test_loss = std::nan("");
+  }
+  s.train_seconds = seconds;
+  s.wait_seconds = totals_.wait;
+  s.compute_seconds = totals_.compute;
+  s.injected_delay_seconds = totals_.delay;
+  s.epochs = static_cast<double>(steps) / static_cast<double>(steps_per_epoch);
+  s.steps = steps;
+  s.final_train_loss = last_loss;
+  return s;
 }
 
 }  // namespace towerps::worker

@@ -14,6 +14,7 @@
 
 #include "worker/train/console.h"
 #include "worker/train/metrics_log.h"
+#include "worker/train/summary.h"
 
 namespace towerps::worker {
 
@@ -39,6 +40,10 @@ class StepLog {
               const ConsoleProgress& console, MetricsLog& metrics);
 
   const StepTimes& totals() const { return totals_; }  // loss: the last recorded step's
+  // The summary's fields known once training stops after `steps` steps of `seconds`; the test
+  // fields are NaN on the chief until it evaluates.
+  TrainingSummary Summary(double seconds, int64_t steps, int64_t steps_per_epoch, double last_loss,
+                          bool chief) const;
 
  private:
   const int log_every_;

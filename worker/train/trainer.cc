@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <cstdio>
 #include <future>
 #include <optional>
 #include <thread>
@@ -14,7 +14,6 @@
 #include "worker/data/batcher.h"
 #include "worker/straggler.h"
 #include "worker/tower_group.h"
-#include "worker/towers.h"
 #include "worker/train/chief.h"
 #include "worker/train/console.h"
 #include "worker/train/divergence.h"
@@ -22,7 +21,6 @@
 #include "worker/train/job_data.h"
 #include "worker/train/join_job.h"
 #include "worker/train/local_training.h"
-#include "worker/train/metrics_log.h"
 #include "worker/train/step_exchange.h"
 #include "worker/train/step_log.h"
 
@@ -79,17 +77,6 @@ class Trainer::Impl {
 
  private:
   Status BuildTowers() {
-    std::vector<std::string> warnings;
-    TOWERPS_ASSIGN_OR_RETURN(const int gpu_limit, o_.worker.GpuCountLimit());
-    TOWERPS_ASSIGN_OR_RETURN(
-        std::vector<TowerDevice> devices,
-        ParseTowers(o_.worker.towers, o_.worker.allow_soft_placement, &warnings, gpu_limit));
-    for (const std::string& w : warnings) TOWERPS_LOG(kWarning) << "soft placement: " << w;
-    if (o_.job.batch_size % static_cast<int>(devices.size()) != 0) {
-      return InvalidArgumentError("--batch-size=" + std::to_string(o_.job.batch_size) +
-                                  " does not split evenly over " + std::to_string(devices.size()) +
-                                  " towers");
-    }
     TOWERPS_ASSIGN_OR_RETURN(plan_,
                              StragglerPlan::Parse(o_.worker.straggler, o_.worker.straggler_dist,
                                                   o_.worker.slow_workers, o_.job.workers));
@@ -99,11 +86,7 @@ class Trainer::Impl {
     }
     TOWERPS_ASSIGN_OR_RETURN(const ModelBuilder builder, o_.registry->DescribeModel(o_.job.model));
     TOWERPS_ASSIGN_OR_RETURN(
-        towers_, TowerGroup::Create(devices,
-                                    {.intra_op_threads = o_.worker.intra_op_threads,
-                                     .gpu_memory_fraction = o_.worker.gpu_memory_fraction,
-                                     .allow_growth = o_.worker.allow_growth},
-                                    builder, o_.job.seed, {.peer_timeout = o_.worker.rpc_timeout}));
+        towers_, TowerGroup::ForWorker(o_.worker, builder, o_.job.seed, o_.job.batch_size));
     num_vars_ = towers_->model(0).num_variables();
     std::vector<std::string> names;
     for (const auto& var : towers_->model(0).variables()) names.push_back(var.name);
@@ -154,12 +137,12 @@ class Trainer::Impl {
   // it holds now. Servers keep the first value they get, so this changes no chunk that has one.
   Status RegisterWithServers() {
     const Model<float>& m0 = towers_->model(0);
-    TOWERPS_ASSIGN_OR_RETURN(start_version_,
-                             Await(client_->Register(m0.variables(), m0.signature())));
+    auto registered = client_->Register(m0.variables(), m0.signature());
+    TOWERPS_ASSIGN_OR_RETURN(start_version_, AwaitUnlessStopped(registered, o_.stop));
     if (o_.rank != 0 || start_version_ != ps::kNoVersion) return Status::Ok();
     std::vector<std::future<Status>> inits;
     for (int v = 0; v < num_vars_; ++v) inits.push_back(client_->Init(v, m0.GetVariable(v)));
-    for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(Await(std::move(f)));
+    for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(AwaitUnlessStopped(f, o_.stop));
     return Status::Ok();
   }
 
@@ -217,7 +200,9 @@ class Trainer::Impl {
     const int64_t epoch = progress / steps_per_epoch_;
     const std::string at = evals.EndsEpoch(progress) ? "epoch " + std::to_string(epoch) + " done"
                                                      : "step " + std::to_string(progress);
-    TOWERPS_LOG(kInfo) << at << ": test accuracy = " << eval.accuracy
+    char accuracy[32];  // 4 decimals, as the final line prints it
+    std::snprintf(accuracy, sizeof(accuracy), "%.4f", eval.accuracy);
+    TOWERPS_LOG(kInfo) << at << ": test accuracy = " << accuracy
                        << ", test loss = " << eval.mean_loss;
     metrics_.Eval(progress, epoch, eval.accuracy, eval.mean_loss);
     console.Evaluated(progress, eval.accuracy);
@@ -253,33 +238,25 @@ class Trainer::Impl {
     s.examples_per_sec =
         static_cast<double>((s.steps - (sync ? start.version : 0)) * o_.job.batch_size) *
         (sync ? o_.job.EffectiveReplicas() : o_.job.workers) / s.train_seconds;
-    if (o_.rank != 0) return s;
+    if (o_.rank != 0) {
+      // Its updates are all in at the final version; a server restored from an older checkpoint
+      // before then lost some: the pull fails, and Run() rejoins and redoes them.
+      int64_t lowest = 0, highest = ps::kNoVersion;
+      TOWERPS_RETURN_IF_ERROR(
+          exchange_->PullFinal(*towers_, o_.job.FinalVersion(total), &lowest, &highest));
+      return s;
+    }
     TOWERPS_RETURN_IF_ERROR(FinishAsChief({*client_, *exchange_, *towers_, *test_batcher_, metrics_,
                                            o_.job, o_.worker, steps_per_epoch_, o_.stop},
                                           total, s.steps, &s));
     return s;
   }
 
-  template <typename Reply>
-  Reply Await(std::future<Reply>&& reply) {
-    return AwaitUnlessStopped(reply, o_.stop);
-  }
-
   // The summary's fields known to every worker once it stops training.
   TrainingSummary PartialSummary(Clock::time_point began, int64_t steps, double last_loss,
                                  const StepLog& log) const {
-    TrainingSummary s;
-    if (o_.rank == 0) {  // not evaluated unless training ends
-      s.test_accuracy = std::nan("");
-      s.test_loss = std::nan("");
-    }
-    s.train_seconds = Seconds(Clock::now() - began);
-    s.wait_seconds = log.totals().wait;
-    s.compute_seconds = log.totals().compute;
-    s.injected_delay_seconds = log.totals().delay;
-    s.epochs = static_cast<double>(steps) / static_cast<double>(steps_per_epoch_);
-    s.steps = steps;
-    s.final_train_loss = last_loss;
+    TrainingSummary s = log.Summary(Seconds(Clock::now() - began), steps, steps_per_epoch_,
+                                    last_loss, /*chief=*/o_.rank == 0);
     divergence_->Fill(&s);
     return s;
   }
