@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "worker/towers.h"
+#include "worker/tower_devices.h"
 #ifdef TOWERPS_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "kernels/gpu_devices.h"
-#include "worker/towers.h"
+#include "worker/tower_devices.h"
 
 namespace towerps::launch {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <memory>
 
-#include "worker/towers.h"
+#include "worker/tower_devices.h"
 
 namespace towerps::launch {
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/logging.h"
 #include "ps/call_join.h"
 #include "ps/client_impl.h"
 #include "ps/variable_wire.h"

@@ -34,7 +34,7 @@
 #include "common/transport.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
-#include "ps/server_stats.h"
+#include "ps/stats_report.h"
 #include "ps/version.h"
 
 namespace towerps::ps {

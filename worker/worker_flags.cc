@@ -6,7 +6,7 @@
 
 #include "common/command_line.h"
 #include "common/parse.h"
-#include "worker/towers.h"
+#include "worker/tower_devices.h"
 
 namespace po = boost::program_options;
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "common/parse.h"
-#include "worker/towers.h"
+#include "worker/tower_devices.h"
 
 namespace towerps::worker {
 

@@ -1,4 +1,4 @@
-// The towers grammar (worker/towers.h: ParseTowerList), --towers cpu:0,gpu:1, which the launcher
+// The towers grammar (worker/tower_devices.h: ParseTowerList), --towers cpu:0,gpu:1, which the launcher
 // and every worker parse. The input is the flag's value. Errors are kInvalidArgument. A list that
 // parses is not empty, has indexes in 0..999999 and no GPU twice, and its devices' names, joined
 // by commas, parse to the same list.
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/towers.h"
+#include "worker/tower_devices.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace towerps;

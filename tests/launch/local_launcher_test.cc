@@ -356,6 +356,17 @@ TEST_F(LauncherTest, ARunDirectoryCanBeUsedAgainAndKeepsTheEarlierLogs) {
   }
 }
 
+// A --worker-bin that is not there is named as the user's path, not as a missing default (the
+// message said "pass --worker-bin" to a user who had).
+TEST_F(LauncherTest, AMissingWorkerBinaryIsNamedAsTheGivenPath) {
+  Result<Subprocess> p = Start({kLaunchBin, "--validate-only", "--worker-bin", "/nonexistent/w"},
+                               "launch.out");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << Output();
+  EXPECT_EQ(LastLine(),
+            "towerps-launch: --worker-bin /nonexistent/w is not an executable file; check the path");
+}
+
 TEST_F(LauncherTest, BadRestartFlagsAreRefusedNamingThem) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--max-restarts", "-1"}, "--max-restarts=-1 must be 0"},

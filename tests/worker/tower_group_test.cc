@@ -16,8 +16,8 @@
 #include "kernels/gpu_devices.h"
 #include "tests/testing/status_assert.h"
 #include "tests/worker/checked_device_backend.h"
-#include "worker/model/build_model.h"
-#include "worker/towers.h"
+#include "worker/model/model_factory.h"
+#include "worker/tower_devices.h"
 
 namespace towerps::worker {
 namespace {

@@ -2,7 +2,7 @@
 // parsing and validation, missing devices (the error lists what exists and how to fix it), soft
 // placement, and the backend each tower gets. The GPU-only checks (memory shares on a real GPU)
 // skip, saying why, without one.
-#include "worker/towers.h"
+#include "worker/tower_devices.h"
 
 #include <gtest/gtest.h>
 

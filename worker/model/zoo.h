@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "towerps/result.h"
-#include "worker/model/build_model.h"
+#include "worker/model/model_factory.h"
 
 namespace towerps::worker {
 

@@ -2,8 +2,8 @@
 
 #include "common/logging.h"
 #include "ps/checkpoint_reader.h"
-#include "worker/model/build_model.h"
-#include "worker/towers.h"
+#include "worker/model/model_factory.h"
+#include "worker/tower_devices.h"
 #include "worker/train/job_data.h"
 #include "worker/train/local_training.h"
 #include "worker/train/npz_export.h"

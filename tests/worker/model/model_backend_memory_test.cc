@@ -20,7 +20,7 @@
 #include "tests/testing/status_assert.h"
 #include "tests/worker/checked_device_backend.h"
 #include "worker/data/synthetic.h"
-#include "worker/model/build_model.h"
+#include "worker/model/model_factory.h"
 #include "worker/model/zoo.h"
 #include "worker/train/momentum_sgd.h"
 #ifdef TOWERPS_WITH_CUDA

@@ -9,7 +9,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/reference/reference_backend.h"
 #include "tests/testing/status_assert.h"
-#include "worker/model/build_model.h"
+#include "worker/model/model_factory.h"
 #include "worker/model/zoo.h"
 
 namespace towerps::worker {

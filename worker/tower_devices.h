@@ -1,5 +1,5 @@
-// Towers: the devices one worker drives, from --towers ("cpu:0,cpu:1", "gpu:0,gpu:1"), and the
-// compute backend of each.
+// TowerDevices: the devices one worker drives, from --towers ("cpu:0,cpu:1", "gpu:0,gpu:1"), and
+// the compute backend of each.
 //
 // Each tower computes on its slice of the worker's batch with its own copy of the parameters;
 // the worker averages the towers' gradients before pushing. CPU towers are threads, each with
@@ -10,8 +10,8 @@
 //
 // Contract: free functions; thread-compatible. ParseTowers queries the CUDA runtime for the
 // visible GPUs (CUDA_VISIBLE_DEVICES applies; gpu_limit hides the rest).
-#ifndef TOWERPS_WORKER_TOWERS_H_
-#define TOWERPS_WORKER_TOWERS_H_
+#ifndef TOWERPS_WORKER_TOWER_DEVICES_H_
+#define TOWERPS_WORKER_TOWER_DEVICES_H_
 
 #include <memory>
 #include <string>
@@ -58,4 +58,4 @@ Result<std::unique_ptr<kernels::Backend<float>>> CreateTowerBackend(
 
 }  // namespace towerps::worker
 
-#endif  // TOWERPS_WORKER_TOWERS_H_
+#endif  // TOWERPS_WORKER_TOWER_DEVICES_H_

@@ -1,4 +1,4 @@
-#include "worker/towers.h"
+#include "worker/tower_devices.h"
 
 #include <algorithm>
 #include <set>

@@ -1,11 +1,12 @@
-// BuildModel: turns a ModelBuilder description (<towerps/model_builder.h>) into a Model<float>
-// for training or a Model<double> for gradient checks, with the same seeded initial weights.
+// The model factory, BuildModel: turns a ModelBuilder description (<towerps/model_builder.h>) into
+// a Model<float> for training or a Model<double> for gradient checks, with the same seeded initial
+// weights.
 //
 // Contract: validates the description (input shape, layer shapes that do not fit, duplicate
 // names, a last layer that is not a Dense) and returns kInvalidArgument naming the layer. The
 // backend is borrowed and must outlive the model. Thread-safe (pure).
-#ifndef TOWERPS_WORKER_MODEL_BUILD_MODEL_H_
-#define TOWERPS_WORKER_MODEL_BUILD_MODEL_H_
+#ifndef TOWERPS_WORKER_MODEL_MODEL_FACTORY_H_
+#define TOWERPS_WORKER_MODEL_MODEL_FACTORY_H_
 
 #include <cstdint>
 #include <memory>
@@ -23,4 +24,4 @@ Result<std::unique_ptr<Model<T>>> BuildModel(const ModelBuilder& builder,
 
 }  // namespace towerps::worker
 
-#endif  // TOWERPS_WORKER_MODEL_BUILD_MODEL_H_
+#endif  // TOWERPS_WORKER_MODEL_MODEL_FACTORY_H_

@@ -1,4 +1,4 @@
-// ListGpus() for builds without the CUDA backend.
+// ListGpus() for builds without the CUDA backend: the stand-in of gpu_devices.cc beside it.
 #include "kernels/gpu_devices.h"
 
 namespace towerps::kernels {

@@ -1,4 +1,4 @@
-#include "worker/model/build_model.h"
+#include "worker/model/model_factory.h"
 
 #include <set>
 
