@@ -48,26 +48,7 @@ void InitLogging(const LogOptions& options) {
 }
 
 Result<LogLevel> ParseLogLevel(std::string_view text) {
-  if (text == "debug") return LogLevel::kDebug;
-  if (text == "info") return LogLevel::kInfo;
-  if (text == "warning" || text == "warn") return LogLevel::kWarning;
-  if (text == "error") return LogLevel::kError;
-  return InvalidArgumentError("unknown log level '" + std::string(text) +
-                              "'; use one of debug, info, warning, error");
-}
-
-const char* LogLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "debug";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kWarning:
-      return "warning";
-    case LogLevel::kError:
-      return "error";
-  }
-  return "info";
+  return kLogLevels.Parse(text == "warn" ? std::string_view("warning") : text);
 }
 
 std::string LogPrefix() {

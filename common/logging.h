@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.h"
 #include "towerps/result.h"
 
 namespace towerps {
@@ -30,10 +31,14 @@ struct LogOptions {
 // Installs the process identity and level. Call from main() only.
 void InitLogging(const LogOptions& options);
 
-// Parses "debug", "info", "warning" or "error".
+inline constexpr EnumNames<LogLevel, 4> kLogLevels{"--log-level",
+                                                   {{{LogLevel::kDebug, "debug"},
+                                                     {LogLevel::kInfo, "info"},
+                                                     {LogLevel::kWarning, "warning"},
+                                                     {LogLevel::kError, "error"}}}};
+// kLogLevels.Parse, also taking "warn" for "warning".
 Result<LogLevel> ParseLogLevel(std::string_view text);
-// The name ParseLogLevel reads back.
-const char* LogLevelName(LogLevel level);
+inline const char* LogLevelName(LogLevel level) { return kLogLevels.Name(level); }
 
 // The process's prefix, "[worker:3]": every log line's, and every line a process prints on
 // stdout, so that output merged by mpirun or srun still says where each line came from.

@@ -116,9 +116,7 @@ Result<LaunchOptions> LaunchFlags::ToOptions(const po::variables_map& vm) {
   o.insecure = security_flags_.insecure();
   o.encrypt = security_flags_.encrypt();
   o.transport = *security_flags_.path();
-  Result<LogLevel> level = ParseLogLevel(log_level_);
-  if (!level.ok()) return level.status().WithContext("--log-level");
-  o.log_level = *level;
+  TOWERPS_ASSIGN_OR_RETURN(o.log_level, ParseLogLevel(log_level_));
   TOWERPS_ASSIGN_OR_RETURN(o.job, job_flags_.ToConfig());
   TOWERPS_ASSIGN_OR_RETURN(o.worker, worker_flags_.ToOptions());
   o.grace = std::chrono::milliseconds(grace_ms_);

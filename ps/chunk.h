@@ -66,7 +66,7 @@ class Chunk final : private UpdateTarget {
 
   const ChunkSpec& spec() const { return spec_; }
   bool initialized() const { return version_ != kNoVersion; }
-  int64_t version() const { return version_; }
+  int64_t version() const override { return version_; }
 
   // Sets the initial values (copied) and version 0. Only the first call has an effect; returns
   // whether this one did. Fails on a size mismatch.

@@ -10,7 +10,6 @@ namespace towerps::worker {
 StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
                            Divergence& divergence, const std::atomic<bool>* stop)
     : client_(client),
-      job_(job),
       sync_(job.mode == ps::UpdateMode::kSync),
       num_variables_(num_variables),
       divergence_(divergence),

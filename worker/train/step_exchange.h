@@ -90,7 +90,6 @@ class StepExchange {
   Reply Await(std::future<Reply>& reply) const;
 
   ps::Client& client_;
-  const ps::JobConfig& job_;
   const bool sync_;
   const int num_variables_;
   Divergence& divergence_;
