@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/finite.h"
 #include "towerps/registry.h"
 #include "worker/data/cifar10_reader.h"
 #include "worker/data/fashion_mnist.h"
@@ -224,6 +225,15 @@ Result<Dataset> LoadNpySplit(const std::string& dir, const std::string& split) {
   } else {
     d.values.resize(x.data.size() / 4);
     std::memcpy(d.values.data(), x.data.data(), x.data.size());
+    // A NaN or an infinity would surface as a diverged loss, blaming the learning rate.
+    if (const int64_t bad = FindNonFinite(d.values.data(), static_cast<int64_t>(d.values.size()));
+        bad >= 0) {
+      const int64_t per = std::max<int64_t>(1, d.example_size());
+      return InvalidArgumentError(xp + ": example " + std::to_string(bad / per) + " holds " +
+                                  DescribeValue(d.values[static_cast<size_t>(bad)]) +
+                                  " at element " + std::to_string(bad % per) +
+                                  "; clean or drop it (numpy.isfinite(x).all(axis=...))");
+    }
   }
   return d;
 }

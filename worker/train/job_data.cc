@@ -83,10 +83,15 @@ Result<int64_t> CheckDataFitsJob(const JobData& data, const Batcher& train,
         "model " + model_name + " expects " + ShapeToString(model.input_shape()) + " inputs, but " +
         data.train.name + " examples are " + ShapeToString(train.example_shape()));
   }
-  if (data.train.num_classes > model.num_classes()) {
-    return InvalidArgumentError(data.train.name + " has " + std::to_string(data.train.num_classes) +
-                                " classes but model " + model_name + " has " +
-                                std::to_string(model.num_classes()) + " outputs");
+  // Named by the split and the example that hold a label the model has no output for.
+  for (const Dataset* split : {&data.train, &data.test}) {
+    for (size_t i = 0; i < split->labels.size(); ++i) {
+      if (split->labels[i] < model.num_classes()) continue;
+      return InvalidArgumentError(split->name + ": label " + std::to_string(split->labels[i]) +
+                                  " of example " + std::to_string(i) + " needs " +
+                                  std::to_string(split->labels[i] + 1) + " outputs, but model " +
+                                  model_name + " has " + std::to_string(model.num_classes()));
+    }
   }
   const int64_t steps_per_epoch = data.train.size() / workers / batch_size;
   if (steps_per_epoch < 1) {

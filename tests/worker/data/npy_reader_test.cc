@@ -8,9 +8,11 @@
 #include <cstring>
 #include <fstream>
 
+#include "kernels/cpu/cpu_backend.h"
 #include "tests/testing/status_assert.h"
 #include "tests/worker/data/idx_test_files.h"
 #include "towerps/registry.h"
+#include "worker/model/model_factory.h"
 #include "worker/train/job_data.h"
 
 namespace towerps::worker {
@@ -153,6 +155,40 @@ TEST_F(NpyDatasetTest, MismatchesAreNamed) {
   Status fits = registry_.CheckFits("mlp", "npy", Request());
   EXPECT_EQ(fits.message().substr(0, 60),
             "model mlp expects 1x28x28 inputs, but npy examples are 1x2x3");
+}
+
+// A NaN in x is named with its file, example and element when the data is read (it was reported
+// as a diverged loss, blaming the learning rate).
+TEST_F(NpyDatasetTest, ANonFiniteValueIsNamedWithItsFileAndExample) {
+  WriteSplit("train", 10);
+  WriteSplit("test", 4);
+  std::vector<float> x(60, 0.5f);
+  x[3 * 6 + 4] = std::nanf("");
+  Write(dir_.path() / "x_train.npy", NpyBytes("<f4", "(10, 2, 3)", Raw(x)));
+  Result<JobData> r = LoadJobData(registry_, "npy", Request(), 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("x_train.npy: example 3 holds nan at element 4"),
+            std::string::npos)
+      << r.status();
+}
+
+// A label only the test split has is named there, with its example, against the model's outputs
+// (it was reported as "npy/train has 8 classes").
+TEST_F(NpyDatasetTest, ALabelTheModelHasNoOutputForIsNamedInItsSplit) {
+  WriteSplit("train", 10);  // labels 0..2
+  Write(dir_.path() / "x_test.npy", NpyBytes("<f4", "(4, 2, 3)", Raw(std::vector<float>(24, 1))));
+  Write(dir_.path() / "y_test.npy", NpyBytes("<i8", "(4,)", Raw(std::vector<int64_t>{0, 1, 7, 2})));
+  ASSERT_OK_AND_ASSIGN(JobData d, LoadJobData(registry_, "npy", Request(), 2));
+  ModelBuilder b({1, 2, 3});
+  b.Dense("logits", 3);
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(b, cpu.get(), 1));
+  ASSERT_OK_AND_ASSIGN(auto batches, Batcher::Create(&d.train, d.train_options));
+  Result<int64_t> fits = CheckDataFitsJob(d, *batches, *model, "tiny", 1, 2);
+  ASSERT_FALSE(fits.ok());
+  EXPECT_EQ(fits.status().message(),
+            "npy/test: label 7 of example 2 needs 8 outputs, but model tiny has 3");
 }
 
 TEST(IdxDatasetTest, AnyFileNamesAndImageSize) {
