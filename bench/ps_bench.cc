@@ -93,13 +93,10 @@ Result<double> ServerUpdateMs(ps::Client& client, int chunks) {
   return updates ? 1e-6 * static_cast<double>(nanos) * chunks / updates : 0.0;
 }
 
-// One worker: registers, (chief) initialises, waits for the values, then runs rounds until
-// `stop_at`.
-Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
-                  const std::vector<std::string>& endpoints, const TransportSecurity& security,
-                  int rank, std::atomic<int>* registered, const std::atomic<bool>* measuring,
-                  const std::atomic<int64_t>* stop_at, std::atomic<int64_t>* current, long* trips,
-                  double* update_ms) {
+// Worker `rank`'s client, over o.transport.
+Result<std::unique_ptr<ps::Client>> ConnectWorker(const PsBenchOptions& o, const ps::JobConfig& job,
+                                                  const std::vector<std::string>& endpoints,
+                                                  const TransportSecurity& security, int rank) {
   ps::ClientOptions co;
   co.servers = endpoints;
   co.worker_rank = rank;
@@ -107,7 +104,17 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   co.rpc_timeout = std::chrono::seconds(30);
   co.transport.security = security;
   co.transport.path = *ParseTransportPath(o.transport);
-  TOWERPS_ASSIGN_OR_RETURN(auto client, ps::Client::Connect(co));
+  return ps::Client::Connect(co);
+}
+
+// One worker: registers, (chief) initialises, waits for the values, then runs rounds until
+// `stop_at`.
+Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
+                  const std::vector<std::string>& endpoints, const TransportSecurity& security,
+                  int rank, std::atomic<int>* registered, const std::atomic<bool>* measuring,
+                  const std::atomic<int64_t>* stop_at, std::atomic<int64_t>* current, long* trips,
+                  double* update_ms) {
+  TOWERPS_ASSIGN_OR_RETURN(auto client, ConnectWorker(o, job, endpoints, security, rank));
   const int64_t floats = static_cast<int64_t>(o.chunk_bytes / 4);
   std::vector<ps::VariableSpec> vars;
   for (int k = 0; k < o.chunks; ++k) vars.push_back({"v" + std::to_string(k), {floats}});
@@ -122,7 +129,9 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   // As a real worker does: wait for the chief's initial values before the first push.
   for (int k = 0; k < o.chunks; ++k)
     TOWERPS_RETURN_IF_ERROR(
-        client->Pull({.variable_id = static_cast<uint32_t>(k), .min_version = 0, .clock = 0}).get().status());
+        client->Pull({.variable_id = static_cast<uint32_t>(k), .min_version = 0, .clock = 0})
+            .get()
+            .status());
   registered->fetch_add(1);
   // Each chunk runs its own pipeline, as a worker's layers do: as soon as a chunk's pull for
   // version t + 1 returns, its gradient for step t + 1 goes out with the pull for t + 2. Sync
@@ -133,13 +142,15 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   // A chunk's push for step t and its pull for t + 1: one request, or two with separate_pull.
   auto push_and_pull = [&](int k, int64_t t) {
     if (o.separate_pull) {
-      pushes[k] = client->Push({.variable_id = static_cast<uint32_t>(k), .version = t, .clock = t, .gradient = grad});
-      pulls[k] = client->Pull({.variable_id = static_cast<uint32_t>(k), .min_version = t + 1, .clock = t + 1});
+      pushes[k] = client->Push(
+          {.variable_id = static_cast<uint32_t>(k), .version = t, .clock = t, .gradient = grad});
+      pulls[k] = client->Pull(
+          {.variable_id = static_cast<uint32_t>(k), .min_version = t + 1, .clock = t + 1});
       return;
     }
-    ps::Client::PushAndPull both =
-        client->PushThenPull({.variable_id = static_cast<uint32_t>(k), .version = t, .clock = t, .gradient = grad},
-                             {.variable_id = static_cast<uint32_t>(k), .min_version = t + 1, .clock = t + 1});
+    ps::Client::PushAndPull both = client->PushThenPull(
+        {.variable_id = static_cast<uint32_t>(k), .version = t, .clock = t, .gradient = grad},
+        {.variable_id = static_cast<uint32_t>(k), .min_version = t + 1, .clock = t + 1});
     pushes[k] = std::move(both.push);
     pulls[k] = std::move(both.pull);
   };

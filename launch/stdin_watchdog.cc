@@ -156,8 +156,8 @@ int WatchdogMain(int argc, char** argv, const std::atomic<int>* interrupt) {
   try {
     po::store(po::command_line_parser(split, argv).options(desc).run(), vm);
     po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "towerps-launch --stdin-watchdog: " << e.what() << "\n";
+  } catch (po::error& e) {
+    std::cerr << "towerps-launch --stdin-watchdog: " << ProgramOptionsErrorText(e) << "\n";
     return 2;
   }
   if (vm.count("help")) {

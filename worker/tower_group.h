@@ -34,8 +34,8 @@
 #include "common/tensor.h"
 #include "kernels/backend.h"
 #include "towerps/result.h"
-#include "worker/model/model_factory.h"
 #include "worker/model/model.h"
+#include "worker/model/model_factory.h"
 #include "worker/tower_devices.h"
 #include "worker/worker_options.h"
 

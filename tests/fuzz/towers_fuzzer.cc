@@ -1,7 +1,7 @@
-// The towers grammar (worker/tower_devices.h: ParseTowerList), --towers cpu:0,gpu:1, which the launcher
-// and every worker parse. The input is the flag's value. Errors are kInvalidArgument. A list that
-// parses is not empty, has indexes in 0..999999 and no GPU twice, and its devices' names, joined
-// by commas, parse to the same list.
+// The towers grammar (worker/tower_devices.h: ParseTowerList), --towers cpu:0,gpu:1, which the
+// launcher and every worker parse. The input is the flag's value. Errors are kInvalidArgument. A
+// list that parses is not empty, has indexes in 0..999999 and no GPU twice, and its devices' names,
+// joined by commas, parse to the same list.
 #include <cstdint>
 #include <set>
 #include <string>

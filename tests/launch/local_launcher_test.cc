@@ -214,8 +214,9 @@ TEST_F(LauncherTest, AWorkerRefusingItsInputEndsTheJobWithExitStatus2) {
                                 {"FAKE_WORKER_FAIL=1:usage"});
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->Wait(Deadline::After(seconds(30))), std::optional<int>(2)) << Output();
-  EXPECT_EQ(LastLine(), "towerps-launch: worker:1 exited with code 2: fake bad input: x and y "
-                        "have different lengths");
+  EXPECT_EQ(LastLine(),
+            "towerps-launch: worker:1 exited with code 2: fake bad input: x and y "
+            "have different lengths");
 }
 
 TEST_F(LauncherTest, AWorkerKilledBySignalIsReportedAsSuch) {
@@ -359,12 +360,13 @@ TEST_F(LauncherTest, ARunDirectoryCanBeUsedAgainAndKeepsTheEarlierLogs) {
 // A --worker-bin that is not there is named as the user's path, not as a missing default (the
 // message said "pass --worker-bin" to a user who had).
 TEST_F(LauncherTest, AMissingWorkerBinaryIsNamedAsTheGivenPath) {
-  Result<Subprocess> p = Start({kLaunchBin, "--validate-only", "--worker-bin", "/nonexistent/w"},
-                               "launch.out");
+  Result<Subprocess> p =
+      Start({kLaunchBin, "--validate-only", "--worker-bin", "/nonexistent/w"}, "launch.out");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << Output();
-  EXPECT_EQ(LastLine(),
-            "towerps-launch: --worker-bin /nonexistent/w is not an executable file; check the path");
+  EXPECT_EQ(
+      LastLine(),
+      "towerps-launch: --worker-bin /nonexistent/w is not an executable file; check the path");
 }
 
 TEST_F(LauncherTest, BadRestartFlagsAreRefusedNamingThem) {

@@ -102,7 +102,8 @@ TEST(WorkerOptionsTest, OnNonFiniteDefaultsToFailRoundTripsAndNamesABadValue) {
   EXPECT_EQ(again->on_nonfinite, OnNonFinite::kContinue);
   auto bad = Parse({"--on-nonfinite", "ignore"});
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(Contains(bad.status().message(), "--on-nonfinite=ignore is not one of fail, continue"))
+  EXPECT_TRUE(
+      Contains(bad.status().message(), "--on-nonfinite=ignore is not one of fail, continue"))
       << bad.status().message();
 }
 

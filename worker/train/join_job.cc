@@ -17,11 +17,10 @@ std::vector<std::future<Result<ps::PulledVariable>>> PullAll(ps::Client& client,
                                                              int64_t version, bool exact) {
   std::vector<std::future<Result<ps::PulledVariable>>> pulls;
   for (int v = 0; v < num_vars; ++v)
-    pulls.push_back(
-        client.Pull({.variable_id = static_cast<uint32_t>(v),
-                     .min_version = version,
-                     .clock = 0,
-                     .exact = exact}));
+    pulls.push_back(client.Pull({.variable_id = static_cast<uint32_t>(v),
+                                 .min_version = version,
+                                 .clock = 0,
+                                 .exact = exact}));
   return pulls;
 }
 

@@ -19,7 +19,6 @@ struct EpochStats {
   int64_t examples = 0;
 };
 
-
 // Trains on every batch of `epoch`, applying the optimizer to each layer as soon as backward has
 // produced its gradient. `on_step(step_in_epoch)`, when set, is called after each step.
 Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batcher& batches,

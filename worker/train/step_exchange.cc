@@ -1,6 +1,7 @@
 #include "worker/train/step_exchange.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "worker/train/join_job.h"
@@ -31,8 +32,8 @@ int64_t StepExchange::last_step() const {
   return last_step_;
 }
 
-int64_t StepExchange::NextPullVersion(int64_t version) const {
-  return sync_ ? std::min(version + 1, last_step_) : 0;
+int64_t StepExchange::NextPullVersion(int64_t version, int64_t last_step) const {
+  return sync_ ? std::min(version + 1, last_step) : 0;
 }
 
 void StepExchange::PullAt(int v, int64_t min_version, int64_t clock, bool exact) {
@@ -88,34 +89,40 @@ int64_t StepExchange::Progress(int64_t iter) const {
 void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
   if (!divergence_.CheckGradient(v, average)) return;  // this worker stops on it
   const auto i = static_cast<size_t>(v);
-  MutexLock lock(&mu_);
-  const int64_t version = versions_[i];
-  if (sync_ && version >= last_step_) {
+  ps::PushRequest push{.variable_id = static_cast<uint32_t>(v), .clock = iter, .gradient = average};
+  int64_t last_step;
+  {
+    MutexLock lock(&mu_);
+    push.version = versions_[i];
+    push.replace_pending = replace_pending_;
+    last_step = last_step_;
+  }
+  // Sent outside the lock: tower threads push their variables concurrently.
+  std::future<Result<ps::PushReport>> pushed;
+  std::optional<std::future<Result<ps::PulledVariable>>> pulled;
+  if (sync_ && push.version >= last_step) {
     // This variable's chunks have done every step already: they ran ahead of the others after
     // a server came back from an older checkpoint. Nothing more is pushed to them.
     std::promise<Result<ps::PushReport>> done;
-    done.set_value(ps::PushReport{.version = version});
-    pushes_[i] = done.get_future();
-    return;
+    done.set_value(ps::PushReport{.version = push.version});
+    pushed = done.get_future();
+  } else if (!sync_ && iter + 1 >= last_step) {
+    pushed = client_.Push(push);  // no next iteration: nothing to pull
+  } else {
+    // The next iteration's pull goes with the push, in the same request per chunk.
+    ps::Client::PushAndPull both =
+        client_.PushThenPull(push, {.variable_id = push.variable_id,
+                                    .min_version = NextPullVersion(push.version, last_step),
+                                    .clock = iter + 1});
+    pushed = std::move(both.push);
+    pulled = std::move(both.pull);
   }
-  const ps::PushRequest push{.variable_id = static_cast<uint32_t>(v),
-                             .version = version,
-                             .clock = iter,
-                             .gradient = average,
-                             .replace_pending = replace_pending_};
-  // The next iteration's pull goes with the push, in the same request per chunk, unless there
-  // is no next iteration (not sync: the worker's last); sync always pulls the next step.
-  if (!sync_ && iter + 1 >= last_step_) {
-    pushes_[i] = client_.Push(push);
-    return;
+  MutexLock lock(&mu_);
+  pushes_[i] = std::move(pushed);
+  if (pulled) {
+    pulls_[i] = std::move(*pulled);
+    pulled_with_push_[i] = 1;
   }
-  ps::Client::PushAndPull both =
-      client_.PushThenPull(push, {.variable_id = push.variable_id,
-                                  .min_version = NextPullVersion(version),
-                                  .clock = iter + 1});
-  pushes_[i] = std::move(both.push);
-  pulls_[i] = std::move(both.pull);
-  pulled_with_push_[i] = 1;
 }
 
 void StepExchange::PullNext(int64_t iter) {
@@ -124,7 +131,7 @@ void StepExchange::PullNext(int64_t iter) {
   for (int v = 0; v < num_variables_; ++v) {
     const auto i = static_cast<size_t>(v);
     if (std::exchange(pulled_with_push_[i], 0) != 0) continue;
-    PullAt(v, NextPullVersion(versions_[i]), iter, /*exact=*/false);
+    PullAt(v, NextPullVersion(versions_[i], last_step_), iter, /*exact=*/false);
   }
 }
 

@@ -15,9 +15,10 @@
 //
 // Contract: Push() is called from tower threads, for different variables at once, during a
 // step; every other method from the training thread between steps. The state both touch is
-// guarded by one mutex (checked by clang's thread-safety analysis); futures are waited on
-// outside it. Every wait is bounded by the client's RPC deadline, and a set `stop` ends it with
-// kCancelled. Borrows the client and the divergence record, which must outlive it.
+// guarded by one mutex (checked by clang's thread-safety analysis); requests are sent and
+// futures waited on outside it. Every wait is bounded by the client's RPC deadline, and a set
+// `stop` ends it with kCancelled. Borrows the client and the divergence record, which must outlive
+// it.
 #ifndef TOWERPS_WORKER_TRAIN_STEP_EXCHANGE_H_
 #define TOWERPS_WORKER_TRAIN_STEP_EXCHANGE_H_
 
@@ -80,8 +81,9 @@ class StepExchange {
   using PushFuture = std::future<Result<ps::PushReport>>;
   using PullFuture = std::future<Result<ps::PulledVariable>>;
 
-  // The version to pull after pushing a gradient computed from `version`.
-  int64_t NextPullVersion(int64_t version) const REQUIRES(mu_);
+  // The version to pull after pushing a gradient computed from `version`, training to
+  // `last_step`.
+  int64_t NextPullVersion(int64_t version, int64_t last_step) const;
   void PullAt(int v, int64_t min_version, int64_t clock, bool exact) REQUIRES(mu_);
   // Waits for `pulls`, loads them into the towers and records their versions.
   Status Load(std::vector<PullFuture> pulls, TowerGroup& towers, int64_t* max_version)
