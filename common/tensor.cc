@@ -15,6 +15,10 @@ size_t DTypeSize(DType dtype) {
       return 4;
     case DType::kUInt8:
       return 1;
+    case DType::kUInt64:
+      return 8;
+    case DType::kUInt32:
+      return 4;
   }
   TOWERPS_CHECK(false) << "unknown dtype " << static_cast<int>(dtype);
   return 0;
@@ -26,6 +30,10 @@ const char* DTypeName(DType dtype) {
       return "float32";
     case DType::kUInt8:
       return "uint8";
+    case DType::kUInt64:
+      return "uint64";
+    case DType::kUInt32:
+      return "uint32";
   }
   return "unknown";
 }

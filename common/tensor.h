@@ -28,7 +28,8 @@
 namespace towerps {
 
 // Values match proto::DType in common/proto/towerps.capnp.
-enum class DType : uint8_t { kFloat32 = 0, kUInt8 = 1 };
+// kUInt64 carries a table's row ids and kUInt32 its rows' update counts (ps/table_chunk.h).
+enum class DType : uint8_t { kFloat32 = 0, kUInt8 = 1, kUInt64 = 2, kUInt32 = 3 };
 
 size_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
@@ -58,6 +59,14 @@ class Tensor {
   uint8_t* u8() const {
     TOWERPS_CHECK(dtype_ == DType::kUInt8) << "tensor dtype is " << DTypeName(dtype_);
     return static_cast<uint8_t*>(raw_data());
+  }
+  uint64_t* u64() const {
+    TOWERPS_CHECK(dtype_ == DType::kUInt64) << "tensor dtype is " << DTypeName(dtype_);
+    return static_cast<uint64_t*>(raw_data());
+  }
+  uint32_t* u32() const {
+    TOWERPS_CHECK(dtype_ == DType::kUInt32) << "tensor dtype is " << DTypeName(dtype_);
+    return static_cast<uint32_t*>(raw_data());
   }
   float* f32() const {
     TOWERPS_CHECK(dtype_ == DType::kFloat32) << "tensor dtype is " << DTypeName(dtype_);

@@ -12,7 +12,7 @@ Result<PushOutcome> AsyncRule::Push(Contribution c, bool /*replace*/, UpdateTarg
   FormedUpdate update;
   if (!RefuseIfNonFinite(c, target, counters, &out)) {
     const float lr = target.ScheduledRate();
-    update.gradients.push_back(&c.gradient);
+    update.gradients.push_back(&c);
     update.lr =
         config_.staleness_aware_lr ? lr / static_cast<float>(std::max<int64_t>(1, staleness)) : lr;
     out.kind = PushOutcome::Kind::kApplied;

@@ -7,6 +7,7 @@
 #ifndef TOWERPS_PS_CALL_JOIN_H_
 #define TOWERPS_PS_CALL_JOIN_H_
 
+#include <algorithm>
 #include <future>
 #include <utility>
 
@@ -22,6 +23,21 @@ namespace towerps::ps::internal {
 inline void SetVersion(int64_t& restored, int64_t lowest) { restored = lowest; }
 inline void SetVersion(PushReport& report, int64_t lowest) { report.version = lowest; }
 inline void SetVersion(PulledVariable& pulled, int64_t lowest) { pulled.version = lowest; }
+inline void SetVersion(PulledRows& pulled, int64_t lowest) { pulled.version = lowest; }
+
+// One chunk's push outcome (its reply's version and staleness, -1: dropped) into `rep`;
+// `applied` counts the chunks that applied it (for the mean).
+inline void MergePush(int64_t version, int64_t staleness, int* applied, PushReport& rep,
+                      LowestVersion& lowest) {
+  lowest.Add(version);
+  if (staleness < 0) {
+    ++rep.dropped_chunks;
+    return;
+  }
+  rep.max_staleness = std::max(rep.max_staleness, staleness);
+  rep.mean_staleness = (rep.mean_staleness * *applied + staleness) / (*applied + 1);
+  ++*applied;
+}
 
 // Gathers the replies of one call (one per chunk, or per server) into one future.
 template <typename T>

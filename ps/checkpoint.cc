@@ -4,20 +4,26 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 namespace towerps::ps {
 namespace {
 
 // The last byte is the format version. Version 2 added each variable's kind and decay; version
-// 3 replaced the job's fingerprint by its fields, so a mismatch can be named.
-constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 3};
+// 3 replaced the job's fingerprint by its fields, so a mismatch can be named; version 4 added
+// tables (each variable's init scale, and the table records).
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 4};
 constexpr uint32_t kHeaderTag = 0x48445221;  // "!RDH"
 constexpr uint32_t kChunkTag = 0x4b4e4843;   // "CHNK"
-constexpr uint32_t kEndTag = 0x21444e45;     // "END!"
+constexpr uint32_t kTableTag = 0x4c424154;   // "TABL"
+constexpr uint32_t kRowsTag = 0x53574f52;    // "ROWS"
+constexpr int64_t kRowsPerRecord = 65536;
+constexpr uint32_t kEndTag = 0x21444e45;  // "END!"
 constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 36;
 
 // Appends plain values to a record buffer.
@@ -123,6 +129,7 @@ std::string EncodeMeta(const CheckpointMeta& m) {
     for (int64_t d : v.shape) w.Put(d);
     w.Put<uint8_t>(static_cast<uint8_t>(v.kind));
     w.Put(v.decay);
+    w.Put(v.init_scale);
   }
   return std::move(w.buffer());
 }
@@ -155,7 +162,7 @@ Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMe
     TOWERPS_RETURN_IF_ERROR(r.GetString(&v.name));
     TOWERPS_RETURN_IF_ERROR(r.Get(&dtype));
     TOWERPS_RETURN_IF_ERROR(r.Get(&rank_dims));
-    if (dtype > static_cast<uint8_t>(DType::kUInt8) || rank_dims > 8) {
+    if (dtype > static_cast<uint8_t>(DType::kUInt32) || rank_dims > 8) {
       return CorruptionError(path + ": variable " + std::to_string(i) + " is malformed");
     }
     v.dtype = static_cast<DType>(dtype);
@@ -164,6 +171,7 @@ Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMe
     uint8_t kind = 0;
     TOWERPS_RETURN_IF_ERROR(r.Get(&kind));
     TOWERPS_RETURN_IF_ERROR(r.Get(&v.decay));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&v.init_scale));
     v.kind = static_cast<VariableKind>(kind);
     if (Status st = ValidateVariableKind(v); !st.ok()) {
       return CorruptionError(path + ": " + std::string(st.message()));
@@ -221,6 +229,87 @@ Status DecodeChunk(const std::string& body, const std::string& path, ChunkState*
   return Status::Ok();
 }
 
+std::string EncodeTable(const TableState& t) {
+  Writer w;
+  w.Put(t.variable_id);
+  w.Put(t.chunk_id);
+  w.Put(t.version);
+  w.Put(t.updates);
+  w.Put(t.dim);
+  w.Put<uint32_t>(static_cast<uint32_t>(t.slots));
+  w.Put<uint32_t>(static_cast<uint32_t>(t.worker_clocks.size()));
+  for (int64_t clock : t.worker_clocks) w.Put(clock);
+  w.Put<uint64_t>(static_cast<uint64_t>(t.ids.num_elements()));
+  return std::move(w.buffer());
+}
+
+// Rows [begin, end) of `t`: their count, ids, update counts, then values and state.
+std::string EncodeRows(const TableState& t, int64_t begin, int64_t end) {
+  const int64_t stride = (1 + t.slots) * t.dim;
+  Writer w;
+  w.Put<uint32_t>(static_cast<uint32_t>(end - begin));
+  w.PutBytes(t.ids.u64() + begin, static_cast<size_t>(end - begin) * 8);
+  w.PutBytes(t.row_updates.u32() + begin, static_cast<size_t>(end - begin) * 4);
+  w.PutBytes(t.rows.f32() + begin * stride, static_cast<size_t>((end - begin) * stride) * 4);
+  return std::move(w.buffer());
+}
+
+// A table record and the rows that follow it. Sizes are checked against the bytes read: nothing
+// is allocated for rows a record only declares.
+Status ReadTable(std::istream& in, const std::string& body, const std::string& path,
+                 const std::function<uint64_t()>& left, TableState* t) {
+  Reader r(body, path);
+  uint32_t slots = 0, nclocks = 0;
+  uint64_t n = 0;
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->variable_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->chunk_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->version));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->updates));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->dim));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&slots));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nclocks));
+  if (slots > 4 || nclocks > (1u << 20) || t->dim < 1 || t->dim > kMaxTableDim ||
+      uint64_t{nclocks} * 8 > body.size()) {
+    return CorruptionError(path + ": table record sizes do not add up");
+  }
+  t->slots = static_cast<int>(slots);
+  t->worker_clocks.resize(nclocks);
+  for (auto& clock : t->worker_clocks) TOWERPS_RETURN_IF_ERROR(r.Get(&clock));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&n));
+  if (!r.done()) return CorruptionError(path + ": table record has trailing bytes");
+  const uint64_t stride = (1 + uint64_t{slots}) * static_cast<uint64_t>(t->dim);
+  std::vector<uint64_t> ids;
+  std::vector<uint32_t> updates;
+  std::vector<float> rows;
+  std::string rows_body;
+  while (ids.size() < n) {
+    uint32_t tag = 0;
+    TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &rows_body));
+    Reader rr(rows_body, path);
+    uint32_t count = 0;
+    TOWERPS_RETURN_IF_ERROR(rr.Get(&count));
+    if (tag != kRowsTag || count == 0 || count > n - ids.size() ||
+        rows_body.size() != 4 + uint64_t{count} * (12 + stride * 4)) {
+      return CorruptionError(path + ": a table's rows record is malformed");
+    }
+    const size_t at = ids.size();
+    ids.resize(at + count);
+    updates.resize(at + count);
+    rows.resize((at + count) * stride);
+    TOWERPS_RETURN_IF_ERROR(rr.GetBytes(ids.data() + at, uint64_t{count} * 8));
+    TOWERPS_RETURN_IF_ERROR(rr.GetBytes(updates.data() + at, uint64_t{count} * 4));
+    TOWERPS_RETURN_IF_ERROR(rr.GetBytes(rows.data() + at * stride, count * stride * 4));
+  }
+  const auto rows_n = static_cast<int64_t>(n);
+  t->ids = Tensor::Empty({rows_n}, DType::kUInt64);
+  t->row_updates = Tensor::Empty({rows_n}, DType::kUInt32);
+  t->rows = Tensor::Empty({rows_n, static_cast<int64_t>(stride)});
+  std::memcpy(t->ids.raw_data(), ids.data(), ids.size() * 8);
+  std::memcpy(t->row_updates.raw_data(), updates.data(), updates.size() * 4);
+  std::memcpy(t->rows.raw_data(), rows.data(), rows.size() * 4);
+  return Status::Ok();
+}
+
 // The error for a failed `step` ("write", "fsync", ...) on the temporary file `tmp` while
 // saving `path`: names both files and, when the disk is full, says so and what to do.
 Status SaveError(const std::string& tmp, const std::string& path, const char* step, int err) {
@@ -257,8 +346,15 @@ Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
   std::string data(kMagic, sizeof(kMagic));
   AppendRecord(&data, kHeaderTag, EncodeMeta(checkpoint.meta));
   for (const ChunkState& c : checkpoint.chunks) AppendRecord(&data, kChunkTag, EncodeChunk(c));
+  for (const TableState& t : checkpoint.tables) {
+    AppendRecord(&data, kTableTag, EncodeTable(t));
+    for (int64_t begin = 0; begin < t.ids.num_elements(); begin += kRowsPerRecord) {
+      const int64_t end = std::min(t.ids.num_elements(), begin + kRowsPerRecord);
+      AppendRecord(&data, kRowsTag, EncodeRows(t, begin, end));
+    }
+  }
   Writer count;
-  count.Put<uint64_t>(checkpoint.chunks.size());
+  count.Put<uint64_t>(checkpoint.chunks.size() + checkpoint.tables.size());
   AppendRecord(&data, kEndTag, count.buffer());
 
   // The temporary file sits in the same directory, so the rename below is atomic.
@@ -324,6 +420,12 @@ Result<Checkpoint> ReadCheckpoint(std::istream& in, uint64_t size, const std::st
   for (;;) {
     TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
     if (tag == kEndTag) break;
+    if (tag == kTableTag) {
+      TableState t;
+      TOWERPS_RETURN_IF_ERROR(ReadTable(in, body, path, left, &t));
+      ck.tables.push_back(std::move(t));
+      continue;
+    }
     if (tag != kChunkTag) return CorruptionError(path + ": unknown record type");
     ChunkState c;
     TOWERPS_RETURN_IF_ERROR(DecodeChunk(body, path, &c));
@@ -332,9 +434,10 @@ Result<Checkpoint> ReadCheckpoint(std::istream& in, uint64_t size, const std::st
   Reader end(body, path);
   uint64_t count;
   TOWERPS_RETURN_IF_ERROR(end.Get(&count));
-  if (count != ck.chunks.size()) {
+  if (count != ck.chunks.size() + ck.tables.size()) {
     return CorruptionError(path + ": end marker counts " + std::to_string(count) +
-                           " chunks but the file holds " + std::to_string(ck.chunks.size()));
+                           " chunks and tables but the file holds " +
+                           std::to_string(ck.chunks.size() + ck.tables.size()));
   }
   if (left() != 0) return CorruptionError(path + ": bytes follow the end marker");
   return ck;

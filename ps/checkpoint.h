@@ -1,7 +1,9 @@
-// Checkpoint files: one per server, "<dir>/ps-<rank>.ckpt", holding that server's chunks with
-// their versions and optimizer state.
+// Checkpoint files: one per server, "<dir>/ps-<rank>.ckpt", holding that server's chunks and
+// table partitions with their versions and optimizer state.
 //
-// Format (little-endian): "TOWERPS\x01", a header record, the chunk records, an end marker. Every
+// Format (little-endian): "TOWERPS" and the format's version byte, a header record, the chunk
+// records, for each table partition a table record followed by its rows in records of at most
+// kRowsPerRecord rows (ids, update counts, values and optimizer state), and an end marker. Every
 // record is followed by its CRC-32 (zlib). The header names the job's options (those a resumed
 // job must share: JobConfig::ResumableFields), the model signature, the server rank and count,
 // the partition size and the variable list, so a checkpoint from a different job, model or
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "ps/chunk.h"
+#include "ps/table_chunk.h"
 #include "ps/variable.h"
 #include "towerps/result.h"
 
@@ -45,6 +48,7 @@ struct CheckpointMeta {
 struct Checkpoint {
   CheckpointMeta meta;
   std::vector<ChunkState> chunks;
+  std::vector<TableState> tables;  // table partitions (ps/table_chunk.h)
 };
 
 std::string CheckpointPath(const std::string& dir, int server_rank);

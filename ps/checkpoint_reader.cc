@@ -9,6 +9,49 @@
 #include "ps/placement.h"
 
 namespace towerps::ps {
+namespace {
+
+// A partition's ids and row values (without the optimizer state) appended to `out`.
+void AppendRows(const TableState& t, TableRows* out) {
+  const int64_t held = out->ids.defined() ? out->ids.num_elements() : 0;
+  const int64_t n = t.ids.num_elements();
+  const int64_t stride = (1 + t.slots) * t.dim;
+  Tensor ids = Tensor::Empty({held + n}, DType::kUInt64);
+  Tensor values = Tensor::Empty({held + n, t.dim});
+  if (held > 0) {
+    std::memcpy(ids.raw_data(), out->ids.raw_data(), out->ids.byte_size());
+    std::memcpy(values.raw_data(), out->values.raw_data(), out->values.byte_size());
+  }
+  std::memcpy(ids.u64() + held, t.ids.u64(), t.ids.byte_size());
+  for (int64_t r = 0; r < n; ++r) {
+    std::memcpy(values.f32() + (held + r) * t.dim, t.rows.f32() + r * stride,
+                static_cast<size_t>(t.dim) * sizeof(float));
+  }
+  out->ids = ids;
+  out->values = values;
+}
+
+// The table partitions of one server's checkpoint, into `out`; each marked in `filled`.
+Status AddTables(const Checkpoint& ck, const std::string& path, const ChunkPlacement& placement,
+                 std::vector<bool>* filled, CheckpointParameters* out) {
+  for (const TableState& t : ck.tables) {
+    if (t.variable_id >= out->variables.size() || !out->variables[t.variable_id].is_table() ||
+        t.chunk_id >= placement.ChunksOf(t.variable_id).size()) {
+      return CorruptionError(path + ": a table partition names variable " +
+                             std::to_string(t.variable_id) + " partition " +
+                             std::to_string(t.chunk_id));
+    }
+    const ChunkSpec& spec = placement.ChunksOf(t.variable_id)[t.chunk_id];
+    if (t.dim != spec.table_dim) return CorruptionError(path + ": a table's dim differs");
+    AppendRows(t, &out->tables[t.variable_id]);
+    (*filled)[static_cast<size_t>(&spec - placement.chunks().data())] = true;
+    out->min_version = std::min(out->min_version, t.version);
+    out->max_version = std::max(out->max_version, t.version);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
   const std::string first = CheckpointPath(dir, 0);
@@ -25,7 +68,10 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
   out.variables = meta.variables;
   out.model_signature = meta.model_signature;
   out.job_fields = meta.job_fields;
-  for (const VariableSpec& v : meta.variables) out.values.push_back(Tensor::Empty(v.shape));
+  for (const VariableSpec& v : meta.variables) {
+    out.values.push_back(v.is_table() ? Tensor::Empty({0, v.table_dim()}) : Tensor::Empty(v.shape));
+  }
+  out.tables.resize(meta.variables.size());
   std::vector<bool> filled(placement.chunks().size(), false);
   out.min_version = std::numeric_limits<int64_t>::max();
   out.max_version = std::numeric_limits<int64_t>::min();
@@ -63,6 +109,7 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
       out.min_version = std::min(out.min_version, c.version);
       out.max_version = std::max(out.max_version, c.version);
     }
+    TOWERPS_RETURN_IF_ERROR(AddTables(ck, path, placement, &filled, &out));
   }
   for (size_t i = 0; i < filled.size(); ++i) {
     if (filled[i]) continue;

@@ -51,7 +51,13 @@ void Chunk::Restore(const ChunkState& state) {
   for (const Tensor& s : state.slots) slots_.push_back(s.Clone());
   version_ = state.version;
   updates_ = state.updates;
-  rule_->Load(RuleState{state.worker_clocks, state.pending}, version_);
+  RuleState rule{state.worker_clocks, {}};
+  for (const auto& [rank, g] : state.pending) {
+    // An empty tensor marks a gradient refused as non-finite (ChunkState::pending).
+    rule.pending[rank] = Contribution{
+        .worker = rank, .base_version = version_, .gradient = g, .refused = g.num_elements() == 0};
+  }
+  rule_->Load(rule, version_);
   previous_version_ = state.previous_version;
   previous_values_ = previous_version_ == kNoVersion ? Tensor() : CopyOf(state.previous_values);
 }
@@ -75,7 +81,7 @@ ChunkState Chunk::Snapshot(bool replica) const {
   }
   RuleState rule = rule_->Save(version_, replica);
   s.worker_clocks = std::move(rule.worker_clocks);
-  s.pending = std::move(rule.pending);
+  for (const auto& [rank, c] : rule.pending) s.pending[rank] = c.refused ? Tensor() : c.gradient;
   if (replica && previous_version_ != kNoVersion) {
     s.previous_version = previous_version_;
     s.previous_values = previous_values_.Clone();
@@ -139,7 +145,7 @@ void Chunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
     previous_version_ = version_;
   }
   std::vector<const float*> grads;
-  for (const Tensor* g : update.gradients) grads.push_back(g->f32());
+  for (const Contribution* c : update.gradients) grads.push_back(c->gradient.f32());
   const int k = static_cast<int>(grads.size());
   if (step_hook_) {
     // The rank-ordered sum, as the fused update forms it element by element.

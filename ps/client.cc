@@ -12,6 +12,7 @@ namespace towerps::ps {
 namespace {
 
 using internal::Join;
+using internal::MergePush;
 using internal::Ready;
 using internal::ReadyStatus;
 using internal::StatusJoin;
@@ -21,20 +22,6 @@ int64_t ElementsOf(std::span<const ChunkSpec> chunks) {
   int64_t total = 0;
   for (const ChunkSpec& c : chunks) total += c.num_elements;
   return total;
-}
-
-// One chunk's push outcome (its reply's version and staleness, -1: dropped) into `rep`;
-// `applied` counts the chunks that applied it (for the mean).
-void MergePush(int64_t version, int64_t staleness, int* applied, PushReport& rep,
-               LowestVersion& lowest) {
-  lowest.Add(version);
-  if (staleness < 0) {
-    ++rep.dropped_chunks;
-    return;
-  }
-  rep.max_staleness = std::max(rep.max_staleness, staleness);
-  rep.mean_staleness = (rep.mean_staleness * *applied + staleness) / (*applied + 1);
-  ++*applied;
 }
 
 // The header of a variable request, from its push and its pull (either may be null; a pull that
@@ -317,6 +304,9 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
                   rep.max_version = st.getMaxVersion();
                   for (uint64_t b : st.getStalenessHistogram())
                     rep.staleness_histogram.push_back(b);
+                  rep.table_rows = st.getTableRows();
+                  for (uint64_t b : st.getRowStalenessHistogram())
+                    rep.row_staleness_histogram.push_back(b);
                   promise->set_value(std::move(rep));
                 });
   return future;

@@ -78,6 +78,43 @@ struct PullRequest {
   bool exact = false;
 };
 
+// A table's rows (VariableKind::kTable) for `ids`, at `min_version` or later (exact: at exactly
+// it, as PullRequest), for iteration `clock`. Only the partitions holding some of the ids are
+// asked.
+struct RowPullRequest {
+  uint32_t table_id = 0;  // the table's variable id
+  Tensor ids{};           // uint64 [n], any order; a repeated id gets its row each time
+  int64_t min_version = 0;
+  int64_t clock = 0;
+  bool exact = false;
+};
+
+struct PulledRows {
+  Tensor rows{};     // float32 [n, dim], in the request's order
+  Tensor updates{};  // uint32 [n]: each row's update count, for RowPushRequest::pulled_updates
+  // The lowest and highest version among the partitions asked (min_version when none was),
+  // and this worker's lowest clock among them (-1 when none was asked).
+  int64_t version = 0;
+  int64_t max_version = kNoVersion;
+  int64_t min_clock = -1;
+};
+
+// Gradient rows of a table, computed from rows pulled at `version` during iteration `clock`.
+// Every partition of the table gets a push, with no rows where it holds none of the ids: a
+// partition's update, like a chunk's, counts every worker's push (sync waits for all of them).
+struct RowPushRequest {
+  uint32_t table_id = 0;
+  // uint64 [n], each id once (UniqueIds in ps/row_batch.h sums repeats). Grouped by partition
+  // and increasing within each, as UniqueIds orders them, they are sent without a copy;
+  // otherwise they are sorted into copies.
+  Tensor ids{};
+  Tensor gradients{};       // float32 [n, dim]
+  Tensor pulled_updates{};  // uint32 [n]: PulledRows::updates of these ids
+  int64_t version = 0;
+  int64_t clock = 0;
+  bool replace_pending = false;  // as PushRequest's
+};
+
 struct PushReport {
   int64_t version = 0;     // lowest chunk version after the push
   int dropped_chunks = 0;  // chunks that discarded the gradient as stale (sync)
@@ -116,6 +153,11 @@ class Client {
     std::future<Result<PulledVariable>> pull;
   };
   PushAndPull PushThenPull(const PushRequest& push, const PullRequest& next);
+  // A table's rows by id (ps/client_tables.cc). Errors: kInvalidArgument for a variable that is
+  // not a table, ids that are not uint64 or, in a push, repeat; a server's error naming the
+  // table (an id out of a bounded table's range, say).
+  std::future<Result<PulledRows>> PullRows(const RowPullRequest& pull);
+  std::future<Result<PushReport>> PushRows(const RowPushRequest& push);
   std::future<Result<ServerStatsReport>> Stats(int server);
   std::future<Status> Ping(int server);
   // Asks a server to checkpoint (if configured) and exit.

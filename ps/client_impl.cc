@@ -53,20 +53,25 @@ void Client::Impl::SendToChunks(
     const std::function<void(const ChunkSpec&, Result<IncomingMessage>)>& done) {
   for (const ChunkSpec& c : chunks) {
     OutgoingMessage m = NewMessage(type);
-    m.header().setVariableId(c.variable_id);
-    m.header().setChunkId(c.chunk_id);
     header(m.header());
     if (values != nullptr) {
       m.AddTensor(values->View(c.offset, {c.num_elements}), c.variable_id, c.chunk_id);
     }
-    Call call;
-    call.group = c.server;
-    call.message.emplace(std::move(m));
-    call.what = MessageTypeName(type) + " of variable " + std::to_string(c.variable_id) +
-                " chunk " + std::to_string(c.chunk_id);
-    call.done = [done, c](Result<IncomingMessage> r) { done(c, std::move(r)); };
-    calls_.Push(std::move(call));
+    SendToChunk(c, std::move(m), [done, c](Result<IncomingMessage> r) { done(c, std::move(r)); });
   }
+}
+
+void Client::Impl::SendToChunk(const ChunkSpec& c, OutgoingMessage m, Completion done) {
+  m.header().setVariableId(c.variable_id);
+  m.header().setChunkId(c.chunk_id);
+  Call call;
+  call.group = c.server;
+  call.what = MessageTypeName(m.header().getType()) + " of variable " +
+              std::to_string(c.variable_id) + (c.is_table() ? " partition " : " chunk ") +
+              std::to_string(c.chunk_id);
+  call.message.emplace(std::move(m));
+  call.done = std::move(done);
+  calls_.Push(std::move(call));
 }
 
 std::string Client::Impl::ServerName(int server) const {

@@ -51,6 +51,8 @@ class Client::Impl {
   void SendToChunks(std::span<const ChunkSpec> chunks, proto::MessageType type,
                     const std::function<void(proto::Header::Builder)>& header, const Tensor* values,
                     const std::function<void(const ChunkSpec&, Result<IncomingMessage>)>& done);
+  // Sends one request addressed to chunk (or table partition) `c`, to the primary of its group.
+  void SendToChunk(const ChunkSpec& c, OutgoingMessage msg, Completion done);
   std::string ServerName(int server) const;
   // From a registerReply (I/O thread): the groups `server` is the primary of now.
   void Claim(int server, const std::vector<int>& groups) { router_.Claim(server, groups); }

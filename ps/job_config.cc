@@ -43,6 +43,18 @@ Status JobConfig::Validate() const {
   if (!(optimizer.epsilon > 0)) return bad("--epsilon must be positive");
   if (optimizer.weight_decay < 0) return bad("--weight-decay must be >= 0");
   if (!(optimizer.initial_accumulator > 0)) return bad("--adagrad-initial must be positive");
+  const TableOptimizerOptions& t = table_optimizer;
+  if (!(t.learning_rate > 0)) {
+    return bad("--table-lr must be positive, got " + ShortestText(t.learning_rate));
+  }
+  if (!(t.ftrl_l1 >= 0) || !(t.ftrl_l2 >= 0) || !(t.ftrl_beta >= 0)) {
+    return bad("--ftrl-l1, --ftrl-l2 and --ftrl-beta must be >= 0");
+  }
+  if (t.kind == TableOptimizerKind::kFtrl && t.ftrl_beta == 0 && t.ftrl_l2 == 0) {
+    return bad(
+        "--ftrl-beta and --ftrl-l2 cannot both be 0: a row's first update would divide "
+        "by zero (McMahan et al. suggest --ftrl-beta 1)");
+  }
   if (schedule.decay_steps < 1) return bad("--lr-decay-steps must be at least 1");
   if (!(schedule.decay_rate > 0)) return bad("--lr-decay-rate must be positive");
   if (schedule.warmup_steps < 0) return bad("--lr-warmup-steps must be >= 0");
@@ -73,6 +85,11 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--epsilon", ShortestText(optimizer.epsilon)},
       {"--adagrad-initial", ShortestText(optimizer.initial_accumulator)},
       {"--weight-decay", ShortestText(optimizer.weight_decay)},
+      {"--table-optimizer", kTableOptimizerKinds.Name(table_optimizer.kind)},
+      {"--table-lr", ShortestText(table_optimizer.learning_rate)},
+      {"--ftrl-l1", ShortestText(table_optimizer.ftrl_l1)},
+      {"--ftrl-l2", ShortestText(table_optimizer.ftrl_l2)},
+      {"--ftrl-beta", ShortestText(table_optimizer.ftrl_beta)},
       {"--lr-schedule", kLrScheduleKinds.Name(schedule.kind)},
       {"--lr-decay-rate", ShortestText(schedule.decay_rate)},
       {"--lr-decay-steps", std::to_string(schedule.decay_steps)},

@@ -22,6 +22,8 @@ namespace towerps::ps {
 enum class UpdateMode { kSync, kAsync, kSsp, kSoftsync };
 enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad };
 enum class LrScheduleKind { kConstant, kStep, kExponential };
+// How a table's rows are optimized (ps/row_optimizer.h): lazily, each row when it is updated.
+enum class TableOptimizerKind { kSgd, kMomentum, kAdagrad, kAdam, kFtrl };
 
 // Each enum's names, once: its flag's parser, errors and --list-choices read them from here.
 inline constexpr EnumNames<UpdateMode, 4> kUpdateModes{"--mode",
@@ -40,6 +42,14 @@ inline constexpr EnumNames<LrScheduleKind, 3> kLrScheduleKinds{
     {{{LrScheduleKind::kConstant, "constant"},
       {LrScheduleKind::kStep, "step"},
       {LrScheduleKind::kExponential, "exponential"}}}};
+
+inline constexpr EnumNames<TableOptimizerKind, 5> kTableOptimizerKinds{
+    "--table-optimizer",
+    {{{TableOptimizerKind::kSgd, "sgd"},
+      {TableOptimizerKind::kMomentum, "momentum"},
+      {TableOptimizerKind::kAdagrad, "adagrad"},
+      {TableOptimizerKind::kAdam, "adam"},
+      {TableOptimizerKind::kFtrl, "ftrl"}}}};
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kMomentum;
@@ -63,6 +73,18 @@ struct LrScheduleOptions {
   int64_t warmup_steps = 0;    // linear warm-up from lr/warmup to lr, before any decay
 };
 
+// The optimizer of every table's rows. Momentum, Adam's betas and epsilon, Adagrad's initial
+// accumulator and the weight decay are the job's (OptimizerOptions), and so is the schedule,
+// applied at each table partition's update count.
+struct TableOptimizerOptions {
+  TableOptimizerKind kind = TableOptimizerKind::kAdagrad;  // the usual choice for embeddings
+  float learning_rate = 0.05f;                             // FTRL's alpha
+  // FTRL-Proximal (McMahan et al. 2013): L1 and L2 strengths and the per-coordinate rate's beta.
+  float ftrl_l1 = 0.0f;
+  float ftrl_l2 = 0.0f;
+  float ftrl_beta = 1.0f;
+};
+
 struct JobConfig {
   int workers = 2;
   int servers = 1;
@@ -78,6 +100,7 @@ struct JobConfig {
   size_t partition_bytes = 1 << 20;
   OptimizerOptions optimizer;
   LrScheduleOptions schedule;
+  TableOptimizerOptions table_optimizer;
   // Training options, shared so that every worker trains the same job.
   std::string model = "mlp";
   std::string dataset = "fashion-mnist";

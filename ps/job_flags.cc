@@ -16,6 +16,7 @@ namespace towerps::ps {
 JobFlags::JobFlags()
     : mode_(kUpdateModes.Name(config_.mode)),
       optimizer_(kOptimizerKinds.Name(config_.optimizer.kind)),
+      table_optimizer_(kTableOptimizerKinds.Name(config_.table_optimizer.kind)),
       schedule_(kLrScheduleKinds.Name(config_.schedule.kind)),
       desc_("Job options (identical in every process of a job)") {
   JobConfig& c = config_;
@@ -47,6 +48,15 @@ JobFlags::JobFlags()
       "adagrad-initial", FloatFlag(&c.optimizer.initial_accumulator),
       "adagrad initial accumulator")("weight-decay", FloatFlag(&c.optimizer.weight_decay),
                                      "L2 weight decay added to gradients")(
+      "table-optimizer", po::value(&table_optimizer_)->default_value(table_optimizer_),
+      "embedding tables' rows: sgd, momentum, adagrad, adam (lazy: a row's moments and bias "
+      "correction advance when it is updated) or ftrl")(
+      "table-lr", FloatFlag(&c.table_optimizer.learning_rate),
+      "embedding tables' learning rate (FTRL's alpha)")(
+      "ftrl-l1", FloatFlag(&c.table_optimizer.ftrl_l1), "ftrl: L1 strength")(
+      "ftrl-l2", FloatFlag(&c.table_optimizer.ftrl_l2), "ftrl: L2 strength")(
+      "ftrl-beta", FloatFlag(&c.table_optimizer.ftrl_beta),
+      "ftrl: beta of the per-coordinate rate alpha / (beta + sqrt(n))")(
       "lr-schedule", po::value(&schedule_)->default_value(schedule_),
       "constant, step or exponential")("lr-decay-rate", FloatFlag(&c.schedule.decay_rate),
                                        "step/exponential decay factor")(
@@ -74,6 +84,7 @@ Result<JobConfig> JobFlags::ToConfig() const {
   TOWERPS_ASSIGN_OR_RETURN(c.mode, kUpdateModes.Parse(mode_));
   TOWERPS_ASSIGN_OR_RETURN(c.optimizer.kind, kOptimizerKinds.Parse(optimizer_));
   TOWERPS_ASSIGN_OR_RETURN(c.schedule.kind, kLrScheduleKinds.Parse(schedule_));
+  TOWERPS_ASSIGN_OR_RETURN(c.table_optimizer.kind, kTableOptimizerKinds.Parse(table_optimizer_));
   TOWERPS_RETURN_IF_ERROR(c.Validate());
   return c;
 }

@@ -30,7 +30,7 @@ class JobFlags {
 
  private:
   JobConfig config_;
-  std::string mode_, optimizer_, schedule_;
+  std::string mode_, optimizer_, table_optimizer_, schedule_;
   boost::program_options::options_description desc_;
 };
 

@@ -4,7 +4,18 @@
 #include <cstdio>
 #include <numeric>
 
+#include "common/splitmix.h"
+
 namespace towerps::ps {
+
+int TablePartitionOf(uint64_t id, int partitions) {
+  // A salt keeps this hash independent of the one a server's row map uses (ps/row_store.h),
+  // which would otherwise see only ids of one residue. Lemire's multiply-shift maps it onto the
+  // partitions without the bias of a modulo.
+  const uint64_t h = SplitMix64Finalize(id ^ 0x7461626c65706172ull);  // "tablepar"
+  return static_cast<int>((static_cast<unsigned __int128>(h) * static_cast<unsigned>(partitions)) >>
+                          64);
+}
 
 Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& variables,
                                                int num_servers, size_t partition_bytes) {
@@ -16,6 +27,17 @@ Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& 
   p.num_servers_ = num_servers;
   for (uint32_t v = 0; v < variables.size(); ++v) {
     const VariableSpec& var = variables[v];
+    p.first_chunk_.push_back(p.chunks_.size());
+    if (var.is_table()) {
+      TOWERPS_RETURN_IF_ERROR(ValidateVariableKind(var));
+      for (int s = 0; s < num_servers; ++s) {
+        ChunkSpec part{v, static_cast<uint32_t>(s), 0, 0, 0, s, var.kind, 0.0f};
+        part.table_rows = var.table_rows();
+        part.table_dim = var.table_dim();
+        p.chunks_.push_back(part);
+      }
+      continue;
+    }
     TOWERPS_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(var.shape));
     const size_t esize = DTypeSize(var.dtype);
     if (partition_bytes < esize) {
@@ -23,7 +45,6 @@ Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& 
                                   " is smaller than one element of " + var.name);
     }
     const int64_t per_chunk = static_cast<int64_t>(partition_bytes / esize);
-    p.first_chunk_.push_back(p.chunks_.size());
     uint32_t c = 0;
     for (int64_t off = 0; off < n || (n == 0 && c == 0); off += per_chunk, ++c) {
       const int64_t len = std::min(per_chunk, n - off);
@@ -40,6 +61,7 @@ Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& 
   });
   std::vector<size_t> load(num_servers, 0);
   for (size_t i : order) {
+    if (p.chunks_[i].is_table()) continue;  // placed by partition above
     const int s = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     p.chunks_[i].server = s;
     load[s] += p.chunks_[i].bytes;
@@ -63,6 +85,17 @@ std::string ChunkPlacement::Describe(const std::vector<VariableSpec>& variables)
   std::string out;
   char line[512];
   for (const ChunkSpec& c : chunks_) {
+    if (c.is_table()) {
+      std::snprintf(
+          line, sizeof(line),
+          "%s partition %u of %d (rows by id hash, dim %lld, %s) -> server %d\n",
+          variables.at(c.variable_id).name.c_str(), c.chunk_id, num_servers_,
+          static_cast<long long>(c.table_dim),
+          c.table_rows == 0 ? "unbounded" : ("ids below " + std::to_string(c.table_rows)).c_str(),
+          c.server);
+      out += line;
+      continue;
+    }
     std::snprintf(line, sizeof(line), "%s chunk %u [%lld, %lld) %.3f MiB -> server %d\n",
                   variables.at(c.variable_id).name.c_str(), c.chunk_id,
                   static_cast<long long>(c.offset),

@@ -1,10 +1,15 @@
 // ChunkPlacement: how a job's variables are cut into chunks and spread over the servers.
 //
-// Each variable is cut along its flattened elements into chunks of at most `partition_bytes`.
-// Chunks are then placed largest first (ties: variable order, then chunk order) on the server
-// with the fewest bytes so far (ties: lowest rank). This is deterministic, so every process
-// computes the same placement from the same variable list, and it keeps any two servers' loads
-// within one chunk of each other: no server is pinned by many small variables.
+// Each dense variable is cut along its flattened elements into chunks of at most
+// `partition_bytes`. Chunks are then placed largest first (ties: variable order, then chunk
+// order) on the server with the fewest bytes so far (ties: lowest rank). This is deterministic,
+// so every process computes the same placement from the same variable list, and it keeps any two
+// servers' loads within one chunk of each other: no server is pinned by many small variables.
+//
+// A table (VariableKind::kTable) is cut by rows instead: it has one partition per server, chunk
+// s on server s, which holds the rows whose id hashes to s (TablePartitionOf). A hash, not a
+// range, so that the popular ids of a power-law distribution, often small and adjacent, spread
+// evenly. Its ChunkSpec has no elements: rows come and go by id.
 //
 // Contract: immutable after Compute(); safe to share between threads.
 #ifndef TOWERPS_PS_PLACEMENT_H_
@@ -30,7 +35,16 @@ struct ChunkSpec {
   // The variable's kind (ps/variable.h): how the chunk applies what is pushed.
   VariableKind kind = VariableKind::kTrainable;
   float decay = 0.0f;
+  // kTable: the table's bound on ids (0: unbounded) and floats per row; num_elements is 0.
+  int64_t table_rows = 0;
+  int64_t table_dim = 0;
+
+  bool is_table() const { return kind == VariableKind::kTable; }
 };
+
+// The partition of a table with `partitions` partitions (its servers) that holds row `id`:
+// a hash of the id, uniform over the partitions whatever the ids' distribution.
+int TablePartitionOf(uint64_t id, int partitions);
 
 class ChunkPlacement {
  public:
@@ -45,7 +59,8 @@ class ChunkPlacement {
   std::span<const ChunkSpec> ChunksOf(uint32_t variable_id) const;
   int num_servers() const { return num_servers_; }
   std::vector<size_t> BytesPerServer() const;
-  // One line per chunk: "conv1/kernel chunk 0 [0, 262144) 1.00 MiB -> server 1".
+  // One line per chunk: "conv1/kernel chunk 0 [0, 262144) 1.00 MiB -> server 1", and per table
+  // partition: "user/embedding partition 1 of 2 (rows by id hash, dim 32) -> server 1".
   std::string Describe(const std::vector<VariableSpec>& variables) const;
 
  private:

@@ -99,14 +99,16 @@ Status Server::Restore(const Checkpoint& ck) {
   }
   TOWERPS_RETURN_IF_ERROR(CheckResumable(options_.job, m.job_fields));
   TOWERPS_RETURN_IF_ERROR(EstablishModel(m.variables, m.model_signature));
-  if (ck.chunks.size() != homes_.size()) {
-    return FailedPreconditionError("it holds " + std::to_string(ck.chunks.size()) +
-                                   " chunks but this server owns " + std::to_string(homes_.size()));
+  if (ck.chunks.size() + ck.tables.size() != homes_.size()) {
+    return FailedPreconditionError("it holds " + std::to_string(ck.chunks.size()) + " chunks and " +
+                                   std::to_string(ck.tables.size()) +
+                                   " table partitions but this server owns " +
+                                   std::to_string(homes_.size()));
   }
   LowestVersion lowest;
   for (const ChunkState& c : ck.chunks) {
     auto it = homes_.find({c.variable_id, c.chunk_id});
-    if (it == homes_.end()) {
+    if (it == homes_.end() || it->second.table) {
       return FailedPreconditionError("it holds variable " + std::to_string(c.variable_id) +
                                      " chunk " + std::to_string(c.chunk_id) +
                                      ", which this server does not own");
@@ -120,6 +122,16 @@ Status Server::Restore(const Checkpoint& ck) {
   for (const ChunkState& c : ck.chunks) {
     const ChunkHome& home = homes_.at({c.variable_id, c.chunk_id});
     if (c.version >= 0) shards_[home.shard]->chunks()[home.index]->Restore(c);
+  }
+  for (const TableState& t : ck.tables) {
+    auto it = homes_.find({t.variable_id, t.chunk_id});
+    if (it == homes_.end() || !it->second.table) {
+      return FailedPreconditionError("it holds table variable " + std::to_string(t.variable_id) +
+                                     " partition " + std::to_string(t.chunk_id) +
+                                     ", which this server does not own");
+    }
+    TOWERPS_RETURN_IF_ERROR(shards_[it->second.shard]->tables()[it->second.index]->Restore(t));
+    lowest.Add(t.version);
   }
   last_checkpoint_version_ = lowest.value();
   restored_version_ = lowest.value();
@@ -143,6 +155,13 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   for (const ChunkSpec& spec : placement.chunks()) {
     if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
     const int shard = next++ % options_.threads;
+    if (spec.is_table()) {
+      const size_t index = shards_[shard]->AddTable(
+          std::make_unique<TableChunk>(spec, variables[spec.variable_id], options_.job, allocate));
+      homes_[{spec.variable_id, spec.chunk_id}] = {shard, index, true};
+      groups_[{spec.variable_id, spec.chunk_id}] = spec.server;
+      continue;
+    }
     const size_t index = shards_[shard]->AddChunk(
         std::make_unique<Chunk>(spec, options_.job, allocate), RoleFor(spec.server));
     homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
@@ -233,6 +252,7 @@ Status Server::Run() {
   // A failed final checkpoint fails the process: the state since the last one would be lost.
   Status final_checkpoint = MaybeCheckpoint(/*final=*/true);
   LogStats();
+  if (options_.log_device_placement) LogTableRows();
   if (events_) events_->Record(CollectStats());
   if (deposed_) {
     return FailedPreconditionError(
@@ -327,6 +347,12 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   const std::vector<VariableSpec> vars = ReadVariables(h);
   for (const VariableSpec& spec : vars) {
     if (s.ok()) s = ValidateVariableKind(spec).WithContext(who);
+    if (s.ok() && spec.is_table() && options_.job.ps_replicas > 1) {
+      s = FailedPreconditionError(
+          "table " + spec.name +
+          ": tables are not replicated yet; run a model with tables without --ps-replicas 2 "
+          "(checkpoints, --checkpoint-dir, keep them across a server's restart)");
+    }
   }
   if (s.ok() && !placement_) {
     s = EstablishModel(vars, h.getModelSignature());
@@ -368,6 +394,7 @@ void Server::Route(IncomingMessage msg) {
   }
   ShardTask task;
   task.chunk = it->second.index;
+  task.table = it->second.table;
   task.message.emplace(std::move(msg));
   shards_[it->second.shard]->Post(std::move(task));
 }
@@ -390,6 +417,7 @@ Status Server::MaybeCheckpoint(bool final) {
       SnapshotPart p;
       p.shard = static_cast<int>(i);
       for (const auto& c : shards_[i]->chunks()) p.chunks.push_back(c->Snapshot());
+      for (const auto& t : shards_[i]->tables()) p.tables.push_back(t->Snapshot());
       parts.push_back(std::move(p));
     }
     return WriteCheckpoint(std::move(parts))
@@ -408,7 +436,7 @@ Status Server::MaybeCheckpoint(bool final) {
   if (options_.checkpoint_every <= 0) return Status::Ok();
   LowestVersion lowest;
   for (auto& shard : shards_) {
-    if (!shard->chunks().empty()) lowest.Add(shard->MinVersion());
+    if (shard->holds_anything()) lowest.Add(shard->MinVersion());
   }
   const int64_t min_v = lowest.value();
   // After a failed attempt the next one waits for checkpoint_every more versions too.
@@ -437,6 +465,10 @@ Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
     for (ChunkState& c : p.chunks) {
       lowest.Add(c.version);
       ck.chunks.push_back(std::move(c));
+    }
+    for (TableState& t : p.tables) {
+      lowest.Add(t.version);
+      ck.tables.push_back(std::move(t));
     }
   }
   const int64_t min_v = lowest.value();

@@ -87,7 +87,8 @@ class Server {
  private:
   struct ChunkHome {
     int shard;
-    size_t index;
+    size_t index;        // in the shard's chunks, or its tables
+    bool table = false;  // a table partition
   };
   explicit Server(ServerOptions options);
   Status Restore(const Checkpoint& checkpoint);
@@ -104,6 +105,8 @@ class Server {
   Status MaybeCheckpoint(bool final);  // an error only for a failed final checkpoint
   Status WriteCheckpoint(std::vector<SnapshotPart> parts);
   void LogStats();
+  // With --log-device-placement, at the end: the rows each table partition here holds.
+  void LogTableRows() const;
   // The counters of every shard and the socket, summed.
   ServerStatsReport CollectStats() const;
   // Replication (ps/server_replication.cc).

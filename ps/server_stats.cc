@@ -13,6 +13,7 @@ namespace towerps::ps {
 ServerStatsReport Server::CollectStats() const {
   ServerStatsReport r;
   r.staleness_histogram.assign(kStalenessBuckets, 0);
+  r.row_staleness_histogram.assign(kStalenessBuckets, 0);
   LowestVersion lowest;
   for (const auto& shard : shards_) {
     const ShardCounters& c = shard->counters();
@@ -22,8 +23,12 @@ ServerStatsReport Server::CollectStats() const {
     r.nonfinite_rejected += c.nonfinite_rejected.load();
     r.pulls_served += c.pulls_served.load();
     r.aggregation_nanos += c.aggregation_nanos.load();
-    for (int b = 0; b < kStalenessBuckets; ++b) r.staleness_histogram[b] += c.staleness[b].load();
-    if (shards_started_ && !shard->chunks().empty()) {
+    r.table_rows += c.table_rows.load();
+    for (int b = 0; b < kStalenessBuckets; ++b) {
+      r.staleness_histogram[b] += c.staleness[b].load();
+      r.row_staleness_histogram[b] += c.row_staleness[b].load();
+    }
+    if (shards_started_ && shard->holds_anything()) {
       lowest.Add(shard->MinVersion());
       r.max_version = std::max(r.max_version, shard->MaxVersion());
     }
@@ -59,6 +64,9 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setCheckpointsWritten(r.checkpoints_written);
   auto h = st.initStalenessHistogram(kStalenessBuckets);
   for (int b = 0; b < kStalenessBuckets; ++b) h.set(b, r.staleness_histogram[b]);
+  st.setTableRows(r.table_rows);
+  auto rows = st.initRowStalenessHistogram(kStalenessBuckets);
+  for (int b = 0; b < kStalenessBuckets; ++b) rows.set(b, r.row_staleness_histogram[b]);
   SendOrLog(std::move(reply));
 }
 
@@ -69,7 +77,19 @@ void Server::LogStats() {
                      << r.nonfinite_rejected << " non-finite refused, " << r.bytes_in / (1 << 20)
                      << " MiB in, " << r.bytes_out / (1 << 20) << " MiB out, "
                      << r.rejected_messages << " rejected, " << r.refused_handshakes
-                     << " refused connections";
+                     << " refused connections"
+                     << (r.table_rows > 0 ? ", " + std::to_string(r.table_rows) + " table rows"
+                                          : std::string());
+}
+
+void Server::LogTableRows() const {
+  for (const auto& shard : shards_) {
+    for (const auto& t : shard->tables()) {
+      TOWERPS_LOG(kInfo) << "table " << variables_.at(t->spec().variable_id).name << " partition "
+                         << t->spec().chunk_id << ": " << t->rows_held() << " rows ("
+                         << t->bytes_held() / (1 << 20) << " MiB with their optimizer state)";
+    }
+  }
 }
 
 }  // namespace towerps::ps

@@ -21,10 +21,18 @@ struct ShardCounters {
   std::atomic<uint64_t> pulls_served{0};
   std::atomic<uint64_t> aggregation_nanos{0};
   std::array<std::atomic<uint64_t>, kStalenessBuckets> staleness{};
+  // Tables (ps/table_chunk.h): rows created, and each applied row's updates between the pull
+  // its gradient came from and its push.
+  std::atomic<uint64_t> table_rows{0};
+  std::array<std::atomic<uint64_t>, kStalenessBuckets> row_staleness{};
 
-  void RecordStaleness(int64_t s) {
+  void RecordStaleness(int64_t s) { Record(staleness, s); }
+  void RecordRowStaleness(int64_t s) { Record(row_staleness, s); }
+
+ private:
+  static void Record(std::array<std::atomic<uint64_t>, kStalenessBuckets>& histogram, int64_t s) {
     const int64_t b = s < 0 ? 0 : (s >= kStalenessBuckets ? kStalenessBuckets - 1 : s);
-    staleness[static_cast<size_t>(b)].fetch_add(1, std::memory_order_relaxed);
+    histogram[static_cast<size_t>(b)].fetch_add(1, std::memory_order_relaxed);
   }
 };
 

@@ -29,9 +29,18 @@ size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role) {
   return chunks_.size() - 1;
 }
 
+size_t Shard::AddTable(std::unique_ptr<TableChunk> table) {
+  TOWERPS_CHECK(!thread_.joinable()) << "AddTable after Start";
+  tables_.push_back(std::move(table));
+  table_waiters_.emplace_back();
+  return tables_.size() - 1;
+}
+
 void Shard::Start() {
   versions_ = std::make_unique<std::atomic<int64_t>[]>(chunks_.size());
   for (size_t i = 0; i < chunks_.size(); ++i) versions_[i].store(chunks_[i]->version());
+  table_versions_ = std::make_unique<std::atomic<int64_t>[]>(tables_.size());
+  for (size_t i = 0; i < tables_.size(); ++i) table_versions_[i].store(tables_[i]->version());
   // Restored from a checkpoint: the backup restored its own, maybe of another version; it takes
   // this one's state, whose acknowledgement opens the pulls.
   for (size_t i = 0; i < chunks_.size(); ++i) {
@@ -53,12 +62,14 @@ void Shard::Stop() {
 int64_t Shard::MinVersion() const {
   LowestVersion lowest;
   for (size_t i = 0; i < chunks_.size(); ++i) lowest.Add(versions_[i].load());
+  for (size_t i = 0; i < tables_.size(); ++i) lowest.Add(table_versions_[i].load());
   return lowest.value();
 }
 
 int64_t Shard::MaxVersion() const {
   int64_t v = kNoVersion;
   for (size_t i = 0; i < chunks_.size(); ++i) v = std::max(v, versions_[i].load());
+  for (size_t i = 0; i < tables_.size(); ++i) v = std::max(v, table_versions_[i].load());
   return v;
 }
 
@@ -75,11 +86,16 @@ void Shard::Loop() {
         SnapshotPart part;
         part.shard = index_;
         for (const auto& c : chunks_) part.chunks.push_back(c->Snapshot());
+        for (const auto& t : tables_) part.tables.push_back(t->Snapshot());
         outbox_->Push(std::move(part));
         break;
       }
       case ShardTask::Kind::kRequest:
-        Handle(task->chunk, std::move(*task->message));
+        if (task->table) {
+          HandleTable(task->chunk, std::move(*task->message));
+        } else {
+          Handle(task->chunk, std::move(*task->message));
+        }
         break;
       case ShardTask::Kind::kPromote:
       case ShardTask::Kind::kPeerJoined:
@@ -120,7 +136,7 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
       if (PullReady(index, msg)) {
         ReplyPull(index, Waiter{std::move(msg)});
       } else {
-        Wait(index, Waiter{std::move(msg)});
+        Wait(waiters_[index], Waiter{std::move(msg)});
       }
       return;  // a pull changes nothing
     default:
@@ -191,7 +207,7 @@ bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
     if (PullReady(index, waiter.request)) {
       ReplyPull(index, waiter);
     } else {
-      Wait(index, std::move(waiter));
+      Wait(waiters_[index], std::move(waiter));
     }
     return true;
   }
@@ -223,13 +239,13 @@ void Shard::RefuseNonFinite(const IncomingMessage& msg, const std::string& why) 
   outbox_->Push(std::move(reply));
 }
 
-void Shard::Wait(size_t index, Waiter waiter) {
-  if (waiters_[index].size() >= static_cast<size_t>(4 * config_.workers + 16)) {
+void Shard::Wait(std::vector<Waiter>& waiting, Waiter waiter) {
+  if (waiting.size() >= static_cast<size_t>(4 * config_.workers + 16)) {
     outbox_->Push(
         ErrorReply(waiter.request, ResourceExhaustedError("too many pulls waiting on one chunk")));
     return;
   }
-  waiters_[index].push_back(std::move(waiter));
+  waiting.push_back(std::move(waiter));
 }
 
 void Shard::AnswerReadyPulls(size_t index) {

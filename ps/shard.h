@@ -1,5 +1,7 @@
-// Shard: a server thread that owns a set of chunks and serves their init, push and pull
-// requests, so that each chunk is touched by one thread only and needs no lock.
+// Shard: a server thread that owns a set of chunks and table partitions and serves their init,
+// push and pull requests, so that each is touched by one thread only and needs no lock. Table
+// partitions (ps/table_chunk.h) are pulled and pushed by id; their requests are served in
+// ps/shard_tables.cc (they are not replicated yet: --ps-replicas 2 refuses a model with tables).
 //
 // The server's I/O thread posts requests with Post(); the shard answers through the server's
 // outbox (replies to send, snapshots for checkpoints). A pull that cannot be answered yet (the
@@ -41,6 +43,7 @@
 #include "common/message.h"
 #include "ps/chunk.h"
 #include "ps/server_stats.h"
+#include "ps/table_chunk.h"
 #include "ps/version.h"
 
 namespace towerps::ps {
@@ -56,7 +59,8 @@ struct ShardTask {
     kAck,         // the backup of `chunk` applied forwards up to `version`
     kStop
   } kind = Kind::kRequest;
-  size_t chunk = 0;                        // index in this shard
+  size_t chunk = 0;                        // index in this shard's chunks, or its tables
+  bool table = false;                      // kRequest: `chunk` is a table partition's index
   std::optional<IncomingMessage> message;  // kRequest
   int64_t version = 0;                     // kAck
 };
@@ -82,6 +86,7 @@ struct Forward {
 struct SnapshotPart {
   int shard = 0;
   std::vector<ChunkState> chunks;
+  std::vector<TableState> tables;
 };
 
 using ServerOutput = std::variant<OutgoingMessage, SnapshotPart, Forward>;
@@ -95,6 +100,8 @@ class Shard {
 
   // Returns the chunk's index in this shard.
   size_t AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role = {});
+  // Returns the table partition's index in this shard (an index space of its own).
+  size_t AddTable(std::unique_ptr<TableChunk> table);
   void Start();
   void Post(ShardTask task) { inbox_.Push(std::move(task)); }
   void Stop();
@@ -104,6 +111,8 @@ class Shard {
   int64_t MinVersion() const;
   int64_t MaxVersion() const;
   const std::vector<std::unique_ptr<Chunk>>& chunks() const { return chunks_; }
+  const std::vector<std::unique_ptr<TableChunk>>& tables() const { return tables_; }
+  bool holds_anything() const { return !chunks_.empty() || !tables_.empty(); }
 
  private:
   // A pull waiting for its chunk: a pull, or a push with thenPull whose gradient was handled
@@ -123,9 +132,9 @@ class Shard {
   void NoteRefusal(const IncomingMessage& request, const std::string& why);
   // Answers a push whose gradient the chunk refused as non-finite: an error reply saying why.
   void RefuseNonFinite(const IncomingMessage& request, const std::string& why);
-  // Queues a pull (or a push's thenPull) until its chunk can serve it; answered by
-  // AnswerReadyPulls. Too many waiting on one chunk: an error reply instead.
-  void Wait(size_t chunk, Waiter waiter);
+  // Queues a pull (or a push's thenPull) until its chunk or table partition can serve it, in
+  // `waiting` (its list); answered by AnswerReadyPulls. Too many waiting on one: an error reply.
+  void Wait(std::vector<Waiter>& waiting, Waiter waiter);
   void ReplyPull(size_t chunk, const Waiter& waiter);
   bool PullReady(size_t chunk, const IncomingMessage& request) const;
   // Replication (see above).
@@ -134,6 +143,12 @@ class Shard {
   void ForwardStep(size_t chunk, int64_t step, const Tensor& sum, int k);
   void Send(size_t chunk, OutgoingMessage forward);
   void Promote(size_t chunk, bool peer_joined);
+  // Table partitions (ps/shard_tables.cc).
+  void HandleTable(size_t table, IncomingMessage msg);
+  void HandleTablePush(size_t table, const IncomingMessage& msg);
+  bool RowsReady(size_t table, const IncomingMessage& request) const;
+  void ReplyRows(size_t table, const Waiter& waiter);
+  void AnswerReadyRowPulls(size_t table);
   void Acknowledged(size_t chunk, int64_t version);
   void DropSilentBackups();
   Deadline NextWake() const;
@@ -146,6 +161,9 @@ class Shard {
   std::vector<std::vector<Waiter>> waiters_;          // per chunk
   std::vector<ReplicaRole> roles_;                    // per chunk
   std::unique_ptr<std::atomic<int64_t>[]> versions_;  // per chunk, mirrored for readers
+  std::vector<std::unique_ptr<TableChunk>> tables_;
+  std::vector<std::vector<Waiter>> table_waiters_;          // per table partition
+  std::unique_ptr<std::atomic<int64_t>[]> table_versions_;  // per table partition, mirrored
   ShardCounters counters_;
   // What a backup replays: kept apart, so that a server's statistics count the updates it
   // applied as a primary, and a job's sum over its servers counts each update once.

@@ -39,8 +39,8 @@ void SoftsyncRule::Complete(UpdateTarget& target, ShardCounters& counters) {
   int64_t staleness_sum = 0;
   for (const Contribution& p : pending_) {
     Advance(p.worker, p.clock);
-    if (p.gradient.num_elements() == 0) continue;  // refused as non-finite
-    update.gradients.push_back(&p.gradient);
+    if (p.refused) continue;  // non-finite
+    update.gradients.push_back(&p);
     const int64_t staleness = target.version() - p.base_version;
     staleness_sum += staleness;
     counters.RecordStaleness(staleness);

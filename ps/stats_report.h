@@ -22,6 +22,9 @@ struct ServerStatsReport {
   uint64_t refused_handshakes = 0, refused_shutdowns = 0;
   int64_t min_version = kNoVersion, max_version = kNoVersion;
   std::vector<uint64_t> staleness_histogram;
+  // Tables (ps/table_chunk.h): the rows a server holds, and row staleness.
+  uint64_t table_rows = 0;
+  std::vector<uint64_t> row_staleness_histogram;
 };
 
 // Mean and 99th percentile of a staleness histogram (bucket i counts staleness i; 0 when empty).

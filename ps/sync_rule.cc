@@ -1,7 +1,5 @@
 #include "ps/sync_rule.h"
 
-#include <cstring>
-
 #include "common/finite.h"
 
 namespace towerps::ps {
@@ -21,13 +19,13 @@ Result<PushOutcome> SyncRule::Push(Contribution c, bool replace, UpdateTarget& t
                                 target.Describe() + ", which is only at version " +
                                 std::to_string(version) + ": pull before pushing");
   }
-  std::map<int, Tensor>& bucket = pending_[c.base_version];
+  std::map<int, Contribution>& bucket = pending_[c.base_version];
   if (auto held = bucket.find(c.worker); held != bucket.end()) {
     return Repeat(std::move(c), &held->second, replace, target, counters);
   }
   const bool refused = RefuseIfNonFinite(c, target, counters, &out);
   const int worker = c.worker;
-  bucket.emplace(worker, std::move(c.gradient));
+  bucket.emplace(worker, std::move(c));
   if (static_cast<int>(bucket.size()) >= config_.EffectiveReplicas()) {
     Complete(version, target, counters);
     if (!refused) out.kind = PushOutcome::Kind::kApplied;
@@ -36,18 +34,17 @@ Result<PushOutcome> SyncRule::Push(Contribution c, bool replace, UpdateTarget& t
   return out;  // pending, applied or rejected
 }
 
-Result<PushOutcome> SyncRule::Repeat(Contribution c, Tensor* held, bool replace,
+Result<PushOutcome> SyncRule::Repeat(Contribution c, Contribution* held, bool replace,
                                      UpdateTarget& target, ShardCounters& counters) {
   PushOutcome out;
   const Tensor& g = c.gradient;
-  // The same bits are a duplicate; anything else means the recomputation differs.
-  const bool same = held->num_elements() == 0
-                        ? FindNonFinite(g.f32(), g.num_elements()) >= 0
-                        : std::memcmp(held->raw_data(), g.raw_data(),
-                                      static_cast<size_t>(g.num_elements()) * sizeof(float)) == 0;
+  // The same bits are a duplicate (a refused one: non-finite again); anything else means the
+  // recomputation differs.
+  const bool same =
+      held->refused ? FindNonFinite(g.f32(), g.num_elements()) >= 0 : SameGradient(*held, c);
   if (!same && replace) {
     RefuseIfNonFinite(c, target, counters, &out);
-    *held = std::move(c.gradient);
+    *held = std::move(c);
     out.version = target.version();
     return out;  // pending (or rejected), as the one it replaces
   }
@@ -66,8 +63,8 @@ Result<PushOutcome> SyncRule::Repeat(Contribution c, Tensor* held, bool replace,
 
 void SyncRule::Complete(int64_t step, UpdateTarget& target, ShardCounters& counters) {
   FormedUpdate update;
-  for (const auto& [rank, g] : pending_[step]) {  // std::map: worker-rank order
-    if (g.num_elements() > 0) update.gradients.push_back(&g);
+  for (const auto& [rank, c] : pending_[step]) {  // std::map: worker-rank order
+    if (!c.refused) update.gradients.push_back(&c);
   }
   update.divisor = static_cast<int>(update.gradients.size());
   update.lr = target.ScheduledRate();

@@ -35,13 +35,13 @@ class SyncRule final : public UpdateRule {
 
  private:
   // A restarted worker's second gradient for a pending step.
-  Result<PushOutcome> Repeat(Contribution c, Tensor* held, bool replace, UpdateTarget& target,
+  Result<PushOutcome> Repeat(Contribution c, Contribution* held, bool replace, UpdateTarget& target,
                              ShardCounters& counters);
   // The step's gradients are all in: applies the average of the finite ones.
   void Complete(int64_t step, UpdateTarget& target, ShardCounters& counters);
 
-  // step -> worker rank -> gradient (empty: refused as non-finite); rank order is sum order.
-  std::map<int64_t, std::map<int, Tensor>> pending_;
+  // step -> worker rank -> its contribution; rank order is sum order.
+  std::map<int64_t, std::map<int, Contribution>> pending_;
 };
 
 }  // namespace towerps::ps

@@ -1,6 +1,7 @@
 #include "ps/update_rule.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/finite.h"
 #include "ps/async_rule.h"
@@ -77,7 +78,26 @@ bool UpdateRule::RefuseIfNonFinite(Contribution& c, const UpdateTarget& target,
                    " has " + DescribeValue(c.gradient.f32()[bad]) + " at element " +
                    std::to_string(bad) + ": refused, not applied (that worker's training diverged)";
   c.gradient = Tensor();
+  c.ids = Tensor();
+  c.pulled_updates = Tensor();
+  c.refused = true;
   return true;
+}
+
+namespace {
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  if (a.defined() != b.defined()) return false;
+  if (!a.defined()) return true;
+  return a.dtype() == b.dtype() && a.num_elements() == b.num_elements() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()) == 0;
+}
+
+}  // namespace
+
+bool SameGradient(const Contribution& a, const Contribution& b) {
+  if (a.refused || b.refused) return a.refused == b.refused;
+  return SameBytes(a.ids, b.ids) && SameBytes(a.gradient, b.gradient);
 }
 
 }  // namespace towerps::ps

@@ -12,11 +12,12 @@
 //    and still counts as its worker's push, so that nobody waits for it.
 //
 // A rule is agnostic to what a gradient holds: it reads it only to check that it is finite and,
-// for a restarted sync worker, that it equals the one held. So a table whose contributions are
-// (ids, rows) goes through the same rules, with an UpdateTarget that sums rows by id.
+// for a restarted sync worker, that it equals the one held. So a table's partition, whose
+// contributions are (ids, rows), goes through the same rules as a chunk, with an UpdateTarget
+// that sums rows by id (ps/table_chunk.h).
 //
 // Contract: owned by its holder and used by the holder's one thread; not thread-safe. Gradients
-// a rule holds (Contribution::gradient) are shared handles that nobody writes after arrival.
+// a rule holds (a Contribution's tensors) are shared handles that nobody writes after arrival.
 #ifndef TOWERPS_PS_UPDATE_RULE_H_
 #define TOWERPS_PS_UPDATE_RULE_H_
 
@@ -46,14 +47,26 @@ struct Contribution {
   int worker = 0;
   int64_t base_version = 0;  // the holder's version it was computed from
   int64_t clock = 0;         // the worker's iteration
-  Tensor gradient;           // empty: refused as non-finite (kept only to count the push)
+  // A dense chunk: its gradient. A table's partition: one row of gradient per id, [ids, dim].
+  Tensor gradient{};
+  // A table's partition only (undefined for a chunk): the rows' ids (uint64, strictly
+  // increasing) and each row's update count when the worker pulled it (uint32; row staleness).
+  Tensor ids{};
+  Tensor pulled_updates{};
+  // Held only to count the push: it had a NaN or an infinity and is never applied. Its tensors
+  // are released.
+  bool refused = false;
 };
+
+// Whether two contributions carry the same bits (ids and gradient): a restarted sync worker's
+// repeat of a held one.
+bool SameGradient(const Contribution& a, const Contribution& b);
 
 // One update formed by a rule: the holder applies it as one version step.
 struct FormedUpdate {
-  // The finite gradients, in worker-rank (then iteration) order; empty: the version advances
+  // The finite contributions, in worker-rank (then iteration) order; empty: the version advances
   // with no update (every gradient was refused).
-  std::vector<const Tensor*> gradients;
+  std::vector<const Contribution*> gradients;
   int divisor = 1;  // the sum of `gradients` is divided by this
   float lr = 0;     // the rate of this update (the schedule's, modulated by the rule)
 };
@@ -74,7 +87,7 @@ class UpdateTarget {
 // A rule's state that a checkpoint or a joining backup carries.
 struct RuleState {
   std::vector<int64_t> worker_clocks;
-  std::map<int, Tensor> pending;  // sync, replicas only: the current step's gradients by rank
+  std::map<int, Contribution> pending;  // sync, replicas only: the current step's, by rank
 };
 
 class UpdateRule {
@@ -117,8 +130,9 @@ class UpdateRule {
                      PushOutcome* out) const;
   // version - c.base_version; an error when `c` claims a version the holder has not reached.
   static Result<int64_t> StalenessOf(const Contribution& c, const UpdateTarget& target);
-  // Refuses `c` when its gradient holds a NaN or an infinity: counted, `out` says why, and the
-  // gradient is emptied so that it is never applied. Returns whether it was refused.
+  // Refuses `c` when its gradient holds a NaN or an infinity: counted, `out` says why, and `c`
+  // is marked refused, its tensors released, so that it is never applied. Returns whether it was
+  // refused.
   static bool RefuseIfNonFinite(Contribution& c, const UpdateTarget& target,
                                 ShardCounters& counters, PushOutcome* out);
 

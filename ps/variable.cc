@@ -1,5 +1,7 @@
 #include "ps/variable.h"
 
+#include <cmath>
+
 #include "common/hash.h"
 
 namespace towerps::ps {
@@ -18,8 +20,18 @@ uint64_t VariableListHash(const std::vector<VariableSpec>& variables) {
       h = Fnv1a(&kind, 1, h);
       h = Fnv1a(&v.decay, sizeof(v.decay), h);
     }
+    if (v.is_table()) h = Fnv1a(&v.init_scale, sizeof(v.init_scale), h);
   }
   return h;
+}
+
+VariableSpec TableVariable(std::string name, int64_t rows, int64_t dim, float init_scale) {
+  VariableSpec v;
+  v.name = std::move(name);
+  v.shape = {rows, dim};
+  v.kind = VariableKind::kTable;
+  v.init_scale = init_scale;
+  return v;
 }
 
 Status ValidateVariableKind(const VariableSpec& v) {
@@ -30,6 +42,19 @@ Status ValidateVariableKind(const VariableSpec& v) {
       if (v.decay >= 0.0f && v.decay < 1.0f) return Status::Ok();
       return InvalidArgumentError("variable " + v.name + ": moving-average decay " +
                                   std::to_string(v.decay) + " is not in [0, 1)");
+    case VariableKind::kTable:
+      if (v.shape.size() != 2 || v.shape[0] < 0 || v.shape[1] < 1 || v.shape[1] > kMaxTableDim ||
+          v.dtype != DType::kFloat32) {
+        return InvalidArgumentError("table " + v.name + ": shape " + ShapeToString(v.shape) +
+                                    " is not [rows, dim] of float32 with rows >= 0 (0: unbounded)"
+                                    " and dim in 1.." +
+                                    std::to_string(kMaxTableDim));
+      }
+      if (!(v.init_scale >= 0.0f) || !std::isfinite(v.init_scale)) {
+        return InvalidArgumentError("table " + v.name + ": init scale " +
+                                    std::to_string(v.init_scale) + " is not a finite number >= 0");
+      }
+      return Status::Ok();
   }
   return InvalidArgumentError("variable " + v.name + ": unknown kind " +
                               std::to_string(static_cast<int>(v.kind)));

@@ -21,26 +21,42 @@ namespace towerps::ps {
 //                  becomes decay * value + (1 - decay) * statistic (no learning rate, momentum
 //                  or weight decay). In sync mode the workers' statistics are averaged in rank
 //                  order first, as gradients are, so reruns keep their bits.
-enum class VariableKind : uint8_t { kTrainable = 0, kMovingAverage = 1 };
+//  kTable          an embedding table of shape [rows, dim]: rows of `dim` floats keyed by 64-bit
+//                  ids, pulled and pushed by id, spread over the servers by a hash of the id,
+//                  and created on a server when first updated, with values drawn from (seed,
+//                  table name, id) uniform in [-init_scale, init_scale). rows = 0: unbounded (any
+//                  id); otherwise ids must be below it. Optimized per row by the job's
+//                  --table-optimizer (ps/table_chunk.h).
+enum class VariableKind : uint8_t { kTrainable = 0, kMovingAverage = 1, kTable = 2 };
+
+// The most floats a table row may hold.
+inline constexpr int64_t kMaxTableDim = 65536;
 
 struct VariableSpec {
   std::string name;  // unique in the model, e.g. "conv1/kernel"
   Shape shape;
   DType dtype = DType::kFloat32;
   VariableKind kind = VariableKind::kTrainable;
-  float decay = 0.0f;  // kMovingAverage: in [0, 1)
+  float decay = 0.0f;       // kMovingAverage: in [0, 1)
+  float init_scale = 0.0f;  // kTable: initial values uniform in [-init_scale, init_scale)
 
-  size_t byte_size() const { return static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype); }
+  bool is_table() const { return kind == VariableKind::kTable; }
+  // kTable: the bound on ids (0: unbounded) and the floats per row.
+  int64_t table_rows() const { return shape.at(0); }
+  int64_t table_dim() const { return shape.at(1); }
 };
 
+// A table variable: `rows` = 0 for an unbounded one.
+VariableSpec TableVariable(std::string name, int64_t rows, int64_t dim, float init_scale);
+
 // FNV-1a (common/hash.h) over the number of variables, then each one's name, rank, dimensions
-// and dtype, in order, and for a variable that is not kTrainable its kind and decay (so the
-// signatures of models without such variables are what they were). Two lists hash alike exactly
-// when they are equal (up to collisions).
+// and dtype, in order, and for a variable that is not kTrainable its kind and decay, and for a
+// table its init_scale (so the signatures of models without such variables are what they were). Two
+// lists hash alike exactly when they are equal (up to collisions).
 uint64_t VariableListHash(const std::vector<VariableSpec>& variables);
 
-// kInvalidArgument naming the variable for an unknown kind, or a moving average whose decay is
-// not in [0, 1).
+// kInvalidArgument naming the variable for an unknown kind, a moving average whose decay is not
+// in [0, 1), or a table that is not float32 [rows >= 0, dim >= 1] with a finite init_scale >= 0.
 Status ValidateVariableKind(const VariableSpec& variable);
 
 }  // namespace towerps::ps

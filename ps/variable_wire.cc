@@ -10,6 +10,7 @@ void WriteVariables(const std::vector<VariableSpec>& variables, proto::Header::B
     v.setDtype(static_cast<proto::DType>(variables[i].dtype));
     v.setKind(static_cast<uint8_t>(variables[i].kind));
     v.setDecay(variables[i].decay);
+    v.setInitScale(variables[i].init_scale);
     auto shape = v.initShape(static_cast<unsigned>(variables[i].shape.size()));
     for (size_t d = 0; d < variables[i].shape.size(); ++d) {
       shape.set(static_cast<unsigned>(d), variables[i].shape[d]);
@@ -26,6 +27,7 @@ std::vector<VariableSpec> ReadVariables(proto::Header::Reader header) {
     spec.dtype = static_cast<DType>(v.getDtype());
     spec.kind = static_cast<VariableKind>(v.getKind());
     spec.decay = v.getDecay();
+    spec.init_scale = v.getInitScale();
     vars.push_back(std::move(spec));
   }
   return vars;

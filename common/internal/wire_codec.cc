@@ -20,6 +20,10 @@ Result<DType> DTypeFromProto(proto::DType d) {
       return DType::kFloat32;
     case proto::DType::UINT8:
       return DType::kUInt8;
+    case proto::DType::UINT64:
+      return DType::kUInt64;
+    case proto::DType::UINT32:
+      return DType::kUInt32;
   }
   return ProtocolError("unknown dtype " + std::to_string(static_cast<int>(d)));
 }

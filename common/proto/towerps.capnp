@@ -50,6 +50,8 @@ enum Role {
 enum DType {
   float32 @0;
   uint8 @1;
+  uint64 @2;   # a table's row ids
+  uint32 @3;   # a table's per-row update counts
 }
 
 # Mirrors towerps::StatusCode.
@@ -98,8 +100,10 @@ struct VariableSpec {
   name @0 :Text;
   shape @1 :List(Int64);
   dtype @2 :DType;
-  kind @3 :UInt8;      # ps::VariableKind: 0 trainable, 1 moving average (batch norm statistics)
+  kind @3 :UInt8;      # ps::VariableKind: 0 trainable, 1 moving average (batch norm statistics),
+                       # 2 an embedding table: shape [rows (0: unbounded), dim]
   decay @4 :Float32;   # moving average: value = decay * value + (1 - decay) * pushed statistic
+  initScale @5 :Float32;  # table: rows start uniform in [-initScale, initScale)
 }
 
 struct Header {
@@ -230,6 +234,10 @@ struct ServerStats {
   nonfiniteRejected @12 :UInt64;  # gradients refused for a NaN or an infinity, never applied
   refusedHandshakes @13 :UInt64;   # connections refused for not holding the job's secret
   refusedShutdowns @14 :UInt64;    # shutdown requests from a peer other than the chief or launcher
+  # Tables: rows held, and each applied row's updates between its pull and its push (bucket i
+  # counts staleness i; last: >= len-1).
+  tableRows @15 :UInt64;
+  rowStalenessHistogram @16 :List(UInt64);
 }
 
 struct ConfigField {

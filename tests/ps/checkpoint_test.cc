@@ -24,6 +24,42 @@ Tensor Random(int64_t n, uint32_t seed) {
   return t;
 }
 
+// A table partition of `n` rows of `dim` with `slots` optimizer arrays each.
+TableState SampleTable(int64_t n, int64_t dim, int slots) {
+  TableState t;
+  t.variable_id = 2;
+  t.chunk_id = 0;
+  t.version = 41;
+  t.updates = 40;
+  t.worker_clocks = {20, 21, 20};
+  t.dim = dim;
+  t.slots = slots;
+  t.ids = Tensor::Empty({n}, DType::kUInt64);
+  t.row_updates = Tensor::Empty({n}, DType::kUInt32);
+  for (int64_t i = 0; i < n; ++i) {
+    t.ids.u64()[i] = static_cast<uint64_t>(i) * 7919 + (1ull << 50);
+    t.row_updates.u32()[i] = static_cast<uint32_t>(i % 13);
+  }
+  t.rows = Random(n * (1 + slots) * dim, 99).Reshape({n, (1 + slots) * dim});
+  return t;
+}
+
+void ExpectSameTable(const TableState& a, const TableState& b) {
+  EXPECT_EQ(b.variable_id, a.variable_id);
+  EXPECT_EQ(b.version, a.version);
+  EXPECT_EQ(b.updates, a.updates);
+  EXPECT_EQ(b.worker_clocks, a.worker_clocks);
+  EXPECT_EQ(b.dim, a.dim);
+  EXPECT_EQ(b.slots, a.slots);
+  ASSERT_EQ(b.ids.num_elements(), a.ids.num_elements());
+  ASSERT_EQ(b.rows.byte_size(), a.rows.byte_size());
+  EXPECT_EQ(std::memcmp(b.ids.raw_data(), a.ids.raw_data(), a.ids.byte_size()), 0);
+  EXPECT_EQ(std::memcmp(b.rows.raw_data(), a.rows.raw_data(), a.rows.byte_size()), 0);
+  EXPECT_EQ(
+      std::memcmp(b.row_updates.raw_data(), a.row_updates.raw_data(), a.row_updates.byte_size()),
+      0);
+}
+
 Checkpoint Sample() {
   Checkpoint ck;
   ck.meta.job_fields = {{"--lr", "0.05"}, {"--model", "mlp"}};
@@ -32,7 +68,8 @@ Checkpoint Sample() {
   ck.meta.num_servers = 2;
   ck.meta.partition_bytes = 4096;
   ck.meta.variables = {{"w", {10, 30}},
-                       {"b", {30}, DType::kFloat32, VariableKind::kMovingAverage, 0.75f}};
+                       {"b", {30}, DType::kFloat32, VariableKind::kMovingAverage, 0.75f},
+                       TableVariable("emb", 0, 3, 0.25f)};
   for (uint32_t c = 0; c < 3; ++c) {
     ChunkState s;
     s.variable_id = c == 2 ? 1 : 0;
@@ -44,6 +81,7 @@ Checkpoint Sample() {
     s.worker_clocks = {5, 7, 6};
     ck.chunks.push_back(std::move(s));
   }
+  ck.tables.push_back(SampleTable(5, 3, 1));
   return ck;
 }
 
@@ -75,7 +113,7 @@ TEST_F(CheckpointTest, RoundTripsEverything) {
   EXPECT_EQ(back->meta.model_signature, 0x5678u);
   EXPECT_EQ(back->meta.server_rank, 1);
   EXPECT_EQ(back->meta.partition_bytes, 4096u);
-  ASSERT_EQ(back->meta.variables.size(), 2u);
+  ASSERT_EQ(back->meta.variables.size(), 3u);
   EXPECT_EQ(back->meta.variables[0].shape, (Shape{10, 30}));
   EXPECT_EQ(back->meta.variables[0].kind, VariableKind::kTrainable);
   EXPECT_EQ(back->meta.variables[1].kind, VariableKind::kMovingAverage);
@@ -92,6 +130,30 @@ TEST_F(CheckpointTest, RoundTripsEverything) {
     ASSERT_EQ(b.slots.size(), 2u);
     EXPECT_EQ(std::memcmp(b.slots[1].raw_data(), a.slots[1].raw_data(), a.slots[1].byte_size()), 0);
   }
+  EXPECT_EQ(back->meta.variables[2].kind, VariableKind::kTable);
+  EXPECT_EQ(back->meta.variables[2].init_scale, 0.25f);
+  ASSERT_EQ(back->tables.size(), 1u);
+  ExpectSameTable(ck.tables[0], back->tables[0]);
+}
+
+// A partition of more rows than one record holds is split over several, each with its CRC.
+TEST_F(CheckpointTest, TablesRoundTripAcrossRowRecords) {
+  Checkpoint ck = Sample();
+  ck.tables = {SampleTable(150000, 2, 2), SampleTable(0, 4, 0)};
+  ck.tables[1].chunk_id = 1;
+  ASSERT_TRUE(SaveCheckpoint(path_, ck).ok());
+  auto back = LoadCheckpoint(path_);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->tables.size(), 2u);
+  ExpectSameTable(ck.tables[0], back->tables[0]);
+  ExpectSameTable(ck.tables[1], back->tables[1]);
+  // A flipped byte deep in the third rows record is found.
+  std::string bytes = ReadFile();
+  bytes[bytes.size() - 5000] ^= 0x10;
+  WriteFile(bytes);
+  auto bad = LoadCheckpoint(path_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kCorruption);
 }
 
 TEST_F(CheckpointTest, EveryFlippedByteIsDetected) {

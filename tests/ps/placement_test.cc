@@ -30,6 +30,42 @@ TEST(PlacementTest, ChunksCoverEveryVariableExactlyOnce) {
   }
 }
 
+TEST(PlacementTest, TablesHaveOnePartitionPerServerAndLeaveTheDenseBalanceAlone) {
+  std::vector<VariableSpec> vars = Mlp();
+  const auto dense = ChunkPlacement::Compute(vars, 3, 64 << 10);
+  vars.insert(vars.begin() + 2, TableVariable("user/embedding", 0, 32, 0.05f));
+  const auto p = ChunkPlacement::Compute(vars, 3, 64 << 10);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const auto parts = p->ChunksOf(2);
+  ASSERT_EQ(parts.size(), 3u);
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_TRUE(parts[s].is_table());
+    EXPECT_EQ(parts[s].server, s);
+    EXPECT_EQ(parts[s].chunk_id, static_cast<uint32_t>(s));
+    EXPECT_EQ(parts[s].table_dim, 32);
+    EXPECT_EQ(parts[s].num_elements, 0);
+  }
+  EXPECT_EQ(p->BytesPerServer(), dense->BytesPerServer());
+  EXPECT_NE(p->Describe(vars).find("user/embedding partition 1 of 3 (rows by id hash, dim 32, "
+                                   "unbounded) -> server 1"),
+            std::string::npos)
+      << p->Describe(vars);
+  // A table's shape is checked like its kind.
+  vars[2].shape = {10, 0};
+  EXPECT_FALSE(ChunkPlacement::Compute(vars, 3, 64 << 10).ok());
+}
+
+// Power-law ids are small and adjacent: a hash spreads them evenly, a range would not.
+TEST(PlacementTest, TableRowsSpreadEvenlyOverPartitions) {
+  for (int partitions : {2, 3, 7}) {
+    std::vector<int> rows(partitions, 0);
+    for (uint64_t id = 0; id < 70000; ++id) ++rows[TablePartitionOf(id, partitions)];
+    for (int count : rows) EXPECT_NEAR(count, 70000.0 / partitions, 0.02 * 70000 / partitions);
+    EXPECT_EQ(TablePartitionOf(12345, partitions), TablePartitionOf(12345, partitions));
+  }
+  EXPECT_EQ(TablePartitionOf(~0ull, 1), 0);
+}
+
 TEST(PlacementTest, LoadsStayWithinOneChunk) {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 50; ++trial) {

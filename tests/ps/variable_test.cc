@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace towerps::ps {
 namespace {
 
@@ -59,6 +61,34 @@ TEST(ValidateVariableKindTest, NamesTheVariableAndTheValue) {
   v.kind = static_cast<VariableKind>(7);
   s = ValidateVariableKind(v);
   EXPECT_NE(s.message().find("unknown kind 7"), std::string::npos) << s.message();
+}
+
+TEST(ValidateVariableKindTest, TablesAreFloatRowsOfAPositiveDimWithAFiniteScale) {
+  EXPECT_TRUE(ValidateVariableKind(TableVariable("user", 0, 16, 0.05f)).ok());
+  EXPECT_TRUE(ValidateVariableKind(TableVariable("user", 1000, 1, 0.0f)).ok());
+  for (const VariableSpec& bad :
+       {TableVariable("user", 10, 0, 0.05f), TableVariable("user", -1, 4, 0.05f),
+        TableVariable("user", 10, 4, -1.0f), TableVariable("user", 10, 4, INFINITY)}) {
+    Status s = ValidateVariableKind(bad);
+    ASSERT_FALSE(s.ok()) << ShapeToString(bad.shape) << " " << bad.init_scale;
+    EXPECT_NE(s.message().find("table user"), std::string::npos) << s.message();
+  }
+  VariableSpec bytes = TableVariable("user", 10, 4, 0.05f);
+  bytes.dtype = DType::kUInt8;
+  EXPECT_FALSE(ValidateVariableKind(bytes).ok());
+}
+
+TEST(VariableListHashTest, TablesCountTheirBoundDimAndScale) {
+  const std::vector<VariableSpec> a = {{"w", {4}}, TableVariable("emb", 0, 8, 0.05f)};
+  std::vector<VariableSpec> b = a;
+  b[1].init_scale = 0.1f;
+  std::vector<VariableSpec> c = a;
+  c[1].shape = {100, 8};
+  std::vector<VariableSpec> dense = a;
+  dense[1] = {"emb", {0, 8}};
+  EXPECT_NE(VariableListHash(a), VariableListHash(b));
+  EXPECT_NE(VariableListHash(a), VariableListHash(c));
+  EXPECT_NE(VariableListHash(a), VariableListHash(dense));
 }
 
 TEST(VariableListHashTest, ValueIsPinned) {

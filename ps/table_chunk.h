@@ -1,0 +1,137 @@
+// TableChunk: one partition of an embedding table (VariableKind::kTable) held by a server: the
+// rows whose id hashes to it (ps/placement.h), their optimizer state and update counts, the
+// partition's version and its update rule.
+//
+// Rows are created when first updated, with values drawn from (seed, table name, id): a pull of
+// an id the partition does not hold reads those initial values without storing anything, so a
+// row's bits never depend on which worker touched it first or when, and memory grows with the
+// rows trained, not with the ids looked up (evaluation) nor with the table's bound.
+//
+// Updates go through the job's update rule exactly as a dense chunk's do (ps/update_rule.h): a
+// worker's contribution is (ids, one gradient row per id, each row's update count when pulled),
+// and the partition is the rule's UpdateTarget. Applying an update sums the contributions' rows
+// id by id in worker-rank order (an id a worker did not send adds nothing), scales the sum by
+// 1 / divisor, and runs the per-row optimizer (ps/row_optimizer.h) on each row touched. So in
+// sync mode every worker pushes to every partition each step, with no ids where it touched none,
+// and a row's update at step t is the rank-ordered sum of the workers' gradients divided by the
+// number of workers; versions count steps as a chunk's do, and SSP's bound, softsync's groups and
+// backup workers mean the same for a partition as for a chunk.
+//
+// Row staleness: each contribution carries every row's update count as of the pull its
+// gradient was computed from; when applied, the row's updates since then are counted in
+// ShardCounters::row_staleness. It is what distinguishes embeddings under stale training: a
+// popular row is updated by every worker, a rare one by almost nobody.
+//
+// Restarted workers (sync): the partition keeps, for the rows its last update changed, their
+// values before it, so a worker that died during step t can pull exactly version t after the
+// partition moved to t + 1 (Lookup), as a chunk keeps its previous version.
+//
+// Contract: owned and used by exactly one server thread; not thread-safe. Requests are validated
+// here (CheckIds, Push): a malformed one is an error naming the table, never a crash, and
+// changes nothing.
+#ifndef TOWERPS_PS_TABLE_CHUNK_H_
+#define TOWERPS_PS_TABLE_CHUNK_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+#include "ps/job_config.h"
+#include "ps/placement.h"
+#include "ps/row_store.h"
+#include "ps/server_stats.h"
+#include "ps/update_rule.h"
+#include "ps/variable.h"
+#include "towerps/result.h"
+
+namespace towerps::ps {
+
+// Everything a checkpoint needs to restore a table partition exactly.
+struct TableState {
+  uint32_t variable_id = 0;
+  uint32_t chunk_id = 0;
+  int64_t version = 0;
+  int64_t updates = 0;
+  std::vector<int64_t> worker_clocks;
+  int64_t dim = 0;
+  int slots = 0;       // optimizer arrays per row (RowSlots)
+  Tensor ids;          // uint64 [n], in the order the rows were created
+  Tensor rows;         // float32 [n, (1 + slots) * dim]: each row's values, then its state
+  Tensor row_updates;  // uint32 [n]
+};
+
+class TableChunk final : private UpdateTarget {
+ public:
+  // `variable` is the table's declaration (name, bound, dim, init scale); `allocate` is where
+  // pulled rows are gathered (the server's shared-memory arena, so that a co-located worker
+  // reads them in place); null: the heap.
+  TableChunk(const ChunkSpec& spec, const VariableSpec& variable, const JobConfig& config,
+             TensorAllocator allocate = nullptr);
+  TableChunk(const TableChunk&) = delete;
+  TableChunk& operator=(const TableChunk&) = delete;
+
+  const ChunkSpec& spec() const { return spec_; }
+  int64_t version() const override { return version_; }
+  int64_t rows_held() const { return rows_.size(); }
+  size_t bytes_held() const { return rows_.bytes(); }
+  int64_t worker_clock(int worker) const { return rule_->worker_clock(worker); }
+  bool PullReady(int64_t min_version, int64_t clock) const;
+
+  // Checks the ids of a request: a uint64 tensor of rank 1, every id below the table's bound and
+  // of this partition. `sorted`: strictly increasing too (a push's). Errors name the table.
+  Status CheckIds(const Tensor& ids, bool sorted) const;
+  // The rows of `ids` (checked with CheckIds) at `version`: the current one, or in sync mode the
+  // one before (for a restarted worker's exact pull); kFailedPrecondition for any other. Rows
+  // are [ids, dim] floats from the allocator; `updates` (uint32 [ids]) counts each row's updates
+  // so far, 0 for a row not held (read at its initial values).
+  Status Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tensor* updates) const;
+
+  // Checks one worker's push (rank, ids, gradient rows [ids, dim] float32, pulled update counts
+  // [ids] uint32) and hands it to the mode's rule; errors as Chunk::Push's, and for a bad
+  // request, naming the table. A non-finite gradient is kRejected.
+  Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace = false);
+
+  TableState Snapshot() const;
+  // Replaces all state with a checkpointed one. kCorruption when it does not fit this partition
+  // (dim, slots, sizes, ids outside it or repeated).
+  Status Restore(const TableState& state);
+
+ private:
+  // UpdateTarget: what the rule sees of this partition.
+  float ScheduledRate() const override;
+  std::string Describe() const override;
+  void Apply(const FormedUpdate& update, ShardCounters& counters) override;
+
+  // The rank-ordered sum of the update's rows, id by id, into (ids_, sums_); row staleness
+  // recorded in `counters`.
+  void SumById(const FormedUpdate& update, ShardCounters& counters);
+  void InitialValues(uint64_t id, float* out) const;
+  Status CheckShape(const Contribution& c) const;
+
+  const ChunkSpec spec_;
+  const std::string name_;
+  const float init_scale_;
+  const uint64_t seed_key_;  // (seed, table name), mixed: where initial values are drawn from
+  const JobConfig config_;
+  const TensorAllocator allocate_;
+  const std::unique_ptr<UpdateRule> rule_;
+  const int64_t dim_;
+  const int slots_;
+  int64_t version_ = 0;
+  int64_t updates_ = 0;
+  RowStore rows_;
+  // Sync: the version before the last update, and the values before it of the rows it changed
+  // (ids sorted; dim floats each). A row not listed was not changed by it.
+  int64_t previous_version_ = kNoVersion;
+  std::vector<uint64_t> previous_ids_;
+  std::vector<float> previous_values_;
+  // Scratch of Apply: one update's ids and summed rows.
+  std::vector<uint64_t> sum_ids_;
+  std::vector<float> sums_;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_TABLE_CHUNK_H_

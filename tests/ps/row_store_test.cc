@@ -1,0 +1,80 @@
+// RowStore (ps/row_store.h): ids to rows through its hash map, rows that never move, and memory
+// that grows with the rows held.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+#include <unordered_map>
+
+#include "ps/row_store.h"
+
+namespace towerps::ps {
+namespace {
+
+TEST(RowStoreTest, FindsEveryIdItHoldsAndNoOther) {
+  RowStore store(2);
+  bool added = false;
+  const uint64_t edge[] = {0, 1, std::numeric_limits<uint64_t>::max(), 1ull << 63};
+  for (uint64_t id : edge) {
+    const int64_t r = store.Insert(id, &added);
+    EXPECT_TRUE(added);
+    store.row(r)[0] = static_cast<float>(r);
+  }
+  for (uint64_t id : edge) EXPECT_GE(store.Find(id), 0) << id;
+  EXPECT_EQ(store.Find(2), -1);
+  EXPECT_EQ(store.Insert(1, &added), 1);
+  EXPECT_FALSE(added);
+  EXPECT_EQ(store.size(), 4);
+  EXPECT_EQ(store.id(2), std::numeric_limits<uint64_t>::max());
+}
+
+// 200,000 random ids through many rehashes: every row still holds what was written to it when
+// it was added, found by its id.
+TEST(RowStoreTest, RowsKeepTheirPlaceAndValuesThroughGrowth) {
+  RowStore store(3);
+  std::mt19937_64 rng(5);
+  std::unordered_map<uint64_t, int64_t> expected;
+  while (expected.size() < 200000) {
+    const uint64_t id = rng();
+    bool added = false;
+    const int64_t r = store.Insert(id, &added);
+    if (!added) continue;
+    for (int j = 0; j < 3; ++j) store.row(r)[j] = static_cast<float>(id % 1000 + j);
+    expected[id] = r;
+  }
+  for (const auto& [id, r] : expected) {
+    ASSERT_EQ(store.Find(id), r);
+    EXPECT_EQ(store.row(r)[2], static_cast<float>(id % 1000 + 2));
+    EXPECT_EQ(store.id(r), id);
+  }
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t id = rng();
+    if (expected.count(id) == 0) {
+      EXPECT_EQ(store.Find(id), -1);
+    }
+  }
+}
+
+TEST(RowStoreTest, MemoryGrowsWithTheRowsHeld) {
+  RowStore store(32);
+  const size_t empty = store.bytes();
+  bool added = false;
+  for (uint64_t id = 0; id < 10000; ++id) store.Insert(id * 1000003, &added);
+  const size_t ten_thousand = store.bytes();
+  for (uint64_t id = 10000; id < 20000; ++id) store.Insert(id * 1000003, &added);
+  const size_t twenty_thousand = store.bytes();
+  // 128 bytes of floats a row, plus the map and the id and count arrays: under 200 a row.
+  EXPECT_GT(ten_thousand - empty, 10000u * 128);
+  EXPECT_LT(twenty_thousand, 20000u * 200 + empty + 2 * RowStore::kBlockRows * 128);
+  store.CountUpdate(0);
+  EXPECT_EQ(store.updates(0), 1u);
+  store.set_updates(0, std::numeric_limits<uint32_t>::max());
+  store.CountUpdate(0);
+  EXPECT_EQ(store.updates(0), std::numeric_limits<uint32_t>::max()) << "saturates";
+  store.Clear();
+  EXPECT_EQ(store.size(), 0);
+  EXPECT_EQ(store.Find(0), -1);
+}
+
+}  // namespace
+}  // namespace towerps::ps

@@ -1,0 +1,247 @@
+// Tables through real towerps-server processes and ps::Client::PullRows/PushRows: rows spread
+// over two servers by id, the same bits over TCP and shared memory as an in-process partition
+// computes, errors that name the table, the servers' row counts and row staleness in their
+// statistics, and rows kept across a server's restart from its checkpoint.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "ps/row_batch.h"
+#include "tests/ps/cluster.h"
+#include "tests/ps/table_test_util.h"
+
+namespace towerps::ps {
+namespace {
+
+using testing::Check;
+using testing::Cluster;
+using testing::Get;
+using testing::Ids;
+using testing::Random;
+using testing::RandomRows;
+
+constexpr int64_t kDim = 4;
+constexpr uint64_t kSignature = 0x7ab1e;
+
+// A dense variable beside a bounded table, as a recommendation model has.
+std::vector<VariableSpec> Model() {
+  return {{"dense", {10}}, TableVariable("user", 5000, kDim, 0.1f)};
+}
+
+JobConfig Job(UpdateMode mode, int workers, int servers) {
+  JobConfig j;
+  j.mode = mode;
+  j.workers = workers;
+  j.servers = servers;
+  j.table_optimizer.kind = TableOptimizerKind::kAdagrad;
+  j.table_optimizer.learning_rate = 0.5f;
+  j.schedule.kind = LrScheduleKind::kConstant;
+  return j;
+}
+
+std::vector<std::unique_ptr<Client>> Connect(const Cluster& cluster, int workers,
+                                             TransportPath path = TransportPath::kTcp) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int r = 0; r < workers; ++r) {
+    clients.push_back(cluster.MakeClient(r, std::chrono::seconds(20), nullptr, path));
+    Get(clients.back()->Register(Model(), kSignature));
+  }
+  Check(clients[0]->Init(0, Random({10}, 1)));  // tables take no initial value
+  return clients;
+}
+
+// Worker w's ids at step s: a few popular ids every worker shares and some of its own.
+std::vector<uint64_t> BatchIds(int w, int64_t s) {
+  std::mt19937_64 rng(static_cast<uint64_t>(100 * s + w));
+  std::vector<uint64_t> ids = {1, 2, 3, 2, 1};
+  for (int i = 0; i < 40; ++i) ids.push_back(rng() % 5000);
+  return ids;
+}
+
+// One sync step of every worker: each pulls its batch's unique rows at `step`, takes a gradient
+// of the rows (g = row - 1e-4 * id, summed over the batch's repeats) and pushes it, and pushes a
+// gradient of the dense variable.
+void SyncStep(std::vector<std::unique_ptr<Client>>& clients, int64_t step, int servers) {
+  std::vector<std::future<Result<PushReport>>> pushes;
+  for (size_t w = 0; w < clients.size(); ++w) {
+    const std::vector<uint64_t> batch = BatchIds(static_cast<int>(w), step);
+    const UniqueIds u = Deduplicate(batch, servers);
+    PulledRows rows = Get(
+        clients[w]->PullRows({.table_id = 1, .ids = u.ids, .min_version = step, .clock = step}));
+    ASSERT_EQ(rows.version, step);
+    std::vector<float> per_example(batch.size() * kDim);
+    GatherRows(u, rows.rows.f32(), kDim, per_example.data());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      for (int64_t j = 0; j < kDim; ++j) per_example[i * kDim + j] -= 1e-4f * batch[i];
+    }
+    Tensor grads = Tensor::Empty({u.size(), kDim});
+    SumRowsById(u, per_example.data(), kDim, grads.f32());
+    pushes.push_back(clients[w]->PushRows({.table_id = 1,
+                                           .ids = u.ids,
+                                           .gradients = grads,
+                                           .pulled_updates = rows.updates,
+                                           .version = step,
+                                           .clock = step}));
+    pushes.push_back(clients[w]->Push({.variable_id = 0,
+                                       .version = step,
+                                       .clock = step,
+                                       .gradient = Random({10}, static_cast<uint32_t>(step))}));
+  }
+  for (auto& p : pushes) Get(std::move(p));
+}
+
+// The rows of ids 0..4999 after `steps` sync steps of two workers, as servers hold them.
+std::vector<float> AllRows(Client& client, int64_t version) {
+  std::vector<uint64_t> all(5000);
+  for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
+  PulledRows rows = Get(client.PullRows({.table_id = 1, .ids = Ids(all), .min_version = version}));
+  return std::vector<float>(rows.rows.f32(), rows.rows.f32() + rows.rows.num_elements());
+}
+
+class TableServerTest : public testing::ClusterTest {};
+
+// Three sync steps of two workers against two servers, over TCP and through shared memory, and
+// the same steps applied to one in-process partition holding every row: the same bits.
+TEST_F(TableServerTest, RowsOverTwoServersHoldTheBitsOfOnePartitionOverTcpAndSharedMemory) {
+  std::vector<std::vector<float>> results;
+  for (TransportPath path : {TransportPath::kTcp, TransportPath::kShm}) {
+    cluster_.reset();  // a cluster's directory is named by the test: one at a time
+    cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 2), "tables");
+    ASSERT_TRUE(cluster_->ok());
+    auto clients = Connect(*cluster_, 2, path);
+    for (int64_t step = 0; step < 3; ++step) SyncStep(clients, step, 2);
+    results.push_back(AllRows(*clients[0], 3));
+    const ServerStatsReport s0 = Get(clients[0]->Stats(0)), s1 = Get(clients[0]->Stats(1));
+    EXPECT_GT(s0.table_rows, 0u);
+    EXPECT_GT(s1.table_rows, 0u);
+    uint64_t rows_pushed = 0;
+    for (uint64_t c : s0.row_staleness_histogram) rows_pushed += c;
+    for (uint64_t c : s1.row_staleness_histogram) rows_pushed += c;
+    EXPECT_EQ(rows_pushed, s0.row_staleness_histogram[0] + s1.row_staleness_histogram[0])
+        << "sync: every row at staleness 0";
+    EXPECT_GT(rows_pushed, 200u);
+  }
+  EXPECT_EQ(results[0], results[1]);
+
+  // The reference: one partition of the same job and table, fed each step's pushes.
+  JobConfig one = Job(UpdateMode::kSync, 2, 1);
+  auto table = testing::MakeTable(one, kDim, 5000, "user", 0.1f);
+  ShardCounters counters;
+  for (int64_t step = 0; step < 3; ++step) {
+    for (int w = 0; w < 2; ++w) {
+      const std::vector<uint64_t> batch = BatchIds(w, step);
+      const UniqueIds u = Deduplicate(batch, 1);
+      Tensor rows, updates;
+      ASSERT_TRUE(table->Lookup(u.ids, step, &rows, &updates).ok());
+      std::vector<float> per_example(batch.size() * kDim);
+      GatherRows(u, rows.f32(), kDim, per_example.data());
+      for (size_t i = 0; i < batch.size(); ++i) {
+        for (int64_t j = 0; j < kDim; ++j) per_example[i * kDim + j] -= 1e-4f * batch[i];
+      }
+      Tensor grads = Tensor::Empty({u.size(), kDim});
+      SumRowsById(u, per_example.data(), kDim, grads.f32());
+      ASSERT_TRUE(table
+                      ->Push({.worker = w,
+                              .base_version = step,
+                              .clock = step,
+                              .gradient = grads,
+                              .ids = u.ids,
+                              .pulled_updates = updates},
+                             &counters)
+                      .ok());
+    }
+  }
+  std::vector<uint64_t> all(5000);
+  for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
+  EXPECT_EQ(results[0], testing::Read(*table, all));
+}
+
+TEST_F(TableServerTest, ErrorsNameTheTableTheIdAndTheBound) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 1, 2), "tables_bad");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 1);
+  Result<PulledRows> out = clients[0]->PullRows({.table_id = 1, .ids = Ids({3, 5000})}).get();
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("table user has 5000 rows: id 5000"), std::string::npos)
+      << out.status().ToString();
+  Result<PushReport> twice = clients[0]
+                                 ->PushRows({.table_id = 1,
+                                             .ids = Ids({7, 7}),
+                                             .gradients = RandomRows(2, kDim, 1),
+                                             .pulled_updates = Tensor::Zeros({2}, DType::kUInt32)})
+                                 .get();
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("id 7 appears twice"), std::string::npos);
+  Result<PulledRows> dense = clients[0]->PullRows({.table_id = 0, .ids = Ids({1})}).get();
+  EXPECT_NE(dense.status().message().find("not a table"), std::string::npos);
+  Status init = clients[0]->Init(1, Random({5000, kDim}, 2)).get();
+  EXPECT_FALSE(init.ok());
+  // The servers are unharmed: the table still serves.
+  EXPECT_TRUE(clients[0]->PullRows({.table_id = 1, .ids = Ids({3, 4999})}).get().ok());
+}
+
+// Async with two workers: worker 0's rows were updated by worker 1 between its pull and its
+// push, which the servers count as row staleness.
+TEST_F(TableServerTest, AsyncRowStalenessIsReported) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 2, 1), "tables_async");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 2);
+  const Tensor ids = Ids({10, 20});
+  PulledRows early = Get(clients[0]->PullRows({.table_id = 1, .ids = ids}));
+  for (int64_t i = 0; i < 3; ++i) {
+    PulledRows now = Get(clients[1]->PullRows({.table_id = 1, .ids = ids, .clock = i}));
+    Get(clients[1]->PushRows({.table_id = 1,
+                              .ids = ids,
+                              .gradients = RandomRows(2, kDim, 5),
+                              .pulled_updates = now.updates,
+                              .version = now.version,
+                              .clock = i}));
+  }
+  PushReport late = Get(clients[0]->PushRows({.table_id = 1,
+                                              .ids = ids,
+                                              .gradients = RandomRows(2, kDim, 6),
+                                              .pulled_updates = early.updates,
+                                              .version = early.version}));
+  EXPECT_EQ(late.max_staleness, 3);
+  const ServerStatsReport s = Get(clients[0]->Stats(0));
+  EXPECT_EQ(s.row_staleness_histogram[3], 2u);
+  EXPECT_EQ(s.row_staleness_histogram[0], 6u);
+  EXPECT_EQ(s.table_rows, 2u);
+}
+
+// A server killed after its checkpoint comes back with every row and its optimizer state: the
+// next step gives the bits it gives without the kill.
+TEST_F(TableServerTest, RowsSurviveAServerRestartFromItsCheckpoint) {
+  std::vector<std::vector<float>> results;
+  for (bool kill : {false, true}) {
+    const std::string dir = ::testing::TempDir() + "tables_ckpt_" + std::to_string(kill);
+    std::filesystem::remove_all(dir);
+    const std::vector<std::string> extra = {"--checkpoint-dir", dir, "--checkpoint-every", "1"};
+    cluster_.reset();  // a cluster's directory is named by the test: one at a time
+    cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "tables_restart", extra);
+    ASSERT_TRUE(cluster_->ok());
+    auto clients = Connect(*cluster_, 1);
+    SyncStep(clients, 0, 1);
+    SyncStep(clients, 1, 1);
+    if (kill) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (cluster_->Log(0).find("(version 2)") == std::string::npos &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      cluster_->Restart(0, extra);
+      ASSERT_TRUE(cluster_->ok());
+      clients.clear();
+      clients.push_back(cluster_->MakeClient(0));
+      EXPECT_EQ(Get(clients[0]->Register(Model(), kSignature)), 2) << "restored at version 2";
+    }
+    SyncStep(clients, 2, 1);
+    results.push_back(AllRows(*clients[0], 3));
+    std::filesystem::remove_all(dir);
+  }
+  EXPECT_EQ(results[0], results[1]);
+}
+
+}  // namespace
+}  // namespace towerps::ps
