@@ -30,6 +30,7 @@ inline double Rounded(double v, int decimals) {
 int RunPsCommand(int argc, char** argv);        // ps_command.cc
 int RunJobCommand(int argc, char** argv);       // job_commands.cc
 int RunReplicasCommand(int argc, char** argv);  // job_commands.cc
+int RunSparseCommand(int argc, char** argv);    // sparse_command.cc
 
 }  // namespace towerps::bench
 

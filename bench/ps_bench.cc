@@ -12,75 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench/server_processes.h"
 #include "common/internal/raw_ceiling.h"
-#include "common/job_secret.h"
-#include "common/sibling_executable.h"
-#include "common/subprocess.h"
 #include "ps/client.h"
 
 namespace towerps::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-namespace fs = std::filesystem;
-
-struct Servers {
-  std::vector<Subprocess> processes;
-  std::vector<std::string> endpoints;
-  fs::path dir;
-  TransportSecurity security;  // what the workers need to connect
-  ~Servers() {
-    processes.clear();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
-
-Status StartServers(const PsBenchOptions& o, const ps::JobConfig& job, Servers* s) {
-  s->dir = fs::temp_directory_path() / ("towerps_bench_ps_" + std::to_string(getpid()));
-  fs::create_directories(s->dir);
-  const std::string bin =
-      o.server_binary.empty() ? SiblingExecutable("towerps-server") : o.server_binary;
-  if (!fs::exists(bin)) {
-    return NotFoundError("server binary " + bin + " not found; pass --server-bin");
-  }
-  std::vector<std::string> security_args = {"--insecure"};
-  if (o.security != "none") {
-    const std::string secret = (s->dir / "secret").string();
-    TOWERPS_ASSIGN_OR_RETURN(JobSecret js, JobSecret::Create(secret));
-    s->security.secret = std::make_shared<const JobSecret>(js);
-    s->security.encrypt = o.security == "encrypt";
-    security_args = {"--secret-file", secret};
-    if (s->security.encrypt) security_args.push_back("--encrypt");
-  }
-  for (int r = 0; r < o.servers; ++r) {
-    SubprocessOptions so;
-    const std::string ready = (s->dir / ("ready-" + std::to_string(r))).string();
-    so.argv = {bin,           "--rank",    std::to_string(r),
-               "--port",      "0",         "--ready-file",
-               ready,         "--threads", std::to_string(o.server_threads),
-               "--log-level", "warning"};
-    for (const std::string& a : job.ToArgs()) so.argv.push_back(a);
-    so.argv.insert(so.argv.end(), security_args.begin(), security_args.end());
-    so.argv.insert(so.argv.end(), {"--transport", o.transport});
-    so.output_path = (s->dir / ("ps-" + std::to_string(r) + ".log")).string();
-    TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(so));
-    s->processes.push_back(std::move(p));
-    const auto deadline = Deadline::After(std::chrono::seconds(20));
-    while (!fs::exists(ready)) {
-      if (!s->processes.back().running() || deadline.expired()) {
-        std::ifstream log(so.output_path);
-        return NetworkError("server " + std::to_string(r) + " did not start: " +
-                            std::string(std::istreambuf_iterator<char>(log), {}));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    std::string endpoint;
-    std::ifstream(ready) >> endpoint;
-    s->endpoints.push_back(endpoint);
-  }
-  return Status::Ok();
-}
 
 // The servers' time in updates per round (one update per chunk and step), from their stats.
 Result<double> ServerUpdateMs(ps::Client& client, int chunks) {
@@ -211,9 +150,14 @@ Result<ps::JobConfig> PsBenchJob(const PsBenchOptions& o) {
 
 Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
   TOWERPS_ASSIGN_OR_RETURN(const ps::JobConfig job, PsBenchJob(o));
-  Servers servers;
+  ServerProcesses servers;
   if (o.progress) std::fprintf(stderr, "starting %d server(s)...\n", o.servers);
-  TOWERPS_RETURN_IF_ERROR(StartServers(o, job, &servers));
+  TOWERPS_RETURN_IF_ERROR(StartServerProcesses({.servers = o.servers,
+                                                .threads = o.server_threads,
+                                                .binary = o.server_binary,
+                                                .security = o.security,
+                                                .transport = o.transport},
+                                               job, &servers));
 
   std::atomic<int> registered{0};
   std::atomic<bool> measuring{false};

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "common/parse.h"
 #include "ps/checkpoint.h"
 #include "ps/placement.h"
 
@@ -51,6 +52,17 @@ Status AddTables(const Checkpoint& ck, const std::string& path, const ChunkPlace
   return Status::Ok();
 }
 
+// --table-partitions as the job that wrote `meta` had it (1 when it does not say).
+Result<int> TablePartitionsOf(const CheckpointMeta& meta, const std::string& path) {
+  for (const auto& [name, value] : meta.job_fields) {
+    if (name != "--table-partitions") continue;
+    Result<int64_t> k = ParseIntInRange(value, "--table-partitions", 1, 256);
+    if (!k.ok()) return CorruptionError(path + ": " + std::string(k.status().message()));
+    return static_cast<int>(*k);
+  }
+  return 1;
+}
+
 }  // namespace
 
 Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
@@ -61,9 +73,10 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
   }
   TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck0, LoadCheckpoint(first));
   const CheckpointMeta meta = ck0.meta;
-  TOWERPS_ASSIGN_OR_RETURN(
-      const ChunkPlacement placement,
-      ChunkPlacement::Compute(meta.variables, meta.num_servers, meta.partition_bytes));
+  TOWERPS_ASSIGN_OR_RETURN(const int table_partitions, TablePartitionsOf(meta, first));
+  TOWERPS_ASSIGN_OR_RETURN(const ChunkPlacement placement,
+                           ChunkPlacement::Compute(meta.variables, meta.num_servers,
+                                                   meta.partition_bytes, table_partitions));
   CheckpointParameters out;
   out.variables = meta.variables;
   out.model_signature = meta.model_signature;

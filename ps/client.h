@@ -42,6 +42,10 @@ namespace towerps::ps {
 struct ClientOptions {
   std::vector<std::string> servers;  // endpoints; index = server rank
   int worker_rank = 0;
+  // The routing id the servers know this client by; empty: "worker:<worker_rank>". A second
+  // client of one identity takes over its replies (a restarted worker's), so a tool that watches
+  // a running job (statistics) connects under a name of its own, e.g. "tool:bench".
+  std::string identity;
   std::chrono::milliseconds rpc_timeout{30000};
   TransportOptions transport;
   JobConfig job;
@@ -158,6 +162,16 @@ class Client {
   // table (an id out of a bounded table's range, say).
   std::future<Result<PulledRows>> PullRows(const RowPullRequest& pull);
   std::future<Result<PushReport>> PushRows(const RowPushRequest& push);
+  // The push, then the pull of `next`'s rows (the next step's batch: other ids), in one request
+  // per partition, as PushThenPull does for a dense variable: half the messages. The pull waits
+  // as PullRows does (in sync mode, for the step the push completes); a refused gradient fails
+  // the push and the rows still come. kInvalidArgument for both when `next` names another table
+  // or is exact.
+  struct RowsPushAndPull {
+    std::future<Result<PushReport>> push;
+    std::future<Result<PulledRows>> pull;
+  };
+  RowsPushAndPull PushRowsThenPull(const RowPushRequest& push, const RowPullRequest& next);
   std::future<Result<ServerStatsReport>> Stats(int server);
   std::future<Status> Ping(int server);
   // Asks a server to checkpoint (if configured) and exit.
@@ -183,6 +197,8 @@ class Client {
   class Impl;
   explicit Client(std::unique_ptr<Impl> impl);
   PushAndPull Send(const PushRequest* push, const PullRequest* pull);
+  // Every table request (ps/client_tables.cc): a push, a pull, or both, one message a partition.
+  RowsPushAndPull SendRows(const RowPushRequest* push, const RowPullRequest* pull);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -21,7 +21,9 @@ Client::Impl::~Impl() {
 
 Status Client::Impl::Start() {
   TOWERPS_ASSIGN_OR_RETURN(transport_, Transport::Create("zmq", options_.transport));
-  const std::string identity = "worker:" + std::to_string(options_.worker_rank);
+  const std::string identity = options_.identity.empty()
+                                   ? "worker:" + std::to_string(options_.worker_rank)
+                                   : options_.identity;
   for (const std::string& endpoint : options_.servers) {
     TOWERPS_ASSIGN_OR_RETURN(auto socket, transport_->Connect(endpoint, identity));
     sockets_.push_back(std::move(socket));

@@ -36,9 +36,35 @@ Status CheckTableCall(std::span<const ChunkSpec> partitions, uint32_t table_id, 
 std::vector<std::vector<uint32_t>> ByPartition(const Tensor& ids, int partitions) {
   std::vector<std::vector<uint32_t>> where(static_cast<size_t>(partitions));
   const uint64_t* id = ids.u64();
-  for (int64_t i = 0; i < ids.num_elements(); ++i) {
-    where[static_cast<size_t>(TablePartitionOf(id[i], partitions))].push_back(
-        static_cast<uint32_t>(i));
+  const auto n = static_cast<uint32_t>(ids.num_elements());
+  if (partitions == 1) {
+    where[0].resize(n);
+    std::iota(where[0].begin(), where[0].end(), 0u);
+    return where;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    where[static_cast<size_t>(TablePartitionOf(id[i], partitions))].push_back(i);
+  }
+  return where;
+}
+
+// A push's positions per partition, each in increasing order of id; kInvalidArgument naming
+// the table for an id that appears twice.
+Result<std::vector<std::vector<uint32_t>>> PushOrder(const RowPushRequest& push, int partitions) {
+  std::vector<std::vector<uint32_t>> where = ByPartition(push.ids, partitions);
+  const uint64_t* id = push.ids.u64();
+  auto before = [id](uint32_t a, uint32_t b) { return id[a] < id[b]; };
+  for (std::vector<uint32_t>& w : where) {
+    // As given when the ids are grouped (UniqueIds), else sorted.
+    if (!std::is_sorted(w.begin(), w.end(), before)) std::sort(w.begin(), w.end(), before);
+    for (size_t i = 1; i < w.size(); ++i) {
+      if (id[w[i]] == id[w[i - 1]]) {
+        return InvalidArgumentError("PushRows of table " + std::to_string(push.table_id) + ": id " +
+                                    std::to_string(id[w[i]]) +
+                                    " appears twice; sum a batch's gradients of each id first "
+                                    "(ps/row_batch.h)");
+      }
+    }
   }
   return where;
 }
@@ -74,124 +100,200 @@ Status CheckRowsReply(const Result<IncomingMessage>& reply, int64_t n, int64_t d
                        " does not hold " + std::to_string(n) + " rows of " + std::to_string(dim));
 }
 
-// A checked pull reply's rows and counts, to `positions` of `out`.
-void CopyRows(const IncomingMessage& reply, const std::vector<uint32_t>& positions, int64_t dim,
-              PulledRows& out) {
+// A checked pull reply's rows and counts into `out`, at `positions`. When they are all of the
+// request, in order, the reply's own tensors become the result: no copy.
+void MergeRows(const IncomingMessage& reply, const std::vector<uint32_t>& positions, int64_t dim,
+               int64_t total, PulledRows& out) {
   const auto& t = reply.tensors();
+  const auto n = static_cast<int64_t>(positions.size());
+  if (n == total && (n == 0 || positions.back() == static_cast<uint32_t>(n - 1))) {
+    out.rows = t[0].Reshape({n, dim});
+    out.updates = t[1];
+    return;
+  }
+  if (!out.rows.defined() || out.rows.dim(0) != total) {
+    out.rows = Tensor::Empty({total, dim});
+    out.updates = Tensor::Empty({total}, DType::kUInt32);
+  }
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
-  for (size_t i = 0; i < positions.size(); ++i) {
-    std::memcpy(out.rows.f32() + positions[i] * dim, t[0].f32() + i * dim, row_bytes);
-    out.updates.u32()[positions[i]] = t[1].u32()[i];
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(out.rows.f32() + positions[static_cast<size_t>(i)] * dim, t[0].f32() + i * dim,
+                row_bytes);
+    out.updates.u32()[positions[static_cast<size_t>(i)]] = t[1].u32()[i];
   }
 }
+
+// A push's gradients, checked against its ids and the table's dim.
+Status CheckPushShapes(const RowPushRequest& push, int64_t dim) {
+  const int64_t n = push.ids.num_elements();
+  const Tensor& g = push.gradients;
+  const Tensor& u = push.pulled_updates;
+  if (g.dtype() == DType::kFloat32 && g.rank() == 2 && g.dim(0) == n && g.dim(1) == dim &&
+      u.dtype() == DType::kUInt32 && u.rank() == 1 && u.dim(0) == n) {
+    return Status::Ok();
+  }
+  return InvalidArgumentError("PushRows of table " + std::to_string(push.table_id) + ": " +
+                              std::to_string(n) + " ids need gradients of float32 [" +
+                              std::to_string(n) + ", " + std::to_string(dim) +
+                              "] and pulled update counts of uint32 [" + std::to_string(n) +
+                              "], got " + DTypeName(g.dtype()) + " " + ShapeToString(g.shape()) +
+                              " and " + DTypeName(u.dtype()) + " " + ShapeToString(u.shape()));
+}
+
+// One partition's request: the push's rows at `push_at` (all its tensors; none without a push),
+// and the pull's ids at `pull_at` (none when empty), with the header fields of each.
+void FillRowsMessage(const RowPushRequest* push, const RowPullRequest* pull,
+                     const std::vector<uint32_t>& push_at, const std::vector<uint32_t>& pull_at,
+                     uint32_t table_id, uint32_t part, OutgoingMessage& m) {
+  auto h = m.header();
+  const bool pulls = pull != nullptr && !pull_at.empty();
+  if (push != nullptr) {
+    h.setVersion(push->version);
+    h.setClock(push->clock);
+    h.setReplacesPending(push->replace_pending);
+    m.AddTensor(Rows(push->ids, push_at), table_id, part);
+    m.AddTensor(Rows(push->gradients, push_at), table_id, part);
+    m.AddTensor(Rows(push->pulled_updates, push_at), table_id, part);
+    if (pulls) {
+      h.setThenPull(true);
+      h.setPullVersion(pull->min_version);
+      h.setPullClock(pull->clock);
+    }
+  } else {
+    h.setVersion(pull->min_version);
+    h.setClock(pull->clock);
+    h.setExactVersion(pull->exact);
+  }
+  if (pulls) m.AddTensor(Rows(pull->ids, pull_at), table_id, part);
+}
+
+// One partition's reply, completing its part of the push and of the pull of a table request.
+struct RowsReply {
+  std::shared_ptr<Join<PushReport>> pushed;  // null: no push
+  std::shared_ptr<Join<PulledRows>> pulled;  // null: this partition pulls nothing
+  std::shared_ptr<const std::vector<std::vector<uint32_t>>> pull_where;
+  uint32_t part = 0;
+  int64_t dim = 0, total = 0;
+  std::shared_ptr<int> applied;  // the push's chunks that applied it, for the mean staleness
+
+  void operator()(Result<IncomingMessage> r) const {
+    const std::vector<uint32_t>& positions = (*pull_where)[part];
+    const Status values =
+        pulled ? CheckRowsReply(r, static_cast<int64_t>(positions.size()), dim) : r.status();
+    if (pushed) {
+      // A refused gradient fails the push; with a pull, the rows still came.
+      Status status = values;
+      if (values.ok() && r->header().hasPushRefusal()) {
+        status = InvalidArgumentError(r->header().getPushRefusal().cStr());
+      }
+      const int64_t v = values.ok() ? r->header().getVersion() : 0;
+      const int64_t s = values.ok() ? r->header().getStaleness() : 0;
+      pushed->Part(status, [&](PushReport& rep, LowestVersion& lowest) {
+        MergePush(v, s, applied.get(), rep, lowest);
+      });
+    }
+    if (!pulled) return;
+    pulled->Part(values, [&](PulledRows& out, LowestVersion& lowest) {
+      MergeRows(*r, positions, dim, total, out);
+      const int64_t version = r->header().getVersion();
+      lowest.Add(version);
+      out.max_version = std::max(out.max_version, version);
+      const int64_t clock = r->header().getClock();
+      out.min_clock = out.min_clock < 0 ? clock : std::min(out.min_clock, clock);
+    });
+  }
+};
 
 }  // namespace
 
 std::future<Result<PulledRows>> Client::PullRows(const RowPullRequest& pull) {
-  const auto partitions = placement().ChunksOf(pull.table_id);
-  if (Status bad = CheckTableCall(partitions, pull.table_id, pull.ids, "PullRows"); !bad.ok()) {
-    return Ready<PulledRows>(bad);
-  }
-  const int64_t dim = partitions[0].table_dim;
-  const int64_t n = pull.ids.num_elements();
-  auto where = std::make_shared<std::vector<std::vector<uint32_t>>>(
-      ByPartition(pull.ids, static_cast<int>(partitions.size())));
-  const auto asked = static_cast<int>(
-      std::count_if(where->begin(), where->end(), [](const auto& w) { return !w.empty(); }));
-  auto join = std::make_shared<Join<PulledRows>>(std::max(asked, 1));
-  {
-    MutexLock lock(&join->mu);
-    join->value.rows = Tensor::Empty({n, dim});
-    join->value.updates = Tensor::Empty({n}, DType::kUInt32);
-  }
-  auto future = join->promise.get_future();
-  if (asked == 0) {  // no ids: nothing to wait for
-    join->Part(Status::Ok(),
-               [&](PulledRows&, LowestVersion& lowest) { lowest.Add(pull.min_version); });
-    return future;
-  }
-  for (size_t p = 0; p < partitions.size(); ++p) {
-    if ((*where)[p].empty()) continue;
-    OutgoingMessage m = impl_->NewMessage(proto::MessageType::PULL);
-    m.header().setVersion(pull.min_version);
-    m.header().setClock(pull.clock);
-    m.header().setExactVersion(pull.exact);
-    m.AddTensor(Rows(pull.ids, (*where)[p]), pull.table_id, static_cast<uint32_t>(p));
-    impl_->SendToChunk(
-        partitions[p], std::move(m), [join, where, p, dim](Result<IncomingMessage> r) {
-          const std::vector<uint32_t>& positions = (*where)[p];
-          const Status status = CheckRowsReply(r, static_cast<int64_t>(positions.size()), dim);
-          join->Part(status, [&](PulledRows& out, LowestVersion& lowest) {
-            CopyRows(*r, positions, dim, out);
-            const int64_t version = r->header().getVersion();
-            lowest.Add(version);
-            out.max_version = std::max(out.max_version, version);
-            const int64_t clock = r->header().getClock();
-            out.min_clock = out.min_clock < 0 ? clock : std::min(out.min_clock, clock);
-          });
-        });
-  }
-  return future;
+  return SendRows(nullptr, &pull).pull;
 }
 
 std::future<Result<PushReport>> Client::PushRows(const RowPushRequest& push) {
-  const auto partitions = placement().ChunksOf(push.table_id);
-  if (Status bad = CheckTableCall(partitions, push.table_id, push.ids, "PushRows"); !bad.ok()) {
-    return Ready<PushReport>(bad);
+  return SendRows(&push, nullptr).push;
+}
+
+Client::RowsPushAndPull Client::PushRowsThenPull(const RowPushRequest& push,
+                                                 const RowPullRequest& next) {
+  if (next.table_id != push.table_id || next.exact) {
+    const Status bad = InvalidArgumentError(
+        "PushRowsThenPull of table " + std::to_string(push.table_id) + " with " +
+        (next.exact ? std::string("an exact pull (it travels alone)")
+                    : "a pull of variable " + std::to_string(next.table_id)));
+    return {Ready<PushReport>(bad), Ready<PulledRows>(bad)};
+  }
+  return SendRows(&push, &next);
+}
+
+// Every table request: one message per partition. A push goes to every partition (a partition's
+// update counts every worker's push); a pull only to those holding some of its ids, and with a
+// push it rides on that partition's message (thenPull).
+Client::RowsPushAndPull Client::SendRows(const RowPushRequest* push, const RowPullRequest* pull) {
+  const uint32_t table_id = push != nullptr ? push->table_id : pull->table_id;
+  const auto partitions = placement().ChunksOf(table_id);
+  const char* call = push == nullptr   ? "PullRows"
+                     : pull == nullptr ? "PushRows"
+                                       : "PushRowsThenPull";
+  auto fail = [](const Status& bad) -> RowsPushAndPull {
+    return {Ready<PushReport>(bad), Ready<PulledRows>(bad)};
+  };
+  const int P = static_cast<int>(partitions.size());
+  std::vector<std::vector<uint32_t>> push_where;
+  if (push != nullptr) {
+    if (Status bad = CheckTableCall(partitions, table_id, push->ids, call); !bad.ok()) {
+      return fail(bad);
+    }
+    if (Status bad = CheckPushShapes(*push, partitions[0].table_dim); !bad.ok()) return fail(bad);
+    Result<std::vector<std::vector<uint32_t>>> order = PushOrder(*push, P);
+    if (!order.ok()) return fail(order.status());
+    push_where = std::move(order).value();
+  }
+  auto pull_where = std::make_shared<std::vector<std::vector<uint32_t>>>();
+  if (pull != nullptr) {
+    if (Status bad = CheckTableCall(partitions, table_id, pull->ids, call); !bad.ok()) {
+      return fail(bad);
+    }
+    *pull_where = ByPartition(pull->ids, P);
   }
   const int64_t dim = partitions[0].table_dim;
-  const int64_t n = push.ids.num_elements();
-  const Tensor& g = push.gradients;
-  const Tensor& u = push.pulled_updates;
-  if (g.dtype() != DType::kFloat32 || g.rank() != 2 || g.dim(0) != n || g.dim(1) != dim ||
-      u.dtype() != DType::kUInt32 || u.rank() != 1 || u.dim(0) != n) {
-    return Ready<PushReport>(InvalidArgumentError(
-        "PushRows of table " + std::to_string(push.table_id) + ": " + std::to_string(n) +
-        " ids need gradients of float32 [" + std::to_string(n) + ", " + std::to_string(dim) +
-        "] and pulled update counts of uint32 [" + std::to_string(n) + "], got " +
-        DTypeName(g.dtype()) + " " + ShapeToString(g.shape()) + " and " + DTypeName(u.dtype()) +
-        " " + ShapeToString(u.shape())));
+  const int64_t total = pull != nullptr ? pull->ids.num_elements() : 0;
+  const auto asked = static_cast<int>(std::count_if(pull_where->begin(), pull_where->end(),
+                                                    [](const auto& w) { return !w.empty(); }));
+  RowsPushAndPull result;
+  std::shared_ptr<Join<PushReport>> pushed;
+  std::shared_ptr<Join<PulledRows>> pulled;
+  if (push != nullptr) {
+    pushed = std::make_shared<Join<PushReport>>(P);
+    result.push = pushed->promise.get_future();
   }
-  std::vector<std::vector<uint32_t>> where =
-      ByPartition(push.ids, static_cast<int>(partitions.size()));
-  const uint64_t* id = push.ids.u64();
-  for (std::vector<uint32_t>& w : where) {
-    // Increasing ids within each partition: as given when grouped (UniqueIds), else sorted.
-    if (!std::is_sorted(w.begin(), w.end(),
-                        [&](uint32_t a, uint32_t b) { return id[a] < id[b]; })) {
-      std::sort(w.begin(), w.end(), [&](uint32_t a, uint32_t b) { return id[a] < id[b]; });
-    }
-    for (size_t i = 1; i < w.size(); ++i) {
-      if (id[w[i]] == id[w[i - 1]]) {
-        return Ready<PushReport>(
-            InvalidArgumentError("PushRows of table " + std::to_string(push.table_id) + ": id " +
-                                 std::to_string(id[w[i]]) +
-                                 " appears twice; sum a batch's gradients of each id "
-                                 "first (ps/row_batch.h)"));
-      }
-    }
-  }
-  auto join = std::make_shared<Join<PushReport>>(static_cast<int>(partitions.size()));
-  auto future = join->promise.get_future();
-  auto applied = std::make_shared<int>(0);  // touched only in the merge, under the join's lock
-  for (size_t p = 0; p < partitions.size(); ++p) {
-    OutgoingMessage m = impl_->NewMessage(proto::MessageType::PUSH);
-    m.header().setVersion(push.version);
-    m.header().setClock(push.clock);
-    m.header().setReplacesPending(push.replace_pending);
-    const auto part = static_cast<uint32_t>(p);
-    m.AddTensor(Rows(push.ids, where[p]), push.table_id, part);
-    m.AddTensor(Rows(g, where[p]), push.table_id, part);
-    m.AddTensor(Rows(u, where[p]), push.table_id, part);
-    impl_->SendToChunk(partitions[p], std::move(m), [join, applied](Result<IncomingMessage> r) {
-      const int64_t v = r.ok() ? r->header().getVersion() : 0;
-      const int64_t s = r.ok() ? r->header().getStaleness() : 0;
-      join->Part(r.status(), [&](PushReport& rep, LowestVersion& lowest) {
-        MergePush(v, s, applied.get(), rep, lowest);
+  if (pull != nullptr) {
+    pulled = std::make_shared<Join<PulledRows>>(std::max(asked, 1));
+    result.pull = pulled->promise.get_future();
+    if (asked == 0) {  // no ids: nothing to wait for
+      const int64_t version = pull->min_version;
+      pulled->Part(Status::Ok(), [&](PulledRows& out, LowestVersion& lowest) {
+        out.rows = Tensor::Empty({0, dim});
+        out.updates = Tensor::Empty({0}, DType::kUInt32);
+        lowest.Add(version);
       });
-    });
+    }
   }
-  return future;
+  auto applied = std::make_shared<int>(0);
+  const std::vector<uint32_t> none;
+  for (int p = 0; p < P; ++p) {
+    const auto part = static_cast<uint32_t>(p);
+    const bool pulls = pull != nullptr && !(*pull_where)[part].empty();
+    if (push == nullptr && !pulls) continue;
+    OutgoingMessage m =
+        impl_->NewMessage(push != nullptr ? proto::MessageType::PUSH : proto::MessageType::PULL);
+    FillRowsMessage(push, pull, push != nullptr ? push_where[part] : none, (*pull_where)[part],
+                    table_id, part, m);
+    impl_->SendToChunk(
+        partitions[part], std::move(m),
+        RowsReply{pushed, pulls ? pulled : nullptr, pull_where, part, dim, total, applied});
+  }
+  return result;
 }
 
 }  // namespace towerps::ps

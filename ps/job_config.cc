@@ -28,6 +28,10 @@ Status JobConfig::Validate() const {
   if (mode == UpdateMode::kSoftsync && ps_replicas > 1) {
     return bad("--mode softsync does not support --ps-replicas 2 yet; use sync, async or ssp");
   }
+  if (table_partitions < 1 || table_partitions > 256) {
+    return bad("--table-partitions=" + std::to_string(table_partitions) +
+               " must be between 1 and 256 (partitions of each table per server)");
+  }
   if (partition_bytes < 64) {
     return bad("--partition-bytes must be at least 64, got " + std::to_string(partition_bytes));
   }
@@ -76,6 +80,7 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--staleness-aware-lr", staleness_aware_lr ? "true" : "false"},
       {"--softsync-n", std::to_string(softsync_n)},
       {"--partition-bytes", std::to_string(partition_bytes)},
+      {"--table-partitions", std::to_string(table_partitions)},
       {"--optimizer", kOptimizerKinds.Name(optimizer.kind)},
       {"--lr", ShortestText(optimizer.learning_rate)},
       {"--momentum", ShortestText(optimizer.momentum)},

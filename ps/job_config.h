@@ -98,6 +98,8 @@ struct JobConfig {
   bool staleness_aware_lr = false;  // async/ssp/softsync: lr / max(1, (mean) staleness)
   int softsync_n = 1;               // softsync: n; each update averages workers / n gradients
   size_t partition_bytes = 1 << 20;
+  // Partitions of every table per server (ps/placement.h): a server's go to its threads in turn.
+  int table_partitions = 1;
   OptimizerOptions optimizer;
   LrScheduleOptions schedule;
   TableOptimizerOptions table_optimizer;
@@ -127,6 +129,9 @@ struct JobConfig {
         return steps * workers;
     }
   }
+
+  // Partitions of each table: table_partitions on each server.
+  int TablePartitions() const { return servers * table_partitions; }
 
   // Server processes the job runs: `servers`, plus a standby when replicas need one.
   int ServerProcesses() const { return ps_replicas > 1 && servers < 2 ? 2 : servers; }

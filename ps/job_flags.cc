@@ -36,10 +36,12 @@ JobFlags::JobFlags()
       "softsync: each update averages the first workers/n gradients to arrive (n = 1: as sync; "
       "n = workers: as async); n must divide --workers")(
       "partition-bytes", po::value(&c.partition_bytes)->default_value(c.partition_bytes),
-      "largest chunk a variable is cut into")("optimizer",
-                                              po::value(&optimizer_)->default_value(optimizer_),
-                                              "sgd, momentum, adam or adagrad")(
-      "lr", FloatFlag(&c.optimizer.learning_rate), "learning rate")(
+      "largest chunk a variable is cut into")(
+      "table-partitions", po::value(&c.table_partitions)->default_value(c.table_partitions),
+      "partitions of each embedding table per server; a server's are spread over its "
+      "--threads")("optimizer", po::value(&optimizer_)->default_value(optimizer_),
+                   "sgd, momentum, adam or adagrad")("lr", FloatFlag(&c.optimizer.learning_rate),
+                                                     "learning rate")(
       "momentum", FloatFlag(&c.optimizer.momentum), "momentum coefficient")(
       "nesterov", po::bool_switch(&c.optimizer.nesterov), "Nesterov momentum")(
       "beta1", FloatFlag(&c.optimizer.beta1), "adam beta1")("beta2", FloatFlag(&c.optimizer.beta2),

@@ -18,10 +18,15 @@ int TablePartitionOf(uint64_t id, int partitions) {
 }
 
 Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& variables,
-                                               int num_servers, size_t partition_bytes) {
+                                               int num_servers, size_t partition_bytes,
+                                               int table_partitions) {
   if (variables.empty()) return InvalidArgumentError("the model declares no variables");
   if (num_servers <= 0) {
     return InvalidArgumentError("--servers must be at least 1, got " + std::to_string(num_servers));
+  }
+  if (table_partitions < 1) {
+    return InvalidArgumentError("--table-partitions must be at least 1, got " +
+                                std::to_string(table_partitions));
   }
   ChunkPlacement p;
   p.num_servers_ = num_servers;
@@ -30,8 +35,8 @@ Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& 
     p.first_chunk_.push_back(p.chunks_.size());
     if (var.is_table()) {
       TOWERPS_RETURN_IF_ERROR(ValidateVariableKind(var));
-      for (int s = 0; s < num_servers; ++s) {
-        ChunkSpec part{v, static_cast<uint32_t>(s), 0, 0, 0, s, var.kind, 0.0f};
+      for (int s = 0; s < num_servers * table_partitions; ++s) {
+        ChunkSpec part{v, static_cast<uint32_t>(s), 0, 0, 0, s % num_servers, var.kind, 0.0f};
         part.table_rows = var.table_rows();
         part.table_dim = var.table_dim();
         p.chunks_.push_back(part);

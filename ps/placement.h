@@ -6,10 +6,13 @@
 // so every process computes the same placement from the same variable list, and it keeps any two
 // servers' loads within one chunk of each other: no server is pinned by many small variables.
 //
-// A table (VariableKind::kTable) is cut by rows instead: it has one partition per server, chunk
-// s on server s, which holds the rows whose id hashes to s (TablePartitionOf). A hash, not a
-// range, so that the popular ids of a power-law distribution, often small and adjacent, spread
-// evenly. Its ChunkSpec has no elements: rows come and go by id.
+// A table (VariableKind::kTable) is cut by rows instead, into `table_partitions` partitions per
+// server (--table-partitions): partition p (its chunk_id) lives on server p mod servers and
+// holds the rows whose id hashes to p (TablePartitionOf). A hash, not a range, so that the
+// popular ids of a power-law distribution, often small and adjacent, spread evenly. A server's
+// partitions go to its shard threads in turn, so several partitions let one server apply a
+// table's updates on several cores, and a step's messages to it overlap. A table partition's
+// ChunkSpec has no elements: rows come and go by id.
 //
 // Contract: immutable after Compute(); safe to share between threads.
 #ifndef TOWERPS_PS_PLACEMENT_H_
@@ -48,10 +51,10 @@ int TablePartitionOf(uint64_t id, int partitions);
 
 class ChunkPlacement {
  public:
-  // Fails on an empty variable list, a non-positive server count, or a partition smaller than
-  // one element.
+  // Fails on an empty variable list, a non-positive server count, a partition smaller than one
+  // element, or fewer than one table partition per server.
   static Result<ChunkPlacement> Compute(const std::vector<VariableSpec>& variables, int num_servers,
-                                        size_t partition_bytes);
+                                        size_t partition_bytes, int table_partitions = 1);
 
   // All chunks, ordered by (variable_id, chunk_id).
   const std::vector<ChunkSpec>& chunks() const { return chunks_; }
@@ -60,7 +63,8 @@ class ChunkPlacement {
   int num_servers() const { return num_servers_; }
   std::vector<size_t> BytesPerServer() const;
   // One line per chunk: "conv1/kernel chunk 0 [0, 262144) 1.00 MiB -> server 1", and per table
-  // partition: "user/embedding partition 1 of 2 (rows by id hash, dim 32) -> server 1".
+  // partition: "user/embedding partition 1 of 2 (rows by id hash, dim 32, unbounded) -> server
+  // 1".
   std::string Describe(const std::vector<VariableSpec>& variables) const;
 
  private:

@@ -31,23 +31,38 @@ namespace towerps::ps {
 // Arrays of `dim` floats each row keeps for the job's --table-optimizer.
 int RowSlots(TableOptimizerKind kind);
 
-// Sets the state of a row just created with values `w`: Adagrad's accumulator to
-// --adagrad-initial, FTRL's z as above, everything else to 0.
-void InitRowState(const JobConfig& job, const float* w, int64_t dim, float* state);
-
 struct RowUpdate {
   const float* grad = nullptr;  // the row's summed gradient, `dim` floats
   float scale = 1.0f;           // applied to `grad`: 1 / the update's divisor
   float lr = 0.0f;              // the schedule's rate for this update (FTRL's alpha)
   int64_t t = 1;                // the row's updates including this one (lazy Adam's t)
   float* w = nullptr;           // the row's values, updated in place
-  float* state = nullptr;       // RowSlots() * dim floats
+  float* state = nullptr;       // slots() * dim floats
   int64_t dim = 0;
 };
 
-// Applies one update to one row, with the job's --table-optimizer (weight decay included:
-// g = scale * grad + weight_decay * w).
-void ApplyRowUpdate(const JobConfig& job, const RowUpdate& row);
+// The job's --table-optimizer, its options resolved once.
+class RowOptimizer {
+ public:
+  explicit RowOptimizer(const JobConfig& job);
+
+  int slots() const { return slots_; }
+  // Sets the state of a row just created with values `w`: Adagrad's accumulator to
+  // --adagrad-initial, FTRL's z as above, everything else to 0.
+  void InitState(const float* w, int64_t dim, float* state) const;
+  // Applies one update to one row (weight decay included: g = scale * grad + weight_decay * w).
+  void Apply(const RowUpdate& row) const;
+
+ private:
+  void ApplyFtrl(const RowUpdate& row) const;
+
+  const TableOptimizerOptions table_;
+  const float weight_decay_;
+  const float initial_accumulator_;
+  // SGD, momentum, Adagrad and Adam: the dense optimizer's options with the table's kind.
+  OptimizerOptions dense_;
+  const int slots_;
+};
 
 }  // namespace towerps::ps
 

@@ -1,5 +1,6 @@
 #include "ps/row_store.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "common/splitmix.h"
@@ -23,6 +24,15 @@ int64_t RowStore::Find(uint64_t id) const {
     const Slot& s = slots_[i];
     if (s.row_plus_one == 0) return -1;
     if (s.id == id) return static_cast<int64_t>(s.row_plus_one) - 1;
+  }
+}
+
+void RowStore::FindAll(const uint64_t* ids, int64_t n, int64_t* rows) const {
+  constexpr int64_t kAhead = 16;
+  for (int64_t i = 0; i < std::min(n, kAhead); ++i) Prefetch(ids[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) Prefetch(ids[i + kAhead]);
+    rows[i] = Find(ids[i]);
   }
 }
 

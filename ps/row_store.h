@@ -30,6 +30,15 @@ class RowStore {
   int64_t stride() const { return stride_; }
   // The index of `id`'s row, or -1 when there is none.
   int64_t Find(uint64_t id) const;
+  // Find for n ids at once, into rows[0, n): the map's slots are prefetched a few ids ahead, so
+  // the cache misses of a batch overlap instead of following one another.
+  void FindAll(const uint64_t* ids, int64_t n, int64_t* rows) const;
+  // Brings the map's slot of `id` towards the cache, for an Insert or Find of it soon after.
+  void Prefetch(uint64_t id) const { __builtin_prefetch(&slots_[Home(id)]); }
+  void PrefetchRow(int64_t r) const {
+    const float* p = row(r);
+    for (int64_t off = 0; off < stride_; off += 16) __builtin_prefetch(p + off);  // 64-byte lines
+  }
   // The index of `id`'s row, added (its floats uninitialised, its update count 0) when absent;
   // `*added` says which.
   int64_t Insert(uint64_t id, bool* added);

@@ -142,7 +142,8 @@ Status Server::Restore(const Checkpoint& ck) {
 Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature) {
   TOWERPS_ASSIGN_OR_RETURN(
       ChunkPlacement placement,
-      ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes));
+      ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes,
+                              options_.job.table_partitions));
   variables_ = variables;
   variables_hash_ = VariableListHash(variables_);
   model_signature_ = signature;

@@ -26,13 +26,17 @@ struct ShardCounters {
   std::atomic<uint64_t> table_rows{0};
   std::array<std::atomic<uint64_t>, kStalenessBuckets> row_staleness{};
 
-  void RecordStaleness(int64_t s) { Record(staleness, s); }
-  void RecordRowStaleness(int64_t s) { Record(row_staleness, s); }
-
- private:
-  static void Record(std::array<std::atomic<uint64_t>, kStalenessBuckets>& histogram, int64_t s) {
-    const int64_t b = s < 0 ? 0 : (s >= kStalenessBuckets ? kStalenessBuckets - 1 : s);
-    histogram[static_cast<size_t>(b)].fetch_add(1, std::memory_order_relaxed);
+  void RecordStaleness(int64_t s) { staleness[Bucket(s)].fetch_add(1, std::memory_order_relaxed); }
+  // One update's row staleness, counted apart (a histogram of Bucket()s) and added at once.
+  using Histogram = std::array<uint64_t, kStalenessBuckets>;
+  void AddRowStaleness(const Histogram& counts) {
+    for (size_t b = 0; b < counts.size(); ++b) {
+      if (counts[b] != 0) row_staleness[b].fetch_add(counts[b], std::memory_order_relaxed);
+    }
+  }
+  // The bucket of staleness s: s itself, clamped to [0, kStalenessBuckets - 1].
+  static size_t Bucket(int64_t s) {
+    return static_cast<size_t>(s < 0 ? 0 : (s >= kStalenessBuckets ? kStalenessBuckets - 1 : s));
   }
 };
 

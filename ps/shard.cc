@@ -256,21 +256,11 @@ void Shard::AnswerReadyPulls(size_t index) {
   waiting.erase(ready, waiting.end());
 }
 
-namespace {
-
-// What a request asks to pull: a pull's version and clock, or a push's thenPull ones.
-struct PullAsk {
-  int64_t version = 0, clock = 0;
-  bool exact = false;
-};
-
-PullAsk AskOf(const IncomingMessage& request) {
+Shard::PullAsk Shard::AskOf(const IncomingMessage& request) {
   auto h = request.header();
   if (request.type() == proto::MessageType::PUSH) return {h.getPullVersion(), h.getPullClock()};
   return {h.getVersion(), h.getClock(), h.getExactVersion()};
 }
-
-}  // namespace
 
 bool Shard::PullReady(size_t index, const IncomingMessage& request) const {
   const PullAsk ask = AskOf(request);

@@ -121,7 +121,14 @@ class Shard {
     IncomingMessage request;
     int64_t push_staleness = 0;  // a push's: its staleness, or -1 when dropped
     std::string push_refusal{};  // a push's: why its gradient was refused; empty: taken
+    Tensor pull_ids{};           // a table's pull: the ids whose rows it wants
   };
+  // What a request asks to pull: a pull's version and clock, or a push's thenPull ones.
+  struct PullAsk {
+    int64_t version = 0, clock = 0;
+    bool exact = false;
+  };
+  static PullAsk AskOf(const IncomingMessage& request);
   void Loop();
   void Handle(size_t chunk, IncomingMessage msg);
   // An init or a push of `chunk`; whether the chunk may have changed (pulls to answer).
@@ -145,7 +152,9 @@ class Shard {
   void Promote(size_t chunk, bool peer_joined);
   // Table partitions (ps/shard_tables.cc).
   void HandleTable(size_t table, IncomingMessage msg);
-  void HandleTablePush(size_t table, const IncomingMessage& msg);
+  void HandleTablePush(size_t table, IncomingMessage msg);
+  // Answers a pull of rows (or a push's thenPull) now, or queues it until the partition can.
+  void AnswerOrWait(size_t table, Waiter waiter);
   bool RowsReady(size_t table, const IncomingMessage& request) const;
   void ReplyRows(size_t table, const Waiter& waiter);
   void AnswerReadyRowPulls(size_t table);

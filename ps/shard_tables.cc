@@ -7,8 +7,11 @@
 //              count (uint32 [n]); version: the partition's version the rows are at
 //   push       tensors: ids (uint64 [n], unique and increasing), gradient rows (float32 [n, dim])
 //              and each row's update count from the pull the gradient was computed from
-//              (uint32 [n]); version and clock as a chunk's push
-//   pushReply  version and staleness as a chunk's
+//              (uint32 [n]); version and clock as a chunk's push. With thenPull, a fourth: the
+//              ids of the rows to pull next (uint64 [m]), at pullVersion and pullClock
+//   pushReply  version and staleness as a chunk's; for a push with thenPull, a pullReply
+//              instead, sent when the rows are ready, with the push's staleness (and
+//              pushRefusal) as a chunk's thenPull reply
 // A request that does not fit (tensor count, dtypes, shapes, ids outside the bound or the
 // partition, unsorted pushed ids) gets an error naming the table and changes nothing.
 #include "common/logging.h"
@@ -28,15 +31,14 @@ void Shard::HandleTable(size_t index, IncomingMessage msg) {
                                               " tensors, expected 1 (the ids)");
       if (!bad.ok()) {
         outbox_->Push(ErrorReply(msg, bad));
-      } else if (RowsReady(index, msg)) {
-        ReplyRows(index, Waiter{std::move(msg)});
       } else {
-        Wait(table_waiters_[index], Waiter{std::move(msg)});
+        Tensor ids = msg.tensors()[0];
+        AnswerOrWait(index, Waiter{.request = std::move(msg), .pull_ids = std::move(ids)});
       }
       return;
     }
     case proto::MessageType::PUSH:
-      HandleTablePush(index, msg);
+      HandleTablePush(index, std::move(msg));
       table_versions_[index].store(table.version());
       AnswerReadyRowPulls(index);
       return;
@@ -52,16 +54,20 @@ void Shard::HandleTable(size_t index, IncomingMessage msg) {
   }
 }
 
-void Shard::HandleTablePush(size_t index, const IncomingMessage& msg) {
+void Shard::HandleTablePush(size_t index, IncomingMessage msg) {
   TableChunk& table = *tables_[index];
   auto h = msg.header();
-  if (msg.tensors().size() != 3 || h.getThenPull()) {
-    outbox_->Push(ErrorReply(
-        msg, InvalidArgumentError(
-                 h.getThenPull()
-                     ? std::string("a push of rows cannot carry a pull; pull them apart")
-                     : "a push of rows carries " + std::to_string(msg.tensors().size()) +
-                           " tensors, expected 3 (ids, gradient rows, pulled update counts)")));
+  const size_t expected = h.getThenPull() ? 4 : 3;
+  Status bad =
+      msg.tensors().size() == expected
+          ? Status::Ok()
+          : InvalidArgumentError("a push of rows carries " + std::to_string(msg.tensors().size()) +
+                                 " tensors, expected " + std::to_string(expected) +
+                                 " (ids, gradient rows, pulled update counts" +
+                                 (h.getThenPull() ? std::string(", the ids to pull next)") : ")"));
+  if (bad.ok() && h.getThenPull()) bad = table.CheckIds(msg.tensors()[3], /*sorted=*/false);
+  if (!bad.ok()) {
+    outbox_->Push(ErrorReply(msg, bad));
     return;
   }
   Contribution c{.worker = static_cast<int>(h.getSenderRank()),
@@ -75,36 +81,61 @@ void Shard::HandleTablePush(size_t index, const IncomingMessage& msg) {
     outbox_->Push(ErrorReply(msg, out.status()));
     return;
   }
-  if (out->kind == PushOutcome::Kind::kRejected) {
+  const bool dropped =
+      out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
+  const bool refused = out->kind == PushOutcome::Kind::kRejected;
+  if (h.getThenPull()) {
+    // Answered with the rows, as a chunk's thenPull is: a refused gradient too.
+    if (refused) NoteRefusal(msg, out->rejection);
+    Tensor next = msg.tensors()[3];
+    msg.DropPayloads();  // the partition took what it keeps; the pull needs only its ids
+    AnswerOrWait(index, Waiter{.request = std::move(msg),
+                               .push_staleness = dropped ? -1 : out->staleness,
+                               .push_refusal = refused ? out->rejection : std::string(),
+                               .pull_ids = std::move(next)});
+    return;
+  }
+  if (refused) {
     RefuseNonFinite(msg, out->rejection);
     return;
   }
-  const bool dropped =
-      out->kind == PushOutcome::Kind::kDropped || out->kind == PushOutcome::Kind::kDuplicate;
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
   reply.header().setVersion(out->version);
   reply.header().setStaleness(dropped ? -1 : out->staleness);
   outbox_->Push(std::move(reply));
 }
 
+void Shard::AnswerOrWait(size_t index, Waiter waiter) {
+  if (RowsReady(index, waiter.request)) {
+    ReplyRows(index, waiter);
+  } else {
+    Wait(table_waiters_[index], std::move(waiter));
+  }
+}
+
 bool Shard::RowsReady(size_t index, const IncomingMessage& request) const {
-  auto h = request.header();
-  return tables_[index]->PullReady(h.getVersion(), h.getClock());
+  const PullAsk ask = AskOf(request);
+  return tables_[index]->PullReady(ask.version, ask.clock);
 }
 
 void Shard::ReplyRows(size_t index, const Waiter& waiter) {
   const IncomingMessage& request = waiter.request;
   const TableChunk& table = *tables_[index];
   auto h = request.header();
-  const int64_t version = h.getExactVersion() ? h.getVersion() : table.version();
+  const PullAsk ask = AskOf(request);
+  const int64_t version = ask.exact ? ask.version : table.version();
   Tensor rows, updates;
-  if (Status s = table.Lookup(request.tensors()[0], version, &rows, &updates); !s.ok()) {
+  if (Status s = table.Lookup(waiter.pull_ids, version, &rows, &updates); !s.ok()) {
     outbox_->Push(ErrorReply(request, s));
     return;
   }
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
   reply.header().setVersion(version);
   reply.header().setClock(table.worker_clock(static_cast<int>(h.getSenderRank())));
+  if (request.type() == proto::MessageType::PUSH) {  // thenPull: the push's outcome
+    reply.header().setStaleness(waiter.push_staleness);
+    if (!waiter.push_refusal.empty()) reply.header().setPushRefusal(waiter.push_refusal);
+  }
   reply.AddTensor(rows, table.spec().variable_id, table.spec().chunk_id);
   reply.AddTensor(updates, table.spec().variable_id, table.spec().chunk_id);
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);

@@ -27,7 +27,8 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
       allocate_(std::move(allocate)),
       rule_(UpdateRule::ForMode(config)),
       dim_(spec.table_dim),
-      slots_(RowSlots(config.table_optimizer.kind)),
+      optimizer_(config),
+      slots_(optimizer_.slots()),
       rows_((1 + slots_) * spec.table_dim) {}
 
 void TableChunk::InitialValues(uint64_t id, float* out) const {
@@ -60,8 +61,9 @@ Status TableChunk::CheckIds(const Tensor& ids, bool sorted) const {
                                 DTypeName(ids.dtype()) + " " + ShapeToString(ids.shape()));
   }
   const uint64_t* id = ids.u64();
-  const int partitions = static_cast<int>(config_.servers);
-  for (int64_t i = 0; i < ids.num_elements(); ++i) {
+  const int partitions = config_.TablePartitions();
+  const int64_t n = ids.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
     if (spec_.table_rows > 0 && id[i] >= static_cast<uint64_t>(spec_.table_rows)) {
       return InvalidArgumentError("table " + name_ + " has " + std::to_string(spec_.table_rows) +
                                   " rows: id " + IdText(id[i]) + " (element " + std::to_string(i) +
@@ -72,7 +74,7 @@ Status TableChunk::CheckIds(const Tensor& ids, bool sorted) const {
                                   IdText(id[i]) + " follows " + IdText(id[i - 1]) +
                                   " (deduplicate a batch's ids first: ps/row_batch.h)");
     }
-    if (TablePartitionOf(id[i], partitions) != static_cast<int>(spec_.chunk_id)) {
+    if (partitions > 1 && TablePartitionOf(id[i], partitions) != static_cast<int>(spec_.chunk_id)) {
       return InvalidArgumentError(Describe() + ": id " + IdText(id[i]) + " belongs to partition " +
                                   std::to_string(TablePartitionOf(id[i], partitions)));
     }
@@ -97,8 +99,15 @@ Status TableChunk::Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tens
   float* out = rows->f32();
   uint32_t* count = updates->u32();
   const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
+  std::vector<int64_t> found(static_cast<size_t>(n));
+  rows_.FindAll(id, n, found.data());
+  constexpr int64_t kAhead = 4;  // rows prefetched this many ahead of their copy
+  for (int64_t i = 0; i < std::min(n, kAhead); ++i) {
+    if (found[i] >= 0) rows_.PrefetchRow(found[i]);
+  }
   for (int64_t i = 0; i < n; ++i, out += dim_) {
-    const int64_t r = rows_.Find(id[i]);
+    if (i + kAhead < n && found[i + kAhead] >= 0) rows_.PrefetchRow(found[i + kAhead]);
+    const int64_t r = found[i];
     count[i] = r < 0 ? 0 : rows_.updates(r);
     if (previous) {
       auto it = std::lower_bound(previous_ids_.begin(), previous_ids_.end(), id[i]);
@@ -148,42 +157,60 @@ Result<PushOutcome> TableChunk::Push(Contribution c, ShardCounters* counters, bo
   return rule_->Push(std::move(c), replace, *this, *counters);
 }
 
-void TableChunk::SumById(const FormedUpdate& update, ShardCounters& counters) {
-  // Every (contribution, row) in rank order, then sorted by id, stably: a row's gradients stay
-  // in rank order, so its sum is formed in that order whatever arrived first.
-  struct Entry {
-    uint64_t id;
-    uint32_t contribution;
-    uint32_t row;
-  };
-  std::vector<Entry> entries;
+void TableChunk::OrderById(const FormedUpdate& update) {
+  entries_.clear();
   for (uint32_t c = 0; c < update.gradients.size(); ++c) {
     const Contribution& contribution = *update.gradients[c];
     const uint64_t* ids = contribution.ids.u64();
-    const uint32_t* pulled = contribution.pulled_updates.u32();
-    for (uint32_t i = 0; i < contribution.ids.num_elements(); ++i) {
-      entries.push_back({ids[i], c, i});
-      const int64_t r = rows_.Find(ids[i]);
-      const int64_t now = r < 0 ? 0 : rows_.updates(r);
-      counters.RecordRowStaleness(now - static_cast<int64_t>(pulled[i]));
-    }
+    for (uint32_t i = 0; i < contribution.ids.num_elements(); ++i)
+      entries_.push_back({ids[i], c, i});
   }
+  // One contribution's ids are increasing already (Push checked them). Several are sorted
+  // stably: a row's gradients stay in rank order, so its sum is formed in that order whatever
+  // arrived first.
   if (update.gradients.size() > 1) {
-    std::stable_sort(entries.begin(), entries.end(),
+    std::stable_sort(entries_.begin(), entries_.end(),
                      [](const Entry& a, const Entry& b) { return a.id < b.id; });
   }
-  sum_ids_.clear();
-  sums_.clear();
-  for (const Entry& e : entries) {
-    const float* g = update.gradients[e.contribution]->gradient.f32() + e.row * dim_;
-    if (sum_ids_.empty() || sum_ids_.back() != e.id) {
-      sum_ids_.push_back(e.id);
-      sums_.insert(sums_.end(), g, g + dim_);
-      continue;
-    }
-    float* sum = sums_.data() + sums_.size() - static_cast<size_t>(dim_);
-    for (int64_t j = 0; j < dim_; ++j) sum[j] += g[j];
+}
+
+void TableChunk::FindOrAddRows(ShardCounters* counters) {
+  groups_.clear();
+  for (size_t k = 0; k < entries_.size(); ++k) {
+    if (k == 0 || entries_[k].id != entries_[k - 1].id) groups_.push_back(k);
   }
+  groups_.push_back(entries_.size());
+  const size_t rows = groups_.size() - 1;
+  group_rows_.resize(rows);
+  constexpr size_t kSlotAhead = 16;  // map slots prefetched this many ids ahead
+  for (size_t g = 0; g < std::min(kSlotAhead, rows); ++g) rows_.Prefetch(entries_[groups_[g]].id);
+  int64_t added_rows = 0;
+  for (size_t g = 0; g < rows; ++g) {
+    if (g + kSlotAhead < rows) rows_.Prefetch(entries_[groups_[g + kSlotAhead]].id);
+    const uint64_t id = entries_[groups_[g]].id;
+    bool added = false;
+    group_rows_[g] = rows_.Insert(id, &added);
+    if (added) {
+      float* row = rows_.row(group_rows_[g]);
+      InitialValues(id, row);
+      optimizer_.InitState(row, dim_, row + dim_);
+      ++added_rows;
+    }
+  }
+  counters->table_rows.fetch_add(static_cast<uint64_t>(added_rows), std::memory_order_relaxed);
+}
+
+const float* TableChunk::SumRow(const FormedUpdate& update, size_t begin, size_t end) {
+  const Entry& first = entries_[begin];
+  const float* g = update.gradients[first.contribution]->gradient.f32() + first.row * dim_;
+  if (end - begin == 1) return g;  // one worker touched the row: its gradient, as it came
+  sum_.assign(g, g + dim_);
+  for (size_t k = begin + 1; k < end; ++k) {
+    const float* more =
+        update.gradients[entries_[k].contribution]->gradient.f32() + entries_[k].row * dim_;
+    for (int64_t j = 0; j < dim_; ++j) sum_[static_cast<size_t>(j)] += more[j];
+  }
+  return sum_.data();
 }
 
 void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
@@ -196,34 +223,41 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   }
   ++version_;
   if (update.gradients.empty()) return;  // every gradient refused: the version still counts it
-  SumById(update, counters);
+  OrderById(update);
+  FindOrAddRows(&counters);
   const float scale = 1.0f / static_cast<float>(update.divisor);
-  int64_t added_rows = 0;
-  for (size_t k = 0; k < sum_ids_.size(); ++k) {
-    bool added = false;
-    const int64_t r = rows_.Insert(sum_ids_[k], &added);
+  constexpr size_t kRowAhead = 8;  // rows' values prefetched this many rows ahead
+  const size_t rows = group_rows_.size();
+  for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) rows_.PrefetchRow(group_rows_[g]);
+  ShardCounters::Histogram staleness{};
+  for (size_t g = 0; g < rows; ++g) {
+    if (g + kRowAhead < rows) rows_.PrefetchRow(group_rows_[g + kRowAhead]);
+    const int64_t r = group_rows_[g];
+    const size_t begin = groups_[g], end = groups_[g + 1];
     float* row = rows_.row(r);
-    if (added) {
-      InitialValues(sum_ids_[k], row);
-      InitRowState(config_, row, dim_, row + dim_);
-      ++added_rows;
+    // Row staleness: the row's updates since each worker pulled it.
+    for (size_t k = begin; k < end; ++k) {
+      const Entry& e = entries_[k];
+      const uint32_t pulled = update.gradients[e.contribution]->pulled_updates.u32()[e.row];
+      ++staleness[ShardCounters::Bucket(static_cast<int64_t>(rows_.updates(r)) - pulled)];
     }
     if (retain) {
-      previous_ids_.push_back(sum_ids_[k]);  // sorted: SumById's order
+      previous_ids_.push_back(entries_[begin].id);  // increasing: the entries' order
       previous_values_.insert(previous_values_.end(), row, row + dim_);
     }
+    const float* grad = SumRow(update, begin, end);
     rows_.CountUpdate(r);
-    ApplyRowUpdate(config_, {.grad = sums_.data() + k * static_cast<size_t>(dim_),
-                             .scale = scale,
-                             .lr = update.lr,
-                             .t = rows_.updates(r),
-                             .w = row,
-                             .state = row + dim_,
-                             .dim = dim_});
+    optimizer_.Apply({.grad = grad,
+                      .scale = scale,
+                      .lr = update.lr,
+                      .t = rows_.updates(r),
+                      .w = row,
+                      .state = row + dim_,
+                      .dim = dim_});
   }
+  counters.AddRowStaleness(staleness);
   ++updates_;
   counters.updates_applied.fetch_add(1, std::memory_order_relaxed);
-  counters.table_rows.fetch_add(static_cast<uint64_t>(added_rows), std::memory_order_relaxed);
   counters.aggregation_nanos.fetch_add(
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 std::chrono::steady_clock::now() - start)

@@ -40,6 +40,7 @@
 #include "common/tensor.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
+#include "ps/row_optimizer.h"
 #include "ps/row_store.h"
 #include "ps/server_stats.h"
 #include "ps/update_rule.h"
@@ -104,9 +105,13 @@ class TableChunk final : private UpdateTarget {
   std::string Describe() const override;
   void Apply(const FormedUpdate& update, ShardCounters& counters) override;
 
-  // The rank-ordered sum of the update's rows, id by id, into (ids_, sums_); row staleness
-  // recorded in `counters`.
-  void SumById(const FormedUpdate& update, ShardCounters& counters);
+  // Every (contribution, row) of `update` into entries_, ordered by id, then by rank.
+  void OrderById(const FormedUpdate& update);
+  // The gradient of entries_[begin, end) (one id): the one row, or their sum in rank order.
+  const float* SumRow(const FormedUpdate& update, size_t begin, size_t end);
+  // The row of each id of entries_ (groups_[g] starts id g's entries; group_rows_[g] its row),
+  // created with its initial values where new; counted in `counters`.
+  void FindOrAddRows(ShardCounters* counters);
   void InitialValues(uint64_t id, float* out) const;
   Status CheckShape(const Contribution& c) const;
 
@@ -118,6 +123,7 @@ class TableChunk final : private UpdateTarget {
   const TensorAllocator allocate_;
   const std::unique_ptr<UpdateRule> rule_;
   const int64_t dim_;
+  const RowOptimizer optimizer_;
   const int slots_;
   int64_t version_ = 0;
   int64_t updates_ = 0;
@@ -127,9 +133,16 @@ class TableChunk final : private UpdateTarget {
   int64_t previous_version_ = kNoVersion;
   std::vector<uint64_t> previous_ids_;
   std::vector<float> previous_values_;
-  // Scratch of Apply: one update's ids and summed rows.
-  std::vector<uint64_t> sum_ids_;
-  std::vector<float> sums_;
+  // Scratch of Apply: the update's rows ordered by id, and one row's sum.
+  struct Entry {
+    uint64_t id;
+    uint32_t contribution;
+    uint32_t row;
+  };
+  std::vector<Entry> entries_;
+  std::vector<size_t> groups_;
+  std::vector<int64_t> group_rows_;
+  std::vector<float> sum_;
 };
 
 }  // namespace towerps::ps

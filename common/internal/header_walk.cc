@@ -17,7 +17,10 @@ void Read(proto::ConfigField::Reader c) {
   (void)c.getValue();
 }
 
-void Read(proto::ServerStats::Reader s) { (void)s.getStalenessHistogram(); }
+void Read(proto::ServerStats::Reader s) {
+  (void)s.getStalenessHistogram();
+  (void)s.getRowStalenessHistogram();
+}
 
 void Read(proto::ReplicaState::Reader r) {
   (void)r.getWorkerClocks();

@@ -84,6 +84,7 @@ void ReadHeader(proto::Header::Reader h) {
     Use(static_cast<uint16_t>(v.getDtype()));
     Use(v.getKind());
     Use(std::bit_cast<uint32_t>(v.getDecay()));
+    Use(std::bit_cast<uint32_t>(v.getInitScale()));
   }
   Use(h.getConfigFingerprint());
   Use(h.getModelSignature());
@@ -102,6 +103,8 @@ void ReadHeader(proto::Header::Reader h) {
   Use(static_cast<uint64_t>(s.getMinVersion()));
   Use(static_cast<uint64_t>(s.getMaxVersion()));
   for (uint64_t bucket : s.getStalenessHistogram()) Use(bucket);
+  Use(s.getTableRows());
+  for (uint64_t bucket : s.getRowStalenessHistogram()) Use(bucket);
   Use(static_cast<uint16_t>(h.getReplicaOp()));
   Use(static_cast<uint32_t>(h.getForWorker()));
   Use(static_cast<uint32_t>(h.getFailedServer()));

@@ -59,36 +59,72 @@ std::vector<uint64_t> BatchIds(int w, int64_t s) {
   return ids;
 }
 
-// One sync step of every worker: each pulls its batch's unique rows at `step`, takes a gradient
-// of the rows (g = row - 1e-4 * id, summed over the batch's repeats) and pushes it, and pushes a
-// gradient of the dense variable.
-void SyncStep(std::vector<std::unique_ptr<Client>>& clients, int64_t step, int servers) {
-  std::vector<std::future<Result<PushReport>>> pushes;
-  for (size_t w = 0; w < clients.size(); ++w) {
-    const std::vector<uint64_t> batch = BatchIds(static_cast<int>(w), step);
-    const UniqueIds u = Deduplicate(batch, servers);
-    PulledRows rows = Get(
-        clients[w]->PullRows({.table_id = 1, .ids = u.ids, .min_version = step, .clock = step}));
-    ASSERT_EQ(rows.version, step);
-    std::vector<float> per_example(batch.size() * kDim);
-    GatherRows(u, rows.rows.f32(), kDim, per_example.data());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      for (int64_t j = 0; j < kDim; ++j) per_example[i * kDim + j] -= 1e-4f * batch[i];
-    }
-    Tensor grads = Tensor::Empty({u.size(), kDim});
-    SumRowsById(u, per_example.data(), kDim, grads.f32());
-    pushes.push_back(clients[w]->PushRows({.table_id = 1,
-                                           .ids = u.ids,
-                                           .gradients = grads,
-                                           .pulled_updates = rows.updates,
-                                           .version = step,
-                                           .clock = step}));
-    pushes.push_back(clients[w]->Push({.variable_id = 0,
-                                       .version = step,
-                                       .clock = step,
-                                       .gradient = Random({10}, static_cast<uint32_t>(step))}));
+// Worker w's gradient of its batch's rows at step s: g = row - 1e-4 * id per example, summed
+// over the batch's repeats of each id.
+Tensor Gradient(const UniqueIds& u, const std::vector<uint64_t>& batch, const float* rows) {
+  std::vector<float> per_example(batch.size() * kDim);
+  GatherRows(u, rows, kDim, per_example.data());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (int64_t j = 0; j < kDim; ++j) per_example[i * kDim + j] -= 1e-4f * batch[i];
   }
-  for (auto& p : pushes) Get(std::move(p));
+  Tensor grads = Tensor::Empty({u.size(), kDim});
+  SumRowsById(u, per_example.data(), kDim, grads.f32());
+  return grads;
+}
+
+// Sync steps [first, first + steps) of every worker: each pulls its batch's unique rows, pushes
+// their gradient and a gradient of the dense variable. `combined`: each push carries the pull of
+// the worker's next batch (PushRowsThenPull), as a worker sends them.
+void TrainSync(std::vector<std::unique_ptr<Client>>& clients, int servers, int64_t first,
+               int64_t steps, bool combined = false) {
+  const size_t workers = clients.size();
+  std::vector<std::future<Result<PulledRows>>> pulls(workers);
+  auto unique = [&](size_t w, int64_t step) {
+    return Deduplicate(BatchIds(static_cast<int>(w), step), servers);
+  };
+  for (size_t w = 0; w < workers; ++w) {
+    pulls[w] = clients[w]->PullRows(
+        {.table_id = 1, .ids = unique(w, first).ids, .min_version = first, .clock = first});
+  }
+  for (int64_t step = first; step < first + steps; ++step) {
+    const bool last = step + 1 == first + steps;
+    std::vector<std::future<Result<PushReport>>> pushes;
+    for (size_t w = 0; w < workers; ++w) {
+      const UniqueIds u = unique(w, step);
+      PulledRows rows = Get(std::move(pulls[w]));
+      ASSERT_EQ(rows.version, step);
+      const RowPushRequest push{
+          .table_id = 1,
+          .ids = u.ids,
+          .gradients = Gradient(u, BatchIds(static_cast<int>(w), step), rows.rows.f32()),
+          .pulled_updates = rows.updates,
+          .version = step,
+          .clock = step};
+      if (combined && !last) {
+        Client::RowsPushAndPull both =
+            clients[w]->PushRowsThenPull(push, {.table_id = 1,
+                                                .ids = unique(w, step + 1).ids,
+                                                .min_version = step + 1,
+                                                .clock = step + 1});
+        pushes.push_back(std::move(both.push));
+        pulls[w] = std::move(both.pull);
+      } else {
+        pushes.push_back(clients[w]->PushRows(push));
+      }
+      pushes.push_back(clients[w]->Push({.variable_id = 0,
+                                         .version = step,
+                                         .clock = step,
+                                         .gradient = Random({10}, static_cast<uint32_t>(step))}));
+    }
+    for (auto& p : pushes) Get(std::move(p));
+    if (combined || last) continue;
+    for (size_t w = 0; w < workers; ++w) {
+      pulls[w] = clients[w]->PullRows({.table_id = 1,
+                                       .ids = unique(w, step + 1).ids,
+                                       .min_version = step + 1,
+                                       .clock = step + 1});
+    }
+  }
 }
 
 // The rows of ids 0..4999 after `steps` sync steps of two workers, as servers hold them.
@@ -101,16 +137,19 @@ std::vector<float> AllRows(Client& client, int64_t version) {
 
 class TableServerTest : public testing::ClusterTest {};
 
-// Three sync steps of two workers against two servers, over TCP and through shared memory, and
-// the same steps applied to one in-process partition holding every row: the same bits.
+// Three sync steps of two workers against two servers, over TCP and through shared memory,
+// with each push carrying the next pull and without, and the same steps applied to one
+// in-process partition holding every row: the same bits.
 TEST_F(TableServerTest, RowsOverTwoServersHoldTheBitsOfOnePartitionOverTcpAndSharedMemory) {
   std::vector<std::vector<float>> results;
-  for (TransportPath path : {TransportPath::kTcp, TransportPath::kShm}) {
+  for (auto [path, combined] : {std::pair{TransportPath::kTcp, false},
+                                {TransportPath::kShm, false},
+                                {TransportPath::kTcp, true}}) {
     cluster_.reset();  // a cluster's directory is named by the test: one at a time
     cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 2), "tables");
     ASSERT_TRUE(cluster_->ok());
     auto clients = Connect(*cluster_, 2, path);
-    for (int64_t step = 0; step < 3; ++step) SyncStep(clients, step, 2);
+    TrainSync(clients, 2, 0, 3, combined);
     results.push_back(AllRows(*clients[0], 3));
     const ServerStatsReport s0 = Get(clients[0]->Stats(0)), s1 = Get(clients[0]->Stats(1));
     EXPECT_GT(s0.table_rows, 0u);
@@ -123,6 +162,7 @@ TEST_F(TableServerTest, RowsOverTwoServersHoldTheBitsOfOnePartitionOverTcpAndSha
     EXPECT_GT(rows_pushed, 200u);
   }
   EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
 
   // The reference: one partition of the same job and table, fed each step's pushes.
   JobConfig one = Job(UpdateMode::kSync, 2, 1);
@@ -134,13 +174,7 @@ TEST_F(TableServerTest, RowsOverTwoServersHoldTheBitsOfOnePartitionOverTcpAndSha
       const UniqueIds u = Deduplicate(batch, 1);
       Tensor rows, updates;
       ASSERT_TRUE(table->Lookup(u.ids, step, &rows, &updates).ok());
-      std::vector<float> per_example(batch.size() * kDim);
-      GatherRows(u, rows.f32(), kDim, per_example.data());
-      for (size_t i = 0; i < batch.size(); ++i) {
-        for (int64_t j = 0; j < kDim; ++j) per_example[i * kDim + j] -= 1e-4f * batch[i];
-      }
-      Tensor grads = Tensor::Empty({u.size(), kDim});
-      SumRowsById(u, per_example.data(), kDim, grads.f32());
+      const Tensor grads = Gradient(u, batch, rows.f32());
       ASSERT_TRUE(table
                       ->Push({.worker = w,
                               .base_version = step,
@@ -222,8 +256,7 @@ TEST_F(TableServerTest, RowsSurviveAServerRestartFromItsCheckpoint) {
     cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "tables_restart", extra);
     ASSERT_TRUE(cluster_->ok());
     auto clients = Connect(*cluster_, 1);
-    SyncStep(clients, 0, 1);
-    SyncStep(clients, 1, 1);
+    TrainSync(clients, 1, 0, 2);
     if (kill) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (cluster_->Log(0).find("(version 2)") == std::string::npos &&
@@ -236,7 +269,7 @@ TEST_F(TableServerTest, RowsSurviveAServerRestartFromItsCheckpoint) {
       clients.push_back(cluster_->MakeClient(0));
       EXPECT_EQ(Get(clients[0]->Register(Model(), kSignature)), 2) << "restored at version 2";
     }
-    SyncStep(clients, 2, 1);
+    TrainSync(clients, 1, 2, 1);
     results.push_back(AllRows(*clients[0], 3));
     std::filesystem::remove_all(dir);
   }

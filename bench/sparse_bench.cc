@@ -1,0 +1,231 @@
+#include "bench/sparse_bench.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <random>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "bench/server_processes.h"
+#include "bench/zipf.h"
+#include "ps/client.h"
+#include "ps/row_batch.h"
+
+namespace towerps::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kBatches = 32;  // distinct steps' ids, cycled
+constexpr uint64_t kSignature = 0x5a55e;
+
+// `batches` steps of `o.unique_ids` distinct ids each, deduplicated for `partitions`.
+std::vector<ps::UniqueIds> MakeBatches(const SparseBenchOptions& o, int worker, int partitions) {
+  std::mt19937_64 rng(static_cast<uint64_t>(worker) * 7919 + 1);
+  ZipfSampler zipf(o.id_space, o.zipf_exponent);
+  std::uniform_int_distribution<int64_t> uniform(0, o.id_space - 1);
+  std::vector<ps::UniqueIds> batches;
+  for (int b = 0; b < kBatches; ++b) {
+    std::unordered_set<uint64_t> seen;
+    std::vector<uint64_t> ids;
+    while (static_cast<int64_t>(ids.size()) < o.unique_ids) {
+      const int64_t k = o.distribution == "zipf" ? zipf.Sample(rng) - 1 : uniform(rng);
+      if (seen.insert(static_cast<uint64_t>(k)).second) ids.push_back(static_cast<uint64_t>(k));
+    }
+    batches.push_back(ps::Deduplicate(ids, partitions));
+  }
+  return batches;
+}
+
+std::vector<ps::VariableSpec> Variables(const SparseBenchOptions& o) {
+  if (o.dense) return {{"table", {o.id_space, o.dim}}};
+  return {ps::TableVariable("table", 0, o.dim, 0.01f)};
+}
+
+// What every worker thread shares.
+struct Run {
+  std::atomic<int> ready{0};
+  std::atomic<bool> measuring{false};
+  std::atomic<bool> stop{false};
+  std::atomic<long> steps{0};
+};
+
+// One worker's steps, from `step`: the batch's rows pulled, their gradients pushed. Separate:
+// a pull, then a push, each waited for. Combined: each push carries the next batch's pull
+// (Client::PushRowsThenPull), as a worker sends them: one request per partition and step.
+class SparseSteps {
+ public:
+  SparseSteps(ps::Client& client, const std::vector<ps::UniqueIds>& batches, Tensor grads,
+              bool separate)
+      : client_(client), batches_(batches), grads_(std::move(grads)), separate_(separate) {}
+
+  Status Step(int64_t step) {
+    const ps::UniqueIds& batch = batches_[static_cast<size_t>(step) % batches_.size()];
+    if (separate_ || !next_.valid()) {
+      next_ = client_.PullRows({.table_id = 0, .ids = batch.ids, .clock = step});
+    }
+    TOWERPS_ASSIGN_OR_RETURN(ps::PulledRows rows, next_.get());
+    const ps::RowPushRequest push{.table_id = 0,
+                                  .ids = batch.ids,
+                                  .gradients = grads_,
+                                  .pulled_updates = rows.updates,
+                                  .version = rows.version,
+                                  .clock = step};
+    if (separate_) return client_.PushRows(push).get().status();
+    const ps::UniqueIds& following = batches_[static_cast<size_t>(step + 1) % batches_.size()];
+    ps::Client::RowsPushAndPull both =
+        client_.PushRowsThenPull(push, {.table_id = 0, .ids = following.ids, .clock = step + 1});
+    next_ = std::move(both.pull);
+    return both.push.get().status();
+  }
+
+ private:
+  ps::Client& client_;
+  const std::vector<ps::UniqueIds>& batches_;
+  const Tensor grads_;
+  const bool separate_;
+  std::future<Result<ps::PulledRows>> next_;
+};
+
+// The same table pushed and pulled whole, as a dense variable.
+Status DenseStep(ps::Client& client, const Tensor& grad, int64_t clock) {
+  ps::Client::PushAndPull both =
+      client.PushThenPull({.variable_id = 0, .version = 0, .clock = clock, .gradient = grad},
+                          {.variable_id = 0, .min_version = 0, .clock = clock + 1});
+  TOWERPS_RETURN_IF_ERROR(both.push.get().status());
+  return both.pull.get().status();
+}
+
+Status Worker(const SparseBenchOptions& o, const ps::JobConfig& job, const ServerProcesses& servers,
+              int rank, Run* run) {
+  ps::ClientOptions co;
+  co.servers = servers.endpoints;
+  co.worker_rank = rank;
+  co.job = job;
+  co.rpc_timeout = std::chrono::seconds(60);
+  co.transport.security = servers.security;
+  co.transport.path = *ParseTransportPath(o.transport);
+  TOWERPS_ASSIGN_OR_RETURN(auto client, ps::Client::Connect(co));
+  TOWERPS_RETURN_IF_ERROR(client->Register(Variables(o), kSignature).get().status());
+  const std::vector<ps::UniqueIds> batches = MakeBatches(o, rank, job.TablePartitions());
+  Tensor grads = client->Allocate(o.dense ? Shape{o.id_space * o.dim} : Shape{o.unique_ids, o.dim});
+  for (int64_t i = 0; i < grads.num_elements(); ++i) grads.f32()[i] = 1e-3f * (i % 7 - 3);
+  if (o.dense && rank == 0) TOWERPS_RETURN_IF_ERROR(client->Init(0, grads).get());
+  SparseSteps sparse(*client, batches, o.dense ? grads : grads.Reshape({o.unique_ids, o.dim}),
+                     o.separate_pull);
+  run->ready.fetch_add(1);
+  for (int64_t step = 0; !run->stop.load(); ++step) {
+    TOWERPS_RETURN_IF_ERROR(o.dense ? DenseStep(*client, grads, step) : sparse.Step(step));
+    if (run->measuring.load()) run->steps.fetch_add(1);
+  }
+  return Status::Ok();
+}
+
+Result<ps::JobConfig> SparseJob(const SparseBenchOptions& o) {
+  if (o.servers < 1 || o.workers < 1 || o.dim < 1 || o.unique_ids < 1 || !(o.seconds > 0) ||
+      o.id_space < o.unique_ids) {
+    return InvalidArgumentError(
+        "need --servers, --workers, --dim, --unique-ids >= 1, --seconds > 0 and --ids at least "
+        "--unique-ids");
+  }
+  if (o.distribution != "zipf" && o.distribution != "uniform") {
+    return InvalidArgumentError("--id-distribution " + o.distribution + ": use uniform or zipf");
+  }
+  if (!(o.zipf_exponent > 0)) return InvalidArgumentError("--zipf-exponent must be positive");
+  if (o.transport != "tcp" && o.transport != "shm") {
+    return InvalidArgumentError("--transport " + o.transport + ": use tcp, shm or both");
+  }
+  ps::JobConfig job;
+  job.mode = ps::UpdateMode::kAsync;
+  job.servers = o.servers;
+  job.workers = o.workers;
+  job.table_partitions = o.table_partitions;
+  job.optimizer.kind = ps::OptimizerKind::kSgd;
+  job.optimizer.learning_rate = 1e-3f;
+  job.schedule.kind = ps::LrScheduleKind::kConstant;
+  TOWERPS_ASSIGN_OR_RETURN(job.table_optimizer.kind,
+                           ps::kTableOptimizerKinds.Parse(o.table_optimizer));
+  job.table_optimizer.learning_rate = 1e-3f;
+  TOWERPS_RETURN_IF_ERROR(job.Validate());
+  return job;
+}
+
+// Bytes the servers received and sent so far, and the rows they hold.
+Result<std::pair<uint64_t, uint64_t>> ServerBytes(const SparseBenchOptions& o,
+                                                  const ps::JobConfig& job,
+                                                  const ServerProcesses& servers) {
+  ps::ClientOptions co;
+  co.servers = servers.endpoints;
+  co.identity = "tool:sparse-bench";  // not worker 0's: its replies stay its own
+  co.job = job;
+  co.transport.security = servers.security;
+  TOWERPS_ASSIGN_OR_RETURN(auto client, ps::Client::Connect(co));
+  uint64_t bytes = 0, rows = 0;
+  for (int s = 0; s < o.servers; ++s) {
+    TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport r, client->Stats(s).get());
+    bytes += r.bytes_in + r.bytes_out;
+    rows += r.table_rows;
+  }
+  return std::make_pair(bytes, rows);
+}
+
+}  // namespace
+
+Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
+  TOWERPS_ASSIGN_OR_RETURN(const ps::JobConfig job, SparseJob(o));
+  ServerProcesses servers;
+  if (o.progress) std::fprintf(stderr, "starting %d server(s)...\n", o.servers);
+  TOWERPS_RETURN_IF_ERROR(StartServerProcesses({.servers = o.servers,
+                                                .threads = o.server_threads,
+                                                .binary = o.server_binary,
+                                                .security = o.security,
+                                                .transport = o.transport},
+                                               job, &servers));
+  Run run;
+  std::vector<Status> status(static_cast<size_t>(o.workers));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < o.workers; ++r) {
+    threads.emplace_back([&, r] {
+      status[static_cast<size_t>(r)] = Worker(o, job, servers, r, &run);
+      run.stop.store(true);
+    });
+  }
+  const auto setup = Deadline::After(std::chrono::seconds(60));
+  while (run.ready.load() < o.workers && !run.stop.load() && !setup.expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // warm-up
+  if (o.progress) std::fprintf(stderr, "measuring for %.1f s...\n", o.seconds);
+  Result<std::pair<uint64_t, uint64_t>> before = ServerBytes(o, job, servers);
+  run.measuring.store(true);
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  run.measuring.store(false);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  Result<std::pair<uint64_t, uint64_t>> after = ServerBytes(o, job, servers);
+  run.stop.store(true);
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < o.workers; ++r) {
+    TOWERPS_RETURN_IF_ERROR(
+        status[static_cast<size_t>(r)].WithContext("worker " + std::to_string(r)));
+  }
+  if (run.ready.load() < o.workers) return TimeoutError("workers did not start within 60 s");
+  TOWERPS_RETURN_IF_ERROR(before.status());
+  TOWERPS_RETURN_IF_ERROR(after.status());
+
+  SparseBenchResult res;
+  res.steps = run.steps.load();
+  res.rows_per_sec = static_cast<double>(res.steps * o.unique_ids) / elapsed;
+  res.step_ms = res.steps ? 1e3 * elapsed * o.workers / static_cast<double>(res.steps) : 0;
+  // The stats requests add a few hundred bytes each: nothing at this scale.
+  res.bytes_per_step =
+      res.steps ? static_cast<double>(after->first - before->first) / res.steps : 0;
+  res.ideal_bytes_per_step = 2.0 * static_cast<double>(o.unique_ids) * (8.0 + 4.0 * o.dim);
+  res.bytes_over_ideal = res.bytes_per_step / res.ideal_bytes_per_step;
+  res.table_rows = after->second;
+  return res;
+}
+
+}  // namespace towerps::bench

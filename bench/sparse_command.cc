@@ -1,0 +1,121 @@
+// towerps-bench sparse: embedding-table throughput (bench/sparse_bench.h), over TCP, shared
+// memory or both, and with --vs-dense the same table pushed whole, in one invocation.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench/commands.h"
+#include "bench/sparse_bench.h"
+#include "common/command_line.h"
+
+namespace po = boost::program_options;
+
+namespace towerps::bench {
+namespace {
+
+Json ToJson(const SparseBenchOptions& o, const SparseBenchResult& r) {
+  return {{"bench", "sparse"},
+          {"mode", o.dense           ? "dense"
+                   : o.separate_pull ? "rows-separate"
+                                     : "rows"},
+          {"transport", o.transport},
+          {"servers", o.servers},
+          {"workers", o.workers},
+          {"server_threads", o.server_threads},
+          {"table_partitions", o.table_partitions},
+          {"dim", o.dim},
+          {"unique_ids", o.unique_ids},
+          {"id_distribution", o.distribution},
+          {"ids", o.id_space},
+          {"rows_per_sec", Rounded(r.rows_per_sec, 0)},
+          {"step_ms", Rounded(r.step_ms, 4)},
+          {"steps", r.steps},
+          {"bytes_per_step", Rounded(r.bytes_per_step, 0)},
+          {"ideal_bytes_per_step", Rounded(r.ideal_bytes_per_step, 0)},
+          {"bytes_over_ideal", Rounded(r.bytes_over_ideal, 4)},
+          {"table_rows", r.table_rows}};
+}
+
+void Print(const SparseBenchOptions& o, const SparseBenchResult& r) {
+  std::printf(
+      "%s over %s: %.3f M rows/s  (%.3f ms a step of %lld ids of dim %lld, %s; %.3fx the "
+      "ideal bytes; %ld steps)\n",
+      o.dense ? "the table pushed whole" : "rows", o.transport.c_str(), r.rows_per_sec / 1e6,
+      r.step_ms, static_cast<long long>(o.unique_ids), static_cast<long long>(o.dim),
+      o.distribution.c_str(), r.bytes_over_ideal, r.steps);
+}
+
+}  // namespace
+
+int RunSparseCommand(int argc, char** argv) {
+  SparseBenchOptions o;
+  bool json = false, vs_dense = false;
+  po::options_description desc("Usage: towerps-bench sparse [options]");
+  desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
+      "servers", po::value(&o.servers)->default_value(o.servers), "server processes")(
+      "workers", po::value(&o.workers)->default_value(o.workers), "workers (threads here)")(
+      "server-threads", po::value(&o.server_threads)->default_value(o.server_threads),
+      "--threads of each server")("table-partitions",
+                                  po::value(&o.table_partitions)->default_value(o.table_partitions),
+                                  "the table's partitions per server (--table-partitions)")(
+      "dim", po::value(&o.dim)->default_value(o.dim), "floats per row")(
+      "unique-ids", po::value(&o.unique_ids)->default_value(o.unique_ids),
+      "distinct ids a worker pulls and pushes per step")(
+      "id-distribution", po::value(&o.distribution)->default_value(o.distribution),
+      "uniform, or zipf (P(id = k - 1) ~ 1 / k^s)")(
+      "zipf-exponent", po::value(&o.zipf_exponent)->default_value(o.zipf_exponent), "s")(
+      "ids", po::value(&o.id_space)->default_value(o.id_space), "ids are drawn from [0, ids)")(
+      "table-optimizer", po::value(&o.table_optimizer)->default_value(o.table_optimizer),
+      "the servers' --table-optimizer")("seconds", po::value(&o.seconds)->default_value(o.seconds),
+                                        "measurement time")(
+      "transport", po::value(&o.transport)->default_value(o.transport),
+      "tcp, shm (shared memory: workers and servers are on this host), or both")(
+      "security", po::value(&o.security)->default_value(o.security),
+      "none (--insecure servers), auth (a job secret) or encrypt (CURVE)")(
+      "server-bin", po::value(&o.server_binary), "towerps-server to run (default: next to this)")(
+      "separate-pull", po::bool_switch(&o.separate_pull),
+      "a step's pull and push as two requests, each waited for, instead of each push carrying "
+      "the next step's pull")(
+      "dense", po::bool_switch(&o.dense),
+      "push and pull the table whole, as a dense variable of [--ids, --dim], instead of by id")(
+      "vs-dense", po::bool_switch(&vs_dense),
+      "run by id, then whole, and print the ratio of their rows per second")(
+      "json", po::bool_switch(&json), "print one JSON object per run instead of text");
+  po::variables_map vm;
+  if (auto code = ParseCommandLine("towerps-bench sparse", argc, argv, desc, &vm)) return *code;
+  std::vector<std::string> transports = {o.transport};
+  if (o.transport == "both") transports = {"tcp", "shm"};
+  std::vector<bool> dense = {o.dense};
+  if (vs_dense) dense = {false, true};
+  std::vector<double> rows_per_sec;
+  for (bool whole : dense) {
+    for (const std::string& transport : transports) {
+      SparseBenchOptions run = o;
+      run.transport = transport;
+      run.dense = whole;
+      run.progress = !json;
+      Result<SparseBenchResult> r = RunSparseBench(run);
+      if (!r.ok()) {
+        std::cerr << "towerps-bench sparse: " << r.status().ToString() << "\n";
+        return r.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+      }
+      rows_per_sec.push_back(r->rows_per_sec);
+      if (json) {
+        PrintJson(ToJson(run, *r));
+      } else {
+        Print(run, *r);
+      }
+    }
+  }
+  if (vs_dense && !json) {
+    for (size_t t = 0; t < transports.size(); ++t) {
+      std::printf("by id / whole over %s: %.1fx\n", transports[t].c_str(),
+                  rows_per_sec[t] / rows_per_sec[t + transports.size()]);
+    }
+  }
+  return 0;
+}
+
+}  // namespace towerps::bench
