@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench/server_processes.h"
-#include "bench/zipf.h"
+#include "common/zipf.h"
 #include "ps/client.h"
 #include "ps/row_batch.h"
 

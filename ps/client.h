@@ -84,18 +84,22 @@ struct PullRequest {
 
 // A table's rows (VariableKind::kTable) for `ids`, at `min_version` or later (exact: at exactly
 // it, as PullRequest), for iteration `clock`. Only the partitions holding some of the ids are
-// asked.
+// asked. A pull of no ids asks every partition: no rows, but their versions and this worker's
+// clocks (where a joining worker finds the job). `every_row`: every row the partitions hold,
+// with their ids (PulledRows::ids), whatever `ids` says: an export of the table.
 struct RowPullRequest {
   uint32_t table_id = 0;  // the table's variable id
   Tensor ids{};           // uint64 [n], any order; a repeated id gets its row each time
   int64_t min_version = 0;
   int64_t clock = 0;
   bool exact = false;
+  bool every_row = false;
 };
 
 struct PulledRows {
   Tensor rows{};     // float32 [n, dim], in the request's order
   Tensor updates{};  // uint32 [n]: each row's update count, for RowPushRequest::pulled_updates
+  Tensor ids{};      // every_row: uint64 [n], the rows' ids, partition after partition
   // The lowest and highest version among the partitions asked (min_version when none was),
   // and this worker's lowest clock among them (-1 when none was asked).
   int64_t version = 0;

@@ -87,12 +87,16 @@ Tensor Rows(const Tensor& t, const std::vector<uint32_t>& positions) {
   return copy;
 }
 
-// A partition's pull reply: kProtocol unless it holds `n` rows of `dim` and their counts.
-Status CheckRowsReply(const Result<IncomingMessage>& reply, int64_t n, int64_t dim) {
+// A partition's pull reply: kProtocol unless it holds `n` rows of `dim` and their counts (any
+// n, and their ids, for `every_row`).
+Status CheckRowsReply(const Result<IncomingMessage>& reply, int64_t n, int64_t dim,
+                      bool every_row) {
   if (!reply.ok()) return reply.status();
   const auto& t = reply->tensors();
-  if (t.size() == 2 && t[0].dtype() == DType::kFloat32 && t[0].num_elements() == n * dim &&
-      t[1].dtype() == DType::kUInt32 && t[1].num_elements() == n) {
+  if (every_row && t.size() == 3) n = t[2].num_elements();
+  if (t.size() == (every_row ? 3u : 2u) && t[0].dtype() == DType::kFloat32 &&
+      t[0].num_elements() == n * dim && t[1].dtype() == DType::kUInt32 &&
+      t[1].num_elements() == n && (!every_row || t[2].dtype() == DType::kUInt64)) {
     return Status::Ok();
   }
   return ProtocolError("a pull reply of table " + std::to_string(reply->header().getVariableId()) +
@@ -100,11 +104,28 @@ Status CheckRowsReply(const Result<IncomingMessage>& reply, int64_t n, int64_t d
                        " does not hold " + std::to_string(n) + " rows of " + std::to_string(dim));
 }
 
+// `a` then `b` along dimension 0 (`a` undefined or empty: `b` itself).
+Tensor Concat(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || a.num_elements() == 0) return b;
+  Shape shape = a.shape();
+  shape[0] += b.dim(0);
+  Tensor out = Tensor::Empty(shape, a.dtype());
+  std::memcpy(out.raw_data(), a.raw_data(), a.byte_size());
+  std::memcpy(static_cast<char*>(out.raw_data()) + a.byte_size(), b.raw_data(), b.byte_size());
+  return out;
+}
+
 // A checked pull reply's rows and counts into `out`, at `positions`. When they are all of the
 // request, in order, the reply's own tensors become the result: no copy.
 void MergeRows(const IncomingMessage& reply, const std::vector<uint32_t>& positions, int64_t dim,
                int64_t total, PulledRows& out) {
   const auto& t = reply.tensors();
+  if (t.size() == 3) {  // every row: appended
+    out.rows = Concat(out.rows, t[0].Reshape({t[2].num_elements(), dim}));
+    out.updates = Concat(out.updates, t[1]);
+    out.ids = Concat(out.ids, t[2]);
+    return;
+  }
   const auto n = static_cast<int64_t>(positions.size());
   if (n == total && (n == 0 || positions.back() == static_cast<uint32_t>(n - 1))) {
     out.rows = t[0].Reshape({n, dim});
@@ -141,12 +162,11 @@ Status CheckPushShapes(const RowPushRequest& push, int64_t dim) {
 }
 
 // One partition's request: the push's rows at `push_at` (all its tensors; none without a push),
-// and the pull's ids at `pull_at` (none when empty), with the header fields of each.
+// and, when it `pulls`, the pull's ids at `pull_at`, with the header fields of each.
 void FillRowsMessage(const RowPushRequest* push, const RowPullRequest* pull,
                      const std::vector<uint32_t>& push_at, const std::vector<uint32_t>& pull_at,
-                     uint32_t table_id, uint32_t part, OutgoingMessage& m) {
+                     uint32_t table_id, uint32_t part, bool pulls, OutgoingMessage& m) {
   auto h = m.header();
-  const bool pulls = pull != nullptr && !pull_at.empty();
   if (push != nullptr) {
     h.setVersion(push->version);
     h.setClock(push->clock);
@@ -163,8 +183,12 @@ void FillRowsMessage(const RowPushRequest* push, const RowPullRequest* pull,
     h.setVersion(pull->min_version);
     h.setClock(pull->clock);
     h.setExactVersion(pull->exact);
+    h.setEveryRow(pull->every_row);
   }
-  if (pulls) m.AddTensor(Rows(pull->ids, pull_at), table_id, part);
+  if (pulls) {
+    m.AddTensor(pull->every_row ? Tensor::Empty({0}, DType::kUInt64) : Rows(pull->ids, pull_at),
+                table_id, part);
+  }
 }
 
 // One partition's reply, completing its part of the push and of the pull of a table request.
@@ -176,10 +200,13 @@ struct RowsReply {
   int64_t dim = 0, total = 0;
   std::shared_ptr<int> applied;  // the push's chunks that applied it, for the mean staleness
 
+  bool every_row = false;
+
   void operator()(Result<IncomingMessage> r) const {
     const std::vector<uint32_t>& positions = (*pull_where)[part];
     const Status values =
-        pulled ? CheckRowsReply(r, static_cast<int64_t>(positions.size()), dim) : r.status();
+        pulled ? CheckRowsReply(r, static_cast<int64_t>(positions.size()), dim, every_row)
+               : r.status();
     if (pushed) {
       // A refused gradient fails the push; with a pull, the rows still came.
       Status status = values;
@@ -216,11 +243,11 @@ std::future<Result<PushReport>> Client::PushRows(const RowPushRequest& push) {
 
 Client::RowsPushAndPull Client::PushRowsThenPull(const RowPushRequest& push,
                                                  const RowPullRequest& next) {
-  if (next.table_id != push.table_id || next.exact) {
+  if (next.table_id != push.table_id || next.exact || next.every_row) {
     const Status bad = InvalidArgumentError(
         "PushRowsThenPull of table " + std::to_string(push.table_id) + " with " +
-        (next.exact ? std::string("an exact pull (it travels alone)")
-                    : "a pull of variable " + std::to_string(next.table_id)));
+        (next.exact || next.every_row ? std::string("an exact or every-row pull (it travels alone)")
+                                      : "a pull of variable " + std::to_string(next.table_id)));
     return {Ready<PushReport>(bad), Ready<PulledRows>(bad)};
   }
   return SendRows(&push, &next);
@@ -251,15 +278,20 @@ Client::RowsPushAndPull Client::SendRows(const RowPushRequest* push, const RowPu
   }
   auto pull_where = std::make_shared<std::vector<std::vector<uint32_t>>>();
   if (pull != nullptr) {
-    if (Status bad = CheckTableCall(partitions, table_id, pull->ids, call); !bad.ok()) {
-      return fail(bad);
-    }
-    *pull_where = ByPartition(pull->ids, P);
+    const Tensor& ids = pull->every_row ? Tensor::Empty({0}, DType::kUInt64) : pull->ids;
+    if (Status bad = CheckTableCall(partitions, table_id, ids, call); !bad.ok()) return fail(bad);
+    if (!pull->every_row) *pull_where = ByPartition(ids, P);
   }
+  // No ids, or every row: every partition is asked (with no ids).
+  const bool every_partition =
+      pull != nullptr && (pull->every_row || pull->ids.num_elements() == 0);
+  if (pull != nullptr && pull->every_row) pull_where->resize(static_cast<size_t>(P));
   const int64_t dim = partitions[0].table_dim;
-  const int64_t total = pull != nullptr ? pull->ids.num_elements() : 0;
-  const auto asked = static_cast<int>(std::count_if(pull_where->begin(), pull_where->end(),
-                                                    [](const auto& w) { return !w.empty(); }));
+  const int64_t total = pull != nullptr && !pull->every_row ? pull->ids.num_elements() : 0;
+  const auto asked =
+      every_partition ? P
+                      : static_cast<int>(std::count_if(pull_where->begin(), pull_where->end(),
+                                                       [](const auto& w) { return !w.empty(); }));
   RowsPushAndPull result;
   std::shared_ptr<Join<PushReport>> pushed;
   std::shared_ptr<Join<PulledRows>> pulled;
@@ -268,30 +300,22 @@ Client::RowsPushAndPull Client::SendRows(const RowPushRequest* push, const RowPu
     result.push = pushed->promise.get_future();
   }
   if (pull != nullptr) {
-    pulled = std::make_shared<Join<PulledRows>>(std::max(asked, 1));
+    pulled = std::make_shared<Join<PulledRows>>(asked);
     result.pull = pulled->promise.get_future();
-    if (asked == 0) {  // no ids: nothing to wait for
-      const int64_t version = pull->min_version;
-      pulled->Part(Status::Ok(), [&](PulledRows& out, LowestVersion& lowest) {
-        out.rows = Tensor::Empty({0, dim});
-        out.updates = Tensor::Empty({0}, DType::kUInt32);
-        lowest.Add(version);
-      });
-    }
   }
   auto applied = std::make_shared<int>(0);
   const std::vector<uint32_t> none;
   for (int p = 0; p < P; ++p) {
     const auto part = static_cast<uint32_t>(p);
-    const bool pulls = pull != nullptr && !(*pull_where)[part].empty();
+    const bool pulls = pull != nullptr && (every_partition || !(*pull_where)[part].empty());
     if (push == nullptr && !pulls) continue;
     OutgoingMessage m =
         impl_->NewMessage(push != nullptr ? proto::MessageType::PUSH : proto::MessageType::PULL);
     FillRowsMessage(push, pull, push != nullptr ? push_where[part] : none, (*pull_where)[part],
-                    table_id, part, m);
-    impl_->SendToChunk(
-        partitions[part], std::move(m),
-        RowsReply{pushed, pulls ? pulled : nullptr, pull_where, part, dim, total, applied});
+                    table_id, part, pulls, m);
+    impl_->SendToChunk(partitions[part], std::move(m),
+                       RowsReply{pushed, pulls ? pulled : nullptr, pull_where, part, dim, total,
+                                 applied, pull != nullptr && pull->every_row});
   }
   return result;
 }

@@ -2,9 +2,11 @@
 // (ps/table_chunk.h).
 //
 // Messages (variableId, chunkId name the partition; common/proto/towerps.capnp):
-//   pull       tensors: ids (uint64 [n]); version, clock and exactVersion as a chunk's pull
+//   pull       tensors: ids (uint64 [n]); version, clock and exactVersion as a chunk's pull.
+//              With everyRow: every row the partition holds (the ids are ignored)
 //   pullReply  tensors: rows (float32 [n, dim], in the pull's order), and each row's update
-//              count (uint32 [n]); version: the partition's version the rows are at
+//              count (uint32 [n]); version: the partition's version the rows are at. For
+//              everyRow, a third: the rows' ids (uint64 [n], increasing)
 //   push       tensors: ids (uint64 [n], unique and increasing), gradient rows (float32 [n, dim])
 //              and each row's update count from the pull the gradient was computed from
 //              (uint32 [n]); version and clock as a chunk's push. With thenPull, a fourth: the
@@ -124,8 +126,11 @@ void Shard::ReplyRows(size_t index, const Waiter& waiter) {
   auto h = request.header();
   const PullAsk ask = AskOf(request);
   const int64_t version = ask.exact ? ask.version : table.version();
-  Tensor rows, updates;
-  if (Status s = table.Lookup(waiter.pull_ids, version, &rows, &updates); !s.ok()) {
+  const bool every_row = request.type() == proto::MessageType::PULL && h.getEveryRow();
+  Tensor rows, updates, ids;
+  if (every_row) {
+    table.Dump(&ids, &rows, &updates);
+  } else if (Status s = table.Lookup(waiter.pull_ids, version, &rows, &updates); !s.ok()) {
     outbox_->Push(ErrorReply(request, s));
     return;
   }
@@ -138,6 +143,7 @@ void Shard::ReplyRows(size_t index, const Waiter& waiter) {
   }
   reply.AddTensor(rows, table.spec().variable_id, table.spec().chunk_id);
   reply.AddTensor(updates, table.spec().variable_id, table.spec().chunk_id);
+  if (every_row) reply.AddTensor(ids, table.spec().variable_id, table.spec().chunk_id);
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);
   outbox_->Push(std::move(reply));
 }

@@ -127,6 +127,25 @@ Status TableChunk::Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tens
   return Status::Ok();
 }
 
+void TableChunk::Dump(Tensor* ids, Tensor* rows, Tensor* updates) const {
+  const int64_t n = rows_.size();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) order[static_cast<size_t>(r)] = r;
+  std::sort(order.begin(), order.end(),
+            [this](int64_t a, int64_t b) { return rows_.id(a) < rows_.id(b); });
+  const Shape shape{n, dim_};
+  *rows = allocate_ ? allocate_(shape) : Tensor();
+  if (!rows->defined()) *rows = Tensor::Empty(shape);
+  *ids = Tensor::Empty({n}, DType::kUInt64);
+  *updates = Tensor::Empty({n}, DType::kUInt32);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = order[static_cast<size_t>(i)];
+    ids->u64()[i] = rows_.id(r);
+    updates->u32()[i] = rows_.updates(r);
+    std::memcpy(rows->f32() + i * dim_, rows_.row(r), static_cast<size_t>(dim_) * sizeof(float));
+  }
+}
+
 Status TableChunk::CheckShape(const Contribution& c) const {
   TOWERPS_RETURN_IF_ERROR(CheckIds(c.ids, /*sorted=*/true));
   const int64_t n = c.ids.num_elements();

@@ -89,6 +89,10 @@ class TableChunk final : private UpdateTarget {
   // so far, 0 for a row not held (read at its initial values).
   Status Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tensor* updates) const;
 
+  // Every row held, at the current version, in increasing order of id: their ids (uint64 [n]),
+  // values (float32 [n, dim], from the allocator) and update counts (uint32 [n]).
+  void Dump(Tensor* ids, Tensor* rows, Tensor* updates) const;
+
   // Checks one worker's push (rank, ids, gradient rows [ids, dim] float32, pulled update counts
   // [ids] uint32) and hands it to the mode's rule; errors as Chunk::Push's, and for a bad
   // request, naming the table. A non-finite gradient is kRejected.

@@ -91,11 +91,20 @@ Status Registry::CheckFits(const std::string& model, const std::string& dataset,
   TOWERPS_ASSIGN_OR_RETURN(const DatasetDef* def, FindDataset(dataset));
   if (!def->probe) return Status::Ok();
   request.model_input = builder.input_shape();
+  request.model_fields = builder.categorical_fields();
   TOWERPS_ASSIGN_OR_RETURN(const DatasetInfo info, def->probe(request));
+  if (info.fields != builder.categorical_fields()) {
+    return InvalidArgumentError(
+        "model " + model + " looks up " + std::to_string(builder.categorical_fields()) +
+        " categorical ids per example in its embedding tables, but " + dataset + " examples have " +
+        std::to_string(info.fields) + " (choose a --model and --dataset that agree)");
+  }
   if (info.example_shape != builder.input_shape()) {
     std::vector<std::string> fitting;
     for (const auto& [name, other] : models_) {
-      request.model_input = other.build().input_shape();
+      const ModelBuilder b = other.build();
+      request.model_input = b.input_shape();
+      request.model_fields = b.categorical_fields();
       Result<DatasetInfo> fit = def->probe(request);
       if (fit.ok() && fit->example_shape == request.model_input) fitting.push_back(name);
     }

@@ -197,8 +197,40 @@ Result<StepResult> TowerGroup::Step(const float* x, const int32_t* labels, int b
                                 " does not split evenly over " + std::to_string(size()) +
                                 " towers");
   }
+  const int slice = batch / size();
+  for (size_t t = 0; t < table_rows_.size(); ++t) {
+    const TableRows& rows = table_rows_[t];
+    for (int k = 0; k < size(); ++k) {
+      Model<float>& m = *towers_[k].model;
+      const int64_t fields = m.table(static_cast<int>(t)).fields;
+      m.SetTableRows(static_cast<int>(t), rows.rows, rows.unique,
+                     rows.inverse + int64_t{k} * slice * fields);
+    }
+  }
   if (device_ != nullptr) return StepOnDevice(x, labels, batch, on_average);
   return StepOnHost(x, labels, batch, on_average);
+}
+
+void TowerGroup::SetTableRows(int t, const float* rows, int64_t unique, const uint32_t* inverse) {
+  table_rows_.resize(static_cast<size_t>(towers_[0].model->num_tables()));
+  table_rows_.at(static_cast<size_t>(t)) = {rows, unique, inverse};
+}
+
+Tensor TowerGroup::TableGradient(int t) const {
+  const Model<float>& m0 = *towers_[0].model;
+  const int64_t unique = table_rows_.at(static_cast<size_t>(t)).unique;
+  const Shape shape{unique, m0.table(t).options.dim};
+  Tensor out = allocate_ ? allocate_(shape) : Tensor();
+  if (!out.defined()) out = Tensor::Empty(shape);
+  const int64_t n = out.num_elements();
+  std::vector<const float*> in;
+  for (const Tower& tower : towers_) in.push_back(tower.model->table_gradient(t).data());
+  if (in.size() == 1) {
+    std::memcpy(out.f32(), in[0], static_cast<size_t>(n) * sizeof(float));
+  } else {
+    kernels::cpu::AverageOf(static_cast<int>(in.size()), in.data(), n, out.f32());
+  }
+  return out;
 }
 
 // Each tower's hook counts in; the last tower to finish variable v averages it in tower order

@@ -79,6 +79,15 @@ class TowerGroup {
   Result<StepResult> Step(const float* x, const int32_t* labels, int batch,
                           const AverageCallback& on_average);
 
+  // Embedding tables (worker/model/model.h; CPU towers): table t's rows for the next Step, for
+  // the whole batch: `unique` rows of the table's dim, and per example and field the index of
+  // its row (batch x fields entries). Each tower takes its slice's indices. Borrowed until Step
+  // returns.
+  void SetTableRows(int t, const float* rows, int64_t unique, const uint32_t* inverse);
+  // After Step: table t's row gradients averaged over the towers, in tower order, in a fresh
+  // buffer from the gradient allocator (the caller may send it without a copy).
+  Tensor TableGradient(int t) const;
+
   // Where the averaged gradients handed to the callback live from now on: e.g. the parameter
   // client's shared-memory arena, so that a push to a server on this host is not copied. A
   // buffer still held by someone (a server reading it in place) is never written: the next
@@ -119,6 +128,12 @@ class TowerGroup {
   std::vector<std::vector<Tensor>> spare_averages_;  // [v]: earlier buffers, reused when free
   std::unique_ptr<std::atomic<int>[]> towers_done_;  // [v]: towers done this step (host path)
   std::unique_ptr<DeviceReduction> device_;          // null: averaged on the host
+  struct TableRows {
+    const float* rows = nullptr;
+    int64_t unique = 0;
+    const uint32_t* inverse = nullptr;
+  };
+  std::vector<TableRows> table_rows_;  // [table], for the next Step
 };
 
 // The step's result over all towers: the mean loss and the summed counts, or the first error.

@@ -106,13 +106,15 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   return a;
 }
 
-DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t seed) const {
+DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t seed,
+                                           int model_fields) const {
   return DataRequest{.data_dir = data_dir,
                      .train_images = train_images,
                      .train_labels = train_labels,
                      .test_images = test_images,
                      .test_labels = test_labels,
                      .model_input = model_input,
+                     .model_fields = model_fields,
                      .seed = seed};
 }
 

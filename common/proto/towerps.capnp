@@ -192,6 +192,9 @@ struct Header {
   pullVersion @31 :Int64;
   pullClock @32 :Int64;
   pushRefusal @33 :Text;
+  # pull of a table partition: every row it holds, whatever the ids (none are sent); the reply
+  # carries their ids as a third tensor (an export of the table).
+  everyRow @34 :Bool;
 }
 
 enum ReplicaOp {

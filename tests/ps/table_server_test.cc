@@ -215,6 +215,37 @@ TEST_F(TableServerTest, ErrorsNameTheTableTheIdAndTheBound) {
   EXPECT_TRUE(clients[0]->PullRows({.table_id = 1, .ids = Ids({3, 4999})}).get().ok());
 }
 
+// A pull of no ids tells every partition's version (and this worker's clock there: see the
+// async test); a pull of
+// every row exports the table: each row the servers hold, with its id, as pulls read them.
+TEST_F(TableServerTest, EmptyPullsProbeEveryPartitionAndEveryRowExportsTheTable) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 2), "tables_probe");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 2);
+  TrainSync(clients, 2, 0, 2);
+  PulledRows probe = Get(clients[1]->PullRows({.table_id = 1, .ids = Ids({})}));
+  EXPECT_EQ(probe.version, 2);
+  EXPECT_EQ(probe.max_version, 2);
+  EXPECT_EQ(probe.rows.num_elements(), 0);
+  // Exactly version 1 is still held (sync keeps one back); version 0 is not.
+  EXPECT_TRUE(clients[0]
+                  ->PullRows({.table_id = 1, .ids = Ids({}), .min_version = 1, .exact = true})
+                  .get()
+                  .ok());
+  Result<PulledRows> gone =
+      clients[0]->PullRows({.table_id = 1, .ids = Ids({}), .min_version = 0, .exact = true}).get();
+  EXPECT_EQ(gone.status().code(), StatusCode::kFailedPrecondition);
+
+  PulledRows all = Get(clients[0]->PullRows({.table_id = 1, .every_row = true}));
+  const ServerStatsReport s0 = Get(clients[0]->Stats(0)), s1 = Get(clients[0]->Stats(1));
+  ASSERT_EQ(static_cast<uint64_t>(all.ids.num_elements()), s0.table_rows + s1.table_rows);
+  ASSERT_EQ(all.rows.num_elements(), all.ids.num_elements() * kDim);
+  PulledRows same = Get(clients[0]->PullRows({.table_id = 1, .ids = all.ids}));
+  EXPECT_EQ(0, std::memcmp(same.rows.raw_data(), all.rows.raw_data(), all.rows.byte_size()));
+  EXPECT_EQ(0,
+            std::memcmp(same.updates.raw_data(), all.updates.raw_data(), all.updates.byte_size()));
+}
+
 // Async with two workers: worker 0's rows were updated by worker 1 between its pull and its
 // push, which the servers count as row staleness.
 TEST_F(TableServerTest, AsyncRowStalenessIsReported) {
@@ -240,6 +271,7 @@ TEST_F(TableServerTest, AsyncRowStalenessIsReported) {
   EXPECT_EQ(late.max_staleness, 3);
   const ServerStatsReport s = Get(clients[0]->Stats(0));
   EXPECT_EQ(s.row_staleness_histogram[3], 2u);
+  EXPECT_EQ(Get(clients[1]->PullRows({.table_id = 1, .ids = Ids({})})).min_clock, 3);
   EXPECT_EQ(s.row_staleness_histogram[0], 6u);
   EXPECT_EQ(s.table_rows, 2u);
 }

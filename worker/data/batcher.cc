@@ -109,6 +109,7 @@ bool Batcher::Next(Batch* batch) {
   batch->size = static_cast<int>(n);
   batch->x.resize(n * static_cast<size_t>(NumElements(out_shape_)));
   batch->labels.resize(n);
+  batch->ids.resize(n * static_cast<size_t>(data_->fields));
   const int64_t bytes = data_->example_size() * (data_->is_float() ? 4 : 1);
   const char* base = data_->is_float() ? reinterpret_cast<const char*>(data_->values.data())
                                        : reinterpret_cast<const char*>(data_->pixels.data());
@@ -175,6 +176,10 @@ void Batcher::Fill(int64_t example, int64_t slot, Batch* batch) const {
     }
   }
   batch->labels[static_cast<size_t>(slot)] = data_->labels[static_cast<size_t>(example)];
+  const auto fields = static_cast<size_t>(data_->fields);
+  std::copy_n(data_->ids.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(example) * fields),
+              fields,
+              batch->ids.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(slot) * fields));
 }
 
 }  // namespace towerps::worker

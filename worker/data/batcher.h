@@ -5,6 +5,7 @@
 //    rank + num_workers, ... of it, so the workers together see every example exactly once per
 //    epoch (less the partial last batch when drop_remainder).
 //  - Normalization: x = (pixel / 255 - mean[c]) / stddev[c].
+//  - Categorical ids (Dataset::fields per example) travel with their example, as they are.
 //  - Cropping: crop_h x crop_w windows; random offsets and horizontal flips (the TensorFlow
 //    CIFAR-10 tutorial's training distortions) when random_crop_flip, else the center crop. The
 //    random choices are drawn from (seed, epoch, example), so they do not depend on sharding.
@@ -40,6 +41,7 @@ struct Batch {
   int size = 0;
   std::vector<float> x;         // size * NumElements(example_shape), NCHW
   std::vector<int32_t> labels;  // size
+  std::vector<uint64_t> ids;    // size * Dataset::fields: each example's categorical ids
 };
 
 class Batcher {

@@ -1,5 +1,7 @@
 #include "towerps/dataset.h"
 
+#include <algorithm>
+
 namespace towerps {
 
 Status Dataset::Validate() const {
@@ -22,6 +24,12 @@ Status Dataset::Validate() const {
                                 std::to_string(size() * *n) + " elements of shape " +
                                 ShapeToString(example_shape) + ", but it holds " +
                                 std::to_string(elements));
+  }
+  if (fields < 0 || ids.size() != static_cast<size_t>(size()) * static_cast<size_t>(fields)) {
+    return InvalidArgumentError(what + ": " + std::to_string(size()) + " examples of " +
+                                std::to_string(fields) + " categorical fields need " +
+                                std::to_string(size() * std::max(fields, 0)) +
+                                " ids, but it holds " + std::to_string(ids.size()));
   }
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < 0 || labels[i] >= num_classes) {

@@ -6,6 +6,7 @@
 
 #include "common/finite.h"
 #include "towerps/registry.h"
+#include "worker/data/categorical.h"
 #include "worker/data/cifar10_reader.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/data/idx_reader.h"
@@ -157,6 +158,34 @@ Result<DatasetInfo> ProbeCifar10(const DataRequest& r) {
                      .num_classes = 10};
 }
 
+// 4 dense features beside the model's categorical fields, 1000 ids per field, 4 classes.
+worker::CategoricalOptions CategoricalFor(const DataRequest& r) {
+  worker::CategoricalOptions o;
+  o.fields = r.model_fields;
+  o.scores_seed = r.seed;
+  return o;
+}
+
+Result<DataSplits> LoadCategorical(const DataRequest& r) {
+  if (r.model_fields < 1) {
+    return InvalidArgumentError(
+        "--dataset categorical is for models with embedding tables (--model embed-mlp, or one "
+        "of yours with ModelBuilder::Embedding)");
+  }
+  worker::CategoricalOptions o = CategoricalFor(r);
+  o.seed = r.seed;
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train, worker::MakeCategoricalDataset(o));
+  o.size = 4000;
+  o.seed = r.seed + 1;
+  TOWERPS_ASSIGN_OR_RETURN(d.test, worker::MakeCategoricalDataset(o));
+  d.train.name = "categorical/train";
+  d.test.name = "categorical/test";
+  d.preprocessing.mean = {0.0f};  // standard normal already
+  d.preprocessing.stddev = {1.0f};
+  return d;
+}
+
 Result<DataSplits> LoadSynthetic(const DataRequest& r) {
   const bool crops = TakesTutorialCrops(r.model_input);
   worker::SyntheticOptions so;
@@ -289,6 +318,15 @@ void AddStockDatasets(Registry* registry) {
                   "uint8 [N, ...], y integers [N])",
        .load = LoadNpy,
        .probe = ProbeNpy});
+  add("categorical",
+      {.summary = "seeded categorical ids (one Zipf field per table field) and 4 dense features, "
+                  "4 classes a known function of them (embedding models)",
+       .load = LoadCategorical,
+       .probe = [](const DataRequest& r) -> Result<DatasetInfo> {
+         const worker::CategoricalOptions o = CategoricalFor(r);
+         return DatasetInfo{
+             .example_shape = {o.dense}, .num_classes = o.num_classes, .fields = r.model_fields};
+       }});
   add("synthetic",
       {.summary = "seeded random images of the model's input shape (benchmarks, tests)",
        .load = LoadSynthetic,

@@ -1,11 +1,20 @@
 // Model<T>: a feed-forward stack of layers ending in class logits, trained with softmax
 // cross-entropy. Built from a ModelBuilder (<towerps/model_builder.h>) by BuildModel
-// (build_model.h) or by name from the zoo (zoo.h).
+// (model_factory.h) or by name from the zoo (zoo.h).
+//
+// Embedding tables (ModelBuilder::Embedding) stand in front of the layers: for each example the
+// rows of its categorical ids are concatenated, table by table and field by field, before its
+// dense features, and the first layer takes that whole vector. A table's rows are not held
+// here: before each step the caller gives each table the rows of the batch's distinct ids and,
+// per example and field, which of them it uses (SetTableRows; ps/row_batch.h makes both), and
+// after TrainStep takes the gradient of those rows (table_gradient). Tables need a host-memory
+// backend (CPU towers) for now.
 //
 // Contract:
-//  - Variables are every layer's parameters in forward-layer order ("conv1/kernel",
-//    "conv1/bias", ...). variables() and signature() describe them (dtype float32: what the
-//    parameter server stores, also for a double model used in gradient checks).
+//  - Dense variables are every layer's parameters in forward-layer order ("conv1/kernel",
+//    "conv1/bias", ...): indices 0 .. num_variables() - 1. variables() lists them, then the
+//    tables (ps::VariableKind::kTable), and signature() hashes that whole list (dtype float32:
+//    what the parameter server stores, also for a double model used in gradient checks).
 //  - value(i) / gradient(i) are contiguous host buffers owned by the model; gradients are those
 //    of the mean loss over the last TrainStep's batch.
 //  - Backend memory: on host-memory backends (CPU, reference) the layers compute on those host
@@ -33,6 +42,7 @@
 #include "kernels/backend.h"
 #include "kernels/backend_buffer.h"
 #include "ps/variable.h"
+#include "towerps/model_builder.h"
 #include "towerps/result.h"
 #include "worker/layers/layer.h"
 
@@ -51,18 +61,38 @@ class Model {
   // reverse layer order), so a worker can push it while backward goes on.
   using GradientReadyFn = std::function<void(int variable)>;
 
-  // Takes the layers; they must chain (each input shape the previous output shape) and the last
-  // must output [num_classes]. Checked: the builder guarantees it.
+  // Takes the layers; they must chain (each input shape the previous output shape, the first's
+  // the tables' rows then the dense input) and the last must output [num_classes]. Checked: the
+  // factory guarantees it.
+  Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
+        std::vector<std::unique_ptr<Layer<T>>> layers, kernels::Backend<T>* backend);
   Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers,
-        kernels::Backend<T>* backend);
+        kernels::Backend<T>* backend)
+      : Model(std::move(input_shape), {}, std::move(layers), backend) {}
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  const Shape& input_shape() const { return input_shape_; }
+  const Shape& input_shape() const { return input_shape_; }  // the dense features
   int num_classes() const { return num_classes_; }
+  // Every variable the servers hold: the dense ones, then the tables.
   const std::vector<ps::VariableSpec>& variables() const { return specs_; }
-  int num_variables() const { return static_cast<int>(params_.size()); }
+  int num_variables() const { return static_cast<int>(params_.size()); }  // the dense ones
+
+  // Embedding tables, in declaration order; table t is variable num_variables() + t.
+  int num_tables() const { return static_cast<int>(tables_.size()); }
+  const EmbeddingSpec& table(int t) const { return tables_.at(t).spec; }
+  int table_variable(int t) const { return num_variables() + t; }
+  // Where table t's ids start in an example's categorical ids, and how many it has.
+  int table_field_offset(int t) const { return tables_.at(t).field_offset; }
+  int categorical_fields() const { return fields_; }
+  // Table t's rows for the next TrainStep or Evaluate: `rows`, `unique` rows of the table's dim,
+  // and for each example and field of the table (batch x fields entries, example after example)
+  // the index of its row in `rows`. Borrowed until that step returns.
+  void SetTableRows(int t, const T* rows, int64_t unique, const uint32_t* inverse);
+  // After TrainStep: the gradient of the mean loss with respect to table t's rows, `unique` x dim,
+  // each row's contributions summed in example order.
+  const std::vector<T>& table_gradient(int t) const { return tables_.at(t).grad; }
   uint64_t signature() const { return signature_; }  // ps::VariableListHash(variables())
   int64_t num_parameters() const;
   const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return layers_; }
@@ -115,6 +145,10 @@ class Model {
 
  private:
   Status CheckBatch(const int32_t* labels, int batch) const;
+  // Tables (model_tables.cc): the first layer's input, the tables' rows then x, per example;
+  // and, from that input's gradient, the tables' row gradients.
+  void AssembleInput(const T* x, int batch);
+  void ScatterTableGradients(int batch);
   void MarkValueChanged(int i);
   // Copies variable i's mirror to the host value if it was written on the device.
   void RefreshHostValue(int i) const;
@@ -129,6 +163,19 @@ class Model {
                   bool with_gradient);
 
   Shape input_shape_;
+  struct Table {
+    EmbeddingSpec spec;
+    int field_offset = 0;  // in an example's categorical ids
+    int64_t offset = 0;    // in the first layer's input
+    const T* rows = nullptr;
+    int64_t unique = 0;
+    const uint32_t* inverse = nullptr;
+    std::vector<T> grad;  // unique x dim
+  };
+  std::vector<Table> tables_;
+  int fields_ = 0;                     // categorical ids per example, over every table
+  int64_t embedded_size_ = 0;          // the tables' part of the first layer's input, per example
+  std::vector<T> input_, input_grad_;  // with tables: the first layer's input and its gradient
   std::vector<std::unique_ptr<Layer<T>>> layers_;
   kernels::Backend<T>* backend_;  // borrowed
   int num_classes_;

@@ -81,6 +81,17 @@ ModelBuilder& ModelBuilder::Residual(std::string name, const BranchFn& main,
   return *this;
 }
 
+ModelBuilder& ModelBuilder::Embedding(std::string name, int fields, EmbeddingOptions options) {
+  embeddings_.push_back({std::move(name), fields, options});
+  return *this;
+}
+
+int ModelBuilder::categorical_fields() const {
+  int fields = 0;
+  for (const EmbeddingSpec& e : embeddings_) fields += e.fields;
+  return fields;
+}
+
 int ModelBuilder::output_units() const {
   return !specs_.empty() && specs_.back().kind == LayerSpec::Kind::kDense ? specs_.back().units : 0;
 }

@@ -1,5 +1,7 @@
 #include "worker/model/model_factory.h"
 
+#include "ps/variable.h"
+
 #include <set>
 
 #include "worker/layers/activation.h"
@@ -92,6 +94,35 @@ Result<std::vector<std::unique_ptr<Layer<T>>>> BuildChain(const std::vector<Laye
   return layers;
 }
 
+// The tables' part of the first layer's input, per example; kInvalidArgument naming a table
+// whose options are out of range or whose name is taken.
+Result<int64_t> CheckEmbeddings(const std::vector<EmbeddingSpec>& tables, const Shape& input,
+                                std::set<std::string>* names) {
+  int64_t width = 0;
+  for (const EmbeddingSpec& e : tables) {
+    const std::string what = "embedding table '" + e.name + "'";
+    if (e.name.empty() || !names->insert(e.name).second) {
+      return InvalidArgumentError(what + ": a table needs a name of its own");
+    }
+    if (e.fields < 1) {
+      return InvalidArgumentError(what + ": fields " + std::to_string(e.fields) +
+                                  " must be at least 1");
+    }
+    TOWERPS_RETURN_IF_ERROR(
+        ps::ValidateVariableKind(
+            ps::TableVariable(e.name, e.options.rows, e.options.dim, e.options.init_scale))
+            .WithContext(what));
+    width += int64_t{e.fields} * e.options.dim;
+  }
+  if (!tables.empty() && input.size() != 1) {
+    return InvalidArgumentError(
+        "a model with embedding tables takes its dense features as a "
+        "vector [features], not " +
+        ShapeToString(input));
+  }
+  return width;
+}
+
 }  // namespace
 
 template <typename T>
@@ -108,10 +139,17 @@ Result<std::unique_ptr<Model<T>>> BuildModel(const ModelBuilder& builder,
     return InvalidArgumentError("a model must end with a Dense layer giving the class logits");
   }
   std::set<std::string> names;
+  const std::vector<EmbeddingSpec>& tables = builder.embeddings();
+  TOWERPS_ASSIGN_OR_RETURN(const int64_t embedded, CheckEmbeddings(tables, input_shape_, &names));
+  if (!tables.empty() && !backend->host_memory()) {
+    return InvalidArgumentError("embedding table '" + tables[0].name +
+                                "': device towers do not run embedding tables yet; use CPU "
+                                "towers (--towers cpu:0)");
+  }
+  const Shape first = tables.empty() ? input_shape_ : Shape{embedded + NumElements(input_shape_)};
   int index = 0;
-  TOWERPS_ASSIGN_OR_RETURN(auto layers,
-                           BuildChain<T>(specs_, input_shape_, "", seed, &index, &names));
-  return std::make_unique<Model<T>>(input_shape_, std::move(layers), backend);
+  TOWERPS_ASSIGN_OR_RETURN(auto layers, BuildChain<T>(specs_, first, "", seed, &index, &names));
+  return std::make_unique<Model<T>>(input_shape_, tables, std::move(layers), backend);
 }
 
 template Result<std::unique_ptr<Model<float>>> BuildModel<float>(const ModelBuilder&,

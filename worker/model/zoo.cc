@@ -4,7 +4,9 @@
 
 namespace towerps::worker {
 
-std::vector<std::string> ZooModelNames() { return {"mlp", "cnn", "cifar10", "resnet20"}; }
+std::vector<std::string> ZooModelNames() {
+  return {"mlp", "cnn", "cifar10", "resnet20", "embed-mlp"};
+}
 
 namespace {
 
@@ -66,6 +68,13 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
     return b;
   }
   if (name == "resnet20") return ResNet20();
+  if (name == "embed-mlp") {
+    // 8 categorical fields of 1000 ids each in one bounded table, beside 4 dense features.
+    ModelBuilder b({4});
+    b.Embedding("embedding", 8, {.rows = 8000, .dim = 8, .init_scale = 0.05f});
+    b.Dense("fc1", 64).Relu().Dense("logits", 4, Init::kGlorot);
+    return b;
+  }
   std::string known;
   for (const std::string& n : ZooModelNames()) known += (known.empty() ? "" : ", ") + n;
   return NotFoundError("unknown model '" + name + "' (known: " + known + ")");
@@ -81,6 +90,8 @@ void AddZooModels(Registry* registry) {
       "2 convolutions, 2 dense layers (Fashion-MNIST)",
       "the TensorFlow CIFAR-10 tutorial net, with LRN (CIFAR-10 crops)",
       "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)",
+      "an embedding table (8 fields, dim 8) and a 64-unit MLP over 4 dense features "
+      "(--dataset categorical)",
   };
   const std::vector<std::string> names = worker::ZooModelNames();
   for (size_t i = 0; i < names.size(); ++i) {

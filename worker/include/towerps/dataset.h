@@ -6,7 +6,8 @@
 // of two forms: `pixels` (uint8, scaled by 1/255 before normalization) or `values` (float32,
 // normalized as they are); the other stays empty. labels[i] is in [0, num_classes). Validate()
 // checks all of this and names the dataset and the first problem; the worker calls it on what
-// a loader returns.
+// a loader returns. A dataset may also hold categorical features: `fields` 64-bit ids per
+// example, for a model's embedding tables (<towerps/model_builder.h>).
 #ifndef TOWERPS_DATASET_H_
 #define TOWERPS_DATASET_H_
 
@@ -26,6 +27,10 @@ struct Dataset {
   std::vector<uint8_t> pixels;  // size() * example_size() bytes, CHW per example; or
   std::vector<float> values;    // size() * example_size() floats
   std::vector<int32_t> labels;  // size()
+  // Categorical features, for a model's embedding tables: `fields` ids per example
+  // (size() * fields, example after example); none when fields is 0.
+  int fields = 0;
+  std::vector<uint64_t> ids;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   int64_t example_size() const { return NumElements(example_shape); }

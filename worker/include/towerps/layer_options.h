@@ -1,10 +1,13 @@
 // The options a model description uses: padding, weight initialization, activations, pooling,
-// local response normalization and batch normalization. See <towerps/model_builder.h>.
+// local response normalization, batch normalization and embedding tables. See
+// <towerps/model_builder.h>.
 //
 // Contract: plain values. ModelBuilder::Build checks them and names the layer and the value of
 // a bad one.
 #ifndef TOWERPS_LAYER_OPTIONS_H_
 #define TOWERPS_LAYER_OPTIONS_H_
+
+#include <cstdint>
 
 namespace towerps {
 
@@ -40,6 +43,14 @@ struct LrnOptions {
 struct BatchNormOptions {
   float momentum = 0.9f;  // decay of the moving statistics, in [0, 1)
   float epsilon = 1e-5f;  // added to the variance, > 0
+};
+
+// An embedding table (ModelBuilder::Embedding): rows of `dim` floats keyed by 64-bit ids, held
+// by the parameter servers, pulled and pushed by id and optimized there by --table-optimizer.
+struct EmbeddingOptions {
+  int64_t rows = 0;          // ids must be below it; 0: unbounded (any 64-bit id)
+  int dim = 16;              // floats per row, 1 to 65536
+  float init_scale = 0.05f;  // rows start uniform in [-init_scale, init_scale), drawn per id
 };
 
 }  // namespace towerps

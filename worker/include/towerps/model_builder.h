@@ -16,6 +16,17 @@
 //
 // Its layers' variables are named "<block>/<layer>/...", e.g. "block1/conv1/kernel".
 //
+// Categorical features go through embedding tables, declared before the layers: each example's
+// `fields` ids are looked up in the table, and the rows are concatenated, field after field and
+// table after table, in front of the dense input, which the first layer then sees whole:
+//
+//   towerps::ModelBuilder b({13});                            // 13 dense features
+//   b.Embedding("categories", 26, {.rows = 0, .dim = 16})     // 26 ids per example
+//    .Dense("fc1", 256).Relu().Dense("logits", 2);            // fc1 sees 26 * 16 + 13 inputs
+//
+// A table is a variable of the parameter servers (rows created when first trained, pulled by
+// the ids of each batch); its examples' ids come from Dataset::ids.
+//
 // Contract: the builder only records; building validates (shapes that do not fit, duplicate
 // names, a last layer that is not a Dense) and the error names the layer, e.g. "layer name 'a'
 // is used twice". Layers with parameters need unique names; the others are named
@@ -60,10 +71,21 @@ struct LayerSpec {
   std::vector<LayerSpec> main, shortcut;  // kResidual's branches
 };
 
+// One embedding table of a model, as ModelBuilder::Embedding recorded it.
+struct EmbeddingSpec {
+  std::string name;  // the table's variable name
+  int fields = 1;    // ids per example looked up in it
+  EmbeddingOptions options;
+};
+
 class ModelBuilder {
  public:
-  // Per-example input shape: [c, h, w] for images, [features] for vectors.
+  // Per-example input shape: [c, h, w] for images, [features] for vectors. With embedding
+  // tables, the dense features beside the categorical ones.
   explicit ModelBuilder(Shape input_shape) : input_shape_(std::move(input_shape)) {}
+  // `fields` ids per example looked up in the table `name`, their rows concatenated in front of
+  // the dense input (see above). Building checks the options and that names are unique.
+  ModelBuilder& Embedding(std::string name, int fields, EmbeddingOptions options = {});
 
   // filters outputs of kernel x kernel windows, plus a bias per filter.
   ModelBuilder& Conv2d(std::string name, int filters, int kernel, int stride = 1,
@@ -94,6 +116,9 @@ class ModelBuilder {
 
   const Shape& input_shape() const { return input_shape_; }
   const std::vector<LayerSpec>& layers() const { return specs_; }
+  const std::vector<EmbeddingSpec>& embeddings() const { return embeddings_; }
+  // Ids per example over every table (what Dataset::fields must be).
+  int categorical_fields() const;
   // The units of the last layer when it is a Dense (the number of classes), else 0.
   int output_units() const;
 
@@ -107,6 +132,7 @@ class ModelBuilder {
 
   Shape input_shape_;
   std::vector<LayerSpec> specs_;
+  std::vector<EmbeddingSpec> embeddings_;
 };
 
 }  // namespace towerps

@@ -43,14 +43,16 @@ struct DataRequest {
   // --train-images, --train-labels, --test-images, --test-labels: files of datasets that read
   // named files (relative to data_dir unless absolute); empty: the dataset's defaults.
   std::string train_images, train_labels, test_images, test_labels;
-  Shape model_input;  // the model's input shape (synthetic data and crops follow it)
-  uint64_t seed = 1;  // the job's --seed
+  Shape model_input;     // the model's input shape (synthetic data and crops follow it)
+  int model_fields = 0;  // the model's categorical ids per example (synthetic data follows it)
+  uint64_t seed = 1;     // the job's --seed
 };
 
 // The examples a dataset gives a model, as far as they can be known before loading.
 struct DatasetInfo {
   Shape example_shape;  // after any crop the dataset applies for request.model_input
   int num_classes = 0;  // 0: not known until loaded
+  int fields = 0;       // categorical ids per example
 };
 
 struct DatasetDef {
@@ -74,7 +76,8 @@ class Registry {
   const ModelDef* FindModel(const std::string& model) const;  // null when unknown
 
   // Whether `dataset` (probed with `request`) fits `model`: its example shape equals the model's
-  // input and its classes are no more than the model's outputs. kInvalidArgument naming both
+  // input, its categorical fields the model's embedding fields, and its classes are no more than
+  // the model's outputs. kInvalidArgument naming both
   // shapes and the registered models that fit, e.g. "model cifar10 expects 3x24x24 inputs, but
   // fashion-mnist examples are 1x28x28 (choose --model mlp or cnn, or another --dataset)";
   // kNotFound for an unknown name; the probe's own error for unreadable data. OK without a
@@ -86,9 +89,9 @@ class Registry {
   std::vector<std::pair<std::string, DatasetDef>> datasets_;
 };
 
-// The models TowerPS ships (mlp, cnn, cifar10, resnet20; see --list-models).
+// The models TowerPS ships (mlp, cnn, cifar10, resnet20, embed-mlp; see --list-models).
 void AddZooModels(Registry* registry);
-// The datasets TowerPS reads: fashion-mnist, idx, cifar10, npy and synthetic.
+// The datasets TowerPS reads: fashion-mnist, idx, cifar10, npy, categorical and synthetic.
 void AddStockDatasets(Registry* registry);
 // Both: what the stock towerps-worker registers.
 Registry StockRegistry();

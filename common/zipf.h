@@ -1,18 +1,18 @@
 // ZipfSampler: draws k in [1, n] with P(k) proportional to 1 / k^s (s > 0), in constant time and
 // memory whatever n, by rejection-inversion (Hormann and Derflinger 1996, "Rejection-inversion to
-// generate variates from monotone discrete distributions"). The ids of a power law: the benchmarks'
-// embedding rows are drawn from it.
+// generate variates from monotone discrete distributions"). The ids of a power law: the sparse
+// benchmark's rows and the categorical dataset's features are drawn from it.
 //
 // Contract: a value type; Sample() takes the caller's generator, so the draws are a pure function
 // of its state. Thread-compatible.
-#ifndef TOWERPS_BENCH_ZIPF_H_
-#define TOWERPS_BENCH_ZIPF_H_
+#ifndef TOWERPS_COMMON_ZIPF_H_
+#define TOWERPS_COMMON_ZIPF_H_
 
 #include <cmath>
 #include <cstdint>
 #include <random>
 
-namespace towerps::bench {
+namespace towerps {
 
 class ZipfSampler {
  public:
@@ -59,6 +59,6 @@ class ZipfSampler {
   double h_x1_, h_n_, squeeze_;
 };
 
-}  // namespace towerps::bench
+}  // namespace towerps
 
-#endif  // TOWERPS_BENCH_ZIPF_H_
+#endif  // TOWERPS_COMMON_ZIPF_H_

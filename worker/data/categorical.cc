@@ -1,0 +1,64 @@
+#include "worker/data/categorical.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/splitmix.h"
+#include "common/zipf.h"
+
+namespace towerps::worker {
+namespace {
+
+// Uniform in [-1, 1) from a hash of (key, a, b): the hidden scores, the same on every machine.
+float Hidden(uint64_t key, uint64_t a, uint64_t b) {
+  const uint64_t h = SplitMix64Finalize(key ^ SplitMix64Finalize(a * 0x9E3779B97F4A7C15ull + b));
+  return static_cast<float>(h >> 40) * 0x1p-23f - 1.0f;
+}
+
+}  // namespace
+
+Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& o) {
+  if (o.size < 1 || o.fields < 1 || o.vocabulary < 1 || o.dense < 1 || o.num_classes < 1 ||
+      !(o.zipf_exponent > 0)) {
+    return InvalidArgumentError("categorical data needs a positive size (" +
+                                std::to_string(o.size) + "), fields (" + std::to_string(o.fields) +
+                                "), vocabulary (" + std::to_string(o.vocabulary) +
+                                "), dense features (" + std::to_string(o.dense) + "), classes (" +
+                                std::to_string(o.num_classes) + ") and Zipf exponent");
+  }
+  Dataset d;
+  d.example_shape = {o.dense};
+  d.num_classes = o.num_classes;
+  d.fields = o.fields;
+  d.values.resize(static_cast<size_t>(o.size * o.dense));
+  d.ids.resize(static_cast<size_t>(o.size * o.fields));
+  d.labels.resize(static_cast<size_t>(o.size));
+  std::mt19937_64 rng(SplitMix64Finalize(o.seed ^ 0xca7e90ull));
+  ZipfSampler zipf(o.vocabulary, o.zipf_exponent);
+  std::normal_distribution<float> normal;
+  const uint64_t key = SplitMix64Finalize(o.scores_seed ^ 0x5c0e5ull);
+  std::vector<float> score(static_cast<size_t>(o.num_classes));
+  for (int64_t e = 0; e < o.size; ++e) {
+    std::fill(score.begin(), score.end(), 0.0f);
+    for (int f = 0; f < o.fields; ++f) {
+      const uint64_t id = static_cast<uint64_t>(f * o.vocabulary + zipf.Sample(rng) - 1);
+      d.ids[static_cast<size_t>(e * o.fields + f)] = id;
+      for (int c = 0; c < o.num_classes; ++c) score[c] += Hidden(key, id, c);
+    }
+    for (int j = 0; j < o.dense; ++j) {
+      const float x = normal(rng);
+      d.values[static_cast<size_t>(e * o.dense + j)] = x;
+      for (int c = 0; c < o.num_classes; ++c) {
+        score[c] += 0.5f * x * Hidden(key ^ 0xde45eull, static_cast<uint64_t>(j), c);
+      }
+    }
+    d.labels[static_cast<size_t>(e)] =
+        static_cast<int32_t>(std::max_element(score.begin(), score.end()) - score.begin());
+  }
+  return d;
+}
+
+}  // namespace towerps::worker

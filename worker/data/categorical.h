@@ -1,0 +1,39 @@
+// A seeded synthetic classification dataset with categorical features, for models with
+// embedding tables, whose labels are a known function of the features:
+//  - field f's id is f * vocabulary + k, k drawn from a Zipf law over [0, vocabulary): a few
+//    popular ids and a long tail, as in click logs;
+//  - every id carries a hidden score per class, and the dense features a hidden linear map;
+//  - an example's label is the class of the highest total score.
+// A model whose table learns each id's scores and whose layers sum them with the linear map
+// classifies every example right (the optimum is 100%), so accuracy says how much of that it
+// learned; ids of the tail that training rarely sees bound it from below that.
+//
+// Contract: a pure function of its options (same options, same bytes on every platform);
+// thread-safe.
+#ifndef TOWERPS_WORKER_DATA_CATEGORICAL_H_
+#define TOWERPS_WORKER_DATA_CATEGORICAL_H_
+
+#include <cstdint>
+
+#include "towerps/dataset.h"
+#include "towerps/result.h"
+
+namespace towerps::worker {
+
+struct CategoricalOptions {
+  int64_t size = 20000;
+  int fields = 8;
+  int64_t vocabulary = 1000;  // ids per field
+  int dense = 4;              // dense features, standard normal
+  int num_classes = 4;
+  double zipf_exponent = 1.1;
+  uint64_t seed = 1;         // the split's: features, labels and the hidden scores all come from it
+  uint64_t scores_seed = 1;  // the hidden scores' (the same for a job's two splits)
+};
+
+// kInvalidArgument naming a size, field count, vocabulary, feature or class count below 1.
+Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& options);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_DATA_CATEGORICAL_H_
