@@ -87,7 +87,8 @@ void Server::LogTableRows() const {
     for (const auto& t : shard->tables()) {
       TOWERPS_LOG(kInfo) << "table " << variables_.at(t->spec().variable_id).name << " partition "
                          << t->spec().chunk_id << ": " << t->rows_held() << " rows ("
-                         << t->bytes_held() / (1 << 20) << " MiB with their optimizer state)";
+                         << static_cast<double>(t->bytes_held()) / (1 << 20)
+                         << " MiB with their optimizer state and the id map)";
     }
   }
 }

@@ -4,8 +4,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "common/hash.h"
-#include "common/splitmix.h"
 #include "ps/optimizer.h"
 #include "ps/row_optimizer.h"
 
@@ -20,9 +18,7 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
                        TensorAllocator allocate)
     : spec_(spec),
       name_(variable.name),
-      init_scale_(variable.init_scale),
-      seed_key_(SplitMix64Finalize(Fnv1a(variable.name.data(), variable.name.size(),
-                                         Fnv1aU64(config.seed, kFnv1aOffsetBasis)))),
+      initial_(config.seed, variable.name, variable.init_scale),
       config_(config),
       allocate_(std::move(allocate)),
       rule_(UpdateRule::ForMode(config)),
@@ -31,15 +27,7 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
       slots_(optimizer_.slots()),
       rows_((1 + slots_) * spec.table_dim) {}
 
-void TableChunk::InitialValues(uint64_t id, float* out) const {
-  // Uniform in [-s, s) from 24 random bits per value: (2u - 1) is exact in float, so the only
-  // rounding is the scaling, the same on every machine.
-  uint64_t state = seed_key_ ^ SplitMix64Finalize(id);
-  for (int64_t j = 0; j < dim_; ++j) {
-    const float u = static_cast<float>(SplitMix64Next(state) >> 40) * 0x1p-24f;
-    out[j] = (2.0f * u - 1.0f) * init_scale_;
-  }
-}
+void TableChunk::InitialValues(uint64_t id, float* out) const { initial_.Fill(id, dim_, out); }
 
 std::string TableChunk::Describe() const {
   return "table " + name_ + " partition " + std::to_string(spec_.chunk_id);

@@ -2,7 +2,8 @@
 // rows whose id hashes to it (ps/placement.h), their optimizer state and update counts, the
 // partition's version and its update rule.
 //
-// Rows are created when first updated, with values drawn from (seed, table name, id): a pull of
+// Rows are created when first updated, with values drawn from (seed, table name, id)
+// (ps/initial_rows.h): a pull of
 // an id the partition does not hold reads those initial values without storing anything, so a
 // row's bits never depend on which worker touched it first or when, and memory grows with the
 // rows trained, not with the ids looked up (evaluation) nor with the table's bound.
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "ps/initial_rows.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
 #include "ps/row_optimizer.h"
@@ -121,8 +123,7 @@ class TableChunk final : private UpdateTarget {
 
   const ChunkSpec spec_;
   const std::string name_;
-  const float init_scale_;
-  const uint64_t seed_key_;  // (seed, table name), mixed: where initial values are drawn from
+  const InitialRows initial_;
   const JobConfig config_;
   const TensorAllocator allocate_;
   const std::unique_ptr<UpdateRule> rule_;

@@ -215,6 +215,83 @@ TEST_F(TableServerTest, ErrorsNameTheTableTheIdAndTheBound) {
   EXPECT_TRUE(clients[0]->PullRows({.table_id = 1, .ids = Ids({3, 4999})}).get().ok());
 }
 
+// A sync step torn by a worker's death: its table push is in (the partitions moved on to the
+// next step) but not its dense one (that chunk still waits for it). Its successor finds the job
+// at the lowest version with a probe, pulls its batch's rows at exactly that version (the
+// partitions keep the rows the last step changed), recomputes the same gradient bit for bit,
+// and pushes again: the partitions drop the repeat, the chunk completes the step, and the job
+// ends with the undisturbed job's bits.
+TEST_F(TableServerTest, TornStepIsRecomputedFromTheRowsBeforeIt) {
+  std::vector<std::vector<float>> results;
+  for (bool torn : {false, true}) {
+    cluster_.reset();
+    cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 2), "tables_torn");
+    ASSERT_TRUE(cluster_->ok());
+    auto clients = Connect(*cluster_, 2);
+    TrainSync(clients, 2, 0, 1);
+    // Step 1 of worker 1 (the predecessor): its rows at version 1, its gradient, its table push.
+    const std::vector<uint64_t> batch = BatchIds(1, 1);
+    const UniqueIds u = Deduplicate(batch, 2);
+    const PulledRows rows =
+        Get(clients[1]->PullRows({.table_id = 1, .ids = u.ids, .min_version = 1, .clock = 1}));
+    const Tensor grads = Gradient(u, batch, rows.rows.f32());
+    const Tensor dense = Random({10}, 1);
+    const RowPushRequest push{.table_id = 1,
+                              .ids = u.ids,
+                              .gradients = grads,
+                              .pulled_updates = rows.updates,
+                              .version = 1,
+                              .clock = 1};
+    // Worker 0's step 1, whole.
+    {
+      const UniqueIds u0 = Deduplicate(BatchIds(0, 1), 2);
+      const PulledRows r0 =
+          Get(clients[0]->PullRows({.table_id = 1, .ids = u0.ids, .min_version = 1}));
+      Get(clients[0]->PushRows({.table_id = 1,
+                                .ids = u0.ids,
+                                .gradients = Gradient(u0, BatchIds(0, 1), r0.rows.f32()),
+                                .pulled_updates = r0.updates,
+                                .version = 1,
+                                .clock = 1}));
+      auto d0 = clients[0]->Push({.variable_id = 0, .version = 1, .clock = 1, .gradient = dense});
+      Get(clients[1]->PushRows(push));  // the predecessor's table push completes the partitions
+      if (!torn)
+        Get(clients[1]->Push({.variable_id = 0, .version = 1, .clock = 1, .gradient = dense}));
+      if (torn) {
+        clients[1].reset();  // dies before its dense push
+        clients[1] = cluster_->MakeClient(1);
+        Get(clients[1]->Register(Model(), kSignature));
+        // Where the job stands: the partitions at 2, the chunk at 1.
+        const PulledRows probe = Get(clients[1]->PullRows({.table_id = 1, .ids = Ids({})}));
+        EXPECT_EQ(probe.version, 2);
+        const PulledVariable chunk = Get(clients[1]->Pull({.variable_id = 0, .min_version = 0}));
+        EXPECT_EQ(chunk.version, 1);
+        // The successor recomputes step 1 from exactly version 1: the same rows, the same bits.
+        const PulledRows again = Get(clients[1]->PullRows(
+            {.table_id = 1, .ids = u.ids, .min_version = 1, .clock = 1, .exact = true}));
+        ASSERT_EQ(again.version, 1);
+        EXPECT_EQ(0,
+                  std::memcmp(again.rows.raw_data(), rows.rows.raw_data(), rows.rows.byte_size()))
+            << "the rows at version 1 changed";
+        const Tensor regrads = Gradient(u, batch, again.rows.f32());
+        EXPECT_EQ(0, std::memcmp(regrads.raw_data(), grads.raw_data(), grads.byte_size()));
+        const PushReport repeat = Get(clients[1]->PushRows({.table_id = 1,
+                                                            .ids = u.ids,
+                                                            .gradients = regrads,
+                                                            .pulled_updates = again.updates,
+                                                            .version = 1,
+                                                            .clock = 1}));
+        EXPECT_EQ(repeat.dropped_chunks, 2) << "both partitions had it already";
+        Get(clients[1]->Push({.variable_id = 0, .version = 1, .clock = 1, .gradient = dense}));
+      }
+      Get(std::move(d0));
+    }
+    TrainSync(clients, 2, 2, 1);
+    results.push_back(AllRows(*clients[0], 3));
+  }
+  EXPECT_EQ(results[0], results[1]);
+}
+
 // A pull of no ids tells every partition's version (and this worker's clock there: see the
 // async test); a pull of
 // every row exports the table: each row the servers hold, with its id, as pulls read them.

@@ -14,7 +14,8 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
   // dropped); the version counts them as the mode does (JobConfig::FinalVersion).
   TOWERPS_RETURN_IF_ERROR(p.exchange.PullFinal(p.towers, p.job.FinalVersion(total),
                                                &s->final_version_min, &s->final_version_max));
-  TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(p.towers.model(0), p.test_batches));
+  TOWERPS_ASSIGN_OR_RETURN(EpochStats eval,
+                           EvaluateAll(p.towers.model(0), p.test_batches, p.prepare_eval));
   s->test_accuracy = eval.accuracy;
   s->test_loss = eval.mean_loss;
   p.metrics.Eval(done_steps, (done_steps + p.steps_per_epoch - 1) / p.steps_per_epoch,
@@ -28,7 +29,11 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
   // Another worker's divergence shows as gradients the servers refused.
   if (s->nonfinite_rejected > 0 || !std::isfinite(eval.mean_loss)) s->diverged = true;
   FinishStalenessStats(s);
-  TOWERPS_RETURN_IF_ERROR(WriteFinalParameters(p.towers.model(0), p.options, 0));
+  std::vector<ps::TableRows> tables;
+  if (!p.options.final_params_out.empty() || !p.options.export_npz.empty()) {
+    TOWERPS_ASSIGN_OR_RETURN(tables, p.exchange.tables().ExportRows());
+  }
+  TOWERPS_RETURN_IF_ERROR(WriteFinalParameters(p.towers.model(0), tables, p.options, 0));
   if (p.options.shutdown_servers) {
     // Every worker's last update is in (the final pull above waited for it).
     for (int srv = 0; srv < p.client.num_servers(); ++srv) {

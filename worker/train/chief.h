@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 #include "ps/client.h"
 #include "ps/job_config.h"
@@ -32,6 +33,8 @@ struct ChiefParts {
   const WorkerOptions& options;
   int64_t steps_per_epoch;
   const std::atomic<bool>* stop;  // may be null
+  // Before each test batch: its embedding tables' rows (null without tables).
+  std::function<Status(const Batch&)> prepare_eval;
 };
 
 // `total`: the iterations each worker trained; `done_steps`: the steps the summary reports.

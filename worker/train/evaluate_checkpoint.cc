@@ -1,7 +1,13 @@
 #include "worker/train/evaluate_checkpoint.h"
 
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
 #include "common/logging.h"
 #include "ps/checkpoint_reader.h"
+#include "ps/initial_rows.h"
+#include "ps/row_batch.h"
 #include "worker/model/model_factory.h"
 #include "worker/tower_devices.h"
 #include "worker/train/job_data.h"
@@ -9,6 +15,70 @@
 #include "worker/train/npz_export.h"
 
 namespace towerps::worker {
+namespace {
+
+// A checkpoint's embedding tables for evaluation without servers: a batch's rows from the rows
+// the servers held, and for ids they never trained their initial values, drawn as the servers
+// draw them (ps/initial_rows.h).
+class CheckpointTables {
+ public:
+  CheckpointTables(const Model<float>& model, const ps::CheckpointParameters& saved,
+                   uint64_t seed) {
+    for (int t = 0; t < model.num_tables(); ++t) {
+      const EmbeddingSpec& spec = model.table(t);
+      Table table{.saved = saved.tables.at(static_cast<size_t>(model.table_variable(t))),
+                  .initial = ps::InitialRows(seed, spec.name, spec.options.init_scale),
+                  .field_offset = model.table_field_offset(t),
+                  .fields = spec.fields,
+                  .dim = spec.options.dim};
+      const int64_t n = table.saved.ids.defined() ? table.saved.ids.num_elements() : 0;
+      for (int64_t i = 0; i < n; ++i) table.index[table.saved.ids.u64()[i]] = i;
+      tables_.push_back(std::move(table));
+    }
+  }
+
+  // The rows of `batch`'s ids, set into `model`; valid until the next call.
+  Status Load(const Batch& batch, Model<float>& model) {
+    const size_t all = batch.ids.size() / static_cast<size_t>(std::max(batch.size, 1));
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      Table& table = tables_[t];
+      std::vector<uint64_t> ids;
+      for (int b = 0; b < batch.size; ++b) {
+        const auto first = batch.ids.begin() + static_cast<ptrdiff_t>(b * all + table.field_offset);
+        ids.insert(ids.end(), first, first + table.fields);
+      }
+      table.unique = ps::Deduplicate(ids, 1);
+      table.rows.resize(static_cast<size_t>(table.unique.size() * table.dim));
+      for (int64_t u = 0; u < table.unique.size(); ++u) {
+        const uint64_t id = table.unique.ids.u64()[u];
+        float* out = table.rows.data() + u * table.dim;
+        auto saved = table.index.find(id);
+        if (saved == table.index.end()) {
+          table.initial.Fill(id, table.dim, out);
+        } else {
+          std::copy_n(table.saved.values.f32() + saved->second * table.dim, table.dim, out);
+        }
+      }
+      model.SetTableRows(static_cast<int>(t), table.rows.data(), table.unique.size(),
+                         table.unique.inverse.data());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Table {
+    ps::TableRows saved;
+    ps::InitialRows initial;
+    int field_offset = 0, fields = 0;
+    int64_t dim = 0;
+    std::unordered_map<uint64_t, int64_t> index{};  // id -> its row in `saved`
+    ps::UniqueIds unique{};
+    std::vector<float> rows{};
+  };
+  std::vector<Table> tables_;
+};
+
+}  // namespace
 
 Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const ps::JobConfig& job,
                                                 const WorkerOptions& options,
@@ -34,19 +104,28 @@ Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const 
   for (int v = 0; v < model->num_variables(); ++v) {
     TOWERPS_RETURN_IF_ERROR(model->SetVariable(v, saved.values[static_cast<size_t>(v)]));
   }
-  TOWERPS_ASSIGN_OR_RETURN(
-      JobData data,
-      LoadJobData(registry, job.dataset, options.MakeDataRequest(model->input_shape(), job.seed),
-                  job.batch_size));
+  TOWERPS_ASSIGN_OR_RETURN(JobData data,
+                           LoadJobData(registry, job.dataset,
+                                       options.MakeDataRequest(model->input_shape(), job.seed,
+                                                               model->categorical_fields()),
+                                       job.batch_size));
   TOWERPS_ASSIGN_OR_RETURN(auto test, Batcher::Create(&data.test, data.test_options));
   if (test->example_shape() != model->input_shape()) {
     return InvalidArgumentError(
         "model " + job.model + " expects " + ShapeToString(model->input_shape()) + " inputs, but " +
         data.test.name + " examples are " + ShapeToString(test->example_shape()));
   }
-  TOWERPS_ASSIGN_OR_RETURN(const EpochStats eval, EvaluateAll(*model, *test));
+  CheckpointTables tables(*model, saved, job.seed);
+  TOWERPS_ASSIGN_OR_RETURN(const EpochStats eval,
+                           EvaluateAll(
+                               *model, *test,
+                               model->num_tables() == 0 ? std::function<Status(const Batch&)>()
+                                                        : [&](const Batch& batch) {
+                                                            return tables.Load(batch, *model);
+                                                          }));
   if (!options.export_npz.empty()) {
-    TOWERPS_RETURN_IF_ERROR(WriteNpz(saved.variables, saved.values, options.export_npz));
+    TOWERPS_RETURN_IF_ERROR(
+        WriteNpz(NpzArrays(saved.variables, saved.values, saved.tables), options.export_npz));
   }
   return CheckpointEvaluation{.accuracy = eval.accuracy,
                               .mean_loss = eval.mean_loss,

@@ -1,7 +1,8 @@
 // The chief's files of the final parameters: --final-params-out, for comparing runs bit for bit,
 // and --export-npz (worker/train/npz_export.h), for numpy and PyTorch.
-// --final-params-out's format, per variable in the model's order: a text line
-// "<name> <elements>\n", then that many little-endian float32 values.
+// --final-params-out's format, per dense variable in the model's order: a text line
+// "<name> <elements>\n", then that many little-endian float32 values; then per embedding table
+// "<name> <rows> <dim>\n", the rows' ids (little-endian uint64, increasing) and their values.
 //
 // Contract: free functions; read the model, write each file whole or return kIoError naming the
 // path.
@@ -9,16 +10,21 @@
 #define TOWERPS_WORKER_TRAIN_FINAL_PARAMS_H_
 
 #include <string>
+#include <vector>
 
+#include "ps/checkpoint_reader.h"
 #include "towerps/status.h"
 #include "worker/model/model.h"
 #include "worker/worker_options.h"
 
 namespace towerps::worker {
 
-Status WriteFinalParams(const Model<float>& model, const std::string& path);
+// `tables`: each table's rows (TableExchange::ExportRows), one entry per table of the model.
+Status WriteFinalParams(const Model<float>& model, const std::vector<ps::TableRows>& tables,
+                        const std::string& path);
 // Both files, where `options` asks for them ("{rank}" in --final-params-out expands to `rank`).
-Status WriteFinalParameters(const Model<float>& model, const WorkerOptions& options, int rank);
+Status WriteFinalParameters(const Model<float>& model, const std::vector<ps::TableRows>& tables,
+                            const WorkerOptions& options, int rank);
 
 }  // namespace towerps::worker
 

@@ -24,17 +24,46 @@ std::vector<std::future<Result<ps::PulledVariable>>> PullAll(ps::Client& client,
   return pulls;
 }
 
+// Where every chunk and table partition stands, at `version` (exactly, or at least): the lowest
+// and highest versions, and this worker's lowest clock.
+struct Standing {
+  int64_t lowest = INT64_MAX, highest = -1, clock = -1;
+};
+
+Result<Standing> Probe(ps::Client& client, int num_vars, const std::vector<uint32_t>& tables,
+                       int64_t version, bool exact, const std::atomic<bool>* stop) {
+  auto pulls = PullAll(client, num_vars, version, exact);
+  std::vector<std::future<Result<ps::PulledRows>>> probes;
+  for (uint32_t t : tables) {
+    probes.push_back(client.PullRows({.table_id = t,
+                                      .ids = Tensor::Empty({0}, DType::kUInt64),
+                                      .min_version = version,
+                                      .exact = exact}));
+  }
+  Standing at;
+  auto add = [&at](int64_t lowest, int64_t highest, int64_t clock) {
+    at.lowest = std::min(at.lowest, lowest);
+    at.highest = std::max(at.highest, highest);
+    at.clock = at.clock < 0 ? clock : std::min(at.clock, clock);
+  };
+  for (auto& pull : pulls) {
+    TOWERPS_ASSIGN_OR_RETURN(const ps::PulledVariable p, AwaitUnlessStopped(pull, stop));
+    add(p.version, p.max_version, p.min_clock);
+  }
+  for (auto& probe : probes) {
+    TOWERPS_ASSIGN_OR_RETURN(const ps::PulledRows p, AwaitUnlessStopped(probe, stop));
+    add(p.version, p.max_version, p.min_clock);
+  }
+  return at;
+}
+
 }  // namespace
 
-Result<SyncJoin> JoinSyncJob(ps::Client& client, int num_vars, int64_t first, bool full_sync,
-                             const std::atomic<bool>* stop) {
-  auto pulls = PullAll(client, num_vars, first, /*exact=*/false);
-  int64_t lowest = -1, highest = -1;
-  for (int v = 0; v < num_vars; ++v) {
-    TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, AwaitUnlessStopped(pulls[v], stop));
-    lowest = v == 0 ? p.version : std::min(lowest, p.version);
-    highest = std::max(highest, p.max_version);
-  }
+Result<SyncJoin> JoinSyncJob(ps::Client& client, int num_vars, const std::vector<uint32_t>& tables,
+                             int64_t first, bool full_sync, const std::atomic<bool>* stop) {
+  TOWERPS_ASSIGN_OR_RETURN(const Standing at,
+                           Probe(client, num_vars, tables, first, /*exact=*/false, stop));
+  const int64_t lowest = at.lowest, highest = at.highest;
   SyncJoin join{lowest, full_sync};
   if (lowest > first) {
     TOWERPS_LOG(kInfo) << "joining a running job at step " << lowest
@@ -44,29 +73,20 @@ Result<SyncJoin> JoinSyncJob(ps::Client& client, int num_vars, int64_t first, bo
                                             : "");
   }
   if (!join.exact || highest == lowest) return join;
-  pulls = PullAll(client, num_vars, lowest, /*exact=*/true);
-  for (int v = 0; v < num_vars; ++v) {
-    Result<ps::PulledVariable> p = AwaitUnlessStopped(pulls[v], stop);
-    if (p.ok()) continue;
-    if (p.status().code() != StatusCode::kFailedPrecondition) return p.status();
-    if (join.exact) {
-      TOWERPS_LOG(kWarning) << "step " << lowest << " cannot be recomputed bit for bit ("
-                            << p.status().message() << "); going on from the latest values";
-    }
-    join.exact = false;
-  }
+  Result<Standing> exact = Probe(client, num_vars, tables, lowest, /*exact=*/true, stop);
+  if (exact.ok()) return join;
+  if (exact.status().code() != StatusCode::kFailedPrecondition) return exact.status();
+  TOWERPS_LOG(kWarning) << "step " << lowest << " cannot be recomputed bit for bit ("
+                        << exact.status().message() << "); going on from the latest values";
+  join.exact = false;
   return join;
 }
 
-Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, int64_t first,
-                             const std::atomic<bool>* stop) {
-  auto pulls = PullAll(client, num_vars, first, /*exact=*/false);
-  int64_t iter = -1;
-  for (int v = 0; v < num_vars; ++v) {
-    TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, AwaitUnlessStopped(pulls[v], stop));
-    iter = v == 0 ? p.min_clock : std::min(iter, p.min_clock);
-  }
-  iter = std::max<int64_t>(iter, 0);
+Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, const std::vector<uint32_t>& tables,
+                             int64_t first, const std::atomic<bool>* stop) {
+  TOWERPS_ASSIGN_OR_RETURN(const Standing at,
+                           Probe(client, num_vars, tables, first, /*exact=*/false, stop));
+  const int64_t iter = std::max<int64_t>(at.clock, 0);
   if (iter > 0) TOWERPS_LOG(kInfo) << "joining a running job at iteration " << iter;
   return iter;
 }
@@ -78,18 +98,19 @@ Status WriteReadyFile(const std::string& path) {
 }
 
 Result<JoinPoint> JoinJob(ps::Client& client, const ps::JobConfig& job, int num_vars,
-                          int64_t restored, const std::atomic<bool>* stop) {
+                          const std::vector<uint32_t>& tables, int64_t restored,
+                          const std::atomic<bool>* stop) {
   JoinPoint at;
   at.version = std::max<int64_t>(restored, 0);
   if (job.mode == ps::UpdateMode::kSync) {
-    TOWERPS_ASSIGN_OR_RETURN(
-        const SyncJoin join,
-        JoinSyncJob(client, num_vars, at.version, job.EffectiveReplicas() == job.workers, stop));
+    TOWERPS_ASSIGN_OR_RETURN(const SyncJoin join,
+                             JoinSyncJob(client, num_vars, tables, at.version,
+                                         job.EffectiveReplicas() == job.workers, stop));
     at.version = join.step;
     at.iter = join.step;
     at.exact = join.exact;
   } else {  // async, SSP and softsync versions count every worker's updates
-    TOWERPS_ASSIGN_OR_RETURN(at.iter, JoinAsyncJob(client, num_vars, at.version, stop));
+    TOWERPS_ASSIGN_OR_RETURN(at.iter, JoinAsyncJob(client, num_vars, tables, at.version, stop));
   }
   return at;
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <future>
 #include <string>
+#include <vector>
 
 #include "ps/client.h"
 #include "towerps/result.h"
@@ -43,15 +44,16 @@ struct SyncJoin {
   int64_t step = 0;
   bool exact = false;
 };
-Result<SyncJoin> JoinSyncJob(ps::Client& client, int num_vars, int64_t first, bool full_sync,
-                             const std::atomic<bool>* stop);
+// `tables`: the embedding tables' variable ids; every partition of theirs counts as a chunk.
+Result<SyncJoin> JoinSyncJob(ps::Client& client, int num_vars, const std::vector<uint32_t>& tables,
+                             int64_t first, bool full_sync, const std::atomic<bool>* stop);
 
 // Async and SSP: the iteration to (re)start at: the lowest count of this worker's iterations
 // the chunks have applied (they keep it per worker, and checkpoint it). A restarted worker
 // redoes the iteration its predecessor left half-pushed; the chunks that have it drop the
 // repeat, so each iteration is applied once.
-Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, int64_t first,
-                             const std::atomic<bool>* stop);
+Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, const std::vector<uint32_t>& tables,
+                             int64_t first, const std::atomic<bool>* stop);
 
 // Where a worker starts: the version it pulls first (sync: the step), its first iteration, and
 // whether it recomputes that step from exactly its version (sync, see JoinSyncJob).
@@ -62,7 +64,8 @@ struct JoinPoint {
 };
 // The mode's join, from `restored` (Client::Register's lowest restored version, or kNoVersion).
 Result<JoinPoint> JoinJob(ps::Client& client, const ps::JobConfig& job, int num_vars,
-                          int64_t restored, const std::atomic<bool>* stop);
+                          const std::vector<uint32_t>& tables, int64_t restored,
+                          const std::atomic<bool>* stop);
 
 // Once joined: creates (empty) the worker's --ready-file, by which towerps-launch bounds how long
 // a restarted worker takes to rejoin. kIoError naming the file when it cannot be written.

@@ -27,13 +27,15 @@ Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batch
   return stats;
 }
 
-Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches) {
+Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
+                               const std::function<Status(const Batch&)>& prepare) {
   EpochStats stats;
   double loss_sum = 0;
   int64_t correct = 0;
   Batch batch;
   batches.StartEpoch(0);
   while (batches.Next(&batch)) {
+    if (prepare) TOWERPS_RETURN_IF_ERROR(prepare(batch));
     TOWERPS_ASSIGN_OR_RETURN(StepResult r,
                              model.Evaluate(batch.x.data(), batch.labels.data(), batch.size));
     loss_sum += r.loss * r.batch;

@@ -25,7 +25,10 @@ Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batch
                               int64_t epoch, const std::function<void(int64_t)>& on_step = nullptr);
 
 // Loss and accuracy over one pass of `batches` (build it with drop_remainder = false).
-Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches);
+// `prepare`, when set, runs before each batch is evaluated: a model with embedding tables gets
+// the batch's rows there (Model::SetTableRows).
+Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
+                               const std::function<Status(const Batch&)>& prepare = nullptr);
 
 }  // namespace towerps::worker
 

@@ -18,12 +18,14 @@ std::string ZipErrorText(zip_t* z) { return zip_strerror(z); }
 
 }  // namespace
 
-std::string NpyHeader(const std::vector<int64_t>& shape) {
+std::string NpyHeader(const std::vector<int64_t>& shape, DType dtype) {
   std::string dims;
   for (int64_t d : shape) dims += std::to_string(d) + ", ";
   if (shape.size() > 1) dims.resize(dims.size() - 2);  // (3, 4); a 1-d shape keeps "(5,)"
   if (shape.size() == 1) dims.resize(dims.size() - 1);
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const char* descr = dtype == DType::kUInt64 ? "<u8" : "<f4";
+  std::string dict =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   // magic (6) + version (2) + length (2) + dict + padding + '\n' is a multiple of 64.
   const size_t unpadded = 10 + dict.size() + 1;
   dict.append((64 - unpadded % 64) % 64, ' ');
@@ -36,13 +38,8 @@ std::string NpyHeader(const std::vector<int64_t>& shape) {
   return header + dict;
 }
 
-Status WriteNpz(const std::vector<ps::VariableSpec>& variables, const std::vector<Tensor>& values,
-                const std::string& path) {
+Status WriteNpz(const std::vector<NpyArray>& arrays, const std::string& path) {
   const std::string what = "--export-npz " + path;
-  if (variables.size() != values.size()) {
-    return InternalError(what + ": " + std::to_string(values.size()) + " values for " +
-                         std::to_string(variables.size()) + " variables");
-  }
   const std::string tmp = path + ".tmp";
   int err = 0;
   std::unique_ptr<zip_t, ZipDiscard> zip(zip_open(tmp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err));
@@ -54,15 +51,14 @@ Status WriteNpz(const std::vector<ps::VariableSpec>& variables, const std::vecto
     return IoError(what + ": cannot create " + tmp + ": " + reason);
   }
   // libzip reads the members' bytes at zip_close: they live here until then.
-  std::vector<std::string> members(variables.size());
-  for (size_t i = 0; i < variables.size(); ++i) {
-    const ps::VariableSpec& v = variables[i];
-    const Tensor& t = values[i];
-    if (t.num_elements() != NumElements(v.shape)) {
-      return InternalError(what + ": " + v.name + " has " + std::to_string(t.num_elements()) +
-                           " values for its shape " + ShapeToString(v.shape));
+  std::vector<std::string> members(arrays.size());
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const NpyArray& v = arrays[i];
+    const Tensor& t = v.values;
+    if (t.dtype() != DType::kFloat32 && t.dtype() != DType::kUInt64) {
+      return InternalError(what + ": " + v.name + " is " + DTypeName(t.dtype()));
     }
-    members[i] = NpyHeader(v.shape);
+    members[i] = NpyHeader(t.shape(), t.dtype());
     members[i].append(static_cast<const char*>(t.raw_data()), t.byte_size());
     zip_source_t* src = zip_source_buffer(zip.get(), members[i].data(), members[i].size(), 0);
     if (src == nullptr) return IoError(what + ": " + ZipErrorText(zip.get()));
@@ -92,10 +88,40 @@ Status WriteNpz(const std::vector<ps::VariableSpec>& variables, const std::vecto
   return Status::Ok();
 }
 
-Status WriteNpz(const Model<float>& model, const std::string& path) {
+std::vector<NpyArray> NpzArrays(const std::vector<ps::VariableSpec>& variables,
+                                const std::vector<Tensor>& values,
+                                const std::vector<ps::TableRows>& tables) {
+  std::vector<NpyArray> arrays;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const ps::VariableSpec& v = variables[i];
+    if (!v.is_table()) {
+      arrays.push_back({v.name, values.at(i).Reshape(v.shape)});
+      continue;
+    }
+    const ps::TableRows& t = tables.at(i);
+    const int64_t n = t.ids.defined() ? t.ids.num_elements() : 0;
+    arrays.push_back({v.name + "/ids", n > 0 ? t.ids : Tensor::Empty({0}, DType::kUInt64)});
+    arrays.push_back({v.name + "/rows", n > 0 ? t.values.Reshape({n, v.table_dim()})
+                                              : Tensor::Empty({0, v.table_dim()})});
+  }
+  return arrays;
+}
+
+Status WriteNpz(const Model<float>& model, const std::vector<ps::TableRows>* tables,
+                const std::string& path) {
+  std::vector<ps::VariableSpec> variables(model.variables().begin(),
+                                          model.variables().begin() + model.num_variables());
   std::vector<Tensor> values;
   for (int v = 0; v < model.num_variables(); ++v) values.push_back(model.GetVariable(v));
-  return WriteNpz(model.variables(), values, path);
+  std::vector<ps::TableRows> rows(variables.size());
+  if (tables != nullptr) {
+    for (int t = 0; t < model.num_tables(); ++t) {
+      variables.push_back(model.variables()[static_cast<size_t>(model.table_variable(t))]);
+      values.emplace_back();
+      rows.push_back(tables->at(static_cast<size_t>(t)));
+    }
+  }
+  return WriteNpz(NpzArrays(variables, values, rows), path);
 }
 
 }  // namespace towerps::worker

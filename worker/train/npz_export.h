@@ -1,8 +1,11 @@
-// --export-npz: a model's variables as a NumPy .npz archive, one float32 array per variable,
-// named as the model names it ("conv1/kernel") and shaped as declared, so that
+// --export-npz: a model's variables as a NumPy .npz archive, one float32 array per dense
+// variable, named as the model names it ("conv1/kernel") and shaped as declared, so that
 //   numpy.load("model.npz")["conv1/kernel"]      (or torch.from_numpy of it)
-// gives the trained values. The archive is a zip (written with libzip) of "<name>.npy" members,
-// stored uncompressed as numpy.savez does, each in the NPY 1.0 format ('<f4', C order).
+// gives the trained values; an embedding table as two arrays, "<table>/ids" (uint64 [n]) and
+// "<table>/rows" (float32 [n, dim]), the rows the servers held (a row never trained is at its
+// initial value, drawn from (seed, table, id), and not listed). The archive is a zip (written
+// with libzip) of "<name>.npy" members, stored uncompressed as numpy.savez does, each in the NPY
+// 1.0 format ('<f4' or '<u8', C order).
 //
 // Contract: free functions. The file is written to "<path>.tmp" and renamed over `path`, so it
 // is whole or absent; errors are kIoError naming the path and libzip's reason. Thread-compatible.
@@ -13,21 +16,31 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "ps/checkpoint_reader.h"
 #include "ps/variable.h"
 #include "towerps/status.h"
 #include "worker/model/model.h"
 
 namespace towerps::worker {
 
-// `values[i]` holds variables[i]'s float32 elements (as many as its shape has).
-Status WriteNpz(const std::vector<ps::VariableSpec>& variables, const std::vector<Tensor>& values,
+// One member: a float32 or uint64 array, shaped as exported.
+struct NpyArray {
+  std::string name;
+  Tensor values;
+};
+Status WriteNpz(const std::vector<NpyArray>& arrays, const std::string& path);
+// The model's dense variables' current values (read back from its device, if it has one), and,
+// when `tables` is given, each table's ids and rows (tables[t] for table t).
+Status WriteNpz(const Model<float>& model, const std::vector<ps::TableRows>* tables,
                 const std::string& path);
-// The model's current values (read back from its device, if it has one).
-Status WriteNpz(const Model<float>& model, const std::string& path);
+// Dense variables (values[i] for variables[i]) and, for each table variable, tables[i].
+std::vector<NpyArray> NpzArrays(const std::vector<ps::VariableSpec>& variables,
+                                const std::vector<Tensor>& values,
+                                const std::vector<ps::TableRows>& tables);
 
-// The NPY 1.0 header of a little-endian float32 C-order array of `shape`, padded so that the
-// data starts at a multiple of 64 bytes: what numpy.save writes.
-std::string NpyHeader(const std::vector<int64_t>& shape);
+// The NPY 1.0 header of a little-endian C-order array of `shape` ('<f4' float32, '<u8'
+// uint64), padded so that the data starts at a multiple of 64 bytes: what numpy.save writes.
+std::string NpyHeader(const std::vector<int64_t>& shape, DType dtype = DType::kFloat32);
 
 }  // namespace towerps::worker
 

@@ -8,13 +8,15 @@
 
 namespace towerps::worker {
 
-StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
+StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, const Model<float>& model,
                            Divergence& divergence, const std::atomic<bool>* stop)
     : client_(client),
       sync_(job.mode == ps::UpdateMode::kSync),
-      num_variables_(num_variables),
+      num_variables_(model.num_variables()),
+      tables_(client, model, stop),
       divergence_(divergence),
       stop_(stop) {
+  const int num_variables = num_variables_;
   MutexLock lock(&mu_);
   versions_.assign(static_cast<size_t>(num_variables), 0);
   pushes_.resize(static_cast<size_t>(num_variables));
@@ -43,13 +45,20 @@ void StepExchange::PullAt(int v, int64_t min_version, int64_t clock, bool exact)
                                                  .exact = exact});
 }
 
-void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool exact) {
-  MutexLock lock(&mu_);
-  last_step_ = last_step;
-  replace_pending_ = sync_ && !exact;
-  std::fill(versions_.begin(), versions_.end(), version);
-  std::fill(pulled_with_push_.begin(), pulled_with_push_.end(), 0);
-  for (int v = 0; v < num_variables_; ++v) PullAt(v, version, iter, exact);
+void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool exact,
+                         const Batch& batch) {
+  {
+    MutexLock lock(&mu_);
+    last_step_ = last_step;
+    replace_pending_ = sync_ && !exact;
+    std::fill(versions_.begin(), versions_.end(), version);
+    std::fill(pulled_with_push_.begin(), pulled_with_push_.end(), 0);
+    table_version_ = version;
+    tables_pulled_with_push_ = false;
+    for (int v = 0; v < num_variables_; ++v) PullAt(v, version, iter, exact);
+  }
+  tables_.Prepare(batch);
+  tables_.Pull(version, iter, exact);
 }
 
 bool StepExchange::RanLastIteration(int64_t iter) const {
@@ -78,12 +87,20 @@ Status StepExchange::AwaitValues(TowerGroup& towers) {
     MutexLock lock(&mu_);
     pulls = std::exchange(pulls_, std::vector<PullFuture>(static_cast<size_t>(num_variables_)));
   }
-  return Load(std::move(pulls), towers, nullptr);
+  TOWERPS_RETURN_IF_ERROR(Load(std::move(pulls), towers, nullptr));
+  if (tables_.empty()) return Status::Ok();
+  TOWERPS_ASSIGN_OR_RETURN(const int64_t version, tables_.AwaitRows(towers));
+  MutexLock lock(&mu_);
+  table_version_ = version;
+  return Status::Ok();
 }
 
 int64_t StepExchange::Progress(int64_t iter) const {
   MutexLock lock(&mu_);
-  return sync_ ? *std::min_element(versions_.begin(), versions_.end()) : iter;
+  if (!sync_) return iter;
+  int64_t lowest = tables_.empty() ? INT64_MAX : table_version_;
+  for (int64_t v : versions_) lowest = std::min(lowest, v);
+  return lowest;
 }
 
 void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
@@ -125,9 +142,36 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
   }
 }
 
+void StepExchange::PushTables(TowerGroup& towers, int64_t iter, const Batch* next) {
+  if (tables_.empty()) return;
+  int64_t version, last_step;
+  bool replace;
+  {
+    MutexLock lock(&mu_);
+    version = table_version_;
+    last_step = last_step_;
+    replace = replace_pending_;
+    tables_pulled_with_push_ = false;
+  }
+  if (next != nullptr) tables_.Prepare(*next);
+  // As Push does for a dense variable: no push to partitions past the last step, and no pull
+  // when there is no next iteration.
+  if (sync_ && version >= last_step) return;
+  std::optional<std::pair<int64_t, int64_t>> pull;
+  if (next != nullptr && (sync_ || iter + 1 < last_step)) {
+    pull = std::make_pair(NextPullVersion(version, last_step), iter + 1);
+  }
+  const bool pulled = tables_.Push(towers, divergence_, version, iter, replace, pull);
+  MutexLock lock(&mu_);
+  tables_pulled_with_push_ = pull.has_value() && pulled;
+}
+
 void StepExchange::PullNext(int64_t iter) {
   MutexLock lock(&mu_);
   if (!sync_ && iter >= last_step_) return;  // no next iteration
+  if (!tables_.empty() && !std::exchange(tables_pulled_with_push_, true)) {
+    tables_.Pull(NextPullVersion(table_version_, last_step_), iter, /*exact=*/false);
+  }
   for (int v = 0; v < num_variables_; ++v) {
     const auto i = static_cast<size_t>(v);
     if (std::exchange(pulled_with_push_[i], 0) != 0) continue;
@@ -143,6 +187,7 @@ Result<double> StepExchange::AwaitPushes() {
     replace_pending_ = false;  // only a rejoined worker's first pushes replace
   }
   double staleness = 0;
+  int pushed = 0;
   for (int v = 0; v < num_variables_; ++v) {
     PushFuture& push = pushes[static_cast<size_t>(v)];
     if (!push.valid()) continue;  // withheld: not finite, and this worker stops on it
@@ -153,9 +198,11 @@ Result<double> StepExchange::AwaitPushes() {
       continue;
     }
     TOWERPS_RETURN_IF_ERROR(r.status());
-    staleness += r->mean_staleness / num_variables_;
+    staleness += r->mean_staleness;
+    ++pushed;
   }
-  return staleness;
+  TOWERPS_RETURN_IF_ERROR(tables_.AwaitPushes(divergence_, &staleness, &pushed));
+  return pushed > 0 ? staleness / pushed : 0.0;
 }
 
 void StepExchange::DrainPushes() {
@@ -167,6 +214,7 @@ void StepExchange::DrainPushes() {
   for (PushFuture& push : pushes) {
     if (push.valid()) (void)Await(push);
   }
+  tables_.DrainPushes();
 }
 
 Status StepExchange::PullFinal(TowerGroup& towers, int64_t version, int64_t* min_version,
@@ -177,8 +225,14 @@ Status StepExchange::PullFinal(TowerGroup& towers, int64_t version, int64_t* min
         client_.Pull({.variable_id = static_cast<uint32_t>(v), .min_version = version, .clock = 0});
   }
   TOWERPS_RETURN_IF_ERROR(Load(std::move(pulls), towers, max_version));
+  int64_t lowest = INT64_MAX, highest = *max_version, clock = -1;
+  if (!tables_.empty()) {
+    TOWERPS_RETURN_IF_ERROR(tables_.Probe(version, /*exact=*/false, &lowest, &highest, &clock));
+  }
   MutexLock lock(&mu_);
-  *min_version = *std::min_element(versions_.begin(), versions_.end());
+  for (int64_t v : versions_) lowest = std::min(lowest, v);
+  *min_version = lowest;
+  *max_version = highest;
   return Status::Ok();
 }
 

@@ -13,6 +13,10 @@
 // softsync pull the latest values (SSP's bound goes by the clock) and each worker runs its own
 // iterations to the last.
 //
+// Embedding tables (worker/train/table_exchange.h) follow the same versions: each step's batch's
+// rows are pulled with the step's parameters, and after the step (PushTables) their gradients go
+// with the pull of the next batch's rows.
+//
 // Contract: Push() is called from tower threads, for different variables at once, during a
 // step; every other method from the training thread between steps. The state both touch is
 // guarded by one mutex (checked by clang's thread-safety analysis); requests are sent and
@@ -32,22 +36,26 @@
 #include "ps/client.h"
 #include "ps/job_config.h"
 #include "towerps/result.h"
+#include "worker/data/batcher.h"
 #include "worker/tower_group.h"
 #include "worker/train/divergence.h"
+#include "worker/train/table_exchange.h"
 
 namespace towerps::worker {
 
 class StepExchange {
  public:
-  StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
+  StepExchange(ps::Client& client, const ps::JobConfig& job, const Model<float>& model,
                Divergence& divergence, const std::atomic<bool>* stop);
   StepExchange(const StepExchange&) = delete;
   StepExchange& operator=(const StepExchange&) = delete;
 
   // Starts training at `version` (sync: the step; `exact`: at exactly that version, see
-  // JoinSyncJob) and iteration `iter`, to `last_step`: pulls every variable. Without exactness a
-  // sync worker's first pushes replace its own earlier ones still pending on the servers.
-  void Begin(int64_t version, int64_t iter, int64_t last_step, bool exact) EXCLUDES(mu_);
+  // JoinSyncJob) and iteration `iter`, to `last_step`: pulls every variable, and the tables' rows
+  // of `batch`, the first one. Without exactness a sync worker's first pushes replace its own
+  // earlier ones still pending on the servers.
+  void Begin(int64_t version, int64_t iter, int64_t last_step, bool exact, const Batch& batch)
+      EXCLUDES(mu_);
   // Whether no pull is outstanding because the worker has run its last iteration (not sync).
   bool RanLastIteration(int64_t iter) const EXCLUDES(mu_);
   // Waits for the outstanding pulls and loads the values into every tower.
@@ -61,6 +69,9 @@ class StepExchange {
   // and the worker stops on that.
   void Push(int v, const Tensor& average, int64_t iter) EXCLUDES(mu_);
 
+  // After the step of iteration `iter` (training thread): the tables' gradients pushed, with
+  // the pull of `next`'s rows, the next batch (null: there is none).
+  void PushTables(TowerGroup& towers, int64_t iter, const Batch* next) EXCLUDES(mu_);
   // After a step that ended iteration `iter` - 1: the pulls that did not ride on a push.
   void PullNext(int64_t iter) EXCLUDES(mu_);
   // Waits for this step's pushes; their mean staleness. A non-finite gradient the servers
@@ -76,6 +87,8 @@ class StepExchange {
       EXCLUDES(mu_);
 
   int64_t last_step() const EXCLUDES(mu_);
+  // The tables' part (the chief evaluates and exports through it); empty without tables.
+  TableExchange& tables() { return tables_; }
 
  private:
   using PushFuture = std::future<Result<ps::PushReport>>;
@@ -93,7 +106,8 @@ class StepExchange {
 
   ps::Client& client_;
   const bool sync_;
-  const int num_variables_;
+  const int num_variables_;  // dense
+  TableExchange tables_;     // training thread only
   Divergence& divergence_;
   const std::atomic<bool>* const stop_;
 
@@ -105,6 +119,8 @@ class StepExchange {
   std::vector<PullFuture> pulls_ GUARDED_BY(mu_);
   // Per variable: this step's push carried the next pull.
   std::vector<char> pulled_with_push_ GUARDED_BY(mu_);
+  int64_t table_version_ GUARDED_BY(mu_) = 0;  // of the rows last pulled
+  bool tables_pulled_with_push_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace towerps::worker

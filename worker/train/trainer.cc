@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <optional>
 #include <thread>
@@ -48,10 +49,14 @@ class Trainer::Impl {
                          << client_->placement().Describe(m0.variables());
       client_->LogConnections();
     }
+    const std::string tables = m0.num_tables() == 0
+                                   ? ""
+                                   : ", " + std::to_string(m0.num_tables()) + " embedding table" +
+                                         (m0.num_tables() > 1 ? "s" : "") + " on the servers";
     TOWERPS_LOG(kInfo) << o_.job.model << " (" << m0.num_parameters() << " parameters, "
-                       << num_vars_ << " variables) on " << towers_->size() << " tower(s); "
-                       << steps_per_epoch_ << " steps per epoch of " << o_.job.batch_size
-                       << " examples per worker";
+                       << num_vars_ << " variables" << tables << ") on " << towers_->size()
+                       << " tower(s); " << steps_per_epoch_ << " steps per epoch of "
+                       << o_.job.batch_size << " examples per worker";
     return Status::Ok();
   }
 
@@ -98,8 +103,10 @@ class Trainer::Impl {
     const ps::JobConfig& job = o_.job;
     const Model<float>& m0 = towers_->model(0);
     TOWERPS_ASSIGN_OR_RETURN(
-        data_, LoadJobData(*o_.registry, job.dataset,
-                           o_.worker.MakeDataRequest(m0.input_shape(), job.seed), job.batch_size));
+        data_,
+        LoadJobData(*o_.registry, job.dataset,
+                    o_.worker.MakeDataRequest(m0.input_shape(), job.seed, m0.categorical_fields()),
+                    job.batch_size));
     BatcherOptions train = data_.train_options;
     train.rank = o_.rank;
     train.num_workers = job.workers;
@@ -119,7 +126,7 @@ class Trainer::Impl {
     co.transport.security = o_.security;
     co.transport.path = o_.transport_path;
     TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
-    exchange_.emplace(*client_, o_.job, num_vars_, *divergence_, o_.stop);
+    exchange_.emplace(*client_, o_.job, towers_->model(0), *divergence_, o_.stop);
     // Gradients are averaged into the client's shared-memory arena: pushes lend them in place.
     towers_->SetGradientAllocator(
         [client = client_.get()](const Shape& shape) { return client->Allocate(shape); });
@@ -140,7 +147,7 @@ class Trainer::Impl {
     auto registered = client_->Register(m0.variables(), m0.signature());
     TOWERPS_ASSIGN_OR_RETURN(start_version_, AwaitUnlessStopped(registered, o_.stop));
     if (o_.rank != 0 || start_version_ != ps::kNoVersion) return Status::Ok();
-    std::vector<std::future<Status>> inits;
+    std::vector<std::future<Status>> inits;  // tables take none: their rows start on the servers
     for (int v = 0; v < num_vars_; ++v) inits.push_back(client_->Init(v, m0.GetVariable(v)));
     for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(AwaitUnlessStopped(f, o_.stop));
     return Status::Ok();
@@ -149,13 +156,15 @@ class Trainer::Impl {
   Result<TrainingSummary> Train() {
     int64_t total = o_.job.epochs * steps_per_epoch_;
     if (o_.job.max_steps > 0) total = std::min(total, o_.job.max_steps);
-    TOWERPS_ASSIGN_OR_RETURN(const JoinPoint start,
-                             JoinJob(*client_, o_.job, num_vars_, start_version_, o_.stop));
+    TOWERPS_ASSIGN_OR_RETURN(
+        const JoinPoint start,
+        JoinJob(*client_, o_.job, num_vars_, TableVariables(), start_version_, o_.stop));
     int64_t iter = start.iter;
-    exchange_->Begin(start.version, iter, total, start.exact);
     // What this worker computes at iteration `iter` is a function of it alone: its batch and
     // its dropout masks (and, in sync, the parameters at version `iter`).
     batcher_->Seek(iter);
+    TOWERPS_RETURN_IF_ERROR(NextBatch(&batch_));
+    exchange_->Begin(start.version, iter, total, start.exact, batch_);
     for (int t = 0; t < towers_->size(); ++t) towers_->model(t).SetTrainingStep(iter);
     EvalSchedule evals(steps_per_epoch_, o_.worker.evals_per_epoch, iter);
     if (!o_.worker.ready_file.empty())
@@ -178,9 +187,13 @@ class Trainer::Impl {
       if (progress >= total) break;
       TOWERPS_RETURN_IF_ERROR(MaybeEvaluate(evals, progress, console));
       TOWERPS_ASSIGN_OR_RETURN(const StepResult r, ComputeStep(iter, &t, &log));
+      // The next batch now: its tables' rows ride on this step's pushes of theirs.
+      TOWERPS_RETURN_IF_ERROR(NextBatch(&next_batch_));
+      exchange_->PushTables(*towers_, iter, &next_batch_);
       if (divergence_->StopsAfterStep(r.loss, progress + 1)) {
         return PartialSummary(began, iter + 1, r.loss, log);  // the caller reports it
       }
+      std::swap(batch_, next_batch_);
       exchange_->PullNext(++iter);
       const auto push_wait_start = Clock::now();
       TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
@@ -196,7 +209,8 @@ class Trainer::Impl {
   // The chief evaluates the test set where the schedule says (--evals-per-epoch).
   Status MaybeEvaluate(EvalSchedule& evals, int64_t progress, ConsoleProgress& console) {
     if (o_.rank != 0 || !evals.Due(progress)) return Status::Ok();
-    TOWERPS_ASSIGN_OR_RETURN(EpochStats eval, EvaluateAll(towers_->model(0), *test_batcher_));
+    TOWERPS_ASSIGN_OR_RETURN(EpochStats eval,
+                             EvaluateAll(towers_->model(0), *test_batcher_, EvalTables()));
     const int64_t epoch = progress / steps_per_epoch_;
     const std::string at = evals.EndsEpoch(progress) ? "epoch " + std::to_string(epoch) + " done"
                                                      : "step " + std::to_string(progress);
@@ -209,12 +223,34 @@ class Trainer::Impl {
     return Status::Ok();
   }
 
-  // Iteration `iter` on the towers, its gradients pushed as they are ready; counts its times.
+  // The batcher's next batch, into the next epoch when this one is over.
+  Status NextBatch(Batch* batch) {
+    if (batcher_->Next(batch)) return Status::Ok();
+    batcher_->StartEpoch(batcher_->epoch() + 1);
+    if (!batcher_->Next(batch)) return InternalError("the batcher produced an empty epoch");
+    return Status::Ok();
+  }
+
+  // The tables' variable ids.
+  std::vector<uint32_t> TableVariables() const {
+    std::vector<uint32_t> ids;
+    const Model<float>& m0 = towers_->model(0);
+    for (int t = 0; t < m0.num_tables(); ++t)
+      ids.push_back(static_cast<uint32_t>(m0.table_variable(t)));
+    return ids;
+  }
+
+  // What evaluation runs before each test batch: the tables' rows of its ids, pulled.
+  std::function<Status(const Batch&)> EvalTables() {
+    if (towers_->model(0).num_tables() == 0) return nullptr;
+    return [this](const Batch& b) {
+      return exchange_->tables().LoadForEvaluation(b, towers_->model(0));
+    };
+  }
+
+  // Iteration `iter` on the towers (its batch is batch_), its gradients pushed as they are
+  // ready; counts its times.
   Result<StepResult> ComputeStep(int64_t iter, StepTimes* t, StepLog* log) {
-    if (!batcher_->Next(&batch_)) {
-      batcher_->StartEpoch(batcher_->epoch() + 1);
-      if (!batcher_->Next(&batch_)) return InternalError("the batcher produced an empty epoch");
-    }
     // Injected slow-down (experiments): before computing, so this worker's gradients are late.
     t->delay = plan_.DelaySeconds(o_.rank, iter, o_.job.seed, last_compute_);
     if (t->delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(t->delay));
@@ -246,9 +282,10 @@ class Trainer::Impl {
           exchange_->PullFinal(*towers_, o_.job.FinalVersion(total), &lowest, &highest));
       return s;
     }
-    TOWERPS_RETURN_IF_ERROR(FinishAsChief({*client_, *exchange_, *towers_, *test_batcher_, metrics_,
-                                           o_.job, o_.worker, steps_per_epoch_, o_.stop},
-                                          total, s.steps, &s));
+    TOWERPS_RETURN_IF_ERROR(
+        FinishAsChief({*client_, *exchange_, *towers_, *test_batcher_, metrics_, o_.job, o_.worker,
+                       steps_per_epoch_, o_.stop, EvalTables()},
+                      total, s.steps, &s));
     return s;
   }
 
@@ -266,7 +303,7 @@ class Trainer::Impl {
   Registry stock_registry_;  // when the options name none
   JobData data_;
   std::unique_ptr<Batcher> batcher_, test_batcher_;
-  Batch batch_;
+  Batch batch_, next_batch_;  // this iteration's, and the next one's
   std::unique_ptr<ps::Client> client_;
   int num_vars_ = 0;
   int64_t steps_per_epoch_ = 0;

@@ -1,0 +1,166 @@
+// Jobs of a model with an embedding table (embed-mlp on the categorical dataset) through
+// towerps-launch, with real servers and workers: sync reruns give the same bits, rows included;
+// a worker killed with SIGKILL at seeded moments is restarted and the final parameters are the
+// undisturbed job's, bit for bit; async applies every iteration once; the trained table is
+// exported; and the model learns (the dataset's optimum is 100%).
+#include <signal.h>
+
+#include <random>
+
+#include "tests/launch/launch_fixture.h"
+
+namespace towerps::launch_test {
+namespace {
+
+// Steps of 1024 examples per worker: long enough (several ms) that a kill often lands between a
+// worker's pushes of one step, whose recomputation is what the restart test checks.
+constexpr int kSteps = 150;
+
+std::vector<std::string> JobArgv(const fs::path& dir, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {kLaunchBin,
+                                   "--servers",
+                                   "2",
+                                   "--workers",
+                                   "3",
+                                   "--model",
+                                   "embed-mlp",
+                                   "--dataset",
+                                   "categorical",
+                                   "--max-steps",
+                                   std::to_string(kSteps),
+                                   "--epochs",
+                                   "100",
+                                   "--batch-size",
+                                   "1024",
+                                   "--log-every",
+                                   "10",
+                                   "--table-lr",
+                                   "0.5",
+                                   "--run-dir",
+                                   (dir / "run").string(),
+                                   "--final-params-out",
+                                   (dir / "final.bin").string(),
+                                   "--summary-out",
+                                   (dir / "summary.json").string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+class TableJobTest : public LaunchTest {
+ protected:
+  static void SetUpTestSuite() {
+    ScratchDir dir("table_job_reference");
+    Result<int> code = RunProcess(JobArgv(dir.path()), dir / "out.txt", {}, seconds(300));
+    ASSERT_TRUE(code.ok()) << code.status().ToString();
+    ASSERT_EQ(*code, 0) << dir.Read("out.txt");
+    reference_ = new std::string(dir.Read("final.bin"));
+  }
+  static void TearDownTestSuite() {
+    delete reference_;
+    reference_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(reference_, nullptr);
+    ShowOnFailure("out.txt");
+  }
+
+  // Runs the job; with `kill` (step, delay in ms), SIGKILLs worker 1 once its step line shows,
+  // after the delay. Returns the launcher's exit code.
+  int Run(std::vector<std::string> extra = {}, std::optional<std::pair<int, int>> kill = {}) {
+    fs::remove_all(dir_ / "run");
+    fs::remove(dir_ / "final.bin");
+    Result<Subprocess> job = Start(JobArgv(dir_.path(), std::move(extra)), "out.txt");
+    EXPECT_TRUE(job.ok()) << job.status().ToString();
+    if (!job.ok()) return -1;
+    if (kill) {
+      const fs::path log = dir_ / "run" / "worker-1.log";
+      const std::string line = "step " + std::to_string(kill->first) + ",";
+      const Deadline deadline = Deadline::After(seconds(60));
+      while (ReadFile(log).find(line) == std::string::npos && !deadline.expired() && !job->Poll()) {
+        std::this_thread::sleep_for(milliseconds(1));
+      }
+      std::this_thread::sleep_for(milliseconds(kill->second));
+      const std::vector<pid_t> pids = ProcessPids(dir_ / "run", "worker", 1);
+      EXPECT_FALSE(pids.empty());
+      if (!pids.empty()) {
+        EXPECT_EQ(::kill(pids.back(), SIGKILL), 0);
+      }
+    }
+    const std::optional<int> code = job->Wait(Deadline::After(seconds(300)));
+    EXPECT_TRUE(code.has_value()) << "the job did not end";
+    return code.value_or(-1);
+  }
+
+  double Summary(const std::string& key) const {
+    const std::string summary = dir_.Read("summary.json");
+    const size_t at = summary.find("\"" + key + "\":");
+    return at == std::string::npos ? -1 : std::atof(summary.c_str() + at + key.size() + 3);
+  }
+
+  static std::string* reference_;
+};
+
+std::string* TableJobTest::reference_ = nullptr;
+
+// The final parameters hold the dense variables and the table's trained rows; a rerun gives the
+// same bytes, and the model learned far beyond chance (4 classes).
+TEST_F(TableJobTest, SyncRerunHasTheSameBitsRowsIncludedAndLearns) {
+  ASSERT_EQ(Run(), 0);
+  const std::string got = dir_.Read("final.bin");
+  EXPECT_TRUE(got == *reference_) << "a rerun's final parameters differ";
+  const size_t table = got.find("embedding ");
+  ASSERT_NE(table, std::string::npos) << "no table in --final-params-out";
+  const long rows = std::atol(got.c_str() + table + 10);
+  EXPECT_GT(rows, 1000);  // of 8000 ids, the trained ones
+  EXPECT_GT(Summary("test_accuracy"), 0.5);
+  const std::string out = dir_.Read("out.txt");
+  EXPECT_NE(out.find("table rows"), std::string::npos) << "the servers' stats count rows";
+}
+
+// A worker killed at seeded moments during the job: the launcher restarts it, it rejoins at the
+// step its predecessor did not finish and recomputes it from exactly that version (rows
+// included: the servers keep the rows the last step changed), and the job ends with the
+// undisturbed job's bits.
+TEST_F(TableJobTest, KilledWorkerIsRestartedAndTheFinalParametersAreBitIdentical) {
+  // A kill that tears a step (some of the worker's pushes in, others not) needs its successor to
+  // recompute the step from exactly its version, rows included; tests/ps/table_server_test.cc
+  // tears one deterministically. Here the moments are random, so only some runs tear a step;
+  // every run must end with the undisturbed job's bits.
+  std::mt19937 rng(20261125);
+  for (int run = 0; run < 3; ++run) {
+    const int step = 10 * std::uniform_int_distribution<int>(3, kSteps / 10 - 3)(rng);
+    const int delay = std::uniform_int_distribution<int>(0, 6)(rng);
+    SCOPED_TRACE("worker 1 killed after step " + std::to_string(step) + " + " +
+                 std::to_string(delay) + " ms");
+    ASSERT_EQ(Run({}, std::make_pair(step, delay)), 0);
+    EXPECT_NE(dir_.Read("out.txt").find("worker:1 was killed by SIGKILL; restarting it (1 of 3)"),
+              std::string::npos);
+    EXPECT_TRUE(dir_.Read("final.bin") == *reference_)
+        << "final parameters differ from the undisturbed job's";
+  }
+}
+
+// Async: every worker's iterations applied once per partition, and it trains too.
+TEST_F(TableJobTest, AsyncJobTrainsAndAppliesEveryIterationOnce) {
+  const std::vector<std::string> async = {"--mode", "async", "--lr", "0.02"};
+  ASSERT_EQ(Run(async), 0);
+  const double updates = Summary("updates_applied");
+  EXPECT_GT(Summary("test_accuracy"), 0.4);
+  ASSERT_EQ(Run(async, std::make_pair(80, 2)), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("worker:1 was killed by SIGKILL; restarting it (1 of 3)"),
+            std::string::npos);
+  EXPECT_EQ(Summary("updates_applied"), updates);
+}
+
+// --export-npz writes the table as ids and rows beside the dense variables.
+TEST_F(TableJobTest, ExportWritesTheTablesIdsAndRows) {
+  ASSERT_EQ(Run({"--export-npz", (dir_ / "model.npz").string()}), 0);
+  const std::string npz = dir_.Read("model.npz");
+  EXPECT_NE(npz.find("embedding/ids.npy"), std::string::npos);
+  EXPECT_NE(npz.find("embedding/rows.npy"), std::string::npos);
+  EXPECT_NE(npz.find("'descr': '<u8'"), std::string::npos);
+  EXPECT_NE(npz.find("fc1/kernel.npy"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace towerps::launch_test
