@@ -1,5 +1,7 @@
 #include "bench/soak_bench.h"
 
+#include "bench/proc_memory.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,13 +29,7 @@ constexpr auto kStartTimeout = std::chrono::seconds(60);
 constexpr auto kStopTimeout = std::chrono::seconds(30);  // the launcher's 10 s grace, and more
 
 // VmRSS of `pid` in KiB, or nullopt when the process is gone.
-std::optional<long> ReadRssKib(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return std::nullopt;
-}
+std::optional<long> ReadRssKib(int pid) { return ProcStatusKib(pid, "VmRSS"); }
 
 // User plus system CPU time of `pid` in clock ticks, or nullopt when it is gone.
 std::optional<double> ReadCpuTicks(int pid) {

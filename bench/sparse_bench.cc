@@ -1,5 +1,8 @@
 #include "bench/sparse_bench.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "bench/proc_memory.h"
 #include "bench/server_processes.h"
 #include "common/zipf.h"
 #include "ps/client.h"
@@ -18,16 +22,15 @@ namespace towerps::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kBatches = 32;  // distinct steps' ids, cycled
 constexpr uint64_t kSignature = 0x5a55e;
 
-// `batches` steps of `o.unique_ids` distinct ids each, deduplicated for `partitions`.
+// `o.batches` steps of `o.unique_ids` distinct ids each, deduplicated for `partitions`.
 std::vector<ps::UniqueIds> MakeBatches(const SparseBenchOptions& o, int worker, int partitions) {
   std::mt19937_64 rng(static_cast<uint64_t>(worker) * 7919 + 1);
   ZipfSampler zipf(o.id_space, o.zipf_exponent);
   std::uniform_int_distribution<int64_t> uniform(0, o.id_space - 1);
   std::vector<ps::UniqueIds> batches;
-  for (int b = 0; b < kBatches; ++b) {
+  for (int b = 0; b < o.batches; ++b) {
     std::unordered_set<uint64_t> seen;
     std::vector<uint64_t> ids;
     while (static_cast<int64_t>(ids.size()) < o.unique_ids) {
@@ -41,7 +44,7 @@ std::vector<ps::UniqueIds> MakeBatches(const SparseBenchOptions& o, int worker, 
 
 std::vector<ps::VariableSpec> Variables(const SparseBenchOptions& o) {
   if (o.dense) return {{"table", {o.id_space, o.dim}}};
-  return {ps::TableVariable("table", 0, o.dim, 0.01f)};
+  return {ps::TableVariable("table", o.table_rows, o.dim, 0.01f)};
 }
 
 // What every worker thread shares.
@@ -116,7 +119,7 @@ Status Worker(const SparseBenchOptions& o, const ps::JobConfig& job, const Serve
   SparseSteps sparse(*client, batches, o.dense ? grads : grads.Reshape({o.unique_ids, o.dim}),
                      o.separate_pull);
   run->ready.fetch_add(1);
-  for (int64_t step = 0; !run->stop.load(); ++step) {
+  for (int64_t step = 0; !run->stop.load() && (o.steps == 0 || step < o.steps); ++step) {
     TOWERPS_RETURN_IF_ERROR(o.dense ? DenseStep(*client, grads, step) : sparse.Step(step));
     if (run->measuring.load()) run->steps.fetch_add(1);
   }
@@ -136,6 +139,12 @@ Result<ps::JobConfig> SparseJob(const SparseBenchOptions& o) {
   if (!(o.zipf_exponent > 0)) return InvalidArgumentError("--zipf-exponent must be positive");
   if (o.transport != "tcp" && o.transport != "shm") {
     return InvalidArgumentError("--transport " + o.transport + ": use tcp, shm or both");
+  }
+  if (o.batches < 1) return InvalidArgumentError("--batches must be at least 1");
+  if (o.table_rows < 0 || (o.table_rows > 0 && o.table_rows < o.id_space) || o.steps < 0) {
+    return InvalidArgumentError(
+        "--table-rows must be 0 (unbounded) or at least --ids, and "
+        "--steps >= 0");
   }
   ps::JobConfig job;
   job.mode = ps::UpdateMode::kAsync;
@@ -189,24 +198,31 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   for (int r = 0; r < o.workers; ++r) {
     threads.emplace_back([&, r] {
       status[static_cast<size_t>(r)] = Worker(o, job, servers, r, &run);
-      run.stop.store(true);
+      if (!status[static_cast<size_t>(r)].ok()) run.stop.store(true);  // the others stop too
     });
   }
   const auto setup = Deadline::After(std::chrono::seconds(60));
   while (run.ready.load() < o.workers && !run.stop.load() && !setup.expired()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // warm-up
+  // Warm-up, unless every step counts (--steps).
+  if (o.steps == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   if (o.progress) std::fprintf(stderr, "measuring for %.1f s...\n", o.seconds);
   Result<std::pair<uint64_t, uint64_t>> before = ServerBytes(o, job, servers);
   run.measuring.store(true);
   const auto t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  if (o.steps > 0) {  // until every worker ran its steps
+    for (auto& t : threads) t.join();
+  } else {
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  }
   run.measuring.store(false);
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   Result<std::pair<uint64_t, uint64_t>> after = ServerBytes(o, job, servers);
   run.stop.store(true);
-  for (auto& t : threads) t.join();
+  for (auto& t : threads) {
+    if (t.joinable()) t.join();
+  }
   for (int r = 0; r < o.workers; ++r) {
     TOWERPS_RETURN_IF_ERROR(
         status[static_cast<size_t>(r)].WithContext("worker " + std::to_string(r)));
@@ -225,6 +241,14 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   res.ideal_bytes_per_step = 2.0 * static_cast<double>(o.unique_ids) * (8.0 + 4.0 * o.dim);
   res.bytes_over_ideal = res.bytes_per_step / res.ideal_bytes_per_step;
   res.table_rows = after->second;
+  for (const Subprocess& p : servers.processes) {
+    res.server_rss_mib += static_cast<double>(ProcStatusKib(p.pid(), "VmRSS").value_or(0)) / 1024;
+    res.server_peak_rss_mib =
+        std::max(res.server_peak_rss_mib,
+                 static_cast<double>(ProcStatusKib(p.pid(), "VmHWM").value_or(0)) / 1024);
+  }
+  res.workers_peak_rss_mib =
+      static_cast<double>(ProcStatusKib(getpid(), "VmHWM").value_or(0)) / 1024;
   return res;
 }
 

@@ -11,6 +11,8 @@
 // against the ideal: unique ids x (8 + 4 dim) each way, the ids and rows and nothing else.
 // With `dense`, the same table is pushed and pulled whole instead, as a dense variable of
 // [id_space, dim] (TowerPS without tables): rows per second count the same unique ids per step.
+// Memory: the servers' resident sets and this process's peak (the workers are its threads).
+// Memory: the servers' resident sets and this process's peak (the workers are its threads).
 //
 // Contract: starts and stops its own servers; blocks for about `seconds` plus set-up. Errors
 // name the option or the server.
@@ -34,6 +36,9 @@ struct SparseBenchOptions {
   std::string distribution = "zipf";    // or "uniform"
   double zipf_exponent = 1.05;          // P(id = k - 1) ~ 1 / k^s
   int64_t id_space = 10'000'000;        // ids are drawn from [0, id_space)
+  int64_t table_rows = 0;               // the table's bound (0: unbounded)
+  int64_t steps = 0;                    // > 0: each worker runs this many steps, not `seconds`
+  int batches = 64;                     // distinct batches of ids per worker, cycled
   std::string table_optimizer = "sgd";  // the servers' --table-optimizer
   double seconds = 3.0;
   std::string transport = "tcp";  // tcp or shm
@@ -54,6 +59,9 @@ struct SparseBenchResult {
   double ideal_bytes_per_step = 0;  // 2 x unique ids x (8 + 4 dim)
   double bytes_over_ideal = 0;
   uint64_t table_rows = 0;  // rows the servers hold at the end
+  // Memory (MiB): the servers' resident sets at the end, summed, and the largest peak among
+  // them; this process's peak (every worker's client, their batches and rows).
+  double server_rss_mib = 0, server_peak_rss_mib = 0, workers_peak_rss_mib = 0;
 };
 
 Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& options);

@@ -35,7 +35,10 @@ Json ToJson(const SparseBenchOptions& o, const SparseBenchResult& r) {
           {"bytes_per_step", Rounded(r.bytes_per_step, 0)},
           {"ideal_bytes_per_step", Rounded(r.ideal_bytes_per_step, 0)},
           {"bytes_over_ideal", Rounded(r.bytes_over_ideal, 4)},
-          {"table_rows", r.table_rows}};
+          {"table_rows", r.table_rows},
+          {"server_rss_mib", Rounded(r.server_rss_mib, 1)},
+          {"server_peak_rss_mib", Rounded(r.server_peak_rss_mib, 1)},
+          {"workers_peak_rss_mib", Rounded(r.workers_peak_rss_mib, 1)}};
 }
 
 void Print(const SparseBenchOptions& o, const SparseBenchResult& r) {
@@ -45,6 +48,11 @@ void Print(const SparseBenchOptions& o, const SparseBenchResult& r) {
       o.dense ? "the table pushed whole" : "rows", o.transport.c_str(), r.rows_per_sec / 1e6,
       r.step_ms, static_cast<long long>(o.unique_ids), static_cast<long long>(o.dim),
       o.distribution.c_str(), r.bytes_over_ideal, r.steps);
+  std::printf(
+      "  memory: the servers hold %llu rows in %.1f MiB (peak %.1f MiB a server); the "
+      "workers' process peaked at %.1f MiB\n",
+      static_cast<unsigned long long>(r.table_rows), r.server_rss_mib, r.server_peak_rss_mib,
+      r.workers_peak_rss_mib);
 }
 
 }  // namespace
@@ -67,6 +75,12 @@ int RunSparseCommand(int argc, char** argv) {
       "uniform, or zipf (P(id = k - 1) ~ 1 / k^s)")(
       "zipf-exponent", po::value(&o.zipf_exponent)->default_value(o.zipf_exponent), "s")(
       "ids", po::value(&o.id_space)->default_value(o.id_space), "ids are drawn from [0, ids)")(
+      "table-rows", po::value(&o.table_rows)->default_value(o.table_rows),
+      "the table's bound (0: unbounded; else at least --ids)")(
+      "steps", po::value(&o.steps)->default_value(o.steps),
+      "each worker runs this many steps (0: as many as --seconds allows)")(
+      "batches", po::value(&o.batches)->default_value(o.batches),
+      "distinct batches of ids each worker draws and cycles through")(
       "table-optimizer", po::value(&o.table_optimizer)->default_value(o.table_optimizer),
       "the servers' --table-optimizer")("seconds", po::value(&o.seconds)->default_value(o.seconds),
                                         "measurement time")(

@@ -24,6 +24,13 @@ void ServerEvents::Record(const ServerStatsReport& s) {
                               {"ps/staleness_mean", HistogramMean(s.staleness_histogram)},
                               {"ps/staleness_p99", HistogramP99(s.staleness_histogram)}});
   if (st.ok()) st = writer_->Histogram(step, "ps/staleness", s.staleness_histogram);
+  if (st.ok() && s.table_rows > 0) {  // embedding tables: rows held, and row staleness
+    st =
+        writer_->Scalars(step, {{"ps/table_rows", static_cast<double>(s.table_rows)},
+                                {"ps/row_staleness_mean", HistogramMean(s.row_staleness_histogram)},
+                                {"ps/row_staleness_p99", HistogramP99(s.row_staleness_histogram)}});
+    if (st.ok()) st = writer_->Histogram(step, "ps/row_staleness", s.row_staleness_histogram);
+  }
   if (!st.ok()) {
     TOWERPS_LOG(kWarning) << "no more TensorBoard events: " << st.message();
     writer_.reset();

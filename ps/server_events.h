@@ -1,8 +1,10 @@
 // ServerEvents: a server's TensorBoard event files, in <logdir>/ps-<rank> (common/
 // event_writer.h), written from its statistics (ServerStatsReport): the scalars ps/updates_
 // applied, ps/stale_dropped, ps/nonfinite_rejected, ps/bytes_in, ps/bytes_out, ps/staleness_mean
-// and ps/staleness_p99 (over every update applied so far), and the histogram ps/staleness. The
-// step is the server's lowest chunk version: the job's step in sync mode, the number of
+// and ps/staleness_p99 (over every update applied so far), and the histogram ps/staleness; with
+// embedding tables also ps/table_rows (rows held), ps/row_staleness_mean, ps/row_staleness_p99
+// and the histogram ps/row_staleness (each applied row's updates between its pull and its push).
+// The step is the server's lowest chunk version: the job's step in sync mode, the number of
 // gradients applied per chunk in async and SSP, so the servers' curves line up with the
 // workers'.
 //

@@ -19,6 +19,7 @@
 #include "common/logging.h"
 #include "ps/reply.h"
 #include "ps/shard.h"
+#include "ps/table_requests.h"
 
 namespace towerps::ps {
 
@@ -26,16 +27,11 @@ void Shard::HandleTable(size_t index, IncomingMessage msg) {
   const TableChunk& table = *tables_[index];
   switch (msg.type()) {
     case proto::MessageType::PULL: {
-      Status bad = msg.tensors().size() == 1
-                       ? table.CheckIds(msg.tensors()[0], /*sorted=*/false)
-                       : InvalidArgumentError("a pull of rows carries " +
-                                              std::to_string(msg.tensors().size()) +
-                                              " tensors, expected 1 (the ids)");
-      if (!bad.ok()) {
-        outbox_->Push(ErrorReply(msg, bad));
+      Result<Tensor> ids = ReadPullIds(msg, table);
+      if (!ids.ok()) {
+        outbox_->Push(ErrorReply(msg, ids.status()));
       } else {
-        Tensor ids = msg.tensors()[0];
-        AnswerOrWait(index, Waiter{.request = std::move(msg), .pull_ids = std::move(ids)});
+        AnswerOrWait(index, Waiter{.request = std::move(msg), .pull_ids = std::move(ids).value()});
       }
       return;
     }
@@ -59,25 +55,12 @@ void Shard::HandleTable(size_t index, IncomingMessage msg) {
 void Shard::HandleTablePush(size_t index, IncomingMessage msg) {
   TableChunk& table = *tables_[index];
   auto h = msg.header();
-  const size_t expected = h.getThenPull() ? 4 : 3;
-  Status bad =
-      msg.tensors().size() == expected
-          ? Status::Ok()
-          : InvalidArgumentError("a push of rows carries " + std::to_string(msg.tensors().size()) +
-                                 " tensors, expected " + std::to_string(expected) +
-                                 " (ids, gradient rows, pulled update counts" +
-                                 (h.getThenPull() ? std::string(", the ids to pull next)") : ")"));
-  if (bad.ok() && h.getThenPull()) bad = table.CheckIds(msg.tensors()[3], /*sorted=*/false);
-  if (!bad.ok()) {
-    outbox_->Push(ErrorReply(msg, bad));
+  Result<RowPush> push = ReadRowPush(msg, table);
+  if (!push.ok()) {
+    outbox_->Push(ErrorReply(msg, push.status()));
     return;
   }
-  Contribution c{.worker = static_cast<int>(h.getSenderRank()),
-                 .base_version = h.getVersion(),
-                 .clock = h.getClock(),
-                 .gradient = msg.tensors()[1],
-                 .ids = msg.tensors()[0],
-                 .pulled_updates = msg.tensors()[2]};
+  Contribution c = std::move(push->contribution);
   Result<PushOutcome> out = table.Push(std::move(c), &counters_, h.getReplacesPending());
   if (!out.ok()) {
     outbox_->Push(ErrorReply(msg, out.status()));
@@ -89,7 +72,7 @@ void Shard::HandleTablePush(size_t index, IncomingMessage msg) {
   if (h.getThenPull()) {
     // Answered with the rows, as a chunk's thenPull is: a refused gradient too.
     if (refused) NoteRefusal(msg, out->rejection);
-    Tensor next = msg.tensors()[3];
+    Tensor next = std::move(push->next_ids);
     msg.DropPayloads();  // the partition took what it keeps; the pull needs only its ids
     AnswerOrWait(index, Waiter{.request = std::move(msg),
                                .push_staleness = dropped ? -1 : out->staleness,

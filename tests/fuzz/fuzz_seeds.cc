@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -73,6 +74,27 @@ void MessageSeeds() {
   pull.header().setChunkId(1);
   pull.header().setVersion(-1);
   Write("message", "pull", Frames(pull));
+
+  // Table requests (ps/table_requests.h): a pull of ids, and a push of rows with the next pull.
+  auto ids = [](std::vector<uint64_t> values) {
+    Tensor t = Tensor::Empty({static_cast<int64_t>(values.size())}, DType::kUInt64);
+    std::copy(values.begin(), values.end(), t.u64());
+    return t;
+  };
+  OutgoingMessage rows_pull(proto::MessageType::PULL);
+  rows_pull.header().setClock(2);
+  rows_pull.AddTensor(ids({3, 999, 3, 7}), 0, 0);
+  Write("message", "table-pull", Frames(rows_pull));
+  OutgoingMessage rows_push(proto::MessageType::PUSH);
+  rows_push.header().setSenderRank(1);
+  rows_push.header().setClock(1);
+  rows_push.header().setThenPull(true);
+  rows_push.AddTensor(ids({2, 5, 40}), 0, 0);
+  rows_push.AddTensor(Iota({3, 4}, DType::kFloat32), 0, 0);
+  Tensor counts = Tensor::Zeros({3}, DType::kUInt32);
+  rows_push.AddTensor(counts, 0, 0);
+  rows_push.AddTensor(ids({5, 6}), 0, 0);
+  Write("message", "table-push-then-pull", Frames(rows_push));
 
   OutgoingMessage reg(proto::MessageType::REGISTER);
   reg.header().setConfigFingerprint(0xfeed);

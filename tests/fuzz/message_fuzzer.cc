@@ -8,8 +8,10 @@
 // step: a state it accepts must be one a chunk can hold. Decoding goes through shared-memory
 // links with an arena of their own, as a socket's does (common/internal/shm_links.h): a header's
 // ShmInfo (arena address, acknowledgement, released refs) is taken, and a payload claiming to be
-// in an arena that is not mapped must be refused. (Payloads in a mapped arena are fuzzed against
-// a real arena by tests/common/shm_transport_test.cc: a fuzzed input cannot name one.)
+// in an arena that is not mapped must be refused. A pull or push is also read as a table
+// partition's request (ps/table_requests.h) and, when accepted, served by a partition. (Payloads in
+// a mapped arena are fuzzed against a real arena by tests/common/shm_transport_test.cc: a fuzzed
+// input cannot name one.)
 #include <zmq.hpp>
 
 #include <bit>
@@ -21,6 +23,7 @@
 #include "common/message.h"
 #include "common/shm_arena.h"
 #include "ps/replica_set.h"
+#include "ps/table_requests.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -142,6 +145,46 @@ void ReadReplicaState(const IncomingMessage& m) {
   Use(static_cast<uint64_t>(chunk.version()));
 }
 
+// A pull or push read as a table partition's request (ps/table_requests.h), for partition 0 of a
+// bounded table of one server: what a server reads of it is checked (kInvalidArgument
+// otherwise), and what it accepts is applied: rows looked up, the push through the rule.
+void ReadTableRequest(const IncomingMessage& m) {
+  if (m.type() != proto::MessageType::PULL && m.type() != proto::MessageType::PUSH) return;
+  towerps::ps::JobConfig job;
+  job.workers = 3;
+  job.mode = m.header().getClock() % 2 == 0 ? towerps::ps::UpdateMode::kSync
+                                            : towerps::ps::UpdateMode::kAsync;
+  const towerps::ps::VariableSpec var = towerps::ps::TableVariable("t", 1000, 4, 0.1f);
+  const auto placement = towerps::ps::ChunkPlacement::Compute({var}, 1, job.partition_bytes);
+  FUZZ_CHECK(placement.ok(), "the table's placement");
+  towerps::ps::TableChunk table(placement->chunks()[0], var, job);
+  auto refused = [](const towerps::Status& s, const char* what) {
+    FUZZ_CHECK(
+        s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kFailedPrecondition,
+        std::string(what) + " refused with " + s.ToString());
+  };
+  towerps::Tensor ids;
+  if (m.type() == proto::MessageType::PULL) {
+    Result<towerps::Tensor> pulled = towerps::ps::ReadPullIds(m, table);
+    if (!pulled.ok()) return refused(pulled.status(), "a pull");
+    if (m.header().getEveryRow()) return;
+    ids = *pulled;
+  } else {
+    Result<towerps::ps::RowPush> push = towerps::ps::ReadRowPush(m, table);
+    if (!push.ok()) return refused(push.status(), "a push");
+    towerps::ps::ShardCounters counters;
+    Result<towerps::ps::PushOutcome> out =
+        table.Push(push->contribution, &counters, m.header().getReplacesPending());
+    if (!out.ok()) refused(out.status(), "a push's contribution");
+    ids = push->next_ids.defined() ? push->next_ids : push->contribution.ids;
+    if (!out.ok()) return;
+  }
+  towerps::Tensor rows, updates;
+  if (table.Lookup(ids, table.version(), &rows, &updates).ok()) {
+    FUZZ_CHECK(rows.num_elements() == ids.num_elements() * 4, "rows for every id");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -164,5 +207,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ReadHeader(m->header());
   ReadTensors(*m);
   ReadReplicaState(*m);
+  ReadTableRequest(*m);
   return 0;
 }

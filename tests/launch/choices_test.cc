@@ -68,13 +68,21 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
   }
   DataRequest cifar;
   cifar.data_dir = dir.string();
+  Status s;
   EXPECT_OK(r.CheckFits("mlp", "fashion-mnist", {}));
   EXPECT_OK(r.CheckFits("cifar10", "cifar10", cifar));  // 32x32 cropped to 24x24
   EXPECT_OK(r.CheckFits("resnet20", "cifar10", cifar));
   for (const std::string& model : worker::ZooModelNames()) {
+    if (model == "embed-mlp") continue;              // categorical ids: below
     EXPECT_OK(r.CheckFits(model, "synthetic", {}));  // made in the model's shape
   }
-  Status s = r.CheckFits("mlp", "cifar10", cifar);
+  EXPECT_OK(r.CheckFits("embed-mlp", "categorical", {}));  // as many fields as the model's
+  s = r.CheckFits("embed-mlp", "synthetic", {});
+  EXPECT_NE(s.message().find("looks up 8 categorical ids per example"), std::string::npos)
+      << s.message();
+  EXPECT_NE(r.CheckFits("mlp", "categorical", {}).message().find("for models with embedding"),
+            std::string::npos);
+  s = r.CheckFits("mlp", "cifar10", cifar);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "model mlp expects 1x28x28 inputs, but cifar10 examples are 3x32x32 (choose --model "
@@ -86,7 +94,8 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
   EXPECT_EQ(r.CheckFits("resnet20", "cifar10", {}).message(),
             "--dataset cifar10 needs --data-dir with data_batch_*.bin and test_batch.bin");
   EXPECT_EQ(r.CheckFits("mlp", "nope", {}).message(),
-            "unknown dataset 'nope' (known: fashion-mnist, idx, cifar10, npy, synthetic)");
+            "unknown dataset 'nope' (known: fashion-mnist, idx, cifar10, npy, categorical, "
+            "synthetic)");
   std::filesystem::remove_all(dir);
 }
 

@@ -18,7 +18,7 @@ FOREIGN = {
     "--preset": "ctest --preset",
 }
 
-BENCH_SUBCOMMANDS = ["transport", "ps", "train", "soak", "replicas", "job"]
+BENCH_SUBCOMMANDS = ["transport", "ps", "train", "soak", "replicas", "job", "sparse"]
 
 
 def help_text(argv):

@@ -323,6 +323,7 @@ void AddStockDatasets(Registry* registry) {
                   "4 classes a known function of them (embedding models)",
        .load = LoadCategorical,
        .probe = [](const DataRequest& r) -> Result<DatasetInfo> {
+         if (r.model_fields < 1) return LoadCategorical(r).status();  // names what it is for
          const worker::CategoricalOptions o = CategoricalFor(r);
          return DatasetInfo{
              .example_shape = {o.dense}, .num_classes = o.num_classes, .fields = r.model_fields};

@@ -6,22 +6,36 @@
 #include "worker/train/metrics_log.h"
 
 namespace towerps::worker {
+namespace {
+
+void AddHistogram(const std::vector<uint64_t>& more, std::vector<uint64_t>* h) {
+  h->resize(std::max(h->size(), more.size()), 0);
+  for (size_t b = 0; b < more.size(); ++b) (*h)[b] += more[b];
+}
+
+void TrimHistogram(std::vector<uint64_t>* h) {
+  while (!h->empty() && h->back() == 0) h->pop_back();
+}
+
+}  // namespace
+
 void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->dropped_stale += stats.stale_dropped;
   s->nonfinite_rejected += stats.nonfinite_rejected;
   s->updates_applied += stats.updates_applied;
   s->server_update_seconds += 1e-9 * static_cast<double>(stats.aggregation_nanos);
-  std::vector<uint64_t>& h = s->staleness_histogram;
-  h.resize(std::max(h.size(), stats.staleness_histogram.size()), 0);
-  for (size_t b = 0; b < stats.staleness_histogram.size(); ++b)
-    h[b] += stats.staleness_histogram[b];
+  AddHistogram(stats.staleness_histogram, &s->staleness_histogram);
+  s->table_rows += stats.table_rows;
+  AddHistogram(stats.row_staleness_histogram, &s->row_staleness_histogram);
 }
 
 void FinishStalenessStats(TrainingSummary* s) {
-  std::vector<uint64_t>& h = s->staleness_histogram;
-  s->mean_staleness = ps::HistogramMean(h);
-  s->p99_staleness = ps::HistogramP99(h);
-  while (!h.empty() && h.back() == 0) h.pop_back();
+  s->mean_staleness = ps::HistogramMean(s->staleness_histogram);
+  s->p99_staleness = ps::HistogramP99(s->staleness_histogram);
+  TrimHistogram(&s->staleness_histogram);
+  s->mean_row_staleness = ps::HistogramMean(s->row_staleness_histogram);
+  s->p99_row_staleness = ps::HistogramP99(s->row_staleness_histogram);
+  TrimHistogram(&s->row_staleness_histogram);
 }
 
 std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank) {
@@ -51,6 +65,12 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["server_update_seconds"] = JsonNumber(s.server_update_seconds);
   j["injected_delay_seconds"] = JsonNumber(s.injected_delay_seconds);
   j["staleness_histogram"] = s.staleness_histogram;
+  if (s.table_rows > 0 || !s.row_staleness_histogram.empty()) {
+    j["table_rows"] = s.table_rows;
+    j["mean_row_staleness"] = JsonNumber(s.mean_row_staleness);
+    j["p99_row_staleness"] = JsonNumber(s.p99_row_staleness);
+    j["row_staleness_histogram"] = s.row_staleness_histogram;
+  }
   j["diverged"] = s.diverged;
   j["diverged_at_step"] = s.diverged_at_step >= 0 ? nlohmann::ordered_json(s.diverged_at_step)
                                                   : nlohmann::ordered_json(nullptr);

@@ -36,6 +36,12 @@ struct TrainingSummary {
   uint64_t updates_applied = 0;
   double server_update_seconds = 0;  // the servers' time in optimizer updates, summed (chief)
   std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)
+  // Embedding tables (chief; in the JSON only when the job has some): the rows the servers
+  // hold, and row staleness, each applied row's updates between its pull and its push.
+  uint64_t table_rows = 0;
+  std::vector<uint64_t> row_staleness_histogram;
+  double mean_row_staleness = 0;
+  double p99_row_staleness = 0;
   double wait_seconds = 0;  // this worker: waiting for parameters (the sync barrier)
   // this worker: forward and backward on its towers (pushes go out as gradients appear)
   double compute_seconds = 0;
@@ -50,7 +56,7 @@ struct TrainingSummary {
 // Adds one server's counters and histogram to the summary (the chief calls it per server).
 void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* summary);
 // Sets mean_staleness and p99_staleness from the histogram (its last bucket counts that
-// staleness or more) and drops the histogram's trailing empty buckets.
+// staleness or more) and drops the histogram's trailing empty buckets; the same for rows.
 void FinishStalenessStats(TrainingSummary* summary);
 
 // The summary as one JSON object (the --summary-out format); NaN and infinities are null.
