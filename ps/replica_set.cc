@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ps/optimizer.h"
+#include "ps/row_optimizer.h"
 
 namespace towerps::ps {
 
@@ -112,6 +113,97 @@ Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec&
       return ProtocolError(where + ": pending gradient of worker " + std::to_string(rank));
     }
     s.pending[rank] = refused[i] ? Tensor() : tensors[next++];
+  }
+  return s;
+}
+
+void AddTableReplicaState(const TableState& s, OutgoingMessage* msg) {
+  auto r = msg->header().initReplicaState();
+  r.setVersion(s.version);
+  r.setUpdates(s.updates);
+  r.setPreviousVersion(s.previous_version);
+  auto clocks = r.initWorkerClocks(static_cast<unsigned>(s.worker_clocks.size()));
+  for (size_t i = 0; i < s.worker_clocks.size(); ++i) clocks.set(i, s.worker_clocks[i]);
+  r.setSlots(static_cast<uint32_t>(s.slots));
+  r.setPendingStep(s.version);
+  auto workers = r.initPendingWorkers(static_cast<unsigned>(s.pending.size()));
+  auto refused = r.initPendingRefused(static_cast<unsigned>(s.pending.size()));
+  unsigned i = 0;
+  for (const auto& [rank, c] : s.pending) {
+    workers.set(i, rank);
+    refused.set(i, c.refused);
+    ++i;
+  }
+  msg->AddTensor(s.ids, s.variable_id, s.chunk_id);
+  msg->AddTensor(s.rows, s.variable_id, s.chunk_id);
+  msg->AddTensor(s.row_updates, s.variable_id, s.chunk_id);
+  if (s.previous_version != kNoVersion) {
+    msg->AddTensor(s.previous_ids, s.variable_id, s.chunk_id);
+    msg->AddTensor(s.previous_values, s.variable_id, s.chunk_id);
+  }
+  for (const auto& [rank, c] : s.pending) {
+    if (c.refused) continue;
+    msg->AddTensor(c.ids, s.variable_id, s.chunk_id);
+    msg->AddTensor(c.gradient, s.variable_id, s.chunk_id);
+    msg->AddTensor(c.pulled_updates, s.variable_id, s.chunk_id);
+  }
+}
+
+Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const ChunkSpec& spec,
+                                         const JobConfig& job) {
+  auto r = msg.header().getReplicaState();
+  const std::string where = "replicated state of table variable " +
+                            std::to_string(spec.variable_id) + " partition " +
+                            std::to_string(spec.chunk_id);
+  TableState s;
+  s.variable_id = spec.variable_id;
+  s.chunk_id = spec.chunk_id;
+  s.version = r.getVersion();
+  s.updates = r.getUpdates();
+  s.previous_version = r.getPreviousVersion();
+  s.dim = spec.table_dim;
+  s.slots = static_cast<int>(r.getSlots());
+  if (s.version < 0 || s.updates < 0 || s.previous_version < kNoVersion ||
+      s.previous_version >= s.version || s.slots != RowSlots(job.table_optimizer.kind)) {
+    return ProtocolError(where + ": inconsistent versions or optimizer slots");
+  }
+  if (r.getWorkerClocks().size() != static_cast<unsigned>(job.workers)) {
+    return ProtocolError(where + ": " + std::to_string(r.getWorkerClocks().size()) +
+                         " worker clocks for " + std::to_string(job.workers) + " workers");
+  }
+  for (int64_t c : r.getWorkerClocks()) s.worker_clocks.push_back(c);
+  auto workers = r.getPendingWorkers();
+  auto refused = r.getPendingRefused();
+  if (workers.size() != refused.size() || workers.size() > static_cast<unsigned>(job.workers)) {
+    return ProtocolError(where + ": malformed pending pushes");
+  }
+  const auto& t = msg.tensors();
+  size_t expected = 3 + (s.previous_version != kNoVersion ? 2 : 0);
+  for (unsigned i = 0; i < refused.size(); ++i) expected += refused[i] ? 0 : 3;
+  if (t.size() != expected) {
+    return ProtocolError(where + ": " + std::to_string(t.size()) + " tensors, expected " +
+                         std::to_string(expected));
+  }
+  size_t next = 0;
+  s.ids = t[next++];
+  s.rows = t[next++];
+  s.row_updates = t[next++];
+  if (s.previous_version != kNoVersion) {
+    s.previous_ids = t[next++];
+    s.previous_values = t[next++];
+  }
+  for (unsigned i = 0; i < workers.size(); ++i) {
+    const int rank = workers[i];
+    if (rank < 0 || rank >= job.workers || s.pending.count(rank) != 0) {
+      return ProtocolError(where + ": pending push of worker " + std::to_string(rank));
+    }
+    Contribution c{.worker = rank, .base_version = s.version, .refused = refused[i]};
+    if (!c.refused) {
+      c.ids = t[next++];
+      c.gradient = t[next++];
+      c.pulled_updates = t[next++];
+    }
+    s.pending[rank] = std::move(c);
   }
   return s;
 }

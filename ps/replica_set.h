@@ -19,6 +19,7 @@
 #include "common/message.h"
 #include "ps/chunk.h"
 #include "ps/job_config.h"
+#include "ps/table_chunk.h"
 
 namespace towerps::ps {
 
@@ -43,6 +44,13 @@ void AddReplicaState(const ChunkState& state, OutgoingMessage* msg);
 // the job (slots of its optimizer, worker ranks): a bad one is kProtocol, never a crash.
 Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec& spec,
                                     const JobConfig& job);
+// The same for a table partition's state (ps/table_chunk.h). Its tensors: the rows' ids, values
+// and state, and update counts; with a previous version, the ids and values of the rows its
+// last update changed; then per pending push not refused, in rank order, its ids, gradient rows
+// and pulled update counts. TableChunk::Restore checks the rows against the partition.
+void AddTableReplicaState(const TableState& state, OutgoingMessage* msg);
+Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const ChunkSpec& spec,
+                                         const JobConfig& job);
 
 }  // namespace towerps::ps
 

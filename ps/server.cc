@@ -156,16 +156,15 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   for (const ChunkSpec& spec : placement.chunks()) {
     if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
     const int shard = next++ % options_.threads;
-    if (spec.is_table()) {
-      const size_t index = shards_[shard]->AddTable(
-          std::make_unique<TableChunk>(spec, variables[spec.variable_id], options_.job, allocate));
-      homes_[{spec.variable_id, spec.chunk_id}] = {shard, index, true};
-      groups_[{spec.variable_id, spec.chunk_id}] = spec.server;
-      continue;
-    }
-    const size_t index = shards_[shard]->AddChunk(
-        std::make_unique<Chunk>(spec, options_.job, allocate), RoleFor(spec.server));
-    homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
+    const size_t index =
+        spec.is_table()
+            ? shards_[shard]->AddTable(
+                  std::make_unique<TableChunk>(spec, variables[spec.variable_id], options_.job,
+                                               allocate),
+                  RoleFor(spec.server))
+            : shards_[shard]->AddChunk(std::make_unique<Chunk>(spec, options_.job, allocate),
+                                       RoleFor(spec.server));
+    homes_[{spec.variable_id, spec.chunk_id}] = {shard, index, spec.is_table()};
     groups_[{spec.variable_id, spec.chunk_id}] = spec.server;
   }
   if (options_.log_device_placement) {
@@ -348,12 +347,6 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   const std::vector<VariableSpec> vars = ReadVariables(h);
   for (const VariableSpec& spec : vars) {
     if (s.ok()) s = ValidateVariableKind(spec).WithContext(who);
-    if (s.ok() && spec.is_table() && options_.job.ps_replicas > 1) {
-      s = FailedPreconditionError(
-          "table " + spec.name +
-          ": tables are not replicated yet; run a model with tables without --ps-replicas 2 "
-          "(checkpoints, --checkpoint-dir, keep them across a server's restart)");
-    }
   }
   if (s.ok() && !placement_) {
     s = EstablishModel(vars, h.getModelSignature());
@@ -395,7 +388,6 @@ void Server::Route(IncomingMessage msg) {
   }
   ShardTask task;
   task.chunk = it->second.index;
-  task.table = it->second.table;
   task.message.emplace(std::move(msg));
   shards_[it->second.shard]->Post(std::move(task));
 }
@@ -417,8 +409,12 @@ Status Server::MaybeCheckpoint(bool final) {
     for (size_t i = 0; i < shards_.size(); ++i) {
       SnapshotPart p;
       p.shard = static_cast<int>(i);
-      for (const auto& c : shards_[i]->chunks()) p.chunks.push_back(c->Snapshot());
-      for (const auto& t : shards_[i]->tables()) p.tables.push_back(t->Snapshot());
+      for (const auto& c : shards_[i]->chunks()) {
+        if (c) p.chunks.push_back(c->Snapshot());
+      }
+      for (const auto& t : shards_[i]->tables()) {
+        if (t) p.tables.push_back(t->Snapshot());
+      }
       parts.push_back(std::move(p));
     }
     return WriteCheckpoint(std::move(parts))

@@ -24,27 +24,43 @@ size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role) {
     });
   }
   chunks_.push_back(std::move(chunk));
+  tables_.emplace_back();
   waiters_.emplace_back();
   roles_.push_back(role);
   return chunks_.size() - 1;
 }
 
-size_t Shard::AddTable(std::unique_ptr<TableChunk> table) {
+size_t Shard::AddTable(std::unique_ptr<TableChunk> table, ReplicaRole role) {
   TOWERPS_CHECK(!thread_.joinable()) << "AddTable after Start";
+  const size_t index = chunks_.size();
+  if (role.kind != ReplicaRole::Kind::kOnly && config_.mode == UpdateMode::kSync) {
+    table->set_step_hook([this, index](int64_t step, const Tensor& ids, const Tensor& sums, int k) {
+      if (roles_[index].backup_live) ForwardTableStep(index, step, ids, sums, k);
+    });
+  }
+  chunks_.emplace_back();
   tables_.push_back(std::move(table));
-  table_waiters_.emplace_back();
-  return tables_.size() - 1;
+  waiters_.emplace_back();
+  roles_.push_back(role);
+  return index;
+}
+
+const ChunkSpec& Shard::SpecOf(size_t index) const {
+  return tables_[index] ? tables_[index]->spec() : chunks_[index]->spec();
+}
+
+int64_t Shard::VersionOf(size_t index) const {
+  return tables_[index] ? tables_[index]->version() : chunks_[index]->version();
 }
 
 void Shard::Start() {
   versions_ = std::make_unique<std::atomic<int64_t>[]>(chunks_.size());
-  for (size_t i = 0; i < chunks_.size(); ++i) versions_[i].store(chunks_[i]->version());
-  table_versions_ = std::make_unique<std::atomic<int64_t>[]>(tables_.size());
-  for (size_t i = 0; i < tables_.size(); ++i) table_versions_[i].store(tables_[i]->version());
+  for (size_t i = 0; i < chunks_.size(); ++i) versions_[i].store(VersionOf(i));
   // Restored from a checkpoint: the backup restored its own, maybe of another version; it takes
-  // this one's state, whose acknowledgement opens the pulls.
+  // this one's state, whose acknowledgement opens the pulls. (A table partition always holds
+  // a version.)
   for (size_t i = 0; i < chunks_.size(); ++i) {
-    if (roles_[i].backup_live && chunks_[i]->initialized()) {
+    if (roles_[i].backup_live && (tables_[i] || chunks_[i]->initialized())) {
       Forward(i, proto::ReplicaOp::STATE, nullptr);
     }
   }
@@ -62,14 +78,12 @@ void Shard::Stop() {
 int64_t Shard::MinVersion() const {
   LowestVersion lowest;
   for (size_t i = 0; i < chunks_.size(); ++i) lowest.Add(versions_[i].load());
-  for (size_t i = 0; i < tables_.size(); ++i) lowest.Add(table_versions_[i].load());
   return lowest.value();
 }
 
 int64_t Shard::MaxVersion() const {
   int64_t v = kNoVersion;
   for (size_t i = 0; i < chunks_.size(); ++i) v = std::max(v, versions_[i].load());
-  for (size_t i = 0; i < tables_.size(); ++i) v = std::max(v, table_versions_[i].load());
   return v;
 }
 
@@ -85,17 +99,17 @@ void Shard::Loop() {
       case ShardTask::Kind::kSnapshot: {
         SnapshotPart part;
         part.shard = index_;
-        for (const auto& c : chunks_) part.chunks.push_back(c->Snapshot());
-        for (const auto& t : tables_) part.tables.push_back(t->Snapshot());
+        for (const auto& c : chunks_) {
+          if (c) part.chunks.push_back(c->Snapshot());
+        }
+        for (const auto& t : tables_) {
+          if (t) part.tables.push_back(t->Snapshot());
+        }
         outbox_->Push(std::move(part));
         break;
       }
       case ShardTask::Kind::kRequest:
-        if (task->table) {
-          HandleTable(task->chunk, std::move(*task->message));
-        } else {
-          Handle(task->chunk, std::move(*task->message));
-        }
+        Handle(task->chunk, std::move(*task->message));
         break;
       case ShardTask::Kind::kPromote:
       case ShardTask::Kind::kPeerJoined:
@@ -109,18 +123,22 @@ void Shard::Loop() {
 }
 
 void Shard::Handle(size_t index, IncomingMessage msg) {
-  const Chunk& chunk = *chunks_[index];
   if (msg.type() == proto::MessageType::REPLICATE) {
     HandleReplicate(index, msg);
     return;
   }
   if (const ReplicaRole& role = roles_[index];
       role.kind == ReplicaRole::Kind::kBackup || role.kind == ReplicaRole::Kind::kJoining) {
+    const ChunkSpec& spec = SpecOf(index);
     outbox_->Push(ErrorReply(
-        msg, FailedPreconditionError(std::string(kNotPrimaryMarker) + " variable " +
-                                     std::to_string(chunk.spec().variable_id) + " chunk " +
-                                     std::to_string(chunk.spec().chunk_id) +
-                                     "; its primary is server " + std::to_string(role.peer))));
+        msg, FailedPreconditionError(
+                 std::string(kNotPrimaryMarker) + " variable " + std::to_string(spec.variable_id) +
+                 (spec.is_table() ? " partition " : " chunk ") + std::to_string(spec.chunk_id) +
+                 "; its primary is server " + std::to_string(role.peer))));
+    return;
+  }
+  if (tables_[index]) {
+    HandleTable(index, std::move(msg));
     return;
   }
   const bool forward = roles_[index].backup_live;
@@ -250,9 +268,17 @@ void Shard::Wait(std::vector<Waiter>& waiting, Waiter waiter) {
 
 void Shard::AnswerReadyPulls(size_t index) {
   auto& waiting = waiters_[index];
-  auto ready = std::stable_partition(waiting.begin(), waiting.end(),
-                                     [&](const Waiter& w) { return !PullReady(index, w.request); });
-  for (auto it = ready; it != waiting.end(); ++it) ReplyPull(index, *it);
+  const bool table = tables_[index] != nullptr;
+  auto ready = std::stable_partition(waiting.begin(), waiting.end(), [&](const Waiter& w) {
+    return !(table ? RowsReady(index, w.request) : PullReady(index, w.request));
+  });
+  for (auto it = ready; it != waiting.end(); ++it) {
+    if (table) {
+      ReplyRows(index, *it);
+    } else {
+      ReplyPull(index, *it);
+    }
+  }
   waiting.erase(ready, waiting.end());
 }
 

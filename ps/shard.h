@@ -1,7 +1,8 @@
 // Shard: a server thread that owns a set of chunks and table partitions and serves their init,
-// push and pull requests, so that each is touched by one thread only and needs no lock. Table
-// partitions (ps/table_chunk.h) are pulled and pushed by id; their requests are served in
-// ps/shard_tables.cc (they are not replicated yet: --ps-replicas 2 refuses a model with tables).
+// push and pull requests, so that each is touched by one thread only and needs no lock. Chunks
+// and partitions share one index space (a slot each): their waiting pulls, versions and replica
+// roles are kept alike. Table partitions (ps/table_chunk.h) are pulled and pushed by id; their
+// requests are served in ps/shard_tables.cc.
 //
 // The server's I/O thread posts requests with Post(); the shard answers through the server's
 // outbox (replies to send, snapshots for checkpoints). A pull that cannot be answered yet (the
@@ -16,7 +17,8 @@
 // version v only once the backup acknowledged v. In full sync that is the version served, so
 // whatever a worker saw the backup holds too; in async and SSP the values served may be a few
 // pushes newer, and after a failover the workers redo the iterations the backup lacks (their
-// clocks there say which).
+// clocks there say which). A table partition is replicated alike, its sync step being the
+// summed rows of the ids the step touched (TableChunk::ApplyStep).
 // A backup replays forwards through the same Chunk code, so both hold the same bits; it refuses
 // requests from workers. A backup that does not acknowledge within kBackupAckTimeout is dropped
 // (the primary serves alone, logged) until it rejoins; a joining one receives the whole chunk
@@ -24,8 +26,8 @@
 // died) refuses the old primary's forwards, which tells a primary that was only thought dead
 // that it has been replaced (ps/server.h).
 //
-// Contract: AddChunk() only before Start(). Post() is thread-safe. Stop() joins the thread;
-// after it, chunks() may be read by the caller.
+// Contract: AddChunk() and AddTable() only before Start(). Post() is thread-safe. Stop() joins
+// the thread; after it, chunks() and tables() may be read by the caller.
 #ifndef TOWERPS_PS_SHARD_H_
 #define TOWERPS_PS_SHARD_H_
 
@@ -59,8 +61,7 @@ struct ShardTask {
     kAck,         // the backup of `chunk` applied forwards up to `version`
     kStop
   } kind = Kind::kRequest;
-  size_t chunk = 0;                        // index in this shard's chunks, or its tables
-  bool table = false;                      // kRequest: `chunk` is a table partition's index
+  size_t chunk = 0;                        // the chunk's or table partition's index (slot)
   std::optional<IncomingMessage> message;  // kRequest
   int64_t version = 0;                     // kAck
 };
@@ -98,10 +99,9 @@ class Shard {
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
 
-  // Returns the chunk's index in this shard.
+  // Return the chunk's or partition's index (slot) in this shard.
   size_t AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role = {});
-  // Returns the table partition's index in this shard (an index space of its own).
-  size_t AddTable(std::unique_ptr<TableChunk> table);
+  size_t AddTable(std::unique_ptr<TableChunk> table, ReplicaRole role = {});
   void Start();
   void Post(ShardTask task) { inbox_.Push(std::move(task)); }
   void Stop();
@@ -110,9 +110,10 @@ class Shard {
   // The lowest and highest chunk versions (kNoVersion without chunks), readable from any thread.
   int64_t MinVersion() const;
   int64_t MaxVersion() const;
+  // Per slot, one of the two is set: the chunk, or the table partition.
   const std::vector<std::unique_ptr<Chunk>>& chunks() const { return chunks_; }
   const std::vector<std::unique_ptr<TableChunk>>& tables() const { return tables_; }
-  bool holds_anything() const { return !chunks_.empty() || !tables_.empty(); }
+  bool holds_anything() const { return !chunks_.empty(); }
 
  private:
   // A pull waiting for its chunk: a pull, or a push with thenPull whose gradient was handled
@@ -134,7 +135,10 @@ class Shard {
   // An init or a push of `chunk`; whether the chunk may have changed (pulls to answer).
   bool HandleInit(size_t chunk, IncomingMessage msg, bool forward);
   bool HandlePush(size_t chunk, IncomingMessage msg, bool forward);
-  void AnswerReadyPulls(size_t chunk);
+  // Answers the pulls waiting on slot `index` that it can serve now.
+  void AnswerReadyPulls(size_t index);
+  const ChunkSpec& SpecOf(size_t index) const;
+  int64_t VersionOf(size_t index) const;
   // Logs a gradient refused as non-finite, once per worker (the stats count every one).
   void NoteRefusal(const IncomingMessage& request, const std::string& why);
   // Answers a push whose gradient the chunk refused as non-finite: an error reply saying why.
@@ -145,19 +149,23 @@ class Shard {
   void ReplyPull(size_t chunk, const Waiter& waiter);
   bool PullReady(size_t chunk, const IncomingMessage& request) const;
   // Replication (see above).
-  void HandleReplicate(size_t chunk, const IncomingMessage& msg);
+  void HandleReplicate(size_t index, const IncomingMessage& msg);
+  // What a backup does with its primary's forward of a chunk's (ReplayChunk) or a partition's
+  // (HandleTableReplicate) state, step or push; `*status` says whether it could.
+  void ReplayChunk(size_t chunk, const IncomingMessage& msg, Status* status);
   void Forward(size_t chunk, proto::ReplicaOp op, const IncomingMessage* request);
   void ForwardStep(size_t chunk, int64_t step, const Tensor& sum, int k);
   void Send(size_t chunk, OutgoingMessage forward);
   void Promote(size_t chunk, bool peer_joined);
   // Table partitions (ps/shard_tables.cc).
   void HandleTable(size_t table, IncomingMessage msg);
-  void HandleTablePush(size_t table, IncomingMessage msg);
+  void HandleTablePush(size_t table, IncomingMessage msg, bool forward);
   // Answers a pull of rows (or a push's thenPull) now, or queues it until the partition can.
   void AnswerOrWait(size_t table, Waiter waiter);
   bool RowsReady(size_t table, const IncomingMessage& request) const;
   void ReplyRows(size_t table, const Waiter& waiter);
-  void AnswerReadyRowPulls(size_t table);
+  void HandleTableReplicate(size_t table, const IncomingMessage& msg, Status* status);
+  void ForwardTableStep(size_t table, int64_t step, const Tensor& ids, const Tensor& sums, int k);
   void Acknowledged(size_t chunk, int64_t version);
   void DropSilentBackups();
   Deadline NextWake() const;
@@ -166,13 +174,11 @@ class Shard {
   const JobConfig& config_;
   Mailbox<ServerOutput>* outbox_;
   Mailbox<ShardTask> inbox_;
-  std::vector<std::unique_ptr<Chunk>> chunks_;
-  std::vector<std::vector<Waiter>> waiters_;          // per chunk
-  std::vector<ReplicaRole> roles_;                    // per chunk
-  std::unique_ptr<std::atomic<int64_t>[]> versions_;  // per chunk, mirrored for readers
-  std::vector<std::unique_ptr<TableChunk>> tables_;
-  std::vector<std::vector<Waiter>> table_waiters_;          // per table partition
-  std::unique_ptr<std::atomic<int64_t>[]> table_versions_;  // per table partition, mirrored
+  std::vector<std::unique_ptr<Chunk>> chunks_;        // per slot: null for a table partition's
+  std::vector<std::vector<Waiter>> waiters_;          // per slot
+  std::vector<ReplicaRole> roles_;                    // per slot
+  std::unique_ptr<std::atomic<int64_t>[]> versions_;  // per slot, mirrored for readers
+  std::vector<std::unique_ptr<TableChunk>> tables_;   // per slot: null for a chunk's
   ShardCounters counters_;
   // What a backup replays: kept apart, so that a server's statistics count the updates it
   // applied as a primary, and a job's sum over its servers counts each update once.

@@ -11,13 +11,13 @@ namespace towerps::ps {
 
 namespace {
 
-// A replicate message for `chunk`, carrying `op`.
-OutgoingMessage NewForward(const Chunk& chunk, proto::ReplicaOp op) {
+// A replicate message for the chunk or table partition of `spec`, carrying `op`.
+OutgoingMessage NewForward(const ChunkSpec& spec, proto::ReplicaOp op) {
   OutgoingMessage m(proto::MessageType::REPLICATE);
   auto h = m.header();
   h.setSenderRole(proto::Role::SERVER);
-  h.setVariableId(chunk.spec().variable_id);
-  h.setChunkId(chunk.spec().chunk_id);
+  h.setVariableId(spec.variable_id);
+  h.setChunkId(spec.chunk_id);
   h.setReplicaOp(op);
   return m;
 }
@@ -25,31 +25,54 @@ OutgoingMessage NewForward(const Chunk& chunk, proto::ReplicaOp op) {
 }  // namespace
 
 void Shard::Forward(size_t index, proto::ReplicaOp op, const IncomingMessage* request) {
-  const Chunk& chunk = *chunks_[index];
-  OutgoingMessage m = NewForward(chunk, op);
+  const ChunkSpec& spec = SpecOf(index);
+  OutgoingMessage m = NewForward(spec, op);
   auto h = m.header();
   if (op == proto::ReplicaOp::STATE) {
-    AddReplicaState(chunk.Snapshot(/*replica=*/true), &m);
+    if (tables_[index]) {
+      AddTableReplicaState(tables_[index]->Snapshot(/*replica=*/true), &m);
+    } else {
+      AddReplicaState(chunks_[index]->Snapshot(/*replica=*/true), &m);
+    }
   } else {
     auto r = request->header();
     h.setForWorker(static_cast<int32_t>(r.getSenderRank()));
     h.setVersion(r.getVersion());
     h.setClock(r.getClock());
     h.setReplacesPending(r.getReplacesPending());
-    // Zero copy: the received gradient goes on to the backup as it is.
-    m.AddTensor(request->tensors()[0], chunk.spec().variable_id, chunk.spec().chunk_id);
+    // Zero copy: the received gradient (a table's: ids, rows and pulled counts, not the ids a
+    // thenPull asks for) goes on to the backup as it is.
+    const size_t tensors = tables_[index] ? 3 : 1;
+    for (size_t t = 0; t < tensors; ++t) {
+      m.AddTensor(request->tensors()[t], spec.variable_id, spec.chunk_id);
+    }
   }
   Send(index, std::move(m));
 }
 
 void Shard::ForwardStep(size_t index, int64_t step, const Tensor& sum, int k) {
-  const Chunk& chunk = *chunks_[index];
-  OutgoingMessage m = NewForward(chunk, proto::ReplicaOp::STEP);
+  const ChunkSpec& spec = SpecOf(index);
+  OutgoingMessage m = NewForward(spec, proto::ReplicaOp::STEP);
   auto h = m.header();
   h.setVersion(step);
   h.setStepGradients(k);
   // Zero copy: the chunk never writes a step's sum after handing it out.
-  if (k > 0) m.AddTensor(sum, chunk.spec().variable_id, chunk.spec().chunk_id);
+  if (k > 0) m.AddTensor(sum, spec.variable_id, spec.chunk_id);
+  Send(index, std::move(m));
+}
+
+void Shard::ForwardTableStep(size_t index, int64_t step, const Tensor& ids, const Tensor& sums,
+                             int k) {
+  const ChunkSpec& spec = SpecOf(index);
+  OutgoingMessage m = NewForward(spec, proto::ReplicaOp::STEP);
+  auto h = m.header();
+  h.setVersion(step);
+  h.setStepGradients(k);
+  // Zero copy: the partition never writes a step's sums after handing them out.
+  if (k > 0) {
+    m.AddTensor(ids, spec.variable_id, spec.chunk_id);
+    m.AddTensor(sums, spec.variable_id, spec.chunk_id);
+  }
   Send(index, std::move(m));
 }
 
@@ -119,11 +142,12 @@ Deadline Shard::NextWake() const {
 }
 
 void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
-  Chunk& chunk = *chunks_[index];
   ReplicaRole& role = roles_[index];
   auto h = msg.header();
-  const std::string where = "variable " + std::to_string(chunk.spec().variable_id) + " chunk " +
-                            std::to_string(chunk.spec().chunk_id);
+  const ChunkSpec& spec = SpecOf(index);
+  const std::string where = "variable " + std::to_string(spec.variable_id) +
+                            (spec.is_table() ? " partition " : " chunk ") +
+                            std::to_string(spec.chunk_id);
   const proto::ReplicaOp op = h.getReplicaOp();
   switch (role.kind) {
     case ReplicaRole::Kind::kOnly:
@@ -141,12 +165,31 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
       break;
   }
   Status s = Status::Ok();
+  if (tables_[index]) {
+    HandleTableReplicate(index, msg, &s);
+  } else {
+    ReplayChunk(index, msg, &s);
+  }
+  if (s.ok() && op == proto::ReplicaOp::STATE) role.kind = ReplicaRole::Kind::kBackup;
+  if (!s.ok()) {
+    // The same code refused what the primary accepted: the replicas differ (a bug).
+    outbox_->Push(ErrorReply(msg, s.WithContext("the backup cannot replay " + where)));
+    return;
+  }
+  versions_[index].store(VersionOf(index));
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REPLICATE_REPLY);
+  reply.header().setVersion(VersionOf(index));
+  outbox_->Push(std::move(reply));
+}
+
+void Shard::ReplayChunk(size_t index, const IncomingMessage& msg, Status* status) {
+  Chunk& chunk = *chunks_[index];
+  auto h = msg.header();
+  const proto::ReplicaOp op = h.getReplicaOp();
+  Status& s = *status;
   if (op == proto::ReplicaOp::STATE) {
     Result<ChunkState> state = ReadReplicaState(msg, chunk.spec(), config_);
-    if (state.ok()) {
-      chunk.Restore(*state);
-      role.kind = ReplicaRole::Kind::kBackup;
-    }
+    if (state.ok()) chunk.Restore(*state);
     s = state.status();
   } else if (op == proto::ReplicaOp::STEP) {
     const int k = h.getStepGradients();
@@ -170,15 +213,6 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
   } else {
     s = ProtocolError("unknown replicate operation");
   }
-  if (!s.ok()) {
-    // The same code refused what the primary accepted: the replicas differ (a bug).
-    outbox_->Push(ErrorReply(msg, s.WithContext("the backup cannot replay " + where)));
-    return;
-  }
-  versions_[index].store(chunk.version());
-  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REPLICATE_REPLY);
-  reply.header().setVersion(chunk.version());
-  outbox_->Push(std::move(reply));
 }
 
 }  // namespace towerps::ps

@@ -17,6 +17,7 @@
 // A request that does not fit (tensor count, dtypes, shapes, ids outside the bound or the
 // partition, unsorted pushed ids) gets an error naming the table and changes nothing.
 #include "common/logging.h"
+#include "ps/replica_set.h"
 #include "ps/reply.h"
 #include "ps/shard.h"
 #include "ps/table_requests.h"
@@ -36,9 +37,9 @@ void Shard::HandleTable(size_t index, IncomingMessage msg) {
       return;
     }
     case proto::MessageType::PUSH:
-      HandleTablePush(index, std::move(msg));
-      table_versions_[index].store(table.version());
-      AnswerReadyRowPulls(index);
+      HandleTablePush(index, std::move(msg), roles_[index].backup_live);
+      versions_[index].store(table.version());
+      AnswerReadyPulls(index);
       return;
     case proto::MessageType::INIT:
       outbox_->Push(ErrorReply(
@@ -52,13 +53,18 @@ void Shard::HandleTable(size_t index, IncomingMessage msg) {
   }
 }
 
-void Shard::HandleTablePush(size_t index, IncomingMessage msg) {
+void Shard::HandleTablePush(size_t index, IncomingMessage msg, bool forward) {
   TableChunk& table = *tables_[index];
   auto h = msg.header();
   Result<RowPush> push = ReadRowPush(msg, table);
   if (!push.ok()) {
     outbox_->Push(ErrorReply(msg, push.status()));
     return;
+  }
+  // Async/SSP: forwarded first, as a chunk's push is (Shard::HandlePush); sync forwards each
+  // step's sums instead (the step hook, AddTable).
+  if (forward && config_.mode != UpdateMode::kSync) {
+    Forward(index, proto::ReplicaOp::PUSH, &msg);
   }
   Contribution c = std::move(push->contribution);
   Result<PushOutcome> out = table.Push(std::move(c), &counters_, h.getReplacesPending());
@@ -94,13 +100,16 @@ void Shard::AnswerOrWait(size_t index, Waiter waiter) {
   if (RowsReady(index, waiter.request)) {
     ReplyRows(index, waiter);
   } else {
-    Wait(table_waiters_[index], std::move(waiter));
+    Wait(waiters_[index], std::move(waiter));
   }
 }
 
 bool Shard::RowsReady(size_t index, const IncomingMessage& request) const {
   const PullAsk ask = AskOf(request);
-  return tables_[index]->PullReady(ask.version, ask.clock);
+  if (!tables_[index]->PullReady(ask.version, ask.clock)) return false;
+  // A primary shows a worker only what its backup holds too.
+  const ReplicaRole& role = roles_[index];
+  return !role.backup_live || role.acked >= ask.version;
 }
 
 void Shard::ReplyRows(size_t index, const Waiter& waiter) {
@@ -131,12 +140,47 @@ void Shard::ReplyRows(size_t index, const Waiter& waiter) {
   outbox_->Push(std::move(reply));
 }
 
-void Shard::AnswerReadyRowPulls(size_t index) {
-  auto& waiting = table_waiters_[index];
-  auto ready = std::stable_partition(waiting.begin(), waiting.end(),
-                                     [&](const Waiter& w) { return !RowsReady(index, w.request); });
-  for (auto it = ready; it != waiting.end(); ++it) ReplyRows(index, *it);
-  waiting.erase(ready, waiting.end());
+void Shard::HandleTableReplicate(size_t index, const IncomingMessage& msg, Status* status) {
+  TableChunk& table = *tables_[index];
+  auto h = msg.header();
+  Status& s = *status;
+  switch (h.getReplicaOp()) {
+    case proto::ReplicaOp::STATE: {
+      Result<TableState> state = ReadTableReplicaState(msg, table.spec(), config_);
+      s = state.ok() ? table.Restore(*state) : state.status();
+      return;
+    }
+    case proto::ReplicaOp::STEP: {
+      const int k = h.getStepGradients();
+      if (msg.tensors().size() != (k > 0 ? 2u : 0u)) {
+        s = ProtocolError("a step's sums of " + std::to_string(k) + " gradients carry " +
+                          std::to_string(msg.tensors().size()) + " tensors, expected ids and sums");
+        return;
+      }
+      s = table.ApplyStep(h.getVersion(), k > 0 ? msg.tensors()[0] : Tensor(),
+                          k > 0 ? msg.tensors()[1] : Tensor(), k, &replica_counters_);
+      return;
+    }
+    case proto::ReplicaOp::PUSH: {
+      if (msg.tensors().size() != 3) {
+        s = ProtocolError("a forwarded push of rows carries " +
+                          std::to_string(msg.tensors().size()) + " tensors, expected 3");
+        return;
+      }
+      // A push the primary refused (it forwards before applying) is refused here the same way
+      // and changes nothing on either: acknowledged like the others.
+      (void)table.Push(Contribution{.worker = h.getForWorker(),
+                                    .base_version = h.getVersion(),
+                                    .clock = h.getClock(),
+                                    .gradient = msg.tensors()[1],
+                                    .ids = msg.tensors()[0],
+                                    .pulled_updates = msg.tensors()[2]},
+                       &replica_counters_, h.getReplacesPending());
+      return;
+    }
+    default:
+      s = ProtocolError("a table partition takes no such replicate operation");
+  }
 }
 
 }  // namespace towerps::ps

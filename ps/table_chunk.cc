@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <string>
 
 #include "ps/optimizer.h"
 #include "ps/row_optimizer.h"
@@ -220,49 +222,55 @@ const float* TableChunk::SumRow(const FormedUpdate& update, size_t begin, size_t
   return sum_.data();
 }
 
-void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
-  const auto start = std::chrono::steady_clock::now();
-  const bool retain = rule_->RetainsPreviousVersion();
-  if (retain) {
+void TableChunk::BeginUpdate() {
+  if (rule_->RetainsPreviousVersion()) {
     previous_version_ = version_;
     previous_ids_.clear();
     previous_values_.clear();
   }
   ++version_;
-  if (update.gradients.empty()) return;  // every gradient refused: the version still counts it
-  OrderById(update);
-  FindOrAddRows(&counters);
-  const float scale = 1.0f / static_cast<float>(update.divisor);
+}
+
+void TableChunk::CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const {
+  ShardCounters::Histogram staleness{};
+  for (size_t g = 0; g + 1 < groups_.size(); ++g) {
+    const uint32_t now = rows_.updates(group_rows_[g]);
+    for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
+      const Entry& e = entries_[k];
+      const uint32_t pulled = update.gradients[e.contribution]->pulled_updates.u32()[e.row];
+      ++staleness[ShardCounters::Bucket(static_cast<int64_t>(now) - pulled)];
+    }
+  }
+  counters.AddRowStaleness(staleness);
+}
+
+void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, float scale,
+                            float lr) {
+  const bool retain = rule_->RetainsPreviousVersion();
   constexpr size_t kRowAhead = 8;  // rows' values prefetched this many rows ahead
   const size_t rows = group_rows_.size();
   for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) rows_.PrefetchRow(group_rows_[g]);
-  ShardCounters::Histogram staleness{};
   for (size_t g = 0; g < rows; ++g) {
     if (g + kRowAhead < rows) rows_.PrefetchRow(group_rows_[g + kRowAhead]);
     const int64_t r = group_rows_[g];
-    const size_t begin = groups_[g], end = groups_[g + 1];
     float* row = rows_.row(r);
-    // Row staleness: the row's updates since each worker pulled it.
-    for (size_t k = begin; k < end; ++k) {
-      const Entry& e = entries_[k];
-      const uint32_t pulled = update.gradients[e.contribution]->pulled_updates.u32()[e.row];
-      ++staleness[ShardCounters::Bucket(static_cast<int64_t>(rows_.updates(r)) - pulled)];
-    }
     if (retain) {
-      previous_ids_.push_back(entries_[begin].id);  // increasing: the entries' order
+      previous_ids_.push_back(entries_[groups_[g]].id);  // increasing: the entries' order
       previous_values_.insert(previous_values_.end(), row, row + dim_);
     }
-    const float* grad = SumRow(update, begin, end);
     rows_.CountUpdate(r);
-    optimizer_.Apply({.grad = grad,
+    optimizer_.Apply({.grad = grad(g),
                       .scale = scale,
-                      .lr = update.lr,
+                      .lr = lr,
                       .t = rows_.updates(r),
                       .w = row,
                       .state = row + dim_,
                       .dim = dim_});
   }
-  counters.AddRowStaleness(staleness);
+}
+
+void TableChunk::FinishUpdate(ShardCounters& counters,
+                              std::chrono::steady_clock::time_point start) {
   ++updates_;
   counters.updates_applied.fetch_add(1, std::memory_order_relaxed);
   counters.aggregation_nanos.fetch_add(
@@ -272,13 +280,88 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
       std::memory_order_relaxed);
 }
 
-TableState TableChunk::Snapshot() const {
+void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
+  const auto start = std::chrono::steady_clock::now();
+  BeginUpdate();
+  if (update.gradients.empty()) {  // every gradient refused: the version still counts it
+    if (step_hook_) step_hook_(version_ - 1, Tensor(), Tensor(), 0);  // and the backup's
+    return;
+  }
+  OrderById(update);
+  FindOrAddRows(&counters);
+  CountRowStaleness(update, counters);  // before the rows' counts move
+  const float scale = 1.0f / static_cast<float>(update.divisor);
+  if (!step_hook_) {
+    UpdateRows([&](size_t g) { return SumRow(update, groups_[g], groups_[g + 1]); }, scale,
+               update.lr);
+    FinishUpdate(counters, start);
+    return;
+  }
+  // Replicated sync: the step's sums, formed as the rows take them, go to the backup, which
+  // applies the same (ApplyStep), so both hold the same bits.
+  const auto rows = static_cast<int64_t>(group_rows_.size());
+  Tensor ids = Tensor::Empty({rows}, DType::kUInt64);
+  Tensor sums = allocate_ ? allocate_({rows, dim_}) : Tensor();
+  if (!sums.defined()) sums = Tensor::Empty({rows, dim_});
+  for (int64_t g = 0; g < rows; ++g) {
+    const auto i = static_cast<size_t>(g);
+    ids.u64()[g] = entries_[groups_[i]].id;
+    std::copy_n(SumRow(update, groups_[i], groups_[i + 1]), dim_, sums.f32() + g * dim_);
+  }
+  step_hook_(version_ - 1, ids, sums, update.divisor);
+  UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; }, scale,
+             update.lr);
+  FinishUpdate(counters, start);
+}
+
+Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums, int k,
+                             ShardCounters* counters) {
+  if (step != version_) {
+    return FailedPreconditionError("step " + std::to_string(step) + " replayed on " + Describe() +
+                                   " at version " + std::to_string(version_));
+  }
+  const int64_t n = k > 0 ? ids.num_elements() : 0;
+  if (k < 0 || k > config_.workers ||
+      (k > 0 && (sums.dtype() != DType::kFloat32 || sums.num_elements() != n * dim_))) {
+    return InvalidArgumentError("a step's sum of " + std::to_string(k) + " gradients for " +
+                                Describe() + " does not fit it");
+  }
+  if (k > 0) TOWERPS_RETURN_IF_ERROR(CheckIds(ids, /*sorted=*/true));
+  const auto start = std::chrono::steady_clock::now();
+  const float lr = ScheduledRate();
+  BeginUpdate();
+  if (k > 0) {
+    entries_.clear();
+    for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i)
+      entries_.push_back({ids.u64()[i], 0, i});
+    FindOrAddRows(counters);
+    UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; },
+               1.0f / static_cast<float>(k), lr);
+    FinishUpdate(*counters, start);
+  }
+  rule_->Replayed(step);
+  return Status::Ok();
+}
+
+TableState TableChunk::Snapshot(bool replica) const {
   TableState s;
   s.variable_id = spec_.variable_id;
   s.chunk_id = spec_.chunk_id;
   s.version = version_;
   s.updates = updates_;
-  s.worker_clocks = rule_->Save(version_, /*replica=*/false).worker_clocks;
+  RuleState rule = rule_->Save(version_, replica);
+  s.worker_clocks = std::move(rule.worker_clocks);
+  if (replica) {
+    s.pending = std::move(rule.pending);  // gradients are never written after they arrive
+    if (previous_version_ != kNoVersion) {
+      const auto m = static_cast<int64_t>(previous_ids_.size());
+      s.previous_version = previous_version_;
+      s.previous_ids = Tensor::Empty({m}, DType::kUInt64);
+      s.previous_values = Tensor::Empty({m, dim_});
+      std::copy(previous_ids_.begin(), previous_ids_.end(), s.previous_ids.u64());
+      std::copy(previous_values_.begin(), previous_values_.end(), s.previous_values.f32());
+    }
+  }
   s.dim = dim_;
   s.slots = slots_;
   const int64_t n = rows_.size();
@@ -298,7 +381,7 @@ TableState TableChunk::Snapshot() const {
 Status TableChunk::Restore(const TableState& s) {
   const int64_t n = s.ids.num_elements();
   const int64_t stride = rows_.stride();
-  const std::string where = Describe() + ": its checkpointed state ";
+  const std::string where = Describe() + ": its saved state ";
   if (s.dim != dim_ || s.slots != slots_) {
     return CorruptionError(where + "has rows of dim " + std::to_string(s.dim) + " with " +
                            std::to_string(s.slots) + " optimizer slots, expected " +
@@ -312,6 +395,7 @@ Status TableChunk::Restore(const TableState& s) {
   if (Status ids = CheckIds(s.ids, /*sorted=*/false); !ids.ok()) {
     return CorruptionError(where + "holds " + std::string(ids.message()));
   }
+  TOWERPS_RETURN_IF_ERROR(CheckReplicaExtras(s));
   rows_.Clear();
   for (int64_t r = 0; r < n; ++r) {
     bool added = false;
@@ -326,10 +410,41 @@ Status TableChunk::Restore(const TableState& s) {
   }
   version_ = s.version;
   updates_ = s.updates;
-  rule_->Load(RuleState{s.worker_clocks, {}}, version_);
-  previous_version_ = kNoVersion;
+  rule_->Load(RuleState{s.worker_clocks, s.pending}, version_);
+  previous_version_ = s.previous_version;
   previous_ids_.clear();
   previous_values_.clear();
+  if (previous_version_ != kNoVersion) {
+    previous_ids_.assign(s.previous_ids.u64(),
+                         s.previous_ids.u64() + s.previous_ids.num_elements());
+    previous_values_.assign(s.previous_values.f32(),
+                            s.previous_values.f32() + s.previous_values.num_elements());
+  }
+  return Status::Ok();
+}
+
+Status TableChunk::CheckReplicaExtras(const TableState& s) const {
+  const std::string where = Describe() + ": its replicated state ";
+  if (s.previous_version != kNoVersion) {
+    const int64_t m = s.previous_ids.num_elements();
+    if (s.previous_version != s.version - 1 || s.previous_ids.dtype() != DType::kUInt64 ||
+        s.previous_values.dtype() != DType::kFloat32 ||
+        s.previous_values.num_elements() != m * dim_) {
+      return CorruptionError(where + "has a previous version that does not add up");
+    }
+    if (Status ids = CheckIds(s.previous_ids, /*sorted=*/true); !ids.ok()) {
+      return CorruptionError(where + "holds previous " + std::string(ids.message()));
+    }
+  }
+  for (const auto& [rank, c] : s.pending) {
+    if (rank < 0 || rank >= config_.workers || c.worker != rank) {
+      return CorruptionError(where + "holds a pending push of worker " + std::to_string(rank));
+    }
+    if (c.refused) continue;
+    if (Status shape = CheckShape(c); !shape.ok()) {
+      return CorruptionError(where + "holds a pending push that " + std::string(shape.message()));
+    }
+  }
   return Status::Ok();
 }
 

@@ -33,7 +33,10 @@
 #ifndef TOWERPS_PS_TABLE_CHUNK_H_
 #define TOWERPS_PS_TABLE_CHUNK_H_
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +50,7 @@
 #include "ps/server_stats.h"
 #include "ps/update_rule.h"
 #include "ps/variable.h"
+#include "ps/version.h"
 #include "towerps/result.h"
 
 namespace towerps::ps {
@@ -63,6 +67,13 @@ struct TableState {
   Tensor ids;          // uint64 [n], in the order the rows were created
   Tensor rows;         // float32 [n, (1 + slots) * dim]: each row's values, then its state
   Tensor row_updates;  // uint32 [n]
+  // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
+  // out. Sync: the previous version and the rows its last update changed, with their values
+  // before it; the contributions pending for the current step, by worker rank.
+  int64_t previous_version = kNoVersion;
+  Tensor previous_ids{};     // uint64 [m], increasing
+  Tensor previous_values{};  // float32 [m, dim]
+  std::map<int, Contribution> pending;
 };
 
 class TableChunk final : private UpdateTarget {
@@ -100,9 +111,22 @@ class TableChunk final : private UpdateTarget {
   // request, naming the table. A non-finite gradient is kRejected.
   Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace = false);
 
-  TableState Snapshot() const;
-  // Replaces all state with a checkpointed one. kCorruption when it does not fit this partition
-  // (dim, slots, sizes, ids outside it or repeated).
+  // Sync, replicated (--ps-replicas 2): called with (step, the ids its update changes, their
+  // summed gradient rows, how many gradients were summed) before the update is applied from
+  // those sums; the tensors are never written after. Null: no sums are formed.
+  using StepHook = std::function<void(int64_t step, const Tensor& ids, const Tensor& sums, int k)>;
+  void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
+  // Sync backup: applies step `step` (= version) from its primary's sums of k gradients (k = 0:
+  // the step passes with no update), as the primary applied them. Errors: another version, or
+  // sums that do not fit.
+  Status ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums, int k,
+                   ShardCounters* counters);
+
+  // A deep copy; `replica`: with the previous version's rows and the pending contributions too,
+  // so that a backup restored from it continues exactly as this partition does.
+  TableState Snapshot(bool replica = false) const;
+  // Replaces all state with a checkpointed or replicated one. kCorruption when it does not fit
+  // this partition (dim, slots, sizes, ids outside it or repeated, a pending push's shapes).
   Status Restore(const TableState& state);
 
  private:
@@ -111,8 +135,15 @@ class TableChunk final : private UpdateTarget {
   std::string Describe() const override;
   void Apply(const FormedUpdate& update, ShardCounters& counters) override;
 
-  // Every (contribution, row) of `update` into entries_, ordered by id, then by rank.
+  // An update's phases (Apply, ApplyStep): the previous version kept (sync) and the version
+  // moved; every (contribution, row) of `update` into entries_, ordered by id, then by rank.
+  void BeginUpdate();
   void OrderById(const FormedUpdate& update);
+  // Row staleness of every entry, before the rows' counts move.
+  void CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const;
+  // Each row of group_rows_ updated with grad(g) * scale at rate lr.
+  void UpdateRows(const std::function<const float*(size_t)>& grad, float scale, float lr);
+  void FinishUpdate(ShardCounters& counters, std::chrono::steady_clock::time_point start);
   // The gradient of entries_[begin, end) (one id): the one row, or their sum in rank order.
   const float* SumRow(const FormedUpdate& update, size_t begin, size_t end);
   // The row of each id of entries_ (groups_[g] starts id g's entries; group_rows_[g] its row),
@@ -120,6 +151,8 @@ class TableChunk final : private UpdateTarget {
   void FindOrAddRows(ShardCounters* counters);
   void InitialValues(uint64_t id, float* out) const;
   Status CheckShape(const Contribution& c) const;
+  // A replicated state's previous rows and pending contributions, against this partition.
+  Status CheckReplicaExtras(const TableState& s) const;
 
   const ChunkSpec spec_;
   const std::string name_;
@@ -148,6 +181,7 @@ class TableChunk final : private UpdateTarget {
   std::vector<size_t> groups_;
   std::vector<int64_t> group_rows_;
   std::vector<float> sum_;
+  StepHook step_hook_;
 };
 
 }  // namespace towerps::ps

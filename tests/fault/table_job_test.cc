@@ -64,9 +64,11 @@ class TableJobTest : public LaunchTest {
     ShowOnFailure("out.txt");
   }
 
-  // Runs the job; with `kill` (step, delay in ms), SIGKILLs worker 1 once its step line shows,
-  // after the delay. Returns the launcher's exit code.
-  int Run(std::vector<std::string> extra = {}, std::optional<std::pair<int, int>> kill = {}) {
+  // Runs the job; with `kill` (step, delay in ms), SIGKILLs `victim` ("worker" 1 by default, or
+  // "ps" 0 or 1) once worker 1's step line shows, after the delay. Returns the launcher's exit
+  // code.
+  int Run(std::vector<std::string> extra = {}, std::optional<std::pair<int, int>> kill = {},
+          const std::string& victim = "worker", int victim_rank = 1) {
     fs::remove_all(dir_ / "run");
     fs::remove(dir_ / "final.bin");
     Result<Subprocess> job = Start(JobArgv(dir_.path(), std::move(extra)), "out.txt");
@@ -80,7 +82,7 @@ class TableJobTest : public LaunchTest {
         std::this_thread::sleep_for(milliseconds(1));
       }
       std::this_thread::sleep_for(milliseconds(kill->second));
-      const std::vector<pid_t> pids = ProcessPids(dir_ / "run", "worker", 1);
+      const std::vector<pid_t> pids = ProcessPids(dir_ / "run", victim, victim_rank);
       EXPECT_FALSE(pids.empty());
       if (!pids.empty()) {
         EXPECT_EQ(::kill(pids.back(), SIGKILL), 0);
@@ -140,6 +142,25 @@ TEST_F(TableJobTest, KilledWorkerIsRestartedAndTheFinalParametersAreBitIdentical
   }
 }
 
+// With --ps-replicas 2 either server killed mid-job: the partitions it was the primary of fail
+// over to their backups (fed the same step sums, so holding the same rows, the previous
+// version's included), it rejoins as their backup, and the job ends with the bits of the job
+// without replicas.
+TEST_F(TableJobTest, KilledServerWithReplicasFailsOverAndTheFinalParametersAreBitIdentical) {
+  const std::vector<std::string> replicas = {"--ps-replicas", "2"};
+  ASSERT_EQ(Run(replicas), 0);
+  EXPECT_TRUE(dir_.Read("final.bin") == *reference_) << "replicas changed the bits";
+  for (int server : {0, 1}) {
+    SCOPED_TRACE("ps:" + std::to_string(server) + " killed");
+    ASSERT_EQ(Run(replicas, std::make_pair(40 + 40 * server, 1), "ps", server), 0);
+    const std::string out = dir_.Read("out.txt");
+    EXPECT_NE(out.find("ps:" + std::to_string(server) + " was killed by SIGKILL"),
+              std::string::npos);
+    EXPECT_TRUE(dir_.Read("final.bin") == *reference_)
+        << "final parameters differ from the undisturbed job's";
+  }
+}
+
 // Async: every worker's iterations applied once per partition, and it trains too.
 TEST_F(TableJobTest, AsyncJobTrainsAndAppliesEveryIterationOnce) {
   const std::vector<std::string> async = {"--mode", "async", "--lr", "0.02"};
@@ -150,6 +171,19 @@ TEST_F(TableJobTest, AsyncJobTrainsAndAppliesEveryIterationOnce) {
   EXPECT_NE(dir_.Read("out.txt").find("worker:1 was killed by SIGKILL; restarting it (1 of 3)"),
             std::string::npos);
   EXPECT_EQ(Summary("updates_applied"), updates);
+}
+
+// Async with replicas: ps:1 killed mid-job; the backups replayed the primaries' pushes in their
+// order, so every chunk and partition still ends at exactly workers x steps versions.
+TEST_F(TableJobTest, AsyncReplicasApplyEveryIterationOnceAcrossAFailover) {
+  const std::vector<std::string> async = {"--mode", "async", "--lr", "0.02", "--ps-replicas", "2"};
+  const std::string exact =
+      "\"final_versions\":[" + std::to_string(3 * kSteps) + "," + std::to_string(3 * kSteps) + "]";
+  ASSERT_EQ(Run(async, std::make_pair(80, 1), "ps", 1), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("ps:1 was killed by SIGKILL"), std::string::npos);
+  EXPECT_EQ(Summary("failovers"), 1);
+  EXPECT_NE(dir_.Read("summary.json").find(exact), std::string::npos) << dir_.Read("summary.json");
+  EXPECT_GT(Summary("test_accuracy"), 0.4);
 }
 
 // --export-npz writes the table as ids and rows beside the dense variables.
