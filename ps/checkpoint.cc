@@ -304,9 +304,11 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
   t->ids = Tensor::Empty({rows_n}, DType::kUInt64);
   t->row_updates = Tensor::Empty({rows_n}, DType::kUInt32);
   t->rows = Tensor::Empty({rows_n, static_cast<int64_t>(stride)});
-  std::memcpy(t->ids.raw_data(), ids.data(), ids.size() * 8);
-  std::memcpy(t->row_updates.raw_data(), updates.data(), updates.size() * 4);
-  std::memcpy(t->rows.raw_data(), rows.data(), rows.size() * 4);
+  if (n > 0) {  // an empty partition's vectors hold no buffer to copy from
+    std::memcpy(t->ids.raw_data(), ids.data(), ids.size() * 8);
+    std::memcpy(t->row_updates.raw_data(), updates.data(), updates.size() * 4);
+    std::memcpy(t->rows.raw_data(), rows.data(), rows.size() * 4);
+  }
   return Status::Ok();
 }
 

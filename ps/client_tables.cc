@@ -276,7 +276,9 @@ Client::RowsPushAndPull Client::SendRows(const RowPushRequest* push, const RowPu
     if (!order.ok()) return fail(order.status());
     push_where = std::move(order).value();
   }
-  auto pull_where = std::make_shared<std::vector<std::vector<uint32_t>>>();
+  // Per partition, the pull's ids there (none for a push alone).
+  auto pull_where =
+      std::make_shared<std::vector<std::vector<uint32_t>>>(static_cast<size_t>(P));
   if (pull != nullptr) {
     const Tensor& ids = pull->every_row ? Tensor::Empty({0}, DType::kUInt64) : pull->ids;
     if (Status bad = CheckTableCall(partitions, table_id, ids, call); !bad.ok()) return fail(bad);
@@ -285,7 +287,6 @@ Client::RowsPushAndPull Client::SendRows(const RowPushRequest* push, const RowPu
   // No ids, or every row: every partition is asked (with no ids).
   const bool every_partition =
       pull != nullptr && (pull->every_row || pull->ids.num_elements() == 0);
-  if (pull != nullptr && pull->every_row) pull_where->resize(static_cast<size_t>(P));
   const int64_t dim = partitions[0].table_dim;
   const int64_t total = pull != nullptr && !pull->every_row ? pull->ids.num_elements() : 0;
   const auto asked =

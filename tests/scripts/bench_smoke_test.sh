@@ -26,7 +26,8 @@ positive "$(timeout 120 "$bench" ps --chunk-bytes 65536 --chunks 200 --seconds 0
 positive "$("$bench" train --model mlp --seconds 0.3 --json 2>/dev/null | tail -1)" examples_per_sec
 # Embedding rows by id, over both paths, and the table pushed whole: a step moves no more than
 # 1.1x the ideal bytes (ids and rows once each way).
-sparse="$("$bench" sparse --unique-ids 512 --ids 100000 --seconds 0.3 --transport both --json 2>/dev/null)"
+sparse="$("$bench" sparse --unique-ids 2048 --ids 100000 --seconds 0.3 --transport both --json \
+  2>/dev/null)"
 while read -r line; do
   positive "$line" rows_per_sec step_ms table_rows bytes_over_ideal
   awk -v b="$(field "$line" bytes_over_ideal)" 'BEGIN { exit !(b + 0 <= 1.1) }' ||
