@@ -54,11 +54,20 @@ Status JobSupervisor::Fail(size_t i, const std::string& what) {
   return FailedPreconditionError(Name(i) + " " + what + " (log: " + group_->LogPath(i) + ")");
 }
 
+std::string StopReport(const std::string& name, const std::string& what,
+                       const std::string& log_path, const std::vector<std::string>& tail) {
+  std::string lines;
+  for (const std::string& l : tail) {
+    if (l.find_first_not_of(" \t\r") != std::string::npos) lines += "    " + l + "\n";
+  }
+  const std::string head = "[launch] " + name + " " + what + "; ";
+  return (lines.empty() ? head + "it printed nothing (its log: " + log_path + ")\n"
+                        : head + "last lines of " + log_path + ":\n" + lines) +
+         "[launch] stopping the job\n";
+}
+
 void JobSupervisor::StopJob(size_t i, const std::string& what) {
-  std::string tail;
-  for (const std::string& l : group_->Tail(i)) tail += "    " + l + "\n";
-  group_->Print(stderr, "[launch] " + Name(i) + " " + what + "; last lines of " +
-                            group_->LogPath(i) + ":\n" + tail + "[launch] stopping the job\n");
+  group_->Print(stderr, StopReport(Name(i), what, group_->LogPath(i), group_->Tail(i)));
   group_->TerminateAll(grace_);
 }
 

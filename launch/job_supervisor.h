@@ -103,6 +103,11 @@ std::string DescribeExit(int code);
 // level, as its message without prefix, level and time; else the last non-empty line; else "".
 std::string LastErrorLine(const std::vector<std::string>& tail);
 
+// What the launcher prints when it stops the job for child `name`: "[launch] <name> <what>;" then
+// the last lines of its log, indented, or that it printed nothing, then "stopping the job".
+std::string StopReport(const std::string& name, const std::string& what,
+                       const std::string& log_path, const std::vector<std::string>& tail);
+
 }  // namespace towerps::launch
 
 #endif  // TOWERPS_LAUNCH_JOB_SUPERVISOR_H_

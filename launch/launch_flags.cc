@@ -38,9 +38,10 @@ void LaunchFlags::AddLauncherOptions() {
                                                       "print the version and git revision")(
       "list-choices", po::bool_switch(&list_choices),
       "print the names --mode, --model, --dataset, --optimizer and --lr-schedule accept, as JSON, "
-      "and exit")("validate-only", po::bool_switch(&validate_only),
-                  "check every option as before a job (exit 0 when they are valid, 2 with the "
-                  "error otherwise) and start nothing")(
+      "and exit (with --worker-bin, that binary's models and datasets)")(
+      "validate-only", po::bool_switch(&validate_only),
+      "check every option as before a job (exit 0 when they are valid, 2 with the "
+      "error otherwise) and start nothing")(
       "log-level", po::value(&log_level_)->default_value(log_level_),
       "debug, info, warning or error: the launcher's and every server's and worker's")(
       "eval-only", po::bool_switch(&eval_only),

@@ -12,7 +12,6 @@
 #include "common/command_line.h"
 #include "common/job_secret.h"
 #include "common/logging.h"
-#include "launch/choices.h"
 #include "launch/hostfile_launcher.h"
 #include "launch/launch_flags.h"
 #include "launch/local_launcher.h"
@@ -132,7 +131,11 @@ int Main(int argc, char** argv) {
     return *exit_code;
   }
   if (flags.list_choices) {
-    std::cout << ChoicesJson() << "\n";
+    // The stock worker's names, or those of the --worker-bin given with it.
+    const std::string bin = vm.count("worker-bin") ? vm["worker-bin"].as<std::string>() : "";
+    Result<std::string> choices = ListChoices(bin, std::chrono::seconds(30));
+    if (!choices.ok()) return Refuse(choices.status());
+    std::cout << *choices << "\n";
     return 0;
   }
   if (!flags.new_secret.empty()) return NewSecret(flags.new_secret);

@@ -17,6 +17,8 @@
 #include "common/sibling_executable.h"
 #include "common/subprocess.h"
 #include "ps/replica_set.h"
+#include "towerps/registry.h"
+#include "worker/choices.h"
 #include "worker/straggler.h"
 
 namespace towerps::launch {
@@ -83,48 +85,81 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
   return CheckJobWithWorkerBinary(o);
 }
 
-Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
-  std::vector<std::string> argv = WorkerJobArgs(o);
-  argv.insert(argv.begin(), WorkerBinary(o));
-  argv.push_back("--check-job");
-  char path[] = "/tmp/towerps-check-job-XXXXXX";
+Result<WorkerAnswer> AskWorkerBinary(const std::vector<std::string>& argv,
+                                     std::chrono::milliseconds timeout) {
+  char path[] = "/tmp/towerps-ask-worker-XXXXXX";
   const int fd = mkstemp(path);
   if (fd < 0) return IoError(std::string("cannot create a file in /tmp: ") + std::strerror(errno));
   close(fd);
   const std::string answer_path = path;
-  std::string answer;
+  WorkerAnswer answer;
   std::optional<int> code;
   {
     SubprocessOptions so;
     so.argv = argv;
     so.output_path = answer_path;
-    TOWERPS_ASSIGN_OR_RETURN(Subprocess check, Subprocess::Start(so));
-    code = check.Wait(Deadline::After(o.startup_timeout));
+    Result<Subprocess> ask = Subprocess::Start(so);
+    if (!ask.ok()) {
+      std::remove(answer_path.c_str());
+      return ask.status();
+    }
+    code = ask->Wait(Deadline::After(timeout));
     std::ifstream in(answer_path);
-    answer.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }  // a check still running is killed here
+    answer.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }  // one still running is killed here
   std::remove(answer_path.c_str());
-  while (!answer.empty() && answer.back() == '\n') answer.pop_back();
-  const std::string binary = argv[0];
+  while (!answer.text.empty() && answer.text.back() == '\n') answer.text.pop_back();
   if (!code) {
-    return TimeoutError("--worker-bin " + binary + " did not answer --check-job within " +
-                        std::to_string(o.startup_timeout.count()) + " ms");
+    return TimeoutError("--worker-bin " + argv[0] + " did not answer " + argv.back() + " within " +
+                        std::to_string(timeout.count()) + " ms");
   }
-  if (*code == 0) return Status::Ok();
-  if (*code == 2) return InvalidArgumentError(answer);
-  if (*code == 3 && o.all_local) {
-    return InvalidArgumentError(
-        "--data-dir " + (o.worker.data_dir.empty() ? std::string("(unset)") : o.worker.data_dir) +
-        ": the workers run on this machine and cannot read their data here: " + answer);
+  answer.code = *code;
+  return answer;
+}
+
+Result<std::string> ListChoices(const std::string& worker_binary,
+                                std::chrono::milliseconds timeout) {
+  if (worker_binary.empty()) return worker::ChoicesJson(StockRegistry());
+  if (access(worker_binary.c_str(), X_OK) != 0) {
+    return NotFoundError("--worker-bin " + worker_binary +
+                         " is not an executable file; check the path");
   }
-  if (*code == 3) {
-    std::printf("[launch] note: %s; each worker checks its data where it runs\n", answer.c_str());
-    std::fflush(stdout);
-    return Status::Ok();
+  TOWERPS_ASSIGN_OR_RETURN(const WorkerAnswer a,
+                           AskWorkerBinary({worker_binary, "--list-choices"}, timeout));
+  if (a.code != 0) {
+    return FailedPreconditionError(
+        "--worker-bin " + worker_binary + " --list-choices exited with code " +
+        std::to_string(a.code) +
+        " (is it a TowerPS worker built with towerps::WorkerMain?): " + a.text.substr(0, 2000));
   }
-  return FailedPreconditionError(
-      "--worker-bin " + binary + " --check-job exited with code " + std::to_string(*code) +
-      " (is it a TowerPS worker built with towerps::WorkerMain?): " + answer.substr(0, 2000));
+  return a.text;
+}
+
+Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
+  std::vector<std::string> argv = WorkerJobArgs(o);
+  argv.insert(argv.begin(), WorkerBinary(o));
+  argv.push_back("--check-job");
+  TOWERPS_ASSIGN_OR_RETURN(const WorkerAnswer a, AskWorkerBinary(argv, o.startup_timeout));
+  switch (a.code) {
+    case 0:
+      return Status::Ok();
+    case 2:
+      return InvalidArgumentError(a.text);
+    case 3:
+      if (o.all_local) {
+        return InvalidArgumentError(
+            "--data-dir " +
+            (o.worker.data_dir.empty() ? std::string("(unset)") : o.worker.data_dir) +
+            ": the workers run on this machine and cannot read their data here: " + a.text);
+      }
+      std::printf("[launch] note: %s; each worker checks its data where it runs\n", a.text.c_str());
+      std::fflush(stdout);
+      return Status::Ok();
+    default:
+      return FailedPreconditionError(
+          "--worker-bin " + argv[0] + " --check-job exited with code " + std::to_string(a.code) +
+          " (is it a TowerPS worker built with towerps::WorkerMain?): " + a.text.substr(0, 2000));
+  }
 }
 
 Result<std::string> PrepareJobSecret(const LaunchOptions& o, const std::string& run_dir) {

@@ -66,6 +66,20 @@ Status ValidateLaunchOptions(const LaunchOptions& options);
 // remote-only --data-dir) it is left to the workers, with a note.
 Status CheckJobWithWorkerBinary(const LaunchOptions& options);
 
+// What a worker binary printed (stdout and stderr) and its exit code, run with `argv` (the
+// binary first) for at most `timeout`: how the launcher asks it about its own registry.
+struct WorkerAnswer {
+  int code = 0;
+  std::string text;  // without trailing newlines
+};
+Result<WorkerAnswer> AskWorkerBinary(const std::vector<std::string>& argv,
+                                     std::chrono::milliseconds timeout);
+
+// `towerps-launch --list-choices`: the names the stock worker accepts, or, with --worker-bin,
+// those that binary's registry accepts (it is asked: `B --list-choices`).
+Result<std::string> ListChoices(const std::string& worker_binary,
+                                std::chrono::milliseconds timeout);
+
 // The job's secret file as an absolute path: options.secret_file (checked to be loadable), or a
 // new one, "<run_dir>/secret" (mode 0600). Empty with --insecure.
 Result<std::string> PrepareJobSecret(const LaunchOptions& options, const std::string& run_dir);

@@ -171,7 +171,10 @@ void ProcessGroup::TerminateAll(std::chrono::milliseconds grace) {
 }
 
 std::vector<std::string> ProcessGroup::Tail(size_t i) const {
-  return {children_[i]->tail.begin(), children_[i]->tail.end()};
+  const Child& c = *children_[i];
+  std::vector<std::string> lines(c.tail.begin(), c.tail.end());
+  if (!c.partial.empty()) lines.push_back(c.partial);  // a last line without its newline yet
+  return lines;
 }
 
 }  // namespace towerps::launch

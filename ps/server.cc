@@ -282,6 +282,7 @@ bool Server::MayShutDown(const std::string& peer) {
 }
 
 void Server::Dispatch(IncomingMessage msg) {
+  if (!unreachable_peers_.empty()) unreachable_peers_.erase(msg.peer());
   if (const int peer = PeerRank(msg.peer()); peer >= 0 && msg.header().getServerIncarnation()) {
     peer_incarnations_[peer] = msg.header().getServerIncarnation();
   }
@@ -396,8 +397,12 @@ void Server::SendOrLog(OutgoingMessage msg) {
   msg.header().setServerIncarnation(incarnation_);
   const std::string peer = msg.peer();
   Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
-  if (!s.ok()) {
-    TOWERPS_LOG(kWarning) << "reply to " << PeerName(peer) << " lost: " << s.ToString();
+  // A gone peer (a worker killed or restarting, or every worker at Ctrl-C) loses the replies of
+  // all its waiting requests at once: one line says so.
+  if (!s.ok() && unreachable_peers_.insert(peer).second) {
+    TOWERPS_LOG(kWarning) << "reply to " << PeerName(peer) << " lost: " << s.ToString()
+                          << " (further replies lost to it are not logged until it is heard "
+                             "from again)";
   }
 }
 

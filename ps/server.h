@@ -143,6 +143,8 @@ class Server {
   std::set<int> primary_groups_;                         // groups this server is the primary of
   std::set<int> joins_pending_;                          // peers whose joinReply is awaited
   std::map<int, uint64_t> peer_incarnations_;  // the last incarnation each peer's messages carried
+  // Peers a reply could not reach, logged once until they are heard from again.
+  std::set<std::string> unreachable_peers_;
   Deadline joins_due_ = Deadline::After(std::chrono::hours(1));
   std::vector<IncomingMessage> early_replicates_;  // joining: arrived before the model
   bool deposed_ = false;

@@ -13,6 +13,7 @@
 #include "ps/job_flags.h"
 #include "ps/security_flags.h"
 #include "towerps/worker_main.h"
+#include "worker/choices.h"
 #include "worker/train/console.h"
 #include "worker/train/evaluate_checkpoint.h"
 #include "worker/train/trainer.h"
@@ -130,6 +131,9 @@ void AddProcessOptions(ProcessFlags& f, po::options_description& desc) {
       "log-level", po::value(&f.log_level)->default_value(f.log_level),
       "debug, info, warning, error")(
       "list-models", "print the models and datasets this binary can train, and exit")(
+      "list-choices",
+      "print the names --mode, --model, --dataset, --optimizer and --lr-schedule accept here, "
+      "as JSON, and exit")(
       "check-job",
       "check that --model and --dataset exist and fit each other (reading only file headers), "
       "and exit: 0 yes, 2 no (with the reason), 3 the data cannot be read here")(
@@ -224,6 +228,10 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
   if (!bad.ok()) return refuse(bad);
   if (vm.count("list-models")) {
     ListRegistry(registry);
+    return 0;
+  }
+  if (vm.count("list-choices")) {
+    std::cout << worker::ChoicesJson(registry) << "\n";
     return 0;
   }
   if (vm.count("check-job")) return CheckJob(registry, *job, *wopts);

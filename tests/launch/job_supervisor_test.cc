@@ -34,5 +34,20 @@ TEST(LastErrorLineTest, FallsBackToTheLastNonEmptyLine) {
   EXPECT_EQ(LastErrorLine({}), "");
 }
 
+// The lines after "last lines of" are never missing: a child that printed nothing (or only
+// blank lines) is said to have printed nothing.
+TEST(StopReportTest, NamesTheLastLinesOrSaysThereWereNone) {
+  EXPECT_EQ(StopReport("worker:1", "was killed by SIGKILL", "run/worker-1.log",
+                       {"[worker:1] step 10", "[worker:1] E 05:39:19.002 bad"}),
+            "[launch] worker:1 was killed by SIGKILL; last lines of run/worker-1.log:\n"
+            "    [worker:1] step 10\n    [worker:1] E 05:39:19.002 bad\n"
+            "[launch] stopping the job\n");
+  const std::string expected =
+      "[launch] ps:0 exited with code 1; it printed nothing (its log: run/ps-0.log)\n"
+      "[launch] stopping the job\n";
+  EXPECT_EQ(StopReport("ps:0", "exited with code 1", "run/ps-0.log", {}), expected);
+  EXPECT_EQ(StopReport("ps:0", "exited with code 1", "run/ps-0.log", {"", "  "}), expected);
+}
+
 }  // namespace
 }  // namespace towerps::launch

@@ -369,6 +369,27 @@ TEST_F(LauncherTest, AMissingWorkerBinaryIsNamedAsTheGivenPath) {
       "towerps-launch: --worker-bin /nonexistent/w is not an executable file; check the path");
 }
 
+// --list-choices with --worker-bin lists that binary's models (it listed the stock worker's).
+TEST_F(LauncherTest, ListChoicesAsksTheWorkerBinaryGiven) {
+  Result<int> stock =
+      RunProcess({kLaunchBin, "--list-choices"}, dir_ / "stock.json", {}, seconds(20));
+  ASSERT_TRUE(stock.ok() && *stock == 0) << dir_.Read("stock.json");
+  EXPECT_EQ(dir_.Read("stock.json").find("\"tiny\""), std::string::npos);
+  Result<int> custom = RunProcess({kLaunchBin, "--list-choices", "--worker-bin", CUSTOM_WORKER_BIN},
+                                  dir_ / "custom.json", {}, seconds(20));
+  ASSERT_TRUE(custom.ok() && *custom == 0) << dir_.Read("custom.json");
+  const std::string json = dir_.Read("custom.json");
+  EXPECT_NE(json.find("\"tiny\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"resnet20\""), std::string::npos) << json;  // its stock models too
+  EXPECT_NE(json.find("\"softsync\""), std::string::npos) << json;
+  Result<int> missing = RunProcess({kLaunchBin, "--list-choices", "--worker-bin", "/nonexistent/w"},
+                                   dir_ / "missing.txt", {}, seconds(20));
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(*missing, 2);
+  EXPECT_NE(dir_.Read("missing.txt").find("--worker-bin /nonexistent/w is not an executable"),
+            std::string::npos);
+}
+
 TEST_F(LauncherTest, BadRestartFlagsAreRefusedNamingThem) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--max-restarts", "-1"}, "--max-restarts=-1 must be 0"},

@@ -56,6 +56,23 @@ TEST_F(RankModesTest, ClusterSpecFileAndEnvironment) {
   EXPECT_NE(dir_.Read("w0.out").find("test accuracy ="), std::string::npos) << dir_.Read("w0.out");
 }
 
+// A process of a --cluster job without the job's secret is refused before it starts, with exit
+// status 2 and one line that says how to make one; the launcher's name is not repeated in it.
+TEST_F(RankModesTest, ClusterProcessWithoutASecretSaysHowToMakeOne) {
+  std::ofstream(dir_ / "cluster.json")
+      << R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}})";
+  Result<int> code = RunProcess({kLaunchBin, "--cluster", (dir_ / "cluster.json").string(),
+                                 "--role", "worker", "--index", "0", "--max-steps", "1"},
+                                dir_ / "out.txt", {}, seconds(20));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 2) << dir_.Read("out.txt");
+  const std::string out = dir_.Read("out.txt");
+  EXPECT_EQ(out.rfind("towerps-launch: every process of a --mpi, --slurm or --cluster job", 0), 0u)
+      << out;
+  EXPECT_EQ(out.find("towerps-launch:", 1), std::string::npos) << "a repeated prefix: " << out;
+  EXPECT_NE(out.find("--new-secret FILE"), std::string::npos) << out;
+}
+
 // A TensorFlow user's TF_CONFIG, alone in each process's environment (1 ps, a chief and a
 // worker), runs the job --cluster runs, to the same final parameters.
 TEST_F(RankModesTest, TfConfigAloneRunsTheClusterJob) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "tests/ps/cluster.h"
 
@@ -209,6 +210,33 @@ TEST_F(PushThenPullTest, ALentGradientIsReleasedWithTheReply) {
     EXPECT_EQ(grad.storage().use_count(), 1) << "step " << step << ": the loan outlived the reply";
   }
   EXPECT_GT(Get(client->Stats(0)).bytes_in, 0u);
+}
+
+// A worker gone while its pulls of 8 chunks wait: the step's replies to it are lost, and the
+// server's log says so once, not once per chunk (a restart or Ctrl-C printed a burst of them).
+TEST_F(PushThenPullTest, RepliesLostToAGoneWorkerAreLoggedOnce) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "lost");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 2);
+  auto push = [&](int w) {
+    return clients[static_cast<size_t>(w)]->PushThenPull(
+        {.variable_id = 0, .version = 0, .clock = 0, .gradient = Random(Model()[0].shape, w)},
+        {.variable_id = 0, .min_version = 1, .clock = 1});
+  };
+  Client::PushAndPull gone = push(1);
+  std::this_thread::sleep_for(milliseconds(200));
+  clients[1].reset();  // its waiting pulls fail here; the server still holds them
+  std::this_thread::sleep_for(milliseconds(300));
+  Client::PushAndPull last = push(0);
+  EXPECT_EQ(Get(std::move(last.pull)).version, 1);
+  std::this_thread::sleep_for(milliseconds(300));
+  const std::string log = cluster_->Log(0);
+  size_t lines = 0;
+  for (size_t at = log.find("reply to worker:1 lost"); at != std::string::npos;
+       at = log.find("reply to worker:1 lost", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << log;
 }
 
 TEST_F(PushThenPullTest, WrongSizeFailsBothWithoutSending) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,19 @@ TEST(TowersTest, MissingGpuOnThisMachineNamesTheVisibleGpus) {
   for (int g = 0; g < gpus; ++g) available += ", gpu:" + std::to_string(g);
   EXPECT_TRUE(Contains(r.status().message(), "available devices: " + available + "."))
       << r.status().message();
+}
+
+// Without a driver the CUDA runtime says "driver version is insufficient", which sent users to
+// upgrade a driver they do not have: the reason names the missing GPU instead.
+TEST(TowersTest, MissingGpuOnAMachineWithoutADriverSaysThereIsNoGpu) {
+  if (!kernels::BuiltWithCuda()) GTEST_SKIP() << "built without CUDA: GpuTowerWithoutCudaSaysSo";
+  if (std::filesystem::exists("/proc/driver/nvidia/version")) GTEST_SKIP() << "a driver is here";
+  auto r = ParseTowers("gpu:0", false, nullptr);
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  EXPECT_TRUE(Contains(m, "no GPU: this machine has no NVIDIA GPU (no NVIDIA driver is loaded)"))
+      << m;
+  EXPECT_FALSE(Contains(m, "insufficient")) << m;
 }
 
 TEST(TowersTest, SoftPlacementFallsBackWithAWarning) {

@@ -1,6 +1,6 @@
-// towerps-launch --list-choices: every name it lists is one its option's parser accepts, and
-// the lists are complete where the parser can say so.
-#include "launch/choices.h"
+// --list-choices: every name it lists is one its option's parser accepts, and the lists are
+// complete where the parser can say so.
+#include "worker/choices.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include "towerps/registry.h"
 #include "worker/model/zoo.h"
 
-namespace towerps::launch {
+namespace towerps::worker {
 namespace {
 
 using nlohmann::json;
@@ -25,7 +25,7 @@ std::vector<std::string> List(const json& choices, const std::string& key) {
 }
 
 TEST(ChoicesTest, EveryListedNameParsesBack) {
-  const json choices = json::parse(ChoicesJson());
+  const json choices = json::parse(ChoicesJson(StockRegistry()));
   const std::vector<std::string> modes = List(choices, "modes");
   EXPECT_EQ(modes, (std::vector<std::string>{"sync", "async", "ssp", "softsync"}));
   for (const std::string& m : modes) {
@@ -100,4 +100,4 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
 }
 
 }  // namespace
-}  // namespace towerps::launch
+}  // namespace towerps::worker

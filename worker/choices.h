@@ -1,0 +1,24 @@
+// The names a job's enumerated options accept, as `--list-choices` prints them (a worker binary
+// for its own registry; towerps-launch for the stock worker's, or asks its --worker-bin), so that
+// tools (experiments/) take them from the binaries instead of copying them.
+//
+// Contract: pure; thread-safe. Each list comes from the code that parses the option: the update
+// modes, optimizers and learning-rate schedules from ps/job_config.h, the models and datasets
+// from the registry given.
+#ifndef TOWERPS_WORKER_CHOICES_H_
+#define TOWERPS_WORKER_CHOICES_H_
+
+#include <string>
+
+#include "towerps/registry.h"
+
+namespace towerps::worker {
+
+// {"modes": [...], "models": [...], "datasets": [...], "optimizers": [...],
+//  "lr_schedules": [...]}: every list in the order --help gives, as indented JSON; the models
+// and datasets are `registry`'s.
+std::string ChoicesJson(const Registry& registry);
+
+}  // namespace towerps::worker
+
+#endif  // TOWERPS_WORKER_CHOICES_H_
