@@ -139,6 +139,7 @@ std::vector<std::string> HostfileLauncher::ReplicaPeers(
 
 Status HostfileLauncher::Check() {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
+  TOWERPS_RETURN_IF_ERROR(CheckRunDir(run_dir_));
   TOWERPS_ASSIGN_OR_RETURN(ssh_.ssh, FindProgram(ssh_.ssh));
   return Plan().status();
 }

@@ -110,8 +110,32 @@ void LaunchFlags::AddRankOptions() {
       "with --slurm: the first N tasks of every node are servers (instead of --servers)");
 }
 
+Status LaunchFlags::AddWorkerBinaryOptions(
+    const std::string& binary, const std::vector<std::pair<std::string, OptionDef>>& options) {
+  if (options.empty()) return Status::Ok();
+  po::options_description own("Options of --worker-bin " + binary + " (passed to its workers)");
+  for (const auto& [name, def] : options) {
+    if (all_.find_nothrow(name, /*approx=*/false) != nullptr) {
+      return InvalidArgumentError("--worker-bin " + binary + " declares a flag --" + name +
+                                  ", which is towerps-launch's own; rename it in its registry");
+    }
+    worker_binary_values_[name] = def.default_value;
+    own.add_options()(name.c_str(),
+                      po::value(&worker_binary_values_[name])->default_value(def.default_value),
+                      def.help.c_str());
+  }
+  all_.add(own);
+  return Status::Ok();
+}
+
 Result<LaunchOptions> LaunchFlags::ToOptions(const po::variables_map& vm) {
   LaunchOptions o = options_;
+  // The --worker-bin's own flags that were given go to every worker (its defaults are its own).
+  for (const auto& [name, value] : worker_binary_values_) {
+    if (vm.count(name) && !vm[name].defaulted()) {
+      o.worker_binary_args.insert(o.worker_binary_args.end(), {"--" + name, value});
+    }
+  }
   TOWERPS_RETURN_IF_ERROR(security_flags_.Validate());
   o.secret_file = security_flags_.secret_file();
   o.insecure = security_flags_.insecure();

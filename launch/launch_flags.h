@@ -9,6 +9,7 @@
 #define TOWERPS_LAUNCH_LAUNCH_FLAGS_H_
 
 #include <boost/program_options.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "launch/role.h"
 #include "ps/job_flags.h"
 #include "ps/security_flags.h"
+#include "towerps/registry.h"
 #include "towerps/result.h"
 #include "worker/worker_flags.h"
 
@@ -31,6 +33,11 @@ class LaunchFlags {
   const boost::program_options::options_description& description() const { return all_; }
   // After parsing: the options every mode shares (security, log level, job, worker, times).
   Result<LaunchOptions> ToOptions(const boost::program_options::variables_map& vm);
+  // Before parsing: the --worker-bin's own flags (Registry::AddOption, as its --list-choices
+  // gives them), accepted from now on, shown by --help, and passed to every worker when given.
+  // kInvalidArgument for one named as a flag of the launcher.
+  Status AddWorkerBinaryOptions(const std::string& binary,
+                                const std::vector<std::pair<std::string, OptionDef>>& options);
 
   // What to do instead of a job.
   bool list_choices = false, validate_only = false, eval_only = false;
@@ -51,6 +58,7 @@ class LaunchFlags {
   worker::WorkerFlags worker_flags_;
   ps::SecurityFlags security_flags_;
   boost::program_options::options_description launcher_, hosts_, modes_, all_;
+  std::map<std::string, std::string> worker_binary_values_;  // its own flags, by name
 };
 
 }  // namespace towerps::launch

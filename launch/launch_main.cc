@@ -120,12 +120,34 @@ int RunJob(const LaunchFlags& flags, const Environment& env, LaunchOptions optio
   return s.code() == StatusCode::kInvalidArgument ? 2 : 1;  // bad input, found by a process
 }
 
+// The value of --worker-bin on the command line ("--worker-bin B" or "--worker-bin=B"), or "".
+std::string WorkerBinaryArgument(int argc, char** argv) {
+  const std::string flag = "--worker-bin";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == flag && i + 1 < argc) return argv[i + 1];
+    if (a.rfind(flag + "=", 0) == 0) return a.substr(flag.size() + 1);
+  }
+  return "";
+}
+
 int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--stdin-watchdog") {
     HandleSignals(/*hangup=*/true);
     return WatchdogMain(argc, argv, &g_signal);
   }
   LaunchFlags flags;
+  // A --worker-bin on the command line is asked for its own flags first, so that they parse.
+  // One that cannot say (not a WorkerMain binary, or an older one) has none; the launch's own
+  // check of it (--check-job) says what is wrong with it.
+  if (const std::string bin = WorkerBinaryArgument(argc, argv);
+      !bin.empty() && access(bin.c_str(), X_OK) == 0) {
+    Result<std::vector<std::pair<std::string, OptionDef>>> own =
+        WorkerBinaryOptions(bin, std::chrono::seconds(30));
+    if (own.ok()) {
+      if (Status s = flags.AddWorkerBinaryOptions(bin, *own); !s.ok()) return Refuse(s);
+    }
+  }
   boost::program_options::variables_map vm;
   if (auto exit_code = ParseCommandLine("towerps-launch", argc, argv, flags.description(), &vm)) {
     return *exit_code;

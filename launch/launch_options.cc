@@ -135,6 +135,24 @@ Result<std::string> ListChoices(const std::string& worker_binary,
   return a.text;
 }
 
+Result<std::vector<std::pair<std::string, OptionDef>>> WorkerBinaryOptions(
+    const std::string& worker_binary, std::chrono::milliseconds timeout) {
+  TOWERPS_ASSIGN_OR_RETURN(const std::string text, ListChoices(worker_binary, timeout));
+  const nlohmann::json choices = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::vector<std::pair<std::string, OptionDef>> options;
+  if (!choices.is_object() || !choices.contains("options")) return options;  // declares none
+  for (const nlohmann::json& o : choices["options"]) {
+    if (!o.is_object() || !o.value("name", nlohmann::json()).is_string()) {
+      return FailedPreconditionError("--worker-bin " + worker_binary +
+                                     " --list-choices gave an option without a name: " + o.dump());
+    }
+    options.emplace_back(o["name"].get<std::string>(),
+                         OptionDef{.help = o.value("help", std::string()),
+                                   .default_value = o.value("default", std::string())});
+  }
+  return options;
+}
+
 Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
   std::vector<std::string> argv = WorkerJobArgs(o);
   argv.insert(argv.begin(), WorkerBinary(o));
@@ -273,7 +291,27 @@ Status SetAsidePreviousRun(const std::filesystem::path& run_dir) {
 
 }  // namespace
 
+Status CheckRunDir(const std::string& run_dir) {
+  // The nearest part of the path that exists must be a directory this process may write in.
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(run_dir, ec);
+  while (!p.empty() && !std::filesystem::exists(p, ec)) {
+    if (p == p.parent_path()) break;
+    p = p.parent_path();
+  }
+  if (!std::filesystem::is_directory(p, ec)) {
+    return InvalidArgumentError("--run-dir " + run_dir + ": " + p.string() +
+                                " is not a directory; name a directory (it is made if missing)");
+  }
+  if (access(p.c_str(), W_OK | X_OK) != 0) {
+    return InvalidArgumentError("--run-dir " + run_dir + ": cannot write in " + p.string() + " (" +
+                                std::strerror(errno) + "); name a directory you can write");
+  }
+  return Status::Ok();
+}
+
 Status CreateRunDir(const std::string& run_dir) {
+  TOWERPS_RETURN_IF_ERROR(CheckRunDir(run_dir));
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   if (ec) return IoError("--run-dir " + run_dir + ": cannot create: " + ec.message());
@@ -328,6 +366,7 @@ std::vector<std::string> WorkerJobArgs(const LaunchOptions& o) {
   args.insert(args.end(), job.begin(), job.end());
   const std::vector<std::string> worker = o.worker.ToArgs();
   args.insert(args.end(), worker.begin(), worker.end());
+  args.insert(args.end(), o.worker_binary_args.begin(), o.worker_binary_args.end());
   return args;
 }
 

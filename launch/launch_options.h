@@ -17,6 +17,7 @@
 #include "common/transport.h"
 #include "launch/job_supervisor.h"
 #include "ps/job_config.h"
+#include "towerps/registry.h"
 #include "towerps/status.h"
 #include "worker/worker_options.h"
 
@@ -33,6 +34,8 @@ struct LaunchOptions {
   int64_t checkpoint_every = 0;
   std::string server_binary;  // empty: towerps-server next to this executable
   std::string worker_binary;  // empty: towerps-worker next to this executable
+  // Its own flags as given (Registry::AddOption): "--name", "value", ..., for every worker.
+  std::vector<std::string> worker_binary_args;
   // Security (docs/SECURITY.md). Unless `insecure`, every process gets the job's secret through
   // TOWERPS_SECRET_FILE: `secret_file` when given, else a new one in the run directory (local
   // and hostfile modes). The process-per-rank modes need `secret_file`, shared by all nodes.
@@ -75,6 +78,10 @@ struct WorkerAnswer {
 Result<WorkerAnswer> AskWorkerBinary(const std::vector<std::string>& argv,
                                      std::chrono::milliseconds timeout);
 
+// The flags a worker binary declares of its own (its --list-choices "options").
+Result<std::vector<std::pair<std::string, OptionDef>>> WorkerBinaryOptions(
+    const std::string& worker_binary, std::chrono::milliseconds timeout);
+
 // `towerps-launch --list-choices`: the names the stock worker accepts, or, with --worker-bin,
 // those that binary's registry accepts (it is asked: `B --list-choices`).
 Result<std::string> ListChoices(const std::string& worker_binary,
@@ -100,6 +107,9 @@ std::string DefaultRunDir();
 // used before keeps the earlier run's files in previous-<k>/ (said too), so a rerun into it
 // starts clean (a new job secret, new logs) and loses nothing.
 Status CreateRunDir(const std::string& run_dir);
+// Whether `run_dir` can be made (or used): kInvalidArgument naming the part of the path that is
+// not a directory or not writable. CreateRunDir checks it first; the launchers' Check() too.
+Status CheckRunDir(const std::string& run_dir);
 
 // The binaries, resolved (next to this executable unless given).
 std::string ServerBinary(const LaunchOptions& options);

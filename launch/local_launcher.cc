@@ -38,6 +38,7 @@ struct LocalLauncher::Job {
 
 Status LocalLauncher::Check() const {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
+  TOWERPS_RETURN_IF_ERROR(CheckRunDir(run_dir_));
   return CheckLocalJob(options_);
 }
 

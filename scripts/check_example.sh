@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The library check: installs a built TowerPS into a temporary prefix, builds
-# examples/custom_model out of tree against it with find_package(TowerPS), and trains the
+# examples/custom_model out of tree against it with find_package(TowerPS), builds docs/API.md's
+# code the same way (scripts/guide_snippets.py), and trains the
 # example's own model on its own dataset for 40 steps with `towerps-launch --worker-bin`,
 # asserting that the training loss falls and that the launcher refuses a model and dataset that
 # do not fit before starting anything.
@@ -20,6 +21,13 @@ echo "=== example: building examples/custom_model against it (find_package(Tower
 cmake -S examples/custom_model -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/build" > "$work/build.log" || { cat "$work/build.log"; exit 1; }
+
+# The guide's code, built as its reader would build it (it once lacked an #include).
+echo "=== example: building docs/API.md's code against it"
+python3 scripts/guide_snippets.py docs/API.md "$work/guide"
+cmake -S "$work/guide" -B "$work/guide/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release > "$work/guide.log" 2>&1 || { cat "$work/guide.log"; exit 1; }
+cmake --build "$work/guide/build" >> "$work/guide.log" 2>&1 || { cat "$work/guide.log"; exit 1; }
 
 launch=("$prefix/bin/towerps-launch" --worker-bin "$work/build/my-worker")
 echo "=== example: a mismatch is refused before any process starts"

@@ -7,11 +7,16 @@
 namespace towerps::worker {
 
 std::string ChoicesJson(const Registry& registry) {
+  nlohmann::json options = nlohmann::json::array();
+  for (const auto& [name, def] : registry.options()) {
+    options.push_back({{"name", name}, {"help", def.help}, {"default", def.default_value}});
+  }
   const nlohmann::json choices = {{"modes", ps::kUpdateModes.Names()},
                                   {"models", registry.ModelNames()},
                                   {"datasets", registry.DatasetNames()},
                                   {"optimizers", ps::kOptimizerKinds.Names()},
-                                  {"lr_schedules", ps::kLrScheduleKinds.Names()}};
+                                  {"lr_schedules", ps::kLrScheduleKinds.Names()},
+                                  {"options", options}};
   return choices.dump(2);
 }
 

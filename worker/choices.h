@@ -15,8 +15,9 @@
 namespace towerps::worker {
 
 // {"modes": [...], "models": [...], "datasets": [...], "optimizers": [...],
-//  "lr_schedules": [...]}: every list in the order --help gives, as indented JSON; the models
-// and datasets are `registry`'s.
+//  "lr_schedules": [...], "options": [{"name", "help", "default"}, ...]}: every list in the
+// order --help gives, as indented JSON; the models, datasets and options (the binary's own
+// flags, Registry::AddOption, which towerps-launch passes on) are `registry`'s.
 std::string ChoicesJson(const Registry& registry);
 
 }  // namespace towerps::worker

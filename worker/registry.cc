@@ -1,6 +1,7 @@
 #include "towerps/registry.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace towerps {
 
@@ -48,7 +49,12 @@ std::string ShapeText(const Shape& shape) {
 }  // namespace
 
 Status Registry::AddModel(const std::string& name, ModelDef def) {
-  TOWERPS_RETURN_IF_ERROR(CheckNew(models_, "model", name, static_cast<bool>(def.build)));
+  if (def.build && def.build_with_options) {
+    return InvalidArgumentError("model '" + name +
+                                "' has both build and build_with_options; give one");
+  }
+  TOWERPS_RETURN_IF_ERROR(
+      CheckNew(models_, "model", name, static_cast<bool>(def.build || def.build_with_options)));
   models_.emplace_back(name, std::move(def));
   return Status::Ok();
 }
@@ -56,6 +62,32 @@ Status Registry::AddModel(const std::string& name, ModelDef def) {
 Status Registry::AddDataset(const std::string& name, DatasetDef def) {
   TOWERPS_RETURN_IF_ERROR(CheckNew(datasets_, "dataset", name, static_cast<bool>(def.load)));
   datasets_.emplace_back(name, std::move(def));
+  return Status::Ok();
+}
+
+Status Registry::AddOption(const std::string& name, OptionDef def) {
+  const bool well_formed = !name.empty() && std::isalnum(static_cast<unsigned char>(name[0])) &&
+                           std::all_of(name.begin(), name.end(), [](char c) {
+                             return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
+                           });
+  if (!well_formed) {
+    return InvalidArgumentError("option '" + name +
+                                "': a flag's name is letters, digits and '-', without the "
+                                "leading '--'");
+  }
+  TOWERPS_RETURN_IF_ERROR(CheckNew(options_, "option", name, true));
+  option_values_[name] = def.default_value;
+  options_.emplace_back(name, std::move(def));
+  return Status::Ok();
+}
+
+Status Registry::SetOptionValues(const UserOptions& values) {
+  for (const auto& [name, value] : values) {
+    if (option_values_.count(name) == 0) {
+      return InvalidArgumentError("no option '" + name + "' was added to the registry");
+    }
+  }
+  for (const auto& [name, value] : values) option_values_[name] = value;
   return Status::Ok();
 }
 
@@ -71,7 +103,7 @@ Result<ModelBuilder> Registry::DescribeModel(const std::string& model) const {
   if (def == nullptr) {
     return NotFoundError("unknown model '" + model + "' (known: " + Join(ModelNames(), ", ") + ")");
   }
-  return def->build();
+  return def->build ? def->build() : def->build_with_options(option_values_);
 }
 
 Result<const DatasetDef*> Registry::FindDataset(const std::string& dataset) const {
@@ -87,6 +119,7 @@ std::vector<std::string> Registry::DatasetNames() const { return Names(datasets_
 
 Status Registry::CheckFits(const std::string& model, const std::string& dataset,
                            DataRequest request) const {
+  request.options = option_values_;
   TOWERPS_ASSIGN_OR_RETURN(const ModelBuilder builder, DescribeModel(model));
   TOWERPS_ASSIGN_OR_RETURN(const DatasetDef* def, FindDataset(dataset));
   if (!def->probe) return Status::Ok();
@@ -102,7 +135,9 @@ Status Registry::CheckFits(const std::string& model, const std::string& dataset,
   if (info.example_shape != builder.input_shape()) {
     std::vector<std::string> fitting;
     for (const auto& [name, other] : models_) {
-      const ModelBuilder b = other.build();
+      Result<ModelBuilder> b_or = DescribeModel(name);
+      if (!b_or.ok()) continue;
+      const ModelBuilder& b = *b_or;
       request.model_input = b.input_shape();
       request.model_fields = b.categorical_fields();
       Result<DatasetInfo> fit = def->probe(request);

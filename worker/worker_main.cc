@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "common/finite.h"
@@ -35,7 +36,7 @@ void OnSignal(int sig) {
 void ListRegistry(const towerps::Registry& registry) {
   std::printf("models:\n");
   for (const std::string& name : registry.ModelNames()) {
-    const towerps::ModelBuilder b = registry.FindModel(name)->build();
+    const towerps::ModelBuilder b = *registry.DescribeModel(name);
     std::printf("  %-16s %s -> %d classes: %s\n", name.c_str(),
                 towerps::ShapeToString(b.input_shape()).c_str(), b.output_units(),
                 registry.FindModel(name)->summary.c_str());
@@ -196,7 +197,23 @@ int Train(const worker::TrainerOptions& options) {
 
 }  // namespace
 
-int WorkerMain(int argc, char** argv, const Registry& registry) {
+// The binary's own flags (Registry::AddOption), bound to `values`: a group of --help. A name
+// that one of TowerPS's flags in `taken` uses is refused, naming it.
+Status AddUserOptions(const Registry& registry, const po::options_description& taken,
+                      std::map<std::string, std::string>& values, po::options_description& desc) {
+  for (const auto& [name, def] : registry.options()) {
+    if (taken.find_nothrow(name, /*approx=*/false) != nullptr) {
+      return InvalidArgumentError("the registry's option --" + name +
+                                  " has the name of one of TowerPS's own flags; rename it");
+    }
+    values[name] = def.default_value;
+    desc.add_options()(name.c_str(), po::value(&values[name])->default_value(def.default_value),
+                       def.help.c_str());
+  }
+  return Status::Ok();
+}
+
+int WorkerMain(int argc, char** argv, const Registry& given) {
   ConfigureAllocatorForLargeMessages();
   const std::string prog =
       argc > 0 ? std::filesystem::path(argv[0]).filename().string() : std::string("towerps-worker");
@@ -215,12 +232,19 @@ int WorkerMain(int argc, char** argv, const Registry& registry) {
       .add(security_flags.options())
       .add(job_flags.options())
       .add(worker_flags.options());
-  po::variables_map vm;
-  if (auto exit_code = ParseCommandLine(prog, argc, argv, all, &vm)) return *exit_code;
   auto refuse = [&](const Status& s) {
     std::cerr << prog << ": " << s.message() << "\n";
     return 2;
   };
+  // The binary's own flags, and the registry that hands their values to its models and data.
+  std::map<std::string, std::string> user_values;
+  po::options_description user("Options of this binary (its registry's)");
+  if (Status s = AddUserOptions(given, all, user_values, user); !s.ok()) return refuse(s);
+  if (!given.options().empty()) all.add(user);
+  po::variables_map vm;
+  if (auto exit_code = ParseCommandLine(prog, argc, argv, all, &vm)) return *exit_code;
+  Registry registry = given;
+  if (Status s = registry.SetOptionValues(user_values); !s.ok()) return refuse(s);
   Result<LogLevel> level = ParseLogLevel(flags.log_level);
   Result<ps::JobConfig> job = job_flags.ToConfig();
   Result<worker::WorkerOptions> wopts = worker_flags.ToOptions();

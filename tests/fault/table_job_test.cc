@@ -186,7 +186,8 @@ TEST_F(TableJobTest, AsyncReplicasApplyEveryIterationOnceAcrossAFailover) {
   EXPECT_GT(Summary("test_accuracy"), 0.4);
 }
 
-// --export-npz writes the table as ids and rows beside the dense variables.
+// --export-npz writes the table as ids and rows beside the dense variables, and the inputs'
+// normalization.
 TEST_F(TableJobTest, ExportWritesTheTablesIdsAndRows) {
   ASSERT_EQ(Run({"--export-npz", (dir_ / "model.npz").string()}), 0);
   const std::string npz = dir_.Read("model.npz");
@@ -194,6 +195,9 @@ TEST_F(TableJobTest, ExportWritesTheTablesIdsAndRows) {
   EXPECT_NE(npz.find("embedding/rows.npy"), std::string::npos);
   EXPECT_NE(npz.find("'descr': '<u8'"), std::string::npos);
   EXPECT_NE(npz.find("fc1/kernel.npy"), std::string::npos);
+  // The input normalization the model was trained with, so that the export can be used.
+  EXPECT_NE(npz.find("normalization/mean.npy"), std::string::npos);
+  EXPECT_NE(npz.find("normalization/stddev.npy"), std::string::npos);
 }
 
 }  // namespace

@@ -340,6 +340,24 @@ TEST_F(LauncherTest, ValidateOnlyRunsTheChecksOfARealLaunch) {
   EXPECT_NE(Output().find("--data-dir"), std::string::npos) << Output();
 }
 
+// A --run-dir under a regular file is bad input: exit status 2 (it was 1), from --validate-only
+// too, naming the file that is not a directory.
+TEST_F(LauncherTest, ARunDirectoryUnderAFileIsRefusedAsBadInput) {
+  std::ofstream(dir_ / "plain") << "a file";
+  const std::string run_dir = (dir_ / "plain" / "run").string();
+  for (bool validate : {true, false}) {
+    std::vector<std::string> argv = {kLaunchBin, "--max-steps", "1", "--run-dir", run_dir};
+    if (validate) argv.push_back("--validate-only");
+    Result<int> code = RunProcess(argv, dir_ / "out.txt", {}, seconds(30));
+    ASSERT_TRUE(code.ok()) << code.status();
+    EXPECT_EQ(*code, 2) << dir_.Read("out.txt");
+    EXPECT_NE(dir_.Read("out.txt").find("--run-dir " + run_dir + ": " + (dir_ / "plain").string() +
+                                        " is not a directory"),
+              std::string::npos)
+        << dir_.Read("out.txt");
+  }
+}
+
 // The same --run-dir twice: the second run starts (it used to fail on the first run's secret),
 // and the first run's logs are kept beside it.
 TEST_F(LauncherTest, ARunDirectoryCanBeUsedAgainAndKeepsTheEarlierLogs) {
@@ -388,6 +406,35 @@ TEST_F(LauncherTest, ListChoicesAsksTheWorkerBinaryGiven) {
   EXPECT_EQ(*missing, 2);
   EXPECT_NE(dir_.Read("missing.txt").find("--worker-bin /nonexistent/w is not an executable"),
             std::string::npos);
+}
+
+// A worker binary's own flag (Registry::AddOption): its --help and the launcher's --help with
+// --worker-bin show it, the launcher passes it to the workers, and the model reads it (tiny's
+// hidden layer of 8 units: 784 x 8 + 8 + 8 x 10 + 10 = 6370 parameters; 12746 at the default
+// 16). Without --worker-bin it is no flag of the launcher's.
+TEST_F(LauncherTest, AWorkerBinarysOwnFlagsArePassedToItsWorkers) {
+  Result<int> help =
+      RunProcess({CUSTOM_WORKER_BIN, "--help"}, dir_ / "worker_help.txt", {}, seconds(20));
+  ASSERT_TRUE(help.ok() && *help == 0) << dir_.Read("worker_help.txt");
+  EXPECT_NE(dir_.Read("worker_help.txt").find("--tiny-width"), std::string::npos);
+  help = RunProcess({kLaunchBin, "--worker-bin", CUSTOM_WORKER_BIN, "--help"},
+                    dir_ / "launch_help.txt", {}, seconds(20));
+  ASSERT_TRUE(help.ok() && *help == 0) << dir_.Read("launch_help.txt");
+  EXPECT_NE(dir_.Read("launch_help.txt").find("--tiny-width"), std::string::npos);
+  Result<int> job = RunProcess({kLaunchBin, "--worker-bin", CUSTOM_WORKER_BIN, "--model", "tiny",
+                                "--dataset", "synthetic", "--workers", "1", "--max-steps", "2",
+                                "--tiny-width", "8", "--run-dir", (dir_ / "run").string()},
+                               dir_ / "job.txt", {}, seconds(120));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(*job, 0) << dir_.Read("job.txt");
+  EXPECT_NE(dir_.Read("job.txt").find("tiny (6370 parameters"), std::string::npos)
+      << dir_.Read("job.txt");
+  Result<int> stock = RunProcess({kLaunchBin, "--tiny-width", "8", "--validate-only"},
+                                 dir_ / "stock.txt", {}, seconds(20));
+  ASSERT_TRUE(stock.ok());
+  EXPECT_EQ(*stock, 2);
+  EXPECT_NE(dir_.Read("stock.txt").find("unrecognised option '--tiny-width'"), std::string::npos)
+      << dir_.Read("stock.txt");
 }
 
 TEST_F(LauncherTest, BadRestartFlagsAreRefusedNamingThem) {

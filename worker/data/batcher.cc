@@ -15,6 +15,10 @@ uint64_t Mix(uint64_t a, uint64_t b) {
 
 }  // namespace
 
+int64_t NormalizationChannels(const Shape& example_shape) {
+  return example_shape.empty() ? 1 : example_shape[0];
+}
+
 Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOptions o) {
   TOWERPS_CHECK(data != nullptr);
   if (o.batch_size < 1) {
@@ -31,12 +35,16 @@ Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOpt
                                 " is neither [c, h, w] nor [features]");
   }
   const Shape& in = data->example_shape;
-  // A vector [features] is one channel of one row.
-  const int64_t c = in.size() == 3 ? in[0] : 1, h = in.size() == 3 ? in[1] : 1, w = in.back();
+  const int64_t c = NormalizationChannels(in);
+  const int64_t h = in.size() == 3 ? in[1] : 1, w = in.size() == 3 ? in[2] : in[0];
   for (auto* v : {&o.mean, &o.stddev}) {
     if (v->size() != 1 && static_cast<int64_t>(v->size()) != c) {
-      return InvalidArgumentError("normalization needs 1 or " + std::to_string(c) +
-                                  " values per statistic, got " + std::to_string(v->size()));
+      return InvalidArgumentError(data->name + ": normalization needs one value for all " +
+                                  (in.size() == 3 ? "channels" : "features") + " or one per " +
+                                  (in.size() == 3 ? "channel" : "feature") + " (" +
+                                  std::to_string(c) + " for examples " + ShapeToString(in) +
+                                  "), but the " + (v == &o.mean ? "mean" : "stddev") + " has " +
+                                  std::to_string(v->size()));
     }
   }
   for (float s : o.stddev) {
@@ -62,7 +70,17 @@ Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOpt
 }
 
 Batcher::Batcher(const Dataset* data, BatcherOptions options, Shape out_shape)
-    : data_(data), options_(std::move(options)), out_shape_(std::move(out_shape)) {}
+    : data_(data), options_(std::move(options)), out_shape_(std::move(out_shape)) {
+  const auto channels = static_cast<size_t>(NormalizationChannels(data_->example_shape));
+  // (v - mean) / stddev, with v = p / 255 for pixels: one multiply-add per value.
+  const float unit = data_->is_float() ? 1.0f : 255.0f;
+  for (size_t ch = 0; ch < channels; ++ch) {
+    const float mean = options_.mean.size() == 1 ? options_.mean[0] : options_.mean[ch];
+    const float stddev = options_.stddev.size() == 1 ? options_.stddev[0] : options_.stddev[ch];
+    scale_.push_back(1.0f / (unit * stddev));
+    shift_.push_back(-mean / stddev);
+  }
+}
 
 int64_t Batcher::shard_size() const {
   const int64_t n = data_->size(), w = options_.num_workers;
@@ -143,12 +161,36 @@ void ConvertChannel(const V* src, int64_t w, int64_t y0, int64_t x0, int64_t oh,
   }
 }
 
+// A vector example: feature j as v[j] * scale[j] + shift[j].
+template <typename V>
+void ConvertFeatures(const V* src, int64_t n, const float* scale, const float* shift, float* dst) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(src[j]) * scale[j] + shift[j];
+}
+
 }  // namespace
 
 void Batcher::Fill(int64_t example, int64_t slot, Batch* batch) const {
+  FillValues(example, batch->x.data() + slot * NumElements(out_shape_));
+  batch->labels[static_cast<size_t>(slot)] = data_->labels[static_cast<size_t>(example)];
+  const auto fields = static_cast<size_t>(data_->fields);
+  std::copy_n(data_->ids.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(example) * fields),
+              fields,
+              batch->ids.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(slot) * fields));
+}
+
+void Batcher::FillValues(int64_t example, float* dst) const {
   const Shape& in = data_->example_shape;
-  const int64_t c = in.size() == 3 ? in[0] : 1, h = in.size() == 3 ? in[1] : 1, w = in.back();
-  const int64_t oh = out_shape_.size() == 3 ? out_shape_[1] : 1, ow = out_shape_.back();
+  const int64_t offset = example * data_->example_size();
+  if (in.size() == 1) {
+    if (data_->is_float()) {
+      ConvertFeatures(data_->values.data() + offset, in[0], scale_.data(), shift_.data(), dst);
+    } else {
+      ConvertFeatures(data_->pixels.data() + offset, in[0], scale_.data(), shift_.data(), dst);
+    }
+    return;
+  }
+  const int64_t c = in[0], h = in[1], w = in[2];
+  const int64_t oh = out_shape_[1], ow = out_shape_[2];
   int64_t y0 = (h - oh) / 2, x0 = (w - ow) / 2;
   bool flip = false;
   if (options_.random_crop_flip) {
@@ -158,14 +200,8 @@ void Batcher::Fill(int64_t example, int64_t slot, Batch* batch) const {
     x0 = static_cast<int64_t>((r >> 20) % static_cast<uint64_t>(w - ow + 1));
     flip = (r >> 40) & 1;
   }
-  const int64_t offset = example * data_->example_size();
-  float* dst = batch->x.data() + slot * c * oh * ow;
   for (int64_t ch = 0; ch < c; ++ch) {
-    const float mean = options_.mean.size() == 1 ? options_.mean[0] : options_.mean[ch];
-    const float stddev = options_.stddev.size() == 1 ? options_.stddev[0] : options_.stddev[ch];
-    // (v - mean) / stddev, with v = p / 255 for pixels.
-    const float unit = data_->is_float() ? 1.0f : 255.0f;
-    const float scale = 1.0f / (unit * stddev), shift = -mean / stddev;
+    const float scale = scale_[static_cast<size_t>(ch)], shift = shift_[static_cast<size_t>(ch)];
     float* out = dst + ch * oh * ow;
     if (data_->is_float()) {
       ConvertChannel(data_->values.data() + offset + ch * h * w, w, y0, x0, oh, ow, flip, scale,
@@ -175,11 +211,6 @@ void Batcher::Fill(int64_t example, int64_t slot, Batch* batch) const {
                      shift, out);
     }
   }
-  batch->labels[static_cast<size_t>(slot)] = data_->labels[static_cast<size_t>(example)];
-  const auto fields = static_cast<size_t>(data_->fields);
-  std::copy_n(data_->ids.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(example) * fields),
-              fields,
-              batch->ids.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(slot) * fields));
 }
 
 }  // namespace towerps::worker

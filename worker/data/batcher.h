@@ -4,7 +4,9 @@
 //    in every worker. Sharding: worker `rank` of `num_workers` takes positions rank,
 //    rank + num_workers, ... of it, so the workers together see every example exactly once per
 //    epoch (less the partial last batch when drop_remainder).
-//  - Normalization: x = (pixel / 255 - mean[c]) / stddev[c].
+//  - Normalization: x = (v - mean[c]) / stddev[c], v being pixel / 255 or the float value, and
+//    c the channel of an image [c, h, w], or the feature of a vector [features] (a tabular
+//    set's features differ in scale; one mean for all of them would leave them so).
 //  - Categorical ids (Dataset::fields per example) travel with their example, as they are.
 //  - Cropping: crop_h x crop_w windows; random offsets and horizontal flips (the TensorFlow
 //    CIFAR-10 tutorial's training distortions) when random_crop_flip, else the center crop. The
@@ -30,8 +32,9 @@ struct BatcherOptions {
   bool shuffle = true;
   int rank = 0;
   int num_workers = 1;
-  bool drop_remainder = true;          // false for evaluation: the last batch may be smaller
-  std::vector<float> mean = {0.0f};    // one per channel, or one for all
+  bool drop_remainder = true;  // false for evaluation: the last batch may be smaller
+  // One per channel (per feature of a vector: NormalizationChannels), or one for all.
+  std::vector<float> mean = {0.0f};
   std::vector<float> stddev = {1.0f};  // idem; > 0
   int crop_h = 0, crop_w = 0;          // 0: no cropping
   bool random_crop_flip = false;
@@ -43,6 +46,10 @@ struct Batch {
   std::vector<int32_t> labels;  // size
   std::vector<uint64_t> ids;    // size * Dataset::fields: each example's categorical ids
 };
+
+// The channels normalization has statistics for: an image's [c, h, w] c, a vector's [features]
+// each feature.
+int64_t NormalizationChannels(const Shape& example_shape);
 
 class Batcher {
  public:
@@ -62,14 +69,19 @@ class Batcher {
   // a function of (seed, epoch, rank), so a restarted worker reads what its predecessor read.
   void Seek(int64_t index);
   int64_t epoch() const { return epoch_; }
+  const BatcherOptions& options() const { return options_; }
 
  private:
   Batcher(const Dataset* data, BatcherOptions options, Shape out_shape);
   void Fill(int64_t example, int64_t slot, Batch* batch) const;
+  // The example's normalized (and cropped) values into `dst`.
+  void FillValues(int64_t example, float* dst) const;
 
   const Dataset* data_;
   BatcherOptions options_;
   Shape out_shape_;
+  // Per channel: x = v * scale + shift, from the options' statistics.
+  std::vector<float> scale_, shift_;
   int64_t epoch_ = 0;
   std::vector<int64_t> order_;  // this worker's examples for the epoch
   size_t cursor_ = 0;

@@ -33,7 +33,8 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
   if (!p.options.final_params_out.empty() || !p.options.export_npz.empty()) {
     TOWERPS_ASSIGN_OR_RETURN(tables, p.exchange.tables().ExportRows());
   }
-  TOWERPS_RETURN_IF_ERROR(WriteFinalParameters(p.towers.model(0), tables, p.options, 0));
+  TOWERPS_RETURN_IF_ERROR(
+      WriteFinalParameters(p.towers.model(0), tables, p.test_batches.options(), p.options, 0));
   if (p.options.shutdown_servers) {
     // Every worker's last update is in (the final pull above waited for it).
     for (int srv = 0; srv < p.client.num_servers(); ++srv) {

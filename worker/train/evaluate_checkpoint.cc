@@ -125,7 +125,9 @@ Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const 
                                                           }));
   if (!options.export_npz.empty()) {
     TOWERPS_RETURN_IF_ERROR(
-        WriteNpz(NpzArrays(saved.variables, saved.values, saved.tables), options.export_npz));
+        WriteNpz(NpzArrays(saved.variables, saved.values, saved.tables,
+                           NormalizationArrays(data.test_options.mean, data.test_options.stddev)),
+                 options.export_npz));
   }
   return CheckpointEvaluation{.accuracy = eval.accuracy,
                               .mean_loss = eval.mean_loss,

@@ -31,13 +31,14 @@ Status WriteFinalParams(const Model<float>& model, const std::vector<ps::TableRo
 }
 
 Status WriteFinalParameters(const Model<float>& model, const std::vector<ps::TableRows>& tables,
-                            const WorkerOptions& options, int rank) {
+                            const BatcherOptions& inputs, const WorkerOptions& options, int rank) {
   if (!options.final_params_out.empty()) {
     TOWERPS_RETURN_IF_ERROR(
         WriteFinalParams(model, tables, ExpandRank(options.final_params_out, rank)));
   }
   if (!options.export_npz.empty()) {
-    TOWERPS_RETURN_IF_ERROR(WriteNpz(model, &tables, options.export_npz));
+    TOWERPS_RETURN_IF_ERROR(WriteNpz(
+        model, &tables, NormalizationArrays(inputs.mean, inputs.stddev), options.export_npz));
   }
   return Status::Ok();
 }

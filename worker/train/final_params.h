@@ -14,6 +14,7 @@
 
 #include "ps/checkpoint_reader.h"
 #include "towerps/status.h"
+#include "worker/data/batcher.h"
 #include "worker/model/model.h"
 #include "worker/worker_options.h"
 
@@ -22,9 +23,10 @@ namespace towerps::worker {
 // `tables`: each table's rows (TableExchange::ExportRows), one entry per table of the model.
 Status WriteFinalParams(const Model<float>& model, const std::vector<ps::TableRows>& tables,
                         const std::string& path);
-// Both files, where `options` asks for them ("{rank}" in --final-params-out expands to `rank`).
+// Both files, where `options` asks for them ("{rank}" in --final-params-out expands to `rank`);
+// the .npz holds the input normalization `inputs` used too.
 Status WriteFinalParameters(const Model<float>& model, const std::vector<ps::TableRows>& tables,
-                            const WorkerOptions& options, int rank);
+                            const BatcherOptions& inputs, const WorkerOptions& options, int rank);
 
 }  // namespace towerps::worker
 

@@ -5,8 +5,7 @@
 namespace towerps::worker {
 
 void ChannelStatistics(const Dataset& data, std::vector<float>* mean, std::vector<float>* stddev) {
-  const Shape& s = data.example_shape;
-  const int64_t channels = s.size() == 3 ? s[0] : 1;
+  const int64_t channels = NormalizationChannels(data.example_shape);  // a vector's features
   const int64_t plane = data.example_size() / channels;
   std::vector<double> sum(static_cast<size_t>(channels)), sq(static_cast<size_t>(channels));
   const double unit = data.is_float() ? 1.0 : 1.0 / 255.0;
@@ -37,8 +36,9 @@ void ChannelStatistics(const Dataset& data, std::vector<float>* mean, std::vecto
 }
 
 Result<JobData> LoadJobData(const Registry& registry, const std::string& dataset,
-                            const DataRequest& request, int batch_size) {
+                            DataRequest request, int batch_size) {
   TOWERPS_ASSIGN_OR_RETURN(const DatasetDef* def, registry.FindDataset(dataset));
+  request.options = registry.option_values();
   TOWERPS_ASSIGN_OR_RETURN(DataSplits splits, def->load(request));
   for (Dataset* d : {&splits.train, &splits.test}) {
     if (d->name.empty()) d->name = dataset + (d == &splits.train ? "/train" : "/test");

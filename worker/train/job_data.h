@@ -24,8 +24,9 @@ struct JobData {
   BatcherOptions test_options;   // in order, keeps the last partial batch
 };
 
+// `request.options` are set to the registry's option values (its binary's own flags).
 Result<JobData> LoadJobData(const Registry& registry, const std::string& dataset,
-                            const DataRequest& request, int batch_size);
+                            DataRequest request, int batch_size);
 
 // What was read must fit the model, whatever the launcher could tell from the names: the
 // training examples' shape is the model's input, the classes fit its outputs, and every worker
@@ -35,8 +36,8 @@ Result<int64_t> CheckDataFitsJob(const JobData& data, const Batcher& train,
                                  const Model<float>& model, const std::string& model_name,
                                  int workers, int batch_size);
 
-// Per-channel mean and standard deviation of v (pixel / 255, or the float value) over `data`,
-// in double: the normalization of datasets that bring none.
+// Per-channel (per feature of vector examples) mean and standard deviation of v (pixel / 255,
+// or the float value) over `data`, in double: the normalization of datasets that bring none.
 void ChannelStatistics(const Dataset& data, std::vector<float>* mean, std::vector<float>* stddev);
 
 }  // namespace towerps::worker

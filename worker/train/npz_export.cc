@@ -1,5 +1,7 @@
 #include "worker/train/npz_export.h"
 
+#include <algorithm>
+
 #include <zip.h>
 
 #include <cstdio>
@@ -90,7 +92,8 @@ Status WriteNpz(const std::vector<NpyArray>& arrays, const std::string& path) {
 
 std::vector<NpyArray> NpzArrays(const std::vector<ps::VariableSpec>& variables,
                                 const std::vector<Tensor>& values,
-                                const std::vector<ps::TableRows>& tables) {
+                                const std::vector<ps::TableRows>& tables,
+                                std::vector<NpyArray> extra) {
   std::vector<NpyArray> arrays;
   for (size_t i = 0; i < variables.size(); ++i) {
     const ps::VariableSpec& v = variables[i];
@@ -104,11 +107,22 @@ std::vector<NpyArray> NpzArrays(const std::vector<ps::VariableSpec>& variables,
     arrays.push_back({v.name + "/rows", n > 0 ? t.values.Reshape({n, v.table_dim()})
                                               : Tensor::Empty({0, v.table_dim()})});
   }
+  for (NpyArray& a : extra) arrays.push_back(std::move(a));
   return arrays;
 }
 
+std::vector<NpyArray> NormalizationArrays(const std::vector<float>& mean,
+                                          const std::vector<float>& stddev) {
+  auto array = [](const std::string& name, const std::vector<float>& v) {
+    Tensor t = Tensor::Empty({static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.f32());
+    return NpyArray{name, std::move(t)};
+  };
+  return {array("normalization/mean", mean), array("normalization/stddev", stddev)};
+}
+
 Status WriteNpz(const Model<float>& model, const std::vector<ps::TableRows>* tables,
-                const std::string& path) {
+                std::vector<NpyArray> extra, const std::string& path) {
   std::vector<ps::VariableSpec> variables(model.variables().begin(),
                                           model.variables().begin() + model.num_variables());
   std::vector<Tensor> values;
@@ -121,7 +135,7 @@ Status WriteNpz(const Model<float>& model, const std::vector<ps::TableRows>* tab
       rows.push_back(tables->at(static_cast<size_t>(t)));
     }
   }
-  return WriteNpz(NpzArrays(variables, values, rows), path);
+  return WriteNpz(NpzArrays(variables, values, rows, std::move(extra)), path);
 }
 
 }  // namespace towerps::worker

@@ -3,7 +3,10 @@
 //   numpy.load("model.npz")["conv1/kernel"]      (or torch.from_numpy of it)
 // gives the trained values; an embedding table as two arrays, "<table>/ids" (uint64 [n]) and
 // "<table>/rows" (float32 [n, dim]), the rows the servers held (a row never trained is at its
-// initial value, drawn from (seed, table, id), and not listed). The archive is a zip (written
+// initial value, drawn from (seed, table, id), and not listed); and the input normalization the
+// model was trained with, "normalization/mean" and "normalization/stddev" (float32, one per
+// channel or feature, or one for all: x = (v - mean) / stddev, v = pixel / 255 or the float
+// value), so that the exported parameters can be used on new data. The archive is a zip (written
 // with libzip) of "<name>.npy" members, stored uncompressed as numpy.savez does, each in the NPY
 // 1.0 format ('<f4' or '<u8', C order).
 //
@@ -30,13 +33,18 @@ struct NpyArray {
 };
 Status WriteNpz(const std::vector<NpyArray>& arrays, const std::string& path);
 // The model's dense variables' current values (read back from its device, if it has one), and,
-// when `tables` is given, each table's ids and rows (tables[t] for table t).
+// when `tables` is given, each table's ids and rows (tables[t] for table t), then `extra`.
 Status WriteNpz(const Model<float>& model, const std::vector<ps::TableRows>* tables,
-                const std::string& path);
-// Dense variables (values[i] for variables[i]) and, for each table variable, tables[i].
+                std::vector<NpyArray> extra, const std::string& path);
+// "normalization/mean" and "normalization/stddev".
+std::vector<NpyArray> NormalizationArrays(const std::vector<float>& mean,
+                                          const std::vector<float>& stddev);
+// Dense variables (values[i] for variables[i]) and, for each table variable, tables[i]; then
+// `extra`.
 std::vector<NpyArray> NpzArrays(const std::vector<ps::VariableSpec>& variables,
                                 const std::vector<Tensor>& values,
-                                const std::vector<ps::TableRows>& tables);
+                                const std::vector<ps::TableRows>& tables,
+                                std::vector<NpyArray> extra = {});
 
 // The NPY 1.0 header of a little-endian C-order array of `shape` ('<f4' float32, '<u8'
 // uint64), padded so that the data starts at a multiple of 64 bytes: what numpy.save writes.

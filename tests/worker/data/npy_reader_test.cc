@@ -138,6 +138,66 @@ TEST_F(NpyDatasetTest, LoadsBothSplitsAndNormalizesWithTheTrainingStatistics) {
   EXPECT_FLOAT_EQ(batch.x[1], static_cast<float>((d.test.values[1] - mean) / stddev));
 }
 
+// A tabular [N, F] set whose features differ in scale (1x to 1000x) is normalized per feature:
+// every feature of the training batches has mean 0 and deviation 1 (one mean and deviation for
+// all features left the large one dominating).
+TEST_F(NpyDatasetTest, VectorsAreNormalizedPerFeature) {
+  constexpr int kN = 400;
+  const std::vector<double> scale = {1.0, 30.0, 1000.0};
+  auto write = [&](const std::string& split, int n) {
+    std::vector<float> x;
+    std::vector<int64_t> y;
+    for (int i = 0; i < n; ++i) {
+      for (size_t f = 0; f < scale.size(); ++f) {
+        x.push_back(static_cast<float>(scale[f] * (std::sin(1.7 * i + f) + 0.25 * f)));
+      }
+      y.push_back(i % 2);
+    }
+    Write(dir_.path() / ("x_" + split + ".npy"),
+          NpyBytes("<f4", "(" + std::to_string(n) + ", 3)", Raw(x)));
+    Write(dir_.path() / ("y_" + split + ".npy"),
+          NpyBytes("<i8", "(" + std::to_string(n) + ",)", Raw(y)));
+  };
+  write("train", kN);
+  write("test", 8);
+  DataRequest request = Request();
+  request.model_input = {3};
+  ASSERT_OK_AND_ASSIGN(JobData d, LoadJobData(registry_, "npy", request, kN));
+  ASSERT_EQ(d.train_options.mean.size(), 3u);
+  ASSERT_EQ(d.train_options.stddev.size(), 3u);
+  EXPECT_GT(d.train_options.stddev[2], 100 * d.train_options.stddev[0]);
+  BatcherOptions whole = d.train_options;
+  whole.shuffle = false;
+  ASSERT_OK_AND_ASSIGN(auto batcher, Batcher::Create(&d.train, whole));
+  Batch batch;
+  ASSERT_TRUE(batcher->Next(&batch));
+  ASSERT_EQ(batch.size, kN);
+  for (size_t f = 0; f < 3; ++f) {
+    double sum = 0, sq = 0;
+    for (int i = 0; i < kN; ++i) {
+      const double v = batch.x[static_cast<size_t>(i) * 3 + f];
+      sum += v;
+      sq += v * v;
+    }
+    EXPECT_NEAR(sum / kN, 0.0, 1e-4) << "feature " << f;
+    EXPECT_NEAR(std::sqrt(sq / kN), 1.0, 1e-4) << "feature " << f;
+  }
+  // A dataset's own per-feature statistics are taken as given; a count that fits neither one
+  // for all nor one per feature is named.
+  BatcherOptions given = whole;
+  given.mean = {1.0f, 2.0f, 3.0f};
+  given.stddev = {2.0f, 4.0f, 8.0f};
+  ASSERT_OK_AND_ASSIGN(auto own, Batcher::Create(&d.train, given));
+  ASSERT_TRUE(own->Next(&batch));
+  EXPECT_FLOAT_EQ(batch.x[2], (d.train.values[2] - 3.0f) / 8.0f);
+  given.stddev = {2.0f, 4.0f};
+  Result<std::unique_ptr<Batcher>> bad = Batcher::Create(&d.train, given);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "npy/train: normalization needs one value for all features or one per feature (3 for "
+            "examples [3]), but the stddev has 2");
+}
+
 TEST_F(NpyDatasetTest, MismatchesAreNamed) {
   WriteSplit("train", 10, "<f8");
   WriteSplit("test", 4);

@@ -40,9 +40,11 @@ struct Dataset {
 };
 
 // How examples become a model's inputs: x = (v - mean[c]) / stddev[c], where v is pixel / 255 or
-// the float value, then the crop.
+// the float value and c the channel of an image [c, h, w] or the feature of a vector [features],
+// then the crop. --export-npz stores the statistics used ("normalization/mean", "/stddev").
 struct Preprocessing {
-  // One per channel, or one for all. Empty: computed per channel from the training set.
+  // One per channel (per feature), or one for all. Empty: computed per channel (per feature)
+  // from the training set.
   std::vector<float> mean, stddev;
   int crop_h = 0, crop_w = 0;     // 0: no crop. Evaluation takes the centre crop.
   bool random_crop_flip = false;  // training takes random crops and horizontal flips

@@ -9,6 +9,12 @@
 //                     return b; }}).ok());
 //   return towerps::WorkerMain(argc, argv, registry);
 //
+// A binary may declare flags of its own (AddOption): `my-worker --help` lists them, towerps-launch
+// --worker-bin my-worker accepts them and passes them to every worker, and model builders
+// (build_with_options) and dataset loaders (DataRequest::options) read their values:
+//
+//   registry.AddOption("width", {.help = "units of tiny's hidden layer", .default_value = "64"});
+//
 // A dataset is a loader, which returns both splits in memory (<towerps/dataset.h>), and an
 // optional probe, which tells the example shape and class count cheaply (from file headers, say)
 // so that a mismatch is found before training starts.
@@ -32,9 +38,20 @@
 
 namespace towerps {
 
+// A binary's own flags (Registry::AddOption): each one's value by name, as given or defaulted.
+using UserOptions = std::map<std::string, std::string>;
+
 struct ModelDef {
   std::string summary;                  // one line, for --list-models
   std::function<ModelBuilder()> build;  // the description; called once per worker and check
+  // Instead of `build`, for a model that reads the binary's own flags.
+  std::function<ModelBuilder(const UserOptions&)> build_with_options{};
+};
+
+// A flag of a worker binary's own (Registry::AddOption), taking a value: --name VALUE.
+struct OptionDef {
+  std::string help;           // for --help
+  std::string default_value;  // its value when it is not given
 };
 
 // What a dataset's loader and probe are given.
@@ -46,6 +63,7 @@ struct DataRequest {
   Shape model_input;     // the model's input shape (synthetic data and crops follow it)
   int model_fields = 0;  // the model's categorical ids per example (synthetic data follows it)
   uint64_t seed = 1;     // the job's --seed
+  UserOptions options{};  // the binary's own flags (Registry::AddOption)
 };
 
 // The examples a dataset gives a model, as far as they can be known before loading.
@@ -67,6 +85,15 @@ class Registry {
  public:
   Status AddModel(const std::string& name, ModelDef def);
   Status AddDataset(const std::string& name, DatasetDef def);
+  // A flag of this binary's own; `name` is its long name without "--" (letters, digits and
+  // '-'). A name TowerPS's own flags use is refused when the worker starts, naming both.
+  Status AddOption(const std::string& name, OptionDef def);
+  const std::vector<std::pair<std::string, OptionDef>>& options() const { return options_; }
+  // The values of the binary's own flags, each option's default until WorkerMain sets what
+  // the command line gave: the models' build_with_options and the datasets' loaders and probes
+  // get them. kInvalidArgument for a name that was not added.
+  Status SetOptionValues(const UserOptions& values);
+  const UserOptions& option_values() const { return option_values_; }
 
   // kNotFound naming the unknown model or dataset and listing the known ones.
   Result<ModelBuilder> DescribeModel(const std::string& model) const;
@@ -87,6 +114,8 @@ class Registry {
  private:
   std::vector<std::pair<std::string, ModelDef>> models_;
   std::vector<std::pair<std::string, DatasetDef>> datasets_;
+  std::vector<std::pair<std::string, OptionDef>> options_;
+  UserOptions option_values_;
 };
 
 // The models TowerPS ships (mlp, cnn, cifar10, resnet20, embed-mlp; see --list-models).
