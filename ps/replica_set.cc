@@ -6,6 +6,26 @@
 #include "ps/row_optimizer.h"
 
 namespace towerps::ps {
+namespace {
+
+// What both kinds of replicated state carry alike: one clock per worker, and the pending
+// gradients' workers with a refused flag each (no more than the workers). kProtocol otherwise.
+Status ReadClocksAndPendingShape(const proto::ReplicaState::Reader& r, const JobConfig& job,
+                                 const std::string& where, std::vector<int64_t>* clocks) {
+  if (r.getWorkerClocks().size() != static_cast<unsigned>(job.workers)) {
+    return ProtocolError(where + ": " + std::to_string(r.getWorkerClocks().size()) +
+                         " worker clocks for " + std::to_string(job.workers) + " workers");
+  }
+  for (int64_t c : r.getWorkerClocks()) clocks->push_back(c);
+  const auto workers = r.getPendingWorkers();
+  if (workers.size() != r.getPendingRefused().size() ||
+      workers.size() > static_cast<unsigned>(job.workers)) {
+    return ProtocolError(where + ": malformed pending gradients");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 std::vector<int> ReplicasOf(const JobConfig& job, int group) {
   if (job.ps_replicas < 2) return {group};
@@ -73,16 +93,9 @@ Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec&
       (s.previous_version != kNoVersion && s.previous_version >= s.version)) {
     return ProtocolError(where + ": inconsistent versions");
   }
-  if (r.getWorkerClocks().size() != static_cast<unsigned>(job.workers)) {
-    return ProtocolError(where + ": " + std::to_string(r.getWorkerClocks().size()) +
-                         " worker clocks for " + std::to_string(job.workers) + " workers");
-  }
-  for (int64_t c : r.getWorkerClocks()) s.worker_clocks.push_back(c);
+  TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, &s.worker_clocks));
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();
-  if (workers.size() != refused.size() || workers.size() > static_cast<unsigned>(job.workers)) {
-    return ProtocolError(where + ": malformed pending gradients");
-  }
   const auto& tensors = msg.tensors();
   if (s.version == kNoVersion) {
     if (!tensors.empty() || workers.size() != 0) {
@@ -167,16 +180,9 @@ Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const Chunk
       s.previous_version >= s.version || s.slots != RowSlots(job.table_optimizer.kind)) {
     return ProtocolError(where + ": inconsistent versions or optimizer slots");
   }
-  if (r.getWorkerClocks().size() != static_cast<unsigned>(job.workers)) {
-    return ProtocolError(where + ": " + std::to_string(r.getWorkerClocks().size()) +
-                         " worker clocks for " + std::to_string(job.workers) + " workers");
-  }
-  for (int64_t c : r.getWorkerClocks()) s.worker_clocks.push_back(c);
+  TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, &s.worker_clocks));
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();
-  if (workers.size() != refused.size() || workers.size() > static_cast<unsigned>(job.workers)) {
-    return ProtocolError(where + ": malformed pending pushes");
-  }
   const auto& t = msg.tensors();
   size_t expected = 3 + (s.previous_version != kNoVersion ? 2 : 0);
   for (unsigned i = 0; i < refused.size(); ++i) expected += refused[i] ? 0 : 3;

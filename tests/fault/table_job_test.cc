@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <random>
+#include <regex>
 
 #include "tests/launch/launch_fixture.h"
 
@@ -117,6 +118,15 @@ TEST_F(TableJobTest, SyncRerunHasTheSameBitsRowsIncludedAndLearns) {
   EXPECT_GT(Summary("test_accuracy"), 0.5);
   const std::string out = dir_.Read("out.txt");
   EXPECT_NE(out.find("table rows"), std::string::npos) << "the servers' stats count rows";
+  // Every evaluation line gives the accuracy with 4 decimals, as the final line does (0.515
+  // was printed as 0.515, beside a final 0.5150).
+  const std::regex eval_line(R"(done: test accuracy = (\S+), )");
+  int lines = 0;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), eval_line);
+       it != std::sregex_iterator(); ++it, ++lines) {
+    EXPECT_TRUE(std::regex_match((*it)[1].str(), std::regex(R"(\d\.\d{4})"))) << (*it)[0];
+  }
+  EXPECT_GT(lines, 10);
 }
 
 // A worker killed at seeded moments during the job: the launcher restarts it, it rejoins at the
