@@ -25,6 +25,18 @@ Status ReadClocksAndPendingShape(const proto::ReplicaState::Reader& r, const Job
   return Status::Ok();
 }
 
+// The fields every replicated state starts with (its pending gradients are of this version).
+void WriteVersionsAndClocks(int64_t version, int64_t updates, int64_t previous_version,
+                            const std::vector<int64_t>& worker_clocks,
+                            proto::ReplicaState::Builder& r) {
+  r.setVersion(version);
+  r.setUpdates(updates);
+  r.setPreviousVersion(previous_version);
+  auto clocks = r.initWorkerClocks(static_cast<unsigned>(worker_clocks.size()));
+  for (size_t i = 0; i < worker_clocks.size(); ++i) clocks.set(i, worker_clocks[i]);
+  r.setPendingStep(version);
+}
+
 }  // namespace
 
 std::vector<int> ReplicasOf(const JobConfig& job, int group) {
@@ -53,13 +65,8 @@ std::vector<int> GroupsHeldBy(const JobConfig& job, int server) {
 
 void AddReplicaState(const ChunkState& s, OutgoingMessage* msg) {
   auto r = msg->header().initReplicaState();
-  r.setVersion(s.version);
-  r.setUpdates(s.updates);
-  r.setPreviousVersion(s.previous_version);
-  auto clocks = r.initWorkerClocks(static_cast<unsigned>(s.worker_clocks.size()));
-  for (size_t i = 0; i < s.worker_clocks.size(); ++i) clocks.set(i, s.worker_clocks[i]);
+  WriteVersionsAndClocks(s.version, s.updates, s.previous_version, s.worker_clocks, r);
   r.setSlots(static_cast<uint32_t>(s.slots.size()));
-  r.setPendingStep(s.version);
   auto workers = r.initPendingWorkers(static_cast<unsigned>(s.pending.size()));
   auto refused = r.initPendingRefused(static_cast<unsigned>(s.pending.size()));
   unsigned i = 0;
@@ -132,13 +139,8 @@ Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec&
 
 void AddTableReplicaState(const TableState& s, OutgoingMessage* msg) {
   auto r = msg->header().initReplicaState();
-  r.setVersion(s.version);
-  r.setUpdates(s.updates);
-  r.setPreviousVersion(s.previous_version);
-  auto clocks = r.initWorkerClocks(static_cast<unsigned>(s.worker_clocks.size()));
-  for (size_t i = 0; i < s.worker_clocks.size(); ++i) clocks.set(i, s.worker_clocks[i]);
+  WriteVersionsAndClocks(s.version, s.updates, s.previous_version, s.worker_clocks, r);
   r.setSlots(static_cast<uint32_t>(s.slots));
-  r.setPendingStep(s.version);
   auto workers = r.initPendingWorkers(static_cast<unsigned>(s.pending.size()));
   auto refused = r.initPendingRefused(static_cast<unsigned>(s.pending.size()));
   unsigned i = 0;
