@@ -90,13 +90,17 @@ Status CheckConfigKeys(const std::string& path, const std::string& text,
                                   "in 'lr = 0.1'; a switch is 'key = true')");
     }
     const std::string key = Trim(line.substr(0, eq));
+    if (key.empty()) {
+      return InvalidArgumentError(
+          where + "'" + line + "' has no key before '=' (write 'key = value', as in 'lr = 0.1')");
+    }
     (*line_of_key)[key] = n;
     if (desc.find_nothrow(key, /*approx=*/false) != nullptr) continue;
     std::string hint;
-    if (key.rfind('-', 0) == 0 &&
-        desc.find_nothrow(key.substr(key.find_first_not_of('-')), false) != nullptr) {
-      hint = "; write the key without its leading '--' ('" +
-             key.substr(key.find_first_not_of('-')) + " = ...')";
+    // A key of dashes alone ('-- = 1') has no name left once they are dropped.
+    const std::string bare = key.substr(std::min(key.find_first_not_of('-'), key.size()));
+    if (bare != key && !bare.empty() && desc.find_nothrow(bare, false) != nullptr) {
+      hint = "; write the key without its leading '--' ('" + bare + " = ...')";
     } else if (const std::string near = ClosestOption(desc, key); !near.empty()) {
       hint = "; did you mean '" + near + "'?";
     }

@@ -193,6 +193,9 @@ TEST_F(ConfigFileTest, MistakesNameTheFileTheLineAndTheFix) {
            Case{"\nlr 0.1\n", ": line 2: 'lr 0.1' is not 'key = value'"},
            Case{"workers = 2\nlr = fast\n", ": line 2: the argument ('fast') for option 'lr'"},
            Case{"colour = blue\n", ": line 1: unknown option 'colour' (see --help)"},
+           // Found by tests/fuzz/config_fuzzer: a key of dashes alone threw std::out_of_range.
+           Case{"lr = 0.1\n-- = 1\n", ": line 2: unknown option '--'"},
+           Case{"= 1\n", ": line 1: '= 1' has no key before '='"},
        }) {
     std::ofstream(path_) << c.text;
     std::optional<Status> s = ParseWithin({"--config", path_}, std::chrono::seconds(10));

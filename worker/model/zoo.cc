@@ -90,8 +90,7 @@ void AddZooModels(Registry* registry) {
       "2 convolutions, 2 dense layers (Fashion-MNIST)",
       "the TensorFlow CIFAR-10 tutorial net, with LRN (CIFAR-10 crops)",
       "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)",
-      "an embedding table (8 fields, dim 8) and a 64-unit MLP over 4 dense features "
-      "(--dataset categorical)",
+      "8 embedding fields (dim 8) and a 64-unit MLP (--dataset categorical)",
   };
   const std::vector<std::string> names = worker::ZooModelNames();
   for (size_t i = 0; i < names.size(); ++i) {
