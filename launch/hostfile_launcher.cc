@@ -149,6 +149,7 @@ Status HostfileLauncher::Run() {
   const LaunchOptions& o = options_;
   TOWERPS_ASSIGN_OR_RETURN(const std::vector<HostPlacement> plan, Plan());
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
+  TOWERPS_RETURN_IF_ERROR(WriteJobRecord(options_, run_dir_));
   TOWERPS_ASSIGN_OR_RETURN(const std::string secret_line, SecretLine());
   ProcessGroup group(run_dir_);
   if (o.job_progress_bar) group.EnableProgress("worker:0", ExamplesPerChiefStep(o.job));

@@ -142,7 +142,7 @@ Result<LaunchOptions> LaunchFlags::ToOptions(const po::variables_map& vm) {
   o.encrypt = security_flags_.encrypt();
   o.transport = *security_flags_.path();
   TOWERPS_ASSIGN_OR_RETURN(o.log_level, ParseLogLevel(log_level_));
-  TOWERPS_ASSIGN_OR_RETURN(o.job, job_flags_.ToConfig());
+  TOWERPS_ASSIGN_OR_RETURN(o.job, job_flags_.ToConfig(vm));
   TOWERPS_ASSIGN_OR_RETURN(o.worker, worker_flags_.ToOptions());
   o.grace = std::chrono::milliseconds(grace_ms_);
   o.restart_timeout = std::chrono::seconds(restart_timeout_s_);

@@ -163,6 +163,7 @@ int Main(int argc, char** argv) {
   if (!flags.new_secret.empty()) return NewSecret(flags.new_secret);
   Result<LaunchOptions> options = flags.ToOptions(vm);
   if (!options.ok()) return Refuse(options.status());
+  options->command_line.assign(argv, argv + argc);
   InitLogging({.role = "launch", .rank = -1, .min_level = options->log_level});
   options->interrupt = &g_signal;
   if (flags.eval_only) return EvalOnly(*options);

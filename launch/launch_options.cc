@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/build_info.h"
 #include "common/job_secret.h"
 #include "common/sibling_executable.h"
 #include "common/subprocess.h"
@@ -318,6 +319,26 @@ Status CreateRunDir(const std::string& run_dir) {
   std::printf("[launch] run directory: %s\n", std::filesystem::absolute(run_dir).c_str());
   TOWERPS_RETURN_IF_ERROR(SetAsidePreviousRun(run_dir));
   std::fflush(stdout);
+  return Status::Ok();
+}
+
+Status WriteJobRecord(const LaunchOptions& o, const std::string& run_dir) {
+  nlohmann::ordered_json j;
+  j["command"] = o.command_line;
+  nlohmann::ordered_json job;
+  for (const auto& [flag, value] : o.job.Fields()) {
+    if (o.job.OptionApplies(flag)) job[flag.substr(2)] = value;
+  }
+  j["job"] = job;
+  std::vector<std::string> worker = o.worker.ToArgs();
+  worker.insert(worker.end(), o.worker_binary_args.begin(), o.worker_binary_args.end());
+  j["worker_options"] = worker;
+  j["transport"] = TransportPathName(o.transport);
+  j["version"] = BuildVersion();
+  const std::string path = (std::filesystem::path(run_dir) / "job.json").string();
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) return IoError("--run-dir " + run_dir + ": cannot write " + path);
   return Status::Ok();
 }
 

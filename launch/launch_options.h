@@ -26,9 +26,10 @@ namespace towerps::launch {
 struct LaunchOptions {
   ps::JobConfig job;
   worker::WorkerOptions worker;
-  std::string run_dir;             // empty: runs/<date>-<time>-<pid>
-  std::string bind = "127.0.0.1";  // servers listen here
-  int base_port = 0;               // 0: free ports; else server r listens on base_port + r
+  std::string run_dir;                    // empty: runs/<date>-<time>-<pid>
+  std::vector<std::string> command_line;  // as given, for the run directory's job.json
+  std::string bind = "127.0.0.1";         // servers listen here
+  int base_port = 0;                      // 0: free ports; else server r listens on base_port + r
   int server_threads = 1;
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
@@ -107,6 +108,10 @@ std::string DefaultRunDir();
 // used before keeps the earlier run's files in previous-<k>/ (said too), so a rerun into it
 // starts clean (a new job secret, new logs) and loses nothing.
 Status CreateRunDir(const std::string& run_dir);
+// Writes <run_dir>/job.json: the launcher's command line as given ("command"), every job option
+// as resolved ("job", only the mode's own), the workers' options that differ from their defaults
+// ("worker_options"), the transport and the TowerPS version. kIoError when it cannot.
+Status WriteJobRecord(const LaunchOptions& options, const std::string& run_dir);
 // Whether `run_dir` can be made (or used): kInvalidArgument naming the part of the path that is
 // not a directory or not writable. CreateRunDir checks it first; the launchers' Check() too.
 Status CheckRunDir(const std::string& run_dir);

@@ -45,6 +45,7 @@ Status LocalLauncher::Check() const {
 Status LocalLauncher::Run() {
   TOWERPS_RETURN_IF_ERROR(Check());
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
+  TOWERPS_RETURN_IF_ERROR(WriteJobRecord(options_, run_dir_));
   TOWERPS_ASSIGN_OR_RETURN(const std::string secret, PrepareJobSecret(options_, run_dir_));
   Job job(options_, run_dir_);
   // Every process proves it belongs to the job with this file (docs/SECURITY.md).

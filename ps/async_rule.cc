@@ -11,7 +11,7 @@ Result<PushOutcome> AsyncRule::Push(Contribution c, bool /*replace*/, UpdateTarg
   TOWERPS_ASSIGN_OR_RETURN(const int64_t staleness, StalenessOf(c, target));
   FormedUpdate update;
   if (!RefuseIfNonFinite(c, target, counters, &out)) {
-    const float lr = target.ScheduledRate();
+    const float lr = Rate(target);
     update.gradients.push_back(&c);
     update.lr =
         config_.staleness_aware_lr ? lr / static_cast<float>(std::max<int64_t>(1, staleness)) : lr;

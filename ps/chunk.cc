@@ -130,7 +130,7 @@ void Chunk::Update(const float* const* grads, int k, int divisor, float lr,
 }
 
 float Chunk::ScheduledRate() const {
-  return LearningRateAt(config_.optimizer, config_.schedule, updates_);
+  return LearningRateAt(config_.optimizer, config_.schedule, config_.ScheduleStep(updates_));
 }
 
 std::string Chunk::Describe() const {

@@ -79,6 +79,7 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--staleness", std::to_string(staleness)},
       {"--staleness-aware-lr", staleness_aware_lr ? "true" : "false"},
       {"--softsync-n", std::to_string(softsync_n)},
+      {"--lr-scaling", kLrScalings.Name(lr_scaling)},
       {"--partition-bytes", std::to_string(partition_bytes)},
       {"--table-partitions", std::to_string(table_partitions)},
       {"--optimizer", kOptimizerKinds.Name(optimizer.kind)},
@@ -109,6 +110,44 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
   };
 }
 
+namespace {
+
+// Each mode's own options and the modes they belong to.
+const std::vector<std::pair<std::string, std::vector<UpdateMode>>>& ModeOptions() {
+  static const auto* options = new std::vector<std::pair<std::string, std::vector<UpdateMode>>>{
+      {"--replicas-to-aggregate", {UpdateMode::kSync}},
+      {"--staleness", {UpdateMode::kSsp}},
+      {"--softsync-n", {UpdateMode::kSoftsync}},
+      {"--staleness-aware-lr", {UpdateMode::kAsync, UpdateMode::kSsp, UpdateMode::kSoftsync}},
+  };
+  return *options;
+}
+
+const std::vector<UpdateMode>* ModesOf(const std::string& flag) {
+  for (const auto& [name, modes] : ModeOptions()) {
+    if (name == flag) return &modes;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string JobConfig::ModesOfOption(const std::string& flag) {
+  const std::vector<UpdateMode>* modes = ModesOf(flag);
+  if (modes == nullptr) return "";
+  std::string out = "--mode ";
+  for (size_t i = 0; i < modes->size(); ++i) {
+    if (i > 0) out += i + 1 == modes->size() ? " or " : ", ";
+    out += kUpdateModes.Name((*modes)[i]);
+  }
+  return out;
+}
+
+bool JobConfig::OptionApplies(const std::string& flag) const {
+  const std::vector<UpdateMode>* modes = ModesOf(flag);
+  return modes == nullptr || std::find(modes->begin(), modes->end(), mode) != modes->end();
+}
+
 std::vector<std::pair<std::string, std::string>> JobConfig::ResumableFields() const {
   std::vector<std::pair<std::string, std::string>> fields = Fields();
   std::erase_if(fields,
@@ -123,6 +162,7 @@ std::vector<std::string> JobConfig::ToArgs() const {
                                                   "--lr-staircase"};
   std::vector<std::string> args;
   for (const auto& [name, value] : Fields()) {
+    if (!OptionApplies(name)) continue;  // another mode's: the receiver keeps its default
     if (kSwitches.count(name) != 0) {
       if (value == "true") args.push_back(name);
       continue;

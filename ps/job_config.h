@@ -22,6 +22,10 @@ namespace towerps::ps {
 enum class UpdateMode { kSync, kAsync, kSsp, kSoftsync };
 enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad };
 enum class LrScheduleKind { kConstant, kStep, kExponential };
+// How --lr becomes an update's rate (JobConfig::LrFactor): kShare scales it by the share of a
+// step's gradients the update holds, so that --lr means the same progress per example in every
+// mode; kNone applies it to every update as given.
+enum class LrScaling { kShare, kNone };
 // How a table's rows are optimized (ps/row_optimizer.h): lazily, each row when it is updated.
 enum class TableOptimizerKind { kSgd, kMomentum, kAdagrad, kAdam, kFtrl };
 
@@ -42,6 +46,9 @@ inline constexpr EnumNames<LrScheduleKind, 3> kLrScheduleKinds{
     {{{LrScheduleKind::kConstant, "constant"},
       {LrScheduleKind::kStep, "step"},
       {LrScheduleKind::kExponential, "exponential"}}}};
+
+inline constexpr EnumNames<LrScaling, 2> kLrScalings{
+    "--lr-scaling", {{{LrScaling::kShare, "share"}, {LrScaling::kNone, "none"}}}};
 
 inline constexpr EnumNames<TableOptimizerKind, 5> kTableOptimizerKinds{
     "--table-optimizer",
@@ -97,6 +104,7 @@ struct JobConfig {
   int staleness = 2;                // ssp: the bound s
   bool staleness_aware_lr = false;  // async/ssp/softsync: lr / max(1, (mean) staleness)
   int softsync_n = 1;               // softsync: n; each update averages workers / n gradients
+  LrScaling lr_scaling = LrScaling::kShare;
   size_t partition_bytes = 1 << 20;
   // Partitions of every table per server (ps/placement.h): a server's go to its threads in turn.
   int table_partitions = 1;
@@ -117,18 +125,37 @@ struct JobConfig {
   }
   // Softsync: gradients per update, Zhang et al.'s c = lambda / n.
   int SoftsyncBatch() const { return workers / softsync_n; }
-  // The version every chunk reaches once each worker has pushed `steps` iterations: sync
-  // versions count steps, async and SSP versions every gradient, softsync versions every c.
-  int64_t FinalVersion(int64_t steps) const {
+  // The updates a chunk applies per step of the job (each worker's iteration): 1 in sync (one
+  // update stands for the step's gradients, backup workers or not), N in async and SSP (one per
+  // gradient), n in n-softsync (one per N/n gradients).
+  int UpdatesPerStep() const {
     switch (mode) {
       case UpdateMode::kSync:
-        return steps;
+        return 1;
       case UpdateMode::kSoftsync:
-        return steps * softsync_n;
+        return softsync_n;
       default:
-        return steps * workers;
+        return workers;
     }
   }
+  // The version every chunk reaches once each worker has pushed `steps` iterations: sync
+  // versions count steps, async and SSP versions every gradient, softsync versions every c.
+  int64_t FinalVersion(int64_t steps) const { return steps * UpdatesPerStep(); }
+  // What an update's rate is --lr (as scheduled) times: the share of a step's gradients it
+  // holds, 1 / UpdatesPerStep(), under --lr-scaling share; 1 under none.
+  double LrFactor() const { return lr_scaling == LrScaling::kShare ? 1.0 / UpdatesPerStep() : 1.0; }
+  // Where the schedule stands after a chunk's `updates` updates: the job's steps under
+  // --lr-scaling share (so --lr-decay-steps and --lr-warmup-steps count steps in every mode),
+  // the updates themselves under none.
+  int64_t ScheduleStep(int64_t updates) const {
+    return lr_scaling == LrScaling::kShare ? updates / UpdatesPerStep() : updates;
+  }
+  // The modes whose own option `flag` is, as "--mode ssp" or "--mode async, ssp or softsync";
+  // "" for an option of every mode. JobFlags refuses a mode's option given in another mode, and
+  // ToArgs leaves it out there.
+  static std::string ModesOfOption(const std::string& flag);
+  // Whether option `flag` means something in this job's mode.
+  bool OptionApplies(const std::string& flag) const;
 
   // Partitions of each table: table_partitions on each server.
   int TablePartitions() const { return servers * table_partitions; }

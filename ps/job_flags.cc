@@ -18,6 +18,7 @@ JobFlags::JobFlags()
       optimizer_(kOptimizerKinds.Name(config_.optimizer.kind)),
       table_optimizer_(kTableOptimizerKinds.Name(config_.table_optimizer.kind)),
       schedule_(kLrScheduleKinds.Name(config_.schedule.kind)),
+      lr_scaling_(kLrScalings.Name(config_.lr_scaling)),
       desc_("Job options (identical in every process of a job)") {
   JobConfig& c = config_;
   desc_.add_options()("workers", po::value(&c.workers)->default_value(c.workers),
@@ -40,8 +41,13 @@ JobFlags::JobFlags()
       "table-partitions", po::value(&c.table_partitions)->default_value(c.table_partitions),
       "partitions of each embedding table per server; a server's are spread over its "
       "--threads")("optimizer", po::value(&optimizer_)->default_value(optimizer_),
-                   "sgd, momentum, adam or adagrad")("lr", FloatFlag(&c.optimizer.learning_rate),
-                                                     "learning rate")(
+                   "sgd, momentum, adam or adagrad")(
+      "lr", FloatFlag(&c.optimizer.learning_rate),
+      "learning rate: with --lr-scaling share, a step's progress at the same rate in every mode")(
+      "lr-scaling", po::value(&lr_scaling_)->default_value(lr_scaling_),
+      "share: an update's rate is --lr times the share of a step's gradients it holds (1 in "
+      "sync, 1/workers in async and ssp, 1/n in n-softsync), and the schedule counts steps; "
+      "none: every update applies --lr, the schedule counts updates")(
       "momentum", FloatFlag(&c.optimizer.momentum), "momentum coefficient")(
       "nesterov", po::bool_switch(&c.optimizer.nesterov), "Nesterov momentum")(
       "beta1", FloatFlag(&c.optimizer.beta1), "adam beta1")("beta2", FloatFlag(&c.optimizer.beta2),
@@ -63,11 +69,11 @@ JobFlags::JobFlags()
       "constant, step or exponential")("lr-decay-rate", FloatFlag(&c.schedule.decay_rate),
                                        "step/exponential decay factor")(
       "lr-decay-steps", po::value(&c.schedule.decay_steps)->default_value(c.schedule.decay_steps),
-      "step/exponential decay interval, in updates")(
+      "step/exponential decay interval, in steps (--lr-scaling none: in updates)")(
       "lr-staircase", po::bool_switch(&c.schedule.staircase), "exponential: decay in whole steps")(
       "lr-warmup-steps",
       po::value(&c.schedule.warmup_steps)->default_value(c.schedule.warmup_steps),
-      "linear warm-up length, in updates")(
+      "linear warm-up length, in steps (--lr-scaling none: in updates)")(
       "model", po::value(&c.model)->default_value(c.model),
       "model name: one the worker binary registers (towerps-worker --list-models: mlp, cnn, "
       "cifar10, resnet20)")(
@@ -81,9 +87,17 @@ JobFlags::JobFlags()
                                       "random seed");
 }
 
-Result<JobConfig> JobFlags::ToConfig() const {
+Result<JobConfig> JobFlags::ToConfig(const po::variables_map& vm) const {
   JobConfig c = config_;
   TOWERPS_ASSIGN_OR_RETURN(c.mode, kUpdateModes.Parse(mode_));
+  TOWERPS_ASSIGN_OR_RETURN(c.lr_scaling, kLrScalings.Parse(lr_scaling_));
+  for (const auto& [flag, value] : c.Fields()) {
+    const std::string name = flag.substr(2);
+    if (c.OptionApplies(flag) || vm.count(name) == 0 || vm[name].defaulted()) continue;
+    return InvalidArgumentError(flag + " is an option of " + JobConfig::ModesOfOption(flag) +
+                                "; this job has --mode " + mode_ + " (drop " + flag +
+                                ", or choose its mode)");
+  }
   TOWERPS_ASSIGN_OR_RETURN(c.optimizer.kind, kOptimizerKinds.Parse(optimizer_));
   TOWERPS_ASSIGN_OR_RETURN(c.schedule.kind, kLrScheduleKinds.Parse(schedule_));
   TOWERPS_ASSIGN_OR_RETURN(c.table_optimizer.kind, kTableOptimizerKinds.Parse(table_optimizer_));

@@ -25,12 +25,14 @@ class JobFlags {
 
   // The job options, bound to this object; add them to the program's description.
   const boost::program_options::options_description& options() const { return desc_; }
-  // After parsing: the validated config, or an error naming the bad flag.
-  Result<JobConfig> ToConfig() const;
+  // After parsing into `vm`: the validated config, or an error naming the bad flag. An option
+  // of another mode given (on the command line or in --config), e.g. --staleness without
+  // --mode ssp, is an error naming the option and its mode.
+  Result<JobConfig> ToConfig(const boost::program_options::variables_map& vm) const;
 
  private:
   JobConfig config_;
-  std::string mode_, optimizer_, table_optimizer_, schedule_;
+  std::string mode_, optimizer_, table_optimizer_, schedule_, lr_scaling_;
   boost::program_options::options_description desc_;
 };
 

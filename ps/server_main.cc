@@ -68,10 +68,11 @@ void WriteReadyFile(const std::string& path, const std::string& endpoint) {
 
 // The parsed flags as the server's typed options; kInvalidArgument naming the bad flag.
 Result<ps::ServerOptions> ToOptions(const ServerFlags& f, const ps::JobFlags& job_flags,
-                                    const ps::SecurityFlags& security_flags, LogLevel* level) {
+                                    const ps::SecurityFlags& security_flags,
+                                    const po::variables_map& vm, LogLevel* level) {
   TOWERPS_ASSIGN_OR_RETURN(*level, ParseLogLevel(f.log_level));
   ps::ServerOptions options = f.options;
-  TOWERPS_ASSIGN_OR_RETURN(options.job, job_flags.ToConfig());
+  TOWERPS_ASSIGN_OR_RETURN(options.job, job_flags.ToConfig(vm));
   TOWERPS_ASSIGN_OR_RETURN(options.transport.security,
                            security_flags.ToSecurity(std::getenv("TOWERPS_SECRET_FILE")));
   options.transport.path = *security_flags.path();  // checked by ToSecurity
@@ -99,7 +100,7 @@ int Main(int argc, char** argv) {
     return *exit_code;
   }
   LogLevel level = LogLevel::kInfo;
-  Result<ps::ServerOptions> options = ToOptions(flags, job_flags, security_flags, &level);
+  Result<ps::ServerOptions> options = ToOptions(flags, job_flags, security_flags, vm, &level);
   if (!options.ok()) {
     std::cerr << "towerps-server: " << options.status().message() << "\n";
     return 2;

@@ -47,7 +47,7 @@ void SoftsyncRule::Complete(UpdateTarget& target, ShardCounters& counters) {
   }
   const int k = static_cast<int>(update.gradients.size());
   update.divisor = std::max(k, 1);
-  const float lr = target.ScheduledRate();
+  const float lr = Rate(target);
   // Zhang et al.'s modulation: the rate over the mean staleness of the update's gradients.
   const double mean = k > 0 ? static_cast<double>(staleness_sum) / k : 0.0;
   update.lr = config_.staleness_aware_lr ? static_cast<float>(lr / std::max(1.0, mean)) : lr;

@@ -67,7 +67,7 @@ void SyncRule::Complete(int64_t step, UpdateTarget& target, ShardCounters& count
     if (!c.refused) update.gradients.push_back(&c);
   }
   update.divisor = static_cast<int>(update.gradients.size());
-  update.lr = target.ScheduledRate();
+  update.lr = Rate(target);
   target.Apply(update, counters);
   if (!update.gradients.empty()) counters.RecordStaleness(0);
   pending_.erase(step);  // only now: it holds the gradients (often the only handle on them)

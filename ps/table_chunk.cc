@@ -38,7 +38,7 @@ std::string TableChunk::Describe() const {
 float TableChunk::ScheduledRate() const {
   OptimizerOptions rate = config_.optimizer;
   rate.learning_rate = config_.table_optimizer.learning_rate;
-  return LearningRateAt(rate, config_.schedule, updates_);
+  return LearningRateAt(rate, config_.schedule, config_.ScheduleStep(updates_));
 }
 
 bool TableChunk::PullReady(int64_t min_version, int64_t clock) const {

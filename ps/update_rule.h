@@ -76,7 +76,8 @@ class UpdateTarget {
  public:
   virtual ~UpdateTarget() = default;
   virtual int64_t version() const = 0;
-  // The schedule's rate at the holder's update count.
+  // The schedule's rate at the holder's update count (JobConfig::ScheduleStep), before the
+  // rule's scaling.
   virtual float ScheduledRate() const = 0;
   // "variable 3 chunk 1": how errors and refusals name the holder.
   virtual std::string Describe() const = 0;
@@ -123,6 +124,11 @@ class UpdateRule {
 
  protected:
   explicit UpdateRule(const JobConfig& config);
+  // The rate of an update `target` applies now: its scheduled rate times the job's LrFactor()
+  // (each rule may modulate it further, e.g. by staleness).
+  float Rate(const UpdateTarget& target) const {
+    return static_cast<float>(target.ScheduledRate() * config_.LrFactor());
+  }
   // Moves `worker`'s clock past `clock`.
   void Advance(int worker, int64_t clock);
   // A duplicate push of an iteration already applied: counted and dropped.

@@ -72,8 +72,9 @@ WorkerFlags::WorkerFlags()
       "slow-workers", po::value(&o.slow_workers),
       "K:FACTOR: the last K workers compute FACTOR times slower")(
       "on-nonfinite", po::value(&on_nonfinite_)->default_value(on_nonfinite_),
-      "fail: a NaN or infinite loss or gradient stops the job (exit 1, \"diverged at step "
-      "N\"); continue: train on and record the run as diverged (the servers refuse non-finite "
+      "fail: a NaN or infinite loss or gradient, or a model that collapsed to chance, stops "
+      "the job (exit 1, \"diverged at step N\" or \"the model collapsed to chance at step N\"); "
+      "continue: train on and record the run as diverged (the servers refuse non-finite "
       "gradients either way)");
 }
 

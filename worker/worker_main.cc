@@ -10,6 +10,7 @@
 
 #include "common/finite.h"
 #include "common/logging.h"
+#include "common/parse.h"
 #include "common/process_setup.h"
 #include "ps/job_flags.h"
 #include "ps/security_flags.h"
@@ -69,10 +70,29 @@ int CheckJob(const towerps::Registry& registry, const towerps::ps::JobConfig& jo
   return names_known && (code == StatusCode::kNotFound || code == StatusCode::kIoError) ? 3 : 2;
 }
 
-// Why a worker that stops on a non-finite value (--on-nonfinite fail) failed.
-std::string DivergenceMessage(const towerps::worker::TrainingSummary& s) {
+// The rate an update applied and where it came from: "each update applied 0.07 (--lr 0.07,
+// --mode async, --lr-scaling none)".
+std::string RateAdvice(const towerps::ps::JobConfig& job) {
+  using towerps::ShortestText;
+  const float applied = static_cast<float>(job.optimizer.learning_rate * job.LrFactor());
+  std::string advice = "each update applied a rate of " + ShortestText(applied) + " (--lr " +
+                       ShortestText(job.optimizer.learning_rate) + ", --mode " +
+                       towerps::ps::kUpdateModes.Name(job.mode) + ", --lr-scaling " +
+                       towerps::ps::kLrScalings.Name(job.lr_scaling) + "): lower --lr";
+  if (job.lr_scaling == towerps::ps::LrScaling::kNone && job.UpdatesPerStep() > 1) {
+    advice += " or drop --lr-scaling none";
+  }
+  return advice;
+}
+
+// Why a worker that stops on a non-finite value or a collapse (--on-nonfinite fail) failed.
+std::string DivergenceMessage(const towerps::worker::TrainingSummary& s,
+                              const towerps::ps::JobConfig& job) {
   std::string what;
-  if (s.diverged_at_step >= 0) {
+  if (s.divergence_kind == "collapse") {
+    what = "the model collapsed to chance at step " + std::to_string(s.diverged_at_step) + " (" +
+           s.divergence + ")";
+  } else if (s.diverged_at_step >= 0) {
     what = "diverged at step " + std::to_string(s.diverged_at_step) + " (" + s.divergence + ")";
   } else if (s.nonfinite_rejected > 0) {
     what = "the job diverged: the servers refused " + std::to_string(s.nonfinite_rejected) +
@@ -80,9 +100,8 @@ std::string DivergenceMessage(const towerps::worker::TrainingSummary& s) {
   } else {
     what = "the job diverged: the final test loss is " + towerps::DescribeValue(s.test_loss);
   }
-  return what +
-         "; lower --lr, or pass --on-nonfinite continue to train on and record the run as "
-         "diverged";
+  return what + "; " + RateAdvice(job) +
+         ", or pass --on-nonfinite continue to train on and record the run as diverged";
 }
 
 // --eval-only: the checkpoint's parameters on the test set, printed as the chief prints its
@@ -148,7 +167,10 @@ void AddProcessOptions(ProcessFlags& f, po::options_description& desc) {
 // Prints the chief's result lines and writes --summary-out; the exit code (1 for a divergence
 // under --on-nonfinite fail, or a summary that cannot be written).
 int Report(const worker::TrainingSummary& summary, const worker::TrainerOptions& options) {
-  const std::string json = worker::SummaryJson(summary, options.job, options.rank);
+  const std::string json =
+      worker::SummaryJson(summary, options.job, options.rank,
+                          {.worker_args = options.worker.ToArgs(),
+                           .transport = TransportPathName(options.transport_path)});
   // --on-nonfinite fail: training stopped at the first NaN or infinity (the summary says so).
   const bool diverged =
       summary.diverged && options.worker.on_nonfinite == worker::OnNonFinite::kFail;
@@ -173,7 +195,7 @@ int Report(const worker::TrainingSummary& summary, const worker::TrainerOptions&
   }
   if (diverged) {
     // This process's last error line: towerps-launch reports it as the job's failure.
-    TOWERPS_LOG(kError) << DivergenceMessage(summary);
+    TOWERPS_LOG(kError) << DivergenceMessage(summary, options.job);
     return 1;
   }
   return 0;
@@ -246,7 +268,7 @@ int WorkerMain(int argc, char** argv, const Registry& given) {
   Registry registry = given;
   if (Status s = registry.SetOptionValues(user_values); !s.ok()) return refuse(s);
   Result<LogLevel> level = ParseLogLevel(flags.log_level);
-  Result<ps::JobConfig> job = job_flags.ToConfig();
+  Result<ps::JobConfig> job = job_flags.ToConfig(vm);
   Result<worker::WorkerOptions> wopts = worker_flags.ToOptions();
   Status bad = !level.ok() ? level.status() : !job.ok() ? job.status() : wopts.status();
   if (!bad.ok()) return refuse(bad);

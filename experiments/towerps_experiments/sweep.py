@@ -31,7 +31,7 @@ STRAGGLER_FLAGS = {"straggler": "--straggler", "straggler_dist": "--straggler-di
 OPTION_FLAGS = {"servers": "--servers", "dataset": "--dataset", "batch_size": "--batch-size",
                 "optimizer": "--optimizer", "max_steps": "--max-steps",
                 "log_every": "--log-every", "evals_per_epoch": "--evals-per-epoch",
-                "lr_schedule": "--lr-schedule",
+                "lr_schedule": "--lr-schedule", "lr_scaling": "--lr-scaling",
                 "intra_op_threads": "--intra-op-threads", "data_dir": "--data-dir"}
 
 

@@ -60,7 +60,8 @@ for flag in ("--workers", "--epochs", "--seed", "--staleness", "--replicas-to-ag
     p.add_argument(flag, type=int)
 for flag in ("--mode", "--model", "--lr", "--run-dir", "--metrics-out", "--summary-out",
              "--dataset", "--optimizer", "--batch-size", "--straggler", "--straggler-dist",
-             "--slow-workers", "--max-steps", "--on-nonfinite", "--lr-schedule"):
+             "--slow-workers", "--max-steps", "--on-nonfinite", "--lr-schedule",
+             "--lr-scaling"):
     p.add_argument(flag)
 p.add_argument("--staleness-aware-lr", action="store_true")
 p.add_argument("--validate-only", action="store_true")

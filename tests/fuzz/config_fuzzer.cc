@@ -50,7 +50,7 @@ Parsed Parse(std::vector<std::string> args) {
   Parsed p;
   p.status = towerps::ParseFlags(static_cast<int>(argv.size()), argv.data(), all, &vm);
   if (p.status.ok()) {
-    p.job = job_flags.ToConfig();
+    p.job = job_flags.ToConfig(vm);
     p.worker = worker_flags.ToOptions();
   }
   return p;

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     std::cerr << s.ToString() << "\n";
     return 2;
   }
-  auto job = job_flags.ToConfig();
+  auto job = job_flags.ToConfig(vm);
   auto wopts = worker_flags.ToOptions();
   if (!job.ok() || !wopts.ok()) return 2;
   if (vm.count("check-job")) {  // as towerps::WorkerMain answers it, for the stock registry

@@ -29,6 +29,9 @@ inline JobConfig Sgd(UpdateMode mode, int workers) {
   c.optimizer.kind = OptimizerKind::kSgd;
   c.optimizer.learning_rate = 0.5f;
   c.schedule.kind = LrScheduleKind::kConstant;
+  // Every update at the rate given, whatever the mode: these tests count on lr 0.5 itself
+  // (--lr-scaling share is tested against this in update_rule_trace_test.cc).
+  c.lr_scaling = LrScaling::kNone;
   return c;
 }
 

@@ -56,7 +56,7 @@ TEST(JobFlagsTest, ParsesAndRejectsBadValues) {
   boost::program_options::variables_map vm;
   const char* argv[] = {"prog", "--mode", "ssp", "--staleness", "3", "--optimizer", "adam"};
   ASSERT_TRUE(ParseFlags(7, const_cast<char**>(argv), flags.options(), &vm).ok());
-  auto c = flags.ToConfig();
+  auto c = flags.ToConfig(vm);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->mode, UpdateMode::kSsp);
   EXPECT_EQ(c->staleness, 3);
@@ -66,7 +66,7 @@ TEST(JobFlagsTest, ParsesAndRejectsBadValues) {
   boost::program_options::variables_map vm2;
   const char* argv2[] = {"prog", "--mode", "eventual"};
   ASSERT_TRUE(ParseFlags(3, const_cast<char**>(argv2), bad.options(), &vm2).ok());
-  EXPECT_NE(bad.ToConfig().status().message().find("--mode=eventual"), std::string::npos);
+  EXPECT_NE(bad.ToConfig(vm2).status().message().find("--mode=eventual"), std::string::npos);
 
   JobFlags typo;
   boost::program_options::variables_map vm3;
@@ -74,6 +74,106 @@ TEST(JobFlagsTest, ParsesAndRejectsBadValues) {
   Status s = ParseFlags(3, const_cast<char**>(argv3), typo.options(), &vm3);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("workerz"), std::string::npos);
+}
+
+// A JobFlags parse of `args` (after the program name).
+Result<JobConfig> ParseJob(std::vector<std::string> args) {
+  args.insert(args.begin(), "prog");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  JobFlags flags;
+  boost::program_options::variables_map vm;
+  TOWERPS_RETURN_IF_ERROR(
+      ParseFlags(static_cast<int>(argv.size()), argv.data(), flags.options(), &vm));
+  return flags.ToConfig(vm);
+}
+
+// An option of another mode is refused, naming it and its mode, whether or not its value is the
+// default; in its own mode it is taken.
+TEST(JobFlagsTest, AnOptionOfAnotherModeIsRefused) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  for (const Case& c : {
+           Case{{"--mode", "async", "--staleness", "5"},
+                "--staleness is an option of --mode ssp; this job has --mode async"},
+           Case{{"--staleness", "2"},
+                "--staleness is an option of --mode ssp; this job has "
+                "--mode sync"},
+           Case{{"--mode", "sync", "--softsync-n", "2"},
+                "--softsync-n is an option of --mode softsync; this job has --mode sync"},
+           Case{{"--mode", "ssp", "--replicas-to-aggregate", "1"},
+                "--replicas-to-aggregate is an option of --mode sync; this job has --mode ssp"},
+           Case{{"--staleness-aware-lr"},
+                "--staleness-aware-lr is an option of --mode async, "
+                "ssp or softsync; this job has --mode sync"},
+       }) {
+    Result<JobConfig> r = ParseJob(c.args);
+    ASSERT_FALSE(r.ok()) << c.expect;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+  }
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--mode", "ssp", "--staleness", "5", "--staleness-aware-lr"},
+           {"--mode", "softsync", "--workers", "4", "--softsync-n", "2"},
+           {"--mode", "sync", "--workers", "4", "--replicas-to-aggregate", "3"},
+           {"--mode", "async", "--staleness-aware-lr"}}) {
+    Result<JobConfig> r = ParseJob(args);
+    EXPECT_TRUE(r.ok()) << args[1] << ": " << r.status().ToString();
+  }
+}
+
+// ToArgs forwards only the options of the job's mode (the receiver refuses the others), and
+// what it forwards parses back into the same fields.
+TEST(JobConfigTest, ToArgsForwardsOnlyTheModesOwnOptions) {
+  for (UpdateMode mode :
+       {UpdateMode::kSync, UpdateMode::kAsync, UpdateMode::kSsp, UpdateMode::kSoftsync}) {
+    JobConfig c;
+    c.mode = mode;
+    c.workers = 4;
+    c.lr_scaling = LrScaling::kNone;
+    const std::vector<std::string> args = c.ToArgs();
+    const auto has = [&](const std::string& flag) {
+      return std::find(args.begin(), args.end(), flag) != args.end();
+    };
+    EXPECT_EQ(has("--staleness"), mode == UpdateMode::kSsp);
+    EXPECT_EQ(has("--softsync-n"), mode == UpdateMode::kSoftsync);
+    EXPECT_EQ(has("--replicas-to-aggregate"), mode == UpdateMode::kSync);
+    Result<JobConfig> again = ParseJob(args);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(again->Fields(), c.Fields());
+  }
+}
+
+// An update's share of a step and what it makes of --lr and the schedule.
+TEST(JobConfigTest, LrScalingIsTheShareOfAStepAnUpdateHolds) {
+  JobConfig c;
+  c.workers = 8;
+  EXPECT_EQ(c.UpdatesPerStep(), 1);
+  EXPECT_EQ(c.LrFactor(), 1.0);
+  c.replicas_to_aggregate = 6;  // backup workers: still one update per step
+  EXPECT_EQ(c.LrFactor(), 1.0);
+  c.mode = UpdateMode::kAsync;
+  EXPECT_EQ(c.LrFactor(), 1.0 / 8);
+  EXPECT_EQ(c.ScheduleStep(80), 10);
+  EXPECT_EQ(c.FinalVersion(10), 80);
+  c.mode = UpdateMode::kSsp;
+  EXPECT_EQ(c.LrFactor(), 1.0 / 8);
+  c.mode = UpdateMode::kSoftsync;
+  c.softsync_n = 2;  // each update averages 4 of the 8 gradients: half a step
+  EXPECT_EQ(c.LrFactor(), 0.5);
+  EXPECT_EQ(c.ScheduleStep(80), 40);
+  c.lr_scaling = LrScaling::kNone;
+  EXPECT_EQ(c.LrFactor(), 1.0);
+  EXPECT_EQ(c.ScheduleStep(80), 80);
+  Result<JobConfig> none = ParseJob({"--lr-scaling", "none"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->lr_scaling, LrScaling::kNone);
+  Result<JobConfig> bad = ParseJob({"--lr-scaling", "linear"});
+  EXPECT_NE(bad.status().message().find("--lr-scaling=linear is not one of share, none"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 // Found by tests/fuzz/config_fuzzer: ToArgs dropped any field whose value was "false" (and gave
@@ -90,7 +190,7 @@ TEST(JobConfigTest, ToArgsParsesBackToTheSameFieldsWhateverTheText) {
   JobFlags flags;
   boost::program_options::variables_map vm;
   ASSERT_TRUE(ParseFlags(static_cast<int>(argv.size()), argv.data(), flags.options(), &vm).ok());
-  Result<JobConfig> again = flags.ToConfig();
+  Result<JobConfig> again = flags.ToConfig(vm);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->model, "false");
   EXPECT_EQ(again->dataset, "true");

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -38,7 +39,10 @@ struct Worker {
 };
 
 // Runs 600 events and returns a digest of everything observable, with `detail` describing it.
-uint64_t RunTrace(const TraceCase& c, std::string* detail) {
+// The pinned digests predate --lr-scaling: they are of --lr-scaling none, which `adjust` may
+// change.
+uint64_t RunTrace(const TraceCase& c, std::string* detail,
+                  const std::function<void(JobConfig&)>& adjust = nullptr) {
   JobConfig config = Sgd(c.mode, 4);
   config.optimizer.kind = OptimizerKind::kMomentum;
   config.optimizer.momentum = 0.9f;
@@ -50,6 +54,8 @@ uint64_t RunTrace(const TraceCase& c, std::string* detail) {
   config.staleness = c.staleness;
   config.softsync_n = c.softsync_n;
   config.staleness_aware_lr = c.staleness_aware;
+  config.lr_scaling = LrScaling::kNone;
+  if (adjust) adjust(config);
   Chunk chunk(Spec(), config);
   EXPECT_TRUE(chunk.Init(Random(99)).ok());
   ShardCounters counters;
@@ -138,6 +144,33 @@ INSTANTIATE_TEST_SUITE_P(
         TraceCase{"softsync_2_aware", UpdateMode::kSoftsync, 0, 0, 2, true, 0x4fa7963a25762560},
         TraceCase{"softsync_4", UpdateMode::kSoftsync, 0, 0, 4, false, 0xda09b6fff4397273}),
     [](const ::testing::TestParamInfo<TraceCase>& info) { return std::string(info.param.name); });
+
+// --lr-scaling share is --lr-scaling none at the rate times the share of a step's gradients an
+// update holds (1/4 in async and SSP with 4 workers, 1/n in n-softsync, 1 in sync), with the
+// schedule counting steps instead of updates: the same bits, in every mode. (Staircase decay,
+// so that steps = updates / UpdatesPerStep() floors the same way; factors of 1/2^k, exact.)
+TEST_P(UpdateRuleTraceTest, ShareScalingIsNoneAtTheSharedRateAndSchedule) {
+  const TraceCase& c = GetParam();
+  JobConfig probe = Sgd(c.mode, 4);
+  probe.softsync_n = c.softsync_n;
+  const int per_step = probe.UpdatesPerStep();
+  std::string share_detail, none_detail, unscaled_detail;
+  const uint64_t share = RunTrace(c, &share_detail, [&](JobConfig& j) {
+    j.lr_scaling = LrScaling::kShare;
+    j.schedule.staircase = true;
+  });
+  const uint64_t none = RunTrace(c, &none_detail, [&](JobConfig& j) {
+    j.optimizer.learning_rate /= static_cast<float>(per_step);
+    j.schedule.decay_steps *= per_step;
+    j.schedule.staircase = true;
+  });
+  EXPECT_EQ(share, none) << c.name << ": share " << share_detail << "; none " << none_detail;
+  // And it is a change wherever an update holds less than a step: the test can fail.
+  const uint64_t unscaled =
+      RunTrace(c, &unscaled_detail, [](JobConfig& j) { j.schedule.staircase = true; });
+  if (per_step > 1) EXPECT_NE(share, unscaled) << c.name;
+  if (per_step == 1) EXPECT_EQ(share, unscaled) << c.name;
+}
 
 }  // namespace
 }  // namespace towerps::ps

@@ -238,13 +238,14 @@ TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {
   EXPECT_LE(compute + wait, SummaryField(Path("s.json"), "train_seconds"));
 }
 
+// At the default rate: --lr-scaling share makes it the sync job's rate per example.
 TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
   for (const std::string mode : {"async", "ssp"}) {
     const std::string summary = Path(mode + ".json");
-    ASSERT_EQ(Launch(mode, {"--servers", "2", "--workers", "4", "--mode", mode, "--staleness", "2",
-                            "--lr", "0.01", "--epochs", "2", "--summary-out", summary}),
-              0)
-        << mode;
+    std::vector<std::string> args = {"--servers", "2", "--workers",     "4",    "--mode", mode,
+                                     "--epochs",  "2", "--summary-out", summary};
+    if (mode == "ssp") args.insert(args.end(), {"--staleness", "2"});
+    ASSERT_EQ(Launch(mode, args), 0) << mode;
     EXPECT_GT(SummaryField(summary, "mean_staleness"), 0) << mode;
     EXPECT_GE(SummaryField(summary, "p99_staleness"), 1) << mode;
     EXPECT_GT(SummaryField(summary, "test_accuracy"), 0.75) << mode;
@@ -359,6 +360,80 @@ TEST_F(TrainingJobTest, ADivergingJobStopsAndSaysSo) {
   EXPECT_NE(summary.find("\"diverged\":true"), std::string::npos) << summary;
   EXPECT_EQ(summary.find("\"nonfinite_rejected\":0"), std::string::npos) << summary;
   EXPECT_NE(last_output_.find("non-finite refused"), std::string::npos);
+}
+
+// A rate too high for the model but not for floats: the loss leaves chance, the ReLUs die and
+// the outputs become constant, with the loss at ln 10 and no NaN anywhere. (Sync, so that the
+// same steps run every time.) By default the job stops, exits non-zero and its last line says it
+// collapsed, naming the rate each update applied; the summary says so and keeps what was
+// counted. With --on-nonfinite continue it trains on, exits 0, and the summary says so too.
+TEST_F(TrainingJobTest, AJobThatCollapsesToChanceStopsAndSaysSo) {
+  const std::vector<std::string> job = {
+      "--workers", "1",           "--mode", "sync",          "--lr",
+      "0.2",       "--max-steps", "400",    "--summary-out", Path("fail.json")};
+  EXPECT_EQ(Launch("fail", job, 180), 1);
+  std::string out = last_output_;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  const std::string last = out.substr(out.rfind('\n') + 1);
+  EXPECT_NE(last.find("towerps-launch: worker:0 exited with code 1: the model collapsed to "
+                      "chance at step "),
+            std::string::npos)
+      << last;
+  EXPECT_NE(last.find("the loss of a constant guess (ln 10 = 2.3026)"), std::string::npos) << last;
+  EXPECT_NE(last.find("each update applied a rate of 0.2 (--lr 0.2, --mode sync"),
+            std::string::npos)
+      << last;
+  EXPECT_EQ(out.find("test accuracy ="), std::string::npos) << "a collapsed job reported a result";
+  std::ifstream fail_in(Path("fail.json"));
+  const std::string failed((std::istreambuf_iterator<char>(fail_in)), {});
+  EXPECT_NE(failed.find("\"diverged\":true,\"divergence_kind\":\"collapse\""), std::string::npos)
+      << failed;
+  EXPECT_EQ(failed.find("\"updates_applied\":0,"), std::string::npos) << "counters zeroed";
+  EXPECT_EQ(failed.find("\"examples_per_sec\":0.0,"), std::string::npos) << failed;
+
+  std::vector<std::string> keep_going = job;
+  keep_going.back() = Path("continue.json");
+  keep_going.insert(keep_going.end(), {"--on-nonfinite", "continue"});
+  ASSERT_EQ(Launch("continue", keep_going, 180), 0);
+  EXPECT_NE(last_output_.find("the model collapsed to chance at step"), std::string::npos);
+  std::ifstream in(Path("continue.json"));
+  const std::string summary((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(summary.find("\"diverged\":true,\"divergence_kind\":\"collapse\""), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("\"test_accuracy\":0.1"), std::string::npos) << summary;
+}
+
+// The summary says what the job was: every job option as resolved (only the mode's own), the
+// rate each update applied, the worker's options as given, the transport and the version.
+TEST_F(TrainingJobTest, TheSummaryRecordsTheWholeJob) {
+  ASSERT_EQ(Launch("async", {"--workers", "2", "--mode", "async", "--lr", "0.1", "--max-steps",
+                             "20", "--summary-out", Path("summary.json")}),
+            0);
+  std::ifstream in(Path("summary.json"));
+  const std::string s((std::istreambuf_iterator<char>(in)), {});
+  for (const char* field :
+       {"\"lr\":0.1,\"lr_scaling\":\"share\",\"lr_per_update\":0.05,",
+        "\"job\":{\"workers\":\"2\",\"servers\":\"1\",\"ps-replicas\":\"1\",\"mode\":\"async\","
+        "\"staleness-aware-lr\":\"false\","
+        "\"lr-scaling\":\"share\",",
+        "\"optimizer\":\"momentum\",\"lr\":\"0.1\",", "\"lr-schedule\":\"exponential\",",
+        "\"seed\":\"1\"}", "\"transport\":\"auto\"", "\"version\":\"", "\"worker_options\":[",
+        "\"--summary-out\""}) {
+    EXPECT_NE(s.find(field), std::string::npos) << field << " not in " << s;
+  }
+  // The options of other modes are not the job's.
+  for (const char* absent : {"staleness_bound", "\"staleness\":", "softsync"}) {
+    EXPECT_EQ(s.find(absent), std::string::npos) << absent << " in " << s;
+  }
+}
+
+// An option of another mode is refused before any process starts (no run directory).
+TEST_F(TrainingJobTest, AnOptionOfAnotherModeIsRefusedBeforeAnythingStarts) {
+  EXPECT_EQ(Launch("foreign", {"--mode", "async", "--staleness", "5"}), 2);
+  EXPECT_NE(last_output_.find("--staleness is an option of --mode ssp; this job has --mode async"),
+            std::string::npos)
+      << last_output_;
+  EXPECT_FALSE(fs::exists(Path("foreign")));
 }
 
 TEST_F(TrainingJobTest, WorkerWhoseServerDiesExitsNamingIt) {

@@ -9,6 +9,16 @@
 
 namespace towerps::worker {
 
+Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop, TrainingSummary* s) {
+  for (int srv = 0; srv < client.num_servers(); ++srv) {
+    auto stats = client.Stats(srv);
+    TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport st, AwaitUnlessStopped(stats, stop));
+    AddServerStats(st, s);
+  }
+  FinishStalenessStats(s);
+  return Status::Ok();
+}
+
 Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, TrainingSummary* s) {
   // Async/SSP/softsync: each chunk applies each worker's `total` iterations once (repeats are
   // dropped); the version counts them as the mode does (JobConfig::FinalVersion).
@@ -21,14 +31,12 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
   p.metrics.Eval(done_steps, (done_steps + p.steps_per_epoch - 1) / p.steps_per_epoch,
                  eval.accuracy, eval.mean_loss);
   const std::atomic<bool>* stop = p.stop;
-  for (int srv = 0; srv < p.client.num_servers(); ++srv) {
-    auto stats = p.client.Stats(srv);
-    TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport st, AwaitUnlessStopped(stats, stop));
-    AddServerStats(st, s);
-  }
+  TOWERPS_RETURN_IF_ERROR(GatherServerStats(p.client, stop, s));
   // Another worker's divergence shows as gradients the servers refused.
-  if (s->nonfinite_rejected > 0 || !std::isfinite(eval.mean_loss)) s->diverged = true;
-  FinishStalenessStats(s);
+  if ((s->nonfinite_rejected > 0 || !std::isfinite(eval.mean_loss)) && !s->diverged) {
+    s->diverged = true;
+    s->divergence_kind = "nonfinite";
+  }
   std::vector<ps::TableRows> tables;
   if (!p.options.final_params_out.empty() || !p.options.export_npz.empty()) {
     TOWERPS_ASSIGN_OR_RETURN(tables, p.exchange.tables().ExportRows());

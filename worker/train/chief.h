@@ -37,6 +37,10 @@ struct ChiefParts {
   std::function<Status(const Batch&)> prepare_eval;
 };
 
+// Adds every server's statistics to the summary (AddServerStats, then FinishStalenessStats).
+Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop,
+                         TrainingSummary* summary);
+
 // `total`: the iterations each worker trained; `done_steps`: the steps the summary reports.
 Status FinishAsChief(const ChiefParts& parts, int64_t total, int64_t done_steps,
                      TrainingSummary* summary);

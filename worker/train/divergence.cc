@@ -23,17 +23,26 @@ bool Divergence::CheckGradient(int v, const Tensor& gradient) {
 
 bool Divergence::StopsAfterStep(double loss, int64_t step) {
   const std::string bad = NonFiniteIn(loss);
-  if (bad.empty()) return false;
+  return !bad.empty() && Record("nonfinite", bad, step);
+}
+
+bool Divergence::StopsOnCollapse(const std::string& what, int64_t step) {
+  return Record("collapse", what, step);
+}
+
+bool Divergence::Record(const char* kind, const std::string& what, int64_t step) {
   const bool fail = policy_ == OnNonFinite::kFail;
-  if (!diverged_) {
-    diverged_ = true;
-    diverged_at_step_ = step;
-    divergence_ = bad;
-    if (!fail) {
-      TOWERPS_LOG(kWarning) << "diverged at step " << step << " (" << bad
-                            << "); --on-nonfinite continue: training on (the servers refuse "
-                               "non-finite gradients)";
-    }
+  if (diverged_) return fail;
+  diverged_ = true;
+  kind_ = kind;
+  diverged_at_step_ = step;
+  divergence_ = what;
+  if (!fail) {
+    const bool collapse = kind_ == std::string("collapse");
+    TOWERPS_LOG(kWarning) << (collapse ? "the model collapsed to chance" : "diverged")
+                          << " at step " << step << " (" << what
+                          << "); --on-nonfinite continue: training on"
+                          << (collapse ? "" : " (the servers refuse non-finite gradients)");
   }
   return fail;
 }
@@ -49,10 +58,12 @@ std::string Divergence::NonFiniteIn(double loss) const {
 }
 
 void Divergence::Fill(TrainingSummary* s) const {
-  s->diverged = diverged_;
+  s->nonfinite_dropped = refused_;
+  if (!diverged_) return;  // the chief's summary may already say so for other workers
+  s->diverged = true;
+  s->divergence_kind = kind_;
   s->diverged_at_step = diverged_at_step_;
   s->divergence = divergence_;
-  s->nonfinite_dropped = refused_;
 }
 
 }  // namespace towerps::worker

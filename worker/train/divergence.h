@@ -1,8 +1,9 @@
-// Divergence: one worker's record of non-finite values while it trains. Each step, every
-// variable's averaged gradient is checked once, on the tower thread that hands it on; after the
-// step the trainer asks whether anything was non-finite, which records the first divergence
-// (what, and at which step) and says whether training stops on it (--on-nonfinite fail). The
-// record goes into the worker's summary.
+// Divergence: one worker's record of how its training went wrong: a non-finite value, or a
+// collapse to chance (worker/train/collapse.h). Each step, every variable's averaged gradient is
+// checked once, on the tower thread that hands it on; after the step the trainer asks whether
+// anything was non-finite, which records the first divergence (its kind, what, and at which
+// step) and says whether training stops on it (--on-nonfinite fail). A collapse is recorded the
+// same way. The record goes into the worker's summary.
 //
 // Contract: owned by the trainer. CheckGradient(v) may run on several tower threads at once for
 // different variables; everything else runs on the training thread, after Step returned.
@@ -32,12 +33,17 @@ class Divergence {
   // After a step: records the first divergence (a non-finite loss or gradient at `step`);
   // returns whether training stops on it.
   bool StopsAfterStep(double loss, int64_t step);
+  // The model collapsed to chance at `step` (`what` shows it); the first divergence if none came
+  // before. Returns whether training stops on it.
+  bool StopsOnCollapse(const std::string& what, int64_t step);
   // A push the servers refused as non-finite.
   void CountRefused() { ++refused_; }
-  // diverged, diverged_at_step, divergence, nonfinite_dropped.
+  // diverged, divergence_kind, diverged_at_step, divergence, nonfinite_dropped.
   void Fill(TrainingSummary* s) const;
 
  private:
+  // Records the first divergence; returns whether training stops on it.
+  bool Record(const char* kind, const std::string& what, int64_t step);
   // What is non-finite in this step: the loss, else the first variable's gradient that is;
   // "" when everything is finite.
   std::string NonFiniteIn(double loss) const;
@@ -50,7 +56,8 @@ class Divergence {
   std::vector<float> nonfinite_value_;
   bool diverged_ = false;
   int64_t diverged_at_step_ = -1;
-  std::string divergence_;  // what was non-finite first, e.g. "loss = nan"
+  const char* kind_ = "";   // "nonfinite" or "collapse"
+  std::string divergence_;  // what went wrong first, e.g. "loss = nan"
   uint64_t refused_ = 0;    // this worker's pushes the servers refused as non-finite
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/build_info.h"
+#include "common/parse.h"
 #include "worker/train/metrics_log.h"
 
 namespace towerps::worker {
@@ -38,7 +40,8 @@ void FinishStalenessStats(TrainingSummary* s) {
   TrimHistogram(&s->row_staleness_histogram);
 }
 
-std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank) {
+std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank,
+                        const RunRecord& run) {
   nlohmann::ordered_json j;
   j["test_accuracy"] = JsonNumber(s.test_accuracy);
   j["test_loss"] = JsonNumber(s.test_loss);
@@ -51,7 +54,13 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["workers"] = job.workers;
   j["servers"] = job.servers;
   j["replicas_to_aggregate"] = job.EffectiveReplicas();
-  j["staleness_bound"] = job.staleness;
+  if (job.mode == ps::UpdateMode::kSsp) j["staleness_bound"] = job.staleness;
+  if (job.mode == ps::UpdateMode::kSoftsync) j["softsync_n"] = job.softsync_n;
+  // As the flag prints them (0.2, not the float's 0.20000000298...).
+  j["lr"] = std::stod(ShortestText(job.optimizer.learning_rate));
+  j["lr_scaling"] = ps::kLrScalings.Name(job.lr_scaling);
+  j["lr_per_update"] =
+      std::stod(ShortestText(static_cast<float>(job.optimizer.learning_rate * job.LrFactor())));
   j["model"] = job.model;
   j["batch_size"] = job.batch_size;
   j["dropped_stale"] = s.dropped_stale;
@@ -72,12 +81,22 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
     j["row_staleness_histogram"] = s.row_staleness_histogram;
   }
   j["diverged"] = s.diverged;
+  j["divergence_kind"] = s.divergence_kind.empty() ? nlohmann::ordered_json(nullptr)
+                                                   : nlohmann::ordered_json(s.divergence_kind);
   j["diverged_at_step"] = s.diverged_at_step >= 0 ? nlohmann::ordered_json(s.diverged_at_step)
                                                   : nlohmann::ordered_json(nullptr);
   j["divergence"] =
       s.divergence.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.divergence);
   j["nonfinite_dropped"] = s.nonfinite_dropped;
   j["nonfinite_rejected"] = s.nonfinite_rejected;
+  nlohmann::ordered_json fields;
+  for (const auto& [flag, value] : job.Fields()) {
+    if (job.OptionApplies(flag)) fields[flag.substr(2)] = value;
+  }
+  j["job"] = fields;
+  j["worker_options"] = run.worker_args;
+  j["transport"] = run.transport;
+  j["version"] = BuildVersion();
   return j.dump();
 }
 

@@ -47,6 +47,8 @@ struct TrainingSummary {
   double compute_seconds = 0;
   double injected_delay_seconds = 0;  // this worker: --straggler/--slow-workers delays
   bool diverged = false;
+  // "nonfinite" (a NaN or an infinity) or "collapse" (worker/train/collapse.h); "" when not.
+  std::string divergence_kind;
   int64_t diverged_at_step = -1;    // this worker's first non-finite step; -1: none
   std::string divergence;           // what was non-finite then, e.g. "loss = nan"
   uint64_t nonfinite_dropped = 0;   // this worker: pushes the servers refused as non-finite
@@ -59,8 +61,18 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* summary
 // staleness or more) and drops the histogram's trailing empty buckets; the same for rows.
 void FinishStalenessStats(TrainingSummary* summary);
 
-// The summary as one JSON object (the --summary-out format); NaN and infinities are null.
-std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank);
+// What else a summary records of the run that made it: the worker's options that differ from
+// their defaults, as arguments, and its transport.
+struct RunRecord {
+  std::vector<std::string> worker_args;
+  std::string transport = "auto";
+};
+
+// The summary as one JSON object (the --summary-out format); NaN and infinities are null. Its
+// "job" object holds every job option as resolved (JobConfig::Fields(), without the "--"), and
+// "lr_per_update" the rate each update applies before the schedule (--lr times LrFactor()).
+std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank,
+                        const RunRecord& run = {});
 
 }  // namespace towerps::worker
 

@@ -16,6 +16,7 @@
 #include "worker/straggler.h"
 #include "worker/tower_group.h"
 #include "worker/train/chief.h"
+#include "worker/train/collapse.h"
 #include "worker/train/console.h"
 #include "worker/train/divergence.h"
 #include "worker/train/eval_schedule.h"
@@ -114,6 +115,8 @@ class Trainer::Impl {
     TOWERPS_ASSIGN_OR_RETURN(test_batcher_, Batcher::Create(&data_.test, data_.test_options));
     TOWERPS_ASSIGN_OR_RETURN(steps_per_epoch_, CheckDataFitsJob(data_, *batcher_, m0, job.model,
                                                                 job.workers, job.batch_size));
+    collapse_.emplace(ChanceLevelOf(data_.train.labels, m0.num_classes()),
+                      ChanceLevelOf(data_.test.labels, m0.num_classes()));
     return Status::Ok();
   }
 
@@ -185,13 +188,18 @@ class Trainer::Impl {
       StepTimes t{.wait = push_wait + Seconds(Clock::now() - wait_start)};
       const int64_t progress = exchange_->Progress(iter);
       if (progress >= total) break;
-      TOWERPS_RETURN_IF_ERROR(MaybeEvaluate(evals, progress, console));
+      TOWERPS_ASSIGN_OR_RETURN(const bool collapsed, MaybeEvaluate(evals, progress, console));
+      if (collapsed) return StoppedSummary(began, start, iter, log.totals().loss, log);
       TOWERPS_ASSIGN_OR_RETURN(const StepResult r, ComputeStep(iter, &t, &log));
       // The next batch now: its tables' rows ride on this step's pushes of theirs.
       TOWERPS_RETURN_IF_ERROR(NextBatch(&next_batch_));
       exchange_->PushTables(*towers_, iter, &next_batch_);
       if (divergence_->StopsAfterStep(r.loss, progress + 1)) {
-        return PartialSummary(began, iter + 1, r.loss, log);  // the caller reports it
+        return StoppedSummary(began, start, iter + 1, r.loss, log);  // the caller reports it
+      }
+      if (auto what = collapse_->Step(progress + 1, r.loss);
+          what && divergence_->StopsOnCollapse(*what, progress + 1)) {
+        return StoppedSummary(began, start, iter + 1, r.loss, log);
       }
       std::swap(batch_, next_batch_);
       exchange_->PullNext(++iter);
@@ -206,9 +214,10 @@ class Trainer::Impl {
     return Finish(began, start, iter, total, log);
   }
 
-  // The chief evaluates the test set where the schedule says (--evals-per-epoch).
-  Status MaybeEvaluate(EvalSchedule& evals, int64_t progress, ConsoleProgress& console) {
-    if (o_.rank != 0 || !evals.Due(progress)) return Status::Ok();
+  // The chief evaluates the test set where the schedule says (--evals-per-epoch). Returns
+  // whether training stops there: the model collapsed to chance, under --on-nonfinite fail.
+  Result<bool> MaybeEvaluate(EvalSchedule& evals, int64_t progress, ConsoleProgress& console) {
+    if (o_.rank != 0 || !evals.Due(progress)) return false;
     TOWERPS_ASSIGN_OR_RETURN(EpochStats eval,
                              EvaluateAll(towers_->model(0), *test_batcher_, EvalTables()));
     const int64_t epoch = progress / steps_per_epoch_;
@@ -220,7 +229,8 @@ class Trainer::Impl {
                        << ", test loss = " << eval.mean_loss;
     metrics_.Eval(progress, epoch, eval.accuracy, eval.mean_loss);
     console.Evaluated(progress, eval.accuracy);
-    return Status::Ok();
+    const auto what = collapse_->Evaluated(eval.accuracy, eval.mean_loss);
+    return what && divergence_->StopsOnCollapse(*what, progress);
   }
 
   // The batcher's next batch, into the next epoch when this one is over.
@@ -271,9 +281,7 @@ class Trainer::Impl {
                        << " s: " << s.wait_seconds << " s waiting for parameters, "
                        << s.injected_delay_seconds << " s of injected delay";
     towers_->LogDeviceMemory();
-    s.examples_per_sec =
-        static_cast<double>((s.steps - (sync ? start.version : 0)) * o_.job.batch_size) *
-        (sync ? o_.job.EffectiveReplicas() : o_.job.workers) / s.train_seconds;
+    s.examples_per_sec = ExamplesPerSec(s, start);
     if (o_.rank != 0) {
       // Its updates are all in at the final version; a server restored from an older checkpoint
       // before then lost some: the pull fails, and Run() rejoins and redoes them.
@@ -286,6 +294,34 @@ class Trainer::Impl {
         FinishAsChief({*client_, *exchange_, *towers_, *test_batcher_, metrics_, o_.job, o_.worker,
                        steps_per_epoch_, o_.stop, EvalTables()},
                       total, s.steps, &s));
+    // The final parameters at chance: a collapse, whatever the policy (training is over).
+    if (auto what = collapse_->Evaluated(s.test_accuracy, s.test_loss)) {
+      divergence_->StopsOnCollapse(*what, s.steps);
+      divergence_->Fill(&s);
+    }
+    return s;
+  }
+
+  // All workers' examples per second, from this worker's steps (sync: the job's, from where it
+  // joined).
+  double ExamplesPerSec(const TrainingSummary& s, const JoinPoint& start) const {
+    const bool sync = o_.job.mode == ps::UpdateMode::kSync;
+    if (!(s.train_seconds > 0)) return 0;
+    return static_cast<double>((s.steps - (sync ? start.version : 0)) * o_.job.batch_size) *
+           (sync ? o_.job.EffectiveReplicas() : o_.job.workers) / s.train_seconds;
+  }
+
+  // The summary of a worker that stopped on a divergence (the caller reports it): what it
+  // counted, and at the chief the servers' counters as they stand.
+  TrainingSummary StoppedSummary(Clock::time_point began, const JoinPoint& start, int64_t steps,
+                                 double last_loss, const StepLog& log) {
+    TrainingSummary s = PartialSummary(began, steps, last_loss, log);
+    s.examples_per_sec = ExamplesPerSec(s, start);
+    if (o_.rank == 0) {
+      if (Status st = GatherServerStats(*client_, o_.stop, &s); !st.ok()) {
+        TOWERPS_LOG(kWarning) << "the servers' counters are not in the summary: " << st.message();
+      }
+    }
     return s;
   }
 
@@ -308,8 +344,9 @@ class Trainer::Impl {
   int num_vars_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t start_version_ = ps::kNoVersion;
-  std::optional<Divergence> divergence_;  // made once the variables are known
-  std::optional<StepExchange> exchange_;  // made once connected
+  std::optional<Divergence> divergence_;   // made once the variables are known
+  std::optional<CollapseWatch> collapse_;  // made once the data is loaded
+  std::optional<StepExchange> exchange_;   // made once connected
   MetricsLog metrics_;
   StragglerPlan plan_;
   double last_compute_ = 0;  // seconds of the last step's compute (stragglers scale by it)

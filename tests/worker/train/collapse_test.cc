@@ -1,0 +1,110 @@
+// CollapseWatch on loss sequences whose verdict is known: a model that learns, one that never
+// leaves chance (a rate too small), one that blows up and stays up, and one that learned and
+// fell back to a constant output, which alone is a collapse.
+#include "worker/train/collapse.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace towerps::worker {
+namespace {
+
+const double kLn10 = std::log(10.0);
+
+std::vector<int32_t> Balanced(int classes, int per_class) {
+  std::vector<int32_t> labels;
+  for (int i = 0; i < per_class; ++i)
+    for (int c = 0; c < classes; ++c) labels.push_back(c);
+  return labels;
+}
+
+TEST(ChanceLevelTest, BalancedClassesGuessLnCAndOneInC) {
+  const ChanceLevel c = ChanceLevelOf(Balanced(10, 7), 10);
+  EXPECT_DOUBLE_EQ(c.constant_loss, kLn10);
+  EXPECT_DOUBLE_EQ(c.majority_share, 0.1);
+  EXPECT_EQ(c.Describe(), "ln 10 = 2.3026");
+}
+
+TEST(ChanceLevelTest, UnbalancedClassesGuessTheirEntropy) {
+  // 3 of class 0, 1 of class 1: the best constant guess (3/4, 1/4) scores their entropy.
+  const ChanceLevel c = ChanceLevelOf({0, 0, 0, 1}, 2);
+  EXPECT_DOUBLE_EQ(c.majority_share, 0.75);
+  EXPECT_NEAR(c.constant_loss, -(0.75 * std::log(0.75) + 0.25 * std::log(0.25)), 1e-12);
+  EXPECT_LT(c.constant_loss, std::log(2.0));
+  EXPECT_NE(c.Describe().find("the entropy of the labels"), std::string::npos);
+}
+
+class CollapseWatchTest : public ::testing::Test {
+ protected:
+  CollapseWatch watch_{ChanceLevelOf(Balanced(10, 10), 10), ChanceLevelOf(Balanced(10, 10), 10),
+                       /*window=*/50};
+  std::mt19937 rng_{7};
+  // A loss around `level` with per-batch noise of `spread`.
+  double Around(double level, double spread) {
+    return level + std::uniform_real_distribution<double>(-spread, spread)(rng_);
+  }
+};
+
+TEST_F(CollapseWatchTest, ALearningModelIsNotACollapse) {
+  for (int s = 1; s <= 400; ++s) {
+    const double loss = Around(0.4 + 1.9 * std::exp(-s / 30.0), 0.15);
+    EXPECT_FALSE(watch_.Step(s, loss).has_value()) << s;
+  }
+  EXPECT_FALSE(watch_.Evaluated(0.85, 0.42).has_value());
+}
+
+TEST_F(CollapseWatchTest, AModelThatNeverLeftChanceIsNotACollapse) {
+  // A rate too small: the loss stays at ln 10 and the accuracy at 0.1, from the start.
+  for (int s = 1; s <= 400; ++s) EXPECT_FALSE(watch_.Step(s, Around(kLn10 + 0.01, 0.004)));
+  EXPECT_FALSE(watch_.left_chance());
+  EXPECT_FALSE(watch_.Evaluated(0.1, 2.3034).has_value());
+}
+
+TEST_F(CollapseWatchTest, AModelThatLearnedAndFellBackToAConstantCollapsed) {
+  int64_t found = -1;
+  for (int s = 1; s <= 300 && found < 0; ++s) {
+    // Learns for 100 steps, spikes, then outputs a constant: losses pinned at ln 10.
+    const double loss = s <= 100 ? Around(0.8, 0.2) : s <= 110 ? 30.0 : Around(kLn10, 0.004);
+    if (watch_.Step(s, loss)) found = s;
+  }
+  // Once the middle of the window (its median and quartiles) is pinned: after most of a window
+  // of 50 steps at chance, at the latest when it all is (steps 111-160).
+  EXPECT_GT(found, 135);
+  EXPECT_LE(found, 160);
+  const auto at_eval = watch_.Evaluated(0.1, 2.3034);
+  ASSERT_TRUE(at_eval.has_value());
+  EXPECT_EQ(*at_eval,
+            "test accuracy 0.1000, test loss 2.3034, the loss of a constant guess (ln 10 = "
+            "2.3026)");
+  // Just below the constant guess's loss (within 1%) still counts; well below, or above chance
+  // accuracy, does not.
+  EXPECT_TRUE(watch_.Evaluated(0.1058, 2.2965).has_value());
+  EXPECT_FALSE(watch_.Evaluated(0.1, 2.1).has_value());
+  EXPECT_FALSE(watch_.Evaluated(0.15, 2.31).has_value());
+}
+
+// Test labels that are noise: the test set scores at chance or worse while the training loss
+// falls to nothing. Overfitting, not a collapse.
+TEST_F(CollapseWatchTest, AModelThatFitsItsTrainingDataHasNotCollapsed) {
+  for (int s = 1; s <= 200; ++s)
+    EXPECT_FALSE(watch_.Step(s, Around(2.3 * std::exp(-s / 20.0), 0.01)));
+  EXPECT_TRUE(watch_.left_chance());
+  EXPECT_FALSE(watch_.Evaluated(0.0375, 2.83).has_value());
+}
+
+TEST_F(CollapseWatchTest, ALossThatStaysHighButSpreadIsNotACollapse) {
+  // Left chance upwards and wanders around 2.3 with a learning model's spread: not pinned.
+  for (int s = 1; s <= 20; ++s) watch_.Step(s, 6.0);
+  for (int s = 21; s <= 300; ++s) EXPECT_FALSE(watch_.Step(s, Around(kLn10, 0.5))) << s;
+}
+
+TEST(CollapseWatchNoClassesTest, LabelsWithoutClassesAreNeverAtChance) {
+  CollapseWatch watch(ChanceLevelOf({}, 0), ChanceLevelOf({}, 0), 4);
+  for (int s = 1; s <= 50; ++s) EXPECT_FALSE(watch.Step(s, s < 10 ? 0.1 : 1.0));
+  EXPECT_FALSE(watch.Evaluated(0, 100).has_value());
+}
+
+}  // namespace
+}  // namespace towerps::worker
