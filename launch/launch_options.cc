@@ -326,9 +326,7 @@ Status WriteJobRecord(const LaunchOptions& o, const std::string& run_dir) {
   nlohmann::ordered_json j;
   j["command"] = o.command_line;
   nlohmann::ordered_json job;
-  for (const auto& [flag, value] : o.job.Fields()) {
-    if (o.job.OptionApplies(flag)) job[flag.substr(2)] = value;
-  }
+  for (const auto& [flag, value] : o.job.ModeFields()) job[flag.substr(2)] = value;
   j["job"] = job;
   std::vector<std::string> worker = o.worker.ToArgs();
   worker.insert(worker.end(), o.worker_binary_args.begin(), o.worker_binary_args.end());

@@ -277,8 +277,7 @@ Client::RowsPushAndPull Client::SendRows(const RowPushRequest* push, const RowPu
     push_where = std::move(order).value();
   }
   // Per partition, the pull's ids there (none for a push alone).
-  auto pull_where =
-      std::make_shared<std::vector<std::vector<uint32_t>>>(static_cast<size_t>(P));
+  auto pull_where = std::make_shared<std::vector<std::vector<uint32_t>>>(static_cast<size_t>(P));
   if (pull != nullptr) {
     const Tensor& ids = pull->every_row ? Tensor::Empty({0}, DType::kUInt64) : pull->ids;
     if (Status bad = CheckTableCall(partitions, table_id, ids, call); !bad.ok()) return fail(bad);

@@ -148,6 +148,12 @@ bool JobConfig::OptionApplies(const std::string& flag) const {
   return modes == nullptr || std::find(modes->begin(), modes->end(), mode) != modes->end();
 }
 
+std::vector<std::pair<std::string, std::string>> JobConfig::ModeFields() const {
+  std::vector<std::pair<std::string, std::string>> fields = Fields();
+  std::erase_if(fields, [&](const auto& f) { return !OptionApplies(f.first); });
+  return fields;
+}
+
 std::vector<std::pair<std::string, std::string>> JobConfig::ResumableFields() const {
   std::vector<std::pair<std::string, std::string>> fields = Fields();
   std::erase_if(fields,
@@ -161,8 +167,7 @@ std::vector<std::string> JobConfig::ToArgs() const {
   static const std::set<std::string> kSwitches = {"--staleness-aware-lr", "--nesterov",
                                                   "--lr-staircase"};
   std::vector<std::string> args;
-  for (const auto& [name, value] : Fields()) {
-    if (!OptionApplies(name)) continue;  // another mode's: the receiver keeps its default
+  for (const auto& [name, value] : ModeFields()) {  // another mode's: the receiver's default
     if (kSwitches.count(name) != 0) {
       if (value == "true") args.push_back(name);
       continue;

@@ -156,6 +156,9 @@ struct JobConfig {
   static std::string ModesOfOption(const std::string& flag);
   // Whether option `flag` means something in this job's mode.
   bool OptionApplies(const std::string& flag) const;
+  // Fields() less the options of other modes: what ToArgs forwards and the summary and the
+  // run directory's job.json record.
+  std::vector<std::pair<std::string, std::string>> ModeFields() const;
 
   // Partitions of each table: table_partitions on each server.
   int TablePartitions() const { return servers * table_partitions; }

@@ -90,9 +90,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["nonfinite_dropped"] = s.nonfinite_dropped;
   j["nonfinite_rejected"] = s.nonfinite_rejected;
   nlohmann::ordered_json fields;
-  for (const auto& [flag, value] : job.Fields()) {
-    if (job.OptionApplies(flag)) fields[flag.substr(2)] = value;
-  }
+  for (const auto& [flag, value] : job.ModeFields()) fields[flag.substr(2)] = value;
   j["job"] = fields;
   j["worker_options"] = run.worker_args;
   j["transport"] = run.transport;
