@@ -295,6 +295,8 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
                   rep.updates_applied = st.getUpdatesApplied();
                   rep.stale_dropped = st.getStaleDropped();
                   rep.nonfinite_rejected = st.getNonfiniteRejected();
+                  rep.first_nonfinite = {.worker = st.getFirstNonfiniteWorker(),
+                                         .step = st.getFirstNonfiniteStep()};
                   rep.pulls_served = st.getPullsServed();
                   rep.aggregation_nanos = st.getAggregationNanos();
                   rep.rejected_messages = st.getRejectedMessages();

@@ -21,6 +21,8 @@ ServerStatsReport Server::CollectStats() const {
     r.updates_applied += c.updates_applied.load();
     r.stale_dropped += c.stale_dropped.load();
     r.nonfinite_rejected += c.nonfinite_rejected.load();
+    r.first_nonfinite = FirstNonFinite::Earlier(r.first_nonfinite,
+                                                FirstNonFinite::FromKey(c.first_nonfinite.load()));
     r.pulls_served += c.pulls_served.load();
     r.aggregation_nanos += c.aggregation_nanos.load();
     r.table_rows += c.table_rows.load();
@@ -54,6 +56,8 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setUpdatesApplied(r.updates_applied);
   st.setStaleDropped(r.stale_dropped);
   st.setNonfiniteRejected(r.nonfinite_rejected);
+  st.setFirstNonfiniteWorker(r.first_nonfinite.worker);
+  st.setFirstNonfiniteStep(r.first_nonfinite.step);
   st.setPullsServed(r.pulls_served);
   st.setAggregationNanos(r.aggregation_nanos);
   st.setRejectedMessages(r.rejected_messages);

@@ -18,6 +18,8 @@ struct ShardCounters {
   std::atomic<uint64_t> updates_applied{0};
   std::atomic<uint64_t> stale_dropped{0};       // sync: stale pushes and restarted workers' repeats
   std::atomic<uint64_t> nonfinite_rejected{0};  // gradients with a NaN or an infinity, refused
+  // The earliest refused gradient: FirstNonFinite's key of its worker's iteration and rank.
+  std::atomic<uint64_t> first_nonfinite{FirstNonFinite::kNone};
   std::atomic<uint64_t> pulls_served{0};
   std::atomic<uint64_t> aggregation_nanos{0};
   std::array<std::atomic<uint64_t>, kStalenessBuckets> staleness{};
@@ -26,6 +28,14 @@ struct ShardCounters {
   std::atomic<uint64_t> table_rows{0};
   std::array<std::atomic<uint64_t>, kStalenessBuckets> row_staleness{};
 
+  // A refused non-finite gradient of `worker`'s iteration `clock`: kept if the earliest.
+  void NoteNonFinite(int64_t clock, int worker) {
+    const uint64_t key = FirstNonFinite::Key(clock, worker);
+    uint64_t seen = first_nonfinite.load(std::memory_order_relaxed);
+    while (key < seen &&
+           !first_nonfinite.compare_exchange_weak(seen, key, std::memory_order_relaxed)) {
+    }
+  }
   void RecordStaleness(int64_t s) { staleness[Bucket(s)].fetch_add(1, std::memory_order_relaxed); }
   // One update's row staleness, counted apart (a histogram of Bucket()s) and added at once.
   using Histogram = std::array<uint64_t, kStalenessBuckets>;

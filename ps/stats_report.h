@@ -14,11 +14,38 @@ namespace towerps::ps {
 
 inline constexpr int kStalenessBuckets = 64;  // the last bucket counts staleness >= 63
 
+// The earliest non-finite gradient a server refused, by the worker's iteration (then rank): the
+// first worker whose training diverged, as the servers saw it. Packed into one word so that the
+// shards can keep the earliest with a compare-and-swap.
+struct FirstNonFinite {
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  static constexpr int kWorkerBits = 24;  // ranks below 2^24
+  int worker = -1;                        // -1: no gradient was refused
+  int64_t step = -1;                      // that worker's step: its iteration + 1
+
+  static uint64_t Key(int64_t clock, int worker) {
+    return (static_cast<uint64_t>(clock < 0 ? 0 : clock) << kWorkerBits) |
+           (static_cast<uint64_t>(worker) & ((uint64_t{1} << kWorkerBits) - 1));
+  }
+  static FirstNonFinite FromKey(uint64_t key) {
+    if (key == kNone) return {};
+    return {.worker = static_cast<int>(key & ((uint64_t{1} << kWorkerBits) - 1)),
+            .step = static_cast<int64_t>(key >> kWorkerBits) + 1};
+  }
+  // The earlier of the two (none counts as latest).
+  static FirstNonFinite Earlier(const FirstNonFinite& a, const FirstNonFinite& b) {
+    if (a.worker < 0) return b;
+    if (b.worker < 0) return a;
+    return (b.step < a.step || (b.step == a.step && b.worker < a.worker)) ? b : a;
+  }
+};
+
 struct ServerStatsReport {
   uint64_t bytes_in = 0, bytes_out = 0;
   uint64_t gradients_received = 0, updates_applied = 0, stale_dropped = 0, pulls_served = 0;
   uint64_t aggregation_nanos = 0, rejected_messages = 0, checkpoints_written = 0;
   uint64_t nonfinite_rejected = 0;  // gradients refused for a NaN or an infinity
+  FirstNonFinite first_nonfinite;   // the earliest of them
   uint64_t refused_handshakes = 0, refused_shutdowns = 0;
   int64_t min_version = kNoVersion, max_version = kNoVersion;
   std::vector<uint64_t> staleness_histogram;

@@ -73,6 +73,7 @@ bool UpdateRule::RefuseIfNonFinite(Contribution& c, const UpdateTarget& target,
   const int64_t bad = FindNonFinite(c.gradient.f32(), c.gradient.num_elements());
   if (bad < 0) return false;
   counters.nonfinite_rejected.fetch_add(1, std::memory_order_relaxed);
+  counters.NoteNonFinite(c.clock, c.worker);
   out->kind = PushOutcome::Kind::kRejected;
   out->rejection = "worker " + std::to_string(c.worker) + "'s gradient for " + target.Describe() +
                    " has " + DescribeValue(c.gradient.f32()[bad]) + " at element " +

@@ -241,6 +241,10 @@ struct ServerStats {
   # counts staleness i; last: >= len-1).
   tableRows @15 :UInt64;
   rowStalenessHistogram @16 :List(UInt64);
+  # The earliest non-finite gradient refused, by its worker's step (iteration + 1), then rank:
+  # the first worker whose training diverged. -1 when none was.
+  firstNonfiniteWorker @17 :Int32 = -1;
+  firstNonfiniteStep @18 :Int64 = -1;
 }
 
 struct ConfigField {

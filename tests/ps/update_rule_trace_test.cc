@@ -168,8 +168,11 @@ TEST_P(UpdateRuleTraceTest, ShareScalingIsNoneAtTheSharedRateAndSchedule) {
   // And it is a change wherever an update holds less than a step: the test can fail.
   const uint64_t unscaled =
       RunTrace(c, &unscaled_detail, [](JobConfig& j) { j.schedule.staircase = true; });
-  if (per_step > 1) EXPECT_NE(share, unscaled) << c.name;
-  if (per_step == 1) EXPECT_EQ(share, unscaled) << c.name;
+  if (per_step > 1) {
+    EXPECT_NE(share, unscaled) << c.name;
+  } else {
+    EXPECT_EQ(share, unscaled) << c.name;
+  }
 }
 
 }  // namespace

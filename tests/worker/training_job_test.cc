@@ -359,6 +359,9 @@ TEST_F(TrainingJobTest, ADivergingJobStopsAndSaysSo) {
   const std::string summary((std::istreambuf_iterator<char>(in)), {});
   EXPECT_NE(summary.find("\"diverged\":true"), std::string::npos) << summary;
   EXPECT_EQ(summary.find("\"nonfinite_rejected\":0"), std::string::npos) << summary;
+  // Both workers' NaN comes at the same step: the first divergence is the lower rank's.
+  EXPECT_NE(summary.find("\"diverged_worker\":\"worker:0\""), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("\"diverged_at_step\":null"), std::string::npos) << summary;
   EXPECT_NE(last_output_.find("non-finite refused"), std::string::npos);
 }
 

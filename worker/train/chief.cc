@@ -15,6 +15,7 @@ Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop, Trai
     TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport st, AwaitUnlessStopped(stats, stop));
     AddServerStats(st, s);
   }
+  AdoptFirstDivergence(s);
   FinishStalenessStats(s);
   return Status::Ok();
 }

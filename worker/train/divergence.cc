@@ -8,8 +8,9 @@
 
 namespace towerps::worker {
 
-Divergence::Divergence(OnNonFinite policy, std::vector<std::string> names)
+Divergence::Divergence(OnNonFinite policy, int rank, std::vector<std::string> names)
     : policy_(policy),
+      rank_(rank),
       names_(std::move(names)),
       nonfinite_at_(names_.size(), -1),
       nonfinite_value_(names_.size(), 0.0f) {}
@@ -63,6 +64,7 @@ void Divergence::Fill(TrainingSummary* s) const {
   s->diverged = true;
   s->divergence_kind = kind_;
   s->diverged_at_step = diverged_at_step_;
+  s->diverged_worker = rank_;
   s->divergence = divergence_;
 }
 

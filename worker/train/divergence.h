@@ -22,8 +22,8 @@ namespace towerps::worker {
 
 class Divergence {
  public:
-  // `names`: the variables', for messages.
-  Divergence(OnNonFinite policy, std::vector<std::string> names);
+  // `rank`: this worker's; `names`: the variables', for messages.
+  Divergence(OnNonFinite policy, int rank, std::vector<std::string> names);
 
   // Notes where variable v's gradient for this step is not finite (one read of it). Returns
   // whether it may be pushed: finite, or --on-nonfinite continue (the servers refuse it).
@@ -38,7 +38,8 @@ class Divergence {
   bool StopsOnCollapse(const std::string& what, int64_t step);
   // A push the servers refused as non-finite.
   void CountRefused() { ++refused_; }
-  // diverged, divergence_kind, diverged_at_step, divergence, nonfinite_dropped.
+  // diverged, divergence_kind, diverged_at_step, diverged_worker, divergence,
+  // nonfinite_dropped.
   void Fill(TrainingSummary* s) const;
 
  private:
@@ -49,6 +50,7 @@ class Divergence {
   std::string NonFiniteIn(double loss) const;
 
   const OnNonFinite policy_;
+  const int rank_;
   const std::vector<std::string> names_;
   // This step's check, per variable: the first non-finite element (-1: none) and its value;
   // each written by the tower thread that hands that variable on.

@@ -24,11 +24,30 @@ void TrimHistogram(std::vector<uint64_t>* h) {
 void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->dropped_stale += stats.stale_dropped;
   s->nonfinite_rejected += stats.nonfinite_rejected;
+  s->servers_first_nonfinite =
+      ps::FirstNonFinite::Earlier(s->servers_first_nonfinite, stats.first_nonfinite);
   s->updates_applied += stats.updates_applied;
   s->server_update_seconds += 1e-9 * static_cast<double>(stats.aggregation_nanos);
   AddHistogram(stats.staleness_histogram, &s->staleness_histogram);
   s->table_rows += stats.table_rows;
   AddHistogram(stats.row_staleness_histogram, &s->row_staleness_histogram);
+}
+
+void AdoptFirstDivergence(TrainingSummary* s) {
+  const ps::FirstNonFinite& first = s->servers_first_nonfinite;
+  if (first.worker < 0) return;
+  if (s->diverged_at_step >= 0 &&
+      (s->diverged_at_step < first.step ||
+       (s->diverged_at_step == first.step && s->diverged_worker <= first.worker))) {
+    return;  // this worker's own came first, and says more
+  }
+  s->diverged = true;
+  s->divergence_kind = "nonfinite";
+  s->diverged_at_step = first.step;
+  s->diverged_worker = first.worker;
+  s->divergence = "worker:" + std::to_string(first.worker) +
+                  "'s gradient was not finite (refused by the servers; that worker's log says " +
+                  "which)";
 }
 
 void FinishStalenessStats(TrainingSummary* s) {
@@ -85,6 +104,9 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
                                                    : nlohmann::ordered_json(s.divergence_kind);
   j["diverged_at_step"] = s.diverged_at_step >= 0 ? nlohmann::ordered_json(s.diverged_at_step)
                                                   : nlohmann::ordered_json(nullptr);
+  j["diverged_worker"] = s.diverged_worker >= 0
+                             ? nlohmann::ordered_json("worker:" + std::to_string(s.diverged_worker))
+                             : nlohmann::ordered_json(nullptr);
   j["divergence"] =
       s.divergence.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.divergence);
   j["nonfinite_dropped"] = s.nonfinite_dropped;

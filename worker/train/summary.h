@@ -49,14 +49,22 @@ struct TrainingSummary {
   bool diverged = false;
   // "nonfinite" (a NaN or an infinity) or "collapse" (worker/train/collapse.h); "" when not.
   std::string divergence_kind;
-  int64_t diverged_at_step = -1;    // this worker's first non-finite step; -1: none
+  // The first divergence's step and worker: this worker's own; at the chief, another worker's
+  // when the servers refused a non-finite gradient of an earlier step from it. -1: none.
+  int64_t diverged_at_step = -1;
+  int diverged_worker = -1;
   std::string divergence;           // what was non-finite then, e.g. "loss = nan"
   uint64_t nonfinite_dropped = 0;   // this worker: pushes the servers refused as non-finite
   uint64_t nonfinite_rejected = 0;  // summed over servers (chief): non-finite gradients refused
+  ps::FirstNonFinite servers_first_nonfinite;  // the earliest of them, over servers (chief)
 };
 
 // Adds one server's counters and histogram to the summary (the chief calls it per server).
 void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* summary);
+// When the servers refused a non-finite gradient of an earlier step than this worker's own
+// divergence (or it has none), records that one as the job's first divergence: its worker and
+// step. The chief calls it once every server's stats are in.
+void AdoptFirstDivergence(TrainingSummary* summary);
 // Sets mean_staleness and p99_staleness from the histogram (its last bucket counts that
 // staleness or more) and drops the histogram's trailing empty buckets; the same for rows.
 void FinishStalenessStats(TrainingSummary* summary);

@@ -96,7 +96,7 @@ class Trainer::Impl {
     num_vars_ = towers_->model(0).num_variables();
     std::vector<std::string> names;
     for (const auto& var : towers_->model(0).variables()) names.push_back(var.name);
-    divergence_.emplace(o_.worker.on_nonfinite, std::move(names));
+    divergence_.emplace(o_.worker.on_nonfinite, o_.rank, std::move(names));
     return Status::Ok();
   }
 
