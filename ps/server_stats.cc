@@ -77,7 +77,8 @@ void Server::HandleStats(const IncomingMessage& msg) {
 void Server::LogStats() {
   const ServerStatsReport r = CollectStats();
   TOWERPS_LOG(kInfo) << "stats: " << r.gradients_received << " gradients, " << r.updates_applied
-                     << " updates, " << r.stale_dropped << " stale dropped, "
+                     << " updates, " << r.pulls_served << " pulls served, " << r.stale_dropped
+                     << " stale dropped, "
                      << r.nonfinite_rejected << " non-finite refused, " << r.bytes_in / (1 << 20)
                      << " MiB in, " << r.bytes_out / (1 << 20) << " MiB out, "
                      << r.rejected_messages << " rejected, " << r.refused_handshakes

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -72,6 +73,11 @@ Result<IdxArray> ReadIdxFile(const std::string& path, bool header_only) {
     }
   }
   if (header_only) return out;
+  // One allocation of the declared size, so that no doubling leaves freed copies resident (a
+  // worker's memory is mostly its data). Deflate expands at most 1032:1, so a header declaring
+  // more than that of the file is read block by block and found truncated.
+  out.data.reserve(static_cast<size_t>(
+      std::min<uint64_t>(expected, uint64_t{1032} * static_cast<uint64_t>(st.st_size))));
   while (out.data.size() < expected) {
     const size_t want =
         static_cast<size_t>(std::min<uint64_t>(kReadBlock, expected - out.data.size()));

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""What a worker and a server message cost, as the worker count grows (issue 36).
+
+Runs `towerps-launch --servers S --workers N --mode M --epochs E` for each N of --workers, and
+samples every process of the job from /proc while it runs (every --interval seconds): each
+worker's and server's peak resident memory (VmHWM) and CPU time (utime + stime). A server's
+requests are the pulls it served (async: nearly every one rides with a push); its CPU per request
+is its CPU time over them. Prints one line per N, or JSON with --json:
+
+  workers  wall_s  acc  worker_rss_mib(median, max)  worker_cpu_s(median)  server_cpu_s(sum)
+  requests  server_us_per_request  examples_per_s
+
+  bench/many_workers.py [--launch build/release/bin/towerps-launch] [--workers 8,16,32]
+                        [--servers 4] [--mode async] [--epochs 1] [--seed 1] [--json]
+                        [-- extra towerps-launch options]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+STATS = re.compile(r"stats: (\d+) gradients, (\d+) updates, (\d+) pulls served")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def processes(run_dir):
+    """{pid: (role, rank)} from the launcher's processes.txt, as far as it is written."""
+    out = {}
+    try:
+        with open(os.path.join(run_dir, "processes.txt")) as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 4 and p[2] == "pid":
+                    out[int(p[3])] = (p[0], int(p[1]))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def sample(pid):
+    """(peak RSS in KiB, CPU seconds) of a live process; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return hwm, (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    except (FileNotFoundError, ProcessLookupError, StopIteration, IndexError):
+        return None
+
+
+def run_job(args, workers, work):
+    run_dir = os.path.join(work, f"run-{workers}")
+    summary = os.path.join(work, f"summary-{workers}.json")
+    cmd = [args.launch, "--servers", str(args.servers), "--workers", str(workers), "--mode",
+           args.mode, "--epochs", str(args.epochs), "--seed", str(args.seed), "--run-dir", run_dir,
+           "--summary-out", summary] + args.extra
+    began = time.monotonic()
+    log = open(os.path.join(work, f"launch-{workers}.log"), "w")
+    job = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    seen = {}  # pid -> (role, rank, peak KiB, cpu s), the last sample before it ended
+    while job.poll() is None:
+        for pid, (role, rank) in processes(run_dir).items():
+            s = sample(pid)
+            if s is not None:
+                seen[pid] = (role, rank) + s
+        time.sleep(args.interval)
+    wall = time.monotonic() - began
+    if job.returncode != 0:
+        sys.exit(f"many_workers: the {workers}-worker job exited with {job.returncode}; "
+                 f"see {log.name}")
+    with open(summary) as f:
+        s = json.load(f)
+    requests = 0
+    for srv in range(args.servers):
+        with open(os.path.join(run_dir, f"ps-{srv}.log")) as f:
+            m = STATS.findall(f.read())
+        if not m:
+            sys.exit(f"many_workers: no stats line in {run_dir}/ps-{srv}.log")
+        requests += int(m[-1][2])
+    w = [v for v in seen.values() if v[0] == "worker"]
+    ps = [v for v in seen.values() if v[0] == "ps"]
+    server_cpu = sum(v[3] for v in ps)
+    return {
+        "workers": workers, "servers": args.servers, "mode": args.mode, "wall_s": wall,
+        "test_accuracy": s["test_accuracy"], "examples_per_sec": s["examples_per_sec"],
+        "mean_staleness": s["mean_staleness"],
+        "worker_rss_mib_median": statistics.median(v[2] for v in w) / 1024,
+        "worker_rss_mib_max": max(v[2] for v in w) / 1024,
+        "worker_cpu_s_median": statistics.median(v[3] for v in w),
+        "server_rss_mib_max": max(v[2] for v in ps) / 1024,
+        "server_cpu_s": server_cpu, "requests": requests,
+        "server_us_per_request": 1e6 * server_cpu / max(requests, 1),
+        "sampled_workers": len(w),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--launch", default="build/release/bin/towerps-launch")
+    ap.add_argument("--workers", default="8,16,32")
+    ap.add_argument("--servers", type=int, default=4)
+    ap.add_argument("--mode", default="async")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--interval", type=float, default=0.05)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("extra", nargs="*", help="after --: more towerps-launch options")
+    args = ap.parse_args()
+    try:
+        counts = [int(n) for n in args.workers.split(",")]
+    except ValueError:
+        sys.exit(f"many_workers: --workers {args.workers!r}: give worker counts as 8,16,32")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="towerps-workers.") as work:
+        for n in counts:
+            r = run_job(args, n, work)
+            rows.append(r)
+            if not args.json:
+                print(f"{n:4d} workers: {r['wall_s']:6.1f} s, acc {r['test_accuracy']:.4f}, "
+                      f"worker RSS {r['worker_rss_mib_median']:.0f} MiB (max "
+                      f"{r['worker_rss_mib_max']:.0f}), worker CPU {r['worker_cpu_s_median']:.2f} s,"
+                      f" servers {r['server_cpu_s']:.2f} CPU s for {r['requests']} requests = "
+                      f"{r['server_us_per_request']:.1f} us each, {r['examples_per_sec']:.0f} "
+                      f"examples/s", flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
