@@ -4,11 +4,8 @@
 #include <cstdio>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "worker/tower_devices.h"
-#ifdef TOWERPS_WITH_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 #include "worker/model/zoo.h"
+#include "worker/tower_devices.h"
 #include "worker/train/job_data.h"
 #include "worker/train/local_training.h"
 
@@ -153,11 +150,7 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   r.measured_seconds = Seconds(Clock::now() - start);
   r.examples_per_second = static_cast<double>(r.measured_steps) * o.batch_size / r.measured_seconds;
   if (o.profile) r.layers = ProfileLayers(*model, *backend, o.batch_size, 50);
-#ifdef TOWERPS_WITH_CUDA
-  if (auto* gpu = dynamic_cast<kernels::CudaBackend*>(backend.get())) {
-    r.peak_device_bytes = gpu->memory_stats().peak_bytes_in_use;
-  }
-#endif
+  if (auto stats = backend->device_memory_stats()) r.peak_device_bytes = stats->peak_bytes_in_use;
   return r;
 }
 

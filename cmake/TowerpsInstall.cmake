@@ -24,6 +24,10 @@ set_target_properties(towerps_worker PROPERTIES EXPORT_NAME towerps)
 
 install(TARGETS towerps-server towerps-worker towerps-launch towerps-bench
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The CUDA backend's plugin (kernels/gpu_plugin.h), loaded from P/lib by the programs.
+if(TOWERPS_WITH_CUDA)
+  install(TARGETS towerps_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(TARGETS towerps_common towerps_kernels towerps_ps towerps_worker
   EXPORT TowerPSTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -36,8 +40,6 @@ install(EXPORT TowerPSTargets NAMESPACE TowerPS:: DESTINATION ${TOWERPS_INSTALL_
 
 # What the config needs to find the same dependencies the libraries were built with.
 set(TOWERPS_CONFIG_WITH_CUDA ${TOWERPS_WITH_CUDA})
-set(TOWERPS_CONFIG_CUDNN_LIBRARY "${TOWERPS_CUDNN_LIBRARY}")
-set(TOWERPS_CONFIG_CUDNN_INCLUDE_DIR "${TOWERPS_CUDNN_INCLUDE_DIR}")
 configure_package_config_file(cmake/TowerPSConfig.cmake.in
   "${PROJECT_BINARY_DIR}/TowerPSConfig.cmake"
   INSTALL_DESTINATION ${TOWERPS_INSTALL_CMAKEDIR})

@@ -14,6 +14,7 @@ namespace {
 struct LogState {
   Mutex mu;
   std::string prefix GUARDED_BY(mu) = "[towerps]";
+  LogOptions options GUARDED_BY(mu);
   std::atomic<int> min_level{static_cast<int>(LogLevel::kInfo)};
 };
 
@@ -41,6 +42,7 @@ char LevelLetter(LogLevel level) {
 void InitLogging(const LogOptions& options) {
   LogState& state = State();
   MutexLock lock(&state.mu);
+  state.options = options;
   state.prefix = "[" + options.role;
   if (options.rank >= 0) state.prefix += ":" + std::to_string(options.rank);
   state.prefix += "]";
@@ -49,6 +51,12 @@ void InitLogging(const LogOptions& options) {
 
 Result<LogLevel> ParseLogLevel(std::string_view text) {
   return kLogLevels.Parse(text == "warn" ? std::string_view("warning") : text);
+}
+
+LogOptions CurrentLogOptions() {
+  LogState& state = State();
+  MutexLock lock(&state.mu);
+  return state.options;
 }
 
 std::string LogPrefix() {

@@ -40,6 +40,10 @@ inline constexpr EnumNames<LogLevel, 4> kLogLevels{"--log-level",
 Result<LogLevel> ParseLogLevel(std::string_view text);
 inline const char* LogLevelName(LogLevel level) { return kLogLevels.Name(level); }
 
+// What InitLogging() installed (the defaults before it): for a library loaded later with its own
+// copy of this code (the CUDA plugin, kernels/gpu_plugin.h) to log as the process does.
+LogOptions CurrentLogOptions();
+
 // The process's prefix, "[worker:3]": every log line's, and every line a process prints on
 // stdout, so that output merged by mpirun or srun still says where each line came from.
 std::string LogPrefix();

@@ -32,6 +32,7 @@ std::string GpusForRank(int local_rank, int count, const std::vector<std::string
 }
 
 std::string GpusForRank(int local_rank, int count) {
+  if (count <= 0) return "";  // a CPU job: no need to load the CUDA plugin to list GPUs
   const std::vector<kernels::GpuInfo> gpus = kernels::ListGpus();
   std::vector<std::string> user;
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible) {

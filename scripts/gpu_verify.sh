@@ -70,7 +70,10 @@ data_dir=""
 if [ -f .device/fashion-mnist/train-images-idx3-ubyte.gz ]; then data_dir="$PWD/.device/fashion-mnist"; fi
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$summary"
-missing="$(ldd "$home/bin/towerps-worker" | grep "not found")"
+# The GPU backend is a plugin the programs load from lib/ (kernels/gpu_plugin.h): its CUDA
+# libraries must resolve on this node.
+if [ ! -f "$home/lib/libtowerps_cuda.so" ]; then result FAIL "the bundle has no lib/libtowerps_cuda.so"; exit 1; fi
+missing="$(ldd "$home/bin/towerps-worker" "$home/lib/libtowerps_cuda.so" | grep "not found")"
 if [ -n "$missing" ]; then result FAIL "libraries not found: $missing"; exit 1; fi
 
 # 1. Tests.

@@ -63,6 +63,10 @@ system_lib='^(linux-vdso|ld-linux.*|libc|libm|libdl|libpthread|librt|libresolv|l
 cuda_lib='^(libcuda|libcudart|libcublas|libcublasLt|libcudnn.*|libnvrtc.*|libnvJitLink|libcufft|libcurand|libcusparse|libnvidia-.*)\.so'
 
 for b in "${binaries[@]}"; do cp "$bin_dir/$b" "$root/bin/"; done
+# The CUDA backend, which the programs load from ../lib when a GPU is asked for
+# (kernels/gpu_plugin.h); absent from a build without CUDA.
+plugin="$build_dir/lib/libtowerps_cuda.so"
+if [ -f "$plugin" ]; then cp "$plugin" "$root/lib/"; fi
 if [ "$with_tests" = 1 ]; then
   mkdir -p "$root/tests"
   if [ -n "$test_names" ]; then
@@ -81,7 +85,8 @@ while read -r lib arrow path _; do
   if [[ "$lib" =~ $system_lib ]] || [[ "$lib" =~ $cuda_lib ]]; then continue; fi
   if [ "$path" = "not" ]; then missing+=("$lib"); continue; fi
   cp -L "$path" "$root/lib/$lib"
-done < <(for b in "$root"/bin/* "$root"/tests/*; do [ -f "$b" ] && ldd "$b"; done | sort -u)
+done < <(for b in "$root"/bin/* "$root"/tests/* "$root"/lib/libtowerps_cuda.so; do
+           [ -f "$b" ] && ldd "$b"; done | sort -u)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "package: these libraries are not found here, so they cannot be bundled: ${missing[*]}" >&2
   exit 1
@@ -127,7 +132,9 @@ TowerPS $version, built on $(. /etc/os-release && echo "$PRETTY_NAME") for $(una
   towerps-launch --servers 1 --workers 2 --model cnn --towers gpu:0 --data-dir DIR
 
 lib/ holds every library the binaries need except the C library and the CUDA stack (CUDA
-runtime, cuBLAS, cuDNN, driver), which come from the node. Check with: ldd bin/towerps-worker
+runtime, cuBLAS, cuDNN, driver), which come from the node, and libtowerps_cuda.so, the GPU
+backend the binaries load from there when a GPU tower is asked for. Check with:
+ldd bin/towerps-worker lib/libtowerps_cuda.so
 EOF
 
 mkdir -p "$(dirname "$out")"
@@ -139,7 +146,8 @@ check="$(mktemp -d)"
 trap 'rm -rf "$stage" "$check"' EXIT
 tar -C "$check" -xzf "$out"
 unresolved="$(env -i PATH=/usr/bin:/bin HOME="$HOME" bash -c \
-  ". '$check/$name/env.sh' && for b in '$check/$name'/bin/*; do ldd \"\$b\"; done" |
+  ". '$check/$name/env.sh' && for b in '$check/$name'/bin/* '$check/$name'/lib/*.so*; do
+     ldd \"\$b\"; done" |
   grep "not found" | sort -u || true)"
 if [ -n "$unresolved" ]; then
   only_cuda=1

@@ -7,9 +7,7 @@
 #include "common/parse.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/gpu_devices.h"
-#ifdef TOWERPS_WITH_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
+#include "kernels/gpu_plugin.h"
 
 namespace towerps::worker {
 namespace {
@@ -54,8 +52,14 @@ Result<std::vector<TowerDevice>> ParseTowerList(const std::string& spec) {
 Result<std::vector<TowerDevice>> ParseTowers(const std::string& spec, bool allow_soft_placement,
                                              std::vector<std::string>* warnings, int gpu_limit) {
   TOWERPS_ASSIGN_OR_RETURN(std::vector<TowerDevice> listed, ParseTowerList(spec));
+  // Only a GPU tower asks for the GPUs: listing them loads the CUDA plugin (kernels/gpu_plugin.h),
+  // which a CPU-only worker does without.
+  const bool wants_gpu = std::any_of(listed.begin(), listed.end(), [](const TowerDevice& d) {
+    return d.kind == TowerDevice::Kind::kGpu;
+  });
   std::string why_no_gpu;
-  const std::vector<kernels::GpuInfo> visible = kernels::ListGpus(&why_no_gpu);
+  const std::vector<kernels::GpuInfo> visible =
+      wants_gpu ? kernels::ListGpus(&why_no_gpu) : std::vector<kernels::GpuInfo>{};
   int gpus = static_cast<int>(visible.size());
   if (gpu_limit >= 0 && gpu_limit < gpus) {
     gpus = gpu_limit;
@@ -100,18 +104,11 @@ Result<std::unique_ptr<kernels::Backend<float>>> CreateTowerBackend(
         auto cpu, kernels::CpuBackend::Create({.intra_op_threads = options.intra_op_threads}));
     return std::unique_ptr<kernels::Backend<float>>(std::move(cpu));
   }
-#ifdef TOWERPS_WITH_CUDA
   kernels::CudaBackendOptions o;
   o.device = device.index;
   o.memory.memory_fraction = options.gpu_memory_fraction;
   o.memory.allow_growth = options.allow_growth;
-  TOWERPS_ASSIGN_OR_RETURN(auto gpu, kernels::CudaBackend::Create(o));
-  return std::unique_ptr<kernels::Backend<float>>(std::move(gpu));
-#else
-  return NotFoundError(device.name() +
-                       ": TowerPS was built without CUDA (TOWERPS_CUDA=OFF or no nvcc); use "
-                       "--towers cpu:0");
-#endif
+  return kernels::CreateGpuBackend(o);  // loads the CUDA plugin on first use
 }
 
 }  // namespace towerps::worker

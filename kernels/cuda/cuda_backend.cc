@@ -23,7 +23,7 @@
 #include "kernels/cuda/lrn.cuh"
 #include "kernels/cuda/pooling.cuh"
 #include "kernels/cuda/softmax_cross_entropy.cuh"
-#include "kernels/gpu_devices.h"
+#include "kernels/cuda/gpu_devices.h"
 
 namespace towerps::kernels {
 namespace {
@@ -79,7 +79,7 @@ struct CudaBackend::Impl {
 Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOptions& options) {
   TOWERPS_RETURN_IF_ERROR(options.memory.Validate());
   std::string why;
-  const std::vector<GpuInfo> gpus = ListGpus(&why);
+  const std::vector<GpuInfo> gpus = cuda::ListCudaGpus(&why);
   if (options.device < 0 || options.device >= static_cast<int>(gpus.size())) {
     std::string available = "cpu:0";
     for (const GpuInfo& g : gpus) available += ", gpu:" + std::to_string(g.index);

@@ -39,24 +39,10 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/caching_allocator.h"
+#include "kernels/cuda/cuda_backend_options.h"
 #include "towerps/result.h"
 
 namespace towerps::kernels {
-
-struct CudaBackendOptions {
-  // CUDA device ordinal, after CUDA_VISIBLE_DEVICES.
-  int device = 0;
-  // The share of the device's memory and whether it grows (--gpu-memory-fraction,
-  // --allow-growth). device_name is filled in by Create.
-  cuda::CachingAllocatorOptions memory;
-  // Let cuBLAS and cuDNN use TF32 tensor cores for float32.
-  bool allow_tf32 = false;
-  // Let cuDNN convolve through FFT and Winograd transforms (kernels/cuda/conv_planner.h): faster
-  // for some shapes, with float32 error about 1e-4 of the largest output instead of 1e-6.
-  bool allow_transform_algorithms = false;
-  // Most workspace one convolution algorithm may use; faster algorithms needing more are skipped.
-  size_t conv_workspace_limit_bytes = size_t{512} << 20;
-};
 
 class CudaBackend final : public Backend<float> {
  public:

@@ -1,14 +1,11 @@
-// ListGpus() through the CUDA runtime.
+// ListCudaGpus(): the GPUs, through the CUDA runtime.
 #include <cuda_runtime.h>
 
 #include <filesystem>
 
-#include "kernels/gpu_devices.h"
+#include "kernels/cuda/gpu_devices.h"
 
-namespace towerps::kernels {
-
-bool BuiltWithCuda() { return true; }
-
+namespace towerps::kernels::cuda {
 namespace {
 
 // Why cudaGetDeviceCount found nothing, in the user's terms. Without a GPU the runtime reports an
@@ -30,7 +27,7 @@ std::string WhyNoGpu(cudaError_t err) {
 
 }  // namespace
 
-std::vector<GpuInfo> ListGpus(std::string* why_empty) {
+std::vector<GpuInfo> ListCudaGpus(std::string* why_empty) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -47,4 +44,4 @@ std::vector<GpuInfo> ListGpus(std::string* why_empty) {
   return gpus;
 }
 
-}  // namespace towerps::kernels
+}  // namespace towerps::kernels::cuda

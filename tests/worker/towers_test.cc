@@ -8,15 +8,15 @@
 
 #include <boost/program_options.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "kernels/gpu_devices.h"
+#include "kernels/gpu_plugin.h"
 #include "tests/testing/status_assert.h"
 #include "worker/worker_flags.h"
-#ifdef TOWERPS_WITH_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 
 namespace towerps::worker {
 namespace {
@@ -36,6 +36,30 @@ Result<WorkerOptions> Parse(std::vector<std::string> args) {
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// A CPU-only worker never maps the CUDA libraries (kernels/gpu_plugin.h): they would cost every
+// idle worker tens of MB. The first test of this binary (gtest keeps file order): no test
+// before it asks for a GPU.
+TEST(TowersTest, ACpuTowerLoadsNoCudaLibrary) {
+  ASSERT_OK_AND_ASSIGN(std::vector<TowerDevice> towers, ParseTowers("cpu:0,cpu:1", false, nullptr));
+  for (const TowerDevice& d : towers) {
+    auto backend = CreateTowerBackend(d, {});
+    ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  }
+  EXPECT_FALSE(kernels::GpuPluginLoaded());
+  std::ifstream maps("/proc/self/maps");
+  const std::string mapped((std::istreambuf_iterator<char>(maps)), {});
+  for (const char* lib : {"libcudart", "libcublas", "libcudnn", "libtowerps_cuda"}) {
+    EXPECT_FALSE(Contains(mapped, lib)) << lib << " is mapped by a CPU-only process";
+  }
+  // Asking for a GPU loads it, in a build with CUDA; the answer says why there is none.
+  std::string why;
+  if (kernels::ListGpus(&why).empty()) {
+    EXPECT_FALSE(Contains(why, "cannot load")) << why;
+    EXPECT_FALSE(Contains(why, "is not in")) << why;
+  }
+  EXPECT_EQ(kernels::GpuPluginLoaded(), kernels::BuiltWithCuda());
 }
 
 TEST(WorkerDeviceOptionsTest, ParsesTheGpuOptionsAndForwardsThem) {
@@ -218,11 +242,9 @@ TEST(TowersGpuTest, TwoTowersAtPointFourFitAndAThirdFails) {
   // With growth, a small share starts empty and fits beside them.
   auto d = CreateTowerBackend(gpu0, {.gpu_memory_fraction = 0.1, .allow_growth = true});
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-#ifdef TOWERPS_WITH_CUDA
-  auto* cuda = dynamic_cast<kernels::CudaBackend*>(d->get());
-  ASSERT_NE(cuda, nullptr);
-  EXPECT_LT(cuda->memory_stats().bytes_reserved, size_t{1} << 30) << "grown only as needed";
-#endif
+  const auto stats = (*d)->device_memory_stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_LT(stats->bytes_reserved, size_t{1} << 30) << "grown only as needed";
 }
 
 }  // namespace
