@@ -99,10 +99,10 @@ std::optional<std::string> CollapseWatch::Step(int64_t step, double loss) {
          "), the loss of a constant guess (" + train_.Describe() + ")";
 }
 
-std::optional<std::string> CollapseWatch::Evaluated(double accuracy, double loss) const {
-  if (test_.classes < 2 || !left_chance_ || static_cast<int>(recent_.size()) < window_) {
-    return std::nullopt;
-  }
+std::optional<std::string> CollapseWatch::Evaluated(double accuracy, double loss) {
+  if (test_.classes < 2) return std::nullopt;
+  if (accuracy > test_.majority_share + kAccuracyMargin) left_chance_ = true;  // it learned
+  if (!left_chance_ || static_cast<int>(recent_.size()) < window_) return std::nullopt;
   // A constant output scores no better on the training batches: a model that fits them (and
   // fails the test set, say on data whose test labels are noise) has not collapsed.
   const std::vector<double> v(recent_.begin(), recent_.end());

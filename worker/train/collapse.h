@@ -5,9 +5,11 @@
 // watch tells such a run from a healthy one, so that it is reported as diverged (worker/train/
 // divergence.h) like a NaN.
 //
-// A run has collapsed when, after its training loss left chance (a step below 0.9 of the
+// A run has collapsed when, after it left chance (a training step's loss below 0.9 of the
 // constant guess's loss, or, after its first 10 steps, above twice it and three times where it
-// began), and after at least `window` steps:
+// began; or an evaluation's accuracy more than 0.02 above the majority class's share, which
+// catches a job whose loss blew up within its first steps and fell back), and after at least
+// `window` steps:
 //  - at an evaluation, the test accuracy is within 0.02 of the majority class's share and the
 //    test loss within 1% of the constant guess's loss, or above it, while the training loss
 //    (the median of the last `window` steps) is no lower than 0.9 of its own constant guess's
@@ -55,8 +57,9 @@ class CollapseWatch {
   // window shows one; logs a warning when the loss grows far above its start.
   std::optional<std::string> Step(int64_t step, double loss);
   // At an evaluation of the test set: the same, e.g. "test accuracy 0.1000, test loss 2.3034,
-  // the loss of a constant guess (ln 10 = 2.3026)".
-  std::optional<std::string> Evaluated(double accuracy, double loss) const;
+  // the loss of a constant guess (ln 10 = 2.3026)". An accuracy above chance is noted as the
+  // model having left it.
+  std::optional<std::string> Evaluated(double accuracy, double loss);
 
   // Whether the training loss has left chance yet.
   bool left_chance() const { return left_chance_; }

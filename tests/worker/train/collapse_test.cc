@@ -85,6 +85,28 @@ TEST_F(CollapseWatchTest, AModelThatLearnedAndFellBackToAConstantCollapsed) {
   EXPECT_FALSE(watch_.Evaluated(0.15, 2.31).has_value());
 }
 
+// The run of issue 36's 32-worker async job: the loss blew up within the first steps (so where
+// it "began" is already far above chance, and it never rose 3x above that), the test accuracy
+// reached 0.154 at the first evaluation, then every output became constant. The evaluation
+// above chance is what shows the model had left it; without it the watch stays silent.
+TEST_F(CollapseWatchTest, AModelThatBlewUpAtOnceAndFellToAConstantIsCaughtByItsEvaluation) {
+  CollapseWatch unevaluated = watch_;
+  const auto loss_at = [&](int s) { return s <= 10 ? Around(12.0, 6.0) : Around(kLn10, 0.002); };
+  int64_t found = -1, found_unevaluated = -1;
+  for (int s = 1; s <= 200; ++s) {
+    const double loss = loss_at(s);
+    if (s == 8) {
+      EXPECT_FALSE(watch_.Evaluated(0.154, 3.917).has_value());
+    }
+    if (found < 0 && watch_.Step(s, loss)) found = s;
+    if (found_unevaluated < 0 && unevaluated.Step(s, loss)) found_unevaluated = s;
+  }
+  EXPECT_GT(found, 40);
+  EXPECT_LE(found, 60);
+  EXPECT_EQ(found_unevaluated, -1);
+  EXPECT_TRUE(watch_.Evaluated(0.1, 2.30696).has_value());
+}
+
 // Test labels that are noise: the test set scores at chance or worse while the training loss
 // falls to nothing. Overfitting, not a collapse.
 TEST_F(CollapseWatchTest, AModelThatFitsItsTrainingDataHasNotCollapsed) {
