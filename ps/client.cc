@@ -297,6 +297,8 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
                   rep.nonfinite_rejected = st.getNonfiniteRejected();
                   rep.first_nonfinite = {.worker = st.getFirstNonfiniteWorker(),
                                          .step = st.getFirstNonfiniteStep()};
+                  rep.staleness_sum = st.getStalenessSum();
+                  rep.staleness_max = st.getStalenessMax();
                   rep.pulls_served = st.getPullsServed();
                   rep.aggregation_nanos = st.getAggregationNanos();
                   rep.rejected_messages = st.getRejectedMessages();

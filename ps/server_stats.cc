@@ -21,6 +21,8 @@ ServerStatsReport Server::CollectStats() const {
     r.updates_applied += c.updates_applied.load();
     r.stale_dropped += c.stale_dropped.load();
     r.nonfinite_rejected += c.nonfinite_rejected.load();
+    r.staleness_sum += c.staleness_sum.load();
+    r.staleness_max = std::max(r.staleness_max, c.staleness_max.load());
     r.first_nonfinite = FirstNonFinite::Earlier(r.first_nonfinite,
                                                 FirstNonFinite::FromKey(c.first_nonfinite.load()));
     r.pulls_served += c.pulls_served.load();
@@ -58,6 +60,8 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setNonfiniteRejected(r.nonfinite_rejected);
   st.setFirstNonfiniteWorker(r.first_nonfinite.worker);
   st.setFirstNonfiniteStep(r.first_nonfinite.step);
+  st.setStalenessSum(r.staleness_sum);
+  st.setStalenessMax(r.staleness_max);
   st.setPullsServed(r.pulls_served);
   st.setAggregationNanos(r.aggregation_nanos);
   st.setRejectedMessages(r.rejected_messages);
@@ -78,10 +82,9 @@ void Server::LogStats() {
   const ServerStatsReport r = CollectStats();
   TOWERPS_LOG(kInfo) << "stats: " << r.gradients_received << " gradients, " << r.updates_applied
                      << " updates, " << r.pulls_served << " pulls served, " << r.stale_dropped
-                     << " stale dropped, "
-                     << r.nonfinite_rejected << " non-finite refused, " << r.bytes_in / (1 << 20)
-                     << " MiB in, " << r.bytes_out / (1 << 20) << " MiB out, "
-                     << r.rejected_messages << " rejected, " << r.refused_handshakes
+                     << " stale dropped, " << r.nonfinite_rejected << " non-finite refused, "
+                     << r.bytes_in / (1 << 20) << " MiB in, " << r.bytes_out / (1 << 20)
+                     << " MiB out, " << r.rejected_messages << " rejected, " << r.refused_handshakes
                      << " refused connections"
                      << (r.table_rows > 0 ? ", " + std::to_string(r.table_rows) + " table rows"
                                           : std::string());

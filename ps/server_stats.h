@@ -23,6 +23,9 @@ struct ShardCounters {
   std::atomic<uint64_t> pulls_served{0};
   std::atomic<uint64_t> aggregation_nanos{0};
   std::array<std::atomic<uint64_t>, kStalenessBuckets> staleness{};
+  // The histogram clamps at its last bucket; these are exact: the sum and the largest.
+  std::atomic<uint64_t> staleness_sum{0};
+  std::atomic<uint64_t> staleness_max{0};
   // Tables (ps/table_chunk.h): rows created, and each applied row's updates between the pull
   // its gradient came from and its push.
   std::atomic<uint64_t> table_rows{0};
@@ -36,7 +39,14 @@ struct ShardCounters {
            !first_nonfinite.compare_exchange_weak(seen, key, std::memory_order_relaxed)) {
     }
   }
-  void RecordStaleness(int64_t s) { staleness[Bucket(s)].fetch_add(1, std::memory_order_relaxed); }
+  void RecordStaleness(int64_t s) {
+    staleness[Bucket(s)].fetch_add(1, std::memory_order_relaxed);
+    const uint64_t v = s < 0 ? 0 : static_cast<uint64_t>(s);
+    staleness_sum.fetch_add(v, std::memory_order_relaxed);
+    uint64_t seen = staleness_max.load(std::memory_order_relaxed);
+    while (v > seen && !staleness_max.compare_exchange_weak(seen, v, std::memory_order_relaxed)) {
+    }
+  }
   // One update's row staleness, counted apart (a histogram of Bucket()s) and added at once.
   using Histogram = std::array<uint64_t, kStalenessBuckets>;
   void AddRowStaleness(const Histogram& counts) {

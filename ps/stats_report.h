@@ -48,7 +48,8 @@ struct ServerStatsReport {
   FirstNonFinite first_nonfinite;   // the earliest of them
   uint64_t refused_handshakes = 0, refused_shutdowns = 0;
   int64_t min_version = kNoVersion, max_version = kNoVersion;
-  std::vector<uint64_t> staleness_histogram;
+  std::vector<uint64_t> staleness_histogram;  // its last bucket counts kStalenessBuckets - 1 and up
+  uint64_t staleness_sum = 0, staleness_max = 0;  // exact, beyond the histogram's range
   // Tables (ps/table_chunk.h): the rows a server holds, and row staleness.
   uint64_t table_rows = 0;
   std::vector<uint64_t> row_staleness_histogram;

@@ -245,6 +245,10 @@ struct ServerStats {
   # the first worker whose training diverged. -1 when none was.
   firstNonfiniteWorker @17 :Int32 = -1;
   firstNonfiniteStep @18 :Int64 = -1;
+  # The staleness of every update applied, summed, and the largest: exact where the histogram
+  # clamps (its last bucket).
+  stalenessSum @19 :UInt64;
+  stalenessMax @20 :UInt64;
 }
 
 struct ConfigField {

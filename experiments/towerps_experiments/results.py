@@ -86,11 +86,16 @@ def staleness_from_train_lines(lines):
 
 def staleness(summary, train_lines):
     """Best available (mean, p99, source): the summary's histogram, else its mean/p99 fields,
-    else the train lines."""
+    else the train lines. A summary with max_staleness has its mean from the servers' exact sum,
+    which the histogram's mean undercounts once its last bucket holds updates: that mean, with
+    the histogram's p99 (source "histogram+sum")."""
     hist = summary.get("staleness_histogram")
     if isinstance(hist, list) and hist:
         mean, p99, n = staleness_from_histogram(hist)
         if n:
+            exact = _num(summary.get("mean_staleness"))
+            if exact is not None and _num(summary.get("max_staleness")) is not None:
+                return exact, p99, "histogram+sum"
             return mean, p99, "histogram"
     mean, p99 = _num(summary.get("mean_staleness")), _num(summary.get("p99_staleness"))
     if mean is not None:

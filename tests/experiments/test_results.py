@@ -37,6 +37,10 @@ class StalenessTest(unittest.TestCase):
                                             "mean_staleness": 9}, lines), (0.5, 1, "histogram"))
         self.assertEqual(results.staleness({"mean_staleness": 2.5, "p99_staleness": 6}, lines),
                          (2.5, 6, "summary"))
+        # A summary with the servers' exact sum: its mean, past the histogram's last bucket.
+        self.assertEqual(results.staleness({"staleness_histogram": [1, 1], "mean_staleness": 40.5,
+                                            "max_staleness": 80}, lines),
+                         (40.5, 1, "histogram+sum"))
         self.assertEqual(results.staleness({}, lines), (4.0, 4.0, "metrics"))
 
     def test_global_updates(self):

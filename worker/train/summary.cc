@@ -24,6 +24,8 @@ void TrimHistogram(std::vector<uint64_t>* h) {
 void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->dropped_stale += stats.stale_dropped;
   s->nonfinite_rejected += stats.nonfinite_rejected;
+  s->staleness_sum += stats.staleness_sum;
+  s->max_staleness = std::max(s->max_staleness, stats.staleness_max);
   s->servers_first_nonfinite =
       ps::FirstNonFinite::Earlier(s->servers_first_nonfinite, stats.first_nonfinite);
   s->updates_applied += stats.updates_applied;
@@ -51,7 +53,11 @@ void AdoptFirstDivergence(TrainingSummary* s) {
 }
 
 void FinishStalenessStats(TrainingSummary* s) {
-  s->mean_staleness = ps::HistogramMean(s->staleness_histogram);
+  // Exact from the sum; the histogram's mean would count its last bucket's updates at its floor.
+  uint64_t updates = 0;
+  for (uint64_t c : s->staleness_histogram) updates += c;
+  s->mean_staleness = updates > 0 ? static_cast<double>(s->staleness_sum) / updates
+                                  : ps::HistogramMean(s->staleness_histogram);
   s->p99_staleness = ps::HistogramP99(s->staleness_histogram);
   TrimHistogram(&s->staleness_histogram);
   s->mean_row_staleness = ps::HistogramMean(s->row_staleness_histogram);
@@ -87,6 +93,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["final_versions"] = {s.final_version_min, s.final_version_max};
   j["mean_staleness"] = JsonNumber(s.mean_staleness);
   j["p99_staleness"] = JsonNumber(s.p99_staleness);
+  j["max_staleness"] = s.max_staleness;
   j["rank"] = rank;
   j["wait_seconds"] = JsonNumber(s.wait_seconds);
   j["compute_seconds"] = JsonNumber(s.compute_seconds);

@@ -31,8 +31,10 @@ struct TrainingSummary {
   // steps per epoch, and 2 for a 2-epoch job resumed after its first epoch.
   double epochs = 0;
   uint64_t dropped_stale = 0;  // summed over servers (chief)
-  double mean_staleness = 0;   // over every update applied (chief)
-  double p99_staleness = 0;
+  double mean_staleness = 0;   // over every update applied (chief); exact
+  double p99_staleness = 0;    // from the histogram: its last bucket stands for that and more
+  uint64_t staleness_sum = 0;  // summed over servers (chief)
+  uint64_t max_staleness = 0;
   uint64_t updates_applied = 0;
   double server_update_seconds = 0;  // the servers' time in optimizer updates, summed (chief)
   std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)

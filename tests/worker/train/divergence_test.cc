@@ -1,7 +1,7 @@
-// The first divergence of a job: each shard keeps the earliest non-finite gradient it refused
-// (by the worker's iteration, then its rank) whatever order the pushes come in, the servers'
-// reports combine to the earliest, and the chief's summary names that worker and its step unless
-// its own divergence came first.
+// The chief's summary of the servers' reports. The first divergence of a job: each shard keeps the
+// earliest non-finite gradient it refused (by the worker's iteration, then its rank) whatever order
+// the pushes come in, the servers' reports combine to the earliest, and the chief's summary names
+// that worker and its step unless its own divergence came first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -103,6 +103,28 @@ TEST(AdoptFirstDivergenceTest, NothingRefusedLeavesASoundJobSound) {
   const std::string json = SummaryJson(s, ps::JobConfig{}, 0, RunRecord{});
   EXPECT_NE(json.find("\"diverged_at_step\":null,\"diverged_worker\":null"), std::string::npos)
       << json;
+}
+
+// Staleness past the histogram's last bucket (32 workers reach it): the mean comes from the
+// servers' exact sum, not the clamped buckets, and the largest is kept.
+TEST(StalenessStatsTest, TheMeanIsExactPastTheHistogramsLastBucket) {
+  ps::ShardCounters a, b;
+  for (int64_t s : {0, 10, 100}) a.RecordStaleness(s);
+  b.RecordStaleness(200);
+  TrainingSummary summary;
+  for (const ps::ShardCounters* c : {&a, &b}) {
+    ps::ServerStatsReport r;
+    for (const auto& bucket : c->staleness) r.staleness_histogram.push_back(bucket.load());
+    r.staleness_sum = c->staleness_sum.load();
+    r.staleness_max = c->staleness_max.load();
+    AddServerStats(r, &summary);
+  }
+  FinishStalenessStats(&summary);
+  EXPECT_DOUBLE_EQ(summary.mean_staleness, (0 + 10 + 100 + 200) / 4.0);
+  EXPECT_EQ(summary.max_staleness, 200u);
+  EXPECT_EQ(summary.p99_staleness, ps::kStalenessBuckets - 1) << "the histogram's last bucket";
+  const std::string json = SummaryJson(summary, ps::JobConfig{}, 0, RunRecord{});
+  EXPECT_NE(json.find("\"max_staleness\":200"), std::string::npos) << json;
 }
 
 }  // namespace
