@@ -38,13 +38,14 @@ Plugin Open(const std::string& path) {
   }
   using Entry = const GpuPluginApi* (*)();
   auto entry = reinterpret_cast<Entry>(dlsym(handle, kGpuPluginEntry));
-  if (entry == nullptr) {
-    return {nullptr, path + " is not a TowerPS GPU plugin (no " + std::string(kGpuPluginEntry) +
-                         "); rebuild TowerPS"};
-  }
-  const GpuPluginApi* api = entry();
+  const GpuPluginApi* api = entry ? entry() : nullptr;
   if (api == nullptr || api->abi != kGpuPluginAbi ||
       api->options_size != sizeof(CudaBackendOptions)) {
+    dlclose(handle);  // not ours, or another build's: nothing of it stays loaded
+    if (entry == nullptr) {
+      return {nullptr, path + " is not a TowerPS GPU plugin (no " + std::string(kGpuPluginEntry) +
+                           "); rebuild TowerPS"};
+    }
     return {nullptr, path + " comes from another TowerPS build (plugin ABI " +
                          std::to_string(api ? api->abi : -1) + ", this program's " +
                          std::to_string(kGpuPluginAbi) + "); rebuild or reinstall TowerPS"};

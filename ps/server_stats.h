@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 #include "ps/stats_report.h"
 
@@ -33,25 +34,27 @@ struct ShardCounters {
 
   // A refused non-finite gradient of `worker`'s iteration `clock`: kept if the earliest.
   void NoteNonFinite(int64_t clock, int worker) {
-    const uint64_t key = FirstNonFinite::Key(clock, worker);
-    uint64_t seen = first_nonfinite.load(std::memory_order_relaxed);
-    while (key < seen &&
-           !first_nonfinite.compare_exchange_weak(seen, key, std::memory_order_relaxed)) {
-    }
+    StoreWhile(first_nonfinite, FirstNonFinite::Key(clock, worker), std::less<>());
   }
   void RecordStaleness(int64_t s) {
     staleness[Bucket(s)].fetch_add(1, std::memory_order_relaxed);
     const uint64_t v = s < 0 ? 0 : static_cast<uint64_t>(s);
     staleness_sum.fetch_add(v, std::memory_order_relaxed);
-    uint64_t seen = staleness_max.load(std::memory_order_relaxed);
-    while (v > seen && !staleness_max.compare_exchange_weak(seen, v, std::memory_order_relaxed)) {
-    }
+    StoreWhile(staleness_max, v, std::greater<>());
   }
   // One update's row staleness, counted apart (a histogram of Bucket()s) and added at once.
   using Histogram = std::array<uint64_t, kStalenessBuckets>;
   void AddRowStaleness(const Histogram& counts) {
     for (size_t b = 0; b < counts.size(); ++b) {
       if (counts[b] != 0) row_staleness[b].fetch_add(counts[b], std::memory_order_relaxed);
+    }
+  }
+  // Stores v into `a` unless another thread got there first with a value v does not beat:
+  // an atomic min (std::less) or max (std::greater).
+  template <typename Beats>
+  static void StoreWhile(std::atomic<uint64_t>& a, uint64_t v, Beats beats) {
+    uint64_t seen = a.load(std::memory_order_relaxed);
+    while (beats(v, seen) && !a.compare_exchange_weak(seen, v, std::memory_order_relaxed)) {
     }
   }
   // The bucket of staleness s: s itself, clamped to [0, kStalenessBuckets - 1].

@@ -19,11 +19,11 @@
 #include "kernels/cuda/device_space.h"
 #include "kernels/cuda/dropout.cuh"
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/gpu_devices.h"
 #include "kernels/cuda/library_check.h"
 #include "kernels/cuda/lrn.cuh"
 #include "kernels/cuda/pooling.cuh"
 #include "kernels/cuda/softmax_cross_entropy.cuh"
-#include "kernels/cuda/gpu_devices.h"
 
 namespace towerps::kernels {
 namespace {

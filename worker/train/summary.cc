@@ -38,10 +38,10 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
 void AdoptFirstDivergence(TrainingSummary* s) {
   const ps::FirstNonFinite& first = s->servers_first_nonfinite;
   if (first.worker < 0) return;
-  if (s->diverged_at_step >= 0 &&
-      (s->diverged_at_step < first.step ||
-       (s->diverged_at_step == first.step && s->diverged_worker <= first.worker))) {
-    return;  // this worker's own came first, and says more
+  if (s->diverged_at_step >= 0) {
+    const ps::FirstNonFinite own{.worker = s->diverged_worker, .step = s->diverged_at_step};
+    const ps::FirstNonFinite earlier = ps::FirstNonFinite::Earlier(own, first);
+    if (earlier.worker == own.worker && earlier.step == own.step) return;  // own first: says more
   }
   s->diverged = true;
   s->divergence_kind = "nonfinite";
@@ -56,8 +56,7 @@ void FinishStalenessStats(TrainingSummary* s) {
   // Exact from the sum; the histogram's mean would count its last bucket's updates at its floor.
   uint64_t updates = 0;
   for (uint64_t c : s->staleness_histogram) updates += c;
-  s->mean_staleness = updates > 0 ? static_cast<double>(s->staleness_sum) / updates
-                                  : ps::HistogramMean(s->staleness_histogram);
+  s->mean_staleness = updates > 0 ? static_cast<double>(s->staleness_sum) / updates : 0;
   s->p99_staleness = ps::HistogramP99(s->staleness_histogram);
   TrimHistogram(&s->staleness_histogram);
   s->mean_row_staleness = ps::HistogramMean(s->row_staleness_histogram);
