@@ -110,6 +110,13 @@ class Backend : public virtual MemorySpace {
   virtual void SoftmaxCrossEntropy(int batch, int classes, const T* logits, const int32_t* labels,
                                    T grad_scale, T* loss, T* dlogits) = 0;
 
+  // ---- Sigmoid cross-entropy of one logit per example (binary classification) ----
+  // labels[b] is 0 or 1 (a bug otherwise). loss[b] = -log sigmoid(z) for 1, -log(1 - sigmoid(z))
+  // for 0, computed as max(z, 0) - z * label + log1p(exp(-|z|)), stable for any z. dlogits (may
+  // be null) = (sigmoid(z) - label) * grad_scale; it may alias logits.
+  virtual void SigmoidCrossEntropy(int batch, const T* logits, const int32_t* labels, T grad_scale,
+                                   T* loss, T* dlogits) = 0;
+
   // ---- Elementwise helpers for optimizers, tower averaging and residual connections ----
   // y = a + b; y may alias a or b.
   virtual void Add(int64_t n, const T* a, const T* b, T* y) = 0;

@@ -149,7 +149,13 @@ Status Registry::CheckFits(const std::string& model, const std::string& dataset,
         (fitting.empty() ? "choose" : "choose --model " + Join(fitting, " or ") + ", or") +
         " another --dataset)");
   }
-  if (info.num_classes > builder.output_units()) {
+  if (builder.loss() == LossKind::kSigmoidCrossEntropy && info.num_classes > 2) {
+    return InvalidArgumentError("model " + model + " predicts binary labels (one logit, sigmoid " +
+                                "loss), but " + dataset + " has " +
+                                std::to_string(info.num_classes) +
+                                " classes (choose a model with a softmax output)");
+  }
+  if (info.num_classes > builder.num_classes()) {
     return InvalidArgumentError("model " + model + " has " +
                                 std::to_string(builder.output_units()) + " outputs, but " +
                                 dataset + " has " + std::to_string(info.num_classes) +

@@ -39,7 +39,7 @@ void ListRegistry(const towerps::Registry& registry) {
   for (const std::string& name : registry.ModelNames()) {
     const towerps::ModelBuilder b = *registry.DescribeModel(name);
     std::printf("  %-16s %s -> %d classes: %s\n", name.c_str(),
-                towerps::ShapeToString(b.input_shape()).c_str(), b.output_units(),
+                towerps::ShapeToString(b.input_shape()).c_str(), b.num_classes(),
                 registry.FindModel(name)->summary.c_str());
   }
   std::printf("datasets:\n");
@@ -118,12 +118,10 @@ int EvalOnly(const std::string& prog, const towerps::Registry& registry,
     std::cerr << prog << ": " << eval.status().message() << "\n";
     return eval.status().code() == towerps::StatusCode::kInvalidArgument ? 2 : 1;
   }
-  char line[512];
-  std::snprintf(line, sizeof(line),
-                "test accuracy = %.4f, test loss = %.6f (%lld examples; %s at version %lld)",
-                eval->accuracy, eval->mean_loss, static_cast<long long>(eval->examples),
-                dir.c_str(), static_cast<long long>(eval->min_version));
-  towerps::worker::ConsoleProgress::Line(line);
+  towerps::worker::ConsoleProgress::Line(towerps::worker::DescribeEvaluation(eval->stats) + " (" +
+                                         std::to_string(eval->stats.examples) + " examples; " +
+                                         dir + " at version " + std::to_string(eval->min_version) +
+                                         ")");
   if (!worker.export_npz.empty()) {
     towerps::worker::ConsoleProgress::Line("parameters written to " + worker.export_npz);
   }
@@ -177,11 +175,18 @@ int Report(const worker::TrainingSummary& summary, const worker::TrainerOptions&
   if (options.rank == 0) {
     if (!diverged) {
       char line[256];
-      std::snprintf(line, sizeof(line),
-                    "test accuracy = %.4f (after %lld steps, %.1f s, %.1f examples/sec)",
-                    summary.test_accuracy, static_cast<long long>(summary.steps),
-                    summary.train_seconds, summary.examples_per_sec);
-      worker::ConsoleProgress::Line(line);
+      std::snprintf(line, sizeof(line), " (after %lld steps, %.1f s, %.1f examples/sec)",
+                    static_cast<long long>(summary.steps), summary.train_seconds,
+                    summary.examples_per_sec);
+      char accuracy[64];
+      std::snprintf(accuracy, sizeof(accuracy), "test accuracy = %.4f", summary.test_accuracy);
+      const worker::EpochStats final_eval{.mean_loss = summary.test_loss,
+                                          .accuracy = summary.test_accuracy,
+                                          .auc = summary.test_auc};
+      // "test accuracy = 0.8877 (after ...)"; a binary model's AUC and log loss first.
+      worker::ConsoleProgress::Line(
+          (final_eval.binary() ? worker::DescribeEvaluation(final_eval) : std::string(accuracy)) +
+          line);
     }
     worker::ConsoleProgress::Line("summary: " + json);
     if (!options.worker.summary_out.empty()) {

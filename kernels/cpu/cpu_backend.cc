@@ -202,6 +202,20 @@ void CpuBackend::SoftmaxCrossEntropy(int batch, int classes, const float* logits
   }
 }
 
+void CpuBackend::SigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels,
+                                     float grad_scale, float* loss, float* dlogits) {
+  for (int b = 0; b < batch; ++b) {
+    const int label = labels[b];
+    TOWERPS_CHECK(label == 0 || label == 1) << "label " << label << " of example " << b;
+    const float z = logits[b];
+    loss[b] =
+        std::max(z, 0.0f) - z * static_cast<float>(label) + std::log1p(std::exp(-std::abs(z)));
+    if (dlogits != nullptr) {
+      dlogits[b] = (1.0f / (1.0f + std::exp(-z)) - static_cast<float>(label)) * grad_scale;
+    }
+  }
+}
+
 void CpuBackend::Axpy(int64_t n, float alpha, const float* x, float* y) {
   ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Axpy(e - b, alpha, x + b, y + b); });
 }

@@ -378,6 +378,13 @@ void CudaBackend::SoftmaxCrossEntropy(int batch, int classes, const float* logit
                                               dlogits, s.stream.get());
 }
 
+void CudaBackend::SigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels,
+                                      float grad_scale, float* loss, float* dlogits) {
+  impl_->Enter();
+  cuda::LaunchSigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits,
+                                  impl_->stream.get());
+}
+
 // ---- Elementwise helpers ----
 
 // ---- Batch norm, global average pooling, residual add (kernels/cuda/batch_norm.cuh) ----

@@ -127,6 +127,8 @@ class CudaBackend final : public Backend<float> {
   void DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) override;
   void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels,
                            float grad_scale, float* loss, float* dlogits) override;
+  void SigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels, float grad_scale,
+                           float* loss, float* dlogits) override;
   void Add(int64_t n, const float* a, const float* b, float* y) override;
   void Axpy(int64_t n, float alpha, const float* x, float* y) override;
   void Scale(int64_t n, float alpha, float* y) override;

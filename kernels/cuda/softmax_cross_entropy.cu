@@ -31,4 +31,26 @@ void LaunchSoftmaxCrossEntropyFromLogProbs(int batch, int classes, const float* 
   TOWERPS_CUDA_CHECK_LAUNCH();
 }
 
+static __global__ void sigmoid_cross_entropy_kernel(int batch, const float* logits,
+                                                    const int32_t* labels, float grad_scale,
+                                                    float* loss, float* dlogits) {
+  for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < batch; b += gridDim.x * blockDim.x) {
+    const int label = labels[b];
+    if (label != 0 && label != 1) __trap();
+    const float z = logits[b];
+    loss[b] = fmaxf(z, 0.0f) - z * static_cast<float>(label) + log1pf(expf(-fabsf(z)));
+    if (dlogits != nullptr) {
+      dlogits[b] = (1.0f / (1.0f + expf(-z)) - static_cast<float>(label)) * grad_scale;
+    }
+  }
+}
+
+void LaunchSigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels,
+                               float grad_scale, float* loss, float* dlogits, cudaStream_t stream) {
+  if (batch == 0) return;
+  sigmoid_cross_entropy_kernel<<<Blocks(batch), kThreads, 0, stream>>>(batch, logits, labels,
+                                                                       grad_scale, loss, dlogits);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace towerps::kernels::cuda

@@ -1,6 +1,7 @@
-// The loss and gradient half of Backend::SoftmaxCrossEntropy on the GPU. The CUDA backend
-// computes log-softmax with cuDNN (CUDNN_SOFTMAX_LOG, accurate) into a scratch buffer; this
-// kernel turns it into the per-example loss and, optionally, the gradient.
+// The losses on the GPU. Softmax: the loss and gradient half of Backend::SoftmaxCrossEntropy;
+// the CUDA backend computes log-softmax with cuDNN (CUDNN_SOFTMAX_LOG, accurate) into a scratch
+// buffer, and this kernel turns it into the per-example loss and, optionally, the gradient.
+// Sigmoid: Backend::SigmoidCrossEntropy whole, one thread per example.
 // Launcher only; device pointers, borrowed; queued on `stream`; the launch is checked.
 #ifndef TOWERPS_KERNELS_CUDA_SOFTMAX_CROSS_ENTROPY_CUH_
 #define TOWERPS_KERNELS_CUDA_SOFTMAX_CROSS_ENTROPY_CUH_
@@ -18,6 +19,12 @@ namespace towerps::kernels::cuda {
 void LaunchSoftmaxCrossEntropyFromLogProbs(int batch, int classes, const float* log_probs,
                                            const int32_t* labels, float grad_scale, float* loss,
                                            float* dlogits, cudaStream_t stream);
+
+// logits [batch]; labels[b] 0 or 1 (anything else traps: the model checks labels on the host).
+// loss[b] = max(z, 0) - z * label + log1p(exp(-|z|)); dlogits (null: skipped; may alias logits)
+// = (sigmoid(z) - label) * grad_scale.
+void LaunchSigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels,
+                               float grad_scale, float* loss, float* dlogits, cudaStream_t stream);
 
 }  // namespace towerps::kernels::cuda
 

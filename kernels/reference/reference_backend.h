@@ -100,6 +100,10 @@ class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
                            T grad_scale, T* loss, T* dlogits) override {
     reference::SoftmaxCrossEntropy(batch, classes, logits, labels, grad_scale, loss, dlogits);
   }
+  void SigmoidCrossEntropy(int batch, const T* logits, const int32_t* labels, T grad_scale, T* loss,
+                           T* dlogits) override {
+    reference::SigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits);
+  }
   void Add(int64_t n, const T* a, const T* b, T* y) override {
     for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
   }

@@ -110,6 +110,20 @@ void SoftmaxCrossEntropy(int batch, int classes, const T* logits, const int32_t*
 }
 
 template <typename T>
+void SigmoidCrossEntropy(int batch, const T* logits, const int32_t* labels, T grad_scale, T* loss,
+                         T* dlogits) {
+  for (int b = 0; b < batch; ++b) {
+    const double z = logits[b];
+    const double y = labels[b];
+    // -y log p - (1 - y) log(1 - p), p = 1 / (1 + e^-z), in the form that never overflows.
+    loss[b] = static_cast<T>(std::max(z, 0.0) - z * y + std::log1p(std::exp(-std::abs(z))));
+    if (dlogits != nullptr) {
+      dlogits[b] = static_cast<T>((1.0 / (1.0 + std::exp(-z)) - y) * double{grad_scale});
+    }
+  }
+}
+
+template <typename T>
 void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* v, T* p) {
   for (int64_t i = 0; i < n; ++i) {
     const double grad = double{g[i]} + double{weight_decay} * p[i];
@@ -126,6 +140,7 @@ void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* 
   template void ActivationBackward<T>(Activation, int64_t, const T*, const T*, T*);    \
   template void DropoutForward<T>(int64_t, float, uint64_t, const T*, T*, T*);         \
   template void SoftmaxCrossEntropy<T>(int, int, const T*, const int32_t*, T, T*, T*); \
+  template void SigmoidCrossEntropy<T>(int, const T*, const int32_t*, T, T*, T*);      \
   template void MomentumUpdate<T>(int64_t, T, T, T, const T*, T*, T*);
 TOWERPS_INSTANTIATE(float)
 TOWERPS_INSTANTIATE(double)

@@ -68,6 +68,9 @@ template <typename T>
 void SoftmaxCrossEntropy(int batch, int classes, const T* logits, const int32_t* labels,
                          T grad_scale, T* loss, T* dlogits);
 template <typename T>
+void SigmoidCrossEntropy(int batch, const T* logits, const int32_t* labels, T grad_scale, T* loss,
+                         T* dlogits);
+template <typename T>
 void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* v, T* p);
 
 }  // namespace towerps::kernels::reference

@@ -382,6 +382,35 @@ TEST_P(BackendConformanceTest, SoftmaxCrossEntropy) {
   }
 }
 
+TEST_P(BackendConformanceTest, SigmoidCrossEntropy) {
+  const int batch = 1031;  // more than one block of threads
+  for (const float shift : {0.0f, 60.0f, -60.0f}) {
+    SCOPED_TRACE(::testing::Message() << "shift " << shift);
+    auto logits = RandomFloats(batch, rng_, 8.0f);
+    for (float& l : logits) l += shift;
+    std::vector<int32_t> labels(batch);
+    for (int32_t& l : labels) l = testing::RandomInt(rng_, 0, 1);
+    ASSERT_OK_AND_ASSIGN(auto lb, Put(logits));
+    ASSERT_OK_AND_ASSIGN(auto lab, Put(labels));
+    ASSERT_OK_AND_ASSIGN(auto loss, Filled(batch, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dl, Filled(batch, 9.0f));
+    const float scale = 1.0f / batch;
+    backend_->SigmoidCrossEntropy(batch, lb.data(), lab.data(), scale, loss.data(), dl.data());
+    std::vector<double> loss_ref(batch), dl_ref(batch);
+    ref_.SigmoidCrossEntropy(batch, ToDouble(logits).data(), labels.data(), scale, loss_ref.data(),
+                             dl_ref.data());
+    ASSERT_TRUE(AnyNonZero(loss_ref));
+    EXPECT_TRUE(AllClose(Get(loss), loss_ref, 1e-5, 1e-6)) << "loss";
+    EXPECT_TRUE(AllClose(Get(dl), dl_ref, 1e-5, 1e-7)) << "gradient";
+    // Without a gradient, and with the gradient written over the logits.
+    ASSERT_OK_AND_ASSIGN(auto loss2, Filled(batch, 9.0f));
+    backend_->SigmoidCrossEntropy(batch, lb.data(), lab.data(), scale, loss2.data(), nullptr);
+    EXPECT_EQ(Get(loss2), Get(loss));
+    backend_->SigmoidCrossEntropy(batch, lb.data(), lab.data(), scale, loss2.data(), lb.data());
+    EXPECT_TRUE(AllClose(Get(lb), dl_ref, 1e-5, 1e-7)) << "gradient over the logits";
+  }
+}
+
 TEST_P(BackendConformanceTest, ElementwiseHelpers) {
   const int64_t n = 4099;
   const auto x = RandomFloats(n, rng_), y0 = RandomFloats(n, rng_), z = RandomFloats(n, rng_);

@@ -187,6 +187,21 @@ TEST(ReferenceGradientTest, SoftmaxCrossEntropyAndBias) {
       },
       logits, mean_weights, d);
 
+  // Sigmoid cross-entropy: both labels, and logits far out where a naive form overflows.
+  const Vec z = {-3.1, -0.4, 0.0, 0.7, 2.5, 40.0, -40.0};
+  const std::vector<int32_t> bits = {1, 0, 1, 1, 0, 0, 1};
+  const int n = static_cast<int>(z.size());
+  Vec zloss(n), dz(n);
+  reference::SigmoidCrossEntropy(n, z.data(), bits.data(), 1.0 / n, zloss.data(), dz.data());
+  EXPECT_NEAR(zloss[2], std::log(2.0), 1e-15);
+  EXPECT_NEAR(zloss[5], 40.0, 1e-12);  // a confident wrong answer costs its logit
+  EXPECT_NEAR(zloss[6], 40.0, 1e-12);
+  ExpectGradient(
+      [&](const Vec& l, Vec& out) {
+        reference::SigmoidCrossEntropy<double>(n, l.data(), bits.data(), 1.0, out.data(), nullptr);
+      },
+      z, Vec(n, 1.0 / n), dz);
+
   const int outer = 2, channels = 3, inner = 4;
   const Vec bias = RandomVec(channels, rng), base = RandomVec(outer * channels * inner, rng);
   const Vec g = RandomVec(base.size(), rng);

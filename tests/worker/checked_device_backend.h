@@ -271,6 +271,14 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     if (dlogits) F(dlogits, int64_t{batch} * classes, "dlogits");
     cpu_->SoftmaxCrossEntropy(batch, classes, logits, labels, grad_scale, loss, dlogits);
   }
+  void SigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels, float grad_scale,
+                           float* loss, float* dlogits) override {
+    F(logits, batch, "logits");
+    Check(labels, sizeof(int32_t) * batch, "labels");
+    F(loss, batch, "loss");
+    if (dlogits) F(dlogits, batch, "dlogits");
+    cpu_->SigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits);
+  }
   void Add(int64_t n, const float* a, const float* b, float* y) override {
     Binary(n, a, b, y);
     cpu_->Add(n, a, b, y);

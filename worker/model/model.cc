@@ -1,6 +1,7 @@
 #include "worker/model/model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ps/variable.h"
 
@@ -8,10 +9,12 @@ namespace towerps::worker {
 
 template <typename T>
 Model<T>::Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
-                std::vector<std::unique_ptr<Layer<T>>> layers, kernels::Backend<T>* backend)
+                std::vector<std::unique_ptr<Layer<T>>> layers, kernels::Backend<T>* backend,
+                LossKind loss)
     : input_shape_(std::move(input_shape)),
       layers_(std::move(layers)),
       backend_(backend),
+      loss_kind_(loss),
       host_memory_(backend != nullptr && backend->host_memory()) {
   TOWERPS_CHECK(backend_ != nullptr);
   TOWERPS_CHECK(!layers_.empty());
@@ -45,7 +48,13 @@ Model<T>::Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
   }
   TOWERPS_CHECK(expect.size() == 1)
       << "the last layer must output logits, not " << ShapeToString(expect);
-  num_classes_ = static_cast<int>(expect[0]);
+  outputs_per_example_ = static_cast<int>(expect[0]);
+  num_classes_ = outputs_per_example_;
+  if (loss_kind_ == LossKind::kSigmoidCrossEntropy) {
+    TOWERPS_CHECK(outputs_per_example_ == 1)
+        << "the sigmoid loss takes one logit, not " << outputs_per_example_;
+    num_classes_ = 2;
+  }
   signature_ = ps::VariableListHash(specs_);
   outputs_.resize(layers_.size());
   value_changed_.assign(params_.size(), 1);
@@ -237,12 +246,18 @@ template <typename T>
 StepResult Model<T>::Loss(const T* logits, const int32_t* labels, const int32_t* host_labels,
                           int batch, bool with_gradient) {
   T* dlogits = with_gradient ? grad_a_.data() : nullptr;
-  backend_->SoftmaxCrossEntropy(batch, num_classes_, logits, labels, T(1) / T(batch), loss_.data(),
-                                dlogits);
+  const bool binary = loss_kind_ == LossKind::kSigmoidCrossEntropy;
+  if (binary) {
+    backend_->SigmoidCrossEntropy(batch, logits, labels, T(1) / T(batch), loss_.data(), dlogits);
+  } else {
+    backend_->SoftmaxCrossEntropy(batch, num_classes_, logits, labels, T(1) / T(batch),
+                                  loss_.data(), dlogits);
+  }
   const T* loss = loss_.data();
   const T* host_logits = logits;
+  const int width = outputs_per_example_;
   if (!host_memory_) {
-    host_logits_.resize(static_cast<size_t>(batch) * num_classes_);
+    host_logits_.resize(static_cast<size_t>(batch) * width);
     host_loss_.resize(static_cast<size_t>(batch));
     backend_->CopyToHost(logits, host_logits_.size() * sizeof(T), host_logits_.data());
     backend_->CopyToHost(loss_.data(), host_loss_.size() * sizeof(T), host_loss_.data());
@@ -253,10 +268,20 @@ StepResult Model<T>::Loss(const T* logits, const int32_t* labels, const int32_t*
   r.batch = batch;
   for (int b = 0; b < batch; ++b) {
     r.loss += static_cast<double>(loss[b]);
-    const T* row = host_logits + int64_t{b} * num_classes_;
-    r.correct += (std::max_element(row, row + num_classes_) - row) == host_labels[b];
+    if (binary) {
+      r.correct += (host_logits[b] > T(0)) == (host_labels[b] == 1);
+      continue;
+    }
+    const T* row = host_logits + int64_t{b} * width;
+    r.correct += (std::max_element(row, row + width) - row) == host_labels[b];
   }
   r.loss /= batch;
+  if (binary && !with_gradient) {
+    r.probabilities.resize(static_cast<size_t>(batch));
+    for (int b = 0; b < batch; ++b) {
+      r.probabilities[b] = 1.0 / (1.0 + std::exp(-static_cast<double>(host_logits[b])));
+    }
+  }
   return r;
 }
 

@@ -1,5 +1,6 @@
 // Model<T>: a feed-forward stack of layers ending in class logits, trained with softmax
-// cross-entropy. Built from a ModelBuilder (<towerps/model_builder.h>) by BuildModel
+// cross-entropy, or in one logit for binary labels, trained with the sigmoid cross-entropy
+// (ModelBuilder::Loss). Built from a ModelBuilder (<towerps/model_builder.h>) by BuildModel
 // (model_factory.h) or by name from the zoo (zoo.h).
 //
 // Embedding tables (ModelBuilder::Embedding) stand in front of the layers: for each example the
@@ -49,9 +50,12 @@
 namespace towerps::worker {
 
 struct StepResult {
-  double loss = 0;      // mean softmax cross-entropy over the batch
-  int64_t correct = 0;  // examples whose largest logit is the label
+  double loss = 0;      // mean loss over the batch (softmax or sigmoid cross-entropy)
+  int64_t correct = 0;  // examples whose largest logit is the label (binary: logit > 0 for 1)
   int batch = 0;
+  // Evaluate of a binary model only: each example's predicted probability of label 1, for
+  // AUC and log loss.
+  std::vector<double> probabilities;
 };
 
 template <typename T>
@@ -64,8 +68,10 @@ class Model {
   // Takes the layers; they must chain (each input shape the previous output shape, the first's
   // the tables' rows then the dense input) and the last must output [num_classes]. Checked: the
   // factory guarantees it.
+  // With the sigmoid loss the last layer outputs [1] and num_classes() is 2.
   Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
-        std::vector<std::unique_ptr<Layer<T>>> layers, kernels::Backend<T>* backend);
+        std::vector<std::unique_ptr<Layer<T>>> layers, kernels::Backend<T>* backend,
+        LossKind loss = LossKind::kSoftmaxCrossEntropy);
   Model(Shape input_shape, std::vector<std::unique_ptr<Layer<T>>> layers,
         kernels::Backend<T>* backend)
       : Model(std::move(input_shape), {}, std::move(layers), backend) {}
@@ -75,6 +81,7 @@ class Model {
 
   const Shape& input_shape() const { return input_shape_; }  // the dense features
   int num_classes() const { return num_classes_; }
+  LossKind loss() const { return loss_kind_; }
   // Every variable the servers hold: the dense ones, then the tables.
   const std::vector<ps::VariableSpec>& variables() const { return specs_; }
   int num_variables() const { return static_cast<int>(params_.size()); }  // the dense ones
@@ -158,7 +165,8 @@ class Model {
                  const T** backend_x, const int32_t** backend_labels);
   // Runs every layer; returns the logits buffer.
   const T* Forward(const T* x, int batch, bool training);
-  // Softmax cross-entropy on the backend (labels there), accuracy from host_labels.
+  // The loss on the backend (labels there), accuracy (and, evaluating a binary model, the
+  // probabilities) from host_labels.
   StepResult Loss(const T* logits, const int32_t* labels, const int32_t* host_labels, int batch,
                   bool with_gradient);
 
@@ -178,7 +186,9 @@ class Model {
   std::vector<T> input_, input_grad_;  // with tables: the first layer's input and its gradient
   std::vector<std::unique_ptr<Layer<T>>> layers_;
   kernels::Backend<T>* backend_;  // borrowed
+  LossKind loss_kind_;
   int num_classes_;
+  int outputs_per_example_;  // the last layer's: num_classes_, or 1 with the sigmoid loss
   std::vector<Parameter<T>*> params_;
   std::vector<int> first_param_of_layer_;
   std::vector<ps::VariableSpec> specs_;

@@ -96,4 +96,8 @@ int ModelBuilder::output_units() const {
   return !specs_.empty() && specs_.back().kind == LayerSpec::Kind::kDense ? specs_.back().units : 0;
 }
 
+int ModelBuilder::num_classes() const {
+  return loss_ == LossKind::kSigmoidCrossEntropy ? 2 : output_units();
+}
+
 }  // namespace towerps

@@ -138,6 +138,13 @@ Result<std::unique_ptr<Model<T>>> BuildModel(const ModelBuilder& builder,
   if (specs_.empty() || specs_.back().kind != LayerSpec::Kind::kDense) {
     return InvalidArgumentError("a model must end with a Dense layer giving the class logits");
   }
+  if (builder.loss() == LossKind::kSigmoidCrossEntropy && builder.output_units() != 1) {
+    return InvalidArgumentError(
+        "a model trained with the sigmoid cross-entropy ends in one logit, "
+        "but its last Dense layer '" +
+        specs_.back().name + "' has " + std::to_string(builder.output_units()) +
+        " units (Dense(name, 1), or LossKind::kSoftmaxCrossEntropy)");
+  }
   std::set<std::string> names;
   const std::vector<EmbeddingSpec>& tables = builder.embeddings();
   TOWERPS_ASSIGN_OR_RETURN(const int64_t embedded, CheckEmbeddings(tables, input_shape_, &names));
@@ -149,7 +156,8 @@ Result<std::unique_ptr<Model<T>>> BuildModel(const ModelBuilder& builder,
   const Shape first = tables.empty() ? input_shape_ : Shape{embedded + NumElements(input_shape_)};
   int index = 0;
   TOWERPS_ASSIGN_OR_RETURN(auto layers, BuildChain<T>(specs_, first, "", seed, &index, &names));
-  return std::make_unique<Model<T>>(input_shape_, tables, std::move(layers), backend);
+  return std::make_unique<Model<T>>(input_shape_, tables, std::move(layers), backend,
+                                    builder.loss());
 }
 
 template Result<std::unique_ptr<Model<float>>> BuildModel<float>(const ModelBuilder&,

@@ -29,8 +29,8 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
                            EvaluateAll(p.towers.model(0), p.test_batches, p.prepare_eval));
   s->test_accuracy = eval.accuracy;
   s->test_loss = eval.mean_loss;
-  p.metrics.Eval(done_steps, (done_steps + p.steps_per_epoch - 1) / p.steps_per_epoch,
-                 eval.accuracy, eval.mean_loss);
+  s->test_auc = eval.auc;
+  p.metrics.Eval(done_steps, (done_steps + p.steps_per_epoch - 1) / p.steps_per_epoch, eval);
   const std::atomic<bool>* stop = p.stop;
   TOWERPS_RETURN_IF_ERROR(GatherServerStats(p.client, stop, s));
   // Another worker's divergence shows as gradients the servers refused.

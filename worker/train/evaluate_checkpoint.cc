@@ -129,11 +129,8 @@ Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const 
                            NormalizationArrays(data.test_options.mean, data.test_options.stddev)),
                  options.export_npz));
   }
-  return CheckpointEvaluation{.accuracy = eval.accuracy,
-                              .mean_loss = eval.mean_loss,
-                              .examples = eval.examples,
-                              .min_version = saved.min_version,
-                              .max_version = saved.max_version};
+  return CheckpointEvaluation{
+      .stats = eval, .min_version = saved.min_version, .max_version = saved.max_version};
 }
 
 }  // namespace towerps::worker

@@ -17,14 +17,13 @@
 #include "ps/job_config.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
+#include "worker/train/local_training.h"
 #include "worker/worker_options.h"
 
 namespace towerps::worker {
 
 struct CheckpointEvaluation {
-  double accuracy = 0;
-  double mean_loss = 0;
-  int64_t examples = 0;
+  EpochStats stats;                          // accuracy, loss, examples (and a binary model's AUC)
   int64_t min_version = 0, max_version = 0;  // of the chunks evaluated
 };
 

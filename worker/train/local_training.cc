@@ -1,5 +1,9 @@
 #include "worker/train/local_training.h"
 
+#include <cstdio>
+
+#include "worker/train/roc_auc.h"
+
 namespace towerps::worker {
 
 Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batcher& batches,
@@ -32,6 +36,9 @@ Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
   EpochStats stats;
   double loss_sum = 0;
   int64_t correct = 0;
+  const bool binary = model.loss() == LossKind::kSigmoidCrossEntropy;
+  std::vector<double> probabilities;
+  std::vector<int32_t> labels;
   Batch batch;
   batches.StartEpoch(0);
   while (batches.Next(&batch)) {
@@ -41,12 +48,30 @@ Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
     loss_sum += r.loss * r.batch;
     correct += r.correct;
     stats.examples += r.batch;
+    if (binary) {
+      probabilities.insert(probabilities.end(), r.probabilities.begin(), r.probabilities.end());
+      labels.insert(labels.end(), batch.labels.begin(), batch.labels.begin() + batch.size);
+    }
   }
+  if (binary) stats.auc = RocAuc(probabilities, labels);
   if (stats.examples > 0) {
     stats.mean_loss = loss_sum / static_cast<double>(stats.examples);
     stats.accuracy = static_cast<double>(correct) / static_cast<double>(stats.examples);
   }
   return stats;
+}
+
+std::string DescribeEvaluation(const EpochStats& eval, const std::string& what) {
+  char line[256];
+  if (eval.binary()) {
+    std::snprintf(line, sizeof(line), "%s AUC = %.4f, %s log loss = %.4f, %s accuracy = %.4f",
+                  what.c_str(), eval.auc, what.c_str(), eval.mean_loss, what.c_str(),
+                  eval.accuracy);
+  } else {
+    std::snprintf(line, sizeof(line), "%s accuracy = %.4f, %s loss = %.6g", what.c_str(),
+                  eval.accuracy, what.c_str(), eval.mean_loss);
+  }
+  return line;
 }
 
 }  // namespace towerps::worker

@@ -81,12 +81,22 @@ void MetricsLog::Train(int64_t step, int64_t epoch, double loss, double examples
   Write(j);
 }
 
-void MetricsLog::Eval(int64_t step, int64_t epoch, double test_accuracy, double test_loss) {
-  WriteEvents(step, {{"eval/accuracy", test_accuracy}, {"eval/loss", test_loss}});
+void MetricsLog::Eval(int64_t step, int64_t epoch, const EpochStats& eval) {
+  std::vector<std::pair<std::string, double>> scalars = {{"eval/accuracy", eval.accuracy},
+                                                         {"eval/loss", eval.mean_loss}};
+  if (eval.binary()) {
+    scalars.emplace_back("eval/auc", eval.auc);
+    scalars.emplace_back("eval/logloss", eval.mean_loss);
+  }
+  WriteEvents(step, scalars);
   if (!out_.is_open()) return;
   nlohmann::ordered_json j = Line("eval", step, epoch);
-  j["test_accuracy"] = JsonNumber(test_accuracy);
-  j["test_loss"] = JsonNumber(test_loss);
+  j["test_accuracy"] = JsonNumber(eval.accuracy);
+  j["test_loss"] = JsonNumber(eval.mean_loss);
+  if (eval.binary()) {
+    j["test_auc"] = JsonNumber(eval.auc);
+    j["test_logloss"] = JsonNumber(eval.mean_loss);
+  }
   Write(j);
 }
 

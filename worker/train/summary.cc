@@ -69,6 +69,10 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   nlohmann::ordered_json j;
   j["test_accuracy"] = JsonNumber(s.test_accuracy);
   j["test_loss"] = JsonNumber(s.test_loss);
+  if (s.test_auc != -1) {
+    j["test_auc"] = JsonNumber(s.test_auc);
+    j["test_logloss"] = JsonNumber(s.test_loss);
+  }
   j["final_train_loss"] = JsonNumber(s.final_train_loss);
   j["train_seconds"] = JsonNumber(s.train_seconds);
   j["examples_per_sec"] = JsonNumber(s.examples_per_sec);

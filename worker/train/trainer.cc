@@ -223,11 +223,8 @@ class Trainer::Impl {
     const int64_t epoch = progress / steps_per_epoch_;
     const std::string at = evals.EndsEpoch(progress) ? "epoch " + std::to_string(epoch) + " done"
                                                      : "step " + std::to_string(progress);
-    char accuracy[32];  // 4 decimals, as the final line prints it
-    std::snprintf(accuracy, sizeof(accuracy), "%.4f", eval.accuracy);
-    TOWERPS_LOG(kInfo) << at << ": test accuracy = " << accuracy
-                       << ", test loss = " << eval.mean_loss;
-    metrics_.Eval(progress, epoch, eval.accuracy, eval.mean_loss);
+    TOWERPS_LOG(kInfo) << at << ": " << DescribeEvaluation(eval);
+    metrics_.Eval(progress, epoch, eval);
     console.Evaluated(progress, eval.accuracy);
     const auto what = collapse_->Evaluated(eval.accuracy, eval.mean_loss);
     return what && divergence_->StopsOnCollapse(*what, progress);

@@ -117,6 +117,44 @@ TEST(ModelGradientTest, EveryLayerKindFullCheck) {
   CheckModelGradients(SmallResNet(), 3, 1000, 2);
 }
 
+// One logit and the sigmoid cross-entropy: labels 0 and 1, two classes.
+TEST(ModelGradientTest, BinaryModelFullCheck) {
+  ModelBuilder b({5});
+  b.Dense("fc1", 4).Tanh().Dense("logit", 1, Init::kGlorot).Loss(LossKind::kSigmoidCrossEntropy);
+  CheckModelGradients(b, 6, 1000, 3);
+}
+
+TEST(ModelTest, BinaryModelGivesProbabilitiesAndCountsLogitsAboveZeroAsOnes) {
+  kernels::ReferenceBackend<double> backend;
+  ModelBuilder b({2});
+  b.Dense("logit", 1, Init::kZeros).Loss(LossKind::kSigmoidCrossEntropy);
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<double>(b, &backend, 1));
+  EXPECT_EQ(model->num_classes(), 2);
+  // logit = x0 - x1 + 0.5: examples with logits 1.5, -0.5, 0.5.
+  model->value(0)[0] = 1.0;
+  model->value(0)[1] = -1.0;
+  model->value(1)[0] = 0.5;
+  const std::vector<double> x = {1, 0, 0, 1, 0, 0};
+  const std::vector<int32_t> labels = {1, 1, 0};
+  ASSERT_OK_AND_ASSIGN(const StepResult r, model->Evaluate(x.data(), labels.data(), 3));
+  const auto sigmoid = [](double z) { return 1 / (1 + std::exp(-z)); };
+  ASSERT_EQ(r.probabilities.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.probabilities[0], sigmoid(1.5));
+  EXPECT_DOUBLE_EQ(r.probabilities[1], sigmoid(-0.5));
+  EXPECT_DOUBLE_EQ(r.probabilities[2], sigmoid(0.5));
+  EXPECT_EQ(r.correct, 1);  // only the first: the second says 0, the third 1
+  const double log_loss =
+      -(std::log(sigmoid(1.5)) + std::log(sigmoid(-0.5)) + std::log(1 - sigmoid(0.5))) / 3;
+  EXPECT_NEAR(r.loss, log_loss, 1e-14);
+  // Training leaves them out; a label other than 0 or 1 is refused.
+  ASSERT_OK_AND_ASSIGN(const StepResult t, model->TrainStep(x.data(), labels.data(), 3));
+  EXPECT_TRUE(t.probabilities.empty());
+  const int32_t two = 2;
+  auto bad = model->TrainStep(x.data(), &two, 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("label 2"), std::string::npos);
+}
+
 TEST(ModelGradientTest, ZooModelsSampled) {
   for (const std::string& name : ZooModelNames()) {
     SCOPED_TRACE(name);
@@ -240,6 +278,11 @@ TEST(ModelBuilderTest, RejectsBadModels) {
       BuildModel<float>(ModelBuilder({4}).Conv2d("c", 2, 3).Dense("d", 2), &backend, 1);
   EXPECT_FALSE(conv_on_vector.ok());
   EXPECT_EQ(ZooModel("resnet").status().code(), StatusCode::kNotFound);
+  auto two_logits = BuildModel<float>(
+      ModelBuilder({4}).Dense("out", 2).Loss(LossKind::kSigmoidCrossEntropy), &backend, 1);
+  ASSERT_FALSE(two_logits.ok());
+  EXPECT_NE(two_logits.status().message().find("'out' has 2 units"), std::string::npos)
+      << two_logits.status().message();
 }
 
 TEST(ModelTest, SameSeedSameWeightsAcrossScalarTypes) {

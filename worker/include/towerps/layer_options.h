@@ -28,6 +28,15 @@ enum class ActivationKind { kRelu, kTanh, kSigmoid };
 
 enum class PoolKind { kMax, kAverage };
 
+// The loss a model is trained with (ModelBuilder::Loss), and what its last Dense layer gives.
+enum class LossKind {
+  // One logit per class; labels are class indices. Evaluated by accuracy.
+  kSoftmaxCrossEntropy,
+  // Binary labels (0 or 1, e.g. a click): one logit, the log-odds of label 1, trained with the
+  // sigmoid cross-entropy (log loss). Evaluated by AUC, log loss and accuracy at 0.5.
+  kSigmoidCrossEntropy,
+};
+
 // Local response normalization across channels (TensorFlow's
 // tf.nn.local_response_normalization): x / (bias + alpha * sum of x^2 over the depth_radius
 // neighbouring channels on each side) ^ beta.

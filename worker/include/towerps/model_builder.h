@@ -24,13 +24,17 @@
 //   b.Embedding("categories", 26, {.rows = 0, .dim = 16})     // 26 ids per example
 //    .Dense("fc1", 256).Relu().Dense("logits", 2);            // fc1 sees 26 * 16 + 13 inputs
 //
+// A model for binary labels (clicks, say) ends in one logit and says so:
+//
+//   b.Dense("fc1", 256).Relu().Dense("logit", 1).Loss(towerps::LossKind::kSigmoidCrossEntropy);
+//
 // A table is a variable of the parameter servers (rows created when first trained, pulled by
 // the ids of each batch); its examples' ids come from Dataset::ids.
 //
 // Contract: the builder only records; building validates (shapes that do not fit, duplicate
-// names, a last layer that is not a Dense) and the error names the layer, e.g. "layer name 'a'
-// is used twice". Layers with parameters need unique names; the others are named
-// "layer<index>". Value type: copies are independent; not synchronised.
+// names, a last layer that is not a Dense, a sigmoid loss on more than one logit) and the error
+// names the layer, e.g. "layer name 'a' is used twice". Layers with parameters need unique names;
+// the others are named "layer<index>". Value type: copies are independent; not synchronised.
 #ifndef TOWERPS_MODEL_BUILDER_H_
 #define TOWERPS_MODEL_BUILDER_H_
 
@@ -114,13 +118,22 @@ class ModelBuilder {
   using BranchFn = std::function<void(ModelBuilder&)>;
   ModelBuilder& Residual(std::string name, const BranchFn& main, const BranchFn& shortcut = {});
 
+  // The loss the model is trained with; softmax cross-entropy unless set.
+  ModelBuilder& Loss(LossKind kind) {
+    loss_ = kind;
+    return *this;
+  }
+
   const Shape& input_shape() const { return input_shape_; }
+  LossKind loss() const { return loss_; }
   const std::vector<LayerSpec>& layers() const { return specs_; }
   const std::vector<EmbeddingSpec>& embeddings() const { return embeddings_; }
   // Ids per example over every table (what Dataset::fields must be).
   int categorical_fields() const;
-  // The units of the last layer when it is a Dense (the number of classes), else 0.
+  // The units of the last layer when it is a Dense, else 0.
   int output_units() const;
+  // The classes the model tells apart: 2 for a sigmoid loss, else output_units().
+  int num_classes() const;
 
  private:
   // Appends a spec of `kind` and returns it for the caller to fill in.
@@ -131,6 +144,7 @@ class ModelBuilder {
   }
 
   Shape input_shape_;
+  LossKind loss_ = LossKind::kSoftmaxCrossEntropy;
   std::vector<LayerSpec> specs_;
   std::vector<EmbeddingSpec> embeddings_;
 };
