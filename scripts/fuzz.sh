@@ -25,7 +25,7 @@ done
 
 # harness:max_len (bytes). Small enough for speed, large enough for the seeds and their growth.
 harnesses=(
-  message:2048 checkpoint:1024 idx:512 cifar10:10000 npy:512
+  message:2048 checkpoint:1024 idx:512 cifar10:10000 npy:512 criteo:1024
   hostfile:512 cluster_spec:512 config:1024 straggler:128 towers:128
 )
 

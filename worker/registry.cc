@@ -46,6 +46,14 @@ std::string ShapeText(const Shape& shape) {
   return out;
 }
 
+// What an example holds beside categorical ids: "13 dense features and 26 categorical ids",
+// "4 dense features", "1x28x28".
+std::string InputsText(const Shape& shape, int fields) {
+  const std::string dense =
+      shape.size() == 1 ? std::to_string(shape[0]) + " dense features" : ShapeText(shape);
+  return fields == 0 ? dense : dense + " and " + std::to_string(fields) + " categorical ids";
+}
+
 }  // namespace
 
 Status Registry::AddModel(const std::string& name, ModelDef def) {
@@ -126,13 +134,7 @@ Status Registry::CheckFits(const std::string& model, const std::string& dataset,
   request.model_input = builder.input_shape();
   request.model_fields = builder.categorical_fields();
   TOWERPS_ASSIGN_OR_RETURN(const DatasetInfo info, def->probe(request));
-  if (info.fields != builder.categorical_fields()) {
-    return InvalidArgumentError(
-        "model " + model + " looks up " + std::to_string(builder.categorical_fields()) +
-        " categorical ids per example in its embedding tables, but " + dataset + " examples have " +
-        std::to_string(info.fields) + " (choose a --model and --dataset that agree)");
-  }
-  if (info.example_shape != builder.input_shape()) {
+  if (info.example_shape != builder.input_shape() || info.fields != builder.categorical_fields()) {
     std::vector<std::string> fitting;
     for (const auto& [name, other] : models_) {
       Result<ModelBuilder> b_or = DescribeModel(name);
@@ -141,11 +143,24 @@ Status Registry::CheckFits(const std::string& model, const std::string& dataset,
       request.model_input = b.input_shape();
       request.model_fields = b.categorical_fields();
       Result<DatasetInfo> fit = def->probe(request);
-      if (fit.ok() && fit->example_shape == request.model_input) fitting.push_back(name);
+      if (fit.ok() && fit->example_shape == request.model_input &&
+          fit->fields == request.model_fields) {
+        fitting.push_back(name);
+      }
     }
+    // "expects 1x28x28 inputs, but cifar10 examples are 3x32x32" for images, and with
+    // categorical ids on either side "expects 13 dense features and 26 categorical ids per
+    // example, but fashion-mnist examples hold 1x28x28".
+    const bool categorical = info.fields > 0 || builder.categorical_fields() > 0;
+    const std::string wants =
+        categorical
+            ? InputsText(builder.input_shape(), builder.categorical_fields()) + " per example"
+            : ShapeText(builder.input_shape()) + " inputs";
+    const std::string has = categorical
+                                ? " examples hold " + InputsText(info.example_shape, info.fields)
+                                : " examples are " + ShapeText(info.example_shape);
     return InvalidArgumentError(
-        "model " + model + " expects " + ShapeText(builder.input_shape()) + " inputs, but " +
-        dataset + " examples are " + ShapeText(info.example_shape) + " (" +
+        "model " + model + " expects " + wants + ", but " + dataset + has + " (" +
         (fitting.empty() ? "choose" : "choose --model " + Join(fitting, " or ") + ", or") +
         " another --dataset)");
   }

@@ -35,7 +35,10 @@ WorkerFlags::WorkerFlags()
       "train-labels", po::value(&o.train_labels), "--dataset idx: training labels")(
       "test-images", po::value(&o.test_images), "--dataset idx: test images")(
       "test-labels", po::value(&o.test_labels), "--dataset idx: test labels")(
-      "metrics-out", po::value(&o.metrics_out), "JSON lines per logged step; {rank} expands")(
+      "skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
+      "--dataset criteo: skip malformed lines, counting them in the log, instead of stopping at "
+      "the first")("metrics-out", po::value(&o.metrics_out),
+                   "JSON lines per logged step; {rank} expands")(
       "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(
       "logdir", po::value(&o.logdir),
       "TensorBoard event files: DIR/worker-N for each worker and DIR/ps-M for each server "

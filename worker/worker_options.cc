@@ -80,6 +80,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!train_labels.empty()) add("--train-labels", train_labels);
   if (!test_images.empty()) add("--test-images", test_images);
   if (!test_labels.empty()) add("--test-labels", test_labels);
+  if (skip_bad_lines) a.push_back("--skip-bad-lines");
   if (!metrics_out.empty()) add("--metrics-out", metrics_out);
   if (!summary_out.empty()) add("--summary-out", summary_out);
   if (!logdir.empty()) add("--logdir", logdir);
@@ -115,7 +116,8 @@ DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t se
                      .test_labels = test_labels,
                      .model_input = model_input,
                      .model_fields = model_fields,
-                     .seed = seed};
+                     .seed = seed,
+                     .skip_bad_lines = skip_bad_lines};
 }
 
 }  // namespace towerps::worker

@@ -33,6 +33,7 @@ struct WorkerOptions {
   std::string data_dir;          // empty: the dataset's default location
   // Files of datasets that read named files (idx); relative to data_dir unless absolute.
   std::string train_images, train_labels, test_images, test_labels;
+  bool skip_bad_lines = false;  // text datasets (criteo): skip malformed lines, counting them
   std::string metrics_out;  // JSON lines, one per logged step; "{rank}" expands
   std::string summary_out;  // one JSON object at the end (chief)
   std::string logdir;       // TensorBoard event files in <logdir>/worker-<rank>

@@ -242,6 +242,17 @@ void NpySeeds() {
         Npy(3, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4), }", 0));
 }
 
+void CriteoSeeds() {
+  const std::string good =
+      "1\t5\t-1\t\t3\t0\t12\t1\t0\t2\t\t4\t\t7\t68fd1e64\t80e26c9b\tfb936136\t7b4723c4"
+      "\t25c83c98\t7e0ccccf\tde7995b8\t1f89b562\ta73ee510\ta8cd5504\tb2cb9c98\t37c9c164"
+      "\t2824a5f6\t1adce6ef\t8ba8b39a\t891b62e7\te5ba7672\tf54016b9\t21ddcdc9\tb1252a9d"
+      "\t07b5194c\t\t3a171ecb\tc5c50484\te8b83407\t9727dd16\n";
+  Write("criteo", "two-lines", good + "0" + good.substr(1));
+  Write("criteo", "crlf-and-empties", "0" + std::string(39, '\t') + "\r\n");
+  Write("criteo", "bad-integer", "1\tx" + std::string(38, '\t') + "\n" + good);
+}
+
 void TextSeeds() {
   Write("hostfile", "roles",
         "# cluster\nnode1 slots=4\nnode2 slots=2 servers  # PS\nnode3 workers\n");
@@ -299,6 +310,7 @@ int main(int argc, char** argv) {
   IdxSeeds();
   Cifar10Seeds();
   NpySeeds();
+  CriteoSeeds();
   TextSeeds();
   return 0;
 }

@@ -73,13 +73,31 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
   EXPECT_OK(r.CheckFits("cifar10", "cifar10", cifar));  // 32x32 cropped to 24x24
   EXPECT_OK(r.CheckFits("resnet20", "cifar10", cifar));
   for (const std::string& model : worker::ZooModelNames()) {
-    if (model == "embed-mlp") continue;              // categorical ids: below
-    EXPECT_OK(r.CheckFits(model, "synthetic", {}));  // made in the model's shape
+    if (worker::ZooModel(model)->categorical_fields() > 0) continue;  // categorical ids: below
+    EXPECT_OK(r.CheckFits(model, "synthetic", {}));                   // made in the model's shape
   }
   EXPECT_OK(r.CheckFits("embed-mlp", "categorical", {}));  // as many fields as the model's
   s = r.CheckFits("embed-mlp", "synthetic", {});
-  EXPECT_NE(s.message().find("looks up 8 categorical ids per example"), std::string::npos)
+  EXPECT_NE(s.message().find("expects 4 dense features and 8 categorical ids per example, but "
+                             "synthetic examples hold 4 dense features (choose --model mlp, cnn"),
+            std::string::npos)
       << s.message();
+  // A model's inputs and the dataset's are named both ways, with the models that fit.
+  const std::string data_dir = dir.string();  // the probe only checks that the files are there
+  std::ofstream(dir / "train.txt") << "";
+  std::ofstream(dir / "test.txt") << "";
+  s = r.CheckFits("ctr_mlp", "fashion-mnist", {});
+  EXPECT_NE(s.message().find("model ctr_mlp expects 13 dense features and 26 categorical ids per "
+                             "example, but fashion-mnist examples hold 1x28x28 (choose --model "
+                             "mlp or cnn, or another --dataset)"),
+            std::string::npos)
+      << s.message();
+  s = r.CheckFits("mlp", "criteo", {.data_dir = data_dir});
+  EXPECT_NE(s.message().find("criteo examples hold 13 dense features and 26 categorical ids "
+                             "(choose --model ctr_mlp, or another --dataset)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_OK(r.CheckFits("ctr_mlp", "criteo", {.data_dir = data_dir}));
   EXPECT_NE(r.CheckFits("mlp", "categorical", {}).message().find("for models with embedding"),
             std::string::npos);
   s = r.CheckFits("mlp", "cifar10", cifar);
@@ -94,7 +112,7 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
   EXPECT_EQ(r.CheckFits("resnet20", "cifar10", {}).message(),
             "--dataset cifar10 needs --data-dir with data_batch_*.bin and test_batch.bin");
   EXPECT_EQ(r.CheckFits("mlp", "nope", {}).message(),
-            "unknown dataset 'nope' (known: fashion-mnist, idx, cifar10, npy, categorical, "
+            "unknown dataset 'nope' (known: fashion-mnist, idx, cifar10, npy, criteo, categorical, "
             "synthetic)");
   std::filesystem::remove_all(dir);
 }

@@ -58,10 +58,10 @@ TEST(RegistryTest, ChecksShapesAndClassesOfUserEntries) {
 
 TEST(RegistryTest, StockRegistryHasTheZooAndTheStockDatasets) {
   const Registry r = StockRegistry();
-  EXPECT_EQ(r.ModelNames(),
-            (std::vector<std::string>{"mlp", "cnn", "cifar10", "resnet20", "embed-mlp"}));
+  EXPECT_EQ(r.ModelNames(), (std::vector<std::string>{"mlp", "cnn", "cifar10", "resnet20",
+                                                      "embed-mlp", "ctr_mlp"}));
   EXPECT_EQ(r.DatasetNames(), (std::vector<std::string>{"fashion-mnist", "idx", "cifar10", "npy",
-                                                        "categorical", "synthetic"}));
+                                                        "criteo", "categorical", "synthetic"}));
 }
 
 }  // namespace

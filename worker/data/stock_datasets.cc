@@ -1,13 +1,15 @@
 // The stock datasets of AddStockDatasets (<towerps/registry.h>): fashion-mnist, idx, cifar10,
-// npy and synthetic.
+// npy, criteo, categorical and synthetic.
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 
 #include "common/finite.h"
+#include "common/logging.h"
 #include "towerps/registry.h"
 #include "worker/data/categorical.h"
 #include "worker/data/cifar10_reader.h"
+#include "worker/data/criteo_reader.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/data/idx_reader.h"
 #include "worker/data/npy_reader.h"
@@ -293,6 +295,47 @@ Result<DatasetInfo> ProbeNpy(const DataRequest& r) {
   return DatasetInfo{.example_shape = std::move(example)};
 }
 
+// ---- criteo ------------------------------------------------------------------------------------
+
+constexpr char kCriteoFiles[] =
+    "--dataset criteo needs --data-dir with train.txt and test.txt, both in the Criteo format "
+    "with labels (scripts/make_ctr_data.py writes such files)";
+
+Result<Dataset> LoadCriteoSplit(const DataRequest& r, const std::string& file) {
+  const std::string path = r.data_dir + "/" + file;
+  worker::CriteoReadStats stats;
+  Result<Dataset> d =
+      worker::ReadCriteoFile(path, "criteo/" + file, {.skip_bad_lines = r.skip_bad_lines}, &stats);
+  if (d.ok() && stats.skipped > 0) {
+    TOWERPS_LOG(kWarning) << path << ": skipped " << stats.skipped << " malformed line(s) of "
+                          << stats.lines << " (--skip-bad-lines); the first, "
+                          << stats.first_skipped;
+  }
+  return d;
+}
+
+Result<DataSplits> LoadCriteo(const DataRequest& r) {
+  if (r.data_dir.empty()) return InvalidArgumentError(kCriteoFiles);
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train, LoadCriteoSplit(r, "train.txt"));
+  TOWERPS_ASSIGN_OR_RETURN(d.test, LoadCriteoSplit(r, "test.txt"));
+  // DLRM's transform, log(1 + x), is the whole preprocessing: no normalization on top.
+  d.preprocessing.mean = {0.0f};
+  d.preprocessing.stddev = {1.0f};
+  return d;
+}
+
+Result<DatasetInfo> ProbeCriteo(const DataRequest& r) {
+  if (r.data_dir.empty()) return InvalidArgumentError(kCriteoFiles);
+  for (const char* file : {"train.txt", "test.txt"}) {
+    const std::string path = r.data_dir + "/" + file;
+    if (!std::ifstream(path)) return NotFoundError(path + ": cannot open (" + kCriteoFiles + ")");
+  }
+  return DatasetInfo{.example_shape = {worker::kCriteoIntegerFeatures},
+                     .num_classes = 2,
+                     .fields = worker::kCriteoCategoricalFeatures};
+}
+
 }  // namespace
 
 void AddStockDatasets(Registry* registry) {
@@ -318,6 +361,11 @@ void AddStockDatasets(Registry* registry) {
                   "uint8 [N, ...], y integers [N])",
        .load = LoadNpy,
        .probe = ProbeNpy});
+  add("criteo",
+      {.summary = "Criteo click logs (train.txt, test.txt in --data-dir): 13 integer features "
+                  "as log(1 + x), 26 categorical ids, click labels (--skip-bad-lines)",
+       .load = LoadCriteo,
+       .probe = ProbeCriteo});
   add("categorical",
       {.summary = "seeded categorical ids (one Zipf field per table field) and 4 dense features, "
                   "4 classes a known function of them (embedding models)",

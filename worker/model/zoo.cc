@@ -5,7 +5,7 @@
 namespace towerps::worker {
 
 std::vector<std::string> ZooModelNames() {
-  return {"mlp", "cnn", "cifar10", "resnet20", "embed-mlp"};
+  return {"mlp", "cnn", "cifar10", "resnet20", "embed-mlp", "ctr_mlp"};
 }
 
 namespace {
@@ -75,6 +75,16 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
     b.Dense("fc1", 64).Relu().Dense("logits", 4, Init::kGlorot);
     return b;
   }
+  if (name == "ctr_mlp") {
+    // Click-through rate on Criteo's features: the 26 categorical fields' rows (dim 16, one
+    // unbounded table: --dataset criteo hashes each field's values to ids of their own) beside
+    // the 13 dense features, into a 256-128 ReLU MLP and one logit.
+    ModelBuilder b({13});
+    b.Embedding("categories", 26, {.rows = 0, .dim = 16, .init_scale = 0.05f});
+    b.Dense("fc1", 256).Relu().Dense("fc2", 128).Relu().Dense("logit", 1, Init::kGlorot);
+    b.Loss(LossKind::kSigmoidCrossEntropy);
+    return b;
+  }
   std::string known;
   for (const std::string& n : ZooModelNames()) known += (known.empty() ? "" : ", ") + n;
   return NotFoundError("unknown model '" + name + "' (known: " + known + ")");
@@ -91,6 +101,8 @@ void AddZooModels(Registry* registry) {
       "the TensorFlow CIFAR-10 tutorial net, with LRN (CIFAR-10 crops)",
       "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)",
       "8 embedding fields (dim 8) and a 64-unit MLP (--dataset categorical)",
+      "26 embedding fields (dim 16) and 13 dense features, 256-128 MLP, click logit "
+      "(--dataset criteo)",
   };
   const std::vector<std::string> names = worker::ZooModelNames();
   for (size_t i = 0; i < names.size(); ++i) {

@@ -63,6 +63,7 @@ struct DataRequest {
   Shape model_input;      // the model's input shape (synthetic data and crops follow it)
   int model_fields = 0;   // the model's categorical ids per example (synthetic data follows it)
   uint64_t seed = 1;      // the job's --seed
+  bool skip_bad_lines = false;  // --skip-bad-lines: text formats skip malformed lines, counted
   UserOptions options{};  // the binary's own flags (Registry::AddOption)
 };
 
@@ -118,9 +119,10 @@ class Registry {
   UserOptions option_values_;
 };
 
-// The models TowerPS ships (mlp, cnn, cifar10, resnet20, embed-mlp; see --list-models).
+// The models TowerPS ships (mlp, cnn, cifar10, resnet20, embed-mlp, ctr_mlp; see --list-models).
 void AddZooModels(Registry* registry);
-// The datasets TowerPS reads: fashion-mnist, idx, cifar10, npy, categorical and synthetic.
+// The datasets TowerPS reads: fashion-mnist, idx, cifar10, npy, criteo, categorical and
+// synthetic.
 void AddStockDatasets(Registry* registry);
 // Both: what the stock towerps-worker registers.
 Registry StockRegistry();
