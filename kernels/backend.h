@@ -117,6 +117,23 @@ class Backend : public virtual MemorySpace {
   virtual void SigmoidCrossEntropy(int batch, const T* logits, const int32_t* labels, T grad_scale,
                                    T* loss, T* dlogits) = 0;
 
+  // ---- Column blocks of row-major matrices: a model's branches take and give parts of rows ----
+  // For r < rows, j < width: y[r * y_stride + j] = x[r * x_stride + j] (strides in elements).
+  // x and y do not overlap.
+  virtual void CopyColumns(int64_t rows, int64_t width, const T* x, int64_t x_stride, T* y,
+                           int64_t y_stride) = 0;
+  // The same, adding: y[r * y_stride + j] += x[r * x_stride + j].
+  virtual void AddColumns(int64_t rows, int64_t width, const T* x, int64_t x_stride, T* y,
+                          int64_t y_stride) = 0;
+
+  // ---- DLRM's dot interaction (Naumov et al. 2019) ----
+  // x is [batch, k, d]: k vectors of d per example. y is [batch, d + k(k-1)/2]: the first vector
+  // as it is, then dot(x_i, x_j) for i = 1..k-1 and j = 0..i-1, i major (DLRM's order: the
+  // strict lower triangle of x x^T, row by row).
+  virtual void DotInteractionForward(int batch, int k, int d, const T* x, T* y) = 0;
+  // dx (overwritten, [batch, k, d]) from dy ([batch, d + k(k-1)/2]) and the forward's x.
+  virtual void DotInteractionBackward(int batch, int k, int d, const T* x, const T* dy, T* dx) = 0;
+
   // ---- Elementwise helpers for optimizers, tower averaging and residual connections ----
   // y = a + b; y may alias a or b.
   virtual void Add(int64_t n, const T* a, const T* b, T* y) = 0;

@@ -85,6 +85,13 @@ class CpuBackend final : public Backend<float>, public HostMemorySpace {
 
   void SigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels, float grad_scale,
                            float* loss, float* dlogits) override;
+  void CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
+                   int64_t y_stride) override;
+  void AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
+                  int64_t y_stride) override;
+  void DotInteractionForward(int batch, int k, int d, const float* x, float* y) override;
+  void DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
+                              float* dx) override;
   void Add(int64_t n, const float* a, const float* b, float* y) override;
   void Axpy(int64_t n, float alpha, const float* x, float* y) override;
   void Scale(int64_t n, float alpha, float* y) override;

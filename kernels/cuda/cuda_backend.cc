@@ -20,6 +20,7 @@
 #include "kernels/cuda/dropout.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/gpu_devices.h"
+#include "kernels/cuda/interaction.cuh"
 #include "kernels/cuda/library_check.h"
 #include "kernels/cuda/lrn.cuh"
 #include "kernels/cuda/pooling.cuh"
@@ -383,6 +384,34 @@ void CudaBackend::SigmoidCrossEntropy(int batch, const float* logits, const int3
   impl_->Enter();
   cuda::LaunchSigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits,
                                   impl_->stream.get());
+}
+
+// ---- Column blocks and the dot interaction (kernels/cuda/interaction.cuh) ----
+
+void CudaBackend::CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride,
+                              float* y, int64_t y_stride) {
+  impl_->Enter();
+  if (rows * width == 0) return;
+  TOWERPS_CUDA_CHECK(cudaMemcpy2DAsync(y, sizeof(float) * y_stride, x, sizeof(float) * x_stride,
+                                       sizeof(float) * width, rows, cudaMemcpyDeviceToDevice,
+                                       impl_->stream.get()));
+}
+
+void CudaBackend::AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride,
+                             float* y, int64_t y_stride) {
+  impl_->Enter();
+  cuda::LaunchAddColumns(rows, width, x, x_stride, y, y_stride, impl_->stream.get());
+}
+
+void CudaBackend::DotInteractionForward(int batch, int k, int d, const float* x, float* y) {
+  impl_->Enter();
+  cuda::LaunchDotInteractionForward(batch, k, d, x, y, impl_->stream.get());
+}
+
+void CudaBackend::DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
+                                         float* dx) {
+  impl_->Enter();
+  cuda::LaunchDotInteractionBackward(batch, k, d, x, dy, dx, impl_->stream.get());
 }
 
 // ---- Elementwise helpers ----

@@ -104,6 +104,24 @@ class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
                            T* dlogits) override {
     reference::SigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits);
   }
+  void CopyColumns(int64_t rows, int64_t width, const T* x, int64_t x_stride, T* y,
+                   int64_t y_stride) override {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < width; ++j) y[r * y_stride + j] = x[r * x_stride + j];
+    }
+  }
+  void AddColumns(int64_t rows, int64_t width, const T* x, int64_t x_stride, T* y,
+                  int64_t y_stride) override {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < width; ++j) y[r * y_stride + j] += x[r * x_stride + j];
+    }
+  }
+  void DotInteractionForward(int batch, int k, int d, const T* x, T* y) override {
+    reference::DotInteractionForward(batch, k, d, x, y);
+  }
+  void DotInteractionBackward(int batch, int k, int d, const T* x, const T* dy, T* dx) override {
+    reference::DotInteractionBackward(batch, k, d, x, dy, dx);
+  }
   void Add(int64_t n, const T* a, const T* b, T* y) override {
     for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
   }

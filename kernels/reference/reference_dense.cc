@@ -124,6 +124,46 @@ void SigmoidCrossEntropy(int batch, const T* logits, const int32_t* labels, T gr
 }
 
 template <typename T>
+void DotInteractionForward(int batch, int k, int d, const T* x, T* y) {
+  const int64_t width = d + int64_t{k} * (k - 1) / 2;
+  for (int b = 0; b < batch; ++b) {
+    const T* v = x + int64_t{b} * k * d;
+    T* out = y + b * width;
+    for (int j = 0; j < d; ++j) out[j] = v[j];
+    int64_t p = d;
+    for (int i = 1; i < k; ++i) {
+      for (int j = 0; j < i; ++j, ++p) {
+        double dot = 0;
+        for (int e = 0; e < d; ++e) dot += double{v[i * d + e]} * v[j * d + e];
+        out[p] = static_cast<T>(dot);
+      }
+    }
+  }
+}
+
+template <typename T>
+void DotInteractionBackward(int batch, int k, int d, const T* x, const T* dy, T* dx) {
+  const int64_t width = d + int64_t{k} * (k - 1) / 2;
+  std::vector<double> g(static_cast<size_t>(k) * d);
+  for (int b = 0; b < batch; ++b) {
+    const T* v = x + int64_t{b} * k * d;
+    const T* gy = dy + b * width;
+    std::fill(g.begin(), g.end(), 0.0);
+    for (int j = 0; j < d; ++j) g[j] = gy[j];
+    int64_t p = d;
+    for (int i = 1; i < k; ++i) {
+      for (int j = 0; j < i; ++j, ++p) {  // d dot(v_i, v_j) = v_j dv_i + v_i dv_j
+        for (int e = 0; e < d; ++e) {
+          g[i * d + e] += double{gy[p]} * v[j * d + e];
+          g[j * d + e] += double{gy[p]} * v[i * d + e];
+        }
+      }
+    }
+    for (size_t e = 0; e < g.size(); ++e) dx[int64_t{b} * k * d + e] = static_cast<T>(g[e]);
+  }
+}
+
+template <typename T>
 void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* v, T* p) {
   for (int64_t i = 0; i < n; ++i) {
     const double grad = double{g[i]} + double{weight_decay} * p[i];
@@ -141,6 +181,8 @@ void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* 
   template void DropoutForward<T>(int64_t, float, uint64_t, const T*, T*, T*);         \
   template void SoftmaxCrossEntropy<T>(int, int, const T*, const int32_t*, T, T*, T*); \
   template void SigmoidCrossEntropy<T>(int, const T*, const int32_t*, T, T*, T*);      \
+  template void DotInteractionForward<T>(int, int, int, const T*, T*);                 \
+  template void DotInteractionBackward<T>(int, int, int, const T*, const T*, T*);      \
   template void MomentumUpdate<T>(int64_t, T, T, T, const T*, T*, T*);
 TOWERPS_INSTANTIATE(float)
 TOWERPS_INSTANTIATE(double)

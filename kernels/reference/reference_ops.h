@@ -71,6 +71,10 @@ template <typename T>
 void SigmoidCrossEntropy(int batch, const T* logits, const int32_t* labels, T grad_scale, T* loss,
                          T* dlogits);
 template <typename T>
+void DotInteractionForward(int batch, int k, int d, const T* x, T* y);
+template <typename T>
+void DotInteractionBackward(int batch, int k, int d, const T* x, const T* dy, T* dx);
+template <typename T>
 void MomentumUpdate(int64_t n, T lr, T momentum, T weight_decay, const T* g, T* v, T* p);
 
 }  // namespace towerps::kernels::reference

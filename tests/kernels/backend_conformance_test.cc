@@ -411,6 +411,51 @@ TEST_P(BackendConformanceTest, SigmoidCrossEntropy) {
   }
 }
 
+TEST_P(BackendConformanceTest, ColumnBlocks) {
+  const int64_t rows = 37, x_stride = 29, y_stride = 41, width = 13;
+  const auto x = RandomFloats(rows * x_stride, rng_), y0 = RandomFloats(rows * y_stride, rng_);
+  ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+  // Columns 5..17 of x into columns 20..32 of y; the rest of y is untouched.
+  ASSERT_OK_AND_ASSIGN(auto yb, Put(y0));
+  backend_->CopyColumns(rows, width, xb.data() + 5, x_stride, yb.data() + 20, y_stride);
+  std::vector<double> want = ToDouble(y0);
+  ref_.CopyColumns(rows, width, ToDouble(x).data() + 5, x_stride, want.data() + 20, y_stride);
+  EXPECT_TRUE(AllClose(Get(yb), want, 0, 0)) << "copy";
+  backend_->AddColumns(rows, width, xb.data() + 5, x_stride, yb.data() + 20, y_stride);
+  ref_.AddColumns(rows, width, ToDouble(x).data() + 5, x_stride, want.data() + 20, y_stride);
+  EXPECT_TRUE(AllClose(Get(yb), want, 1e-6, 1e-7)) << "add";
+  // Whole rows: one contiguous block.
+  ASSERT_OK_AND_ASSIGN(auto whole, Filled(rows * x_stride, 9.0f));
+  backend_->CopyColumns(rows, x_stride, xb.data(), x_stride, whole.data(), x_stride);
+  EXPECT_EQ(Get(whole), x);
+}
+
+TEST_P(BackendConformanceTest, DotInteraction) {
+  struct Case {
+    int batch, k, d;
+  };
+  // DLRM's small shape (27 vectors of 16), one vector (no pairs), and odd sizes.
+  for (const Case& c : {Case{33, 27, 16}, Case{4, 1, 8}, Case{7, 5, 3}}) {
+    SCOPED_TRACE(::testing::Message() << c.batch << "x" << c.k << "x" << c.d);
+    const int64_t in = int64_t{c.batch} * c.k * c.d;
+    const int64_t out = c.batch * (c.d + int64_t{c.k} * (c.k - 1) / 2);
+    const auto x = RandomFloats(in, rng_), dy = RandomFloats(out, rng_);
+    ASSERT_OK_AND_ASSIGN(auto xb, Put(x));
+    ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+    ASSERT_OK_AND_ASSIGN(auto y, Filled(out, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto dx, Filled(in, 9.0f));
+    backend_->DotInteractionForward(c.batch, c.k, c.d, xb.data(), y.data());
+    backend_->DotInteractionBackward(c.batch, c.k, c.d, xb.data(), dyb.data(), dx.data());
+    std::vector<double> y_ref(out), dx_ref(in);
+    ref_.DotInteractionForward(c.batch, c.k, c.d, ToDouble(x).data(), y_ref.data());
+    ref_.DotInteractionBackward(c.batch, c.k, c.d, ToDouble(x).data(), ToDouble(dy).data(),
+                                dx_ref.data());
+    ASSERT_TRUE(AnyNonZero(dx_ref));
+    EXPECT_TRUE(AllClose(Get(y), y_ref, 1e-5, 1e-6)) << "forward";
+    EXPECT_TRUE(AllClose(Get(dx), dx_ref, 1e-5, 1e-6)) << "backward";
+  }
+}
+
 TEST_P(BackendConformanceTest, ElementwiseHelpers) {
   const int64_t n = 4099;
   const auto x = RandomFloats(n, rng_), y0 = RandomFloats(n, rng_), z = RandomFloats(n, rng_);

@@ -202,6 +202,24 @@ TEST(ReferenceGradientTest, SoftmaxCrossEntropyAndBias) {
       },
       z, Vec(n, 1.0 / n), dz);
 
+  // DLRM's dot interaction: 2 examples of 4 vectors of 3.
+  const int kb = 2, kk = 4, kd = 3;
+  const Vec vecs = RandomVec(kb * kk * kd, rng);
+  const int kw = kd + kk * (kk - 1) / 2;
+  const Vec gy = RandomVec(kb * kw, rng);
+  Vec gx(vecs.size());
+  reference::DotInteractionBackward(kb, kk, kd, vecs.data(), gy.data(), gx.data());
+  ExpectGradient(
+      [&](const Vec& v, Vec& out) {
+        out.resize(kb * kw);
+        reference::DotInteractionForward(kb, kk, kd, v.data(), out.data());
+      },
+      vecs, gy, gx);
+  Vec inter(kb * kw);
+  reference::DotInteractionForward(kb, kk, kd, vecs.data(), inter.data());
+  EXPECT_DOUBLE_EQ(inter[0], vecs[0]);  // the first vector, then dot(v1, v0)
+  EXPECT_NEAR(inter[kd], vecs[3] * vecs[0] + vecs[4] * vecs[1] + vecs[5] * vecs[2], 1e-15);
+
   const int outer = 2, channels = 3, inner = 4;
   const Vec bias = RandomVec(channels, rng), base = RandomVec(outer * channels * inner, rng);
   const Vec g = RandomVec(base.size(), rng);

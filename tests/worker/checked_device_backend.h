@@ -279,6 +279,34 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     if (dlogits) F(dlogits, batch, "dlogits");
     cpu_->SigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits);
   }
+  void CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
+                   int64_t y_stride) override {
+    if (rows > 0) {
+      F(x, (rows - 1) * x_stride + width, "x");
+      F(y, (rows - 1) * y_stride + width, "y");
+    }
+    cpu_->CopyColumns(rows, width, x, x_stride, y, y_stride);
+  }
+  void AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
+                  int64_t y_stride) override {
+    if (rows > 0) {
+      F(x, (rows - 1) * x_stride + width, "x");
+      F(y, (rows - 1) * y_stride + width, "y");
+    }
+    cpu_->AddColumns(rows, width, x, x_stride, y, y_stride);
+  }
+  void DotInteractionForward(int batch, int k, int d, const float* x, float* y) override {
+    F(x, int64_t{batch} * k * d, "x");
+    F(y, int64_t{batch} * (d + int64_t{k} * (k - 1) / 2), "y");
+    cpu_->DotInteractionForward(batch, k, d, x, y);
+  }
+  void DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
+                              float* dx) override {
+    F(x, int64_t{batch} * k * d, "x");
+    F(dy, int64_t{batch} * (d + int64_t{k} * (k - 1) / 2), "dy");
+    F(dx, int64_t{batch} * k * d, "dx");
+    cpu_->DotInteractionBackward(batch, k, d, x, dy, dx);
+  }
   void Add(int64_t n, const float* a, const float* b, float* y) override {
     Binary(n, a, b, y);
     cpu_->Add(n, a, b, y);

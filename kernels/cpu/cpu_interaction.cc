@@ -1,0 +1,79 @@
+// CpuBackend column blocks and DLRM's dot interaction: direct loops, examples split over the
+// pool. Each example is computed by one thread in a fixed order, so results do not depend on the
+// thread count.
+#include <cstring>
+
+#include "kernels/cpu/cpu_backend.h"
+
+namespace towerps::kernels {
+
+void CpuBackend::CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride,
+                             float* y, int64_t y_stride) {
+  if (width == x_stride && width == y_stride) {
+    std::memcpy(y, x, sizeof(float) * static_cast<size_t>(rows * width));
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(y + r * y_stride, x + r * x_stride, sizeof(float) * static_cast<size_t>(width));
+  }
+}
+
+void CpuBackend::AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
+                            int64_t y_stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x + r * x_stride;
+    float* out = y + r * y_stride;
+    for (int64_t j = 0; j < width; ++j) out[j] += in[j];
+  }
+}
+
+void CpuBackend::DotInteractionForward(int batch, int k, int d, const float* x, float* y) {
+  const int64_t width = d + int64_t{k} * (k - 1) / 2;
+  ForEachRange(batch, [=](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const float* v = x + b * k * d;
+      float* out = y + b * width;
+      std::memcpy(out, v, sizeof(float) * static_cast<size_t>(d));
+      float* dots = out + d;
+      for (int i = 1; i < k; ++i) {
+        const float* vi = v + int64_t{i} * d;
+        for (int j = 0; j < i; ++j) {
+          const float* vj = v + int64_t{j} * d;
+          float dot = 0.0f;
+          for (int e = 0; e < d; ++e) dot += vi[e] * vj[e];
+          *dots++ = dot;
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
+                                        float* dx) {
+  const int64_t width = d + int64_t{k} * (k - 1) / 2;
+  ForEachRange(batch, [=](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const float* v = x + b * k * d;
+      const float* gy = dy + b * width;
+      float* g = dx + b * k * d;
+      std::memset(g, 0, sizeof(float) * static_cast<size_t>(k) * d);
+      for (int e = 0; e < d; ++e) g[e] = gy[e];
+      const float* gdots = gy + d;
+      for (int i = 1; i < k; ++i) {
+        const float* vi = v + int64_t{i} * d;
+        float* gi = g + int64_t{i} * d;
+        for (int j = 0; j < i; ++j) {  // d dot(v_i, v_j) = v_j dv_i + v_i dv_j
+          const float s = *gdots++;
+          const float* vj = v + int64_t{j} * d;
+          float* gj = g + int64_t{j} * d;
+          for (int e = 0; e < d; ++e) {
+            gi[e] += s * vj[e];
+            gj[e] += s * vi[e];
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace towerps::kernels
