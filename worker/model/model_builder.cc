@@ -81,6 +81,19 @@ ModelBuilder& ModelBuilder::Residual(std::string name, const BranchFn& main,
   return *this;
 }
 
+ModelBuilder& ModelBuilder::Join(std::string name, JoinKind kind,
+                                 const std::vector<Branch>& branches) {
+  LayerSpec& spec = Add(LayerSpec::Kind::kJoin);
+  spec.name = std::move(name);
+  spec.join = kind;
+  for (const Branch& branch : branches) {
+    ModelBuilder m(input_shape_);
+    if (branch.layers) branch.layers(m);
+    spec.branches.push_back({branch.inputs, std::move(m.specs_)});
+  }
+  return *this;
+}
+
 ModelBuilder& ModelBuilder::Embedding(std::string name, int fields, EmbeddingOptions options) {
   embeddings_.push_back({std::move(name), fields, options});
   return *this;
@@ -92,9 +105,27 @@ int ModelBuilder::categorical_fields() const {
   return fields;
 }
 
-int ModelBuilder::output_units() const {
-  return !specs_.empty() && specs_.back().kind == LayerSpec::Kind::kDense ? specs_.back().units : 0;
+namespace {
+
+// The units of a chain's last layer when it is a Dense, or an add of branches that end in
+// Denses of the same units (Wide & Deep's logits); else 0.
+int LastUnits(const std::vector<LayerSpec>& chain) {
+  if (chain.empty()) return 0;
+  const LayerSpec& last = chain.back();
+  if (last.kind == LayerSpec::Kind::kDense) return last.units;
+  if (last.kind != LayerSpec::Kind::kJoin || last.join != JoinKind::kAdd) return 0;
+  int units = -1;
+  for (const BranchSpec& b : last.branches) {
+    const int u = LastUnits(b.layers);
+    if (u == 0 || (units != -1 && u != units)) return 0;
+    units = u;
+  }
+  return units == -1 ? 0 : units;
 }
+
+}  // namespace
+
+int ModelBuilder::output_units() const { return LastUnits(specs_); }
 
 int ModelBuilder::num_classes() const {
   return loss_ == LossKind::kSigmoidCrossEntropy ? 2 : output_units();

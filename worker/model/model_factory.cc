@@ -2,6 +2,7 @@
 
 #include "ps/variable.h"
 
+#include <algorithm>
 #include <set>
 
 #include "worker/layers/activation.h"
@@ -11,6 +12,7 @@
 #include "worker/layers/dropout.h"
 #include "worker/layers/flatten.h"
 #include "worker/layers/global_avg_pool.h"
+#include "worker/layers/join.h"
 #include "worker/layers/lrn.h"
 #include "worker/layers/pool2d.h"
 #include "worker/layers/residual.h"
@@ -19,15 +21,90 @@ namespace towerps::worker {
 
 namespace {
 
-// Builds `specs` as a chain from `shape`, naming layers "<prefix><name>"; `index` numbers every
-// layer of the model (unnamed layers and dropout seeds use it).
+// The model's inputs as its first layer sees them: each embedding table's rows and the dense
+// features, by name, as columns of the example's row, and the dense features' own shape.
+struct ModelInputs {
+  std::vector<std::pair<std::string, Join<float>::Columns>> columns;  // in row order
+  Shape dense_shape;
+};
+
+// "branch 2 (C1, C2, C3, ...)": a branch of a Join, for messages.
+std::string BranchName(size_t index, const std::vector<std::string>& inputs) {
+  std::string names;
+  for (size_t i = 0; i < inputs.size() && i < 3; ++i) names += (i ? ", " : "") + inputs[i];
+  if (inputs.size() > 3) names += ", ...";
+  return "branch " + std::to_string(index + 1) + (inputs.empty() ? "" : " (" + names + ")");
+}
+
 template <typename T>
 Result<std::vector<std::unique_ptr<Layer<T>>>> BuildChain(const std::vector<LayerSpec>& specs,
                                                           Shape shape, const std::string& prefix,
                                                           uint64_t seed, int* index,
-                                                          std::set<std::string>* names) {
+                                                          std::set<std::string>* names,
+                                                          const ModelInputs* inputs = nullptr);
+
+// A Join block: each branch's columns of the block's input (named model inputs, allowed only
+// when `inputs` is given: the model's first layer) and its chain.
+template <typename T>
+Result<std::unique_ptr<Layer<T>>> BuildJoin(const LayerSpec& s, const std::string& name,
+                                            const Shape& shape, uint64_t seed, int* index,
+                                            std::set<std::string>* names,
+                                            const ModelInputs* inputs) {
+  std::vector<typename Join<T>::BranchParts> parts;
+  for (size_t i = 0; i < s.branches.size(); ++i) {
+    const BranchSpec& branch = s.branches[i];
+    typename Join<T>::BranchParts p;
+    p.name = BranchName(i, branch.inputs);
+    p.input_shape = shape;
+    if (!branch.inputs.empty() && inputs == nullptr) {
+      return InvalidArgumentError("join block '" + name + "': " + p.name +
+                                  " takes model inputs by name, which only the model's first "
+                                  "layer sees; give it none (the block's whole input)");
+    }
+    std::set<std::string> taken;
+    for (const std::string& input : branch.inputs) {
+      const auto it = std::find_if(inputs->columns.begin(), inputs->columns.end(),
+                                   [&](const auto& c) { return c.first == input; });
+      if (it == inputs->columns.end()) {
+        std::string known;
+        for (const auto& c : inputs->columns) known += (known.empty() ? "" : ", ") + c.first;
+        return InvalidArgumentError("join block '" + name + "': " + p.name + " takes '" + input +
+                                    "', which is not an input of the model (its inputs: " + known +
+                                    ")");
+      }
+      if (!taken.insert(input).second) {
+        return InvalidArgumentError("join block '" + name + "': " + p.name + " takes '" + input +
+                                    "' twice");
+      }
+      p.inputs.push_back({it->second.offset, it->second.width});
+    }
+    if (branch.inputs.size() == 1 && branch.inputs[0] == "dense") {
+      p.input_shape = inputs->dense_shape;  // images stay images
+    } else if (!branch.inputs.empty()) {
+      int64_t width = 0;
+      for (const auto& c : p.inputs) width += c.width;
+      p.input_shape = {width};
+    }
+    TOWERPS_ASSIGN_OR_RETURN(
+        p.layers, BuildChain<T>(branch.layers, p.input_shape, name + "/", seed, index, names));
+    parts.push_back(std::move(p));
+  }
+  TOWERPS_ASSIGN_OR_RETURN(auto join, Join<T>::Create(name, shape, s.join, std::move(parts)));
+  return std::unique_ptr<Layer<T>>(std::move(join));
+}
+
+// Builds `specs` as a chain from `shape`, naming layers "<prefix><name>"; `index` numbers every
+// layer of the model (unnamed layers and dropout seeds use it).
+// `inputs`: the model's inputs by name, for a Join that is the chain's first layer.
+template <typename T>
+Result<std::vector<std::unique_ptr<Layer<T>>>> BuildChain(const std::vector<LayerSpec>& specs,
+                                                          Shape shape, const std::string& prefix,
+                                                          uint64_t seed, int* index,
+                                                          std::set<std::string>* names,
+                                                          const ModelInputs* inputs) {
   std::vector<std::unique_ptr<Layer<T>>> layers;
   for (const LayerSpec& s : specs) {
+    const ModelInputs* first_inputs = layers.empty() ? inputs : nullptr;
     const int i = (*index)++;
     const std::string name = prefix + (s.name.empty() ? "layer" + std::to_string(i) : s.name);
     if (!names->insert(name).second) {
@@ -87,6 +164,11 @@ Result<std::vector<std::unique_ptr<Layer<T>>>> BuildChain(const std::vector<Laye
             layer, worker::Residual<T>::Create(name, shape, std::move(main), std::move(shortcut)));
         break;
       }
+      case LayerSpec::Kind::kJoin: {
+        TOWERPS_ASSIGN_OR_RETURN(layer,
+                                 BuildJoin<T>(s, name, shape, seed, index, names, first_inputs));
+        break;
+      }
     }
     shape = layer->output_shape();
     layers.push_back(std::move(layer));
@@ -103,6 +185,11 @@ Result<int64_t> CheckEmbeddings(const std::vector<EmbeddingSpec>& tables, const 
     const std::string what = "embedding table '" + e.name + "'";
     if (e.name.empty() || !names->insert(e.name).second) {
       return InvalidArgumentError(what + ": a table needs a name of its own");
+    }
+    if (e.name == "dense") {
+      return InvalidArgumentError(what +
+                                  ": 'dense' names the model's dense features (a Join's "
+                                  "branches take inputs by name); call the table otherwise");
     }
     if (e.fields < 1) {
       return InvalidArgumentError(what + ": fields " + std::to_string(e.fields) +
@@ -135,15 +222,17 @@ Result<std::unique_ptr<Model<T>>> BuildModel(const ModelBuilder& builder,
     return InvalidArgumentError("model input shape " + ShapeToString(input_shape_) +
                                 " must be non-empty and positive");
   }
-  if (specs_.empty() || specs_.back().kind != LayerSpec::Kind::kDense) {
-    return InvalidArgumentError("a model must end with a Dense layer giving the class logits");
+  if (builder.output_units() == 0) {
+    return InvalidArgumentError(
+        "a model must end with a Dense layer giving the class logits (or an add of branches "
+        "that each end in one)");
   }
   if (builder.loss() == LossKind::kSigmoidCrossEntropy && builder.output_units() != 1) {
     return InvalidArgumentError(
         "a model trained with the sigmoid cross-entropy ends in one logit, "
-        "but its last Dense layer '" +
-        specs_.back().name + "' has " + std::to_string(builder.output_units()) +
-        " units (Dense(name, 1), or LossKind::kSoftmaxCrossEntropy)");
+        "but its last layer '" +
+        specs_.back().name + "' gives " + std::to_string(builder.output_units()) +
+        " (Dense(name, 1), or LossKind::kSoftmaxCrossEntropy)");
   }
   std::set<std::string> names;
   const std::vector<EmbeddingSpec>& tables = builder.embeddings();
@@ -154,8 +243,17 @@ Result<std::unique_ptr<Model<T>>> BuildModel(const ModelBuilder& builder,
                                 "towers (--towers cpu:0)");
   }
   const Shape first = tables.empty() ? input_shape_ : Shape{embedded + NumElements(input_shape_)};
+  ModelInputs inputs{.dense_shape = input_shape_};
+  int64_t offset = 0;
+  for (const EmbeddingSpec& e : tables) {
+    const int64_t width = int64_t{e.fields} * e.options.dim;
+    inputs.columns.push_back({e.name, {offset, width}});
+    offset += width;
+  }
+  inputs.columns.push_back({"dense", {offset, NumElements(input_shape_)}});
   int index = 0;
-  TOWERPS_ASSIGN_OR_RETURN(auto layers, BuildChain<T>(specs_, first, "", seed, &index, &names));
+  TOWERPS_ASSIGN_OR_RETURN(auto layers,
+                           BuildChain<T>(specs_, first, "", seed, &index, &names, &inputs));
   return std::make_unique<Model<T>>(input_shape_, tables, std::move(layers), backend,
                                     builder.loss());
 }

@@ -51,49 +51,106 @@ struct TableInputs {
   }
 };
 
-TEST(EmbeddingModelTest, TableRowGradientsMatchFiniteDifferences) {
-  constexpr int kBatch = 4;
+// DLRM's structure at a toy size: a bottom MLP on 3 dense features, three tables of dim 4 (one
+// with 2 fields), their rows and the bottom output joined by the dot interaction (k = 5 vectors:
+// 4 + 10 values), a top MLP and one logit.
+ModelBuilder SmallDlrm() {
+  ModelBuilder b({3});
+  b.Embedding("a", 1, {.rows = 50, .dim = 4, .init_scale = 0.5f})
+      .Embedding("b", 2, {.rows = 0, .dim = 4, .init_scale = 0.5f})
+      .Embedding("c", 1, {.rows = 0, .dim = 4, .init_scale = 0.5f});
+  b.Join("interaction", JoinKind::kDotInteraction,
+         {{{"dense"}, [](ModelBuilder& m) { m.Dense("bottom1", 5).Tanh().Dense("bottom2", 4); }},
+          {{"a", "b", "c"}, {}}});
+  b.Dense("top1", 3).Tanh().Dense("logit", 1, Init::kGlorot);
+  b.Loss(LossKind::kSigmoidCrossEntropy);
+  return b;
+}
+
+// Wide & Deep's structure: a linear model of a dim-1 table and the dense features, added to an
+// MLP of a dim-3 table and the same dense features (they share the "dense" columns).
+ModelBuilder SmallWideDeep() {
+  ModelBuilder b({3});
+  b.Embedding("wide", 2, {.rows = 0, .dim = 1, .init_scale = 0.5f})
+      .Embedding("deep", 2, {.rows = 0, .dim = 3, .init_scale = 0.5f});
+  b.Join("wide_deep", JoinKind::kAdd,
+         {{{"wide", "dense"}, [](ModelBuilder& m) { m.Dense("linear", 1, Init::kGlorot); }},
+          {{"deep", "dense"},
+           [](ModelBuilder& m) { m.Dense("hidden", 4).Tanh().Dense("out", 1, Init::kGlorot); }}});
+  b.Loss(LossKind::kSigmoidCrossEntropy);
+  return b;
+}
+
+// Every table row's gradient, and every dense variable's (sampled), against central differences
+// of the mean loss, on the reference backend in double.
+void CheckRowAndDenseGradients(const ModelBuilder& builder, const std::vector<int32_t>& labels) {
+  const int batch = static_cast<int>(labels.size());
   kernels::ReferenceBackend<double> backend;
-  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<double>(TwoTables(), &backend, 3));
+  auto built = BuildModel<double>(builder, &backend, 3);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  auto model = std::move(*built);
   std::mt19937 rng(5);
-  TableInputs<double> tables(*model, kBatch, rng);
+  TableInputs<double> tables(*model, batch, rng);
   tables.SetInto(*model);
-  std::vector<double> x(kBatch * 3);
+  std::vector<double> x(batch * NumElements(model->input_shape()));
   for (double& v : x) v = std::uniform_real_distribution<double>(-1, 1)(rng);
-  const std::vector<int32_t> labels = {0, 2, 1, 2};
-  ASSERT_TRUE(model->TrainStep(x.data(), labels.data(), kBatch).ok());
+  for (int v = 0; v < model->num_variables(); ++v) {  // random biases: no zero gradients
+    if (model->variables()[v].shape.size() == 1) {
+      for (double& b : model->value(v)) b = std::uniform_real_distribution<double>(-0.2, 0.2)(rng);
+    }
+  }
+  ASSERT_TRUE(model->TrainStep(x.data(), labels.data(), batch).ok());
   const double h = 1e-6;
+  const auto loss_change = [&](double* value) {
+    const double old = *value;
+    *value = old + h;
+    const double plus = model->Evaluate(x.data(), labels.data(), batch)->loss;
+    *value = old - h;
+    const double minus = model->Evaluate(x.data(), labels.data(), batch)->loss;
+    *value = old;
+    return (plus - minus) / (2 * h);
+  };
   for (int t = 0; t < model->num_tables(); ++t) {
     SCOPED_TRACE(model->table(t).name);
     const std::vector<double> grad = model->table_gradient(t);
     ASSERT_EQ(grad.size(), tables.rows[t].size());
     double largest = 0;
     for (size_t i = 0; i < grad.size(); ++i) {
-      const double old = tables.rows[t][i];
-      tables.rows[t][i] = old + h;
-      ASSERT_OK_AND_ASSIGN(const StepResult plus, model->Evaluate(x.data(), labels.data(), kBatch));
-      tables.rows[t][i] = old - h;
-      ASSERT_OK_AND_ASSIGN(const StepResult minus,
-                           model->Evaluate(x.data(), labels.data(), kBatch));
-      tables.rows[t][i] = old;
-      const double numeric = (plus.loss - minus.loss) / (2 * h);
+      const double numeric = loss_change(&tables.rows[t][i]);
       largest = std::max(largest, std::abs(numeric));
       EXPECT_NEAR(grad[i], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << "element " << i;
     }
     EXPECT_GT(largest, 1e-4) << "vacuous check";
   }
-  // The dense variables' gradients too: the first layer sees the rows and the features.
-  ASSERT_TRUE(model->TrainStep(x.data(), labels.data(), kBatch).ok());
-  const std::vector<double> fc1(model->gradient(0).begin(), model->gradient(0).end());
-  auto w = model->value(0);
-  for (size_t i = 0; i < w.size(); i += 7) {
-    const double old = w[i];
-    w[i] = old + h;
-    ASSERT_OK_AND_ASSIGN(const StepResult plus, model->Evaluate(x.data(), labels.data(), kBatch));
-    w[i] = old - h;
-    ASSERT_OK_AND_ASSIGN(const StepResult minus, model->Evaluate(x.data(), labels.data(), kBatch));
-    w[i] = old;
-    EXPECT_NEAR(fc1[i], (plus.loss - minus.loss) / (2 * h), 1e-6) << "fc1/kernel " << i;
+  std::vector<std::vector<double>> grads;
+  for (int v = 0; v < model->num_variables(); ++v) {
+    grads.emplace_back(model->gradient(v).begin(), model->gradient(v).end());
+  }
+  for (int v = 0; v < model->num_variables(); ++v) {
+    SCOPED_TRACE(model->variables()[v].name);
+    auto w = model->value(v);
+    double largest = 0;
+    for (size_t i = 0; i < w.size(); i += 3) {
+      const double numeric = loss_change(&w[i]);
+      largest = std::max(largest, std::abs(numeric));
+      EXPECT_NEAR(grads[v][i], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << "element " << i;
+    }
+    EXPECT_GT(largest, 1e-5) << "vacuous check";
+  }
+}
+
+TEST(EmbeddingModelTest, TableRowGradientsMatchFiniteDifferences) {
+  CheckRowAndDenseGradients(TwoTables(), {0, 2, 1, 2});
+}
+
+TEST(EmbeddingModelTest, DlrmAndWideDeepGradientsMatchFiniteDifferences) {
+  {
+    SCOPED_TRACE("dlrm");
+    CheckRowAndDenseGradients(SmallDlrm(), {0, 1, 1, 0, 1});
+  }
+  {
+    SCOPED_TRACE("wide & deep");
+    CheckRowAndDenseGradients(SmallWideDeep(), {1, 0, 1, 0, 0});
   }
 }
 
@@ -101,29 +158,44 @@ TEST(EmbeddingModelTest, TableRowGradientsMatchFiniteDifferences) {
 // gradients up to float rounding.
 TEST(EmbeddingModelTest, FloatCpuModelMatchesTheDoubleReference) {
   constexpr int kBatch = 8;
-  kernels::ReferenceBackend<double> ref_backend;
-  ASSERT_OK_AND_ASSIGN(auto cpu_backend, kernels::CpuBackend::Create({}));
-  kernels::CpuBackend& cpu = *cpu_backend;
-  ASSERT_OK_AND_ASSIGN(auto ref, BuildModel<double>(TwoTables(), &ref_backend, 4));
-  ASSERT_OK_AND_ASSIGN(auto fast, BuildModel<float>(TwoTables(), &cpu, 4));
-  std::mt19937 rng(9), same(9);
-  TableInputs<double> ref_tables(*ref, kBatch, rng);
-  TableInputs<float> fast_tables(*fast, kBatch, same);
-  ref_tables.SetInto(*ref);
-  fast_tables.SetInto(*fast);
-  std::vector<double> x(kBatch * 3);
-  for (double& v : x) v = std::uniform_real_distribution<double>(-1, 1)(rng);
-  const std::vector<float> xf(x.begin(), x.end());
-  std::vector<int32_t> labels(kBatch);
-  for (int b = 0; b < kBatch; ++b) labels[b] = b % 3;
-  ASSERT_OK_AND_ASSIGN(const StepResult a, ref->TrainStep(x.data(), labels.data(), kBatch));
-  ASSERT_OK_AND_ASSIGN(const StepResult b, fast->TrainStep(xf.data(), labels.data(), kBatch));
-  EXPECT_NEAR(a.loss, b.loss, 1e-5);
-  for (int t = 0; t < 2; ++t) {
-    const auto& g = ref->table_gradient(t);
-    const auto& gf = fast->table_gradient(t);
-    ASSERT_EQ(g.size(), gf.size());
-    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], gf[i], 1e-5) << t << " " << i;
+  for (const auto& [name, builder] :
+       {std::pair{"two tables", TwoTables()}, std::pair{"dlrm", SmallDlrm()},
+        std::pair{"wide & deep", SmallWideDeep()}}) {
+    SCOPED_TRACE(name);
+    kernels::ReferenceBackend<double> ref_backend;
+    ASSERT_OK_AND_ASSIGN(auto cpu_backend, kernels::CpuBackend::Create({}));
+    kernels::CpuBackend& cpu = *cpu_backend;
+    ASSERT_OK_AND_ASSIGN(auto ref, BuildModel<double>(builder, &ref_backend, 4));
+    ASSERT_OK_AND_ASSIGN(auto fast, BuildModel<float>(builder, &cpu, 4));
+    std::mt19937 rng(9), same(9);
+    TableInputs<double> ref_tables(*ref, kBatch, rng);
+    TableInputs<float> fast_tables(*fast, kBatch, same);
+    ref_tables.SetInto(*ref);
+    fast_tables.SetInto(*fast);
+    std::vector<double> x(kBatch * 3);
+    for (double& v : x) v = std::uniform_real_distribution<double>(-1, 1)(rng);
+    const std::vector<float> xf(x.begin(), x.end());
+    std::vector<int32_t> labels(kBatch);
+    for (int b = 0; b < kBatch; ++b) labels[b] = b % ref->num_classes();
+    ASSERT_OK_AND_ASSIGN(const StepResult a, ref->TrainStep(x.data(), labels.data(), kBatch));
+    ASSERT_OK_AND_ASSIGN(const StepResult b, fast->TrainStep(xf.data(), labels.data(), kBatch));
+    EXPECT_NEAR(a.loss, b.loss, 1e-5);
+    for (int t = 0; t < ref->num_tables(); ++t) {
+      const auto& g = ref->table_gradient(t);
+      const auto& gf = fast->table_gradient(t);
+      ASSERT_EQ(g.size(), gf.size());
+      double largest = 0;
+      for (size_t i = 0; i < g.size(); ++i) {
+        EXPECT_NEAR(g[i], gf[i], 1e-5) << t << " " << i;
+        largest = std::max(largest, std::abs(g[i]));
+      }
+      EXPECT_GT(largest, 1e-4) << "table " << t;
+    }
+    for (int v = 0; v < ref->num_variables(); ++v) {
+      for (size_t i = 0; i < ref->gradient(v).size(); ++i) {
+        EXPECT_NEAR(ref->gradient(v)[i], fast->gradient(v)[i], 1e-5) << v << " " << i;
+      }
+    }
   }
 }
 

@@ -112,9 +112,59 @@ ModelBuilder SmallResNet() {
   return b;
 }
 
+// Join blocks without tables: a convolution on the image beside a dense layer on the whole
+// input, concatenated; then two branches added (a Join further on takes its input whole).
+ModelBuilder JoinModel() {
+  ModelBuilder b({2, 5, 5});
+  b.Join("j", JoinKind::kConcat,
+         {{{"dense"}, [](ModelBuilder& m) { m.Conv2d("conv", 3, 3).Tanh().Flatten(); }},
+          {{}, [](ModelBuilder& m) { m.Dense("fc", 4).Sigmoid(); }}});
+  b.Join("k", JoinKind::kAdd,
+         {{{}, [](ModelBuilder& m) { m.Dense("a", 3, Init::kGlorot); }},
+          {{}, [](ModelBuilder& m) { m.Dense("b", 3, Init::kGlorot); }}});
+  return b;
+}
+
 TEST(ModelGradientTest, EveryLayerKindFullCheck) {
   CheckModelGradients(EveryLayerModel(), 3, 1000, 1);
   CheckModelGradients(SmallResNet(), 3, 1000, 2);
+  CheckModelGradients(JoinModel(), 3, 1000, 4);
+}
+
+TEST(ModelBuilderTest, JoinsAreCheckedAndNamed) {
+  kernels::ReferenceBackend<float> backend;
+  const auto error = [&](const ModelBuilder& b) { return BuildModel(b, &backend, 1).status(); };
+  const auto dense = [](int units) {
+    return [units](ModelBuilder& m) { m.Dense("d" + std::to_string(units), units); };
+  };
+  ModelBuilder unknown({4});
+  unknown.Embedding("t", 2, {.dim = 3});
+  unknown.Join("j", JoinKind::kConcat, {{{"dense", "u"}, {}}}).Dense("out", 2);
+  EXPECT_EQ(error(unknown).message(),
+            "join block 'j': branch 1 (dense, u) takes 'u', which is not an input of the model "
+            "(its inputs: t, dense)");
+  ModelBuilder later({4});
+  later.Dense("fc", 3).Join("j", JoinKind::kConcat, {{{"dense"}, {}}}).Dense("out", 2);
+  EXPECT_NE(error(later).message().find("only the model's first layer sees"), std::string::npos);
+  ModelBuilder added({4});
+  added.Join("j", JoinKind::kAdd, {{{}, dense(3)}, {{}, dense(2)}}).Dense("out", 2);
+  EXPECT_NE(error(added).message().find("branch 1 gives [3] but branch 2 gives [2]"),
+            std::string::npos)
+      << error(added).message();
+  ModelBuilder dot({4});
+  dot.Embedding("t", 2, {.dim = 3});
+  dot.Join("x", JoinKind::kDotInteraction, {{{"dense"}, dense(4)}, {{"t"}, {}}}).Dense("out", 2);
+  EXPECT_NE(error(dot).message().find("dot interaction block 'x': branch 2 (t) gives 6 values, "
+                                      "not vectors of the 4 that branch 1 (dense) gives"),
+            std::string::npos)
+      << error(dot).message();
+  ModelBuilder shadow({4});
+  shadow.Embedding("dense", 1, {.dim = 3}).Dense("out", 2);
+  EXPECT_NE(error(shadow).message().find("'dense' names the model's dense features"),
+            std::string::npos);
+  ModelBuilder twice({4});
+  twice.Join("j", JoinKind::kConcat, {{{"dense", "dense"}, {}}}).Dense("out", 2);
+  EXPECT_NE(error(twice).message().find("takes 'dense' twice"), std::string::npos);
 }
 
 // One logit and the sigmoid cross-entropy: labels 0 and 1, two classes.
@@ -281,7 +331,7 @@ TEST(ModelBuilderTest, RejectsBadModels) {
   auto two_logits = BuildModel<float>(
       ModelBuilder({4}).Dense("out", 2).Loss(LossKind::kSigmoidCrossEntropy), &backend, 1);
   ASSERT_FALSE(two_logits.ok());
-  EXPECT_NE(two_logits.status().message().find("'out' has 2 units"), std::string::npos)
+  EXPECT_NE(two_logits.status().message().find("'out' gives 2"), std::string::npos)
       << two_logits.status().message();
 }
 

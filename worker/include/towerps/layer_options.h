@@ -28,6 +28,16 @@ enum class ActivationKind { kRelu, kTanh, kSigmoid };
 
 enum class PoolKind { kMax, kAverage };
 
+// How a Join block (ModelBuilder::Join) joins its branches' outputs.
+enum class JoinKind {
+  kAdd,     // elementwise sum; every branch gives the same shape
+  kConcat,  // side by side, as one vector
+  // DLRM's dot interaction (Naumov et al. 2019): the outputs, side by side, are cut into vectors
+  // of the first branch's size d; the result is the first vector, then the dot product of every
+  // pair of vectors (d + k(k-1)/2 values for k vectors).
+  kDotInteraction,
+};
+
 // The loss a model is trained with (ModelBuilder::Loss), and what its last Dense layer gives.
 enum class LossKind {
   // One logit per class; labels are class indices. Evaluated by accuracy.

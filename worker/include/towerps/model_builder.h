@@ -16,6 +16,27 @@
 //
 // Its layers' variables are named "<block>/<layer>/...", e.g. "block1/conv1/kernel".
 //
+// A model with several inputs starts with a Join: branches that each take some of the model's
+// inputs by name ("dense", the dense features, and each embedding table's rows), run layers of
+// their own, and are joined by an add, a concatenation or DLRM's dot interaction (JoinKind).
+// DLRM (Naumov et al. 2019), its bottom MLP beside 26 tables and its top MLP after:
+//
+//   towerps::ModelBuilder b({13});
+//   std::vector<std::string> tables;
+//   for (int f = 1; f <= 26; ++f) {
+//     tables.push_back("C" + std::to_string(f));
+//     b.Embedding(tables.back(), 1, {.dim = 16});
+//   }
+//   b.Join("interaction", towerps::JoinKind::kDotInteraction,
+//          {{{"dense"}, [](towerps::ModelBuilder& m) {
+//             m.Dense("bottom1", 64).Relu().Dense("bottom2", 16).Relu(); }},
+//           {tables, {}}})                                 // the rows as they are
+//    .Dense("top1", 64).Relu().Dense("logit", 1)
+//    .Loss(towerps::LossKind::kSigmoidCrossEntropy);
+//
+// Only the model's first layer sees its inputs by name; a Join further on takes its input whole
+// in every branch (names empty), as a Residual's branches do.
+//
 // Categorical features go through embedding tables, declared before the layers: each example's
 // `fields` ids are looked up in the table, and the rows are concatenated, field after field and
 // table after table, in front of the dense input, which the first layer then sees whole:
@@ -47,6 +68,8 @@
 
 namespace towerps {
 
+struct BranchSpec;
+
 // One recorded layer. Read-only to users: TowerPS builds the model from these.
 struct LayerSpec {
   enum class Kind {
@@ -59,7 +82,8 @@ struct LayerSpec {
     kBatchNorm,
     kGlobalAvgPool,
     kFlatten,
-    kResidual
+    kResidual,
+    kJoin
   };
   Kind kind = Kind::kDense;
   std::string name;
@@ -73,6 +97,14 @@ struct LayerSpec {
   float rate = 0;  // Dropout
   BatchNormOptions batch_norm;
   std::vector<LayerSpec> main, shortcut;  // kResidual's branches
+  JoinKind join = JoinKind::kConcat;      // kJoin's
+  std::vector<BranchSpec> branches;       // kJoin's
+};
+
+// One branch of a Join, as ModelBuilder::Join recorded it.
+struct BranchSpec {
+  std::vector<std::string> inputs;  // model inputs by name; empty: the block's whole input
+  std::vector<LayerSpec> layers;
 };
 
 // One embedding table of a model, as ModelBuilder::Embedding recorded it.
@@ -117,6 +149,17 @@ class ModelBuilder {
   // identity. Building checks that the branches end in the same shape.
   using BranchFn = std::function<void(ModelBuilder&)>;
   ModelBuilder& Residual(std::string name, const BranchFn& main, const BranchFn& shortcut = {});
+  // One branch of a Join: the model's inputs it takes, by name ("dense" for the dense features,
+  // an embedding table's name for its rows; empty: the block's whole input), side by side in
+  // that order, and its layers (none: the inputs as they are).
+  struct Branch {
+    std::vector<std::string> inputs;
+    BranchFn layers;
+  };
+  // The branches joined by `kind` (see above). Building checks the names, that the branches
+  // chain, and that their outputs can be joined (the same shape to add; vectors of the first
+  // branch's size for the dot interaction). Variables are named "<block>/<layer>/...".
+  ModelBuilder& Join(std::string name, JoinKind kind, const std::vector<Branch>& branches);
 
   // The loss the model is trained with; softmax cross-entropy unless set.
   ModelBuilder& Loss(LossKind kind) {
@@ -130,7 +173,8 @@ class ModelBuilder {
   const std::vector<EmbeddingSpec>& embeddings() const { return embeddings_; }
   // Ids per example over every table (what Dataset::fields must be).
   int categorical_fields() const;
-  // The units of the last layer when it is a Dense, else 0.
+  // The units of the last layer when it is a Dense (or a Join adding branches that end in Denses
+  // of those units), else 0.
   int output_units() const;
   // The classes the model tells apart: 2 for a sigmoid loss, else output_units().
   int num_classes() const;
