@@ -94,7 +94,8 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
       << s.message();
   s = r.CheckFits("mlp", "criteo", {.data_dir = data_dir});
   EXPECT_NE(s.message().find("criteo examples hold 13 dense features and 26 categorical ids "
-                             "(choose --model ctr_mlp, or another --dataset)"),
+                             "(choose --model ctr_mlp, dlrm_small or wide_deep, or another "
+                             "--dataset)"),
             std::string::npos)
       << s.message();
   EXPECT_OK(r.CheckFits("ctr_mlp", "criteo", {.data_dir = data_dir}));

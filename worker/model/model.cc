@@ -23,8 +23,13 @@ Model<T>::Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
   for (EmbeddingSpec& spec : tables) {
     Table t;
     t.field_offset = fields_;
+    if (!spec.ids_of.empty()) {  // the same ids as an earlier table (the factory checked it)
+      for (const Table& other : tables_) {
+        if (other.spec.name == spec.ids_of) t.field_offset = other.field_offset;
+      }
+    }
     t.offset = embedded_size_;
-    fields_ += spec.fields;
+    if (spec.ids_of.empty()) fields_ += spec.fields;
     embedded_size_ += int64_t{spec.fields} * spec.options.dim;
     t.spec = std::move(spec);
     tables_.push_back(std::move(t));

@@ -99,9 +99,19 @@ ModelBuilder& ModelBuilder::Embedding(std::string name, int fields, EmbeddingOpt
   return *this;
 }
 
+ModelBuilder& ModelBuilder::EmbeddingOf(std::string name, const std::string& ids_of,
+                                        EmbeddingOptions options) {
+  int fields = 0;  // building names an unknown ids_of
+  for (const EmbeddingSpec& e : embeddings_) {
+    if (e.name == ids_of) fields = e.fields;
+  }
+  embeddings_.push_back({std::move(name), fields, options, ids_of});
+  return *this;
+}
+
 int ModelBuilder::categorical_fields() const {
   int fields = 0;
-  for (const EmbeddingSpec& e : embeddings_) fields += e.fields;
+  for (const EmbeddingSpec& e : embeddings_) fields += e.ids_of.empty() ? e.fields : 0;
   return fields;
 }
 

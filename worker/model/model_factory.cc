@@ -191,6 +191,16 @@ Result<int64_t> CheckEmbeddings(const std::vector<EmbeddingSpec>& tables, const 
                                   ": 'dense' names the model's dense features (a Join's "
                                   "branches take inputs by name); call the table otherwise");
     }
+    if (!e.ids_of.empty()) {
+      const auto before = tables.begin() + (&e - tables.data());
+      if (std::none_of(tables.begin(), before, [&](const EmbeddingSpec& o) {
+            return o.name == e.ids_of && o.ids_of.empty();
+          })) {
+        return InvalidArgumentError(what + ": it takes the ids of '" + e.ids_of +
+                                    "', which is not a table with ids of its own declared "
+                                    "before it");
+      }
+    }
     if (e.fields < 1) {
       return InvalidArgumentError(what + ": fields " + std::to_string(e.fields) +
                                   " must be at least 1");

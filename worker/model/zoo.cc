@@ -5,7 +5,7 @@
 namespace towerps::worker {
 
 std::vector<std::string> ZooModelNames() {
-  return {"mlp", "cnn", "cifar10", "resnet20", "embed-mlp", "ctr_mlp"};
+  return {"mlp", "cnn", "cifar10", "resnet20", "embed-mlp", "ctr_mlp", "dlrm_small", "wide_deep"};
 }
 
 namespace {
@@ -40,6 +40,42 @@ ModelBuilder ResNet20() {
     }
   }
   b.GlobalAvgPool().Dense("logits", 10, Init::kGlorot);
+  return b;
+}
+
+// DLRM (Naumov et al. 2019) at a size for one machine, on Criteo's features: a bottom MLP
+// 13-64-16 on the dense features; 26 tables (C1..C26, unbounded: --dataset criteo hashes each
+// field's values) of dimension 16; the dot interaction of the bottom output and the 26 rows
+// (27 vectors: 16 + 351 values); a top MLP 367-64-1.
+ModelBuilder DlrmSmall() {
+  ModelBuilder b({13});
+  std::vector<std::string> tables;
+  for (int f = 1; f <= 26; ++f) {
+    tables.push_back("C" + std::to_string(f));
+    b.Embedding(tables.back(), 1, {.rows = 0, .dim = 16, .init_scale = 0.05f});
+  }
+  b.Join("interaction", JoinKind::kDotInteraction,
+         {{{"dense"},
+           [](ModelBuilder& m) { m.Dense("bottom1", 64).Relu().Dense("bottom2", 16).Relu(); }},
+          {tables, {}}});
+  b.Dense("top1", 64).Relu().Dense("logit", 1, Init::kGlorot);
+  b.Loss(LossKind::kSigmoidCrossEntropy);
+  return b;
+}
+
+// Wide & Deep (Cheng et al. 2016) on Criteo's features: a linear model of the 26 fields (a
+// table of dimension 1 looked up by the same ids: one weight per id) and the dense features,
+// added to a deep MLP 429-256-128-1 on 16-dimensional rows of the fields and the dense features.
+ModelBuilder WideDeep() {
+  ModelBuilder b({13});
+  b.Embedding("deep", 26, {.rows = 0, .dim = 16, .init_scale = 0.05f});
+  b.EmbeddingOf("wide", "deep", {.rows = 0, .dim = 1, .init_scale = 0.0f});
+  b.Join("wide_deep", JoinKind::kAdd,
+         {{{"wide", "dense"}, [](ModelBuilder& m) { m.Dense("linear", 1, Init::kZeros); }},
+          {{"deep", "dense"}, [](ModelBuilder& m) {
+             m.Dense("fc1", 256).Relu().Dense("fc2", 128).Relu().Dense("logit", 1, Init::kGlorot);
+           }}});
+  b.Loss(LossKind::kSigmoidCrossEntropy);
   return b;
 }
 
@@ -85,6 +121,8 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
     b.Loss(LossKind::kSigmoidCrossEntropy);
     return b;
   }
+  if (name == "dlrm_small") return DlrmSmall();
+  if (name == "wide_deep") return WideDeep();
   std::string known;
   for (const std::string& n : ZooModelNames()) known += (known.empty() ? "" : ", ") + n;
   return NotFoundError("unknown model '" + name + "' (known: " + known + ")");
@@ -102,6 +140,10 @@ void AddZooModels(Registry* registry) {
       "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)",
       "8 embedding fields (dim 8) and a 64-unit MLP (--dataset categorical)",
       "26 embedding fields (dim 16) and 13 dense features, 256-128 MLP, click logit "
+      "(--dataset criteo)",
+      "DLRM: bottom MLP 13-64-16, 26 tables of dim 16, dot interaction, top MLP 367-64-1 "
+      "(--dataset criteo)",
+      "Wide & Deep: linear over 26 fields and 13 dense features + MLP 429-256-128-1 "
       "(--dataset criteo)",
   };
   const std::vector<std::string> names = worker::ZooModelNames();

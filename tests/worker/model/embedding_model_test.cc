@@ -68,11 +68,12 @@ ModelBuilder SmallDlrm() {
 }
 
 // Wide & Deep's structure: a linear model of a dim-1 table and the dense features, added to an
-// MLP of a dim-3 table and the same dense features (they share the "dense" columns).
+// MLP of a dim-3 table and the same dense features (they share the "dense" columns, and the
+// two tables the ids).
 ModelBuilder SmallWideDeep() {
   ModelBuilder b({3});
-  b.Embedding("wide", 2, {.rows = 0, .dim = 1, .init_scale = 0.5f})
-      .Embedding("deep", 2, {.rows = 0, .dim = 3, .init_scale = 0.5f});
+  b.Embedding("deep", 2, {.rows = 0, .dim = 3, .init_scale = 0.5f})
+      .EmbeddingOf("wide", "deep", {.rows = 0, .dim = 1, .init_scale = 0.5f});
   b.Join("wide_deep", JoinKind::kAdd,
          {{{"wide", "dense"}, [](ModelBuilder& m) { m.Dense("linear", 1, Init::kGlorot); }},
           {{"deep", "dense"},
@@ -242,6 +243,25 @@ TEST(EmbeddingModelTest, BuilderChecksNameTheTable) {
   EXPECT_NE(build({"t", 1, {.rows = -3}}).message().find("table t"), std::string::npos);
   EXPECT_NE(build({"logits", 1, {}}).message().find("used twice"), std::string::npos);
   EXPECT_NE(build({"t", 1, {}}, {1, 2, 2}).message().find("vector [features]"), std::string::npos);
+  // A table that looks up another's ids takes none of its own, and must follow that table.
+  ModelBuilder shared({3});
+  shared.Embedding("deep", 4, {.dim = 2}).EmbeddingOf("wide", "deep", {.dim = 1});
+  shared.Dense("logits", 2);
+  EXPECT_EQ(shared.categorical_fields(), 4);
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(shared, &cpu, 1));
+  EXPECT_EQ(model->categorical_fields(), 4);
+  EXPECT_EQ(model->table_field_offset(1), 0);
+  EXPECT_EQ(model->table(1).fields, 4);
+  EXPECT_EQ(model->layers()[0]->input_shape(), Shape{4 * 2 + 4 * 1 + 3});
+  ModelBuilder early({3});
+  early.EmbeddingOf("wide", "deep", {.dim = 1}).Embedding("deep", 4, {.dim = 2});
+  early.Dense("logits", 2);
+  EXPECT_NE(BuildModel<float>(early, &cpu, 1)
+                .status()
+                .message()
+                .find("takes the ids of 'deep', which is not a table with ids of its own declared "
+                      "before it"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -112,6 +112,7 @@ struct EmbeddingSpec {
   std::string name;  // the table's variable name
   int fields = 1;    // ids per example looked up in it
   EmbeddingOptions options;
+  std::string ids_of;  // EmbeddingOf: the earlier table whose ids it looks up; "": its own
 };
 
 class ModelBuilder {
@@ -122,6 +123,10 @@ class ModelBuilder {
   // `fields` ids per example looked up in the table `name`, their rows concatenated in front of
   // the dense input (see above). Building checks the options and that names are unique.
   ModelBuilder& Embedding(std::string name, int fields, EmbeddingOptions options = {});
+  // A table looked up by the same ids as the earlier table `ids_of` (it takes no ids of its
+  // own): Wide & Deep's weight per id beside its rows, say. Its rows follow, as for Embedding.
+  ModelBuilder& EmbeddingOf(std::string name, const std::string& ids_of,
+                            EmbeddingOptions options = {});
 
   // filters outputs of kernel x kernel windows, plus a bias per filter.
   ModelBuilder& Conv2d(std::string name, int filters, int kernel, int stride = 1,
@@ -171,7 +176,7 @@ class ModelBuilder {
   LossKind loss() const { return loss_; }
   const std::vector<LayerSpec>& layers() const { return specs_; }
   const std::vector<EmbeddingSpec>& embeddings() const { return embeddings_; }
-  // Ids per example over every table (what Dataset::fields must be).
+  // Ids per example over every table that has its own (what Dataset::fields must be).
   int categorical_fields() const;
   // The units of the last layer when it is a Dense (or a Join adding branches that end in Denses
   // of those units), else 0.

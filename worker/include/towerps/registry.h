@@ -119,7 +119,8 @@ class Registry {
   UserOptions option_values_;
 };
 
-// The models TowerPS ships (mlp, cnn, cifar10, resnet20, embed-mlp, ctr_mlp; see --list-models).
+// The models TowerPS ships (mlp, cnn, cifar10, resnet20, embed-mlp, ctr_mlp, dlrm_small,
+// wide_deep; see --list-models).
 void AddZooModels(Registry* registry);
 // The datasets TowerPS reads: fashion-mnist, idx, cifar10, npy, criteo, categorical and
 // synthetic.
