@@ -8,6 +8,12 @@ images, and for resnet20 3x32x32 ones, as `towerps-bench train` uses) and thread
 
   bench/pytorch_baseline.py --model cnn --batch 64 --threads 2 [--seconds 10] [--json]
   bench/pytorch_baseline.py --model cifar10 --batch 128 --device cuda:0 --json
+  bench/pytorch_baseline.py --model dlrm_small --data-dir D --batch 256 --epochs 2 --json
+  bench/pytorch_baseline.py --model dlrm_small --data-dir D --batch 128 --threads 1 --json
+
+The click-through-rate models (dlrm_small, wide_deep; bench/pytorch_ctr.py) read Criteo-format
+train.txt and test.txt in --data-dir (scripts/make_ctr_data.py writes them). With --epochs E they
+train E epochs and report the test AUC and log loss; otherwise they measure throughput as above.
 
 On a GPU the batches go host-to-device from pinned memory each step (as TowerPS stages them),
 PyTorch runs eagerly (what users run instead of TowerPS), and the clock is read after
@@ -117,6 +123,12 @@ def main():
                    help="TF32 on a GPU: PyTorch's default (cuDNN convolutions in TF32, matmuls "
                         "in float32), or all on, or all off (strict float32, as TowerPS)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--epochs", type=int, default=0,
+                   help="dlrm_small, wide_deep: train this many epochs and report test AUC")
+    p.add_argument("--lr", type=float, default=0.001, help="dlrm_small, wide_deep: Adam's rate")
+    p.add_argument("--table-lr", type=float, default=0.05,
+                   help="dlrm_small, wide_deep: the tables' Adagrad rate")
+    p.add_argument("--seed", type=int, default=1)
     a = p.parse_args()
     blas = a.threads if a.blas_threads < 0 else a.blas_threads
     if blas > 0:
@@ -127,6 +139,18 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
+    if a.model in ("dlrm_small", "wide_deep"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import pytorch_ctr
+        if not os.path.exists(os.path.join(a.data_dir, "train.txt")):
+            sys.exit(f"--model {a.model} needs --data-dir with Criteo-format train.txt and "
+                     "test.txt (scripts/make_ctr_data.py writes them)")
+        r = pytorch_ctr.run(a)
+        r.update({"bench": "train", "impl": "pytorch", "torch": torch.__version__,
+                  "model": a.model, "batch": a.batch, "threads": a.threads})
+        print(json.dumps(r) if a.json else
+              " ".join(f"{k}={v}" for k, v in r.items()))
+        return
     device = torch.device(a.device)
     gpu = device.type == "cuda"
     if gpu and not torch.cuda.is_available():
