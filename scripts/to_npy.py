@@ -6,13 +6,21 @@ y_test.npy. Only the Python standard library is needed (no NumPy).
   scripts/to_npy.py idx --data-dir /usr/share/datasets/fashion-mnist --out D
   scripts/to_npy.py idx --train-images A --train-labels B --test-images C --test-labels E --out D
   scripts/to_npy.py cifar10 --data-dir DIR_WITH_data_batch_1.bin --out D
+  scripts/to_npy.py criteo --data-dir DIR_WITH_train.txt_AND_test.txt --out D
 
 x is written as uint8 [N, H, W] (IDX) or [N, 3, 32, 32] (CIFAR-10), or as float32 pixel / 255
 with --dtype float32; y as int64 [N].
+
+criteo reads Criteo click logs as `--dataset criteo` does and writes what that dataset gives a
+model: x_dense_<split>.npy (float32 [N, 13], log(1 + max(x, 0)), used as they are),
+x_ids_<split>.npy (int64 [N, 26]: each field's value hashed as worker/data/criteo_reader.h does,
+FNV-1a of the field's byte and the value, then SplitMix64's finalizer; the int64's bits are the
+id) and y_<split>.npy (int64 [N]). The same job then trains on the same numbers either way.
 """
 import argparse
 import array
 import gzip
+import math
 import os
 import struct
 import sys
@@ -115,10 +123,52 @@ def convert_cifar10(args):
         write_split(args.out, split, [len(labels), 3, 32, 32], pixels, labels, args.dtype)
 
 
+MASK64 = (1 << 64) - 1
+
+
+def criteo_id(field, value):
+    """CriteoCategoricalId (worker/data/criteo_reader.cc): FNV-1a 64 of the field's byte then
+    the value's bytes, then the SplitMix64 finalizer; as a signed int64 (its bits)."""
+    h = 0xCBF29CE484222325
+    for byte in bytes([field]) + value:
+        h = ((h ^ byte) * 0x100000001B3) & MASK64
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & MASK64
+    h ^= h >> 31
+    return h - (1 << 64) if h >> 63 else h
+
+
+def convert_criteo(args):
+    if not args.data_dir:
+        sys.exit("to_npy: criteo needs --data-dir with train.txt and test.txt")
+    for split in ("train", "test"):
+        path = os.path.join(args.data_dir, f"{split}.txt")
+        dense, ids, labels = array.array("f"), array.array("q"), array.array("q")
+        with open(path, "rb") as f:
+            for number, line in enumerate(f, 1):
+                fields = line.rstrip(b"\r\n").split(b"\t")
+                if len(fields) != 40 or fields[0] not in (b"0", b"1"):
+                    sys.exit(f"to_npy: {path}:{number}: not a Criteo line with a label "
+                             f"({len(fields)} fields)")
+                labels.append(int(fields[0]))
+                for v in fields[1:14]:
+                    dense.append(math.log1p(max(int(v), 0)) if v else 0.0)
+                for c, v in enumerate(fields[14:]):
+                    ids.append(criteo_id(c, v))
+        for a in (dense, ids, labels):
+            if sys.byteorder != "little":
+                a.byteswap()
+        n = len(labels)
+        write_npy(os.path.join(args.out, f"x_dense_{split}.npy"), "<f4", [n, 13], dense.tobytes())
+        write_npy(os.path.join(args.out, f"x_ids_{split}.npy"), "<i8", [n, 26], ids.tobytes())
+        write_npy(os.path.join(args.out, f"y_{split}.npy"), "<i8", [n], labels.tobytes())
+        print(f"to_npy: {split}: x_dense [{n}, 13] float32, x_ids [{n}, 26] int64, y [{n}] int64")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("format", choices=["idx", "cifar10"])
+    parser.add_argument("format", choices=["idx", "cifar10", "criteo"])
     parser.add_argument("--data-dir")
     parser.add_argument("--train-images")
     parser.add_argument("--train-labels")
@@ -128,7 +178,7 @@ def main():
     parser.add_argument("--out", required=True, help="directory for the four .npy files")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    (convert_idx if args.format == "idx" else convert_cifar10)(args)
+    {"idx": convert_idx, "cifar10": convert_cifar10, "criteo": convert_criteo}[args.format](args)
 
 
 if __name__ == "__main__":

@@ -218,9 +218,35 @@ Result<Shape> NpyExampleShape(const std::string& path, const Shape& shape) {
                               "; expected [N, features], [N, H, W] or [N, C, H, W]");
 }
 
+// A split's dense features: x_dense_<split>.npy (a dataset with categorical ids, its dense part
+// preprocessed already) or x_<split>.npy.
+std::string NpyDensePath(const std::string& dir, const std::string& split) {
+  const std::string dense = Resolve(dir, "x_dense_" + split + ".npy");
+  return std::ifstream(dense) ? dense : Resolve(dir, "x_" + split + ".npy");
+}
+
+// x_ids_<split>.npy, when there: integers [N, F], F categorical ids per example (int64 as
+// written; their bits are the ids).
+Status LoadNpyIds(const std::string& dir, const std::string& split, Dataset* d) {
+  const std::string path = Resolve(dir, "x_ids_" + split + ".npy");
+  if (!std::ifstream(path)) return Status::Ok();
+  TOWERPS_ASSIGN_OR_RETURN(const worker::NpyArray ids, worker::ReadNpyFile(path));
+  const Shape& s = ids.header.shape;
+  if (ids.header.kind == 'f' || s.size() != 2 || s[0] != d->size() || s[1] < 1) {
+    return InvalidArgumentError(path + ": ids must be integers [N, F] for the " +
+                                std::to_string(d->size()) + " examples, not '" +
+                                ids.header.descr + "' of shape " + ShapeToString(s));
+  }
+  d->fields = static_cast<int>(s[1]);
+  d->ids.resize(static_cast<size_t>(s[0] * s[1]));
+  for (size_t i = 0; i < d->ids.size(); ++i) {
+    d->ids[i] = static_cast<uint64_t>(worker::NpyIntegerAt(ids, static_cast<int64_t>(i)));
+  }
+  return Status::Ok();
+}
+
 Result<Dataset> LoadNpySplit(const std::string& dir, const std::string& split) {
-  const std::string xp = Resolve(dir, "x_" + split + ".npy"),
-                    yp = Resolve(dir, "y_" + split + ".npy");
+  const std::string xp = NpyDensePath(dir, split), yp = Resolve(dir, "y_" + split + ".npy");
   TOWERPS_ASSIGN_OR_RETURN(worker::NpyArray x, worker::ReadNpyFile(xp));
   TOWERPS_ASSIGN_OR_RETURN(const worker::NpyArray y, worker::ReadNpyFile(yp));
   const worker::NpyHeader& xh = x.header;
@@ -266,6 +292,7 @@ Result<Dataset> LoadNpySplit(const std::string& dir, const std::string& split) {
                                   "; clean or drop it (numpy.isfinite(x).all(axis=...))");
     }
   }
+  TOWERPS_RETURN_IF_ERROR(LoadNpyIds(dir, split, &d));
   return d;
 }
 
@@ -283,16 +310,31 @@ Result<DataSplits> LoadNpy(const DataRequest& r) {
                                 ShapeToString(d.train.example_shape) + " but x_test examples are " +
                                 ShapeToString(d.test.example_shape));
   }
+  if (d.train.fields != d.test.fields) {
+    return InvalidArgumentError("npy: x_ids_train holds " + std::to_string(d.train.fields) +
+                                " ids per example but x_ids_test " +
+                                std::to_string(d.test.fields));
+  }
   d.train.num_classes = d.test.num_classes = ClassCount(d);
-  return d;  // normalization: from the training set
+  if (NpyDensePath(r.data_dir, "train").ends_with("x_dense_train.npy")) {
+    d.preprocessing.mean = {0.0f};  // preprocessed already (scripts/to_npy.py criteo)
+    d.preprocessing.stddev = {1.0f};
+  }
+  return d;  // otherwise normalization: from the training set
 }
 
 Result<DatasetInfo> ProbeNpy(const DataRequest& r) {
   if (r.data_dir.empty()) return LoadNpy(r).status();
-  const std::string xp = Resolve(r.data_dir, "x_train.npy");
+  const std::string xp = NpyDensePath(r.data_dir, "train");
   TOWERPS_ASSIGN_OR_RETURN(const worker::NpyHeader h, worker::ReadNpyHeader(xp));
   TOWERPS_ASSIGN_OR_RETURN(Shape example, NpyExampleShape(xp, h.shape));
-  return DatasetInfo{.example_shape = std::move(example)};
+  int fields = 0;
+  const std::string ids = Resolve(r.data_dir, "x_ids_train.npy");
+  if (std::ifstream(ids)) {
+    TOWERPS_ASSIGN_OR_RETURN(const worker::NpyHeader ih, worker::ReadNpyHeader(ids));
+    fields = ih.shape.size() == 2 ? static_cast<int>(ih.shape[1]) : 0;
+  }
+  return DatasetInfo{.example_shape = std::move(example), .fields = fields};
 }
 
 // ---- criteo ------------------------------------------------------------------------------------
@@ -358,7 +400,8 @@ void AddStockDatasets(Registry* registry) {
        .probe = ProbeCifar10});
   add("npy",
       {.summary = "x_train.npy, y_train.npy, x_test.npy, y_test.npy in --data-dir (x float32 or "
-                  "uint8 [N, ...], y integers [N])",
+                  "uint8 [N, ...], y integers [N]); with categorical ids, x_ids_*.npy (integers "
+                  "[N, F]) beside x_dense_*.npy (features used as they are)",
        .load = LoadNpy,
        .probe = ProbeNpy});
   add("criteo",

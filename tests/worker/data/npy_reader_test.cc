@@ -217,6 +217,39 @@ TEST_F(NpyDatasetTest, MismatchesAreNamed) {
             "model mlp expects 1x28x28 inputs, but npy examples are 1x2x3");
 }
 
+// Categorical ids beside the dense features: x_ids_<split>.npy [N, F], whose int64 bits are the
+// ids; x_dense_<split>.npy is used as it is (no normalization).
+TEST_F(NpyDatasetTest, IdsBesideDenseFeatures) {
+  WriteSplit("train", 10);
+  WriteSplit("test", 4);
+  for (const char* split : {"train", "test"}) {
+    const int n = std::string(split) == "train" ? 10 : 4;
+    std::filesystem::rename(dir_.path() / ("x_" + std::string(split) + ".npy"),
+                            dir_.path() / ("x_dense_" + std::string(split) + ".npy"));
+    std::vector<int64_t> ids(static_cast<size_t>(n) * 3);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i) - 5;
+    Write(dir_.path() / ("x_ids_" + std::string(split) + ".npy"),
+          NpyBytes("<i8", "(" + std::to_string(n) + ", 3)", Raw(ids)));
+  }
+  ASSERT_OK_AND_ASSIGN(const DatasetInfo info, (*registry_.FindDataset("npy"))->probe(Request()));
+  EXPECT_EQ(info.fields, 3);
+  ASSERT_OK_AND_ASSIGN(const DataSplits d, (*registry_.FindDataset("npy"))->load(Request()));
+  EXPECT_EQ(d.train.fields, 3);
+  ASSERT_EQ(d.train.ids.size(), 30u);
+  EXPECT_EQ(d.train.ids[0], static_cast<uint64_t>(int64_t{-5}));  // the bits, as written
+  EXPECT_EQ(d.train.ids[29], 24u);
+  EXPECT_EQ(d.preprocessing.mean, std::vector<float>{0.0f});
+  EXPECT_EQ(d.preprocessing.stddev, std::vector<float>{1.0f});
+  // Ids that do not match the examples are named.
+  Write(dir_.path() / "x_ids_test.npy", NpyBytes("<i8", "(5, 3)", Raw(std::vector<int64_t>(15))));
+  Result<DataSplits> bad = (*registry_.FindDataset("npy"))->load(Request());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("x_ids_test.npy: ids must be integers [N, F] for the 4 "
+                                        "examples, not '<i8' of shape [5, 3]"),
+            std::string::npos)
+      << bad.status();
+}
+
 // A NaN in x is named with its file, example and element when the data is read (it was reported
 // as a diverged loss, blaming the learning rate).
 TEST_F(NpyDatasetTest, ANonFiniteValueIsNamedWithItsFileAndExample) {
