@@ -126,6 +126,19 @@ class Backend : public virtual MemorySpace {
   virtual void AddColumns(int64_t rows, int64_t width, const T* x, int64_t x_stride, T* y,
                           int64_t y_stride) = 0;
 
+  // ---- Embedding lookups: a batch's rows of a table, per example and field ----
+  // rows holds a batch's distinct rows (of dim floats); index[b * fields + f] < their count is
+  // the row of example b's field f. y[b * y_stride + f * dim + j] = rows[index[.] * dim + j].
+  virtual void EmbeddingForward(int batch, int fields, int dim, const T* rows,
+                                const uint32_t* index, T* y, int64_t y_stride) = 0;
+  // The rows' gradient: drows[u * dim + j] = the sum over row u's uses p = b * fields + f of
+  // dy[b * dy_stride + f * dim + j], taken in increasing p, so the result is deterministic. Row
+  // u's uses are positions[offsets[u] .. offsets[u + 1]) (kernels/embedding_uses.h makes them
+  // from the index). Overwrites drows; a row without uses gets 0.
+  virtual void EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                                 const uint32_t* positions, const T* dy, int64_t dy_stride,
+                                 T* drows) = 0;
+
   // ---- DLRM's dot interaction (Naumov et al. 2019) ----
   // x is [batch, k, d]: k vectors of d per example. y is [batch, d + k(k-1)/2]: the first vector
   // as it is, then dot(x_i, x_j) for i = 1..k-1 and j = 0..i-1, i major (DLRM's order: the

@@ -1,6 +1,6 @@
-// CpuBackend column blocks and DLRM's dot interaction: direct loops, examples split over the
-// pool. Each example is computed by one thread in a fixed order, so results do not depend on the
-// thread count.
+// CpuBackend column blocks, embedding lookups and DLRM's dot interaction: direct loops,
+// examples (rows, for the embedding's gradient) split over the pool. Each example is computed by
+// one thread in a fixed order, so results do not depend on the thread count.
 #include <cstring>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -25,6 +25,35 @@ void CpuBackend::AddColumns(int64_t rows, int64_t width, const float* x, int64_t
     float* out = y + r * y_stride;
     for (int64_t j = 0; j < width; ++j) out[j] += in[j];
   }
+}
+
+void CpuBackend::EmbeddingForward(int batch, int fields, int dim, const float* rows,
+                                  const uint32_t* index, float* y, int64_t y_stride) {
+  ForEachRange(batch, [=](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      for (int f = 0; f < fields; ++f) {
+        std::memcpy(y + b * y_stride + int64_t{f} * dim,
+                    rows + int64_t{index[b * fields + f]} * dim,
+                    sizeof(float) * static_cast<size_t>(dim));
+      }
+    }
+  });
+}
+
+void CpuBackend::EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                                   const uint32_t* positions, const float* dy, int64_t dy_stride,
+                                   float* drows) {
+  ForEachRange(unique, [=](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      float* out = drows + u * dim;
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(dim));
+      for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
+        const int64_t p = positions[k];
+        const float* g = dy + (p / fields) * dy_stride + (p % fields) * dim;
+        for (int j = 0; j < dim; ++j) out[j] += g[j];
+      }
+    }
+  });
 }
 
 void CpuBackend::DotInteractionForward(int batch, int k, int d, const float* x, float* y) {

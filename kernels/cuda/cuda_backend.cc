@@ -403,6 +403,20 @@ void CudaBackend::AddColumns(int64_t rows, int64_t width, const float* x, int64_
   cuda::LaunchAddColumns(rows, width, x, x_stride, y, y_stride, impl_->stream.get());
 }
 
+void CudaBackend::EmbeddingForward(int batch, int fields, int dim, const float* rows,
+                                   const uint32_t* index, float* y, int64_t y_stride) {
+  impl_->Enter();
+  cuda::LaunchEmbeddingForward(batch, fields, dim, rows, index, y, y_stride, impl_->stream.get());
+}
+
+void CudaBackend::EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                                    const uint32_t* positions, const float* dy, int64_t dy_stride,
+                                    float* drows) {
+  impl_->Enter();
+  cuda::LaunchEmbeddingBackward(fields, dim, unique, offsets, positions, dy, dy_stride, drows,
+                                impl_->stream.get());
+}
+
 void CudaBackend::DotInteractionForward(int batch, int k, int d, const float* x, float* y) {
   impl_->Enter();
   cuda::LaunchDotInteractionForward(batch, k, d, x, y, impl_->stream.get());

@@ -133,6 +133,11 @@ class CudaBackend final : public Backend<float> {
                    int64_t y_stride) override;
   void AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
                   int64_t y_stride) override;
+  void EmbeddingForward(int batch, int fields, int dim, const float* rows, const uint32_t* index,
+                        float* y, int64_t y_stride) override;
+  void EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                         const uint32_t* positions, const float* dy, int64_t dy_stride,
+                         float* drows) override;
   void DotInteractionForward(int batch, int k, int d, const float* x, float* y) override;
   void DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
                               float* dx) override;

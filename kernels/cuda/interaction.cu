@@ -22,6 +22,53 @@ void LaunchAddColumns(int64_t rows, int64_t width, const float* x, int64_t x_str
   TOWERPS_CUDA_CHECK_LAUNCH();
 }
 
+static __global__ void embedding_forward_kernel(int batch, int fields, int dim, const float* rows,
+                                                const uint32_t* index, float* y, int64_t y_stride) {
+  const int64_t width = int64_t{fields} * dim, total = batch * width;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = t / width, c = t % width;
+    y[b * y_stride + c] = rows[int64_t{index[b * fields + c / dim]} * dim + c % dim];
+  }
+}
+
+void LaunchEmbeddingForward(int batch, int fields, int dim, const float* rows,
+                            const uint32_t* index, float* y, int64_t y_stride,
+                            cudaStream_t stream) {
+  const int64_t total = int64_t{batch} * fields * dim;
+  if (total == 0) return;
+  embedding_forward_kernel<<<Blocks(total), kThreads, 0, stream>>>(batch, fields, dim, rows, index,
+                                                                   y, y_stride);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+}
+
+static __global__ void embedding_backward_kernel(int fields, int dim, int64_t unique,
+                                                 const uint32_t* offsets, const uint32_t* positions,
+                                                 const float* dy, int64_t dy_stride, float* drows) {
+  const int64_t total = unique * dim;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t u = t / dim;
+    const int j = static_cast<int>(t % dim);
+    float sum = 0.0f;
+    for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
+      const int64_t p = positions[k];
+      sum += dy[(p / fields) * dy_stride + (p % fields) * dim + j];
+    }
+    drows[t] = sum;
+  }
+}
+
+void LaunchEmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                             const uint32_t* positions, const float* dy, int64_t dy_stride,
+                             float* drows, cudaStream_t stream) {
+  const int64_t total = unique * dim;
+  if (total == 0) return;
+  embedding_backward_kernel<<<Blocks(total), kThreads, 0, stream>>>(
+      fields, dim, unique, offsets, positions, dy, dy_stride, drows);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+}
+
 // Output p of an example: p < d copies x_0; otherwise pair q = p - d is (i, j), j < i, with
 // q = i(i-1)/2 + j.
 static __global__ void dot_interaction_forward_kernel(int batch, int k, int d, const float* x,

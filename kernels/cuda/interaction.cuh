@@ -1,5 +1,5 @@
 // CUDA versions of Backend<float>'s column blocks (the adding half; copies are
-// cudaMemcpy2DAsync in the backend) and DLRM's dot interaction.
+// cudaMemcpy2DAsync in the backend), embedding lookups and DLRM's dot interaction.
 // Launchers only; pointers are device memory, borrowed; work is queued on `stream` and not
 // synchronised. Every launcher checks the launch and aborts on a failure.
 //
@@ -17,6 +17,13 @@ namespace towerps::kernels::cuda {
 // y[r * y_stride + j] += x[r * x_stride + j] for r < rows, j < width.
 void LaunchAddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
                       int64_t y_stride, cudaStream_t stream);
+// Backend::EmbeddingForward: one thread per element of y's [batch, fields * dim] block.
+void LaunchEmbeddingForward(int batch, int fields, int dim, const float* rows,
+                            const uint32_t* index, float* y, int64_t y_stride, cudaStream_t stream);
+// Backend::EmbeddingBackward: one thread per element of drows, summing the row's uses in order.
+void LaunchEmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                             const uint32_t* positions, const float* dy, int64_t dy_stride,
+                             float* drows, cudaStream_t stream);
 // Backend::DotInteractionForward: x [batch, k, d], y [batch, d + k(k-1)/2].
 void LaunchDotInteractionForward(int batch, int k, int d, const float* x, float* y,
                                  cudaStream_t stream);

@@ -116,6 +116,28 @@ class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
       for (int64_t j = 0; j < width; ++j) y[r * y_stride + j] += x[r * x_stride + j];
     }
   }
+  void EmbeddingForward(int batch, int fields, int dim, const T* rows, const uint32_t* index, T* y,
+                        int64_t y_stride) override {
+    for (int64_t p = 0; p < int64_t{batch} * fields; ++p) {
+      for (int j = 0; j < dim; ++j) {
+        y[(p / fields) * y_stride + (p % fields) * dim + j] = rows[int64_t{index[p]} * dim + j];
+      }
+    }
+  }
+  void EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                         const uint32_t* positions, const T* dy, int64_t dy_stride,
+                         T* drows) override {
+    for (int64_t u = 0; u < unique; ++u) {
+      for (int j = 0; j < dim; ++j) {
+        double sum = 0;
+        for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
+          const int64_t p = positions[k];
+          sum += dy[(p / fields) * dy_stride + (p % fields) * dim + j];
+        }
+        drows[u * dim + j] = static_cast<T>(sum);
+      }
+    }
+  }
   void DotInteractionForward(int batch, int k, int d, const T* x, T* y) override {
     reference::DotInteractionForward(batch, k, d, x, y);
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/embedding_uses.h"
 #include "tests/kernels/backend_conformance.h"
 
 namespace towerps::kernels {
@@ -428,6 +429,49 @@ TEST_P(BackendConformanceTest, ColumnBlocks) {
   ASSERT_OK_AND_ASSIGN(auto whole, Filled(rows * x_stride, 9.0f));
   backend_->CopyColumns(rows, x_stride, xb.data(), x_stride, whole.data(), x_stride);
   EXPECT_EQ(Get(whole), x);
+}
+
+// A batch's lookups into few rows (so rows repeat) written at a column offset of wider rows, and
+// the rows' gradients summed over their uses; embedding_uses.h's order checked on the way.
+TEST_P(BackendConformanceTest, Embedding) {
+  const int batch = 67, fields = 5, dim = 7;
+  const int64_t unique = 40, stride = 50, offset = 3;
+  std::vector<uint32_t> index(static_cast<size_t>(batch) * fields);
+  for (uint32_t& i : index) i = testing::RandomInt(rng_, 0, unique - 2);  // the last: unused
+  std::vector<uint32_t> offsets, positions;
+  kernels::EmbeddingUses(index.data(), std::ssize(index), unique, &offsets, &positions);
+  ASSERT_EQ(offsets.back(), index.size());
+  EXPECT_EQ(offsets[unique], offsets[unique - 1]);  // the unused row has no uses
+  for (int64_t u = 0; u < unique; ++u) {
+    for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
+      EXPECT_EQ(index[positions[k]], u);
+      if (k > offsets[u]) EXPECT_LT(positions[k - 1], positions[k]);
+    }
+  }
+  const auto rows = RandomFloats(unique * dim, rng_), dy = RandomFloats(batch * stride, rng_);
+  ASSERT_OK_AND_ASSIGN(auto rb, Put(rows));
+  ASSERT_OK_AND_ASSIGN(auto ib, Put(index));
+  ASSERT_OK_AND_ASSIGN(auto ob, Put(offsets));
+  ASSERT_OK_AND_ASSIGN(auto pb, Put(positions));
+  ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+  ASSERT_OK_AND_ASSIGN(auto y, Filled(batch * stride, 9.0f));
+  ASSERT_OK_AND_ASSIGN(auto drows, Filled(unique * dim, 9.0f));
+  backend_->EmbeddingForward(batch, fields, dim, rb.data(), ib.data(), y.data() + offset, stride);
+  backend_->EmbeddingBackward(fields, dim, unique, ob.data(), pb.data(), dyb.data() + offset,
+                              stride, drows.data());
+  std::vector<double> y_ref(batch * stride, 9.0), drows_ref(unique * dim);
+  ref_.EmbeddingForward(batch, fields, dim, ToDouble(rows).data(), index.data(),
+                        y_ref.data() + offset, stride);
+  ref_.EmbeddingBackward(fields, dim, unique, offsets.data(), positions.data(),
+                         ToDouble(dy).data() + offset, stride, drows_ref.data());
+  EXPECT_TRUE(AllClose(Get(y), y_ref, 0, 0)) << "forward";
+  EXPECT_TRUE(AllClose(Get(drows), drows_ref, 1e-5, 1e-6)) << "backward";
+  for (int j = 0; j < dim; ++j) EXPECT_EQ(Get(drows)[(unique - 1) * dim + j], 0.0f);
+  // Twice the same: the sums' order is fixed.
+  ASSERT_OK_AND_ASSIGN(auto again, Filled(unique * dim, 1.0f));
+  backend_->EmbeddingBackward(fields, dim, unique, ob.data(), pb.data(), dyb.data() + offset,
+                              stride, again.data());
+  EXPECT_EQ(Get(again), Get(drows));
 }
 
 TEST_P(BackendConformanceTest, DotInteraction) {

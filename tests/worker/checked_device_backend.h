@@ -295,6 +295,19 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     }
     cpu_->AddColumns(rows, width, x, x_stride, y, y_stride);
   }
+  void EmbeddingForward(int batch, int fields, int dim, const float* rows, const uint32_t* index,
+                        float* y, int64_t y_stride) override {
+    Check(index, sizeof(uint32_t) * batch * fields, "index");
+    if (batch > 0) F(y, (batch - 1) * y_stride + int64_t{fields} * dim, "y");
+    cpu_->EmbeddingForward(batch, fields, dim, rows, index, y, y_stride);
+  }
+  void EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                         const uint32_t* positions, const float* dy, int64_t dy_stride,
+                         float* drows) override {
+    Check(offsets, sizeof(uint32_t) * (unique + 1), "offsets");
+    F(drows, unique * dim, "drows");
+    cpu_->EmbeddingBackward(fields, dim, unique, offsets, positions, dy, dy_stride, drows);
+  }
   void DotInteractionForward(int batch, int k, int d, const float* x, float* y) override {
     F(x, int64_t{batch} * k * d, "x");
     F(y, int64_t{batch} * (d + int64_t{k} * (k - 1) / 2), "y");
