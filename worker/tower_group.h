@@ -79,7 +79,7 @@ class TowerGroup {
   Result<StepResult> Step(const float* x, const int32_t* labels, int batch,
                           const AverageCallback& on_average);
 
-  // Embedding tables (worker/model/model.h; CPU towers): table t's rows for the next Step, for
+  // Embedding tables (worker/model/model.h; any towers): table t's rows for the next Step, for
   // the whole batch: `unique` rows of the table's dim, and per example and field the index of
   // its row (batch x fields entries). Each tower takes its slice's indices. Borrowed until Step
   // returns.

@@ -83,7 +83,8 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
             std::string::npos)
       << s.message();
   // A model's inputs and the dataset's are named both ways, with the models that fit.
-  const std::string data_dir = dir.string();  // the probe only checks that the files are there
+  DataRequest criteo;  // the probe only checks that the files are there
+  criteo.data_dir = dir.string();
   std::ofstream(dir / "train.txt") << "";
   std::ofstream(dir / "test.txt") << "";
   s = r.CheckFits("ctr_mlp", "fashion-mnist", {});
@@ -92,13 +93,13 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
                              "mlp or cnn, or another --dataset)"),
             std::string::npos)
       << s.message();
-  s = r.CheckFits("mlp", "criteo", {.data_dir = data_dir});
+  s = r.CheckFits("mlp", "criteo", criteo);
   EXPECT_NE(s.message().find("criteo examples hold 13 dense features and 26 categorical ids "
                              "(choose --model ctr_mlp, dlrm_small or wide_deep, or another "
                              "--dataset)"),
             std::string::npos)
       << s.message();
-  EXPECT_OK(r.CheckFits("ctr_mlp", "criteo", {.data_dir = data_dir}));
+  EXPECT_OK(r.CheckFits("ctr_mlp", "criteo", criteo));
   EXPECT_NE(r.CheckFits("mlp", "categorical", {}).message().find("for models with embedding"),
             std::string::npos);
   s = r.CheckFits("mlp", "cifar10", cifar);

@@ -18,8 +18,8 @@ Model<T>::Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
       host_memory_(backend != nullptr && backend->host_memory()) {
   TOWERPS_CHECK(backend_ != nullptr);
   TOWERPS_CHECK(!layers_.empty());
-  TOWERPS_CHECK(tables.empty() || (host_memory_ && input_shape_.size() == 1))
-      << "embedding tables need a host-memory backend and a vector of dense features";
+  TOWERPS_CHECK(tables.empty() || input_shape_.size() == 1)
+      << "embedding tables need a vector of dense features";
   for (EmbeddingSpec& spec : tables) {
     Table t;
     t.field_offset = fields_;
@@ -189,19 +189,9 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
     TOWERPS_RETURN_IF_ERROR(grad_b_.EnsureSize(space, most));
   }
   if (host_memory_) {
-    if (!tables_.empty()) {
-      for (const Table& t : tables_) {
-        if (t.rows == nullptr) {
-          return FailedPreconditionError("embedding table " + t.spec.name +
-                                         " has no rows for this batch: SetTableRows first");
-        }
-      }
-      AssembleInput(x, batch);
-      x = input_.data();
-    }
     *backend_x = x;
     *backend_labels = labels;
-    return Status::Ok();
+    return AssembleInput(batch, with_gradient, backend_x);
   }
   if (device_values_.empty()) {
     // All or nothing, so a failed step leaves no half-built mirrors behind.
@@ -244,7 +234,7 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
                               device_labels_.data());
   *backend_x = device_x_.data();
   *backend_labels = device_labels_.data();
-  return Status::Ok();
+  return AssembleInput(batch, with_gradient, backend_x);
 }
 
 template <typename T>
@@ -309,7 +299,7 @@ Result<StepResult> Model<T>::TrainStep(const T* x, const int32_t* labels, int ba
     // The first layer's input gradient only matters for the tables' rows.
     T* input_grad = tables_.empty() ? nullptr : input_grad_.data();
     layers_[i]->Backward(*backend_, batch, in, outputs_[i].data(), dy, i == 0 ? input_grad : dx);
-    if (i == 0 && input_grad != nullptr) ScatterTableGradients(batch);
+    if (i == 0 && input_grad != nullptr) ScatterTableGradients();
     for (int v = first_param_of_layer_[i]; v < first_param_of_layer_[i + 1]; ++v) {
       if (host_memory_ || delivery == GradientDelivery::kBackend) {
         if (on_gradient) on_gradient(v);
@@ -337,50 +327,6 @@ Result<StepResult> Model<T>::Evaluate(const T* x, const int32_t* labels, int bat
   TOWERPS_RETURN_IF_ERROR(Prepare(x, labels, batch, /*with_gradient=*/false, &bx, &blabels));
   return Loss(Forward(bx, batch, /*training=*/false), blabels, labels, batch,
               /*with_gradient=*/false);
-}
-
-template <typename T>
-void Model<T>::SetTableRows(int t, const T* rows, int64_t unique, const uint32_t* inverse) {
-  Table& table = tables_.at(t);
-  table.rows = rows;
-  table.unique = unique;
-  table.inverse = inverse;
-}
-
-template <typename T>
-void Model<T>::AssembleInput(const T* x, int batch) {
-  const int64_t dense = NumElements(input_shape_);
-  const int64_t width = embedded_size_ + dense;
-  input_.resize(static_cast<size_t>(batch * width));
-  input_grad_.resize(input_.size());
-  for (int b = 0; b < batch; ++b) {
-    T* out = input_.data() + b * width;
-    for (const Table& t : tables_) {
-      const int64_t dim = t.spec.options.dim;
-      const uint32_t* index = t.inverse + int64_t{b} * t.spec.fields;
-      for (int f = 0; f < t.spec.fields; ++f, out += dim) {
-        std::copy_n(t.rows + index[f] * dim, dim, out);
-      }
-    }
-    std::copy_n(x + b * dense, dense, out);
-  }
-}
-
-template <typename T>
-void Model<T>::ScatterTableGradients(int batch) {
-  const int64_t width = embedded_size_ + NumElements(input_shape_);
-  for (Table& t : tables_) {
-    const int64_t dim = t.spec.options.dim;
-    t.grad.assign(static_cast<size_t>(t.unique * dim), T(0));
-    for (int b = 0; b < batch; ++b) {
-      const T* g = input_grad_.data() + b * width + t.offset;
-      const uint32_t* index = t.inverse + int64_t{b} * t.spec.fields;
-      for (int f = 0; f < t.spec.fields; ++f, g += dim) {
-        T* sum = t.grad.data() + index[f] * dim;
-        for (int64_t j = 0; j < dim; ++j) sum[j] += g[j];
-      }
-    }
-  }
 }
 
 template class Model<float>;

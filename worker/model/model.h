@@ -5,11 +5,13 @@
 //
 // Embedding tables (ModelBuilder::Embedding) stand in front of the layers: for each example the
 // rows of its categorical ids are concatenated, table by table and field by field, before its
-// dense features, and the first layer takes that whole vector. A table's rows are not held
-// here: before each step the caller gives each table the rows of the batch's distinct ids and,
-// per example and field, which of them it uses (SetTableRows; ps/row_batch.h makes both), and
-// after TrainStep takes the gradient of those rows (table_gradient). Tables need a host-memory
-// backend (CPU towers) for now.
+// dense features, and the first layer takes that whole vector (Backend::EmbeddingForward). A
+// table's rows are not held here: before each step the caller gives each table the rows of the
+// batch's distinct ids and, per example and field, which of them it uses (SetTableRows;
+// ps/row_batch.h makes both), and after TrainStep takes the gradient of those rows
+// (table_gradient, host memory; Backend::EmbeddingBackward sums each row's uses in a fixed
+// order). On a device backend the rows and the index are copied to the device each step, and the
+// rows' gradient back (model_tables.cc).
 //
 // Contract:
 //  - Dense variables are every layer's parameters in forward-layer order ("conv1/kernel",
@@ -152,10 +154,12 @@ class Model {
 
  private:
   Status CheckBatch(const int32_t* labels, int batch) const;
-  // Tables (model_tables.cc): the first layer's input, the tables' rows then x, per example;
-  // and, from that input's gradient, the tables' row gradients.
-  void AssembleInput(const T* x, int batch);
-  void ScatterTableGradients(int batch);
+  // Tables (model_tables.cc): the first layer's input, the tables' rows then *x (in the
+  // backend's memory), per example, in input_; *x then points there. A no-op without tables;
+  // kFailedPrecondition naming a table without rows.
+  Status AssembleInput(int batch, bool with_gradient, const T** x);
+  // From the first layer's input gradient, each table's row gradient, into Table::grad.
+  void ScatterTableGradients();
   void MarkValueChanged(int i);
   // Copies variable i's mirror to the host value if it was written on the device.
   void RefreshHostValue(int i) const;
@@ -173,17 +177,23 @@ class Model {
   Shape input_shape_;
   struct Table {
     EmbeddingSpec spec;
-    int field_offset = 0;  // in an example's categorical ids
-    int64_t offset = 0;    // in the first layer's input
-    const T* rows = nullptr;
+    int field_offset = 0;     // in an example's categorical ids
+    int64_t offset = 0;       // in the first layer's input
+    const T* rows = nullptr;  // host memory, from SetTableRows
     int64_t unique = 0;
     const uint32_t* inverse = nullptr;
-    std::vector<T> grad;  // unique x dim
+    std::vector<T> grad;                       // unique x dim, host memory
+    std::vector<uint32_t> offsets, positions;  // each row's uses (kernels/embedding_uses.h)
+    // Device backends only: the rows, index and uses copied there, and the rows' gradient.
+    kernels::BackendBuffer<T> device_rows, device_grad;
+    kernels::BackendBuffer<uint32_t> device_index, device_offsets, device_positions;
   };
   std::vector<Table> tables_;
-  int fields_ = 0;                     // categorical ids per example, over every table
-  int64_t embedded_size_ = 0;          // the tables' part of the first layer's input, per example
-  std::vector<T> input_, input_grad_;  // with tables: the first layer's input and its gradient
+  int fields_ = 0;             // categorical ids per example, over every table
+  int64_t embedded_size_ = 0;  // the tables' part of the first layer's input, per example
+  int batch_ = 0;              // of the last step prepared
+  // With tables, in the backend's memory: the first layer's input and its gradient.
+  kernels::BackendBuffer<T> input_, input_grad_;
   std::vector<std::unique_ptr<Layer<T>>> layers_;
   kernels::Backend<T>* backend_;  // borrowed
   LossKind loss_kind_;

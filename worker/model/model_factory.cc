@@ -24,7 +24,7 @@ namespace {
 // The model's inputs as its first layer sees them: each embedding table's rows and the dense
 // features, by name, as columns of the example's row, and the dense features' own shape.
 struct ModelInputs {
-  std::vector<std::pair<std::string, Join<float>::Columns>> columns;  // in row order
+  std::vector<std::pair<std::string, Join<float>::Columns>> columns{};  // in row order
   Shape dense_shape;
 };
 
@@ -247,11 +247,6 @@ Result<std::unique_ptr<Model<T>>> BuildModel(const ModelBuilder& builder,
   std::set<std::string> names;
   const std::vector<EmbeddingSpec>& tables = builder.embeddings();
   TOWERPS_ASSIGN_OR_RETURN(const int64_t embedded, CheckEmbeddings(tables, input_shape_, &names));
-  if (!tables.empty() && !backend->host_memory()) {
-    return InvalidArgumentError("embedding table '" + tables[0].name +
-                                "': device towers do not run embedding tables yet; use CPU "
-                                "towers (--towers cpu:0)");
-  }
   const Shape first = tables.empty() ? input_shape_ : Shape{embedded + NumElements(input_shape_)};
   ModelInputs inputs{.dense_shape = input_shape_};
   int64_t offset = 0;

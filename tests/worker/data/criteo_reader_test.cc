@@ -136,7 +136,8 @@ TEST(CriteoReaderTest, TheStockDatasetReadsTrainAndTestFromDataDir) {
   std::ofstream(dir.path() / "train.txt") << Line(GoodFields()) << "\n" << Line(GoodFields());
   const Registry registry = StockRegistry();
   ASSERT_OK_AND_ASSIGN(const DatasetDef* def, registry.FindDataset("criteo"));
-  DataRequest request{.data_dir = dir.path().string()};
+  DataRequest request;
+  request.data_dir = dir.path().string();
   // test.txt is missing: the probe names it before anything is loaded.
   Result<DatasetInfo> info = def->probe(request);
   ASSERT_FALSE(info.ok());

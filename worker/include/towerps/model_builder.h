@@ -112,7 +112,7 @@ struct EmbeddingSpec {
   std::string name;  // the table's variable name
   int fields = 1;    // ids per example looked up in it
   EmbeddingOptions options;
-  std::string ids_of;  // EmbeddingOf: the earlier table whose ids it looks up; "": its own
+  std::string ids_of{};  // EmbeddingOf: the earlier table whose ids it looks up; "": its own
 };
 
 class ModelBuilder {
