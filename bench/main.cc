@@ -97,7 +97,8 @@ int RunTrain(int argc, char** argv) {
   po::options_description desc("Usage: towerps-bench train [options]");
   desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "model", po::value<std::string>(&o.model)->default_value(o.model),
-      "mlp, cnn, cifar10 or resnet20")(
+      "mlp, cnn, cifar10, resnet20, or a click model (ctr_mlp, dlrm_small, wide_deep) on "
+      "--data-dir's Criteo files")(
       "batch", po::value<int>(&o.batch_size)->default_value(o.batch_size), "examples per step")(
       "intra-op-threads", po::value<int>(&o.intra_op_threads)->default_value(o.intra_op_threads),
       "threads inside each op")("device",
@@ -115,10 +116,13 @@ int RunTrain(int argc, char** argv) {
       "steps run before measuring")(
       "epochs", po::value<int>(&o.epochs)->default_value(o.epochs),
       "if > 0: train this many epochs and report test accuracy after each")(
-      "data-dir", po::value<std::string>(&o.data_dir), "Fashion-MNIST directory")(
+      "data-dir", po::value<std::string>(&o.data_dir),
+      "Fashion-MNIST directory; for click models, Criteo-format train.txt and test.txt")(
       "synthetic", po::bool_switch(&o.synthetic), "use seeded synthetic data")(
       "lr", towerps::FloatFlag(&o.learning_rate), "learning rate")(
       "momentum", towerps::FloatFlag(&o.momentum), "SGD momentum")(
+      "table-lr", towerps::FloatFlag(&o.table_lr),
+      "click models: Adagrad's rate on the tables' rows (held in this process)")(
       "seed", po::value<uint64_t>(&o.seed)->default_value(o.seed), "initialization/shuffle seed")(
       "profile", po::bool_switch(&o.profile), "also time every layer (GFLOP/s per layer)")(
       "json", po::bool_switch(&json), "print one JSON object at the end");
@@ -141,6 +145,8 @@ int RunTrain(int argc, char** argv) {
   if (json) {
     Json accuracy = Json::array();
     for (double a : r->test_accuracy) accuracy.push_back(Rounded(a, 6));
+    Json auc = Json::array();
+    for (double a : r->test_auc) auc.push_back(Rounded(a, 6));
     PrintJson({{"bench", "train"},
                {"impl", "towerps"},
                {"model", r->model},
@@ -153,7 +159,8 @@ int RunTrain(int argc, char** argv) {
                {"seconds", Rounded(r->measured_seconds, 3)},
                {"examples_per_sec", Rounded(r->examples_per_second, 1)},
                {"final_loss", Rounded(r->final_loss, 5)},
-               {"test_accuracy", accuracy}});
+               {"test_accuracy", accuracy},
+               {"test_auc", auc}});
   } else {
     std::printf("%s on %s: %.1f examples/s (%ld steps in %.2f s), final loss %.4f\n",
                 r->model.c_str(), r->data.c_str(), r->examples_per_second, r->measured_steps,

@@ -125,7 +125,11 @@ def main():
     p.add_argument("--json", action="store_true")
     p.add_argument("--epochs", type=int, default=0,
                    help="dlrm_small, wide_deep: train this many epochs and report test AUC")
-    p.add_argument("--lr", type=float, default=0.001, help="dlrm_small, wide_deep: Adam's rate")
+    p.add_argument("--lr", type=float, default=0.001,
+                   help="dlrm_small, wide_deep: the dense optimizer's rate")
+    p.add_argument("--dense-optimizer", choices=["adam", "momentum"], default="adam",
+                   help="dlrm_small, wide_deep: Adam, or SGD with momentum 0.9 (as towerps-bench "
+                        "train)")
     p.add_argument("--table-lr", type=float, default=0.05,
                    help="dlrm_small, wide_deep: the tables' Adagrad rate")
     p.add_argument("--seed", type=int, default=1)

@@ -6,7 +6,8 @@ with DLRM's transform (log(1 + max(x, 0)) of the integers; each field's values m
 The architectures, initializations and optimizers are TowerPS's zoo models' (worker/model/zoo.cc)
 and defaults: He-normal dense layers with zero biases, Glorot-uniform output layers, rows
 uniform in [-0.05, 0.05) (Wide & Deep's weights per id start at 0), Adam (lr 0.001) for the
-dense variables and Adagrad (lr 0.05, accumulators from 0.1) for the tables.
+dense variables (or, with --dense-optimizer momentum, SGD with momentum 0.9, as `towerps-bench
+train` updates them) and Adagrad (lr 0.05, accumulators from 0.1) for the tables.
 """
 import math
 import sys
@@ -128,7 +129,8 @@ def run(a):
     model = MODELS[a.model](vocab)
     sparse = [p for n, p in model.named_parameters() if "tables" in n]
     dense = [p for n, p in model.named_parameters() if "tables" not in n]
-    opt_dense = torch.optim.Adam(dense, lr=a.lr)
+    opt_dense = (torch.optim.Adam(dense, lr=a.lr) if a.dense_optimizer == "adam" else
+                 torch.optim.SGD(dense, lr=a.lr, momentum=0.9))
     opt_sparse = torch.optim.Adagrad(sparse, lr=a.table_lr, initial_accumulator_value=0.1)
     loss_fn = nn.BCEWithLogitsLoss()
     xd, xi, y = (torch.from_numpy(t) for t in train)

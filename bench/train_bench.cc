@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "bench/local_tables.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "worker/model/zoo.h"
 #include "worker/tower_devices.h"
@@ -52,15 +53,26 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   // No CIFAR-10 package exists: models that do not take Fashion-MNIST's 1x28x28 run on
   // synthetic images (cifar10 on 32x32 ones with the tutorial's 24x24 crops, resnet20 on 32x32),
   // as `--dataset synthetic` does in a job.
-  const bool synthetic = o.synthetic || builder.input_shape() != Shape{1, 28, 28};
+  const bool tables = model->num_tables() > 0;
+  const bool synthetic = !tables && (o.synthetic || builder.input_shape() != Shape{1, 28, 28});
+  if (tables && o.data_dir.empty()) {
+    return InvalidArgumentError("--model " + o.model +
+                                " needs --data-dir with Criteo-format train.txt and test.txt "
+                                "(scripts/make_ctr_data.py writes them)");
+  }
   DataRequest request;
   request.data_dir = o.data_dir;
   request.model_input = builder.input_shape();
+  request.model_fields = builder.categorical_fields();
   request.seed = o.seed;
-  TOWERPS_ASSIGN_OR_RETURN(
-      worker::JobData data,
-      worker::LoadJobData(StockRegistry(), synthetic ? "synthetic" : "fashion-mnist", request,
-                          o.batch_size));
+  const char* dataset = tables ? "criteo" : synthetic ? "synthetic" : "fashion-mnist";
+  TOWERPS_ASSIGN_OR_RETURN(worker::JobData data,
+                           worker::LoadJobData(StockRegistry(), dataset, request, o.batch_size));
+  LocalTables local(*model, o.seed, o.table_lr);
+  const auto prepare = [&](const worker::Batch& b) {
+    if (tables) local.Prepare(b);
+    return Status::Ok();
+  };
   TOWERPS_ASSIGN_OR_RETURN(auto train, Batcher::Create(&data.train, data.train_options));
   TOWERPS_ASSIGN_OR_RETURN(auto test, Batcher::Create(&data.test, data.test_options));
   if (train->example_shape() != model->input_shape()) {
@@ -86,19 +98,25 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   if (o.epochs > 0) {  // accuracy mode
     for (int e = 0; e < o.epochs; ++e) {
       const auto start = Clock::now();
-      TOWERPS_ASSIGN_OR_RETURN(worker::EpochStats s, worker::TrainEpoch(*model, sgd, *train, e));
+      TOWERPS_ASSIGN_OR_RETURN(worker::EpochStats s, worker::TrainEpoch(
+                                                         *model, sgd, *train, e,
+                                                         [&](int64_t) {
+                                                           if (tables) local.Update();
+                                                         },
+                                                         prepare));
       const double secs = Seconds(Clock::now() - start);
-      TOWERPS_ASSIGN_OR_RETURN(worker::EpochStats t, worker::EvaluateAll(*model, *test));
+      TOWERPS_ASSIGN_OR_RETURN(worker::EpochStats t, worker::EvaluateAll(*model, *test, prepare));
       r.test_accuracy.push_back(t.accuracy);
+      if (t.binary()) r.test_auc.push_back(t.auc);
       r.final_loss = s.mean_loss;
       r.measured_steps += train->batches_per_epoch();
       r.measured_seconds += secs;
       char line[200];
       std::snprintf(line, sizeof(line),
-                    "epoch %d: train loss %.4f, train accuracy %.4f, test accuracy %.4f "
-                    "(%ld test examples), %.0f examples/s",
-                    e + 1, s.mean_loss, s.accuracy, t.accuracy, static_cast<long>(t.examples),
-                    static_cast<double>(s.examples) / secs);
+                    "epoch %d: train loss %.4f, train accuracy %.4f, %s (%ld test examples), "
+                    "%.0f examples/s",
+                    e + 1, s.mean_loss, s.accuracy, worker::DescribeEvaluation(t).c_str(),
+                    static_cast<long>(t.examples), static_cast<double>(s.examples) / secs);
       say(line);
     }
     r.examples_per_second =
@@ -118,12 +136,14 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   };
   auto step = [&]() -> Status {
     next();
+    if (tables) local.Prepare(batch);
     // On the device the gradients stay there and each update is queued behind its backward.
     TOWERPS_ASSIGN_OR_RETURN(
         auto s, model->TrainStep(batch.x.data(), batch.labels.data(), batch.size, nullptr,
                                  device_update ? worker::Model<float>::GradientDelivery::kBackend
                                                : worker::Model<float>::GradientDelivery::kHost));
     sgd.Step();
+    if (tables) local.Update();
     r.final_loss = s.loss;
     return Status::Ok();
   };

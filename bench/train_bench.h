@@ -3,7 +3,8 @@
 // the CPU or a GPU (--device). On a GPU the update runs on the host, as the parameter server's
 // does in a job: each step copies the gradients out and the new values in.
 // With epochs > 0 it instead trains for that many epochs and reports test accuracy after each
-// (scripts/check_accuracy.sh).
+// (scripts/check_accuracy.sh). A model with embedding tables (dlrm_small) trains on Criteo-format
+// files in data_dir, its tables held in the process (bench/local_tables.h, Adagrad at table_lr).
 #ifndef TOWERPS_BENCH_TRAIN_BENCH_H_
 #define TOWERPS_BENCH_TRAIN_BENCH_H_
 
@@ -34,6 +35,7 @@ struct TrainBenchOptions {
   bool synthetic = false;  // synthetic data instead of Fashion-MNIST (always for cifar10)
   float learning_rate = 0.01f;
   float momentum = 0.9f;
+  float table_lr = 0.05f;  // models with tables: Adagrad's rate on their rows
   uint64_t seed = 1;
   bool profile = false;  // also time every layer (TrainBenchResult::layers)
   // Called now and then with a line of progress (may be empty: no progress).
@@ -53,6 +55,7 @@ struct TrainBenchResult {
   double examples_per_second = 0;
   double final_loss = 0;
   std::vector<double> test_accuracy;  // per epoch, accuracy mode only
+  std::vector<double> test_auc;       // idem, binary models
   std::vector<LayerTiming> layers;    // with profile
 };
 

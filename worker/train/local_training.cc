@@ -7,13 +7,15 @@
 namespace towerps::worker {
 
 Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batcher& batches,
-                              int64_t epoch, const std::function<void(int64_t)>& on_step) {
+                              int64_t epoch, const std::function<void(int64_t)>& on_step,
+                              const std::function<Status(const Batch&)>& prepare) {
   EpochStats stats;
   double loss_sum = 0;
   int64_t correct = 0, step = 0;
   Batch batch;
   batches.StartEpoch(epoch);
   while (batches.Next(&batch)) {
+    if (prepare) TOWERPS_RETURN_IF_ERROR(prepare(batch));
     // Each layer is updated as soon as backward has produced its gradient.
     TOWERPS_ASSIGN_OR_RETURN(StepResult r,
                              model.TrainStep(batch.x.data(), batch.labels.data(), batch.size,

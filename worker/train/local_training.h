@@ -29,9 +29,11 @@ struct EpochStats {
 std::string DescribeEvaluation(const EpochStats& eval, const std::string& what = "test");
 
 // Trains on every batch of `epoch`, applying the optimizer to each layer as soon as backward has
-// produced its gradient. `on_step(step_in_epoch)`, when set, is called after each step.
+// produced its gradient. `on_step(step_in_epoch)`, when set, is called after each step;
+// `prepare`, when set, before it, with its batch (a model with tables gets its rows there).
 Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batcher& batches,
-                              int64_t epoch, const std::function<void(int64_t)>& on_step = nullptr);
+                              int64_t epoch, const std::function<void(int64_t)>& on_step = nullptr,
+                              const std::function<Status(const Batch&)>& prepare = nullptr);
 
 // Loss and accuracy (and a binary model's AUC) over one pass of `batches` (build it with
 // drop_remainder = false).

@@ -1,0 +1,76 @@
+#include "bench/local_tables.h"
+
+#include <cmath>
+#include <span>
+
+namespace towerps::bench {
+
+LocalTables::LocalTables(worker::Model<float>& model, uint64_t seed, float learning_rate,
+                         float initial_accumulator)
+    : model_(model), learning_rate_(learning_rate), initial_accumulator_(initial_accumulator) {
+  for (int t = 0; t < model.num_tables(); ++t) {
+    const EmbeddingSpec& spec = model.table(t);
+    tables_.push_back({.field_offset = model.table_field_offset(t),
+                       .fields = spec.fields,
+                       .dim = spec.options.dim,
+                       .initial = ps::InitialRows(seed, spec.name, spec.options.init_scale)});
+  }
+}
+
+int64_t LocalTables::RowOf(Table& t, uint64_t id) {
+  const auto [it, added] = t.index.try_emplace(id, static_cast<int64_t>(t.index.size()));
+  if (added) {
+    t.values.resize(t.values.size() + static_cast<size_t>(t.dim));
+    t.initial.Fill(id, t.dim, t.values.data() + t.values.size() - t.dim);
+    t.accumulators.resize(t.values.size(), initial_accumulator_);
+  }
+  return it->second;
+}
+
+void LocalTables::Prepare(const worker::Batch& batch) {
+  const int all = model_.categorical_fields();
+  for (size_t k = 0; k < tables_.size(); ++k) {
+    Table& t = tables_[k];
+    std::vector<uint64_t> ids(static_cast<size_t>(batch.size) * t.fields);
+    for (int b = 0; b < batch.size; ++b) {
+      for (int f = 0; f < t.fields; ++f) {
+        ids[static_cast<size_t>(b) * t.fields + f] =
+            batch.ids[static_cast<size_t>(b) * all + t.field_offset + f];
+      }
+    }
+    t.batch_ids = ps::Deduplicate(ids, 1);
+    const int64_t unique = t.batch_ids.size();
+    t.batch_rows.resize(static_cast<size_t>(unique));
+    t.gathered.resize(static_cast<size_t>(unique * t.dim));
+    const uint64_t* unique_ids = t.batch_ids.ids.u64();
+    for (int64_t u = 0; u < unique; ++u) {
+      t.batch_rows[u] = RowOf(t, unique_ids[u]);
+      std::copy_n(t.values.data() + t.batch_rows[u] * t.dim, t.dim, t.gathered.data() + u * t.dim);
+    }
+    model_.SetTableRows(static_cast<int>(k), t.gathered.data(), unique, t.batch_ids.inverse.data());
+  }
+}
+
+void LocalTables::Update() {
+  for (size_t k = 0; k < tables_.size(); ++k) {
+    Table& t = tables_[k];
+    const std::vector<float>& grad = model_.table_gradient(static_cast<int>(k));
+    for (size_t u = 0; u < t.batch_rows.size(); ++u) {
+      float* w = t.values.data() + t.batch_rows[u] * t.dim;
+      float* acc = t.accumulators.data() + t.batch_rows[u] * t.dim;
+      const float* g = grad.data() + u * t.dim;
+      for (int j = 0; j < t.dim; ++j) {  // as ps/optimizer.cc's Adagrad
+        acc[j] += g[j] * g[j];
+        w[j] -= learning_rate_ * g[j] / std::sqrt(acc[j]);
+      }
+    }
+  }
+}
+
+int64_t LocalTables::rows() const {
+  int64_t n = 0;
+  for (const Table& t : tables_) n += static_cast<int64_t>(t.index.size());
+  return n;
+}
+
+}  // namespace towerps::bench
