@@ -45,11 +45,11 @@ class Series:
 
 
 def run_series(run, metric, x_kind):
-    """One run's curve: test accuracy at each of its evaluations ("accuracy"), or the training
-    loss of each train line of every worker in time order ("loss"), against seconds since
-    launch ("time") or training examples processed ("examples", RunResult.examples_at). It
-    stops at the first null (NaN or infinite) value."""
-    lines, key = (run.evals, "test_accuracy") if metric == "accuracy" else (run.train, "loss")
+    """One run's curve: the test score (accuracy, or AUC: RunResult.score_key) at each of its
+    evaluations ("accuracy"), or the training loss of each train line of every worker in time
+    order ("loss"), against seconds since launch ("time") or training examples processed
+    ("examples", RunResult.examples_at). It stops at the first null (NaN or infinite) value."""
+    lines, key = (run.evals, run.score_key) if metric == "accuracy" else (run.train, "loss")
     xs, ys = [], []
     for l in lines:
         if l.get("time") is None:
@@ -65,7 +65,7 @@ def run_series(run, metric, x_kind):
     return Series(xs, ys, None)
 
 
-def curve_figure(stats, metric, x_kind):
+def curve_figure(stats, metric, x_kind, score="accuracy"):
     """Test accuracy ("accuracy") or training loss ("loss") of every finished run against
     seconds since launch ("time") or training examples processed ("examples", comparable
     across sync and async), one line per seed, one colour per configuration. Accuracy has a
@@ -97,7 +97,7 @@ def curve_figure(stats, metric, x_kind):
                         clip_on=False, **cross)
             runs += 1
     ax.set_xlabel(X_LABELS[x_kind])
-    ax.set_ylabel("test accuracy" if accuracy else "training loss")
+    ax.set_ylabel(f"test {score}" if accuracy else "training loss")
     if not accuracy:
         ax.set_yscale("log")
     ax.grid(True, alpha=0.3)
@@ -105,22 +105,29 @@ def curve_figure(stats, metric, x_kind):
         ax.legend(fontsize=7)
     else:
         ax.text(0.5, 0.5, "no data", ha="center", transform=ax.transAxes)
-    ax.set_title(f"{'Test accuracy' if accuracy else 'Training loss'} vs "
+    ax.set_title(f"{'Test ' + score if accuracy else 'Training loss'} vs "
                  f"{'time' if x_kind == 'time' else 'examples processed'}\n"
                  "(one line per seed; x: last finite value before NaN/inf)", fontsize=10)
     return fig
 
 
-def curve_plot(stats, out_dir, metric, x_kind):
-    return _save(curve_figure(stats, metric, x_kind), out_dir, f"{metric}_vs_{x_kind}")
+def curve_stem(metric, x_kind, label="accuracy"):
+    """"accuracy_vs_time", "auc_vs_examples", "loss_vs_time"..."""
+    return f"{metric if metric == 'loss' else label.lower()}_vs_{x_kind}"
 
 
-def staleness_histograms(stats):
-    """{mode label: staleness histogram summed over that mode's finished runs}."""
+def curve_plot(stats, out_dir, metric, x_kind, label="accuracy"):
+    return _save(curve_figure(stats, metric, x_kind, label), out_dir,
+                 curve_stem(metric, x_kind, label))
+
+
+def staleness_histograms(stats, key="staleness_histogram"):
+    """{mode label: the summaries' histogram `key` (the dense updates' staleness, or
+    "row_staleness_histogram": the tables' rows') summed over that mode's finished runs}."""
     by_mode = {}
     for s in stats:
         for r in s.runs:
-            h = r.summary.get("staleness_histogram") if r.ok else None
+            h = r.summary.get(key) if r.ok else None
             if isinstance(h, list) and h:
                 label = r.config.get("mode_label", r.config.get("mode", "?"))
                 acc = by_mode.setdefault(label, [])
@@ -130,12 +137,13 @@ def staleness_histograms(stats):
     return by_mode
 
 
-def staleness_figure(stats):
+def staleness_figure(stats, key="staleness_histogram",
+                     what="staleness of applied update (versions behind)", unit="updates"):
     """The staleness of applied updates, one panel per mode label (staleness_histograms): the
     bar over [s, s+1), labelled s, is the fraction of updates s versions behind. Both axes
     start at 0; the panels share the x axis, which ends after the largest staleness seen (at
     least 1), so a sync run is one bar at 0."""
-    by_mode = staleness_histograms(stats)
+    by_mode = staleness_histograms(stats, key)
     hi = max([1] + [max(i for i, c in enumerate(h) if c) + 1 for h in by_mode.values() if any(h)])
     n = max(1, len(by_mode))
     fig, axes = plt.subplots(n, 1, figsize=(7, 1.8 * n + 0.6), squeeze=False, sharex=True)
@@ -150,19 +158,26 @@ def staleness_figure(stats):
         ax.set_ylabel("fraction")
         last = (f"; the last bar counts >= {len(hist) - 1}"
                 if len(hist) >= STALENESS_BUCKETS else "")
-        ax.set_title(f"{label}: {total} updates{last}", fontsize=9)
+        ax.set_title(f"{label}: {total} {unit}{last}", fontsize=9)
     bottom = axes[-1][0]
     bottom.set_xlim(0, hi)
     ticks = [int(t) for t in MaxNLocator(integer=True).tick_values(0, max(1, hi - 1))
              if 0 <= t < hi]
     bottom.set_xticks([t + 0.5 for t in ticks], [str(t) for t in ticks])
-    bottom.set_xlabel("staleness of applied update (versions behind)")
+    bottom.set_xlabel(what)
     fig.tight_layout()
     return fig
 
 
 def staleness_plot(stats, out_dir):
     return _save(staleness_figure(stats), out_dir, "staleness_histogram")
+
+
+def row_staleness_plot(stats, out_dir):
+    return _save(staleness_figure(stats, "row_staleness_histogram",
+                                  "row staleness (the row's updates between its pull and push)",
+                                  "row updates"),
+                 out_dir, "row_staleness_histogram")
 
 
 def _bars(stats, out_dir, stem, values, errs, ylabel, title, notes=None):
@@ -186,21 +201,25 @@ def throughput_plot(stats, out_dir):
                  "Throughput per configuration (mean, std over seeds)")
 
 
-def time_to_target_plot(stats, out_dir, target):
+def time_to_target_plot(stats, out_dir, target, label="accuracy"):
     notes = [None if s.n_reached else "not reached" for s in stats]
     return _bars(stats, out_dir, "time_to_target", [s.time_to_target[0] for s in stats],
                  [s.time_to_target[1] for s in stats], "seconds",
-                 f"Time to test accuracy {target:g} (seeds that reached it)", notes)
+                 f"Time to test {label} {target:g} (seeds that reached it)", notes)
 
 
-def make_all(stats, out_dir, target):
-    """Writes every plot under out_dir; returns {plot stem: [png path, svg path]}."""
+def make_all(stats, out_dir, target, label="accuracy"):
+    """Writes every plot under out_dir; returns {plot stem: [png path, svg path]}. `label`:
+    the sweep's test metric ("accuracy" or "AUC"), whose curves are named after it."""
     os.makedirs(out_dir, exist_ok=True)
     made = {}
     for metric in ("accuracy", "loss"):
         for x_kind in ("time", "examples"):
-            made[f"{metric}_vs_{x_kind}"] = curve_plot(stats, out_dir, metric, x_kind)
+            made[curve_stem(metric, x_kind, label)] = curve_plot(stats, out_dir, metric, x_kind,
+                                                                 label)
     made["staleness_histogram"] = staleness_plot(stats, out_dir)
+    if staleness_histograms(stats, "row_staleness_histogram"):
+        made["row_staleness_histogram"] = row_staleness_plot(stats, out_dir)
     made["throughput"] = throughput_plot(stats, out_dir)
-    made["time_to_target"] = time_to_target_plot(stats, out_dir, target)
+    made["time_to_target"] = time_to_target_plot(stats, out_dir, target, label)
     return made

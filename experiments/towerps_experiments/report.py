@@ -5,6 +5,7 @@ import os
 
 from . import checks as checks_mod
 from . import results as res
+from .sweep import METRIC_KEYS
 
 
 def _pm(mean_std, fmt="{:.4f}"):
@@ -26,18 +27,24 @@ def _loss(s):
     return _pm((s.test_loss, s.test_loss_std))
 
 
-def table(stats, target):
-    head = ("| configuration | runs ok | final accuracy (mean ± std) | final test loss | "
+def table(stats, target, label="accuracy"):
+    """The configurations' table; `label` names the sweep's test metric ("accuracy", "AUC").
+    With embedding tables, the rows' staleness follows the dense updates'."""
+    rows = any(s.mean_row_staleness is not None for s in stats)
+    head = (f"| configuration | runs ok | final {label} (mean ± std) | final test loss | "
             f"diverged | time to {target:g} s (mean ± std) | reached | examples/s | "
-            "mean staleness | p99 staleness | dropped gradients |")
-    lines = [head, "|" + "---|" * 11]
+            "mean staleness | p99 staleness | dropped gradients |" +
+            (" mean row staleness | p99 row staleness |" if rows else ""))
+    lines = [head, "|" + "---|" * (13 if rows else 11)]
     for s in stats:
         lines.append(
             f"| {s.name} | {s.n_ok}/{len(s.runs)} | {_pm(s.accuracy)} | {_loss(s)} | "
             f"{s.n_diverged} | "
             f"{_pm(s.time_to_target, '{:.1f}')} | {s.n_reached}/{s.n_ok} | "
             f"{_pm(s.throughput, '{:.0f}')} | {_opt(s.mean_staleness, '{:.2f}')} | "
-            f"{_opt(s.p99_staleness, '{:g}')} | {_opt(s.dropped, '{:.0f}')} |")
+            f"{_opt(s.p99_staleness, '{:g}')} | {_opt(s.dropped, '{:.0f}')} |" +
+            (f" {_opt(s.mean_row_staleness, '{:.3f}')} | {_opt(s.p99_row_staleness, '{:g}')} |"
+             if rows else ""))
     return "\n".join(lines)
 
 
@@ -92,26 +99,28 @@ def check_seed_table(c, indent="  "):
 
 
 def render(results_dir, stats, target, plots, check_results, sweep_source):
+    label = metric_label(sweep_source)
     name = sweep_source.get("name", os.path.basename(os.path.normpath(results_dir)))
     out = [f"# Sweep `{name}`", ""]
     if sweep_source.get("description"):
         out += [sweep_source["description"].strip(), ""]
     n_runs = sum(len(s.runs) for s in stats)
-    out += [f"{n_runs} runs in {len(stats)} configurations; target test accuracy {target:g}. "
+    out += [f"{n_runs} runs in {len(stats)} configurations; target test {label} {target:g}. "
             "Means and standard deviations are over seeds. A seed counts as *diverged* when its "
             "summary says so (a NaN or infinite loss or gradient was seen; the runs use "
             "--on-nonfinite continue and the servers refuse such gradients), or, for results "
             "without that field, when its accuracy is null or both its test and train losses "
             "are (NaN); a null accuracy is left out of the mean, a reported one (a diverged "
             "model scores ~0.1) is kept. A test loss is infinite when a seed diverged. Time to "
-            "target counts from launch (process start-up included) until the test accuracy "
+            f"target counts from launch (process start-up included) until the test {label} "
             "reached the target, interpolated between the evaluations either side, over the "
             "seeds that reached it. Staleness comes from the summary's "
-            "histogram where present.", "", "## Configurations", "", table(stats, target), ""]
+            "histogram where present.", "", "## Configurations", "", table(stats, target, label),
+            ""]
     seeds = report_seeds(stats, sweep_source)
     if seeds:
-        out += ["## Per-seed final accuracy", "",
-                "Final test accuracy of each seed's run (*failed*: the run failed; —: no run; "
+        out += [f"## Per-seed final {label}", "",
+                f"Final test {label} of each seed's run (*failed*: the run failed; —: no run; "
                 "*diverged*: see above).", "", seed_table(stats, seeds), ""]
     failed = [r for s in stats for r in s.runs if not r.ok]
     out += ["## Failed runs", ""]
@@ -151,19 +160,26 @@ def render(results_dir, stats, target, plots, check_results, sweep_source):
     return "\n".join(out)
 
 
+def metric_label(sweep_source):
+    """The sweep's test metric as the report names it: "accuracy", or "AUC"."""
+    return "AUC" if sweep_source.get("metric") == "auc" else "accuracy"
+
+
 def make_report(results_dir, target=None, with_plots=True):
     """Regenerates plots/ and report.md in results_dir. Returns (report path, check results)."""
     sweep_source = res.load_sweep_source(results_dir)
+    metric = sweep_source.get("metric", "accuracy")
     if target is None:
         target = float(sweep_source.get("target_accuracy", 0.85))
     if not (0 < target <= 1) or math.isnan(target):
         raise ValueError(f"--target = {target}: must be in (0, 1]")
-    runs = res.load_results(results_dir)
+    runs = res.load_results(results_dir, METRIC_KEYS.get(metric, "test_accuracy"))
     stats = res.config_stats(runs, target)
     plots = {}
     if with_plots:
         from . import plots as plots_mod  # imported here: only plotting needs matplotlib
-        plots = plots_mod.make_all(stats, os.path.join(results_dir, "plots"), target)
+        plots = plots_mod.make_all(stats, os.path.join(results_dir, "plots"), target,
+                                   metric_label(sweep_source))
     check_results = checks_mod.evaluate_all(sweep_source.get("checks", []), stats,
                                             report_seeds(stats, sweep_source))
     path = os.path.join(results_dir, "report.md")

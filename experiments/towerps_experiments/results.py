@@ -159,6 +159,9 @@ class RunResult:
     summary: dict
     train: list = field(default_factory=list)
     evals: list = field(default_factory=list)
+    # The test metric the sweep is judged by: "test_accuracy", or "test_auc" for a sweep of
+    # binary models (sweep.METRIC_KEYS). final_accuracy and time_to_target read it.
+    score_key: str = "test_accuracy"
 
     @property
     def ok(self):
@@ -174,7 +177,8 @@ class RunResult:
 
     @property
     def final_accuracy(self):
-        return _num(self.summary.get("test_accuracy"))
+        """The final test score: accuracy, or AUC (score_key)."""
+        return _num(self.summary.get(self.score_key))
 
     @property
     def diverged(self):
@@ -198,7 +202,7 @@ class RunResult:
         slower steps evaluates less often and would be charged more of the gap."""
         before = None
         for e in sorted(self.evals, key=lambda e: e.get("time") or 0):
-            acc, t = _num(e.get("test_accuracy")), e.get("time")
+            acc, t = _num(e.get(self.score_key)), e.get("time")
             if acc is None or t is None:
                 continue
             if acc >= target:
@@ -316,14 +320,17 @@ def _sweep_order(run):
     return (0, index, run.name)
 
 
-def load_results(results_dir):
+def load_results(results_dir, score_key="test_accuracy"):
     """All complete run directories (runs/<name>, not the hidden .partial ones), in the
-    sweep's order; runs whose config.json has no sweep_index follow, by name."""
+    sweep's order; runs whose config.json has no sweep_index follow, by name. `score_key`: the
+    test metric the sweep is judged by (RunResult.score_key)."""
     runs_dir = os.path.join(results_dir, "runs")
     if not os.path.isdir(runs_dir):
         raise ResultsError(f"{results_dir}: no runs/ directory; is this a results directory?")
     runs = [load_run(os.path.join(runs_dir, d)) for d in os.listdir(runs_dir)
             if not d.startswith(".") and os.path.isdir(os.path.join(runs_dir, d))]
+    for r in runs:
+        r.score_key = score_key
     return sorted(runs, key=_sweep_order)
 
 
@@ -363,6 +370,10 @@ class ConfigStats:
     by_seed: dict = field(default_factory=dict)
     test_loss: float | None = None  # mean final test loss; inf if a run diverged or has none
     test_loss_std: float | None = None  # over the runs, when none is inf
+    # Models with embedding tables: the rows' staleness (updates a row received between a
+    # worker's pull and its push), the mean of the runs' means and the largest p99; else None.
+    mean_row_staleness: float | None = None
+    p99_row_staleness: float | None = None
 
     @property
     def seeds(self):
@@ -406,6 +417,10 @@ def _aggregate(name, rs, target):
     updates = [_num(r.summary.get("updates_applied")) for r in ok]
     losses = [_num(r.summary.get("test_loss")) for r in ok]
     losses = [math.inf if r.diverged or x is None else x for r, x in zip(ok, losses)]
+    row_means = [_num(r.summary.get("mean_row_staleness")) for r in ok]
+    row_means = [x for x in row_means if x is not None]
+    row_p99s = [_num(r.summary.get("p99_row_staleness")) for r in ok]
+    row_p99s = [x for x in row_p99s if x is not None]
     return ConfigStats(
         name=name, runs=rs, n_ok=len(ok), n_failed=len(rs) - len(ok),
         n_diverged=sum(r.diverged for r in ok),
@@ -419,4 +434,6 @@ def _aggregate(name, rs, target):
         dropped=_mean_std(dropped)[0], updates=_mean_std(updates)[0],
         test_loss=statistics.fmean(losses) if losses else None,
         test_loss_std=(_mean_std(losses)[1] if losses and all(map(math.isfinite, losses))
-                       else None))
+                       else None),
+        mean_row_staleness=statistics.fmean(row_means) if row_means else None,
+        p99_row_staleness=max(row_p99s) if row_p99s else None)

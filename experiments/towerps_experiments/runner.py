@@ -151,6 +151,23 @@ def _run_one(run, index, launcher, final_dir, timeout_s):
     return ok, error, finished - started
 
 
+MAKE_CTR_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "scripts", "make_ctr_data.py")
+
+
+def make_ctr_data(results_dir, args, out):
+    """Writes the sweep's click logs into <results_dir>/data with scripts/make_ctr_data.py, once
+    (its answer.json, written last, says they are complete); returns the directory."""
+    data_dir = os.path.abspath(os.path.join(results_dir, "data"))
+    if not os.path.isfile(os.path.join(data_dir, "answer.json")):
+        cmd = [sys.executable, MAKE_CTR_DATA, "--out", data_dir]
+        for key, value in sorted(args.items()):
+            cmd += [f"--{key.replace('_', '-')}", str(value)]
+        print(f"[sweep] writing click logs: {' '.join(cmd)}", file=out, flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return data_dir
+
+
 def run_sweep(sweep, results_dir, launcher, timeout_s=600, out=None):
     """Runs every unfinished run of the sweep. Returns (ran, skipped, failed names). Raises
     ResultsDirError, before running anything, when results_dir was made with other seeds."""
@@ -158,6 +175,10 @@ def run_sweep(sweep, results_dir, launcher, timeout_s=600, out=None):
     check_seeds(results_dir, {r.seed for r in sweep.runs})
     os.makedirs(os.path.join(results_dir, "runs"), exist_ok=True)
     write_json_atomic(os.path.join(results_dir, "sweep.json"), sweep.source)
+    if sweep.ctr_data is not None:
+        data_dir = make_ctr_data(results_dir, sweep.ctr_data, out)
+        for r in sweep.runs:
+            r.options.setdefault("data_dir", data_dir)
     # With each run's place in the sweep, which reports list runs in.
     todo = [(index, r) for index, r in enumerate(sweep.runs)
             if not is_finished(run_dir(results_dir, r))]

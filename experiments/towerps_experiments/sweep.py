@@ -20,7 +20,10 @@ from dataclasses import dataclass, field
 # Top-level keys and, for the axes, the launcher option each one feeds.
 AXES = {"workers": "--workers", "models": "--model", "epochs": "--epochs", "lrs": "--lr"}
 TOP_KEYS = {"name", "description", "target_accuracy", "seeds", "modes", "stragglers",
-            "options", "checks"} | set(AXES)
+            "options", "checks", "metric", "ctr_data"} | set(AXES)
+# The test metric a sweep is judged by ("metric"): the summary's and the eval lines' key.
+METRIC_KEYS = {"accuracy": "test_accuracy", "auc": "test_auc"}
+CTR_DATA_KEYS = {"train", "test", "seed", "vocab_max"}
 MODE_KEYS = {"name", "mode", "backup_workers", "staleness", "staleness_aware_lr", "lr",
              "softsync_n"}
 STRAGGLER_KEYS = {"name", "straggler", "straggler_dist", "slow_workers"}
@@ -32,7 +35,8 @@ OPTION_FLAGS = {"servers": "--servers", "dataset": "--dataset", "batch_size": "-
                 "optimizer": "--optimizer", "max_steps": "--max-steps",
                 "log_every": "--log-every", "evals_per_epoch": "--evals-per-epoch",
                 "lr_schedule": "--lr-schedule", "lr_scaling": "--lr-scaling",
-                "intra_op_threads": "--intra-op-threads", "data_dir": "--data-dir"}
+                "intra_op_threads": "--intra-op-threads", "data_dir": "--data-dir",
+                "table_optimizer": "--table-optimizer", "table_lr": "--table-lr"}
 
 
 class SweepError(ValueError):
@@ -163,10 +167,14 @@ class Run:
 class Sweep:
     name: str
     description: str
-    target_accuracy: float
+    target_accuracy: float  # the target of `metric`
     runs: list
     checks: list
     source: dict  # the parsed file with the seeds as run, copied into the results directory
+    metric: str = "accuracy"  # or "auc" (binary models)
+    # Click logs to write with scripts/make_ctr_data.py into <results>/data before the runs,
+    # which then read them (--data-dir): its arguments (train, test, seed, vocab_max), or None.
+    ctr_data: dict | None = None
 
 
 def _fmt(x):
@@ -329,6 +337,17 @@ def parse(data, path, launcher, seeds=None):
     target = data.get("target_accuracy", 0.85)
     _require(isinstance(target, (int, float)) and 0 < target <= 1, path, "target_accuracy",
              target, "must be in (0, 1]")
+    metric = data.get("metric", "accuracy")
+    _require(metric in METRIC_KEYS, path, "metric", metric,
+             f"must be one of {', '.join(METRIC_KEYS)}")
+    ctr_data = data.get("ctr_data")
+    if ctr_data is not None:
+        _require(isinstance(ctr_data, dict), path, "ctr_data", ctr_data, "must be a table")
+        for key, value in ctr_data.items():
+            _require(key in CTR_DATA_KEYS, f"{path}: ctr_data", key, value,
+                     f"unknown key (allowed: {', '.join(sorted(CTR_DATA_KEYS))})")
+            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                     f"{path}: ctr_data", key, value, "must be an integer >= 0")
     _require("modes" in data, path, "modes", None, "at least one mode is required")
     _require(isinstance(data["modes"], list), path, "modes", data["modes"],
              "must be an array of tables ([[modes]])")
@@ -390,7 +409,7 @@ def parse(data, path, launcher, seeds=None):
     for i, c in enumerate(checks):
         checks_mod.validate(c, f"{path}: checks[{i}]", {r.config_name for r in runs})
     return Sweep(name, data.get("description", ""), float(target), runs, checks,
-                 dict(data, seeds=list(seeds)))
+                 dict(data, seeds=list(seeds)), metric, ctr_data)
 
 
 def config_name(mode, straggler, workers, model, epochs, lr, all_workers, all_models,

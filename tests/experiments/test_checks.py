@@ -118,8 +118,8 @@ class PresetsTest(unittest.TestCase):
     def test_every_preset_parses_with_three_seeds_and_known_configurations(self):
         presets = os.path.join(_paths.REPO, "experiments", "presets")
         names = sorted(f for f in os.listdir(presets) if f.endswith(".toml"))
-        self.assertEqual(names, ["backup.toml", "race.toml", "race_wide.toml", "ssp.toml",
-                                 "ssp_wide.toml", "staleness.toml"])
+        self.assertEqual(names, ["backup.toml", "embeddings.toml", "race.toml", "race_wide.toml",
+                                 "ssp.toml", "ssp_wide.toml", "staleness.toml"])
         for name in names:
             s = sweep.load(os.path.join(presets, name), _paths.REAL_LAUNCHER)
             self.assertGreaterEqual(len(s.source["seeds"]), 3, name)

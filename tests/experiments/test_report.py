@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import tempfile
@@ -47,6 +48,50 @@ class ReportTest(unittest.TestCase):
                       "sync = 0.87, async = 0.42", self.text)
         self.assertIn("**NOT OBSERVED**: sync is faster than async", self.text)
         self.assertEqual([c.passed for c in self.checks], [True, False])
+
+    def test_an_auc_sweep_reports_auc_and_row_staleness(self):
+        # The same runs as a sweep of binary models: their summaries' and evaluations' test_auc
+        # (here accuracy - 0.1) is the score, and the tables' row staleness gets columns.
+        d = os.path.join(self.tmp.name, "auc")
+        shutil.copytree(self.dir, d)
+        with open(os.path.join(d, "sweep.json")) as f:
+            source = json.load(f)
+        with open(os.path.join(d, "sweep.json"), "w") as f:
+            json.dump(dict(source, metric="auc", target_accuracy=0.75), f)
+        for run in os.listdir(os.path.join(d, "runs")):
+            path = os.path.join(d, "runs", run)
+            summary_path = os.path.join(path, "summary.json")
+            if os.path.exists(summary_path):
+                with open(summary_path) as f:
+                    s = json.load(f)
+                if isinstance(s.get("test_accuracy"), (int, float)):
+                    s["test_auc"] = s["test_accuracy"] - 0.1
+                s.update(mean_row_staleness=0.25, p99_row_staleness=2)
+                with open(summary_path, "w") as f:
+                    json.dump(s, f)
+            metrics = os.path.join(path, "metrics-0.jsonl")
+            if os.path.exists(metrics):
+                with open(metrics) as f:
+                    lines = f.readlines()
+                for i, line in enumerate(lines):
+                    try:  # a line cut short, as a killed run leaves, stays as it is
+                        e = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if e.get("kind") == "eval" and isinstance(e.get("test_accuracy"), float):
+                        lines[i] = json.dumps(dict(e, test_auc=e["test_accuracy"] - 0.1)) + "\n"
+                with open(metrics, "w") as f:
+                    f.writelines(lines)
+        path, _ = report.make_report(d, with_plots=False)
+        with open(path) as f:
+            text = f.read()
+        self.assertIn("target test AUC 0.75", text)
+        self.assertIn("| configuration | runs ok | final AUC (mean ± std) |", text)
+        self.assertIn("mean row staleness | p99 row staleness |", text)
+        self.assertIn("| sync | 2/2 | 0.7700 ± 0.0141 | 0.4000 ± 0.0000 | 0 | 7.6 ± 2.2 | 2/2 |",
+                      text)
+        self.assertIn("| 0.250 | 2 |", text)
+        self.assertIn("## Per-seed final AUC", text)
 
     def test_target_override(self):
         d = os.path.join(self.tmp.name, "other")

@@ -13,6 +13,34 @@ SWEEP = {"name": "resume", "workers": [2], "seeds": [1, 2, 3],
 # Run order: sync seeds 1..3, then async seeds 1..3.
 
 
+class ClickLogsTest(unittest.TestCase):
+    """A sweep's ctr_data: scripts/make_ctr_data.py writes <results>/data once, and every run
+    reads it (--data-dir)."""
+
+    def test_written_once_and_given_to_every_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            results = os.path.join(tmp, "results")
+            data = dict(SWEEP, ctr_data={"train": 40, "test": 20, "seed": 3})
+            s = sweep.parse(data, "ctr.toml", _paths.FAKE_LAUNCHER)
+            out = io.StringIO()
+            runner.run_sweep(s, results, _paths.FAKE_LAUNCHER, 60, out)
+            data_dir = os.path.join(os.path.abspath(results), "data")
+            with open(os.path.join(data_dir, "answer.json")) as f:
+                self.assertEqual(json.load(f)["train"], 40)
+            with open(os.path.join(data_dir, "train.txt")) as f:
+                self.assertEqual(len(f.readlines()), 40)
+            for r in s.runs:
+                with open(os.path.join(results, "runs", r.name, "config.json")) as f:
+                    command = json.load(f)["command"]
+                self.assertIn(data_dir, command[command.index("--data-dir") + 1:][:1])
+            self.assertIn("writing click logs", out.getvalue())
+            # A second sweep over the same results reuses the files.
+            s = sweep.parse(data, "ctr.toml", _paths.FAKE_LAUNCHER)
+            out = io.StringIO()
+            runner.run_sweep(s, results, _paths.FAKE_LAUNCHER, 60, out)
+            self.assertNotIn("writing click logs", out.getvalue())
+
+
 class ResumeTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()

@@ -101,6 +101,16 @@ class ErrorTest(unittest.TestCase):
         self.assertBad(["options", "'optimiser'"], options={"optimiser": "sgd"})
         self.assertBad(["'seeds'", "must not repeat"], seeds=[1, 1])
 
+    def test_metric_and_click_logs(self):
+        s = parse()
+        self.assertEqual((s.metric, s.ctr_data), ("accuracy", None))
+        s = parse(metric="auc", ctr_data={"train": 1000, "test": 200, "seed": 2})
+        self.assertEqual((s.metric, s.ctr_data), ("auc", {"train": 1000, "test": 200, "seed": 2}))
+        self.assertBad(["'metric'", "'f1'", "accuracy, auc"], metric="f1")
+        self.assertBad(["ctr_data", "'rows'", "unknown key"], ctr_data={"rows": 3})
+        self.assertBad(["ctr_data", "'train'", "-1"], ctr_data={"train": -1})
+        self.assertBad(["'ctr_data'", "must be a table"], ctr_data=[1])
+
     def test_straggler_rank_is_checked_against_every_worker_count(self):
         self.assertEqual(len(parse(workers=[4], stragglers=[{"straggler": "3:40ms"}]).runs), 12)
         self.assertBad(["'straggler'", "'3:40ms'", "rank 3"], workers=[2, 4],
