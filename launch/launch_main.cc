@@ -131,15 +131,12 @@ std::string WorkerBinaryArgument(int argc, char** argv) {
   return "";
 }
 
-int Main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "--stdin-watchdog") {
-    HandleSignals(/*hangup=*/true);
-    return WatchdogMain(argc, argv, &g_signal);
-  }
-  LaunchFlags flags;
-  // A --worker-bin on the command line is asked for its own flags first, so that they parse.
-  // One that cannot say (not a WorkerMain binary, or an older one) has none; the launch's own
-  // check of it (--check-job) says what is wrong with it.
+// Parses a command line into `flags` and `vm`. A --worker-bin on it is asked for its own flags
+// first, so that they parse; one that cannot say (not a WorkerMain binary, or an older one) has
+// none, and the launch's own check of it (--check-job) says what is wrong with it. Returns an
+// exit code when the process is done (--help, a parse error).
+std::optional<int> ParseLaunchCommandLine(int argc, char** argv, LaunchFlags& flags,
+                                          boost::program_options::variables_map& vm) {
   if (const std::string bin = WorkerBinaryArgument(argc, argv);
       !bin.empty() && access(bin.c_str(), X_OK) == 0) {
     Result<std::vector<std::pair<std::string, OptionDef>>> own =
@@ -148,10 +145,43 @@ int Main(int argc, char** argv) {
       if (Status s = flags.AddWorkerBinaryOptions(bin, *own); !s.ok()) return Refuse(s);
     }
   }
-  boost::program_options::variables_map vm;
-  if (auto exit_code = ParseCommandLine("towerps-launch", argc, argv, flags.description(), &vm)) {
-    return *exit_code;
+  return ParseCommandLine("towerps-launch", argc, argv, flags.description(), &vm);
+}
+
+int Main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--stdin-watchdog") {
+    HandleSignals(/*hangup=*/true);
+    return WatchdogMain(argc, argv, &g_signal);
   }
+  std::optional<LaunchFlags> parsed(std::in_place);
+  boost::program_options::variables_map vm;
+  if (auto exit_code = ParseLaunchCommandLine(argc, argv, *parsed, vm)) return *exit_code;
+  // The model's recommended settings (ModelDef::recommended) for the job flags the command
+  // line (or its --config) did not give: parsed again with them added, so that every process
+  // of the job, and every rank of an --mpi, --slurm or --cluster job, resolves the same job.
+  std::vector<std::string> args(argv, argv + argc);
+  std::string recommended;
+  if (Result<std::map<std::string, std::string>> flags_of_model =
+          RecommendedFlags(WorkerBinaryArgument(argc, argv), vm["model"].as<std::string>(),
+                           std::chrono::seconds(30));
+      flags_of_model.ok()) {
+    for (const auto& [flag, value] : *flags_of_model) {
+      if (vm.count(flag) && !vm[flag].defaulted()) continue;
+      args.insert(args.end(), {"--" + flag, value});
+      recommended += " --" + flag + " " + value;
+    }
+  }
+  if (!recommended.empty()) {
+    std::vector<char*> with(args.size());
+    for (size_t i = 0; i < args.size(); ++i) with[i] = args[i].data();
+    parsed.emplace();
+    vm.clear();
+    if (auto exit_code =
+            ParseLaunchCommandLine(static_cast<int>(with.size()), with.data(), *parsed, vm)) {
+      return *exit_code;
+    }
+  }
+  LaunchFlags& flags = *parsed;
   if (flags.list_choices) {
     // The stock worker's names, or those of the --worker-bin given with it.
     const std::string bin = vm.count("worker-bin") ? vm["worker-bin"].as<std::string>() : "";
@@ -165,6 +195,10 @@ int Main(int argc, char** argv) {
   if (!options.ok()) return Refuse(options.status());
   options->command_line.assign(argv, argv + argc);
   InitLogging({.role = "launch", .rank = -1, .min_level = options->log_level});
+  if (!recommended.empty()) {
+    TOWERPS_LOG(kInfo) << "model " << options->job.model
+                       << "'s recommended settings, for the flags not given:" << recommended;
+  }
   options->interrupt = &g_signal;
   if (flags.eval_only) return EvalOnly(*options);
   const Environment env = ReadEnvironment(environ);

@@ -154,6 +154,26 @@ Result<std::vector<std::pair<std::string, OptionDef>>> WorkerBinaryOptions(
   return options;
 }
 
+Result<std::map<std::string, std::string>> RecommendedFlags(const std::string& worker_binary,
+                                                            const std::string& model,
+                                                            std::chrono::milliseconds timeout) {
+  TOWERPS_ASSIGN_OR_RETURN(const std::string text, ListChoices(worker_binary, timeout));
+  const nlohmann::json choices = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::map<std::string, std::string> flags;
+  if (!choices.is_object() || !choices.contains("recommended") ||
+      !choices["recommended"].is_object() || !choices["recommended"].contains(model)) {
+    return flags;
+  }
+  for (const auto& [flag, value] : choices["recommended"][model].items()) {
+    if (!value.is_string()) {
+      return FailedPreconditionError("--list-choices recommends a non-string value for --" + flag +
+                                     " of model " + model + ": " + value.dump());
+    }
+    flags[flag] = value.get<std::string>();
+  }
+  return flags;
+}
+
 Status CheckJobWithWorkerBinary(const LaunchOptions& o) {
   std::vector<std::string> argv = WorkerJobArgs(o);
   argv.insert(argv.begin(), WorkerBinary(o));

@@ -83,6 +83,13 @@ Result<WorkerAnswer> AskWorkerBinary(const std::vector<std::string>& argv,
 Result<std::vector<std::pair<std::string, OptionDef>>> WorkerBinaryOptions(
     const std::string& worker_binary, std::chrono::milliseconds timeout);
 
+// The job flags (names without "--") and values `model` recommends (ModelDef::recommended), from
+// the stock registry or, with a worker binary, its --list-choices; empty for a model without
+// any, an unknown one, or a binary that does not say.
+Result<std::map<std::string, std::string>> RecommendedFlags(const std::string& worker_binary,
+                                                            const std::string& model,
+                                                            std::chrono::milliseconds timeout);
+
 // `towerps-launch --list-choices`: the names the stock worker accepts, or, with --worker-bin,
 // those that binary's registry accepts (it is asked: `B --list-choices`).
 Result<std::string> ListChoices(const std::string& worker_binary,

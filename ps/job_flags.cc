@@ -76,7 +76,9 @@ JobFlags::JobFlags()
       "linear warm-up length, in steps (--lr-scaling none: in updates)")(
       "model", po::value(&c.model)->default_value(c.model),
       "model name: one the worker binary registers (towerps-worker --list-models: mlp, cnn, "
-      "cifar10, resnet20)")(
+      "cifar10, resnet20, embed-mlp, ctr_mlp, dlrm_small, wide_deep); a model may recommend "
+      "an optimizer and rates (--list-models shows them), which towerps-launch uses for the "
+      "flags not given")(
       "dataset", po::value(&c.dataset)->default_value(c.dataset),
       "fashion-mnist, idx, cifar10, npy, synthetic, or one the worker binary registers")(
       "epochs", po::value(&c.epochs)->default_value(c.epochs), "training epochs")(

@@ -15,9 +15,11 @@
 namespace towerps::worker {
 
 // {"modes": [...], "models": [...], "datasets": [...], "optimizers": [...],
-//  "lr_schedules": [...], "options": [{"name", "help", "default"}, ...]}: every list in the
-// order --help gives, as indented JSON; the models, datasets and options (the binary's own
-// flags, Registry::AddOption, which towerps-launch passes on) are `registry`'s.
+//  "lr_schedules": [...], "options": [{"name", "help", "default"}, ...],
+//  "recommended": {model: {flag: value}}}: every list in the order --help gives, as indented
+// JSON; the models, datasets, options (the binary's own flags, Registry::AddOption, which
+// towerps-launch passes on) and the models' recommended job flags (ModelDef::recommended, for
+// the models that have some) are `registry`'s.
 std::string ChoicesJson(const Registry& registry);
 
 }  // namespace towerps::worker

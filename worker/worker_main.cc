@@ -38,9 +38,15 @@ void ListRegistry(const towerps::Registry& registry) {
   std::printf("models:\n");
   for (const std::string& name : registry.ModelNames()) {
     const towerps::ModelBuilder b = *registry.DescribeModel(name);
+    const towerps::ModelDef* def = registry.FindModel(name);
     std::printf("  %-16s %s -> %d classes: %s\n", name.c_str(),
                 towerps::ShapeToString(b.input_shape()).c_str(), b.num_classes(),
-                registry.FindModel(name)->summary.c_str());
+                def->summary.c_str());
+    if (!def->recommended.empty()) {
+      std::string flags;
+      for (const auto& [flag, value] : def->recommended) flags += " --" + flag + " " + value;
+      std::printf("  %-16s recommended, for the flags a job does not give:%s\n", "", flags.c_str());
+    }
   }
   std::printf("datasets:\n");
   for (const std::string& name : registry.DatasetNames()) {
@@ -165,10 +171,14 @@ void AddProcessOptions(ProcessFlags& f, po::options_description& desc) {
 // Prints the chief's result lines and writes --summary-out; the exit code (1 for a divergence
 // under --on-nonfinite fail, or a summary that cannot be written).
 int Report(const worker::TrainingSummary& summary, const worker::TrainerOptions& options) {
-  const std::string json =
-      worker::SummaryJson(summary, options.job, options.rank,
-                          {.worker_args = options.worker.ToArgs(),
-                           .transport = TransportPathName(options.transport_path)});
+  const ModelDef* model =
+      options.registry != nullptr ? options.registry->FindModel(options.job.model) : nullptr;
+  const std::string json = worker::SummaryJson(
+      summary, options.job, options.rank,
+      {.worker_args = options.worker.ToArgs(),
+       .transport = TransportPathName(options.transport_path),
+       .model_recommends =
+           model != nullptr ? model->recommended : std::map<std::string, std::string>{}});
   // --on-nonfinite fail: training stopped at the first NaN or infinity (the summary says so).
   const bool diverged =
       summary.diverged && options.worker.on_nonfinite == worker::OnNonFinite::kFail;

@@ -33,6 +33,11 @@ TEST(ChoicesTest, EveryListedNameParsesBack) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(ps::kUpdateModes.Name(*r), m);
   }
+  // The click models' recommended settings, and none for the others.
+  ASSERT_TRUE(choices["recommended"].is_object());
+  EXPECT_EQ(choices["recommended"]["dlrm_small"]["optimizer"], "adam");
+  EXPECT_EQ(choices["recommended"]["wide_deep"]["table-optimizer"], "adagrad");
+  EXPECT_FALSE(choices["recommended"].contains("mlp"));
   const std::vector<std::string> optimizers = List(choices, "optimizers");
   EXPECT_EQ(optimizers.size(), 4u);
   for (const std::string& o : optimizers) {

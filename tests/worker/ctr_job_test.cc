@@ -139,6 +139,46 @@ TEST_F(CtrJobTest, TheSameDataAsNpyFilesGivesTheSameBits) {
   EXPECT_EQ(Summary("criteo")["test_auc"], Summary("npy")["test_auc"]);
 }
 
+// A click model recommends Adam and Adagrad at constant rates (ModelDef::recommended): a job that
+// gives none of those flags trains with them, one that gives --lr keeps its own, the launcher
+// says which it took, and the summary records the recommendation beside the job as it ran.
+TEST_F(CtrJobTest, TheModelsRecommendedSettingsFillTheFlagsNotGiven) {
+  const std::vector<std::string> argv = {kLaunchBin,
+                                         "--servers",
+                                         "1",
+                                         "--workers",
+                                         "1",
+                                         "--model",
+                                         "dlrm_small",
+                                         "--dataset",
+                                         "criteo",
+                                         "--data-dir",
+                                         data_->path().string(),
+                                         "--max-steps",
+                                         "20",
+                                         "--lr",
+                                         "0.002",
+                                         "--run-dir",
+                                         (dir_ / "rec-run").string(),
+                                         "--summary-out",
+                                         (dir_ / "rec.json").string()};
+  Result<int> code = RunProcess(argv, dir_ / "rec.out", {}, seconds(300));
+  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  ASSERT_EQ(*code, 0) << dir_.Read("rec.out");
+  EXPECT_NE(dir_.Read("rec.out").find("model dlrm_small's recommended settings, for the flags not "
+                                      "given: --lr-schedule constant --optimizer adam "
+                                      "--table-lr 0.05 --table-optimizer adagrad"),
+            std::string::npos)
+      << dir_.Read("rec.out");
+  const nlohmann::json s = Summary("rec");
+  EXPECT_EQ(s["job"]["optimizer"], "adam");
+  EXPECT_EQ(s["job"]["lr-schedule"], "constant");
+  EXPECT_EQ(s["job"]["table-optimizer"], "adagrad");
+  EXPECT_EQ(s["job"]["lr"], "0.002");  // given: kept
+  EXPECT_EQ(s["model_recommends"]["lr"], "0.001");
+  EXPECT_EQ(s["model_recommends"]["optimizer"], "adam");
+}
+
 TEST_F(CtrJobTest, AsyncJobLearnsTheClicks) {
   ASSERT_EQ(Run("async", {{"--mode", "async"}}), 0);
   const nlohmann::json s = Summary("async");

@@ -146,13 +146,24 @@ void AddZooModels(Registry* registry) {
       "Wide & Deep: linear over 26 fields and 13 dense features + MLP 429-256-128-1 "
       "(--dataset criteo)",
   };
+  // The click models train well with Adam on the dense layers and Adagrad on the tables, at a
+  // constant rate (docs/PERFORMANCE.md, "Recommendation models").
+  const std::map<std::string, std::string> click = {{"optimizer", "adam"},
+                                                    {"lr", "0.001"},
+                                                    {"lr-schedule", "constant"},
+                                                    {"table-optimizer", "adagrad"},
+                                                    {"table-lr", "0.05"}};
   const std::vector<std::string> names = worker::ZooModelNames();
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string name = names[i];
-    TOWERPS_CHECK(registry
-                      ->AddModel(name, {.summary = summaries[i],
-                                        .build = [name] { return *worker::ZooModel(name); }})
-                      .ok())
+    const bool is_click = name == "ctr_mlp" || name == "dlrm_small" || name == "wide_deep";
+    TOWERPS_CHECK(
+        registry
+            ->AddModel(name,
+                       {.summary = summaries[i],
+                        .build = [name] { return *worker::ZooModel(name); },
+                        .recommended = is_click ? click : std::map<std::string, std::string>{}})
+            .ok())
         << name;
   }
 }

@@ -124,6 +124,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   nlohmann::ordered_json fields;
   for (const auto& [flag, value] : job.ModeFields()) fields[flag.substr(2)] = value;
   j["job"] = fields;
+  if (!run.model_recommends.empty()) j["model_recommends"] = run.model_recommends;
   j["worker_options"] = run.worker_args;
   j["transport"] = run.transport;
   j["version"] = BuildVersion();

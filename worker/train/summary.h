@@ -9,6 +9,7 @@
 #define TOWERPS_WORKER_TRAIN_SUMMARY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,9 @@ void FinishStalenessStats(TrainingSummary* summary);
 struct RunRecord {
   std::vector<std::string> worker_args;
   std::string transport = "auto";
+  // The model's recommended job flags (ModelDef::recommended), which towerps-launch used for
+  // the flags the job did not give; the "job" object has the values that ran.
+  std::map<std::string, std::string> model_recommends{};
 };
 
 // The summary as one JSON object (the --summary-out format); NaN and infinities are null. Its

@@ -46,6 +46,11 @@ struct ModelDef {
   std::function<ModelBuilder()> build;  // the description; called once per worker and check
   // Instead of `build`, for a model that reads the binary's own flags.
   std::function<ModelBuilder(const UserOptions&)> build_with_options{};
+  // The job flags (names without "--") and values the model trains well with, e.g.
+  // {{"optimizer", "adam"}, {"lr", "0.001"}}: towerps-launch uses each for a job that does not
+  // give that flag itself, says so when it starts, and the summary records them
+  // ("model_recommends"). --list-models shows them.
+  std::map<std::string, std::string> recommended{};
 };
 
 // A flag of a worker binary's own (Registry::AddOption), taking a value: --name VALUE.
