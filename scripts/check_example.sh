@@ -71,7 +71,7 @@ import json, sys
 auc = json.load(open(sys.argv[1]))["test_auc"]
 bayes = json.load(open(sys.argv[2]))["bayes_auc"]
 print(f"=== example: dlrm_cat's test AUC {auc:.4f} (the generator's Bayes AUC {bayes:.4f})")
-if not 0.7 < auc <= bayes + 0.01:
-    sys.exit(f"check_example: dlrm_cat's AUC {auc} is not between 0.7 and the Bayes AUC {bayes}")
+if not 0.65 < auc <= bayes + 0.01:
+    sys.exit(f"check_example: dlrm_cat's AUC {auc} is not between 0.65 and the Bayes AUC {bayes}")
 PY
 echo "=== example: passed"

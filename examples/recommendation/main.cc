@@ -19,7 +19,7 @@ towerps::ModelBuilder DlrmCat(const towerps::UserOptions& options) {
   towerps::ModelBuilder b({13});
   std::vector<std::string> tables;
   for (int f = 1; f <= 26; ++f) {
-    tables.push_back("C" + std::to_string(f));
+    tables.push_back(std::string("C").append(std::to_string(f)));
     b.Embedding(tables.back(), 1, {.rows = 0, .dim = dim, .init_scale = 0.05f});
   }
   b.Join("features", towerps::JoinKind::kConcat,
