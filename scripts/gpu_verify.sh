@@ -119,6 +119,19 @@ rc=$?
 if [ $rc -ne 0 ] && grep -qi "fraction" "$out/share3.log" && grep -qi "memory" "$out/share3.log"; then
   result PASS "3 workers at 0.4 fail: $(grep -i -m1 "fraction" "$out/share3.log" | cut -c1-200)"
 else result FAIL "3 workers at 0.4 (exit $rc; share3.log)"; fi
+# Embedding tables on GPU towers: dlrm_small on generated click logs, against CPU towers.
+python3 scripts/make_ctr_data.py --out "$work/ctr" --train 20000 --test 5000 > "$out/ctr.json"
+auc() { grep -o "test AUC = [0-9.]*" "$1" | tail -1 | grep -o "[0-9.]*$"; }
+for towers in gpu:0 cpu:0; do
+  limited towerps-launch --servers 1 --workers 2 --towers "$towers" --model dlrm_small \
+    --dataset criteo --data-dir "$work/ctr" --epochs 1 --run-dir "$work/dlrm-${towers%%:*}" \
+    > "$out/dlrm-${towers%%:*}.log" 2>&1
+done
+gpu_auc="$(auc "$out/dlrm-gpu.log")"; cpu_auc="$(auc "$out/dlrm-cpu.log")"
+if [ -n "$gpu_auc" ] && [ -n "$cpu_auc" ] &&
+   python3 -c "import sys; sys.exit(abs($gpu_auc - $cpu_auc) > 0.01 or $gpu_auc < 0.65)"; then
+  result PASS "dlrm_small (26 tables) on gpu:0 towers: test AUC $gpu_auc (CPU towers $cpu_auc)"
+else result FAIL "dlrm_small on gpu:0 towers: AUC ${gpu_auc:-none} against CPU ${cpu_auc:-none} (dlrm-gpu.log)"; fi
 fi
 
 # 3. Placement logging and soft placement.
