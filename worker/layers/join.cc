@@ -55,8 +55,9 @@ Result<std::unique_ptr<Join<T>>> Join<T>::Create(std::string name, const Shape& 
     b.output_size = NumElements(shape);
     b.output_offset = joined;
     joined += b.output_size;
-    b.outputs.resize(p.layers.size());
-    b.parts = std::move(p);
+    b.name = std::move(p.name);
+    b.inputs = std::move(p.inputs);
+    b.chain = LayerChain<T>(std::move(p.layers));
     branches.push_back(std::move(b));
   }
   Shape out;
@@ -65,10 +66,10 @@ Result<std::unique_ptr<Join<T>>> Join<T>::Create(std::string name, const Shape& 
     case JoinKind::kAdd:
       for (size_t i = 1; i < branches.size(); ++i) {
         if (output_shapes[i] != output_shapes[0]) {
-          return InvalidArgumentError(what + ": " + branches[0].parts.name + " gives " +
-                                      ShapeToString(output_shapes[0]) + " but " +
-                                      branches[i].parts.name + " gives " +
-                                      ShapeToString(output_shapes[i]) + "; added outputs agree");
+          return InvalidArgumentError(what + ": " + branches[0].name + " gives " +
+                                      ShapeToString(output_shapes[0]) + " but " + branches[i].name +
+                                      " gives " + ShapeToString(output_shapes[i]) +
+                                      "; added outputs agree");
         }
       }
       out = output_shapes[0];
@@ -81,9 +82,8 @@ Result<std::unique_ptr<Join<T>>> Join<T>::Create(std::string name, const Shape& 
       for (size_t i = 1; i < branches.size(); ++i) {
         if (branches[i].output_size % d != 0) {
           return InvalidArgumentError(
-              what + ": " + branches[i].parts.name + " gives " +
-              std::to_string(branches[i].output_size) + " values, not vectors of the " +
-              std::to_string(d) + " that " + branches[0].parts.name +
+              what + ": " + branches[i].name + " gives " + std::to_string(branches[i].output_size) +
+              " values, not vectors of the " + std::to_string(d) + " that " + branches[0].name +
               " gives (embedding dims must equal the first branch's output size)");
         }
       }
@@ -110,17 +110,10 @@ template <typename T>
 Status Join<T>::Reserve(kernels::Backend<T>& backend, int batch) {
   int64_t joined = 0;
   for (Branch& b : branches_) {
-    if (!b.parts.inputs.empty()) {
+    if (!b.inputs.empty()) {
       TOWERPS_RETURN_IF_ERROR(b.input.EnsureSize(&backend, batch * b.input_size));
     }
-    int64_t largest = b.input_size;
-    for (size_t i = 0; i < b.parts.layers.size(); ++i) {
-      Layer<T>& layer = *b.parts.layers[i];
-      TOWERPS_RETURN_IF_ERROR(layer.Reserve(backend, batch));
-      TOWERPS_RETURN_IF_ERROR(b.outputs[i].EnsureSize(&backend, batch * layer.output_size()));
-      largest = std::max(largest, layer.output_size());
-    }
-    for (auto& g : b.grads) TOWERPS_RETURN_IF_ERROR(g.EnsureSize(&backend, batch * largest));
+    TOWERPS_RETURN_IF_ERROR(b.chain.Reserve(backend, batch, b.input_size));
     TOWERPS_RETURN_IF_ERROR(b.dout.EnsureSize(&backend, batch * b.output_size));
     TOWERPS_RETURN_IF_ERROR(b.dinput.EnsureSize(&backend, batch * b.input_size));
     joined += b.output_size;
@@ -133,9 +126,9 @@ Status Join<T>::Reserve(kernels::Backend<T>& backend, int batch) {
 template <typename T>
 const T* Join<T>::BranchInput(kernels::Backend<T>& backend, int batch, const T* x,
                               Branch& b) const {
-  if (b.parts.inputs.empty()) return x;
+  if (b.inputs.empty()) return x;
   int64_t at = 0;
-  for (const Columns& c : b.parts.inputs) {
+  for (const Columns& c : b.inputs) {
     backend.CopyColumns(batch, c.width, x + c.offset, this->input_size(), b.input.data() + at,
                         b.input_size);
     at += c.width;
@@ -153,19 +146,15 @@ void Join<T>::Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y,
   T* target = kind_ == JoinKind::kDotInteraction ? joined_.data() : y;
   for (size_t i = 0; i < branches_.size(); ++i) {
     Branch& b = branches_[i];
-    const T* in = BranchInput(backend, batch, x, b);
-    for (size_t l = 0; l < b.parts.layers.size(); ++l) {
-      b.parts.layers[l]->Forward(backend, batch, in, b.outputs[l].data(), training);
-      in = b.outputs[l].data();
-    }
+    const T* out = b.chain.Forward(backend, batch, BranchInput(backend, batch, x, b), training);
     if (kind_ == JoinKind::kAdd) {
       if (i == 0) {
-        backend.CopyColumns(1, batch * out_size, in, batch * out_size, y, batch * out_size);
+        backend.CopyColumns(1, batch * out_size, out, batch * out_size, y, batch * out_size);
       } else {
-        backend.Add(batch * out_size, y, in, y);
+        backend.Add(batch * out_size, y, out, y);
       }
     } else {
-      backend.CopyColumns(batch, b.output_size, in, b.output_size, target + b.output_offset,
+      backend.CopyColumns(batch, b.output_size, out, b.output_size, target + b.output_offset,
                           joined);
     }
   }
@@ -194,22 +183,21 @@ void Join<T>::Backward(kernels::Backend<T>& backend, int batch, const T* x, cons
                           b.output_size);
       g = b.dout.data();
     }
-    const T* in = b.parts.inputs.empty() ? x : b.input.data();
-    for (size_t l = b.parts.layers.size(); l-- > 0;) {
-      const T* layer_in = l == 0 ? in : b.outputs[l - 1].data();
-      T* out = l == 0 ? (dx != nullptr ? b.dinput.data() : nullptr) : b.grads[l % 2].data();
-      b.parts.layers[l]->Backward(backend, batch, layer_in, b.outputs[l].data(), g, out);
-      g = out;
+    // Without layers, the output's gradient is the input's.
+    if (!b.chain.empty()) {
+      T* dinput = dx != nullptr ? b.dinput.data() : nullptr;
+      b.chain.Backward(backend, batch, b.inputs.empty() ? x : b.input.data(), g, dinput);
+      g = dinput;
     }
     if (dx == nullptr) continue;
     // Its input's gradient, added into the columns it took (two branches may share some).
-    if (b.parts.inputs.empty()) {
+    if (b.inputs.empty()) {
       backend.AddColumns(1, batch * b.input_size, g, batch * b.input_size, dx,
                          batch * b.input_size);
       continue;
     }
     int64_t at = 0;
-    for (const Columns& c : b.parts.inputs) {
+    for (const Columns& c : b.inputs) {
       backend.AddColumns(batch, c.width, g + at, b.input_size, dx + c.offset, this->input_size());
       at += c.width;
     }
@@ -220,8 +208,8 @@ template <typename T>
 std::string Join<T>::ops() const {
   std::string out;
   for (const Branch& b : branches_) {
-    if (!b.parts.inputs.empty()) out += std::string(out.empty() ? "" : "; ") + "CopyColumns";
-    for (const auto& layer : b.parts.layers) out += (out.empty() ? "" : "; ") + layer->ops();
+    if (!b.inputs.empty()) out += std::string(out.empty() ? "" : "; ") + "CopyColumns";
+    out = b.chain.ops(out);
   }
   switch (kind_) {
     case JoinKind::kAdd:
@@ -237,19 +225,13 @@ std::string Join<T>::ops() const {
 template <typename T>
 std::vector<Parameter<T>*> Join<T>::parameters() {
   std::vector<Parameter<T>*> out;
-  for (Branch& b : branches_) {
-    for (auto& layer : b.parts.layers) {
-      for (Parameter<T>* p : layer->parameters()) out.push_back(p);
-    }
-  }
+  for (Branch& b : branches_) b.chain.AppendParameters(&out);
   return out;
 }
 
 template <typename T>
 void Join<T>::SetTrainingStep(uint64_t n) {
-  for (Branch& b : branches_) {
-    for (auto& layer : b.parts.layers) layer->SetTrainingStep(n);
-  }
+  for (Branch& b : branches_) b.chain.SetTrainingStep(n);
 }
 
 template class Join<float>;

@@ -25,6 +25,7 @@
 #include "towerps/layer_options.h"
 #include "towerps/result.h"
 #include "worker/layers/layer.h"
+#include "worker/layers/layer_chain.h"
 
 namespace towerps::worker {
 
@@ -56,13 +57,13 @@ class Join final : public Layer<T> {
 
  private:
   struct Branch {
-    BranchParts parts;
+    std::string name;             // as BranchParts
+    std::vector<Columns> inputs;  // idem
+    LayerChain<T> chain;
     int64_t input_size = 0, output_size = 0;
     int64_t output_offset = 0;        // its columns in the joined row (concat, dot interaction)
     kernels::BackendBuffer<T> input;  // its part of x, gathered (unless it takes the whole row)
-    std::vector<kernels::BackendBuffer<T>> outputs;  // per layer
-    kernels::BackendBuffer<T> grads[2];              // alternating layer gradients
-    kernels::BackendBuffer<T> dout, dinput;          // its output's gradient, its input's gradient
+    kernels::BackendBuffer<T> dout, dinput;  // its output's gradient, its input's gradient
   };
   Join(std::string name, const Shape& input_shape, const Shape& output_shape, JoinKind kind,
        std::vector<Branch> branches, int vectors, int vector_size);

@@ -51,41 +51,19 @@ template <typename T>
 Residual<T>::Residual(std::string name, const Shape& input_shape, const Shape& output_shape,
                       Chain main, Chain shortcut)
     : Layer<T>(std::move(name), input_shape, output_shape) {
-  main_.layers = std::move(main);
-  shortcut_.layers = std::move(shortcut);
-  main_.outputs.resize(main_.layers.size());
-  shortcut_.outputs.resize(shortcut_.layers.size());
-}
-
-template <typename T>
-Status Residual<T>::ReserveBranch(kernels::Backend<T>& backend, int batch, int64_t input_size,
-                                  Branch& b) {
-  int64_t largest = input_size;
-  for (size_t i = 0; i < b.layers.size(); ++i) {
-    TOWERPS_RETURN_IF_ERROR(b.layers[i]->Reserve(backend, batch));
-    TOWERPS_RETURN_IF_ERROR(b.outputs[i].EnsureSize(&backend, batch * b.layers[i]->output_size()));
-    largest = std::max(largest, b.layers[i]->output_size());
-  }
-  if (b.layers.empty()) return Status::Ok();
-  for (auto& g : b.grads) TOWERPS_RETURN_IF_ERROR(g.EnsureSize(&backend, batch * largest));
-  return b.dx.EnsureSize(&backend, batch * input_size);
+  main_.chain = LayerChain<T>(std::move(main));
+  shortcut_.chain = LayerChain<T>(std::move(shortcut));
 }
 
 template <typename T>
 Status Residual<T>::Reserve(kernels::Backend<T>& backend, int batch) {
-  TOWERPS_RETURN_IF_ERROR(ReserveBranch(backend, batch, this->input_size(), main_));
-  return ReserveBranch(backend, batch, this->input_size(), shortcut_);
-}
-
-template <typename T>
-const T* Residual<T>::ForwardBranch(kernels::Backend<T>& backend, int batch, const T* x,
-                                    bool training, Branch& b) {
-  const T* in = x;
-  for (size_t i = 0; i < b.layers.size(); ++i) {
-    b.layers[i]->Forward(backend, batch, in, b.outputs[i].data(), training);
-    in = b.outputs[i].data();
+  for (Branch* b : {&main_, &shortcut_}) {
+    TOWERPS_RETURN_IF_ERROR(b->chain.Reserve(backend, batch, this->input_size()));
+    if (!b->chain.empty()) {
+      TOWERPS_RETURN_IF_ERROR(b->dx.EnsureSize(&backend, batch * this->input_size()));
+    }
   }
-  return in;
+  return Status::Ok();
 }
 
 template <typename T>
@@ -93,21 +71,9 @@ void Residual<T>::Forward(kernels::Backend<T>& backend, int batch, const T* x, T
                           bool training) {
   const Status st = Reserve(backend, batch);  // a no-op when the model reserved already
   TOWERPS_CHECK(st.ok()) << this->name() << ": " << st.ToString();
-  const T* main = ForwardBranch(backend, batch, x, training, main_);
-  const T* shortcut = ForwardBranch(backend, batch, x, training, shortcut_);
+  const T* main = main_.chain.Forward(backend, batch, x, training);
+  const T* shortcut = shortcut_.chain.Forward(backend, batch, x, training);
   backend.Add(batch * this->output_size(), main, shortcut, y);
-}
-
-template <typename T>
-void Residual<T>::BackwardBranch(kernels::Backend<T>& backend, int batch, const T* x, const T* dy,
-                                 T* dx, Branch& b) {
-  const T* g = dy;
-  for (size_t i = b.layers.size(); i-- > 0;) {
-    const T* in = i == 0 ? x : b.outputs[i - 1].data();
-    T* out = i == 0 ? dx : b.grads[i % 2].data();
-    b.layers[i]->Backward(backend, batch, in, b.outputs[i].data(), g, out);
-    g = out;
-  }
 }
 
 template <typename T>
@@ -115,39 +81,31 @@ void Residual<T>::Backward(kernels::Backend<T>& backend, int batch, const T* x, 
                            const T* dy, T* dx) {
   // The add passes dy to both branches unchanged; their gradients for x add up.
   const int64_t n = batch * this->input_size();
-  BackwardBranch(backend, batch, x, dy, dx != nullptr ? main_.dx.data() : nullptr, main_);
-  if (!shortcut_.layers.empty()) {
-    BackwardBranch(backend, batch, x, dy, dx != nullptr ? shortcut_.dx.data() : nullptr, shortcut_);
+  main_.chain.Backward(backend, batch, x, dy, dx != nullptr ? main_.dx.data() : nullptr);
+  if (!shortcut_.chain.empty()) {
+    shortcut_.chain.Backward(backend, batch, x, dy, dx != nullptr ? shortcut_.dx.data() : nullptr);
   }
   if (dx == nullptr) return;
-  backend.Add(n, main_.dx.data(), shortcut_.layers.empty() ? dy : shortcut_.dx.data(), dx);
+  backend.Add(n, main_.dx.data(), shortcut_.chain.empty() ? dy : shortcut_.dx.data(), dx);
 }
 
 template <typename T>
 std::string Residual<T>::ops() const {
-  std::string out;
-  for (const Branch* b : {&main_, &shortcut_}) {
-    for (const auto& layer : b->layers) out += (out.empty() ? "" : "; ") + layer->ops();
-  }
-  return out + "; Add";
+  return shortcut_.chain.ops(main_.chain.ops()) + "; Add";
 }
 
 template <typename T>
 std::vector<Parameter<T>*> Residual<T>::parameters() {
   std::vector<Parameter<T>*> out;
-  for (Branch* b : {&main_, &shortcut_}) {
-    for (auto& layer : b->layers) {
-      for (Parameter<T>* p : layer->parameters()) out.push_back(p);
-    }
-  }
+  main_.chain.AppendParameters(&out);
+  shortcut_.chain.AppendParameters(&out);
   return out;
 }
 
 template <typename T>
 void Residual<T>::SetTrainingStep(uint64_t n) {
-  for (Branch* b : {&main_, &shortcut_}) {
-    for (auto& layer : b->layers) layer->SetTrainingStep(n);
-  }
+  main_.chain.SetTrainingStep(n);
+  shortcut_.chain.SetTrainingStep(n);
 }
 
 template class Residual<float>;

@@ -17,6 +17,7 @@
 #include "kernels/backend_buffer.h"
 #include "towerps/result.h"
 #include "worker/layers/layer.h"
+#include "worker/layers/layer_chain.h"
 
 namespace towerps::worker {
 
@@ -39,23 +40,13 @@ class Residual final : public Layer<T> {
   void SetTrainingStep(uint64_t n) override;
 
  private:
-  // A chain with its outputs (one buffer per layer) and two gradient buffers to alternate.
+  // A chain, and its gradient for x before the two are added.
   struct Branch {
-    Chain layers;
-    std::vector<kernels::BackendBuffer<T>> outputs;
-    kernels::BackendBuffer<T> grads[2];
-    kernels::BackendBuffer<T> dx;  // the branch's gradient for x, before the two are added
+    LayerChain<T> chain;
+    kernels::BackendBuffer<T> dx;
   };
   Residual(std::string name, const Shape& input_shape, const Shape& output_shape, Chain main,
            Chain shortcut);
-  static Status ReserveBranch(kernels::Backend<T>& backend, int batch, int64_t input_size,
-                              Branch& b);
-  static const T* ForwardBranch(kernels::Backend<T>& backend, int batch, const T* x, bool training,
-                                Branch& b);
-  // Backward through the branch from its output gradient dy; its gradient for x goes to dx (null:
-  // none wanted; parameter gradients are written either way).
-  static void BackwardBranch(kernels::Backend<T>& backend, int batch, const T* x, const T* dy,
-                             T* dx, Branch& b);
 
   Branch main_, shortcut_;
 };
