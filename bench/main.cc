@@ -91,6 +91,41 @@ int RunTransport(int argc, char** argv) {
   return 0;
 }
 
+// `towerps-bench train`'s result: one JSON object, or a line; then the per-layer profile.
+void PrintTrainResult(const towerps::bench::TrainBenchResult& r, bool json) {
+  if (json) {
+    Json accuracy = Json::array();
+    for (double a : r.test_accuracy) accuracy.push_back(Rounded(a, 6));
+    Json auc = Json::array();
+    for (double a : r.test_auc) auc.push_back(Rounded(a, 6));
+    PrintJson({{"bench", "train"},
+               {"impl", "towerps"},
+               {"model", r.model},
+               {"device", r.device},
+               {"update", r.update},
+               {"batch", r.batch_size},
+               {"peak_device_bytes", r.peak_device_bytes},
+               {"threads", r.intra_op_threads},
+               {"steps", r.measured_steps},
+               {"seconds", Rounded(r.measured_seconds, 3)},
+               {"examples_per_sec", Rounded(r.examples_per_second, 1)},
+               {"final_loss", Rounded(r.final_loss, 5)},
+               {"test_accuracy", accuracy},
+               {"test_auc", auc}});
+  } else {
+    std::printf("%s on %s: %.1f examples/s (%ld steps in %.2f s), final loss %.4f\n",
+                r.model.c_str(), r.data.c_str(), r.examples_per_second, r.measured_steps,
+                r.measured_seconds, r.final_loss);
+  }
+  if (r.layers.empty()) return;
+  std::printf("%-16s %10s %10s %12s %12s\n", "layer", "fwd ms", "bwd ms", "fwd GFLOP/s",
+              "bwd GFLOP/s");
+  for (const auto& l : r.layers) {
+    std::printf("%-16s %10.3f %10.3f %12.1f %12.1f\n", l.name.c_str(), l.forward_ms, l.backward_ms,
+                l.forward_flops / l.forward_ms * 1e-6, l.backward_flops / l.backward_ms * 1e-6);
+  }
+}
+
 int RunTrain(int argc, char** argv) {
   towerps::bench::TrainBenchOptions o;
   bool json = false;
@@ -142,39 +177,7 @@ int RunTrain(int argc, char** argv) {
     std::cerr << "towerps-bench train: " << r.status().ToString() << "\n";
     return 1;
   }
-  if (json) {
-    Json accuracy = Json::array();
-    for (double a : r->test_accuracy) accuracy.push_back(Rounded(a, 6));
-    Json auc = Json::array();
-    for (double a : r->test_auc) auc.push_back(Rounded(a, 6));
-    PrintJson({{"bench", "train"},
-               {"impl", "towerps"},
-               {"model", r->model},
-               {"device", r->device},
-               {"update", r->update},
-               {"batch", r->batch_size},
-               {"peak_device_bytes", r->peak_device_bytes},
-               {"threads", r->intra_op_threads},
-               {"steps", r->measured_steps},
-               {"seconds", Rounded(r->measured_seconds, 3)},
-               {"examples_per_sec", Rounded(r->examples_per_second, 1)},
-               {"final_loss", Rounded(r->final_loss, 5)},
-               {"test_accuracy", accuracy},
-               {"test_auc", auc}});
-  } else {
-    std::printf("%s on %s: %.1f examples/s (%ld steps in %.2f s), final loss %.4f\n",
-                r->model.c_str(), r->data.c_str(), r->examples_per_second, r->measured_steps,
-                r->measured_seconds, r->final_loss);
-  }
-  if (!r->layers.empty()) {
-    std::printf("%-16s %10s %10s %12s %12s\n", "layer", "fwd ms", "bwd ms", "fwd GFLOP/s",
-                "bwd GFLOP/s");
-    for (const auto& l : r->layers) {
-      std::printf("%-16s %10.3f %10.3f %12.1f %12.1f\n", l.name.c_str(), l.forward_ms,
-                  l.backward_ms, l.forward_flops / l.forward_ms * 1e-6,
-                  l.backward_flops / l.backward_ms * 1e-6);
-    }
-  }
+  PrintTrainResult(*r, json);
   return 0;
 }
 
