@@ -35,7 +35,8 @@ def main():
     helps += [help_text([f"{bin_dir}/towerps-bench", sub]) for sub in BENCH_SUBCOMMANDS]
     helps.append(help_text([f"{bin_dir}/towerps-launch", "--stdin-watchdog"]))
     for script in ("scripts/test.sh", "scripts/package.sh", "scripts/gpu_verify.sh",
-                   "experiments/run_preset", "experiments/run_sweep"):
+                   "experiments/run_preset", "experiments/run_sweep", "scripts/make_ctr_data.py",
+                   "scripts/to_npy.py", "bench/pytorch_baseline.py"):
         helps.append(help_text(["bash" if script.endswith(".sh") else sys.executable,
                                 f"{root}/{script}"]))
     known = set()
