@@ -55,13 +55,13 @@ class CtrJobTest : public LaunchTest {
         {"--final-params-out", (dir_ / (name + ".bin")).string()},
         {"--summary-out", (dir_ / (name + ".json")).string()},
         {"--metrics-out", (dir_ / (name + "-metrics-{rank}.jsonl")).string()}};
-    for (const auto& [flag, value] : changes) {
-      const auto it =
-          std::find_if(flags.begin(), flags.end(), [&](const auto& f) { return f.first == flag; });
+    for (const auto& change : changes) {  // (clang 14 lambdas cannot capture a binding)
+      const auto it = std::find_if(flags.begin(), flags.end(),
+                                   [&](const auto& f) { return f.first == change.first; });
       if (it == flags.end()) {
-        flags.emplace_back(flag, value);
+        flags.push_back(change);
       } else {
-        it->second = value;
+        it->second = change.second;
       }
     }
     std::vector<std::string> argv = {kLaunchBin};
