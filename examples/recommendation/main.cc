@@ -22,9 +22,9 @@ towerps::ModelBuilder DlrmCat(const towerps::UserOptions& options) {
     tables.push_back(std::string("C").append(std::to_string(f)));
     b.Embedding(tables.back(), 1, {.rows = 0, .dim = dim, .init_scale = 0.05f});
   }
-  b.Join("features", towerps::JoinKind::kConcat,
-         {{{"dense"}, [](towerps::ModelBuilder& m) { m.Dense("bottom", 32).Relu(); }},
-          {tables, {}}});
+  b.Join(
+      "features", towerps::JoinKind::kConcat,
+      {{{"dense"}, [](towerps::ModelBuilder& m) { m.Dense("bottom", 32).Relu(); }}, {tables, {}}});
   b.Dense("top1", 128).Relu().Dense("top2", 64).Relu();
   b.Dense("logit", 1, towerps::Init::kGlorot).Loss(towerps::LossKind::kSigmoidCrossEntropy);
   return b;
@@ -38,10 +38,10 @@ int main(int argc, char** argv) {
                     .AddOption("embedding-dim",
                                {.help = "dlrm_cat: floats per table row", .default_value = "8"})
                     .ok());
-  TOWERPS_CHECK(registry
-                    .AddModel("dlrm_cat",
-                              {.summary = "DLRM with concatenated features (--dataset criteo)",
-                               .build_with_options = DlrmCat})
-                    .ok());
+  TOWERPS_CHECK(
+      registry
+          .AddModel("dlrm_cat", {.summary = "DLRM with concatenated features (--dataset criteo)",
+                                 .build_with_options = DlrmCat})
+          .ok());
   return towerps::WorkerMain(argc, argv, registry);
 }
