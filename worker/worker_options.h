@@ -34,9 +34,9 @@ struct WorkerOptions {
   // Files of datasets that read named files (idx); relative to data_dir unless absolute.
   std::string train_images, train_labels, test_images, test_labels;
   bool skip_bad_lines = false;  // text datasets (criteo): skip malformed lines, counting them
-  std::string metrics_out;  // JSON lines, one per logged step; "{rank}" expands
-  std::string summary_out;  // one JSON object at the end (chief)
-  std::string logdir;       // TensorBoard event files in <logdir>/worker-<rank>
+  std::string metrics_out;      // JSON lines, one per logged step; "{rank}" expands
+  std::string summary_out;      // one JSON object at the end (chief)
+  std::string logdir;           // TensorBoard event files in <logdir>/worker-<rank>
   std::chrono::milliseconds rpc_timeout{60000};
   bool log_device_placement = false;
   bool allow_soft_placement = false;  // a missing device falls back to one that exists

@@ -234,8 +234,8 @@ Status LoadNpyIds(const std::string& dir, const std::string& split, Dataset* d) 
   const Shape& s = ids.header.shape;
   if (ids.header.kind == 'f' || s.size() != 2 || s[0] != d->size() || s[1] < 1) {
     return InvalidArgumentError(path + ": ids must be integers [N, F] for the " +
-                                std::to_string(d->size()) + " examples, not '" +
-                                ids.header.descr + "' of shape " + ShapeToString(s));
+                                std::to_string(d->size()) + " examples, not '" + ids.header.descr +
+                                "' of shape " + ShapeToString(s));
   }
   d->fields = static_cast<int>(s[1]);
   d->ids.resize(static_cast<size_t>(s[0] * s[1]));
@@ -312,8 +312,7 @@ Result<DataSplits> LoadNpy(const DataRequest& r) {
   }
   if (d.train.fields != d.test.fields) {
     return InvalidArgumentError("npy: x_ids_train holds " + std::to_string(d.train.fields) +
-                                " ids per example but x_ids_test " +
-                                std::to_string(d.test.fields));
+                                " ids per example but x_ids_test " + std::to_string(d.test.fields));
   }
   d.train.num_classes = d.test.num_classes = ClassCount(d);
   if (NpyDensePath(r.data_dir, "train").ends_with("x_dense_train.npy")) {
