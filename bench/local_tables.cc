@@ -1,13 +1,15 @@
 #include "bench/local_tables.h"
 
-#include <cmath>
-#include <span>
+#include <algorithm>
 
 namespace towerps::bench {
 
 LocalTables::LocalTables(worker::Model<float>& model, uint64_t seed, float learning_rate,
                          float initial_accumulator)
-    : model_(model), learning_rate_(learning_rate), initial_accumulator_(initial_accumulator) {
+    : model_(model),
+      adagrad_{.kind = ps::OptimizerKind::kAdagrad,
+               .learning_rate = learning_rate,
+               .initial_accumulator = initial_accumulator} {
   for (int t = 0; t < model.num_tables(); ++t) {
     const EmbeddingSpec& spec = model.table(t);
     tables_.push_back({.field_offset = model.table_field_offset(t),
@@ -22,23 +24,15 @@ int64_t LocalTables::RowOf(Table& t, uint64_t id) {
   if (added) {
     t.values.resize(t.values.size() + static_cast<size_t>(t.dim));
     t.initial.Fill(id, t.dim, t.values.data() + t.values.size() - t.dim);
-    t.accumulators.resize(t.values.size(), initial_accumulator_);
+    t.accumulators.resize(t.values.size(), ps::OptimizerSlotInitialValue(adagrad_));
   }
   return it->second;
 }
 
 void LocalTables::Prepare(const worker::Batch& batch) {
-  const int all = model_.categorical_fields();
   for (size_t k = 0; k < tables_.size(); ++k) {
     Table& t = tables_[k];
-    std::vector<uint64_t> ids(static_cast<size_t>(batch.size) * t.fields);
-    for (int b = 0; b < batch.size; ++b) {
-      for (int f = 0; f < t.fields; ++f) {
-        ids[static_cast<size_t>(b) * t.fields + f] =
-            batch.ids[static_cast<size_t>(b) * all + t.field_offset + f];
-      }
-    }
-    t.batch_ids = ps::Deduplicate(ids, 1);
+    t.batch_ids = ps::Deduplicate(worker::TableIds(batch, t.field_offset, t.fields), 1);
     const int64_t unique = t.batch_ids.size();
     t.batch_rows.resize(static_cast<size_t>(unique));
     t.gathered.resize(static_cast<size_t>(unique * t.dim));
@@ -57,12 +51,13 @@ void LocalTables::Update() {
     const std::vector<float>& grad = model_.table_gradient(static_cast<int>(k));
     for (size_t u = 0; u < t.batch_rows.size(); ++u) {
       float* w = t.values.data() + t.batch_rows[u] * t.dim;
-      float* acc = t.accumulators.data() + t.batch_rows[u] * t.dim;
       const float* g = grad.data() + u * t.dim;
-      for (int j = 0; j < t.dim; ++j) {  // as ps/optimizer.cc's Adagrad
-        acc[j] += g[j] * g[j];
-        w[j] -= learning_rate_ * g[j] / std::sqrt(acc[j]);
-      }
+      ps::ApplyUpdate(adagrad_, {.grads = &g,
+                                 .w_in = w,
+                                 .w_out = w,
+                                 .slot0 = t.accumulators.data() + t.batch_rows[u] * t.dim,
+                                 .n = t.dim,
+                                 .lr = adagrad_.learning_rate});
     }
   }
 }

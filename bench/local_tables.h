@@ -1,7 +1,8 @@
 // LocalTables: a model's embedding tables held in the benchmark's own process, for
 // `towerps-bench train` on models with tables (dlrm_small): what the parameter servers do for a
 // job, without them. Rows are created on first use with the servers' initial values
-// (ps/initial_rows.h) and trained with Adagrad, as `--table-optimizer adagrad` does.
+// (ps/initial_rows.h) and trained with the servers' own Adagrad (ps/optimizer.h), as
+// `--table-optimizer adagrad` does.
 //
 // Each step: Prepare deduplicates the batch's ids per table (ps/row_batch.h), gathers their rows
 // into one buffer and hands it to the model; after the model's step, Update applies the rows'
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "ps/initial_rows.h"
+#include "ps/optimizer.h"
 #include "ps/row_batch.h"
 #include "worker/data/batcher.h"
 #include "worker/model/model.h"
@@ -46,7 +48,7 @@ class LocalTables {
   int64_t RowOf(Table& t, uint64_t id);
 
   worker::Model<float>& model_;
-  float learning_rate_, initial_accumulator_;
+  const ps::OptimizerOptions adagrad_;  // the servers' Adagrad (ps/optimizer.h), on each row
   std::vector<Table> tables_;
 };
 

@@ -281,18 +281,12 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   }
   void CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
                    int64_t y_stride) override {
-    if (rows > 0) {
-      F(x, (rows - 1) * x_stride + width, "x");
-      F(y, (rows - 1) * y_stride + width, "y");
-    }
+    Columns(rows, width, x, x_stride, y, y_stride);
     cpu_->CopyColumns(rows, width, x, x_stride, y, y_stride);
   }
   void AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
                   int64_t y_stride) override {
-    if (rows > 0) {
-      F(x, (rows - 1) * x_stride + width, "x");
-      F(y, (rows - 1) * y_stride + width, "y");
-    }
+    Columns(rows, width, x, x_stride, y, y_stride);
     cpu_->AddColumns(rows, width, x, x_stride, y, y_stride);
   }
   void EmbeddingForward(int batch, int fields, int dim, const float* rows, const uint32_t* index,
@@ -371,6 +365,13 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   void Unary(int64_t n, const float* x, const float* y) {
     F(x, n, "input");
     F(y, n, "output");
+  }
+  // The rows x width blocks of two strided matrices (CopyColumns, AddColumns).
+  void Columns(int64_t rows, int64_t width, const float* x, int64_t x_stride, const float* y,
+               int64_t y_stride) {
+    if (rows == 0) return;
+    F(x, (rows - 1) * x_stride + width, "x");
+    F(y, (rows - 1) * y_stride + width, "y");
   }
   void Binary(int64_t n, const float* a, const float* b, const float* c) {
     F(a, n, "first");

@@ -15,6 +15,16 @@ uint64_t Mix(uint64_t a, uint64_t b) {
 
 }  // namespace
 
+std::vector<uint64_t> TableIds(const Batch& batch, int field_offset, int fields) {
+  const size_t all = batch.ids.size() / static_cast<size_t>(std::max(batch.size, 1));
+  std::vector<uint64_t> ids(static_cast<size_t>(batch.size) * static_cast<size_t>(fields));
+  for (int b = 0; b < batch.size; ++b) {
+    std::copy_n(batch.ids.begin() + static_cast<ptrdiff_t>(b * all + field_offset), fields,
+                ids.begin() + static_cast<ptrdiff_t>(b) * fields);
+  }
+  return ids;
+}
+
 int64_t NormalizationChannels(const Shape& example_shape) {
   return example_shape.empty() ? 1 : example_shape[0];
 }

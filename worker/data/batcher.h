@@ -47,6 +47,10 @@ struct Batch {
   std::vector<uint64_t> ids;    // size * Dataset::fields: each example's categorical ids
 };
 
+// The ids of fields [field_offset, field_offset + fields) of every example of `batch`, example
+// after example (`fields` per example): what one embedding table looks up.
+std::vector<uint64_t> TableIds(const Batch& batch, int field_offset, int fields);
+
 // The channels normalization has statistics for: an image's [c, h, w] c, a vector's [features]
 // each feature.
 int64_t NormalizationChannels(const Shape& example_shape);

@@ -114,8 +114,12 @@ Status Join<T>::Reserve(kernels::Backend<T>& backend, int batch) {
       TOWERPS_RETURN_IF_ERROR(b.input.EnsureSize(&backend, batch * b.input_size));
     }
     TOWERPS_RETURN_IF_ERROR(b.chain.Reserve(backend, batch, b.input_size));
-    TOWERPS_RETURN_IF_ERROR(b.dout.EnsureSize(&backend, batch * b.output_size));
-    TOWERPS_RETURN_IF_ERROR(b.dinput.EnsureSize(&backend, batch * b.input_size));
+    if (kind_ != JoinKind::kAdd) {  // an add hands every branch dy itself
+      TOWERPS_RETURN_IF_ERROR(b.dout.EnsureSize(&backend, batch * b.output_size));
+    }
+    if (!b.chain.empty()) {  // without layers the output's gradient is the input's
+      TOWERPS_RETURN_IF_ERROR(b.dinput.EnsureSize(&backend, batch * b.input_size));
+    }
     joined += b.output_size;
   }
   if (kind_ != JoinKind::kDotInteraction) return Status::Ok();
@@ -149,7 +153,7 @@ void Join<T>::Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y,
     const T* out = b.chain.Forward(backend, batch, BranchInput(backend, batch, x, b), training);
     if (kind_ == JoinKind::kAdd) {
       if (i == 0) {
-        backend.CopyColumns(1, batch * out_size, out, batch * out_size, y, batch * out_size);
+        backend.Copy(out, sizeof(T) * static_cast<size_t>(batch * out_size), y);
       } else {
         backend.Add(batch * out_size, y, out, y);
       }
@@ -192,8 +196,7 @@ void Join<T>::Backward(kernels::Backend<T>& backend, int batch, const T* x, cons
     if (dx == nullptr) continue;
     // Its input's gradient, added into the columns it took (two branches may share some).
     if (b.inputs.empty()) {
-      backend.AddColumns(1, batch * b.input_size, g, batch * b.input_size, dx,
-                         batch * b.input_size);
+      backend.Add(batch * b.input_size, dx, g, dx);
       continue;
     }
     int64_t at = 0;

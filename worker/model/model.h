@@ -191,7 +191,6 @@ class Model {
   std::vector<Table> tables_;
   int fields_ = 0;             // categorical ids per example, over every table
   int64_t embedded_size_ = 0;  // the tables' part of the first layer's input, per example
-  int batch_ = 0;              // of the last step prepared
   // With tables, in the backend's memory: the first layer's input and its gradient.
   kernels::BackendBuffer<T> input_, input_grad_;
   std::vector<std::unique_ptr<Layer<T>>> layers_;

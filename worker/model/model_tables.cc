@@ -20,7 +20,6 @@ Status Model<T>::AssembleInput(int batch, bool with_gradient, const T** x) {
   kernels::MemorySpace* space = backend_;
   const int64_t dense = NumElements(input_shape_);
   const int64_t width = embedded_size_ + dense;
-  batch_ = batch;
   TOWERPS_RETURN_IF_ERROR(input_.EnsureSize(space, batch * width));
   if (with_gradient) TOWERPS_RETURN_IF_ERROR(input_grad_.EnsureSize(space, batch * width));
   for (Table& t : tables_) {

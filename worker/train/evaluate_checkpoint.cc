@@ -39,15 +39,9 @@ class CheckpointTables {
 
   // The rows of `batch`'s ids, set into `model`; valid until the next call.
   Status Load(const Batch& batch, Model<float>& model) {
-    const size_t all = batch.ids.size() / static_cast<size_t>(std::max(batch.size, 1));
     for (size_t t = 0; t < tables_.size(); ++t) {
       Table& table = tables_[t];
-      std::vector<uint64_t> ids;
-      for (int b = 0; b < batch.size; ++b) {
-        const auto first = batch.ids.begin() + static_cast<ptrdiff_t>(b * all + table.field_offset);
-        ids.insert(ids.end(), first, first + table.fields);
-      }
-      table.unique = ps::Deduplicate(ids, 1);
+      table.unique = ps::Deduplicate(TableIds(batch, table.field_offset, table.fields), 1);
       table.rows.resize(static_cast<size_t>(table.unique.size() * table.dim));
       for (int64_t u = 0; u < table.unique.size(); ++u) {
         const uint64_t id = table.unique.ids.u64()[u];

@@ -26,14 +26,9 @@ Reply TableExchange::Await(std::future<Reply>& reply) const {
 }
 
 ps::UniqueIds TableExchange::Unique(const Table& t, const Batch& batch) const {
-  const size_t all = batch.ids.size() / static_cast<size_t>(std::max(batch.size, 1));
-  std::vector<uint64_t> ids(static_cast<size_t>(batch.size) * static_cast<size_t>(t.fields));
-  for (int b = 0; b < batch.size; ++b) {
-    std::copy_n(batch.ids.begin() + static_cast<ptrdiff_t>(b * all + t.field_offset), t.fields,
-                ids.begin() + static_cast<ptrdiff_t>(b) * t.fields);
-  }
   // The placement is the client's once it registered (before any batch).
-  return ps::Deduplicate(ids, static_cast<int>(client_.placement().ChunksOf(t.variable).size()));
+  return ps::Deduplicate(TableIds(batch, t.field_offset, t.fields),
+                         static_cast<int>(client_.placement().ChunksOf(t.variable).size()));
 }
 
 void TableExchange::Prepare(const Batch& batch) {
