@@ -1,7 +1,9 @@
 #include "launch/gpus.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "kernels/gpu_devices.h"
@@ -31,8 +33,18 @@ std::string GpusForRank(int local_rank, int count, const std::vector<std::string
   return out;
 }
 
-std::string GpusForRank(int local_rank, int count) {
-  if (count <= 0) return "";  // a CPU job: no need to load the CUDA plugin to list GPUs
+double SharedGpuFraction(int workers, int count, const std::vector<std::string>& ids) {
+  std::map<std::string, int> sharing;
+  int most = 0;
+  for (int w = 0; w < workers; ++w) {
+    std::stringstream ss(GpusForRank(w, count, ids));
+    for (std::string id; std::getline(ss, id, ',');) most = std::max(most, ++sharing[id]);
+  }
+  if (most <= 1) return 0.0;
+  return std::floor(90.0 / most) / 100.0;
+}
+
+std::vector<std::string> VisibleGpuIds() {
   const std::vector<kernels::GpuInfo> gpus = kernels::ListGpus();
   std::vector<std::string> user;
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible) {
@@ -44,7 +56,12 @@ std::string GpusForRank(int local_rank, int count) {
     ids.push_back(static_cast<size_t>(g.index) < user.size() ? user[g.index]
                                                              : std::to_string(g.index));
   }
-  return GpusForRank(local_rank, count, ids);
+  return ids;
+}
+
+std::string GpusForRank(int local_rank, int count) {
+  if (count <= 0) return "";  // a CPU job: no need to load the CUDA plugin to list GPUs
+  return GpusForRank(local_rank, count, VisibleGpuIds());
 }
 
 }  // namespace towerps::launch

@@ -24,8 +24,19 @@ int GpusNeeded(const std::string& towers);
 // count is 0.
 std::string GpusForRank(int local_rank, int count);
 
+// This machine's GPUs as GpusForRank hands them out: the caller's CUDA_VISIBLE_DEVICES ids
+// where it sets them, else the indices. Loads the CUDA plugin (kernels::ListGpus).
+std::vector<std::string> VisibleGpuIds();
+
 // The same from the visible ids, by position (testable without GPUs).
 std::string GpusForRank(int local_rank, int count, const std::vector<std::string>& ids);
+
+// The GPU memory share (--gpu-memory-fraction) for each of a host's `workers` workers, each
+// given GPUs by GpusForRank, when some GPU is shared and the job chose no share: 0.9 divided by
+// the most workers on one GPU, rounded down to a hundredth, so that every worker fits with its
+// CUDA context beside it. 0 (the worker's own default: the memory free at start) when no GPU is
+// shared. Without it the first worker on a GPU would take what the others need.
+double SharedGpuFraction(int workers, int count, const std::vector<std::string>& ids);
 
 }  // namespace towerps::launch
 

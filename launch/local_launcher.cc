@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/logging.h"
 #include "common/parse.h"
 #include "common/transport.h"
 #include "launch/gpus.h"
@@ -14,6 +15,19 @@ namespace towerps::launch {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Workers that share a GPU and were given no memory share split it (SharedGpuFraction), saying
+// so; without this the first to start would reserve what the others need.
+void ShareGpus(worker::WorkerOptions& w, int workers) {
+  const int count = GpusNeeded(w.towers);
+  if (count == 0 || w.gpu_memory_fraction > 0.0 || w.allow_growth) return;
+  const double share = SharedGpuFraction(workers, count, VisibleGpuIds());
+  if (share <= 0.0) return;
+  w.gpu_memory_fraction = share;
+  TOWERPS_LOG(kInfo) << workers << " workers share this machine's GPUs: each takes "
+                     << "--gpu-memory-fraction " << share
+                     << " (give --gpu-memory-fraction or --allow-growth to choose)";
+}
 
 }  // namespace
 
@@ -44,6 +58,7 @@ Status LocalLauncher::Check() const {
 
 Status LocalLauncher::Run() {
   TOWERPS_RETURN_IF_ERROR(Check());
+  ShareGpus(options_.worker, options_.job.workers);
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
   TOWERPS_RETURN_IF_ERROR(WriteJobRecord(options_, run_dir_));
   TOWERPS_ASSIGN_OR_RETURN(const std::string secret, PrepareJobSecret(options_, run_dir_));

@@ -31,5 +31,17 @@ TEST(GpusTest, SeveralGpusPerWorkerAreDisjointWhileThereAreEnough) {
   EXPECT_EQ(GpusForRank(0, 8, ids), "4,5,6,7");  // asks for more than there is: all of them
 }
 
+TEST(GpusTest, WorkersSharingAGpuSplitItsMemory) {
+  const std::vector<std::string> one = {"0"}, two = {"0", "1"};
+  EXPECT_EQ(SharedGpuFraction(1, 1, one), 0.0);  // alone: the worker's own default
+  EXPECT_EQ(SharedGpuFraction(2, 1, two), 0.0);  // a GPU each
+  EXPECT_DOUBLE_EQ(SharedGpuFraction(2, 1, one), 0.45);
+  EXPECT_DOUBLE_EQ(SharedGpuFraction(3, 1, two), 0.45);  // two on gpu 0, one on gpu 1
+  EXPECT_DOUBLE_EQ(SharedGpuFraction(4, 1, one), 0.22);  // rounded down
+  EXPECT_DOUBLE_EQ(SharedGpuFraction(3, 2, two), 0.3);   // every worker uses both
+  EXPECT_EQ(SharedGpuFraction(4, 0, two), 0.0);          // CPU towers
+  EXPECT_EQ(SharedGpuFraction(4, 1, {}), 0.0);           // no GPU here
+}
+
 }  // namespace
 }  // namespace towerps::launch
