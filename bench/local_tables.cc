@@ -12,8 +12,9 @@ LocalTables::LocalTables(worker::Model<float>& model, uint64_t seed, float learn
                .initial_accumulator = initial_accumulator} {
   for (int t = 0; t < model.num_tables(); ++t) {
     const EmbeddingSpec& spec = model.table(t);
-    tables_.push_back({.field_offset = model.table_field_offset(t),
-                       .fields = spec.fields,
+    tables_.push_back({.input = {.field_offset = model.table_field_offset(t),
+                                 .fields = spec.fields,
+                                 .bag = model.table_bag(t)},
                        .dim = spec.options.dim,
                        .initial = ps::InitialRows(seed, spec.name, spec.options.init_scale)});
   }
@@ -32,7 +33,7 @@ int64_t LocalTables::RowOf(Table& t, uint64_t id) {
 void LocalTables::Prepare(const worker::Batch& batch) {
   for (size_t k = 0; k < tables_.size(); ++k) {
     Table& t = tables_[k];
-    t.batch_ids = ps::Deduplicate(worker::TableIds(batch, t.field_offset, t.fields), 1);
+    t.batch_ids = ps::Deduplicate(worker::TableIds(batch, t.input), 1);
     const int64_t unique = t.batch_ids.size();
     t.batch_rows.resize(static_cast<size_t>(unique));
     t.gathered.resize(static_cast<size_t>(unique * t.dim));
@@ -41,7 +42,8 @@ void LocalTables::Prepare(const worker::Batch& batch) {
       t.batch_rows[u] = RowOf(t, unique_ids[u]);
       std::copy_n(t.values.data() + t.batch_rows[u] * t.dim, t.dim, t.gathered.data() + u * t.dim);
     }
-    model_.SetTableRows(static_cast<int>(k), t.gathered.data(), unique, t.batch_ids.inverse.data());
+    model_.SetTableRows(static_cast<int>(k), t.gathered.data(), unique, t.batch_ids.inverse.data(),
+                        worker::BagOffsets(batch, t.input));
   }
 }
 

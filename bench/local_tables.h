@@ -37,7 +37,8 @@ class LocalTables {
 
  private:
   struct Table {
-    int field_offset = 0, fields = 0, dim = 0;
+    worker::TableInput input;
+    int dim = 0;
     ps::InitialRows initial;
     std::unordered_map<uint64_t, int64_t> index{};  // id -> row
     std::vector<float> values{}, accumulators{};    // row-major, dim per row

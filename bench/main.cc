@@ -132,8 +132,8 @@ int RunTrain(int argc, char** argv) {
   po::options_description desc("Usage: towerps-bench train [options]");
   desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "model", po::value<std::string>(&o.model)->default_value(o.model),
-      "mlp, cnn, cifar10, resnet20, or a click model (ctr_mlp, dlrm_small, wide_deep) on "
-      "--data-dir's Criteo files")(
+      "mlp, cnn, cifar10, resnet20, regression_mlp (on --dataset regression's generated "
+      "targets), or a click model (ctr_mlp, dlrm_small, wide_deep) on --data-dir's Criteo files")(
       "batch", po::value<int>(&o.batch_size)->default_value(o.batch_size), "examples per step")(
       "intra-op-threads", po::value<int>(&o.intra_op_threads)->default_value(o.intra_op_threads),
       "threads inside each op")("device",

@@ -117,6 +117,12 @@ class Backend : public virtual MemorySpace {
   virtual void SigmoidCrossEntropy(int batch, const T* logits, const int32_t* labels, T grad_scale,
                                    T* loss, T* dlogits) = 0;
 
+  // ---- Squared error (regression) ----
+  // outputs and targets are [batch, width]. loss[b] = the sum over j of (outputs - targets)^2;
+  // doutputs (may be null; may alias outputs) = 2 (outputs - targets) * grad_scale.
+  virtual void SquaredError(int batch, int width, const T* outputs, const T* targets, T grad_scale,
+                            T* loss, T* doutputs) = 0;
+
   // ---- Column blocks of row-major matrices: a model's branches take and give parts of rows ----
   // For r < rows, j < width: y[r * y_stride + j] = x[r * x_stride + j] (strides in elements).
   // x and y do not overlap.
@@ -138,6 +144,20 @@ class Backend : public virtual MemorySpace {
   virtual void EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
                                  const uint32_t* positions, const T* dy, int64_t dy_stride,
                                  T* drows) = 0;
+
+  // ---- Embedding bags: a multi-hot field's rows pooled per example ----
+  // Example b's ids are uses bags[b] .. bags[b + 1] (bags[0] = 0), and index[k] < the rows' count
+  // is use k's row. y[b * y_stride + j] = s_b * the sum of rows[index[k] * dim + j] over b's uses,
+  // in order; s_b = 1 / (its use count) when `mean` and it has uses, else 1. An empty bag gives 0.
+  virtual void EmbeddingBagForward(int batch, int dim, const T* rows, const uint32_t* index,
+                                   const uint32_t* bags, bool mean, T* y, int64_t y_stride) = 0;
+  // The rows' gradient: drows[u * dim + j] = the sum over row u's uses of s_b * dy[b * dy_stride +
+  // j], b the use's example, taken in increasing use. Row u's uses' examples are
+  // examples[offsets[u] .. offsets[u + 1]) (kernels/embedding_uses.h: BagUses). Overwrites
+  // drows; a row without uses gets 0.
+  virtual void EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
+                                    const uint32_t* examples, const uint32_t* bags, bool mean,
+                                    const T* dy, int64_t dy_stride, T* drows) = 0;
 
   // ---- DLRM's dot interaction (Naumov et al. 2019) ----
   // x is [batch, k, d]: k vectors of d per example. y is [batch, d + k(k-1)/2]: the first vector

@@ -48,10 +48,16 @@ std::string ShapeText(const Shape& shape) {
 
 // What an example holds beside categorical ids: "13 dense features and 26 categorical ids",
 // "4 dense features", "1x28x28".
-std::string InputsText(const Shape& shape, int fields) {
-  const std::string dense =
+std::string InputsText(const Shape& shape, int fields, int multi_hot) {
+  std::string text =
       shape.size() == 1 ? std::to_string(shape[0]) + " dense features" : ShapeText(shape);
-  return fields == 0 ? dense : dense + " and " + std::to_string(fields) + " categorical ids";
+  if (fields > 0)
+    text += (multi_hot > 0 ? ", " : " and ") + std::to_string(fields) + " categorical ids";
+  if (multi_hot > 0) {
+    text += " and " + std::to_string(multi_hot) +
+            (multi_hot == 1 ? " multi-hot field" : " multi-hot fields");
+  }
+  return text;
 }
 
 }  // namespace
@@ -133,8 +139,10 @@ Status Registry::CheckFits(const std::string& model, const std::string& dataset,
   if (!def->probe) return Status::Ok();
   request.model_input = builder.input_shape();
   request.model_fields = builder.categorical_fields();
+  request.model_multi_hot = builder.multi_hot_fields();
   TOWERPS_ASSIGN_OR_RETURN(const DatasetInfo info, def->probe(request));
-  if (info.example_shape != builder.input_shape() || info.fields != builder.categorical_fields()) {
+  if (info.example_shape != builder.input_shape() || info.fields != builder.categorical_fields() ||
+      info.multi_hot != builder.multi_hot_fields()) {
     std::vector<std::string> fitting;
     for (const auto& [name, other] : models_) {
       Result<ModelBuilder> b_or = DescribeModel(name);
@@ -142,28 +150,43 @@ Status Registry::CheckFits(const std::string& model, const std::string& dataset,
       const ModelBuilder& b = *b_or;
       request.model_input = b.input_shape();
       request.model_fields = b.categorical_fields();
+      request.model_multi_hot = b.multi_hot_fields();
       Result<DatasetInfo> fit = def->probe(request);
       if (fit.ok() && fit->example_shape == request.model_input &&
-          fit->fields == request.model_fields) {
+          fit->fields == request.model_fields && fit->multi_hot == request.model_multi_hot) {
         fitting.push_back(name);
       }
     }
     // "expects 1x28x28 inputs, but cifar10 examples are 3x32x32" for images, and with
     // categorical ids on either side "expects 13 dense features and 26 categorical ids per
     // example, but fashion-mnist examples hold 1x28x28".
-    const bool categorical = info.fields > 0 || builder.categorical_fields() > 0;
-    const std::string wants =
+    const bool categorical = info.fields > 0 || builder.categorical_fields() > 0 ||
+                             info.multi_hot > 0 || builder.multi_hot_fields() > 0;
+    const std::string wants = categorical
+                                  ? InputsText(builder.input_shape(), builder.categorical_fields(),
+                                               builder.multi_hot_fields()) +
+                                        " per example"
+                                  : ShapeText(builder.input_shape()) + " inputs";
+    const std::string has =
         categorical
-            ? InputsText(builder.input_shape(), builder.categorical_fields()) + " per example"
-            : ShapeText(builder.input_shape()) + " inputs";
-    const std::string has = categorical
-                                ? " examples hold " + InputsText(info.example_shape, info.fields)
-                                : " examples are " + ShapeText(info.example_shape);
+            ? " examples hold " + InputsText(info.example_shape, info.fields, info.multi_hot)
+            : " examples are " + ShapeText(info.example_shape);
     return InvalidArgumentError(
         "model " + model + " expects " + wants + ", but " + dataset + has + " (" +
         (fitting.empty() ? "choose" : "choose --model " + Join(fitting, " or ") + ", or") +
         " another --dataset)");
   }
+  const bool regression = builder.loss() == LossKind::kMeanSquaredError;
+  if (regression != info.regression) {
+    return InvalidArgumentError(
+        regression ? "model " + model + " predicts float targets (the squared error), but " +
+                         dataset + " has class labels (choose a classifier, or a dataset with " +
+                         "targets: --dataset regression, or npy with float y)"
+                   : "model " + model + " predicts classes, but " + dataset +
+                         " has float targets (choose a model with Loss(LossKind::"
+                         "kMeanSquaredError), e.g. --model regression_mlp)");
+  }
+  if (regression) return Status::Ok();
   if (builder.loss() == LossKind::kSigmoidCrossEntropy && info.num_classes > 2) {
     return InvalidArgumentError("model " + model + " predicts binary labels (one logit, sigmoid " +
                                 "loss), but " + dataset + " has " +

@@ -14,6 +14,15 @@
 #include "kernels/cpu/elementwise.h"
 
 namespace towerps::worker {
+namespace {
+
+// A tower's slice of the batch's labels; none for a regression model, whose targets are set
+// apart (TowerGroup::SetTargets).
+const int32_t* LabelsOf(const int32_t* labels, int64_t first) {
+  return labels == nullptr ? nullptr : labels + first;
+}
+
+}  // namespace
 
 // The device reduction's buffers on tower 0's device, and the towers' rendezvous.
 struct TowerGroup::DeviceReduction {
@@ -198,22 +207,31 @@ Result<StepResult> TowerGroup::Step(const float* x, const int32_t* labels, int b
                                 " towers");
   }
   const int slice = batch / size();
+  if (targets_ != nullptr) {
+    for (int k = 0; k < size(); ++k) towers_[k].model->SetTargets(targets_ + int64_t{k} * slice);
+  }
   for (size_t t = 0; t < table_rows_.size(); ++t) {
     const TableRows& rows = table_rows_[t];
     for (int k = 0; k < size(); ++k) {
       Model<float>& m = *towers_[k].model;
+      const int64_t first = int64_t{k} * slice;
+      if (rows.bags != nullptr) {  // the slice's examples' ids, wherever they start
+        m.SetTableRows(static_cast<int>(t), rows.rows, rows.unique, rows.inverse + rows.bags[first],
+                       rows.bags + first);
+        continue;
+      }
       const int64_t fields = m.table(static_cast<int>(t)).fields;
-      m.SetTableRows(static_cast<int>(t), rows.rows, rows.unique,
-                     rows.inverse + int64_t{k} * slice * fields);
+      m.SetTableRows(static_cast<int>(t), rows.rows, rows.unique, rows.inverse + first * fields);
     }
   }
   if (device_ != nullptr) return StepOnDevice(x, labels, batch, on_average);
   return StepOnHost(x, labels, batch, on_average);
 }
 
-void TowerGroup::SetTableRows(int t, const float* rows, int64_t unique, const uint32_t* inverse) {
+void TowerGroup::SetTableRows(int t, const float* rows, int64_t unique, const uint32_t* inverse,
+                              const uint32_t* bags) {
   table_rows_.resize(static_cast<size_t>(towers_[0].model->num_tables()));
-  table_rows_.at(static_cast<size_t>(t)) = {rows, unique, inverse};
+  table_rows_.at(static_cast<size_t>(t)) = {rows, unique, inverse, bags};
 }
 
 Tensor TowerGroup::TableGradient(int t) const {
@@ -255,8 +273,8 @@ Result<StepResult> TowerGroup::StepOnHost(const float* x, const int32_t* labels,
   };
   std::vector<Result<StepResult>> results(k, StepResult{});
   auto run = [&](int t) {
-    results[t] = towers_[t].model->TrainStep(x + t * slice * example_elements_, labels + t * slice,
-                                             slice, on_gradient);
+    results[t] = towers_[t].model->TrainStep(x + t * slice * example_elements_,
+                                             LabelsOf(labels, t * slice), slice, on_gradient);
   };
   if (k == 1) {
     run(0);
@@ -313,8 +331,9 @@ Result<StepResult> TowerGroup::StepOnDevice(const float* x, const int32_t* label
         report(t, v);
       }
     };
-    results[t] = towers_[t].model->TrainStep(x + t * slice * example_elements_, labels + t * slice,
-                                             slice, hook, Model<float>::GradientDelivery::kBackend);
+    results[t] =
+        towers_[t].model->TrainStep(x + t * slice * example_elements_, LabelsOf(labels, t * slice),
+                                    slice, hook, Model<float>::GradientDelivery::kBackend);
     if (!results[t].ok()) {
       MutexLock lock(&r.mu);
       r.failed = true;

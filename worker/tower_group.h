@@ -81,9 +81,14 @@ class TowerGroup {
 
   // Embedding tables (worker/model/model.h; any towers): table t's rows for the next Step, for
   // the whole batch: `unique` rows of the table's dim, and per example and field the index of
-  // its row (batch x fields entries). Each tower takes its slice's indices. Borrowed until Step
-  // returns.
-  void SetTableRows(int t, const float* rows, int64_t unique, const uint32_t* inverse);
+  // its row (batch x fields entries); an EmbeddingBag's table also gives its batch + 1 bag
+  // offsets into `inverse` (Model::SetTableRows). Each tower takes its slice's indices. Borrowed
+  // until Step returns.
+  void SetTableRows(int t, const float* rows, int64_t unique, const uint32_t* inverse,
+                    const uint32_t* bags = nullptr);
+  // A regression model's targets for the next Step, one per example of the whole batch (its
+  // labels may then be null); each tower takes its slice's. Borrowed until Step returns.
+  void SetTargets(const float* targets) { targets_ = targets; }
   // After Step: table t's row gradients averaged over the towers, in tower order, in a fresh
   // buffer from the gradient allocator (the caller may send it without a copy).
   Tensor TableGradient(int t) const;
@@ -132,8 +137,10 @@ class TowerGroup {
     const float* rows = nullptr;
     int64_t unique = 0;
     const uint32_t* inverse = nullptr;
+    const uint32_t* bags = nullptr;  // an EmbeddingBag's batch + 1 offsets
   };
   std::vector<TableRows> table_rows_;  // [table], for the next Step
+  const float* targets_ = nullptr;     // SetTargets
 };
 
 // The step's result over all towers: the mean loss and the summed counts, or the first error.

@@ -192,11 +192,13 @@ int Report(const worker::TrainingSummary& summary, const worker::TrainerOptions&
       std::snprintf(accuracy, sizeof(accuracy), "test accuracy = %.4f", summary.test_accuracy);
       const worker::EpochStats final_eval{.mean_loss = summary.test_loss,
                                           .accuracy = summary.test_accuracy,
-                                          .auc = summary.test_auc};
+                                          .auc = summary.test_auc,
+                                          .rmse = summary.test_rmse};
       // "test accuracy = 0.8877 (after ...)"; a binary model's AUC and log loss first.
-      worker::ConsoleProgress::Line(
-          (final_eval.binary() ? worker::DescribeEvaluation(final_eval) : std::string(accuracy)) +
-          line);
+      worker::ConsoleProgress::Line((final_eval.binary() || final_eval.regression()
+                                         ? worker::DescribeEvaluation(final_eval)
+                                         : std::string(accuracy)) +
+                                    line);
     }
     worker::ConsoleProgress::Line("summary: " + json);
     if (!options.worker.summary_out.empty()) {

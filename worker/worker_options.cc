@@ -108,7 +108,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
 }
 
 DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t seed,
-                                           int model_fields) const {
+                                           int model_fields, int model_multi_hot) const {
   return DataRequest{.data_dir = data_dir,
                      .train_images = train_images,
                      .train_labels = train_labels,
@@ -116,6 +116,7 @@ DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t se
                      .test_labels = test_labels,
                      .model_input = model_input,
                      .model_fields = model_fields,
+                     .model_multi_hot = model_multi_hot,
                      .seed = seed,
                      .skip_bad_lines = skip_bad_lines};
 }

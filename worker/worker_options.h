@@ -68,7 +68,8 @@ struct WorkerOptions {
   // The GPU limit of device_count: -1 when unset. kInvalidArgument for a malformed value.
   Result<int> GpuCountLimit() const;
   // What a dataset loader is given (<towerps/registry.h>).
-  DataRequest MakeDataRequest(const Shape& model_input, uint64_t seed, int model_fields = 0) const;
+  DataRequest MakeDataRequest(const Shape& model_input, uint64_t seed, int model_fields = 0,
+                              int model_multi_hot = 0) const;
   // Flags that reproduce these options (defaults omitted).
   std::vector<std::string> ToArgs() const;
 };

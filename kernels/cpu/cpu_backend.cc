@@ -216,6 +216,20 @@ void CpuBackend::SigmoidCrossEntropy(int batch, const float* logits, const int32
   }
 }
 
+void CpuBackend::SquaredError(int batch, int width, const float* outputs, const float* targets,
+                              float grad_scale, float* loss, float* doutputs) {
+  for (int b = 0; b < batch; ++b) {
+    float sum = 0.0f;
+    for (int j = 0; j < width; ++j) {
+      const int64_t i = int64_t{b} * width + j;
+      const float e = outputs[i] - targets[i];
+      sum += e * e;
+      if (doutputs != nullptr) doutputs[i] = 2.0f * e * grad_scale;
+    }
+    loss[b] = sum;
+  }
+}
+
 void CpuBackend::Axpy(int64_t n, float alpha, const float* x, float* y) {
   ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Axpy(e - b, alpha, x + b, y + b); });
 }

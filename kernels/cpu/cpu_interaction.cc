@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/embedding_uses.h"
 
 namespace towerps::kernels {
 
@@ -51,6 +52,40 @@ void CpuBackend::EmbeddingBackward(int fields, int dim, int64_t unique, const ui
         const int64_t p = positions[k];
         const float* g = dy + (p / fields) * dy_stride + (p % fields) * dim;
         for (int j = 0; j < dim; ++j) out[j] += g[j];
+      }
+    }
+  });
+}
+
+void CpuBackend::EmbeddingBagForward(int batch, int dim, const float* rows, const uint32_t* index,
+                                     const uint32_t* bags, bool mean, float* y, int64_t y_stride) {
+  ForEachRange(batch, [=](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      float* out = y + b * y_stride;
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(dim));
+      for (uint32_t k = bags[b]; k < bags[b + 1]; ++k) {
+        const float* row = rows + int64_t{index[k]} * dim;
+        for (int j = 0; j < dim; ++j) out[j] += row[j];
+      }
+      if (const float s = BagScale(bags, b, mean); s != 1.0f) {
+        for (int j = 0; j < dim; ++j) out[j] *= s;
+      }
+    }
+  });
+}
+
+void CpuBackend::EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
+                                      const uint32_t* examples, const uint32_t* bags, bool mean,
+                                      const float* dy, int64_t dy_stride, float* drows) {
+  ForEachRange(unique, [=](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      float* out = drows + u * dim;
+      std::memset(out, 0, sizeof(float) * static_cast<size_t>(dim));
+      for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
+        const int64_t b = examples[k];
+        const float s = BagScale(bags, b, mean);
+        const float* g = dy + b * dy_stride;
+        for (int j = 0; j < dim; ++j) out[j] += s * g[j];
       }
     }
   });

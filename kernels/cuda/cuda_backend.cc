@@ -1,4 +1,5 @@
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_backend_impl.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -20,62 +21,16 @@
 #include "kernels/cuda/dropout.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/gpu_devices.h"
-#include "kernels/cuda/interaction.cuh"
 #include "kernels/cuda/library_check.h"
 #include "kernels/cuda/lrn.cuh"
 #include "kernels/cuda/pooling.cuh"
 #include "kernels/cuda/softmax_cross_entropy.cuh"
 
 namespace towerps::kernels {
-namespace {
 
-constexpr float kOne = 1.0f;
-constexpr float kZero = 0.0f;
-// cuDNN tensor dimensions are int; elementwise cuDNN calls go in chunks of at most this many.
-constexpr int64_t kMaxCudnnElements = int64_t{1} << 30;
-// cuBLAS workspace (NVIDIA recommends 32 MiB on Hopper), from our allocator.
-constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
-
-}  // namespace
-
-// Members are destroyed in reverse order, after ~CudaBackend has synchronised both streams with
-// the device current: the convolution plans and the descriptors, the library handles, the
-// buffers (back to the allocator), the memory space (pending copy events, the copy stream, the
-// allocator's memory), and last the compute stream everything was queued on.
-struct CudaBackend::Impl {
-  CudaBackendOptions options;
-  std::string name;
-  cuda::CudaStream stream;  // compute: every op and every copy but CopyToHostAsync
-  std::unique_ptr<cuda::DeviceSpace> memory;  // null only when Create failed to reserve it
-  cuda::DeviceBuffer cublas_workspace;
-  cuda::DeviceBuffer scratch;  // log-probabilities, the recomputed LRN output
-  cuda::CublasHandle cublas;
-  cuda::CudnnHandle cudnn;
-  cuda::TensorDescriptor tensor_a, tensor_b;  // for the non-conv ops
-  cuda::ActivationDescriptor relu, tanh, sigmoid;
-  cuda::LrnDescriptor lrn;
-  std::unique_ptr<cuda::ConvPlanner> conv;
-
-  void Enter() const { TOWERPS_CUDA_CHECK(cudaSetDevice(options.device)); }
-
-  void* Scratch(size_t bytes) {
-    TOWERPS_CHECK(scratch.Grow(bytes).ok())
-        << name << ": out of device memory for " << bytes << " bytes of scratch (raise "
-        << "--gpu-memory-fraction or lower the batch size)";
-    return scratch.data();
-  }
-
-  void ActivationForward(const cuda::ActivationDescriptor& act, int64_t n, const float* x,
-                         float* y) {
-    Enter();
-    for (int64_t at = 0; at < n; at += kMaxCudnnElements) {
-      const int len = static_cast<int>(std::min(kMaxCudnnElements, n - at));
-      cuda::SetNchwFloat(tensor_a.get(), 1, 1, 1, len);
-      TOWERPS_CUDNN_CHECK(cudnnActivationForward(cudnn.get(), act.get(), &kOne, tensor_a.get(),
-                                                 x + at, &kZero, tensor_a.get(), y + at));
-    }
-  }
-};
+using cuda_impl::kCublasWorkspaceBytes;
+using cuda_impl::kOne;
+using cuda_impl::kZero;
 
 Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOptions& options) {
   TOWERPS_RETURN_IF_ERROR(options.memory.Validate());
@@ -386,46 +341,11 @@ void CudaBackend::SigmoidCrossEntropy(int batch, const float* logits, const int3
                                   impl_->stream.get());
 }
 
-// ---- Column blocks and the dot interaction (kernels/cuda/interaction.cuh) ----
-
-void CudaBackend::CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride,
-                              float* y, int64_t y_stride) {
+void CudaBackend::SquaredError(int batch, int width, const float* outputs, const float* targets,
+                               float grad_scale, float* loss, float* doutputs) {
   impl_->Enter();
-  if (rows * width == 0) return;
-  TOWERPS_CUDA_CHECK(cudaMemcpy2DAsync(y, sizeof(float) * y_stride, x, sizeof(float) * x_stride,
-                                       sizeof(float) * width, rows, cudaMemcpyDeviceToDevice,
-                                       impl_->stream.get()));
-}
-
-void CudaBackend::AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride,
-                             float* y, int64_t y_stride) {
-  impl_->Enter();
-  cuda::LaunchAddColumns(rows, width, x, x_stride, y, y_stride, impl_->stream.get());
-}
-
-void CudaBackend::EmbeddingForward(int batch, int fields, int dim, const float* rows,
-                                   const uint32_t* index, float* y, int64_t y_stride) {
-  impl_->Enter();
-  cuda::LaunchEmbeddingForward(batch, fields, dim, rows, index, y, y_stride, impl_->stream.get());
-}
-
-void CudaBackend::EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
-                                    const uint32_t* positions, const float* dy, int64_t dy_stride,
-                                    float* drows) {
-  impl_->Enter();
-  cuda::LaunchEmbeddingBackward(fields, dim, unique, offsets, positions, dy, dy_stride, drows,
-                                impl_->stream.get());
-}
-
-void CudaBackend::DotInteractionForward(int batch, int k, int d, const float* x, float* y) {
-  impl_->Enter();
-  cuda::LaunchDotInteractionForward(batch, k, d, x, y, impl_->stream.get());
-}
-
-void CudaBackend::DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
-                                         float* dx) {
-  impl_->Enter();
-  cuda::LaunchDotInteractionBackward(batch, k, d, x, dy, dx, impl_->stream.get());
+  cuda::LaunchSquaredError(batch, width, outputs, targets, grad_scale, loss, doutputs,
+                           impl_->stream.get());
 }
 
 // ---- Elementwise helpers ----

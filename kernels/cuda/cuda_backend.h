@@ -127,6 +127,8 @@ class CudaBackend final : public Backend<float> {
   void DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) override;
   void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels,
                            float grad_scale, float* loss, float* dlogits) override;
+  void SquaredError(int batch, int width, const float* outputs, const float* targets,
+                    float grad_scale, float* loss, float* doutputs) override;
   void SigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels, float grad_scale,
                            float* loss, float* dlogits) override;
   void CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
@@ -138,6 +140,11 @@ class CudaBackend final : public Backend<float> {
   void EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
                          const uint32_t* positions, const float* dy, int64_t dy_stride,
                          float* drows) override;
+  void EmbeddingBagForward(int batch, int dim, const float* rows, const uint32_t* index,
+                           const uint32_t* bags, bool mean, float* y, int64_t y_stride) override;
+  void EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
+                            const uint32_t* examples, const uint32_t* bags, bool mean,
+                            const float* dy, int64_t dy_stride, float* drows) override;
   void DotInteractionForward(int batch, int k, int d, const float* x, float* y) override;
   void DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
                               float* dx) override;

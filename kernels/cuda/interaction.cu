@@ -69,6 +69,68 @@ void LaunchEmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t
   TOWERPS_CUDA_CHECK_LAUNCH();
 }
 
+// 1 / the bag's use count for a mean over a non-empty bag, else 1 (kernels/embedding_uses.h's
+// BagScale, on the device).
+static __device__ float bag_scale(const uint32_t* bags, int64_t b, bool mean) {
+  const uint32_t n = bags[b + 1] - bags[b];
+  return mean && n > 0 ? 1.0f / static_cast<float>(n) : 1.0f;
+}
+
+static __global__ void embedding_bag_forward_kernel(int batch, int dim, const float* rows,
+                                                    const uint32_t* index, const uint32_t* bags,
+                                                    bool mean, float* y, int64_t y_stride) {
+  const int64_t total = int64_t{batch} * dim;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = t / dim;
+    const int j = static_cast<int>(t % dim);
+    float sum = 0.0f;
+    for (uint32_t k = bags[b]; k < bags[b + 1]; ++k) sum += rows[int64_t{index[k]} * dim + j];
+    const float s = bag_scale(bags, b, mean);
+    y[b * y_stride + j] = s != 1.0f ? sum * s : sum;
+  }
+}
+
+void LaunchEmbeddingBagForward(int batch, int dim, const float* rows, const uint32_t* index,
+                               const uint32_t* bags, bool mean, float* y, int64_t y_stride,
+                               cudaStream_t stream) {
+  const int64_t total = int64_t{batch} * dim;
+  if (total == 0) return;
+  embedding_bag_forward_kernel<<<Blocks(total), kThreads, 0, stream>>>(batch, dim, rows, index,
+                                                                       bags, mean, y, y_stride);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+}
+
+static __global__ void embedding_bag_backward_kernel(int dim, int64_t unique,
+                                                     const uint32_t* offsets,
+                                                     const uint32_t* examples, const uint32_t* bags,
+                                                     bool mean, const float* dy, int64_t dy_stride,
+                                                     float* drows) {
+  const int64_t total = unique * dim;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t u = t / dim;
+    const int j = static_cast<int>(t % dim);
+    float sum = 0.0f;
+    for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
+      const int64_t b = examples[k];
+      sum += bag_scale(bags, b, mean) * dy[b * dy_stride + j];
+    }
+    drows[t] = sum;
+  }
+}
+
+void LaunchEmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
+                                const uint32_t* examples, const uint32_t* bags, bool mean,
+                                const float* dy, int64_t dy_stride, float* drows,
+                                cudaStream_t stream) {
+  const int64_t total = unique * dim;
+  if (total == 0) return;
+  embedding_bag_backward_kernel<<<Blocks(total), kThreads, 0, stream>>>(
+      dim, unique, offsets, examples, bags, mean, dy, dy_stride, drows);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+}
+
 // Output p of an example: p < d copies x_0; otherwise pair q = p - d is (i, j), j < i, with
 // q = i(i-1)/2 + j.
 static __global__ void dot_interaction_forward_kernel(int batch, int k, int d, const float* x,

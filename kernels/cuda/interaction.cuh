@@ -24,6 +24,17 @@ void LaunchEmbeddingForward(int batch, int fields, int dim, const float* rows,
 void LaunchEmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
                              const uint32_t* positions, const float* dy, int64_t dy_stride,
                              float* drows, cudaStream_t stream);
+// Backend::EmbeddingBagForward: one thread per element of y's [batch, dim] block, summing the
+// example's uses in order.
+void LaunchEmbeddingBagForward(int batch, int dim, const float* rows, const uint32_t* index,
+                               const uint32_t* bags, bool mean, float* y, int64_t y_stride,
+                               cudaStream_t stream);
+// Backend::EmbeddingBagBackward: one thread per element of drows, summing the row's uses in
+// order.
+void LaunchEmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
+                                const uint32_t* examples, const uint32_t* bags, bool mean,
+                                const float* dy, int64_t dy_stride, float* drows,
+                                cudaStream_t stream);
 // Backend::DotInteractionForward: x [batch, k, d], y [batch, d + k(k-1)/2].
 void LaunchDotInteractionForward(int batch, int k, int d, const float* x, float* y,
                                  cudaStream_t stream);

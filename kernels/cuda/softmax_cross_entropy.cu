@@ -53,4 +53,27 @@ void LaunchSigmoidCrossEntropy(int batch, const float* logits, const int32_t* la
   TOWERPS_CUDA_CHECK_LAUNCH();
 }
 
+static __global__ void squared_error_kernel(int batch, int width, const float* outputs,
+                                            const float* targets, float grad_scale, float* loss,
+                                            float* doutputs) {
+  for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < batch; b += gridDim.x * blockDim.x) {
+    float sum = 0.0f;
+    for (int j = 0; j < width; ++j) {
+      const int64_t i = int64_t{b} * width + j;
+      const float e = outputs[i] - targets[i];
+      sum += e * e;
+      if (doutputs != nullptr) doutputs[i] = 2.0f * e * grad_scale;
+    }
+    loss[b] = sum;
+  }
+}
+
+void LaunchSquaredError(int batch, int width, const float* outputs, const float* targets,
+                        float grad_scale, float* loss, float* doutputs, cudaStream_t stream) {
+  if (batch == 0) return;
+  squared_error_kernel<<<Blocks(batch), kThreads, 0, stream>>>(batch, width, outputs, targets,
+                                                               grad_scale, loss, doutputs);
+  TOWERPS_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace towerps::kernels::cuda

@@ -1,7 +1,8 @@
 // The losses on the GPU. Softmax: the loss and gradient half of Backend::SoftmaxCrossEntropy;
 // the CUDA backend computes log-softmax with cuDNN (CUDNN_SOFTMAX_LOG, accurate) into a scratch
 // buffer, and this kernel turns it into the per-example loss and, optionally, the gradient.
-// Sigmoid: Backend::SigmoidCrossEntropy whole, one thread per example.
+// Sigmoid: Backend::SigmoidCrossEntropy whole, one thread per example; the squared error
+// (Backend::SquaredError, regression) likewise.
 // Launcher only; device pointers, borrowed; queued on `stream`; the launch is checked.
 #ifndef TOWERPS_KERNELS_CUDA_SOFTMAX_CROSS_ENTROPY_CUH_
 #define TOWERPS_KERNELS_CUDA_SOFTMAX_CROSS_ENTROPY_CUH_
@@ -25,6 +26,11 @@ void LaunchSoftmaxCrossEntropyFromLogProbs(int batch, int classes, const float* 
 // = (sigmoid(z) - label) * grad_scale.
 void LaunchSigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels,
                                float grad_scale, float* loss, float* dlogits, cudaStream_t stream);
+
+// outputs, targets [batch, width]: loss[b] = the sum over j of (outputs - targets)^2, in order;
+// doutputs (null: skipped; may alias outputs) = 2 (outputs - targets) * grad_scale.
+void LaunchSquaredError(int batch, int width, const float* outputs, const float* targets,
+                        float grad_scale, float* loss, float* doutputs, cudaStream_t stream);
 
 }  // namespace towerps::kernels::cuda
 

@@ -104,6 +104,18 @@ class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
                            T* dlogits) override {
     reference::SigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits);
   }
+  void SquaredError(int batch, int width, const T* outputs, const T* targets, T grad_scale, T* loss,
+                    T* doutputs) override {
+    for (int64_t b = 0; b < batch; ++b) {
+      double sum = 0;
+      for (int64_t j = 0; j < width; ++j) {
+        const double e = static_cast<double>(outputs[b * width + j]) - targets[b * width + j];
+        sum += e * e;
+        if (doutputs != nullptr) doutputs[b * width + j] = static_cast<T>(2 * e * grad_scale);
+      }
+      loss[b] = static_cast<T>(sum);
+    }
+  }
   void CopyColumns(int64_t rows, int64_t width, const T* x, int64_t x_stride, T* y,
                    int64_t y_stride) override {
     for (int64_t r = 0; r < rows; ++r) {
@@ -133,6 +145,32 @@ class ReferenceBackend final : public Backend<T>, public HostMemorySpace {
         for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
           const int64_t p = positions[k];
           sum += dy[(p / fields) * dy_stride + (p % fields) * dim + j];
+        }
+        drows[u * dim + j] = static_cast<T>(sum);
+      }
+    }
+  }
+  void EmbeddingBagForward(int batch, int dim, const T* rows, const uint32_t* index,
+                           const uint32_t* bags, bool mean, T* y, int64_t y_stride) override {
+    for (int64_t b = 0; b < batch; ++b) {
+      const uint32_t n = bags[b + 1] - bags[b];
+      for (int j = 0; j < dim; ++j) {
+        double sum = 0;
+        for (uint32_t k = bags[b]; k < bags[b + 1]; ++k) sum += rows[int64_t{index[k]} * dim + j];
+        y[b * y_stride + j] = static_cast<T>(mean && n > 0 ? sum / n : sum);
+      }
+    }
+  }
+  void EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
+                            const uint32_t* examples, const uint32_t* bags, bool mean, const T* dy,
+                            int64_t dy_stride, T* drows) override {
+    for (int64_t u = 0; u < unique; ++u) {
+      for (int j = 0; j < dim; ++j) {
+        double sum = 0;
+        for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
+          const int64_t b = examples[k];
+          const uint32_t n = bags[b + 1] - bags[b];
+          sum += (mean ? 1.0 / n : 1.0) * dy[b * dy_stride + j];
         }
         drows[u * dim + j] = static_cast<T>(sum);
       }

@@ -4,6 +4,7 @@
 // each against the float64 reference. Same fixture and backends as backend_conformance_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -47,6 +48,31 @@ TEST_P(RecommendationOpsConformanceTest, SigmoidCrossEntropy) {
     backend_->SigmoidCrossEntropy(batch, lb.data(), lab.data(), scale, loss2.data(), lb.data());
     EXPECT_TRUE(AllClose(Get(lb), dl_ref, 1e-5, 1e-7)) << "gradient over the logits";
   }
+}
+
+// Regression's loss: several outputs per example, with and without the gradient, and the
+// gradient written over the outputs.
+TEST_P(RecommendationOpsConformanceTest, SquaredError) {
+  const int batch = 1031, width = 3;
+  const auto outputs = RandomFloats(batch * width, rng_, 4.0f);
+  const auto targets = RandomFloats(batch * width, rng_, 4.0f);
+  ASSERT_OK_AND_ASSIGN(auto ob, Put(outputs));
+  ASSERT_OK_AND_ASSIGN(auto tb, Put(targets));
+  ASSERT_OK_AND_ASSIGN(auto loss, Filled(batch, 9.0f));
+  ASSERT_OK_AND_ASSIGN(auto grad, Filled(batch * width, 9.0f));
+  const float scale = 1.0f / batch;
+  backend_->SquaredError(batch, width, ob.data(), tb.data(), scale, loss.data(), grad.data());
+  std::vector<double> loss_ref(batch), grad_ref(batch * width);
+  ref_.SquaredError(batch, width, ToDouble(outputs).data(), ToDouble(targets).data(), scale,
+                    loss_ref.data(), grad_ref.data());
+  ASSERT_TRUE(AnyNonZero(grad_ref));
+  EXPECT_TRUE(AllClose(Get(loss), loss_ref, 1e-5, 1e-6)) << "loss";
+  EXPECT_TRUE(AllClose(Get(grad), grad_ref, 1e-5, 1e-7)) << "gradient";
+  ASSERT_OK_AND_ASSIGN(auto loss2, Filled(batch, 9.0f));
+  backend_->SquaredError(batch, width, ob.data(), tb.data(), scale, loss2.data(), nullptr);
+  EXPECT_EQ(Get(loss2), Get(loss));
+  backend_->SquaredError(batch, width, ob.data(), tb.data(), scale, loss2.data(), ob.data());
+  EXPECT_TRUE(AllClose(Get(ob), grad_ref, 1e-5, 1e-7)) << "gradient over the outputs";
 }
 
 TEST_P(RecommendationOpsConformanceTest, ColumnBlocks) {
@@ -111,6 +137,61 @@ TEST_P(RecommendationOpsConformanceTest, Embedding) {
   backend_->EmbeddingBackward(fields, dim, unique, ob.data(), pb.data(), dyb.data() + offset,
                               stride, again.data());
   EXPECT_EQ(Get(again), Get(drows));
+}
+
+// Multi-hot bags of 0 to 9 ids (empty bags and ids repeated within a bag among them), summed
+// and averaged, at a column offset of wider rows; BagUses' order checked on the way.
+TEST_P(RecommendationOpsConformanceTest, EmbeddingBag) {
+  const int batch = 71, dim = 9;
+  const int64_t unique = 30, stride = 20, offset = 4;
+  std::vector<uint32_t> bags = {0};
+  for (int b = 0; b < batch; ++b) bags.push_back(bags.back() + testing::RandomInt(rng_, 0, 9));
+  bags[5] = bags[4];  // example 4's bag is empty, whatever the draw
+  for (size_t b = 5; b < bags.size(); ++b) bags[b] = std::max(bags[b], bags[b - 1]);
+  std::vector<uint32_t> index(bags.back());
+  for (uint32_t& i : index) i = testing::RandomInt(rng_, 0, unique - 2);  // the last: unused
+  std::vector<uint32_t> offsets, examples;
+  kernels::BagUses(index.data(), bags.data(), batch, unique, &offsets, &examples);
+  ASSERT_EQ(offsets.back(), index.size());
+  for (int64_t u = 0; u < unique; ++u) {
+    for (uint32_t k = offsets[u]; k < offsets[u + 1]; ++k) {
+      if (k > offsets[u]) {
+        EXPECT_LE(examples[k - 1], examples[k]);
+      }
+    }
+  }
+  const auto rows = RandomFloats(unique * dim, rng_), dy = RandomFloats(batch * stride, rng_);
+  ASSERT_OK_AND_ASSIGN(auto rb, Put(rows));
+  ASSERT_OK_AND_ASSIGN(auto ib, Put(index));
+  ASSERT_OK_AND_ASSIGN(auto bb, Put(bags));
+  ASSERT_OK_AND_ASSIGN(auto ob, Put(offsets));
+  ASSERT_OK_AND_ASSIGN(auto eb, Put(examples));
+  ASSERT_OK_AND_ASSIGN(auto dyb, Put(dy));
+  for (const bool mean : {false, true}) {
+    SCOPED_TRACE(mean ? "mean" : "sum");
+    ASSERT_OK_AND_ASSIGN(auto y, Filled(batch * stride, 9.0f));
+    ASSERT_OK_AND_ASSIGN(auto drows, Filled(unique * dim, 9.0f));
+    backend_->EmbeddingBagForward(batch, dim, rb.data(), ib.data(), bb.data(), mean,
+                                  y.data() + offset, stride);
+    backend_->EmbeddingBagBackward(dim, unique, ob.data(), eb.data(), bb.data(), mean,
+                                   dyb.data() + offset, stride, drows.data());
+    std::vector<double> y_ref(batch * stride, 9.0), drows_ref(unique * dim);
+    ref_.EmbeddingBagForward(batch, dim, ToDouble(rows).data(), index.data(), bags.data(), mean,
+                             y_ref.data() + offset, stride);
+    ref_.EmbeddingBagBackward(dim, unique, offsets.data(), examples.data(), bags.data(), mean,
+                              ToDouble(dy).data() + offset, stride, drows_ref.data());
+    ASSERT_TRUE(AnyNonZero(drows_ref));
+    EXPECT_TRUE(AllClose(Get(y), y_ref, 1e-5, 1e-6)) << "forward";
+    EXPECT_TRUE(AllClose(Get(drows), drows_ref, 1e-5, 1e-6)) << "backward";
+    for (int j = 0; j < dim; ++j) {
+      EXPECT_EQ(Get(y)[4 * stride + offset + j], 0.0f) << "the empty bag";
+      EXPECT_EQ(Get(drows)[(unique - 1) * dim + j], 0.0f) << "the unused row";
+    }
+    ASSERT_OK_AND_ASSIGN(auto again, Filled(unique * dim, 1.0f));
+    backend_->EmbeddingBagBackward(dim, unique, ob.data(), eb.data(), bb.data(), mean,
+                                   dyb.data() + offset, stride, again.data());
+    EXPECT_EQ(Get(again), Get(drows)) << "the sums' order is fixed";
+  }
 }
 
 TEST_P(RecommendationOpsConformanceTest, DotInteraction) {

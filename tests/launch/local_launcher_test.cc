@@ -191,8 +191,7 @@ TEST_F(LauncherTest, AModelThatDoesNotFitTheDataIsRejectedBeforeAnyProcessStarts
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_EQ(q->Wait(Deadline::After(seconds(20))), std::optional<int>(2));
   EXPECT_NE(Output().find("unknown model 'nope' (known: mlp, cnn, cifar10, resnet20, embed-mlp, "
-                          "ctr_mlp, dlrm_small, "
-                          "wide_deep)"),
+                          "bag-mlp, ctr_mlp, dlrm_small, wide_deep, regression_mlp)"),
             std::string::npos)
       << Output();
 }

@@ -279,6 +279,14 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     if (dlogits) F(dlogits, batch, "dlogits");
     cpu_->SigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits);
   }
+  void SquaredError(int batch, int width, const float* outputs, const float* targets,
+                    float grad_scale, float* loss, float* doutputs) override {
+    F(outputs, int64_t{batch} * width, "outputs");
+    F(targets, int64_t{batch} * width, "targets");
+    F(loss, batch, "loss");
+    if (doutputs) F(doutputs, int64_t{batch} * width, "doutputs");
+    cpu_->SquaredError(batch, width, outputs, targets, grad_scale, loss, doutputs);
+  }
   void CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
                    int64_t y_stride) override {
     Columns(rows, width, x, x_stride, y, y_stride);
@@ -301,6 +309,19 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     Check(offsets, sizeof(uint32_t) * (unique + 1), "offsets");
     F(drows, unique * dim, "drows");
     cpu_->EmbeddingBackward(fields, dim, unique, offsets, positions, dy, dy_stride, drows);
+  }
+  void EmbeddingBagForward(int batch, int dim, const float* rows, const uint32_t* index,
+                           const uint32_t* bags, bool mean, float* y, int64_t y_stride) override {
+    Check(bags, sizeof(uint32_t) * (batch + 1), "bags");
+    if (batch > 0) F(y, (batch - 1) * y_stride + dim, "y");
+    cpu_->EmbeddingBagForward(batch, dim, rows, index, bags, mean, y, y_stride);
+  }
+  void EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
+                            const uint32_t* examples, const uint32_t* bags, bool mean,
+                            const float* dy, int64_t dy_stride, float* drows) override {
+    Check(offsets, sizeof(uint32_t) * (unique + 1), "offsets");
+    F(drows, unique * dim, "drows");
+    cpu_->EmbeddingBagBackward(dim, unique, offsets, examples, bags, mean, dy, dy_stride, drows);
   }
   void DotInteractionForward(int batch, int k, int d, const float* x, float* y) override {
     F(x, int64_t{batch} * k * d, "x");

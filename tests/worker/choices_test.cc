@@ -79,9 +79,33 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
   EXPECT_OK(r.CheckFits("resnet20", "cifar10", cifar));
   for (const std::string& model : worker::ZooModelNames()) {
     if (worker::ZooModel(model)->categorical_fields() > 0) continue;  // categorical ids: below
+    if (worker::ZooModel(model)->num_classes() == 0) continue;        // regression: below
     EXPECT_OK(r.CheckFits(model, "synthetic", {}));                   // made in the model's shape
   }
+  // Float targets and class labels do not mix, either way.
+  EXPECT_OK(r.CheckFits("regression_mlp", "regression", {}));
+  s = r.CheckFits("regression_mlp", "synthetic", {});
+  EXPECT_NE(s.message().find("model regression_mlp predicts float targets (the squared error), "
+                             "but synthetic has class labels"),
+            std::string::npos)
+      << s.message();
+  Registry with_classifier = StockRegistry();
+  ASSERT_OK(with_classifier.AddModel("clf16", {.summary = "", .build = [] {
+                                                 ModelBuilder b({16});
+                                                 b.Dense("logits", 3);
+                                                 return b;
+                                               }}));
+  s = with_classifier.CheckFits("clf16", "regression", {});
+  EXPECT_NE(s.message().find("model clf16 predicts classes, but regression has float targets"),
+            std::string::npos)
+      << s.message();
   EXPECT_OK(r.CheckFits("embed-mlp", "categorical", {}));  // as many fields as the model's
+  EXPECT_OK(r.CheckFits("bag-mlp", "categorical", {}));    // multi-hot fields too
+  s = r.CheckFits("bag-mlp", "synthetic", {});
+  EXPECT_NE(s.message().find("expects 4 dense features, 8 categorical ids and 1 multi-hot "
+                             "field per example, but synthetic examples hold 4 dense features"),
+            std::string::npos)
+      << s.message();
   s = r.CheckFits("embed-mlp", "synthetic", {});
   EXPECT_NE(s.message().find("expects 4 dense features and 8 categorical ids per example, but "
                              "synthetic examples hold 4 dense features (choose --model mlp, cnn"),
@@ -120,7 +144,7 @@ TEST(ChoicesTest, ModelsAndDatasetsAreMatchedByShape) {
             "--dataset cifar10 needs --data-dir with data_batch_*.bin and test_batch.bin");
   EXPECT_EQ(r.CheckFits("mlp", "nope", {}).message(),
             "unknown dataset 'nope' (known: fashion-mnist, idx, cifar10, npy, criteo, categorical, "
-            "synthetic)");
+            "regression, synthetic)");
   std::filesystem::remove_all(dir);
 }
 

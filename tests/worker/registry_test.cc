@@ -59,10 +59,11 @@ TEST(RegistryTest, ChecksShapesAndClassesOfUserEntries) {
 TEST(RegistryTest, StockRegistryHasTheZooAndTheStockDatasets) {
   const Registry r = StockRegistry();
   EXPECT_EQ(r.ModelNames(),
-            (std::vector<std::string>{"mlp", "cnn", "cifar10", "resnet20", "embed-mlp", "ctr_mlp",
-                                      "dlrm_small", "wide_deep"}));
-  EXPECT_EQ(r.DatasetNames(), (std::vector<std::string>{"fashion-mnist", "idx", "cifar10", "npy",
-                                                        "criteo", "categorical", "synthetic"}));
+            (std::vector<std::string>{"mlp", "cnn", "cifar10", "resnet20", "embed-mlp", "bag-mlp",
+                                      "ctr_mlp", "dlrm_small", "wide_deep", "regression_mlp"}));
+  EXPECT_EQ(r.DatasetNames(),
+            (std::vector<std::string>{"fashion-mnist", "idx", "cifar10", "npy", "criteo",
+                                      "categorical", "regression", "synthetic"}));
 }
 
 }  // namespace

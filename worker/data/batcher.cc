@@ -15,7 +15,9 @@ uint64_t Mix(uint64_t a, uint64_t b) {
 
 }  // namespace
 
-std::vector<uint64_t> TableIds(const Batch& batch, int field_offset, int fields) {
+std::vector<uint64_t> TableIds(const Batch& batch, const TableInput& input) {
+  if (input.bag >= 0) return batch.bags.at(static_cast<size_t>(input.bag)).ids;
+  const int field_offset = input.field_offset, fields = input.fields;
   const size_t all = batch.ids.size() / static_cast<size_t>(std::max(batch.size, 1));
   std::vector<uint64_t> ids(static_cast<size_t>(batch.size) * static_cast<size_t>(fields));
   for (int b = 0; b < batch.size; ++b) {
@@ -23,6 +25,10 @@ std::vector<uint64_t> TableIds(const Batch& batch, int field_offset, int fields)
                 ids.begin() + static_cast<ptrdiff_t>(b) * fields);
   }
   return ids;
+}
+
+const uint32_t* BagOffsets(const Batch& batch, const TableInput& input) {
+  return input.bag >= 0 ? batch.bags.at(static_cast<size_t>(input.bag)).offsets.data() : nullptr;
 }
 
 int64_t NormalizationChannels(const Shape& example_shape) {
@@ -136,8 +142,14 @@ bool Batcher::Next(Batch* batch) {
   const size_t n = std::min(left, want);
   batch->size = static_cast<int>(n);
   batch->x.resize(n * static_cast<size_t>(NumElements(out_shape_)));
-  batch->labels.resize(n);
+  batch->labels.resize(data_->regression() ? 0 : n);
+  batch->targets.resize(data_->regression() ? n : 0);
   batch->ids.resize(n * static_cast<size_t>(data_->fields));
+  batch->bags.resize(data_->multi_hot.size());
+  for (Batch::Bag& bag : batch->bags) {
+    bag.offsets.assign(1, 0);
+    bag.ids.clear();
+  }
   const int64_t bytes = data_->example_size() * (data_->is_float() ? 4 : 1);
   const char* base = data_->is_float() ? reinterpret_cast<const char*>(data_->values.data())
                                        : reinterpret_cast<const char*>(data_->pixels.data());
@@ -181,11 +193,24 @@ void ConvertFeatures(const V* src, int64_t n, const float* scale, const float* s
 
 void Batcher::Fill(int64_t example, int64_t slot, Batch* batch) const {
   FillValues(example, batch->x.data() + slot * NumElements(out_shape_));
-  batch->labels[static_cast<size_t>(slot)] = data_->labels[static_cast<size_t>(example)];
+  if (data_->regression()) {
+    batch->targets[static_cast<size_t>(slot)] = data_->targets[static_cast<size_t>(example)];
+  } else {
+    batch->labels[static_cast<size_t>(slot)] = data_->labels[static_cast<size_t>(example)];
+  }
   const auto fields = static_cast<size_t>(data_->fields);
   std::copy_n(data_->ids.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(example) * fields),
               fields,
               batch->ids.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(slot) * fields));
+  // Slots are filled in order: each example's multi-hot ids follow the previous one's.
+  for (size_t m = 0; m < data_->multi_hot.size(); ++m) {
+    const MultiHotField& field = data_->multi_hot[m];
+    Batch::Bag& bag = batch->bags[m];
+    const auto e = static_cast<size_t>(example);
+    bag.ids.insert(bag.ids.end(), field.ids.begin() + static_cast<ptrdiff_t>(field.offsets[e]),
+                   field.ids.begin() + static_cast<ptrdiff_t>(field.offsets[e + 1]));
+    bag.offsets.push_back(static_cast<uint32_t>(bag.ids.size()));
+  }
 }
 
 void Batcher::FillValues(int64_t example, float* dst) const {

@@ -7,7 +7,8 @@
 //  - Normalization: x = (v - mean[c]) / stddev[c], v being pixel / 255 or the float value, and
 //    c the channel of an image [c, h, w], or the feature of a vector [features] (a tabular
 //    set's features differ in scale; one mean for all of them would leave them so).
-//  - Categorical ids (Dataset::fields per example) travel with their example, as they are.
+//  - Categorical ids (Dataset::fields per example) and multi-hot fields (Dataset::multi_hot)
+//    travel with their example, as they are.
 //  - Cropping: crop_h x crop_w windows; random offsets and horizontal flips (the TensorFlow
 //    CIFAR-10 tutorial's training distortions) when random_crop_flip, else the center crop. The
 //    random choices are drawn from (seed, epoch, example), so they do not depend on sharding.
@@ -43,13 +44,32 @@ struct BatcherOptions {
 struct Batch {
   int size = 0;
   std::vector<float> x;         // size * NumElements(example_shape), NCHW
-  std::vector<int32_t> labels;  // size
+  std::vector<int32_t> labels;  // size; empty for a regression dataset, which fills
+  std::vector<float> targets;   // size
   std::vector<uint64_t> ids;    // size * Dataset::fields: each example's categorical ids
+  // Per multi-hot field: example b's ids are ids[offsets[b] .. offsets[b + 1]), size + 1
+  // offsets from 0.
+  struct Bag {
+    std::vector<uint32_t> offsets;
+    std::vector<uint64_t> ids;
+  };
+  std::vector<Bag> bags;
 };
 
-// The ids of fields [field_offset, field_offset + fields) of every example of `batch`, example
-// after example (`fields` per example): what one embedding table looks up.
-std::vector<uint64_t> TableIds(const Batch& batch, int field_offset, int fields);
+// Where one embedding table's ids are in a batch (Model::table_field_offset and table_bag): the
+// one-hot fields [field_offset, field_offset + fields) of every example, or, when bag >= 0,
+// multi-hot field `bag`.
+struct TableInput {
+  int field_offset = 0, fields = 1;
+  int bag = -1;
+};
+
+// What that table looks up in `batch`: its one-hot ids example after example (`fields` per
+// example), or the multi-hot field's ids as they are (Batch::Bag::offsets says whose).
+std::vector<uint64_t> TableIds(const Batch& batch, const TableInput& input);
+// A multi-hot field's batch + 1 offsets into TableIds (Model::SetTableRows's `bags`); nullptr
+// for one-hot tables. Valid while `batch` is unchanged.
+const uint32_t* BagOffsets(const Batch& batch, const TableInput& input);
 
 // The channels normalization has statistics for: an image's [c, h, w] c, a vector's [features]
 // each feature.

@@ -22,12 +22,13 @@ float Hidden(uint64_t key, uint64_t a, uint64_t b) {
 
 Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& o) {
   if (o.size < 1 || o.fields < 1 || o.vocabulary < 1 || o.dense < 1 || o.num_classes < 1 ||
-      !(o.zipf_exponent > 0)) {
-    return InvalidArgumentError("categorical data needs a positive size (" +
-                                std::to_string(o.size) + "), fields (" + std::to_string(o.fields) +
-                                "), vocabulary (" + std::to_string(o.vocabulary) +
-                                "), dense features (" + std::to_string(o.dense) + "), classes (" +
-                                std::to_string(o.num_classes) + ") and Zipf exponent");
+      !(o.zipf_exponent > 0) || o.multi_hot < 0 || o.max_bag < 0) {
+    return InvalidArgumentError(
+        "categorical data needs a positive size (" + std::to_string(o.size) + "), fields (" +
+        std::to_string(o.fields) + "), vocabulary (" + std::to_string(o.vocabulary) +
+        "), dense features (" + std::to_string(o.dense) + "), classes (" +
+        std::to_string(o.num_classes) + ") and Zipf exponent, and no negative multi-hot fields (" +
+        std::to_string(o.multi_hot) + ") or bag size (" + std::to_string(o.max_bag) + ")");
   }
   Dataset d;
   d.example_shape = {o.dense};
@@ -36,6 +37,7 @@ Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& o) {
   d.values.resize(static_cast<size_t>(o.size * o.dense));
   d.ids.resize(static_cast<size_t>(o.size * o.fields));
   d.labels.resize(static_cast<size_t>(o.size));
+  d.multi_hot.assign(static_cast<size_t>(o.multi_hot), MultiHotField{.offsets = {0}, .ids = {}});
   std::mt19937_64 rng(SplitMix64Finalize(o.seed ^ 0xca7e90ull));
   ZipfSampler zipf(o.vocabulary, o.zipf_exponent);
   std::normal_distribution<float> normal;
@@ -47,6 +49,17 @@ Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& o) {
       const uint64_t id = static_cast<uint64_t>(f * o.vocabulary + zipf.Sample(rng) - 1);
       d.ids[static_cast<size_t>(e * o.fields + f)] = id;
       for (int c = 0; c < o.num_classes; ++c) score[c] += Hidden(key, id, c);
+    }
+    for (int m = 0; m < o.multi_hot; ++m) {
+      MultiHotField& field = d.multi_hot[static_cast<size_t>(m)];
+      const auto n = static_cast<int>(rng() % static_cast<uint64_t>(o.max_bag + 1));
+      for (int i = 0; i < n; ++i) {
+        const uint64_t id =
+            static_cast<uint64_t>((o.fields + m) * o.vocabulary + zipf.Sample(rng) - 1);
+        field.ids.push_back(id);
+        for (int c = 0; c < o.num_classes; ++c) score[c] += 2.0f * Hidden(key, id, c) / n;
+      }
+      field.offsets.push_back(field.ids.size());
     }
     for (int j = 0; j < o.dense; ++j) {
       const float x = normal(rng);

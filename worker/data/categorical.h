@@ -2,11 +2,14 @@
 // embedding tables, whose labels are a known function of the features:
 //  - field f's id is f * vocabulary + k, k drawn from a Zipf law over [0, vocabulary): a few
 //    popular ids and a long tail, as in click logs;
+//  - multi-hot field m (if any) holds 0 to max_bag ids per example, drawn likewise from
+//    (fields + m) * vocabulary + k; its part of the score is twice the mean of its ids' scores;
 //  - every id carries a hidden score per class, and the dense features a hidden linear map;
 //  - an example's label is the class of the highest total score.
-// A model whose table learns each id's scores and whose layers sum them with the linear map
-// classifies every example right (the optimum is 100%), so accuracy says how much of that it
-// learned; ids of the tail that training rarely sees bound it from below that.
+// A model whose tables learn each id's scores (a multi-hot field's through a mean) and whose
+// layers sum them with the linear map classifies every example right (the optimum is 100%), so
+// accuracy says how much of that it learned; ids of the tail that training rarely sees bound it
+// from below that.
 //
 // Contract: a pure function of its options (same options, same bytes on every platform);
 // thread-safe.
@@ -23,6 +26,8 @@ namespace towerps::worker {
 struct CategoricalOptions {
   int64_t size = 20000;
   int fields = 8;
+  int multi_hot = 0;          // multi-hot fields (Dataset::multi_hot)
+  int max_bag = 6;            // ids per example of each, at most (uniform over 0..max_bag)
   int64_t vocabulary = 1000;  // ids per field
   int dense = 4;              // dense features, standard normal
   int num_classes = 4;
@@ -31,7 +36,8 @@ struct CategoricalOptions {
   uint64_t scores_seed = 1;  // the hidden scores' (the same for a job's two splits)
 };
 
-// kInvalidArgument naming a size, field count, vocabulary, feature or class count below 1.
+// kInvalidArgument naming a size, field count, vocabulary, feature or class count below 1, or
+// a negative multi-hot count or bag size.
 Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& options);
 
 }  // namespace towerps::worker

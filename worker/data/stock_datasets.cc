@@ -10,9 +10,11 @@
 #include "worker/data/categorical.h"
 #include "worker/data/cifar10_reader.h"
 #include "worker/data/criteo_reader.h"
+#include "worker/data/data_files.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/data/idx_reader.h"
-#include "worker/data/npy_reader.h"
+#include "worker/data/npy_dataset.h"
+#include "worker/data/regression.h"
 #include "worker/data/synthetic.h"
 
 namespace towerps {
@@ -25,10 +27,8 @@ bool TakesTutorialCrops(const Shape& input) {
   return input.size() == 3 && input[1] == 24 && input[2] == 24;
 }
 
-std::string Resolve(const std::string& dir, const std::string& file) {
-  if (file.empty() || file[0] == '/' || dir.empty()) return file;
-  return dir + "/" + file;
-}
+using worker::ClassCount;
+using worker::Resolve;
 
 // ---- fashion-mnist and idx -------------------------------------------------------------------
 
@@ -61,15 +61,6 @@ Result<IdxFiles> FindIdxFiles(const DataRequest& r) {
   TOWERPS_ASSIGN_OR_RETURN(f.test_labels,
                            DefaultIdxFile(r.data_dir, r.test_labels, "t10k-labels-idx1-ubyte"));
   return f;
-}
-
-// The largest label + 1 over both splits; the model must have at least that many outputs.
-int ClassCount(const DataSplits& d) {
-  int32_t top = 0;
-  for (const Dataset* s : {&d.train, &d.test}) {
-    for (int32_t l : s->labels) top = std::max(top, l);
-  }
-  return top + 1;
 }
 
 Result<DataSplits> LoadIdx(const DataRequest& r) {
@@ -164,6 +155,7 @@ Result<DatasetInfo> ProbeCifar10(const DataRequest& r) {
 worker::CategoricalOptions CategoricalFor(const DataRequest& r) {
   worker::CategoricalOptions o;
   o.fields = r.model_fields;
+  o.multi_hot = r.model_multi_hot;
   o.scores_seed = r.seed;
   return o;
 }
@@ -188,6 +180,26 @@ Result<DataSplits> LoadCategorical(const DataRequest& r) {
   return d;
 }
 
+// Targets of a hidden linear function of the model's features (a vector [F]) plus noise.
+Result<DataSplits> LoadRegression(const DataRequest& r) {
+  if (r.model_input.size() != 1) {
+    return InvalidArgumentError("--dataset regression is for models of a feature vector [F], not " +
+                                ShapeToString(r.model_input) + " (--model regression_mlp)");
+  }
+  worker::RegressionOptions o{
+      .features = static_cast<int>(r.model_input[0]), .seed = r.seed, .weights_seed = r.seed};
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train, worker::MakeRegressionDataset(o));
+  o.size = 4000;
+  o.seed = r.seed + 1;
+  TOWERPS_ASSIGN_OR_RETURN(d.test, worker::MakeRegressionDataset(o));
+  d.train.name = "regression/train";
+  d.test.name = "regression/test";
+  d.preprocessing.mean = {0.0f};  // standard normal already
+  d.preprocessing.stddev = {1.0f};
+  return d;
+}
+
 Result<DataSplits> LoadSynthetic(const DataRequest& r) {
   const bool crops = TakesTutorialCrops(r.model_input);
   worker::SyntheticOptions so;
@@ -206,134 +218,6 @@ Result<DataSplits> LoadSynthetic(const DataRequest& r) {
     d.preprocessing.random_crop_flip = true;
   }
   return d;
-}
-
-// ---- npy ---------------------------------------------------------------------------------------
-
-// [N, H, W] is one channel; [N, C, H, W] and [N, F] are taken as they are.
-Result<Shape> NpyExampleShape(const std::string& path, const Shape& shape) {
-  if (shape.size() == 3) return Shape{1, shape[1], shape[2]};
-  if (shape.size() == 4 || shape.size() == 2) return Shape(shape.begin() + 1, shape.end());
-  return InvalidArgumentError(path + ": x has shape " + ShapeToString(shape) +
-                              "; expected [N, features], [N, H, W] or [N, C, H, W]");
-}
-
-// A split's dense features: x_dense_<split>.npy (a dataset with categorical ids, its dense part
-// preprocessed already) or x_<split>.npy.
-std::string NpyDensePath(const std::string& dir, const std::string& split) {
-  const std::string dense = Resolve(dir, "x_dense_" + split + ".npy");
-  return std::ifstream(dense) ? dense : Resolve(dir, "x_" + split + ".npy");
-}
-
-// x_ids_<split>.npy, when there: integers [N, F], F categorical ids per example (int64 as
-// written; their bits are the ids).
-Status LoadNpyIds(const std::string& dir, const std::string& split, Dataset* d) {
-  const std::string path = Resolve(dir, "x_ids_" + split + ".npy");
-  if (!std::ifstream(path)) return Status::Ok();
-  TOWERPS_ASSIGN_OR_RETURN(const worker::NpyArray ids, worker::ReadNpyFile(path));
-  const Shape& s = ids.header.shape;
-  if (ids.header.kind == 'f' || s.size() != 2 || s[0] != d->size() || s[1] < 1) {
-    return InvalidArgumentError(path + ": ids must be integers [N, F] for the " +
-                                std::to_string(d->size()) + " examples, not '" + ids.header.descr +
-                                "' of shape " + ShapeToString(s));
-  }
-  d->fields = static_cast<int>(s[1]);
-  d->ids.resize(static_cast<size_t>(s[0] * s[1]));
-  for (size_t i = 0; i < d->ids.size(); ++i) {
-    d->ids[i] = static_cast<uint64_t>(worker::NpyIntegerAt(ids, static_cast<int64_t>(i)));
-  }
-  return Status::Ok();
-}
-
-Result<Dataset> LoadNpySplit(const std::string& dir, const std::string& split) {
-  const std::string xp = NpyDensePath(dir, split), yp = Resolve(dir, "y_" + split + ".npy");
-  TOWERPS_ASSIGN_OR_RETURN(worker::NpyArray x, worker::ReadNpyFile(xp));
-  TOWERPS_ASSIGN_OR_RETURN(const worker::NpyArray y, worker::ReadNpyFile(yp));
-  const worker::NpyHeader& xh = x.header;
-  const bool u8 = xh.kind == 'u' && xh.item_size == 1, f32 = xh.kind == 'f' && xh.item_size == 4;
-  if (!u8 && !f32) {
-    return InvalidArgumentError(xp + ": x has dtype '" + xh.descr +
-                                "'; save it as float32 or uint8 (x.astype(numpy.float32))");
-  }
-  if (y.header.kind == 'f' || y.header.shape.size() != 1) {
-    return InvalidArgumentError(yp + ": y must be integer labels of shape [N], not '" +
-                                y.header.descr + "' of shape " + ShapeToString(y.header.shape));
-  }
-  if (xh.shape.empty() || xh.shape[0] != y.header.shape[0]) {
-    return InvalidArgumentError(
-        xp + " holds " + (xh.shape.empty() ? "0" : std::to_string(xh.shape[0])) + " examples but " +
-        yp + " holds " + std::to_string(y.header.shape[0]) + " labels");
-  }
-  Dataset d;
-  d.name = "npy/" + split;
-  TOWERPS_ASSIGN_OR_RETURN(d.example_shape, NpyExampleShape(xp, xh.shape));
-  const int64_t n = y.header.shape[0];
-  d.labels.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t label = worker::NpyIntegerAt(y, i);
-    if (label < 0 || label >= (int64_t{1} << 24)) {
-      return InvalidArgumentError(yp + ": label " + std::to_string(label) + " of example " +
-                                  std::to_string(i) + " is not a class index in [0, 2^24)");
-    }
-    d.labels[static_cast<size_t>(i)] = static_cast<int32_t>(label);
-  }
-  if (u8) {
-    d.pixels = std::move(x.data);
-  } else {
-    d.values.resize(x.data.size() / 4);
-    std::memcpy(d.values.data(), x.data.data(), x.data.size());
-    // A NaN or an infinity would surface as a diverged loss, blaming the learning rate.
-    if (const int64_t bad = FindNonFinite(d.values.data(), static_cast<int64_t>(d.values.size()));
-        bad >= 0) {
-      const int64_t per = std::max<int64_t>(1, d.example_size());
-      return InvalidArgumentError(xp + ": example " + std::to_string(bad / per) + " holds " +
-                                  DescribeValue(d.values[static_cast<size_t>(bad)]) +
-                                  " at element " + std::to_string(bad % per) +
-                                  "; clean or drop it (numpy.isfinite(x).all(axis=...))");
-    }
-  }
-  TOWERPS_RETURN_IF_ERROR(LoadNpyIds(dir, split, &d));
-  return d;
-}
-
-Result<DataSplits> LoadNpy(const DataRequest& r) {
-  if (r.data_dir.empty()) {
-    return InvalidArgumentError(
-        "--dataset npy needs --data-dir with x_train.npy, y_train.npy, "
-        "x_test.npy and y_test.npy");
-  }
-  DataSplits d;
-  TOWERPS_ASSIGN_OR_RETURN(d.train, LoadNpySplit(r.data_dir, "train"));
-  TOWERPS_ASSIGN_OR_RETURN(d.test, LoadNpySplit(r.data_dir, "test"));
-  if (d.train.example_shape != d.test.example_shape) {
-    return InvalidArgumentError("npy: x_train examples are " +
-                                ShapeToString(d.train.example_shape) + " but x_test examples are " +
-                                ShapeToString(d.test.example_shape));
-  }
-  if (d.train.fields != d.test.fields) {
-    return InvalidArgumentError("npy: x_ids_train holds " + std::to_string(d.train.fields) +
-                                " ids per example but x_ids_test " + std::to_string(d.test.fields));
-  }
-  d.train.num_classes = d.test.num_classes = ClassCount(d);
-  if (NpyDensePath(r.data_dir, "train").ends_with("x_dense_train.npy")) {
-    d.preprocessing.mean = {0.0f};  // preprocessed already (scripts/to_npy.py criteo)
-    d.preprocessing.stddev = {1.0f};
-  }
-  return d;  // otherwise normalization: from the training set
-}
-
-Result<DatasetInfo> ProbeNpy(const DataRequest& r) {
-  if (r.data_dir.empty()) return LoadNpy(r).status();
-  const std::string xp = NpyDensePath(r.data_dir, "train");
-  TOWERPS_ASSIGN_OR_RETURN(const worker::NpyHeader h, worker::ReadNpyHeader(xp));
-  TOWERPS_ASSIGN_OR_RETURN(Shape example, NpyExampleShape(xp, h.shape));
-  int fields = 0;
-  const std::string ids = Resolve(r.data_dir, "x_ids_train.npy");
-  if (std::ifstream(ids)) {
-    TOWERPS_ASSIGN_OR_RETURN(const worker::NpyHeader ih, worker::ReadNpyHeader(ids));
-    fields = ih.shape.size() == 2 ? static_cast<int>(ih.shape[1]) : 0;
-  }
-  return DatasetInfo{.example_shape = std::move(example), .fields = fields};
 }
 
 // ---- criteo ------------------------------------------------------------------------------------
@@ -400,23 +284,36 @@ void AddStockDatasets(Registry* registry) {
   add("npy",
       {.summary = "x_train.npy, y_train.npy, x_test.npy, y_test.npy in --data-dir (x float32 or "
                   "uint8 [N, ...], y integers [N]); with categorical ids, x_ids_*.npy (integers "
-                  "[N, F]) beside x_dense_*.npy (features used as they are)",
-       .load = LoadNpy,
-       .probe = ProbeNpy});
+                  "[N, F]) beside x_dense_*.npy (features used as they are), and multi-hot "
+                  "fields as x_multi_hot<k>_ids_*.npy and x_multi_hot<k>_offsets_*.npy",
+       .load = worker::LoadNpyDataset,
+       .probe = worker::ProbeNpyDataset});
   add("criteo",
       {.summary = "Criteo click logs (train.txt, test.txt in --data-dir): 13 integer features "
                   "as log(1 + x), 26 categorical ids, click labels (--skip-bad-lines)",
        .load = LoadCriteo,
        .probe = ProbeCriteo});
   add("categorical",
-      {.summary = "seeded categorical ids (one Zipf field per table field) and 4 dense features, "
-                  "4 classes a known function of them (embedding models)",
+      {.summary = "seeded categorical ids (one Zipf field per table field, and 0-6 ids per "
+                  "multi-hot field) and 4 dense features, 4 classes a known function of them "
+                  "(embedding models)",
        .load = LoadCategorical,
        .probe = [](const DataRequest& r) -> Result<DatasetInfo> {
          if (r.model_fields < 1) return LoadCategorical(r).status();  // names what it is for
          const worker::CategoricalOptions o = CategoricalFor(r);
-         return DatasetInfo{
-             .example_shape = {o.dense}, .num_classes = o.num_classes, .fields = r.model_fields};
+         return DatasetInfo{.example_shape = {o.dense},
+                            .num_classes = o.num_classes,
+                            .fields = r.model_fields,
+                            .multi_hot = r.model_multi_hot};
+       }});
+  add("regression",
+      {.summary = "seeded features of the model's vector [F] and a float target, a hidden linear "
+                  "function of them plus noise of stddev 0.1: the best test RMSE is 0.1 "
+                  "(regression models)",
+       .load = LoadRegression,
+       .probe = [](const DataRequest& r) -> Result<DatasetInfo> {
+         if (r.model_input.size() != 1) return LoadRegression(r).status();
+         return DatasetInfo{.example_shape = r.model_input, .regression = true};
        }});
   add("synthetic",
       {.summary = "seeded random images of the model's input shape (benchmarks, tests)",

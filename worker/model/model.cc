@@ -29,7 +29,12 @@ Model<T>::Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
       }
     }
     t.offset = embedded_size_;
-    if (spec.ids_of.empty()) fields_ += spec.fields;
+    if (spec.multi_hot) {
+      t.field_offset = 0;
+      t.bag = bags_++;
+    } else if (spec.ids_of.empty()) {
+      fields_ += spec.fields;
+    }
     embedded_size_ += int64_t{spec.fields} * spec.options.dim;
     t.spec = std::move(spec);
     tables_.push_back(std::move(t));
@@ -59,6 +64,11 @@ Model<T>::Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
     TOWERPS_CHECK(outputs_per_example_ == 1)
         << "the sigmoid loss takes one logit, not " << outputs_per_example_;
     num_classes_ = 2;
+  }
+  if (regression()) {
+    TOWERPS_CHECK(outputs_per_example_ == 1)
+        << "the squared error takes one output, not " << outputs_per_example_;
+    num_classes_ = 0;
   }
   signature_ = ps::VariableListHash(specs_);
   outputs_.resize(layers_.size());
@@ -151,6 +161,12 @@ Status Model<T>::CheckBatch(const int32_t* labels, int batch) const {
   if (batch < 1) {
     return InvalidArgumentError("batch size " + std::to_string(batch) + " must be >= 1");
   }
+  if (regression()) {
+    if (targets_ == nullptr) {
+      return FailedPreconditionError("a regression model needs the batch's targets: SetTargets");
+    }
+    return Status::Ok();
+  }
   for (int b = 0; b < batch; ++b) {
     if (labels[b] < 0 || labels[b] >= num_classes_) {
       return InvalidArgumentError("label " + std::to_string(labels[b]) + " of example " +
@@ -191,6 +207,7 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
   if (host_memory_) {
     *backend_x = x;
     *backend_labels = labels;
+    backend_targets_ = targets_;
     return AssembleInput(batch, with_gradient, backend_x);
   }
   if (device_values_.empty()) {
@@ -218,6 +235,7 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
   const int64_t x_size = batch * NumElements(input_shape_);
   TOWERPS_RETURN_IF_ERROR(device_x_.EnsureSize(space, x_size));
   TOWERPS_RETURN_IF_ERROR(device_labels_.EnsureSize(space, batch));
+  if (regression()) TOWERPS_RETURN_IF_ERROR(device_targets_.EnsureSize(space, batch));
   // Values changed on the host since the last step, in forward order, from pinned memory and
   // without waiting: the step's forward is queued behind them, and the step ends by waiting for
   // the stream (the loss is read back), so the host values are not rewritten (the next pull)
@@ -230,10 +248,16 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
   }
   // The caller keeps x and labels until TrainStep/Evaluate returns, after the stream is waited.
   backend_->CopyFromHostAsync(x, static_cast<size_t>(x_size) * sizeof(T), device_x_.data());
-  backend_->CopyFromHostAsync(labels, static_cast<size_t>(batch) * sizeof(int32_t),
-                              device_labels_.data());
+  if (regression()) {
+    backend_->CopyFromHostAsync(targets_, static_cast<size_t>(batch) * sizeof(T),
+                                device_targets_.data());
+  } else {
+    backend_->CopyFromHostAsync(labels, static_cast<size_t>(batch) * sizeof(int32_t),
+                                device_labels_.data());
+  }
   *backend_x = device_x_.data();
   *backend_labels = device_labels_.data();
+  backend_targets_ = device_targets_.data();
   return AssembleInput(batch, with_gradient, backend_x);
 }
 
@@ -242,7 +266,10 @@ StepResult Model<T>::Loss(const T* logits, const int32_t* labels, const int32_t*
                           int batch, bool with_gradient) {
   T* dlogits = with_gradient ? grad_a_.data() : nullptr;
   const bool binary = loss_kind_ == LossKind::kSigmoidCrossEntropy;
-  if (binary) {
+  if (regression()) {
+    backend_->SquaredError(batch, outputs_per_example_, logits, backend_targets_, T(1) / T(batch),
+                           loss_.data(), dlogits);
+  } else if (binary) {
     backend_->SigmoidCrossEntropy(batch, logits, labels, T(1) / T(batch), loss_.data(), dlogits);
   } else {
     backend_->SoftmaxCrossEntropy(batch, num_classes_, logits, labels, T(1) / T(batch),
@@ -263,6 +290,7 @@ StepResult Model<T>::Loss(const T* logits, const int32_t* labels, const int32_t*
   r.batch = batch;
   for (int b = 0; b < batch; ++b) {
     r.loss += static_cast<double>(loss[b]);
+    if (regression()) continue;  // no classes to count
     if (binary) {
       r.correct += (host_logits[b] > T(0)) == (host_labels[b] == 1);
       continue;

@@ -70,7 +70,8 @@ class Model {
   // Takes the layers; they must chain (each input shape the previous output shape, the first's
   // the tables' rows then the dense input) and the last must output [num_classes]. Checked: the
   // factory guarantees it.
-  // With the sigmoid loss the last layer outputs [1] and num_classes() is 2.
+  // With the sigmoid loss the last layer outputs [1] and num_classes() is 2; with the squared
+  // error it outputs [1] and num_classes() is 0.
   Model(Shape input_shape, std::vector<EmbeddingSpec> tables,
         std::vector<std::unique_ptr<Layer<T>>> layers, kernels::Backend<T>* backend,
         LossKind loss = LossKind::kSoftmaxCrossEntropy);
@@ -82,8 +83,12 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const Shape& input_shape() const { return input_shape_; }  // the dense features
-  int num_classes() const { return num_classes_; }
+  int num_classes() const { return num_classes_; }           // 0 for a regression model
   LossKind loss() const { return loss_kind_; }
+  bool regression() const { return loss_kind_ == LossKind::kMeanSquaredError; }
+  // A regression model's targets for the next TrainStep or Evaluate, one per example (its labels
+  // are then ignored and may be null). Borrowed until that step returns.
+  void SetTargets(const T* targets) { targets_ = targets; }
   // Every variable the servers hold: the dense ones, then the tables.
   const std::vector<ps::VariableSpec>& variables() const { return specs_; }
   int num_variables() const { return static_cast<int>(params_.size()); }  // the dense ones
@@ -94,11 +99,17 @@ class Model {
   int table_variable(int t) const { return num_variables() + t; }
   // Where table t's ids start in an example's categorical ids, and how many it has.
   int table_field_offset(int t) const { return tables_.at(t).field_offset; }
+  // An EmbeddingBag's multi-hot field (Dataset::multi_hot's index); -1 for one-hot tables.
+  int table_bag(int t) const { return tables_.at(t).bag; }
   int categorical_fields() const { return fields_; }
+  int multi_hot_fields() const { return bags_; }
   // Table t's rows for the next TrainStep or Evaluate: `rows`, `unique` rows of the table's dim,
   // and for each example and field of the table (batch x fields entries, example after example)
-  // the index of its row in `rows`. Borrowed until that step returns.
-  void SetTableRows(int t, const T* rows, int64_t unique, const uint32_t* inverse);
+  // the index of its row in `rows`. An EmbeddingBag's table also takes `bags`, batch + 1
+  // offsets: example b's ids are inverse[bags[b] - bags[0] .. bags[b + 1] - bags[0]) (a slice
+  // of a larger batch need not start at 0). Borrowed until that step returns.
+  void SetTableRows(int t, const T* rows, int64_t unique, const uint32_t* inverse,
+                    const uint32_t* bags = nullptr);
   // After TrainStep: the gradient of the mean loss with respect to table t's rows, `unique` x dim,
   // each row's contributions summed in example order.
   const std::vector<T>& table_gradient(int t) const { return tables_.at(t).grad; }
@@ -182,14 +193,19 @@ class Model {
     const T* rows = nullptr;  // host memory, from SetTableRows
     int64_t unique = 0;
     const uint32_t* inverse = nullptr;
-    std::vector<T> grad;                       // unique x dim, host memory
-    std::vector<uint32_t> offsets, positions;  // each row's uses (kernels/embedding_uses.h)
-    // Device backends only: the rows, index and uses copied there, and the rows' gradient.
+    int bag = -1;                       // EmbeddingBag: its multi-hot field
+    const uint32_t* bags_in = nullptr;  // from SetTableRows: batch + 1, from any base
+    std::vector<uint32_t> bags;         // the same from 0
+    std::vector<T> grad;                // unique x dim, host memory
+    // Each row's uses (kernels/embedding_uses.h): positions, or for a bag the uses' examples.
+    std::vector<uint32_t> offsets, positions;
+    // Device backends only: the rows, index, bags and uses copied there, and the rows' gradient.
     kernels::BackendBuffer<T> device_rows, device_grad;
-    kernels::BackendBuffer<uint32_t> device_index, device_offsets, device_positions;
+    kernels::BackendBuffer<uint32_t> device_index, device_offsets, device_positions, device_bags;
   };
   std::vector<Table> tables_;
   int fields_ = 0;             // categorical ids per example, over every table
+  int bags_ = 0;               // multi-hot fields, one per EmbeddingBag
   int64_t embedded_size_ = 0;  // the tables' part of the first layer's input, per example
   // With tables, in the backend's memory: the first layer's input and its gradient.
   kernels::BackendBuffer<T> input_, input_grad_;
@@ -215,6 +231,9 @@ class Model {
   mutable std::vector<char> host_stale_;  // per variable: the mirror is newer than the host
   kernels::BackendBuffer<T> device_x_;
   kernels::BackendBuffer<int32_t> device_labels_;
+  const T* targets_ = nullptr;          // SetTargets
+  const T* backend_targets_ = nullptr;  // the same in the backend's memory, for the step
+  kernels::BackendBuffer<T> device_targets_;
   std::vector<T> host_logits_, host_loss_;
 };
 

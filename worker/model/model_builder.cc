@@ -103,15 +103,29 @@ ModelBuilder& ModelBuilder::EmbeddingOf(std::string name, const std::string& ids
                                         EmbeddingOptions options) {
   int fields = 0;  // building names an unknown ids_of
   for (const EmbeddingSpec& e : embeddings_) {
-    if (e.name == ids_of) fields = e.fields;
+    if (e.name == ids_of && !e.multi_hot) fields = e.fields;
   }
   embeddings_.push_back({std::move(name), fields, options, ids_of});
   return *this;
 }
 
+ModelBuilder& ModelBuilder::EmbeddingBag(std::string name, BagPooling pooling,
+                                         EmbeddingOptions options) {
+  embeddings_.push_back({std::move(name), 1, options, "", /*multi_hot=*/true, /*pooling=*/pooling});
+  return *this;
+}
+
+int ModelBuilder::multi_hot_fields() const {
+  int bags = 0;
+  for (const EmbeddingSpec& e : embeddings_) bags += e.multi_hot ? 1 : 0;
+  return bags;
+}
+
 int ModelBuilder::categorical_fields() const {
   int fields = 0;
-  for (const EmbeddingSpec& e : embeddings_) fields += e.ids_of.empty() ? e.fields : 0;
+  for (const EmbeddingSpec& e : embeddings_) {
+    fields += e.ids_of.empty() && !e.multi_hot ? e.fields : 0;
+  }
   return fields;
 }
 
@@ -138,6 +152,7 @@ int LastUnits(const std::vector<LayerSpec>& chain) {
 int ModelBuilder::output_units() const { return LastUnits(specs_); }
 
 int ModelBuilder::num_classes() const {
+  if (loss_ == LossKind::kMeanSquaredError) return 0;
   return loss_ == LossKind::kSigmoidCrossEntropy ? 2 : output_units();
 }
 

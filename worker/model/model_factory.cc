@@ -194,11 +194,12 @@ Result<int64_t> CheckEmbeddings(const std::vector<EmbeddingSpec>& tables, const 
     if (!e.ids_of.empty()) {
       const auto before = tables.begin() + (&e - tables.data());
       if (std::none_of(tables.begin(), before, [&](const EmbeddingSpec& o) {
-            return o.name == e.ids_of && o.ids_of.empty();
+            return o.name == e.ids_of && o.ids_of.empty() && !o.multi_hot;
           })) {
         return InvalidArgumentError(what + ": it takes the ids of '" + e.ids_of +
-                                    "', which is not a table with ids of its own declared "
-                                    "before it");
+                                    "', which is not a table with one-hot ids of its own "
+                                    "declared before it (EmbeddingOf does not share a "
+                                    "multi-hot field)");
       }
     }
     if (e.fields < 1) {
@@ -243,6 +244,13 @@ Result<std::unique_ptr<Model<T>>> BuildModel(const ModelBuilder& builder,
         "but its last layer '" +
         specs_.back().name + "' gives " + std::to_string(builder.output_units()) +
         " (Dense(name, 1), or LossKind::kSoftmaxCrossEntropy)");
+  }
+  if (builder.loss() == LossKind::kMeanSquaredError && builder.output_units() != 1) {
+    return InvalidArgumentError(
+        "a regression model (the squared error) ends in one output, the predicted target, but "
+        "its last layer '" +
+        specs_.back().name + "' gives " + std::to_string(builder.output_units()) +
+        " (Dense(name, 1))");
   }
   std::set<std::string> names;
   const std::vector<EmbeddingSpec>& tables = builder.embeddings();

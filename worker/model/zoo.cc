@@ -1,11 +1,14 @@
 #include "worker/model/zoo.h"
 
+#include <map>
+
 #include "towerps/registry.h"
 
 namespace towerps::worker {
 
 std::vector<std::string> ZooModelNames() {
-  return {"mlp", "cnn", "cifar10", "resnet20", "embed-mlp", "ctr_mlp", "dlrm_small", "wide_deep"};
+  return {"mlp",     "cnn",     "cifar10",    "resnet20",  "embed-mlp",
+          "bag-mlp", "ctr_mlp", "dlrm_small", "wide_deep", "regression_mlp"};
 }
 
 namespace {
@@ -111,6 +114,15 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
     b.Dense("fc1", 64).Relu().Dense("logits", 4, Init::kGlorot);
     return b;
   }
+  if (name == "bag-mlp") {
+    // embed-mlp with a multi-hot field beside its 8 one-hot ones: 0 to 6 ids per example,
+    // averaged into one row (as --dataset categorical makes its labels).
+    ModelBuilder b({4});
+    b.Embedding("embedding", 8, {.rows = 8000, .dim = 8, .init_scale = 0.05f});
+    b.EmbeddingBag("bag", BagPooling::kMean, {.rows = 0, .dim = 8, .init_scale = 0.05f});
+    b.Dense("fc1", 64).Relu().Dense("logits", 4, Init::kGlorot);
+    return b;
+  }
   if (name == "ctr_mlp") {
     // Click-through rate on Criteo's features: the 26 categorical fields' rows (dim 16, one
     // unbounded table: --dataset criteo hashes each field's values to ids of their own) beside
@@ -119,6 +131,13 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
     b.Embedding("categories", 26, {.rows = 0, .dim = 16, .init_scale = 0.05f});
     b.Dense("fc1", 256).Relu().Dense("fc2", 128).Relu().Dense("logit", 1, Init::kGlorot);
     b.Loss(LossKind::kSigmoidCrossEntropy);
+    return b;
+  }
+  if (name == "regression_mlp") {
+    // Regression on 16 features (--dataset regression, or npy with float y): one output, the
+    // predicted target, trained with the squared error and evaluated by RMSE.
+    ModelBuilder b({16});
+    b.Dense("fc1", 64).Relu().Dense("out", 1, Init::kGlorot).Loss(LossKind::kMeanSquaredError);
     return b;
   }
   if (name == "dlrm_small") return DlrmSmall();
@@ -133,18 +152,26 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
 namespace towerps {
 
 void AddZooModels(Registry* registry) {
-  const char* summaries[] = {
-      "784-256-128-10 ReLU MLP (Fashion-MNIST)",
-      "2 convolutions, 2 dense layers (Fashion-MNIST)",
-      "the TensorFlow CIFAR-10 tutorial net, with LRN (CIFAR-10 crops)",
-      "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)",
-      "8 embedding fields (dim 8) and a 64-unit MLP (--dataset categorical)",
-      "26 embedding fields (dim 16) and 13 dense features, 256-128 MLP, click logit "
-      "(--dataset criteo)",
-      "DLRM: bottom MLP 13-64-16, 26 tables of dim 16, dot interaction, top MLP 367-64-1 "
-      "(--dataset criteo)",
-      "Wide & Deep: linear over 26 fields and 13 dense features + MLP 429-256-128-1 "
-      "(--dataset criteo)",
+  const std::map<std::string, std::string> summaries = {
+      {"mlp", "784-256-128-10 ReLU MLP (Fashion-MNIST)"},
+      {"cnn", "2 convolutions, 2 dense layers (Fashion-MNIST)"},
+      {"cifar10", "the TensorFlow CIFAR-10 tutorial net, with LRN (CIFAR-10 crops)"},
+      {"resnet20", "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)"},
+      {"embed-mlp", "8 embedding fields (dim 8) and a 64-unit MLP (--dataset categorical)"},
+      {"bag-mlp",
+       "embed-mlp with a multi-hot field averaged by an EmbeddingBag (--dataset categorical)"},
+      {"ctr_mlp",
+       "26 embedding fields (dim 16) and 13 dense features, 256-128 MLP, click logit "
+       "(--dataset criteo)"},
+      {"dlrm_small",
+       "DLRM: bottom MLP 13-64-16, 26 tables of dim 16, dot interaction, top MLP 367-64-1 "
+       "(--dataset criteo)"},
+      {"wide_deep",
+       "Wide & Deep: linear over 26 fields and 13 dense features + MLP 429-256-128-1 "
+       "(--dataset criteo)"},
+      {"regression_mlp",
+       "16 features, 64-unit MLP, one output trained with the squared error (--dataset "
+       "regression)"},
   };
   // The click models train well with Adam on the dense layers and Adagrad on the tables, at a
   // constant rate (docs/PERFORMANCE.md, "Recommendation models").
@@ -160,7 +187,7 @@ void AddZooModels(Registry* registry) {
     TOWERPS_CHECK(
         registry
             ->AddModel(name,
-                       {.summary = summaries[i],
+                       {.summary = summaries.at(name),
                         .build = [name] { return *worker::ZooModel(name); },
                         .recommended = is_click ? click : std::map<std::string, std::string>{}})
             .ok())

@@ -28,8 +28,9 @@ class CheckpointTables {
       const EmbeddingSpec& spec = model.table(t);
       Table table{.saved = saved.tables.at(static_cast<size_t>(model.table_variable(t))),
                   .initial = ps::InitialRows(seed, spec.name, spec.options.init_scale),
-                  .field_offset = model.table_field_offset(t),
-                  .fields = spec.fields,
+                  .input = {.field_offset = model.table_field_offset(t),
+                            .fields = spec.fields,
+                            .bag = model.table_bag(t)},
                   .dim = spec.options.dim};
       const int64_t n = table.saved.ids.defined() ? table.saved.ids.num_elements() : 0;
       for (int64_t i = 0; i < n; ++i) table.index[table.saved.ids.u64()[i]] = i;
@@ -41,7 +42,7 @@ class CheckpointTables {
   Status Load(const Batch& batch, Model<float>& model) {
     for (size_t t = 0; t < tables_.size(); ++t) {
       Table& table = tables_[t];
-      table.unique = ps::Deduplicate(TableIds(batch, table.field_offset, table.fields), 1);
+      table.unique = ps::Deduplicate(TableIds(batch, table.input), 1);
       table.rows.resize(static_cast<size_t>(table.unique.size() * table.dim));
       for (int64_t u = 0; u < table.unique.size(); ++u) {
         const uint64_t id = table.unique.ids.u64()[u];
@@ -54,7 +55,7 @@ class CheckpointTables {
         }
       }
       model.SetTableRows(static_cast<int>(t), table.rows.data(), table.unique.size(),
-                         table.unique.inverse.data());
+                         table.unique.inverse.data(), BagOffsets(batch, table.input));
     }
     return Status::Ok();
   }
@@ -63,7 +64,7 @@ class CheckpointTables {
   struct Table {
     ps::TableRows saved;
     ps::InitialRows initial;
-    int field_offset = 0, fields = 0;
+    TableInput input;
     int64_t dim = 0;
     std::unordered_map<uint64_t, int64_t> index{};  // id -> its row in `saved`
     ps::UniqueIds unique{};
@@ -98,11 +99,12 @@ Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const 
   for (int v = 0; v < model->num_variables(); ++v) {
     TOWERPS_RETURN_IF_ERROR(model->SetVariable(v, saved.values[static_cast<size_t>(v)]));
   }
-  TOWERPS_ASSIGN_OR_RETURN(JobData data,
-                           LoadJobData(registry, job.dataset,
-                                       options.MakeDataRequest(model->input_shape(), job.seed,
-                                                               model->categorical_fields()),
-                                       job.batch_size));
+  TOWERPS_ASSIGN_OR_RETURN(
+      JobData data,
+      LoadJobData(registry, job.dataset,
+                  options.MakeDataRequest(model->input_shape(), job.seed,
+                                          model->categorical_fields(), model->multi_hot_fields()),
+                  job.batch_size));
   TOWERPS_ASSIGN_OR_RETURN(auto test, Batcher::Create(&data.test, data.test_options));
   if (test->example_shape() != model->input_shape()) {
     return InvalidArgumentError(

@@ -83,6 +83,25 @@ Result<int64_t> CheckDataFitsJob(const JobData& data, const Batcher& train,
         "model " + model_name + " expects " + ShapeToString(model.input_shape()) + " inputs, but " +
         data.train.name + " examples are " + ShapeToString(train.example_shape()));
   }
+  // The tables' ids: as many one-hot fields and multi-hot fields as the model looks up.
+  for (const Dataset* split : {&data.train, &data.test}) {
+    const auto multi_hot = static_cast<int>(split->multi_hot.size());
+    if (split->fields != model.categorical_fields() || multi_hot != model.multi_hot_fields()) {
+      return InvalidArgumentError(
+          "model " + model_name + " looks up " + std::to_string(model.categorical_fields()) +
+          " categorical ids and " + std::to_string(model.multi_hot_fields()) +
+          " multi-hot fields per example, but " + split->name + " holds " +
+          std::to_string(split->fields) + " and " + std::to_string(multi_hot));
+    }
+  }
+  for (const Dataset* split : {&data.train, &data.test}) {
+    if (split->regression() != model.regression()) {
+      return InvalidArgumentError(
+          "model " + model_name +
+          (model.regression() ? " predicts float targets, but " : " predicts classes, but ") +
+          split->name + (split->regression() ? " has float targets" : " has labels"));
+    }
+  }
   // Named by the split and the example that hold a label the model has no output for.
   for (const Dataset* split : {&data.train, &data.test}) {
     for (size_t i = 0; i < split->labels.size(); ++i) {

@@ -1,5 +1,6 @@
 #include "worker/train/local_training.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "worker/train/roc_auc.h"
@@ -16,6 +17,7 @@ Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batch
   batches.StartEpoch(epoch);
   while (batches.Next(&batch)) {
     if (prepare) TOWERPS_RETURN_IF_ERROR(prepare(batch));
+    if (model.regression()) model.SetTargets(batch.targets.data());
     // Each layer is updated as soon as backward has produced its gradient.
     TOWERPS_ASSIGN_OR_RETURN(StepResult r,
                              model.TrainStep(batch.x.data(), batch.labels.data(), batch.size,
@@ -45,6 +47,7 @@ Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
   batches.StartEpoch(0);
   while (batches.Next(&batch)) {
     if (prepare) TOWERPS_RETURN_IF_ERROR(prepare(batch));
+    if (model.regression()) model.SetTargets(batch.targets.data());
     TOWERPS_ASSIGN_OR_RETURN(StepResult r,
                              model.Evaluate(batch.x.data(), batch.labels.data(), batch.size));
     loss_sum += r.loss * r.batch;
@@ -60,12 +63,15 @@ Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
     stats.mean_loss = loss_sum / static_cast<double>(stats.examples);
     stats.accuracy = static_cast<double>(correct) / static_cast<double>(stats.examples);
   }
+  if (model.regression()) stats.rmse = std::sqrt(stats.mean_loss);
   return stats;
 }
 
 std::string DescribeEvaluation(const EpochStats& eval, const std::string& what) {
   char line[256];
-  if (eval.binary()) {
+  if (eval.regression()) {
+    std::snprintf(line, sizeof(line), "%s RMSE = %.6g", what.c_str(), eval.rmse);
+  } else if (eval.binary()) {
     std::snprintf(line, sizeof(line), "%s AUC = %.4f, %s log loss = %.4f, %s accuracy = %.4f",
                   what.c_str(), eval.auc, what.c_str(), eval.mean_loss, what.c_str(),
                   eval.accuracy);

@@ -21,11 +21,16 @@ struct EpochStats {
   // EvaluateAll of a binary model (LossKind::kSigmoidCrossEntropy): the ROC AUC of its
   // probabilities (roc_auc.h), and mean_loss is the log loss. -1 for other models.
   double auc = -1;
+  // EvaluateAll of a regression model (LossKind::kMeanSquaredError): the root of mean_loss, the
+  // mean squared error. -1 for other models.
+  double rmse = -1;
   bool binary() const { return auc != -1; }
+  bool regression() const { return rmse != -1; }
 };
 
 // "test accuracy = 0.8123, test loss = 0.5311"; for a binary model
-// "test AUC = 0.7904, test log loss = 0.4622, test accuracy = 0.7811". `what` replaces "test".
+// "test AUC = 0.7904, test log loss = 0.4622, test accuracy = 0.7811"; for a regression model
+// "test RMSE = 0.1012". `what` replaces "test".
 std::string DescribeEvaluation(const EpochStats& eval, const std::string& what = "test");
 
 // Trains on every batch of `epoch`, applying the optimizer to each layer as soon as backward has

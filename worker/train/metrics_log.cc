@@ -82,8 +82,9 @@ void MetricsLog::Train(int64_t step, int64_t epoch, double loss, double examples
 }
 
 void MetricsLog::Eval(int64_t step, int64_t epoch, const EpochStats& eval) {
-  std::vector<std::pair<std::string, double>> scalars = {{"eval/accuracy", eval.accuracy},
-                                                         {"eval/loss", eval.mean_loss}};
+  std::vector<std::pair<std::string, double>> scalars = {{"eval/loss", eval.mean_loss}};
+  if (!eval.regression()) scalars.emplace_back("eval/accuracy", eval.accuracy);
+  if (eval.regression()) scalars.emplace_back("eval/rmse", eval.rmse);
   if (eval.binary()) {
     scalars.emplace_back("eval/auc", eval.auc);
     scalars.emplace_back("eval/logloss", eval.mean_loss);
@@ -91,8 +92,9 @@ void MetricsLog::Eval(int64_t step, int64_t epoch, const EpochStats& eval) {
   WriteEvents(step, scalars);
   if (!out_.is_open()) return;
   nlohmann::ordered_json j = Line("eval", step, epoch);
-  j["test_accuracy"] = JsonNumber(eval.accuracy);
+  if (!eval.regression()) j["test_accuracy"] = JsonNumber(eval.accuracy);
   j["test_loss"] = JsonNumber(eval.mean_loss);
+  if (eval.regression()) j["test_rmse"] = JsonNumber(eval.rmse);
   if (eval.binary()) {
     j["test_auc"] = JsonNumber(eval.auc);
     j["test_logloss"] = JsonNumber(eval.mean_loss);

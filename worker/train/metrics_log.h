@@ -5,7 +5,8 @@
 // the same as TensorBoard scalars in D/worker-<rank> (common/event_writer.h): train/loss,
 // train/examples_per_sec, train/sec_per_batch, train/wait_seconds (per step, waiting for
 // parameters), train/staleness (of this worker's gradients), eval/accuracy and eval/loss, and for a
-// binary model eval/auc and eval/logloss.
+// binary model eval/auc and eval/logloss; a regression model has eval/loss and eval/rmse, no
+// accuracy.
 //
 // Contract: owned by one training thread. Writing is best effort: a file that cannot be opened
 // or written is logged once as a warning and that output stays closed; each line and event is
@@ -33,7 +34,8 @@ class MetricsLog {
   void Open(const std::string& path, const std::string& logdir, int rank);
   void Train(int64_t step, int64_t epoch, double loss, double examples_per_sec, double staleness,
              double step_seconds, double wait_seconds, double delay_seconds);
-  // test_accuracy and test_loss; for a binary model also test_auc and test_logloss (the loss).
+  // test_accuracy and test_loss; for a binary model also test_auc and test_logloss (the loss);
+  // for a regression model test_loss and test_rmse, no accuracy.
   void Eval(int64_t step, int64_t epoch, const EpochStats& eval);
 
  private:

@@ -67,8 +67,9 @@ void FinishStalenessStats(TrainingSummary* s) {
 std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank,
                         const RunRecord& run) {
   nlohmann::ordered_json j;
-  j["test_accuracy"] = JsonNumber(s.test_accuracy);
+  if (s.test_rmse == -1) j["test_accuracy"] = JsonNumber(s.test_accuracy);  // no classes else
   j["test_loss"] = JsonNumber(s.test_loss);
+  if (s.test_rmse != -1) j["test_rmse"] = JsonNumber(s.test_rmse);
   if (s.test_auc != -1) {
     j["test_auc"] = JsonNumber(s.test_auc);
     j["test_logloss"] = JsonNumber(s.test_loss);

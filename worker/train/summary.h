@@ -21,7 +21,8 @@ namespace towerps::worker {
 struct TrainingSummary {
   double test_accuracy = -1;  // chief only; -1 elsewhere
   double test_loss = 0;
-  double test_auc = -1;  // chief, binary models only (then test_loss is the log loss); else -1
+  double test_auc = -1;   // chief, binary models only (then test_loss is the log loss); else -1
+  double test_rmse = -1;  // chief, regression models only (test_loss is its square); else -1
   double final_train_loss = 0;
   double train_seconds = 0;
   double examples_per_sec = 0;  // all workers together (chief) or this worker

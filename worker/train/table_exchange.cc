@@ -14,8 +14,9 @@ TableExchange::TableExchange(ps::Client& client, const Model<float>& model,
   for (int t = 0; t < model.num_tables(); ++t) {
     Table table;
     table.variable = static_cast<uint32_t>(model.table_variable(t));
-    table.field_offset = model.table_field_offset(t);
-    table.fields = model.table(t).fields;
+    table.input = {.field_offset = model.table_field_offset(t),
+                   .fields = model.table(t).fields,
+                   .bag = model.table_bag(t)};
     tables_.push_back(std::move(table));
   }
 }
@@ -27,12 +28,15 @@ Reply TableExchange::Await(std::future<Reply>& reply) const {
 
 ps::UniqueIds TableExchange::Unique(const Table& t, const Batch& batch) const {
   // The placement is the client's once it registered (before any batch).
-  return ps::Deduplicate(TableIds(batch, t.field_offset, t.fields),
+  return ps::Deduplicate(TableIds(batch, t.input),
                          static_cast<int>(client_.placement().ChunksOf(t.variable).size()));
 }
 
 void TableExchange::Prepare(const Batch& batch) {
-  for (Table& t : tables_) t.next = Unique(t, batch);
+  for (Table& t : tables_) {
+    t.next = Unique(t, batch);
+    if (t.input.bag >= 0) t.next_bags = batch.bags.at(static_cast<size_t>(t.input.bag)).offsets;
+  }
 }
 
 void TableExchange::Pull(int64_t version, int64_t clock, bool exact) {
@@ -51,9 +55,11 @@ Result<int64_t> TableExchange::AwaitRows(TowerGroup& towers) {
     Table& t = tables_[i];
     TOWERPS_ASSIGN_OR_RETURN(t.rows, Await(t.pull));
     t.current = std::move(t.next);
+    t.current_bags.swap(t.next_bags);
     lowest = std::min(lowest, t.rows.version);
     towers.SetTableRows(static_cast<int>(i), t.rows.rows.f32(), t.current.size(),
-                        t.current.inverse.data());
+                        t.current.inverse.data(),
+                        t.input.bag >= 0 ? t.current_bags.data() : nullptr);
   }
   return lowest;
 }
@@ -134,13 +140,14 @@ Status TableExchange::LoadForEvaluation(const Batch& batch, Model<float>& model)
   std::vector<std::future<Result<ps::PulledRows>>> pulls;
   for (Table& t : tables_) {
     t.eval_ids = Unique(t, batch);
+    if (t.input.bag >= 0) t.eval_bags = batch.bags.at(static_cast<size_t>(t.input.bag)).offsets;
     pulls.push_back(client_.PullRows({.table_id = t.variable, .ids = t.eval_ids.ids}));
   }
   for (size_t i = 0; i < tables_.size(); ++i) {
     Table& t = tables_[i];
     TOWERPS_ASSIGN_OR_RETURN(t.eval_rows, Await(pulls[i]));
     model.SetTableRows(static_cast<int>(i), t.eval_rows.rows.f32(), t.eval_ids.size(),
-                       t.eval_ids.inverse.data());
+                       t.eval_ids.inverse.data(), t.input.bag >= 0 ? t.eval_bags.data() : nullptr);
   }
   return Status::Ok();
 }

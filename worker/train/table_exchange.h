@@ -71,11 +71,12 @@ class TableExchange {
 
  private:
   struct Table {
-    uint32_t variable = 0;  // the table's variable id
-    int field_offset = 0, fields = 0;
-    ps::UniqueIds current, next;               // the running batch's ids, and the prepared one's
-    ps::PulledRows rows;                       // current's rows
-    std::future<Result<ps::PulledRows>> pull;  // next's
+    uint32_t variable = 0;        // the table's variable id
+    TableInput input;             // where its ids are in a batch
+    ps::UniqueIds current, next;  // the running batch's ids, and the prepared one's
+    std::vector<uint32_t> current_bags, next_bags, eval_bags;  // an EmbeddingBag's offsets
+    ps::PulledRows rows;                                       // current's rows
+    std::future<Result<ps::PulledRows>> pull;                  // next's
     std::future<Result<ps::PushReport>> push;
     ps::UniqueIds eval_ids;
     ps::PulledRows eval_rows;

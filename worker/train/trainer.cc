@@ -103,11 +103,11 @@ class Trainer::Impl {
   Status LoadData() {
     const ps::JobConfig& job = o_.job;
     const Model<float>& m0 = towers_->model(0);
-    TOWERPS_ASSIGN_OR_RETURN(
-        data_,
-        LoadJobData(*o_.registry, job.dataset,
-                    o_.worker.MakeDataRequest(m0.input_shape(), job.seed, m0.categorical_fields()),
-                    job.batch_size));
+    TOWERPS_ASSIGN_OR_RETURN(data_, LoadJobData(*o_.registry, job.dataset,
+                                                o_.worker.MakeDataRequest(
+                                                    m0.input_shape(), job.seed,
+                                                    m0.categorical_fields(), m0.multi_hot_fields()),
+                                                job.batch_size));
     BatcherOptions train = data_.train_options;
     train.rank = o_.rank;
     train.num_workers = job.workers;
@@ -225,7 +225,7 @@ class Trainer::Impl {
                                                      : "step " + std::to_string(progress);
     TOWERPS_LOG(kInfo) << at << ": " << DescribeEvaluation(eval);
     metrics_.Eval(progress, epoch, eval);
-    console.Evaluated(progress, eval.accuracy);
+    console.Evaluated(progress, eval.regression() ? -1 : eval.accuracy);  // no classes: none
     const auto what = collapse_->Evaluated(eval.accuracy, eval.mean_loss);
     return what && divergence_->StopsOnCollapse(*what, progress);
   }
@@ -262,6 +262,7 @@ class Trainer::Impl {
     t->delay = plan_.DelaySeconds(o_.rank, iter, o_.job.seed, last_compute_);
     if (t->delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(t->delay));
     const auto compute_start = Clock::now();
+    if (!batch_.targets.empty()) towers_->SetTargets(batch_.targets.data());
     Result<StepResult> r =
         towers_->Step(batch_.x.data(), batch_.labels.data(), batch_.size,
                       [&](int v, const Tensor& average) { exchange_->Push(v, average, iter); });

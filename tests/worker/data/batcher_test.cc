@@ -1,5 +1,5 @@
-// Batcher: sharding, per-epoch shuffling, normalization, crops and flips, remainders, bad options;
-// and the synthetic dataset it is usually fed in benchmarks.
+// Batcher: sharding, per-epoch shuffling, normalization, crops and flips, remainders, bad options,
+// multi-hot fields; and the synthetic datasets it is usually fed in benchmarks.
 #include "worker/data/batcher.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <set>
 
 #include "tests/testing/status_assert.h"
+#include "worker/data/categorical.h"
 #include "worker/data/synthetic.h"
 
 namespace towerps::worker {
@@ -151,6 +152,79 @@ TEST(BatcherTest, BadOptionsNameTheValue) {
   EXPECT_NE(r.status().message().find("crop 5x5"), std::string::npos);
   r = Batcher::Create(&d, {.stddev = {0.0f}});
   EXPECT_NE(r.status().message().find("stddev"), std::string::npos);
+}
+
+// Example i of a Ramp holds i % 4 multi-hot ids, 1000 * i + j for j < i % 4: the batches' bags
+// must be their examples' own, in the shuffled order, with offsets from 0.
+TEST(BatcherTest, MultiHotFieldsTravelWithTheirExamples) {
+  Dataset d = Ramp(50, 1, 1, 1);
+  MultiHotField field{.offsets = {0}, .ids = {}};
+  for (uint64_t i = 0; i < 50; ++i) {
+    for (uint64_t j = 0; j < i % 4; ++j) field.ids.push_back(1000 * i + j);
+    field.offsets.push_back(field.ids.size());
+  }
+  d.multi_hot = {field};
+  ASSERT_OK_AND_ASSIGN(auto batcher, Batcher::Create(&d, {.batch_size = 8, .seed = 3}));
+  Batch b;
+  int batches = 0;
+  while (batcher->Next(&b)) {
+    ++batches;
+    ASSERT_EQ(b.bags.size(), 1u);
+    const Batch::Bag& bag = b.bags[0];
+    ASSERT_EQ(bag.offsets.size(), 9u);
+    EXPECT_EQ(bag.offsets[0], 0u);
+    const std::vector<int> examples = ExampleIds(b, 1);
+    for (int k = 0; k < b.size; ++k) {
+      const auto i = static_cast<uint64_t>(examples[k]);
+      ASSERT_EQ(bag.offsets[k + 1] - bag.offsets[k], i % 4) << "example " << i;
+      for (uint32_t u = bag.offsets[k]; u < bag.offsets[k + 1]; ++u) {
+        EXPECT_EQ(bag.ids[u], 1000 * i + (u - bag.offsets[k]));
+      }
+    }
+    const TableInput input{.bag = 0};
+    EXPECT_EQ(TableIds(b, input), bag.ids);
+    EXPECT_EQ(BagOffsets(b, input), bag.offsets.data());
+    EXPECT_EQ(BagOffsets(b, {}), nullptr);
+  }
+  EXPECT_EQ(batches, 6);
+}
+
+TEST(BatcherTest, MalformedMultiHotFieldsAreNamed) {
+  Dataset d = Ramp(3, 1, 1, 1);
+  d.multi_hot = {{.offsets = {0, 1, 2}, .ids = {5, 6}}};  // 3 examples need 4 offsets
+  EXPECT_NE(d.Validate().message().find("multi-hot field 0 needs 4 offsets"), std::string::npos);
+  d.multi_hot = {{.offsets = {0, 2, 1, 2}, .ids = {5, 6}}};
+  EXPECT_NE(d.Validate().message().find("example 1's ids end at 1, before they start (2)"),
+            std::string::npos);
+  d.multi_hot = {{.offsets = {0, 1, 2, 2}, .ids = {5, 6, 7}}};
+  EXPECT_NE(d.Validate().message().find("offsets end at 2 but it holds 3 ids"), std::string::npos);
+  d.multi_hot = {{.offsets = {0, 1, 2, 3}, .ids = {5, 6, 7}}};
+  EXPECT_OK(d.Validate());
+}
+
+// The categorical generator's multi-hot fields: 0 to max_bag ids each, from their own id range,
+// seeded.
+TEST(CategoricalTest, MultiHotFieldsAreSeededAndInRange) {
+  const CategoricalOptions o{.size = 500, .fields = 2, .multi_hot = 2, .vocabulary = 100};
+  ASSERT_OK_AND_ASSIGN(Dataset a, MakeCategoricalDataset(o));
+  ASSERT_OK_AND_ASSIGN(Dataset again, MakeCategoricalDataset(o));
+  EXPECT_OK(a.Validate());
+  ASSERT_EQ(a.multi_hot.size(), 2u);
+  std::set<uint64_t> lengths;
+  for (size_t m = 0; m < 2; ++m) {
+    const MultiHotField& f = a.multi_hot[m];
+    EXPECT_EQ(f.ids, again.multi_hot[m].ids);
+    for (size_t i = 0; i + 1 < f.offsets.size(); ++i)
+      lengths.insert(f.offsets[i + 1] - f.offsets[i]);
+    for (uint64_t id : f.ids) {
+      EXPECT_GE(id, (2 + m) * 100);
+      EXPECT_LT(id, (3 + m) * 100);
+    }
+  }
+  EXPECT_EQ(lengths, (std::set<uint64_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(a.labels, again.labels);
+  EXPECT_NE(MakeCategoricalDataset({.multi_hot = -1}).status().message().find("multi-hot"),
+            std::string::npos);
 }
 
 TEST(SyntheticTest, SeededAndInRange) {

@@ -203,7 +203,10 @@ TEST_F(NpyDatasetTest, MismatchesAreNamed) {
   WriteSplit("test", 4);
   Result<JobData> r = LoadJobData(registry_, "npy", Request(), 2);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("y_train.npy: y must be integer labels"), std::string::npos)
+  // Float y is a regression's targets: both splits or neither.
+  EXPECT_NE(r.status().message().find("y_train.npy holds float targets but y_test.npy integer "
+                                      "labels"),
+            std::string::npos)
       << r.status();
   WriteSplit("train", 10);
   Write(dir_.path() / "y_test.npy", NpyBytes("<i8", "(3,)", Raw(std::vector<int64_t>(3, 1))));
@@ -246,6 +249,69 @@ TEST_F(NpyDatasetTest, IdsBesideDenseFeatures) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("x_ids_test.npy: ids must be integers [N, F] for the 4 "
                                         "examples, not '<i8' of shape [5, 3]"),
+            std::string::npos)
+      << bad.status();
+}
+
+// Multi-hot fields as ids and offsets beside the examples: loaded per split, counted by the
+// probe, and offsets that do not fit are named with their files.
+TEST_F(NpyDatasetTest, MultiHotFieldsAsIdsAndOffsets) {
+  WriteSplit("train", 4);
+  WriteSplit("test", 2);
+  const auto write = [&](int k, const std::string& split, const std::vector<int64_t>& offsets,
+                         const std::vector<int64_t>& ids) {
+    const std::string base = "x_multi_hot" + std::to_string(k) + "_";
+    Write(dir_.path() / (base + "offsets_" + split + ".npy"),
+          NpyBytes("<i8", "(" + std::to_string(offsets.size()) + ",)", Raw(offsets)));
+    Write(dir_.path() / (base + "ids_" + split + ".npy"),
+          NpyBytes("<i8", "(" + std::to_string(ids.size()) + ",)", Raw(ids)));
+  };
+  write(0, "train", {0, 2, 2, 3, 5}, {7, 8, 9, 7, 1});  // example 1 has none
+  write(0, "test", {0, 1, 1}, {4});
+  write(1, "train", {0, 1, 2, 3, 4}, {1, 2, 3, 4});
+  write(1, "test", {0, 1, 2}, {5, 6});
+  ASSERT_OK_AND_ASSIGN(const DatasetInfo info, (*registry_.FindDataset("npy"))->probe(Request()));
+  EXPECT_EQ(info.multi_hot, 2);
+  ASSERT_OK_AND_ASSIGN(const DataSplits d, (*registry_.FindDataset("npy"))->load(Request()));
+  ASSERT_EQ(d.train.multi_hot.size(), 2u);
+  EXPECT_EQ(d.train.multi_hot[0].offsets, (std::vector<uint64_t>{0, 2, 2, 3, 5}));
+  EXPECT_EQ(d.train.multi_hot[0].ids, (std::vector<uint64_t>{7, 8, 9, 7, 1}));
+  EXPECT_EQ(d.test.multi_hot[1].ids, (std::vector<uint64_t>{5, 6}));
+  write(1, "test", {0, 2, 1}, {5, 6});
+  Result<DataSplits> bad = (*registry_.FindDataset("npy"))->load(Request());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("x_multi_hot1_offsets_test.npy"), std::string::npos)
+      << bad.status();
+  EXPECT_NE(bad.status().message().find("example 1's ids end at 1, before they start (2)"),
+            std::string::npos)
+      << bad.status();
+  std::filesystem::remove(dir_.path() / "x_multi_hot1_ids_test.npy");
+  bad = (*registry_.FindDataset("npy"))->load(Request());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("2 multi-hot fields"), std::string::npos) << bad.status();
+}
+
+// Float y is a regression's targets (Dataset::targets), float32 or float64; a non-finite one is
+// named.
+TEST_F(NpyDatasetTest, FloatYIsARegressionsTargets) {
+  WriteSplit("train", 4);
+  WriteSplit("test", 2);
+  Write(dir_.path() / "y_train.npy",
+        NpyBytes("<f4", "(4,)", Raw(std::vector<float>{0.5f, -1.0f, 2.25f, 0.0f})));
+  Write(dir_.path() / "y_test.npy", NpyBytes("<f8", "(2,)", Raw(std::vector<double>{1.5, -3})));
+  ASSERT_OK_AND_ASSIGN(const DatasetInfo info, (*registry_.FindDataset("npy"))->probe(Request()));
+  EXPECT_TRUE(info.regression);
+  ASSERT_OK_AND_ASSIGN(const DataSplits d, (*registry_.FindDataset("npy"))->load(Request()));
+  EXPECT_TRUE(d.train.regression());
+  EXPECT_TRUE(d.train.labels.empty());
+  EXPECT_EQ(d.train.size(), 4);
+  EXPECT_EQ(d.train.targets, (std::vector<float>{0.5f, -1.0f, 2.25f, 0.0f}));
+  EXPECT_EQ(d.test.targets, (std::vector<float>{1.5f, -3.0f}));
+  Write(dir_.path() / "y_test.npy",
+        NpyBytes("<f8", "(2,)", Raw(std::vector<double>{1.5, std::nan("")})));
+  Result<DataSplits> bad = (*registry_.FindDataset("npy"))->load(Request());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("y_test.npy: the target of example 1 is nan"),
             std::string::npos)
       << bad.status();
 }

@@ -1,5 +1,5 @@
-// Models with embedding tables (ModelBuilder::Embedding; worker/model/model.h): the tables'
-// rows in front of the dense features, checked by finite differences in double on the
+// Models with embedding tables (ModelBuilder::Embedding and EmbeddingBag; worker/model/model.h):
+// the tables' rows in front of the dense features, checked by finite differences in double on the
 // reference backend (rows repeated in a batch included), the float CPU model against that
 // reference, the variable list and signature, and the builder's checks.
 #include <gtest/gtest.h>
@@ -25,12 +25,25 @@ ModelBuilder TwoTables() {
   return b;
 }
 
+// One-hot tables beside two multi-hot fields, one summed and one averaged.
+ModelBuilder WithBags() {
+  ModelBuilder b({3});
+  b.Embedding("user", 2, {.rows = 100, .dim = 4, .init_scale = 0.5f})
+      .EmbeddingBag("watched", BagPooling::kSum, {.rows = 0, .dim = 3, .init_scale = 0.5f})
+      .EmbeddingBag("liked", BagPooling::kMean, {.rows = 0, .dim = 2, .init_scale = 0.5f})
+      .Dense("fc1", 5)
+      .Tanh()
+      .Dense("logits", 3, Init::kGlorot);
+  return b;
+}
+
 // A batch's tables: each table's rows for `unique` distinct ids, and per example and field the
-// row it uses (repeats on purpose: the gradient of a shared row sums its uses).
+// row it uses (repeats on purpose: the gradient of a shared row sums its uses). A bag table's
+// examples use 0 to 4 rows each, example 1 none.
 template <typename T>
 struct TableInputs {
   std::vector<std::vector<T>> rows;
-  std::vector<std::vector<uint32_t>> inverse;
+  std::vector<std::vector<uint32_t>> inverse, bags;
   std::vector<int64_t> unique;
 
   TableInputs(const Model<T>& model, int batch, std::mt19937& rng) {
@@ -40,13 +53,24 @@ struct TableInputs {
       unique.push_back(3);  // fewer rows than uses
       rows.emplace_back(static_cast<size_t>(3 * spec.options.dim));
       for (T& v : rows.back()) v = static_cast<T>(value(rng));
-      inverse.emplace_back(static_cast<size_t>(batch * spec.fields));
+      bags.emplace_back();
+      int64_t uses = int64_t{batch} * spec.fields;
+      if (spec.multi_hot) {
+        bags.back().push_back(0);
+        for (int b = 0; b < batch; ++b) {
+          const uint32_t n = b == 1 ? 0 : std::uniform_int_distribution<uint32_t>(0, 4)(rng);
+          bags.back().push_back(bags.back().back() + n);
+        }
+        uses = bags.back().back();
+      }
+      inverse.emplace_back(static_cast<size_t>(uses));
       for (uint32_t& i : inverse.back()) i = std::uniform_int_distribution<uint32_t>(0, 2)(rng);
     }
   }
   void SetInto(Model<T>& model) {
     for (int t = 0; t < model.num_tables(); ++t) {
-      model.SetTableRows(t, rows[t].data(), unique[t], inverse[t].data());
+      model.SetTableRows(t, rows[t].data(), unique[t], inverse[t].data(),
+                         bags[t].empty() ? nullptr : bags[t].data());
     }
   }
 };
@@ -144,6 +168,10 @@ TEST(EmbeddingModelTest, TableRowGradientsMatchFiniteDifferences) {
   CheckRowAndDenseGradients(TwoTables(), {0, 2, 1, 2});
 }
 
+TEST(EmbeddingModelTest, BagRowGradientsMatchFiniteDifferences) {
+  CheckRowAndDenseGradients(WithBags(), {0, 2, 1, 2, 0, 1});
+}
+
 TEST(EmbeddingModelTest, DlrmAndWideDeepGradientsMatchFiniteDifferences) {
   {
     SCOPED_TRACE("dlrm");
@@ -161,7 +189,7 @@ TEST(EmbeddingModelTest, FloatCpuModelMatchesTheDoubleReference) {
   constexpr int kBatch = 8;
   for (const auto& [name, builder] :
        {std::pair{"two tables", TwoTables()}, std::pair{"dlrm", SmallDlrm()},
-        std::pair{"wide & deep", SmallWideDeep()}}) {
+        std::pair{"wide & deep", SmallWideDeep()}, std::pair{"bags", WithBags()}}) {
     SCOPED_TRACE(name);
     kernels::ReferenceBackend<double> ref_backend;
     ASSERT_OK_AND_ASSIGN(auto cpu_backend, kernels::CpuBackend::Create({}));
@@ -259,8 +287,21 @@ TEST(EmbeddingModelTest, BuilderChecksNameTheTable) {
   EXPECT_NE(BuildModel<float>(early, &cpu, 1)
                 .status()
                 .message()
-                .find("takes the ids of 'deep', which is not a table with ids of its own declared "
-                      "before it"),
+                .find("takes the ids of 'deep', which is not a table with one-hot ids of its own "
+                      "declared before it"),
+            std::string::npos);
+  // Multi-hot fields are counted apart, and no EmbeddingOf shares one.
+  ModelBuilder bags({3});
+  bags.Embedding("user", 2, {.dim = 2}).EmbeddingBag("watched", BagPooling::kMean, {.dim = 3});
+  bags.EmbeddingBag("liked", BagPooling::kSum, {.dim = 1}).Dense("logits", 2);
+  EXPECT_EQ(bags.categorical_fields(), 2);
+  EXPECT_EQ(bags.multi_hot_fields(), 2);
+  ASSERT_OK_AND_ASSIGN(auto with_bags, BuildModel<float>(bags, &cpu, 1));
+  EXPECT_EQ(with_bags->table_bag(0), -1);
+  EXPECT_EQ(with_bags->table_bag(2), 1);
+  EXPECT_EQ(with_bags->layers()[0]->input_shape(), Shape{2 * 2 + 3 + 1 + 3});
+  bags.EmbeddingOf("wide", "watched", {.dim = 1});
+  EXPECT_NE(BuildModel<float>(bags, &cpu, 1).status().message().find("does not share a multi-hot"),
             std::string::npos);
 }
 

@@ -115,31 +115,45 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   EXPECT_GT(dev.bytes_to_host, 0);
 }
 
-// DLRM's structure at a toy size: tables (one sharing another's ids), a bottom MLP, the dot
-// interaction, a top MLP and one logit.
+// DLRM's structure at a toy size: tables (one sharing another's ids, one pooling a multi-hot
+// field), a bottom MLP, the dot interaction, a top MLP and one logit.
 ModelBuilder TablesModel() {
   ModelBuilder b({3});
   b.Embedding("a", 2, {.rows = 0, .dim = 4, .init_scale = 0.5f})
       .Embedding("b", 1, {.rows = 0, .dim = 4, .init_scale = 0.5f})
-      .EmbeddingOf("c", "a", {.rows = 0, .dim = 4, .init_scale = 0.5f});
-  b.Join(
-      "interaction", JoinKind::kDotInteraction,
-      {{{"dense"}, [](ModelBuilder& m) { m.Dense("bottom", 4).Relu(); }}, {{"a", "b", "c"}, {}}});
+      .EmbeddingOf("c", "a", {.rows = 0, .dim = 4, .init_scale = 0.5f})
+      .EmbeddingBag("d", BagPooling::kMean, {.rows = 0, .dim = 4, .init_scale = 0.5f});
+  b.Join("interaction", JoinKind::kDotInteraction,
+         {{{"dense"}, [](ModelBuilder& m) { m.Dense("bottom", 4).Relu(); }},
+          {{"a", "b", "c", "d"}, {}}});
   b.Dense("top", 5).Relu().Dense("logit", 1, Init::kGlorot);
   b.Loss(LossKind::kSigmoidCrossEntropy);
   return b;
 }
 
 // A batch's rows for each table: `unique` rows, and per example and field which one (repeats).
+// A multi-hot field's examples use 0 to 3 rows each, and its offsets start at 3, as a tower's
+// slice of a larger batch does (the index then starts at that slice's first use).
 struct TableRows {
+  static constexpr uint32_t kBase = 3;
   std::vector<std::vector<float>> rows;
-  std::vector<std::vector<uint32_t>> index;
+  std::vector<std::vector<uint32_t>> index, bags;
   TableRows(const Model<float>& m, int batch, int64_t unique, uint32_t seed) {
     std::mt19937 rng(seed);
     for (int t = 0; t < m.num_tables(); ++t) {
       rows.emplace_back(static_cast<size_t>(unique * m.table(t).options.dim));
       for (float& v : rows.back()) v = std::uniform_real_distribution<float>(-1, 1)(rng);
-      index.emplace_back(static_cast<size_t>(batch * m.table(t).fields));
+      bags.emplace_back();
+      size_t uses = static_cast<size_t>(batch * m.table(t).fields);
+      if (m.table_bag(t) >= 0) {
+        bags.back().push_back(kBase);
+        for (int b = 0; b < batch; ++b) {
+          bags.back().push_back(bags.back().back() +
+                                std::uniform_int_distribution<uint32_t>(0, 3)(rng));
+        }
+        uses = bags.back().back() - kBase;
+      }
+      index.emplace_back(uses);
       for (uint32_t& i : index.back()) {
         i = std::uniform_int_distribution<uint32_t>(0, static_cast<uint32_t>(unique - 1))(rng);
       }
@@ -147,7 +161,8 @@ struct TableRows {
   }
   void SetInto(Model<float>& m, int64_t unique) {
     for (int t = 0; t < m.num_tables(); ++t) {
-      m.SetTableRows(t, rows[t].data(), unique, index[t].data());
+      m.SetTableRows(t, rows[t].data(), unique, index[t].data(),
+                     bags[t].empty() ? nullptr : bags[t].data());
     }
   }
 };

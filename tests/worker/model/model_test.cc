@@ -37,8 +37,10 @@ void CheckModelGradients(const ModelBuilder& builder, int batch, int samples, ui
     }
   }
   const auto x = RandomInput(batch * NumElements(model->input_shape()), rng);
-  std::vector<int32_t> labels(batch);
+  std::vector<int32_t> labels(model->regression() ? 0 : batch);  // a regression has targets
   for (auto& l : labels) l = std::uniform_int_distribution<int>(0, model->num_classes() - 1)(rng);
+  const auto targets = RandomInput(batch, rng);
+  if (model->regression()) model->SetTargets(targets.data());
   ASSERT_TRUE(model->TrainStep(x.data(), labels.data(), batch).ok());
   const double h = 1e-6;
   // The training-mode loss; Evaluate's (forward only, cheaper) where the two are the same
@@ -174,6 +176,44 @@ TEST(ModelGradientTest, BinaryModelFullCheck) {
   CheckModelGradients(b, 6, 1000, 3);
 }
 
+TEST(ModelGradientTest, RegressionModelFullCheck) {
+  ModelBuilder b({5});
+  b.Dense("fc1", 4).Tanh().Dense("out", 1, Init::kGlorot).Loss(LossKind::kMeanSquaredError);
+  CheckModelGradients(b, 6, 1000, 4);
+}
+
+TEST(ModelTest, RegressionLossIsTheMeanSquaredErrorOfItsTargets) {
+  kernels::ReferenceBackend<double> backend;
+  ModelBuilder b({2});
+  b.Dense("out", 1, Init::kZeros).Loss(LossKind::kMeanSquaredError);
+  EXPECT_EQ(b.num_classes(), 0);
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<double>(b, &backend, 1));
+  EXPECT_TRUE(model->regression());
+  EXPECT_EQ(model->num_classes(), 0);
+  // out = x0 - x1 + 0.5: predictions 1.5, -0.5, 0.5 against targets 1, 0, 2.
+  model->value(0)[0] = 1.0;
+  model->value(0)[1] = -1.0;
+  model->value(1)[0] = 0.5;
+  const std::vector<double> x = {1, 0, 0, 1, 0, 0};
+  const std::vector<double> targets = {1, 0, 2};
+  auto missing = model->Evaluate(x.data(), nullptr, 3);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("SetTargets"), std::string::npos);
+  model->SetTargets(targets.data());
+  ASSERT_OK_AND_ASSIGN(const StepResult r, model->Evaluate(x.data(), nullptr, 3));
+  EXPECT_NEAR(r.loss, (0.25 + 0.25 + 2.25) / 3, 1e-14);
+  EXPECT_EQ(r.correct, 0);
+  ASSERT_OK_AND_ASSIGN(const StepResult t, model->TrainStep(x.data(), nullptr, 3));
+  EXPECT_NEAR(t.loss, r.loss, 1e-14);
+  // d loss / d bias = 2/3 * the sum of the errors (0.5 - 0.5 - 1.5).
+  EXPECT_NEAR(model->gradient(1)[0], 2.0 / 3 * -1.5, 1e-14);
+  // One output only.
+  ModelBuilder two({2});
+  two.Dense("out", 2).Loss(LossKind::kMeanSquaredError);
+  EXPECT_NE(BuildModel<double>(two, &backend, 1).status().message().find("ends in one output"),
+            std::string::npos);
+}
+
 TEST(ModelTest, BinaryModelGivesProbabilitiesAndCountsLogitsAboveZeroAsOnes) {
   kernels::ReferenceBackend<double> backend;
   ModelBuilder b({2});
@@ -233,6 +273,10 @@ TEST(ModelTest, FastFloatModelMatchesDoubleReference) {
     const std::vector<float> xf(xd.begin(), xd.end());
     const std::vector<double> xr(xf.begin(), xf.end());
     const std::vector<int32_t> labels = {1, 7, 3};
+    const std::vector<double> targets_ref = {0.5, -1.25, 2.0};  // a regression's
+    const std::vector<float> targets_fast(targets_ref.begin(), targets_ref.end());
+    ref->SetTargets(targets_ref.data());
+    fast->SetTargets(targets_fast.data());
     ASSERT_OK_AND_ASSIGN(const StepResult step_ref,
                          ref->TrainStep(xr.data(), labels.data(), batch));
     ASSERT_OK_AND_ASSIGN(const StepResult step_fast,

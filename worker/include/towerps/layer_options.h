@@ -45,6 +45,9 @@ enum class LossKind {
   // Binary labels (0 or 1, e.g. a click): one logit, the log-odds of label 1, trained with the
   // sigmoid cross-entropy (log loss). Evaluated by AUC, log loss and accuracy at 0.5.
   kSigmoidCrossEntropy,
+  // Regression: one output per example, trained with the mean squared error against a float
+  // target (Dataset::targets). Evaluated by the root mean squared error (RMSE).
+  kMeanSquaredError,
 };
 
 // Local response normalization across channels (TensorFlow's
@@ -71,6 +74,10 @@ struct EmbeddingOptions {
   int dim = 16;              // floats per row, 1 to 65536
   float init_scale = 0.05f;  // rows start uniform in [-init_scale, init_scale), drawn per id
 };
+
+// How ModelBuilder::EmbeddingBag pools a multi-hot field's rows into one per example: their sum,
+// or their mean (an empty field gives zeros either way), as torch.nn.EmbeddingBag's modes.
+enum class BagPooling { kSum, kMean };
 
 }  // namespace towerps
 

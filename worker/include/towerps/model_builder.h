@@ -50,7 +50,11 @@
 //   b.Dense("fc1", 256).Relu().Dense("logit", 1).Loss(towerps::LossKind::kSigmoidCrossEntropy);
 //
 // A table is a variable of the parameter servers (rows created when first trained, pulled by
-// the ids of each batch); its examples' ids come from Dataset::ids.
+// the ids of each batch); its examples' ids come from Dataset::ids. A multi-hot field (the
+// movies a user watched, say: any number of ids per example) is pooled by an EmbeddingBag, its
+// ids coming from Dataset::multi_hot:
+//
+//   b.EmbeddingBag("watched", towerps::BagPooling::kMean, {.dim = 16})  // one row of 16
 //
 // Contract: the builder only records; building validates (shapes that do not fit, duplicate
 // names, a last layer that is not a Dense, a sigmoid loss on more than one logit) and the error
@@ -113,6 +117,10 @@ struct EmbeddingSpec {
   int fields = 1;    // ids per example looked up in it
   EmbeddingOptions options;
   std::string ids_of{};  // EmbeddingOf: the earlier table whose ids it looks up; "": its own
+  // EmbeddingBag: the table looks up a multi-hot field (Dataset::multi_hot), one pooled row per
+  // example (fields is 1).
+  bool multi_hot = false;
+  BagPooling pooling = BagPooling::kSum;
 };
 
 class ModelBuilder {
@@ -127,6 +135,10 @@ class ModelBuilder {
   // own): Wide & Deep's weight per id beside its rows, say. Its rows follow, as for Embedding.
   ModelBuilder& EmbeddingOf(std::string name, const std::string& ids_of,
                             EmbeddingOptions options = {});
+  // A multi-hot field (the next of Dataset::multi_hot, in the order of these calls) looked up in
+  // the table `name`: each example's ids, as many as it has, pooled into one row (`pooling`)
+  // that takes its place among the tables' rows, as an Embedding of one field does.
+  ModelBuilder& EmbeddingBag(std::string name, BagPooling pooling, EmbeddingOptions options = {});
 
   // filters outputs of kernel x kernel windows, plus a bias per filter.
   ModelBuilder& Conv2d(std::string name, int filters, int kernel, int stride = 1,
@@ -178,10 +190,13 @@ class ModelBuilder {
   const std::vector<EmbeddingSpec>& embeddings() const { return embeddings_; }
   // Ids per example over every table that has its own (what Dataset::fields must be).
   int categorical_fields() const;
+  // EmbeddingBag tables (what Dataset::multi_hot's size must be).
+  int multi_hot_fields() const;
   // The units of the last layer when it is a Dense (or a Join adding branches that end in Denses
   // of those units), else 0.
   int output_units() const;
-  // The classes the model tells apart: 2 for a sigmoid loss, else output_units().
+  // The classes the model tells apart: 2 for a sigmoid loss, 0 for a regression (the squared
+  // error), else output_units().
   int num_classes() const;
 
  private:

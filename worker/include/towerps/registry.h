@@ -65,18 +65,21 @@ struct DataRequest {
   // --train-images, --train-labels, --test-images, --test-labels: files of datasets that read
   // named files (relative to data_dir unless absolute); empty: the dataset's defaults.
   std::string train_images, train_labels, test_images, test_labels;
-  Shape model_input;     // the model's input shape (synthetic data and crops follow it)
-  int model_fields = 0;  // the model's categorical ids per example (synthetic data follows it)
-  uint64_t seed = 1;     // the job's --seed
+  Shape model_input;        // the model's input shape (synthetic data and crops follow it)
+  int model_fields = 0;     // the model's categorical ids per example (synthetic data follows it)
+  int model_multi_hot = 0;  // the model's multi-hot fields (EmbeddingBag tables), idem
+  uint64_t seed = 1;        // the job's --seed
   bool skip_bad_lines = false;  // --skip-bad-lines: text formats skip malformed lines, counted
   UserOptions options{};        // the binary's own flags (Registry::AddOption)
 };
 
 // The examples a dataset gives a model, as far as they can be known before loading.
 struct DatasetInfo {
-  Shape example_shape;  // after any crop the dataset applies for request.model_input
-  int num_classes = 0;  // 0: not known until loaded
-  int fields = 0;       // categorical ids per example
+  Shape example_shape;      // after any crop the dataset applies for request.model_input
+  int num_classes = 0;      // 0: not known until loaded
+  int fields = 0;           // categorical ids per example
+  int multi_hot = 0;        // multi-hot fields (Dataset::multi_hot)
+  bool regression = false;  // float targets instead of labels (Dataset::targets)
 };
 
 struct DatasetDef {
