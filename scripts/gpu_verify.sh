@@ -20,7 +20,8 @@
 #   2. a cnn job (Fashion-MNIST; cifar10 on synthetic data without it) through towerps-launch
 #      with 2 workers sharing gpu:0 at --gpu-memory-fraction 0.4, the same job on CPU towers
 #      (its accuracy must be within 0.01 of the GPU job's), then 3 workers at 0.4, which must
-#      fail with an out-of-memory error naming the fraction;
+#      fail with an out-of-memory error naming the fraction; dlrm_small, bag-mlp (a multi-hot
+#      field) and regression_mlp on gpu:0 towers against CPU towers;
 #   3. --log-device-placement, and soft placement (--towers gpu:7 fails listing the devices;
 #      with --allow-soft-placement it warns and runs);
 #   4. towerps-bench train --device gpu:0 --model cifar10 (then resnet20) --batch 128 against
@@ -133,6 +134,22 @@ if [ -n "$gpu_auc" ] && [ -n "$cpu_auc" ] &&
    python3 -c "import sys; sys.exit(abs($gpu_auc - $cpu_auc) > 0.01 or $gpu_auc < 0.65)"; then
   result PASS "dlrm_small (26 tables) on gpu:0 towers: test AUC $gpu_auc (CPU towers $cpu_auc)"
 else result FAIL "dlrm_small on gpu:0 towers: AUC ${gpu_auc:-none} against CPU ${cpu_auc:-none} (dlrm-gpu.log)"; fi
+# A multi-hot field (bag-mlp) and a regression (regression_mlp): the CPU's results on gpu:0.
+metric() { grep -o "\"$2\":[0-9.]*" "$1" | grep -o "[0-9.]*$"; }
+for check in "bag-mlp categorical test_accuracy --epochs 100 --max-steps 300 --batch-size 512 --table-lr 0.5" \
+             "regression_mlp regression test_rmse --epochs 3 --batch-size 64"; do
+  read -r model dataset key flags <<< "$check"
+  for towers in gpu:0 cpu:0; do
+    # shellcheck disable=SC2086
+    limited towerps-launch --servers 2 --workers 2 --towers "$towers" --model "$model" \
+      --dataset "$dataset" $flags --run-dir "$work/$model-${towers%%:*}" \
+      --summary-out "$work/$model-${towers%%:*}.json" > "$out/$model-${towers%%:*}.log" 2>&1
+  done
+  g="$(metric "$work/$model-gpu.json" "$key")"; c="$(metric "$work/$model-cpu.json" "$key")"
+  if [ -n "$g" ] && [ -n "$c" ] && python3 -c "import sys; sys.exit(abs($g - $c) > 1e-4)"; then
+    result PASS "$model on gpu:0 towers: $key $g (CPU towers $c)"
+  else result FAIL "$model on gpu:0 towers: $key ${g:-none} against CPU ${c:-none} ($model-gpu.log)"; fi
+done
 fi
 
 # 3. Placement logging and soft placement.
