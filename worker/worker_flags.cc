@@ -37,8 +37,11 @@ WorkerFlags::WorkerFlags()
       "test-labels", po::value(&o.test_labels), "--dataset idx: test labels")(
       "skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
       "--dataset criteo: skip malformed lines, counting them in the log, instead of stopping at "
-      "the first")("metrics-out", po::value(&o.metrics_out),
-                   "JSON lines per logged step; {rank} expands")(
+      "the first")(
+      "shuffle-buffer", po::value(&o.shuffle_buffer)->default_value(0, "off"),
+      "stream the data from its files through a shuffle buffer of this many examples per "
+      "worker, for files larger than memory (--dataset criteo); off: load them whole")(
+      "metrics-out", po::value(&o.metrics_out), "JSON lines per logged step; {rank} expands")(
       "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(
       "logdir", po::value(&o.logdir),
       "TensorBoard event files: DIR/worker-N for each worker and DIR/ps-M for each server "

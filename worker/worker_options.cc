@@ -20,6 +20,10 @@ Status WorkerOptions::Validate() const {
   if (log_every < 1) {
     return InvalidArgumentError("--log-every=" + std::to_string(log_every) + " must be >= 1");
   }
+  if (shuffle_buffer < 0) {
+    return InvalidArgumentError("--shuffle-buffer=" + std::to_string(shuffle_buffer) +
+                                " must be at least 1 example, or 0 to load the data whole");
+  }
   if (evals_per_epoch < 1 || evals_per_epoch > 1000) {
     return InvalidArgumentError("--evals-per-epoch=" + std::to_string(evals_per_epoch) +
                                 " must be between 1 and 1000");
@@ -81,6 +85,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!test_images.empty()) add("--test-images", test_images);
   if (!test_labels.empty()) add("--test-labels", test_labels);
   if (skip_bad_lines) a.push_back("--skip-bad-lines");
+  if (shuffle_buffer != d.shuffle_buffer) add("--shuffle-buffer", std::to_string(shuffle_buffer));
   if (!metrics_out.empty()) add("--metrics-out", metrics_out);
   if (!summary_out.empty()) add("--summary-out", summary_out);
   if (!logdir.empty()) add("--logdir", logdir);

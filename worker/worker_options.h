@@ -34,9 +34,12 @@ struct WorkerOptions {
   // Files of datasets that read named files (idx); relative to data_dir unless absolute.
   std::string train_images, train_labels, test_images, test_labels;
   bool skip_bad_lines = false;  // text datasets (criteo): skip malformed lines, counting them
-  std::string metrics_out;      // JSON lines, one per logged step; "{rank}" expands
-  std::string summary_out;      // one JSON object at the end (chief)
-  std::string logdir;           // TensorBoard event files in <logdir>/worker-<rank>
+  // > 0: stream the splits through a shuffle buffer of this many examples per worker instead
+  // of loading them whole (worker/data/stream_batcher.h), for datasets that can stream.
+  int64_t shuffle_buffer = 0;
+  std::string metrics_out;  // JSON lines, one per logged step; "{rank}" expands
+  std::string summary_out;  // one JSON object at the end (chief)
+  std::string logdir;       // TensorBoard event files in <logdir>/worker-<rank>
   std::chrono::milliseconds rpc_timeout{60000};
   bool log_device_placement = false;
   bool allow_soft_placement = false;  // a missing device falls back to one that exists

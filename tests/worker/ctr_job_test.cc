@@ -2,10 +2,14 @@
 // a hidden logistic model whose Bayes AUC it prints, and towerps-launch trains ctr_mlp on them
 // with real servers and workers. The job learns (its AUC and log loss well past a constant guess,
 // and below the Bayes ceiling), sync reruns end with the same bits, tables included, async
-// trains too, and the summary, the metrics file and --eval-only report AUC and log loss.
+// trains too, the summary, the metrics file and --eval-only report AUC and log loss, and the
+// files streamed through a shuffle buffer train as well, to the same bits after a restart.
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/launch/launch_fixture.h"
 
@@ -38,6 +42,12 @@ class CtrJobTest : public LaunchTest {
   // sets otherwise; returns the launcher's exit code.
   int Run(const std::string& name,
           const std::vector<std::pair<std::string, std::string>>& changes = {}) {
+    Result<int> code = RunProcess(Argv(name, changes), dir_ / (name + ".out"), {}, seconds(300));
+    EXPECT_TRUE(code.ok()) << code.status().ToString();
+    return code.ok() ? *code : -1;
+  }
+  std::vector<std::string> Argv(const std::string& name,
+                                const std::vector<std::pair<std::string, std::string>>& changes) {
     std::vector<std::pair<std::string, std::string>> flags = {
         {"--servers", "2"},
         {"--workers", "2"},
@@ -66,9 +76,7 @@ class CtrJobTest : public LaunchTest {
     }
     std::vector<std::string> argv = {kLaunchBin};
     for (const auto& [flag, value] : flags) argv.insert(argv.end(), {flag, value});
-    Result<int> code = RunProcess(argv, dir_ / (name + ".out"), {}, seconds(300));
-    EXPECT_TRUE(code.ok()) << code.status().ToString();
-    return code.ok() ? *code : -1;
+    return argv;
   }
   nlohmann::json Summary(const std::string& name) const {
     return nlohmann::json::parse(dir_.Read(name + ".json"));
@@ -177,6 +185,40 @@ TEST_F(CtrJobTest, TheModelsRecommendedSettingsFillTheFlagsNotGiven) {
   EXPECT_EQ(s["job"]["lr"], "0.002");  // given: kept
   EXPECT_EQ(s["model_recommends"]["lr"], "0.001");
   EXPECT_EQ(s["model_recommends"]["optimizer"], "adam");
+}
+
+// --shuffle-buffer streams the files through a buffer of 2000 examples per worker instead of
+// loading them: the job learns as well, a rerun ends with the same bits, and a worker killed
+// mid-epoch is restarted, re-reads its stream up to the step it rejoins at, and the job still
+// ends with the undisturbed job's bits.
+TEST_F(CtrJobTest, StreamedThroughAShuffleBufferItLearnsAndSurvivesAKilledWorkerBitForBit) {
+  const std::vector<std::pair<std::string, std::string>> streamed = {{"--shuffle-buffer", "2000"},
+                                                                     {"--log-every", "10"}};
+  ASSERT_EQ(Run("s1", streamed), 0);
+  ASSERT_EQ(Run("s2", streamed), 0);
+  EXPECT_TRUE(dir_.Read("s1.bin") == dir_.Read("s2.bin")) << "a streamed rerun differs";
+  EXPECT_GT(Summary("s1")["test_auc"].get<double>(), 0.74);
+  EXPECT_NE(dir_.Read("s1.out").find("streaming criteo/train (20000 examples) through a shuffle "
+                                     "buffer of 2000 examples"),
+            std::string::npos);
+  // Killed after step 100 of 234 (in the second epoch: 78 steps an epoch).
+  Result<Subprocess> job = Start(Argv("killed", streamed), "killed.out");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  const fs::path log = dir_ / "killed-run" / "worker-1.log";
+  const Deadline deadline = Deadline::After(seconds(120));
+  while (ReadFile(log).find("step 100,") == std::string::npos && !deadline.expired() &&
+         !job->Poll()) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  const std::vector<pid_t> pids = ProcessPids(dir_ / "killed-run", "worker", 1);
+  ASSERT_FALSE(pids.empty());
+  ASSERT_EQ(::kill(pids.back(), SIGKILL), 0);
+  ASSERT_EQ(job->Wait(Deadline::After(seconds(300))), std::optional<int>(0))
+      << dir_.Read("killed.out");
+  EXPECT_NE(dir_.Read("killed.out").find("worker:1 was killed by SIGKILL; restarting it"),
+            std::string::npos);
+  EXPECT_TRUE(dir_.Read("killed.bin") == dir_.Read("s1.bin"))
+      << "the restarted worker did not read what its predecessor read";
 }
 
 TEST_F(CtrJobTest, AsyncJobLearnsTheClicks) {

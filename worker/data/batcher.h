@@ -24,76 +24,30 @@
 
 #include "towerps/dataset.h"
 #include "towerps/result.h"
+#include "worker/data/batch_source.h"
 
 namespace towerps::worker {
 
-struct BatcherOptions {
-  int batch_size = 64;
-  uint64_t seed = 1;
-  bool shuffle = true;
-  int rank = 0;
-  int num_workers = 1;
-  bool drop_remainder = true;  // false for evaluation: the last batch may be smaller
-  // One per channel (per feature of a vector: NormalizationChannels), or one for all.
-  std::vector<float> mean = {0.0f};
-  std::vector<float> stddev = {1.0f};  // idem; > 0
-  int crop_h = 0, crop_w = 0;          // 0: no cropping
-  bool random_crop_flip = false;
-};
-
-struct Batch {
-  int size = 0;
-  std::vector<float> x;         // size * NumElements(example_shape), NCHW
-  std::vector<int32_t> labels;  // size; empty for a regression dataset, which fills
-  std::vector<float> targets;   // size
-  std::vector<uint64_t> ids;    // size * Dataset::fields: each example's categorical ids
-  // Per multi-hot field: example b's ids are ids[offsets[b] .. offsets[b + 1]), size + 1
-  // offsets from 0.
-  struct Bag {
-    std::vector<uint32_t> offsets;
-    std::vector<uint64_t> ids;
-  };
-  std::vector<Bag> bags;
-};
-
-// Where one embedding table's ids are in a batch (Model::table_field_offset and table_bag): the
-// one-hot fields [field_offset, field_offset + fields) of every example, or, when bag >= 0,
-// multi-hot field `bag`.
-struct TableInput {
-  int field_offset = 0, fields = 1;
-  int bag = -1;
-};
-
-// What that table looks up in `batch`: its one-hot ids example after example (`fields` per
-// example), or the multi-hot field's ids as they are (Batch::Bag::offsets says whose).
-std::vector<uint64_t> TableIds(const Batch& batch, const TableInput& input);
-// A multi-hot field's batch + 1 offsets into TableIds (Model::SetTableRows's `bags`); nullptr
-// for one-hot tables. Valid while `batch` is unchanged.
-const uint32_t* BagOffsets(const Batch& batch, const TableInput& input);
-
-// The channels normalization has statistics for: an image's [c, h, w] c, a vector's [features]
-// each feature.
-int64_t NormalizationChannels(const Shape& example_shape);
-
-class Batcher {
+class Batcher : public BatchSource {
  public:
   static Result<std::unique_ptr<Batcher>> Create(const Dataset* data, BatcherOptions options);
 
   // Per-example shape of the batches (after cropping).
-  const Shape& example_shape() const { return out_shape_; }
+  const Shape& example_shape() const override { return out_shape_; }
+  int64_t examples() const override { return data_->size(); }
   // Examples this worker sees per epoch, and full or partial batches that gives.
-  int64_t shard_size() const;
-  int64_t batches_per_epoch() const;
+  int64_t shard_size() const override;
+  int64_t batches_per_epoch() const override;
 
   // Starts epoch `epoch` (0-based) from its beginning.
-  void StartEpoch(int64_t epoch);
+  void StartEpoch(int64_t epoch) override;
   // Fills `batch` with the next batch of the epoch; false when the epoch is over.
-  bool Next(Batch* batch);
+  bool Next(Batch* batch) override;
   // Goes to the index-th batch (0-based) of the stream epoch 0, epoch 1, ...: the batches are
   // a function of (seed, epoch, rank), so a restarted worker reads what its predecessor read.
-  void Seek(int64_t index);
-  int64_t epoch() const { return epoch_; }
-  const BatcherOptions& options() const { return options_; }
+  void Seek(int64_t index) override;
+  int64_t epoch() const override { return epoch_; }
+  const BatcherOptions& options() const override { return options_; }
 
  private:
   Batcher(const Dataset* data, BatcherOptions options, Shape out_shape);

@@ -77,38 +77,57 @@ Status ParseCriteoLine(std::string_view line, int32_t* label, float* dense, uint
   return Status::Ok();
 }
 
-Result<Dataset> ReadCriteoFile(const std::string& path, const std::string& name,
-                               const CriteoOptions& options, CriteoReadStats* stats) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot open");
-  CriteoReadStats local;
-  CriteoReadStats& st = stats != nullptr ? *stats : local;
-  st = {};
-  Dataset d;
-  d.name = name;
-  d.example_shape = {kCriteoIntegerFeatures};
-  d.num_classes = 2;
-  d.fields = kCriteoCategoricalFeatures;
-  std::string line;
+Result<std::unique_ptr<CriteoStream>> CriteoStream::Open(const std::string& path,
+                                                         const CriteoOptions& options) {
+  std::unique_ptr<CriteoStream> s(new CriteoStream(path, options));
+  if (!s->in_) return NotFoundError(path + ": cannot open");
+  return s;
+}
+
+CriteoStream::CriteoStream(std::string path, CriteoOptions options)
+    : path_(std::move(path)), options_(options), in_(path_, std::ios::binary) {}
+
+Result<int64_t> CriteoStream::Read(int64_t max, Dataset* chunk) {
+  chunk->example_shape = {kCriteoIntegerFeatures};
+  chunk->num_classes = 2;
+  chunk->fields = kCriteoCategoricalFeatures;
+  int64_t n = 0;
   int32_t label = 0;
   float dense[kCriteoIntegerFeatures];
   uint64_t ids[kCriteoCategoricalFeatures];
-  while (std::getline(in, line)) {
-    ++st.lines;
-    if (Status s = ParseCriteoLine(line, &label, dense, ids); !s.ok()) {
-      const std::string where = "line " + std::to_string(st.lines) + ": " + s.message();
-      if (!options.skip_bad_lines) {
-        return InvalidArgumentError(path + ":" + std::to_string(st.lines) + ": " + s.message() +
-                                    " (--skip-bad-lines skips such lines)");
+  while (n < max && std::getline(in_, line_)) {
+    ++stats_.lines;
+    if (Status s = ParseCriteoLine(line_, &label, dense, ids); !s.ok()) {
+      const std::string where = "line " + std::to_string(stats_.lines) + ": " + s.message();
+      if (!options_.skip_bad_lines) {
+        return InvalidArgumentError(path_ + ":" + std::to_string(stats_.lines) + ": " +
+                                    s.message() + " (--skip-bad-lines skips such lines)");
       }
-      if (st.skipped++ == 0) st.first_skipped = where;
+      if (stats_.skipped++ == 0) stats_.first_skipped = where;
       continue;
     }
-    d.labels.push_back(label);
-    d.values.insert(d.values.end(), dense, dense + kCriteoIntegerFeatures);
-    d.ids.insert(d.ids.end(), ids, ids + kCriteoCategoricalFeatures);
+    chunk->labels.push_back(label);
+    chunk->values.insert(chunk->values.end(), dense, dense + kCriteoIntegerFeatures);
+    chunk->ids.insert(chunk->ids.end(), ids, ids + kCriteoCategoricalFeatures);
+    ++n;
   }
-  if (in.bad()) return IoError(path + ": read failed after line " + std::to_string(st.lines));
+  if (in_.bad()) {
+    return IoError(path_ + ": read failed after line " + std::to_string(stats_.lines));
+  }
+  return n;
+}
+
+Result<Dataset> ReadCriteoFile(const std::string& path, const std::string& name,
+                               const CriteoOptions& options, CriteoReadStats* stats) {
+  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<CriteoStream> stream, CriteoStream::Open(path, options));
+  Dataset d;
+  d.name = name;
+  for (;;) {
+    TOWERPS_ASSIGN_OR_RETURN(const int64_t n, stream->Read(int64_t{1} << 20, &d));
+    if (n == 0) break;
+  }
+  const CriteoReadStats& st = stream->stats();
+  if (stats != nullptr) *stats = st;
   if (d.labels.empty()) {
     return InvalidArgumentError(path + ": no examples (" + std::to_string(st.lines) + " lines, " +
                                 std::to_string(st.skipped) + " skipped)");

@@ -12,19 +12,22 @@
 //    embedding tables. Ids of different fields never share a row by construction (up to a 64-bit
 //    hash collision), so one table may hold every field.
 //
-// Contract: reads the file line by line (memory grows with the examples, not with the file's
-// text). A malformed line (a field count other than 40, a label other than 0 or 1, an integer
-// field that is not an integer) is kInvalidArgument naming the file, the line and the field, e.g.
-// "train.txt:17: field 4 (I3) is 'x12', not an integer", unless skip_bad_lines, which skips it
-// and counts it. A missing file is kNotFound. Thread-compatible; pure but for the file.
+// Contract: reads the file line by line (memory grows with the examples kept, not with the
+// file's text). A malformed line (a field count other than 40, a label other than 0 or 1, an
+// integer field that is not an integer) is kInvalidArgument naming the file, the line and the
+// field, e.g. "train.txt:17: field 4 (I3) is 'x12', not an integer", unless skip_bad_lines, which
+// skips it and counts it. A missing file is kNotFound. Thread-compatible; pure but for the file.
 #ifndef TOWERPS_WORKER_DATA_CRITEO_READER_H_
 #define TOWERPS_WORKER_DATA_CRITEO_READER_H_
 
 #include <cstdint>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "towerps/dataset.h"
+#include "towerps/example_stream.h"
 #include "towerps/result.h"
 
 namespace towerps::worker {
@@ -50,6 +53,25 @@ uint64_t CriteoCategoricalId(int field, std::string_view value);
 // ids. kInvalidArgument naming the field, "field 4 (I3) is 'x12', not an integer", without the
 // file and line, which the caller adds.
 Status ParseCriteoLine(std::string_view line, int32_t* label, float* dense, uint64_t* ids);
+
+// `path`'s lines in order, a chunk at a time (<towerps/example_stream.h>): each Read appends up
+// to `max` examples of the layout below, skipping or refusing malformed lines as the options
+// say. kNotFound when the file cannot be opened.
+class CriteoStream : public ExampleStream {
+ public:
+  static Result<std::unique_ptr<CriteoStream>> Open(const std::string& path,
+                                                    const CriteoOptions& options);
+  Result<int64_t> Read(int64_t max, Dataset* chunk) override;
+  const CriteoReadStats& stats() const { return stats_; }
+
+ private:
+  CriteoStream(std::string path, CriteoOptions options);
+  std::string path_;
+  CriteoOptions options_;
+  std::ifstream in_;
+  std::string line_;
+  CriteoReadStats stats_;
+};
 
 // Every line of `path` as a Dataset named `name`: example_shape {13}, float values, 26 fields of
 // ids, 2 classes. `stats` may be null.

@@ -250,6 +250,15 @@ Result<DataSplits> LoadCriteo(const DataRequest& r) {
   return d;
 }
 
+// A split read line by line, for --shuffle-buffer.
+Result<std::unique_ptr<ExampleStream>> OpenCriteo(const DataRequest& r, const std::string& split) {
+  if (r.data_dir.empty()) return InvalidArgumentError(kCriteoFiles);
+  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<worker::CriteoStream> s,
+                           worker::CriteoStream::Open(r.data_dir + "/" + split + ".txt",
+                                                      {.skip_bad_lines = r.skip_bad_lines}));
+  return std::unique_ptr<ExampleStream>(std::move(s));
+}
+
 Result<DatasetInfo> ProbeCriteo(const DataRequest& r) {
   if (r.data_dir.empty()) return InvalidArgumentError(kCriteoFiles);
   for (const char* file : {"train.txt", "test.txt"}) {
@@ -290,9 +299,13 @@ void AddStockDatasets(Registry* registry) {
        .probe = worker::ProbeNpyDataset});
   add("criteo",
       {.summary = "Criteo click logs (train.txt, test.txt in --data-dir): 13 integer features "
-                  "as log(1 + x), 26 categorical ids, click labels (--skip-bad-lines)",
+                  "as log(1 + x), 26 categorical ids, click labels (--skip-bad-lines; "
+                  "--shuffle-buffer streams files larger than memory)",
        .load = LoadCriteo,
-       .probe = ProbeCriteo});
+       .probe = ProbeCriteo,
+       .open = OpenCriteo,
+       // DLRM's transform, log(1 + x), is the whole preprocessing, as loaded whole.
+       .stream_preprocessing = {.mean = {0.0f}, .stddev = {1.0f}}});
   add("categorical",
       {.summary = "seeded categorical ids (one Zipf field per table field, and 0-6 ids per "
                   "multi-hot field) and 4 dense features, 4 classes a known function of them "

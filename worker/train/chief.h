@@ -27,7 +27,7 @@ struct ChiefParts {
   ps::Client& client;
   StepExchange& exchange;
   TowerGroup& towers;
-  Batcher& test_batches;
+  BatchSource& test_batches;
   MetricsLog& metrics;
   const ps::JobConfig& job;
   const WorkerOptions& options;

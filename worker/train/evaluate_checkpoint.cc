@@ -104,12 +104,13 @@ Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const 
       LoadJobData(registry, job.dataset,
                   options.MakeDataRequest(model->input_shape(), job.seed,
                                           model->categorical_fields(), model->multi_hot_fields()),
-                  job.batch_size));
-  TOWERPS_ASSIGN_OR_RETURN(auto test, Batcher::Create(&data.test, data.test_options));
+                  job.batch_size, options.shuffle_buffer));
+  TOWERPS_ASSIGN_OR_RETURN(JobBatches batches, MakeJobBatches(data, 0, 1));
+  BatchSource* test = batches.test.get();
   if (test->example_shape() != model->input_shape()) {
     return InvalidArgumentError(
         "model " + job.model + " expects " + ShapeToString(model->input_shape()) + " inputs, but " +
-        data.test.name + " examples are " + ShapeToString(test->example_shape()));
+        data.test_layout.name + " examples are " + ShapeToString(test->example_shape()));
   }
   CheckpointTables tables(*model, saved, job.seed);
   TOWERPS_ASSIGN_OR_RETURN(const EpochStats eval,

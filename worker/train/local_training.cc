@@ -7,7 +7,7 @@
 
 namespace towerps::worker {
 
-Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batcher& batches,
+Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, BatchSource& batches,
                               int64_t epoch, const std::function<void(int64_t)>& on_step,
                               const std::function<Status(const Batch&)>& prepare) {
   EpochStats stats;
@@ -28,6 +28,7 @@ Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batch
     if (on_step) on_step(step);
     ++step;
   }
+  TOWERPS_RETURN_IF_ERROR(batches.status());
   if (stats.examples > 0) {
     stats.mean_loss = loss_sum / static_cast<double>(stats.examples);
     stats.accuracy = static_cast<double>(correct) / static_cast<double>(stats.examples);
@@ -35,7 +36,7 @@ Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batch
   return stats;
 }
 
-Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
+Result<EpochStats> EvaluateAll(Model<float>& model, BatchSource& batches,
                                const std::function<Status(const Batch&)>& prepare) {
   EpochStats stats;
   double loss_sum = 0;
@@ -58,6 +59,7 @@ Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
       labels.insert(labels.end(), batch.labels.begin(), batch.labels.begin() + batch.size);
     }
   }
+  TOWERPS_RETURN_IF_ERROR(batches.status());
   if (binary) stats.auc = RocAuc(probabilities, labels);
   if (stats.examples > 0) {
     stats.mean_loss = loss_sum / static_cast<double>(stats.examples);

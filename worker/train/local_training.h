@@ -36,7 +36,7 @@ std::string DescribeEvaluation(const EpochStats& eval, const std::string& what =
 // Trains on every batch of `epoch`, applying the optimizer to each layer as soon as backward has
 // produced its gradient. `on_step(step_in_epoch)`, when set, is called after each step;
 // `prepare`, when set, before it, with its batch (a model with tables gets its rows there).
-Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batcher& batches,
+Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, BatchSource& batches,
                               int64_t epoch, const std::function<void(int64_t)>& on_step = nullptr,
                               const std::function<Status(const Batch&)>& prepare = nullptr);
 
@@ -44,7 +44,7 @@ Result<EpochStats> TrainEpoch(Model<float>& model, MomentumSgd& optimizer, Batch
 // drop_remainder = false).
 // `prepare`, when set, runs before each batch is evaluated: a model with embedding tables gets
 // the batch's rows there (Model::SetTableRows).
-Result<EpochStats> EvaluateAll(Model<float>& model, Batcher& batches,
+Result<EpochStats> EvaluateAll(Model<float>& model, BatchSource& batches,
                                const std::function<Status(const Batch&)>& prepare = nullptr);
 
 }  // namespace towerps::worker

@@ -107,16 +107,21 @@ class Trainer::Impl {
                                                 o_.worker.MakeDataRequest(
                                                     m0.input_shape(), job.seed,
                                                     m0.categorical_fields(), m0.multi_hot_fields()),
-                                                job.batch_size));
-    BatcherOptions train = data_.train_options;
-    train.rank = o_.rank;
-    train.num_workers = job.workers;
-    TOWERPS_ASSIGN_OR_RETURN(batcher_, Batcher::Create(&data_.train, train));
-    TOWERPS_ASSIGN_OR_RETURN(test_batcher_, Batcher::Create(&data_.test, data_.test_options));
+                                                job.batch_size, o_.worker.shuffle_buffer));
+    TOWERPS_ASSIGN_OR_RETURN(JobBatches batches, MakeJobBatches(data_, o_.rank, job.workers));
+    batcher_ = std::move(batches.train);
+    test_batcher_ = std::move(batches.test);
     TOWERPS_ASSIGN_OR_RETURN(steps_per_epoch_, CheckDataFitsJob(data_, *batcher_, m0, job.model,
                                                                 job.workers, job.batch_size));
-    collapse_.emplace(ChanceLevelOf(data_.train.labels, m0.num_classes()),
-                      ChanceLevelOf(data_.test.labels, m0.num_classes()));
+    // The chance level needs the labels in memory: a streamed job does without the watch.
+    const int classes = data_.shuffle_buffer > 0 ? 0 : m0.num_classes();
+    collapse_.emplace(ChanceLevelOf(data_.train.labels, classes),
+                      ChanceLevelOf(data_.test.labels, classes));
+    if (data_.shuffle_buffer > 0) {
+      TOWERPS_LOG(kInfo) << "streaming " << data_.train_layout.name << " ("
+                         << data_.train_layout.examples << " examples) through a shuffle buffer of "
+                         << data_.shuffle_buffer << " examples";
+    }
     return Status::Ok();
   }
 
@@ -233,8 +238,12 @@ class Trainer::Impl {
   // The batcher's next batch, into the next epoch when this one is over.
   Status NextBatch(Batch* batch) {
     if (batcher_->Next(batch)) return Status::Ok();
+    TOWERPS_RETURN_IF_ERROR(batcher_->status());
     batcher_->StartEpoch(batcher_->epoch() + 1);
-    if (!batcher_->Next(batch)) return InternalError("the batcher produced an empty epoch");
+    if (!batcher_->Next(batch)) {
+      TOWERPS_RETURN_IF_ERROR(batcher_->status());
+      return InternalError("the batcher produced an empty epoch");
+    }
     return Status::Ok();
   }
 
@@ -336,7 +345,7 @@ class Trainer::Impl {
   std::unique_ptr<TowerGroup> towers_;
   Registry stock_registry_;  // when the options name none
   JobData data_;
-  std::unique_ptr<Batcher> batcher_, test_batcher_;
+  std::unique_ptr<BatchSource> batcher_, test_batcher_;
   Batch batch_, next_batch_;  // this iteration's, and the next one's
   std::unique_ptr<ps::Client> client_;
   int num_vars_ = 0;

@@ -343,8 +343,8 @@ TEST_F(NpyDatasetTest, ALabelTheModelHasNoOutputForIsNamedInItsSplit) {
   b.Dense("logits", 3);
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(b, cpu.get(), 1));
-  ASSERT_OK_AND_ASSIGN(auto batches, Batcher::Create(&d.train, d.train_options));
-  Result<int64_t> fits = CheckDataFitsJob(d, *batches, *model, "tiny", 1, 2);
+  ASSERT_OK_AND_ASSIGN(JobBatches batches, MakeJobBatches(d, 0, 1));
+  Result<int64_t> fits = CheckDataFitsJob(d, *batches.train, *model, "tiny", 1, 2);
   ASSERT_FALSE(fits.ok());
   EXPECT_EQ(fits.status().message(),
             "npy/test: label 7 of example 2 needs 8 outputs, but model tiny has 3");

@@ -29,10 +29,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "towerps/dataset.h"
+#include "towerps/example_stream.h"
 #include "towerps/model_builder.h"
 #include "towerps/result.h"
 
@@ -88,6 +90,14 @@ struct DatasetDef {
   // Optional and cheap (reads no more than headers); unset: only the worker checks, after
   // loading.
   std::function<Result<DatasetInfo>(const DataRequest&)> probe;
+  // Optional: `split` ("train" or "test") from its beginning, read in order
+  // (<towerps/example_stream.h>), and the preprocessing its examples take (empty mean and
+  // stddev: computed from the training split as it is read). A dataset that has it can be
+  // streamed through a shuffle buffer (--shuffle-buffer) instead of being loaded whole.
+  std::function<Result<std::unique_ptr<ExampleStream>>(const DataRequest&,
+                                                       const std::string& split)>
+      open;
+  Preprocessing stream_preprocessing{};
 };
 
 class Registry {

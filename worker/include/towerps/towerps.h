@@ -3,6 +3,7 @@
 //   <towerps/model_builder.h>  describe a network (layers, residual blocks, batch norm)
 //   <towerps/layer_options.h>  padding, initializers, activations, LRN and batch-norm options
 //   <towerps/dataset.h>        labelled examples in memory, and their preprocessing
+//   <towerps/example_stream.h> a split read in order, for data larger than memory
 //   <towerps/registry.h>       models and datasets by name; the stock ones
 //   <towerps/worker_main.h>    the whole worker process, with every standard flag
 //   <towerps/status.h>, <towerps/result.h>  errors as values
@@ -14,6 +15,7 @@
 
 #include "towerps/check.h"
 #include "towerps/dataset.h"
+#include "towerps/example_stream.h"
 #include "towerps/layer_options.h"
 #include "towerps/model_builder.h"
 #include "towerps/registry.h"
