@@ -24,4 +24,34 @@ int64_t NormalizationChannels(const Shape& example_shape) {
   return example_shape.empty() ? 1 : example_shape[0];
 }
 
+Status NormalizationScales(const BatcherOptions& o, const Shape& in, float unit,
+                           const std::string& what, std::vector<float>* scale,
+                           std::vector<float>* shift) {
+  const int64_t c = NormalizationChannels(in);
+  const bool images = in.size() == 3;
+  for (const std::vector<float>* v : {&o.mean, &o.stddev}) {
+    if (v->size() != 1 && static_cast<int64_t>(v->size()) != c) {
+      return InvalidArgumentError(
+          what + ": normalization needs one value for all " + (images ? "channels" : "features") +
+          " or one per " + (images ? "channel" : "feature") + " (" + std::to_string(c) +
+          " for examples " + ShapeToString(in) + "), but the " +
+          (v == &o.mean ? "mean" : "stddev") + " has " + std::to_string(v->size()));
+    }
+  }
+  scale->clear();
+  shift->clear();
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const float mean = o.mean.size() == 1 ? o.mean[0] : o.mean[static_cast<size_t>(ch)];
+    const float stddev = o.stddev.size() == 1 ? o.stddev[0] : o.stddev[static_cast<size_t>(ch)];
+    if (!(stddev > 0.0f)) {
+      return InvalidArgumentError("normalization stddev " + std::to_string(stddev) +
+                                  " must be > 0");
+    }
+    // (v / unit - mean) / stddev: one multiply-add per value.
+    scale->push_back(1.0f / (unit * stddev));
+    shift->push_back(-mean / stddev);
+  }
+  return Status::Ok();
+}
+
 }  // namespace towerps::worker

@@ -6,9 +6,11 @@
 #define TOWERPS_WORKER_DATA_BATCH_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "towerps/shape.h"
+#include "towerps/status.h"
 
 namespace towerps::worker {
 
@@ -59,6 +61,14 @@ const uint32_t* BagOffsets(const Batch& batch, const TableInput& input);
 // The channels normalization has statistics for: an image's [c, h, w] c, a vector's [features]
 // each feature.
 int64_t NormalizationChannels(const Shape& example_shape);
+
+// Normalization as x = v * scale[c] + shift[c] per channel (per feature of a vector
+// [features]), from the options' mean and stddev (one value for all, or one per channel), v being
+// the value read divided by `unit` (255 for pixel bytes, else 1). kInvalidArgument naming `what`,
+// the examples' shape and the option that fits neither, or a stddev that is not positive.
+Status NormalizationScales(const BatcherOptions& options, const Shape& example_shape, float unit,
+                           const std::string& what, std::vector<float>* scale,
+                           std::vector<float>* shift);
 
 }  // namespace towerps::worker
 

@@ -33,21 +33,9 @@ Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOpt
   const Shape& in = data->example_shape;
   const int64_t c = NormalizationChannels(in);
   const int64_t h = in.size() == 3 ? in[1] : 1, w = in.size() == 3 ? in[2] : in[0];
-  for (auto* v : {&o.mean, &o.stddev}) {
-    if (v->size() != 1 && static_cast<int64_t>(v->size()) != c) {
-      return InvalidArgumentError(data->name + ": normalization needs one value for all " +
-                                  (in.size() == 3 ? "channels" : "features") + " or one per " +
-                                  (in.size() == 3 ? "channel" : "feature") + " (" +
-                                  std::to_string(c) + " for examples " + ShapeToString(in) +
-                                  "), but the " + (v == &o.mean ? "mean" : "stddev") + " has " +
-                                  std::to_string(v->size()));
-    }
-  }
-  for (float s : o.stddev) {
-    if (!(s > 0.0f)) {
-      return InvalidArgumentError("normalization stddev " + std::to_string(s) + " must be > 0");
-    }
-  }
+  std::vector<float> scale, shift;
+  TOWERPS_RETURN_IF_ERROR(
+      NormalizationScales(o, in, data->is_float() ? 1.0f : 255.0f, data->name, &scale, &shift));
   Shape out = data->example_shape;
   if (o.crop_h != 0 || o.crop_w != 0) {
     if (in.size() != 3 || o.crop_h < 1 || o.crop_w < 1 || o.crop_h > h || o.crop_w > w) {
@@ -61,22 +49,14 @@ Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOpt
     o.crop_w = static_cast<int>(w);
   }
   std::unique_ptr<Batcher> b(new Batcher(data, std::move(o), std::move(out)));
+  b->scale_ = std::move(scale);
+  b->shift_ = std::move(shift);
   b->StartEpoch(0);
   return b;
 }
 
 Batcher::Batcher(const Dataset* data, BatcherOptions options, Shape out_shape)
-    : data_(data), options_(std::move(options)), out_shape_(std::move(out_shape)) {
-  const auto channels = static_cast<size_t>(NormalizationChannels(data_->example_shape));
-  // (v - mean) / stddev, with v = p / 255 for pixels: one multiply-add per value.
-  const float unit = data_->is_float() ? 1.0f : 255.0f;
-  for (size_t ch = 0; ch < channels; ++ch) {
-    const float mean = options_.mean.size() == 1 ? options_.mean[0] : options_.mean[ch];
-    const float stddev = options_.stddev.size() == 1 ? options_.stddev[0] : options_.stddev[ch];
-    scale_.push_back(1.0f / (unit * stddev));
-    shift_.push_back(-mean / stddev);
-  }
-}
+    : data_(data), options_(std::move(options)), out_shape_(std::move(out_shape)) {}
 
 int64_t Batcher::shard_size() const {
   const int64_t n = data_->size(), w = options_.num_workers;

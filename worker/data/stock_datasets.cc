@@ -151,6 +151,23 @@ Result<DatasetInfo> ProbeCifar10(const DataRequest& r) {
                      .num_classes = 10};
 }
 
+// A generator's two splits: its own training size, 4000 test examples, seeded apart; their
+// dense features are standard normal already.
+template <typename Options, typename Make>
+Result<DataSplits> GeneratedSplits(Options o, Make make, const std::string& name, uint64_t seed) {
+  o.seed = seed;
+  DataSplits d;
+  TOWERPS_ASSIGN_OR_RETURN(d.train, make(o));
+  o.size = 4000;
+  o.seed = seed + 1;
+  TOWERPS_ASSIGN_OR_RETURN(d.test, make(o));
+  d.train.name = name + "/train";
+  d.test.name = name + "/test";
+  d.preprocessing.mean = {0.0f};
+  d.preprocessing.stddev = {1.0f};
+  return d;
+}
+
 // 4 dense features beside the model's categorical fields, 1000 ids per field, 4 classes.
 worker::CategoricalOptions CategoricalFor(const DataRequest& r) {
   worker::CategoricalOptions o;
@@ -166,18 +183,7 @@ Result<DataSplits> LoadCategorical(const DataRequest& r) {
         "--dataset categorical is for models with embedding tables (--model embed-mlp, or one "
         "of yours with ModelBuilder::Embedding)");
   }
-  worker::CategoricalOptions o = CategoricalFor(r);
-  o.seed = r.seed;
-  DataSplits d;
-  TOWERPS_ASSIGN_OR_RETURN(d.train, worker::MakeCategoricalDataset(o));
-  o.size = 4000;
-  o.seed = r.seed + 1;
-  TOWERPS_ASSIGN_OR_RETURN(d.test, worker::MakeCategoricalDataset(o));
-  d.train.name = "categorical/train";
-  d.test.name = "categorical/test";
-  d.preprocessing.mean = {0.0f};  // standard normal already
-  d.preprocessing.stddev = {1.0f};
-  return d;
+  return GeneratedSplits(CategoricalFor(r), worker::MakeCategoricalDataset, "categorical", r.seed);
 }
 
 // Targets of a hidden linear function of the model's features (a vector [F]) plus noise.
@@ -186,18 +192,9 @@ Result<DataSplits> LoadRegression(const DataRequest& r) {
     return InvalidArgumentError("--dataset regression is for models of a feature vector [F], not " +
                                 ShapeToString(r.model_input) + " (--model regression_mlp)");
   }
-  worker::RegressionOptions o{
-      .features = static_cast<int>(r.model_input[0]), .seed = r.seed, .weights_seed = r.seed};
-  DataSplits d;
-  TOWERPS_ASSIGN_OR_RETURN(d.train, worker::MakeRegressionDataset(o));
-  o.size = 4000;
-  o.seed = r.seed + 1;
-  TOWERPS_ASSIGN_OR_RETURN(d.test, worker::MakeRegressionDataset(o));
-  d.train.name = "regression/train";
-  d.test.name = "regression/test";
-  d.preprocessing.mean = {0.0f};  // standard normal already
-  d.preprocessing.stddev = {1.0f};
-  return d;
+  return GeneratedSplits(worker::RegressionOptions{.features = static_cast<int>(r.model_input[0]),
+                                                   .weights_seed = r.seed},
+                         worker::MakeRegressionDataset, "regression", r.seed);
 }
 
 Result<DataSplits> LoadSynthetic(const DataRequest& r) {

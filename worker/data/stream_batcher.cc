@@ -112,22 +112,8 @@ Status StreamBatcher::Count() {
       options_.stddev[j] = var > 1e-12 ? static_cast<float>(std::sqrt(var)) : 1.0f;
     }
   }
-  for (auto* v : {&options_.mean, &options_.stddev}) {
-    if (v->size() != 1 && static_cast<int64_t>(v->size()) != shape_[0]) {
-      return InvalidArgumentError(name_ + ": normalization needs one value for all features or " +
-                                  std::to_string(shape_[0]) + ", not " + std::to_string(v->size()));
-    }
-  }
-  for (int64_t j = 0; j < shape_[0]; ++j) {
-    const auto at = [&](const std::vector<float>& v) { return v.size() == 1 ? v[0] : v[j]; };
-    if (!(at(options_.stddev) > 0.0f)) {
-      return InvalidArgumentError("normalization stddev " + std::to_string(at(options_.stddev)) +
-                                  " must be > 0");
-    }
-    scale_.push_back(1.0f / at(options_.stddev));
-    shift_.push_back(-at(options_.mean) / at(options_.stddev));
-  }
-  return Status::Ok();
+  // Value() has scaled bytes already.
+  return NormalizationScales(options_, shape_, 1.0f, name_, &scale_, &shift_);
 }
 
 int64_t StreamBatcher::shard_size() const {

@@ -89,14 +89,14 @@ struct DatasetDef {
   std::function<Result<DataSplits>(const DataRequest&)> load;
   // Optional and cheap (reads no more than headers); unset: only the worker checks, after
   // loading.
-  std::function<Result<DatasetInfo>(const DataRequest&)> probe;
+  std::function<Result<DatasetInfo>(const DataRequest&)> probe{};
   // Optional: `split` ("train" or "test") from its beginning, read in order
   // (<towerps/example_stream.h>), and the preprocessing its examples take (empty mean and
   // stddev: computed from the training split as it is read). A dataset that has it can be
   // streamed through a shuffle buffer (--shuffle-buffer) instead of being loaded whole.
   std::function<Result<std::unique_ptr<ExampleStream>>(const DataRequest&,
                                                        const std::string& split)>
-      open;
+      open{};
   Preprocessing stream_preprocessing{};
 };
 
