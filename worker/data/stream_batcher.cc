@@ -89,7 +89,11 @@ Status StreamBatcher::Count() {
                                   " is laid out unlike the first (shape, ids, multi-hot "
                                   "fields or targets)");
     }
-    for (int32_t label : chunk.labels) num_classes_ = std::max(num_classes_, label + 1);
+    for (int32_t label : chunk.labels) {
+      num_classes_ = std::max(num_classes_, label + 1);
+      if (label_counts_.size() <= static_cast<size_t>(label)) label_counts_.resize(label + 1, 0);
+      ++label_counts_[static_cast<size_t>(label)];
+    }
     if (statistics) {
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t j = 0; j < shape_[0]; ++j) {

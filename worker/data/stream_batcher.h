@@ -61,6 +61,8 @@ class StreamBatcher : public BatchSource {
   int multi_hot() const { return multi_hot_; }
   bool regression() const { return regression_; }
   int num_classes() const { return num_classes_; }
+  // Examples per label, from the counting pass.
+  const std::vector<int64_t>& label_counts() const { return label_counts_; }
   const std::string& name() const { return name_; }
   // The most examples the buffer has held: at most `buffer`.
   int64_t peak_buffered() const { return peak_; }
@@ -88,6 +90,7 @@ class StreamBatcher : public BatchSource {
   Shape shape_;
   int64_t examples_ = 0;
   int fields_ = 0, multi_hot_ = 0, num_classes_ = 0;
+  std::vector<int64_t> label_counts_;
   bool regression_ = false;
   std::vector<float> scale_, shift_;  // per feature: x = v * scale + shift
 

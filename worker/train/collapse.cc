@@ -38,14 +38,22 @@ std::string ChanceLevel::Describe() const {
 }
 
 ChanceLevel ChanceLevelOf(const std::vector<int32_t>& labels, int classes) {
-  ChanceLevel c;
-  c.classes = classes;
-  if (labels.empty() || classes < 2) return c;
-  std::vector<int64_t> count(static_cast<size_t>(classes), 0);
+  std::vector<int64_t> count(static_cast<size_t>(std::max(classes, 0)), 0);
   for (int32_t y : labels) {
     if (y >= 0 && y < classes) ++count[static_cast<size_t>(y)];
   }
-  const double n = static_cast<double>(labels.size());
+  return ChanceLevelOfCounts(count, classes);
+}
+
+ChanceLevel ChanceLevelOfCounts(const std::vector<int64_t>& counts, int classes) {
+  ChanceLevel c;
+  c.classes = classes;
+  std::vector<int64_t> count(static_cast<size_t>(std::max(classes, 0)), 0);
+  for (size_t y = 0; y < counts.size() && y < count.size(); ++y) count[y] = counts[y];
+  int64_t total = 0;
+  for (int64_t k : count) total += k;
+  if (total == 0 || classes < 2) return c;
+  const double n = static_cast<double>(total);
   c.majority_share = static_cast<double>(*std::max_element(count.begin(), count.end())) / n;
   // Balanced classes give exactly ln classes (so that Describe() can say so).
   const bool balanced =

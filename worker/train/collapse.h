@@ -47,6 +47,8 @@ struct ChanceLevel {
 
 // The chance level of `labels`, each in [0, classes).
 ChanceLevel ChanceLevelOf(const std::vector<int32_t>& labels, int classes);
+// The same from the count of each class (a streamed split's, counted as it was read).
+ChanceLevel ChanceLevelOfCounts(const std::vector<int64_t>& counts, int classes);
 
 class CollapseWatch {
  public:

@@ -44,6 +44,9 @@ SplitLayout LayoutOf(const Dataset& d) {
                 .multi_hot = static_cast<int>(d.multi_hot.size()),
                 .regression = d.regression()};
   for (size_t i = 0; i < d.labels.size(); ++i) {
+    const auto label = static_cast<size_t>(d.labels[i]);
+    if (l.label_counts.size() <= label) l.label_counts.resize(label + 1, 0);
+    ++l.label_counts[label];
     if (d.labels[i] + 1 <= l.labels_needed) continue;
     l.labels_needed = d.labels[i] + 1;
     l.largest_label_at = static_cast<int64_t>(i);
@@ -57,7 +60,8 @@ SplitLayout LayoutOf(const StreamBatcher& s) {
                      .fields = s.fields(),
                      .multi_hot = s.multi_hot(),
                      .regression = s.regression(),
-                     .labels_needed = s.regression() ? 0 : s.num_classes()};
+                     .labels_needed = s.regression() ? 0 : s.num_classes(),
+                     .label_counts = s.label_counts()};
 }
 
 // The dataset's streams, to be read by MakeJobBatches.

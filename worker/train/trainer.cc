@@ -113,10 +113,8 @@ class Trainer::Impl {
     test_batcher_ = std::move(batches.test);
     TOWERPS_ASSIGN_OR_RETURN(steps_per_epoch_, CheckDataFitsJob(data_, *batcher_, m0, job.model,
                                                                 job.workers, job.batch_size));
-    // The chance level needs the labels in memory: a streamed job does without the watch.
-    const int classes = data_.shuffle_buffer > 0 ? 0 : m0.num_classes();
-    collapse_.emplace(ChanceLevelOf(data_.train.labels, classes),
-                      ChanceLevelOf(data_.test.labels, classes));
+    collapse_.emplace(ChanceLevelOfCounts(data_.train_layout.label_counts, m0.num_classes()),
+                      ChanceLevelOfCounts(data_.test_layout.label_counts, m0.num_classes()));
     if (data_.shuffle_buffer > 0) {
       TOWERPS_LOG(kInfo) << "streaming " << data_.train_layout.name << " ("
                          << data_.train_layout.examples << " examples) through a shuffle buffer of "

@@ -145,6 +145,9 @@ TEST(StreamBatcherTest, IdsMultiHotFieldsAndTargetsTravelWithTheirExamples) {
     EXPECT_EQ(b->fields(), 1);
     EXPECT_EQ(b->multi_hot(), 1);
     EXPECT_EQ(b->regression(), targets);
+    const std::vector<int64_t> counts =
+        targets ? std::vector<int64_t>{} : std::vector<int64_t>{10, 10, 10};
+    EXPECT_EQ(b->label_counts(), counts);
     b->StartEpoch(0);
     Batch batch;
     int seen = 0;
