@@ -117,21 +117,32 @@ Result<int64_t> CriteoStream::Read(int64_t max, Dataset* chunk) {
   return n;
 }
 
-Result<Dataset> ReadCriteoFile(const std::string& path, const std::string& name,
-                               const CriteoOptions& options, CriteoReadStats* stats) {
-  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<CriteoStream> stream, CriteoStream::Open(path, options));
+std::string CriteoStream::Notes() const {
+  if (stats_.skipped == 0) return "";
+  return path_ + ": skipped " + std::to_string(stats_.skipped) + " malformed line(s) of " +
+         std::to_string(stats_.lines) + " (--skip-bad-lines); the first, " + stats_.first_skipped;
+}
+
+Result<Dataset> ReadCriteoStream(CriteoStream& stream, const std::string& name) {
   Dataset d;
   d.name = name;
   for (;;) {
-    TOWERPS_ASSIGN_OR_RETURN(const int64_t n, stream->Read(int64_t{1} << 20, &d));
+    TOWERPS_ASSIGN_OR_RETURN(const int64_t n, stream.Read(int64_t{1} << 20, &d));
     if (n == 0) break;
   }
-  const CriteoReadStats& st = stream->stats();
-  if (stats != nullptr) *stats = st;
   if (d.labels.empty()) {
-    return InvalidArgumentError(path + ": no examples (" + std::to_string(st.lines) + " lines, " +
-                                std::to_string(st.skipped) + " skipped)");
+    const CriteoReadStats& st = stream.stats();
+    return InvalidArgumentError(stream.path() + ": no examples (" + std::to_string(st.lines) +
+                                " lines, " + std::to_string(st.skipped) + " skipped)");
   }
+  return d;
+}
+
+Result<Dataset> ReadCriteoFile(const std::string& path, const std::string& name,
+                               const CriteoOptions& options, CriteoReadStats* stats) {
+  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<CriteoStream> stream, CriteoStream::Open(path, options));
+  Result<Dataset> d = ReadCriteoStream(*stream, name);
+  if (stats != nullptr) *stats = stream->stats();
   return d;
 }
 

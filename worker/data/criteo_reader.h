@@ -62,7 +62,10 @@ class CriteoStream : public ExampleStream {
   static Result<std::unique_ptr<CriteoStream>> Open(const std::string& path,
                                                     const CriteoOptions& options);
   Result<int64_t> Read(int64_t max, Dataset* chunk) override;
+  // "path: skipped 3 malformed line(s) of 1000 (--skip-bad-lines); the first, line 17: ..."
+  std::string Notes() const override;
   const CriteoReadStats& stats() const { return stats_; }
+  const std::string& path() const { return path_; }
 
  private:
   CriteoStream(std::string path, CriteoOptions options);
@@ -73,8 +76,11 @@ class CriteoStream : public ExampleStream {
   CriteoReadStats stats_;
 };
 
-// Every line of `path` as a Dataset named `name`: example_shape {13}, float values, 26 fields of
-// ids, 2 classes. `stats` may be null.
+// The rest of `stream`'s lines as a Dataset named `name`: example_shape {13}, float values, 26
+// fields of ids, 2 classes. kInvalidArgument when it holds no example.
+Result<Dataset> ReadCriteoStream(CriteoStream& stream, const std::string& name);
+
+// Every line of `path` as such a Dataset. `stats` may be null.
 Result<Dataset> ReadCriteoFile(const std::string& path, const std::string& name,
                                const CriteoOptions& options, CriteoReadStats* stats);
 

@@ -225,14 +225,10 @@ constexpr char kCriteoFiles[] =
 
 Result<Dataset> LoadCriteoSplit(const DataRequest& r, const std::string& file) {
   const std::string path = r.data_dir + "/" + file;
-  worker::CriteoReadStats stats;
-  Result<Dataset> d =
-      worker::ReadCriteoFile(path, "criteo/" + file, {.skip_bad_lines = r.skip_bad_lines}, &stats);
-  if (d.ok() && stats.skipped > 0) {
-    TOWERPS_LOG(kWarning) << path << ": skipped " << stats.skipped << " malformed line(s) of "
-                          << stats.lines << " (--skip-bad-lines); the first, "
-                          << stats.first_skipped;
-  }
+  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<worker::CriteoStream> stream,
+                           worker::CriteoStream::Open(path, {.skip_bad_lines = r.skip_bad_lines}));
+  TOWERPS_ASSIGN_OR_RETURN(Dataset d, worker::ReadCriteoStream(*stream, "criteo/" + file));
+  if (const std::string notes = stream->Notes(); !notes.empty()) TOWERPS_LOG(kWarning) << notes;
   return d;
 }
 

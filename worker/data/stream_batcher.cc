@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "common/logging.h"
 #include "common/splitmix.h"
 
 namespace towerps::worker {
@@ -106,6 +107,7 @@ Status StreamBatcher::Count() {
     examples_ += n;
   }
   if (examples_ == 0) return InvalidArgumentError(name_ + " holds no examples");
+  if (const std::string notes = stream->Notes(); !notes.empty()) TOWERPS_LOG(kWarning) << notes;
   if (statistics) {
     options_.mean.assign(sum.size(), 0.0f);
     options_.stddev.assign(sum.size(), 1.0f);

@@ -16,9 +16,9 @@
 //    with them.
 //
 // Contract: Create reads the split through once, to count its examples and check them (an
-// error names the file and the line), and, when the options give no normalization, to compute
-// it per feature. A read that fails later (the file changed or broke) stops Next, and status()
-// names it. Not thread-safe.
+// error names the file and the line; what the stream skipped is logged once, from its Notes),
+// and, when the options give no normalization, to compute it per feature. A read that fails later
+// (the file changed or broke) stops Next, and status() names it. Not thread-safe.
 #ifndef TOWERPS_WORKER_DATA_STREAM_BATCHER_H_
 #define TOWERPS_WORKER_DATA_STREAM_BATCHER_H_
 

@@ -123,6 +123,22 @@ TEST(CriteoReaderTest, ReadsAFileAndNamesItsBadLineOrSkipsIt) {
   EXPECT_EQ(d.ids.size(), 3u * 26);
   EXPECT_OK(d.Validate());
 
+  // The same lines as a stream, a chunk at a time: what it skipped goes to its Notes.
+  ASSERT_OK_AND_ASSIGN(auto stream, CriteoStream::Open(path, {.skip_bad_lines = true}));
+  Dataset chunk;
+  EXPECT_EQ(stream->Notes(), "");
+  ASSERT_OK_AND_ASSIGN(int64_t n, stream->Read(2, &chunk));
+  EXPECT_EQ(n, 2);
+  ASSERT_OK_AND_ASSIGN(n, stream->Read(2, &chunk));
+  EXPECT_EQ(n, 1);
+  ASSERT_OK_AND_ASSIGN(n, stream->Read(2, &chunk));
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(chunk.labels, d.labels);
+  EXPECT_EQ(chunk.ids, d.ids);
+  EXPECT_EQ(stream->Notes(), path +
+                                 ": skipped 1 malformed line(s) of 4 (--skip-bad-lines); the "
+                                 "first, line 3: field 6 (I5) is 'five', not an integer");
+
   EXPECT_EQ(ReadCriteoFile((dir.path() / "none.txt").string(), "x", {}, nullptr).status().code(),
             StatusCode::kNotFound);
   const std::string empty = (dir.path() / "empty.txt").string();

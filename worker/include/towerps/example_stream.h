@@ -13,6 +13,7 @@
 #define TOWERPS_EXAMPLE_STREAM_H_
 
 #include <cstdint>
+#include <string>
 
 #include "towerps/dataset.h"
 #include "towerps/result.h"
@@ -24,6 +25,9 @@ class ExampleStream {
   virtual ~ExampleStream() = default;
   // Appends up to `max` (>= 1) of the next examples to `chunk`; 0 once the split is over.
   virtual Result<int64_t> Read(int64_t max, Dataset* chunk) = 0;
+  // What the reader passed over so far that a user should hear of (malformed lines it skipped,
+  // say), one line for the log; empty when nothing.
+  virtual std::string Notes() const { return ""; }
 };
 
 }  // namespace towerps
