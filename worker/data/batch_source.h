@@ -21,10 +21,18 @@ class BatchSource {
   virtual ~BatchSource() = default;
   // Per-example shape of the batches (after any crop).
   virtual const Shape& example_shape() const = 0;
-  // The split's examples, every worker's; this worker's per epoch; the batches that gives.
+  // The split's examples, every worker's.
   virtual int64_t examples() const = 0;
-  virtual int64_t shard_size() const = 0;
-  virtual int64_t batches_per_epoch() const = 0;
+  // This worker's per epoch (positions rank, rank + workers, ...), and the full or partial
+  // batches that gives.
+  int64_t shard_size() const {
+    const int64_t n = examples(), w = options().num_workers;
+    return n / w + (options().rank < n % w ? 1 : 0);
+  }
+  int64_t batches_per_epoch() const {
+    const int64_t s = shard_size(), b = options().batch_size;
+    return options().drop_remainder ? s / b : (s + b - 1) / b;
+  }
   // Starts epoch `epoch` (0-based) from its beginning.
   virtual void StartEpoch(int64_t epoch) = 0;
   virtual bool Next(Batch* batch) = 0;

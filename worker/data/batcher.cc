@@ -58,16 +58,6 @@ Result<std::unique_ptr<Batcher>> Batcher::Create(const Dataset* data, BatcherOpt
 Batcher::Batcher(const Dataset* data, BatcherOptions options, Shape out_shape)
     : data_(data), options_(std::move(options)), out_shape_(std::move(out_shape)) {}
 
-int64_t Batcher::shard_size() const {
-  const int64_t n = data_->size(), w = options_.num_workers;
-  return n / w + (options_.rank < n % w ? 1 : 0);
-}
-
-int64_t Batcher::batches_per_epoch() const {
-  const int64_t s = shard_size(), b = options_.batch_size;
-  return options_.drop_remainder ? s / b : (s + b - 1) / b;
-}
-
 void Batcher::StartEpoch(int64_t epoch) {
   epoch_ = epoch;
   cursor_ = 0;

@@ -35,9 +35,6 @@ class Batcher : public BatchSource {
   // Per-example shape of the batches (after cropping).
   const Shape& example_shape() const override { return out_shape_; }
   int64_t examples() const override { return data_->size(); }
-  // Examples this worker sees per epoch, and full or partial batches that gives.
-  int64_t shard_size() const override;
-  int64_t batches_per_epoch() const override;
 
   // Starts epoch `epoch` (0-based) from its beginning.
   void StartEpoch(int64_t epoch) override;

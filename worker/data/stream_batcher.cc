@@ -122,16 +122,6 @@ Status StreamBatcher::Count() {
   return NormalizationScales(options_, shape_, 1.0f, name_, &scale_, &shift_);
 }
 
-int64_t StreamBatcher::shard_size() const {
-  const int64_t w = options_.num_workers;
-  return examples_ / w + (options_.rank < examples_ % w ? 1 : 0);
-}
-
-int64_t StreamBatcher::batches_per_epoch() const {
-  const int64_t s = shard_size(), b = options_.batch_size;
-  return options_.drop_remainder ? s / b : (s + b - 1) / b;
-}
-
 void StreamBatcher::StartEpoch(int64_t epoch) {
   epoch_ = epoch;
   pool_.clear();

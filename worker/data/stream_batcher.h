@@ -46,8 +46,6 @@ class StreamBatcher : public BatchSource {
 
   const Shape& example_shape() const override { return shape_; }
   int64_t examples() const override { return examples_; }
-  int64_t shard_size() const override;
-  int64_t batches_per_epoch() const override;
   void StartEpoch(int64_t epoch) override;
   bool Next(Batch* batch) override;
   void Seek(int64_t index) override;
