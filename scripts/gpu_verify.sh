@@ -36,7 +36,7 @@ cd "$(dirname "$0")/.."
 # multi-process suites start binaries by their build-tree paths: they run in CI, not here.)
 gpu_tests=(backend_conformance_test model_ops_conformance_test
            recommendation_ops_conformance_test elementwise_test
-           model_backend_memory_test towers_test tower_group_test caching_allocator_test model_test
+           model_backend_memory_test model_tables_memory_test towers_test tower_group_test caching_allocator_test model_test
            layer_gradient_test)
 if [ "${1:-}" = "--tests" ]; then (IFS=,; echo "${gpu_tests[*]}"); exit 0; fi
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then

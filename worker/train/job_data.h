@@ -27,8 +27,8 @@ struct SplitLayout {
   int64_t examples = 0;
   int fields = 0, multi_hot = 0;
   bool regression = false;
-  int labels_needed = 0;              // the largest label + 1 (0 for targets)
-  int64_t largest_label_at = -1;      // the first example that holds it, when known
+  int labels_needed = 0;                // the largest label + 1 (0 for targets)
+  int64_t largest_label_at = -1;        // the first example that holds it, when known
   std::vector<int64_t> label_counts{};  // examples per label
 };
 

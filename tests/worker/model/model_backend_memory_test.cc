@@ -19,16 +19,21 @@
 #include "kernels/gpu_devices.h"
 #include "tests/testing/status_assert.h"
 #include "tests/worker/checked_device_backend.h"
+#include "tests/worker/model/device_model_testing.h"
 #include "worker/data/synthetic.h"
 #include "worker/model/model_factory.h"
 #include "worker/model/zoo.h"
 #include "worker/train/momentum_sgd.h"
-#ifdef TOWERPS_WITH_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 
 namespace towerps::worker {
 namespace {
+
+using testing::InputBatch;
+using testing::RandomBatch;
+using testing::WhyNoCuda;
+#ifdef TOWERPS_WITH_CUDA
+using testing::GrowingGpuBackend;
+#endif
 
 // Every layer kind.
 ModelBuilder EveryLayer() {
@@ -40,23 +45,6 @@ ModelBuilder EveryLayer() {
   return b;
 }
 
-struct Batch {
-  std::vector<float> x;
-  std::vector<int32_t> labels;
-};
-
-Batch RandomBatch(const Model<float>& m, int batch, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Batch b;
-  b.x.resize(static_cast<size_t>(batch * NumElements(m.input_shape())));
-  for (float& v : b.x) v = dist(rng);
-  for (int i = 0; i < batch; ++i) {
-    b.labels.push_back(std::uniform_int_distribution<int>(0, m.num_classes() - 1)(rng));
-  }
-  return b;
-}
-
 TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   CheckedDeviceBackend dev;
@@ -64,7 +52,7 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   ASSERT_OK_AND_ASSIGN(auto dev_model, BuildModel<float>(EveryLayer(), &dev, 7));
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE(step);
-    const Batch b = RandomBatch(*host_model, 5, 100 + step);
+    const InputBatch b = RandomBatch(*host_model, 5, 100 + step);
     // The hook sees each gradient already on the host.
     std::vector<std::vector<float>> seen(dev_model->num_variables());
     auto on_gradient = [&](int v) {
@@ -103,7 +91,7 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   t.f32()[0] += 0.5f;
   ASSERT_TRUE(host_model->SetVariable(0, t).ok());
   ASSERT_TRUE(dev_model->SetVariable(0, t).ok());
-  const Batch b = RandomBatch(*host_model, 4, 999);
+  const InputBatch b = RandomBatch(*host_model, 4, 999);
   ASSERT_OK_AND_ASSIGN(const StepResult e_dev, dev_model->Evaluate(b.x.data(), b.labels.data(), 4));
   ASSERT_OK_AND_ASSIGN(const StepResult e_host,
                        host_model->Evaluate(b.x.data(), b.labels.data(), 4));
@@ -115,99 +103,12 @@ TEST(ModelBackendMemoryTest, DeviceMemoryModelIsBitwiseEqualToTheCpuModel) {
   EXPECT_GT(dev.bytes_to_host, 0);
 }
 
-// DLRM's structure at a toy size: tables (one sharing another's ids, one pooling a multi-hot
-// field), a bottom MLP, the dot interaction, a top MLP and one logit.
-ModelBuilder TablesModel() {
-  ModelBuilder b({3});
-  b.Embedding("a", 2, {.rows = 0, .dim = 4, .init_scale = 0.5f})
-      .Embedding("b", 1, {.rows = 0, .dim = 4, .init_scale = 0.5f})
-      .EmbeddingOf("c", "a", {.rows = 0, .dim = 4, .init_scale = 0.5f})
-      .EmbeddingBag("d", BagPooling::kMean, {.rows = 0, .dim = 4, .init_scale = 0.5f});
-  b.Join("interaction", JoinKind::kDotInteraction,
-         {{{"dense"}, [](ModelBuilder& m) { m.Dense("bottom", 4).Relu(); }},
-          {{"a", "b", "c", "d"}, {}}});
-  b.Dense("top", 5).Relu().Dense("logit", 1, Init::kGlorot);
-  b.Loss(LossKind::kSigmoidCrossEntropy);
-  return b;
-}
-
-// A batch's rows for each table: `unique` rows, and per example and field which one (repeats).
-// A multi-hot field's examples use 0 to 3 rows each, and its offsets start at 3, as a tower's
-// slice of a larger batch does (the index then starts at that slice's first use).
-struct TableRows {
-  static constexpr uint32_t kBase = 3;
-  std::vector<std::vector<float>> rows;
-  std::vector<std::vector<uint32_t>> index, bags;
-  TableRows(const Model<float>& m, int batch, int64_t unique, uint32_t seed) {
-    std::mt19937 rng(seed);
-    for (int t = 0; t < m.num_tables(); ++t) {
-      rows.emplace_back(static_cast<size_t>(unique * m.table(t).options.dim));
-      for (float& v : rows.back()) v = std::uniform_real_distribution<float>(-1, 1)(rng);
-      bags.emplace_back();
-      size_t uses = static_cast<size_t>(batch * m.table(t).fields);
-      if (m.table_bag(t) >= 0) {
-        bags.back().push_back(kBase);
-        for (int b = 0; b < batch; ++b) {
-          bags.back().push_back(bags.back().back() +
-                                std::uniform_int_distribution<uint32_t>(0, 3)(rng));
-        }
-        uses = bags.back().back() - kBase;
-      }
-      index.emplace_back(uses);
-      for (uint32_t& i : index.back()) {
-        i = std::uniform_int_distribution<uint32_t>(0, static_cast<uint32_t>(unique - 1))(rng);
-      }
-    }
-  }
-  void SetInto(Model<float>& m, int64_t unique) {
-    for (int t = 0; t < m.num_tables(); ++t) {
-      m.SetTableRows(t, rows[t].data(), unique, index[t].data(),
-                     bags[t].empty() ? nullptr : bags[t].data());
-    }
-  }
-};
-
-// The tables' rows go to the device, the input is assembled there, and the rows' gradient comes
-// back: the same bits as on the CPU, with every op on device memory.
-TEST(ModelBackendMemoryTest, DeviceTablesAreBitwiseTheCpuTables) {
-  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
-  CheckedDeviceBackend dev;
-  ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(TablesModel(), cpu.get(), 7));
-  ASSERT_OK_AND_ASSIGN(auto dev_model, BuildModel<float>(TablesModel(), &dev, 7));
-  for (int step = 0; step < 2; ++step) {
-    SCOPED_TRACE(step);
-    const Batch b = RandomBatch(*host_model, 6, 300 + step);
-    TableRows rows(*host_model, 6, 5, 400 + step);
-    rows.SetInto(*host_model, 5);
-    rows.SetInto(*dev_model, 5);
-    ASSERT_OK_AND_ASSIGN(const StepResult h, host_model->TrainStep(b.x.data(), b.labels.data(), 6));
-    ASSERT_OK_AND_ASSIGN(const StepResult d, dev_model->TrainStep(b.x.data(), b.labels.data(), 6));
-    EXPECT_EQ(d.loss, h.loss);
-    for (int t = 0; t < host_model->num_tables(); ++t) {
-      const std::vector<float>& want = host_model->table_gradient(t);
-      EXPECT_EQ(dev_model->table_gradient(t), want) << host_model->table(t).name;
-      EXPECT_TRUE(std::any_of(want.begin(), want.end(), [](float g) { return g != 0.0f; }));
-    }
-    for (int v = 0; v < host_model->num_variables(); ++v) {
-      const auto want = host_model->gradient(v);
-      const auto got = dev_model->gradient(v);
-      EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin(), got.end()))
-          << host_model->variables()[v].name;
-    }
-    ASSERT_OK_AND_ASSIGN(const StepResult he, host_model->Evaluate(b.x.data(), b.labels.data(), 6));
-    ASSERT_OK_AND_ASSIGN(const StepResult de, dev_model->Evaluate(b.x.data(), b.labels.data(), 6));
-    EXPECT_EQ(de.probabilities, he.probabilities);
-  }
-  EXPECT_EQ(dev.violations, 0) << "first op given a pointer outside backend memory: "
-                               << dev.first_violation;
-}
-
 TEST(ModelBackendMemoryTest, BackendDeliveryLeavesGradientsOnTheDevice) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   CheckedDeviceBackend dev;
   ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(EveryLayer(), cpu.get(), 9));
   ASSERT_OK_AND_ASSIGN(auto dev_model, BuildModel<float>(EveryLayer(), &dev, 9));
-  const Batch b = RandomBatch(*host_model, 3, 8);
+  const InputBatch b = RandomBatch(*host_model, 3, 8);
   std::vector<int> order;
   ASSERT_TRUE(host_model->TrainStep(b.x.data(), b.labels.data(), 3).ok());
   const int64_t copied_out = dev.bytes_to_host;
@@ -246,7 +147,7 @@ TEST(ModelBackendMemoryTest, MomentumSgdOnTheDeviceMatchesItOnTheHost) {
   EXPECT_FALSE(MomentumSgd::Create(dev_model.get(), &other, o).ok());
   for (int step = 0; step < 4; ++step) {
     SCOPED_TRACE(step);
-    const Batch b = RandomBatch(*host_model, 4, 300 + step);
+    const InputBatch b = RandomBatch(*host_model, 4, 300 + step);
     ASSERT_TRUE(host_model->TrainStep(b.x.data(), b.labels.data(), 4).ok());
     host_sgd->Step();
     const int64_t to_host = dev.bytes_to_host;
@@ -268,7 +169,7 @@ TEST(ModelBackendMemoryTest, MomentumSgdOnTheDeviceMatchesItOnTheHost) {
   Tensor t = host_model->GetVariable(0);
   t.f32()[0] += 1.0f;
   ASSERT_TRUE(host_model->SetVariable(0, t).ok() && dev_model->SetVariable(0, t).ok());
-  const Batch b = RandomBatch(*host_model, 4, 999);
+  const InputBatch b = RandomBatch(*host_model, 4, 999);
   ASSERT_OK_AND_ASSIGN(const StepResult e_dev, dev_model->Evaluate(b.x.data(), b.labels.data(), 4));
   ASSERT_OK_AND_ASSIGN(const StepResult e_host,
                        host_model->Evaluate(b.x.data(), b.labels.data(), 4));
@@ -280,7 +181,7 @@ TEST(ModelBackendMemoryTest, MomentumSgdOnTheDeviceMatchesItOnTheHost) {
 TEST(ModelBackendMemoryTest, OnlyChangedValuesAreCopiedToTheDevice) {
   CheckedDeviceBackend dev;
   ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(EveryLayer(), &dev, 3));
-  const Batch b = RandomBatch(*model, 2, 5);
+  const InputBatch b = RandomBatch(*model, 2, 5);
   ASSERT_TRUE(model->Evaluate(b.x.data(), b.labels.data(), 2).ok());
   const int64_t x_and_labels = static_cast<int64_t>(b.x.size() * sizeof(float) + 2 * 4);
   const int64_t first = dev.bytes_to_device;
@@ -288,55 +189,6 @@ TEST(ModelBackendMemoryTest, OnlyChangedValuesAreCopiedToTheDevice) {
   ASSERT_TRUE(model->Evaluate(b.x.data(), b.labels.data(), 2).ok());
   EXPECT_EQ(dev.bytes_to_device - first, x_and_labels) << "unchanged values stay on the device";
   EXPECT_EQ(dev.violations, 0) << dev.first_violation;
-}
-
-// Why the CUDA tests cannot run here, or "" when they can.
-std::string WhyNoCuda() {
-  std::string why;
-  if (!kernels::BuiltWithCuda()) return "no GPU backend: " + (kernels::ListGpus(&why), why);
-  if (kernels::ListGpus(&why).empty()) return "no GPU is present: " + why;
-  return "";
-}
-
-#ifdef TOWERPS_WITH_CUDA
-// A CUDA backend on gpu:0 that grows as needed, up to half the device.
-Result<std::unique_ptr<kernels::CudaBackend>> GrowingGpuBackend() {
-  kernels::CudaBackendOptions o;
-  o.memory.allow_growth = true;
-  o.memory.memory_fraction = 0.5;
-  return kernels::CudaBackend::Create(o);
-}
-#endif
-
-// dlrm_small on a GPU against the CPU: loss, dense gradients and the tables' row gradients.
-TEST(ModelBackendMemoryTest, CudaTablesMatchTheCpuTables) {
-  if (const std::string why = WhyNoCuda(); !why.empty()) GTEST_SKIP() << why;
-#ifdef TOWERPS_WITH_CUDA
-  auto gpu = GrowingGpuBackend();
-  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
-  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
-  ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("dlrm_small"));
-  ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(builder, cpu.get(), 11));
-  ASSERT_OK_AND_ASSIGN(auto gpu_model, BuildModel<float>(builder, gpu->get(), 11));
-  const Batch b = RandomBatch(*host_model, 64, 21);
-  TableRows rows(*host_model, 64, 40, 22);
-  rows.SetInto(*host_model, 40);
-  rows.SetInto(*gpu_model, 40);
-  ASSERT_OK_AND_ASSIGN(const StepResult h, host_model->TrainStep(b.x.data(), b.labels.data(), 64));
-  ASSERT_OK_AND_ASSIGN(const StepResult g, gpu_model->TrainStep(b.x.data(), b.labels.data(), 64));
-  EXPECT_NEAR(g.loss, h.loss, 1e-4 * std::max(1.0, std::abs(h.loss)));
-  for (int t = 0; t < host_model->num_tables(); ++t) {
-    const std::vector<float>& want = host_model->table_gradient(t);
-    const std::vector<float>& got = gpu_model->table_gradient(t);
-    ASSERT_EQ(got.size(), want.size());
-    float largest = 0;
-    for (float v : want) largest = std::max(largest, std::abs(v));
-    ASSERT_GT(largest, 0.0f) << host_model->table(t).name;
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_NEAR(got[i], want[i], 1e-3f * largest) << host_model->table(t).name << " " << i;
-    }
-  }
-#endif
 }
 
 TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
@@ -353,7 +205,7 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
                                                          : ZooModel(name));
     ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(builder, cpu.get(), 11));
     ASSERT_OK_AND_ASSIGN(auto gpu_model, BuildModel<float>(builder, gpu->get(), 11));
-    const Batch b = RandomBatch(*host_model, 8, 21);
+    const InputBatch b = RandomBatch(*host_model, 8, 21);
     auto r_host = host_model->TrainStep(b.x.data(), b.labels.data(), 8);
     auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), 8);
     ASSERT_TRUE(r_host.ok() && r_gpu.ok()) << r_gpu.status().ToString();
@@ -388,7 +240,7 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
   {
     ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel("cifar10"));
     ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(builder, gpu->get(), 3));
-    const Batch b = RandomBatch(*model, 16, 4);
+    const InputBatch b = RandomBatch(*model, 16, 4);
     ASSERT_TRUE(model->TrainStep(b.x.data(), b.labels.data(), 16).ok());
     const kernels::cuda::AllocatorStats warm = (*gpu)->memory_stats();
     for (int step = 0; step < 5; ++step) {
@@ -435,7 +287,7 @@ void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device,
   *worst = 0;
   for (int step = 0; step < kSteps; ++step) {
     SCOPED_TRACE(step);
-    Batch b;
+    InputBatch b;
     const uint8_t* pixels = data.pixels.data() + step * kBatch * example;
     for (int64_t i = 0; i < kBatch * example; ++i) b.x.push_back(pixels[i] / 127.5f - 1.0f);
     for (int i = 0; i < kBatch; ++i) b.labels.push_back(data.labels[step * kBatch + i]);
