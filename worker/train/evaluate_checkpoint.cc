@@ -105,7 +105,7 @@ Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const 
                   options.MakeDataRequest(model->input_shape(), job.seed,
                                           model->categorical_fields(), model->multi_hot_fields()),
                   job.batch_size, options.shuffle_buffer));
-  TOWERPS_ASSIGN_OR_RETURN(JobBatches batches, MakeJobBatches(data, 0, 1));
+  TOWERPS_ASSIGN_OR_RETURN(JobBatches batches, MakeJobBatches(data, 0, 1, /*with_train=*/false));
   BatchSource* test = batches.test.get();
   if (test->example_shape() != model->input_shape()) {
     return InvalidArgumentError(

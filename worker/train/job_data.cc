@@ -133,7 +133,7 @@ Result<JobData> LoadJobData(const Registry& registry, const std::string& dataset
   return d;
 }
 
-Result<JobBatches> MakeJobBatches(JobData& data, int rank, int workers) {
+Result<JobBatches> MakeJobBatches(JobData& data, int rank, int workers, bool with_train) {
   BatcherOptions train = data.train_options;
   train.rank = rank;
   train.num_workers = workers;
@@ -145,18 +145,22 @@ Result<JobBatches> MakeJobBatches(JobData& data, int rank, int workers) {
     data.test_layout = LayoutOf(data.test);
     return b;
   }
-  TOWERPS_ASSIGN_OR_RETURN(
-      std::unique_ptr<StreamBatcher> t,
-      StreamBatcher::Create(data.open_train, train, data.shuffle_buffer, data.train.name));
-  // The test split takes the training split's normalization.
-  data.train_options.mean = data.test_options.mean = t->options().mean;
-  data.train_options.stddev = data.test_options.stddev = t->options().stddev;
+  // The training split is read (counted) unless only the test split is wanted and the
+  // dataset gives the normalization: then a large file is not read for nothing.
+  if (with_train || train.mean.empty() || train.stddev.empty()) {
+    TOWERPS_ASSIGN_OR_RETURN(
+        std::unique_ptr<StreamBatcher> t,
+        StreamBatcher::Create(data.open_train, train, data.shuffle_buffer, data.train.name));
+    // The test split takes the training split's normalization.
+    data.train_options.mean = data.test_options.mean = t->options().mean;
+    data.train_options.stddev = data.test_options.stddev = t->options().stddev;
+    data.train_layout = LayoutOf(*t);
+    if (with_train) b.train = std::move(t);
+  }
   TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<StreamBatcher> e,
                            StreamBatcher::Create(data.open_test, data.test_options,
                                                  data.shuffle_buffer, data.test.name));
-  data.train_layout = LayoutOf(*t);
   data.test_layout = LayoutOf(*e);
-  b.train = std::move(t);
   b.test = std::move(e);
   return b;
 }

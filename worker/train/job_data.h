@@ -52,11 +52,12 @@ Result<JobData> LoadJobData(const Registry& registry, const std::string& dataset
 // The batches of worker `rank` of `workers` (training: shuffled, sharded; test: all of it, in
 // order): Batchers over the data in memory, or StreamBatchers over the streams. Fills the
 // layouts, and for streams the options' normalization (the training split's, when the dataset
-// gives none).
+// gives none). Without `with_train` (--eval-only) only `test` is made, and a streamed training
+// split is read only when its normalization must be computed.
 struct JobBatches {
   std::unique_ptr<BatchSource> train, test;
 };
-Result<JobBatches> MakeJobBatches(JobData& data, int rank, int workers);
+Result<JobBatches> MakeJobBatches(JobData& data, int rank, int workers, bool with_train = true);
 
 // What was read must fit the model, whatever the launcher could tell from the names: the
 // training examples' shape is the model's input, the classes fit its outputs, and every worker
