@@ -10,13 +10,22 @@ namespace towerps::worker {
 
 StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, const Model<float>& model,
                            Divergence& divergence, const std::atomic<bool>* stop)
+    : StepExchange(client, job, model.num_variables(), TableExchange(client, model, stop),
+                   divergence, stop) {}
+
+StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
+                           Divergence& divergence, const std::atomic<bool>* stop)
+    : StepExchange(client, job, num_variables, TableExchange(client, stop), divergence, stop) {}
+
+StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
+                           TableExchange tables, Divergence& divergence,
+                           const std::atomic<bool>* stop)
     : client_(client),
       sync_(job.mode == ps::UpdateMode::kSync),
-      num_variables_(model.num_variables()),
-      tables_(client, model, stop),
+      num_variables_(num_variables),
+      tables_(std::move(tables)),
       divergence_(divergence),
       stop_(stop) {
-  const int num_variables = num_variables_;
   MutexLock lock(&mu_);
   versions_.assign(static_cast<size_t>(num_variables), 0);
   pushes_.resize(static_cast<size_t>(num_variables));
@@ -66,28 +75,37 @@ bool StepExchange::RanLastIteration(int64_t iter) const {
   return !sync_ && iter >= last_step_;
 }
 
-Status StepExchange::Load(std::vector<PullFuture> pulls, TowerGroup& towers, int64_t* max_version) {
+StepExchange::ValueSink StepExchange::IntoTowers(TowerGroup& towers) {
+  return [&towers](int v, const ps::PulledVariable& p) {
+    for (int t = 0; t < towers.size(); ++t) p.CopyTo(towers.model(t).value(v).data());
+  };
+}
+
+Status StepExchange::Load(std::vector<PullFuture> pulls, const ValueSink& sink,
+                          int64_t* max_version) {
   std::vector<int64_t> versions(pulls.size());
   for (size_t v = 0; v < pulls.size(); ++v) {
     TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls[v]));
     versions[v] = p.version;
     if (max_version) *max_version = std::max(*max_version, p.max_version);
-    for (int t = 0; t < towers.size(); ++t) {
-      p.CopyTo(towers.model(t).value(static_cast<int>(v)).data());
-    }
+    sink(static_cast<int>(v), p);
   }
   MutexLock lock(&mu_);
   versions_ = std::move(versions);
   return Status::Ok();
 }
 
-Status StepExchange::AwaitValues(TowerGroup& towers) {
+Status StepExchange::AwaitValues(const ValueSink& sink) {
   std::vector<PullFuture> pulls;
   {
     MutexLock lock(&mu_);
     pulls = std::exchange(pulls_, std::vector<PullFuture>(static_cast<size_t>(num_variables_)));
   }
-  TOWERPS_RETURN_IF_ERROR(Load(std::move(pulls), towers, nullptr));
+  return Load(std::move(pulls), sink, nullptr);
+}
+
+Status StepExchange::AwaitValues(TowerGroup& towers) {
+  TOWERPS_RETURN_IF_ERROR(AwaitValues(IntoTowers(towers)));
   if (tables_.empty()) return Status::Ok();
   TOWERPS_ASSIGN_OR_RETURN(const int64_t version, tables_.AwaitRows(towers));
   MutexLock lock(&mu_);
@@ -219,12 +237,17 @@ void StepExchange::DrainPushes() {
 
 Status StepExchange::PullFinal(TowerGroup& towers, int64_t version, int64_t* min_version,
                                int64_t* max_version) {
+  return PullFinal(IntoTowers(towers), version, min_version, max_version);
+}
+
+Status StepExchange::PullFinal(const ValueSink& sink, int64_t version, int64_t* min_version,
+                               int64_t* max_version) {
   std::vector<PullFuture> pulls(static_cast<size_t>(num_variables_));
   for (int v = 0; v < num_variables_; ++v) {
     pulls[static_cast<size_t>(v)] =
         client_.Pull({.variable_id = static_cast<uint32_t>(v), .min_version = version, .clock = 0});
   }
-  TOWERPS_RETURN_IF_ERROR(Load(std::move(pulls), towers, max_version));
+  TOWERPS_RETURN_IF_ERROR(Load(std::move(pulls), sink, max_version));
   int64_t lowest = INT64_MAX, highest = *max_version, clock = -1;
   if (!tables_.empty()) {
     TOWERPS_RETURN_IF_ERROR(tables_.Probe(version, /*exact=*/false, &lowest, &highest, &clock));

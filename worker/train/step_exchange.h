@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <vector>
 
@@ -45,7 +46,12 @@ namespace towerps::worker {
 
 class StepExchange {
  public:
+  // A model's variables and tables.
   StepExchange(ps::Client& client, const ps::JobConfig& job, const Model<float>& model,
+               Divergence& divergence, const std::atomic<bool>* stop);
+  // `num_variables` dense variables and no tables: a model TowerPS does not build (a PyTorch
+  // worker's, python/session.h), whose values go where a ValueSink puts them.
+  StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
                Divergence& divergence, const std::atomic<bool>* stop);
   StepExchange(const StepExchange&) = delete;
   StepExchange& operator=(const StepExchange&) = delete;
@@ -60,6 +66,10 @@ class StepExchange {
   bool RanLastIteration(int64_t iter) const EXCLUDES(mu_);
   // Waits for the outstanding pulls and loads the values into every tower.
   Status AwaitValues(TowerGroup& towers) EXCLUDES(mu_);
+  // Where a pulled variable's values go: called once per variable, on the calling thread.
+  using ValueSink = std::function<void(int v, const ps::PulledVariable& values)>;
+  // The same for an exchange without tables: each variable handed to `sink`.
+  Status AwaitValues(const ValueSink& sink) EXCLUDES(mu_);
   // Where training stands after AwaitValues: sync the servers' lowest version, else `iter`.
   int64_t Progress(int64_t iter) const EXCLUDES(mu_);
   bool Done(int64_t iter) const { return Progress(iter) >= last_step(); }
@@ -85,12 +95,17 @@ class StepExchange {
   // the lowest and highest chunk versions seen.
   Status PullFinal(TowerGroup& towers, int64_t version, int64_t* min_version, int64_t* max_version)
       EXCLUDES(mu_);
+  Status PullFinal(const ValueSink& sink, int64_t version, int64_t* min_version,
+                   int64_t* max_version) EXCLUDES(mu_);
 
   int64_t last_step() const EXCLUDES(mu_);
   // The tables' part (the chief evaluates and exports through it); empty without tables.
   TableExchange& tables() { return tables_; }
 
  private:
+  StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
+               TableExchange tables, Divergence& divergence, const std::atomic<bool>* stop);
+
   using PushFuture = std::future<Result<ps::PushReport>>;
   using PullFuture = std::future<Result<ps::PulledVariable>>;
 
@@ -98,9 +113,11 @@ class StepExchange {
   // `last_step`.
   int64_t NextPullVersion(int64_t version, int64_t last_step) const;
   void PullAt(int v, int64_t min_version, int64_t clock, bool exact) REQUIRES(mu_);
-  // Waits for `pulls`, loads them into the towers and records their versions.
-  Status Load(std::vector<PullFuture> pulls, TowerGroup& towers, int64_t* max_version)
+  // Waits for `pulls`, hands them to `sink` and records their versions.
+  Status Load(std::vector<PullFuture> pulls, const ValueSink& sink, int64_t* max_version)
       EXCLUDES(mu_);
+  // Loads a pulled variable into every tower.
+  static ValueSink IntoTowers(TowerGroup& towers);
   template <typename Reply>
   Reply Await(std::future<Reply>& reply) const;
 

@@ -34,6 +34,9 @@ namespace towerps::worker {
 class TableExchange {
  public:
   TableExchange(ps::Client& client, const Model<float>& model, const std::atomic<bool>* stop);
+  // No tables: every method does nothing.
+  TableExchange(ps::Client& client, const std::atomic<bool>* stop) : client_(client), stop_(stop) {}
+  TableExchange(TableExchange&&) = default;  // before use: StepExchange's constructors
   TableExchange(const TableExchange&) = delete;
   TableExchange& operator=(const TableExchange&) = delete;
 
