@@ -354,11 +354,13 @@ void Server::HandleRegister(const IncomingMessage& msg) {
     if (s.ok()) StartShards();
   } else if (s.ok() && (h.getModelSignature() != model_signature_ ||
                         VariableListHash(vars) != variables_hash_)) {
+    const std::string difference = FirstVariableDifference(vars, who, variables_, me);
     s = FailedPreconditionError(
-        "model mismatch: " + who + " declares " + std::to_string(vars.size()) +
-        " variables with signature " + std::to_string(h.getModelSignature()) + " but " + me +
-        " holds " + std::to_string(variables_.size()) + " with signature " +
-        std::to_string(model_signature_) +
+        "model mismatch: " +
+        (difference.empty() ? who + " declares the same variables with signature " +
+                                  std::to_string(h.getModelSignature()) + " where " + me +
+                                  " holds signature " + std::to_string(model_signature_)
+                            : difference) +
         " (same --model for every process? a checkpoint from another model?)");
   }
   if (!s.ok()) {

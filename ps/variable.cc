@@ -1,10 +1,42 @@
 #include "ps/variable.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/hash.h"
 
 namespace towerps::ps {
+
+namespace {
+
+std::string Describe(const VariableSpec& v) { return "'" + v.name + "' " + ShapeToString(v.shape); }
+
+}  // namespace
+
+std::string FirstVariableDifference(const std::vector<VariableSpec>& a, const std::string& a_name,
+                                    const std::vector<VariableSpec>& b, const std::string& b_name) {
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string at = "variable " + std::to_string(i) + " ";
+    if (i >= a.size()) {
+      return at + Describe(b[i]) + " is in " + b_name + "'s model, not in " + a_name + "'s (" +
+             std::to_string(a.size()) + " variables)";
+    }
+    if (i >= b.size()) {
+      return at + Describe(a[i]) + " is in " + a_name + "'s model, not in " + b_name + "'s (" +
+             std::to_string(b.size()) + " variables)";
+    }
+    const VariableSpec &x = a[i], &y = b[i];
+    if (x.name != y.name || x.shape != y.shape || x.dtype != y.dtype) {
+      return at + "is " + Describe(x) + " in " + a_name + "'s model but " + Describe(y) + " in " +
+             b_name + "'s";
+    }
+    if (x.kind != y.kind || x.decay != y.decay || x.init_scale != y.init_scale) {
+      return at + Describe(x) + " is of another kind (or decay, or initial scale) in " + a_name +
+             "'s model than in " + b_name + "'s";
+    }
+  }
+  return "";
+}
 
 uint64_t VariableListHash(const std::vector<VariableSpec>& variables) {
   uint64_t h = Fnv1aU64(variables.size(), kFnv1aOffsetBasis);

@@ -55,6 +55,12 @@ VariableSpec TableVariable(std::string name, int64_t rows, int64_t dim, float in
 // lists hash alike exactly when they are equal (up to collisions).
 uint64_t VariableListHash(const std::vector<VariableSpec>& variables);
 
+// The first difference between two variable lists, for a refusal to name: "variable 3 is
+// 'fc/bias' [10] in <a_name>'s model but 'fc/b' [10] in <b_name>'s", or the first variable one
+// list has beyond the other's end, or their kinds; "" when they are equal.
+std::string FirstVariableDifference(const std::vector<VariableSpec>& a, const std::string& a_name,
+                                    const std::vector<VariableSpec>& b, const std::string& b_name);
+
 // kInvalidArgument naming the variable for an unknown kind, a moving average whose decay is not
 // in [0, 1), or a table that is not float32 [rows >= 0, dim >= 1] with a finite init_scale >= 0.
 Status ValidateVariableKind(const VariableSpec& variable);

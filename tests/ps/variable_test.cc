@@ -96,5 +96,28 @@ TEST(VariableListHashTest, ValueIsPinned) {
   EXPECT_EQ(VariableListHash(Model()), 0x499c74d255f77895u);
 }
 
+TEST(FirstVariableDifferenceTest, NamesTheFirstVariableThatDiffers) {
+  const std::vector<VariableSpec> a = {{"w", {4, 3}}, {"b", {3}}};
+  EXPECT_EQ(FirstVariableDifference(a, "worker 1", a, "server 0"), "");
+  std::vector<VariableSpec> renamed = a;
+  renamed[1].name = "bias";
+  EXPECT_EQ(FirstVariableDifference(renamed, "worker 1", a, "server 0"),
+            "variable 1 is 'bias' [3] in worker 1's model but 'b' [3] in server 0's");
+  std::vector<VariableSpec> reshaped = a;
+  reshaped[0].shape = {3, 4};
+  EXPECT_EQ(FirstVariableDifference(reshaped, "worker 1", a, "server 0"),
+            "variable 0 is 'w' [3, 4] in worker 1's model but 'w' [4, 3] in server 0's");
+  std::vector<VariableSpec> longer = a;
+  longer.push_back({"extra", {2}});
+  EXPECT_EQ(FirstVariableDifference(longer, "worker 1", a, "server 0"),
+            "variable 2 'extra' [2] is in worker 1's model, not in server 0's (2 variables)");
+  EXPECT_EQ(FirstVariableDifference(a, "worker 1", longer, "server 0"),
+            "variable 2 'extra' [2] is in server 0's model, not in worker 1's (2 variables)");
+  std::vector<VariableSpec> average = a;
+  average[1].kind = VariableKind::kMovingAverage;
+  EXPECT_NE(FirstVariableDifference(average, "worker 1", a, "server 0").find("'b' [3] is of "),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace towerps::ps
