@@ -67,6 +67,10 @@ void LaunchFlags::AddLauncherOptions() {
       "towerps-server to run (default: next to this)")(
       "worker-bin", po::value(&options_.worker_binary),
       "towerps-worker to run (default: next to this)")(
+      "worker-cmd", po::value(&options_.worker_cmd),
+      "run this command as every worker instead of a worker binary: a PyTorch script using the "
+      "towerps package, e.g. \"python3 train.py --epochs 2\" (README: Your PyTorch model). "
+      "--model and --dataset then only name the run")(
       "grace-ms", po::value(&grace_ms_)->default_value(grace_ms_),
       "how long processes get to stop after SIGTERM before SIGKILL")(
       "max-restarts", po::value(&options_.max_restarts)->default_value(options_.max_restarts),
@@ -147,6 +151,11 @@ Result<LaunchOptions> LaunchFlags::ToOptions(const po::variables_map& vm) {
   o.grace = std::chrono::milliseconds(grace_ms_);
   o.restart_timeout = std::chrono::seconds(restart_timeout_s_);
   bind_given = !vm["bind"].defaulted();
+  if (!o.worker_cmd.empty()) {
+    // The script's model and data are its own: the run is named so unless the job says.
+    if (vm["model"].defaulted()) o.job.model = "pytorch";
+    if (vm["dataset"].defaulted()) o.job.dataset = "script";
+  }
   return o;
 }
 

@@ -18,6 +18,7 @@
 #include "launch/rank_exec.h"
 #include "launch/role.h"
 #include "launch/stdin_watchdog.h"
+#include "launch/worker_cmd.h"
 
 extern char** environ;
 
@@ -149,6 +150,7 @@ std::optional<int> ParseLaunchCommandLine(int argc, char** argv, LaunchFlags& fl
 }
 
 int Main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == kExecWorkerCmdFlag) return ExecWorkerCmd(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "--stdin-watchdog") {
     HandleSignals(/*hangup=*/true);
     return WatchdogMain(argc, argv, &g_signal);

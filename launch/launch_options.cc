@@ -17,6 +17,7 @@
 #include "common/job_secret.h"
 #include "common/sibling_executable.h"
 #include "common/subprocess.h"
+#include "launch/worker_cmd.h"
 #include "ps/replica_set.h"
 #include "towerps/registry.h"
 #include "worker/choices.h"
@@ -71,16 +72,26 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
         std::to_string(o.worker.rpc_timeout.count()) +
         ": the other workers wait at most that long for a restarted one");
   }
+  if (!o.worker_cmd.empty() && !o.worker_binary.empty()) {
+    return InvalidArgumentError("--worker-cmd and --worker-bin " + o.worker_binary +
+                                " both name the workers' program; give one");
+  }
+  const bool worker_cmd = !o.worker_cmd.empty();
   for (const auto& [flag, given, path] :
        {std::tuple<std::string, bool, std::string>{"--server-bin", !o.server_binary.empty(),
                                                    ServerBinary(o)},
-        {"--worker-bin", !o.worker_binary.empty(), WorkerBinary(o)}}) {
+        {"--worker-bin", !o.worker_binary.empty(), worker_cmd ? "" : WorkerBinary(o)}}) {
+    if (path.empty()) continue;  // --worker-cmd: no worker binary
     if (access(path.c_str(), X_OK) == 0) continue;
     // Named by the user: their path is wrong. Not named: the default beside this one is missing.
     return NotFoundError(given ? flag + " " + path + " is not an executable file; check the path"
                                : path + " is not an executable (the default " + flag +
                                      ", beside towerps-launch); build it or pass " + flag);
   }
+  // A script cannot be asked --check-job: its model and data are its own, and it checks the
+  // job's options itself when it calls tps.init(). The servers, ports and secret are checked
+  // here all the same.
+  if (worker_cmd) return Status::Ok();
   // The model and the data must fit each other: refused here, before any process starts, by
   // the worker binary that will train them (it knows its own models and datasets).
   return CheckJobWithWorkerBinary(o);
@@ -418,7 +429,7 @@ std::vector<std::string> WorkerArgv(const LaunchOptions& o, int rank,
   const std::vector<std::string> job = WorkerJobArgs(o);
   argv.insert(argv.end(), job.begin(), job.end());
   if (rank == 0 && o.job_progress_bar) argv.push_back("--progress-lines");
-  return argv;
+  return o.worker_cmd.empty() ? argv : WorkerCmdArgv(o.worker_cmd, argv);
 }
 
 int64_t ExamplesPerChiefStep(const ps::JobConfig& job) {

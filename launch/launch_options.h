@@ -35,6 +35,9 @@ struct LaunchOptions {
   int64_t checkpoint_every = 0;
   std::string server_binary;  // empty: towerps-server next to this executable
   std::string worker_binary;  // empty: towerps-worker next to this executable
+  // --worker-cmd: every worker is this command (a PyTorch script using the towerps package)
+  // instead of a worker binary; launch/worker_cmd.h. Empty: the worker binary.
+  std::string worker_cmd;
   // Its own flags as given (Registry::AddOption): "--name", "value", ..., for every worker.
   std::vector<std::string> worker_binary_args;
   // Security (docs/SECURITY.md). Unless `insecure`, every process gets the job's secret through
