@@ -18,6 +18,7 @@ PACKAGES=(
   slurm-wlm munge
   openssh-client openssh-server iproute2
   python3 python3-numpy python3-matplotlib
+  python3-dev pybind11-dev python3-torch
   universal-ctags
   python3-protobuf python3-crc32c
 )

@@ -1,0 +1,183 @@
+// towerps._towerps: the Python extension (pybind11) over python/session.h. The Python side
+// (python/towerps/torch.py) holds the PyTorch glue; this file only converts: NumPy arrays to
+// pointers, Status to exceptions (kInvalidArgument: ValueError, kTimeout: TimeoutError, others:
+// RuntimeError, each with the message), and releases the GIL while it waits on the servers.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/build_info.h"
+#include "common/logging.h"
+#include "python/session.h"
+#include "python/session_options.h"
+
+namespace py = pybind11;
+
+namespace towerps::python {
+namespace {
+
+using FloatArray = py::array_t<float, py::array::c_style>;
+
+[[noreturn]] void Raise(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+      throw py::value_error(s.message());
+    case StatusCode::kTimeout:
+      PyErr_SetString(PyExc_TimeoutError, s.message().c_str());
+      throw py::error_already_set();
+    default:
+      throw std::runtime_error(s.message());
+  }
+}
+
+void Check(const Status& s) {
+  if (!s.ok()) Raise(s);
+}
+
+template <typename T>
+T Take(Result<T> r) {
+  if (!r.ok()) Raise(r.status());
+  return std::move(*r);
+}
+
+// The parsed options, and the logging they ask for (a script's process has no other main()).
+SessionOptions ParseOptions(const std::vector<std::string>& args, const std::string& secret) {
+  SessionOptions o = Take(ParseSessionArgs(args, secret));
+  InitLogging({.role = "worker", .rank = o.rank, .min_level = o.log_level});
+  return o;
+}
+
+py::dict JobSettings(const SessionOptions& o) {
+  py::dict d;
+  for (const auto& [flag, value] : o.job.ModeFields()) d[py::str(flag.substr(2))] = value;
+  return d;
+}
+
+void CheckSize(const py::array& a, const std::string& name, int64_t elements) {
+  if (a.size() != elements) {
+    throw py::value_error("parameter '" + name + "' has " + std::to_string(a.size()) +
+                          " elements here, " + std::to_string(elements) + " registered");
+  }
+}
+
+// An array the values are written into in place: float32, C-contiguous and writable, or
+// ValueError naming the parameter (a converted copy would take the values instead).
+float* WritableBuffer(py::array& a, const std::string& name, int64_t elements) {
+  CheckSize(a, name, elements);
+  if (!a.dtype().is(py::dtype::of<float>()) || !(a.flags() & py::array::c_style) ||
+      !a.writeable()) {
+    throw py::value_error("parameter '" + name +
+                          "' is not a writable, contiguous float32 array: TowerPS trains "
+                          "float32 CPU parameters");
+  }
+  return static_cast<float*>(a.mutable_data());
+}
+
+class PySession {
+ public:
+  PySession(const SessionOptions& options, std::vector<std::string> names,
+            std::vector<std::vector<int64_t>> shapes, std::vector<FloatArray> initial) {
+    if (names.size() != shapes.size() || names.size() != initial.size()) {
+      throw py::value_error("names, shapes and initial values differ in number");
+    }
+    std::vector<ParameterSpec> specs;
+    std::vector<const float*> values;
+    for (size_t i = 0; i < names.size(); ++i) {
+      specs.push_back({.name = names[i], .shape = shapes[i]});
+      int64_t n = 1;
+      for (int64_t d : shapes[i]) n *= d;
+      CheckSize(initial[i], names[i], n);
+      values.push_back(initial[i].data());
+      elements_.push_back(n);
+    }
+    names_ = names;
+    py::gil_scoped_release unlocked;
+    session_ = Take(Session::Start(options, std::move(specs), values));
+  }
+
+  void AwaitValues(std::vector<py::array> dst) {
+    std::vector<float*> buffers = Buffers(dst);
+    py::gil_scoped_release unlocked;
+    Check(session_->AwaitValues(buffers));
+  }
+
+  void Push(int v, const FloatArray& gradient) {
+    const float* data = gradient.data();
+    const auto n = static_cast<int64_t>(gradient.size());
+    py::gil_scoped_release unlocked;
+    Check(session_->Push(v, data, n));
+  }
+
+  void PullFinal(std::vector<py::array> dst) {
+    std::vector<float*> buffers = Buffers(dst);
+    py::gil_scoped_release unlocked;
+    Check(session_->PullFinal(buffers));
+  }
+
+  void EndStep(std::optional<double> loss) {
+    py::gil_scoped_release unlocked;
+    Check(session_->EndStep(loss));
+  }
+
+  std::string Finish(double test_accuracy, double test_loss, double final_train_loss) {
+    py::gil_scoped_release unlocked;
+    return Take(session_->Finish({.test_accuracy = test_accuracy,
+                                  .test_loss = test_loss,
+                                  .final_train_loss = final_train_loss}));
+  }
+
+  int64_t iteration() const { return session_->iteration(); }
+  int64_t start_iteration() const { return session_->start_iteration(); }
+
+ private:
+  // One writable buffer per parameter.
+  std::vector<float*> Buffers(std::vector<py::array>& dst) const {
+    if (dst.size() != names_.size()) {
+      throw py::value_error("got " + std::to_string(dst.size()) + " arrays for " +
+                            std::to_string(names_.size()) + " parameters");
+    }
+    std::vector<float*> buffers;
+    for (size_t i = 0; i < dst.size(); ++i)
+      buffers.push_back(WritableBuffer(dst[i], names_[i], elements_[i]));
+    return buffers;
+  }
+
+  std::vector<std::string> names_;
+  std::vector<int64_t> elements_;
+  std::unique_ptr<Session> session_;
+};
+
+}  // namespace
+}  // namespace towerps::python
+
+PYBIND11_MODULE(_towerps, m) {
+  using namespace towerps::python;
+  m.doc() = "TowerPS's C++ worker session (use towerps.torch)";
+  m.attr("__version__") = towerps::BuildVersion();
+  m.def("worker_args_from_json",
+        [](const std::string& json) { return Take(WorkerArgsFromJson(json)); });
+  py::class_<SessionOptions>(m, "Options")
+      .def(py::init(&ParseOptions), py::arg("args"), py::arg("secret_file"))
+      .def_readonly("rank", &SessionOptions::rank)
+      .def_property_readonly("workers", [](const SessionOptions& o) { return o.job.workers; })
+      .def_property_readonly("servers",
+                             [](const SessionOptions& o) { return o.ps_endpoints.size(); })
+      .def_property_readonly("settings", &JobSettings);
+  py::class_<PySession>(m, "Session")
+      .def(py::init<const SessionOptions&, std::vector<std::string>,
+                    std::vector<std::vector<int64_t>>, std::vector<FloatArray>>(),
+           py::arg("options"), py::arg("names"), py::arg("shapes"), py::arg("initial"))
+      .def("await_values", &PySession::AwaitValues)
+      .def("push", &PySession::Push)
+      .def("pull_final", &PySession::PullFinal)
+      .def("end_step", &PySession::EndStep, py::arg("loss") = py::none())
+      .def("finish", &PySession::Finish, py::arg("test_accuracy") = -1.0,
+           py::arg("test_loss") = -1.0, py::arg("final_train_loss") = -1.0)
+      .def_property_readonly("iteration", &PySession::iteration)
+      .def_property_readonly("start_iteration", &PySession::start_iteration);
+}

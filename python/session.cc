@@ -1,0 +1,227 @@
+#include "python/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <utility>
+
+#include "common/logging.h"
+#include "ps/variable.h"
+#include "ps/version.h"
+#include "worker/data/batch.h"
+#include "worker/train/chief.h"
+#include "worker/train/join_job.h"
+
+namespace towerps::python {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A script's loop decides how long it trains: no version is the last.
+constexpr int64_t kNoLastStep = int64_t{1} << 60;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+Status CheckParameters(const std::vector<ParameterSpec>& parameters) {
+  if (parameters.empty()) return InvalidArgumentError("the model has no parameters to train");
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const ParameterSpec& p = parameters[i];
+    if (p.name.empty()) {
+      return InvalidArgumentError("parameter " + std::to_string(i) + " has no name");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (parameters[j].name == p.name) {
+        return InvalidArgumentError("parameter '" + p.name + "' is declared twice");
+      }
+    }
+    for (int64_t d : p.shape) {
+      if (d <= 0) {
+        return InvalidArgumentError("parameter '" + p.name + "' has shape " +
+                                    ShapeToString(p.shape) + ": every dimension must be positive");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Session::Session(SessionOptions options, std::vector<ParameterSpec> parameters)
+    : o_(std::move(options)), parameters_(std::move(parameters)) {
+  for (const ParameterSpec& p : parameters_) {
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    elements_.push_back(n);
+  }
+  gradients_.resize(parameters_.size());
+  pushed_.assign(parameters_.size(), 0);
+}
+
+Session::~Session() {
+  // Pushes in flight borrow gradients_: let them finish before it goes.
+  if (exchange_) exchange_->DrainPushes();
+}
+
+Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
+                                                std::vector<ParameterSpec> parameters,
+                                                const std::vector<const float*>& initial) {
+  TOWERPS_RETURN_IF_ERROR(CheckParameters(parameters));
+  if (initial.size() != parameters.size()) {
+    return InvalidArgumentError("got " + std::to_string(initial.size()) + " initial values for " +
+                                std::to_string(parameters.size()) + " parameters");
+  }
+  std::unique_ptr<Session> s(new Session(std::move(options), std::move(parameters)));
+  TOWERPS_RETURN_IF_ERROR(s->Connect(initial));
+  return s;
+}
+
+Status Session::Connect(const std::vector<const float*>& initial) {
+  std::vector<ps::VariableSpec> variables;
+  std::vector<std::string> names;
+  for (const ParameterSpec& p : parameters_) {
+    variables.push_back({.name = p.name, .shape = p.shape});
+    names.push_back(p.name);
+  }
+  divergence_.emplace(o_.worker.on_nonfinite, o_.rank, std::move(names));
+  ps::ClientOptions co;
+  co.servers = o_.ps_endpoints;
+  co.worker_rank = o_.rank;
+  co.rpc_timeout = o_.worker.rpc_timeout;
+  co.job = o_.job;
+  co.transport.security = o_.security;
+  co.transport.path = o_.transport_path;
+  TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
+  const int n = num_parameters();
+  exchange_.emplace(*client_, o_.job, n, *divergence_, o_.stop);
+  auto registered = client_->Register(variables, ps::VariableListHash(variables));
+  TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, worker::AwaitUnlessStopped(registered, o_.stop));
+  if (o_.rank == 0 && restored == ps::kNoVersion) {
+    std::vector<Tensor> values;  // held until every init is answered
+    std::vector<std::future<Status>> inits;
+    for (int v = 0; v < n; ++v) {
+      values.push_back(Tensor::Empty(parameters_[static_cast<size_t>(v)].shape));
+      std::memcpy(values.back().f32(), initial[static_cast<size_t>(v)], values.back().byte_size());
+      inits.push_back(client_->Init(static_cast<uint32_t>(v), values.back()));
+    }
+    for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(worker::AwaitUnlessStopped(f, o_.stop));
+  }
+  TOWERPS_ASSIGN_OR_RETURN(const worker::JoinPoint start,
+                           worker::JoinJob(*client_, o_.job, n, {}, restored, o_.stop));
+  iter_ = start_iter_ = start.iter;
+  exchange_->Begin(start.version, start.iter, kNoLastStep, start.exact, worker::Batch{});
+  if (!o_.worker.ready_file.empty()) {
+    TOWERPS_RETURN_IF_ERROR(worker::WriteReadyFile(o_.worker.ready_file));
+  }
+  began_ = Clock::now();
+  return Status::Ok();
+}
+
+Status Session::AwaitValues(const std::vector<float*>& dst) {
+  if (dst.size() != parameters_.size()) {
+    return InvalidArgumentError("AwaitValues got " + std::to_string(dst.size()) + " buffers for " +
+                                std::to_string(parameters_.size()) + " parameters");
+  }
+  const auto start = Clock::now();
+  Status s = exchange_->AwaitValues(
+      [&](int v, const ps::PulledVariable& p) { p.CopyTo(dst[static_cast<size_t>(v)]); });
+  wait_seconds_ += Seconds(Clock::now() - start);
+  return s;
+}
+
+Status Session::Push(int v, const float* gradient, int64_t elements) {
+  if (v < 0 || v >= num_parameters()) {
+    return InvalidArgumentError("no parameter " + std::to_string(v) + " (the model has " +
+                                std::to_string(num_parameters()) + ")");
+  }
+  const auto i = static_cast<size_t>(v);
+  const ParameterSpec& p = parameters_[i];
+  if (elements != elements_[i]) {
+    return InvalidArgumentError("the gradient of '" + p.name + "' has " + std::to_string(elements) +
+                                " elements, its shape " + ShapeToString(p.shape) + " has " +
+                                std::to_string(elements_[i]));
+  }
+  if (pushed_[i] != 0) {
+    return InvalidArgumentError("the gradient of '" + p.name +
+                                "' was pushed twice in one step (call step() after each backward)");
+  }
+  pushed_[i] = 1;
+  // The client's buffer (the shared-memory arena's, when there is one): the push lends it.
+  Tensor g = client_->Allocate(p.shape);
+  std::memcpy(g.f32(), gradient, g.byte_size());
+  gradients_[i] = g;
+  exchange_->Push(v, gradients_[i], iter_);
+  return Status::Ok();
+}
+
+Status Session::EndStep(std::optional<double> loss) {
+  for (int v = 0; v < num_parameters(); ++v) {
+    if (pushed_[static_cast<size_t>(v)] != 0) continue;
+    // No gradient reached it this step (unused by this batch): it contributes zeros.
+    const Tensor zeros = client_->Allocate(parameters_[static_cast<size_t>(v)].shape);
+    std::memset(zeros.f32(), 0, zeros.byte_size());
+    TOWERPS_RETURN_IF_ERROR(Push(v, zeros.f32(), zeros.num_elements()));
+  }
+  exchange_->PullNext(++iter_);
+  TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
+  staleness_sum_ += staleness;
+  std::fill(pushed_.begin(), pushed_.end(), 0);
+  ++steps_;
+  if (loss) last_loss_ = *loss;
+  // The loss when the script gave one; the gradients' check either way.
+  if (divergence_->StopsAfterStep(loss.value_or(0.0), iter_)) {
+    worker::TrainingSummary s;
+    divergence_->Fill(&s);
+    return FailedPreconditionError("diverged at step " + std::to_string(s.diverged_at_step) + " (" +
+                                   s.divergence + ")");
+  }
+  return Status::Ok();
+}
+
+Status Session::PullFinal(const std::vector<float*>& dst) {
+  if (dst.size() != parameters_.size()) {
+    return InvalidArgumentError("PullFinal got " + std::to_string(dst.size()) + " buffers for " +
+                                std::to_string(parameters_.size()) + " parameters");
+  }
+  // Async, SSP and softsync chunks apply each worker's iterations once; the version counts them
+  // as the mode does (JobConfig::FinalVersion).
+  return exchange_->PullFinal(
+      [&](int v, const ps::PulledVariable& p) { p.CopyTo(dst[static_cast<size_t>(v)]); },
+      o_.job.FinalVersion(iter_), &final_min_, &final_max_);
+}
+
+Result<std::string> Session::Finish(const FinalMetrics& metrics) {
+  worker::TrainingSummary s;
+  s.train_seconds = Seconds(Clock::now() - began_);
+  s.steps = iter_;  // sync: the job's steps; else this worker's iterations
+  s.wait_seconds = wait_seconds_;
+  s.final_train_loss = metrics.final_train_loss >= 0 ? metrics.final_train_loss : last_loss_;
+  divergence_->Fill(&s);
+  if (o_.rank != 0) return std::string();
+  s.final_version_min = final_min_;
+  s.final_version_max = final_max_;
+  TOWERPS_RETURN_IF_ERROR(worker::GatherServerStats(*client_, o_.stop, &s));
+  s.test_accuracy = metrics.test_accuracy;
+  s.test_loss = metrics.test_loss;
+  const int64_t examples = (iter_ - start_iter_) * o_.job.batch_size *
+                           (o_.job.mode == ps::UpdateMode::kSync ? o_.job.workers : 1);
+  s.examples_per_sec = s.train_seconds > 0 ? static_cast<double>(examples) / s.train_seconds : 0;
+  const std::string json = worker::SummaryJson(
+      s, o_.job, o_.rank,
+      {.worker_args = o_.worker.ToArgs(), .transport = TransportPathName(o_.transport_path)});
+  if (!o_.worker.summary_out.empty()) {
+    std::ofstream out(o_.worker.summary_out);
+    out << json << "\n";
+    if (!out) return IoError("cannot write --summary-out " + o_.worker.summary_out);
+  }
+  if (o_.worker.shutdown_servers) {
+    for (int srv = 0; srv < client_->num_servers(); ++srv) {
+      auto done = client_->Shutdown(srv);
+      TOWERPS_RETURN_IF_ERROR(worker::AwaitUnlessStopped(done, o_.stop));
+    }
+  }
+  return json;
+}
+
+}  // namespace towerps::python

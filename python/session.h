@@ -1,0 +1,117 @@
+// Session: a worker whose model TowerPS does not build (a PyTorch script's, through the
+// `towerps` Python package) trained against the job's parameter servers, with the protocol of
+// native workers: the same registration, join, versions, pushes and pulls (worker/train's
+// StepExchange and JoinJob), so every update mode, restart and failover means the same.
+//
+// A step, as python/towerps/torch.py drives it:
+//   1. AwaitValues() copies the values pulled for this step into the caller's parameters;
+//   2. the caller computes; as each parameter's gradient is ready it calls Push(v, ...), which
+//      copies it into a buffer of the client (the shared-memory arena when the server is on this
+//      host) and sends it with the next step's pull of that parameter;
+//   3. EndStep() pushes zeros for the parameters that got no gradient this step (every worker
+//      pushes every variable each step, as sync requires), waits for the pushes, and pulls what
+//      did not ride on a push.
+//
+// Training has no last step of its own: the script's loop decides how many steps it runs (every
+// worker the same number in sync; tps.DistributedSampler gives each rank equal shares). The
+// chief's Finish() pulls the final values and writes the job's summary (--summary-out).
+//
+// Contract: Push() may be called from any thread (PyTorch's autograd threads), for different
+// parameters at once, between AwaitValues() and EndStep(); every other method from one thread.
+// Buffers passed to AwaitValues must stay valid for the call; Push copies its gradient. Every
+// wait is bounded by the client's RPC deadline (--rpc-timeout-ms), and errors name the server
+// or the parameter.
+#ifndef TOWERPS_PYTHON_SESSION_H_
+#define TOWERPS_PYTHON_SESSION_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ps/client.h"
+#include "python/session_options.h"
+#include "towerps/result.h"
+#include "worker/train/divergence.h"
+#include "worker/train/step_exchange.h"
+#include "worker/train/summary.h"
+
+namespace towerps::python {
+
+// A parameter as the script declares it, in a fixed order (the model's named_parameters()).
+struct ParameterSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// What the chief's script measured, for the summary (negative: not measured).
+struct FinalMetrics {
+  double test_accuracy = -1;
+  double test_loss = -1;
+  double final_train_loss = -1;
+};
+
+class Session {
+ public:
+  // Connects to the servers and registers the parameters (the servers compare them, and every
+  // job option, with the other workers'). The chief of a fresh job then sends `initial` (one
+  // pointer per parameter, its elements), which the servers keep; then the worker joins where
+  // the job stands (iteration() says where). kInvalidArgument for a bad parameter list.
+  static Result<std::unique_ptr<Session>> Start(SessionOptions options,
+                                                std::vector<ParameterSpec> parameters,
+                                                const std::vector<const float*>& initial);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const SessionOptions& options() const { return o_; }
+  int num_parameters() const { return static_cast<int>(parameters_.size()); }
+  // The iteration this worker computes next (sync: the step; a restarted worker's is where its
+  // predecessor stopped).
+  int64_t iteration() const { return iter_; }
+  // Where a restarted worker rejoined, for the script to skip the batches already trained on.
+  int64_t start_iteration() const { return start_iter_; }
+
+  // Waits for this step's values and copies parameter v's into dst[v] (its elements).
+  Status AwaitValues(const std::vector<float*>& dst);
+  // Parameter v's gradient of this step (`elements` floats, copied). kInvalidArgument naming the
+  // parameter for a wrong size or a second push in one step.
+  Status Push(int v, const float* gradient, int64_t elements);
+  // Ends the step: zeros for parameters without a gradient, the pushes awaited, the next pulls
+  // sent. The gradients and `loss` (when the script gave it) are checked as a native worker
+  // checks them: kFailedPrecondition naming the first non-finite value, under
+  // --on-nonfinite fail.
+  Status EndStep(std::optional<double> loss);
+  // After the last step: waits until every worker's updates are in (each runs as many
+  // iterations as this one) and copies the final values into dst[v].
+  Status PullFinal(const std::vector<float*>& dst);
+  // The chief's end of training: the servers' counters gathered, the summary written to
+  // --summary-out and returned as JSON, and (--shutdown-servers) the servers asked to stop.
+  // Others: an empty string.
+  Result<std::string> Finish(const FinalMetrics& metrics);
+
+ private:
+  Session(SessionOptions options, std::vector<ParameterSpec> parameters);
+  Status Connect(const std::vector<const float*>& initial);
+
+  SessionOptions o_;
+  std::vector<ParameterSpec> parameters_;
+  std::vector<int64_t> elements_;  // per parameter
+  std::unique_ptr<ps::Client> client_;
+  std::optional<worker::Divergence> divergence_;
+  std::optional<worker::StepExchange> exchange_;
+  std::vector<Tensor> gradients_;  // this step's, owned until its pushes complete
+  std::vector<char> pushed_;       // per parameter: pushed this step
+  int64_t iter_ = 0, start_iter_ = 0;
+  int64_t steps_ = 0;  // run by this process
+  double wait_seconds_ = 0, staleness_sum_ = 0;
+  double last_loss_ = 0;
+  int64_t final_min_ = 0, final_max_ = 0;  // PullFinal's versions
+  std::chrono::steady_clock::time_point began_;
+};
+
+}  // namespace towerps::python
+
+#endif  // TOWERPS_PYTHON_SESSION_H_

@@ -1,0 +1,214 @@
+"""towerps.torch: any ``torch.nn.Module`` trained against TowerPS's parameter servers.
+
+A script changes a few lines::
+
+    import towerps.torch as tps
+    tps.init()                                    # rank, workers, servers, mode: from the launcher
+    model = Net()
+    opt = tps.DistributedOptimizer(model.named_parameters())
+    sampler = tps.DistributedSampler(train_set)   # this rank's share of each epoch
+    ...
+    loss.backward(); opt.step(loss)               # step() waits for this step's values
+
+and runs under ``towerps-launch --worker-cmd "python3 train.py"``. The servers apply the job's
+``--optimizer``, ``--lr`` and schedule in the job's ``--mode`` (sync, async, SSP, softsync, backup
+workers), exactly as for native workers; the chief's initial values initialise them. Each
+parameter's gradient is pushed from a hook on its gradient accumulator as soon as backward has
+produced it (with the pull of its next value), so the messages overlap the rest of backward.
+
+Contract: one job per process (``init()`` once); the optimizer's methods are called from the
+training thread. Parameters must be float32 CPU tensors. Errors raise ``ValueError`` for bad
+input (naming the option or the parameter), ``TimeoutError`` when a server does not answer
+within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; nothing waits without a bound.
+"""
+
+import json
+import os
+
+import torch
+
+from . import _towerps
+
+__all__ = [
+    "init", "rank", "size", "is_chief", "settings", "DistributedOptimizer",
+    "DistributedSampler", "finish",
+]
+
+_job = None  # this process's job: set once by init()
+
+
+def init(args=None):
+    """Joins the job the launcher started this process for.
+
+    Reads the options towerps-launch gives every worker (TOWERPS_WORKER_ARGS, and the job's
+    secret from TOWERPS_SECRET_FILE); ``args``, a list of worker flags, replaces them (tests).
+    A bad option raises ValueError naming it, before anything is sent.
+    """
+    global _job
+    if _job is not None:
+        raise RuntimeError("towerps.torch.init() was called twice")
+    if args is None:
+        args = _towerps.worker_args_from_json(os.environ.get("TOWERPS_WORKER_ARGS", ""))
+    _job = _towerps.Options(list(args), os.environ.get("TOWERPS_SECRET_FILE", ""))
+    return _job
+
+
+def _options():
+    if _job is None:
+        raise RuntimeError("call towerps.torch.init() first")
+    return _job
+
+
+def rank():
+    """This worker's rank, 0 to size() - 1."""
+    return _options().rank
+
+
+def size():
+    """The number of workers in the job (--workers)."""
+    return _options().workers
+
+
+def is_chief():
+    """Whether this worker is the chief (rank 0), which writes the job's summary."""
+    return rank() == 0
+
+
+def settings():
+    """The job's options as resolved, by flag name without "--" (values are strings):
+    e.g. settings()["epochs"], settings()["batch-size"], settings()["seed"], settings()["mode"]."""
+    return dict(_options().settings)
+
+
+class DistributedOptimizer:
+    """The servers' optimizer for ``named_parameters`` (a module's ``named_parameters()``).
+
+    On construction the parameters are registered with the servers (every worker must declare
+    the same names and shapes, in the same order), the chief's values initialise a fresh job,
+    and the parameters are loaded with the values of the step this worker starts at (a restarted
+    worker's: where its predecessor stopped; see ``start_step``).
+
+    ``step(loss=None)`` ends a step: gradients that no hook pushed (parameters this batch did not
+    reach) go as zeros, the pushes are awaited, and the parameters are loaded with the next
+    step's values. ``loss`` (a float or a 0-d tensor) is checked for NaN and infinity like a
+    native worker's (``--on-nonfinite``).
+    """
+
+    def __init__(self, named_parameters):
+        params = list(named_parameters)
+        if not params:
+            raise ValueError("DistributedOptimizer got no parameters")
+        names, shapes, initial = [], [], []
+        for name, p in params:
+            if not isinstance(p, torch.Tensor):
+                raise ValueError("parameter '%s' is not a tensor" % name)
+            if p.dtype != torch.float32 or p.device.type != "cpu":
+                raise ValueError("parameter '%s' is %s on %s: TowerPS trains float32 CPU "
+                                 "parameters (CUDA tensors are not supported yet)"
+                                 % (name, p.dtype, p.device))
+            if not p.is_contiguous():
+                raise ValueError("parameter '%s' is not contiguous" % name)
+            names.append(name)
+            shapes.append(list(p.shape) if p.dim() > 0 else [1])
+            initial.append(p.detach().numpy())
+        self._params = [p for _, p in params]
+        self._names = names
+        self._session = _towerps.Session(_options(), names, shapes, initial)
+        # Views of the parameters' storage: pulled values are written into them in place.
+        self._views = [p.data.numpy() for p in self._params]
+        self._session.await_values(self._views)
+        self._hooks = []
+        self._accumulators = []
+        for i, p in enumerate(self._params):
+            if p.requires_grad:
+                self._hook(i, p)
+
+    def _hook(self, index, p):
+        # PyTorch 1.13 has no post-accumulate-grad hook: hook the gradient accumulator, as
+        # Horovod does; it runs once p.grad holds this backward's gradient.
+        accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+        session = self._session
+
+        def push(*_):
+            session.push(index, p.grad.detach().contiguous().numpy())
+
+        self._hooks.append(accumulator.register_hook(push))
+        self._accumulators.append(accumulator)  # kept alive, or the hook goes with it
+
+    @property
+    def step_count(self):
+        """The step this worker computes next (sync: the job's step)."""
+        return self._session.iteration
+
+    @property
+    def start_step(self):
+        """The step this worker started at: 0, or where a killed predecessor stopped. A script
+        that must repeat its predecessor's batches skips this many."""
+        return self._session.start_iteration
+
+    def zero_grad(self, set_to_none=True):
+        for p in self._params:
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                p.grad.zero_()
+
+    def step(self, loss=None):
+        if isinstance(loss, torch.Tensor):
+            loss = float(loss.detach())
+        self._session.end_step(loss)
+        self._session.await_values(self._views)
+
+    def synchronize(self):
+        """After the last step: waits until every worker's updates are in (each runs as many
+        steps as this one) and loads the final parameters, the ones to evaluate. In sync the
+        last step() has loaded them already."""
+        self._session.pull_final(self._views)
+
+    def finish(self, test_accuracy=None, test_loss=None, train_loss=None):
+        """Ends training. The chief writes the job's summary (``--summary-out``, with the
+        servers' counters and the measures given) and returns it as a dict; other workers
+        return None. Call synchronize() first when the measures need the final parameters."""
+        neg = lambda x: -1.0 if x is None else float(x)
+        text = self._session.finish(neg(test_accuracy), neg(test_loss), neg(train_loss))
+        return json.loads(text) if text else None
+
+
+def finish(optimizer, **measures):
+    """``optimizer.finish(**measures)``."""
+    return optimizer.finish(**measures)
+
+
+class DistributedSampler(torch.utils.data.Sampler):
+    """This rank's share of ``dataset`` for each epoch: an equal share for every rank (the
+    remainder of len(dataset) / size() is left out, so every worker runs the same number of
+    steps), of one permutation per epoch seeded by (the job's --seed, the epoch). Call
+    ``set_epoch(e)`` at the start of each epoch."""
+
+    def __init__(self, dataset, shuffle=True, seed=None):
+        self._n = len(dataset)
+        self._rank, self._size = rank(), size()
+        self._per_rank = self._n // self._size
+        if self._per_rank == 0:
+            raise ValueError("the dataset has %d examples, fewer than the %d workers"
+                             % (self._n, self._size))
+        self._shuffle = shuffle
+        self._seed = int(settings()["seed"]) if seed is None else int(seed)
+        self._epoch = 0
+
+    def set_epoch(self, epoch):
+        self._epoch = int(epoch)
+
+    def __len__(self):
+        return self._per_rank
+
+    def __iter__(self):
+        if self._shuffle:
+            g = torch.Generator()
+            g.manual_seed((self._seed * 1000003 + self._epoch) % (2 ** 63))
+            order = torch.randperm(self._n, generator=g)
+        else:
+            order = torch.arange(self._n)
+        return iter(order[self._rank::self._size][: self._per_rank].tolist())

@@ -1,0 +1,188 @@
+"""PyTorch workers (towerps.torch) against real servers, started by towerps-launch --worker-cmd.
+
+Run by CTest (tests/python/CMakeLists.txt) with TOWERPS_LAUNCH set and the built package on
+PYTHONPATH; each test class is one CTest test:
+    python3 pytorch_workers_test.py SyncEquivalenceTest
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import tiny_job  # noqa: E402
+
+LAUNCH = os.environ.get("TOWERPS_LAUNCH", "towerps-launch")
+WORKER = [sys.executable, os.path.join(HERE, "tiny_worker.py")]
+TIMEOUT_S = 240
+
+
+def launch(out, workers=2, steps=100, extra=(), worker_args=(), timeout=TIMEOUT_S):
+    """Runs a job of tiny_worker.py; returns (exit code, output, chief's record)."""
+    cmd = " ".join(WORKER + ["--steps", str(steps), "--out", out] + list(worker_args))
+    argv = [LAUNCH, "--servers", "1", "--workers", str(workers), "--batch-size", "32",
+            "--optimizer", "sgd", "--lr", "0.1", "--lr-schedule", "constant", "--seed", "7",
+            "--run-dir", os.path.join(out, "run"), "--rpc-timeout-ms", "60000",
+            "--summary-out", os.path.join(out, "summary.json"), "--worker-cmd", cmd] + list(extra)
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout)
+    record = None
+    path = os.path.join(out, "worker-0.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            record = json.load(f)
+    return p.returncode, p.stdout, record
+
+
+def worker_record(out, rank):
+    with open(os.path.join(out, "worker-%d.json" % rank)) as f:
+        return json.load(f)
+
+
+class SyncEquivalenceTest(unittest.TestCase):
+    """2 workers at batch B take the steps one process takes at batch 2B (the union of their
+    batches), with the servers' SGD: the same losses within 1e-5, relative, over 100 steps."""
+
+    def test_two_workers_match_one_process_at_twice_the_batch(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, workers=2, steps=100)
+            self.assertEqual(code, 0, text)
+            w = [worker_record(out, r) for r in range(2)]
+        seed, batch, steps = 7, 32, 100
+        data = tiny_job.dataset()
+        x_all, y_all = data.tensors
+        net = tiny_job.model(seed)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        per_rank = tiny_job.EXAMPLES // 2
+        steps_per_epoch = per_rank // batch
+        reference = []
+        for step in range(steps):
+            epoch, i = divmod(step, steps_per_epoch)
+            order = tiny_job.epoch_order(seed, epoch)
+            idx = torch.cat([order[r::2][:per_rank][i * batch:(i + 1) * batch] for r in range(2)])
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x_all[idx]), y_all[idx])
+            loss.backward()
+            opt.step()
+            reference.append(float(loss))
+        for step in range(steps):
+            mean = (w[0]["losses"][str(step)] + w[1]["losses"][str(step)]) / 2
+            self.assertLess(abs(mean - reference[step]), 1e-5 * abs(reference[step]),
+                            "step %d: workers %.9g, one process %.9g" % (step, mean,
+                                                                         reference[step]))
+        self.assertLess(reference[-1], reference[0] * 0.7)  # it learned
+        for name, p in net.named_parameters():
+            np.testing.assert_allclose(w[0]["params"][name], p.detach().flatten().numpy(),
+                                       rtol=1e-4, atol=1e-6, err_msg=name)
+        # Both workers hold the same final parameters; the summary is the chief's.
+        self.assertEqual(w[0]["params"], w[1]["params"])
+        self.assertEqual(w[0]["summary"]["steps"], 100)
+        self.assertEqual(w[0]["summary"]["model"], "pytorch")
+        self.assertIsNone(w[1]["summary"])
+
+
+class EveryModeTest(unittest.TestCase):
+    """Async, SSP and softsync jobs of PyTorch workers complete, learn and report staleness."""
+
+    def check_mode(self, extra):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, record = launch(out, workers=2, steps=100, extra=extra)
+            self.assertEqual(code, 0, text)
+            with open(os.path.join(out, "summary.json")) as f:
+                summary = json.load(f)
+        self.assertEqual(summary["steps"], 100)
+        self.assertEqual(summary["final_versions"][0], summary["final_versions"][1])
+        self.assertGreater(summary["test_accuracy"], 0.6, extra)
+        # Each worker's gradient of each of the 4 parameters, every step, applied once with
+        # its staleness recorded.
+        self.assertEqual(sum(summary["staleness_histogram"]), 2 * 100 * 4)
+        self.assertIn("mean_staleness", summary)
+        return summary
+
+    def test_async(self):
+        s = self.check_mode(["--mode", "async"])
+        self.assertEqual(s["final_versions"][0], 200)  # every worker's 100 iterations, once
+
+    def test_ssp(self):
+        s = self.check_mode(["--mode", "ssp", "--staleness", "2"])
+        self.assertLessEqual(s["max_staleness"], 3)
+        self.assertEqual(s["staleness_bound"], 2)
+
+    def test_softsync(self):
+        self.check_mode(["--mode", "softsync", "--softsync-n", "1"])
+
+
+class KilledWorkerTest(unittest.TestCase):
+    """A PyTorch worker SIGKILLed mid-job is restarted and rejoins: a sync job ends with the
+    bits of an undisturbed one."""
+
+    def test_sync_job_survives_a_killed_worker_bit_identically(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            code, text, undisturbed = launch(a, steps=120)
+            self.assertEqual(code, 0, text)
+            marker = os.path.join(b, "killed")
+            code, text, disturbed = launch(
+                b, steps=120, worker_args=["--kill-at", "60", "--kill-marker", marker])
+            self.assertEqual(code, 0, text)
+            self.assertTrue(os.path.exists(marker), "the worker was never killed")
+            self.assertIn("restarting it", text)
+            restarted = worker_record(b, 1)
+        self.assertGreater(restarted["start_step"], 0)
+        self.assertEqual(undisturbed["params"], disturbed["params"])
+        self.assertEqual(undisturbed["summary"]["test_loss"], disturbed["summary"]["test_loss"])
+
+
+class BadInputTest(unittest.TestCase):
+    """Bad settings, models and gradients fail at once, naming what is wrong; nothing hangs."""
+
+    def test_a_bad_mode_is_named_by_init(self):
+        code = ("import towerps.torch as tps\n"
+                "tps.init(['--rank', '0', '--ps-endpoints', 'tcp://127.0.0.1:9', '--insecure',"
+                " '--mode', 'bogus'])\n")
+        p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("ValueError", p.stdout)
+        self.assertIn("--mode", p.stdout)
+        self.assertIn("bogus", p.stdout)
+
+    def test_outside_the_launcher_init_says_how_to_start(self):
+        env = dict(os.environ)
+        env.pop("TOWERPS_WORKER_ARGS", None)
+        p = subprocess.run([sys.executable, "-c", "import towerps.torch as t; t.init()"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=60, env=env)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("towerps-launch --worker-cmd", p.stdout)
+
+    def test_models_that_differ_between_workers_are_refused_naming_the_parameter(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, steps=20, worker_args=["--extra-param"],
+                                   extra=["--max-restarts", "0"])
+        self.assertNotEqual(code, 0)
+        self.assertIn("model mismatch", text)
+        self.assertIn("'extra'", text)
+
+    def test_a_gradient_of_the_wrong_shape_is_refused_naming_the_parameter(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, workers=1, steps=20, worker_args=["--bad-gradient"])
+        self.assertNotEqual(code, 0)
+        self.assertIn("the gradient of '0.weight' has 3 elements", text)
+
+    def test_an_exception_in_a_script_is_reported_by_the_launcher(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, steps=20, worker_args=["--fail-at", "5"])
+        self.assertNotEqual(code, 0)
+        self.assertIn("RuntimeError: failing at step 5 as asked", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,28 @@
+"""The model and data of the PyTorch-worker tests (tiny_worker.py runs them under towerps-launch,
+pytorch_workers_test.py in one process as the reference): a small MLP on a seeded synthetic
+4-class problem, whose labels a linear model of the inputs gives."""
+
+import torch
+
+FEATURES, CLASSES, EXAMPLES = 20, 4, 4096
+
+
+def dataset(seed=1234):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    x = torch.randn(EXAMPLES, FEATURES, generator=g)
+    w = torch.randn(FEATURES, CLASSES, generator=g)
+    return torch.utils.data.TensorDataset(x, (x @ w).argmax(dim=1))
+
+
+def model(seed):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 32), torch.nn.ReLU(),
+                               torch.nn.Linear(32, CLASSES))
+
+
+def epoch_order(seed, epoch, n=EXAMPLES):
+    """The permutation tps.DistributedSampler draws for (seed, epoch)."""
+    g = torch.Generator()
+    g.manual_seed((seed * 1000003 + epoch) % (2 ** 63))
+    return torch.randperm(n, generator=g)

@@ -1,0 +1,85 @@
+"""A PyTorch worker for the tests: trains tiny_job's model for --steps steps of the job's
+--batch-size and writes its per-step losses (and the chief's summary) to --out as JSON.
+
+    towerps-launch --worker-cmd "python3 tiny_worker.py --steps 100 --out DIR" ...
+
+--fail-at STEP raises at that step (the launcher must report the traceback's last line);
+--extra-param adds a parameter on rank 1 (a model that differs between workers);
+--kill-at STEP makes rank 1 SIGKILL itself after that step's backward, once (--kill-marker);
+--bad-gradient pushes a gradient of the wrong size at step 3."""
+
+import argparse
+import json
+import os
+import signal
+import sys
+
+import numpy as np
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tiny_job  # noqa: E402
+import towerps.torch as tps  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--fail-at", type=int, default=-1)
+    ap.add_argument("--extra-param", action="store_true")
+    ap.add_argument("--kill-at", type=int, default=-1)
+    ap.add_argument("--kill-marker", default="")
+    ap.add_argument("--bad-gradient", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    tps.init()
+    seed = int(tps.settings()["seed"])
+    batch = int(tps.settings()["batch-size"])
+    data = tiny_job.dataset()
+    net = tiny_job.model(seed)
+    if args.extra_param and tps.rank() == 1:
+        net.register_parameter("extra", torch.nn.Parameter(torch.zeros(3)))
+    opt = tps.DistributedOptimizer(net.named_parameters())
+    sampler = tps.DistributedSampler(data)
+    loader = torch.utils.data.DataLoader(data, batch_size=batch, sampler=sampler, drop_last=True)
+    losses = {}
+    step, epoch = 0, 0
+    while step < args.steps:
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+            if step >= args.steps:
+                break
+            if step < opt.start_step:  # a restarted worker: its predecessor trained these
+                step += 1
+                continue
+            if step == args.fail_at:
+                raise RuntimeError("failing at step %d as asked" % step)
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            if step == args.kill_at and tps.rank() == 1 and not os.path.exists(args.kill_marker):
+                open(args.kill_marker, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)  # its pushes of this step are out
+            if step == 3 and args.bad_gradient:
+                opt._session.push(0, np.zeros(3, dtype=np.float32))
+            opt.step(loss)
+            losses[step] = float(loss)
+            step += 1
+        epoch += 1
+    opt.synchronize()
+    x, y = data.tensors
+    with torch.no_grad():
+        out = net(x)
+        accuracy = float((out.argmax(dim=1) == y).float().mean())
+        test_loss = float(torch.nn.functional.cross_entropy(out, y))
+    summary = opt.finish(test_accuracy=accuracy, test_loss=test_loss)
+    params = {n: p.detach().flatten().tolist() for n, p in net.named_parameters()}
+    with open(os.path.join(args.out, "worker-%d.json" % tps.rank()), "w") as f:
+        json.dump({"losses": losses, "summary": summary, "params": params,
+                   "start_step": opt.start_step}, f)
+
+
+if __name__ == "__main__":
+    main()
