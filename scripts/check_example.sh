@@ -5,7 +5,8 @@
 # trains the first example's own model on its own dataset for 40 steps with `towerps-launch
 # --worker-bin`, asserting that the training loss falls and that the launcher refuses a model and
 # dataset that do not fit before starting anything; then the recommendation example's model on
-# generated click logs, asserting a test AUC well above chance.
+# generated click logs, asserting a test AUC well above chance; then examples/pytorch with the
+# installed Python package, asserting its five-line diff and 0.88 test accuracy.
 #   scripts/check_example.sh [BUILD_DIR]    (default build/release; scripts/test.sh runs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,5 +74,28 @@ bayes = json.load(open(sys.argv[2]))["bayes_auc"]
 print(f"=== example: dlrm_cat's test AUC {auc:.4f} (the generator's Bayes AUC {bayes:.4f})")
 if not 0.65 < auc <= bayes + 0.01:
     sys.exit(f"check_example: dlrm_cat's AUC {auc} is not between 0.65 and the Bayes AUC {bayes}")
+PY
+# The PyTorch example, with the installed Python package: five lines from its plain version,
+# and at least 0.88 test accuracy in sync.
+echo "=== example: examples/pytorch/train.py, 2 PyTorch workers, sync, 3 epochs"
+changed=$(diff examples/pytorch/train_plain.py examples/pytorch/train.py | grep -c '^>' || true)
+if [ "$changed" -gt 5 ]; then
+  echo "check_example: examples/pytorch/train.py differs from train_plain.py by $changed lines (at most 5)" >&2
+  exit 1
+fi
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+site="$prefix/lib/python3/dist-packages"
+[ -e "$site/towerps/torch.py" ] || { echo "check_example: the towerps package was not installed under $site (TOWERPS_PYTHON)" >&2; exit 1; }
+PYTHONPATH="$site" "$prefix/bin/towerps-launch" --servers 1 --workers 2 --optimizer adam \
+  --lr 0.002 --run-dir "$work/pt-run" --summary-out "$work/pt-summary.json" \
+  --worker-cmd "$py examples/pytorch/train.py --epochs 3" > "$work/pt-train.log" 2>&1 \
+  || { cat "$work/pt-train.log"; exit 1; }
+python3 - "$work/pt-summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"=== example: the PyTorch example's test accuracy {s['test_accuracy']:.4f} after {s['steps']} sync steps")
+if s["test_accuracy"] < 0.88:
+    sys.exit(f"check_example: the PyTorch example reached {s['test_accuracy']}, below 0.88")
 PY
 echo "=== example: passed"
