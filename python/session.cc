@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "common/logging.h"
@@ -72,7 +73,12 @@ Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
     return InvalidArgumentError("got " + std::to_string(initial.size()) + " initial values for " +
                                 std::to_string(parameters.size()) + " parameters");
   }
+  const SessionOptions& o = options;
+  TOWERPS_ASSIGN_OR_RETURN(worker::StragglerPlan stragglers,
+                           worker::StragglerPlan::Parse(o.worker.straggler, o.worker.straggler_dist,
+                                                        o.worker.slow_workers, o.job.workers));
   std::unique_ptr<Session> s(new Session(std::move(options), std::move(parameters)));
+  s->stragglers_ = std::move(stragglers);
   TOWERPS_RETURN_IF_ERROR(s->Connect(initial));
   return s;
 }
@@ -127,7 +133,13 @@ Status Session::AwaitValues(const std::vector<float*>& dst) {
   Status s = exchange_->AwaitValues(
       [&](int v, const ps::PulledVariable& p) { p.CopyTo(dst[static_cast<size_t>(v)]); });
   wait_seconds_ += Seconds(Clock::now() - start);
-  return s;
+  TOWERPS_RETURN_IF_ERROR(s);
+  // Injected slow-down (experiments): before computing, so this worker's gradients are late.
+  const double delay = stragglers_.DelaySeconds(o_.rank, iter_, o_.job.seed, last_compute_);
+  if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+  delay_seconds_ += delay;
+  computing_since_ = Clock::now();
+  return Status::Ok();
 }
 
 Status Session::Push(int v, const float* gradient, int64_t elements) {
@@ -156,6 +168,7 @@ Status Session::Push(int v, const float* gradient, int64_t elements) {
 }
 
 Status Session::EndStep(std::optional<double> loss) {
+  last_compute_ = Seconds(Clock::now() - computing_since_);
   for (int v = 0; v < num_parameters(); ++v) {
     if (pushed_[static_cast<size_t>(v)] != 0) continue;
     // No gradient reached it this step (unused by this batch): it contributes zeros.
@@ -196,6 +209,7 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
   s.train_seconds = Seconds(Clock::now() - began_);
   s.steps = iter_;  // sync: the job's steps; else this worker's iterations
   s.wait_seconds = wait_seconds_;
+  s.injected_delay_seconds = delay_seconds_;
   s.final_train_loss = metrics.final_train_loss >= 0 ? metrics.final_train_loss : last_loss_;
   divergence_->Fill(&s);
   if (o_.rank != 0) return std::string();

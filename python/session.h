@@ -34,6 +34,7 @@
 #include "ps/client.h"
 #include "python/session_options.h"
 #include "towerps/result.h"
+#include "worker/straggler.h"
 #include "worker/train/divergence.h"
 #include "worker/train/step_exchange.h"
 #include "worker/train/summary.h"
@@ -74,7 +75,9 @@ class Session {
   // Where a restarted worker rejoined, for the script to skip the batches already trained on.
   int64_t start_iteration() const { return start_iter_; }
 
-  // Waits for this step's values and copies parameter v's into dst[v] (its elements).
+  // Waits for this step's values and copies parameter v's into dst[v] (its elements). Then the
+  // step's injected delay, if the job has stragglers (--straggler, --slow-workers), as native
+  // workers sleep before computing.
   Status AwaitValues(const std::vector<float*>& dst);
   // Parameter v's gradient of this step (`elements` floats, copied). kInvalidArgument naming the
   // parameter for a wrong size or a second push in one step.
@@ -101,12 +104,15 @@ class Session {
   std::vector<int64_t> elements_;  // per parameter
   std::unique_ptr<ps::Client> client_;
   std::optional<worker::Divergence> divergence_;
+  worker::StragglerPlan stragglers_;
   std::optional<worker::StepExchange> exchange_;
   std::vector<Tensor> gradients_;  // this step's, owned until its pushes complete
   std::vector<char> pushed_;       // per parameter: pushed this step
   int64_t iter_ = 0, start_iter_ = 0;
   int64_t steps_ = 0;  // run by this process
-  double wait_seconds_ = 0, staleness_sum_ = 0;
+  double wait_seconds_ = 0, staleness_sum_ = 0, delay_seconds_ = 0;
+  double last_compute_ = 0;  // the last step's, from its values to its EndStep
+  std::chrono::steady_clock::time_point computing_since_;
   double last_loss_ = 0;
   int64_t final_min_ = 0, final_max_ = 0;  // PullFinal's versions
   std::chrono::steady_clock::time_point began_;

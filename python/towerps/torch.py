@@ -184,8 +184,9 @@ def finish(optimizer, **measures):
 class DistributedSampler(torch.utils.data.Sampler):
     """This rank's share of ``dataset`` for each epoch: an equal share for every rank (the
     remainder of len(dataset) / size() is left out, so every worker runs the same number of
-    steps), of one permutation per epoch seeded by (the job's --seed, the epoch). Call
-    ``set_epoch(e)`` at the start of each epoch."""
+    steps), of one permutation per epoch seeded by (the job's --seed, the epoch). Each pass over
+    it is the next epoch, as with ``shuffle=True``; ``set_epoch(e)`` says which one comes next
+    (a restarted worker's, say)."""
 
     def __init__(self, dataset, shuffle=True, seed=None):
         self._n = len(dataset)
@@ -211,4 +212,5 @@ class DistributedSampler(torch.utils.data.Sampler):
             order = torch.randperm(self._n, generator=g)
         else:
             order = torch.arange(self._n)
+        self._epoch += 1
         return iter(order[self._rank::self._size][: self._per_rank].tolist())
