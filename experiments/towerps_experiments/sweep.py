@@ -36,7 +36,8 @@ OPTION_FLAGS = {"servers": "--servers", "dataset": "--dataset", "batch_size": "-
                 "log_every": "--log-every", "evals_per_epoch": "--evals-per-epoch",
                 "lr_schedule": "--lr-schedule", "lr_scaling": "--lr-scaling",
                 "intra_op_threads": "--intra-op-threads", "data_dir": "--data-dir",
-                "table_optimizer": "--table-optimizer", "table_lr": "--table-lr"}
+                "table_optimizer": "--table-optimizer", "table_lr": "--table-lr",
+                "worker_cmd": "--worker-cmd"}
 
 
 class SweepError(ValueError):
@@ -359,8 +360,11 @@ def parse(data, path, launcher, seeds=None):
     stragglers = [_parse_straggler(path, i, t) for i, t in enumerate(stragglers)]
     workers = _as_list(path, "workers", data.get("workers", [2]), int, lambda n: n >= 1,
                        "must be >= 1")
-    models = _as_list(path, "models", data.get("models", ["mlp"]), str,
-                      lambda m: m in choices["models"],
+    # A job of PyTorch workers (options.worker_cmd) trains the script's model: its name only
+    # names the runs.
+    scripted = isinstance(data.get("options"), dict) and "worker_cmd" in data["options"]
+    models = _as_list(path, "models", data.get("models", ["pytorch" if scripted else "mlp"]), str,
+                      lambda m: scripted or m in choices["models"],
                       f"must be one of {', '.join(choices['models'])}")
     epochs = _as_list(path, "epochs", data.get("epochs", [1]), int, lambda e: e >= 1,
                       "must be >= 1")

@@ -56,6 +56,22 @@ class ExpansionTest(unittest.TestCase):
             self.assertEqual(cmd[cmd.index("--on-nonfinite") + 1], "continue")
 
 
+class WorkerCmdTest(unittest.TestCase):
+    def test_a_sweep_of_pytorch_workers_runs_the_script_and_names_its_model_freely(self):
+        s = parse(workers=[2], seeds=[1], modes=[{"mode": "async"}],
+                  options={"worker_cmd": "python3 train.py --epochs 1"})
+        cmd = s.runs[0].command("L", "/r")
+        self.assertEqual(cmd[cmd.index("--worker-cmd") + 1], "python3 train.py --epochs 1")
+        self.assertEqual(cmd[cmd.index("--model") + 1], "pytorch")
+        s = parse(workers=[2], seeds=[1], modes=[{"mode": "async"}], models=["my_net"],
+                  options={"worker_cmd": "python3 train.py"})
+        self.assertEqual(s.runs[0].model, "my_net")
+
+    def test_without_a_script_the_model_must_be_the_launchers(self):
+        with self.assertRaises(sweep.SweepError):
+            parse(workers=[2], seeds=[1], modes=[{"mode": "async"}], models=["my_net"])
+
+
 class SoftsyncModeTest(unittest.TestCase):
     def test_softsync_n_is_an_axis_of_the_mode(self):
         s = parse(workers=[4], seeds=[1],
