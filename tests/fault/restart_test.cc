@@ -361,7 +361,10 @@ TEST_F(RestartTest, AsyncReplicasApplyEveryIterationOnceAcrossAFailover) {
   EXPECT_NE(out.find("ps:0 was killed by SIGKILL; its chunks fail over to ps:1"),
             std::string::npos);
   EXPECT_NE(dir_.Read("summary.json").find(exact), std::string::npos) << dir_.Read("summary.json");
-  EXPECT_EQ(SummaryNumber("failovers"), 1);
+  // At least the one the test caused: on a loaded machine the restarted ps:0 can be too slow to
+  // rejoin, be replaced by its backup and restart once more (a second, legitimate failover).
+  // Every iteration must still be applied once (the versions above).
+  EXPECT_GE(SummaryNumber("failovers"), 1);
   // Async runs differ by their interleaving alone: five undisturbed runs of this job gave
   // 0.844 to 0.857. A failover that lost or broke training would cost far more than 0.03.
   EXPECT_NEAR(SummaryDouble("test_accuracy"), accuracy, 0.03);

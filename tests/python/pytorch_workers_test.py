@@ -57,6 +57,7 @@ class SyncEquivalenceTest(unittest.TestCase):
             self.assertEqual(code, 0, text)
             w = [worker_record(out, r) for r in range(2)]
         seed, batch, steps = 7, 32, 100
+        torch.set_num_threads(1)  # as the workers
         data = tiny_job.dataset()
         x_all, y_all = data.tensors
         net = tiny_job.model(seed)
