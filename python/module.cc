@@ -9,10 +9,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/build_info.h"
 #include "common/logging.h"
+#include "ps/initial_rows.h"
 #include "python/session.h"
 #include "python/session_options.h"
 
@@ -22,6 +24,7 @@ namespace towerps::python {
 namespace {
 
 using FloatArray = py::array_t<float, py::array::c_style>;
+using IdArray = py::array_t<uint64_t, py::array::c_style>;
 
 [[noreturn]] void Raise(const Status& s) {
   switch (s.code()) {
@@ -81,7 +84,8 @@ float* WritableBuffer(py::array& a, const std::string& name, int64_t elements) {
 class PySession {
  public:
   PySession(const SessionOptions& options, std::vector<std::string> names,
-            std::vector<std::vector<int64_t>> shapes, std::vector<FloatArray> initial) {
+            std::vector<std::vector<int64_t>> shapes, std::vector<FloatArray> initial,
+            std::vector<std::tuple<std::string, int64_t, int64_t, float>> tables) {
     if (names.size() != shapes.size() || names.size() != initial.size()) {
       throw py::value_error("names, shapes and initial values differ in number");
     }
@@ -96,8 +100,41 @@ class PySession {
       elements_.push_back(n);
     }
     names_ = names;
+    std::vector<TableSpec> table_specs;
+    for (const auto& [name, rows, dim, scale] : tables) {
+      table_specs.push_back({.name = name, .rows = rows, .dim = dim, .init_scale = scale});
+      dims_.push_back(dim);
+    }
     py::gil_scoped_release unlocked;
-    session_ = Take(Session::Start(options, std::move(specs), values));
+    session_ = Take(Session::Start(options, std::move(specs), values, std::move(table_specs)));
+  }
+
+  // Table t's rows for `ids` (uint64), as a new [n, dim] array.
+  py::array_t<float> PullRows(int t, const IdArray& ids) {
+    CheckTable(t);
+    const auto n = static_cast<int64_t>(ids.size());
+    py::array_t<float> rows({n, dims_[static_cast<size_t>(t)]});
+    const uint64_t* id = ids.data();
+    float* out = rows.mutable_data();
+    {
+      py::gil_scoped_release unlocked;
+      Check(session_->PullRows(t, id, n, out));
+    }
+    return rows;
+  }
+
+  void PushRows(int t, const IdArray& ids, const FloatArray& gradients) {
+    CheckTable(t);
+    const auto n = static_cast<int64_t>(ids.size());
+    if (gradients.size() != n * dims_[static_cast<size_t>(t)]) {
+      throw py::value_error("table " + std::to_string(t) + ": " + std::to_string(n) + " ids but " +
+                            std::to_string(gradients.size()) + " gradient values (rows of " +
+                            std::to_string(dims_[static_cast<size_t>(t)]) + ")");
+    }
+    const uint64_t* id = ids.data();
+    const float* g = gradients.data();
+    py::gil_scoped_release unlocked;
+    Check(session_->PushRows(t, id, g, n));
   }
 
   void AwaitValues(std::vector<py::array> dst) {
@@ -135,6 +172,12 @@ class PySession {
   int64_t start_iteration() const { return session_->start_iteration(); }
 
  private:
+  void CheckTable(int t) const {
+    if (t < 0 || t >= static_cast<int>(dims_.size())) {
+      throw py::value_error("no table " + std::to_string(t));
+    }
+  }
+
   // One writable buffer per parameter.
   std::vector<float*> Buffers(std::vector<py::array>& dst) const {
     if (dst.size() != names_.size()) {
@@ -149,6 +192,7 @@ class PySession {
 
   std::vector<std::string> names_;
   std::vector<int64_t> elements_;
+  std::vector<int64_t> dims_;  // per table
   std::unique_ptr<Session> session_;
 };
 
@@ -161,6 +205,20 @@ PYBIND11_MODULE(_towerps, m) {
   m.attr("__version__") = towerps::BuildVersion();
   m.def("worker_args_from_json",
         [](const std::string& json) { return Take(WorkerArgsFromJson(json)); });
+  // A table's initial rows as the servers draw them (ps/initial_rows.h): for tests and for
+  // scripts that evaluate before any step.
+  m.def(
+      "initial_rows",
+      [](uint64_t seed, const std::string& table, float init_scale, const IdArray& ids,
+         int64_t dim) {
+        const towerps::ps::InitialRows initial(seed, table, init_scale);
+        py::array_t<float> rows({static_cast<int64_t>(ids.size()), dim});
+        for (py::ssize_t i = 0; i < ids.size(); ++i) {
+          initial.Fill(ids.data()[i], dim, rows.mutable_data() + i * dim);
+        }
+        return rows;
+      },
+      py::arg("seed"), py::arg("table"), py::arg("init_scale"), py::arg("ids"), py::arg("dim"));
   py::class_<SessionOptions>(m, "Options")
       .def(py::init(&ParseOptions), py::arg("args"), py::arg("secret_file"))
       .def_readonly("rank", &SessionOptions::rank)
@@ -170,8 +228,12 @@ PYBIND11_MODULE(_towerps, m) {
       .def_property_readonly("settings", &JobSettings);
   py::class_<PySession>(m, "Session")
       .def(py::init<const SessionOptions&, std::vector<std::string>,
-                    std::vector<std::vector<int64_t>>, std::vector<FloatArray>>(),
-           py::arg("options"), py::arg("names"), py::arg("shapes"), py::arg("initial"))
+                    std::vector<std::vector<int64_t>>, std::vector<FloatArray>,
+                    std::vector<std::tuple<std::string, int64_t, int64_t, float>>>(),
+           py::arg("options"), py::arg("names"), py::arg("shapes"), py::arg("initial"),
+           py::arg("tables") = std::vector<std::tuple<std::string, int64_t, int64_t, float>>{})
+      .def("pull_rows", &PySession::PullRows)
+      .def("push_rows", &PySession::PushRows)
       .def("await_values", &PySession::AwaitValues)
       .def("push", &PySession::Push)
       .def("pull_final", &PySession::PullFinal)

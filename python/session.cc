@@ -25,18 +25,32 @@ constexpr int64_t kNoLastStep = int64_t{1} << 60;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-Status CheckParameters(const std::vector<ParameterSpec>& parameters) {
-  if (parameters.empty()) return InvalidArgumentError("the model has no parameters to train");
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    const ParameterSpec& p = parameters[i];
-    if (p.name.empty()) {
+Status CheckParameters(const std::vector<ParameterSpec>& parameters,
+                       const std::vector<TableSpec>& tables) {
+  if (parameters.empty() && tables.empty()) {
+    return InvalidArgumentError("the model has no parameters to train");
+  }
+  std::vector<std::string> names;
+  for (const ParameterSpec& p : parameters) names.push_back(p.name);
+  for (const TableSpec& t : tables) {
+    names.push_back(t.name);
+    if (t.rows < 0 || t.dim <= 0 || !(t.init_scale >= 0)) {
+      return InvalidArgumentError("table '" + t.name + "' has " + std::to_string(t.rows) +
+                                  " rows of " + std::to_string(t.dim) +
+                                  " floats: rows must be >= 0 (0: unbounded), dim positive");
+    }
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) {
       return InvalidArgumentError("parameter " + std::to_string(i) + " has no name");
     }
     for (size_t j = 0; j < i; ++j) {
-      if (parameters[j].name == p.name) {
-        return InvalidArgumentError("parameter '" + p.name + "' is declared twice");
+      if (names[j] == names[i]) {
+        return InvalidArgumentError("parameter '" + names[i] + "' is declared twice");
       }
     }
+  }
+  for (const ParameterSpec& p : parameters) {
     for (int64_t d : p.shape) {
       if (d <= 0) {
         return InvalidArgumentError("parameter '" + p.name + "' has shape " +
@@ -49,8 +63,13 @@ Status CheckParameters(const std::vector<ParameterSpec>& parameters) {
 
 }  // namespace
 
-Session::Session(SessionOptions options, std::vector<ParameterSpec> parameters)
+Session::Session(SessionOptions options, std::vector<ParameterSpec> parameters,
+                 std::vector<TableSpec> tables)
     : o_(std::move(options)), parameters_(std::move(parameters)) {
+  for (TableSpec& spec : tables) {
+    tables_.push_back({.spec = std::move(spec),
+                       .variable = static_cast<uint32_t>(parameters_.size() + tables_.size())});
+  }
   for (const ParameterSpec& p : parameters_) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
@@ -63,12 +82,16 @@ Session::Session(SessionOptions options, std::vector<ParameterSpec> parameters)
 Session::~Session() {
   // Pushes in flight borrow gradients_: let them finish before it goes.
   if (exchange_) exchange_->DrainPushes();
+  for (Table& t : tables_) {
+    if (t.push.valid()) (void)worker::AwaitUnlessStopped(t.push, o_.stop);
+  }
 }
 
 Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
                                                 std::vector<ParameterSpec> parameters,
-                                                const std::vector<const float*>& initial) {
-  TOWERPS_RETURN_IF_ERROR(CheckParameters(parameters));
+                                                const std::vector<const float*>& initial,
+                                                std::vector<TableSpec> tables) {
+  TOWERPS_RETURN_IF_ERROR(CheckParameters(parameters, tables));
   if (initial.size() != parameters.size()) {
     return InvalidArgumentError("got " + std::to_string(initial.size()) + " initial values for " +
                                 std::to_string(parameters.size()) + " parameters");
@@ -77,7 +100,8 @@ Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
   TOWERPS_ASSIGN_OR_RETURN(worker::StragglerPlan stragglers,
                            worker::StragglerPlan::Parse(o.worker.straggler, o.worker.straggler_dist,
                                                         o.worker.slow_workers, o.job.workers));
-  std::unique_ptr<Session> s(new Session(std::move(options), std::move(parameters)));
+  std::unique_ptr<Session> s(
+      new Session(std::move(options), std::move(parameters), std::move(tables)));
   s->stragglers_ = std::move(stragglers);
   TOWERPS_RETURN_IF_ERROR(s->Connect(initial));
   return s;
@@ -89,6 +113,9 @@ Status Session::Connect(const std::vector<const float*>& initial) {
   for (const ParameterSpec& p : parameters_) {
     variables.push_back({.name = p.name, .shape = p.shape});
     names.push_back(p.name);
+  }
+  for (const Table& t : tables_) {
+    variables.push_back(ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
   }
   divergence_.emplace(o_.worker.on_nonfinite, o_.rank, std::move(names));
   ps::ClientOptions co;
@@ -113,9 +140,11 @@ Status Session::Connect(const std::vector<const float*>& initial) {
     }
     for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(worker::AwaitUnlessStopped(f, o_.stop));
   }
-  TOWERPS_ASSIGN_OR_RETURN(const worker::JoinPoint start,
-                           worker::JoinJob(*client_, o_.job, n, {}, restored, o_.stop));
+  TOWERPS_ASSIGN_OR_RETURN(
+      const worker::JoinPoint start,
+      worker::JoinJob(*client_, o_.job, n, TableVariables(), restored, o_.stop));
   iter_ = start_iter_ = start.iter;
+  start_exact_ = start.exact;
   exchange_->Begin(start.version, start.iter, kNoLastStep, start.exact, worker::Batch{});
   if (!o_.worker.ready_file.empty()) {
     TOWERPS_RETURN_IF_ERROR(worker::WriteReadyFile(o_.worker.ready_file));
@@ -176,6 +205,7 @@ Status Session::EndStep(std::optional<double> loss) {
     std::memset(zeros.f32(), 0, zeros.byte_size());
     TOWERPS_RETURN_IF_ERROR(Push(v, zeros.f32(), zeros.num_elements()));
   }
+  TOWERPS_RETURN_IF_ERROR(FinishTableStep());
   exchange_->PullNext(++iter_);
   TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
   staleness_sum_ += staleness;

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ps/client.h"
@@ -47,6 +48,16 @@ struct ParameterSpec {
   std::vector<int64_t> shape;
 };
 
+// A row-sparse table (an nn.Embedding(sparse=True)'s weight): `rows` ids (0: unbounded) of
+// `dim` floats, which the servers create from (--seed, name, id), uniform in
+// [-init_scale, init_scale) (ps/initial_rows.h), and update by row (--table-optimizer).
+struct TableSpec {
+  std::string name;
+  int64_t rows = 0;
+  int64_t dim = 0;
+  float init_scale = 0.05f;
+};
+
 // What the chief's script measured, for the summary (negative: not measured).
 struct FinalMetrics {
   double test_accuracy = -1;
@@ -60,9 +71,12 @@ class Session {
   // job option, with the other workers'). The chief of a fresh job then sends `initial` (one
   // pointer per parameter, its elements), which the servers keep; then the worker joins where
   // the job stands (iteration() says where). kInvalidArgument for a bad parameter list.
+  // `tables` follow the parameters as variables (their rows start on the servers: no initial
+  // values).
   static Result<std::unique_ptr<Session>> Start(SessionOptions options,
                                                 std::vector<ParameterSpec> parameters,
-                                                const std::vector<const float*>& initial);
+                                                const std::vector<const float*>& initial,
+                                                std::vector<TableSpec> tables = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -82,6 +96,15 @@ class Session {
   // Parameter v's gradient of this step (`elements` floats, copied). kInvalidArgument naming the
   // parameter for a wrong size or a second push in one step.
   Status Push(int v, const float* gradient, int64_t elements);
+  // Table t's rows for `n` ids (any order, repeats allowed) at this step's version, into
+  // rows[n * dim]; each id's update count is kept for its push (row staleness). Blocks until
+  // the servers answer. kInvalidArgument naming the table for an id beyond its rows.
+  Status PullRows(int t, const uint64_t* ids, int64_t n, float* rows);
+  // Table t's gradient rows of this step for `n` distinct ids, each pulled this step (its
+  // gradient row i for ids[i]). Once per table and step; EndStep pushes no rows for a table
+  // that had none. kInvalidArgument naming the table and the id otherwise.
+  Status PushRows(int t, const uint64_t* ids, const float* gradients, int64_t n);
+  int num_tables() const { return static_cast<int>(tables_.size()); }
   // Ends the step: zeros for parameters without a gradient, the pushes awaited, the next pulls
   // sent. The gradients and `loss` (when the script gave it) are checked as a native worker
   // checks them: kFailedPrecondition naming the first non-finite value, under
@@ -96,12 +119,31 @@ class Session {
   Result<std::string> Finish(const FinalMetrics& metrics);
 
  private:
-  Session(SessionOptions options, std::vector<ParameterSpec> parameters);
+  // A table's state in the running step (python/session_tables.cc).
+  struct Table {
+    TableSpec spec;
+    uint32_t variable = 0;
+    std::unordered_map<uint64_t, uint32_t> updates{};  // pulled this step: id -> update count
+    bool pushed = false;
+    Tensor ids{}, gradients{}, pulled_updates{};  // the push's, held until it completes
+    std::future<Result<ps::PushReport>> push{};
+  };
+
+  Session(SessionOptions options, std::vector<ParameterSpec> parameters,
+          std::vector<TableSpec> tables);
   Status Connect(const std::vector<const float*>& initial);
+  std::vector<uint32_t> TableVariables() const;
+  // Where the step's table requests stand: sync pulls the step's version, exactly it on a
+  // rejoined worker's first step; the others the latest.
+  int64_t TableVersion() const;
+  bool FirstStepExact() const;
+  // EndStep's part: empty pushes for tables without rows this step, then every push awaited.
+  Status FinishTableStep();
 
   SessionOptions o_;
   std::vector<ParameterSpec> parameters_;
   std::vector<int64_t> elements_;  // per parameter
+  std::vector<Table> tables_;
   std::unique_ptr<ps::Client> client_;
   std::optional<worker::Divergence> divergence_;
   worker::StragglerPlan stragglers_;
@@ -109,6 +151,7 @@ class Session {
   std::vector<Tensor> gradients_;  // this step's, owned until its pushes complete
   std::vector<char> pushed_;       // per parameter: pushed this step
   int64_t iter_ = 0, start_iter_ = 0;
+  bool start_exact_ = false;
   int64_t steps_ = 0;  // run by this process
   double wait_seconds_ = 0, staleness_sum_ = 0, delay_seconds_ = 0;
   double last_compute_ = 0;  // the last step's, from its values to its EndStep

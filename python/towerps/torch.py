@@ -88,16 +88,27 @@ class DistributedOptimizer:
     and the parameters are loaded with the values of the step this worker starts at (a restarted
     worker's: where its predecessor stopped; see ``start_step``).
 
+    With ``model`` given, its ``nn.Embedding(sparse=True)`` and ``nn.EmbeddingBag(sparse=True)``
+    weights become row-sparse tables on the servers (``--table-optimizer``, ``--table-lr``):
+    before each forward of such a module the rows of the ids it looks up are pulled into its
+    weight, and after backward its sparse gradient's rows go back, each id once, so no worker
+    pulls a whole table. Their rows start as the servers draw them from (--seed, name, id),
+    uniform in [-table_init_scale, table_init_scale), not from the module's own initial values.
+
     ``step(loss=None)`` ends a step: gradients that no hook pushed (parameters this batch did not
     reach) go as zeros, the pushes are awaited, and the parameters are loaded with the next
     step's values. ``loss`` (a float or a 0-d tensor) is checked for NaN and infinity like a
     native worker's (``--on-nonfinite``).
     """
 
-    def __init__(self, named_parameters):
+    def __init__(self, named_parameters, model=None, table_init_scale=0.05):
         params = list(named_parameters)
         if not params:
             raise ValueError("DistributedOptimizer got no parameters")
+        tables = _sparse_tables(params, model)
+        self._all_params = [p for _, p in params]  # zero_grad's: the tables' weights too
+        table_weights = {id(m.weight) for _, m in tables}
+        params = [(n, p) for n, p in params if id(p) not in table_weights]
         names, shapes, initial = [], [], []
         for name, p in params:
             if not isinstance(p, torch.Tensor):
@@ -113,7 +124,9 @@ class DistributedOptimizer:
             initial.append(p.detach().numpy())
         self._params = [p for _, p in params]
         self._names = names
-        self._session = _towerps.Session(_options(), names, shapes, initial)
+        specs = [(name, m.weight.shape[0], m.weight.shape[1], float(table_init_scale))
+                 for name, m in tables]
+        self._session = _towerps.Session(_options(), names, shapes, initial, specs)
         # Views of the parameters' storage: pulled values are written into them in place.
         self._views = [p.data.numpy() for p in self._params]
         self._session.await_values(self._views)
@@ -122,6 +135,8 @@ class DistributedOptimizer:
         for i, p in enumerate(self._params):
             if p.requires_grad:
                 self._hook(i, p)
+        for t, (name, module) in enumerate(tables):
+            self._hook_table(t, name, module)
 
     def _hook(self, index, p):
         # PyTorch 1.13 has no post-accumulate-grad hook: hook the gradient accumulator, as
@@ -135,6 +150,33 @@ class DistributedOptimizer:
         self._hooks.append(accumulator.register_hook(push))
         self._accumulators.append(accumulator)  # kept alive, or the hook goes with it
 
+    def _hook_table(self, index, name, module):
+        # Before each forward: the rows of the ids it looks up, pulled into the weight. After
+        # backward: the sparse gradient's rows, summed per id, pushed.
+        session, weight = self._session, module.weight
+
+        def pull(_module, inputs):
+            ids = inputs[0].detach().reshape(-1)
+            if ids.numel() and int(ids.min()) < 0:
+                raise ValueError("table '%s' got a negative id %d" % (name, int(ids.min())))
+            unique = torch.unique(ids)
+            rows = session.pull_rows(index, unique.numpy().astype("uint64"))
+            with torch.no_grad():
+                weight[unique] = torch.from_numpy(rows)
+
+        def push(*_):
+            grad = weight.grad.detach()
+            if not grad.is_sparse:
+                raise ValueError("table '%s' got a dense gradient: make it sparse=True" % name)
+            grad = grad.coalesce()
+            ids = grad.indices()[0].numpy().astype("uint64")
+            session.push_rows(index, ids, grad.values().contiguous().numpy())
+
+        self._hooks.append(module.register_forward_pre_hook(pull))
+        accumulator = weight.expand_as(weight).grad_fn.next_functions[0][0]
+        self._hooks.append(accumulator.register_hook(push))
+        self._accumulators.append(accumulator)
+
     @property
     def step_count(self):
         """The step this worker computes next (sync: the job's step)."""
@@ -147,7 +189,7 @@ class DistributedOptimizer:
         return self._session.start_iteration
 
     def zero_grad(self, set_to_none=True):
-        for p in self._params:
+        for p in self._all_params:
             if p.grad is None:
                 continue
             if set_to_none:
@@ -179,6 +221,20 @@ class DistributedOptimizer:
 def finish(optimizer, **measures):
     """``optimizer.finish(**measures)``."""
     return optimizer.finish(**measures)
+
+
+def _sparse_tables(params, model):
+    """The (parameter name, module) of each nn.Embedding or nn.EmbeddingBag of `model` with
+    sparse=True whose weight is among `params`: the tables the servers keep by row."""
+    if model is None:
+        return []
+    names = {id(p): n for n, p in params}
+    tables = []
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and module.sparse:
+            if id(module.weight) in names:
+                tables.append((names[id(module.weight)], module))
+    return tables
 
 
 class DistributedSampler(torch.utils.data.Sampler):

@@ -19,6 +19,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import tiny_job  # noqa: E402
+from towerps import _towerps  # noqa: E402
 
 LAUNCH = os.environ.get("TOWERPS_LAUNCH", "towerps-launch")
 WORKER = [sys.executable, os.path.join(HERE, "tiny_worker.py")]
@@ -88,6 +89,65 @@ class SyncEquivalenceTest(unittest.TestCase):
         self.assertEqual(w[0]["summary"]["steps"], 100)
         self.assertEqual(w[0]["summary"]["model"], "pytorch")
         self.assertIsNone(w[1]["summary"])
+
+
+class SparseTableTest(unittest.TestCase):
+    """nn.Embedding(sparse=True) is a table on the servers, moved by row: 2 workers at batch B
+    give the losses of one process at 2B (both SGD), within 1e-5 over 100 steps, and every mode
+    trains it with row staleness reported."""
+
+    def test_two_workers_match_one_process_at_twice_the_batch(self):
+        extra = ["--table-optimizer", "sgd", "--table-lr", "2"]
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, steps=100, extra=extra, worker_args=["--tables"])
+            self.assertEqual(code, 0, text)
+            w = [worker_record(out, r) for r in range(2)]
+            with open(os.path.join(out, "summary.json")) as f:
+                summary = json.load(f)
+        torch.set_num_threads(1)
+        seed, batch, steps = 7, 32, 100
+        x_all, y_all = tiny_job.categorical_dataset().tensors
+        net = tiny_job.table_model(seed)
+        with torch.no_grad():  # the servers' initial rows
+            rows = _towerps.initial_rows(seed, "emb.weight", 0.05,
+                                         np.arange(tiny_job.IDS, dtype=np.uint64), tiny_job.DIM)
+            net.emb.weight.copy_(torch.from_numpy(rows))
+        opt = torch.optim.SGD([{"params": [net.emb.weight], "lr": 2.0},
+                               {"params": net.head.parameters()}], lr=0.1)
+        per_rank = tiny_job.EXAMPLES // 2
+        reference = []
+        for step in range(steps):
+            epoch, i = divmod(step, per_rank // batch)
+            order = tiny_job.epoch_order(seed, epoch)
+            idx = torch.cat([order[r::2][:per_rank][i * batch:(i + 1) * batch] for r in range(2)])
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x_all[idx]), y_all[idx])
+            loss.backward()
+            opt.step()
+            reference.append(float(loss))
+        for step in range(steps):
+            mean = (w[0]["losses"][str(step)] + w[1]["losses"][str(step)]) / 2
+            self.assertLess(abs(mean - reference[step]), 1e-5 * abs(reference[step]),
+                            "step %d: workers %.9g, one process %.9g" % (step, mean,
+                                                                         reference[step]))
+        self.assertLess(reference[-1], reference[0] * 0.8)  # it learned
+        np.testing.assert_allclose(w[0]["params"]["head.weight"],
+                                   net.head.weight.detach().flatten().numpy(), rtol=1e-4,
+                                   atol=1e-6)
+        self.assertGreater(summary["table_rows"], 0)
+        self.assertLessEqual(summary["table_rows"], tiny_job.IDS)
+        self.assertIn("row_staleness_histogram", summary)
+
+    def test_async_trains_the_table_and_reports_row_staleness(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, steps=100, worker_args=["--tables"],
+                                   extra=["--mode", "async", "--table-lr", "0.5"])
+            self.assertEqual(code, 0, text)
+            with open(os.path.join(out, "summary.json")) as f:
+                summary = json.load(f)
+        self.assertGreater(summary["test_accuracy"], 0.7)
+        self.assertGreater(sum(summary["row_staleness_histogram"]), 0)
+        self.assertGreater(summary["mean_row_staleness"], 0)
 
 
 class EveryModeTest(unittest.TestCase):

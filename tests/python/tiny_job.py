@@ -1,6 +1,8 @@
-"""The model and data of the PyTorch-worker tests (tiny_worker.py runs them under towerps-launch,
-pytorch_workers_test.py in one process as the reference): a small MLP on a seeded synthetic
-4-class problem, whose labels a linear model of the inputs gives."""
+"""The models and data of the PyTorch-worker tests (tiny_worker.py runs them under
+towerps-launch, pytorch_workers_test.py in one process as the reference): a small MLP on a
+seeded synthetic 4-class problem, whose labels a linear model of the inputs gives; and a model
+with a sparse embedding table over 3 categorical fields, whose labels a hidden score per id
+gives."""
 
 import torch
 
@@ -26,3 +28,29 @@ def epoch_order(seed, epoch, n=EXAMPLES):
     g = torch.Generator()
     g.manual_seed((seed * 1000003 + epoch) % (2 ** 63))
     return torch.randperm(n, generator=g)
+
+
+IDS, FIELDS, DIM = 50, 3, 8
+
+
+def categorical_dataset(seed=99):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    ids = torch.randint(0, IDS, (EXAMPLES, FIELDS), generator=g)
+    score = torch.randn(IDS, generator=g)
+    return torch.utils.data.TensorDataset(ids, (score[ids].sum(dim=1) > 0).long())
+
+
+class TableNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(IDS, DIM, sparse=True)
+        self.head = torch.nn.Linear(FIELDS * DIM, 2)
+
+    def forward(self, ids):
+        return self.head(self.emb(ids).reshape(ids.shape[0], -1))
+
+
+def table_model(seed):
+    torch.manual_seed(seed)
+    return TableNet()

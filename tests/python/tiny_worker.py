@@ -6,7 +6,8 @@
 --fail-at STEP raises at that step (the launcher must report the traceback's last line);
 --extra-param adds a parameter on rank 1 (a model that differs between workers);
 --kill-at STEP makes rank 1 SIGKILL itself after that step's backward, once (--kill-marker);
---bad-gradient pushes a gradient of the wrong size at step 3."""
+--bad-gradient pushes a gradient of the wrong size at step 3;
+--tables trains tiny_job's model with a sparse embedding table (a table on the servers)."""
 
 import argparse
 import json
@@ -32,16 +33,17 @@ def main():
     ap.add_argument("--kill-at", type=int, default=-1)
     ap.add_argument("--kill-marker", default="")
     ap.add_argument("--bad-gradient", action="store_true")
+    ap.add_argument("--tables", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
     tps.init()
     seed = int(tps.settings()["seed"])
     batch = int(tps.settings()["batch-size"])
-    data = tiny_job.dataset()
-    net = tiny_job.model(seed)
+    data = tiny_job.categorical_dataset() if args.tables else tiny_job.dataset()
+    net = tiny_job.table_model(seed) if args.tables else tiny_job.model(seed)
     if args.extra_param and tps.rank() == 1:
         net.register_parameter("extra", torch.nn.Parameter(torch.zeros(3)))
-    opt = tps.DistributedOptimizer(net.named_parameters())
+    opt = tps.DistributedOptimizer(net.named_parameters(), model=net)
     sampler = tps.DistributedSampler(data)
     loader = torch.utils.data.DataLoader(data, batch_size=batch, sampler=sampler, drop_last=True)
     losses = {}
