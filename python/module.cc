@@ -168,6 +168,12 @@ class PySession {
                                   .final_train_loss = final_train_loss}));
   }
 
+  void LogEval(double test_accuracy, double test_loss) {
+    session_->LogEval({.test_accuracy = test_accuracy, .test_loss = test_loss});
+  }
+  void LogScalar(const std::string& tag, double value) { session_->LogScalar(tag, value); }
+  void SetEpoch(int64_t epoch) { session_->set_epoch(epoch); }
+
   int64_t iteration() const { return session_->iteration(); }
   int64_t start_iteration() const { return session_->start_iteration(); }
 
@@ -232,6 +238,9 @@ PYBIND11_MODULE(_towerps, m) {
                     std::vector<std::tuple<std::string, int64_t, int64_t, float>>>(),
            py::arg("options"), py::arg("names"), py::arg("shapes"), py::arg("initial"),
            py::arg("tables") = std::vector<std::tuple<std::string, int64_t, int64_t, float>>{})
+      .def("log_eval", &PySession::LogEval, py::arg("test_accuracy"), py::arg("test_loss"))
+      .def("log_scalar", &PySession::LogScalar, py::arg("tag"), py::arg("value"))
+      .def("set_epoch", &PySession::SetEpoch, py::arg("epoch"))
       .def("pull_rows", &PySession::PullRows)
       .def("push_rows", &PySession::PushRows)
       .def("await_values", &PySession::AwaitValues)

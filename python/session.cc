@@ -149,7 +149,8 @@ Status Session::Connect(const std::vector<const float*>& initial) {
   if (!o_.worker.ready_file.empty()) {
     TOWERPS_RETURN_IF_ERROR(worker::WriteReadyFile(o_.worker.ready_file));
   }
-  began_ = Clock::now();
+  metrics_.Open(o_.worker.metrics_out, o_.worker.logdir, o_.rank);
+  began_ = logged_since_ = Clock::now();
   return Status::Ok();
 }
 
@@ -211,6 +212,7 @@ Status Session::EndStep(std::optional<double> loss) {
   staleness_sum_ += staleness;
   std::fill(pushed_.begin(), pushed_.end(), 0);
   ++steps_;
+  LogTrainLine(loss, staleness);
   if (loss) last_loss_ = *loss;
   // The loss when the script gave one; the gradients' check either way.
   if (divergence_->StopsAfterStep(loss.value_or(0.0), iter_)) {
@@ -220,6 +222,32 @@ Status Session::EndStep(std::optional<double> loss) {
                                    s.divergence + ")");
   }
   return Status::Ok();
+}
+
+void Session::LogTrainLine(std::optional<double> loss, double staleness) {
+  ++logged_steps_;
+  logged_staleness_ += staleness;
+  const int every = o_.worker.log_every;
+  if (every <= 0 || iter_ % every != 0 || !loss) return;
+  const double seconds = Seconds(Clock::now() - logged_since_);
+  const double n = static_cast<double>(logged_steps_);
+  const double examples = n * static_cast<double>(o_.job.batch_size);
+  metrics_.Train(iter_, epoch_, *loss, seconds > 0 ? examples / seconds : 0, logged_staleness_ / n,
+                 seconds / n, (wait_seconds_ - logged_wait_) / n,
+                 (delay_seconds_ - logged_delay_) / n);
+  logged_steps_ = 0;
+  logged_staleness_ = 0;
+  logged_wait_ = wait_seconds_;
+  logged_delay_ = delay_seconds_;
+  logged_since_ = Clock::now();
+}
+
+void Session::LogEval(const FinalMetrics& m) {
+  metrics_.Eval(iter_, epoch_, {.mean_loss = m.test_loss, .accuracy = m.test_accuracy});
+}
+
+void Session::LogScalar(const std::string& tag, double value) {
+  metrics_.Scalar(iter_, epoch_, tag, value);
 }
 
 Status Session::PullFinal(const std::vector<float*>& dst) {
@@ -248,6 +276,7 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
   TOWERPS_RETURN_IF_ERROR(worker::GatherServerStats(*client_, o_.stop, &s));
   s.test_accuracy = metrics.test_accuracy;
   s.test_loss = metrics.test_loss;
+  if (metrics.test_accuracy >= 0) LogEval(metrics);
   const int64_t examples = (iter_ - start_iter_) * o_.job.batch_size *
                            (o_.job.mode == ps::UpdateMode::kSync ? o_.job.workers : 1);
   s.examples_per_sec = s.train_seconds > 0 ? static_cast<double>(examples) / s.train_seconds : 0;

@@ -37,6 +37,7 @@
 #include "towerps/result.h"
 #include "worker/straggler.h"
 #include "worker/train/divergence.h"
+#include "worker/train/metrics_log.h"
 #include "worker/train/step_exchange.h"
 #include "worker/train/summary.h"
 
@@ -110,6 +111,14 @@ class Session {
   // checks them: kFailedPrecondition naming the first non-finite value, under
   // --on-nonfinite fail.
   Status EndStep(std::optional<double> loss);
+  // Metrics (--metrics-out's JSON lines, --logdir's TensorBoard scalars), as native workers
+  // write them: EndStep writes a "train" line every --log-every steps; these add the script's
+  // evaluations ("eval": eval/accuracy, eval/loss) and scalars of its own, at the current step.
+  // `epoch` is the script's, for the lines (set_epoch); best effort, as MetricsLog.
+  void LogEval(const FinalMetrics& metrics);
+  void LogScalar(const std::string& tag, double value);
+  void set_epoch(int64_t epoch) { epoch_ = epoch; }
+
   // After the last step: waits until every worker's updates are in (each runs as many
   // iterations as this one) and copies the final values into dst[v].
   Status PullFinal(const std::vector<float*>& dst);
@@ -133,6 +142,8 @@ class Session {
           std::vector<TableSpec> tables);
   Status Connect(const std::vector<const float*>& initial);
   std::vector<uint32_t> TableVariables() const;
+  // EndStep's "train" line, every --log-every steps.
+  void LogTrainLine(std::optional<double> loss, double staleness);
   // Where the step's table requests stand: sync pulls the step's version, exactly it on a
   // rejoined worker's first step; the others the latest.
   int64_t TableVersion() const;
@@ -158,6 +169,12 @@ class Session {
   std::chrono::steady_clock::time_point computing_since_;
   double last_loss_ = 0;
   int64_t final_min_ = 0, final_max_ = 0;  // PullFinal's versions
+  worker::MetricsLog metrics_;
+  int64_t epoch_ = 0;
+  // Since the last "train" line: steps, their losses, staleness and wait, and when it began.
+  int64_t logged_steps_ = 0;
+  double logged_staleness_ = 0, logged_wait_ = 0, logged_delay_ = 0;
+  std::chrono::steady_clock::time_point logged_since_;
   std::chrono::steady_clock::time_point began_;
 };
 

@@ -203,6 +203,22 @@ class DistributedOptimizer:
         self._session.end_step(loss)
         self._session.await_values(self._views)
 
+    def log_eval(self, test_accuracy, test_loss, epoch=None):
+        """Records an evaluation at the current step: an "eval" line in --metrics-out and the
+        eval/accuracy and eval/loss scalars under --logdir, as native chiefs write them (the
+        experiments' time-to-target reads them)."""
+        if epoch is not None:
+            self._session.set_epoch(int(epoch))
+        self._session.log_eval(float(test_accuracy), float(test_loss))
+
+    def log_scalar(self, tag, value):
+        """A scalar of the script's own at the current step (TensorBoard tag `tag`)."""
+        self._session.log_scalar(str(tag), float(value))
+
+    def set_epoch(self, epoch):
+        """The epoch the metrics lines name from now on."""
+        self._session.set_epoch(int(epoch))
+
     def synchronize(self):
         """After the last step: waits until every worker's updates are in (each runs as many
         steps as this one) and loads the final parameters, the ones to evaluate. In sync the

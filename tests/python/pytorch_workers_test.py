@@ -168,6 +168,26 @@ class EveryModeTest(unittest.TestCase):
         self.assertIn("mean_staleness", summary)
         return summary
 
+    def test_metrics_lines_and_tensorboard_events_as_native_workers_write_them(self):
+        with tempfile.TemporaryDirectory() as out:
+            metrics = os.path.join(out, "metrics-{rank}.jsonl")
+            code, text, _ = launch(out, steps=100, extra=[
+                "--metrics-out", metrics, "--log-every", "10",
+                "--logdir", os.path.join(out, "tb")])
+            self.assertEqual(code, 0, text)
+            with open(metrics.format(rank=0)) as f:
+                lines = [json.loads(l) for l in f]
+            events = os.listdir(os.path.join(out, "tb", "worker-0"))
+        train = [l for l in lines if l["kind"] == "train"]
+        self.assertEqual([l["step"] for l in train], list(range(10, 101, 10)))
+        self.assertLess(train[-1]["loss"], train[0]["loss"])
+        evals = [l for l in lines if l["kind"] == "eval"]
+        self.assertEqual(len(evals), 1)
+        self.assertGreater(evals[0]["test_accuracy"], 0.6)
+        scalars = [l for l in lines if l["kind"] == "scalar"]
+        self.assertEqual(scalars[0]["tag"], "custom/final_accuracy")
+        self.assertTrue(any(e.startswith("events.out.tfevents") for e in events), events)
+
     def test_async(self):
         s = self.check_mode(["--mode", "async"])
         self.assertEqual(s["final_versions"][0], 200)  # every worker's 100 iterations, once

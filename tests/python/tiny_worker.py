@@ -76,6 +76,7 @@ def main():
         out = net(x)
         accuracy = float((out.argmax(dim=1) == y).float().mean())
         test_loss = float(torch.nn.functional.cross_entropy(out, y))
+    opt.log_scalar("custom/final_accuracy", accuracy)
     summary = opt.finish(test_accuracy=accuracy, test_loss=test_loss)
     params = {n: p.detach().flatten().tolist() for n, p in net.named_parameters()}
     with open(os.path.join(args.out, "worker-%d.json" % tps.rank()), "w") as f:

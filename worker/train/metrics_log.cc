@@ -102,4 +102,13 @@ void MetricsLog::Eval(int64_t step, int64_t epoch, const EpochStats& eval) {
   Write(j);
 }
 
+void MetricsLog::Scalar(int64_t step, int64_t epoch, const std::string& tag, double value) {
+  WriteEvents(step, {{tag, value}});
+  if (!out_.is_open()) return;
+  nlohmann::ordered_json j = Line("scalar", step, epoch);
+  j["tag"] = tag;
+  j["value"] = JsonNumber(value);
+  Write(j);
+}
+
 }  // namespace towerps::worker

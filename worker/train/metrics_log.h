@@ -37,6 +37,9 @@ class MetricsLog {
   // test_accuracy and test_loss; for a binary model also test_auc and test_logloss (the loss);
   // for a regression model test_loss and test_rmse, no accuracy.
   void Eval(int64_t step, int64_t epoch, const EpochStats& eval);
+  // A value of the caller's own (a PyTorch script's tps.log_scalar): the TensorBoard scalar
+  // `tag`, and a "scalar" line with "tag" and "value".
+  void Scalar(int64_t step, int64_t epoch, const std::string& tag, double value);
 
  private:
   // A line's common fields: kind, wall-clock time, worker, step, epoch.
