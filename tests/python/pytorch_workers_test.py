@@ -221,6 +221,33 @@ class KilledWorkerTest(unittest.TestCase):
         self.assertEqual(undisturbed["summary"]["test_loss"], disturbed["summary"]["test_loss"])
 
 
+class RankModesTest(unittest.TestCase):
+    """Process-per-rank launching (--mpi under a real mpirun) runs a script as the workers."""
+
+    @unittest.skipUnless(os.path.exists("/usr/bin/mpirun"), "openmpi-bin is not installed")
+    def test_mpirun_runs_pytorch_workers(self):
+        import socket
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        with tempfile.TemporaryDirectory() as out:
+            secret = os.path.join(out, "secret")
+            subprocess.run([LAUNCH, "--new-secret", secret], check=True,
+                           stdout=subprocess.DEVNULL)
+            cmd = " ".join(WORKER + ["--steps", "30", "--out", out])
+            p = subprocess.run(
+                ["/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", LAUNCH,
+                 "--mpi", "--servers", "1", "--batch-size", "32", "--base-port", str(port),
+                 "--secret-file", secret, "--summary-out", os.path.join(out, "summary.json"),
+                 "--worker-cmd", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, timeout=TIMEOUT_S)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            w = [worker_record(out, r) for r in range(2)]
+        self.assertEqual(w[0]["summary"]["workers"], 2)
+        self.assertEqual(w[0]["summary"]["steps"], 30)
+        self.assertEqual(w[0]["params"], w[1]["params"])
+
+
 class BadInputTest(unittest.TestCase):
     """Bad settings, models and gradients fail at once, naming what is wrong; nothing hangs."""
 
