@@ -17,7 +17,8 @@ parameter's gradient is pushed from a hook on its gradient accumulator as soon a
 produced it (with the pull of its next value), so the messages overlap the rest of backward.
 
 Contract: one job per process (``init()`` once); the optimizer's methods are called from the
-training thread. Parameters must be float32 CPU tensors. Errors raise ``ValueError`` for bad
+training thread. Parameters are float32, on the CPU (read and written in place) or a CUDA device
+(through pinned host buffers, each copy with an event). Errors raise ``ValueError`` for bad
 input (naming the option or the parameter), ``TimeoutError`` when a server does not answer
 within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; nothing waits without a bound.
 """
@@ -113,23 +114,27 @@ class DistributedOptimizer:
         for name, p in params:
             if not isinstance(p, torch.Tensor):
                 raise ValueError("parameter '%s' is not a tensor" % name)
-            if p.dtype != torch.float32 or p.device.type != "cpu":
-                raise ValueError("parameter '%s' is %s on %s: TowerPS trains float32 CPU "
-                                 "parameters (CUDA tensors are not supported yet)"
+            if p.dtype != torch.float32 or p.device.type not in ("cpu", "cuda"):
+                raise ValueError("parameter '%s' is %s on %s: TowerPS trains float32 "
+                                 "parameters on the CPU or a CUDA device"
                                  % (name, p.dtype, p.device))
             if not p.is_contiguous():
                 raise ValueError("parameter '%s' is not contiguous" % name)
             names.append(name)
             shapes.append(list(p.shape) if p.dim() > 0 else [1])
-            initial.append(p.detach().numpy())
         self._params = [p for _, p in params]
         self._names = names
+        # CUDA parameters go through pinned host buffers: values up, gradients down, each copy
+        # with an event; CPU parameters are read and written in place.
+        self._staging = [_Staging(p) if p.is_cuda else None for p in self._params]
+        initial = [st.host.numpy() if st else p.detach().numpy()
+                   for p, st in zip(self._params, self._staging)]
         specs = [(name, m.weight.shape[0], m.weight.shape[1], float(table_init_scale))
                  for name, m in tables]
         self._session = _towerps.Session(_options(), names, shapes, initial, specs)
-        # Views of the parameters' storage: pulled values are written into them in place.
-        self._views = [p.data.numpy() for p in self._params]
-        self._session.await_values(self._views)
+        self._views = [st.host.numpy() if st else p.data.numpy()
+                       for p, st in zip(self._params, self._staging)]
+        self._load_values()
         self._hooks = []
         self._accumulators = []
         for i, p in enumerate(self._params):
@@ -142,10 +147,13 @@ class DistributedOptimizer:
         # PyTorch 1.13 has no post-accumulate-grad hook: hook the gradient accumulator, as
         # Horovod does; it runs once p.grad holds this backward's gradient.
         accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-        session = self._session
+        session, staging = self._session, self._staging[index]
 
         def push(*_):
-            session.push(index, p.grad.detach().contiguous().numpy())
+            if staging is None:
+                session.push(index, p.grad.detach().contiguous().numpy())
+            else:
+                session.push(index, staging.download(p.grad.detach()))
 
         self._hooks.append(accumulator.register_hook(push))
         self._accumulators.append(accumulator)  # kept alive, or the hook goes with it
@@ -160,15 +168,15 @@ class DistributedOptimizer:
             if ids.numel() and int(ids.min()) < 0:
                 raise ValueError("table '%s' got a negative id %d" % (name, int(ids.min())))
             unique = torch.unique(ids)
-            rows = session.pull_rows(index, unique.numpy().astype("uint64"))
+            rows = session.pull_rows(index, unique.cpu().numpy().astype("uint64"))
             with torch.no_grad():
-                weight[unique] = torch.from_numpy(rows)
+                weight[unique] = torch.from_numpy(rows).to(weight.device)
 
         def push(*_):
             grad = weight.grad.detach()
             if not grad.is_sparse:
                 raise ValueError("table '%s' got a dense gradient: make it sparse=True" % name)
-            grad = grad.coalesce()
+            grad = grad.coalesce().cpu()
             ids = grad.indices()[0].numpy().astype("uint64")
             session.push_rows(index, ids, grad.values().contiguous().numpy())
 
@@ -201,7 +209,17 @@ class DistributedOptimizer:
         if isinstance(loss, torch.Tensor):
             loss = float(loss.detach())
         self._session.end_step(loss)
+        self._load_values()
+
+    def _load_values(self):
+        # The host buffers of CUDA parameters are rewritten only once their last upload is done.
+        for st in self._staging:
+            if st:
+                st.uploaded.synchronize()
         self._session.await_values(self._views)
+        for p, st in zip(self._params, self._staging):
+            if st:
+                st.upload(p)
 
     def log_eval(self, test_accuracy, test_loss, epoch=None):
         """Records an evaluation at the current step: an "eval" line in --metrics-out and the
@@ -223,7 +241,13 @@ class DistributedOptimizer:
         """After the last step: waits until every worker's updates are in (each runs as many
         steps as this one) and loads the final parameters, the ones to evaluate. In sync the
         last step() has loaded them already."""
+        for st in self._staging:
+            if st:
+                st.uploaded.synchronize()
         self._session.pull_final(self._views)
+        for p, st in zip(self._params, self._staging):
+            if st:
+                st.upload(p)
 
     def finish(self, test_accuracy=None, test_loss=None, train_loss=None):
         """Ends training. The chief writes the job's summary (``--summary-out``, with the
@@ -237,6 +261,31 @@ class DistributedOptimizer:
 def finish(optimizer, **measures):
     """``optimizer.finish(**measures)``."""
     return optimizer.finish(**measures)
+
+
+class _Staging:
+    """A CUDA parameter's pinned host buffers: its values on the way up, its gradient on the way
+    down, each copy ordered on the current stream and marked by an event."""
+
+    def __init__(self, p):
+        self.host = torch.empty(p.shape, dtype=torch.float32, pin_memory=True)
+        self.host.copy_(p.detach())
+        self.grad = torch.empty(p.shape, dtype=torch.float32, pin_memory=True)
+        self.uploaded = torch.cuda.Event()
+        self.uploaded.record()
+
+    def upload(self, p):
+        with torch.no_grad():
+            p.copy_(self.host, non_blocking=True)
+        self.uploaded.record()
+
+    def download(self, grad):
+        """The gradient in host memory, once its copy's event has fired (the push copies it)."""
+        self.grad.copy_(grad, non_blocking=True)
+        done = torch.cuda.Event()
+        done.record()
+        done.synchronize()
+        return self.grad.numpy()
 
 
 def _sparse_tables(params, model):

@@ -7,7 +7,8 @@
 --extra-param adds a parameter on rank 1 (a model that differs between workers);
 --kill-at STEP makes rank 1 SIGKILL itself after that step's backward, once (--kill-marker);
 --bad-gradient pushes a gradient of the wrong size at step 3;
---tables trains tiny_job's model with a sparse embedding table (a table on the servers)."""
+--tables trains tiny_job's model with a sparse embedding table (a table on the servers);
+--device cuda trains on the GPU (parameters staged through pinned memory)."""
 
 import argparse
 import json
@@ -34,6 +35,7 @@ def main():
     ap.add_argument("--kill-marker", default="")
     ap.add_argument("--bad-gradient", action="store_true")
     ap.add_argument("--tables", action="store_true")
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     torch.set_num_threads(1)
     tps.init()
@@ -41,6 +43,7 @@ def main():
     batch = int(tps.settings()["batch-size"])
     data = tiny_job.categorical_dataset() if args.tables else tiny_job.dataset()
     net = tiny_job.table_model(seed) if args.tables else tiny_job.model(seed)
+    net = net.to(args.device)
     if args.extra_param and tps.rank() == 1:
         net.register_parameter("extra", torch.nn.Parameter(torch.zeros(3)))
     opt = tps.DistributedOptimizer(net.named_parameters(), model=net)
@@ -59,6 +62,7 @@ def main():
             if step == args.fail_at:
                 raise RuntimeError("failing at step %d as asked" % step)
             opt.zero_grad()
+            x, y = x.to(args.device), y.to(args.device)
             loss = torch.nn.functional.cross_entropy(net(x), y)
             loss.backward()
             if step == args.kill_at and tps.rank() == 1 and not os.path.exists(args.kill_marker):
@@ -71,14 +75,14 @@ def main():
             step += 1
         epoch += 1
     opt.synchronize()
-    x, y = data.tensors
+    x, y = (t.to(args.device) for t in data.tensors)
     with torch.no_grad():
         out = net(x)
         accuracy = float((out.argmax(dim=1) == y).float().mean())
         test_loss = float(torch.nn.functional.cross_entropy(out, y))
     opt.log_scalar("custom/final_accuracy", accuracy)
     summary = opt.finish(test_accuracy=accuracy, test_loss=test_loss)
-    params = {n: p.detach().flatten().tolist() for n, p in net.named_parameters()}
+    params = {n: p.detach().cpu().flatten().tolist() for n, p in net.named_parameters()}
     with open(os.path.join(args.out, "worker-%d.json" % tps.rank()), "w") as f:
         json.dump({"losses": losses, "summary": summary, "params": params,
                    "start_step": opt.start_step}, f)
