@@ -113,7 +113,7 @@ void Chunk::Update(const float* const* grads, int k, int divisor, float lr,
   if (spec_.kind == VariableKind::kMovingAverage) {
     ApplyMovingAverage(spec_.decay, args);
   } else {
-    ApplyUpdate(config_.optimizer, args);
+    ApplyUpdate(config_.UpdateOptimizer(updates_), args);
   }
   if (out.raw_data() != values_.raw_data()) {
     if (spares_.size() < 3) spares_.push_back(std::move(values_));

@@ -1,6 +1,7 @@
 #include "ps/job_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "common/hash.h"
@@ -67,6 +68,22 @@ Status JobConfig::Validate() const {
   if (batch_size < 1)
     return bad("--batch-size must be at least 1, got " + std::to_string(batch_size));
   return Status::Ok();
+}
+
+OptimizerOptions JobConfig::UpdateOptimizer(int64_t updates) const {
+  OptimizerOptions o = optimizer;
+  const int k = UpdatesPerStep();
+  if (lr_scaling != LrScaling::kShare || k <= 1 || o.kind != OptimizerKind::kMomentum) return o;
+  const double m = optimizer.momentum;
+  const double implicit = 1.0 - 1.0 / k;
+  const double explicit_momentum = std::max(0.0, m - implicit);
+  o.momentum = static_cast<float>(explicit_momentum);
+  // The velocity's whole gain, reached as sync's velocity builds up: after s steps (s k
+  // updates) sync's velocity holds (1 - m^s) / (1 - m) of a constant gradient.
+  const double gain = (1.0 - explicit_momentum) / (1.0 - m);
+  const double steps = static_cast<double>(updates + 1) / k;
+  o.velocity_gain = static_cast<float>(gain * (1.0 - std::pow(m, steps)));
+  return o;
 }
 
 std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {

@@ -68,6 +68,9 @@ struct OptimizerOptions {
   float epsilon = 1e-8f;             // adam
   float initial_accumulator = 0.1f;  // adagrad
   float weight_decay = 0.0f;         // L2 coefficient added to the gradient: g + wd * w
+  // Momentum: the velocity takes velocity_gain times the gradient, v = momentum v + gain g. Not
+  // a flag: 1 unless JobConfig::UpdateOptimizer() trades momentum for rate in a stale mode.
+  float velocity_gain = 1.0f;
 };
 
 // The default halves the rate every 1000 updates, smoothly: the zoo models on Fashion-MNIST
@@ -147,6 +150,16 @@ struct JobConfig {
   // Where the schedule stands after a chunk's `updates` updates: the job's steps under
   // --lr-scaling share (so --lr-decay-steps and --lr-warmup-steps count steps in every mode),
   // the updates themselves under none.
+  // The optimizer options every dense update applies. Under --lr-scaling share, in a mode whose
+  // update holds 1/k of a step (k = UpdatesPerStep() > 1) with the momentum optimizer, the
+  // momentum an update applies is --momentum less the momentum that asynchrony itself brings,
+  // 1 - 1/k (Mitliagkas et al. 2016, "Asynchrony begets momentum"), and no less than 0; and the
+  // velocity takes the gradient times (1 - that) / (1 - --momentum), so that a gradient still
+  // moves the parameters as far in the end, --lr / (1 - --momentum) times its share. That gain
+  // is reached as sync's velocity builds up (1 - momentum^s after s steps), so a job's first
+  // updates are no larger than sync's. `updates`: the chunk's updates so far. Otherwise the
+  // options as given.
+  OptimizerOptions UpdateOptimizer(int64_t updates) const;
   int64_t ScheduleStep(int64_t updates) const {
     return lr_scaling == LrScaling::kShare ? updates / UpdatesPerStep() : updates;
   }

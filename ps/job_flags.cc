@@ -46,8 +46,10 @@ JobFlags::JobFlags()
       "learning rate: with --lr-scaling share, a step's progress at the same rate in every mode")(
       "lr-scaling", po::value(&lr_scaling_)->default_value(lr_scaling_),
       "share: an update's rate is --lr times the share of a step's gradients it holds (1 in "
-      "sync, 1/workers in async and ssp, 1/n in n-softsync), and the schedule counts steps; "
-      "none: every update applies --lr, the schedule counts updates")(
+      "sync, 1/workers in async and ssp, 1/n in n-softsync), the schedule counts steps, and "
+      "a stale update's momentum is --momentum less asynchrony's own (1 - 1/k), its velocity "
+      "gain keeping a gradient's whole effect; none: every update applies --lr and --momentum, "
+      "the schedule counts updates")(
       "momentum", FloatFlag(&c.optimizer.momentum), "momentum coefficient")(
       "nesterov", po::bool_switch(&c.optimizer.nesterov), "Nesterov momentum")(
       "beta1", FloatFlag(&c.optimizer.beta1), "adam beta1")("beta2", FloatFlag(&c.optimizer.beta2),

@@ -33,6 +33,17 @@ void Apply(const OptimizerOptions& o, const UpdateArgs& a) {
     case OptimizerKind::kMomentum: {
       const float m = o.momentum;
       float* __restrict v = a.slot0;
+      if (o.velocity_gain != 1.0f) {  // a separate loop: gain 1 keeps its bits exactly
+        const float gain = o.velocity_gain;
+        for (int64_t i = 0; i < a.n; ++i) {
+          const float w = w_in[i];
+          const float g = gain * Gradient<K>(a, wd, w, i);
+          const float vi = m * v[i] + g;
+          v[i] = vi;
+          w_out[i] = w - lr * (o.nesterov ? g + m * vi : vi);
+        }
+        return;
+      }
       for (int64_t i = 0; i < a.n; ++i) {
         const float w = w_in[i];
         const float g = Gradient<K>(a, wd, w, i);

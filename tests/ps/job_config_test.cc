@@ -1,10 +1,12 @@
 #include "ps/job_config.h"
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -174,6 +176,47 @@ TEST(JobConfigTest, LrScalingIsTheShareOfAStepAnUpdateHolds) {
   EXPECT_NE(bad.status().message().find("--lr-scaling=linear is not one of share, none"),
             std::string::npos)
       << bad.status().message();
+}
+
+// In a stale mode under --lr-scaling share, an update's momentum is --momentum less asynchrony's
+// own, 1 - 1/k for k updates a step, and the velocity's gain keeps a gradient's whole effect at
+// --lr / (1 - --momentum) times its share, reached as sync's velocity builds up; sync,
+// --lr-scaling none and other optimizers apply the options as given.
+TEST(JobConfigTest, StaleModesTradeMomentumForRateKeepingAGradientsEffect) {
+  JobConfig c;
+  c.workers = 4;
+  c.optimizer.momentum = 0.9f;
+  constexpr int64_t kLate = int64_t{1} << 40;  // the gain reached
+  const auto effect = [](const OptimizerOptions& o) { return o.velocity_gain / (1 - o.momentum); };
+  EXPECT_EQ(c.UpdateOptimizer(0).momentum, 0.9f);  // sync
+  EXPECT_EQ(c.UpdateOptimizer(kLate).velocity_gain, 1.0f);
+  c.mode = UpdateMode::kAsync;  // k = 4: asynchrony's momentum is 0.75
+  EXPECT_NEAR(c.UpdateOptimizer(kLate).momentum, 0.15, 1e-6);
+  EXPECT_NEAR(c.UpdateOptimizer(kLate).velocity_gain, 8.5, 1e-5);
+  EXPECT_NEAR(effect(c.UpdateOptimizer(kLate)), 10, 1e-4);
+  // The gain after u updates: the share of its whole that sync's velocity holds after u / k
+  // steps, 1 - 0.9^(u/k). So the first update moves a quarter of a step's gradient by far less
+  // than sync's first step does.
+  EXPECT_NEAR(c.UpdateOptimizer(0).velocity_gain, 8.5 * (1 - std::pow(0.9, 0.25)), 1e-5);
+  EXPECT_LT(c.UpdateOptimizer(0).velocity_gain / 4, 1.0f);
+  EXPECT_NEAR(c.UpdateOptimizer(39).velocity_gain, 8.5 * (1 - std::pow(0.9, 10)), 1e-5);
+  c.mode = UpdateMode::kSoftsync;
+  c.softsync_n = 2;  // k = 2: 0.5
+  EXPECT_NEAR(c.UpdateOptimizer(kLate).momentum, 0.4, 1e-6);
+  EXPECT_NEAR(c.UpdateOptimizer(kLate).velocity_gain, 6, 1e-5);
+  c.softsync_n = 1;  // k = 1: as sync
+  EXPECT_EQ(c.UpdateOptimizer(kLate).momentum, 0.9f);
+  EXPECT_EQ(c.UpdateOptimizer(0).velocity_gain, 1.0f);
+  c.mode = UpdateMode::kSsp;
+  c.optimizer.momentum = 0.5f;  // below asynchrony's own: none of its own, gain 2
+  EXPECT_EQ(c.UpdateOptimizer(kLate).momentum, 0.0f);
+  EXPECT_NEAR(c.UpdateOptimizer(kLate).velocity_gain, 2, 1e-6);
+  c.lr_scaling = LrScaling::kNone;
+  EXPECT_EQ(c.UpdateOptimizer(kLate).momentum, 0.5f);
+  EXPECT_EQ(c.UpdateOptimizer(kLate).velocity_gain, 1.0f);
+  c.lr_scaling = LrScaling::kShare;
+  c.optimizer.kind = OptimizerKind::kAdam;
+  EXPECT_EQ(c.UpdateOptimizer(kLate).velocity_gain, 1.0f);
 }
 
 // Found by tests/fuzz/config_fuzzer: ToArgs dropped any field whose value was "false" (and gave

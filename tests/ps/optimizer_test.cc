@@ -27,8 +27,9 @@ void ReferenceStep(const OptimizerOptions& o, double lr, int64_t t,
         r->w[i] -= lr * g;
         break;
       case OptimizerKind::kMomentum: {
-        r->s0[i] = o.momentum * r->s0[i] + g;
-        r->w[i] -= lr * (o.nesterov ? g + o.momentum * r->s0[i] : r->s0[i]);
+        const double gained = o.velocity_gain * g;
+        r->s0[i] = o.momentum * r->s0[i] + gained;
+        r->w[i] -= lr * (o.nesterov ? gained + o.momentum * r->s0[i] : r->s0[i]);
         break;
       }
       case OptimizerKind::kAdam: {
@@ -47,12 +48,15 @@ void ReferenceStep(const OptimizerOptions& o, double lr, int64_t t,
   }
 }
 
-class OptimizerTest : public ::testing::TestWithParam<std::tuple<OptimizerKind, bool>> {};
+// (kind, Nesterov, velocity gain: a stale mode's, JobConfig::UpdateOptimizer).
+class OptimizerTest : public ::testing::TestWithParam<std::tuple<OptimizerKind, bool, float>> {};
 
 TEST_P(OptimizerTest, MatchesDoubleReferenceOverSteps) {
   OptimizerOptions o;
   o.kind = std::get<0>(GetParam());
   o.nesterov = std::get<1>(GetParam());
+  o.velocity_gain = std::get<2>(GetParam());
+  if (o.velocity_gain != 1.0f) o.momentum = 0.15f;  // async with 4 workers
   o.learning_rate = 0.05f;
   o.weight_decay = 0.01f;
   const int64_t n = 257;
@@ -93,11 +97,13 @@ TEST_P(OptimizerTest, MatchesDoubleReferenceOverSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, OptimizerTest,
-                         ::testing::Values(std::make_tuple(OptimizerKind::kSgd, false),
-                                           std::make_tuple(OptimizerKind::kMomentum, false),
-                                           std::make_tuple(OptimizerKind::kMomentum, true),
-                                           std::make_tuple(OptimizerKind::kAdam, false),
-                                           std::make_tuple(OptimizerKind::kAdagrad, false)));
+                         ::testing::Values(std::make_tuple(OptimizerKind::kSgd, false, 1.0f),
+                                           std::make_tuple(OptimizerKind::kMomentum, false, 1.0f),
+                                           std::make_tuple(OptimizerKind::kMomentum, true, 1.0f),
+                                           std::make_tuple(OptimizerKind::kMomentum, false, 8.5f),
+                                           std::make_tuple(OptimizerKind::kMomentum, true, 8.5f),
+                                           std::make_tuple(OptimizerKind::kAdam, false, 1.0f),
+                                           std::make_tuple(OptimizerKind::kAdagrad, false, 1.0f)));
 
 TEST(OptimizerTest, OutOfPlaceEqualsInPlace) {
   OptimizerOptions o;

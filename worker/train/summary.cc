@@ -90,6 +90,11 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["lr_scaling"] = ps::kLrScalings.Name(job.lr_scaling);
   j["lr_per_update"] =
       std::stod(ShortestText(static_cast<float>(job.optimizer.learning_rate * job.LrFactor())));
+  if (job.optimizer.kind == ps::OptimizerKind::kMomentum) {
+    const ps::OptimizerOptions applied = job.UpdateOptimizer(INT64_MAX / 2);  // the full gain
+    j["momentum_per_update"] = std::stod(ShortestText(applied.momentum));
+    j["velocity_gain"] = std::stod(ShortestText(applied.velocity_gain));
+  }
   j["model"] = job.model;
   j["batch_size"] = job.batch_size;
   j["dropped_stale"] = s.dropped_stale;
