@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -26,13 +27,18 @@ namespace {
 using FloatArray = py::array_t<float, py::array::c_style>;
 using IdArray = py::array_t<uint64_t, py::array::c_style>;
 
+// A server that did not answer in time: TimeoutError in Python (translated in the module, with
+// the GIL held; Raise runs where it is released).
+struct ServerTimeout : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 [[noreturn]] void Raise(const Status& s) {
   switch (s.code()) {
     case StatusCode::kInvalidArgument:
       throw py::value_error(s.message());
     case StatusCode::kTimeout:
-      PyErr_SetString(PyExc_TimeoutError, s.message().c_str());
-      throw py::error_already_set();
+      throw ServerTimeout(s.message());
     default:
       throw std::runtime_error(s.message());
   }
@@ -209,6 +215,13 @@ PYBIND11_MODULE(_towerps, m) {
   using namespace towerps::python;
   m.doc() = "TowerPS's C++ worker session (use towerps.torch)";
   m.attr("__version__") = towerps::BuildVersion();
+  py::register_local_exception_translator([](std::exception_ptr e) {
+    try {
+      if (e) std::rethrow_exception(e);
+    } catch (const ServerTimeout& timeout) {
+      PyErr_SetString(PyExc_TimeoutError, timeout.what());
+    }
+  });
   m.def("worker_args_from_json",
         [](const std::string& json) { return Take(WorkerArgsFromJson(json)); });
   // A table's initial rows as the servers draw them (ps/initial_rows.h): for tests and for

@@ -255,6 +255,12 @@ Status Session::PullFinal(const std::vector<float*>& dst) {
     return InvalidArgumentError("PullFinal got " + std::to_string(dst.size()) + " buffers for " +
                                 std::to_string(parameters_.size()) + " parameters");
   }
+  if (o_.job.mode == ps::UpdateMode::kSync) {
+    // The last EndStep's values are the final ones: every worker's last step is in them. (No
+    // request, so a worker that ends after the chief stopped the servers still ends cleanly.)
+    final_min_ = final_max_ = iter_;
+    return Status::Ok();
+  }
   // Async, SSP and softsync chunks apply each worker's iterations once; the version counts them
   // as the mode does (JobConfig::FinalVersion).
   return exchange_->PullFinal(

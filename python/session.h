@@ -120,7 +120,9 @@ class Session {
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
 
   // After the last step: waits until every worker's updates are in (each runs as many
-  // iterations as this one) and copies the final values into dst[v].
+  // iterations as this one) and copies the final values into dst[v]. In sync the last step's
+  // values are those already, and nothing is asked. Where the chief stops the servers (no
+  // launcher does: --mpi, --slurm, --cluster), the others must call it before the chief ends.
   Status PullFinal(const std::vector<float*>& dst);
   // The chief's end of training: the servers' counters gathered, the summary written to
   // --summary-out and returned as JSON, and (--shutdown-servers) the servers asked to stop.

@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--bad-gradient", action="store_true")
     ap.add_argument("--tables", action="store_true")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--late-rank1", type=float, default=0,
+                    help="rank 1 sleeps this long before synchronize()")
     args = ap.parse_args()
     torch.set_num_threads(1)
     tps.init()
@@ -74,6 +76,9 @@ def main():
             losses[step] = float(loss)
             step += 1
         epoch += 1
+    if tps.rank() == 1 and args.late_rank1:
+        import time
+        time.sleep(args.late_rank1)
     opt.synchronize()
     x, y = (t.to(args.device) for t in data.tensors)
     with torch.no_grad():
