@@ -211,12 +211,13 @@ class DistributedOptimizer:
         self._session.end_step(loss)
         self._load_values()
 
-    def _load_values(self):
-        # The host buffers of CUDA parameters are rewritten only once their last upload is done.
+    def _load_values(self, pull=None):
+        """`pull` (default: this step's values) writes the views; CUDA parameters' host buffers
+        are rewritten only once their last upload is done, and uploaded after."""
         for st in self._staging:
             if st:
                 st.uploaded.synchronize()
-        self._session.await_values(self._views)
+        (pull or self._session.await_values)(self._views)
         for p, st in zip(self._params, self._staging):
             if st:
                 st.upload(p)
@@ -241,13 +242,7 @@ class DistributedOptimizer:
         """After the last step: waits until every worker's updates are in (each runs as many
         steps as this one) and loads the final parameters, the ones to evaluate. In sync the
         last step() has loaded them already."""
-        for st in self._staging:
-            if st:
-                st.uploaded.synchronize()
-        self._session.pull_final(self._views)
-        for p, st in zip(self._params, self._staging):
-            if st:
-                st.upload(p)
+        self._load_values(self._session.pull_final)
 
     def finish(self, test_accuracy=None, test_loss=None, train_loss=None):
         """Ends training. The chief writes the job's summary (``--summary-out``, with the

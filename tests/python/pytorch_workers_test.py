@@ -43,6 +43,32 @@ def launch(out, workers=2, steps=100, extra=(), worker_args=(), timeout=TIMEOUT_
     return p.returncode, p.stdout, record
 
 
+def reference_losses(net, opt, data, seed=7, batch=32, steps=100):
+    """One process's losses at batch 2B, each step's batch the union of what the two workers'
+    DistributedSampler shares give them at batch B."""
+    torch.set_num_threads(1)  # as the workers
+    x_all, y_all = data.tensors
+    per_rank = tiny_job.EXAMPLES // 2
+    losses = []
+    for step in range(steps):
+        epoch, i = divmod(step, per_rank // batch)
+        order = tiny_job.epoch_order(seed, epoch)
+        idx = torch.cat([order[r::2][:per_rank][i * batch:(i + 1) * batch] for r in range(2)])
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x_all[idx]), y_all[idx])
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    return losses
+
+
+def assert_workers_match(test, w, reference):
+    for step, want in enumerate(reference):
+        mean = (w[0]["losses"][str(step)] + w[1]["losses"][str(step)]) / 2
+        test.assertLess(abs(mean - want), 1e-5 * abs(want),
+                        "step %d: workers %.9g, one process %.9g" % (step, mean, want))
+
+
 def worker_record(out, rank):
     with open(os.path.join(out, "worker-%d.json" % rank)) as f:
         return json.load(f)
@@ -57,29 +83,10 @@ class SyncEquivalenceTest(unittest.TestCase):
             code, text, _ = launch(out, workers=2, steps=100)
             self.assertEqual(code, 0, text)
             w = [worker_record(out, r) for r in range(2)]
-        seed, batch, steps = 7, 32, 100
-        torch.set_num_threads(1)  # as the workers
-        data = tiny_job.dataset()
-        x_all, y_all = data.tensors
-        net = tiny_job.model(seed)
-        opt = torch.optim.SGD(net.parameters(), lr=0.1)
-        per_rank = tiny_job.EXAMPLES // 2
-        steps_per_epoch = per_rank // batch
-        reference = []
-        for step in range(steps):
-            epoch, i = divmod(step, steps_per_epoch)
-            order = tiny_job.epoch_order(seed, epoch)
-            idx = torch.cat([order[r::2][:per_rank][i * batch:(i + 1) * batch] for r in range(2)])
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(net(x_all[idx]), y_all[idx])
-            loss.backward()
-            opt.step()
-            reference.append(float(loss))
-        for step in range(steps):
-            mean = (w[0]["losses"][str(step)] + w[1]["losses"][str(step)]) / 2
-            self.assertLess(abs(mean - reference[step]), 1e-5 * abs(reference[step]),
-                            "step %d: workers %.9g, one process %.9g" % (step, mean,
-                                                                         reference[step]))
+        net = tiny_job.model(7)
+        reference = reference_losses(net, torch.optim.SGD(net.parameters(), lr=0.1),
+                                     tiny_job.dataset())
+        assert_workers_match(self, w, reference)
         self.assertLess(reference[-1], reference[0] * 0.7)  # it learned
         for name, p in net.named_parameters():
             np.testing.assert_allclose(w[0]["params"][name], p.detach().flatten().numpy(),
@@ -104,32 +111,15 @@ class SparseTableTest(unittest.TestCase):
             w = [worker_record(out, r) for r in range(2)]
             with open(os.path.join(out, "summary.json")) as f:
                 summary = json.load(f)
-        torch.set_num_threads(1)
-        seed, batch, steps = 7, 32, 100
-        x_all, y_all = tiny_job.categorical_dataset().tensors
-        net = tiny_job.table_model(seed)
+        net = tiny_job.table_model(7)
         with torch.no_grad():  # the servers' initial rows
-            rows = _towerps.initial_rows(seed, "emb.weight", 0.05,
+            rows = _towerps.initial_rows(7, "emb.weight", 0.05,
                                          np.arange(tiny_job.IDS, dtype=np.uint64), tiny_job.DIM)
             net.emb.weight.copy_(torch.from_numpy(rows))
         opt = torch.optim.SGD([{"params": [net.emb.weight], "lr": 2.0},
                                {"params": net.head.parameters()}], lr=0.1)
-        per_rank = tiny_job.EXAMPLES // 2
-        reference = []
-        for step in range(steps):
-            epoch, i = divmod(step, per_rank // batch)
-            order = tiny_job.epoch_order(seed, epoch)
-            idx = torch.cat([order[r::2][:per_rank][i * batch:(i + 1) * batch] for r in range(2)])
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(net(x_all[idx]), y_all[idx])
-            loss.backward()
-            opt.step()
-            reference.append(float(loss))
-        for step in range(steps):
-            mean = (w[0]["losses"][str(step)] + w[1]["losses"][str(step)]) / 2
-            self.assertLess(abs(mean - reference[step]), 1e-5 * abs(reference[step]),
-                            "step %d: workers %.9g, one process %.9g" % (step, mean,
-                                                                         reference[step]))
+        reference = reference_losses(net, opt, tiny_job.categorical_dataset())
+        assert_workers_match(self, w, reference)
         self.assertLess(reference[-1], reference[0] * 0.8)  # it learned
         np.testing.assert_allclose(w[0]["params"]["head.weight"],
                                    net.head.weight.detach().flatten().numpy(), rtol=1e-4,
