@@ -26,7 +26,7 @@ done
 # harness:max_len (bytes). Small enough for speed, large enough for the seeds and their growth.
 harnesses=(
   message:2048 checkpoint:1024 idx:512 cifar10:10000 npy:512 criteo:1024
-  hostfile:512 cluster_spec:512 config:1024 straggler:128 towers:128
+  hostfile:512 cluster_spec:512 config:1024 straggler:128 towers:128 worker_args:1024
 )
 
 scripts/setup.sh

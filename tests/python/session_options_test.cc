@@ -58,6 +58,16 @@ TEST(SessionOptionsTest, WithoutASecretOrInsecureItSaysHowToGetOne) {
   EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument) << o.status().ToString();
 }
 
+// Found by tests/fuzz/worker_args_fuzzer: an unknown option holding "%original_token%" made
+// Boost's error text substitute it for ever.
+TEST(SessionOptionsTest, AnOptionWithABoostPlaceholderIsRefusedNotLoopedOn) {
+  Result<SessionOptions> o = ParseSessionArgs(
+      {"--rank", "0", "--ps-endpoint", "softsy,c", "--sz:zprefnite%original_token%", "continue"},
+      "");
+  ASSERT_EQ(o.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(o.status().message().find("sz:zprefnite"), std::string::npos) << o.status().message();
+}
+
 TEST(SessionOptionsTest, WorkerArgsComeAsAJsonArray) {
   Result<std::vector<std::string>> args = WorkerArgsFromJson(R"(["--rank","3"])");
   ASSERT_TRUE(args.ok());
