@@ -1,0 +1,160 @@
+// The PyTorch workers' C++ session (python/session.h) against a real server, without Python: so
+// that it runs under the sanitizers too. Two workers in threads take sync steps; the values they
+// load are the servers' SGD of the mean of their gradients, dense and by row.
+#include "python/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ps/initial_rows.h"
+#include "tests/ps/cluster.h"
+
+namespace towerps::python {
+namespace {
+
+using ps::testing::Cluster;
+
+constexpr int64_t kDim = 4;
+constexpr float kLr = 0.5f, kTableLr = 0.25f;
+
+ps::JobConfig Job() {
+  ps::JobConfig j;
+  j.workers = 2;
+  j.servers = 1;
+  j.seed = 11;
+  j.optimizer.kind = ps::OptimizerKind::kSgd;
+  j.optimizer.learning_rate = kLr;
+  j.table_optimizer.kind = ps::TableOptimizerKind::kSgd;
+  j.table_optimizer.learning_rate = kTableLr;
+  j.schedule.kind = ps::LrScheduleKind::kConstant;
+  return j;
+}
+
+SessionOptions Options(const Cluster& cluster, int rank) {
+  SessionOptions o;
+  o.rank = rank;
+  o.ps_endpoints = cluster.endpoints();
+  o.job = Job();
+  o.security = cluster.security();
+  o.transport_path = TransportPath::kTcp;
+  o.worker.rpc_timeout = std::chrono::seconds(20);
+  return o;
+}
+
+const std::vector<ParameterSpec> kParameters = {{"w", {2, 3}}, {"b", {3}}};
+const std::vector<TableSpec> kTables = {{.name = "emb", .rows = 100, .dim = kDim}};
+
+// Worker r's gradient of parameter v: distinct, non-zero values.
+std::vector<float> Gradient(int r, int v, int64_t n) {
+  std::vector<float> g(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) g[static_cast<size_t>(i)] = 0.1f * (r + 1) * (v + 1) + 0.01f * i;
+  return g;
+}
+
+Result<std::unique_ptr<Session>> StartWorker(const Cluster& cluster, int rank,
+                                             std::vector<std::vector<float>>& values) {
+  values = {std::vector<float>(6, 1.0f), std::vector<float>(3, -2.0f)};
+  return Session::Start(Options(cluster, rank), kParameters, {values[0].data(), values[1].data()},
+                        kTables);
+}
+
+TEST(SessionTest, TwoSyncWorkersLoadTheServersSgdOfTheirMeanGradient) {
+  Cluster cluster(Job(), "session");
+  std::vector<std::vector<float>> values[2];
+  std::vector<float> rows[2];
+  auto run = [&](int r) -> Status {
+    TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, StartWorker(cluster, r, values[r]));
+    TOWERPS_RETURN_IF_ERROR(s->AwaitValues({values[r][0].data(), values[r][1].data()}));
+    // Worker 0 looks up rows 3 and 7, worker 1 rows 7 and 9.
+    const std::vector<uint64_t> ids =
+        r == 0 ? std::vector<uint64_t>{3, 7} : std::vector<uint64_t>{7, 9};
+    std::vector<float> pulled(2 * kDim);
+    TOWERPS_RETURN_IF_ERROR(s->PullRows(0, ids.data(), 2, pulled.data()));
+    for (int v = 0; v < 2; ++v) {
+      const std::vector<float> g = Gradient(r, v, static_cast<int64_t>(values[r][v].size()));
+      TOWERPS_RETURN_IF_ERROR(s->Push(v, g.data(), static_cast<int64_t>(g.size())));
+    }
+    const std::vector<float> row_grads(2 * kDim, r == 0 ? 1.0f : 3.0f);
+    TOWERPS_RETURN_IF_ERROR(s->PushRows(0, ids.data(), row_grads.data(), 2));
+    TOWERPS_RETURN_IF_ERROR(s->EndStep(0.5));
+    TOWERPS_RETURN_IF_ERROR(s->AwaitValues({values[r][0].data(), values[r][1].data()}));
+    const uint64_t all[3] = {3, 7, 9};
+    rows[r].resize(3 * kDim);
+    TOWERPS_RETURN_IF_ERROR(s->PullRows(0, all, 3, rows[r].data()));
+    EXPECT_EQ(s->iteration(), 1);
+    return Status::Ok();
+  };
+  auto w1 = std::async(std::launch::async, run, 1);
+  const Status s0 = run(0);
+  const Status s1 = w1.get();
+  ASSERT_TRUE(s0.ok()) << s0.ToString();
+  ASSERT_TRUE(s1.ok()) << s1.ToString();
+  for (int v = 0; v < 2; ++v) {
+    const float initial = v == 0 ? 1.0f : -2.0f;
+    const auto n = static_cast<int64_t>(values[0][v].size());
+    const std::vector<float> g0 = Gradient(0, v, n), g1 = Gradient(1, v, n);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto k = static_cast<size_t>(i);
+      EXPECT_NEAR(values[0][v][k], initial - kLr * (g0[k] + g1[k]) / 2, 1e-6) << v << "," << i;
+      EXPECT_EQ(values[0][v][k], values[1][v][k]);
+    }
+  }
+  // Rows: 3 took worker 0's gradient, 7 both, 9 worker 1's; each divided by the 2 workers.
+  const ps::InitialRows initial(Job().seed, "emb", 0.05f);
+  const float mean_grad[3] = {1.0f / 2, (1.0f + 3.0f) / 2, 3.0f / 2};
+  const uint64_t all[3] = {3, 7, 9};
+  for (int i = 0; i < 3; ++i) {
+    float start[kDim];
+    initial.Fill(all[i], kDim, start);
+    for (int d = 0; d < kDim; ++d) {
+      EXPECT_NEAR(rows[0][i * kDim + d], start[d] - kTableLr * mean_grad[i], 1e-6)
+          << "row " << all[i];
+    }
+  }
+  EXPECT_EQ(rows[0], rows[1]);
+}
+
+TEST(SessionTest, BadGradientsAreRefusedNamingTheParameter) {
+  ps::JobConfig job = Job();
+  job.workers = 1;
+  Cluster cluster(job, "session_bad");
+  SessionOptions o = Options(cluster, 0);
+  o.job = job;
+  std::vector<float> w(6, 0.0f), b(3, 0.0f);
+  Result<std::unique_ptr<Session>> s =
+      Session::Start(o, kParameters, {w.data(), b.data()}, kTables);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session& session = **s;
+  ASSERT_TRUE(session.AwaitValues({w.data(), b.data()}).ok());
+  Status bad = session.Push(1, b.data(), 2);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("'b' has 2 elements, its shape [3] has 3"), std::string::npos)
+      << bad.message();
+  ASSERT_TRUE(session.Push(1, b.data(), 3).ok());
+  bad = session.Push(1, b.data(), 3);
+  EXPECT_NE(bad.message().find("'b' was pushed twice"), std::string::npos) << bad.message();
+  const uint64_t id = 5;
+  const std::vector<float> grad(kDim, 1.0f);
+  bad = session.PushRows(0, &id, grad.data(), 1);
+  EXPECT_NE(bad.message().find("row 5, which this step did not pull"), std::string::npos)
+      << bad.message();
+  const uint64_t beyond = 100;  // the table has 100 rows
+  std::vector<float> row(kDim);
+  bad = session.PullRows(0, &beyond, 1, row.data());
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("emb"), std::string::npos) << bad.message();
+  // The step still ends: 'w' goes as zeros, the table with no rows.
+  EXPECT_TRUE(session.EndStep(std::nullopt).ok());
+  EXPECT_TRUE(session.AwaitValues({w.data(), b.data()}).ok());
+  EXPECT_EQ(w[0], 0.0f);                                           // a zero gradient moved nothing
+  EXPECT_FALSE(Session::Start(o, {{"w", {0}}}, {w.data()}).ok());  // an empty dimension
+}
+
+}  // namespace
+}  // namespace towerps::python
