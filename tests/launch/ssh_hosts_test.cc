@@ -150,9 +150,11 @@ class SshHostsTest : public ::testing::Test {
 
   // towerps-launch in the login namespace with the hostfile (or, when `hostfile` starts with
   // "-H ", that host list); output to dir/<name>.out.
+  // `exports`: more variables for the remote processes (--export).
   static Result<Subprocess> LaunchOnHosts(const std::string& name,
                                           const std::vector<std::string>& extra,
-                                          const std::string& hostfile = "hosts.txt") {
+                                          const std::string& hostfile = "hosts.txt",
+                                          const std::string& exports = "") {
     const bool list = hostfile.rfind("-H ", 0) == 0;
     std::vector<std::string> argv = {"/usr/sbin/ip",
                                      "netns",
@@ -164,7 +166,7 @@ class SshHostsTest : public ::testing::Test {
                                      "--ssh-opts",
                                      SshOpts()};
     // OpenBLAS picks its kernels from these: the remote processes must use the local ones.
-    std::string names;
+    std::string names = exports;
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string kv = *e;
       if (kv.rfind("OPENBLAS_", 0) == 0 || kv.rfind("OMP_", 0) == 0)
@@ -321,6 +323,31 @@ TEST_F(SshHostsTest, SyncJobAcrossHostsMatchesTheLocalJob) {
   EXPECT_EQ(Count(Output("local"), ": shared memory"), 6u) << Output("local");
   EXPECT_EQ(AwaitNoOrphans(seconds(15)), std::vector<std::string>{});
 }
+
+#ifdef TOWERPS_TINY_WORKER
+// PyTorch workers (towerps-launch --worker-cmd) on the hosts, the package reached through the
+// exported PYTHONPATH: the sync job ends with every worker holding the same parameters.
+TEST_F(SshHostsTest, PyTorchWorkersRunOnTheHosts) {
+  setenv("PYTHONPATH", TOWERPS_PYTHONPATH, 1);
+  const std::string cmd = std::string("/usr/bin/python3 ") + TOWERPS_TINY_WORKER +
+                          " --steps 30 --out " + dir().string();
+  Result<Subprocess> job = LaunchOnHosts("pytorch", {"--worker-cmd", cmd, "--batch-size", "32"},
+                                         "hosts.txt", "PYTHONPATH");
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->Wait(Deadline::After(seconds(240))), 0) << Output("pytorch");
+  const std::string params = ReadFile(dir() / "worker-0.json");
+  ASSERT_NE(params.find("\"steps\": 30"), std::string::npos) << params;
+  for (int w = 1; w < 3; ++w) {
+    const std::string other = ReadFile(dir() / ("worker-" + std::to_string(w) + ".json"));
+    const auto tail = [](const std::string& j) { return j.substr(j.find("\"params\"")); };
+    ASSERT_NE(other.find("\"params\""), std::string::npos) << w;
+    EXPECT_EQ(tail(other).substr(0, tail(other).find("\"start_step\"")),
+              tail(params).substr(0, tail(params).find("\"start_step\"")))
+        << "worker " << w;
+  }
+  EXPECT_EQ(AwaitNoOrphans(seconds(15)), std::vector<std::string>{});
+}
+#endif
 
 // horovodrun's -H host:N list places processes as the same hostfile would.
 TEST_F(SshHostsTest, HorovodHostListRunsTheJob) {
