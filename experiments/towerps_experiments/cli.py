@@ -22,7 +22,7 @@ def _report(results_dir, target, out=sys.stdout):
 
 
 def _sweep_and_report(sweep_file, results_dir, launcher, timeout_s, no_report, seeds=None,
-                      prog="run_sweep"):
+                      prog="run_sweep", worker_cmd=None):
     # The launcher first: it says what a sweep file may ask for.
     if not (os.path.isfile(launcher) and os.access(launcher, os.X_OK)):
         print(f"{prog}: launcher {launcher!r} is not an executable file; build it "
@@ -30,7 +30,7 @@ def _sweep_and_report(sweep_file, results_dir, launcher, timeout_s, no_report, s
               file=sys.stderr)
         return 2, None
     try:
-        sw = sweep.load(sweep_file, launcher, seeds)
+        sw = sweep.load(sweep_file, launcher, seeds, worker_cmd)
     except (sweep.SweepError, checks.CheckError) as e:
         print(f"{prog}: bad sweep file: {e}", file=sys.stderr)
         return 2, None
@@ -65,6 +65,10 @@ def _common(p):
                    help="run these seeds (comma-separated integers >= 0, e.g. 4,5,6) instead "
                    "of the sweep file's; a results directory made with other seeds is not "
                    "resumed")
+    p.add_argument("--worker-cmd", default=None, metavar="CMD",
+                   help="every run's workers are this command, a PyTorch script using the "
+                   "towerps package (towerps-launch --worker-cmd; the sweep's models then only "
+                   "name the runs); replaces the file's options.worker_cmd")
     p.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     p.add_argument("--no-report", action="store_true", help="skip plots and report.md")
 
@@ -77,7 +81,7 @@ def run_sweep_main(argv=None):
     _common(p)
     a = p.parse_args(argv)
     return _sweep_and_report(a.sweep_file, a.results_dir, a.launcher, a.timeout, a.no_report,
-                             a.seeds)[0]
+                             a.seeds, worker_cmd=a.worker_cmd)[0]
 
 
 def make_report_main(argv=None):
@@ -113,7 +117,7 @@ def run_preset_main(argv=None):
     results_dir = a.results_dir or os.path.join(EXPERIMENTS_DIR, "results", a.preset)
     rc, check_results = _sweep_and_report(os.path.join(PRESETS_DIR, f"{a.preset}.toml"),
                                           results_dir, a.launcher, a.timeout, a.no_report,
-                                          a.seeds, "run_preset")
+                                          a.seeds, "run_preset", a.worker_cmd)
     if check_results is not None:
         seen = sum(c.passed is True for c in check_results)
         print(f"[preset] {a.preset}: expected effect observed in {seen} of "

@@ -433,7 +433,14 @@ def config_name(mode, straggler, workers, model, epochs, lr, all_workers, all_mo
     return "-".join(parts)
 
 
-def load(path, launcher, seeds=None):
-    """Loads and expands a sweep file; `seeds`, when given, replaces its seeds. Raises
+def load(path, launcher, seeds=None, worker_cmd=None):
+    """Loads and expands a sweep file; `seeds`, when given, replaces its seeds, and
+    `worker_cmd` its options' worker_cmd (every run's workers are that script). Raises
     SweepError naming the bad key and value, or LauncherError (see parse)."""
-    return parse(load_file(path), path, launcher, seeds)
+    data = load_file(path)
+    if worker_cmd is not None:
+        _require(isinstance(data, dict), path, "<top>", type(data).__name__, "must be a table")
+        options = data.get("options", {})
+        _require(isinstance(options, dict), path, "options", options, "must be a table")
+        data = dict(data, options=dict(options, worker_cmd=worker_cmd))
+    return parse(data, path, launcher, seeds)

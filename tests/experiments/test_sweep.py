@@ -67,6 +67,21 @@ class WorkerCmdTest(unittest.TestCase):
                   options={"worker_cmd": "python3 train.py"})
         self.assertEqual(s.runs[0].model, "my_net")
 
+    def test_load_takes_the_script_from_the_command_line(self):
+        import json
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(dict(BASE, workers=[2], seeds=[1], modes=[{"mode": "sync"}],
+                           options={"servers": 1}), f)
+        try:
+            s = sweep.load(f.name, _paths.FAKE_LAUNCHER, worker_cmd="python3 t.py")
+        finally:
+            os.unlink(f.name)
+        cmd = s.runs[0].command("L", "/r")
+        self.assertEqual(cmd[cmd.index("--worker-cmd") + 1], "python3 t.py")
+        self.assertEqual(cmd[cmd.index("--servers") + 1], "1")
+        self.assertEqual(s.source["options"]["worker_cmd"], "python3 t.py")  # recorded
+
     def test_without_a_script_the_model_must_be_the_launchers(self):
         with self.assertRaises(sweep.SweepError):
             parse(workers=[2], seeds=[1], modes=[{"mode": "async"}], models=["my_net"])
