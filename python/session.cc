@@ -209,9 +209,7 @@ Status Session::EndStep(std::optional<double> loss) {
   TOWERPS_RETURN_IF_ERROR(FinishTableStep());
   exchange_->PullNext(++iter_);
   TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
-  staleness_sum_ += staleness;
   std::fill(pushed_.begin(), pushed_.end(), 0);
-  ++steps_;
   LogTrainLine(loss, staleness);
   if (loss) last_loss_ = *loss;
   // The loss when the script gave one; the gradients' check either way.

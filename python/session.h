@@ -165,8 +165,7 @@ class Session {
   std::vector<char> pushed_;       // per parameter: pushed this step
   int64_t iter_ = 0, start_iter_ = 0;
   bool start_exact_ = false;
-  int64_t steps_ = 0;  // run by this process
-  double wait_seconds_ = 0, staleness_sum_ = 0, delay_seconds_ = 0;
+  double wait_seconds_ = 0, delay_seconds_ = 0;
   double last_compute_ = 0;  // the last step's, from its values to its EndStep
   std::chrono::steady_clock::time_point computing_since_;
   double last_loss_ = 0;
