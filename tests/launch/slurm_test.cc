@@ -144,6 +144,28 @@ TEST_F(SlurmTest, SrunRunsAJob) {
   EXPECT_NE(out.find("\"workers\":2,\"servers\":1"), std::string::npos) << out;
 }
 
+#ifdef TOWERPS_TINY_WORKER
+// PyTorch workers under srun (--slurm --worker-cmd): srun passes the environment on, PYTHONPATH
+// included.
+TEST_F(SlurmTest, SrunRunsPyTorchWorkers) {
+  const std::string secret = (*dir_ / "secret").string();
+  ASSERT_TRUE(JobSecret::Create(secret).ok());
+  setenv("PYTHONPATH", TOWERPS_PYTHONPATH, 1);
+  const std::string cmd = std::string("/usr/bin/python3 ") + TOWERPS_TINY_WORKER +
+                          " --steps 20 --out " + dir_->path().string();
+  const Result<int> code = Run(
+      {"/usr/bin/srun", "--overcommit", "-n", "3", kLaunchBin, "--slurm", "--servers", "1",
+       "--batch-size", "32", "--base-port", "7951", "--secret-file", secret, "--worker-cmd", cmd},
+      "srun-pytorch.out");
+  const std::string out = dir_->Read("srun-pytorch.out");
+  ASSERT_TRUE(code.ok()) << code.status() << "\n" << out;
+  EXPECT_EQ(*code, 0) << out;
+  const std::string chief = dir_->Read("worker-0.json");
+  EXPECT_NE(chief.find("\"steps\": 20"), std::string::npos) << chief << out;
+  EXPECT_NE(dir_->Read("worker-1.json").find("\"params\""), std::string::npos) << out;
+}
+#endif
+
 TEST_F(SlurmTest, SbatchRunsTheExampleScript) {
   const std::string job_out = (*dir_ / "sbatch-job.out").string();
   const Result<int> code =
