@@ -235,7 +235,8 @@ class CudaTest(unittest.TestCase):
 
 
 class RankModesTest(unittest.TestCase):
-    """Process-per-rank launching (--mpi under a real mpirun) runs a script as the workers."""
+    """Process-per-rank launching (--mpi under a real mpirun, TF_CONFIG) runs a script as the
+    workers."""
 
     @unittest.skipUnless(os.path.exists("/usr/bin/mpirun"), "openmpi-bin is not installed")
     def test_mpirun_runs_pytorch_workers(self):
@@ -258,6 +259,35 @@ class RankModesTest(unittest.TestCase):
             w = [worker_record(out, r) for r in range(2)]
         self.assertEqual(w[0]["summary"]["workers"], 2)
         self.assertEqual(w[0]["summary"]["steps"], 30)
+        self.assertEqual(w[0]["params"], w[1]["params"])
+
+
+    def test_tf_config_runs_pytorch_workers(self):
+        """A TensorFlow user's TF_CONFIG (a ps, a chief and a worker), each process its own."""
+        import socket
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        cluster = {"ps": ["127.0.0.1:%d" % port], "chief": ["127.0.0.1:1"],
+                   "worker": ["127.0.0.1:2"]}
+        with tempfile.TemporaryDirectory() as out:
+            secret = os.path.join(out, "secret")
+            subprocess.run([LAUNCH, "--new-secret", secret], check=True,
+                           stdout=subprocess.DEVNULL)
+            cmd = " ".join(WORKER + ["--steps", "20", "--out", out])
+            procs = []
+            for task, index in (("ps", 0), ("chief", 0), ("worker", 0)):
+                env = dict(os.environ, TF_CONFIG=json.dumps(
+                    {"cluster": cluster, "task": {"type": task, "index": index}}))
+                procs.append(subprocess.Popen(
+                    [LAUNCH, "--batch-size", "32", "--bind", "127.0.0.1", "--secret-file",
+                     secret, "--worker-cmd", cmd], env=env, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, text=True))
+            outputs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
+            for p, text in zip(procs, outputs):
+                self.assertEqual(p.returncode, 0, text)
+            w = [worker_record(out, r) for r in range(2)]
+        self.assertEqual(w[0]["summary"]["steps"], 20)
         self.assertEqual(w[0]["params"], w[1]["params"])
 
 
