@@ -49,8 +49,8 @@ JobFlags::JobFlags()
       "sync, 1/workers in async and ssp, 1/n in n-softsync), the schedule counts steps, and "
       "a stale update's momentum is --momentum less asynchrony's own (1 - 1/k), its velocity "
       "gain keeping a gradient's whole effect; none: every update applies --lr and --momentum, "
-      "the schedule counts updates")(
-      "momentum", FloatFlag(&c.optimizer.momentum), "momentum coefficient")(
+      "the schedule counts updates")("momentum", FloatFlag(&c.optimizer.momentum),
+                                     "momentum coefficient")(
       "nesterov", po::bool_switch(&c.optimizer.nesterov), "Nesterov momentum")(
       "beta1", FloatFlag(&c.optimizer.beta1), "adam beta1")("beta2", FloatFlag(&c.optimizer.beta2),
                                                             "adam beta2")(
