@@ -188,23 +188,27 @@ Status Session::Push(int v, const float* gradient, int64_t elements) {
     return InvalidArgumentError("the gradient of '" + p.name +
                                 "' was pushed twice in one step (call step() after each backward)");
   }
-  pushed_[i] = 1;
   // The client's buffer (the shared-memory arena's, when there is one): the push lends it.
   Tensor g = client_->Allocate(p.shape);
   std::memcpy(g.f32(), gradient, g.byte_size());
-  gradients_[i] = g;
-  exchange_->Push(v, gradients_[i], iter_);
+  Send(i, std::move(g));
   return Status::Ok();
+}
+
+void Session::Send(size_t i, Tensor gradient) {
+  pushed_[i] = 1;
+  gradients_[i] = std::move(gradient);
+  exchange_->Push(static_cast<int>(i), gradients_[i], iter_);
 }
 
 Status Session::EndStep(std::optional<double> loss) {
   last_compute_ = Seconds(Clock::now() - computing_since_);
-  for (int v = 0; v < num_parameters(); ++v) {
-    if (pushed_[static_cast<size_t>(v)] != 0) continue;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (pushed_[i] != 0) continue;
     // No gradient reached it this step (unused by this batch): it contributes zeros.
-    const Tensor zeros = client_->Allocate(parameters_[static_cast<size_t>(v)].shape);
+    Tensor zeros = client_->Allocate(parameters_[i].shape);
     std::memset(zeros.f32(), 0, zeros.byte_size());
-    TOWERPS_RETURN_IF_ERROR(Push(v, zeros.f32(), zeros.num_elements()));
+    Send(i, std::move(zeros));
   }
   TOWERPS_RETURN_IF_ERROR(FinishTableStep());
   exchange_->PullNext(++iter_);
@@ -281,9 +285,7 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
   s.test_accuracy = metrics.test_accuracy;
   s.test_loss = metrics.test_loss;
   if (metrics.test_accuracy >= 0) LogEval(metrics);
-  const int64_t examples = (iter_ - start_iter_) * o_.job.batch_size *
-                           (o_.job.mode == ps::UpdateMode::kSync ? o_.job.workers : 1);
-  s.examples_per_sec = s.train_seconds > 0 ? static_cast<double>(examples) / s.train_seconds : 0;
+  s.examples_per_sec = worker::JobExamplesPerSec(o_.job, iter_ - start_iter_, s.train_seconds);
   const std::string json = worker::SummaryJson(
       s, o_.job, o_.rank,
       {.worker_args = o_.worker.ToArgs(), .transport = TransportPathName(o_.transport_path)});

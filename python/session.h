@@ -143,6 +143,10 @@ class Session {
   Session(SessionOptions options, std::vector<ParameterSpec> parameters,
           std::vector<TableSpec> tables);
   Status Connect(const std::vector<const float*>& initial);
+  // Parameter i's gradient of this step, in a client buffer, sent (with the next pull).
+  void Send(size_t i, Tensor gradient);
+  // Table t, or kInvalidArgument naming the index.
+  Result<Table*> TableAt(int t);
   std::vector<uint32_t> TableVariables() const;
   // EndStep's "train" line, every --log-every steps.
   void LogTrainLine(std::optional<double> loss, double staleness);

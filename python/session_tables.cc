@@ -20,12 +20,17 @@ bool Session::FirstStepExact() const {
 
 int64_t Session::TableVersion() const { return o_.job.mode == ps::UpdateMode::kSync ? iter_ : 0; }
 
-Status Session::PullRows(int t, const uint64_t* ids, int64_t n, float* rows) {
+Result<Session::Table*> Session::TableAt(int t) {
   if (t < 0 || t >= num_tables()) {
     return InvalidArgumentError("no table " + std::to_string(t) + " (the model has " +
                                 std::to_string(num_tables()) + ")");
   }
-  Table& table = tables_[static_cast<size_t>(t)];
+  return &tables_[static_cast<size_t>(t)];
+}
+
+Status Session::PullRows(int t, const uint64_t* ids, int64_t n, float* rows) {
+  TOWERPS_ASSIGN_OR_RETURN(Table * found, TableAt(t));
+  Table& table = *found;
   if (table.pushed) {
     return InvalidArgumentError("table '" + table.spec.name +
                                 "' was pulled after its push in one step (call step() first)");
@@ -45,11 +50,8 @@ Status Session::PullRows(int t, const uint64_t* ids, int64_t n, float* rows) {
 }
 
 Status Session::PushRows(int t, const uint64_t* ids, const float* gradients, int64_t n) {
-  if (t < 0 || t >= num_tables()) {
-    return InvalidArgumentError("no table " + std::to_string(t) + " (the model has " +
-                                std::to_string(num_tables()) + ")");
-  }
-  Table& table = tables_[static_cast<size_t>(t)];
+  TOWERPS_ASSIGN_OR_RETURN(Table * at, TableAt(t));
+  Table& table = *at;
   const std::string& name = table.spec.name;
   if (table.pushed) {
     return InvalidArgumentError("the gradient of table '" + name +

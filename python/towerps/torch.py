@@ -123,7 +123,6 @@ class DistributedOptimizer:
             names.append(name)
             shapes.append(list(p.shape) if p.dim() > 0 else [1])
         self._params = [p for _, p in params]
-        self._names = names
         # CUDA parameters go through pinned host buffers: values up, gradients down, each copy
         # with an event; CPU parameters are read and written in place.
         self._staging = [_Staging(p) if p.is_cuda else None for p in self._params]
@@ -143,20 +142,23 @@ class DistributedOptimizer:
         for t, (name, module) in enumerate(tables):
             self._hook_table(t, name, module)
 
-    def _hook(self, index, p):
+    def _after_accumulation(self, p, fn):
         # PyTorch 1.13 has no post-accumulate-grad hook: hook the gradient accumulator, as
         # Horovod does; it runs once p.grad holds this backward's gradient.
         accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+        self._hooks.append(accumulator.register_hook(lambda *_: fn()))
+        self._accumulators.append(accumulator)  # kept alive, or the hook goes with it
+
+    def _hook(self, index, p):
         session, staging = self._session, self._staging[index]
 
-        def push(*_):
+        def push():
             if staging is None:
                 session.push(index, p.grad.detach().contiguous().numpy())
             else:
                 session.push(index, staging.download(p.grad.detach()))
 
-        self._hooks.append(accumulator.register_hook(push))
-        self._accumulators.append(accumulator)  # kept alive, or the hook goes with it
+        self._after_accumulation(p, push)
 
     def _hook_table(self, index, name, module):
         # Before each forward: the rows of the ids it looks up, pulled into the weight. After
@@ -164,15 +166,14 @@ class DistributedOptimizer:
         session, weight = self._session, module.weight
 
         def pull(_module, inputs):
-            ids = inputs[0].detach().reshape(-1)
-            if ids.numel() and int(ids.min()) < 0:
-                raise ValueError("table '%s' got a negative id %d" % (name, int(ids.min())))
-            unique = torch.unique(ids)
+            unique = torch.unique(inputs[0].detach())  # sorted: the smallest first
+            if unique.numel() and int(unique[0]) < 0:
+                raise ValueError("table '%s' got a negative id %d" % (name, int(unique[0])))
             rows = session.pull_rows(index, unique.cpu().numpy().astype("uint64"))
             with torch.no_grad():
                 weight[unique] = torch.from_numpy(rows).to(weight.device)
 
-        def push(*_):
+        def push():
             grad = weight.grad.detach()
             if not grad.is_sparse:
                 raise ValueError("table '%s' got a dense gradient: make it sparse=True" % name)
@@ -181,9 +182,7 @@ class DistributedOptimizer:
             session.push_rows(index, ids, grad.values().contiguous().numpy())
 
         self._hooks.append(module.register_forward_pre_hook(pull))
-        accumulator = weight.expand_as(weight).grad_fn.next_functions[0][0]
-        self._hooks.append(accumulator.register_hook(push))
-        self._accumulators.append(accumulator)
+        self._after_accumulation(weight, push)
 
     @property
     def step_count(self):

@@ -64,6 +64,13 @@ void FinishStalenessStats(TrainingSummary* s) {
   TrimHistogram(&s->row_staleness_histogram);
 }
 
+double JobExamplesPerSec(const ps::JobConfig& job, int64_t steps, double seconds) {
+  if (!(seconds > 0)) return 0;
+  const bool sync = job.mode == ps::UpdateMode::kSync;
+  return static_cast<double>(steps * job.batch_size) *
+         (sync ? job.EffectiveReplicas() : job.workers) / seconds;
+}
+
 std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank,
                         const RunRecord& run) {
   nlohmann::ordered_json j;

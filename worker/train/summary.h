@@ -84,6 +84,10 @@ struct RunRecord {
   std::map<std::string, std::string> model_recommends{};
 };
 
+// The summary's examples_per_sec: all workers' examples per second, from one worker's `steps`
+// over `seconds` (sync: the job's steps since the worker joined; else its own iterations).
+double JobExamplesPerSec(const ps::JobConfig& job, int64_t steps, double seconds);
+
 // The summary as one JSON object (the --summary-out format); NaN and infinities are null. Its
 // "job" object holds every job option as resolved (JobConfig::Fields(), without the "--"), and
 // "lr_per_update" the rate each update applies before the schedule (--lr times LrFactor()).

@@ -311,9 +311,7 @@ class Trainer::Impl {
   // joined).
   double ExamplesPerSec(const TrainingSummary& s, const JoinPoint& start) const {
     const bool sync = o_.job.mode == ps::UpdateMode::kSync;
-    if (!(s.train_seconds > 0)) return 0;
-    return static_cast<double>((s.steps - (sync ? start.version : 0)) * o_.job.batch_size) *
-           (sync ? o_.job.EffectiveReplicas() : o_.job.workers) / s.train_seconds;
+    return JobExamplesPerSec(o_.job, s.steps - (sync ? start.version : 0), s.train_seconds);
   }
 
   // The summary of a worker that stopped on a divergence (the caller reports it): what it
