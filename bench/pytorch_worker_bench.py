@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch workers' speed: the cnn at batch 64 on the CPU, stepped by plain PyTorch (SGD) and by
 one PyTorch worker against one TowerPS server (towerps-launch --worker-cmd, the servers' SGD),
-in turns in one invocation, so the ratio is not the machine's mood. Each run times its steps
-after a warm-up inside the script; the report is the median ms/step of each and their ratio.
+in turns in one invocation, so the ratio is not the machine's mood. The worker runs twice: with
+its gradients in the session's buffers, lent to the server (opt.zero_grad(), "towerps"), and
+with PyTorch's own, copied into them by each push (zero_grad(set_to_none=True), "towerps-copy").
+Each run times its steps after a warm-up inside the script; the report is the median ms/step of
+each and their ratios to plain PyTorch.
 
     PYTHONPATH=build/release/python python3 bench/pytorch_worker_bench.py \\
         --launch build/release/bin/towerps-launch [--steps 400] [--rounds 3]
@@ -26,13 +29,16 @@ def net():
                          nn.ReLU(), nn.Linear(128, 10))
 
 
+MODES = ["plain", "towerps", "towerps-copy"]
+
+
 def run(mode, steps, warmup, batch, out):
     import torch
     import torch.nn.functional as F
     torch.set_num_threads(1)
     torch.manual_seed(1)
     model = net()
-    if mode == "towerps":
+    if mode.startswith("towerps"):
         import towerps.torch as tps
         tps.init()
         opt = tps.DistributedOptimizer(model.named_parameters())
@@ -45,7 +51,7 @@ def run(mode, steps, warmup, batch, out):
     for step in range(warmup + steps):
         if step == warmup:
             start = time.perf_counter()
-        opt.zero_grad()
+        opt.zero_grad(**({"set_to_none": True} if mode == "towerps-copy" else {}))
         loss = F.cross_entropy(model(x[step % 16]), y[step % 16])
         loss.backward()
         opt.step()
@@ -56,7 +62,7 @@ def run(mode, steps, warmup, batch, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--run", choices=["plain", "towerps"], help=argparse.SUPPRESS)
+    ap.add_argument("--run", choices=MODES, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--launch", default="towerps-launch")
     ap.add_argument("--steps", type=int, default=400)
@@ -68,13 +74,13 @@ def main():
         return run(a.run, a.steps, a.warmup, a.batch, a.out)
     me = [sys.executable, os.path.abspath(__file__), "--steps", str(a.steps), "--warmup",
           str(a.warmup), "--batch", str(a.batch)]
-    times = {"plain": [], "towerps": []}
+    times = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
-            for mode in ("plain", "towerps"):
+            for mode in MODES:
                 out = os.path.join(tmp, "%s-%d.json" % (mode, r))
                 cmd = me + ["--run", mode, "--out", out]
-                if mode == "towerps":
+                if mode != "plain":
                     cmd = [a.launch, "--servers", "1", "--workers", "1", "--optimizer", "sgd",
                            "--lr", "0.01", "--lr-schedule", "constant", "--batch-size",
                            str(a.batch), "--run-dir", os.path.join(tmp, "run-%d" % r),
@@ -83,11 +89,12 @@ def main():
                                stderr=subprocess.DEVNULL)
                 with open(out) as f:
                     times[mode].append(json.load(f)["ms_per_step"])
-                print("round %d %-8s %.3f ms/step" % (r, mode, times[mode][-1]), flush=True)
-    plain, tps = statistics.median(times["plain"]), statistics.median(times["towerps"])
-    print("median: plain PyTorch %.3f ms/step, 1 server + 1 PyTorch worker %.3f ms/step: "
-          "%.3fx the plain speed" % (plain, tps, plain / tps))
-
+                print("round %d %-12s %.3f ms/step" % (r, mode, times[mode][-1]), flush=True)
+    plain = statistics.median(times["plain"])
+    for mode in MODES[1:]:
+        ms = statistics.median(times[mode])
+        print("median: plain PyTorch %.3f ms/step, 1 server + 1 PyTorch worker (%s) %.3f "
+              "ms/step: %.3fx the plain speed" % (plain, mode, ms, plain / ms))
 
 if __name__ == "__main__":
     main()

@@ -156,6 +156,20 @@ class PySession {
     Check(session_->Push(v, data, n));
   }
 
+  // Parameter v's gradient buffer as an array viewing it (its base `self`, which the Session
+  // outlives), or None: see Session::GradientBuffer.
+  static py::object GradientBuffer(const py::object& self, int v, bool keep_values) {
+    auto& me = self.cast<PySession&>();
+    if (v < 0 || v >= static_cast<int>(me.names_.size())) {
+      throw py::value_error("no parameter " + std::to_string(v));
+    }
+    float* data = me.session_->GradientBuffer(v, keep_values);
+    if (data == nullptr) return py::none();
+    return py::array_t<float>({me.elements_[static_cast<size_t>(v)]}, data, self);
+  }
+
+  int64_t copied_pushes() const { return session_->copied_pushes(); }
+
   void PullFinal(std::vector<py::array> dst) {
     std::vector<float*> buffers = Buffers(dst);
     py::gil_scoped_release unlocked;
@@ -258,6 +272,8 @@ PYBIND11_MODULE(_towerps, m) {
       .def("push_rows", &PySession::PushRows)
       .def("await_values", &PySession::AwaitValues)
       .def("push", &PySession::Push)
+      .def("gradient_buffer", &PySession::GradientBuffer, py::arg("v"), py::arg("keep_values"))
+      .def_property_readonly("copied_pushes", &PySession::copied_pushes)
       .def("pull_final", &PySession::PullFinal)
       .def("end_step", &PySession::EndStep, py::arg("loss") = py::none())
       .def("finish", &PySession::Finish, py::arg("test_accuracy") = -1.0,

@@ -76,6 +76,7 @@ Session::Session(SessionOptions options, std::vector<ParameterSpec> parameters,
     elements_.push_back(n);
   }
   gradients_.resize(parameters_.size());
+  gradient_buffers_.resize(parameters_.size());
   pushed_.assign(parameters_.size(), 0);
 }
 
@@ -188,11 +189,42 @@ Status Session::Push(int v, const float* gradient, int64_t elements) {
     return InvalidArgumentError("the gradient of '" + p.name +
                                 "' was pushed twice in one step (call step() after each backward)");
   }
+  const GradientBuffers& own = gradient_buffers_[i];
+  if (own.current >= 0 && own.buffers[static_cast<size_t>(own.current)].f32() == gradient) {
+    Send(i, own.buffers[static_cast<size_t>(own.current)]);  // lent as it is
+    return Status::Ok();
+  }
   // The client's buffer (the shared-memory arena's, when there is one): the push lends it.
+  copied_pushes_.fetch_add(1, std::memory_order_relaxed);
   Tensor g = client_->Allocate(p.shape);
   std::memcpy(g.f32(), gradient, g.byte_size());
   Send(i, std::move(g));
   return Status::Ok();
+}
+
+float* Session::GradientBuffer(int v, bool keep_values) {
+  if (v < 0 || v >= num_parameters()) return nullptr;
+  const auto i = static_cast<size_t>(v);
+  GradientBuffers& own = gradient_buffers_[i];
+  Tensor* current = own.current >= 0 ? &own.buffers[static_cast<size_t>(own.current)] : nullptr;
+  if (current != nullptr && current->Exclusive()) return current->f32();
+  // A server still reads the current one (through shared memory, until it lets go): another.
+  int next = -1;
+  for (size_t b = 0; b < own.buffers.size(); ++b) {
+    if (own.buffers[b].Exclusive()) next = static_cast<int>(b);
+  }
+  if (next < 0) {
+    if (own.buffers.size() >= kMaxGradientBuffers) return nullptr;
+    own.buffers.push_back(client_->Allocate(parameters_[i].shape));
+    next = static_cast<int>(own.buffers.size()) - 1;
+    current = own.current >= 0 ? &own.buffers[static_cast<size_t>(own.current)] : nullptr;
+  }
+  Tensor& chosen = own.buffers[static_cast<size_t>(next)];
+  if (keep_values && current != nullptr) {
+    std::memcpy(chosen.f32(), current->f32(), chosen.byte_size());
+  }
+  own.current = next;
+  return chosen.f32();
 }
 
 void Session::Send(size_t i, Tensor gradient) {
@@ -214,6 +246,8 @@ Status Session::EndStep(std::optional<double> loss) {
   exchange_->PullNext(++iter_);
   TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
   std::fill(pushed_.begin(), pushed_.end(), 0);
+  // Pushed: a GradientBuffer is exclusive again once the servers let go of it.
+  std::fill(gradients_.begin(), gradients_.end(), Tensor());
   LogTrainLine(loss, staleness);
   if (loss) last_loss_ = *loss;
   // The loss when the script gave one; the gradients' check either way.

@@ -6,8 +6,10 @@
 // A step, as python/towerps/torch.py drives it:
 //   1. AwaitValues() copies the values pulled for this step into the caller's parameters;
 //   2. the caller computes; as each parameter's gradient is ready it calls Push(v, ...), which
-//      copies it into a buffer of the client (the shared-memory arena when the server is on this
-//      host) and sends it with the next step's pull of that parameter;
+//      sends it with the next step's pull of that parameter. A gradient the caller accumulated
+//      in GradientBuffer(v) (p.grad) is lent to the servers as it is: the buffer is the client's
+//      (the shared-memory arena's when the server is on this host), so a co-located server
+//      reads it in place. Any other memory is copied into such a buffer first;
 //   3. EndStep() pushes zeros for the parameters that got no gradient this step (every worker
 //      pushes every variable each step, as sync requires), waits for the pushes, and pulls what
 //      did not ride on a push.
@@ -18,12 +20,14 @@
 //
 // Contract: Push() may be called from any thread (PyTorch's autograd threads), for different
 // parameters at once, between AwaitValues() and EndStep(); every other method from one thread.
-// Buffers passed to AwaitValues must stay valid for the call; Push copies its gradient. Every
+// GradientBuffer() between steps only (no Push runs then). Buffers passed to AwaitValues must
+// stay valid for the call; Push copies a gradient that is not in a GradientBuffer. Every
 // wait is bounded by the client's RPC deadline (--rpc-timeout-ms), and errors name the server
 // or the parameter.
 #ifndef TOWERPS_PYTHON_SESSION_H_
 #define TOWERPS_PYTHON_SESSION_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -97,6 +101,16 @@ class Session {
   // Parameter v's gradient of this step (`elements` floats, copied). kInvalidArgument naming the
   // parameter for a wrong size or a second push in one step.
   Status Push(int v, const float* gradient, int64_t elements);
+  // Parameter v's gradient buffer (its elements), for the caller to accumulate its gradients in
+  // (PyTorch's p.grad): Push() of it sends it without a copy. Returned exclusive, i.e. no server
+  // still reads it: the one returned before when that is so, else another of v's, into which
+  // the values of the one returned before are copied when `keep_values`. nullptr when v has
+  // kMaxGradientBuffers and servers hold them all (the caller uses its own memory for a step,
+  // and Push copies it). Every buffer lives as long as the Session.
+  float* GradientBuffer(int v, bool keep_values);
+  static constexpr size_t kMaxGradientBuffers = 4;
+  // Pushes that copied their gradient (it was not in v's current GradientBuffer).
+  int64_t copied_pushes() const { return copied_pushes_.load(std::memory_order_relaxed); }
   // Table t's rows for `n` ids (any order, repeats allowed) at this step's version, into
   // rows[n * dim]; each id's update count is kept for its push (row staleness). Blocks until
   // the servers answer. kInvalidArgument naming the table for an id beyond its rows.
@@ -165,8 +179,15 @@ class Session {
   std::optional<worker::Divergence> divergence_;
   worker::StragglerPlan stragglers_;
   std::optional<worker::StepExchange> exchange_;
-  std::vector<Tensor> gradients_;  // this step's, owned until its pushes complete
-  std::vector<char> pushed_;       // per parameter: pushed this step
+  std::vector<Tensor> gradients_;  // this step's, held until its pushes complete
+  // Per parameter: the GradientBuffer()s, and which one is current (-1: none yet).
+  struct GradientBuffers {
+    std::vector<Tensor> buffers;
+    int current = -1;
+  };
+  std::vector<GradientBuffers> gradient_buffers_;
+  std::atomic<int64_t> copied_pushes_{0};
+  std::vector<char> pushed_;  // per parameter: pushed this step
   int64_t iter_ = 0, start_iter_ = 0;
   bool start_exact_ = false;
   double wait_seconds_ = 0, delay_seconds_ = 0;

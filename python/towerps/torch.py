@@ -17,8 +17,12 @@ parameter's gradient is pushed from a hook on its gradient accumulator as soon a
 produced it (with the pull of its next value), so the messages overlap the rest of backward.
 
 Contract: one job per process (``init()`` once); the optimizer's methods are called from the
-training thread. Parameters are float32, on the CPU (read and written in place) or a CUDA device
-(through pinned host buffers, each copy with an event). Errors raise ``ValueError`` for bad
+training thread. Parameters are float32, on the CPU or a CUDA device. A CPU parameter's values
+are written in place, and its p.grad is memory of the session (the shared-memory arena's when a
+server is on this host): backward accumulates into it and the push lends it to the servers
+without a copy, as long as the script zeroes gradients in place (``opt.zero_grad()`` or
+``model.zero_grad(set_to_none=False)``). A CUDA parameter goes through pinned host buffers, each
+copy with an event. Errors raise ``ValueError`` for bad
 input (naming the option or the parameter), ``TimeoutError`` when a server does not answer
 within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; nothing waits without a bound.
 """
@@ -134,6 +138,13 @@ class DistributedOptimizer:
         self._views = [st.host.numpy() if st else p.data.numpy()
                        for p, st in zip(self._params, self._staging)]
         self._load_values()
+        # CPU gradients accumulate in the servers' connection's own memory (the shared-memory
+        # arena's): backward adds into it and the hook lends it to the push without a copy.
+        self._grad_views = [{} for _ in self._params]  # per parameter: buffer address -> tensor
+        self._own_grad = [None] * len(self._params)     # the buffer each p.grad was given
+        for i, p in enumerate(self._params):
+            if p.requires_grad and not p.is_cuda:
+                self._give_grad(i, keep_values=False)
         self._hooks = []
         self._accumulators = []
         for i, p in enumerate(self._params):
@@ -195,20 +206,54 @@ class DistributedOptimizer:
         that must repeat its predecessor's batches skips this many."""
         return self._session.start_iteration
 
-    def zero_grad(self, set_to_none=True):
+    def _give_grad(self, i, keep_values):
+        """Makes parameter i's p.grad its session buffer (one no server still reads), zeroed
+        unless `keep_values` (then it holds p.grad's values). False when none is free."""
+        p = self._params[i]
+        array = self._session.gradient_buffer(i, keep_values)
+        if array is None:
+            self._own_grad[i] = None
+            return False
+        views = self._grad_views[i]
+        grad = views.get(array.ctypes.data)
+        if grad is None:
+            grad = views[array.ctypes.data] = torch.from_numpy(array).view(p.shape)
+        if not keep_values:
+            grad.zero_()
+        if p.grad is not grad:
+            p.grad = grad
+        self._own_grad[i] = grad
+        return True
+
+    def zero_grad(self, set_to_none=None):
+        """Zeroes the gradients. CPU parameters keep theirs in the session's buffers (zeroed in
+        place), so that the pushes lend them without a copy; ``set_to_none=True`` sets every
+        p.grad to None instead (the pushes then copy). Others (CUDA parameters, tables) are set
+        to None unless ``set_to_none=False``."""
+        own = {id(p): i for i, p in enumerate(self._params) if p.requires_grad and not p.is_cuda}
         for p in self._all_params:
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                p.grad.zero_()
+            i = own.get(id(p))
+            if i is not None and set_to_none is not True:
+                if p.grad is not None and p.grad is self._own_grad[i]:
+                    p.grad.zero_()
+                elif not self._give_grad(i, keep_values=False) and p.grad is not None:
+                    p.grad.zero_()
+            elif p.grad is not None:
+                if set_to_none is False:
+                    p.grad.zero_()
+                else:
+                    p.grad = None
 
     def step(self, loss=None):
         if isinstance(loss, torch.Tensor):
             loss = float(loss.detach())
         self._session.end_step(loss)
         self._load_values()
+        # A server may still read a gradient it was lent (shared memory): such a p.grad moves to
+        # another buffer, with its values, before the script can write it again.
+        for i, p in enumerate(self._params):
+            if self._own_grad[i] is not None and p.grad is self._own_grad[i]:
+                self._give_grad(i, keep_values=True)
 
     def _load_values(self, pull=None):
         """`pull` (default: this step's values) writes the views; CUDA parameters' host buffers

@@ -96,6 +96,15 @@ class SyncEquivalenceTest(unittest.TestCase):
         self.assertEqual(w[0]["summary"]["steps"], 100)
         self.assertEqual(w[0]["summary"]["model"], "pytorch")
         self.assertIsNone(w[1]["summary"])
+        # The gradients were accumulated in the session's buffers and lent, never copied.
+        self.assertEqual([w[0]["copied_pushes"], w[1]["copied_pushes"]], [0, 0])
+        # Gradients PyTorch allocates itself (set_to_none) are copied, to the same bits.
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, workers=2, steps=100, worker_args=["--set-to-none"])
+            self.assertEqual(code, 0, text)
+            copied = worker_record(out, 0)
+        self.assertEqual(copied["copied_pushes"], 100 * len(copied["params"]))
+        self.assertEqual(copied["params"], w[0]["params"])
 
 
 class SparseTableTest(unittest.TestCase):
@@ -157,6 +166,7 @@ class EveryModeTest(unittest.TestCase):
         # its staleness recorded.
         self.assertEqual(sum(summary["staleness_histogram"]), 2 * 100 * 4)
         self.assertIn("mean_staleness", summary)
+        self.assertEqual(record["copied_pushes"], 0)  # the gradients were lent as they were
         return summary
 
     def test_metrics_lines_and_tensorboard_events_as_native_workers_write_them(self):

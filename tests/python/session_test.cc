@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <future>
 #include <memory>
@@ -154,6 +156,66 @@ TEST(SessionTest, BadGradientsAreRefusedNamingTheParameter) {
   EXPECT_TRUE(session.AwaitValues({w.data(), b.data()}).ok());
   EXPECT_EQ(w[0], 0.0f);                                           // a zero gradient moved nothing
   EXPECT_FALSE(Session::Start(o, {{"w", {0}}}, {w.data()}).ok());  // an empty dimension
+}
+
+// A gradient accumulated in the session's buffer goes without a copy; a buffer a server still
+// reads through shared memory is not handed out again: in softsync (n = 1: an update averages
+// both workers' gradients) the server keeps worker 0's until worker 1's comes, after worker 0's
+// step has ended, so worker 0's next buffer is another one, with the values kept.
+TEST(SessionTest, AGradientBufferAServerStillReadsIsNotHandedOutAgain) {
+  ps::JobConfig job = Job();
+  job.mode = ps::UpdateMode::kSoftsync;
+  Cluster cluster(job, "session_lend");
+  std::promise<void> worker0_stepped;
+  std::vector<float> final1[2];
+  auto worker1 = std::async(std::launch::async, [&]() -> Status {
+    SessionOptions o = Options(cluster, 1);
+    o.job = job;
+    std::vector<float> w(6, 1.0f), b(3, -2.0f);
+    TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s,
+                             Session::Start(o, kParameters, {w.data(), b.data()}, kTables));
+    TOWERPS_RETURN_IF_ERROR(s->AwaitValues({w.data(), b.data()}));
+    worker0_stepped.get_future().wait_for(std::chrono::seconds(20));
+    for (int v = 0; v < 2; ++v) {
+      const std::vector<float> g = Gradient(1, v, v == 0 ? 6 : 3);
+      TOWERPS_RETURN_IF_ERROR(s->Push(v, g.data(), static_cast<int64_t>(g.size())));
+    }
+    TOWERPS_RETURN_IF_ERROR(s->EndStep(0.5));
+    final1[0] = w;
+    final1[1] = b;
+    return s->PullFinal({final1[0].data(), final1[1].data()});
+  });
+  SessionOptions o = Options(cluster, 0);
+  o.job = job;
+  o.transport_path = TransportPath::kShm;
+  std::vector<float> w(6, 1.0f), b(3, -2.0f);
+  Result<std::unique_ptr<Session>> started =
+      Session::Start(o, kParameters, {w.data(), b.data()}, kTables);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  Session& s = **started;
+  ASSERT_TRUE(s.AwaitValues({w.data(), b.data()}).ok());
+  float* lent = s.GradientBuffer(0, false);
+  ASSERT_NE(lent, nullptr);
+  EXPECT_EQ(s.GradientBuffer(0, false), lent);  // nobody reads it yet: the same one
+  const std::vector<float> g = Gradient(0, 0, 6), gb = Gradient(0, 1, 3);
+  std::copy(g.begin(), g.end(), lent);
+  ASSERT_TRUE(s.Push(0, lent, 6).ok());
+  ASSERT_TRUE(s.Push(1, gb.data(), 3).ok());
+  EXPECT_EQ(s.copied_pushes(), 1);  // only 'b', which was not in its buffer
+  ASSERT_TRUE(s.EndStep(0.5).ok());
+  float* next = s.GradientBuffer(0, true);  // the server holds `lent` until worker 1 pushes
+  worker0_stepped.set_value();
+  ASSERT_NE(next, nullptr);
+  EXPECT_NE(next, lent);
+  EXPECT_EQ(std::vector<float>(next, next + 6), g) << "the gradient's values were not kept";
+  ASSERT_TRUE(s.AwaitValues({w.data(), b.data()}).ok());
+  ASSERT_TRUE(s.PullFinal({w.data(), b.data()}).ok());
+  const Status s1 = worker1.get();
+  ASSERT_TRUE(s1.ok()) << s1.ToString();
+  // The update used worker 0's gradient as it was lent: the SGD step of the two workers' mean.
+  const std::vector<float> g1 = Gradient(1, 0, 6);
+  for (size_t i = 0; i < 6; ++i) EXPECT_NEAR(w[i], 1.0f - kLr * (g[i] + g1[i]) / 2, 1e-6) << i;
+  EXPECT_EQ(w, final1[0]);
 }
 
 }  // namespace

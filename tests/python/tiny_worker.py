@@ -8,7 +8,8 @@
 --kill-at STEP makes rank 1 SIGKILL itself after that step's backward, once (--kill-marker);
 --bad-gradient pushes a gradient of the wrong size at step 3;
 --tables trains tiny_job's model with a sparse embedding table (a table on the servers);
---device cuda trains on the GPU (parameters staged through pinned memory)."""
+--device cuda trains on the GPU (parameters staged through pinned memory);
+--set-to-none zeroes gradients with zero_grad(set_to_none=True) (the pushes copy them)."""
 
 import argparse
 import json
@@ -36,6 +37,7 @@ def main():
     ap.add_argument("--bad-gradient", action="store_true")
     ap.add_argument("--tables", action="store_true")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--set-to-none", action="store_true")
     ap.add_argument("--late-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before synchronize()")
     args = ap.parse_args()
@@ -63,7 +65,7 @@ def main():
                 continue
             if step == args.fail_at:
                 raise RuntimeError("failing at step %d as asked" % step)
-            opt.zero_grad()
+            opt.zero_grad(set_to_none=True if args.set_to_none else None)
             x, y = x.to(args.device), y.to(args.device)
             loss = torch.nn.functional.cross_entropy(net(x), y)
             loss.backward()
@@ -90,7 +92,8 @@ def main():
     params = {n: p.detach().cpu().flatten().tolist() for n, p in net.named_parameters()}
     with open(os.path.join(args.out, "worker-%d.json" % tps.rank()), "w") as f:
         json.dump({"losses": losses, "summary": summary, "params": params,
-                   "start_step": opt.start_step}, f)
+                   "start_step": opt.start_step,
+                   "copied_pushes": opt._session.copied_pushes}, f)
 
 
 if __name__ == "__main__":
