@@ -111,6 +111,8 @@ std::string MessageTypeName(proto::MessageType type) {
       return "takeOver";
     case proto::MessageType::TAKE_OVER_REPLY:
       return "takeOverReply";
+    case proto::MessageType::LEAVE:
+      return "leave";
   }
   return "type " + std::to_string(static_cast<int>(type));
 }

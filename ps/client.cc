@@ -318,17 +318,21 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
 }
 
 std::future<Status> Client::Ping(int server) {
-  auto promise = std::make_shared<std::promise<Status>>();
-  auto future = promise->get_future();
-  impl_->Submit(server, impl_->NewMessage(proto::MessageType::PING), "ping",
-                [promise](Result<IncomingMessage> r) { promise->set_value(r.status()); });
-  return future;
+  return StatusCall(server, proto::MessageType::PING, "ping");
 }
 
 std::future<Status> Client::Shutdown(int server) {
+  return StatusCall(server, proto::MessageType::SHUTDOWN, "shutdown");
+}
+
+std::future<Status> Client::Leave(int server) {
+  return StatusCall(server, proto::MessageType::LEAVE, "leave");
+}
+
+std::future<Status> Client::StatusCall(int server, proto::MessageType type, const char* what) {
   auto promise = std::make_shared<std::promise<Status>>();
   auto future = promise->get_future();
-  impl_->Submit(server, impl_->NewMessage(proto::MessageType::SHUTDOWN), "shutdown",
+  impl_->Submit(server, impl_->NewMessage(type), what,
                 [promise](Result<IncomingMessage> r) { promise->set_value(r.status()); });
   return future;
 }

@@ -178,8 +178,12 @@ class Client {
   RowsPushAndPull PushRowsThenPull(const RowPushRequest& push, const RowPullRequest& next);
   std::future<Result<ServerStatsReport>> Stats(int server);
   std::future<Status> Ping(int server);
-  // Asks a server to checkpoint (if configured) and exit.
+  // Asks a server to checkpoint (if configured) and exit: a launcher's request at once, the
+  // chief's once every worker has left (ps/shutdown_gate.h).
   std::future<Status> Shutdown(int server);
+  // Tells a server this worker is done (a worker started with --shutdown-servers, after its
+  // last request).
+  std::future<Status> Leave(int server);
 
   const ChunkPlacement& placement() const;
   int num_servers() const;
@@ -203,6 +207,8 @@ class Client {
   PushAndPull Send(const PushRequest* push, const PullRequest* pull);
   // Every table request (ps/client_tables.cc): a push, a pull, or both, one message a partition.
   RowsPushAndPull SendRows(const RowPushRequest* push, const RowPullRequest* pull);
+  // A request of `type` without a body, whose answer is only a status (ping, shutdown, leave).
+  std::future<Status> StatusCall(int server, proto::MessageType type, const char* what);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -29,6 +29,7 @@ std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reade
 
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
+      shutdown_(options_.job.workers, options_.shutdown_grace),
       incarnation_((uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1) {}
 
 Server::~Server() {
@@ -199,7 +200,7 @@ Status Server::Run() {
     link_ranks.push_back(rank);
   }
   SendJoins();
-  while (!shutdown_requested_ && !deposed_ && !(options_.stop && options_.stop->load())) {
+  while (!shutdown_.ShouldStop() && !deposed_ && !(options_.stop && options_.stop->load())) {
     TOWERPS_RETURN_IF_ERROR(CheckJoins());
     TOWERPS_ASSIGN_OR_RETURN(
         std::vector<bool> ready,
@@ -241,9 +242,14 @@ Status Server::Run() {
       next_event = Deadline::After(options_.event_interval);
     }
   }
-  TOWERPS_LOG(kInfo) << (shutdown_requested_ ? "shutdown requested"
-                         : deposed_          ? "replaced as primary"
-                                             : "stop signal received")
+  if (shutdown_.ShouldStop() && shutdown_.chief_asked() && !shutdown_.Missing().empty()) {
+    TOWERPS_LOG(kWarning) << "stopping as the chief asked " << shutdown_.grace().count()
+                          << " ms ago, without " << shutdown_.Missing()
+                          << " having left (died, or did not call finish())";
+  }
+  TOWERPS_LOG(kInfo) << (shutdown_.ShouldStop() ? "shutdown requested"
+                         : deposed_             ? "replaced as primary"
+                                                : "stop signal received")
                      << "; stopping";
   for (auto& s : shards_) s->Stop();
   for (ServerOutput& out : outbox_.DrainAll()) {
@@ -272,6 +278,27 @@ void Server::HandleMessage(IncomingMessage msg) {
     TOWERPS_LOG(kError) << "rejected a message that passed validation (a TowerPS bug): "
                         << e.getDescription().cStr();
   }
+}
+
+void Server::HandleLeave(const IncomingMessage& msg) {
+  const std::string& peer = msg.peer();
+  int rank = -1;
+  if (peer.rfind("worker:", 0) == 0) {
+    const std::string digits = peer.substr(7);
+    if (!digits.empty() && digits.size() < 6 &&
+        digits.find_first_not_of("0123456789") == std::string::npos) {
+      rank = std::stoi(digits);
+    }
+  }
+  if (rank < 0 || rank >= options_.job.workers) {
+    SendOrLog(ErrorReply(
+        msg,
+        InvalidArgumentError("leave from " + PeerName(peer) + ", which is not one of the job's " +
+                             std::to_string(options_.job.workers) + " workers")));
+    return;
+  }
+  shutdown_.WorkerLeft(rank);
+  SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
 }
 
 bool Server::MayShutDown(const std::string& peer) {
@@ -310,8 +337,20 @@ void Server::Dispatch(IncomingMessage msg) {
                                          PeerName(msg.peer()) + " may not")));
         return;
       }
-      shutdown_requested_ = true;
+      if (msg.peer() == "worker:0") {
+        shutdown_.ChiefAsked();
+        if (!shutdown_.ShouldStop()) {
+          TOWERPS_LOG(kInfo) << "the chief asked to stop: waiting up to "
+                             << shutdown_.grace().count() << " ms for " << shutdown_.Missing()
+                             << " to leave";
+        }
+      } else {
+        shutdown_.LauncherAsked();
+      }
       SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
+      return;
+    case proto::MessageType::LEAVE:
+      HandleLeave(msg);
       return;
     case proto::MessageType::INIT:
     case proto::MessageType::PUSH:

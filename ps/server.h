@@ -15,7 +15,8 @@
 // over (the workers thought this one dead) stops serving: Run() returns an error and deposed()
 // is true, so that the launcher restarts it, as a backup.
 //
-// Contract: Create() binds and restores; Run() serves until a shutdown message or until
+// Contract: Create() binds and restores; Run() serves until a shutdown message (a launcher's; the
+// chief's once every worker has left or its grace is over: ps/shutdown_gate.h) or until
 // `*stop` becomes true, then stops the shards and writes the final checkpoint. A failed periodic
 // checkpoint (e.g. a full disk) is logged and serving goes on with the previous one kept; a
 // failed final checkpoint is Run()'s error. Run() is called once, from one thread. Errors from
@@ -39,6 +40,7 @@
 #include "ps/placement.h"
 #include "ps/server_stats.h"
 #include "ps/shard.h"
+#include "ps/shutdown_gate.h"
 #include "ps/version.h"
 
 namespace towerps::ps {
@@ -68,6 +70,8 @@ struct ServerOptions {
   std::vector<std::string> peers;
   bool rejoin = false;
   std::chrono::milliseconds join_timeout{30000};
+  // How long a chief's shutdown waits for the other workers to leave (ps/shutdown_gate.h).
+  std::chrono::milliseconds shutdown_grace{60000};
   TransportOptions transport;
   JobConfig job;
 };
@@ -99,6 +103,8 @@ class Server {
   // Whether `peer` (a routing id) may stop this server: the chief or a launcher.
   static bool MayShutDown(const std::string& peer);
   void HandleRegister(const IncomingMessage& msg);
+  // A worker's `leave`: it is done (see ps/shutdown_gate.h).
+  void HandleLeave(const IncomingMessage& msg);
   void HandleStats(const IncomingMessage& msg);
   void Route(IncomingMessage msg);
   void SendOrLog(OutgoingMessage msg);
@@ -148,7 +154,7 @@ class Server {
   Deadline joins_due_ = Deadline::After(std::chrono::hours(1));
   std::vector<IncomingMessage> early_replicates_;  // joining: arrived before the model
   bool deposed_ = false;
-  bool shutdown_requested_ = false;
+  ShutdownGate shutdown_;
   int64_t last_checkpoint_version_ = kNoVersion;     // kNoVersion: none written or restored
   int64_t checkpoint_attempt_version_ = kNoVersion;  // when the last periodic one was started
   int64_t restored_version_ = kNoVersion;  // lowest chunk version restored; kNoVersion: fresh

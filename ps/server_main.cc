@@ -27,6 +27,7 @@ struct ServerFlags {
   ps::ServerOptions options;
   std::string log_level = "info", ready_file, peers;
   int64_t stats_ms = options.stats_log_interval.count();
+  int64_t shutdown_grace_ms = options.shutdown_grace.count();
 };
 
 void AddServerOptions(ServerFlags& f, po::options_description& desc) {
@@ -53,6 +54,9 @@ void AddServerOptions(ServerFlags& f, po::options_description& desc) {
       "--ps-replicas 2: every server's endpoint, comma-separated, in rank order")(
       "rejoin", po::bool_switch(&f.options.rejoin),
       "--ps-replicas 2: this server restarted; take its chunks' state from its peers")(
+      "shutdown-grace-ms", po::value(&f.shutdown_grace_ms)->default_value(f.shutdown_grace_ms),
+      "after the chief asks the server to stop (--mpi, --slurm, --cluster), wait at most this "
+      "long for the other workers to leave")(
       "ready-file", po::value(&f.ready_file),
       "write the listening endpoint to this file once serving (for launchers)")(
       "log-level", po::value(&f.log_level)->default_value(f.log_level),
@@ -82,6 +86,11 @@ Result<ps::ServerOptions> ToOptions(const ServerFlags& f, const ps::JobFlags& jo
     start = comma + 1;
   }
   options.stats_log_interval = std::chrono::milliseconds(f.stats_ms);
+  if (f.shutdown_grace_ms < 0) {
+    return InvalidArgumentError("--shutdown-grace-ms " + std::to_string(f.shutdown_grace_ms) +
+                                " is negative: give the milliseconds to wait (0: stop at once)");
+  }
+  options.shutdown_grace = std::chrono::milliseconds(f.shutdown_grace_ms);
   options.stop = &g_stop;
   return options;
 }

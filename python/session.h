@@ -135,12 +135,12 @@ class Session {
 
   // After the last step: waits until every worker's updates are in (each runs as many
   // iterations as this one) and copies the final values into dst[v]. In sync the last step's
-  // values are those already, and nothing is asked. Where the chief stops the servers (no
-  // launcher does: --mpi, --slurm, --cluster), the others must call it before the chief ends.
+  // values are those already, and nothing is asked.
   Status PullFinal(const std::vector<float*>& dst);
   // The chief's end of training: the servers' counters gathered, the summary written to
   // --summary-out and returned as JSON, and (--shutdown-servers) the servers asked to stop.
-  // Others: an empty string.
+  // Others: an empty string, and (--shutdown-servers) the servers told this worker is done, so
+  // that the chief's request waits for it (ps/shutdown_gate.h).
   Result<std::string> Finish(const FinalMetrics& metrics);
 
  private:

@@ -67,8 +67,9 @@ WorkerFlags::WorkerFlags()
       "chief: write the final parameters to this NumPy .npz, one array per variable by name "
       "(numpy.load(F)['fc1/kernel'])")(
       "shutdown-servers", po::bool_switch(&o.shutdown_servers),
-      "chief: ask the servers to checkpoint and exit at the end (set by towerps-launch --mpi, "
-      "--slurm and --cluster)")(
+      "at the end, the chief asks the servers to checkpoint and exit, and the others tell them "
+      "they are done (the servers wait for every worker; set by towerps-launch --mpi, --slurm "
+      "and --cluster)")(
       "ready-file", po::value(&o.ready_file),
       "write this (empty) file once joined to the job and ready to compute (towerps-launch "
       "times a restarted worker with it)")("straggler", po::value(&o.straggler),

@@ -11,7 +11,7 @@
 namespace towerps::internal {
 namespace {
 
-constexpr uint16_t kLastMessageType = static_cast<uint16_t>(proto::MessageType::TAKE_OVER_REPLY);
+constexpr uint16_t kLastMessageType = static_cast<uint16_t>(proto::MessageType::LEAVE);
 constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(proto::StatusCode::INTERNAL);
 
 Result<DType> DTypeFromProto(proto::DType d) {

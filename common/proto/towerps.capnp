@@ -37,6 +37,8 @@ enum MessageType {
   takeOver @19;        # worker -> backup: Header.failedServer is gone; become the primary. Then
                        # backup -> failedServer: you were replaced (Header.replacedIncarnation)
   takeOverReply @20;
+  leave @21;           # worker -> server: this worker is done (--shutdown-servers); a chief's
+                       # shutdown waits for every worker's (ps/shutdown_gate.h). Answered: pong
 }
 
 enum Role {

@@ -289,9 +289,11 @@ class DistributedOptimizer:
         self._load_values(self._session.pull_final)
 
     def finish(self, test_accuracy=None, test_loss=None, train_loss=None):
-        """Ends training. The chief writes the job's summary (``--summary-out``, with the
-        servers' counters and the measures given) and returns it as a dict; other workers
-        return None. Call synchronize() first when the measures need the final parameters."""
+        """Ends training; every rank calls it. The chief writes the job's summary
+        (``--summary-out``, with the servers' counters and the measures given) and returns it
+        as a dict; other workers return None, having told the servers they are done (where the
+        chief stops the servers, --mpi, --slurm and --cluster, they wait for every rank's
+        finish()). Call synchronize() first when the measures need the final parameters."""
         neg = lambda x: -1.0 if x is None else float(x)
         text = self._session.finish(neg(test_accuracy), neg(test_loss), neg(train_loss))
         return json.loads(text) if text else None

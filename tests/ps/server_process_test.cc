@@ -230,6 +230,7 @@ TEST_F(ServerProcessTest, CheckpointRestoresValuesAndVersionsAndRefusesCorruptio
       }
     }
     before = PullAll(*w.clients[0], 0, 3);
+    Check(w.clients[1]->Leave(0));  // the chief's shutdown waits for the others to leave
     Check(w.clients[0]->Shutdown(0));
   }
   ASSERT_EQ(cluster_->server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(0));
@@ -254,6 +255,7 @@ TEST_F(ServerProcessTest, CheckpointRestoresValuesAndVersionsAndRefusesCorruptio
                       .gradient = Random(Model()[0].shape, 50 + r)}));
     after_next = PullAll(*c0, 0, 4);
     EXPECT_NE(after_next, before);
+    Check(c1->Leave(0));
     Check(c0->Shutdown(0));
   }
   ASSERT_EQ(cluster_->server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(0));

@@ -270,6 +270,46 @@ TEST(ServerSecurityTest, OnlyTheChiefMayShutAServerDown) {
   EXPECT_EQ(cluster.server(0).Wait(Deadline::After(seconds(20))), 0) << cluster.Log(0);
 }
 
+// Where the chief stops the servers (--mpi, --slurm, --cluster), a server it asks keeps serving
+// until the other workers have left (a PyTorch worker may still pull its final values), and no
+// longer than its --shutdown-grace-ms.
+TEST(ServerSecurityTest, TheChiefsShutdownWaitsForTheOtherWorkersToLeave) {
+  JobConfig job = Job();
+  job.workers = 2;
+  for (const bool leaves : {true, false}) {
+    Cluster cluster(job, leaves ? "leave" : "no_leave",
+                    {"--shutdown-grace-ms", leaves ? "60000" : "500"});
+    ASSERT_TRUE(cluster.ok()) << cluster.Log(0);
+    const std::string& endpoint = cluster.endpoints()[0];
+    Result<IncomingMessage> stranger =
+        Ask(endpoint, cluster.security(), "worker:7", proto::MessageType::LEAVE);
+    ASSERT_TRUE(stranger.ok()) << stranger.status().ToString();
+    const Status refused = StatusFromHeader(stranger->header());
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.message().find("worker:7, which is not one of the job's 2 workers"),
+              std::string::npos)
+        << refused.message();
+    Result<IncomingMessage> chief =
+        Ask(endpoint, cluster.security(), "worker:0", proto::MessageType::SHUTDOWN);
+    ASSERT_TRUE(chief.ok()) << chief.status().ToString();
+    EXPECT_TRUE(StatusFromHeader(chief->header()).ok());
+    if (leaves) {
+      std::this_thread::sleep_for(milliseconds(300));
+      ASSERT_TRUE(cluster.server(0).running()) << "stopped before worker:1 left";
+      Result<IncomingMessage> ping =
+          Ask(endpoint, cluster.security(), "worker:1", proto::MessageType::PING);
+      EXPECT_TRUE(ping.ok()) << ping.status().ToString();
+      Result<IncomingMessage> left =
+          Ask(endpoint, cluster.security(), "worker:1", proto::MessageType::LEAVE);
+      ASSERT_TRUE(left.ok()) << left.status().ToString();
+      EXPECT_TRUE(StatusFromHeader(left->header()).ok());
+    }
+    EXPECT_EQ(cluster.server(0).Wait(Deadline::After(seconds(20))), 0) << cluster.Log(0);
+    EXPECT_EQ(cluster.Log(0).find("without worker:1 having left") != std::string::npos, !leaves)
+        << cluster.Log(0);
+  }
+}
+
 TEST(ServerSecurityTest, EncryptedServerServesItsJobAndRefusesPlainPeers) {
   Cluster cluster(Job(), "encrypt", {"--encrypt"});
   ASSERT_TRUE(cluster.ok()) << cluster.Log(0);

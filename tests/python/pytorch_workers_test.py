@@ -258,10 +258,13 @@ class RankModesTest(unittest.TestCase):
             secret = os.path.join(out, "secret")
             subprocess.run([LAUNCH, "--new-secret", secret], check=True,
                            stdout=subprocess.DEVNULL)
-            cmd = " ".join(WORKER + ["--steps", "30", "--out", out])
+            # Async, and rank 1 reaches synchronize() 2 s after the chief is done: the servers
+            # the chief asked to stop wait for it to leave (finish()).
+            cmd = " ".join(WORKER + ["--steps", "30", "--out", out, "--late-rank1", "2"])
             p = subprocess.run(
                 ["/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", LAUNCH,
                  "--mpi", "--servers", "1", "--batch-size", "32", "--base-port", str(port),
+                 "--mode", "async",
                  "--secret-file", secret, "--summary-out", os.path.join(out, "summary.json"),
                  "--worker-cmd", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True, timeout=TIMEOUT_S)
@@ -269,7 +272,8 @@ class RankModesTest(unittest.TestCase):
             w = [worker_record(out, r) for r in range(2)]
         self.assertEqual(w[0]["summary"]["workers"], 2)
         self.assertEqual(w[0]["summary"]["steps"], 30)
-        self.assertEqual(w[0]["params"], w[1]["params"])
+        self.assertEqual(w[0]["summary"]["final_versions"], [60, 60])  # both workers' 30
+        self.assertEqual(w[0]["params"], w[1]["params"])  # the final values, on both
 
 
     def test_tf_config_runs_pytorch_workers(self):

@@ -1,6 +1,8 @@
 #include "worker/train/chief.h"
 
 #include <cmath>
+#include <future>
+#include <vector>
 
 #include "common/logging.h"
 #include "worker/train/final_params.h"
@@ -18,6 +20,17 @@ Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop, Trai
   AdoptFirstDivergence(s);
   FinishStalenessStats(s);
   return Status::Ok();
+}
+
+void LeaveServers(ps::Client& client, const std::atomic<bool>* stop) {
+  std::vector<std::future<Status>> left;
+  for (int srv = 0; srv < client.num_servers(); ++srv) left.push_back(client.Leave(srv));
+  for (int srv = 0; srv < client.num_servers(); ++srv) {
+    if (Status s = AwaitUnlessStopped(left[static_cast<size_t>(srv)], stop); !s.ok()) {
+      TOWERPS_LOG(kWarning) << "could not tell ps:" << srv << " this worker is done ("
+                            << s.message() << "): the chief's shutdown waits out its grace";
+    }
+  }
 }
 
 Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, TrainingSummary* s) {

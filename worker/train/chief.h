@@ -41,6 +41,12 @@ struct ChiefParts {
 Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop,
                          TrainingSummary* summary);
 
+// Another worker's end under --shutdown-servers (--mpi, --slurm, --cluster: the chief stops the
+// servers): tells every server this worker is done, so that the chief's shutdown waits for it
+// and no longer (ps/shutdown_gate.h). Best effort: a server that does not answer is logged, and
+// the chief's shutdown then waits out its grace.
+void LeaveServers(ps::Client& client, const std::atomic<bool>* stop);
+
 // `total`: the iterations each worker trained; `done_steps`: the steps the summary reports.
 Status FinishAsChief(const ChiefParts& parts, int64_t total, int64_t done_steps,
                      TrainingSummary* summary);

@@ -1,0 +1,31 @@
+#include "ps/shutdown_gate.h"
+
+namespace towerps::ps {
+
+void ShutdownGate::ChiefAsked() {
+  if (!chief_asked_) chief_deadline_ = Deadline::After(grace_);
+  chief_asked_ = true;
+  WorkerLeft(0);
+}
+
+void ShutdownGate::WorkerLeft(int rank) {
+  if (rank >= 0 && rank < workers_) left_.insert(rank);
+}
+
+bool ShutdownGate::ShouldStop() const {
+  if (launcher_asked_) return true;
+  if (!chief_asked_) return false;
+  return static_cast<int>(left_.size()) >= workers_ || chief_deadline_.expired();
+}
+
+std::string ShutdownGate::Missing() const {
+  std::string out;
+  for (int r = 0; r < workers_; ++r) {
+    if (left_.count(r) != 0) continue;
+    if (!out.empty()) out += ", ";
+    out += "worker:" + std::to_string(r);
+  }
+  return out;
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,51 @@
+// ShutdownGate: when a server may stop after it was asked to.
+//
+// A launcher asks only once every worker has exited, so the server stops at once. The chief
+// asks itself where no launcher stays behind (--mpi, --slurm, --cluster: --shutdown-servers),
+// and the other workers may still need the servers then: a PyTorch worker in a stale mode pulls
+// its final values after its last step, possibly after the chief is done. So every worker
+// started with --shutdown-servers says when it is done (a `leave` message), and a chief's
+// request stops the server once every worker has left, or once `grace` has passed since the
+// chief asked (a worker that died or never calls finish() cannot keep the servers alive).
+//
+// Contract: owned by the server's I/O thread; not thread-safe. Ranks are worker ranks,
+// 0..workers-1; others are ignored (the caller refuses them).
+#ifndef TOWERPS_PS_SHUTDOWN_GATE_H_
+#define TOWERPS_PS_SHUTDOWN_GATE_H_
+
+#include <chrono>
+#include <set>
+#include <string>
+
+#include "common/deadline.h"
+
+namespace towerps::ps {
+
+class ShutdownGate {
+ public:
+  ShutdownGate(int workers, std::chrono::milliseconds grace) : workers_(workers), grace_(grace) {}
+
+  void LauncherAsked() { launcher_asked_ = true; }
+  // The chief asked: it has left too, and the grace period starts (once).
+  void ChiefAsked();
+  void WorkerLeft(int rank);
+
+  // Whether the server should stop now: a launcher asked, or the chief did and every worker
+  // has left or the grace period is over.
+  bool ShouldStop() const;
+  bool chief_asked() const { return chief_asked_; }
+  // The workers that have not left ("worker:1, worker:3"), for the logs.
+  std::string Missing() const;
+  std::chrono::milliseconds grace() const { return grace_; }
+
+ private:
+  int workers_;
+  std::chrono::milliseconds grace_;
+  bool launcher_asked_ = false, chief_asked_ = false;
+  Deadline chief_deadline_ = Deadline::After(std::chrono::hours(24));
+  std::set<int> left_;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SHUTDOWN_GATE_H_
