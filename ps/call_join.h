@@ -8,6 +8,7 @@
 #define TOWERPS_PS_CALL_JOIN_H_
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <utility>
 
@@ -60,6 +61,8 @@ struct Join {
     if (--remaining == 0) {
       if (error.ok()) {
         SetVersion(value, lowest.value());
+        if constexpr (requires { value.answered; })
+          value.answered = std::chrono::steady_clock::now();
         promise.set_value(std::move(value));
       } else {
         promise.set_value(error);

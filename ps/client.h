@@ -52,6 +52,7 @@ struct ClientOptions {
 };
 
 struct PulledVariable {
+  std::chrono::steady_clock::time_point answered{};  // when its last chunk's reply arrived
   int64_t version = 0;               // the lowest version among the variable's chunks
   int64_t max_version = kNoVersion;  // the highest
   // The lowest clock of this worker among the chunks: how many of its iterations every chunk has
@@ -124,7 +125,8 @@ struct RowPushRequest {
 };
 
 struct PushReport {
-  int64_t version = 0;     // lowest chunk version after the push
+  std::chrono::steady_clock::time_point answered{};  // when its last chunk's reply arrived
+  int64_t version = 0;                               // lowest chunk version after the push
   int dropped_chunks = 0;  // chunks that discarded the gradient as stale (sync)
   int64_t max_staleness = 0;
   double mean_staleness = 0;  // over applied chunks

@@ -66,6 +66,10 @@ WorkerFlags::WorkerFlags()
       "export-npz", po::value(&o.export_npz),
       "chief: write the final parameters to this NumPy .npz, one array per variable by name "
       "(numpy.load(F)['fc1/kernel'])")(
+      "profile-steps", po::value(&o.profile_steps)->default_value(o.profile_steps),
+      "record where the first N steps' time goes: per variable, when its gradient was ready, "
+      "pushed and answered, and when its values arrived and were loaded; logged, with the "
+      "critical path, and in the chief's summary (\"profile\")")(
       "shutdown-servers", po::bool_switch(&o.shutdown_servers),
       "at the end, the chief asks the servers to checkpoint and exit, and the others tell them "
       "they are done (the servers wait for every worker; set by towerps-launch --mpi, --slurm "

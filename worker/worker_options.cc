@@ -17,6 +17,10 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("--intra-op-threads=" + std::to_string(intra_op_threads) +
                                 " must be between 1 and 256");
   }
+  if (profile_steps < 0 || profile_steps > 100000) {
+    return InvalidArgumentError("--profile-steps=" + std::to_string(profile_steps) +
+                                " must be between 0 (off) and 100000");
+  }
   if (log_every < 1) {
     return InvalidArgumentError("--log-every=" + std::to_string(log_every) + " must be >= 1");
   }
@@ -109,6 +113,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!straggler_dist.empty()) add("--straggler-dist", straggler_dist);
   if (!slow_workers.empty()) add("--slow-workers", slow_workers);
   if (on_nonfinite != OnNonFinite::kFail) add("--on-nonfinite", kOnNonFinite.Name(on_nonfinite));
+  if (profile_steps != d.profile_steps) add("--profile-steps", std::to_string(profile_steps));
   return a;
 }
 

@@ -64,6 +64,9 @@ struct WorkerOptions {
   std::string straggler_dist;  // exp:MEAN or uniform:LO:HI
   std::string slow_workers;    // K:FACTOR
   OnNonFinite on_nonfinite = OnNonFinite::kFail;
+  // > 0: record where the first N steps' time goes (worker/train/step_profile.h): logged, and
+  // in the chief's summary as "profile".
+  int profile_steps = 0;
 
   // Range checks and the syntax of --towers (not whether its devices exist: ParseTowers in the
   // worker checks that); the error names the flag and the value.

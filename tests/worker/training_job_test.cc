@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -239,6 +240,33 @@ TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {
 }
 
 // At the default rate: --lr-scaling share makes it the sync job's rate per example.
+// --profile-steps: the chief's summary says where its steps went. On the CPU backward hands each
+// gradient on as its layer finishes, so the last layer's push leaves before the first layer's
+// gradient exists, and every push before compute ends.
+TEST_F(TrainingJobTest, ProfileStepsShowPushesOverlappingBackward) {
+  const std::string summary = Path("profile.json");
+  ASSERT_EQ(Launch("profile", With(kSmallSgd, {"--model", "cnn", "--profile-steps", "5",
+                                               "--summary-out", summary})),
+            0);
+  std::ifstream in(summary);
+  const nlohmann::json p = nlohmann::json::parse(in).at("profile");
+  EXPECT_EQ(p.at("steps"), 5);
+  EXPECT_GT(p.at("compute_ms").get<double>(), 0);
+  EXPECT_GE(p.at("step_ms").get<double>(), p.at("compute_ms").get<double>());
+  EXPECT_EQ(p.at("pushes_before_compute_end").get<double>(), 1.0);
+  std::map<std::string, nlohmann::json> v;
+  for (const nlohmann::json& var : p.at("variables")) v[var.at("name")] = var;
+  ASSERT_EQ(v.size(), 8u);
+  EXPECT_LT(v.at("logits/kernel").at("sent_ms").get<double>(),
+            v.at("conv1/kernel").at("gradient_ms").get<double>());
+  for (const auto& [name, var] : v) {
+    EXPECT_LE(var.at("gradient_ms").get<double>(), var.at("sent_ms").get<double>()) << name;
+    EXPECT_LE(var.at("sent_ms").get<double>(), var.at("answered_ms").get<double>()) << name;
+    EXPECT_LE(var.at("arrived_ms").get<double>(), var.at("loaded_ms").get<double>()) << name;
+  }
+  EXPECT_FALSE(p.at("critical_path").at("variable").get<std::string>().empty());
+}
+
 TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
   for (const std::string mode : {"async", "ssp"}) {
     const std::string summary = Path(mode + ".json");

@@ -89,6 +89,10 @@ Status StepExchange::Load(std::vector<PullFuture> pulls, const ValueSink& sink,
     versions[v] = p.version;
     if (max_version) *max_version = std::max(*max_version, p.max_version);
     sink(static_cast<int>(v), p);
+    if (profile_ != nullptr) {
+      profile_->Mark(static_cast<int>(v), StepProfile::Event::kArrived, p.answered);
+      profile_->Mark(static_cast<int>(v), StepProfile::Event::kLoaded);
+    }
   }
   MutexLock lock(&mu_);
   versions_ = std::move(versions);
@@ -152,6 +156,7 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
     pushed = std::move(both.push);
     pulled = std::move(both.pull);
   }
+  if (profile_ != nullptr) profile_->Mark(v, StepProfile::Event::kSent);
   MutexLock lock(&mu_);
   pushes_[i] = std::move(pushed);
   if (pulled) {
@@ -216,6 +221,7 @@ Result<double> StepExchange::AwaitPushes() {
       continue;
     }
     TOWERPS_RETURN_IF_ERROR(r.status());
+    if (profile_ != nullptr) profile_->Mark(v, StepProfile::Event::kAnswered, r->answered);
     staleness += r->mean_staleness;
     ++pushed;
   }

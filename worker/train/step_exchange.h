@@ -40,6 +40,7 @@
 #include "worker/data/batcher.h"
 #include "worker/tower_group.h"
 #include "worker/train/divergence.h"
+#include "worker/train/step_profile.h"
 #include "worker/train/table_exchange.h"
 
 namespace towerps::worker {
@@ -99,6 +100,9 @@ class StepExchange {
                    int64_t* max_version) EXCLUDES(mu_);
 
   int64_t last_step() const EXCLUDES(mu_);
+  // Where the pushes' and pulls' times go (--profile-steps): borrowed, may be null; set before
+  // Begin().
+  void set_profile(StepProfile* profile) { profile_ = profile; }
   // The tables' part (the chief evaluates and exports through it); empty without tables.
   TableExchange& tables() { return tables_; }
 
@@ -127,6 +131,7 @@ class StepExchange {
   TableExchange tables_;     // training thread only
   Divergence& divergence_;
   const std::atomic<bool>* const stop_;
+  StepProfile* profile_ = nullptr;
 
   mutable Mutex mu_;
   int64_t last_step_ GUARDED_BY(mu_) = 0;

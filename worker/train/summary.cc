@@ -71,6 +71,39 @@ double JobExamplesPerSec(const ps::JobConfig& job, int64_t steps, double seconds
          (sync ? job.EffectiveReplicas() : job.workers) / seconds;
 }
 
+namespace {
+
+// --profile-steps' report: milliseconds from each step's compute start (medians; -1: unseen).
+nlohmann::ordered_json ProfileJson(const ProfileReport& r) {
+  nlohmann::ordered_json j;
+  j["steps"] = r.steps;
+  j["step_ms"] = JsonNumber(r.step_ms);
+  j["compute_ms"] = JsonNumber(r.compute_ms);
+  j["first_push_ms"] = JsonNumber(r.first_push_ms);
+  j["pushes_before_compute_end"] = JsonNumber(r.pushes_before_compute_end);
+  nlohmann::ordered_json path;
+  path["variable"] = r.critical_variable;
+  path["to_gradient_ms"] = JsonNumber(r.to_gradient_ms);
+  path["to_push_ms"] = JsonNumber(r.to_push_ms);
+  path["round_trip_ms"] = JsonNumber(r.round_trip_ms);
+  path["loading_ms"] = JsonNumber(r.loading_ms);
+  j["critical_path"] = path;
+  nlohmann::ordered_json variables = nlohmann::ordered_json::array();
+  for (const VariableProfile& v : r.variables) {
+    variables.push_back({{"name", v.name},
+                         {"bytes", v.bytes},
+                         {"gradient_ms", JsonNumber(v.gradient_ms)},
+                         {"sent_ms", JsonNumber(v.sent_ms)},
+                         {"answered_ms", JsonNumber(v.answered_ms)},
+                         {"arrived_ms", JsonNumber(v.arrived_ms)},
+                         {"loaded_ms", JsonNumber(v.loaded_ms)}});
+  }
+  j["variables"] = variables;
+  return j;
+}
+
+}  // namespace
+
 std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank,
                         const RunRecord& run) {
   nlohmann::ordered_json j;
@@ -134,6 +167,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
       s.divergence.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s.divergence);
   j["nonfinite_dropped"] = s.nonfinite_dropped;
   j["nonfinite_rejected"] = s.nonfinite_rejected;
+  if (s.profile) j["profile"] = ProfileJson(*s.profile);
   nlohmann::ordered_json fields;
   for (const auto& [flag, value] : job.ModeFields()) fields[flag.substr(2)] = value;
   j["job"] = fields;

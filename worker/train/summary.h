@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ps/client.h"
 #include "ps/job_config.h"
+#include "worker/train/step_profile.h"
 
 namespace towerps::worker {
 
@@ -62,6 +64,7 @@ struct TrainingSummary {
   uint64_t nonfinite_dropped = 0;   // this worker: pushes the servers refused as non-finite
   uint64_t nonfinite_rejected = 0;  // summed over servers (chief): non-finite gradients refused
   ps::FirstNonFinite servers_first_nonfinite;  // the earliest of them, over servers (chief)
+  std::optional<ProfileReport> profile;        // --profile-steps
 };
 
 // Adds one server's counters and histogram to the summary (the chief calls it per server).

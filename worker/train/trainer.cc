@@ -133,6 +133,17 @@ class Trainer::Impl {
     co.transport.path = o_.transport_path;
     TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
     exchange_.emplace(*client_, o_.job, towers_->model(0), *divergence_, o_.stop);
+    if (o_.worker.profile_steps > 0) {
+      std::vector<std::string> names;
+      std::vector<int64_t> bytes;
+      for (const auto& v : towers_->model(0).variables()) {
+        names.push_back(v.name);
+        bytes.push_back(NumElements(v.shape) * static_cast<int64_t>(sizeof(float)));
+      }
+      profile_ = std::make_unique<StepProfile>(o_.worker.profile_steps, std::move(names),
+                                               std::move(bytes));
+      exchange_->set_profile(profile_.get());
+    }
     // Gradients are averaged into the client's shared-memory arena: pushes lend them in place.
     towers_->SetGradientAllocator(
         [client = client_.get()](const Shape& shape) { return client->Allocate(shape); });
@@ -188,6 +199,7 @@ class Trainer::Impl {
       if (exchange_->RanLastIteration(iter)) break;  // no pull was issued after it
       const auto wait_start = Clock::now();
       TOWERPS_RETURN_IF_ERROR(exchange_->AwaitValues(*towers_));
+      if (profile_) profile_->EndStep();  // the step before: its next values are loaded
       StepTimes t{.wait = push_wait + Seconds(Clock::now() - wait_start)};
       const int64_t progress = exchange_->Progress(iter);
       if (progress >= total) break;
@@ -270,9 +282,14 @@ class Trainer::Impl {
     if (t->delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(t->delay));
     const auto compute_start = Clock::now();
     if (!batch_.targets.empty()) towers_->SetTargets(batch_.targets.data());
-    Result<StepResult> r =
-        towers_->Step(batch_.x.data(), batch_.labels.data(), batch_.size,
-                      [&](int v, const Tensor& average) { exchange_->Push(v, average, iter); });
+    if (profile_) profile_->BeginStep();
+    Result<StepResult> r = towers_->Step(batch_.x.data(), batch_.labels.data(), batch_.size,
+                                         [&](int v, const Tensor& average) {
+                                           if (profile_)
+                                             profile_->Mark(v, StepProfile::Event::kGradient);
+                                           exchange_->Push(v, average, iter);
+                                         });
+    if (profile_) profile_->EndCompute();
     t->compute = last_compute_ = Seconds(Clock::now() - compute_start);
     log->Count(*t);
     return r;
@@ -335,6 +352,10 @@ class Trainer::Impl {
     TrainingSummary s = log.Summary(Seconds(Clock::now() - began), steps, steps_per_epoch_,
                                     last_loss, /*chief=*/o_.rank == 0);
     divergence_->Fill(&s);
+    if (profile_) {
+      s.profile = profile_->Report();
+      if (s.profile) TOWERPS_LOG(kInfo) << s.profile->Describe();
+    }
     return s;
   }
 
@@ -351,6 +372,7 @@ class Trainer::Impl {
   std::optional<Divergence> divergence_;   // made once the variables are known
   std::optional<CollapseWatch> collapse_;  // made once the data is loaded
   std::optional<StepExchange> exchange_;   // made once connected
+  std::unique_ptr<StepProfile> profile_;   // --profile-steps
   MetricsLog metrics_;
   StragglerPlan plan_;
   double last_compute_ = 0;  // seconds of the last step's compute (stragglers scale by it)
