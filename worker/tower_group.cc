@@ -173,7 +173,7 @@ Tensor& TowerGroup::WritableAverage(int v) {
 
 Status TowerGroup::SetUpDeviceReduction() {
   kernels::Backend<float>* b0 = towers_[0].backend.get();
-  if (towers_.size() < 2 || b0->host_memory()) return Status::Ok();
+  if (b0->host_memory()) return Status::Ok();
   for (size_t t = 1; t < towers_.size(); ++t) {
     if (!b0->CanCopyFromPeer(*towers_[t].backend)) return Status::Ok();
   }
@@ -186,6 +186,7 @@ Status TowerGroup::SetUpDeviceReduction() {
       TOWERPS_ASSIGN_OR_RETURN(auto b, kernels::BackendBuffer<float>::Allocate(b0, n));
       reduce->scratch[v].push_back(std::move(b));
     }
+    if (k == 1) continue;  // the gradient itself is copied out
     TOWERPS_ASSIGN_OR_RETURN(auto avg, kernels::BackendBuffer<float>::Allocate(b0, n));
     reduce->average.push_back(std::move(avg));
   }
@@ -195,7 +196,7 @@ Status TowerGroup::SetUpDeviceReduction() {
     reduce->queued.assign(k, std::vector<char>(num_vars_, 0));
   }
   device_ = std::move(reduce);
-  TOWERPS_LOG(kInfo) << "tower gradients are averaged on " << towers_[0].device.name();
+  if (k > 1) TOWERPS_LOG(kInfo) << "tower gradients are averaged on " << towers_[0].device.name();
   return Status::Ok();
 }
 
@@ -307,6 +308,12 @@ Result<StepResult> TowerGroup::StepOnDevice(const float* x, const int32_t* label
     }
     const int64_t n = average_[v].num_elements();
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    if (k == 1) {  // straight from the device into the pinned buffer the push lends
+      copies.emplace_back(b0->CopyToHostAsync(towers_[0].model->backend_gradient(v), bytes,
+                                              WritableAverage(v).f32()),
+                          v);
+      return;
+    }
     std::vector<const float*> in = {towers_[0].model->backend_gradient(v)};
     for (int t = 1; t < k; ++t) {
       float* dst = r.scratch[v][t - 1].data();

@@ -4,12 +4,15 @@
 //
 // Where the average is computed:
 //  - On the host, in tower order (bitwise reproducible), when the towers compute in host memory
-//    (CPU) or there is one tower: the last tower to finish a variable averages it.
-//  - On tower 0's device, when there are several device towers that can copy from each other
+//    (CPU): the last tower to finish a variable averages it.
+//  - On tower 0's device, when the towers compute in device memory and can copy from each other
 //    (MemorySpace::CanCopyFromPeer, e.g. GPUs): towers t > 0 only report, per variable, that
 //    its gradient is queued; tower 0's thread (so each backend keeps one caller) waits for the
 //    reports, queues the peer copies, AverageOf in tower order and one copy to the pinned host
 //    average, and once its own backward is queued hands on each average as its copy lands.
+//    A single device tower is the same with nothing to average: each gradient is copied from
+//    the device straight into the pinned host buffer that is handed on (the client's
+//    shared-memory arena, with SetGradientAllocator), as soon as its layer's backward is queued.
 //
 // Contract:
 //  - Owns the towers' backends and models; the caller reads and writes the replicas' values
@@ -70,7 +73,8 @@ class TowerGroup {
   Model<float>& model(int t) { return *towers_[t].model; }
   const Model<float>& model(int t) const { return *towers_[t].model; }
   const TowerDevice& device(int t) const { return towers_[t].device; }
-  // True when the gradients are averaged on tower 0's device (see above).
+  // True when the gradients are averaged on tower 0's device, or copied from it straight into
+  // the buffers handed on (one device tower; see above).
   bool averages_on_device() const { return device_ != nullptr; }
 
   using AverageCallback = std::function<void(int variable, const Tensor& average)>;

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   int violations = 0;
   std::string first_violation;
   int64_t bytes_to_device = 0, bytes_to_host = 0;
+  std::set<const void*> async_destinations;  // every host buffer CopyToHostAsync wrote
 
   std::string name() const override { return "checked-device"; }
   // Peer copies between two stand-ins, as between two GPUs; counted.
@@ -109,6 +111,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   // Deferred until WaitCopy, so a model that reads a gradient before waiting sees stale data.
   uint64_t CopyToHostAsync(const void* src, size_t bytes, void* host) override {
     Check(src, bytes, "CopyToHostAsync");
+    async_destinations.insert(host);
     pending_[next_ticket_] = {src, bytes, host};
     return next_ticket_++;
   }
