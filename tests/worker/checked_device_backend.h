@@ -5,22 +5,30 @@
 // pointer leaking into an op (inputs, labels, parameters, activations) is caught. Uploads are
 // deferred to the next op and downloads to WaitCopy, as a stream would, so reading too early
 // sees stale data. Two stand-ins copy from each other as two GPUs would (CopyFromPeer). Results
-// are bitwise those of the CPU backend: same math, only the memory differs.
+// are bitwise those of the CPU backend: same math, only the memory differs. In stream mode
+// (RunAsStream) ops and copies run on a thread of their own with a latency each, so that tests
+// can see what overlaps what.
 //
 // Contract: one caller at a time, like a real backend; only CopyFromPeer may read a peer that
-// another thread is using (it looks up the peer's allocation table under a lock).
+// another thread is using (it looks up the peer's allocation table under a lock). Stream mode
+// is for one backend alone (CopyFromPeer does not wait for the peer's stream).
 #ifndef TOWERPS_TESTS_WORKER_CHECKED_DEVICE_BACKEND_H_
 #define TOWERPS_TESTS_WORKER_CHECKED_DEVICE_BACKEND_H_
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -49,6 +57,14 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     }
   }
   ~CheckedDeviceBackend() override {
+    if (streaming_) {
+      {
+        std::lock_guard<std::mutex> lock(stream_mu_);
+        stopping_ = true;
+        stream_cv_.notify_all();
+      }
+      stream_.join();
+    }
     for (auto& [p, bytes] : live_) std::free(reinterpret_cast<void*>(p));
   }
 
@@ -68,6 +84,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     Check(dst, bytes, "CopyFromPeer dst");
     if (!from.Owns(src, bytes) && violations++ == 0) first_violation = "CopyFromPeer src";
     ++peer_copies;
+    Drain();
     std::memcpy(dst, src, bytes);
   }
   bool host_memory() const override { return false; }
@@ -81,6 +98,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   void Free(void* p) override {
     if (p == nullptr) return;
     Check(p, 1, "Free");
+    Drain();  // ops queued before may still use it
     std::lock_guard<std::mutex> lock(live_mu_);
     live_.erase(reinterpret_cast<uintptr_t>(p));
     std::free(p);
@@ -88,24 +106,33 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   void CopyFromHost(const void* host, size_t bytes, void* dst) override {
     Check(dst, bytes, "CopyFromHost");
     bytes_to_device += static_cast<int64_t>(bytes);
+    Drain();
     std::memcpy(dst, host, bytes);
   }
   void CopyToHost(const void* src, size_t bytes, void* host) override {
     Check(src, bytes, "CopyToHost");
     bytes_to_host += static_cast<int64_t>(bytes);
+    Drain();
     std::memcpy(host, src, bytes);
   }
   void Copy(const void* src, size_t bytes, void* dst) override {
     Check(src, bytes, "Copy");
     Check(dst, bytes, "Copy");
-    std::memcpy(dst, src, bytes);
+    Run([=] { std::memcpy(dst, src, bytes); });
   }
-  void Synchronize() override { Flush(); }
+  void Synchronize() override {
+    Flush();
+    Drain();
+  }
   // Deferred until the next op or copy (stream order), so a host buffer the model stops
   // keeping alive too early is read late (and caught by ASan).
   void CopyFromHostAsync(const void* host, size_t bytes, void* dst) override {
     Check(dst, bytes, "CopyFromHostAsync");
     bytes_to_device += static_cast<int64_t>(bytes);
+    if (streaming_) {
+      Run([=] { std::memcpy(dst, host, bytes); }, /*op=*/false);
+      return;
+    }
     queued_.push_back({host, bytes, dst});
   }
   // Deferred until WaitCopy, so a model that reads a gradient before waiting sees stale data.
@@ -113,6 +140,16 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     Check(src, bytes, "CopyToHostAsync");
     async_destinations.insert(host);
     pending_[next_ticket_] = {src, bytes, host};
+    if (streaming_) {
+      Run(
+          [=, this, ticket = next_ticket_] {
+            std::this_thread::sleep_for(copy_latency_);
+            std::memcpy(host, src, bytes);
+            std::lock_guard<std::mutex> lock(stream_mu_);
+            landed_.insert(ticket);
+          },
+          /*op=*/false);
+    }
     return next_ticket_++;
   }
   void WaitCopy(uint64_t ticket) override {
@@ -120,8 +157,30 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     auto it = pending_.find(ticket);
     ASSERT_NE(it, pending_.end()) << "WaitCopy of an unknown or already waited ticket";
     bytes_to_host += static_cast<int64_t>(it->second.bytes);
-    std::memcpy(it->second.host, it->second.src, it->second.bytes);
+    if (streaming_) {
+      std::unique_lock<std::mutex> lock(stream_mu_);
+      stream_cv_.wait(lock, [&] { return landed_.count(ticket) != 0; });
+      landed_.erase(ticket);
+    } else {
+      std::memcpy(it->second.host, it->second.src, it->second.bytes);
+    }
     pending_.erase(it);
+  }
+
+  // Stream mode (overlap tests): from now on ops and copies run in order on a thread of their
+  // own, each op taking `op_latency` and each download `copy_latency`, while the caller only
+  // queues them, as a GPU's host does; synchronous copies and Synchronize wait for the stream.
+  // Call once, before the backend is used.
+  void RunAsStream(std::chrono::microseconds op_latency, std::chrono::microseconds copy_latency) {
+    op_latency_ = op_latency;
+    copy_latency_ = copy_latency;
+    streaming_ = true;
+    stream_ = std::thread([this] { StreamLoop(); });
+  }
+  // Stream mode: when the stream finished its last op (copies aside).
+  std::chrono::steady_clock::time_point last_op_done() {
+    std::lock_guard<std::mutex> lock(stream_mu_);
+    return last_op_done_;
   }
   size_t pending_copies() const { return pending_.size() + queued_.size(); }
 
@@ -130,91 +189,91 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     F(a, int64_t{m} * k, "Gemm a");
     F(b, int64_t{k} * n, "Gemm b");
     F(c, int64_t{m} * n, "Gemm c");
-    cpu_->Gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+    Run([=, this] { cpu_->Gemm(ta, tb, m, n, k, alpha, a, b, beta, c); });
   }
   void BiasAdd(int outer, int channels, int inner, const float* bias, float* y) override {
     F(bias, channels, "BiasAdd bias");
     F(y, int64_t{outer} * channels * inner, "BiasAdd y");
-    cpu_->BiasAdd(outer, channels, inner, bias, y);
+    Run([=, this] { cpu_->BiasAdd(outer, channels, inner, bias, y); });
   }
   void BiasBackward(int outer, int channels, int inner, const float* dy, float* db) override {
     F(dy, int64_t{outer} * channels * inner, "BiasBackward dy");
     F(db, channels, "BiasBackward db");
-    cpu_->BiasBackward(outer, channels, inner, dy, db);
+    Run([=, this] { cpu_->BiasBackward(outer, channels, inner, dy, db); });
   }
   void Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) override {
     F(x, s.x_size(), "conv x");
     F(w, s.w_size(), "conv w");
     F(y, s.y_size(), "conv y");
-    cpu_->Conv2dForward(s, x, w, y);
+    Run([=, this] { cpu_->Conv2dForward(s, x, w, y); });
   }
   void Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
                           float* dx) override {
     F(dy, s.y_size(), "conv dy");
     F(w, s.w_size(), "conv w");
     F(dx, s.x_size(), "conv dx");
-    cpu_->Conv2dBackwardData(s, dy, w, dx);
+    Run([=, this] { cpu_->Conv2dBackwardData(s, dy, w, dx); });
   }
   void Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
                             float* dw) override {
     F(x, s.x_size(), "conv x");
     F(dy, s.y_size(), "conv dy");
     F(dw, s.w_size(), "conv dw");
-    cpu_->Conv2dBackwardFilter(s, x, dy, dw);
+    Run([=, this] { cpu_->Conv2dBackwardFilter(s, x, dy, dw); });
   }
   void MaxPoolForward(const Pool2dShape& s, const float* x, float* y) override {
     F(x, s.x_size(), "pool x");
     F(y, s.y_size(), "pool y");
-    cpu_->MaxPoolForward(s, x, y);
+    Run([=, this] { cpu_->MaxPoolForward(s, x, y); });
   }
   void MaxPoolBackward(const Pool2dShape& s, const float* x, const float* dy, float* dx) override {
     F(x, s.x_size(), "pool x");
     F(dy, s.y_size(), "pool dy");
     F(dx, s.x_size(), "pool dx");
-    cpu_->MaxPoolBackward(s, x, dy, dx);
+    Run([=, this] { cpu_->MaxPoolBackward(s, x, dy, dx); });
   }
   void AvgPoolForward(const Pool2dShape& s, const float* x, float* y) override {
     F(x, s.x_size(), "pool x");
     F(y, s.y_size(), "pool y");
-    cpu_->AvgPoolForward(s, x, y);
+    Run([=, this] { cpu_->AvgPoolForward(s, x, y); });
   }
   void AvgPoolBackward(const Pool2dShape& s, const float* dy, float* dx) override {
     F(dy, s.y_size(), "pool dy");
     F(dx, s.x_size(), "pool dx");
-    cpu_->AvgPoolBackward(s, dy, dx);
+    Run([=, this] { cpu_->AvgPoolBackward(s, dy, dx); });
   }
   void ReluForward(int64_t n, const float* x, float* y) override {
     Unary(n, x, y);
-    cpu_->ReluForward(n, x, y);
+    Run([=, this] { cpu_->ReluForward(n, x, y); });
   }
   void ReluBackward(int64_t n, const float* y, const float* dy, float* dx) override {
     Binary(n, y, dy, dx);
-    cpu_->ReluBackward(n, y, dy, dx);
+    Run([=, this] { cpu_->ReluBackward(n, y, dy, dx); });
   }
   void TanhForward(int64_t n, const float* x, float* y) override {
     Unary(n, x, y);
-    cpu_->TanhForward(n, x, y);
+    Run([=, this] { cpu_->TanhForward(n, x, y); });
   }
   void TanhBackward(int64_t n, const float* y, const float* dy, float* dx) override {
     Binary(n, y, dy, dx);
-    cpu_->TanhBackward(n, y, dy, dx);
+    Run([=, this] { cpu_->TanhBackward(n, y, dy, dx); });
   }
   void SigmoidForward(int64_t n, const float* x, float* y) override {
     Unary(n, x, y);
-    cpu_->SigmoidForward(n, x, y);
+    Run([=, this] { cpu_->SigmoidForward(n, x, y); });
   }
   void SigmoidBackward(int64_t n, const float* y, const float* dy, float* dx) override {
     Binary(n, y, dy, dx);
-    cpu_->SigmoidBackward(n, y, dy, dx);
+    Run([=, this] { cpu_->SigmoidBackward(n, y, dy, dx); });
   }
   void LrnForward(int n, int c, int hw, const LrnParams& p, const float* x, float* y) override {
     Unary(int64_t{n} * c * hw, x, y);
-    cpu_->LrnForward(n, c, hw, p, x, y);
+    Run([=, this] { cpu_->LrnForward(n, c, hw, p, x, y); });
   }
   void LrnBackward(int n, int c, int hw, const LrnParams& p, const float* x, const float* dy,
                    float* dx) override {
     Binary(int64_t{n} * c * hw, x, dy, dx);
-    cpu_->LrnBackward(n, c, hw, p, x, dy, dx);
+    Run([=, this] { cpu_->LrnBackward(n, c, hw, p, x, dy, dx); });
   }
   void BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
                                 const float* gamma, const float* beta, float* y, float* mean,
@@ -225,7 +284,9 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     F(mean, c, "mean");
     F(var, c, "var");
     F(inv_std, c, "inv_std");
-    cpu_->BatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, var, inv_std);
+    Run([=, this] {
+      cpu_->BatchNormForwardTraining(n, c, hw, epsilon, x, gamma, beta, y, mean, var, inv_std);
+    });
   }
   void BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
                                  const float* gamma, const float* beta, const float* mean,
@@ -235,7 +296,9 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     F(beta, c, "beta");
     F(mean, c, "mean");
     F(var, c, "var");
-    cpu_->BatchNormForwardInference(n, c, hw, epsilon, x, gamma, beta, mean, var, y);
+    Run([=, this] {
+      cpu_->BatchNormForwardInference(n, c, hw, epsilon, x, gamma, beta, mean, var, y);
+    });
   }
   void BatchNormBackward(int n, int c, int hw, const float* x, const float* dy, const float* gamma,
                          const float* mean, const float* inv_std, float* dx, float* dgamma,
@@ -245,26 +308,28 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
                            static_cast<const float*>(dbeta)}) {
       F(p, c, "batch norm channel vector");
     }
-    cpu_->BatchNormBackward(n, c, hw, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
+    Run([=, this] {
+      cpu_->BatchNormBackward(n, c, hw, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
+    });
   }
   void GlobalAvgPoolForward(int n, int c, int hw, const float* x, float* y) override {
     F(x, int64_t{n} * c * hw, "x");
     F(y, int64_t{n} * c, "y");
-    cpu_->GlobalAvgPoolForward(n, c, hw, x, y);
+    Run([=, this] { cpu_->GlobalAvgPoolForward(n, c, hw, x, y); });
   }
   void GlobalAvgPoolBackward(int n, int c, int hw, const float* dy, float* dx) override {
     F(dy, int64_t{n} * c, "dy");
     F(dx, int64_t{n} * c * hw, "dx");
-    cpu_->GlobalAvgPoolBackward(n, c, hw, dy, dx);
+    Run([=, this] { cpu_->GlobalAvgPoolBackward(n, c, hw, dy, dx); });
   }
   void DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
                       float* y) override {
     Binary(n, x, mask, y);
-    cpu_->DropoutForward(n, rate, seed, x, mask, y);
+    Run([=, this] { cpu_->DropoutForward(n, rate, seed, x, mask, y); });
   }
   void DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) override {
     Binary(n, mask, dy, dx);
-    cpu_->DropoutBackward(n, mask, dy, dx);
+    Run([=, this] { cpu_->DropoutBackward(n, mask, dy, dx); });
   }
   void SoftmaxCrossEntropy(int batch, int classes, const float* logits, const int32_t* labels,
                            float grad_scale, float* loss, float* dlogits) override {
@@ -272,7 +337,9 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     Check(labels, sizeof(int32_t) * batch, "labels");
     F(loss, batch, "loss");
     if (dlogits) F(dlogits, int64_t{batch} * classes, "dlogits");
-    cpu_->SoftmaxCrossEntropy(batch, classes, logits, labels, grad_scale, loss, dlogits);
+    Run([=, this] {
+      cpu_->SoftmaxCrossEntropy(batch, classes, logits, labels, grad_scale, loss, dlogits);
+    });
   }
   void SigmoidCrossEntropy(int batch, const float* logits, const int32_t* labels, float grad_scale,
                            float* loss, float* dlogits) override {
@@ -280,7 +347,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     Check(labels, sizeof(int32_t) * batch, "labels");
     F(loss, batch, "loss");
     if (dlogits) F(dlogits, batch, "dlogits");
-    cpu_->SigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits);
+    Run([=, this] { cpu_->SigmoidCrossEntropy(batch, logits, labels, grad_scale, loss, dlogits); });
   }
   void SquaredError(int batch, int width, const float* outputs, const float* targets,
                     float grad_scale, float* loss, float* doutputs) override {
@@ -288,84 +355,125 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     F(targets, int64_t{batch} * width, "targets");
     F(loss, batch, "loss");
     if (doutputs) F(doutputs, int64_t{batch} * width, "doutputs");
-    cpu_->SquaredError(batch, width, outputs, targets, grad_scale, loss, doutputs);
+    Run([=, this] {
+      cpu_->SquaredError(batch, width, outputs, targets, grad_scale, loss, doutputs);
+    });
   }
   void CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
                    int64_t y_stride) override {
     Columns(rows, width, x, x_stride, y, y_stride);
-    cpu_->CopyColumns(rows, width, x, x_stride, y, y_stride);
+    Run([=, this] { cpu_->CopyColumns(rows, width, x, x_stride, y, y_stride); });
   }
   void AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
                   int64_t y_stride) override {
     Columns(rows, width, x, x_stride, y, y_stride);
-    cpu_->AddColumns(rows, width, x, x_stride, y, y_stride);
+    Run([=, this] { cpu_->AddColumns(rows, width, x, x_stride, y, y_stride); });
   }
   void EmbeddingForward(int batch, int fields, int dim, const float* rows, const uint32_t* index,
                         float* y, int64_t y_stride) override {
     Check(index, sizeof(uint32_t) * batch * fields, "index");
     if (batch > 0) F(y, (batch - 1) * y_stride + int64_t{fields} * dim, "y");
-    cpu_->EmbeddingForward(batch, fields, dim, rows, index, y, y_stride);
+    Run([=, this] { cpu_->EmbeddingForward(batch, fields, dim, rows, index, y, y_stride); });
   }
   void EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
                          const uint32_t* positions, const float* dy, int64_t dy_stride,
                          float* drows) override {
     Check(offsets, sizeof(uint32_t) * (unique + 1), "offsets");
     F(drows, unique * dim, "drows");
-    cpu_->EmbeddingBackward(fields, dim, unique, offsets, positions, dy, dy_stride, drows);
+    Run([=, this] {
+      cpu_->EmbeddingBackward(fields, dim, unique, offsets, positions, dy, dy_stride, drows);
+    });
   }
   void EmbeddingBagForward(int batch, int dim, const float* rows, const uint32_t* index,
                            const uint32_t* bags, bool mean, float* y, int64_t y_stride) override {
     Check(bags, sizeof(uint32_t) * (batch + 1), "bags");
     if (batch > 0) F(y, (batch - 1) * y_stride + dim, "y");
-    cpu_->EmbeddingBagForward(batch, dim, rows, index, bags, mean, y, y_stride);
+    Run([=, this] { cpu_->EmbeddingBagForward(batch, dim, rows, index, bags, mean, y, y_stride); });
   }
   void EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
                             const uint32_t* examples, const uint32_t* bags, bool mean,
                             const float* dy, int64_t dy_stride, float* drows) override {
     Check(offsets, sizeof(uint32_t) * (unique + 1), "offsets");
     F(drows, unique * dim, "drows");
-    cpu_->EmbeddingBagBackward(dim, unique, offsets, examples, bags, mean, dy, dy_stride, drows);
+    Run([=, this] {
+      cpu_->EmbeddingBagBackward(dim, unique, offsets, examples, bags, mean, dy, dy_stride, drows);
+    });
   }
   void DotInteractionForward(int batch, int k, int d, const float* x, float* y) override {
     F(x, int64_t{batch} * k * d, "x");
     F(y, int64_t{batch} * (d + int64_t{k} * (k - 1) / 2), "y");
-    cpu_->DotInteractionForward(batch, k, d, x, y);
+    Run([=, this] { cpu_->DotInteractionForward(batch, k, d, x, y); });
   }
   void DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
                               float* dx) override {
     F(x, int64_t{batch} * k * d, "x");
     F(dy, int64_t{batch} * (d + int64_t{k} * (k - 1) / 2), "dy");
     F(dx, int64_t{batch} * k * d, "dx");
-    cpu_->DotInteractionBackward(batch, k, d, x, dy, dx);
+    Run([=, this] { cpu_->DotInteractionBackward(batch, k, d, x, dy, dx); });
   }
   void Add(int64_t n, const float* a, const float* b, float* y) override {
     Binary(n, a, b, y);
-    cpu_->Add(n, a, b, y);
+    Run([=, this] { cpu_->Add(n, a, b, y); });
   }
   void Axpy(int64_t n, float alpha, const float* x, float* y) override {
     Unary(n, x, y);
-    cpu_->Axpy(n, alpha, x, y);
+    Run([=, this] { cpu_->Axpy(n, alpha, x, y); });
   }
   void Scale(int64_t n, float alpha, float* y) override {
     F(y, n, "Scale");
-    cpu_->Scale(n, alpha, y);
+    Run([=, this] { cpu_->Scale(n, alpha, y); });
   }
   void Fill(int64_t n, float value, float* y) override {
     F(y, n, "Fill");
-    cpu_->Fill(n, value, y);
+    Run([=, this] { cpu_->Fill(n, value, y); });
   }
   void AverageOf(int k, const float* const* in, int64_t n, float* out) override {
     for (int j = 0; j < k; ++j) F(in[j], n, "AverageOf in");
     F(out, n, "AverageOf out");
-    cpu_->AverageOf(k, in, n, out);
+    Run([=, this, inputs = std::vector<const float*>(in, in + k)] {
+      cpu_->AverageOf(k, inputs.data(), n, out);
+    });
   }
   void MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay, const float* g,
                       float* v, float* p) override {
     Binary(n, g, v, p);
-    cpu_->MomentumUpdate(n, lr, momentum, weight_decay, g, v, p);
+    Run([=, this] { cpu_->MomentumUpdate(n, lr, momentum, weight_decay, g, v, p); });
   }
 
  private:
+  // An op (or, op = false, a copy) in stream order: now, or on the stream in stream mode.
+  void Run(std::function<void()> fn, bool op = true) {
+    if (!streaming_) {
+      fn();
+      return;
+    }
+    std::lock_guard<std::mutex> lock(stream_mu_);
+    tasks_.push_back({std::move(fn), op});
+    stream_cv_.notify_all();
+  }
+  // Stream mode: waits until the stream has run everything queued.
+  void Drain() {
+    if (!streaming_) return;
+    std::unique_lock<std::mutex> lock(stream_mu_);
+    stream_cv_.wait(lock, [&] { return tasks_.empty() && !busy_; });
+  }
+  void StreamLoop() {
+    std::unique_lock<std::mutex> lock(stream_mu_);
+    for (;;) {
+      stream_cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, with nothing left
+      Task task = std::move(tasks_.front());
+      tasks_.pop_front();
+      busy_ = true;
+      lock.unlock();
+      if (task.op) std::this_thread::sleep_for(op_latency_);
+      task.fn();
+      lock.lock();
+      if (task.op) last_op_done_ = std::chrono::steady_clock::now();
+      busy_ = false;
+      stream_cv_.notify_all();
+    }
+  }
   void Flush() {
     for (const PendingCopy& c : queued_) std::memcpy(c.host, c.src, c.bytes);  // host -> dst
     queued_.clear();
@@ -414,6 +522,21 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   std::map<uint64_t, PendingCopy> pending_;
   std::vector<PendingCopy> queued_;  // uploads: src = host, host = device destination
   uint64_t next_ticket_ = 1;
+  // Stream mode.
+  struct Task {
+    std::function<void()> fn;
+    bool op;
+  };
+  bool streaming_ = false;
+  std::chrono::microseconds op_latency_{0}, copy_latency_{0};
+  std::thread stream_;
+  std::mutex stream_mu_;
+  std::condition_variable stream_cv_;
+  std::deque<Task> tasks_;     // guarded by stream_mu_
+  bool busy_ = false;          // the stream is running a task; guarded by stream_mu_
+  bool stopping_ = false;      // guarded by stream_mu_
+  std::set<uint64_t> landed_;  // downloads done, not yet waited for; guarded by stream_mu_
+  std::chrono::steady_clock::time_point last_op_done_{};  // guarded by stream_mu_
 };
 
 }  // namespace towerps::worker
