@@ -58,9 +58,10 @@ void LaunchFlags::AddLauncherOptions() {
       "bind", po::value(&options_.bind)->default_value(options_.bind), "address servers listen on")(
       "base-port", po::value(&options_.base_port)->default_value(0),
       "server r listens on base-port + r; 0 picks free ports")(
-      "server-threads", po::value(&options_.server_threads)->default_value(1),
-      "--threads per server")("checkpoint-dir", po::value(&options_.checkpoint_dir),
-                              "servers checkpoint here and resume from it")(
+      "server-threads", po::value(&options_.server_threads)->default_value("auto"),
+      "--threads per server: N, or auto (each server takes half its host's cores, 1 to 8)")(
+      "checkpoint-dir", po::value(&options_.checkpoint_dir),
+      "servers checkpoint here and resume from it")(
       "checkpoint-every", po::value(&options_.checkpoint_every)->default_value(0),
       "versions between checkpoints (0: at shutdown only)")(
       "server-bin", po::value(&options_.server_binary),

@@ -19,6 +19,7 @@
 #include "common/subprocess.h"
 #include "launch/worker_cmd.h"
 #include "ps/replica_set.h"
+#include "ps/server.h"
 #include "towerps/registry.h"
 #include "worker/choices.h"
 #include "worker/straggler.h"
@@ -55,7 +56,7 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
     return InvalidArgumentError("--base-port=" + std::to_string(o.base_port) +
                                 " needs root; use a port of 1024 or more, or 0 for free ports");
   }
-  if (o.server_threads < 1) return InvalidArgumentError("--server-threads must be at least 1");
+  TOWERPS_RETURN_IF_ERROR(ps::ParseServerThreads(o.server_threads, "--server-threads").status());
   if (!o.worker.ready_file.empty()) {
     return InvalidArgumentError("--ready-file " + o.worker.ready_file +
                                 ": that is towerps-worker's own flag (the launcher gives it to "
@@ -381,15 +382,9 @@ std::string WorkerBinary(const LaunchOptions& o) {
 
 std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
                                     const std::vector<std::string>& peers) {
-  std::vector<std::string> argv = {ServerBinary(o),
-                                   "--rank",
-                                   std::to_string(rank),
-                                   "--bind",
-                                   o.bind,
-                                   "--port",
-                                   std::to_string(port),
-                                   "--threads",
-                                   std::to_string(o.server_threads)};
+  std::vector<std::string> argv = {ServerBinary(o), "--rank", std::to_string(rank), "--bind",
+                                   o.bind,          "--port", std::to_string(port), "--threads",
+                                   o.server_threads};
   if (!o.checkpoint_dir.empty()) {
     argv.insert(argv.end(), {"--checkpoint-dir", o.checkpoint_dir, "--checkpoint-every",
                              std::to_string(o.checkpoint_every)});

@@ -30,7 +30,7 @@ struct LaunchOptions {
   std::vector<std::string> command_line;  // as given, for the run directory's job.json
   std::string bind = "127.0.0.1";         // servers listen here
   int base_port = 0;                      // 0: free ports; else server r listens on base_port + r
-  int server_threads = 1;
+  std::string server_threads = "auto";    // each server's --threads: N, or auto (its host's)
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   std::string server_binary;  // empty: towerps-server next to this executable

@@ -97,7 +97,7 @@ Tensor Chunk::WritableBuffer() {
 
 void Chunk::Update(const float* const* grads, int k, int divisor, float lr,
                    ShardCounters& counters) {
-  const auto start = std::chrono::steady_clock::now();
+  const UpdateTimer timer(counters.aggregation_nanos, counters.busy);
   Tensor out = WritableBuffer();
   UpdateArgs args;
   args.grads = grads;
@@ -122,11 +122,6 @@ void Chunk::Update(const float* const* grads, int k, int divisor, float lr,
   ++updates_;
   ++version_;
   counters.updates_applied.fetch_add(1, std::memory_order_relaxed);
-  counters.aggregation_nanos.fetch_add(
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count()),
-      std::memory_order_relaxed);
 }
 
 float Chunk::ScheduledRate() const {

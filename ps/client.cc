@@ -301,6 +301,7 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
                   rep.staleness_max = st.getStalenessMax();
                   rep.pulls_served = st.getPullsServed();
                   rep.aggregation_nanos = st.getAggregationNanos();
+                  rep.update_wall_nanos = st.getUpdateWallNanos();
                   rep.rejected_messages = st.getRejectedMessages();
                   rep.checkpoints_written = st.getCheckpointsWritten();
                   rep.refused_handshakes = st.getRefusedHandshakes();

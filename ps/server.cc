@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include <kj/exception.h>
 
 #include "common/logging.h"
+#include "common/parse.h"
 #include "ps/replica_set.h"
 #include "ps/reply.h"
 #include "ps/variable.h"
@@ -26,6 +28,21 @@ std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reade
 }
 
 }  // namespace
+
+int AutoServerThreads() {
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cores / 2, 1, 8);
+}
+
+Result<int> ParseServerThreads(const std::string& text, const std::string& flag) {
+  if (text == "auto") return AutoServerThreads();
+  Result<int> n = ParseInt<int>(text, flag, 1, 256);
+  if (!n.ok()) {
+    return InvalidArgumentError(n.status().message() +
+                                " (or auto: " + std::to_string(AutoServerThreads()) + " here)");
+  }
+  return n;
+}
 
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
@@ -63,7 +80,8 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   TOWERPS_ASSIGN_OR_RETURN(server->socket_,
                            server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
   for (int i = 0; i < o.threads; ++i) {
-    server->shards_.push_back(std::make_unique<Shard>(i, server->options_.job, &server->outbox_));
+    server->shards_.push_back(
+        std::make_unique<Shard>(i, server->options_.job, &server->outbox_, &server->update_clock_));
   }
   TOWERPS_RETURN_IF_ERROR(server->ConnectPeers());
   if (!o.logdir.empty()) {

@@ -35,6 +35,7 @@
 
 #include "common/mailbox.h"
 #include "common/transport.h"
+#include "ps/busy_clock.h"
 #include "ps/checkpoint.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
@@ -50,6 +51,12 @@ class ServerEvents;
 // towerps-server's exit status when a backup took its place (EX_TEMPFAIL): the launcher restarts
 // it with --rejoin, as it restarts one killed by a signal.
 inline constexpr int kExitReplaced = 75;
+
+// --threads auto: half this host's cores (the other half left to its workers), 1 to 8; 1 on a
+// 2-core machine.
+int AutoServerThreads();
+// A --threads value: "auto" or 1 to 256; kInvalidArgument naming `flag` otherwise.
+Result<int> ParseServerThreads(const std::string& text, const std::string& flag);
 
 struct ServerOptions {
   int rank = 0;
@@ -137,6 +144,7 @@ class Server {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<Socket> socket_;
   Mailbox<ServerOutput> outbox_;
+  BusyClock update_clock_;  // the shards' updates in wall-clock time; outlives them
   std::vector<std::unique_ptr<Shard>> shards_;
   bool shards_started_ = false;
   std::vector<VariableSpec> variables_;

@@ -28,6 +28,7 @@ struct ServerFlags {
   std::string log_level = "info", ready_file, peers;
   int64_t stats_ms = options.stats_log_interval.count();
   int64_t shutdown_grace_ms = options.shutdown_grace.count();
+  std::string threads = "auto";
 };
 
 void AddServerOptions(ServerFlags& f, po::options_description& desc) {
@@ -37,8 +38,9 @@ void AddServerOptions(ServerFlags& f, po::options_description& desc) {
       "bind", po::value(&f.options.bind)->default_value(f.options.bind),
       "address of the interface to listen on (0.0.0.0 for all)")(
       "port", po::value(&f.options.port)->default_value(0), "TCP port; 0 picks a free one")(
-      "threads", po::value(&f.options.threads)->default_value(f.options.threads),
-      "threads owning chunks (each chunk has one owner)")(
+      "threads", po::value(&f.threads)->default_value(f.threads),
+      "threads owning chunks (each chunk has one owner): a number, or auto for half this "
+      "host's cores, 1 to 8")(
       "logdir", po::value(&f.options.logdir),
       "TensorBoard event files in DIR/ps-<rank>: updates, drops, bytes and staleness")(
       "checkpoint-dir", po::value(&f.options.checkpoint_dir),
@@ -86,6 +88,7 @@ Result<ps::ServerOptions> ToOptions(const ServerFlags& f, const ps::JobFlags& jo
     start = comma + 1;
   }
   options.stats_log_interval = std::chrono::milliseconds(f.stats_ms);
+  TOWERPS_ASSIGN_OR_RETURN(options.threads, ps::ParseServerThreads(f.threads, "--threads"));
   if (f.shutdown_grace_ms < 0) {
     return InvalidArgumentError("--shutdown-grace-ms " + std::to_string(f.shutdown_grace_ms) +
                                 " is negative: give the milliseconds to wait (0: stop at once)");

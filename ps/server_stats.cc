@@ -45,6 +45,7 @@ ServerStatsReport Server::CollectStats() const {
   r.refused_handshakes = socket_->refused_handshakes();
   r.refused_shutdowns = refused_shutdowns_;
   r.checkpoints_written = checkpoints_written_;
+  r.update_wall_nanos = update_clock_.nanos();
   return r;
 }
 
@@ -64,6 +65,7 @@ void Server::HandleStats(const IncomingMessage& msg) {
   st.setStalenessMax(r.staleness_max);
   st.setPullsServed(r.pulls_served);
   st.setAggregationNanos(r.aggregation_nanos);
+  st.setUpdateWallNanos(r.update_wall_nanos);
   st.setRejectedMessages(r.rejected_messages);
   st.setRefusedHandshakes(r.refused_handshakes);
   st.setRefusedShutdowns(r.refused_shutdowns);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "ps/busy_clock.h"
 #include "ps/stats_report.h"
 
 namespace towerps::ps {
@@ -22,7 +23,9 @@ struct ShardCounters {
   // The earliest refused gradient: FirstNonFinite's key of its worker's iteration and rank.
   std::atomic<uint64_t> first_nonfinite{FirstNonFinite::kNone};
   std::atomic<uint64_t> pulls_served{0};
-  std::atomic<uint64_t> aggregation_nanos{0};
+  std::atomic<uint64_t> aggregation_nanos{0};  // every update's time, summed over threads
+  // The server's wall-clock time in updates (shared by its shards; null: not kept).
+  BusyClock* busy = nullptr;
   std::array<std::atomic<uint64_t>, kStalenessBuckets> staleness{};
   // The histogram clamps at its last bucket; these are exact: the sum and the largest.
   std::atomic<uint64_t> staleness_sum{0};

@@ -10,8 +10,12 @@
 
 namespace towerps::ps {
 
-Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox)
-    : index_(index), config_(config), outbox_(outbox) {}
+Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox,
+             BusyClock* update_clock)
+    : index_(index), config_(config), outbox_(outbox) {
+  counters_.busy = update_clock;
+  replica_counters_.busy = update_clock;
+}
 
 Shard::~Shard() { Stop(); }
 

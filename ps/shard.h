@@ -94,7 +94,9 @@ using ServerOutput = std::variant<OutgoingMessage, SnapshotPart, Forward>;
 
 class Shard {
  public:
-  Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox);
+  // `update_clock` (borrowed, may be null): the server's wall-clock time in updates.
+  Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox,
+        BusyClock* update_clock = nullptr);
   ~Shard();
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;

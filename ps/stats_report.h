@@ -44,6 +44,7 @@ struct ServerStatsReport {
   uint64_t bytes_in = 0, bytes_out = 0;
   uint64_t gradients_received = 0, updates_applied = 0, stale_dropped = 0, pulls_served = 0;
   uint64_t aggregation_nanos = 0, rejected_messages = 0, checkpoints_written = 0;
+  uint64_t update_wall_nanos = 0;   // wall-clock time with an update running (ps/busy_clock.h)
   uint64_t nonfinite_rejected = 0;  // gradients refused for a NaN or an infinity
   FirstNonFinite first_nonfinite;   // the earliest of them
   uint64_t refused_handshakes = 0, refused_shutdowns = 0;

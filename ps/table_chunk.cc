@@ -269,19 +269,13 @@ void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, flo
   }
 }
 
-void TableChunk::FinishUpdate(ShardCounters& counters,
-                              std::chrono::steady_clock::time_point start) {
+void TableChunk::FinishUpdate(ShardCounters& counters) {
   ++updates_;
   counters.updates_applied.fetch_add(1, std::memory_order_relaxed);
-  counters.aggregation_nanos.fetch_add(
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count()),
-      std::memory_order_relaxed);
 }
 
 void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
-  const auto start = std::chrono::steady_clock::now();
+  const UpdateTimer timer(counters.aggregation_nanos, counters.busy);
   BeginUpdate();
   if (update.gradients.empty()) {  // every gradient refused: the version still counts it
     if (step_hook_) step_hook_(version_ - 1, Tensor(), Tensor(), 0);  // and the backup's
@@ -294,7 +288,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   if (!step_hook_) {
     UpdateRows([&](size_t g) { return SumRow(update, groups_[g], groups_[g + 1]); }, scale,
                update.lr);
-    FinishUpdate(counters, start);
+    FinishUpdate(counters);
     return;
   }
   // Replicated sync: the step's sums, formed as the rows take them, go to the backup, which
@@ -311,7 +305,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   step_hook_(version_ - 1, ids, sums, update.divisor);
   UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; }, scale,
              update.lr);
-  FinishUpdate(counters, start);
+  FinishUpdate(counters);
 }
 
 Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums, int k,
@@ -327,7 +321,7 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
                                 Describe() + " does not fit it");
   }
   if (k > 0) TOWERPS_RETURN_IF_ERROR(CheckIds(ids, /*sorted=*/true));
-  const auto start = std::chrono::steady_clock::now();
+  const UpdateTimer timer(counters->aggregation_nanos, counters->busy);
   const float lr = ScheduledRate();
   BeginUpdate();
   if (k > 0) {
@@ -337,7 +331,7 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
     FindOrAddRows(counters);
     UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; },
                1.0f / static_cast<float>(k), lr);
-    FinishUpdate(*counters, start);
+    FinishUpdate(*counters);
   }
   rule_->Replayed(step);
   return Status::Ok();

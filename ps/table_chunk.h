@@ -143,7 +143,7 @@ class TableChunk final : private UpdateTarget {
   void CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const;
   // Each row of group_rows_ updated with grad(g) * scale at rate lr.
   void UpdateRows(const std::function<const float*(size_t)>& grad, float scale, float lr);
-  void FinishUpdate(ShardCounters& counters, std::chrono::steady_clock::time_point start);
+  void FinishUpdate(ShardCounters& counters);
   // The gradient of entries_[begin, end) (one id): the one row, or their sum in rank order.
   const float* SumRow(const FormedUpdate& update, size_t begin, size_t end);
   // The row of each id of entries_ (groups_[g] starts id g's entries; group_rows_[g] its row),

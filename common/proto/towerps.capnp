@@ -251,6 +251,9 @@ struct ServerStats {
   # clamps (its last bucket).
   stalenessSum @19 :UInt64;
   stalenessMax @20 :UInt64;
+  # Wall-clock time in which at least one of the server's threads was applying an update
+  # (aggregationNanos sums the threads' times).
+  updateWallNanos @21 :UInt64;
 }
 
 struct ConfigField {

@@ -265,6 +265,12 @@ TEST_F(TrainingJobTest, ProfileStepsShowPushesOverlappingBackward) {
     EXPECT_LE(var.at("arrived_ms").get<double>(), var.at("loaded_ms").get<double>()) << name;
   }
   EXPECT_FALSE(p.at("critical_path").at("variable").get<std::string>().empty());
+  // The servers' update time: summed over threads, and in wall-clock time (never more).
+  std::ifstream again(summary);
+  const nlohmann::json s = nlohmann::json::parse(again);
+  EXPECT_GT(s.at("server_update_wall_seconds").get<double>(), 0);
+  EXPECT_LE(s.at("server_update_wall_seconds").get<double>(),
+            s.at("server_update_seconds").get<double>() * 1.001 + 1e-6);
 }
 
 TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {

@@ -30,6 +30,7 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
       ps::FirstNonFinite::Earlier(s->servers_first_nonfinite, stats.first_nonfinite);
   s->updates_applied += stats.updates_applied;
   s->server_update_seconds += 1e-9 * static_cast<double>(stats.aggregation_nanos);
+  s->server_update_wall_seconds += 1e-9 * static_cast<double>(stats.update_wall_nanos);
   AddHistogram(stats.staleness_histogram, &s->staleness_histogram);
   s->table_rows += stats.table_rows;
   AddHistogram(stats.row_staleness_histogram, &s->row_staleness_histogram);
@@ -147,6 +148,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["wait_seconds"] = JsonNumber(s.wait_seconds);
   j["compute_seconds"] = JsonNumber(s.compute_seconds);
   j["server_update_seconds"] = JsonNumber(s.server_update_seconds);
+  j["server_update_wall_seconds"] = JsonNumber(s.server_update_wall_seconds);
   j["injected_delay_seconds"] = JsonNumber(s.injected_delay_seconds);
   j["staleness_histogram"] = s.staleness_histogram;
   if (s.table_rows > 0 || !s.row_staleness_histogram.empty()) {

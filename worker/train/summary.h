@@ -42,6 +42,9 @@ struct TrainingSummary {
   uint64_t max_staleness = 0;
   uint64_t updates_applied = 0;
   double server_update_seconds = 0;  // the servers' time in optimizer updates, summed (chief)
+  // The same in wall-clock time: per server, while any of its threads was updating; summed over
+  // servers (chief). It falls as --server-threads share the updates; the sum above does not.
+  double server_update_wall_seconds = 0;
   std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)
   // Embedding tables (chief; in the JSON only when the job has some): the rows the servers
   // hold, and row staleness, each applied row's updates between its pull and its push.
