@@ -136,7 +136,9 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
     push.replace_pending = replace_pending_;
     last_step = last_step_;
   }
-  // Sent outside the lock: tower threads push their variables concurrently.
+  // Sent outside the lock: tower threads push their variables concurrently. Marked before the
+  // client has it, so that its reply cannot be stamped earlier.
+  if (profile_ != nullptr) profile_->Mark(v, StepProfile::Event::kSent);
   std::future<Result<ps::PushReport>> pushed;
   std::optional<std::future<Result<ps::PulledVariable>>> pulled;
   if (sync_ && push.version >= last_step) {
@@ -156,7 +158,6 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
     pushed = std::move(both.push);
     pulled = std::move(both.pull);
   }
-  if (profile_ != nullptr) profile_->Mark(v, StepProfile::Event::kSent);
   MutexLock lock(&mu_);
   pushes_[i] = std::move(pushed);
   if (pulled) {
