@@ -19,7 +19,7 @@
 #include "common/subprocess.h"
 #include "launch/worker_cmd.h"
 #include "ps/replica_set.h"
-#include "ps/server.h"
+#include "ps/server_threads.h"
 #include "towerps/registry.h"
 #include "worker/choices.h"
 #include "worker/straggler.h"

@@ -29,21 +29,6 @@ std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reade
 
 }  // namespace
 
-int AutoServerThreads() {
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::clamp(cores / 2, 1, 8);
-}
-
-Result<int> ParseServerThreads(const std::string& text, const std::string& flag) {
-  if (text == "auto") return AutoServerThreads();
-  Result<int> n = ParseInt<int>(text, flag, 1, 256);
-  if (!n.ok()) {
-    return InvalidArgumentError(n.status().message() +
-                                " (or auto: " + std::to_string(AutoServerThreads()) + " here)");
-  }
-  return n;
-}
-
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
       shutdown_(options_.job.workers, options_.shutdown_grace),
@@ -298,34 +283,6 @@ void Server::HandleMessage(IncomingMessage msg) {
   }
 }
 
-void Server::HandleLeave(const IncomingMessage& msg) {
-  const std::string& peer = msg.peer();
-  int rank = -1;
-  if (peer.rfind("worker:", 0) == 0) {
-    const std::string digits = peer.substr(7);
-    if (!digits.empty() && digits.size() < 6 &&
-        digits.find_first_not_of("0123456789") == std::string::npos) {
-      rank = std::stoi(digits);
-    }
-  }
-  if (rank < 0 || rank >= options_.job.workers) {
-    SendOrLog(ErrorReply(
-        msg,
-        InvalidArgumentError("leave from " + PeerName(peer) + ", which is not one of the job's " +
-                             std::to_string(options_.job.workers) + " workers")));
-    return;
-  }
-  shutdown_.WorkerLeft(rank);
-  SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
-}
-
-bool Server::MayShutDown(const std::string& peer) {
-  // The chief is worker 0; a launcher or admin tool connects as "launcher...". With a job
-  // secret only the job's processes can connect at all; this keeps its workers from stopping
-  // servers by mistake, and, --insecure, strangers who do not know these names.
-  return peer == "worker:0" || peer.rfind("launcher", 0) == 0;
-}
-
 void Server::Dispatch(IncomingMessage msg) {
   if (!unreachable_peers_.empty()) unreachable_peers_.erase(msg.peer());
   if (const int peer = PeerRank(msg.peer()); peer >= 0 && msg.header().getServerIncarnation()) {
@@ -343,29 +300,7 @@ void Server::Dispatch(IncomingMessage msg) {
       HandleStats(msg);
       return;
     case proto::MessageType::SHUTDOWN:
-      if (!MayShutDown(msg.peer())) {
-        if (refused_shutdowns_++ == 0) {
-          TOWERPS_LOG(kWarning) << "refused shutdown from " << PeerName(msg.peer())
-                                << ": only the chief (worker:0) or the launcher may stop a server"
-                                << " (further refusals are counted in the stats)";
-        }
-        SendOrLog(ErrorReply(
-            msg, FailedPreconditionError("only the chief (worker:0) or the launcher may stop a "
-                                         "server; " +
-                                         PeerName(msg.peer()) + " may not")));
-        return;
-      }
-      if (msg.peer() == "worker:0") {
-        shutdown_.ChiefAsked();
-        if (!shutdown_.ShouldStop()) {
-          TOWERPS_LOG(kInfo) << "the chief asked to stop: waiting up to "
-                             << shutdown_.grace().count() << " ms for " << shutdown_.Missing()
-                             << " to leave";
-        }
-      } else {
-        shutdown_.LauncherAsked();
-      }
-      SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
+      HandleShutdown(msg);
       return;
     case proto::MessageType::LEAVE:
       HandleLeave(msg);

@@ -52,17 +52,11 @@ class ServerEvents;
 // it with --rejoin, as it restarts one killed by a signal.
 inline constexpr int kExitReplaced = 75;
 
-// --threads auto: half this host's cores (the other half left to its workers), 1 to 8; 1 on a
-// 2-core machine.
-int AutoServerThreads();
-// A --threads value: "auto" or 1 to 256; kInvalidArgument naming `flag` otherwise.
-Result<int> ParseServerThreads(const std::string& text, const std::string& flag);
-
 struct ServerOptions {
   int rank = 0;
   std::string bind = "127.0.0.1";  // interface address to listen on
   int port = 0;                    // 0: any free port (see Server::endpoint)
-  int threads = 1;                 // shards
+  int threads = 1;                 // shards (ps/server_threads.h: --threads auto)
   std::string checkpoint_dir;      // empty: no checkpoints
   int64_t checkpoint_every = 0;    // versions between checkpoints; 0: only at shutdown
   bool log_device_placement = false;
@@ -110,7 +104,9 @@ class Server {
   // Whether `peer` (a routing id) may stop this server: the chief or a launcher.
   static bool MayShutDown(const std::string& peer);
   void HandleRegister(const IncomingMessage& msg);
-  // A worker's `leave`: it is done (see ps/shutdown_gate.h).
+  // A shutdown request, and a worker's `leave` (it is done): ps/server_shutdown.cc, with
+  // ps/shutdown_gate.h.
+  void HandleShutdown(const IncomingMessage& msg);
   void HandleLeave(const IncomingMessage& msg);
   void HandleStats(const IncomingMessage& msg);
   void Route(IncomingMessage msg);

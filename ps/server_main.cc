@@ -12,6 +12,7 @@
 #include "ps/job_flags.h"
 #include "ps/security_flags.h"
 #include "ps/server.h"
+#include "ps/server_threads.h"
 
 namespace po = boost::program_options;
 

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "ps/busy_clock.h"
-#include "ps/server.h"
+#include "ps/server_threads.h"
 
 namespace towerps::ps {
 namespace {
