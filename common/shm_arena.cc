@@ -11,6 +11,8 @@
 #include <fstream>
 #include <utility>
 
+#include "towerps/check.h"
+
 namespace towerps {
 namespace {
 
@@ -123,20 +125,26 @@ ShmArena::ShmArena(std::shared_ptr<State> state, ArenaAddress address)
 
 ShmArena::~ShmArena() = default;
 
-Tensor ShmArena::Allocate(const Shape& shape, DType dtype) {
+Tensor ShmArena::Allocate(const Shape& shape, DType dtype, size_t alignment) {
+  TOWERPS_CHECK(alignment >= kTensorAlignment && (alignment & (alignment - 1)) == 0)
+      << "alignment " << alignment;
+  const uint64_t align = alignment;
   const uint64_t need = std::max<uint64_t>(
-      kTensorAlignment,
-      (static_cast<uint64_t>(NumElements(shape)) * DTypeSize(dtype) + kTensorAlignment - 1) /
-          kTensorAlignment * kTensorAlignment);
+      align,
+      (static_cast<uint64_t>(NumElements(shape)) * DTypeSize(dtype) + align - 1) / align * align);
+  // The mapping starts on a page, so offsets aligned to `align` are addresses aligned to it.
+  const auto aligned = [align](uint64_t offset) { return (offset + align - 1) / align * align; };
   uint64_t offset = 0;
   {
     MutexLock lock(&state_->mu);
     auto it = state_->free.begin();
-    while (it != state_->free.end() && it->second < need) ++it;
+    while (it != state_->free.end() && aligned(it->first) + need > it->first + it->second) ++it;
     if (it == state_->free.end()) return Tensor();
-    offset = it->first;
-    const uint64_t rest = it->second - need;
+    const uint64_t start = it->first, size = it->second;
+    offset = aligned(start);
     state_->free.erase(it);
+    if (offset > start) state_->free.emplace(start, offset - start);  // the gap before it
+    const uint64_t rest = start + size - (offset + need);
     if (rest > 0) state_->free.emplace(offset + need, rest);
     state_->in_use += need;
   }

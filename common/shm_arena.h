@@ -58,9 +58,11 @@ class ShmArena {
   ShmArena(const ShmArena&) = delete;
   ShmArena& operator=(const ShmArena&) = delete;
 
-  // A tensor in the arena (64-byte aligned, padded to 64 bytes), or an undefined one when the
-  // arena has no room.
-  Tensor Allocate(const Shape& shape, DType dtype = DType::kFloat32);
+  // A tensor in the arena, its start aligned and its size padded to `alignment` (a power of two,
+  // at least kTensorAlignment; HostPageBytes() for a buffer a device will pin), or an undefined
+  // one when the arena has no room.
+  Tensor Allocate(const Shape& shape, DType dtype = DType::kFloat32,
+                  size_t alignment = kTensorAlignment);
   // `tensor`'s offset in the arena when its bytes lie wholly inside it.
   std::optional<uint64_t> OffsetOf(const Tensor& tensor) const;
 

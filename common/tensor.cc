@@ -1,5 +1,7 @@
 #include "common/tensor.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -73,13 +75,20 @@ Tensor::Tensor(std::shared_ptr<std::byte> base, size_t base_bytes, size_t offset
       shape_(std::move(shape)),
       dtype_(dtype) {}
 
-Tensor Tensor::Empty(Shape shape, DType dtype) {
+size_t HostPageBytes() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+Tensor Tensor::Empty(Shape shape, DType dtype, size_t alignment) {
   Result<int64_t> n = CheckedNumElements(shape);
   TOWERPS_CHECK(n.ok()) << n.status().ToString();
+  TOWERPS_CHECK(alignment >= kTensorAlignment && (alignment & (alignment - 1)) == 0)
+      << "alignment " << alignment;
   const size_t bytes = static_cast<size_t>(*n) * DTypeSize(dtype);
   // Round up so that vector loops may touch whole cache lines, and never allocate zero bytes.
-  const size_t padded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  void* p = std::aligned_alloc(kTensorAlignment, padded == 0 ? kTensorAlignment : padded);
+  const size_t padded = (bytes + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, padded == 0 ? alignment : padded);
   if (p == nullptr) throw std::bad_alloc();
   std::shared_ptr<std::byte> base(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
   return Tensor(std::move(base), bytes, 0, std::move(shape), dtype);

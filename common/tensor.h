@@ -35,13 +35,18 @@ size_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
 
 inline constexpr size_t kTensorAlignment = 64;
+// This host's memory page: the alignment of buffers a device pins (cudaHostRegister pins whole
+// pages, and a page registered for one buffer cannot be registered for another).
+size_t HostPageBytes();
 
 class Tensor {
  public:
   Tensor() = default;  // an empty handle: no storage, shape {0}
 
-  // Uninitialised aligned storage.
-  static Tensor Empty(Shape shape, DType dtype = DType::kFloat32);
+  // Uninitialised aligned storage: `alignment` (a power of two, at least kTensorAlignment)
+  // aligns its start and pads its size.
+  static Tensor Empty(Shape shape, DType dtype = DType::kFloat32,
+                      size_t alignment = kTensorAlignment);
   static Tensor Zeros(Shape shape, DType dtype = DType::kFloat32);
   // Views `data` without copying. `owner` is kept alive while any handle to the view exists; the
   // memory must stay valid and unmodified by others for that long.

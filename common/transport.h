@@ -135,7 +135,9 @@ class Transport {
 
   // A tensor in this process's shared-memory arena when it has one (payloads sent from there to
   // co-located peers are not copied), else on the heap. Thread-safe.
-  virtual Tensor Allocate(const Shape& shape, DType dtype = DType::kFloat32) = 0;
+  // `alignment`: as ShmArena::Allocate (HostPageBytes() for a buffer a device will pin).
+  virtual Tensor Allocate(const Shape& shape, DType dtype = DType::kFloat32,
+                          size_t alignment = kTensorAlignment) = 0;
 
  protected:
   Transport() = default;

@@ -62,6 +62,10 @@ void LaunchFlags::AddLauncherOptions() {
       "--threads per server: N, or auto (each server takes half its host's cores, 1 to 8)")(
       "checkpoint-dir", po::value(&options_.checkpoint_dir),
       "servers checkpoint here and resume from it")(
+      "shutdown-grace-ms",
+      po::value(&options_.shutdown_grace_ms)->default_value(options_.shutdown_grace_ms),
+      "--mpi, --slurm, --cluster: once the chief asks the servers to stop, they wait at most "
+      "this long for the other workers to finish")(
       "checkpoint-every", po::value(&options_.checkpoint_every)->default_value(0),
       "versions between checkpoints (0: at shutdown only)")(
       "server-bin", po::value(&options_.server_binary),

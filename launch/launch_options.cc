@@ -77,7 +77,16 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
     return InvalidArgumentError("--worker-cmd and --worker-bin " + o.worker_binary +
                                 " both name the workers' program; give one");
   }
+  if (o.shutdown_grace_ms < 0) {
+    return InvalidArgumentError("--shutdown-grace-ms " + std::to_string(o.shutdown_grace_ms) +
+                                " is negative: give the milliseconds to wait (0: stop at once)");
+  }
   const bool worker_cmd = !o.worker_cmd.empty();
+  if (worker_cmd && o.worker.profile_steps > 0) {
+    return InvalidArgumentError(
+        "--profile-steps " + std::to_string(o.worker.profile_steps) +
+        " profiles native workers' steps; a --worker-cmd script's are its own (torch.profiler)");
+  }
   for (const auto& [flag, given, path] :
        {std::tuple<std::string, bool, std::string>{"--server-bin", !o.server_binary.empty(),
                                                    ServerBinary(o)},
@@ -390,6 +399,9 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
                              std::to_string(o.checkpoint_every)});
   }
   if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
+  if (o.shutdown_grace_ms != LaunchOptions{}.shutdown_grace_ms) {
+    argv.insert(argv.end(), {"--shutdown-grace-ms", std::to_string(o.shutdown_grace_ms)});
+  }
   argv.insert(argv.end(), {"--log-level", LogLevelName(o.log_level)});
   if (!o.worker.logdir.empty()) argv.insert(argv.end(), {"--logdir", o.worker.logdir});
   if (!peers.empty()) {

@@ -33,6 +33,9 @@ struct LaunchOptions {
   std::string server_threads = "auto";    // each server's --threads: N, or auto (its host's)
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
+  // Where the chief stops the servers (--mpi, --slurm, --cluster): how long they wait for the
+  // other workers to leave (the servers' --shutdown-grace-ms).
+  int64_t shutdown_grace_ms = 60000;
   std::string server_binary;  // empty: towerps-server next to this executable
   std::string worker_binary;  // empty: towerps-worker next to this executable
   // --worker-cmd: every worker is this command (a PyTorch script using the towerps package)

@@ -10,6 +10,7 @@
 #include "launch/job_supervisor.h"
 #include "launch/local_checks.h"
 #include "launch/process_group.h"
+#include "ps/server_threads.h"
 
 namespace towerps::launch {
 namespace {
@@ -35,6 +36,10 @@ LocalLauncher::LocalLauncher(LaunchOptions options)
     : options_(std::move(options)),
       run_dir_(options_.run_dir.empty() ? DefaultRunDir() : options_.run_dir) {
   options_.all_local = true;
+  // Every server shares this machine: auto splits half its cores between them.
+  if (options_.server_threads == "auto") {
+    options_.server_threads = std::to_string(ps::AutoServerThreads(options_.job.ServerProcesses()));
+  }
 }
 
 // The processes of a job on this machine, as the launcher starts them: the group, its

@@ -118,7 +118,9 @@ void Client::LogConnections() const {
   }
 }
 
-Tensor Client::Allocate(const Shape& shape) { return impl_->Allocate(shape); }
+Tensor Client::Allocate(const Shape& shape, size_t alignment) {
+  return impl_->Allocate(shape, alignment);
+}
 
 uint64_t Client::server_restarts() const {
   return impl_->server_restarts_.load(std::memory_order_relaxed);

@@ -197,7 +197,8 @@ class Client {
   // A buffer for gradients: in the shared-memory arena when there is one, so that a push to a
   // server on this host lends it in place (see Push: the buffer must not be written while a
   // server holds it, i.e. while its storage is shared). Thread-safe.
-  Tensor Allocate(const Shape& shape);
+  // `alignment`: HostPageBytes() for a buffer a device will pin (a GPU tower's averages).
+  Tensor Allocate(const Shape& shape, size_t alignment = kTensorAlignment);
   // How many times a server was seen to restart (a reply with a new incarnation). Each time,
   // the calls outstanding at that server failed with kNetwork saying so; a caller that sees
   // this count move can rejoin the job where the servers now stand.

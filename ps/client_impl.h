@@ -59,7 +59,9 @@ class Client::Impl {
   // Notes the path `server`'s connection takes (I/O thread, which owns the sockets).
   void NotePath(int server);
   std::vector<ConnectionPath> paths() const;
-  Tensor Allocate(const Shape& shape) { return transport_->Allocate(shape); }
+  Tensor Allocate(const Shape& shape, size_t alignment) {
+    return transport_->Allocate(shape, DType::kFloat32, alignment);
+  }
 
   const ClientOptions options_;
   const uint64_t job_id_ = options_.job.Fingerprint();

@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
-#include <thread>
 
 #include <kj/exception.h>
 
 #include "common/logging.h"
-#include "common/parse.h"
 #include "ps/replica_set.h"
 #include "ps/reply.h"
 #include "ps/variable.h"
@@ -245,10 +243,11 @@ Status Server::Run() {
       next_event = Deadline::After(options_.event_interval);
     }
   }
-  if (shutdown_.ShouldStop() && shutdown_.chief_asked() && !shutdown_.Missing().empty()) {
+  if (shutdown_.GraceRanOut()) {
     TOWERPS_LOG(kWarning) << "stopping as the chief asked " << shutdown_.grace().count()
                           << " ms ago, without " << shutdown_.Missing()
-                          << " having left (died, or did not call finish())";
+                          << " having left (a worker that died, or a script that never called "
+                             "finish())";
   }
   TOWERPS_LOG(kInfo) << (shutdown_.ShouldStop() ? "shutdown requested"
                          : deposed_             ? "replaced as primary"

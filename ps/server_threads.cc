@@ -1,5 +1,7 @@
 #include "ps/server_threads.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -7,9 +9,15 @@
 
 namespace towerps::ps {
 
-int AutoServerThreads() {
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::clamp(cores / 2, 1, 8);
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+int AutoServerThreads(int servers_on_host) {
+  return std::clamp(UsableCores() / 2 / std::max(1, servers_on_host), 1, 8);
 }
 
 Result<int> ParseServerThreads(const std::string& text, const std::string& flag) {

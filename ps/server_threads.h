@@ -10,9 +10,12 @@
 
 namespace towerps::ps {
 
-// --threads auto: half this host's cores (the other half left to its workers), 1 to 8; 1 on a
-// 2-core machine.
-int AutoServerThreads();
+// The cores this process may run on (its affinity mask: a cpuset, Slurm's or mpirun's binding).
+int UsableCores();
+// --threads auto: half of those cores (the other half left to the host's workers), shared by
+// the servers on the host, 1 to 8 each; 1 on a 2-core machine. A server alone does not know
+// its neighbours (1); towerps-launch, starting every server on one machine, divides.
+int AutoServerThreads(int servers_on_host = 1);
 // A --threads value: "auto" or 1 to 256; kInvalidArgument naming `flag` otherwise.
 Result<int> ParseServerThreads(const std::string& text, const std::string& flag);
 

@@ -13,8 +13,7 @@ namespace towerps::ps {
 Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox,
              BusyClock* update_clock)
     : index_(index), config_(config), outbox_(outbox) {
-  counters_.busy = update_clock;
-  replica_counters_.busy = update_clock;
+  counters_.busy = update_clock;  // a backup's replays are not in the stats: nor here
 }
 
 Shard::~Shard() { Stop(); }

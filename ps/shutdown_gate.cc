@@ -18,6 +18,11 @@ bool ShutdownGate::ShouldStop() const {
   return static_cast<int>(left_.size()) >= workers_ || chief_deadline_.expired();
 }
 
+bool ShutdownGate::GraceRanOut() const {
+  return chief_asked_ && !launcher_asked_ && static_cast<int>(left_.size()) < workers_ &&
+         chief_deadline_.expired();
+}
+
 std::string ShutdownGate::Missing() const {
   std::string out;
   for (int r = 0; r < workers_; ++r) {

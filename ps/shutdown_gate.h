@@ -34,6 +34,8 @@ class ShutdownGate {
   // has left or the grace period is over.
   bool ShouldStop() const;
   bool chief_asked() const { return chief_asked_; }
+  // The server stops on the chief's request with workers missing: the grace ran out first.
+  bool GraceRanOut() const;
   // The workers that have not left ("worker:1, worker:3"), for the logs.
   std::string Missing() const;
   std::chrono::milliseconds grace() const { return grace_; }

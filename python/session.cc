@@ -190,9 +190,13 @@ Status Session::Push(int v, const float* gradient, int64_t elements) {
                                 "' was pushed twice in one step (call step() after each backward)");
   }
   const GradientBuffers& own = gradient_buffers_[i];
-  if (own.current >= 0 && own.buffers[static_cast<size_t>(own.current)].f32() == gradient) {
-    Send(i, own.buffers[static_cast<size_t>(own.current)]);  // lent as it is
-    return Status::Ok();
+  if (own.current >= 0) {
+    const Tensor& buffer = own.buffers[static_cast<size_t>(own.current)];
+    // Lent as it is, unless a server still reads it from an earlier step (then a copy).
+    if (buffer.f32() == gradient && buffer.Exclusive()) {
+      Send(i, buffer);
+      return Status::Ok();
+    }
   }
   // The client's buffer (the shared-memory arena's, when there is one): the push lends it.
   copied_pushes_.fetch_add(1, std::memory_order_relaxed);
@@ -214,7 +218,10 @@ float* Session::GradientBuffer(int v, bool keep_values) {
     if (own.buffers[b].Exclusive()) next = static_cast<int>(b);
   }
   if (next < 0) {
-    if (own.buffers.size() >= kMaxGradientBuffers) return nullptr;
+    if (own.buffers.size() >= o_.max_gradient_buffers) {
+      own.current = -1;  // the caller's own memory now: Push copies it
+      return nullptr;
+    }
     own.buffers.push_back(client_->Allocate(parameters_[i].shape));
     next = static_cast<int>(own.buffers.size()) - 1;
     current = own.current >= 0 ? &own.buffers[static_cast<size_t>(own.current)] : nullptr;

@@ -20,8 +20,9 @@
 //
 // Contract: Push() may be called from any thread (PyTorch's autograd threads), for different
 // parameters at once, between AwaitValues() and EndStep(); every other method from one thread.
-// GradientBuffer() between steps only (no Push runs then). Buffers passed to AwaitValues must
-// stay valid for the call; Push copies a gradient that is not in a GradientBuffer. Every
+// GradientBuffer() between steps only (no Push runs then). A lent GradientBuffer must not be
+// written until EndStep has returned. Buffers passed to AwaitValues must stay valid for the
+// call; Push copies a gradient that is not in v's current GradientBuffer. Every
 // wait is bounded by the client's RPC deadline (--rpc-timeout-ms), and errors name the server
 // or the parameter.
 #ifndef TOWERPS_PYTHON_SESSION_H_
@@ -98,17 +99,18 @@ class Session {
   // step's injected delay, if the job has stragglers (--straggler, --slow-workers), as native
   // workers sleep before computing.
   Status AwaitValues(const std::vector<float*>& dst);
-  // Parameter v's gradient of this step (`elements` floats, copied). kInvalidArgument naming the
-  // parameter for a wrong size or a second push in one step.
+  // Parameter v's gradient of this step (`elements` floats): lent without a copy when it is v's
+  // current GradientBuffer and no server still reads that, else copied. kInvalidArgument naming
+  // the parameter for a wrong size or a second push in one step.
   Status Push(int v, const float* gradient, int64_t elements);
   // Parameter v's gradient buffer (its elements), for the caller to accumulate its gradients in
   // (PyTorch's p.grad): Push() of it sends it without a copy. Returned exclusive, i.e. no server
   // still reads it: the one returned before when that is so, else another of v's, into which
   // the values of the one returned before are copied when `keep_values`. nullptr when v has
-  // kMaxGradientBuffers and servers hold them all (the caller uses its own memory for a step,
-  // and Push copies it). Every buffer lives as long as the Session.
+  // options' max_gradient_buffers and servers hold them all: v then has no current buffer, and the
+  // caller must use memory of its own (which Push copies) until a call returns one. Every
+  // buffer lives as long as the Session.
   float* GradientBuffer(int v, bool keep_values);
-  static constexpr size_t kMaxGradientBuffers = 4;
   // Pushes that copied their gradient (it was not in v's current GradientBuffer).
   int64_t copied_pushes() const { return copied_pushes_.load(std::memory_order_relaxed); }
   // Table t's rows for `n` ids (any order, repeats allowed) at this step's version, into

@@ -30,6 +30,10 @@ struct SessionOptions {
   TransportPath transport_path = TransportPath::kAuto;
   LogLevel log_level = LogLevel::kInfo;
   const std::atomic<bool>* stop = nullptr;  // borrowed; set: waits end with kCancelled
+  // Per parameter, the most GradientBuffers (python/session.h) the session makes: a few cover
+  // the loans a step can have out; beyond them pushes copy, so a server that never lets go
+  // cannot make memory grow.
+  size_t max_gradient_buffers = 4;
 };
 
 // Parses a worker's arguments (without the program name). `secret_file`: TOWERPS_SECRET_FILE

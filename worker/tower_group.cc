@@ -126,7 +126,11 @@ TowerGroup::TowerGroup(std::vector<Tower> towers, const Options& options)
   num_vars_ = m0.num_variables();
   example_elements_ = NumElements(m0.input_shape());
   towers_done_ = std::make_unique<std::atomic<int>[]>(num_vars_);
-  for (int v = 0; v < num_vars_; ++v) average_.push_back(Tensor::Empty(m0.variables()[v].shape));
+  // A device tower pins its averages: whole pages each (see NewAverage).
+  const size_t alignment = towers_[0].backend->host_memory() ? kTensorAlignment : HostPageBytes();
+  for (int v = 0; v < num_vars_; ++v) {
+    average_.push_back(Tensor::Empty(m0.variables()[v].shape, DType::kFloat32, alignment));
+  }
   spare_averages_.resize(static_cast<size_t>(num_vars_));
 }
 
@@ -148,7 +152,10 @@ void TowerGroup::SetGradientAllocator(TensorAllocator allocate) {
 
 Tensor TowerGroup::NewAverage(int v) {
   const Shape& shape = towers_[0].model->variables()[v].shape;
-  Tensor t = allocate_ ? allocate_(shape) : Tensor::Empty(shape);
+  // Pinned on the device path: whole pages each, which no other buffer's registration shares.
+  Tensor t = allocate_ ? allocate_(shape)
+                       : Tensor::Empty(shape, DType::kFloat32,
+                                       device_ != nullptr ? HostPageBytes() : kTensorAlignment);
   if (device_ != nullptr) towers_[0].backend->PinHostMemory(t.f32(), t.byte_size());
   return t;
 }

@@ -4,7 +4,8 @@
 //
 // Where the average is computed:
 //  - On the host, in tower order (bitwise reproducible), when the towers compute in host memory
-//    (CPU): the last tower to finish a variable averages it.
+//    (CPU) or cannot copy from each other (mixed devices): the last tower to finish a variable
+//    averages it.
 //  - On tower 0's device, when the towers compute in device memory and can copy from each other
 //    (MemorySpace::CanCopyFromPeer, e.g. GPUs): towers t > 0 only report, per variable, that
 //    its gradient is queued; tower 0's thread (so each backend keeps one caller) waits for the

@@ -53,9 +53,11 @@ struct WorkerOptions {
   std::string device_count;
   std::string final_params_out;  // chief: the final parameters, for comparisons
   bool progress_bar = true;  // a per-epoch bar when stdout is a terminal (worker/train/console.h)
-  bool progress_lines = false;    // chief: "@progress" lines for towerps-launch's job-wide bar
-  std::string export_npz;         // chief (and --eval-only): the final parameters as .npz
-  bool shutdown_servers = false;  // chief: stop the servers at the end (no launcher does)
+  bool progress_lines = false;  // chief: "@progress" lines for towerps-launch's job-wide bar
+  std::string export_npz;       // chief (and --eval-only): the final parameters as .npz
+  // At the end the chief stops the servers and the others tell them they are done (no launcher
+  // stays behind to: --mpi, --slurm, --cluster; ps/shutdown_gate.h).
+  bool shutdown_servers = false;
   // Written (empty) once the worker has joined the job: its first parameters pulled, ready to
   // compute. towerps-launch gives it to a restarted worker, to bound how long it takes to rejoin.
   std::string ready_file;

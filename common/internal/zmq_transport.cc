@@ -218,12 +218,12 @@ class ZmqTransport final : public Transport {
                                           const std::string& identity) override;
   Result<std::vector<bool>> Poll(std::span<Socket* const> sockets, int wake_fd,
                                  Deadline deadline) override;
-  Tensor Allocate(const Shape& shape, DType dtype) override {
+  Tensor Allocate(const Shape& shape, DType dtype, size_t alignment) override {
     if (arena_ != nullptr) {
-      Tensor t = arena_->Allocate(shape, dtype);
+      Tensor t = arena_->Allocate(shape, dtype, alignment);
       if (t.defined()) return t;
     }
-    return Tensor::Empty(shape, dtype);
+    return Tensor::Empty(shape, dtype, alignment);
   }
 
  private:

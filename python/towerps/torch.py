@@ -21,8 +21,11 @@ training thread. Parameters are float32, on the CPU or a CUDA device. A CPU para
 are written in place, and its p.grad is memory of the session (the shared-memory arena's when a
 server is on this host): backward accumulates into it and the push lends it to the servers
 without a copy, as long as the script zeroes gradients in place (``opt.zero_grad()`` or
-``model.zero_grad(set_to_none=False)``). A CUDA parameter goes through pinned host buffers, each
-copy with an event. Errors raise ``ValueError`` for bad
+``model.zero_grad(set_to_none=False)``). A lent p.grad is the servers' to read from the moment
+backward produces it until ``step()`` returns: do not modify it in between (no
+``clip_grad_norm_`` there; it would not reach the servers anyway, the gradient being pushed
+already). ``DistributedOptimizer(..., copy_gradients=True)`` copies each gradient as it is pushed
+instead. A CUDA parameter goes through pinned host buffers, each copy with an event. Errors raise ``ValueError`` for bad
 input (naming the option or the parameter), ``TimeoutError`` when a server does not answer
 within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; nothing waits without a bound.
 """
@@ -104,9 +107,14 @@ class DistributedOptimizer:
     reach) go as zeros, the pushes are awaited, and the parameters are loaded with the next
     step's values. ``loss`` (a float or a 0-d tensor) is checked for NaN and infinity like a
     native worker's (``--on-nonfinite``).
+
+    CPU parameters' gradients are lent to the servers from the session's buffers (see the
+    module's contract: p.grad is read-only from backward until step() returns);
+    ``copy_gradients=True`` keeps them in PyTorch's own memory and copies each push instead.
     """
 
-    def __init__(self, named_parameters, model=None, table_init_scale=0.05):
+    def __init__(self, named_parameters, model=None, table_init_scale=0.05,
+                 copy_gradients=False):
         params = list(named_parameters)
         if not params:
             raise ValueError("DistributedOptimizer got no parameters")
@@ -142,9 +150,10 @@ class DistributedOptimizer:
         # arena's): backward adds into it and the hook lends it to the push without a copy.
         self._grad_views = [{} for _ in self._params]  # per parameter: buffer address -> tensor
         self._own_grad = [None] * len(self._params)     # the buffer each p.grad was given
-        for i, p in enumerate(self._params):
-            if p.requires_grad and not p.is_cuda:
-                self._give_grad(i, keep_values=False)
+        self._lent = {id(p): i for i, p in enumerate(self._params)
+                      if p.requires_grad and not p.is_cuda and not copy_gradients}
+        for i in self._lent.values():
+            self._give_grad(i, keep_values=False)
         self._hooks = []
         self._accumulators = []
         for i, p in enumerate(self._params):
@@ -211,8 +220,12 @@ class DistributedOptimizer:
         unless `keep_values` (then it holds p.grad's values). False when none is free."""
         p = self._params[i]
         array = self._session.gradient_buffer(i, keep_values)
-        if array is None:
+        if array is None:  # servers hold every buffer: memory of its own, which pushes copy
             self._own_grad[i] = None
+            if keep_values and p.grad is not None:
+                p.grad = p.grad.detach().clone()
+            else:
+                p.grad = torch.zeros_like(p)
             return False
         views = self._grad_views[i]
         grad = views.get(array.ctypes.data)
@@ -228,16 +241,15 @@ class DistributedOptimizer:
     def zero_grad(self, set_to_none=None):
         """Zeroes the gradients. CPU parameters keep theirs in the session's buffers (zeroed in
         place), so that the pushes lend them without a copy; ``set_to_none=True`` sets every
-        p.grad to None instead (the pushes then copy). Others (CUDA parameters, tables) are set
-        to None unless ``set_to_none=False``."""
-        own = {id(p): i for i, p in enumerate(self._params) if p.requires_grad and not p.is_cuda}
+        p.grad to None instead (the pushes then copy). Others (CUDA parameters, tables, and all
+        with ``copy_gradients=True``) are set to None unless ``set_to_none=False``."""
         for p in self._all_params:
-            i = own.get(id(p))
+            i = self._lent.get(id(p))
             if i is not None and set_to_none is not True:
                 if p.grad is not None and p.grad is self._own_grad[i]:
-                    p.grad.zero_()
-                elif not self._give_grad(i, keep_values=False) and p.grad is not None:
-                    p.grad.zero_()
+                    p.grad.zero_()  # no server reads it: step() made sure
+                else:
+                    self._give_grad(i, keep_values=False)
             elif p.grad is not None:
                 if set_to_none is False:
                     p.grad.zero_()

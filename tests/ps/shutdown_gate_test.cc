@@ -17,6 +17,7 @@ TEST(ShutdownGateTest, ALauncherStopsTheServerAtOnce) {
   EXPECT_FALSE(gate.ShouldStop());
   gate.LauncherAsked();
   EXPECT_TRUE(gate.ShouldStop());
+  EXPECT_FALSE(gate.GraceRanOut());
 }
 
 TEST(ShutdownGateTest, TheChiefWaitsForEveryOtherWorkerToLeave) {
@@ -40,8 +41,10 @@ TEST(ShutdownGateTest, TheChiefStopsTheServerAfterItsGraceWhoeverIsMissing) {
   gate.ChiefAsked();
   EXPECT_FALSE(gate.ShouldStop());
   EXPECT_EQ(gate.Missing(), "worker:1, worker:2");
+  EXPECT_FALSE(gate.GraceRanOut());
   std::this_thread::sleep_for(milliseconds(80));
   EXPECT_TRUE(gate.ShouldStop());
+  EXPECT_TRUE(gate.GraceRanOut());
   gate.ChiefAsked();  // asking again does not restart the grace
   EXPECT_TRUE(gate.ShouldStop());
 }

@@ -218,5 +218,55 @@ TEST(SessionTest, AGradientBufferAServerStillReadsIsNotHandedOutAgain) {
   EXPECT_EQ(w, final1[0]);
 }
 
+// With every buffer held (here the one allowed), the session hands out none, and a push of the
+// held buffer's memory is copied rather than lent again.
+TEST(SessionTest, WithEveryGradientBufferHeldPushesCopy) {
+  ps::JobConfig job = Job();
+  job.mode = ps::UpdateMode::kSoftsync;
+  Cluster cluster(job, "session_held");
+  std::promise<void> worker0_stepped;
+  auto worker1 = std::async(std::launch::async, [&]() -> Status {
+    SessionOptions o = Options(cluster, 1);
+    o.job = job;
+    std::vector<float> w(6, 1.0f), b(3, -2.0f);
+    TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s,
+                             Session::Start(o, kParameters, {w.data(), b.data()}, kTables));
+    TOWERPS_RETURN_IF_ERROR(s->AwaitValues({w.data(), b.data()}));
+    worker0_stepped.get_future().wait_for(std::chrono::seconds(20));
+    for (int v = 0; v < 2; ++v) {
+      const std::vector<float> g = Gradient(1, v, v == 0 ? 6 : 3);
+      TOWERPS_RETURN_IF_ERROR(s->Push(v, g.data(), static_cast<int64_t>(g.size())));
+    }
+    return s->EndStep(0.5);
+  });
+  SessionOptions o = Options(cluster, 0);
+  o.job = job;
+  o.transport_path = TransportPath::kShm;
+  o.max_gradient_buffers = 1;
+  std::vector<float> w(6, 1.0f), b(3, -2.0f);
+  Result<std::unique_ptr<Session>> started =
+      Session::Start(o, kParameters, {w.data(), b.data()}, kTables);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  Session& s = **started;
+  ASSERT_TRUE(s.AwaitValues({w.data(), b.data()}).ok());
+  float* lent = s.GradientBuffer(0, false);
+  ASSERT_NE(lent, nullptr);
+  const std::vector<float> g = Gradient(0, 0, 6), gb = Gradient(0, 1, 3);
+  std::copy(g.begin(), g.end(), lent);
+  ASSERT_TRUE(s.Push(0, lent, 6).ok());
+  ASSERT_TRUE(s.Push(1, gb.data(), 3).ok());
+  ASSERT_TRUE(s.EndStep(0.5).ok());
+  EXPECT_EQ(s.GradientBuffer(0, true), nullptr);  // the server holds the only one
+  ASSERT_TRUE(s.AwaitValues({w.data(), b.data()}).ok());
+  const int64_t copied = s.copied_pushes();
+  ASSERT_TRUE(s.Push(0, lent, 6).ok());  // the held memory itself: copied, not lent again
+  EXPECT_EQ(s.copied_pushes(), copied + 1);
+  worker0_stepped.set_value();
+  ASSERT_TRUE(s.Push(1, gb.data(), 3).ok());
+  ASSERT_TRUE(s.EndStep(0.5).ok());
+  const Status s1 = worker1.get();
+  ASSERT_TRUE(s1.ok()) << s1.ToString();
+}
+
 }  // namespace
 }  // namespace towerps::python

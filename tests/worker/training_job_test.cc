@@ -239,7 +239,6 @@ TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {
   EXPECT_LE(compute + wait, SummaryField(Path("s.json"), "train_seconds"));
 }
 
-// At the default rate: --lr-scaling share makes it the sync job's rate per example.
 // --profile-steps: the chief's summary says where its steps went. On the CPU backward hands each
 // gradient on as its layer finishes, so the last layer's push leaves before the first layer's
 // gradient exists, and every push before compute ends.
@@ -273,6 +272,7 @@ TEST_F(TrainingJobTest, ProfileStepsShowPushesOverlappingBackward) {
             s.at("server_update_seconds").get<double>() * 1.001 + 1e-6);
 }
 
+// At the default rate: --lr-scaling share makes it the sync job's rate per example.
 TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
   for (const std::string mode : {"async", "ssp"}) {
     const std::string summary = Path(mode + ".json");

@@ -145,8 +145,11 @@ class Trainer::Impl {
       exchange_->set_profile(profile_.get());
     }
     // Gradients are averaged into the client's shared-memory arena: pushes lend them in place.
-    towers_->SetGradientAllocator(
-        [client = client_.get()](const Shape& shape) { return client->Allocate(shape); });
+    // A device tower pins them, whole pages each.
+    const size_t alignment = towers_->averages_on_device() ? HostPageBytes() : kTensorAlignment;
+    towers_->SetGradientAllocator([client = client_.get(), alignment](const Shape& shape) {
+      return client->Allocate(shape, alignment);
+    });
     TOWERPS_RETURN_IF_ERROR(RegisterWithServers());
     if (start_version_ > 0) {
       TOWERPS_LOG(kInfo) << "the servers hold version " << start_version_
@@ -371,8 +374,8 @@ class Trainer::Impl {
   int64_t start_version_ = ps::kNoVersion;
   std::optional<Divergence> divergence_;   // made once the variables are known
   std::optional<CollapseWatch> collapse_;  // made once the data is loaded
+  std::unique_ptr<StepProfile> profile_;   // --profile-steps; outlives exchange_, which marks it
   std::optional<StepExchange> exchange_;   // made once connected
-  std::unique_ptr<StepProfile> profile_;   // --profile-steps
   MetricsLog metrics_;
   StragglerPlan plan_;
   double last_compute_ = 0;  // seconds of the last step's compute (stragglers scale by it)
