@@ -243,16 +243,7 @@ Status Server::Run() {
       next_event = Deadline::After(options_.event_interval);
     }
   }
-  if (shutdown_.GraceRanOut()) {
-    TOWERPS_LOG(kWarning) << "stopping as the chief asked " << shutdown_.grace().count()
-                          << " ms ago, without " << shutdown_.Missing()
-                          << " having left (a worker that died, or a script that never called "
-                             "finish())";
-  }
-  TOWERPS_LOG(kInfo) << (shutdown_.ShouldStop() ? "shutdown requested"
-                         : deposed_             ? "replaced as primary"
-                                                : "stop signal received")
-                     << "; stopping";
+  LogWhyItStops();
   for (auto& s : shards_) s->Stop();
   for (ServerOutput& out : outbox_.DrainAll()) {
     if (auto* m = std::get_if<OutgoingMessage>(&out)) SendOrLog(std::move(*m));

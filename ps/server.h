@@ -108,6 +108,8 @@ class Server {
   // ps/shutdown_gate.h.
   void HandleShutdown(const IncomingMessage& msg);
   void HandleLeave(const IncomingMessage& msg);
+  // Run()'s end: why the server stops, and who had not left when the chief's grace ran out.
+  void LogWhyItStops() const;
   void HandleStats(const IncomingMessage& msg);
   void Route(IncomingMessage msg);
   void SendOrLog(OutgoingMessage msg);

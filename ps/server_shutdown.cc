@@ -61,4 +61,17 @@ bool Server::MayShutDown(const std::string& peer) {
   return peer == "worker:0" || peer.rfind("launcher", 0) == 0;
 }
 
+void Server::LogWhyItStops() const {
+  if (shutdown_.GraceRanOut()) {
+    TOWERPS_LOG(kWarning) << "stopping as the chief asked " << shutdown_.grace().count()
+                          << " ms ago, without " << shutdown_.Missing()
+                          << " having left (a worker that died, or a script that never called "
+                             "finish())";
+  }
+  TOWERPS_LOG(kInfo) << (shutdown_.ShouldStop() ? "shutdown requested"
+                         : deposed_             ? "replaced as primary"
+                                                : "stop signal received")
+                     << "; stopping";
+}
+
 }  // namespace towerps::ps
