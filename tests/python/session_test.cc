@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -158,6 +159,28 @@ TEST(SessionTest, BadGradientsAreRefusedNamingTheParameter) {
   EXPECT_FALSE(Session::Start(o, {{"w", {0}}}, {w.data()}).ok());  // an empty dimension
 }
 
+// Worker 1 of a softsync job (python/session.h): joins, waits until `go` (at most 20 s), pushes
+// one step's gradients and ends the step; then, given `final_w`, pulls the final 'w' into it.
+Status LateSoftsyncWorker(const Cluster& cluster, const ps::JobConfig& job, std::future<void> go,
+                          std::vector<float>* final_w) {
+  SessionOptions o = Options(cluster, 1);
+  o.job = job;
+  std::vector<float> w(6, 1.0f), b(3, -2.0f);
+  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s,
+                           Session::Start(o, kParameters, {w.data(), b.data()}, kTables));
+  TOWERPS_RETURN_IF_ERROR(s->AwaitValues({w.data(), b.data()}));
+  go.wait_for(std::chrono::seconds(20));
+  for (int v = 0; v < 2; ++v) {
+    const std::vector<float> g = Gradient(1, v, v == 0 ? 6 : 3);
+    TOWERPS_RETURN_IF_ERROR(s->Push(v, g.data(), static_cast<int64_t>(g.size())));
+  }
+  TOWERPS_RETURN_IF_ERROR(s->EndStep(0.5));
+  if (final_w == nullptr) return Status::Ok();
+  TOWERPS_RETURN_IF_ERROR(s->PullFinal({w.data(), b.data()}));
+  *final_w = w;
+  return Status::Ok();
+}
+
 // A gradient accumulated in the session's buffer goes without a copy; a buffer a server still
 // reads through shared memory is not handed out again: in softsync (n = 1: an update averages
 // both workers' gradients) the server keeps worker 0's until worker 1's comes, after worker 0's
@@ -167,24 +190,9 @@ TEST(SessionTest, AGradientBufferAServerStillReadsIsNotHandedOutAgain) {
   job.mode = ps::UpdateMode::kSoftsync;
   Cluster cluster(job, "session_lend");
   std::promise<void> worker0_stepped;
-  std::vector<float> final1[2];
-  auto worker1 = std::async(std::launch::async, [&]() -> Status {
-    SessionOptions o = Options(cluster, 1);
-    o.job = job;
-    std::vector<float> w(6, 1.0f), b(3, -2.0f);
-    TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s,
-                             Session::Start(o, kParameters, {w.data(), b.data()}, kTables));
-    TOWERPS_RETURN_IF_ERROR(s->AwaitValues({w.data(), b.data()}));
-    worker0_stepped.get_future().wait_for(std::chrono::seconds(20));
-    for (int v = 0; v < 2; ++v) {
-      const std::vector<float> g = Gradient(1, v, v == 0 ? 6 : 3);
-      TOWERPS_RETURN_IF_ERROR(s->Push(v, g.data(), static_cast<int64_t>(g.size())));
-    }
-    TOWERPS_RETURN_IF_ERROR(s->EndStep(0.5));
-    final1[0] = w;
-    final1[1] = b;
-    return s->PullFinal({final1[0].data(), final1[1].data()});
-  });
+  std::vector<float> final1;
+  auto worker1 = std::async(std::launch::async, LateSoftsyncWorker, std::cref(cluster), job,
+                            worker0_stepped.get_future(), &final1);
   SessionOptions o = Options(cluster, 0);
   o.job = job;
   o.transport_path = TransportPath::kShm;
@@ -215,7 +223,7 @@ TEST(SessionTest, AGradientBufferAServerStillReadsIsNotHandedOutAgain) {
   // The update used worker 0's gradient as it was lent: the SGD step of the two workers' mean.
   const std::vector<float> g1 = Gradient(1, 0, 6);
   for (size_t i = 0; i < 6; ++i) EXPECT_NEAR(w[i], 1.0f - kLr * (g[i] + g1[i]) / 2, 1e-6) << i;
-  EXPECT_EQ(w, final1[0]);
+  EXPECT_EQ(w, final1);
 }
 
 // With every buffer held (here the one allowed), the session hands out none, and a push of the
@@ -225,20 +233,8 @@ TEST(SessionTest, WithEveryGradientBufferHeldPushesCopy) {
   job.mode = ps::UpdateMode::kSoftsync;
   Cluster cluster(job, "session_held");
   std::promise<void> worker0_stepped;
-  auto worker1 = std::async(std::launch::async, [&]() -> Status {
-    SessionOptions o = Options(cluster, 1);
-    o.job = job;
-    std::vector<float> w(6, 1.0f), b(3, -2.0f);
-    TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s,
-                             Session::Start(o, kParameters, {w.data(), b.data()}, kTables));
-    TOWERPS_RETURN_IF_ERROR(s->AwaitValues({w.data(), b.data()}));
-    worker0_stepped.get_future().wait_for(std::chrono::seconds(20));
-    for (int v = 0; v < 2; ++v) {
-      const std::vector<float> g = Gradient(1, v, v == 0 ? 6 : 3);
-      TOWERPS_RETURN_IF_ERROR(s->Push(v, g.data(), static_cast<int64_t>(g.size())));
-    }
-    return s->EndStep(0.5);
-  });
+  auto worker1 = std::async(std::launch::async, LateSoftsyncWorker, std::cref(cluster), job,
+                            worker0_stepped.get_future(), nullptr);
   SessionOptions o = Options(cluster, 0);
   o.job = job;
   o.transport_path = TransportPath::kShm;
