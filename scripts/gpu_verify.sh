@@ -29,7 +29,11 @@
 #      the same GPU (bench/pytorch_baseline.py, with its TF32 defaults and in strict float32,
 #      as TowerPS computes), alternating, 2 rounds, best of each; then TowerPS's per-layer
 #      profile of the same step;
-#   5. the step time of the cifar10 job with 1, 2 and 4 workers sharing gpu:0.
+#   5. the step time of the cifar10 job with 1, 2 and 4 workers sharing gpu:0; then (the GPU
+#      issue's figure) cifar10 and resnet20 at batch 128 through 1 server and 1 GPU worker
+#      against the same worker alone (towerps-bench train), alternating, 2 rounds, best of
+#      each: PASS at 0.9x or more; with the job's --profile-steps report (the critical path)
+#      and the servers' update time per step with --server-threads 1 and auto.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The suites with GPU instances, and the device-independent suites of the code they use. (The
@@ -231,5 +235,20 @@ print(f'INFO {$n} worker(s) on gpu:0: {1000 * s[\"train_seconds\"] / s[\"steps\"
       f'{s[\"examples_per_sec\"]:.0f} img/s in all')" | tee -a "$summary" ||
     result FAIL "$n workers sharing gpu:0 (share-n$n.log)"
 done
+: > "$out/ratio.jsonl"
+for round in 1 2; do
+  for model in cifar10 resnet20; do
+    limited towerps-bench train --device gpu:0 --model "$model" --batch 128 \
+      --seconds "$bench_seconds" --json 2>> "$out/ratio.log" | tee -a "$out/ratio.jsonl"
+    for threads in auto 1; do
+      limited towerps-launch --servers 1 --workers 1 --towers gpu:0 --model "$model" \
+        --dataset synthetic --max-steps 400 --batch-size 128 --server-threads "$threads" \
+        --profile-steps 200 --summary-out "$work/ratio-$model-$round-$threads.json" \
+        --run-dir "$work/r-$model-$round-$threads" > "$out/ratio-$model-$round-$threads.log" 2>&1
+    done
+  done
+done
+python3 scripts/through_server_ratio.py "$out/ratio.jsonl" "$work" 128 cifar10 resnet20 |
+  tee -a "$summary"
 fi
 echo "gpu_verify: $(grep -c '^PASS' "$summary") passed, $(grep -c '^FAIL' "$summary") failed"
