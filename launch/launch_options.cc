@@ -20,6 +20,7 @@
 #include "launch/worker_cmd.h"
 #include "ps/replica_set.h"
 #include "ps/server_threads.h"
+#include "ps/shutdown_gate.h"
 #include "towerps/registry.h"
 #include "worker/choices.h"
 #include "worker/straggler.h"
@@ -77,10 +78,7 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
     return InvalidArgumentError("--worker-cmd and --worker-bin " + o.worker_binary +
                                 " both name the workers' program; give one");
   }
-  if (o.shutdown_grace_ms < 0) {
-    return InvalidArgumentError("--shutdown-grace-ms " + std::to_string(o.shutdown_grace_ms) +
-                                " is negative: give the milliseconds to wait (0: stop at once)");
-  }
+  TOWERPS_RETURN_IF_ERROR(ps::CheckShutdownGrace(o.shutdown_grace_ms));
   const bool worker_cmd = !o.worker_cmd.empty();
   if (worker_cmd && o.worker.profile_steps > 0) {
     return InvalidArgumentError(

@@ -13,6 +13,7 @@
 #include "ps/security_flags.h"
 #include "ps/server.h"
 #include "ps/server_threads.h"
+#include "ps/shutdown_gate.h"
 
 namespace po = boost::program_options;
 
@@ -90,10 +91,7 @@ Result<ps::ServerOptions> ToOptions(const ServerFlags& f, const ps::JobFlags& jo
   }
   options.stats_log_interval = std::chrono::milliseconds(f.stats_ms);
   TOWERPS_ASSIGN_OR_RETURN(options.threads, ps::ParseServerThreads(f.threads, "--threads"));
-  if (f.shutdown_grace_ms < 0) {
-    return InvalidArgumentError("--shutdown-grace-ms " + std::to_string(f.shutdown_grace_ms) +
-                                " is negative: give the milliseconds to wait (0: stop at once)");
-  }
+  TOWERPS_RETURN_IF_ERROR(ps::CheckShutdownGrace(f.shutdown_grace_ms));
   options.shutdown_grace = std::chrono::milliseconds(f.shutdown_grace_ms);
   options.stop = &g_stop;
   return options;

@@ -1,8 +1,10 @@
 // When and how a server stops (the Server's methods of it): a shutdown asked by the chief or a
 // launcher, and the workers' leave messages the chief's waits for (ps/shutdown_gate.h).
 #include <string>
+#include <string_view>
 
 #include "common/logging.h"
+#include "common/parse.h"
 #include "ps/reply.h"
 #include "ps/server.h"
 
@@ -35,22 +37,20 @@ void Server::HandleShutdown(const IncomingMessage& msg) {
 
 void Server::HandleLeave(const IncomingMessage& msg) {
   const std::string& peer = msg.peer();
-  int rank = -1;
-  if (peer.rfind("worker:", 0) == 0) {
-    const std::string digits = peer.substr(7);
-    if (!digits.empty() && digits.size() < 6 &&
-        digits.find_first_not_of("0123456789") == std::string::npos) {
-      rank = std::stoi(digits);
-    }
+  constexpr std::string_view kPrefix = "worker:";
+  Result<int> rank = InvalidArgumentError("not a worker");
+  if (peer.starts_with(kPrefix)) {
+    rank = ParseInt<int>(std::string_view(peer).substr(kPrefix.size()), "worker rank", 0,
+                         options_.job.workers - 1);
   }
-  if (rank < 0 || rank >= options_.job.workers) {
+  if (!rank.ok()) {
     SendOrLog(ErrorReply(
         msg,
         InvalidArgumentError("leave from " + PeerName(peer) + ", which is not one of the job's " +
                              std::to_string(options_.job.workers) + " workers")));
     return;
   }
-  shutdown_.WorkerLeft(rank);
+  shutdown_.WorkerLeft(*rank);
   SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
 }
 

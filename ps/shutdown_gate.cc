@@ -1,6 +1,14 @@
 #include "ps/shutdown_gate.h"
 
+#include <string>
+
 namespace towerps::ps {
+
+Status CheckShutdownGrace(int64_t ms) {
+  if (ms >= 0) return Status::Ok();
+  return InvalidArgumentError("--shutdown-grace-ms " + std::to_string(ms) +
+                              " is negative: give the milliseconds to wait (0: stop at once)");
+}
 
 void ShutdownGate::ChiefAsked() {
   if (!chief_asked_) chief_deadline_ = Deadline::After(grace_);

@@ -14,12 +14,17 @@
 #define TOWERPS_PS_SHUTDOWN_GATE_H_
 
 #include <chrono>
+#include <cstdint>
 #include <set>
 #include <string>
 
 #include "common/deadline.h"
+#include "towerps/result.h"
 
 namespace towerps::ps {
+
+// A --shutdown-grace-ms value (the server's and towerps-launch's): kInvalidArgument when negative.
+Status CheckShutdownGrace(int64_t ms);
 
 class ShutdownGate {
  public:

@@ -126,10 +126,8 @@ TowerGroup::TowerGroup(std::vector<Tower> towers, const Options& options)
   num_vars_ = m0.num_variables();
   example_elements_ = NumElements(m0.input_shape());
   towers_done_ = std::make_unique<std::atomic<int>[]>(num_vars_);
-  // A device tower pins its averages: whole pages each (see NewAverage).
-  const size_t alignment = towers_[0].backend->host_memory() ? kTensorAlignment : HostPageBytes();
   for (int v = 0; v < num_vars_; ++v) {
-    average_.push_back(Tensor::Empty(m0.variables()[v].shape, DType::kFloat32, alignment));
+    average_.push_back(Tensor::Empty(m0.variables()[v].shape, DType::kFloat32, AverageAlignment()));
   }
   spare_averages_.resize(static_cast<size_t>(num_vars_));
 }
@@ -142,7 +140,11 @@ TowerGroup::~TowerGroup() {
   }
 }
 
-void TowerGroup::SetGradientAllocator(TensorAllocator allocate) {
+size_t TowerGroup::AverageAlignment() const {
+  return towers_[0].backend->host_memory() ? kTensorAlignment : HostPageBytes();
+}
+
+void TowerGroup::SetGradientAllocator(GradientAllocator allocate) {
   allocate_ = std::move(allocate);
   for (int v = 0; v < num_vars_; ++v) {
     if (device_ != nullptr) towers_[0].backend->UnpinHostMemory(average_[v].f32());
@@ -152,10 +154,8 @@ void TowerGroup::SetGradientAllocator(TensorAllocator allocate) {
 
 Tensor TowerGroup::NewAverage(int v) {
   const Shape& shape = towers_[0].model->variables()[v].shape;
-  // Pinned on the device path: whole pages each, which no other buffer's registration shares.
-  Tensor t = allocate_ ? allocate_(shape)
-                       : Tensor::Empty(shape, DType::kFloat32,
-                                       device_ != nullptr ? HostPageBytes() : kTensorAlignment);
+  Tensor t = allocate_ ? allocate_(shape, AverageAlignment())
+                       : Tensor::Empty(shape, DType::kFloat32, AverageAlignment());
   if (device_ != nullptr) towers_[0].backend->PinHostMemory(t.f32(), t.byte_size());
   return t;
 }
@@ -246,7 +246,7 @@ Tensor TowerGroup::TableGradient(int t) const {
   const Model<float>& m0 = *towers_[0].model;
   const int64_t unique = table_rows_.at(static_cast<size_t>(t)).unique;
   const Shape shape{unique, m0.table(t).options.dim};
-  Tensor out = allocate_ ? allocate_(shape) : Tensor();
+  Tensor out = allocate_ ? allocate_(shape, kTensorAlignment) : Tensor();
   if (!out.defined()) out = Tensor::Empty(shape);
   const int64_t n = out.num_elements();
   std::vector<const float*> in;

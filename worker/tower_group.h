@@ -102,7 +102,10 @@ class TowerGroup {
   // client's shared-memory arena, so that a push to a server on this host is not copied. A
   // buffer still held by someone (a server reading it in place) is never written: the next
   // step averages into another one. Call between steps.
-  void SetGradientAllocator(TensorAllocator allocate);
+  // `allocate(shape, alignment)` is told each buffer's alignment: HostPageBytes() for device
+  // towers, which pin their buffers (a registration takes whole pages, none shared).
+  using GradientAllocator = std::function<Tensor(const Shape& shape, size_t alignment)>;
+  void SetGradientAllocator(GradientAllocator allocate);
 
   // Logs each tower's layers with their device and backend (--log-device-placement).
   void LogPlacement() const;
@@ -133,7 +136,9 @@ class TowerGroup {
   Tensor& WritableAverage(int v);
   Tensor NewAverage(int v);
 
-  TensorAllocator allocate_;     // null: the heap
+  // The alignment of the averages: whole pages when a device tower pins them.
+  size_t AverageAlignment() const;
+  GradientAllocator allocate_;   // null: the heap
   std::vector<Tensor> average_;  // [v], host; pinned when averaged on the device
   std::vector<std::vector<Tensor>> spare_averages_;  // [v]: earlier buffers, reused when free
   std::unique_ptr<std::atomic<int>[]> towers_done_;  // [v]: towers done this step (host path)

@@ -25,9 +25,10 @@ without a copy, as long as the script zeroes gradients in place (``opt.zero_grad
 backward produces it until ``step()`` returns: do not modify it in between (no
 ``clip_grad_norm_`` there; it would not reach the servers anyway, the gradient being pushed
 already). ``DistributedOptimizer(..., copy_gradients=True)`` copies each gradient as it is pushed
-instead. A CUDA parameter goes through pinned host buffers, each copy with an event. Errors raise ``ValueError`` for bad
-input (naming the option or the parameter), ``TimeoutError`` when a server does not answer
-within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; nothing waits without a bound.
+instead. A CUDA parameter goes through pinned host buffers, each copy with an event. Errors
+raise ``ValueError`` for bad input (naming the option or the parameter), ``TimeoutError`` when a
+server does not answer within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; nothing waits
+without a bound.
 """
 
 import json
@@ -217,7 +218,8 @@ class DistributedOptimizer:
 
     def _give_grad(self, i, keep_values):
         """Makes parameter i's p.grad its session buffer (one no server still reads), zeroed
-        unless `keep_values` (then it holds p.grad's values). False when none is free."""
+        unless `keep_values` (then it holds p.grad's values); memory of its own when servers
+        hold every buffer."""
         p = self._params[i]
         array = self._session.gradient_buffer(i, keep_values)
         if array is None:  # servers hold every buffer: memory of its own, which pushes copy
@@ -226,7 +228,7 @@ class DistributedOptimizer:
                 p.grad = p.grad.detach().clone()
             else:
                 p.grad = torch.zeros_like(p)
-            return False
+            return
         views = self._grad_views[i]
         grad = views.get(array.ctypes.data)
         if grad is None:
@@ -236,7 +238,6 @@ class DistributedOptimizer:
         if p.grad is not grad:
             p.grad = grad
         self._own_grad[i] = grad
-        return True
 
     def zero_grad(self, set_to_none=None):
         """Zeroes the gradients. CPU parameters keep theirs in the session's buffers (zeroed in

@@ -17,6 +17,7 @@
 
 #include "ps/initial_rows.h"
 #include "tests/ps/cluster.h"
+#include "tests/testing/status_assert.h"
 
 namespace towerps::python {
 namespace {
@@ -60,11 +61,16 @@ std::vector<float> Gradient(int r, int v, int64_t n) {
   return g;
 }
 
-Result<std::unique_ptr<Session>> StartWorker(const Cluster& cluster, int rank,
+// A worker with options `o`, its parameters' values in `values` ('w' and 'b').
+Result<std::unique_ptr<Session>> StartWorker(const SessionOptions& o,
                                              std::vector<std::vector<float>>& values) {
   values = {std::vector<float>(6, 1.0f), std::vector<float>(3, -2.0f)};
-  return Session::Start(Options(cluster, rank), kParameters, {values[0].data(), values[1].data()},
-                        kTables);
+  return Session::Start(o, kParameters, {values[0].data(), values[1].data()}, kTables);
+}
+
+Result<std::unique_ptr<Session>> StartWorker(const Cluster& cluster, int rank,
+                                             std::vector<std::vector<float>>& values) {
+  return StartWorker(Options(cluster, rank), values);
 }
 
 TEST(SessionTest, TwoSyncWorkersLoadTheServersSgdOfTheirMeanGradient) {
@@ -165,9 +171,10 @@ Status LateSoftsyncWorker(const Cluster& cluster, const ps::JobConfig& job, std:
                           std::vector<float>* final_w) {
   SessionOptions o = Options(cluster, 1);
   o.job = job;
-  std::vector<float> w(6, 1.0f), b(3, -2.0f);
-  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s,
-                           Session::Start(o, kParameters, {w.data(), b.data()}, kTables));
+  std::vector<std::vector<float>> values;
+  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, StartWorker(o, values));
+  std::vector<float>& w = values[0];
+  std::vector<float>& b = values[1];
   TOWERPS_RETURN_IF_ERROR(s->AwaitValues({w.data(), b.data()}));
   go.wait_for(std::chrono::seconds(20));
   for (int v = 0; v < 2; ++v) {
@@ -196,11 +203,11 @@ TEST(SessionTest, AGradientBufferAServerStillReadsIsNotHandedOutAgain) {
   SessionOptions o = Options(cluster, 0);
   o.job = job;
   o.transport_path = TransportPath::kShm;
-  std::vector<float> w(6, 1.0f), b(3, -2.0f);
-  Result<std::unique_ptr<Session>> started =
-      Session::Start(o, kParameters, {w.data(), b.data()}, kTables);
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
-  Session& s = **started;
+  std::vector<std::vector<float>> values;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> started, StartWorker(o, values));
+  Session& s = *started;
+  std::vector<float>& w = values[0];
+  std::vector<float>& b = values[1];
   ASSERT_TRUE(s.AwaitValues({w.data(), b.data()}).ok());
   float* lent = s.GradientBuffer(0, false);
   ASSERT_NE(lent, nullptr);
@@ -239,11 +246,11 @@ TEST(SessionTest, WithEveryGradientBufferHeldPushesCopy) {
   o.job = job;
   o.transport_path = TransportPath::kShm;
   o.max_gradient_buffers = 1;
-  std::vector<float> w(6, 1.0f), b(3, -2.0f);
-  Result<std::unique_ptr<Session>> started =
-      Session::Start(o, kParameters, {w.data(), b.data()}, kTables);
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
-  Session& s = **started;
+  std::vector<std::vector<float>> values;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> started, StartWorker(o, values));
+  Session& s = *started;
+  std::vector<float>& w = values[0];
+  std::vector<float>& b = values[1];
   ASSERT_TRUE(s.AwaitValues({w.data(), b.data()}).ok());
   float* lent = s.GradientBuffer(0, false);
   ASSERT_NE(lent, nullptr);

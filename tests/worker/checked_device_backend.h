@@ -18,22 +18,20 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/reference/reference_backend.h"
+#include "tests/worker/stand_in_stream.h"
 
 namespace towerps::worker {
 
@@ -57,14 +55,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     }
   }
   ~CheckedDeviceBackend() override {
-    if (streaming_) {
-      {
-        std::lock_guard<std::mutex> lock(stream_mu_);
-        stopping_ = true;
-        stream_cv_.notify_all();
-      }
-      stream_.join();
-    }
+    stream_.reset();  // its queued ops use the allocations
     for (auto& [p, bytes] : live_) std::free(reinterpret_cast<void*>(p));
   }
 
@@ -129,8 +120,8 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   void CopyFromHostAsync(const void* host, size_t bytes, void* dst) override {
     Check(dst, bytes, "CopyFromHostAsync");
     bytes_to_device += static_cast<int64_t>(bytes);
-    if (streaming_) {
-      Run([=] { std::memcpy(dst, host, bytes); }, /*op=*/false);
+    if (stream_) {
+      stream_->Copy([=] { std::memcpy(dst, host, bytes); });
       return;
     }
     queued_.push_back({host, bytes, dst});
@@ -140,16 +131,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     Check(src, bytes, "CopyToHostAsync");
     async_destinations.insert(host);
     pending_[next_ticket_] = {src, bytes, host};
-    if (streaming_) {
-      Run(
-          [=, this, ticket = next_ticket_] {
-            std::this_thread::sleep_for(copy_latency_);
-            std::memcpy(host, src, bytes);
-            std::lock_guard<std::mutex> lock(stream_mu_);
-            landed_.insert(ticket);
-          },
-          /*op=*/false);
-    }
+    if (stream_) stream_->Download(next_ticket_, [=] { std::memcpy(host, src, bytes); });
     return next_ticket_++;
   }
   void WaitCopy(uint64_t ticket) override {
@@ -157,10 +139,8 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
     auto it = pending_.find(ticket);
     ASSERT_NE(it, pending_.end()) << "WaitCopy of an unknown or already waited ticket";
     bytes_to_host += static_cast<int64_t>(it->second.bytes);
-    if (streaming_) {
-      std::unique_lock<std::mutex> lock(stream_mu_);
-      stream_cv_.wait(lock, [&] { return landed_.count(ticket) != 0; });
-      landed_.erase(ticket);
+    if (stream_) {
+      stream_->Wait(ticket);
     } else {
       std::memcpy(it->second.host, it->second.src, it->second.bytes);
     }
@@ -172,16 +152,10 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   // queues them, as a GPU's host does; synchronous copies and Synchronize wait for the stream.
   // Call once, before the backend is used.
   void RunAsStream(std::chrono::microseconds op_latency, std::chrono::microseconds copy_latency) {
-    op_latency_ = op_latency;
-    copy_latency_ = copy_latency;
-    streaming_ = true;
-    stream_ = std::thread([this] { StreamLoop(); });
+    stream_ = std::make_unique<StandInStream>(op_latency, copy_latency);
   }
   // Stream mode: when the stream finished its last op (copies aside).
-  std::chrono::steady_clock::time_point last_op_done() {
-    std::lock_guard<std::mutex> lock(stream_mu_);
-    return last_op_done_;
-  }
+  StandInStream::Clock::time_point last_op_done() { return stream_->last_op_done(); }
   size_t pending_copies() const { return pending_.size() + queued_.size(); }
 
   void Gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
@@ -443,36 +417,17 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
  private:
   // An op (or, op = false, a copy) in stream order: now, or on the stream in stream mode.
   void Run(std::function<void()> fn, bool op = true) {
-    if (!streaming_) {
+    if (!stream_) {
       fn();
-      return;
+    } else if (op) {
+      stream_->Op(std::move(fn));
+    } else {
+      stream_->Copy(std::move(fn));
     }
-    std::lock_guard<std::mutex> lock(stream_mu_);
-    tasks_.push_back({std::move(fn), op});
-    stream_cv_.notify_all();
   }
   // Stream mode: waits until the stream has run everything queued.
   void Drain() {
-    if (!streaming_) return;
-    std::unique_lock<std::mutex> lock(stream_mu_);
-    stream_cv_.wait(lock, [&] { return tasks_.empty() && !busy_; });
-  }
-  void StreamLoop() {
-    std::unique_lock<std::mutex> lock(stream_mu_);
-    for (;;) {
-      stream_cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping, with nothing left
-      Task task = std::move(tasks_.front());
-      tasks_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      if (task.op) std::this_thread::sleep_for(op_latency_);
-      task.fn();
-      lock.lock();
-      if (task.op) last_op_done_ = std::chrono::steady_clock::now();
-      busy_ = false;
-      stream_cv_.notify_all();
-    }
+    if (stream_) stream_->Drain();
   }
   void Flush() {
     for (const PendingCopy& c : queued_) std::memcpy(c.host, c.src, c.bytes);  // host -> dst
@@ -522,21 +477,7 @@ class CheckedDeviceBackend final : public kernels::Backend<float> {
   std::map<uint64_t, PendingCopy> pending_;
   std::vector<PendingCopy> queued_;  // uploads: src = host, host = device destination
   uint64_t next_ticket_ = 1;
-  // Stream mode.
-  struct Task {
-    std::function<void()> fn;
-    bool op;
-  };
-  bool streaming_ = false;
-  std::chrono::microseconds op_latency_{0}, copy_latency_{0};
-  std::thread stream_;
-  std::mutex stream_mu_;
-  std::condition_variable stream_cv_;
-  std::deque<Task> tasks_;     // guarded by stream_mu_
-  bool busy_ = false;          // the stream is running a task; guarded by stream_mu_
-  bool stopping_ = false;      // guarded by stream_mu_
-  std::set<uint64_t> landed_;  // downloads done, not yet waited for; guarded by stream_mu_
-  std::chrono::steady_clock::time_point last_op_done_{};  // guarded by stream_mu_
+  std::unique_ptr<StandInStream> stream_;  // stream mode; null: ops run at once
 };
 
 }  // namespace towerps::worker

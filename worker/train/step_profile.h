@@ -1,9 +1,9 @@
 // StepProfile: where a worker's step goes (--profile-steps K). For its first K steps the worker
 // records, per variable, when its gradient was handed on (backward done, and on a device copied
-// to host memory), when its push was handed to the client, when the servers answered it, when the variable's next
-// values arrived and when they were loaded into the towers; and per step when compute began and
-// ended and when the next step could begin (every value loaded). Times are milliseconds from the
-// step's compute start.
+// to host memory), when its push was handed to the client, when the servers answered it, when
+// the variable's next values arrived and when they were loaded into the towers; and per step when
+// compute began and ended and when the next step could begin (every value loaded). Times are
+// milliseconds from the step's compute start.
 //
 // The report gives the medians over the steps: the step and its compute, how many pushes left
 // before compute ended (the overlap of communication with backward), and the critical path: the

@@ -145,9 +145,7 @@ class Trainer::Impl {
       exchange_->set_profile(profile_.get());
     }
     // Gradients are averaged into the client's shared-memory arena: pushes lend them in place.
-    // A device tower pins them, whole pages each.
-    const size_t alignment = towers_->averages_on_device() ? HostPageBytes() : kTensorAlignment;
-    towers_->SetGradientAllocator([client = client_.get(), alignment](const Shape& shape) {
+    towers_->SetGradientAllocator([client = client_.get()](const Shape& shape, size_t alignment) {
       return client->Allocate(shape, alignment);
     });
     TOWERPS_RETURN_IF_ERROR(RegisterWithServers());
