@@ -4,8 +4,8 @@
 
 namespace towerps::ps {
 
-Result<PushOutcome> AsyncRule::Push(Contribution c, bool /*replace*/, UpdateTarget& target,
-                                    ShardCounters& counters) {
+Result<PushOutcome> AsyncRule::Accept(Contribution c, bool /*replace*/, UpdateTarget& target,
+                                      ShardCounters& counters) {
   PushOutcome out;
   if (DropIfApplied(c, target, counters, &out)) return out;
   TOWERPS_ASSIGN_OR_RETURN(const int64_t staleness, StalenessOf(c, target));
@@ -28,7 +28,8 @@ Result<PushOutcome> AsyncRule::Push(Contribution c, bool /*replace*/, UpdateTarg
 bool SspRule::PullReady(int64_t version, int64_t min_version, int64_t clock) const {
   if (version < min_version) return false;
   const int64_t slowest = *std::min_element(worker_clocks_.begin(), worker_clocks_.end());
-  return slowest >= clock - config_.staleness;
+  // Added on this side: `clock` is a peer's, unchecked; `slowest` is below kMaxCount.
+  return slowest + config_.staleness >= clock;
 }
 
 }  // namespace towerps::ps

@@ -20,8 +20,10 @@ namespace towerps::ps {
 class AsyncRule : public UpdateRule {
  public:
   explicit AsyncRule(const JobConfig& config) : UpdateRule(config) {}
-  Result<PushOutcome> Push(Contribution c, bool replace, UpdateTarget& target,
-                           ShardCounters& counters) override;
+
+ protected:
+  Result<PushOutcome> Accept(Contribution c, bool replace, UpdateTarget& target,
+                             ShardCounters& counters) override;
 };
 
 class SspRule final : public AsyncRule {

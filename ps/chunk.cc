@@ -193,11 +193,6 @@ Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
                                 std::to_string(gradient.num_elements()) + " elements, expected " +
                                 std::to_string(spec_.num_elements));
   }
-  if (worker < 0 || worker >= config_.workers) {
-    return InvalidArgumentError("worker rank " + std::to_string(worker) + " is outside 0.." +
-                                std::to_string(config_.workers - 1));
-  }
-  counters->gradients_received.fetch_add(1, std::memory_order_relaxed);
   return rule_->Push(Contribution{worker, base_version, clock, gradient}, replace, *this,
                      *counters);
 }

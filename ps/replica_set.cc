@@ -101,6 +101,9 @@ Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec&
     return ProtocolError(where + ": inconsistent versions");
   }
   TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, &s.worker_clocks));
+  if (!UpdateRule::CountsInRange(s.version, s.worker_clocks)) {
+    return ProtocolError(where + ": version or worker clocks out of range");
+  }
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();
   const auto& tensors = msg.tensors();
@@ -183,6 +186,9 @@ Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const Chunk
     return ProtocolError(where + ": inconsistent versions or optimizer slots");
   }
   TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, &s.worker_clocks));
+  if (!UpdateRule::CountsInRange(s.version, s.worker_clocks)) {
+    return ProtocolError(where + ": version or worker clocks out of range");
+  }
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();
   const auto& t = msg.tensors();

@@ -5,8 +5,8 @@
 
 namespace towerps::ps {
 
-Result<PushOutcome> SoftsyncRule::Push(Contribution c, bool /*replace*/, UpdateTarget& target,
-                                       ShardCounters& counters) {
+Result<PushOutcome> SoftsyncRule::Accept(Contribution c, bool /*replace*/, UpdateTarget& target,
+                                         ShardCounters& counters) {
   PushOutcome out;
   if (DropIfApplied(c, target, counters, &out)) return out;
   TOWERPS_ASSIGN_OR_RETURN(const int64_t staleness, StalenessOf(c, target));

@@ -25,11 +25,11 @@ namespace towerps::ps {
 class SoftsyncRule final : public UpdateRule {
  public:
   explicit SoftsyncRule(const JobConfig& config) : UpdateRule(config) {}
-  Result<PushOutcome> Push(Contribution c, bool replace, UpdateTarget& target,
-                           ShardCounters& counters) override;
   void Load(const RuleState& state, int64_t version) override;
 
  private:
+  Result<PushOutcome> Accept(Contribution c, bool replace, UpdateTarget& target,
+                             ShardCounters& counters) override;
   // c gradients are in: applies the average of the finite ones, in worker order.
   void Complete(UpdateTarget& target, ShardCounters& counters);
 

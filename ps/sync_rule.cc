@@ -4,8 +4,8 @@
 
 namespace towerps::ps {
 
-Result<PushOutcome> SyncRule::Push(Contribution c, bool replace, UpdateTarget& target,
-                                   ShardCounters& counters) {
+Result<PushOutcome> SyncRule::Accept(Contribution c, bool replace, UpdateTarget& target,
+                                     ShardCounters& counters) {
   PushOutcome out;
   const int64_t version = target.version();
   if (c.base_version < version) {

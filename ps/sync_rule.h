@@ -26,14 +26,14 @@ class SyncRule final : public UpdateRule {
  public:
   explicit SyncRule(const JobConfig& config) : UpdateRule(config) {}
 
-  Result<PushOutcome> Push(Contribution c, bool replace, UpdateTarget& target,
-                           ShardCounters& counters) override;
   bool RetainsPreviousVersion() const override { return true; }
   void Replayed(int64_t step) override { pending_.erase(step); }
   RuleState Save(int64_t version, bool replica) const override;
   void Load(const RuleState& state, int64_t version) override;
 
  private:
+  Result<PushOutcome> Accept(Contribution c, bool replace, UpdateTarget& target,
+                             ShardCounters& counters) override;
   // A restarted worker's second gradient for a pending step.
   Result<PushOutcome> Repeat(Contribution c, Contribution* held, bool replace, UpdateTarget& target,
                              ShardCounters& counters);

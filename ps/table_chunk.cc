@@ -157,12 +157,7 @@ Status TableChunk::CheckShape(const Contribution& c) const {
 }
 
 Result<PushOutcome> TableChunk::Push(Contribution c, ShardCounters* counters, bool replace) {
-  if (c.worker < 0 || c.worker >= config_.workers) {
-    return InvalidArgumentError("worker rank " + std::to_string(c.worker) + " is outside 0.." +
-                                std::to_string(config_.workers - 1));
-  }
   TOWERPS_RETURN_IF_ERROR(CheckShape(c));
-  counters->gradients_received.fetch_add(1, std::memory_order_relaxed);
   return rule_->Push(std::move(c), replace, *this, *counters);
 }
 

@@ -33,6 +33,31 @@ int64_t UpdateRule::worker_clock(int worker) const {
              : 0;
 }
 
+Result<PushOutcome> UpdateRule::Push(Contribution c, bool replace, UpdateTarget& target,
+                                     ShardCounters& counters) {
+  if (c.worker < 0 || c.worker >= config_.workers) {
+    return InvalidArgumentError("a push to " + target.Describe() + " from worker rank " +
+                                std::to_string(c.worker) + ", outside 0.." +
+                                std::to_string(config_.workers - 1));
+  }
+  for (const auto& [what, value] : {std::pair{"version", c.base_version}, {"clock", c.clock}}) {
+    if (value < 0 || value > kMaxCount) {
+      return InvalidArgumentError("worker " + std::to_string(c.worker) + "'s push to " +
+                                  target.Describe() + " names " + what + " " +
+                                  std::to_string(value) + ", outside 0.." +
+                                  std::to_string(kMaxCount) + " (a malformed push)");
+    }
+  }
+  counters.gradients_received.fetch_add(1, std::memory_order_relaxed);
+  return Accept(std::move(c), replace, target, counters);
+}
+
+bool UpdateRule::CountsInRange(int64_t version, const std::vector<int64_t>& worker_clocks) {
+  return version >= -1 && version <= kMaxCount &&
+         std::all_of(worker_clocks.begin(), worker_clocks.end(),
+                     [](int64_t c) { return c >= 0 && c <= kMaxCount + 1; });
+}
+
 void UpdateRule::Advance(int worker, int64_t clock) {
   int64_t& c = worker_clocks_[static_cast<size_t>(worker)];
   c = std::max(c, clock + 1);

@@ -98,13 +98,24 @@ class UpdateRule {
   UpdateRule(const UpdateRule&) = delete;
   UpdateRule& operator=(const UpdateRule&) = delete;
 
-  // Admits `c` (worker rank in range, gradient of the right size: checked by the holder) and
-  // applies through `target` every update it completes. `replace` (sync): a restarted worker's
-  // repeated gradient for a pending step replaces the held one instead of being compared.
-  // Errors name the holder: a step from the future, a base version above the holder's, or a
-  // repeated sync gradient that differs from the first.
-  virtual Result<PushOutcome> Push(Contribution c, bool replace, UpdateTarget& target,
-                                   ShardCounters& counters) = 0;
+  // Largest version or clock a contribution may name. Both count up from 0 by one per update
+  // or iteration, so no job comes near it; a peer's value beyond it is malformed, and keeping
+  // below it leaves every difference and increment of them in range.
+  static constexpr int64_t kMaxCount = int64_t{1} << 62;
+
+  // Whether a holder's version and its rule's worker clocks, as a checkpoint or a replicated
+  // state brings them, are ones it can hold: version in [-1 (none yet), kMaxCount], each clock
+  // in [0, kMaxCount + 1].
+  static bool CountsInRange(int64_t version, const std::vector<int64_t>& worker_clocks);
+
+  // Admits `c` (its gradient's shape: checked by the holder) and applies through `target` every
+  // update it completes. `replace` (sync): a restarted worker's repeated gradient for a pending
+  // step replaces the held one instead of being compared. Errors (kInvalidArgument) name the
+  // holder: a worker rank outside the job, a version or clock outside [0, kMaxCount], a step
+  // from the future, a base version above the holder's, or a repeated sync gradient that
+  // differs from the first. A refused push changes nothing and is not counted as received.
+  Result<PushOutcome> Push(Contribution c, bool replace, UpdateTarget& target,
+                           ShardCounters& counters);
   // Whether a pull for (min_version, the worker's clock) may be answered at `version`.
   virtual bool PullReady(int64_t version, int64_t min_version, int64_t /*clock*/) const {
     return version >= min_version;
@@ -134,6 +145,9 @@ class UpdateRule {
   // A duplicate push of an iteration already applied: counted and dropped.
   bool DropIfApplied(const Contribution& c, const UpdateTarget& target, ShardCounters& counters,
                      PushOutcome* out) const;
+  // The mode's part of Push, for a contribution Push has admitted.
+  virtual Result<PushOutcome> Accept(Contribution c, bool replace, UpdateTarget& target,
+                                     ShardCounters& counters) = 0;
   // version - c.base_version; an error when `c` claims a version the holder has not reached.
   static Result<int64_t> StalenessOf(const Contribution& c, const UpdateTarget& target);
   // Refuses `c` when its gradient holds a NaN or an infinity: counted, `out` says why, and `c`

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "tests/ps/chunk_test_util.h"
 
@@ -365,6 +367,36 @@ TEST(ChunkNonFiniteTest, SspRefusalStillAdvancesTheWorkersClock) {
   ASSERT_EQ(chunk.Push(1, 0, 0, WithNonFinite(3, 1, NAN), &counters)->kind,
             PushOutcome::Kind::kRejected);
   EXPECT_TRUE(chunk.PullReady(0, 1));  // worker 0 is not held back by the refused push
+}
+
+// A push's version and clock come from a peer: in every mode, one outside [0, kMaxCount] is
+// refused by name, changes nothing and is not counted; an SSP pull's clock is compared without
+// arithmetic that could overflow (the message fuzzer found both; UBSan runs this in the asan
+// preset).
+TEST(ChunkTest, OutOfRangeVersionsAndClocksAreRefusedInEveryMode) {
+  for (UpdateMode mode :
+       {UpdateMode::kSync, UpdateMode::kAsync, UpdateMode::kSsp, UpdateMode::kSoftsync}) {
+    SCOPED_TRACE(std::string(kUpdateModes.Name(mode)));
+    Chunk chunk(Spec(), Sgd(mode, 2));
+    ShardCounters counters;
+    ASSERT_TRUE(*chunk.Init(Random(1)));
+    for (auto [version, clock, what] :
+         {std::tuple{INT64_MIN, int64_t{0}, "version -9223372036854775808"},
+          {int64_t{-1}, int64_t{0}, "version -1"},
+          {int64_t{0}, INT64_MAX, "clock 9223372036854775807"},
+          {int64_t{0}, int64_t{-3}, "clock -3"},
+          {UpdateRule::kMaxCount + 1, int64_t{0}, "version 4611686018427387905"}}) {
+      const Status s = chunk.Push(0, version, clock, Random(2), &counters).status();
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << what;
+      EXPECT_NE(s.message().find(what), std::string::npos) << s.ToString();
+    }
+    EXPECT_EQ(counters.gradients_received.load(), 0u);
+    EXPECT_EQ(chunk.version(), 0);
+    EXPECT_EQ(chunk.worker_clock(0), 0);
+    EXPECT_FALSE(chunk.PullReady(INT64_MAX, 0));
+    EXPECT_TRUE(chunk.PullReady(0, INT64_MIN));
+    if (mode == UpdateMode::kSsp) EXPECT_FALSE(chunk.PullReady(0, INT64_MAX));
+  }
 }
 
 TEST(ChunkTest, SharedValuesAreNeverOverwritten) {

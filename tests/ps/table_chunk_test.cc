@@ -92,6 +92,11 @@ TEST(TableChunkTest, MalformedPushesAreRefusedNamingTheTable) {
   Contribution ids = RowsOf(0, 0, 0, {2, 5}, RandomRows(2, 4, 1));
   ids.ids = Tensor::Zeros({2});
   refused(std::move(ids), "uint64");
+  // A peer's version and clock are read as they come (the message fuzzer's finding: version
+  // INT64_MIN overflowed the staleness); the rule refuses what is out of range, naming it.
+  refused(RowsOf(0, INT64_MIN, 0, {2, 5}, RandomRows(2, 4, 1)), "version -9223372036854775808");
+  refused(RowsOf(0, 0, INT64_MAX, {2, 5}, RandomRows(2, 4, 1)), "clock 9223372036854775807");
+  refused(RowsOf(2, 0, 0, {2, 5}, RandomRows(2, 4, 1)), "worker rank 2, outside 0..1");
   EXPECT_EQ(t->version(), 0);
   EXPECT_EQ(counters.gradients_received.load(), 0u);
 
