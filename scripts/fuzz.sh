@@ -75,11 +75,15 @@ for entry in "${harnesses[@]}"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   files=$(ls "$corpus" | wc -l)
   result=ok
+  cause=""
   if [ "$rc" -ne 0 ]; then
     # libFuzzer names the input it kept: "Test unit written to <file>".
     found=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)
     if [ -n "$found" ]; then
       result="FINDING: $found (log: $log)"
+      # Its cause is printed under the row too: CI keeps only what is printed.
+      cause=$(grep -E -m 3 "runtime error|ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|FUZZ_CHECK" \
+        "$log" | sed 's/^/    /' || true)
     else
       result="FAILED with exit code $rc (log: $log)"
     fi
@@ -88,6 +92,7 @@ for entry in "${harnesses[@]}"; do
     rc=1
   fi
   printf '%-14s %12s %9s %16s  %s\n' "$name" "${execs:-?}" "$elapsed" "$files" "$result"
+  if [ -n "$cause" ]; then echo "$cause"; fi
   if [ "$rc" -ne 0 ]; then failed+=("$name"); fi
 done
 
