@@ -2,15 +2,16 @@
 # The test command: installs dependencies, checks the tree's floors (scripts/check_layers.sh),
 # builds, and runs the whole suite with CTest.
 #   scripts/test.sh                  release suite and the installed-library check
-#                                    (scripts/check_example.sh), the asan (ASan+UBSan) suite,
-#                                    the clang thread-safety build (tsa: compiled, not run), then
-#                                    every libFuzzer harness for 20 s (fuzz: scripts/fuzz.sh 20)
-#   scripts/test.sh --presets "cpu"  only the named presets (add tsa or fuzz for those steps)
+#                                    (scripts/check_example.sh), the asan suite (clang-14: ASan,
+#                                    UBSan and -Werror=thread-safety in one build), then every
+#                                    libFuzzer harness for 20 s (fuzz: scripts/fuzz.sh 20)
+#   scripts/test.sh --presets "cpu"  only the named presets (tsa: the thread-safety build alone,
+#                                    compiled, not run; fuzz: the fuzzing step)
 # GPU tests skip, saying why, on machines without an NVIDIA GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-presets="release asan tsa fuzz"
+presets="release asan fuzz"
 while [ $# -gt 0 ]; do
   case "$1" in
     --presets) presets="$2"; shift 2 ;;
@@ -31,7 +32,7 @@ for preset in $presets; do
   echo "=== test: building preset '$preset'"
   scripts/build.sh "$preset"
   if [ "$preset" = tsa ]; then
-    echo "=== test: the clang -Werror=thread-safety build passed (a build check; its suites are the release ones)"
+    echo "=== test: the clang -Werror=thread-safety build passed (a build check; asan runs it too)"
     continue
   fi
   echo "=== test: running preset '$preset'"
