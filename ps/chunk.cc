@@ -45,8 +45,18 @@ Result<bool> Chunk::Init(const Tensor& values) {
   return true;
 }
 
+bool Chunk::Fits(const ChunkState& state) const {
+  auto fits = [&](const Tensor& t) {
+    return t.dtype() == DType::kFloat32 && t.num_elements() == spec_.num_elements;
+  };
+  return fits(state.values) &&
+         static_cast<int>(state.slots.size()) == OptimizerSlots(config_.optimizer.kind) &&
+         std::all_of(state.slots.begin(), state.slots.end(), fits);
+}
+
 void Chunk::Restore(const ChunkState& state) {
-  values_ = CopyOf(state.values);
+  // A state with no version (a primary not yet initialised by the chief) has no values.
+  values_ = state.version == kNoVersion ? Tensor() : CopyOf(state.values);
   slots_.clear();
   for (const Tensor& s : state.slots) slots_.push_back(s.Clone());
   version_ = state.version;

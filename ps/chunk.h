@@ -71,6 +71,9 @@ class Chunk final : private UpdateTarget {
   // Sets the initial values (copied) and version 0. Only the first call has an effect; returns
   // whether this one did. Fails on a size mismatch.
   Result<bool> Init(const Tensor& values);
+  // Whether `state` (with a version) has this chunk's size in float32 values and the job's
+  // optimizer's slots: what a caller checks before Restore.
+  bool Fits(const ChunkState& state) const;
   // Replaces all state with a checkpointed or replicated one (same spec; checked by the caller).
   void Restore(const ChunkState& state);
   // A deep copy; `replica`: with the previous version and the pending gradients too, so that a

@@ -54,9 +54,10 @@ Status CheckGradient(const char* call, uint32_t variable_id, const Tensor& gradi
 
 // A pull reply's status: the reply's, or kProtocol when it does not carry chunk `c`'s values.
 Status PulledStatus(const ChunkSpec& c, const Result<IncomingMessage>& r) {
-  if (r.ok() && (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements)) {
+  if (r.ok() && (r->tensors().size() != 1 || r->tensors()[0].num_elements() != c.num_elements ||
+                 r->tensors()[0].dtype() != DType::kFloat32)) {
     return ProtocolError("pull reply for variable " + std::to_string(c.variable_id) + " chunk " +
-                         std::to_string(c.chunk_id) + " has the wrong size");
+                         std::to_string(c.chunk_id) + " is not its float32 values");
   }
   return r.status();
 }

@@ -94,9 +94,11 @@ Status CheckRowsReply(const Result<IncomingMessage>& reply, int64_t n, int64_t d
   if (!reply.ok()) return reply.status();
   const auto& t = reply->tensors();
   if (every_row && t.size() == 3) n = t[2].num_elements();
+  // Counts and ids are vectors: Concat joins replies along their one dimension.
   if (t.size() == (every_row ? 3u : 2u) && t[0].dtype() == DType::kFloat32 &&
-      t[0].num_elements() == n * dim && t[1].dtype() == DType::kUInt32 &&
-      t[1].num_elements() == n && (!every_row || t[2].dtype() == DType::kUInt64)) {
+      t[0].num_elements() == n * dim && t[1].dtype() == DType::kUInt32 && t[1].rank() == 1 &&
+      t[1].num_elements() == n &&
+      (!every_row || (t[2].dtype() == DType::kUInt64 && t[2].rank() == 1))) {
     return Status::Ok();
   }
   return ProtocolError("a pull reply of table " + std::to_string(reply->header().getVariableId()) +

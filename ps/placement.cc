@@ -33,8 +33,8 @@ Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& 
   for (uint32_t v = 0; v < variables.size(); ++v) {
     const VariableSpec& var = variables[v];
     p.first_chunk_.push_back(p.chunks_.size());
+    TOWERPS_RETURN_IF_ERROR(ValidateVariableKind(var));
     if (var.is_table()) {
-      TOWERPS_RETURN_IF_ERROR(ValidateVariableKind(var));
       for (int s = 0; s < num_servers * table_partitions; ++s) {
         ChunkSpec part{v, static_cast<uint32_t>(s), 0, 0, 0, s % num_servers, var.kind, 0.0f};
         part.table_rows = var.table_rows();
@@ -49,7 +49,15 @@ Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& 
       return InvalidArgumentError("--partition-bytes=" + std::to_string(partition_bytes) +
                                   " is smaller than one element of " + var.name);
     }
-    const int64_t per_chunk = static_cast<int64_t>(partition_bytes / esize);
+    const int64_t per_chunk = static_cast<int64_t>(
+        std::min<size_t>(partition_bytes / esize, static_cast<size_t>(kMaxDenseElements)));
+    if (n / per_chunk >= kMaxChunksPerVariable) {
+      return InvalidArgumentError(
+          "variable " + var.name + " of " + std::to_string(n) + " elements would be " +
+          std::to_string(n / per_chunk) +
+          " chunks of --partition-bytes=" + std::to_string(partition_bytes) + ", over " +
+          std::to_string(kMaxChunksPerVariable) + ": raise --partition-bytes");
+    }
     uint32_t c = 0;
     for (int64_t off = 0; off < n || (n == 0 && c == 0); off += per_chunk, ++c) {
       const int64_t len = std::min(per_chunk, n - off);

@@ -49,10 +49,15 @@ struct ChunkSpec {
 // a hash of the id, uniform over the partitions whatever the ids' distribution.
 int TablePartitionOf(uint64_t id, int partitions);
 
+// The most chunks one dense variable is split into (at the default --partition-bytes of 1 MiB,
+// the largest variable, kMaxDenseElements, is 2^18).
+inline constexpr int64_t kMaxChunksPerVariable = int64_t{1} << 22;
+
 class ChunkPlacement {
  public:
-  // Fails on an empty variable list, a non-positive server count, a partition smaller than one
-  // element, or fewer than one table partition per server.
+  // Fails on an empty variable list, a non-positive server count, a variable ValidateVariableKind
+  // refuses, a partition smaller than one element or one that splits a variable into more than
+  // kMaxChunksPerVariable chunks, or fewer than one table partition per server.
   static Result<ChunkPlacement> Compute(const std::vector<VariableSpec>& variables, int num_servers,
                                         size_t partition_bytes, int table_partitions = 1);
 

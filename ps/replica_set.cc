@@ -101,8 +101,8 @@ Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec&
     return ProtocolError(where + ": inconsistent versions");
   }
   TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, &s.worker_clocks));
-  if (!UpdateRule::CountsInRange(s.version, s.worker_clocks)) {
-    return ProtocolError(where + ": version or worker clocks out of range");
+  if (!UpdateRule::CountsInRange(s.version, s.updates, s.worker_clocks)) {
+    return ProtocolError(where + ": version, update count or worker clocks out of range");
   }
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();
@@ -186,8 +186,8 @@ Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const Chunk
     return ProtocolError(where + ": inconsistent versions or optimizer slots");
   }
   TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, &s.worker_clocks));
-  if (!UpdateRule::CountsInRange(s.version, s.worker_clocks)) {
-    return ProtocolError(where + ": version or worker clocks out of range");
+  if (!UpdateRule::CountsInRange(s.version, s.updates, s.worker_clocks)) {
+    return ProtocolError(where + ": version, update count or worker clocks out of range");
   }
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();

@@ -116,8 +116,11 @@ Status Server::Restore(const Checkpoint& ck) {
                                      ", which this server does not own");
     }
     Chunk& chunk = *shards_[it->second.shard]->chunks()[it->second.index];
-    if (c.values.num_elements() != chunk.spec().num_elements && c.version >= 0) {
-      return CorruptionError("chunk sizes differ from the placement");
+    if (c.version >= 0 && !chunk.Fits(c)) {
+      return CorruptionError("variable " + std::to_string(c.variable_id) + " chunk " +
+                             std::to_string(c.chunk_id) +
+                             ": its values or optimizer slots differ from the placement's size "
+                             "or the job's --optimizer");
     }
     lowest.Add(c.version);
   }

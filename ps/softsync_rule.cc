@@ -36,20 +36,20 @@ void SoftsyncRule::Complete(UpdateTarget& target, ShardCounters& counters) {
     return std::tie(a.worker, a.clock) < std::tie(b.worker, b.clock);
   });
   FormedUpdate update;
-  int64_t staleness_sum = 0;
+  double staleness_sum = 0;  // each below 2^62 (UpdateRule::Push); their sum need not be
   for (const Contribution& p : pending_) {
     Advance(p.worker, p.clock);
     if (p.refused) continue;  // non-finite
     update.gradients.push_back(&p);
     const int64_t staleness = target.version() - p.base_version;
-    staleness_sum += staleness;
+    staleness_sum += static_cast<double>(staleness);
     counters.RecordStaleness(staleness);
   }
   const int k = static_cast<int>(update.gradients.size());
   update.divisor = std::max(k, 1);
   const float lr = Rate(target);
   // Zhang et al.'s modulation: the rate over the mean staleness of the update's gradients.
-  const double mean = k > 0 ? static_cast<double>(staleness_sum) / k : 0.0;
+  const double mean = k > 0 ? staleness_sum / k : 0.0;
   update.lr = config_.staleness_aware_lr ? static_cast<float>(lr / std::max(1.0, mean)) : lr;
   target.Apply(update, counters);  // none finite: the version still counts the update
   pending_.clear();                // only now: it holds the gradients

@@ -15,7 +15,8 @@
 namespace towerps::ps {
 
 // A pull's ids: one uint64 vector, every id of this partition (and below a bounded table's
-// rows). Any ids for an everyRow pull, which reads none.
+// rows), no more rows than one reply frame carries. Any ids for an everyRow pull, which reads
+// none.
 Result<Tensor> ReadPullIds(const IncomingMessage& msg, const TableChunk& table);
 
 struct RowPush {

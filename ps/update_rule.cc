@@ -52,8 +52,9 @@ Result<PushOutcome> UpdateRule::Push(Contribution c, bool replace, UpdateTarget&
   return Accept(std::move(c), replace, target, counters);
 }
 
-bool UpdateRule::CountsInRange(int64_t version, const std::vector<int64_t>& worker_clocks) {
-  return version >= -1 && version <= kMaxCount &&
+bool UpdateRule::CountsInRange(int64_t version, int64_t updates,
+                               const std::vector<int64_t>& worker_clocks) {
+  return version >= -1 && version <= kMaxCount && updates >= 0 && updates <= kMaxCount &&
          std::all_of(worker_clocks.begin(), worker_clocks.end(),
                      [](int64_t c) { return c >= 0 && c <= kMaxCount + 1; });
 }

@@ -103,10 +103,11 @@ class UpdateRule {
   // below it leaves every difference and increment of them in range.
   static constexpr int64_t kMaxCount = int64_t{1} << 62;
 
-  // Whether a holder's version and its rule's worker clocks, as a checkpoint or a replicated
-  // state brings them, are ones it can hold: version in [-1 (none yet), kMaxCount], each clock
-  // in [0, kMaxCount + 1].
-  static bool CountsInRange(int64_t version, const std::vector<int64_t>& worker_clocks);
+  // Whether a holder's version, update count and its rule's worker clocks, as a checkpoint or a
+  // replicated state brings them, are ones it can hold: version in [-1 (none yet), kMaxCount],
+  // updates in [0, kMaxCount], each clock in [0, kMaxCount + 1].
+  static bool CountsInRange(int64_t version, int64_t updates,
+                            const std::vector<int64_t>& worker_clocks);
 
   // Admits `c` (its gradient's shape: checked by the holder) and applies through `target` every
   // update it completes. `replace` (sync): a restarted worker's repeated gradient for a pending

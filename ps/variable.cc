@@ -66,11 +66,33 @@ VariableSpec TableVariable(std::string name, int64_t rows, int64_t dim, float in
   return v;
 }
 
+namespace {
+
+// A dense variable: float32, of at most kMaxDenseElements.
+Status ValidateDense(const VariableSpec& v) {
+  if (v.dtype != DType::kFloat32) {
+    return InvalidArgumentError("variable " + v.name + ": dtype " +
+                                std::to_string(static_cast<int>(v.dtype)) +
+                                ", where servers hold float32 (0)");
+  }
+  Result<int64_t> n = CheckedNumElements(v.shape);
+  if (!n.ok()) return n.status().WithContext("variable " + v.name);
+  if (*n > kMaxDenseElements) {
+    return InvalidArgumentError("variable " + v.name + ": shape " + ShapeToString(v.shape) +
+                                " has more than " + std::to_string(kMaxDenseElements) +
+                                " elements");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateVariableKind(const VariableSpec& v) {
   switch (v.kind) {
     case VariableKind::kTrainable:
-      return Status::Ok();
+      return ValidateDense(v);
     case VariableKind::kMovingAverage:
+      TOWERPS_RETURN_IF_ERROR(ValidateDense(v));
       if (v.decay >= 0.0f && v.decay < 1.0f) return Status::Ok();
       return InvalidArgumentError("variable " + v.name + ": moving-average decay " +
                                   std::to_string(v.decay) + " is not in [0, 1)");

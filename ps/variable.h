@@ -31,6 +31,9 @@ enum class VariableKind : uint8_t { kTrainable = 0, kMovingAverage = 1, kTable =
 
 // The most floats a table row may hold.
 inline constexpr int64_t kMaxTableDim = 65536;
+// The most elements a dense variable may hold (256 GiB of float32, more than any one server
+// holds): a bound on what a register message can make a server allocate.
+inline constexpr int64_t kMaxDenseElements = int64_t{1} << 36;
 
 struct VariableSpec {
   std::string name;  // unique in the model, e.g. "conv1/kernel"
@@ -61,8 +64,9 @@ uint64_t VariableListHash(const std::vector<VariableSpec>& variables);
 std::string FirstVariableDifference(const std::vector<VariableSpec>& a, const std::string& a_name,
                                     const std::vector<VariableSpec>& b, const std::string& b_name);
 
-// kInvalidArgument naming the variable for an unknown kind, a moving average whose decay is not
-// in [0, 1), or a table that is not float32 [rows >= 0, dim >= 1] with a finite init_scale >= 0.
+// kInvalidArgument naming the variable for an unknown kind, a dense variable that is not
+// float32 or holds more than kMaxDenseElements, a moving average whose decay is not in [0, 1),
+// or a table that is not float32 [rows >= 0, dim >= 1] with a finite init_scale >= 0.
 Status ValidateVariableKind(const VariableSpec& variable);
 
 }  // namespace towerps::ps

@@ -122,5 +122,25 @@ TEST(ChunkSoftsyncTest, LateGradientsJoinTheNextUpdateOnceWithTheirStaleness) {
   EXPECT_EQ(counters.stale_dropped.load(), 2u);  // the two repeats, nothing else
 }
 
+// A checkpoint may hold a version up to UpdateRule::kMaxCount, so one update's staleness sum can
+// pass int64 (each gradient 2^62 stale here): it is summed in double (UBSan ran this in the
+// asan preset and caught the overflow before).
+TEST(ChunkSoftsyncTest, StalenessSumOfAHugeVersionDoesNotOverflow) {
+  JobConfig config = Softsync(2, 1);
+  config.staleness_aware_lr = true;
+  Chunk chunk(Spec(), config);
+  ShardCounters counters;
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  ChunkState far = chunk.Snapshot(false);
+  far.version = UpdateRule::kMaxCount;
+  chunk.Restore(far);
+  ASSERT_TRUE(chunk.Push(0, 0, 0, Random(2), &counters).ok());
+  Result<PushOutcome> out = chunk.Push(1, 0, 0, Random(3), &counters);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->kind, PushOutcome::Kind::kApplied);
+  EXPECT_EQ(out->staleness, UpdateRule::kMaxCount);
+  EXPECT_EQ(chunk.version(), UpdateRule::kMaxCount + 1);
+}
+
 }  // namespace
 }  // namespace towerps::ps

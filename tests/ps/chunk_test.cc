@@ -399,6 +399,25 @@ TEST(ChunkTest, OutOfRangeVersionsAndClocksAreRefusedInEveryMode) {
   }
 }
 
+// What a server checks of a checkpointed chunk before Restore: float32 values of the chunk's
+// size and the job's optimizer's slots, each of that size.
+TEST(ChunkTest, FitsChecksTheValuesAndTheOptimizersSlots) {
+  JobConfig momentum = Sgd(UpdateMode::kSync, 1);
+  momentum.optimizer.kind = OptimizerKind::kMomentum;
+  Chunk chunk(Spec(), momentum);
+  ASSERT_TRUE(*chunk.Init(Random(1)));
+  const ChunkState good = chunk.Snapshot(false);
+  EXPECT_TRUE(chunk.Fits(good));
+  ChunkState no_slot = good;
+  no_slot.slots.clear();
+  ChunkState short_slot = good;
+  short_slot.slots[0] = Tensor::Empty({kN - 1});
+  ChunkState bytes = good;
+  bytes.values = Tensor::Empty({kN}, DType::kUInt32);
+  for (const ChunkState* bad : {&no_slot, &short_slot, &bytes}) EXPECT_FALSE(chunk.Fits(*bad));
+  EXPECT_FALSE(Chunk(Spec(), Sgd(UpdateMode::kSync, 1)).Fits(good));  // SGD has no slot
+}
+
 TEST(ChunkTest, SharedValuesAreNeverOverwritten) {
   Chunk chunk(Spec(), Sgd(UpdateMode::kAsync, 1));
   ShardCounters counters;

@@ -114,6 +114,19 @@ TEST(PlacementTest, BadArgumentsAreErrors) {
   auto tiny = ChunkPlacement::Compute(Mlp(), 2, 2);
   ASSERT_FALSE(tiny.ok());
   EXPECT_NE(tiny.status().message().find("--partition-bytes=2"), std::string::npos);
+  // A register message's variables are a peer's: what they would make a server allocate is
+  // bounded before any chunk is made (before, [2^62] floats made 2^44 chunk specs).
+  const std::vector<VariableSpec> huge = {{"w", {int64_t{1} << 62}}};
+  auto refused = ChunkPlacement::Compute(huge, 1, 1 << 20);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("variable w"), std::string::npos)
+      << refused.status().ToString();
+  const std::vector<VariableSpec> big = {{"w", {kMaxDenseElements}}};
+  EXPECT_TRUE(ChunkPlacement::Compute(big, 1, 1 << 20).ok());
+  auto many = ChunkPlacement::Compute(big, 1, 4096);
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("raise --partition-bytes"), std::string::npos)
+      << many.status().ToString();
 }
 
 }  // namespace

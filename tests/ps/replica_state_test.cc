@@ -146,6 +146,13 @@ TEST(ReplicaStateTest, UninitialisedChunkTravelsWithoutTensors) {
   Result<ChunkState> state = ThroughTheWire(primary.Snapshot(true), job);
   ASSERT_TRUE(state.ok()) << state.status().ToString();
   EXPECT_EQ(state->version, kNoVersion);
+  // A backup restored from it has no values either (before, Restore copied from no tensor).
+  Chunk backup(Spec(), job);
+  backup.Restore(*state);
+  EXPECT_FALSE(backup.initialized());
+  ShardCounters counters;
+  EXPECT_EQ(backup.Push(0, 0, 0, Random(2), &counters).status().code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST(ReplicaStateTest, MalformedStatesAreProtocolErrors) {
@@ -167,8 +174,17 @@ TEST(ReplicaStateTest, MalformedStatesAreProtocolErrors) {
   ChunkState future_previous = good;
   future_previous.previous_version = 5;
   future_previous.previous_values = Random(4);
-  for (const ChunkState* s :
-       {&missing_slot, &wrong_size, &bad_rank, &few_clocks, &future_previous}) {
+  // Counts a rule could not step from without overflowing (UpdateRule::CountsInRange).
+  ChunkState huge_updates = good;
+  huge_updates.updates = INT64_MAX;
+  ChunkState huge_clock = good;
+  huge_clock.worker_clocks[1] = INT64_MAX;
+  ChunkState huge_version = good;
+  huge_version.version = INT64_MAX;
+  huge_version.previous_version = kNoVersion;
+  huge_version.previous_values = Tensor();
+  for (const ChunkState* s : {&missing_slot, &wrong_size, &bad_rank, &few_clocks, &future_previous,
+                              &huge_updates, &huge_clock, &huge_version}) {
     Result<ChunkState> r = ThroughTheWire(*s, job);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kProtocol) << r.status().ToString();

@@ -78,6 +78,25 @@ TEST(ValidateVariableKindTest, TablesAreFloatRowsOfAPositiveDimWithAFiniteScale)
   EXPECT_FALSE(ValidateVariableKind(bytes).ok());
 }
 
+// Dense variables are float32 (a server's chunks are) of at most kMaxDenseElements; before, an
+// unknown dtype reached DTypeSize's check and aborted the server at registration.
+TEST(ValidateVariableKindTest, DenseVariablesAreFloat32OfBoundedSize) {
+  EXPECT_TRUE(ValidateVariableKind({"w", {kMaxDenseElements}}).ok());
+  VariableSpec unknown{"w", {4}};
+  unknown.dtype = static_cast<DType>(4);
+  VariableSpec stats{"bn/mean", {4}};
+  stats.kind = VariableKind::kMovingAverage;
+  stats.decay = 0.9f;
+  EXPECT_TRUE(ValidateVariableKind(stats).ok());
+  stats.dtype = DType::kUInt64;
+  for (const VariableSpec& bad : {unknown, stats, VariableSpec{"w", {kMaxDenseElements + 1}},
+                                  VariableSpec{"w", {int64_t{1} << 40, int64_t{1} << 40}}}) {
+    Status s = ValidateVariableKind(bad);
+    ASSERT_FALSE(s.ok()) << ShapeToString(bad.shape);
+    EXPECT_NE(s.message().find("variable " + bad.name), std::string::npos) << s.ToString();
+  }
+}
+
 TEST(VariableListHashTest, TablesCountTheirBoundDimAndScale) {
   const std::vector<VariableSpec> a = {{"w", {4}}, TableVariable("emb", 0, 8, 0.05f)};
   std::vector<VariableSpec> b = a;
