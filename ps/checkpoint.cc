@@ -219,7 +219,8 @@ Status DecodeChunk(const std::string& body, const std::string& path, ChunkState*
   c->worker_clocks.resize(nclocks);
   for (auto& clock : c->worker_clocks) TOWERPS_RETURN_IF_ERROR(r.Get(&clock));
   if (!UpdateRule::CountsInRange(c->version, c->updates, c->worker_clocks)) {
-    return CorruptionError(path + ": chunk record's version, update count or worker clocks out of range");
+    return CorruptionError(path +
+                           ": chunk record's version, update count or worker clocks out of range");
   }
   c->values = Tensor::Empty({static_cast<int64_t>(n)});
   TOWERPS_RETURN_IF_ERROR(r.GetBytes(c->values.raw_data(), c->values.byte_size()));
@@ -279,7 +280,8 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
   t->worker_clocks.resize(nclocks);
   for (auto& clock : t->worker_clocks) TOWERPS_RETURN_IF_ERROR(r.Get(&clock));
   if (!UpdateRule::CountsInRange(t->version, t->updates, t->worker_clocks)) {
-    return CorruptionError(path + ": table record's version, update count or worker clocks out of range");
+    return CorruptionError(path +
+                           ": table record's version, update count or worker clocks out of range");
   }
   TOWERPS_RETURN_IF_ERROR(r.Get(&n));
   if (!r.done()) return CorruptionError(path + ": table record has trailing bytes");

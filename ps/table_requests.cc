@@ -8,15 +8,16 @@ namespace {
 
 // Ids may repeat, so the rows a pull asks for are bounded by what one reply frame may carry.
 Status CheckPullSize(const Tensor& ids, const TableChunk& table) {
+  const uint64_t frame_bytes = WireLimits{}.max_frame_bytes;
   const uint64_t row_bytes = static_cast<uint64_t>(table.spec().table_dim) * 4;
-  if (static_cast<uint64_t>(ids.num_elements()) <= WireLimits{}.max_frame_bytes / row_bytes) {
+  if (static_cast<uint64_t>(ids.num_elements()) <= frame_bytes / row_bytes) {
     return Status::Ok();
   }
   return InvalidArgumentError(
       "a pull of " + std::to_string(ids.num_elements()) + " rows of table variable " +
       std::to_string(table.spec().variable_id) + " of dim " +
       std::to_string(table.spec().table_dim) + " is over one reply frame's " +
-      std::to_string(WireLimits{}.max_frame_bytes) + " bytes: pull fewer ids at once");
+      std::to_string(frame_bytes) + " bytes: pull fewer ids at once");
 }
 
 }  // namespace

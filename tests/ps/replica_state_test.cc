@@ -8,8 +8,8 @@
 #include <cstring>
 #include <random>
 
-#include "common/internal/wire_codec.h"
 #include "ps/replica_set.h"
+#include "tests/ps/received.h"
 
 namespace towerps::ps {
 namespace {
@@ -40,11 +40,7 @@ Result<ChunkState> ThroughTheWire(const ChunkState& state, const JobConfig& job)
   OutgoingMessage out(proto::MessageType::REPLICATE);
   out.header().setReplicaOp(proto::ReplicaOp::STATE);
   AddReplicaState(state, &out);
-  std::vector<zmq::message_t> frames;
-  frames.push_back(internal::HeaderFrame(out));
-  for (const Tensor& t : out.tensors()) frames.push_back(internal::PayloadFrame(t));
-  TOWERPS_ASSIGN_OR_RETURN(IncomingMessage in,
-                           internal::DecodeMessage("server:0", std::move(frames), WireLimits{}));
+  TOWERPS_ASSIGN_OR_RETURN(IncomingMessage in, Received(out, "server:0"));
   return ReadReplicaState(in, Spec(), job);
 }
 

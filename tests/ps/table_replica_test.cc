@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/internal/wire_codec.h"
 #include "ps/replica_set.h"
+#include "tests/ps/received.h"
 #include "tests/ps/table_test_util.h"
 
 namespace towerps::ps {
@@ -44,11 +44,7 @@ Result<TableState> ThroughTheWire(const TableState& state, const JobConfig& job,
   OutgoingMessage out(proto::MessageType::REPLICATE);
   out.header().setReplicaOp(proto::ReplicaOp::STATE);
   AddTableReplicaState(state, &out);
-  std::vector<zmq::message_t> frames;
-  frames.push_back(internal::HeaderFrame(out));
-  for (const Tensor& t : out.tensors()) frames.push_back(internal::PayloadFrame(t));
-  TOWERPS_ASSIGN_OR_RETURN(IncomingMessage in,
-                           internal::DecodeMessage("server:0", std::move(frames), WireLimits{}));
+  TOWERPS_ASSIGN_OR_RETURN(IncomingMessage in, Received(out, "server:0"));
   return ReadTableReplicaState(in, spec, job);
 }
 

@@ -7,18 +7,11 @@
 
 #include <vector>
 
-#include "common/internal/wire_codec.h"
+#include "tests/ps/received.h"
 #include "tests/ps/table_test_util.h"
 
 namespace towerps::ps::testing {
 namespace {
-
-Result<IncomingMessage> ThroughTheWire(OutgoingMessage out) {
-  std::vector<zmq::message_t> frames;
-  frames.push_back(internal::HeaderFrame(out));
-  for (const Tensor& t : out.tensors()) frames.push_back(internal::PayloadFrame(t));
-  return internal::DecodeMessage("worker:0", std::move(frames), WireLimits{});
-}
 
 // The most rows of kMaxTableDim floats one reply frame carries.
 constexpr int64_t kFrameRows = static_cast<int64_t>((1ull << 30) / (kMaxTableDim * 4));
@@ -29,7 +22,7 @@ TEST(TableRequestsTest, APullOfMoreRowsThanOneReplyFrameIsRefused) {
   for (int64_t n : {kFrameRows, kFrameRows + 1}) {
     OutgoingMessage pull(proto::MessageType::PULL);
     pull.AddTensor(Ids(std::vector<uint64_t>(static_cast<size_t>(n), 7)), 0, 0);
-    Result<IncomingMessage> in = ThroughTheWire(std::move(pull));
+    Result<IncomingMessage> in = Received(pull, "worker:0");
     ASSERT_TRUE(in.ok()) << in.status().ToString();
     Result<Tensor> ids = ReadPullIds(*in, *table);
     if (n == kFrameRows) {
@@ -48,7 +41,7 @@ TEST(TableRequestsTest, APullOfMoreRowsThanOneReplyFrameIsRefused) {
   push.AddTensor(RandomRows(1, kMaxTableDim, 1), 0, 0);
   push.AddTensor(Tensor::Zeros({1}, DType::kUInt32), 0, 0);
   push.AddTensor(Ids(std::vector<uint64_t>(static_cast<size_t>(kFrameRows + 1), 7)), 0, 0);
-  Result<IncomingMessage> in = ThroughTheWire(std::move(push));
+  Result<IncomingMessage> in = Received(push, "worker:0");
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   Result<RowPush> read = ReadRowPush(*in, *table);
   ASSERT_FALSE(read.ok());
