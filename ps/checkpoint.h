@@ -28,8 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "ps/chunk.h"
-#include "ps/table_chunk.h"
+#include "ps/holder_state.h"
 #include "ps/variable.h"
 #include "towerps/result.h"
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ps/optimizer.h"
+#include "ps/replica_set.h"
 
 namespace towerps::ps {
 
@@ -161,7 +162,7 @@ void Chunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
       for (int j = 1; j < k; ++j) g += grads[static_cast<size_t>(j)][i];
       out[i] = g;
     }
-    step_hook_(version_, sum, k);
+    step_hook_(version_, {sum}, k);
     grads.assign(1, sum.f32());
     if (k > 0) Update(grads.data(), 1, update.divisor, update.lr, counters);
   } else if (k > 0) {
@@ -195,20 +196,101 @@ Status Chunk::ApplyStep(int64_t step, const Tensor& sum, int k, ShardCounters* c
 
 Result<PushOutcome> Chunk::Push(int worker, int64_t base_version, int64_t clock,
                                 const Tensor& gradient, ShardCounters* counters, bool replace) {
+  return Push(Contribution{worker, base_version, clock, gradient}, counters, replace);
+}
+
+Result<PushOutcome> Chunk::Push(Contribution c, ShardCounters* counters, bool replace) {
   if (!initialized()) {
     return FailedPreconditionError(Describe() + " has no value yet: the chief must Init it first");
   }
-  if (gradient.num_elements() != spec_.num_elements || gradient.dtype() != DType::kFloat32) {
+  if (c.gradient.num_elements() != spec_.num_elements || c.gradient.dtype() != DType::kFloat32) {
     return InvalidArgumentError("gradient for " + Describe() + " has " +
-                                std::to_string(gradient.num_elements()) + " elements, expected " +
+                                std::to_string(c.gradient.num_elements()) + " elements, expected " +
                                 std::to_string(spec_.num_elements));
   }
-  return rule_->Push(Contribution{worker, base_version, clock, gradient}, replace, *this,
-                     *counters);
+  return rule_->Push(std::move(c), replace, *this, *counters);
 }
 
 bool Chunk::PullReady(int64_t min_version, int64_t clock) const {
   return initialized() && rule_->PullReady(version_, min_version, clock);
+}
+
+namespace {
+
+// A request's tensor count, or an error naming what it carries.
+Status ExpectTensors(const IncomingMessage& m, size_t n, const char* what) {
+  if (m.tensors().size() == n) return Status::Ok();
+  return InvalidArgumentError(std::string(what) + " carries " + std::to_string(m.tensors().size()) +
+                              " tensors, expected " + std::to_string(n));
+}
+
+}  // namespace
+
+Result<bool> Chunk::Init(const IncomingMessage& request) {
+  TOWERPS_RETURN_IF_ERROR(ExpectTensors(request, 1, "init"));
+  return Init(request.tensors()[0]);
+}
+
+Status Chunk::ReadPull(const IncomingMessage& /*request*/, PullAsk* /*ask*/) const {
+  return Status::Ok();  // a chunk's pull selects all of it
+}
+
+Result<Contribution> Chunk::ReadPush(const IncomingMessage& request, int worker,
+                                     PullAsk* /*next*/) const {
+  TOWERPS_RETURN_IF_ERROR(ExpectTensors(request, 1, "push"));
+  auto h = request.header();
+  return Contribution{worker, h.getVersion(), h.getClock(), request.tensors()[0]};
+}
+
+Status Chunk::AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const {
+  const Tensor* values = &values_;
+  int64_t version = version_;
+  if (ask.exact) {
+    version = ask.version;
+    values = ValuesAt(version);
+    if (values == nullptr) {
+      return FailedPreconditionError("version " + std::to_string(version) + " of " + Describe() +
+                                     " is no longer held (the chunk is at version " +
+                                     std::to_string(version_) +
+                                     "; servers keep one version back, in sync mode)");
+    }
+  }
+  reply->header().setVersion(version);
+  // Zero copy: the chunk writes its next update elsewhere while this buffer is shared.
+  reply->AddTensor(*values, spec_.variable_id, spec_.chunk_id);
+  return Status::Ok();
+}
+
+Status Chunk::ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
+                        ShardCounters* counters) {
+  if (sums.size() != (k > 0 ? 1u : 0u)) {
+    return ProtocolError("a step's sum of " + std::to_string(k) + " gradients carries " +
+                         std::to_string(sums.size()) + " tensors");
+  }
+  return ApplyStep(step, k > 0 ? sums[0] : Tensor(), k, counters);
+}
+
+void Chunk::AddReplicaState(OutgoingMessage* forward) const {
+  ps::AddReplicaState(Snapshot(/*replica=*/true), forward);
+}
+
+Status Chunk::RestoreReplica(const IncomingMessage& forward, const JobConfig& job) {
+  TOWERPS_ASSIGN_OR_RETURN(ChunkState state, ReadReplicaState(forward, spec_, job));
+  Restore(state);
+  return Status::Ok();
+}
+
+Status Chunk::Load(const HolderState& state) {
+  const ChunkState* c = std::get_if<ChunkState>(&state);
+  if (c == nullptr) return CorruptionError(Describe() + ": its saved state is a table's");
+  if (c->version < 0) return Status::Ok();  // saved before its init: nothing to restore
+  if (!Fits(*c)) {
+    return CorruptionError(Describe() +
+                           ": its values or optimizer slots differ from the placement's size "
+                           "or the job's --optimizer");
+  }
+  Restore(*c);
+  return Status::Ok();
 }
 
 }  // namespace towerps::ps

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "ps/holder.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
 #include "ps/server_stats.h"
@@ -39,24 +40,7 @@
 
 namespace towerps::ps {
 
-// Everything a checkpoint needs to restore a chunk exactly.
-struct ChunkState {
-  uint32_t variable_id = 0;
-  uint32_t chunk_id = 0;
-  int64_t version = kNoVersion;
-  int64_t updates = 0;
-  Tensor values;
-  std::vector<Tensor> slots;
-  std::vector<int64_t> worker_clocks;
-  // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
-  // out. sync: the previous version's values, and the gradients pending for the current step
-  // (worker rank -> gradient; an empty tensor marks a refused one).
-  int64_t previous_version = kNoVersion;
-  Tensor previous_values;
-  std::map<int, Tensor> pending;
-};
-
-class Chunk final : private UpdateTarget {
+class Chunk final : public Holder, private UpdateTarget {
  public:
   // `allocate`: where the values and step sums live (the server's shared-memory arena, so that
   // pulls and forwards lend them without a copy); null: the heap.
@@ -64,9 +48,9 @@ class Chunk final : private UpdateTarget {
   Chunk(const Chunk&) = delete;
   Chunk& operator=(const Chunk&) = delete;
 
-  const ChunkSpec& spec() const { return spec_; }
-  bool initialized() const { return version_ != kNoVersion; }
+  const ChunkSpec& spec() const override { return spec_; }
   int64_t version() const override { return version_; }
+  using Holder::initialized;
 
   // Sets the initial values (copied) and version 0. Only the first call has an effect; returns
   // whether this one did. Fails on a size mismatch.
@@ -89,23 +73,35 @@ class Chunk final : private UpdateTarget {
   Result<PushOutcome> Push(int worker, int64_t base_version, int64_t clock, const Tensor& gradient,
                            ShardCounters* counters, bool replace = false);
 
-  // Sync: called with (step, sum of its k finite gradients, k) before a step's update is applied;
-  // the sum is shared, never written after. Null: no sum is formed (the fused update).
-  using StepHook = std::function<void(int64_t step, const Tensor& sum, int k)>;
-  void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
+  // Sync: called with (step, {sum of its k finite gradients}, k) before a step's update is
+  // applied; the sum is shared, never written after. Null: no sum is formed (the fused update).
+  void set_step_hook(StepHook hook) override { step_hook_ = std::move(hook); }
   // Sync backup: applies step `step` (= version) from its primary's sum of k gradients (k = 0:
   // the step passes with no update), as CompleteStep does. Errors: not initialised, another
   // version, a wrong size.
   Status ApplyStep(int64_t step, const Tensor& sum, int k, ShardCounters* counters);
 
   // How many iterations of `worker` this chunk has applied (or refused): the next one it expects.
-  int64_t worker_clock(int worker) const { return rule_->worker_clock(worker); }
-  // Whether a pull asking for (min_version, clock) can be answered now.
-  bool PullReady(int64_t min_version, int64_t clock) const;
+  int64_t worker_clock(int worker) const override { return rule_->worker_clock(worker); }
+  bool PullReady(int64_t min_version, int64_t clock) const override;
   const Tensor& values() const { return values_; }
   // The values at exactly `version`: the current ones, or (sync) the previous version's; null
   // when this chunk no longer holds, or does not yet have, that version.
   const Tensor* ValuesAt(int64_t version) const;
+
+  // Holder: the requests of a dense variable's chunk (layout: ps/holder.h).
+  Result<bool> Init(const IncomingMessage& request) override;
+  Status ReadPull(const IncomingMessage& request, PullAsk* ask) const override;
+  Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
+                                PullAsk* next) const override;
+  Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace) override;
+  Status AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const override;
+  Status ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
+                   ShardCounters* counters) override;
+  void AddReplicaState(OutgoingMessage* forward) const override;
+  Status RestoreReplica(const IncomingMessage& forward, const JobConfig& job) override;
+  HolderState Save() const override { return Snapshot(); }
+  Status Load(const HolderState& state) override;
 
  private:
   // UpdateTarget: what the rule sees of this chunk.

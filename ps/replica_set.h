@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "common/message.h"
-#include "ps/chunk.h"
+#include "ps/holder_state.h"
 #include "ps/job_config.h"
-#include "ps/table_chunk.h"
+#include "ps/placement.h"
 
 namespace towerps::ps {
 

@@ -9,8 +9,10 @@
 #include <kj/exception.h>
 
 #include "common/logging.h"
+#include "ps/chunk.h"
 #include "ps/replica_set.h"
 #include "ps/reply.h"
+#include "ps/table_chunk.h"
 #include "ps/variable.h"
 #include "ps/variable_wire.h"
 
@@ -109,39 +111,31 @@ Status Server::Restore(const Checkpoint& ck) {
   }
   LowestVersion lowest;
   for (const ChunkState& c : ck.chunks) {
-    auto it = homes_.find({c.variable_id, c.chunk_id});
-    if (it == homes_.end() || it->second.table) {
-      return FailedPreconditionError("it holds variable " + std::to_string(c.variable_id) +
-                                     " chunk " + std::to_string(c.chunk_id) +
-                                     ", which this server does not own");
-    }
-    Chunk& chunk = *shards_[it->second.shard]->chunks()[it->second.index];
-    if (c.version >= 0 && !chunk.Fits(c)) {
-      return CorruptionError("variable " + std::to_string(c.variable_id) + " chunk " +
-                             std::to_string(c.chunk_id) +
-                             ": its values or optimizer slots differ from the placement's size "
-                             "or the job's --optimizer");
-    }
+    TOWERPS_RETURN_IF_ERROR(RestoreHolder(c, c.variable_id, c.chunk_id));
     lowest.Add(c.version);
   }
-  for (const ChunkState& c : ck.chunks) {
-    const ChunkHome& home = homes_.at({c.variable_id, c.chunk_id});
-    if (c.version >= 0) shards_[home.shard]->chunks()[home.index]->Restore(c);
-  }
   for (const TableState& t : ck.tables) {
-    auto it = homes_.find({t.variable_id, t.chunk_id});
-    if (it == homes_.end() || !it->second.table) {
-      return FailedPreconditionError("it holds table variable " + std::to_string(t.variable_id) +
-                                     " partition " + std::to_string(t.chunk_id) +
-                                     ", which this server does not own");
-    }
-    TOWERPS_RETURN_IF_ERROR(shards_[it->second.shard]->tables()[it->second.index]->Restore(t));
+    TOWERPS_RETURN_IF_ERROR(RestoreHolder(t, t.variable_id, t.chunk_id));
     lowest.Add(t.version);
   }
   last_checkpoint_version_ = lowest.value();
   restored_version_ = lowest.value();
   StartShards();
   return Status::Ok();
+}
+
+Status Server::RestoreHolder(const HolderState& state, uint32_t variable_id, uint32_t chunk_id) {
+  auto it = homes_.find({variable_id, chunk_id});
+  Holder* holder =
+      it == homes_.end() ? nullptr : shards_[it->second.shard]->holders()[it->second.index].get();
+  const bool table = std::holds_alternative<TableState>(state);
+  if (holder == nullptr || holder->spec().is_table() != table) {
+    return FailedPreconditionError("it holds " + std::string(table ? "table " : "") +
+                                   "variable " + std::to_string(variable_id) +
+                                   (table ? " partition " : " chunk ") +
+                                   std::to_string(chunk_id) + ", which this server does not own");
+  }
+  return holder->Load(state);
 }
 
 Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature) {
@@ -161,15 +155,15 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   for (const ChunkSpec& spec : placement.chunks()) {
     if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
     const int shard = next++ % options_.threads;
-    const size_t index =
-        spec.is_table()
-            ? shards_[shard]->AddTable(
-                  std::make_unique<TableChunk>(spec, variables[spec.variable_id], options_.job,
-                                               allocate),
-                  RoleFor(spec.server))
-            : shards_[shard]->AddChunk(std::make_unique<Chunk>(spec, options_.job, allocate),
-                                       RoleFor(spec.server));
-    homes_[{spec.variable_id, spec.chunk_id}] = {shard, index, spec.is_table()};
+    std::unique_ptr<Holder> holder;
+    if (spec.is_table()) {
+      holder = std::make_unique<TableChunk>(spec, variables[spec.variable_id], options_.job,
+                                            allocate);
+    } else {
+      holder = std::make_unique<Chunk>(spec, options_.job, allocate);
+    }
+    const size_t index = shards_[shard]->Add(std::move(holder), RoleFor(spec.server));
+    homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
     groups_[{spec.variable_id, spec.chunk_id}] = spec.server;
   }
   if (options_.log_device_placement) {
@@ -401,12 +395,7 @@ Status Server::MaybeCheckpoint(bool final) {
     for (size_t i = 0; i < shards_.size(); ++i) {
       SnapshotPart p;
       p.shard = static_cast<int>(i);
-      for (const auto& c : shards_[i]->chunks()) {
-        if (c) p.chunks.push_back(c->Snapshot());
-      }
-      for (const auto& t : shards_[i]->tables()) {
-        if (t) p.tables.push_back(t->Snapshot());
-      }
+      for (const auto& h : shards_[i]->holders()) p.states.push_back(h->Save());
       parts.push_back(std::move(p));
     }
     return WriteCheckpoint(std::move(parts))
@@ -451,13 +440,13 @@ Status Server::WriteCheckpoint(std::vector<SnapshotPart> parts) {
   ck.meta.variables = variables_;
   LowestVersion lowest;
   for (SnapshotPart& p : parts) {
-    for (ChunkState& c : p.chunks) {
-      lowest.Add(c.version);
-      ck.chunks.push_back(std::move(c));
-    }
-    for (TableState& t : p.tables) {
-      lowest.Add(t.version);
-      ck.tables.push_back(std::move(t));
+    for (HolderState& state : p.states) {
+      lowest.Add(VersionOf(state));
+      if (auto* c = std::get_if<ChunkState>(&state)) {
+        ck.chunks.push_back(std::move(*c));
+      } else {
+        ck.tables.push_back(std::move(std::get<TableState>(state)));
+      }
     }
   }
   const int64_t min_v = lowest.value();

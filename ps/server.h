@@ -92,11 +92,12 @@ class Server {
  private:
   struct ChunkHome {
     int shard;
-    size_t index;        // in the shard's chunks, or its tables
-    bool table = false;  // a table partition
+    size_t index;  // the holder's slot in its shard
   };
   explicit Server(ServerOptions options);
   Status Restore(const Checkpoint& checkpoint);
+  // Restores one holder's saved state, found by its (variable, chunk).
+  Status RestoreHolder(const HolderState& state, uint32_t variable_id, uint32_t chunk_id);
   Status EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature);
   void StartShards();
   void HandleMessage(IncomingMessage msg);

@@ -94,8 +94,8 @@ void Server::LogStats() {
 
 void Server::LogTableRows() const {
   for (const auto& shard : shards_) {
-    for (const auto& t : shard->tables()) {
-      if (!t) continue;  // a chunk's slot
+    for (const auto& t : shard->holders()) {
+      if (!t->spec().is_table()) continue;
       TOWERPS_LOG(kInfo) << "table " << variables_.at(t->spec().variable_id).name << " partition "
                          << t->spec().chunk_id << ": " << t->rows_held() << " rows ("
                          << static_cast<double>(t->bytes_held()) / (1 << 20)

@@ -18,53 +18,35 @@ Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox,
 
 Shard::~Shard() { Stop(); }
 
-size_t Shard::AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role) {
-  TOWERPS_CHECK(!thread_.joinable()) << "AddChunk after Start";
+size_t Shard::Add(std::unique_ptr<Holder> holder, ReplicaRole role) {
+  TOWERPS_CHECK(!thread_.joinable()) << "Add after Start";
+  const size_t index = holders_.size();
   if (role.kind != ReplicaRole::Kind::kOnly && config_.mode == UpdateMode::kSync) {
-    const size_t index = chunks_.size();
-    chunk->set_step_hook([this, index](int64_t step, const Tensor& sum, int k) {
-      if (roles_[index].backup_live) ForwardStep(index, step, sum, k);
+    holder->set_step_hook([this, index](int64_t step, const std::vector<Tensor>& sums, int k) {
+      if (roles_[index].backup_live) ForwardStep(index, step, sums, k);
     });
   }
-  chunks_.push_back(std::move(chunk));
-  tables_.emplace_back();
-  waiters_.emplace_back();
-  roles_.push_back(role);
-  return chunks_.size() - 1;
-}
-
-size_t Shard::AddTable(std::unique_ptr<TableChunk> table, ReplicaRole role) {
-  TOWERPS_CHECK(!thread_.joinable()) << "AddTable after Start";
-  const size_t index = chunks_.size();
-  if (role.kind != ReplicaRole::Kind::kOnly && config_.mode == UpdateMode::kSync) {
-    table->set_step_hook([this, index](int64_t step, const Tensor& ids, const Tensor& sums, int k) {
-      if (roles_[index].backup_live) ForwardTableStep(index, step, ids, sums, k);
-    });
-  }
-  chunks_.emplace_back();
-  tables_.push_back(std::move(table));
+  holders_.push_back(std::move(holder));
   waiters_.emplace_back();
   roles_.push_back(role);
   return index;
 }
 
-const ChunkSpec& Shard::SpecOf(size_t index) const {
-  return tables_[index] ? tables_[index]->spec() : chunks_[index]->spec();
-}
-
-int64_t Shard::VersionOf(size_t index) const {
-  return tables_[index] ? tables_[index]->version() : chunks_[index]->version();
+std::string Shard::Where(size_t index) const {
+  const ChunkSpec& spec = holders_[index]->spec();
+  return "variable " + std::to_string(spec.variable_id) +
+         (spec.is_table() ? " partition " : " chunk ") + std::to_string(spec.chunk_id);
 }
 
 void Shard::Start() {
-  versions_ = std::make_unique<std::atomic<int64_t>[]>(chunks_.size());
-  for (size_t i = 0; i < chunks_.size(); ++i) versions_[i].store(VersionOf(i));
+  versions_ = std::make_unique<std::atomic<int64_t>[]>(holders_.size());
+  for (size_t i = 0; i < holders_.size(); ++i) versions_[i].store(holders_[i]->version());
   // Restored from a checkpoint: the backup restored its own, maybe of another version; it takes
   // this one's state, whose acknowledgement opens the pulls. (A table partition always holds
   // a version.)
-  for (size_t i = 0; i < chunks_.size(); ++i) {
-    if (roles_[i].backup_live && (tables_[i] || chunks_[i]->initialized())) {
-      Forward(i, proto::ReplicaOp::STATE, nullptr);
+  for (size_t i = 0; i < holders_.size(); ++i) {
+    if (roles_[i].backup_live && holders_[i]->initialized()) {
+      Forward(i, proto::ReplicaOp::STATE);
     }
   }
   thread_ = std::thread([this] { Loop(); });
@@ -80,13 +62,13 @@ void Shard::Stop() {
 
 int64_t Shard::MinVersion() const {
   LowestVersion lowest;
-  for (size_t i = 0; i < chunks_.size(); ++i) lowest.Add(versions_[i].load());
+  for (size_t i = 0; i < holders_.size(); ++i) lowest.Add(versions_[i].load());
   return lowest.value();
 }
 
 int64_t Shard::MaxVersion() const {
   int64_t v = kNoVersion;
-  for (size_t i = 0; i < chunks_.size(); ++i) v = std::max(v, versions_[i].load());
+  for (size_t i = 0; i < holders_.size(); ++i) v = std::max(v, versions_[i].load());
   return v;
 }
 
@@ -102,12 +84,7 @@ void Shard::Loop() {
       case ShardTask::Kind::kSnapshot: {
         SnapshotPart part;
         part.shard = index_;
-        for (const auto& c : chunks_) {
-          if (c) part.chunks.push_back(c->Snapshot());
-        }
-        for (const auto& t : tables_) {
-          if (t) part.tables.push_back(t->Snapshot());
-        }
+        for (const auto& h : holders_) part.states.push_back(h->Save());
         outbox_->Push(std::move(part));
         break;
       }
@@ -132,16 +109,9 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
   }
   if (const ReplicaRole& role = roles_[index];
       role.kind == ReplicaRole::Kind::kBackup || role.kind == ReplicaRole::Kind::kJoining) {
-    const ChunkSpec& spec = SpecOf(index);
     outbox_->Push(ErrorReply(
-        msg, FailedPreconditionError(
-                 std::string(kNotPrimaryMarker) + " variable " + std::to_string(spec.variable_id) +
-                 (spec.is_table() ? " partition " : " chunk ") + std::to_string(spec.chunk_id) +
-                 "; its primary is server " + std::to_string(role.peer))));
-    return;
-  }
-  if (tables_[index]) {
-    HandleTable(index, std::move(msg));
+        msg, FailedPreconditionError(std::string(kNotPrimaryMarker) + " " + Where(index) +
+                                     "; its primary is server " + std::to_string(role.peer))));
     return;
   }
   const bool forward = roles_[index].backup_live;
@@ -153,61 +123,56 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
     case proto::MessageType::PUSH:
       changed = HandlePush(index, std::move(msg), forward);
       break;
-    case proto::MessageType::PULL:
-      if (PullReady(index, msg)) {
-        ReplyPull(index, Waiter{std::move(msg)});
-      } else {
-        Wait(waiters_[index], Waiter{std::move(msg)});
+    case proto::MessageType::PULL: {
+      auto h = msg.header();
+      PullAsk ask{.version = h.getVersion(), .clock = h.getClock(), .exact = h.getExactVersion()};
+      if (Status s = holders_[index]->ReadPull(msg, &ask); !s.ok()) {
+        outbox_->Push(ErrorReply(msg, s));
+        return;
       }
+      AnswerOrWait(index, Waiter{std::move(msg), std::move(ask)});
       return;  // a pull changes nothing
+    }
     default:
       outbox_->Push(ErrorReply(
           msg, InvalidArgumentError("a shard cannot serve " + MessageTypeName(msg.type()))));
       return;
   }
   if (!changed) return;
-  versions_[index].store(chunks_[index]->version());
+  versions_[index].store(holders_[index]->version());
   AnswerReadyPulls(index);
 }
 
 bool Shard::HandleInit(size_t index, IncomingMessage msg, bool forward) {
-  Chunk& chunk = *chunks_[index];
-  if (msg.tensors().size() != 1) {
-    outbox_->Push(ErrorReply(
-        msg, InvalidArgumentError("init carries " + std::to_string(msg.tensors().size()) +
-                                  " tensors, expected 1")));
-    return false;
-  }
-  Result<bool> applied = chunk.Init(msg.tensors()[0]);
+  Holder& holder = *holders_[index];
+  Result<bool> applied = holder.Init(msg);
   if (!applied.ok()) {
     outbox_->Push(ErrorReply(msg, applied.status()));
     return false;
   }
-  if (*applied && forward) Forward(index, proto::ReplicaOp::INIT, &msg);
+  if (*applied && forward) Forward(index, proto::ReplicaOp::INIT, msg.tensors(), &msg);
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::INIT_REPLY);
-  reply.header().setVersion(chunk.version());
+  reply.header().setVersion(holder.version());
   outbox_->Push(std::move(reply));
   return true;
 }
 
 bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
-  Chunk& chunk = *chunks_[index];
+  Holder& holder = *holders_[index];
   auto h = msg.header();
-  if (msg.tensors().size() != 1) {
-    outbox_->Push(ErrorReply(
-        msg, InvalidArgumentError("push carries " + std::to_string(msg.tensors().size()) +
-                                  " tensors, expected 1")));
+  PullAsk next{.version = h.getPullVersion(), .clock = h.getPullClock()};
+  Result<Contribution> c = holder.ReadPush(msg, static_cast<int>(h.getSenderRank()), &next);
+  if (!c.ok()) {
+    outbox_->Push(ErrorReply(msg, c.status()));
     return false;
   }
-  // Async/SSP: forwarded first, so that the backup applies it while this chunk does. The
-  // backup runs the same code on the same state: it drops or refuses exactly what this chunk
-  // does. Sync forwards each step's sum instead (the step hook, AddChunk).
+  // Async/SSP: forwarded first, so that the backup applies it while this holder does. The
+  // backup runs the same code on the same state: it drops or refuses exactly what this one
+  // does. Sync forwards each step's sums instead (the step hook, Add).
   if (forward && config_.mode != UpdateMode::kSync) {
-    Forward(index, proto::ReplicaOp::PUSH, &msg);
+    Forward(index, proto::ReplicaOp::PUSH, c->Tensors(), &msg);
   }
-  Result<PushOutcome> out =
-      chunk.Push(static_cast<int>(h.getSenderRank()), h.getVersion(), h.getClock(),
-                 msg.tensors()[0], &counters_, h.getReplacesPending());
+  Result<PushOutcome> out = holder.Push(std::move(c).value(), &counters_, h.getReplacesPending());
   if (!out.ok()) {
     outbox_->Push(ErrorReply(msg, out.status()));
     return true;  // the forward is acknowledged all the same
@@ -219,17 +184,12 @@ bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
     // Answered with the pull, below or by a later update: a refused gradient too, so that a
     // worker going on past its divergence (--on-nonfinite continue) still gets the values.
     if (refused) NoteRefusal(msg, out->rejection);
-    // The chunk holds the gradient for as long as it needs it; the waiting request need
+    // The holder keeps the gradient for as long as it needs it; the waiting request need
     // not, so a loan from the worker ends with the step (its release rides on this reply)
     // rather than a step later.
     msg.DropPayloads();
-    Waiter waiter{std::move(msg), dropped ? -1 : out->staleness,
-                  refused ? out->rejection : std::string()};
-    if (PullReady(index, waiter.request)) {
-      ReplyPull(index, waiter);
-    } else {
-      Wait(waiters_[index], std::move(waiter));
-    }
+    AnswerOrWait(index, Waiter{std::move(msg), std::move(next), dropped ? -1 : out->staleness,
+                               refused ? out->rejection : std::string()});
     return true;
   }
   if (refused) {
@@ -260,7 +220,12 @@ void Shard::RefuseNonFinite(const IncomingMessage& msg, const std::string& why) 
   outbox_->Push(std::move(reply));
 }
 
-void Shard::Wait(std::vector<Waiter>& waiting, Waiter waiter) {
+void Shard::AnswerOrWait(size_t index, Waiter waiter) {
+  if (PullReady(index, waiter.ask)) {
+    Reply(index, waiter);
+    return;
+  }
+  auto& waiting = waiters_[index];
   if (waiting.size() >= static_cast<size_t>(4 * config_.workers + 16)) {
     outbox_->Push(
         ErrorReply(waiter.request, ResourceExhaustedError("too many pulls waiting on one chunk")));
@@ -271,63 +236,32 @@ void Shard::Wait(std::vector<Waiter>& waiting, Waiter waiter) {
 
 void Shard::AnswerReadyPulls(size_t index) {
   auto& waiting = waiters_[index];
-  const bool table = tables_[index] != nullptr;
-  auto ready = std::stable_partition(waiting.begin(), waiting.end(), [&](const Waiter& w) {
-    return !(table ? RowsReady(index, w.request) : PullReady(index, w.request));
-  });
-  for (auto it = ready; it != waiting.end(); ++it) {
-    if (table) {
-      ReplyRows(index, *it);
-    } else {
-      ReplyPull(index, *it);
-    }
-  }
+  auto ready = std::stable_partition(waiting.begin(), waiting.end(),
+                                     [&](const Waiter& w) { return !PullReady(index, w.ask); });
+  for (auto it = ready; it != waiting.end(); ++it) Reply(index, *it);
   waiting.erase(ready, waiting.end());
 }
 
-Shard::PullAsk Shard::AskOf(const IncomingMessage& request) {
-  auto h = request.header();
-  if (request.type() == proto::MessageType::PUSH) return {h.getPullVersion(), h.getPullClock()};
-  return {h.getVersion(), h.getClock(), h.getExactVersion()};
-}
-
-bool Shard::PullReady(size_t index, const IncomingMessage& request) const {
-  const PullAsk ask = AskOf(request);
-  if (!chunks_[index]->PullReady(ask.version, ask.clock)) return false;
+bool Shard::PullReady(size_t index, const PullAsk& ask) const {
+  if (!holders_[index]->PullReady(ask.version, ask.clock)) return false;
   // A primary shows a worker only what its backup holds too.
   const ReplicaRole& role = roles_[index];
   return !role.backup_live || role.acked >= ask.version;
 }
 
-void Shard::ReplyPull(size_t index, const Waiter& waiter) {
+void Shard::Reply(size_t index, const Waiter& waiter) {
   const IncomingMessage& request = waiter.request;
-  const Chunk& chunk = *chunks_[index];
-  const Tensor* values = &chunk.values();
-  int64_t version = chunk.version();
-  if (const PullAsk ask = AskOf(request); ask.exact) {
-    version = ask.version;
-    values = chunk.ValuesAt(version);
-    if (values == nullptr) {
-      outbox_->Push(ErrorReply(
-          request, FailedPreconditionError("version " + std::to_string(version) + " of variable " +
-                                           std::to_string(chunk.spec().variable_id) + " chunk " +
-                                           std::to_string(chunk.spec().chunk_id) +
-                                           " is no longer held (the chunk is "
-                                           "at version " +
-                                           std::to_string(chunk.version()) +
-                                           "; servers keep one version back, in sync mode)")));
-      return;
-    }
-  }
+  const Holder& holder = *holders_[index];
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
-  reply.header().setVersion(version);
-  reply.header().setClock(chunk.worker_clock(static_cast<int>(request.header().getSenderRank())));
+  if (Status s = holder.AddPullValues(waiter.ask, &reply); !s.ok()) {
+    outbox_->Push(ErrorReply(request, s));
+    return;
+  }
+  reply.header().setClock(holder.worker_clock(static_cast<int>(request.header().getSenderRank())));
   if (request.type() == proto::MessageType::PUSH) {  // thenPull: the push's outcome
     reply.header().setStaleness(waiter.push_staleness);
     if (!waiter.push_refusal.empty()) reply.header().setPushRefusal(waiter.push_refusal);
   }
-  // Zero copy: the chunk writes its next update elsewhere while this buffer is shared.
-  reply.AddTensor(*values, chunk.spec().variable_id, chunk.spec().chunk_id);
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);
   outbox_->Push(std::move(reply));
 }

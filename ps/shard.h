@@ -1,8 +1,8 @@
-// Shard: a server thread that owns a set of chunks and table partitions and serves their init,
-// push and pull requests, so that each is touched by one thread only and needs no lock. Chunks
-// and partitions share one index space (a slot each): their waiting pulls, versions and replica
-// roles are kept alike. Table partitions (ps/table_chunk.h) are pulled and pushed by id; their
-// requests are served in ps/shard_tables.cc.
+// Shard: a server thread that owns a set of holders (ps/holder.h: dense variables' chunks and
+// tables' partitions) and serves their init, push and pull requests, so that each is touched by
+// one thread only and needs no lock. Each holder has a slot: its waiting pulls, version and
+// replica role. One set of handlers serves every kind; what differs by kind (a request's payload,
+// a reply's values, a replicated state) is the holder's.
 //
 // The server's I/O thread posts requests with Post(); the shard answers through the server's
 // outbox (replies to send, snapshots for checkpoints). A pull that cannot be answered yet (the
@@ -26,8 +26,8 @@
 // died) refuses the old primary's forwards, which tells a primary that was only thought dead
 // that it has been replaced (ps/server.h).
 //
-// Contract: AddChunk() and AddTable() only before Start(). Post() is thread-safe. Stop() joins
-// the thread; after it, chunks() and tables() may be read by the caller.
+// Contract: Add() only before Start(). Post() is thread-safe. Stop() joins the thread; after it,
+// holders() may be read by the caller.
 #ifndef TOWERPS_PS_SHARD_H_
 #define TOWERPS_PS_SHARD_H_
 
@@ -43,9 +43,8 @@
 
 #include "common/mailbox.h"
 #include "common/message.h"
-#include "ps/chunk.h"
+#include "ps/holder.h"
 #include "ps/server_stats.h"
-#include "ps/table_chunk.h"
 #include "ps/version.h"
 
 namespace towerps::ps {
@@ -86,8 +85,7 @@ struct Forward {
 
 struct SnapshotPart {
   int shard = 0;
-  std::vector<ChunkState> chunks;
-  std::vector<TableState> tables;
+  std::vector<HolderState> states;
 };
 
 using ServerOutput = std::variant<OutgoingMessage, SnapshotPart, Forward>;
@@ -101,9 +99,8 @@ class Shard {
   Shard(const Shard&) = delete;
   Shard& operator=(const Shard&) = delete;
 
-  // Return the chunk's or partition's index (slot) in this shard.
-  size_t AddChunk(std::unique_ptr<Chunk> chunk, ReplicaRole role = {});
-  size_t AddTable(std::unique_ptr<TableChunk> table, ReplicaRole role = {});
+  // Returns the holder's index (slot) in this shard.
+  size_t Add(std::unique_ptr<Holder> holder, ReplicaRole role = {});
   void Start();
   void Post(ShardTask task) { inbox_.Push(std::move(task)); }
   void Stop();
@@ -112,75 +109,57 @@ class Shard {
   // The lowest and highest chunk versions (kNoVersion without chunks), readable from any thread.
   int64_t MinVersion() const;
   int64_t MaxVersion() const;
-  // Per slot, one of the two is set: the chunk, or the table partition.
-  const std::vector<std::unique_ptr<Chunk>>& chunks() const { return chunks_; }
-  const std::vector<std::unique_ptr<TableChunk>>& tables() const { return tables_; }
-  bool holds_anything() const { return !chunks_.empty(); }
+  const std::vector<std::unique_ptr<Holder>>& holders() const { return holders_; }
+  bool holds_anything() const { return !holders_.empty(); }
 
  private:
-  // A pull waiting for its chunk: a pull, or a push with thenPull whose gradient was handled
+  // A pull waiting for its holder: a pull, or a push with thenPull whose gradient was handled
   // already (its outcome rides on the pull's reply).
   struct Waiter {
     IncomingMessage request;
+    PullAsk ask;
     int64_t push_staleness = 0;  // a push's: its staleness, or -1 when dropped
     std::string push_refusal{};  // a push's: why its gradient was refused; empty: taken
-    Tensor pull_ids{};           // a table's pull: the ids whose rows it wants
   };
-  // What a request asks to pull: a pull's version and clock, or a push's thenPull ones.
-  struct PullAsk {
-    int64_t version = 0, clock = 0;
-    bool exact = false;
-  };
-  static PullAsk AskOf(const IncomingMessage& request);
   void Loop();
-  void Handle(size_t chunk, IncomingMessage msg);
-  // An init or a push of `chunk`; whether the chunk may have changed (pulls to answer).
-  bool HandleInit(size_t chunk, IncomingMessage msg, bool forward);
-  bool HandlePush(size_t chunk, IncomingMessage msg, bool forward);
-  // Answers the pulls waiting on slot `index` that it can serve now.
-  void AnswerReadyPulls(size_t index);
-  const ChunkSpec& SpecOf(size_t index) const;
-  int64_t VersionOf(size_t index) const;
+  void Handle(size_t index, IncomingMessage msg);
+  // An init or a push; whether the holder may have changed (pulls to answer).
+  bool HandleInit(size_t index, IncomingMessage msg, bool forward);
+  bool HandlePush(size_t index, IncomingMessage msg, bool forward);
   // Logs a gradient refused as non-finite, once per worker (the stats count every one).
   void NoteRefusal(const IncomingMessage& request, const std::string& why);
-  // Answers a push whose gradient the chunk refused as non-finite: an error reply saying why.
+  // Answers a push whose gradient the holder refused as non-finite: an error reply saying why.
   void RefuseNonFinite(const IncomingMessage& request, const std::string& why);
-  // Queues a pull (or a push's thenPull) until its chunk or table partition can serve it, in
-  // `waiting` (its list); answered by AnswerReadyPulls. Too many waiting on one: an error reply.
-  void Wait(std::vector<Waiter>& waiting, Waiter waiter);
-  void ReplyPull(size_t chunk, const Waiter& waiter);
-  bool PullReady(size_t chunk, const IncomingMessage& request) const;
+  // Answers a pull (or a push's thenPull) now, or queues it until its holder can serve it.
+  // Too many waiting on one: an error reply.
+  void AnswerOrWait(size_t index, Waiter waiter);
+  // Answers the pulls waiting on slot `index` that it can serve now.
+  void AnswerReadyPulls(size_t index);
+  bool PullReady(size_t index, const PullAsk& ask) const;
+  void Reply(size_t index, const Waiter& waiter);
   // Replication (see above).
   void HandleReplicate(size_t index, const IncomingMessage& msg);
-  // What a backup does with its primary's forward of a chunk's (ReplayChunk) or a partition's
-  // (HandleTableReplicate) state, step or push; `*status` says whether it could.
-  void ReplayChunk(size_t chunk, const IncomingMessage& msg, Status* status);
-  void Forward(size_t chunk, proto::ReplicaOp op, const IncomingMessage* request);
-  void ForwardStep(size_t chunk, int64_t step, const Tensor& sum, int k);
-  void Send(size_t chunk, OutgoingMessage forward);
-  void Promote(size_t chunk, bool peer_joined);
-  // Table partitions (ps/shard_tables.cc).
-  void HandleTable(size_t table, IncomingMessage msg);
-  void HandleTablePush(size_t table, IncomingMessage msg, bool forward);
-  // Answers a pull of rows (or a push's thenPull) now, or queues it until the partition can.
-  void AnswerOrWait(size_t table, Waiter waiter);
-  bool RowsReady(size_t table, const IncomingMessage& request) const;
-  void ReplyRows(size_t table, const Waiter& waiter);
-  void HandleTableReplicate(size_t table, const IncomingMessage& msg, Status* status);
-  void ForwardTableStep(size_t table, int64_t step, const Tensor& ids, const Tensor& sums, int k);
-  void Acknowledged(size_t chunk, int64_t version);
+  // What a backup does with its primary's forward of a holder's state, step, init or push.
+  Status Replay(size_t index, const IncomingMessage& msg);
+  void Forward(size_t index, proto::ReplicaOp op, const std::vector<Tensor>& tensors = {},
+               const IncomingMessage* request = nullptr);
+  void ForwardStep(size_t index, int64_t step, const std::vector<Tensor>& sums, int k);
+  void Send(size_t index, OutgoingMessage forward);
+  void Promote(size_t index, bool peer_joined);
+  void Acknowledged(size_t index, int64_t version);
   void DropSilentBackups();
   Deadline NextWake() const;
+  // "variable 3 chunk 1" or "variable 4 partition 0".
+  std::string Where(size_t index) const;
 
   const int index_;
   const JobConfig& config_;
   Mailbox<ServerOutput>* outbox_;
   Mailbox<ShardTask> inbox_;
-  std::vector<std::unique_ptr<Chunk>> chunks_;        // per slot: null for a table partition's
+  std::vector<std::unique_ptr<Holder>> holders_;      // per slot
   std::vector<std::vector<Waiter>> waiters_;          // per slot
   std::vector<ReplicaRole> roles_;                    // per slot
   std::unique_ptr<std::atomic<int64_t>[]> versions_;  // per slot, mirrored for readers
-  std::vector<std::unique_ptr<TableChunk>> tables_;   // per slot: null for a chunk's
   ShardCounters counters_;
   // What a backup replays: kept apart, so that a server's statistics count the updates it
   // applied as a primary, and a job's sum over its servers counts each update once.

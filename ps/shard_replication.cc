@@ -24,54 +24,35 @@ OutgoingMessage NewForward(const ChunkSpec& spec, proto::ReplicaOp op) {
 
 }  // namespace
 
-void Shard::Forward(size_t index, proto::ReplicaOp op, const IncomingMessage* request) {
-  const ChunkSpec& spec = SpecOf(index);
+void Shard::Forward(size_t index, proto::ReplicaOp op, const std::vector<Tensor>& tensors,
+                    const IncomingMessage* request) {
+  const ChunkSpec& spec = holders_[index]->spec();
   OutgoingMessage m = NewForward(spec, op);
   auto h = m.header();
   if (op == proto::ReplicaOp::STATE) {
-    if (tables_[index]) {
-      AddTableReplicaState(tables_[index]->Snapshot(/*replica=*/true), &m);
-    } else {
-      AddReplicaState(chunks_[index]->Snapshot(/*replica=*/true), &m);
-    }
+    holders_[index]->AddReplicaState(&m);
   } else {
     auto r = request->header();
     h.setForWorker(static_cast<int32_t>(r.getSenderRank()));
     h.setVersion(r.getVersion());
     h.setClock(r.getClock());
     h.setReplacesPending(r.getReplacesPending());
-    // Zero copy: the received gradient (a table's: ids, rows and pulled counts, not the ids a
-    // thenPull asks for) goes on to the backup as it is.
-    const size_t tensors = tables_[index] ? 3 : 1;
-    for (size_t t = 0; t < tensors; ++t) {
-      m.AddTensor(request->tensors()[t], spec.variable_id, spec.chunk_id);
-    }
+    // Zero copy: the received values or gradient (not the ids a thenPull asks for) go on to
+    // the backup as they are.
+    for (const Tensor& t : tensors) m.AddTensor(t, spec.variable_id, spec.chunk_id);
   }
   Send(index, std::move(m));
 }
 
-void Shard::ForwardStep(size_t index, int64_t step, const Tensor& sum, int k) {
-  const ChunkSpec& spec = SpecOf(index);
+void Shard::ForwardStep(size_t index, int64_t step, const std::vector<Tensor>& sums, int k) {
+  const ChunkSpec& spec = holders_[index]->spec();
   OutgoingMessage m = NewForward(spec, proto::ReplicaOp::STEP);
   auto h = m.header();
   h.setVersion(step);
   h.setStepGradients(k);
-  // Zero copy: the chunk never writes a step's sum after handing it out.
-  if (k > 0) m.AddTensor(sum, spec.variable_id, spec.chunk_id);
-  Send(index, std::move(m));
-}
-
-void Shard::ForwardTableStep(size_t index, int64_t step, const Tensor& ids, const Tensor& sums,
-                             int k) {
-  const ChunkSpec& spec = SpecOf(index);
-  OutgoingMessage m = NewForward(spec, proto::ReplicaOp::STEP);
-  auto h = m.header();
-  h.setVersion(step);
-  h.setStepGradients(k);
-  // Zero copy: the partition never writes a step's sums after handing them out.
+  // Zero copy: a holder never writes a step's sums after handing them out.
   if (k > 0) {
-    m.AddTensor(ids, spec.variable_id, spec.chunk_id);
-    m.AddTensor(sums, spec.variable_id, spec.chunk_id);
+    for (const Tensor& t : sums) m.AddTensor(t, spec.variable_id, spec.chunk_id);
   }
   Send(index, std::move(m));
 }
@@ -106,7 +87,7 @@ void Shard::Promote(size_t index, bool peer_joined) {
     role.backup_live = true;
     role.acked = kNoVersion;
     dropped_backups_logged_.erase(role.peer);
-    Forward(index, proto::ReplicaOp::STATE, nullptr);
+    Forward(index, proto::ReplicaOp::STATE);
   }
   AnswerReadyPulls(index);
 }
@@ -143,12 +124,8 @@ Deadline Shard::NextWake() const {
 
 void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
   ReplicaRole& role = roles_[index];
-  auto h = msg.header();
-  const ChunkSpec& spec = SpecOf(index);
-  const std::string where = "variable " + std::to_string(spec.variable_id) +
-                            (spec.is_table() ? " partition " : " chunk ") +
-                            std::to_string(spec.chunk_id);
-  const proto::ReplicaOp op = h.getReplicaOp();
+  const std::string where = Where(index);
+  const proto::ReplicaOp op = msg.header().getReplicaOp();
   switch (role.kind) {
     case ReplicaRole::Kind::kOnly:
     case ReplicaRole::Kind::kPrimary:
@@ -164,54 +141,40 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
     case ReplicaRole::Kind::kBackup:
       break;
   }
-  Status s = Status::Ok();
-  if (tables_[index]) {
-    HandleTableReplicate(index, msg, &s);
-  } else {
-    ReplayChunk(index, msg, &s);
-  }
-  if (s.ok() && op == proto::ReplicaOp::STATE) role.kind = ReplicaRole::Kind::kBackup;
-  if (!s.ok()) {
+  if (Status s = Replay(index, msg); !s.ok()) {
     // The same code refused what the primary accepted: the replicas differ (a bug).
     outbox_->Push(ErrorReply(msg, s.WithContext("the backup cannot replay " + where)));
     return;
   }
-  versions_[index].store(VersionOf(index));
+  if (op == proto::ReplicaOp::STATE) role.kind = ReplicaRole::Kind::kBackup;
+  const int64_t version = holders_[index]->version();
+  versions_[index].store(version);
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REPLICATE_REPLY);
-  reply.header().setVersion(VersionOf(index));
+  reply.header().setVersion(version);
   outbox_->Push(std::move(reply));
 }
 
-void Shard::ReplayChunk(size_t index, const IncomingMessage& msg, Status* status) {
-  Chunk& chunk = *chunks_[index];
+Status Shard::Replay(size_t index, const IncomingMessage& msg) {
+  Holder& holder = *holders_[index];
   auto h = msg.header();
-  const proto::ReplicaOp op = h.getReplicaOp();
-  Status& s = *status;
-  if (op == proto::ReplicaOp::STATE) {
-    Result<ChunkState> state = ReadReplicaState(msg, chunk.spec(), config_);
-    if (state.ok()) chunk.Restore(*state);
-    s = state.status();
-  } else if (op == proto::ReplicaOp::STEP) {
-    const int k = h.getStepGradients();
-    if (msg.tensors().size() != (k > 0 ? 1u : 0u)) {
-      s = ProtocolError("a step's sum of " + std::to_string(k) + " gradients carries " +
-                        std::to_string(msg.tensors().size()) + " tensors");
-    } else {
-      s = chunk.ApplyStep(h.getVersion(), k > 0 ? msg.tensors()[0] : Tensor(), k,
-                          &replica_counters_);
+  switch (h.getReplicaOp()) {
+    case proto::ReplicaOp::STATE:
+      return holder.RestoreReplica(msg, config_);
+    case proto::ReplicaOp::STEP: {
+      const std::vector<Tensor> sums(msg.tensors().begin(), msg.tensors().end());
+      return holder.ApplyStep(h.getVersion(), sums, h.getStepGradients(), &replica_counters_);
     }
-  } else if (msg.tensors().size() != 1) {
-    s = ProtocolError("replicate carries " + std::to_string(msg.tensors().size()) +
-                      " tensors, expected 1");
-  } else if (op == proto::ReplicaOp::INIT) {
-    s = chunk.Init(msg.tensors()[0]).status();
-  } else if (op == proto::ReplicaOp::PUSH) {
-    // A push the primary refused (it forwards before applying) is refused here the same way and
-    // changes nothing on either: acknowledged like the others.
-    (void)chunk.Push(h.getForWorker(), h.getVersion(), h.getClock(), msg.tensors()[0],
-                     &replica_counters_, h.getReplacesPending());
-  } else {
-    s = ProtocolError("unknown replicate operation");
+    case proto::ReplicaOp::INIT:
+      return holder.Init(msg).status();
+    case proto::ReplicaOp::PUSH: {
+      TOWERPS_ASSIGN_OR_RETURN(Contribution c, holder.ReadPush(msg, h.getForWorker(), nullptr));
+      // A push the primary refused (it forwards before applying) is refused here the same way
+      // and changes nothing on either: acknowledged like the others.
+      (void)holder.Push(std::move(c), &replica_counters_, h.getReplacesPending());
+      return Status::Ok();
+    }
+    default:
+      return ProtocolError("unknown replicate operation");
   }
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "ps/optimizer.h"
+#include "ps/replica_set.h"
+#include "ps/table_requests.h"
 #include "ps/row_optimizer.h"
 
 namespace towerps::ps {
@@ -273,7 +275,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   const UpdateTimer timer(counters.aggregation_nanos, counters.busy);
   BeginUpdate();
   if (update.gradients.empty()) {  // every gradient refused: the version still counts it
-    if (step_hook_) step_hook_(version_ - 1, Tensor(), Tensor(), 0);  // and the backup's
+    if (step_hook_) step_hook_(version_ - 1, {}, 0);  // and the backup's
     return;
   }
   OrderById(update);
@@ -297,7 +299,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
     ids.u64()[g] = entries_[groups_[i]].id;
     std::copy_n(SumRow(update, groups_[i], groups_[i + 1]), dim_, sums.f32() + g * dim_);
   }
-  step_hook_(version_ - 1, ids, sums, update.divisor);
+  step_hook_(version_ - 1, {ids, sums}, update.divisor);
   UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; }, scale,
              update.lr);
   FinishUpdate(counters);
@@ -435,6 +437,64 @@ Status TableChunk::CheckReplicaExtras(const TableState& s) const {
     }
   }
   return Status::Ok();
+}
+
+Result<bool> TableChunk::Init(const IncomingMessage& /*request*/) {
+  return InvalidArgumentError("table variable " + std::to_string(spec_.variable_id) +
+                              " takes no initial value: its rows are drawn when first updated");
+}
+
+Status TableChunk::ReadPull(const IncomingMessage& request, PullAsk* ask) const {
+  ask->every_row = request.header().getEveryRow();
+  TOWERPS_ASSIGN_OR_RETURN(ask->ids, ReadPullIds(request, *this));
+  return Status::Ok();
+}
+
+Result<Contribution> TableChunk::ReadPush(const IncomingMessage& request, int worker,
+                                          PullAsk* next) const {
+  TOWERPS_ASSIGN_OR_RETURN(RowPush push, ReadRowPush(request, *this));
+  push.contribution.worker = worker;
+  if (next != nullptr) next->ids = std::move(push.next_ids);
+  return std::move(push.contribution);
+}
+
+Status TableChunk::AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const {
+  const int64_t version = ask.exact ? ask.version : version_;
+  Tensor rows, updates, ids;
+  if (ask.every_row) {
+    Dump(&ids, &rows, &updates);
+  } else {
+    TOWERPS_RETURN_IF_ERROR(Lookup(ask.ids, version, &rows, &updates));
+  }
+  reply->header().setVersion(version);
+  reply->AddTensor(rows, spec_.variable_id, spec_.chunk_id);
+  reply->AddTensor(updates, spec_.variable_id, spec_.chunk_id);
+  if (ask.every_row) reply->AddTensor(ids, spec_.variable_id, spec_.chunk_id);
+  return Status::Ok();
+}
+
+Status TableChunk::ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
+                             ShardCounters* counters) {
+  if (sums.size() != (k > 0 ? 2u : 0u)) {
+    return ProtocolError("a step's sums of " + std::to_string(k) + " gradients carry " +
+                         std::to_string(sums.size()) + " tensors, expected ids and sums");
+  }
+  return ApplyStep(step, k > 0 ? sums[0] : Tensor(), k > 0 ? sums[1] : Tensor(), k, counters);
+}
+
+void TableChunk::AddReplicaState(OutgoingMessage* forward) const {
+  AddTableReplicaState(Snapshot(/*replica=*/true), forward);
+}
+
+Status TableChunk::RestoreReplica(const IncomingMessage& forward, const JobConfig& job) {
+  TOWERPS_ASSIGN_OR_RETURN(TableState state, ReadTableReplicaState(forward, spec_, job));
+  return Restore(state);
+}
+
+Status TableChunk::Load(const HolderState& state) {
+  const TableState* t = std::get_if<TableState>(&state);
+  if (t == nullptr) return CorruptionError(Describe() + ": its saved state is a dense chunk's");
+  return Restore(*t);
 }
 
 }  // namespace towerps::ps

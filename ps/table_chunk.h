@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "ps/holder.h"
 #include "ps/initial_rows.h"
 #include "ps/job_config.h"
 #include "ps/placement.h"
@@ -55,28 +56,7 @@
 
 namespace towerps::ps {
 
-// Everything a checkpoint needs to restore a table partition exactly.
-struct TableState {
-  uint32_t variable_id = 0;
-  uint32_t chunk_id = 0;
-  int64_t version = 0;
-  int64_t updates = 0;
-  std::vector<int64_t> worker_clocks;
-  int64_t dim = 0;
-  int slots = 0;       // optimizer arrays per row (RowSlots)
-  Tensor ids;          // uint64 [n], in the order the rows were created
-  Tensor rows;         // float32 [n, (1 + slots) * dim]: each row's values, then its state
-  Tensor row_updates;  // uint32 [n]
-  // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
-  // out. Sync: the previous version and the rows its last update changed, with their values
-  // before it; the contributions pending for the current step, by worker rank.
-  int64_t previous_version = kNoVersion;
-  Tensor previous_ids{};     // uint64 [m], increasing
-  Tensor previous_values{};  // float32 [m, dim]
-  std::map<int, Contribution> pending;
-};
-
-class TableChunk final : private UpdateTarget {
+class TableChunk final : public Holder, private UpdateTarget {
  public:
   // `variable` is the table's declaration (name, bound, dim, init scale); `allocate` is where
   // pulled rows are gathered (the server's shared-memory arena, so that a co-located worker
@@ -86,12 +66,12 @@ class TableChunk final : private UpdateTarget {
   TableChunk(const TableChunk&) = delete;
   TableChunk& operator=(const TableChunk&) = delete;
 
-  const ChunkSpec& spec() const { return spec_; }
+  const ChunkSpec& spec() const override { return spec_; }
   int64_t version() const override { return version_; }
-  int64_t rows_held() const { return rows_.size(); }
-  size_t bytes_held() const { return rows_.bytes(); }
-  int64_t worker_clock(int worker) const { return rule_->worker_clock(worker); }
-  bool PullReady(int64_t min_version, int64_t clock) const;
+  int64_t rows_held() const override { return rows_.size(); }
+  size_t bytes_held() const override { return rows_.bytes(); }
+  int64_t worker_clock(int worker) const override { return rule_->worker_clock(worker); }
+  bool PullReady(int64_t min_version, int64_t clock) const override;
 
   // Checks the ids of a request: a uint64 tensor of rank 1, every id below the table's bound and
   // of this partition. `sorted`: strictly increasing too (a push's). Errors name the table.
@@ -109,13 +89,12 @@ class TableChunk final : private UpdateTarget {
   // Checks one worker's push (rank, ids, gradient rows [ids, dim] float32, pulled update counts
   // [ids] uint32) and hands it to the mode's rule; errors as Chunk::Push's, and for a bad
   // request, naming the table. A non-finite gradient is kRejected.
-  Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace = false);
+  Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace = false) override;
 
-  // Sync, replicated (--ps-replicas 2): called with (step, the ids its update changes, their
-  // summed gradient rows, how many gradients were summed) before the update is applied from
+  // Sync, replicated (--ps-replicas 2): called with (step, {the ids its update changes, their
+  // summed gradient rows}, how many gradients were summed) before the update is applied from
   // those sums; the tensors are never written after. Null: no sums are formed.
-  using StepHook = std::function<void(int64_t step, const Tensor& ids, const Tensor& sums, int k)>;
-  void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
+  void set_step_hook(StepHook hook) override { step_hook_ = std::move(hook); }
   // Sync backup: applies step `step` (= version) from its primary's sums of k gradients (k = 0:
   // the step passes with no update), as the primary applied them. Errors: another version, or
   // sums that do not fit.
@@ -128,6 +107,19 @@ class TableChunk final : private UpdateTarget {
   // Replaces all state with a checkpointed or replicated one. kCorruption when it does not fit
   // this partition (dim, slots, sizes, ids outside it or repeated, a pending push's shapes).
   Status Restore(const TableState& state);
+
+  // Holder: the requests of a table's partition (layout: ps/holder.h).
+  Result<bool> Init(const IncomingMessage& request) override;
+  Status ReadPull(const IncomingMessage& request, PullAsk* ask) const override;
+  Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
+                                PullAsk* next) const override;
+  Status AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const override;
+  Status ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
+                   ShardCounters* counters) override;
+  void AddReplicaState(OutgoingMessage* forward) const override;
+  Status RestoreReplica(const IncomingMessage& forward, const JobConfig& job) override;
+  HolderState Save() const override { return Snapshot(); }
+  Status Load(const HolderState& state) override;
 
  private:
   // UpdateTarget: what the rule sees of this partition.

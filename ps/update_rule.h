@@ -1,7 +1,7 @@
 // UpdateRule: the update mode of a job, in one place. A rule decides, for each worker's gradient,
 // whether it is applied, with which others, at what rate and with what staleness, and when a
 // pull may be answered. It never touches values: the holder of the values (an UpdateTarget: a
-// Chunk of a dense variable today, a table's rows tomorrow) applies each update the rule forms.
+// dense variable's Chunk or a table's partition, ps/holder.h) applies each update the rule forms.
 //
 // One implementation per mode (ps/sync_rule.h, ps/async_rule.h with SSP, ps/softsync_rule.h);
 // UpdateRule::ForMode picks it from the job. What every rule shares lives here:
@@ -56,6 +56,13 @@ struct Contribution {
   // Held only to count the push: it had a NaN or an infinity and is never applied. Its tensors
   // are released.
   bool refused = false;
+
+  // Its tensors in the order a push carries them (ps/holder.h): the gradient, or a partition's
+  // ids, gradient rows and pulled update counts.
+  std::vector<Tensor> Tensors() const {
+    if (!ids.defined()) return {gradient};
+    return {ids, gradient, pulled_updates};
+  }
 };
 
 // Whether two contributions carry the same bits (ids and gradient): a restarted sync worker's

@@ -22,6 +22,7 @@
 #include "common/internal/wire_codec.h"
 #include "common/message.h"
 #include "common/shm_arena.h"
+#include "ps/chunk.h"
 #include "ps/replica_set.h"
 #include "ps/table_requests.h"
 #include "tests/fuzz/fuzz_util.h"

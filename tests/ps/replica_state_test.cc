@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "ps/chunk.h"
 #include "ps/replica_set.h"
 #include "tests/ps/received.h"
 
@@ -94,9 +95,10 @@ TEST(ReplicaStateTest, StepSumsGiveTheFusedUpdatesBitsOnPrimaryAndBackup) {
   ShardCounters counters;
   Chunk fused(Spec(), job), primary(Spec(), job), backup(Spec(), job);
   std::vector<std::pair<Tensor, int>> sums;
-  primary.set_step_hook([&](int64_t step, const Tensor& sum, int k) {
+  primary.set_step_hook([&](int64_t step, const std::vector<Tensor>& sum, int k) {
     EXPECT_EQ(step, static_cast<int64_t>(sums.size()));
-    sums.emplace_back(sum, k);
+    ASSERT_EQ(sum.size(), 1u);
+    sums.emplace_back(sum[0], k);
   });
   for (Chunk* c : {&fused, &primary, &backup}) ASSERT_TRUE(*c->Init(Random(1)));
   Tensor nan = Random(99);

@@ -60,8 +60,8 @@ TEST(TableReplicaTest, BackupFedTheStepSumsHoldsThePrimarysBits) {
   auto backup = Table(job);
   ShardCounters counters, replica;
   int forwarded = 0;
-  primary->set_step_hook([&](int64_t step, const Tensor& ids, const Tensor& sums, int k) {
-    ASSERT_TRUE(backup->ApplyStep(step, ids, sums, k, &replica).ok());
+  primary->set_step_hook([&](int64_t step, const std::vector<Tensor>& sums, int k) {
+    ASSERT_TRUE(backup->ApplyStep(step, sums, k, &replica).ok());
     ++forwarded;
   });
   for (int64_t step = 0; step < 4; ++step) {
