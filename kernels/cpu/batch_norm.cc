@@ -1,17 +1,18 @@
-// CpuBackend's batch normalization, global average pooling and residual add. Batch norm works a
+// Batch normalization, global average pooling and the residual add on the CPU
+// (kernels/cpu/batch_norm.h), as kernels/cuda/batch_norm.cu groups them. Batch norm works a
 // channel per piece of the thread pool, summing in double in a fixed order, so the results do
 // not depend on the thread count.
 #include <cmath>
 
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/batch_norm.h"
 
-namespace towerps::kernels {
+namespace towerps::kernels::cpu {
 
-void CpuBackend::BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
-                                          const float* gamma, const float* beta, float* y,
-                                          float* mean, float* var, float* inv_std) {
+void BatchNormForwardTraining(CpuContext& ctx, int n, int c, int hw, float epsilon, const float* x,
+                              const float* gamma, const float* beta, float* y, float* mean,
+                              float* var, float* inv_std) {
   const double m = double{1} * n * hw;
-  pool_.ParallelFor(c, 1, [&](int, int64_t c0, int64_t c1) {
+  ctx.pool().ParallelFor(c, 1, [&](int, int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch) {
       double sum = 0;
       for (int b = 0; b < n; ++b) {
@@ -39,10 +40,10 @@ void CpuBackend::BatchNormForwardTraining(int n, int c, int hw, float epsilon, c
   });
 }
 
-void CpuBackend::BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
-                                           const float* gamma, const float* beta, const float* mean,
-                                           const float* var, float* y) {
-  pool_.ParallelFor(int64_t{n} * c, 1, [&](int, int64_t p0, int64_t p1) {
+void BatchNormForwardInference(CpuContext& ctx, int n, int c, int hw, float epsilon, const float* x,
+                               const float* gamma, const float* beta, const float* mean,
+                               const float* var, float* y) {
+  ctx.pool().ParallelFor(int64_t{n} * c, 1, [&](int, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t ch = p % c;
       const float scale = gamma[ch] / std::sqrt(var[ch] + epsilon);
@@ -52,11 +53,11 @@ void CpuBackend::BatchNormForwardInference(int n, int c, int hw, float epsilon, 
   });
 }
 
-void CpuBackend::BatchNormBackward(int n, int c, int hw, const float* x, const float* dy,
-                                   const float* gamma, const float* mean, const float* inv_std,
-                                   float* dx, float* dgamma, float* dbeta) {
+void BatchNormBackward(CpuContext& ctx, int n, int c, int hw, const float* x, const float* dy,
+                       const float* gamma, const float* mean, const float* inv_std, float* dx,
+                       float* dgamma, float* dbeta) {
   const double m = double{1} * n * hw;
-  pool_.ParallelFor(c, 1, [&](int, int64_t c0, int64_t c1) {
+  ctx.pool().ParallelFor(c, 1, [&](int, int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch) {
       const double mu = mean[ch], is = inv_std[ch];
       double sum_dy = 0, sum_dy_xhat = 0;
@@ -85,8 +86,8 @@ void CpuBackend::BatchNormBackward(int n, int c, int hw, const float* x, const f
   });
 }
 
-void CpuBackend::GlobalAvgPoolForward(int n, int c, int hw, const float* x, float* y) {
-  pool_.ParallelFor(int64_t{n} * c, 64, [&](int, int64_t p0, int64_t p1) {
+void GlobalAvgPoolForward(CpuContext& ctx, int n, int c, int hw, const float* x, float* y) {
+  ctx.pool().ParallelFor(int64_t{n} * c, 64, [&](int, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       double sum = 0;
       for (int i = 0; i < hw; ++i) sum += x[p * hw + i];
@@ -95,8 +96,8 @@ void CpuBackend::GlobalAvgPoolForward(int n, int c, int hw, const float* x, floa
   });
 }
 
-void CpuBackend::GlobalAvgPoolBackward(int n, int c, int hw, const float* dy, float* dx) {
-  pool_.ParallelFor(int64_t{n} * c, 64, [&](int, int64_t p0, int64_t p1) {
+void GlobalAvgPoolBackward(CpuContext& ctx, int n, int c, int hw, const float* dy, float* dx) {
+  ctx.pool().ParallelFor(int64_t{n} * c, 64, [&](int, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float g = dy[p] / static_cast<float>(hw);
       for (int i = 0; i < hw; ++i) dx[p * hw + i] = g;
@@ -104,10 +105,10 @@ void CpuBackend::GlobalAvgPoolBackward(int n, int c, int hw, const float* dy, fl
   });
 }
 
-void CpuBackend::Add(int64_t n, const float* a, const float* b, float* y) {
-  ForEachRange(n, [=](int64_t lo, int64_t hi) {
+void Add(CpuContext& ctx, int64_t n, const float* a, const float* b, float* y) {
+  ctx.ForEachRange(n, [=](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) y[i] = a[i] + b[i];
   });
 }
 
-}  // namespace towerps::kernels
+}  // namespace towerps::kernels::cpu

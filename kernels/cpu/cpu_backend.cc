@@ -1,5 +1,5 @@
-// CpuBackend: construction, dense algebra, activations, dropout, loss and elementwise ops.
-// Convolution lives in cpu_conv.cc, pooling and LRN in cpu_pool_lrn.cc.
+// CpuBackend: construction, dense algebra, activations, dropout, loss and elementwise ops, and
+// the dispatch to the op families of kernels/cpu/ (cpu_backend.h lists them).
 #include "kernels/cpu/cpu_backend.h"
 
 #include <cblas.h>
@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/batch_norm.h"
+#include "kernels/cpu/conv.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/interaction.h"
+#include "kernels/cpu/lrn.h"
+#include "kernels/cpu/pooling.h"
 
 namespace towerps::kernels {
 namespace {
@@ -15,8 +20,6 @@ namespace {
 constexpr int kMaxThreads = 256;
 // Below this many multiply-adds a GEMM runs on one thread: splitting costs more than it saves.
 constexpr int64_t kParallelGemmMacs = int64_t{1} << 17;
-// Elementwise loops shorter than this run on one thread.
-constexpr int64_t kParallelElements = int64_t{1} << 16;
 
 // Sum with eight independent accumulators, so that the loop vectorizes without -ffast-math.
 float SumOf(const float* p, int n) {
@@ -42,25 +45,6 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CpuBackendOptions& 
   return std::unique_ptr<CpuBackend>(new CpuBackend(options.intra_op_threads));
 }
 
-CpuBackend::CpuBackend(int threads)
-    : pool_(threads),
-      scratch_(static_cast<size_t>(threads)),
-      partial_dw_(static_cast<size_t>(threads)) {}
-
-float* CpuBackend::Scratch(int chunk, size_t floats) {
-  auto& buf = scratch_[static_cast<size_t>(chunk)];
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
-}
-
-void CpuBackend::ForEachRange(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool_.size() == 1 || n < kParallelElements) {
-    fn(0, n);
-    return;
-  }
-  pool_.ParallelFor(n, kParallelElements / 2, [&](int, int64_t b, int64_t e) { fn(b, e); });
-}
-
 void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                       const float* b, float beta, float* c) {
   const int lda = trans_a ? m : k;
@@ -73,25 +57,27 @@ void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
     return;
   }
   const int64_t macs = int64_t{m} * n * k;
-  if (pool_.size() == 1 || macs < kParallelGemmMacs) {
+  if (ctx_.pool().size() == 1 || macs < kParallelGemmMacs) {
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
     return;
   }
   if (m >= n) {  // split the rows of C (and of op(A))
     // One piece per thread (at least 32 rows): narrower GEMMs lose more than balancing gains.
-    pool_.ParallelFor(m, std::max<int64_t>(32, (m + pool_.size() - 1) / pool_.size()),
-                      [&](int, int64_t i0, int64_t i1) {
-                        const float* a_part = trans_a ? a + i0 : a + i0 * k;
-                        cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(i1 - i0), n, k, alpha,
-                                    a_part, lda, b, ldb, beta, c + i0 * n, n);
-                      });
+    ctx_.pool().ParallelFor(
+        m, std::max<int64_t>(32, (m + ctx_.pool().size() - 1) / ctx_.pool().size()),
+        [&](int, int64_t i0, int64_t i1) {
+          const float* a_part = trans_a ? a + i0 : a + i0 * k;
+          cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(i1 - i0), n, k, alpha, a_part, lda, b,
+                      ldb, beta, c + i0 * n, n);
+        });
   } else {  // split the columns of C (and of op(B))
-    pool_.ParallelFor(n, std::max<int64_t>(64, (n + pool_.size() - 1) / pool_.size()),
-                      [&](int, int64_t j0, int64_t j1) {
-                        const float* b_part = trans_b ? b + j0 * k : b + j0;
-                        cblas_sgemm(CblasRowMajor, ta, tb, m, static_cast<int>(j1 - j0), k, alpha,
-                                    a, lda, b_part, ldb, beta, c + j0, n);
-                      });
+    ctx_.pool().ParallelFor(
+        n, std::max<int64_t>(64, (n + ctx_.pool().size() - 1) / ctx_.pool().size()),
+        [&](int, int64_t j0, int64_t j1) {
+          const float* b_part = trans_b ? b + j0 * k : b + j0;
+          cblas_sgemm(CblasRowMajor, ta, tb, m, static_cast<int>(j1 - j0), k, alpha, a, lda, b_part,
+                      ldb, beta, c + j0, n);
+        });
   }
 }
 
@@ -125,13 +111,13 @@ void CpuBackend::BiasBackward(int outer, int channels, int inner, const float* d
 }
 
 void CpuBackend::ReluForward(int64_t n, const float* x, float* y) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) y[i] = std::max(x[i], 0.0f);
   });
 }
 
 void CpuBackend::ReluBackward(int64_t n, const float* y, const float* dy, float* dx) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const float g = dy[i];  // loaded unconditionally so that the loop vectorizes
       dx[i] = y[i] > 0.0f ? g : 0.0f;
@@ -140,25 +126,25 @@ void CpuBackend::ReluBackward(int64_t n, const float* y, const float* dy, float*
 }
 
 void CpuBackend::TanhForward(int64_t n, const float* x, float* y) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) y[i] = std::tanh(x[i]);
   });
 }
 
 void CpuBackend::TanhBackward(int64_t n, const float* y, const float* dy, float* dx) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
   });
 }
 
 void CpuBackend::SigmoidForward(int64_t n, const float* x, float* y) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
   });
 }
 
 void CpuBackend::SigmoidBackward(int64_t n, const float* y, const float* dy, float* dx) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
   });
 }
@@ -166,7 +152,7 @@ void CpuBackend::SigmoidBackward(int64_t n, const float* y, const float* dy, flo
 void CpuBackend::DropoutForward(int64_t n, float rate, uint64_t seed, const float* x, float* mask,
                                 float* y) {
   const float keep_scale = 1.0f / (1.0f - rate);
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const float m = DropoutUniform(seed, static_cast<uint64_t>(i)) >= rate ? keep_scale : 0.0f;
       mask[i] = m;
@@ -176,7 +162,7 @@ void CpuBackend::DropoutForward(int64_t n, float rate, uint64_t seed, const floa
 }
 
 void CpuBackend::DropoutBackward(int64_t n, const float* mask, const float* dy, float* dx) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * mask[i];
   });
 }
@@ -231,17 +217,17 @@ void CpuBackend::SquaredError(int batch, int width, const float* outputs, const 
 }
 
 void CpuBackend::Axpy(int64_t n, float alpha, const float* x, float* y) {
-  ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Axpy(e - b, alpha, x + b, y + b); });
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Axpy(e - b, alpha, x + b, y + b); });
 }
 
 void CpuBackend::Scale(int64_t n, float alpha, float* y) {
-  ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Scale(e - b, alpha, y + b); });
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) { cpu::Scale(e - b, alpha, y + b); });
 }
 
 void CpuBackend::Fill(int64_t n, float value, float* y) { std::fill(y, y + n, value); }
 
 void CpuBackend::AverageOf(int k, const float* const* in, int64_t n, float* out) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     std::vector<const float*> shifted(static_cast<size_t>(k));
     for (int j = 0; j < k; ++j) shifted[static_cast<size_t>(j)] = in[j] + b;
     cpu::AverageOf(k, shifted.data(), e - b, out + b);
@@ -250,9 +236,119 @@ void CpuBackend::AverageOf(int k, const float* const* in, int64_t n, float* out)
 
 void CpuBackend::MomentumUpdate(int64_t n, float lr, float momentum, float weight_decay,
                                 const float* g, float* v, float* p) {
-  ForEachRange(n, [=](int64_t b, int64_t e) {
+  ctx_.ForEachRange(n, [=](int64_t b, int64_t e) {
     cpu::MomentumUpdate(e - b, lr, momentum, weight_decay, g + b, v + b, p + b);
   });
+}
+
+void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
+  cpu::Conv2dForward(ctx_, s, x, w, y);
+}
+
+void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
+                                    float* dx) {
+  cpu::Conv2dBackwardData(ctx_, s, dy, w, dx);
+}
+
+void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
+                                      float* dw) {
+  cpu::Conv2dBackwardFilter(ctx_, s, x, dy, dw);
+}
+
+void CpuBackend::MaxPoolForward(const Pool2dShape& s, const float* x, float* y) {
+  cpu::MaxPoolForward(ctx_, s, x, y);
+}
+
+void CpuBackend::MaxPoolBackward(const Pool2dShape& s, const float* x, const float* dy, float* dx) {
+  cpu::MaxPoolBackward(ctx_, s, x, dy, dx);
+}
+
+void CpuBackend::AvgPoolForward(const Pool2dShape& s, const float* x, float* y) {
+  cpu::AvgPoolForward(ctx_, s, x, y);
+}
+
+void CpuBackend::AvgPoolBackward(const Pool2dShape& s, const float* dy, float* dx) {
+  cpu::AvgPoolBackward(ctx_, s, dy, dx);
+}
+
+void CpuBackend::LrnForward(int n, int c, int hw, const LrnParams& p, const float* x, float* y) {
+  cpu::LrnForward(ctx_, n, c, hw, p, x, y);
+}
+
+void CpuBackend::LrnBackward(int n, int c, int hw, const LrnParams& p, const float* x,
+                             const float* dy, float* dx) {
+  cpu::LrnBackward(ctx_, n, c, hw, p, x, dy, dx);
+}
+
+void CpuBackend::BatchNormForwardTraining(int n, int c, int hw, float epsilon, const float* x,
+                                          const float* gamma, const float* beta, float* y,
+                                          float* mean, float* var, float* inv_std) {
+  cpu::BatchNormForwardTraining(ctx_, n, c, hw, epsilon, x, gamma, beta, y, mean, var, inv_std);
+}
+
+void CpuBackend::BatchNormForwardInference(int n, int c, int hw, float epsilon, const float* x,
+                                           const float* gamma, const float* beta, const float* mean,
+                                           const float* var, float* y) {
+  cpu::BatchNormForwardInference(ctx_, n, c, hw, epsilon, x, gamma, beta, mean, var, y);
+}
+
+void CpuBackend::BatchNormBackward(int n, int c, int hw, const float* x, const float* dy,
+                                   const float* gamma, const float* mean, const float* inv_std,
+                                   float* dx, float* dgamma, float* dbeta) {
+  cpu::BatchNormBackward(ctx_, n, c, hw, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta);
+}
+
+void CpuBackend::GlobalAvgPoolForward(int n, int c, int hw, const float* x, float* y) {
+  cpu::GlobalAvgPoolForward(ctx_, n, c, hw, x, y);
+}
+
+void CpuBackend::GlobalAvgPoolBackward(int n, int c, int hw, const float* dy, float* dx) {
+  cpu::GlobalAvgPoolBackward(ctx_, n, c, hw, dy, dx);
+}
+
+void CpuBackend::Add(int64_t n, const float* a, const float* b, float* y) {
+  cpu::Add(ctx_, n, a, b, y);
+}
+
+void CpuBackend::CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride,
+                             float* y, int64_t y_stride) {
+  cpu::CopyColumns(ctx_, rows, width, x, x_stride, y, y_stride);
+}
+
+void CpuBackend::AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
+                            int64_t y_stride) {
+  cpu::AddColumns(ctx_, rows, width, x, x_stride, y, y_stride);
+}
+
+void CpuBackend::EmbeddingForward(int batch, int fields, int dim, const float* rows,
+                                  const uint32_t* index, float* y, int64_t y_stride) {
+  cpu::EmbeddingForward(ctx_, batch, fields, dim, rows, index, y, y_stride);
+}
+
+void CpuBackend::EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
+                                   const uint32_t* positions, const float* dy, int64_t dy_stride,
+                                   float* drows) {
+  cpu::EmbeddingBackward(ctx_, fields, dim, unique, offsets, positions, dy, dy_stride, drows);
+}
+
+void CpuBackend::EmbeddingBagForward(int batch, int dim, const float* rows, const uint32_t* index,
+                                     const uint32_t* bags, bool mean, float* y, int64_t y_stride) {
+  cpu::EmbeddingBagForward(ctx_, batch, dim, rows, index, bags, mean, y, y_stride);
+}
+
+void CpuBackend::EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
+                                      const uint32_t* examples, const uint32_t* bags, bool mean,
+                                      const float* dy, int64_t dy_stride, float* drows) {
+  cpu::EmbeddingBagBackward(ctx_, dim, unique, offsets, examples, bags, mean, dy, dy_stride, drows);
+}
+
+void CpuBackend::DotInteractionForward(int batch, int k, int d, const float* x, float* y) {
+  cpu::DotInteractionForward(ctx_, batch, k, d, x, y);
+}
+
+void CpuBackend::DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
+                                        float* dx) {
+  cpu::DotInteractionBackward(ctx_, batch, k, d, x, dy, dx);
 }
 
 }  // namespace towerps::kernels

@@ -1,9 +1,12 @@
 // CpuBackend: the fast float32 CPU implementation of Backend<float> (kernels/backend.h).
 //
 // How: matrix products call OpenBLAS sgemm; convolution is im2col + sgemm per image; pooling, LRN,
-// activations and the loss are direct loops. Work is split over `intra_op_threads` threads by our
-// own ThreadPool (GEMMs by output rows or columns, convolution by image); OpenBLAS itself is kept
-// single-threaded so the two never compete for cores.
+// activations and the loss are direct loops. This file's class is the dispatch and the dense
+// algebra; each op family is a file of free functions, named as in kernels/cuda/: conv.h,
+// pooling.h, lrn.h, batch_norm.h (with global pooling and the add) and interaction.h (column
+// blocks, embeddings, the dot interaction), sharing a CpuContext. Work is split over
+// `intra_op_threads` threads by our own ThreadPool (GEMMs by output rows or columns, convolution by
+// image); OpenBLAS itself is kept single-threaded so the two never compete for cores.
 //
 // Contract:
 //  - Host pointers, borrowed for the duration of the call; host_memory() is true and memory
@@ -19,7 +22,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/cpu_context.h"
 #include "towerps/result.h"
 
 namespace towerps::kernels {
@@ -35,7 +38,7 @@ class CpuBackend final : public Backend<float>, public HostMemorySpace {
   static Result<std::unique_ptr<CpuBackend>> Create(const CpuBackendOptions& options);
 
   std::string name() const override { return "cpu"; }
-  int intra_op_threads() const { return pool_.size(); }
+  int intra_op_threads() const { return ctx_.threads(); }
 
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
             const float* b, float beta, float* c) override;
@@ -113,15 +116,9 @@ class CpuBackend final : public Backend<float>, public HostMemorySpace {
                       float* v, float* p) override;
 
  private:
-  explicit CpuBackend(int threads);
-  // Per-thread scratch of at least `floats` elements.
-  float* Scratch(int chunk, size_t floats);
-  // Elementwise loop split over the pool when n is large.
-  void ForEachRange(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+  explicit CpuBackend(int threads) : ctx_(threads) {}
 
-  cpu::ThreadPool pool_;
-  std::vector<std::vector<float>> scratch_;     // one per pool thread
-  std::vector<std::vector<float>> partial_dw_;  // filter-gradient partial sums, one per piece
+  cpu::CpuContext ctx_;
 };
 
 }  // namespace towerps::kernels

@@ -1,14 +1,14 @@
-// CpuBackend convolution: im2col + OpenBLAS sgemm, one image per GEMM, images split over the pool.
-// See docs/PERFORMANCE.md for why im2col rather than oneDNN.
+// Convolution on the CPU (kernels/cpu/conv.h): im2col + OpenBLAS sgemm, one image per GEMM, images
+// split over the pool. See docs/PERFORMANCE.md for why im2col rather than oneDNN.
 #include <cblas.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/conv.h"
 
-namespace towerps::kernels {
+namespace towerps::kernels::cpu {
 namespace {
 
 // col[(c * r + i) * s + j, oy * ow + ox] = x[c, oy * stride - pad + i, ox * stride - pad + j],
@@ -98,10 +98,11 @@ bool IsPointwise(const Conv2dShape& s) {
 
 }  // namespace
 
-void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
+void Conv2dForward(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* w,
+                   float* y) {
   const ConvGemmDims d = GemmDims(s);
-  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
+  ctx.pool().ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : ctx.Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
     for (int64_t n = n0; n < n1; ++n) {
       const float* b = x + n * d.x_image;
       if (col != nullptr) {
@@ -115,11 +116,11 @@ void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float
   });
 }
 
-void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
-                                    float* dx) {
+void Conv2dBackwardData(CpuContext& ctx, const Conv2dShape& s, const float* dy, const float* w,
+                        float* dx) {
   const ConvGemmDims d = GemmDims(s);
-  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
+  ctx.pool().ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : ctx.Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
     for (int64_t n = n0; n < n1; ++n) {
       // col [crs, ohw] = w^T [crs, k] * dy_n [k, ohw]
       float* out = col != nullptr ? col : dx + n * d.x_image;
@@ -130,25 +131,26 @@ void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const
   });
 }
 
-void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
-                                      float* dw) {
+void Conv2dBackwardFilter(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* dy,
+                          float* dw) {
   const ConvGemmDims d = GemmDims(s);
   const size_t w_size = static_cast<size_t>(s.w_size());
   // Each piece of images sums into its own partial, and the partials are added in image order.
   // Pieces are claimed by whichever thread is free, but their bounds depend only on n and the
   // pool's size, so the sum, and its bits, do not depend on the scheduling.
-  const size_t max_pieces = static_cast<size_t>(pool_.size()) * cpu::ThreadPool::kPiecesPerThread;
-  if (partial_dw_.size() < max_pieces) partial_dw_.resize(max_pieces);
-  for (auto& partial : partial_dw_) {
+  const size_t max_pieces =
+      static_cast<size_t>(ctx.pool().size()) * cpu::ThreadPool::kPiecesPerThread;
+  if (ctx.partial_dw().size() < max_pieces) ctx.partial_dw().resize(max_pieces);
+  for (auto& partial : ctx.partial_dw()) {
     if (partial.size() < w_size) partial.resize(w_size);
   }
   std::vector<int> slot_of_start(static_cast<size_t>(s.n), -1);
   std::atomic<int> slots{0};
-  pool_.ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
-    float* col = IsPointwise(s) ? nullptr : Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
+  ctx.pool().ParallelFor(s.n, 1, [&](int thread, int64_t n0, int64_t n1) {
+    float* col = IsPointwise(s) ? nullptr : ctx.Scratch(thread, static_cast<size_t>(d.crs) * d.ohw);
     const int slot = slots.fetch_add(1);
     slot_of_start[static_cast<size_t>(n0)] = slot;
-    float* partial = partial_dw_[static_cast<size_t>(slot)].data();
+    float* partial = ctx.partial_dw()[static_cast<size_t>(slot)].data();
     for (int64_t n = n0; n < n1; ++n) {
       const float* b = x + n * d.x_image;
       if (col != nullptr) {
@@ -163,7 +165,7 @@ void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, cons
   bool first = true;
   for (int slot : slot_of_start) {
     if (slot < 0) continue;
-    const float* partial = partial_dw_[static_cast<size_t>(slot)].data();
+    const float* partial = ctx.partial_dw()[static_cast<size_t>(slot)].data();
     if (first) {
       std::memcpy(dw, partial, sizeof(float) * w_size);
       first = false;
@@ -173,4 +175,4 @@ void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, cons
   }
 }
 
-}  // namespace towerps::kernels
+}  // namespace towerps::kernels::cpu

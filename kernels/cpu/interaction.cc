@@ -3,13 +3,13 @@
 // one thread in a fixed order, so results do not depend on the thread count.
 #include <cstring>
 
-#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/interaction.h"
 #include "kernels/embedding_uses.h"
 
-namespace towerps::kernels {
+namespace towerps::kernels::cpu {
 
-void CpuBackend::CopyColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride,
-                             float* y, int64_t y_stride) {
+void CopyColumns(CpuContext& ctx, int64_t rows, int64_t width, const float* x, int64_t x_stride,
+                 float* y, int64_t y_stride) {
   if (width == x_stride && width == y_stride) {
     std::memcpy(y, x, sizeof(float) * static_cast<size_t>(rows * width));
     return;
@@ -19,8 +19,8 @@ void CpuBackend::CopyColumns(int64_t rows, int64_t width, const float* x, int64_
   }
 }
 
-void CpuBackend::AddColumns(int64_t rows, int64_t width, const float* x, int64_t x_stride, float* y,
-                            int64_t y_stride) {
+void AddColumns(CpuContext& ctx, int64_t rows, int64_t width, const float* x, int64_t x_stride,
+                float* y, int64_t y_stride) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * x_stride;
     float* out = y + r * y_stride;
@@ -28,9 +28,9 @@ void CpuBackend::AddColumns(int64_t rows, int64_t width, const float* x, int64_t
   }
 }
 
-void CpuBackend::EmbeddingForward(int batch, int fields, int dim, const float* rows,
-                                  const uint32_t* index, float* y, int64_t y_stride) {
-  ForEachRange(batch, [=](int64_t begin, int64_t end) {
+void EmbeddingForward(CpuContext& ctx, int batch, int fields, int dim, const float* rows,
+                      const uint32_t* index, float* y, int64_t y_stride) {
+  ctx.ForEachRange(batch, [=](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       for (int f = 0; f < fields; ++f) {
         std::memcpy(y + b * y_stride + int64_t{f} * dim,
@@ -41,10 +41,10 @@ void CpuBackend::EmbeddingForward(int batch, int fields, int dim, const float* r
   });
 }
 
-void CpuBackend::EmbeddingBackward(int fields, int dim, int64_t unique, const uint32_t* offsets,
-                                   const uint32_t* positions, const float* dy, int64_t dy_stride,
-                                   float* drows) {
-  ForEachRange(unique, [=](int64_t begin, int64_t end) {
+void EmbeddingBackward(CpuContext& ctx, int fields, int dim, int64_t unique,
+                       const uint32_t* offsets, const uint32_t* positions, const float* dy,
+                       int64_t dy_stride, float* drows) {
+  ctx.ForEachRange(unique, [=](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       float* out = drows + u * dim;
       std::memset(out, 0, sizeof(float) * static_cast<size_t>(dim));
@@ -57,9 +57,10 @@ void CpuBackend::EmbeddingBackward(int fields, int dim, int64_t unique, const ui
   });
 }
 
-void CpuBackend::EmbeddingBagForward(int batch, int dim, const float* rows, const uint32_t* index,
-                                     const uint32_t* bags, bool mean, float* y, int64_t y_stride) {
-  ForEachRange(batch, [=](int64_t begin, int64_t end) {
+void EmbeddingBagForward(CpuContext& ctx, int batch, int dim, const float* rows,
+                         const uint32_t* index, const uint32_t* bags, bool mean, float* y,
+                         int64_t y_stride) {
+  ctx.ForEachRange(batch, [=](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       float* out = y + b * y_stride;
       std::memset(out, 0, sizeof(float) * static_cast<size_t>(dim));
@@ -74,10 +75,10 @@ void CpuBackend::EmbeddingBagForward(int batch, int dim, const float* rows, cons
   });
 }
 
-void CpuBackend::EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* offsets,
-                                      const uint32_t* examples, const uint32_t* bags, bool mean,
-                                      const float* dy, int64_t dy_stride, float* drows) {
-  ForEachRange(unique, [=](int64_t begin, int64_t end) {
+void EmbeddingBagBackward(CpuContext& ctx, int dim, int64_t unique, const uint32_t* offsets,
+                          const uint32_t* examples, const uint32_t* bags, bool mean,
+                          const float* dy, int64_t dy_stride, float* drows) {
+  ctx.ForEachRange(unique, [=](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       float* out = drows + u * dim;
       std::memset(out, 0, sizeof(float) * static_cast<size_t>(dim));
@@ -91,9 +92,9 @@ void CpuBackend::EmbeddingBagBackward(int dim, int64_t unique, const uint32_t* o
   });
 }
 
-void CpuBackend::DotInteractionForward(int batch, int k, int d, const float* x, float* y) {
+void DotInteractionForward(CpuContext& ctx, int batch, int k, int d, const float* x, float* y) {
   const int64_t width = d + int64_t{k} * (k - 1) / 2;
-  ForEachRange(batch, [=](int64_t begin, int64_t end) {
+  ctx.ForEachRange(batch, [=](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const float* v = x + b * k * d;
       float* out = y + b * width;
@@ -112,10 +113,10 @@ void CpuBackend::DotInteractionForward(int batch, int k, int d, const float* x, 
   });
 }
 
-void CpuBackend::DotInteractionBackward(int batch, int k, int d, const float* x, const float* dy,
-                                        float* dx) {
+void DotInteractionBackward(CpuContext& ctx, int batch, int k, int d, const float* x,
+                            const float* dy, float* dx) {
   const int64_t width = d + int64_t{k} * (k - 1) / 2;
-  ForEachRange(batch, [=](int64_t begin, int64_t end) {
+  ctx.ForEachRange(batch, [=](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const float* v = x + b * k * d;
       const float* gy = dy + b * width;
@@ -140,4 +141,4 @@ void CpuBackend::DotInteractionBackward(int batch, int k, int d, const float* x,
   });
 }
 
-}  // namespace towerps::kernels
+}  // namespace towerps::kernels::cpu
