@@ -6,11 +6,6 @@
 
 namespace towerps::worker {
 
-std::vector<std::string> ZooModelNames() {
-  return {"mlp",     "cnn",     "cifar10",    "resnet20",  "embed-mlp",
-          "bag-mlp", "ctr_mlp", "dlrm_small", "wide_deep", "regression_mlp"};
-}
-
 namespace {
 
 // ResNet-20 for CIFAR-10 (He et al. 2016, section 4.2): a 3x3 stem of 16 filters, then three
@@ -82,68 +77,113 @@ ModelBuilder WideDeep() {
   return b;
 }
 
+ModelBuilder Mlp() {
+  ModelBuilder b({1, 28, 28});
+  b.Dense("fc1", 256).Relu().Dense("fc2", 128).Relu().Dense("logits", 10, Init::kGlorot);
+  return b;
+}
+
+ModelBuilder Cnn() {
+  ModelBuilder b({1, 28, 28});
+  b.Conv2d("conv1", 32, 3).Relu().MaxPool(2, 2);
+  b.Conv2d("conv2", 64, 3).Relu().MaxPool(2, 2);
+  b.Dense("fc1", 128).Relu().Dense("logits", 10, Init::kGlorot);
+  return b;
+}
+
+ModelBuilder Cifar10() {
+  const LrnOptions lrn{.depth_radius = 4, .bias = 1.0f, .alpha = 0.001f / 9.0f, .beta = 0.75f};
+  ModelBuilder b({3, 24, 24});
+  b.Conv2d("conv1", 64, 5, 1, Padding::kSame).Relu().MaxPool(3, 2, Padding::kSame).Lrn(lrn);
+  b.Conv2d("conv2", 64, 5, 1, Padding::kSame).Relu().Lrn(lrn).MaxPool(3, 2, Padding::kSame);
+  b.Dense("local3", 384).Relu().Dense("local4", 192).Relu();
+  b.Dense("softmax_linear", 10, Init::kGlorot);
+  return b;
+}
+
+// 8 categorical fields of 1000 ids each in one bounded table, beside 4 dense features.
+ModelBuilder EmbedMlp() {
+  ModelBuilder b({4});
+  b.Embedding("embedding", 8, {.rows = 8000, .dim = 8, .init_scale = 0.05f});
+  b.Dense("fc1", 64).Relu().Dense("logits", 4, Init::kGlorot);
+  return b;
+}
+
+// embed-mlp with a multi-hot field beside its 8 one-hot ones: 0 to 6 ids per example, averaged
+// into one row (as --dataset categorical makes its labels).
+ModelBuilder BagMlp() {
+  ModelBuilder b({4});
+  b.Embedding("embedding", 8, {.rows = 8000, .dim = 8, .init_scale = 0.05f});
+  b.EmbeddingBag("bag", BagPooling::kMean, {.rows = 0, .dim = 8, .init_scale = 0.05f});
+  b.Dense("fc1", 64).Relu().Dense("logits", 4, Init::kGlorot);
+  return b;
+}
+
+// Click-through rate on Criteo's features: the 26 categorical fields' rows (dim 16, one unbounded
+// table: --dataset criteo hashes each field's values to ids of their own) beside the 13 dense
+// features, into a 256-128 ReLU MLP and one logit.
+ModelBuilder CtrMlp() {
+  ModelBuilder b({13});
+  b.Embedding("categories", 26, {.rows = 0, .dim = 16, .init_scale = 0.05f});
+  b.Dense("fc1", 256).Relu().Dense("fc2", 128).Relu().Dense("logit", 1, Init::kGlorot);
+  b.Loss(LossKind::kSigmoidCrossEntropy);
+  return b;
+}
+
+// Regression on 16 features (--dataset regression, or npy with float y): one output, the
+// predicted target, trained with the squared error and evaluated by RMSE.
+ModelBuilder RegressionMlp() {
+  ModelBuilder b({16});
+  b.Dense("fc1", 64).Relu().Dense("out", 1, Init::kGlorot).Loss(LossKind::kMeanSquaredError);
+  return b;
+}
+
+// The zoo: every model TowerPS ships, once.
+const ZooEntry kZoo[] = {
+    {"mlp", Mlp, "784-256-128-10 ReLU MLP (Fashion-MNIST)", ZooKind::kImage},
+    {"cnn", Cnn, "2 convolutions, 2 dense layers (Fashion-MNIST)", ZooKind::kImage},
+    {"cifar10", Cifar10, "the TensorFlow CIFAR-10 tutorial net, with LRN (CIFAR-10 crops)",
+     ZooKind::kImage},
+    {"resnet20", ResNet20, "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)", ZooKind::kImage},
+    {"embed-mlp", EmbedMlp, "8 embedding fields (dim 8) and a 64-unit MLP (--dataset categorical)",
+     ZooKind::kCategorical},
+    {"bag-mlp", BagMlp,
+     "embed-mlp with a multi-hot field averaged by an EmbeddingBag (--dataset categorical)",
+     ZooKind::kCategorical},
+    {"ctr_mlp", CtrMlp,
+     "26 embedding fields (dim 16) and 13 dense features, 256-128 MLP, click logit "
+     "(--dataset criteo)",
+     ZooKind::kClick},
+    {"dlrm_small", DlrmSmall,
+     "DLRM: bottom MLP 13-64-16, 26 tables of dim 16, dot interaction, top MLP 367-64-1 "
+     "(--dataset criteo)",
+     ZooKind::kClick},
+    {"wide_deep", WideDeep,
+     "Wide & Deep: linear over 26 fields and 13 dense features + MLP 429-256-128-1 "
+     "(--dataset criteo)",
+     ZooKind::kClick},
+    {"regression_mlp", RegressionMlp,
+     "16 features, 64-unit MLP, one output trained with the squared error (--dataset "
+     "regression)",
+     ZooKind::kRegression},
+};
+
 }  // namespace
 
+std::span<const ZooEntry> Zoo() { return kZoo; }
+
+std::vector<std::string> ZooModelNames() {
+  std::vector<std::string> names;
+  for (const ZooEntry& e : kZoo) names.emplace_back(e.name);
+  return names;
+}
+
 Result<ModelBuilder> ZooModel(const std::string& name) {
-  if (name == "mlp") {
-    ModelBuilder b({1, 28, 28});
-    b.Dense("fc1", 256).Relu().Dense("fc2", 128).Relu().Dense("logits", 10, Init::kGlorot);
-    return b;
+  for (const ZooEntry& e : kZoo) {
+    if (name == e.name) return e.build();
   }
-  if (name == "cnn") {
-    ModelBuilder b({1, 28, 28});
-    b.Conv2d("conv1", 32, 3).Relu().MaxPool(2, 2);
-    b.Conv2d("conv2", 64, 3).Relu().MaxPool(2, 2);
-    b.Dense("fc1", 128).Relu().Dense("logits", 10, Init::kGlorot);
-    return b;
-  }
-  if (name == "cifar10") {
-    const LrnOptions lrn{.depth_radius = 4, .bias = 1.0f, .alpha = 0.001f / 9.0f, .beta = 0.75f};
-    ModelBuilder b({3, 24, 24});
-    b.Conv2d("conv1", 64, 5, 1, Padding::kSame).Relu().MaxPool(3, 2, Padding::kSame).Lrn(lrn);
-    b.Conv2d("conv2", 64, 5, 1, Padding::kSame).Relu().Lrn(lrn).MaxPool(3, 2, Padding::kSame);
-    b.Dense("local3", 384).Relu().Dense("local4", 192).Relu();
-    b.Dense("softmax_linear", 10, Init::kGlorot);
-    return b;
-  }
-  if (name == "resnet20") return ResNet20();
-  if (name == "embed-mlp") {
-    // 8 categorical fields of 1000 ids each in one bounded table, beside 4 dense features.
-    ModelBuilder b({4});
-    b.Embedding("embedding", 8, {.rows = 8000, .dim = 8, .init_scale = 0.05f});
-    b.Dense("fc1", 64).Relu().Dense("logits", 4, Init::kGlorot);
-    return b;
-  }
-  if (name == "bag-mlp") {
-    // embed-mlp with a multi-hot field beside its 8 one-hot ones: 0 to 6 ids per example,
-    // averaged into one row (as --dataset categorical makes its labels).
-    ModelBuilder b({4});
-    b.Embedding("embedding", 8, {.rows = 8000, .dim = 8, .init_scale = 0.05f});
-    b.EmbeddingBag("bag", BagPooling::kMean, {.rows = 0, .dim = 8, .init_scale = 0.05f});
-    b.Dense("fc1", 64).Relu().Dense("logits", 4, Init::kGlorot);
-    return b;
-  }
-  if (name == "ctr_mlp") {
-    // Click-through rate on Criteo's features: the 26 categorical fields' rows (dim 16, one
-    // unbounded table: --dataset criteo hashes each field's values to ids of their own) beside
-    // the 13 dense features, into a 256-128 ReLU MLP and one logit.
-    ModelBuilder b({13});
-    b.Embedding("categories", 26, {.rows = 0, .dim = 16, .init_scale = 0.05f});
-    b.Dense("fc1", 256).Relu().Dense("fc2", 128).Relu().Dense("logit", 1, Init::kGlorot);
-    b.Loss(LossKind::kSigmoidCrossEntropy);
-    return b;
-  }
-  if (name == "regression_mlp") {
-    // Regression on 16 features (--dataset regression, or npy with float y): one output, the
-    // predicted target, trained with the squared error and evaluated by RMSE.
-    ModelBuilder b({16});
-    b.Dense("fc1", 64).Relu().Dense("out", 1, Init::kGlorot).Loss(LossKind::kMeanSquaredError);
-    return b;
-  }
-  if (name == "dlrm_small") return DlrmSmall();
-  if (name == "wide_deep") return WideDeep();
   std::string known;
-  for (const std::string& n : ZooModelNames()) known += (known.empty() ? "" : ", ") + n;
+  for (const ZooEntry& e : kZoo) known += (known.empty() ? "" : ", ") + std::string(e.name);
   return NotFoundError("unknown model '" + name + "' (known: " + known + ")");
 }
 
@@ -152,27 +192,6 @@ Result<ModelBuilder> ZooModel(const std::string& name) {
 namespace towerps {
 
 void AddZooModels(Registry* registry) {
-  const std::map<std::string, std::string> summaries = {
-      {"mlp", "784-256-128-10 ReLU MLP (Fashion-MNIST)"},
-      {"cnn", "2 convolutions, 2 dense layers (Fashion-MNIST)"},
-      {"cifar10", "the TensorFlow CIFAR-10 tutorial net, with LRN (CIFAR-10 crops)"},
-      {"resnet20", "ResNet-20 with batch norm (He et al. 2016; CIFAR-10)"},
-      {"embed-mlp", "8 embedding fields (dim 8) and a 64-unit MLP (--dataset categorical)"},
-      {"bag-mlp",
-       "embed-mlp with a multi-hot field averaged by an EmbeddingBag (--dataset categorical)"},
-      {"ctr_mlp",
-       "26 embedding fields (dim 16) and 13 dense features, 256-128 MLP, click logit "
-       "(--dataset criteo)"},
-      {"dlrm_small",
-       "DLRM: bottom MLP 13-64-16, 26 tables of dim 16, dot interaction, top MLP 367-64-1 "
-       "(--dataset criteo)"},
-      {"wide_deep",
-       "Wide & Deep: linear over 26 fields and 13 dense features + MLP 429-256-128-1 "
-       "(--dataset criteo)"},
-      {"regression_mlp",
-       "16 features, 64-unit MLP, one output trained with the squared error (--dataset "
-       "regression)"},
-  };
   // The click models train well with Adam on the dense layers and Adagrad on the tables, at a
   // constant rate (docs/PERFORMANCE.md, "Recommendation models").
   const std::map<std::string, std::string> click = {{"optimizer", "adam"},
@@ -180,18 +199,16 @@ void AddZooModels(Registry* registry) {
                                                     {"lr-schedule", "constant"},
                                                     {"table-optimizer", "adagrad"},
                                                     {"table-lr", "0.05"}};
-  const std::vector<std::string> names = worker::ZooModelNames();
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string name = names[i];
-    const bool is_click = name == "ctr_mlp" || name == "dlrm_small" || name == "wide_deep";
+  for (const worker::ZooEntry& e : worker::Zoo()) {
     TOWERPS_CHECK(
         registry
-            ->AddModel(name,
-                       {.summary = summaries.at(name),
-                        .build = [name] { return *worker::ZooModel(name); },
-                        .recommended = is_click ? click : std::map<std::string, std::string>{}})
+            ->AddModel(e.name, {.summary = e.summary,
+                                .build = e.build,
+                                .recommended = e.kind == worker::ZooKind::kClick
+                                                   ? click
+                                                   : std::map<std::string, std::string>{}})
             .ok())
-        << name;
+        << e.name;
   }
 }
 

@@ -8,10 +8,12 @@
 //   resnet20 ResNet-20 for 3x32x32 CIFAR-10 (He et al. 2016): a 3x3x16 stem, 3 stages of 3
 //            basic blocks (16, 32, 64 filters; stride 2 and a 1x1 projection where the shape
 //            changes), batch norm after every convolution, global average pooling, fc10
-// Thread-safe (pure functions).
+// A new model is a builder in zoo.cc and its row in the table there. Thread-safe (pure functions
+// over constant data).
 #ifndef TOWERPS_WORKER_MODEL_ZOO_H_
 #define TOWERPS_WORKER_MODEL_ZOO_H_
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,20 @@
 #include "worker/model/model_factory.h"
 
 namespace towerps::worker {
+
+// What a model of the zoo is for: which datasets it takes, and so which settings it recommends.
+enum class ZooKind { kImage, kCategorical, kClick, kRegression };
+
+// One model of the zoo: its name (--model), builder, one-line summary (--list-choices) and kind.
+struct ZooEntry {
+  const char* name;
+  ModelBuilder (*build)();
+  const char* summary;
+  ZooKind kind;
+};
+
+// The zoo, in the order --list-choices shows it: one table, read by everything below.
+std::span<const ZooEntry> Zoo();
 
 // kNotFound listing the known names for an unknown one.
 Result<ModelBuilder> ZooModel(const std::string& name);
