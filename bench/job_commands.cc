@@ -9,7 +9,7 @@
 #include "bench/commands.h"
 #include "bench/job_bench.h"
 #include "bench/replica_bench.h"
-#include "ps/job_flags.h"
+#include "job/job_flags.h"
 
 namespace po = boost::program_options;
 

@@ -1,10 +1,10 @@
 // LocalTables: a model's embedding tables held in the benchmark's own process, for
 // `towerps-bench train` on models with tables (dlrm_small): what the parameter servers do for a
 // job, without them. Rows are created on first use with the servers' initial values
-// (ps/initial_rows.h) and trained with the servers' own Adagrad (ps/optimizer.h), as
+// (job/initial_rows.h) and trained with the servers' own Adagrad (ps/server/optimizer.h), as
 // `--table-optimizer adagrad` does.
 //
-// Each step: Prepare deduplicates the batch's ids per table (ps/row_batch.h), gathers their rows
+// Each step: Prepare deduplicates the batch's ids per table (job/row_batch.h), gathers their rows
 // into one buffer and hands it to the model; after the model's step, Update applies the rows'
 // gradients (Model::table_gradient).
 //
@@ -16,9 +16,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ps/initial_rows.h"
-#include "ps/optimizer.h"
-#include "ps/row_batch.h"
+#include "job/initial_rows.h"
+#include "job/row_batch.h"
+#include "ps/server/optimizer.h"
 #include "worker/data/batcher.h"
 #include "worker/model/model.h"
 
@@ -49,7 +49,7 @@ class LocalTables {
   int64_t RowOf(Table& t, uint64_t id);
 
   worker::Model<float>& model_;
-  const ps::OptimizerOptions adagrad_;  // the servers' Adagrad (ps/optimizer.h), on each row
+  const ps::OptimizerOptions adagrad_;  // the servers' Adagrad (ps/server/optimizer.h), on each row
   std::vector<Table> tables_;
 };
 

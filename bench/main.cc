@@ -24,7 +24,7 @@
 #include "common/build_info.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
-#include "ps/job_flags.h"
+#include "job/job_flags.h"
 
 namespace po = boost::program_options;
 using towerps::bench::Json;

@@ -14,7 +14,7 @@
 
 #include "bench/server_processes.h"
 #include "common/internal/raw_ceiling.h"
-#include "ps/client.h"
+#include "ps/client/client.h"
 
 namespace towerps::bench {
 namespace {

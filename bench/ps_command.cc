@@ -10,7 +10,7 @@
 
 #include "bench/commands.h"
 #include "bench/ps_bench.h"
-#include "ps/job_flags.h"
+#include "job/job_flags.h"
 
 namespace po = boost::program_options;
 

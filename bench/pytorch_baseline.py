@@ -108,7 +108,50 @@ def build(model):
     sys.exit(f"unknown model '{model}' (mlp, cnn, cifar10 or resnet20)")
 
 
-def main():
+def _load_data(a, gpu):
+    """The images and labels of --model's task: random CIFAR-sized images, or Fashion-MNIST."""
+    if a.model in ("cifar10", "resnet20"):
+        side = 24 if a.model == "cifar10" else 32
+        gen_data = torch.Generator().manual_seed(2)
+        x_all = torch.rand(10000, 3, side, side, generator=gen_data) * 4.0 - 2.0
+        y_all = torch.randint(0, 10, (10000,), generator=gen_data)
+    else:
+        images = read_idx(find(a.data_dir, "train-images-idx3-ubyte"))
+        labels = read_idx(find(a.data_dir, "train-labels-idx1-ubyte"))
+        x_all = (torch.from_numpy(images.astype(np.float32)) / 255.0 - MEAN) / STD
+        x_all = x_all.reshape(-1, 1, 28, 28).contiguous()
+        y_all = torch.from_numpy(labels.astype(np.int64))
+    if gpu:
+        x_all, y_all = x_all.pin_memory(), y_all.pin_memory()
+    return x_all, y_all
+
+
+def _time_steps(a, step, sync):
+    """--warmup-steps, then steps for --seconds, with progress on stderr every 2 s: (steps,
+    seconds, the last loss)."""
+    for _ in range(a.warmup_steps):
+        step()
+    sync()
+    steps, start = 0, time.perf_counter()
+    last = start
+    while True:
+        loss = step()
+        steps += 1
+        if steps % 20 == 0:
+            sync()  # bounds the queue, so the clock sees the GPU's work
+        now = time.perf_counter()
+        if now - start >= a.seconds:
+            break
+        if now - last >= 2.0:
+            last = now
+            print(f"  {now - start:.0f} s: {steps} steps, {steps * a.batch / (now - start):.0f} "
+                  f"examples/s", file=sys.stderr)
+    sync()
+    secs = time.perf_counter() - start
+    return steps, secs, loss
+
+
+def _parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="mlp")
     p.add_argument("--batch", type=int, default=64)
@@ -133,7 +176,11 @@ def main():
     p.add_argument("--table-lr", type=float, default=0.05,
                    help="dlrm_small, wide_deep: the tables' Adagrad rate")
     p.add_argument("--seed", type=int, default=1)
-    a = p.parse_args()
+    return p.parse_args()
+
+
+def main():
+    a = _parse_args()
     blas = a.threads if a.blas_threads < 0 else a.blas_threads
     if blas > 0:
         os.environ["OPENBLAS_NUM_THREADS"] = str(blas)  # read when OpenBLAS loads, with torch
@@ -162,19 +209,7 @@ def main():
     if gpu and a.tf32 != "default":
         torch.backends.cudnn.allow_tf32 = a.tf32 == "on"
         torch.backends.cuda.matmul.allow_tf32 = a.tf32 == "on"
-    if a.model in ("cifar10", "resnet20"):
-        side = 24 if a.model == "cifar10" else 32
-        gen_data = torch.Generator().manual_seed(2)
-        x_all = torch.rand(10000, 3, side, side, generator=gen_data) * 4.0 - 2.0
-        y_all = torch.randint(0, 10, (10000,), generator=gen_data)
-    else:
-        images = read_idx(find(a.data_dir, "train-images-idx3-ubyte"))
-        labels = read_idx(find(a.data_dir, "train-labels-idx1-ubyte"))
-        x_all = (torch.from_numpy(images.astype(np.float32)) / 255.0 - MEAN) / STD
-        x_all = x_all.reshape(-1, 1, 28, 28).contiguous()
-        y_all = torch.from_numpy(labels.astype(np.int64))
-    if gpu:
-        x_all, y_all = x_all.pin_memory(), y_all.pin_memory()
+    x_all, y_all = _load_data(a, gpu)
     model = build(a.model).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
@@ -199,25 +234,7 @@ def main():
         return loss
 
     sync = torch.cuda.synchronize if gpu else (lambda: None)
-    for _ in range(a.warmup_steps):
-        step()
-    sync()
-    steps, start = 0, time.perf_counter()
-    last = start
-    while True:
-        loss = step()
-        steps += 1
-        if steps % 20 == 0:
-            sync()  # bounds the queue, so the clock sees the GPU's work
-        now = time.perf_counter()
-        if now - start >= a.seconds:
-            break
-        if now - last >= 2.0:
-            last = now
-            print(f"  {now - start:.0f} s: {steps} steps, {steps * a.batch / (now - start):.0f} "
-                  f"examples/s", file=sys.stderr)
-    sync()
-    secs = time.perf_counter() - start
+    steps, secs, loss = _time_steps(a, step, sync)
     eps = steps * a.batch / secs
     if a.json:
         print(json.dumps({"bench": "train", "impl": "pytorch", "torch": torch.__version__,

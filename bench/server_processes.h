@@ -12,7 +12,7 @@
 
 #include "common/subprocess.h"
 #include "common/transport.h"
-#include "ps/job_config.h"
+#include "job/job_config.h"
 #include "towerps/status.h"
 
 namespace towerps::bench {

@@ -15,8 +15,8 @@
 #include "bench/proc_memory.h"
 #include "bench/server_processes.h"
 #include "common/zipf.h"
-#include "ps/client.h"
-#include "ps/row_batch.h"
+#include "job/row_batch.h"
+#include "ps/client/client.h"
 
 namespace towerps::bench {
 namespace {
@@ -57,7 +57,7 @@ struct Run {
 
 // One worker's steps, from `step`: the batch's rows pulled, their gradients pushed. Separate:
 // a pull, then a push, each waited for. Combined: each push carries the next batch's pull
-// (Client::PushRowsThenPull), as a worker sends them: one request per partition and step.
+// (Client::PushThenPull), as a worker sends them: one request per partition and step.
 class SparseSteps {
  public:
   SparseSteps(ps::Client& client, const std::vector<ps::UniqueIds>& batches, Tensor grads,
@@ -67,19 +67,19 @@ class SparseSteps {
   Status Step(int64_t step) {
     const ps::UniqueIds& batch = batches_[static_cast<size_t>(step) % batches_.size()];
     if (separate_ || !next_.valid()) {
-      next_ = client_.PullRows({.table_id = 0, .ids = batch.ids, .clock = step});
+      next_ = client_.Pull({.variable_id = 0, .ids = batch.ids, .clock = step});
     }
-    TOWERPS_ASSIGN_OR_RETURN(ps::PulledRows rows, next_.get());
-    const ps::RowPushRequest push{.table_id = 0,
-                                  .ids = batch.ids,
-                                  .gradients = grads_,
-                                  .pulled_updates = rows.updates,
-                                  .version = rows.version,
-                                  .clock = step};
-    if (separate_) return client_.PushRows(push).get().status();
+    TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable rows, next_.get());
+    const ps::PushRequest push{.variable_id = 0,
+                               .version = rows.version,
+                               .clock = step,
+                               .gradient = grads_,
+                               .ids = batch.ids,
+                               .pulled_updates = rows.updates};
+    if (separate_) return client_.Push(push).get().status();
     const ps::UniqueIds& following = batches_[static_cast<size_t>(step + 1) % batches_.size()];
-    ps::Client::RowsPushAndPull both =
-        client_.PushRowsThenPull(push, {.table_id = 0, .ids = following.ids, .clock = step + 1});
+    ps::Client::PushAndPull both =
+        client_.PushThenPull(push, {.variable_id = 0, .ids = following.ids, .clock = step + 1});
     next_ = std::move(both.pull);
     return both.push.get().status();
   }
@@ -89,7 +89,7 @@ class SparseSteps {
   const std::vector<ps::UniqueIds>& batches_;
   const Tensor grads_;
   const bool separate_;
-  std::future<Result<ps::PulledRows>> next_;
+  std::future<Result<ps::PulledVariable>> next_;
 };
 
 // The same table pushed and pulled whole, as a dense variable.

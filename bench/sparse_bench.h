@@ -1,10 +1,10 @@
 // Embedding-table throughput: real towerps-server processes on loopback holding one table, and
 // N in-process workers each repeating steps of one pull of a batch's rows and one push of their
 // gradients (async, so workers do not wait for each other). A step's push carries the next
-// step's pull, one request per partition as workers send them (ps::Client::PushRowsThenPull), or
-// with `separate_pull` a pull and a push go apart, each waited for (PullRows, PushRows). Each
+// step's pull, one request per partition as workers send them (ps::Client::PushThenPull), or
+// with `separate_pull` a pull and a push go apart, each waited for (Pull, Push). Each
 // step's ids are `unique_ids` distinct ids drawn uniformly or from a Zipf law over an id space,
-// grouped and deduplicated beforehand (ps/row_batch.h), as a worker does before it pulls.
+// grouped and deduplicated beforehand (job/row_batch.h), as a worker does before it pulls.
 //
 // Reported: rows per second (unique ids per step x steps per second, over all workers), the
 // step time, and the bytes the servers received and sent per step (message headers and payloads)
@@ -46,7 +46,7 @@ struct SparseBenchOptions {
   std::string server_binary;
   bool dense = false;
   // A step's pull and push as two requests, each waited for, instead of each push carrying the
-  // next step's pull (Client::PushRowsThenPull) as a worker sends them.
+  // next step's pull (Client::PushThenPull) as a worker sends them.
   bool separate_pull = false;
   bool progress = true;
 };

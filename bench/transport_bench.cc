@@ -19,7 +19,7 @@ Result<double> TowerpsTransport(const TransportBenchOptions& o, long* messages) 
   topts.send_high_water_mark = o.window;
   topts.receive_high_water_mark = o.window;
   topts.linger_ms = 0;
-  TOWERPS_ASSIGN_OR_RETURN(auto transport, Transport::Create("zmq", topts));
+  TOWERPS_ASSIGN_OR_RETURN(auto transport, Transport::Create(topts));
   TOWERPS_ASSIGN_OR_RETURN(auto rx, transport->Listen(o.endpoint));
   TOWERPS_ASSIGN_OR_RETURN(auto tx, transport->Connect(rx->endpoint(), "bench-towerps"));
   const int64_t floats = static_cast<int64_t>(o.message_bytes / sizeof(float));

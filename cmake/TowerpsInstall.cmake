@@ -19,6 +19,7 @@ target_include_directories(towerps_common PUBLIC
 
 set_target_properties(towerps_common PROPERTIES EXPORT_NAME common)
 set_target_properties(towerps_kernels PROPERTIES EXPORT_NAME kernels)
+set_target_properties(towerps_job PROPERTIES EXPORT_NAME job)
 set_target_properties(towerps_ps PROPERTIES EXPORT_NAME ps)
 set_target_properties(towerps_worker PROPERTIES EXPORT_NAME towerps)
 
@@ -28,7 +29,7 @@ install(TARGETS towerps-server towerps-worker towerps-launch towerps-bench
 if(TOWERPS_WITH_CUDA)
   install(TARGETS towerps_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
-install(TARGETS towerps_common towerps_kernels towerps_ps towerps_worker
+install(TARGETS towerps_common towerps_kernels towerps_job towerps_ps towerps_worker
   EXPORT TowerPSTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

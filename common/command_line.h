@@ -1,6 +1,6 @@
 // Command lines and --config files of every entry point (towerps-server, towerps-worker,
 // towerps-launch, towerps-bench), with Boost.Program_options. Libraries take typed options
-// structs; only the entry points and their flag tables (ps/job_flags.h, worker/worker_flags.h,
+// structs; only the entry points and their flag tables (job/job_flags.h, worker/worker_flags.h,
 // launch/launch_flags.h) see Boost.
 //
 // Contract: free functions; no state. Errors are kInvalidArgument (kNotFound for a --config file

@@ -28,7 +28,7 @@
 namespace towerps {
 
 // Values match proto::DType in common/proto/towerps.capnp.
-// kUInt64 carries a table's row ids and kUInt32 its rows' update counts (ps/table_chunk.h).
+// kUInt64 carries a table's row ids and kUInt32 its rows' update counts (ps/server/table_chunk.h).
 enum class DType : uint8_t { kFloat32 = 0, kUInt8 = 1, kUInt64 = 2, kUInt32 = 3 };
 
 size_t DTypeSize(DType dtype);
@@ -106,7 +106,7 @@ class Tensor {
   DType dtype_ = DType::kFloat32;
 };
 
-// Copy-on-write buffers (ps/chunk.h's values, worker/tower_group.h's averages): removes from
+// Copy-on-write buffers (ps/server/chunk.h's values, worker/tower_group.h's averages): removes from
 // `spares` and returns the first one nobody else holds (Exclusive), or an undefined Tensor when
 // every spare is still held.
 Tensor TakeExclusive(std::vector<Tensor>& spares);

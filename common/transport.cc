@@ -4,10 +4,9 @@
 
 namespace towerps {
 
-Result<std::unique_ptr<Transport>> Transport::Create(std::string_view name,
-                                                     const TransportOptions& options) {
-  if (name == "zmq") return internal::NewZmqTransport(options);
-  return InvalidArgumentError("unknown transport '" + std::string(name) + "'; available: zmq");
+Result<std::unique_ptr<Transport>> Transport::Create(const TransportOptions& options) {
+  if (options.name == "zmq") return internal::NewZmqTransport(options);
+  return InvalidArgumentError("unknown transport '" + options.name + "'; available: zmq");
 }
 
 Result<TransportPath> ParseTransportPath(std::string_view name) {

@@ -3,8 +3,8 @@
 // A server Listen()s (ZeroMQ ROUTER: many peers, replies addressed by routing id); a client
 // Connect()s (ZeroMQ DEALER: one server). Endpoints are tcp://HOST:PORT, ipc://PATH or
 // inproc://NAME; tcp port 0 asks the OS for a free port, and Socket::endpoint() reports the real
-// one. Implementations are chosen by name (today only "zmq"), so that a different fabric can be
-// added behind the same interface.
+// one. Implementations are chosen by name from the options (TransportOptions::name; today only
+// "zmq"), so that a different fabric can be added behind the same interface.
 //
 // Contract:
 //  - Transport owns the I/O context and must outlive every Socket it created. Thread-safe.
@@ -61,6 +61,9 @@ struct ConnectionPath {
 };
 
 struct TransportOptions {
+  // The implementation, by name (Transport::Create). Only "zmq" today, whose options follow:
+  // the security (ZAP and CURVE) and the shared-memory path are the ZeroMQ transport's.
+  std::string name = "zmq";
   int io_threads = 1;            // ZeroMQ I/O threads per Transport
   int send_high_water_mark = 0;  // queued messages per peer before Send waits; 0 = unlimited
   int receive_high_water_mark = 0;
@@ -114,9 +117,9 @@ class Transport {
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
-  // `name` selects the implementation: "zmq".
-  static Result<std::unique_ptr<Transport>> Create(std::string_view name,
-                                                   const TransportOptions& options);
+  // The implementation options.name names ("zmq"); kInvalidArgument naming the ones there are
+  // for another name.
+  static Result<std::unique_ptr<Transport>> Create(const TransportOptions& options);
 
   // Binds a server socket.
   virtual Result<std::unique_ptr<Socket>> Listen(const std::string& endpoint) = 0;

@@ -9,11 +9,12 @@
 
 #include "common/job_secret.h"
 #include "common/sibling_executable.h"
+#include "job/replica_placement.h"
 #include "launch/gpus.h"
 #include "launch/hostfile.h"
 #include "launch/job_supervisor.h"
+#include "launch/launch_flags.h"
 #include "launch/process_group.h"
-#include "ps/replica_set.h"
 
 namespace towerps::launch {
 namespace {
@@ -220,6 +221,21 @@ Result<SshOptions> SshOptionsFromFlags(const SshFlags& flags, const Environment&
     }
   }
   return ssh;
+}
+
+LauncherBackend HostfileBackend() {
+  return {.name = "hostfile",
+          .applies = [](const LaunchFlags& flags, const Environment&) { return flags.ssh.given(); },
+          .make = [](const LaunchFlags& flags, const Environment& env,
+                     LaunchOptions options) -> Result<std::unique_ptr<Launcher>> {
+            TOWERPS_ASSIGN_OR_RETURN(SshOptions ssh, SshOptionsFromFlags(flags.ssh, env));
+            if (!flags.bind_given) options.bind = "0.0.0.0";  // the hosts must reach the servers
+            if (options.base_port == 0) options.base_port = 7700;
+            options.all_local = false;
+            options.job_progress_bar = isatty(STDOUT_FILENO) != 0;
+            return std::unique_ptr<Launcher>(
+                std::make_unique<HostfileLauncher>(std::move(options), std::move(ssh)));
+          }};
 }
 
 }  // namespace towerps::launch

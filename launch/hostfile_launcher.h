@@ -29,6 +29,7 @@
 
 #include "launch/hostfile.h"
 #include "launch/launch_options.h"
+#include "launch/launcher.h"
 #include "launch/role.h"
 #include "towerps/result.h"
 
@@ -55,13 +56,13 @@ struct SshFlags {
 // (an unset one is refused). Also refuses --hostfile with -H. Errors name the flag and value.
 Result<SshOptions> SshOptionsFromFlags(const SshFlags& flags, const Environment& env);
 
-class HostfileLauncher {
+class HostfileLauncher final : public Launcher {
  public:
   HostfileLauncher(LaunchOptions options, SshOptions ssh);
   // Every check Run() makes before it starts anything: the options, the ssh client, the hosts
   // and the placement on them. kInvalidArgument (kNotFound for a missing file) naming the flag.
-  Status Check();
-  Status Run();
+  Status Check() override;
+  Status Run() override;
   const std::string& run_dir() const { return run_dir_; }
 
  private:

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <regex>
 
-#include "ps/server.h"
+#include "job/replica_placement.h"
 
 namespace towerps::launch {
 

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "job/job_flags.h"
+#include "job/security_flags.h"
 #include "launch/hostfile_launcher.h"
 #include "launch/launch_options.h"
 #include "launch/role.h"
-#include "ps/job_flags.h"
-#include "ps/security_flags.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
 #include "worker/worker_flags.h"

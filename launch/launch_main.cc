@@ -1,20 +1,20 @@
-// towerps-launch: starts a TowerPS job. Local mode: M servers and N workers on this machine
-// (launch/local_launcher.h). --hostfile: the same across hosts over ssh
-// (launch/hostfile_launcher.h). --mpi, --slurm, --cluster, TF_CONFIG or TOWERPS_CONFIG: one
-// towerps-launch per process, each becoming its role (launch/role.h, launch/rank_exec.h).
+// towerps-launch: starts a TowerPS job through the first launcher backend that takes the command
+// line (launch/launcher.h): one towerps-launch per process under --mpi, --slurm, --cluster,
+// TF_CONFIG or TOWERPS_CONFIG, each becoming its role; --hostfile, every process across hosts
+// over ssh; otherwise M servers and N workers on this machine.
 // --stdin-watchdog: the remote end of a hostfile launch (launch/stdin_watchdog.h).
 #include <unistd.h>
 
 #include <csignal>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 #include "common/command_line.h"
 #include "common/job_secret.h"
 #include "common/logging.h"
-#include "launch/hostfile_launcher.h"
 #include "launch/launch_flags.h"
-#include "launch/local_launcher.h"
+#include "launch/launcher.h"
 #include "launch/rank_exec.h"
 #include "launch/role.h"
 #include "launch/stdin_watchdog.h"
@@ -61,64 +61,32 @@ int Valid() {
   return 0;
 }
 
-// One process of a process-per-rank job: work out its role and become it (exec). With
-// --validate-only, every check up to the exec.
-int BecomeRank(const LaunchFlags& flags, const Environment& env, LaunchOptions options) {
-  if (options.job.ps_replicas > 1) {
-    // A replica is only useful if its dead peer comes back, and here the engine (or the user)
-    // owns the processes, not towerps-launch.
-    return Refuse(InvalidArgumentError(
-        "--ps-replicas 2 needs towerps-launch to restart dead servers: run the job locally or "
-        "with --hostfile; under --mpi, --slurm and --cluster use --checkpoint-dir to resume "
-        "after a failure"));
-  }
-  if (!flags.bind_given) options.bind = "0.0.0.0";  // other hosts must reach the servers
-  Result<RoleAssignment> role = ResolveRole(flags.rank, env, options.job.servers,
-                                            options.base_port ? options.base_port : 7700);
-  if (!role.ok()) return Refuse(role.status());
-  if (Status s = ResolveSharedSecret(env, &options); !s.ok()) return Refuse(s);
-  // The engine decides how many processes there are; every process derives the same counts.
-  options.job.servers = role->servers;
-  options.job.workers = role->workers;
-  if (Status s = ValidateLaunchOptions(options); !s.ok()) return Refuse(s);
-  if (flags.validate_only) return Valid();
-  const Status failed = ExecRole(*role, options);  // returns only when the exec failed
-  std::cerr << "towerps-launch: " << failed.ToString() << "\n";
-  return 1;
-}
-
-// A job whose processes this launcher starts: here, or on the hosts over ssh. Every check runs
-// before anything starts (locally, with what this machine has: data, devices, ports); with
-// --validate-only, that is all.
+// The job, by the first launcher backend that takes its command line (launch/launcher.h). Every
+// check runs before anything starts; with --validate-only, that is all.
 int RunJob(const LaunchFlags& flags, const Environment& env, LaunchOptions options) {
-  std::optional<SshOptions> ssh;
-  if (flags.ssh.given()) {
-    Result<SshOptions> made = SshOptionsFromFlags(flags.ssh, env);
+  for (const LauncherBackend& backend : LauncherBackends()) {
+    if (!backend.applies(flags, env)) continue;
+    Result<std::unique_ptr<Launcher>> made = backend.make(flags, env, std::move(options));
     if (!made.ok()) return Refuse(made.status());
-    ssh = std::move(made).value();
-    if (!flags.bind_given) options.bind = "0.0.0.0";
-    if (options.base_port == 0) options.base_port = 7700;
+    Launcher& launcher = **made;
+    if (Status s = launcher.Check(); !s.ok()) return Refuse(s);
+    if (flags.validate_only) return Valid();
+    if (!launcher.supervises()) {
+      const Status failed = launcher.Run();  // returns only when the exec failed
+      std::cerr << "towerps-launch: " << failed.ToString() << "\n";
+      return 1;
+    }
+    HandleSignals(/*hangup=*/false);
+    Status s = launcher.Run();
+    if (s.ok()) return 0;
+    // A failed process of the job, a timeout or a signal says what it is; "internal error" is
+    // kept for bugs in TowerPS itself.
+    std::cerr << "towerps-launch: "
+              << (s.code() == StatusCode::kInternal ? s.ToString() : s.message()) << "\n";
+    if (g_signal.load()) return 128 + g_signal.load();
+    return s.code() == StatusCode::kInvalidArgument ? 2 : 1;  // bad input, found by a process
   }
-  options.all_local = !ssh;
-  options.job_progress_bar = isatty(STDOUT_FILENO) != 0;
-  std::optional<HostfileLauncher> on_hosts;
-  std::optional<LocalLauncher> here;
-  if (ssh) {
-    on_hosts.emplace(options, *ssh);
-  } else {
-    here.emplace(options);
-  }
-  if (Status s = on_hosts ? on_hosts->Check() : here->Check(); !s.ok()) return Refuse(s);
-  if (flags.validate_only) return Valid();
-  HandleSignals(/*hangup=*/false);
-  Status s = on_hosts ? on_hosts->Run() : here->Run();
-  if (s.ok()) return 0;
-  // A failed process of the job, a timeout or a signal says what it is; "internal error" is
-  // kept for bugs in TowerPS itself.
-  std::cerr << "towerps-launch: "
-            << (s.code() == StatusCode::kInternal ? s.ToString() : s.message()) << "\n";
-  if (g_signal.load()) return 128 + g_signal.load();
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;  // bad input, found by a process
+  return Refuse(InternalError("no launcher backend takes this command line"));
 }
 
 // The value of --worker-bin on the command line ("--worker-bin B" or "--worker-bin=B"), or "".
@@ -203,15 +171,7 @@ int Main(int argc, char** argv) {
   }
   options->interrupt = &g_signal;
   if (flags.eval_only) return EvalOnly(*options);
-  const Environment env = ReadEnvironment(environ);
-  const bool rank_process = IsRankProcess(flags.rank, env, flags.ssh.given());
-  if (flags.ssh.given() && rank_process) {
-    return Refuse(InvalidArgumentError(
-        "--hostfile and -H start every process themselves; they do not combine with --cluster, "
-        "--mpi or --slurm"));
-  }
-  return rank_process ? BecomeRank(flags, env, *std::move(options))
-                      : RunJob(flags, env, *std::move(options));
+  return RunJob(flags, ReadEnvironment(environ), *std::move(options));
 }
 
 }  // namespace

@@ -15,8 +15,8 @@
 
 #include "common/logging.h"
 #include "common/transport.h"
+#include "job/job_config.h"
 #include "launch/job_supervisor.h"
-#include "ps/job_config.h"
 #include "towerps/registry.h"
 #include "towerps/status.h"
 #include "worker/worker_options.h"

@@ -1,5 +1,7 @@
 #include "launch/local_launcher.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -8,9 +10,10 @@
 #include "common/transport.h"
 #include "launch/gpus.h"
 #include "launch/job_supervisor.h"
+#include "launch/launch_flags.h"
 #include "launch/local_checks.h"
 #include "launch/process_group.h"
-#include "ps/server_threads.h"
+#include "ps/server/server_threads.h"
 
 namespace towerps::launch {
 namespace {
@@ -55,7 +58,7 @@ struct LocalLauncher::Job {
   std::vector<std::string> secret_env;  // TOWERPS_SECRET_FILE=..., or none with --insecure
 };
 
-Status LocalLauncher::Check() const {
+Status LocalLauncher::Check() {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
   TOWERPS_RETURN_IF_ERROR(CheckRunDir(run_dir_));
   return CheckLocalJob(options_);
@@ -161,6 +164,17 @@ Status LocalLauncher::StartWorkers(Job& job, const std::vector<std::string>& end
   }
   job.table.flush();
   return Status::Ok();
+}
+
+LauncherBackend LocalBackend() {
+  return {.name = "local",
+          .applies = [](const LaunchFlags&, const Environment&) { return true; },
+          .make = [](const LaunchFlags&, const Environment&,
+                     LaunchOptions options) -> Result<std::unique_ptr<Launcher>> {
+            options.all_local = true;
+            options.job_progress_bar = isatty(STDOUT_FILENO) != 0;
+            return std::unique_ptr<Launcher>(std::make_unique<LocalLauncher>(std::move(options)));
+          }};
 }
 
 }  // namespace towerps::launch

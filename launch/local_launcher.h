@@ -12,7 +12,8 @@
 //   (job_supervisor.h): a failing process stops the job, and the job succeeds only when every
 //   worker and then every server exits 0.
 //
-// Contract: Run() once, from one thread. Nothing is left running when it returns.
+// Contract: a Launcher (launch/launcher.h), the backend that takes any command line; Run() once,
+// from one thread. Nothing is left running when it returns.
 #ifndef TOWERPS_LAUNCH_LOCAL_LAUNCHER_H_
 #define TOWERPS_LAUNCH_LOCAL_LAUNCHER_H_
 
@@ -20,18 +21,19 @@
 #include <vector>
 
 #include "launch/launch_options.h"
+#include "launch/launcher.h"
 #include "towerps/result.h"
 
 namespace towerps::launch {
 
-class LocalLauncher {
+class LocalLauncher final : public Launcher {
  public:
   explicit LocalLauncher(LaunchOptions options);
   // Every check Run() makes before it starts anything (the options; the data, devices and ports
   // of this machine); kInvalidArgument naming the flag.
-  Status Check() const;
+  Status Check() override;
   // Runs the job to the end. OK only when every process exited 0.
-  Status Run();
+  Status Run() override;
   const std::string& run_dir() const { return run_dir_; }
 
  private:

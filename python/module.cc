@@ -15,7 +15,7 @@
 
 #include "common/build_info.h"
 #include "common/logging.h"
-#include "ps/initial_rows.h"
+#include "job/initial_rows.h"
 #include "python/session.h"
 #include "python/session_options.h"
 
@@ -238,7 +238,7 @@ PYBIND11_MODULE(_towerps, m) {
   });
   m.def("worker_args_from_json",
         [](const std::string& json) { return Take(WorkerArgsFromJson(json)); });
-  // A table's initial rows as the servers draw them (ps/initial_rows.h): for tests and for
+  // A table's initial rows as the servers draw them (job/initial_rows.h): for tests and for
   // scripts that evaluate before any step.
   m.def(
       "initial_rows",

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "common/logging.h"
-#include "ps/variable.h"
-#include "ps/version.h"
+#include "job/variable.h"
+#include "job/version.h"
 #include "worker/data/batch.h"
 #include "worker/train/chief.h"
 #include "worker/train/join_job.h"
@@ -119,28 +119,24 @@ Status Session::Connect(const std::vector<const float*>& initial) {
     variables.push_back(ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
   }
   divergence_.emplace(o_.worker.on_nonfinite, o_.rank, std::move(names));
-  ps::ClientOptions co;
-  co.servers = o_.ps_endpoints;
-  co.worker_rank = o_.rank;
-  co.rpc_timeout = o_.worker.rpc_timeout;
-  co.job = o_.job;
-  co.transport.security = o_.security;
-  co.transport.path = o_.transport_path;
-  TOWERPS_ASSIGN_OR_RETURN(client_, ps::Client::Connect(co));
+  TOWERPS_ASSIGN_OR_RETURN(client_, worker::ConnectToServers({.rank = o_.rank,
+                                                              .endpoints = o_.ps_endpoints,
+                                                              .job = o_.job,
+                                                              .rpc_timeout = o_.worker.rpc_timeout,
+                                                              .security = o_.security,
+                                                              .path = o_.transport_path}));
   const int n = num_parameters();
   exchange_.emplace(*client_, o_.job, n, *divergence_, o_.stop);
-  auto registered = client_->Register(variables, ps::VariableListHash(variables));
-  TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, worker::AwaitUnlessStopped(registered, o_.stop));
-  if (o_.rank == 0 && restored == ps::kNoVersion) {
-    std::vector<Tensor> values;  // held until every init is answered
-    std::vector<std::future<Status>> inits;
-    for (int v = 0; v < n; ++v) {
-      values.push_back(Tensor::Empty(parameters_[static_cast<size_t>(v)].shape));
-      std::memcpy(values.back().f32(), initial[static_cast<size_t>(v)], values.back().byte_size());
-      inits.push_back(client_->Init(static_cast<uint32_t>(v), values.back()));
-    }
-    for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(worker::AwaitUnlessStopped(f, o_.stop));
-  }
+  TOWERPS_ASSIGN_OR_RETURN(
+      const int64_t restored,
+      worker::RegisterModel(
+          *client_, variables, ps::VariableListHash(variables), o_.rank, n,
+          [&](int v) {
+            Tensor value = Tensor::Empty(parameters_[static_cast<size_t>(v)].shape);
+            std::memcpy(value.f32(), initial[static_cast<size_t>(v)], value.byte_size());
+            return value;
+          },
+          o_.stop));
   TOWERPS_ASSIGN_OR_RETURN(
       const worker::JoinPoint start,
       worker::JoinJob(*client_, o_.job, n, TableVariables(), restored, o_.stop));

@@ -37,7 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ps/client.h"
+#include "ps/client/client.h"
 #include "python/session_options.h"
 #include "towerps/result.h"
 #include "worker/straggler.h"
@@ -56,7 +56,7 @@ struct ParameterSpec {
 
 // A row-sparse table (an nn.Embedding(sparse=True)'s weight): `rows` ids (0: unbounded) of
 // `dim` floats, which the servers create from (--seed, name, id), uniform in
-// [-init_scale, init_scale) (ps/initial_rows.h), and update by row (--table-optimizer).
+// [-init_scale, init_scale) (job/initial_rows.h), and update by row (--table-optimizer).
 struct TableSpec {
   std::string name;
   int64_t rows = 0;
@@ -142,7 +142,7 @@ class Session {
   // The chief's end of training: the servers' counters gathered, the summary written to
   // --summary-out and returned as JSON, and (--shutdown-servers) the servers asked to stop.
   // Others: an empty string, and (--shutdown-servers) the servers told this worker is done, so
-  // that the chief's request waits for it (ps/shutdown_gate.h).
+  // that the chief's request waits for it (ps/server/shutdown_gate.h).
   Result<std::string> Finish(const FinalMetrics& metrics);
 
  private:

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "common/command_line.h"
-#include "ps/job_flags.h"
-#include "ps/security_flags.h"
+#include "job/job_flags.h"
+#include "job/security_flags.h"
 #include "worker/worker_flags.h"
 
 namespace po = boost::program_options;

@@ -15,7 +15,7 @@
 
 #include "common/logging.h"
 #include "common/transport.h"
-#include "ps/job_config.h"
+#include "job/job_config.h"
 #include "towerps/result.h"
 #include "worker/worker_options.h"
 

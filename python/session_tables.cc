@@ -37,12 +37,13 @@ Status Session::PullRows(int t, const uint64_t* ids, int64_t n, float* rows) {
   }
   Tensor request = Tensor::Empty({n}, DType::kUInt64);
   if (n > 0) std::memcpy(request.u64(), ids, static_cast<size_t>(n) * sizeof(uint64_t));
-  auto pulled = client_->PullRows({.table_id = table.variable,
-                                   .ids = request,
-                                   .min_version = TableVersion(),
-                                   .clock = iter_,
-                                   .exact = FirstStepExact()});
-  TOWERPS_ASSIGN_OR_RETURN(const ps::PulledRows got, worker::AwaitUnlessStopped(pulled, o_.stop));
+  auto pulled = client_->Pull({.variable_id = table.variable,
+                               .ids = request,
+                               .min_version = TableVersion(),
+                               .clock = iter_,
+                               .exact = FirstStepExact()});
+  TOWERPS_ASSIGN_OR_RETURN(const ps::PulledVariable got,
+                           worker::AwaitUnlessStopped(pulled, o_.stop));
   const size_t row_bytes = static_cast<size_t>(table.spec.dim) * sizeof(float);
   if (n > 0) std::memcpy(rows, got.rows.f32(), static_cast<size_t>(n) * row_bytes);
   for (int64_t i = 0; i < n; ++i) table.updates[ids[i]] = got.updates.u32()[i];
@@ -81,14 +82,13 @@ Status Session::PushRows(int t, const uint64_t* ids, const float* gradients, int
   }
   table.pushed = true;
   const bool sync = o_.job.mode == ps::UpdateMode::kSync;
-  table.push =
-      client_->PushRows({.table_id = table.variable,
-                         .ids = table.ids,
-                         .gradients = table.gradients,
-                         .pulled_updates = table.pulled_updates,
-                         .version = TableVersion(),
-                         .clock = iter_,
-                         .replace_pending = sync && iter_ == start_iter_ && !start_exact_});
+  table.push = client_->Push({.variable_id = table.variable,
+                              .version = TableVersion(),
+                              .clock = iter_,
+                              .gradient = table.gradients,
+                              .replace_pending = sync && iter_ == start_iter_ && !start_exact_,
+                              .ids = table.ids,
+                              .pulled_updates = table.pulled_updates});
   return Status::Ok();
 }
 

@@ -4,7 +4,10 @@
 #     table in docs/ARCHITECTURE.md (between <!-- floors --> and <!-- /floors -->);
 #   - a source file has no floor there;
 #   - a non-test source file passes 500 lines;
-#   - a function passes 80 lines (Universal Ctags gives each function's start and end).
+#   - a function passes 80 lines (Universal Ctags gives each C++ function's start and end; Python's
+#     own parser each Python function's, in *.py files and scripts whose first line names python);
+#   - a class's methods are defined in more than two .cc files (a class is one concept: split a
+#     second concept out into a class of its own, not its methods over files).
 # tests/ and examples/ are outside the floors. The exceptions below are the known breaches, each
 # with its reason; one that no longer happens is an error too, so the list only shrinks.
 #
@@ -115,15 +118,53 @@ for s in sources:
 # Functions, by Universal Ctags: name, first and last line.
 ctags = subprocess.run(
     [os.environ["CTAGS"], "--languages=C++", "--langmap=C++:+.cu.cuh", "--kinds-C++=f",
-     "--fields=+ne", "-o", "-", *sources],
+     "--fields=+nes", "-o", "-", *sources],
     cwd=root, capture_output=True, text=True, check=True).stdout
+class_files = {}  # class -> the .cc files that define its methods
 for line in ctags.splitlines():
     fields = line.split("\t")
+    scope = next((f[6:] for f in fields if f.startswith("class:")), None)
+    if scope and fields[1].endswith((".cc", ".cu")):
+        class_files.setdefault(scope, set()).add(fields[1])
     start = next((f[5:] for f in fields if f.startswith("line:")), None)
     end = next((f[4:] for f in fields if f.startswith("end:")), None)
     if start and end and int(end) - int(start) + 1 > MAX_FUNCTION_LINES:
         breaches.append(f"function {fields[1]}:{fields[0]} | {int(end) - int(start) + 1} lines "
                         f"(from line {start}), over {MAX_FUNCTION_LINES}")
+
+MAX_CLASS_FILES = 2
+for cls, files in sorted(class_files.items()):
+    if len(files) > MAX_CLASS_FILES:
+        breaches.append(f"class {cls} | its methods are defined in {len(files)} files "
+                        f"({', '.join(sorted(files))}), over {MAX_CLASS_FILES}: a class is one "
+                        "concept; give a second concept a class of its own")
+
+# Python functions, by Python's own parser: the same 80 lines.
+import ast
+for dirpath, dirnames, files in os.walk(root):
+    rel_dir = os.path.relpath(dirpath, root)
+    rel_dir = "" if rel_dir == "." else rel_dir + "/"
+    dirnames[:] = [d for d in dirnames if not (rel_dir + d + "/").startswith(OUTSIDE)]
+    for f in files:
+        path = os.path.join(dirpath, f)
+        if not f.endswith(".py"):
+            try:
+                with open(path, "rb") as fh:
+                    first = fh.readline(200)
+            except OSError:
+                continue
+            if not (first.startswith(b"#!") and b"python" in first):
+                continue
+        try:
+            tree = ast.parse(open(path, errors="replace").read(), filename=path)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    breaches.append(f"function {rel_dir + f}:{node.name} | {n} lines "
+                                    f"(from line {node.lineno}), over {MAX_FUNCTION_LINES}")
 
 known = {}
 for line in os.environ.get("EXCEPTIONS", "").splitlines():

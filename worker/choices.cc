@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ps/job_config.h"
+#include "job/job_config.h"
 
 namespace towerps::worker {
 

@@ -3,7 +3,7 @@
 // tools (experiments/) take them from the binaries instead of copying them.
 //
 // Contract: pure; thread-safe. Each list comes from the code that parses the option: the update
-// modes, optimizers and learning-rate schedules from ps/job_config.h, the models and datasets
+// modes, optimizers and learning-rate schedules from job/job_config.h, the models and datasets
 // from the registry given.
 #ifndef TOWERPS_WORKER_CHOICES_H_
 #define TOWERPS_WORKER_CHOICES_H_

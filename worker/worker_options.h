@@ -56,7 +56,7 @@ struct WorkerOptions {
   bool progress_lines = false;  // chief: "@progress" lines for towerps-launch's job-wide bar
   std::string export_npz;       // chief (and --eval-only): the final parameters as .npz
   // At the end the chief stops the servers and the others tell them they are done (no launcher
-  // stays behind to: --mpi, --slurm, --cluster; ps/shutdown_gate.h).
+  // stays behind to: --mpi, --slurm, --cluster; ps/server/shutdown_gate.h).
   bool shutdown_servers = false;
   // Written (empty) once the worker has joined the job: its first parameters pulled, ready to
   // compute. towerps-launch gives it to a restarted worker, to bound how long it takes to rejoin.

@@ -18,7 +18,7 @@
 // than two kernel copies), others go as frames.
 //
 // Ownership: a lent tensor is held here until the peer releases its ref (the peer's last handle
-// to the payload went), so a sender's copy-on-write (Tensor::Exclusive; ps/chunk.h,
+// to the payload went), so a sender's copy-on-write (Tensor::Exclusive; ps/server/chunk.h,
 // worker/tower_group.h) sees it as shared for exactly that long. Ref numbers are never reused.
 // At most a quarter of the arena is lent to one peer and three quarters in all; past that,
 // payloads go as frames. A peer process found gone (its pid, checked at most once a second)

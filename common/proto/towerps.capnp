@@ -26,10 +26,10 @@ enum MessageType {
   statsReply @12;
   error @13;           # reply carrying only a status
   shutdown @14;
-  # Replication (--ps-replicas 2; ps/replica_set.h, ps/shard.h). Server to server, on the
-  # primary's link to the backup, in the order the primary applies them: the init, each sync
-  # step's sum of gradients or each async/SSP push, and the whole state of a chunk when a backup
-  # (re)joins.
+  # Replication (--ps-replicas 2; ps/server/replica_state.h, ps/server/shard.h). Server to
+  # server, on the primary's link to the backup, in the order the primary applies them: the init,
+  # each sync step's sum of gradients or each async/SSP push, and the whole state of a chunk when
+  # a backup (re)joins.
   replicate @15;
   replicateReply @16;  # the backup's chunk version after applying it
   join @17;            # a restarted server -> its peer: send me the state of the chunks we share
@@ -38,7 +38,8 @@ enum MessageType {
                        # backup -> failedServer: you were replaced (Header.replacedIncarnation)
   takeOverReply @20;
   leave @21;           # worker -> server: this worker is done (--shutdown-servers); a chief's
-                       # shutdown waits for every worker's (ps/shutdown_gate.h). Answered: pong
+                       # shutdown waits for every worker's (ps/server/shutdown_gate.h).
+                       # Answered: pong
 }
 
 enum Role {
@@ -126,7 +127,7 @@ struct Header {
   #   other types    unused (0)
   # -1 means "no version": a chunk that has no initial value yet, or, in registerReply, a server
   # that restored nothing (a fresh job, whose chief must init every variable). In C++ it is
-  # towerps::ps::kNoVersion (ps/version.h). Named `step` before; same ordinal, same wire.
+  # towerps::ps::kNoVersion (job/version.h). Named `step` before; same ordinal, same wire.
   version @5 :Int64;
   tensors @6 :List(TensorMeta);
   statusCode @7 :StatusCode;

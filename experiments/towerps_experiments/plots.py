@@ -28,7 +28,7 @@ def _save(fig, out_dir, stem):
     return paths
 
 
-# The servers' staleness buckets (ps/server_stats.h kStalenessBuckets): the last one counts
+# The servers' staleness buckets (ps/server/server_stats.h kStalenessBuckets): the last one counts
 # that staleness or more. Summaries drop trailing empty buckets, so only a full-length
 # histogram has that open-ended bucket.
 STALENESS_BUCKETS = 64

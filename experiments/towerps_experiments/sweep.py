@@ -321,6 +321,50 @@ def parse_seed_list(text):
     return seeds
 
 
+def _parse_ctr_data(path, ctr_data):
+    """The sweep's ctr_data table (None when absent), checked key by key."""
+    if ctr_data is not None:
+        _require(isinstance(ctr_data, dict), path, "ctr_data", ctr_data, "must be a table")
+        for key, value in ctr_data.items():
+            _require(key in CTR_DATA_KEYS, f"{path}: ctr_data", key, value,
+                     f"unknown key (allowed: {', '.join(sorted(CTR_DATA_KEYS))})")
+            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                     f"{path}: ctr_data", key, value, "must be an integer >= 0")
+    return ctr_data
+
+
+def _parse_options(path, options, choices):
+    """The sweep's options table: known flags, and names the launcher accepts."""
+    _require(isinstance(options, dict), path, "options", options, "must be a table")
+    for key, value in options.items():
+        _require(key in OPTION_FLAGS, f"{path}: options", key, value,
+                 f"unknown option (allowed: {', '.join(sorted(OPTION_FLAGS))})")
+    for key, names in (("dataset", "datasets"), ("optimizer", "optimizers"),
+                       ("lr_schedule", "lr_schedules")):
+        if key in options:
+            _require(options[key] in choices[names], f"{path}: options", key, options[key],
+                     f"must be one of {', '.join(choices[names])}")
+    return options
+
+
+def _expand_runs(path, modes, stragglers, workers, models, epochs, lrs, seeds, options):
+    """Every run of the sweep's grid, seed by seed; runs that would share a name are an error."""
+    runs = []
+    for m, s, n, model, e, lr in itertools.product(modes, stragglers, workers, models, epochs,
+                                                   lrs):
+        lr_eff = m.lr if m.lr is not None else lr
+        config = config_name(m, s, n, model, e, lr_eff, workers, models, epochs, lrs,
+                             stragglers)
+        for seed in seeds:
+            runs.append(Run(config, f"{config}-seed{seed}", seed, m, s, n, model, e, lr_eff,
+                            dict(options)))
+    names = [r.name for r in runs]
+    dup = sorted({x for x in names if names.count(x) > 1})
+    _require(not dup, path, "lrs", dup,
+             "runs would share a name (a mode's own 'lr' makes the lrs axis collapse?)")
+    return runs
+
+
 def parse(data, path, launcher, seeds=None):
     """Validates a parsed sweep dict and expands it into a Sweep; `launcher` (towerps-launch)
     says which names and straggler settings it accepts. `seeds`, when given, replaces the
@@ -341,14 +385,7 @@ def parse(data, path, launcher, seeds=None):
     metric = data.get("metric", "accuracy")
     _require(metric in METRIC_KEYS, path, "metric", metric,
              f"must be one of {', '.join(METRIC_KEYS)}")
-    ctr_data = data.get("ctr_data")
-    if ctr_data is not None:
-        _require(isinstance(ctr_data, dict), path, "ctr_data", ctr_data, "must be a table")
-        for key, value in ctr_data.items():
-            _require(key in CTR_DATA_KEYS, f"{path}: ctr_data", key, value,
-                     f"unknown key (allowed: {', '.join(sorted(CTR_DATA_KEYS))})")
-            _require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-                     f"{path}: ctr_data", key, value, "must be an integer >= 0")
+    ctr_data = _parse_ctr_data(path, data.get("ctr_data"))
     _require("modes" in data, path, "modes", None, "at least one mode is required")
     _require(isinstance(data["modes"], list), path, "modes", data["modes"],
              "must be an array of tables ([[modes]])")
@@ -372,16 +409,7 @@ def parse(data, path, launcher, seeds=None):
                                       lambda x: not isinstance(x, bool) and x > 0, "must be > 0")]
     seeds = _as_list(path, "seeds", data.get("seeds", [1]), int, lambda s: s >= 0, "must be >= 0")
     _require(len(set(seeds)) == len(seeds), path, "seeds", seeds, "must not repeat")
-    options = data.get("options", {})
-    _require(isinstance(options, dict), path, "options", options, "must be a table")
-    for key, value in options.items():
-        _require(key in OPTION_FLAGS, f"{path}: options", key, value,
-                 f"unknown option (allowed: {', '.join(sorted(OPTION_FLAGS))})")
-    for key, names in (("dataset", "datasets"), ("optimizer", "optimizers"),
-                       ("lr_schedule", "lr_schedules")):
-        if key in options:
-            _require(options[key] in choices[names], f"{path}: options", key, options[key],
-                     f"must be one of {', '.join(choices[names])}")
+    options = _parse_options(path, data.get("options", {}), choices)
     _check_stragglers(path, stragglers, workers, launcher)
     for m in modes:
         for n in workers:
@@ -396,19 +424,7 @@ def parse(data, path, launcher, seeds=None):
     checks = data.get("checks", [])
     _require(isinstance(checks, list), path, "checks", checks, "must be an array of tables")
 
-    runs = []
-    for m, s, n, model, e, lr in itertools.product(modes, stragglers, workers, models, epochs,
-                                                   lrs):
-        lr_eff = m.lr if m.lr is not None else lr
-        config = config_name(m, s, n, model, e, lr_eff, workers, models, epochs, lrs,
-                             stragglers)
-        for seed in seeds:
-            runs.append(Run(config, f"{config}-seed{seed}", seed, m, s, n, model, e, lr_eff,
-                            dict(options)))
-    names = [r.name for r in runs]
-    dup = sorted({x for x in names if names.count(x) > 1})
-    _require(not dup, path, "lrs", dup,
-             "runs would share a name (a mode's own 'lr' makes the lrs axis collapse?)")
+    runs = _expand_runs(path, modes, stragglers, workers, models, epochs, lrs, seeds, options)
     from . import checks as checks_mod  # validated here so a bad check fails before any run
     for i, c in enumerate(checks):
         checks_mod.validate(c, f"{path}: checks[{i}]", {r.config_name for r in runs})

@@ -46,8 +46,8 @@ Processes Make(TransportPath client_path, TransportPath server_path) {
   s.path = server_path;
   c.shm_arena_bytes = s.shm_arena_bytes = 64 << 20;
   Processes p;
-  p.client_side = Transport::Create("zmq", c).value();
-  p.server_side = Transport::Create("zmq", s).value();
+  p.client_side = Transport::Create(c).value();
+  p.server_side = Transport::Create(s).value();
   p.server = p.server_side->Listen("tcp://127.0.0.1:0").value();
   p.client = p.client_side->Connect(p.server->endpoint(), "worker:0").value();
   return p;
@@ -197,7 +197,7 @@ TEST(ShmTransportTest, APeerRestartedWithoutSharedMemoryGetsFrames) {
   TransportOptions tcp;
   tcp.path = TransportPath::kTcp;
   p.client.reset();
-  p.client_side = Transport::Create("zmq", tcp).value();
+  p.client_side = Transport::Create(tcp).value();
   p.client = p.client_side->Connect(p.server->endpoint(), "worker:0").value();
   RoundTrip(p, Tensor(), values, &reply);
   EXPECT_EQ(reply->shared_payloads(), 0u);
@@ -225,7 +225,7 @@ TEST(ShmTransportTest, ARestartedServerIsNotLentWhatWasLentToItsPredecessor) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   TransportOptions s;
   s.path = TransportPath::kAuto;
-  p.server_side = Transport::Create("zmq", s).value();
+  p.server_side = Transport::Create(s).value();
   p.server = p.server_side->Listen(endpoint).value();
   // What the client sends the new server is read, not refused as lent to the old one.
   IncomingMessage first = RoundTrip(p, grad);

@@ -1,5 +1,5 @@
-// The checkpoint reader (ps/checkpoint.h: ReadCheckpoint, the body of LoadCheckpoint), which a
-// restarting server runs on whatever file it finds in --checkpoint-dir.
+// The checkpoint reader (ps/server/checkpoint.h: ReadCheckpoint, the body of LoadCheckpoint), which
+// a restarting server runs on whatever file it finds in --checkpoint-dir.
 //
 // Input: a flags byte, then the file. With flag bit 0 set the harness first rewrites each
 // record's CRC-32 to match its body (walking the records as the reader does), so that mutations
@@ -13,13 +13,13 @@
 #include <sstream>
 #include <string>
 
-#include "ps/checkpoint.h"
+#include "ps/server/checkpoint.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
 
-// Record layout (ps/checkpoint.cc): tag u32, length u64, body, crc32(body) u32; after 8 magic
-// bytes.
+// Record layout (ps/server/checkpoint.cc): tag u32, length u64, body, crc32(body) u32; after 8
+// magic bytes.
 void FixCrcs(std::string& file) {
   size_t pos = 8;
   while (pos + 12 <= file.size()) {

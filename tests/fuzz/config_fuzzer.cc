@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "ps/job_flags.h"
-#include "ps/security_flags.h"
+#include "job/job_flags.h"
+#include "job/security_flags.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "worker/worker_flags.h"
 

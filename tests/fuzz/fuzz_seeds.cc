@@ -16,9 +16,10 @@
 #include <vector>
 
 #include "common/message.h"
-#include "ps/checkpoint.h"
-#include "ps/job_config.h"
-#include "ps/replica_set.h"
+#include "job/job_config.h"
+#include "job/replica_placement.h"
+#include "ps/server/checkpoint.h"
+#include "ps/server/replica_state.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -75,7 +76,8 @@ void MessageSeeds() {
   pull.header().setVersion(-1);
   Write("message", "pull", Frames(pull));
 
-  // Table requests (ps/table_requests.h): a pull of ids, and a push of rows with the next pull.
+  // Table requests (ps/server/table_requests.h): a pull of ids, and a push of rows with the next
+  // pull.
   auto ids = [](std::vector<uint64_t> values) {
     Tensor t = Tensor::Empty({static_cast<int64_t>(values.size())}, DType::kUInt64);
     std::copy(values.begin(), values.end(), t.u64());

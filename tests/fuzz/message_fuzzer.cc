@@ -9,9 +9,9 @@
 // links with an arena of their own, as a socket's does (common/internal/shm_links.h): a header's
 // ShmInfo (arena address, acknowledgement, released refs) is taken, and a payload claiming to be
 // in an arena that is not mapped must be refused. A pull or push is also read as a table
-// partition's request (ps/table_requests.h) and, when accepted, served by a partition. (Payloads in
-// a mapped arena are fuzzed against a real arena by tests/common/shm_transport_test.cc: a fuzzed
-// input cannot name one.)
+// partition's request (ps/server/table_requests.h) and, when accepted, served by a partition.
+// (Payloads in a mapped arena are fuzzed against a real arena by
+// tests/common/shm_transport_test.cc: a fuzzed input cannot name one.)
 #include <zmq.hpp>
 
 #include <bit>
@@ -22,9 +22,10 @@
 #include "common/internal/wire_codec.h"
 #include "common/message.h"
 #include "common/shm_arena.h"
-#include "ps/chunk.h"
-#include "ps/replica_set.h"
-#include "ps/table_requests.h"
+#include "job/replica_placement.h"
+#include "ps/server/chunk.h"
+#include "ps/server/replica_state.h"
+#include "ps/server/table_requests.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -146,8 +147,8 @@ void ReadReplicaState(const IncomingMessage& m) {
   Use(static_cast<uint64_t>(chunk.version()));
 }
 
-// A pull or push read as a table partition's request (ps/table_requests.h), for partition 0 of a
-// bounded table of one server: what a server reads of it is checked (kInvalidArgument
+// A pull or push read as a table partition's request (ps/server/table_requests.h), for partition 0
+// of a bounded table of one server: what a server reads of it is checked (kInvalidArgument
 // otherwise), and what it accepts is applied: rows looked up, the push through the rule.
 void ReadTableRequest(const IncomingMessage& m) {
   if (m.type() != proto::MessageType::PULL && m.type() != proto::MessageType::PUSH) return;

@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "common/logging.h"
-#include "ps/client.h"
-#include "ps/job_flags.h"
-#include "ps/security_flags.h"
+#include "job/job_flags.h"
+#include "job/security_flags.h"
+#include "ps/client/client.h"
 #include "towerps/registry.h"
 #include "worker/worker_flags.h"
 

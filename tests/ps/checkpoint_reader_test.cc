@@ -1,6 +1,6 @@
 // ReadCheckpointParameters: the chunks of two servers' checkpoint files put back together into
 // whole variables, by the placement the servers used; a missing file or chunk is named.
-#include "ps/checkpoint_reader.h"
+#include "ps/server/checkpoint_reader.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <random>
 
-#include "ps/checkpoint.h"
-#include "ps/placement.h"
+#include "job/placement.h"
+#include "ps/server/checkpoint.h"
 
 namespace towerps::ps {
 namespace {

@@ -1,4 +1,4 @@
-#include "ps/checkpoint.h"
+#include "ps/server/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "ps/chunk.h"
+#include "ps/server/chunk.h"
 #include "tests/ps/chunk_test_util.h"
 
 namespace towerps::ps {

@@ -1,6 +1,6 @@
 // The update rules of one chunk: sync (exact, order-independent, backups), async, SSP, and
 // copy-on-write of values being sent (softsync: chunk_softsync_test.cc).
-#include "ps/chunk.h"
+#include "ps/server/chunk.h"
 
 #include <gtest/gtest.h>
 

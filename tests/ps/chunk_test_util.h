@@ -7,8 +7,8 @@
 #include <random>
 
 #include "common/tensor.h"
-#include "ps/job_config.h"
-#include "ps/placement.h"
+#include "job/job_config.h"
+#include "job/placement.h"
 
 namespace towerps::ps {
 

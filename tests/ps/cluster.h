@@ -25,8 +25,8 @@
 #include "common/job_secret.h"
 #include "common/subprocess.h"
 #include "common/transport.h"
-#include "ps/client.h"
-#include "ps/job_config.h"
+#include "job/job_config.h"
+#include "ps/client/client.h"
 
 namespace towerps::ps::testing {
 

@@ -1,6 +1,6 @@
 // Each optimizer against its formula evaluated in double precision, over several steps, with
 // three averaged gradients and weight decay; and the learning-rate schedules.
-#include "ps/optimizer.h"
+#include "ps/server/optimizer.h"
 
 #include <gtest/gtest.h>
 

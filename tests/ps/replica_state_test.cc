@@ -1,6 +1,6 @@
-// A chunk's replicated state (ps/replica_set.h): a backup restored from the primary's state in
-// the middle of a step, sent through the wire encoding, continues bit for bit as the primary
-// does; the same holds for momentum slots and the previous version. A malformed state is a
+// A chunk's replicated state (ps/server/replica_state.h): a backup restored from the primary's
+// state in the middle of a step, sent through the wire encoding, continues bit for bit as the
+// primary does; the same holds for momentum slots and the previous version. A malformed state is a
 // kProtocol error, not a crash.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,9 @@
 #include <cstring>
 #include <random>
 
-#include "ps/chunk.h"
-#include "ps/replica_set.h"
+#include "job/replica_placement.h"
+#include "ps/server/chunk.h"
+#include "ps/server/replica_state.h"
 #include "tests/ps/received.h"
 
 namespace towerps::ps {

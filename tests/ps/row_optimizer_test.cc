@@ -1,13 +1,13 @@
-// The per-row optimizers (ps/row_optimizer.h), through a table partition (ps/table_chunk.h),
-// against references written here in double: a few rows over a few updates, each row touched
-// on some of them only, so that laziness shows (a row no gradient touched keeps its values and
-// state; lazy Adam's bias correction counts the row's own updates).
+// The per-row optimizers (ps/server/row_optimizer.h), through a table partition
+// (ps/server/table_chunk.h), against references written here in double: a few rows over a few
+// updates, each row touched on some of them only, so that laziness shows (a row no gradient touched
+// keeps its values and state; lazy Adam's bias correction counts the row's own updates).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
-#include "ps/row_optimizer.h"
+#include "ps/server/row_optimizer.h"
 #include "tests/ps/table_test_util.h"
 
 namespace towerps::ps {

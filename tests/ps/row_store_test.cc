@@ -1,12 +1,12 @@
-// RowStore (ps/row_store.h): ids to rows through its hash map, rows that never move, and memory
-// that grows with the rows held.
+// RowStore (ps/server/row_store.h): ids to rows through its hash map, rows that never move, and
+// memory that grows with the rows held.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <random>
 #include <unordered_map>
 
-#include "ps/row_store.h"
+#include "ps/server/row_store.h"
 
 namespace towerps::ps {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <thread>
 
-#include "ps/checkpoint.h"
+#include "ps/server/checkpoint.h"
 #include "tests/ps/cluster.h"
 #include "tests/testing/small_tmpfs.h"
 

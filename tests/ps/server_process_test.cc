@@ -342,7 +342,7 @@ TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
   Workers w = Connect(*cluster_, 1);
   const std::vector<float> before = PullAll(*w.clients[0], 1, 0);
 
-  auto transport = Transport::Create("zmq", {});
+  auto transport = Transport::Create({});
   ASSERT_TRUE(transport.ok());
   auto raw = (*transport)->Connect(cluster_->endpoints()[0], "intruder");
   ASSERT_TRUE(raw.ok());

@@ -208,7 +208,7 @@ Result<IncomingMessage> Ask(const std::string& endpoint, const TransportSecurity
                             const std::string& identity, proto::MessageType type) {
   TransportOptions o;
   o.security = security;
-  TOWERPS_ASSIGN_OR_RETURN(auto transport, Transport::Create("zmq", o));
+  TOWERPS_ASSIGN_OR_RETURN(auto transport, Transport::Create(o));
   TOWERPS_ASSIGN_OR_RETURN(auto socket, transport->Connect(endpoint, identity));
   OutgoingMessage m(type);
   if (type == proto::MessageType::PUSH) m.AddTensor(Tensor::Zeros({1000}), 0, 0);

@@ -1,6 +1,6 @@
-// A server's threads: how many --threads auto gives (ps/server.h), and the wall-clock time of
-// their updates (ps/busy_clock.h), which falls as threads share the work while the sum of their
-// times does not.
+// A server's threads: how many --threads auto gives (ps/server/server.h), and the wall-clock time
+// of their updates (ps/server/busy_clock.h), which falls as threads share the work while the sum of
+// their times does not.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,8 +8,8 @@
 #include <future>
 #include <thread>
 
-#include "ps/busy_clock.h"
-#include "ps/server_threads.h"
+#include "ps/server/busy_clock.h"
+#include "ps/server/server_threads.h"
 
 namespace towerps::ps {
 namespace {

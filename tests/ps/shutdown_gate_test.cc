@@ -1,6 +1,6 @@
-// When a server may stop (ps/shutdown_gate.h): a launcher's request at once; the chief's once
-// every worker has left, or once its grace has passed.
-#include "ps/shutdown_gate.h"
+// When a server may stop (ps/server/shutdown_gate.h): a launcher's request at once; the chief's
+// once every worker has left, or once its grace has passed.
+#include "ps/server/shutdown_gate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// TableChunk (ps/table_chunk.h): a table partition's rows under every update rule. Lazy rows
+// TableChunk (ps/server/table_chunk.h): a table partition's rows under every update rule. Lazy rows
 // with initial values from (seed, table, id), bounded tables, sync's rank-ordered sum and its
 // bit-identical reruns, N workers at batch B against one at N*B, the previous version for a
 // restarted worker, row staleness, refusals and checkpoints.

@@ -1,14 +1,16 @@
-// Table partitions replicated (--ps-replicas 2; ps/replica_set.h, ps/table_chunk.h): a sync
-// backup fed the primary's step sums holds the primary's bits; one restored from the primary's
-// state in the middle of a step, through the wire encoding, finishes it and goes on bit for bit
-// (pending pushes, previous rows and lazy Adam's state carried over); a malformed state is a
-// kProtocol error, and one that does not fit the partition kCorruption, never a crash.
+// Table partitions replicated (--ps-replicas 2; ps/server/replica_state.h,
+// ps/server/table_chunk.h): a sync backup fed the primary's step sums holds the primary's bits; one
+// restored from the primary's state in the middle of a step, through the wire encoding, finishes it
+// and goes on bit for bit (pending pushes, previous rows and lazy Adam's state carried over); a
+// malformed state is a kProtocol error, and one that does not fit the partition kCorruption, never
+// a crash.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
-#include "ps/replica_set.h"
+#include "job/replica_placement.h"
+#include "ps/server/replica_state.h"
 #include "tests/ps/received.h"
 #include "tests/ps/table_test_util.h"
 

@@ -1,7 +1,7 @@
-// The table requests a server reads (ps/table_requests.h), through the wire encoding: a pull's
-// ids are checked, and a pull, or a push's next pull, asking for more rows than one reply frame
-// carries is refused by name (ids may repeat, so their count alone does not bound it).
-#include "ps/table_requests.h"
+// The table requests a server reads (ps/server/table_requests.h), through the wire encoding: a
+// pull's ids are checked, and a pull, or a push's next pull, asking for more rows than one reply
+// frame carries is refused by name (ids may repeat, so their count alone does not bound it).
+#include "ps/server/table_requests.h"
 
 #include <gtest/gtest.h>
 

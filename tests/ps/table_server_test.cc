@@ -1,4 +1,4 @@
-// Tables through real towerps-server processes and ps::Client::PullRows/PushRows: rows spread
+// Tables through real towerps-server processes and ps::Client::Pull/Push of a table: rows spread
 // over two servers by id, the same bits over TCP and shared memory as an in-process partition
 // computes, errors that name the table, the servers' row counts and row staleness in their
 // statistics, and rows kept across a server's restart from its checkpoint.
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "ps/row_batch.h"
+#include "job/row_batch.h"
 #include "tests/ps/cluster.h"
 #include "tests/ps/table_test_util.h"
 
@@ -74,42 +74,41 @@ Tensor Gradient(const UniqueIds& u, const std::vector<uint64_t>& batch, const fl
 
 // Sync steps [first, first + steps) of every worker: each pulls its batch's unique rows, pushes
 // their gradient and a gradient of the dense variable. `combined`: each push carries the pull of
-// the worker's next batch (PushRowsThenPull), as a worker sends them.
+// the worker's next batch (PushThenPull), as a worker sends them.
 void TrainSync(std::vector<std::unique_ptr<Client>>& clients, int servers, int64_t first,
                int64_t steps, bool combined = false) {
   const size_t workers = clients.size();
-  std::vector<std::future<Result<PulledRows>>> pulls(workers);
+  std::vector<std::future<Result<PulledVariable>>> pulls(workers);
   auto unique = [&](size_t w, int64_t step) {
     return Deduplicate(BatchIds(static_cast<int>(w), step), servers);
   };
   for (size_t w = 0; w < workers; ++w) {
-    pulls[w] = clients[w]->PullRows(
-        {.table_id = 1, .ids = unique(w, first).ids, .min_version = first, .clock = first});
+    pulls[w] = clients[w]->Pull(
+        {.variable_id = 1, .ids = unique(w, first).ids, .min_version = first, .clock = first});
   }
   for (int64_t step = first; step < first + steps; ++step) {
     const bool last = step + 1 == first + steps;
     std::vector<std::future<Result<PushReport>>> pushes;
     for (size_t w = 0; w < workers; ++w) {
       const UniqueIds u = unique(w, step);
-      PulledRows rows = Get(std::move(pulls[w]));
+      PulledVariable rows = Get(std::move(pulls[w]));
       ASSERT_EQ(rows.version, step);
-      const RowPushRequest push{
-          .table_id = 1,
-          .ids = u.ids,
-          .gradients = Gradient(u, BatchIds(static_cast<int>(w), step), rows.rows.f32()),
-          .pulled_updates = rows.updates,
+      const PushRequest push{
+          .variable_id = 1,
           .version = step,
-          .clock = step};
+          .clock = step,
+          .gradient = Gradient(u, BatchIds(static_cast<int>(w), step), rows.rows.f32()),
+          .ids = u.ids,
+          .pulled_updates = rows.updates};
       if (combined && !last) {
-        Client::RowsPushAndPull both =
-            clients[w]->PushRowsThenPull(push, {.table_id = 1,
-                                                .ids = unique(w, step + 1).ids,
-                                                .min_version = step + 1,
-                                                .clock = step + 1});
+        Client::PushAndPull both = clients[w]->PushThenPull(push, {.variable_id = 1,
+                                                                   .ids = unique(w, step + 1).ids,
+                                                                   .min_version = step + 1,
+                                                                   .clock = step + 1});
         pushes.push_back(std::move(both.push));
         pulls[w] = std::move(both.pull);
       } else {
-        pushes.push_back(clients[w]->PushRows(push));
+        pushes.push_back(clients[w]->Push(push));
       }
       pushes.push_back(clients[w]->Push({.variable_id = 0,
                                          .version = step,
@@ -119,10 +118,10 @@ void TrainSync(std::vector<std::unique_ptr<Client>>& clients, int servers, int64
     for (auto& p : pushes) Get(std::move(p));
     if (combined || last) continue;
     for (size_t w = 0; w < workers; ++w) {
-      pulls[w] = clients[w]->PullRows({.table_id = 1,
-                                       .ids = unique(w, step + 1).ids,
-                                       .min_version = step + 1,
-                                       .clock = step + 1});
+      pulls[w] = clients[w]->Pull({.variable_id = 1,
+                                   .ids = unique(w, step + 1).ids,
+                                   .min_version = step + 1,
+                                   .clock = step + 1});
     }
   }
 }
@@ -131,7 +130,8 @@ void TrainSync(std::vector<std::unique_ptr<Client>>& clients, int servers, int64
 std::vector<float> AllRows(Client& client, int64_t version) {
   std::vector<uint64_t> all(5000);
   for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
-  PulledRows rows = Get(client.PullRows({.table_id = 1, .ids = Ids(all), .min_version = version}));
+  PulledVariable rows =
+      Get(client.Pull({.variable_id = 1, .ids = Ids(all), .min_version = version}));
   return std::vector<float>(rows.rows.f32(), rows.rows.f32() + rows.rows.num_elements());
 }
 
@@ -195,24 +195,24 @@ TEST_F(TableServerTest, ErrorsNameTheTableTheIdAndTheBound) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 1, 2), "tables_bad");
   ASSERT_TRUE(cluster_->ok());
   auto clients = Connect(*cluster_, 1);
-  Result<PulledRows> out = clients[0]->PullRows({.table_id = 1, .ids = Ids({3, 5000})}).get();
+  Result<PulledVariable> out = clients[0]->Pull({.variable_id = 1, .ids = Ids({3, 5000})}).get();
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("table user has 5000 rows: id 5000"), std::string::npos)
       << out.status().ToString();
   Result<PushReport> twice = clients[0]
-                                 ->PushRows({.table_id = 1,
-                                             .ids = Ids({7, 7}),
-                                             .gradients = RandomRows(2, kDim, 1),
-                                             .pulled_updates = Tensor::Zeros({2}, DType::kUInt32)})
+                                 ->Push({.variable_id = 1,
+                                         .gradient = RandomRows(2, kDim, 1),
+                                         .ids = Ids({7, 7}),
+                                         .pulled_updates = Tensor::Zeros({2}, DType::kUInt32)})
                                  .get();
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("id 7 appears twice"), std::string::npos);
-  Result<PulledRows> dense = clients[0]->PullRows({.table_id = 0, .ids = Ids({1})}).get();
+  Result<PulledVariable> dense = clients[0]->Pull({.variable_id = 0, .ids = Ids({1})}).get();
   EXPECT_NE(dense.status().message().find("not a table"), std::string::npos);
   Status init = clients[0]->Init(1, Random({5000, kDim}, 2)).get();
   EXPECT_FALSE(init.ok());
   // The servers are unharmed: the table still serves.
-  EXPECT_TRUE(clients[0]->PullRows({.table_id = 1, .ids = Ids({3, 4999})}).get().ok());
+  EXPECT_TRUE(clients[0]->Pull({.variable_id = 1, .ids = Ids({3, 4999})}).get().ok());
 }
 
 // A sync step torn by a worker's death: its table push is in (the partitions moved on to the
@@ -232,29 +232,29 @@ TEST_F(TableServerTest, TornStepIsRecomputedFromTheRowsBeforeIt) {
     // Step 1 of worker 1 (the predecessor): its rows at version 1, its gradient, its table push.
     const std::vector<uint64_t> batch = BatchIds(1, 1);
     const UniqueIds u = Deduplicate(batch, 2);
-    const PulledRows rows =
-        Get(clients[1]->PullRows({.table_id = 1, .ids = u.ids, .min_version = 1, .clock = 1}));
+    const PulledVariable rows =
+        Get(clients[1]->Pull({.variable_id = 1, .ids = u.ids, .min_version = 1, .clock = 1}));
     const Tensor grads = Gradient(u, batch, rows.rows.f32());
     const Tensor dense = Random({10}, 1);
-    const RowPushRequest push{.table_id = 1,
-                              .ids = u.ids,
-                              .gradients = grads,
-                              .pulled_updates = rows.updates,
-                              .version = 1,
-                              .clock = 1};
+    const PushRequest push{.variable_id = 1,
+                           .version = 1,
+                           .clock = 1,
+                           .gradient = grads,
+                           .ids = u.ids,
+                           .pulled_updates = rows.updates};
     // Worker 0's step 1, whole.
     {
       const UniqueIds u0 = Deduplicate(BatchIds(0, 1), 2);
-      const PulledRows r0 =
-          Get(clients[0]->PullRows({.table_id = 1, .ids = u0.ids, .min_version = 1}));
-      Get(clients[0]->PushRows({.table_id = 1,
-                                .ids = u0.ids,
-                                .gradients = Gradient(u0, BatchIds(0, 1), r0.rows.f32()),
-                                .pulled_updates = r0.updates,
-                                .version = 1,
-                                .clock = 1}));
+      const PulledVariable r0 =
+          Get(clients[0]->Pull({.variable_id = 1, .ids = u0.ids, .min_version = 1}));
+      Get(clients[0]->Push({.variable_id = 1,
+                            .version = 1,
+                            .clock = 1,
+                            .gradient = Gradient(u0, BatchIds(0, 1), r0.rows.f32()),
+                            .ids = u0.ids,
+                            .pulled_updates = r0.updates}));
       auto d0 = clients[0]->Push({.variable_id = 0, .version = 1, .clock = 1, .gradient = dense});
-      Get(clients[1]->PushRows(push));  // the predecessor's table push completes the partitions
+      Get(clients[1]->Push(push));  // the predecessor's table push completes the partitions
       if (!torn)
         Get(clients[1]->Push({.variable_id = 0, .version = 1, .clock = 1, .gradient = dense}));
       if (torn) {
@@ -262,25 +262,25 @@ TEST_F(TableServerTest, TornStepIsRecomputedFromTheRowsBeforeIt) {
         clients[1] = cluster_->MakeClient(1);
         Get(clients[1]->Register(Model(), kSignature));
         // Where the job stands: the partitions at 2, the chunk at 1.
-        const PulledRows probe = Get(clients[1]->PullRows({.table_id = 1, .ids = Ids({})}));
+        const PulledVariable probe = Get(clients[1]->Pull({.variable_id = 1, .ids = Ids({})}));
         EXPECT_EQ(probe.version, 2);
         const PulledVariable chunk = Get(clients[1]->Pull({.variable_id = 0, .min_version = 0}));
         EXPECT_EQ(chunk.version, 1);
         // The successor recomputes step 1 from exactly version 1: the same rows, the same bits.
-        const PulledRows again = Get(clients[1]->PullRows(
-            {.table_id = 1, .ids = u.ids, .min_version = 1, .clock = 1, .exact = true}));
+        const PulledVariable again = Get(clients[1]->Pull(
+            {.variable_id = 1, .ids = u.ids, .min_version = 1, .clock = 1, .exact = true}));
         ASSERT_EQ(again.version, 1);
         EXPECT_EQ(0,
                   std::memcmp(again.rows.raw_data(), rows.rows.raw_data(), rows.rows.byte_size()))
             << "the rows at version 1 changed";
         const Tensor regrads = Gradient(u, batch, again.rows.f32());
         EXPECT_EQ(0, std::memcmp(regrads.raw_data(), grads.raw_data(), grads.byte_size()));
-        const PushReport repeat = Get(clients[1]->PushRows({.table_id = 1,
-                                                            .ids = u.ids,
-                                                            .gradients = regrads,
-                                                            .pulled_updates = again.updates,
-                                                            .version = 1,
-                                                            .clock = 1}));
+        const PushReport repeat = Get(clients[1]->Push({.variable_id = 1,
+                                                        .version = 1,
+                                                        .clock = 1,
+                                                        .gradient = regrads,
+                                                        .ids = u.ids,
+                                                        .pulled_updates = again.updates}));
         EXPECT_EQ(repeat.dropped_chunks, 2) << "both partitions had it already";
         Get(clients[1]->Push({.variable_id = 0, .version = 1, .clock = 1, .gradient = dense}));
       }
@@ -300,24 +300,24 @@ TEST_F(TableServerTest, EmptyPullsProbeEveryPartitionAndEveryRowExportsTheTable)
   ASSERT_TRUE(cluster_->ok());
   auto clients = Connect(*cluster_, 2);
   TrainSync(clients, 2, 0, 2);
-  PulledRows probe = Get(clients[1]->PullRows({.table_id = 1, .ids = Ids({})}));
+  PulledVariable probe = Get(clients[1]->Pull({.variable_id = 1, .ids = Ids({})}));
   EXPECT_EQ(probe.version, 2);
   EXPECT_EQ(probe.max_version, 2);
   EXPECT_EQ(probe.rows.num_elements(), 0);
   // Exactly version 1 is still held (sync keeps one back); version 0 is not.
   EXPECT_TRUE(clients[0]
-                  ->PullRows({.table_id = 1, .ids = Ids({}), .min_version = 1, .exact = true})
+                  ->Pull({.variable_id = 1, .ids = Ids({}), .min_version = 1, .exact = true})
                   .get()
                   .ok());
-  Result<PulledRows> gone =
-      clients[0]->PullRows({.table_id = 1, .ids = Ids({}), .min_version = 0, .exact = true}).get();
+  Result<PulledVariable> gone =
+      clients[0]->Pull({.variable_id = 1, .ids = Ids({}), .min_version = 0, .exact = true}).get();
   EXPECT_EQ(gone.status().code(), StatusCode::kFailedPrecondition);
 
-  PulledRows all = Get(clients[0]->PullRows({.table_id = 1, .every_row = true}));
+  PulledVariable all = Get(clients[0]->Pull({.variable_id = 1, .every_row = true}));
   const ServerStatsReport s0 = Get(clients[0]->Stats(0)), s1 = Get(clients[0]->Stats(1));
   ASSERT_EQ(static_cast<uint64_t>(all.ids.num_elements()), s0.table_rows + s1.table_rows);
   ASSERT_EQ(all.rows.num_elements(), all.ids.num_elements() * kDim);
-  PulledRows same = Get(clients[0]->PullRows({.table_id = 1, .ids = all.ids}));
+  PulledVariable same = Get(clients[0]->Pull({.variable_id = 1, .ids = all.ids}));
   EXPECT_EQ(0, std::memcmp(same.rows.raw_data(), all.rows.raw_data(), all.rows.byte_size()));
   EXPECT_EQ(0,
             std::memcmp(same.updates.raw_data(), all.updates.raw_data(), all.updates.byte_size()));
@@ -330,25 +330,25 @@ TEST_F(TableServerTest, AsyncRowStalenessIsReported) {
   ASSERT_TRUE(cluster_->ok());
   auto clients = Connect(*cluster_, 2);
   const Tensor ids = Ids({10, 20});
-  PulledRows early = Get(clients[0]->PullRows({.table_id = 1, .ids = ids}));
+  PulledVariable early = Get(clients[0]->Pull({.variable_id = 1, .ids = ids}));
   for (int64_t i = 0; i < 3; ++i) {
-    PulledRows now = Get(clients[1]->PullRows({.table_id = 1, .ids = ids, .clock = i}));
-    Get(clients[1]->PushRows({.table_id = 1,
-                              .ids = ids,
-                              .gradients = RandomRows(2, kDim, 5),
-                              .pulled_updates = now.updates,
-                              .version = now.version,
-                              .clock = i}));
+    PulledVariable now = Get(clients[1]->Pull({.variable_id = 1, .ids = ids, .clock = i}));
+    Get(clients[1]->Push({.variable_id = 1,
+                          .version = now.version,
+                          .clock = i,
+                          .gradient = RandomRows(2, kDim, 5),
+                          .ids = ids,
+                          .pulled_updates = now.updates}));
   }
-  PushReport late = Get(clients[0]->PushRows({.table_id = 1,
-                                              .ids = ids,
-                                              .gradients = RandomRows(2, kDim, 6),
-                                              .pulled_updates = early.updates,
-                                              .version = early.version}));
+  PushReport late = Get(clients[0]->Push({.variable_id = 1,
+                                          .version = early.version,
+                                          .gradient = RandomRows(2, kDim, 6),
+                                          .ids = ids,
+                                          .pulled_updates = early.updates}));
   EXPECT_EQ(late.max_staleness, 3);
   const ServerStatsReport s = Get(clients[0]->Stats(0));
   EXPECT_EQ(s.row_staleness_histogram[3], 2u);
-  EXPECT_EQ(Get(clients[1]->PullRows({.table_id = 1, .ids = Ids({})})).min_clock, 3);
+  EXPECT_EQ(Get(clients[1]->Pull({.variable_id = 1, .ids = Ids({})})).min_clock, 3);
   EXPECT_EQ(s.row_staleness_histogram[0], 6u);
   EXPECT_EQ(s.table_rows, 2u);
 }

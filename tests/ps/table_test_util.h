@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "ps/placement.h"
-#include "ps/row_batch.h"
-#include "ps/table_chunk.h"
+#include "job/placement.h"
+#include "job/row_batch.h"
+#include "ps/server/table_chunk.h"
 
 namespace towerps::ps::testing {
 

@@ -3,8 +3,8 @@
 // gradients mixed in. Each trace's result (the final values' bits, version, update count,
 // counters, staleness histogram and every push's outcome) is pinned to the digest that the
 // per-mode switch in Chunk::Push gave before the update rules were split out of it
-// (ps/update_rule.h): the redesign changed no bit, no count and no staleness, and a later change
-// that does fails here, printing what it now gets.
+// (ps/server/update_rule.h): the redesign changed no bit, no count and no staleness, and a later
+// change that does fails here, printing what it now gets.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "common/hash.h"
-#include "ps/chunk.h"
+#include "ps/server/chunk.h"
 #include "tests/ps/chunk_test_util.h"
 
 namespace towerps::ps {

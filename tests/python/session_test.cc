@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "ps/initial_rows.h"
+#include "job/initial_rows.h"
 #include "tests/ps/cluster.h"
 #include "tests/testing/status_assert.h"
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ps/job_config.h"
+#include "job/job_config.h"
 #include "tests/testing/status_assert.h"
 #include "towerps/registry.h"
 #include "worker/model/zoo.h"

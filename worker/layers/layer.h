@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "job/variable.h"
 #include "kernels/backend.h"
-#include "ps/variable.h"
 #include "towerps/status.h"
 
 namespace towerps::worker {
@@ -30,7 +30,7 @@ namespace towerps::worker {
 // themselves on host-memory backends, or device mirrors that the Model owns and keeps in step
 // with the host copies (worker/model/model.h) when the backend's memory is not host memory.
 //
-// A parameter of kind kMovingAverage (ps/variable.h; batch norm's moving statistics) is not
+// A parameter of kind kMovingAverage (job/variable.h; batch norm's moving statistics) is not
 // trained: a training Backward writes the batch's statistic into `grad`, and whoever applies
 // updates moves `value` toward it with `decay`.
 template <typename T>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ps/variable.h"
+#include "job/variable.h"
 
 namespace towerps::worker {
 

@@ -8,7 +8,7 @@
 // dense features, and the first layer takes that whole vector (Backend::EmbeddingForward). A
 // table's rows are not held here: before each step the caller gives each table the rows of the
 // batch's distinct ids and, per example and field, which of them it uses (SetTableRows;
-// ps/row_batch.h makes both), and after TrainStep takes the gradient of those rows
+// job/row_batch.h makes both), and after TrainStep takes the gradient of those rows
 // (table_gradient, host memory; Backend::EmbeddingBackward sums each row's uses in a fixed
 // order). On a device backend the rows and the index are copied to the device each step, and the
 // rows' gradient back (model_tables.cc).
@@ -42,9 +42,9 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "job/variable.h"
 #include "kernels/backend.h"
 #include "kernels/backend_buffer.h"
-#include "ps/variable.h"
 #include "towerps/model_builder.h"
 #include "towerps/result.h"
 #include "worker/layers/layer.h"

@@ -1,6 +1,6 @@
 #include "worker/model/model_factory.h"
 
-#include "ps/variable.h"
+#include "job/variable.h"
 
 #include <algorithm>
 #include <set>

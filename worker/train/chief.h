@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "ps/client.h"
-#include "ps/job_config.h"
+#include "job/job_config.h"
+#include "ps/client/client.h"
 #include "towerps/result.h"
 #include "worker/data/batcher.h"
 #include "worker/tower_group.h"
@@ -43,8 +43,8 @@ Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop,
 
 // Another worker's end under --shutdown-servers (--mpi, --slurm, --cluster: the chief stops the
 // servers): tells every server this worker is done, so that the chief's shutdown waits for it
-// and no longer (ps/shutdown_gate.h). Best effort: a server that does not answer is logged, and
-// the chief's shutdown then waits out its grace.
+// and no longer (ps/server/shutdown_gate.h). Best effort: a server that does not answer is logged,
+// and the chief's shutdown then waits out its grace.
 void LeaveServers(ps::Client& client, const std::atomic<bool>* stop);
 
 // `total`: the iterations each worker trained; `done_steps`: the steps the summary reports.

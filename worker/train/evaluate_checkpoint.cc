@@ -5,9 +5,9 @@
 #include <unordered_map>
 
 #include "common/logging.h"
-#include "ps/checkpoint_reader.h"
-#include "ps/initial_rows.h"
-#include "ps/row_batch.h"
+#include "job/initial_rows.h"
+#include "job/row_batch.h"
+#include "ps/server/checkpoint_reader.h"
 #include "worker/model/model_factory.h"
 #include "worker/tower_devices.h"
 #include "worker/train/job_data.h"
@@ -19,7 +19,7 @@ namespace {
 
 // A checkpoint's embedding tables for evaluation without servers: a batch's rows from the rows
 // the servers held, and for ids they never trained their initial values, drawn as the servers
-// draw them (ps/initial_rows.h).
+// draw them (job/initial_rows.h).
 class CheckpointTables {
  public:
   CheckpointTables(const Model<float>& model, const ps::CheckpointParameters& saved,

@@ -2,8 +2,8 @@
 // servers and no training: the same model, data, normalization and evaluation as the chief's
 // at the end of training, so a finished sync job's checkpoint scores what its summary said.
 //
-// Contract: a free function; reads the checkpoint (ps/checkpoint_reader.h) and the data, builds
-// the model on the first device of --towers, and returns the evaluation or the first error:
+// Contract: a free function; reads the checkpoint (ps/server/checkpoint_reader.h) and the data,
+// builds the model on the first device of --towers, and returns the evaluation or the first error:
 // kFailedPrecondition when the checkpoint holds another model's variables (the model signature
 // differs), else the reader's and the data's errors. Only the model must match: the optimizer's
 // options do not matter here, and another dataset of the same shape may be evaluated.
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ps/job_config.h"
+#include "job/job_config.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
 #include "worker/train/local_training.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ps/checkpoint_reader.h"
+#include "ps/server/checkpoint_reader.h"
 #include "towerps/status.h"
 #include "worker/data/batcher.h"
 #include "worker/model/model.h"

@@ -33,12 +33,12 @@ struct Standing {
 Result<Standing> Probe(ps::Client& client, int num_vars, const std::vector<uint32_t>& tables,
                        int64_t version, bool exact, const std::atomic<bool>* stop) {
   auto pulls = PullAll(client, num_vars, version, exact);
-  std::vector<std::future<Result<ps::PulledRows>>> probes;
+  std::vector<std::future<Result<ps::PulledVariable>>> probes;
   for (uint32_t t : tables) {
-    probes.push_back(client.PullRows({.table_id = t,
-                                      .ids = Tensor::Empty({0}, DType::kUInt64),
-                                      .min_version = version,
-                                      .exact = exact}));
+    probes.push_back(client.Pull({.variable_id = t,
+                                  .ids = Tensor::Empty({0}, DType::kUInt64),
+                                  .min_version = version,
+                                  .exact = exact}));
   }
   Standing at;
   auto add = [&at](int64_t lowest, int64_t highest, int64_t clock) {
@@ -51,7 +51,7 @@ Result<Standing> Probe(ps::Client& client, int num_vars, const std::vector<uint3
     add(p.version, p.max_version, p.min_clock);
   }
   for (auto& probe : probes) {
-    TOWERPS_ASSIGN_OR_RETURN(const ps::PulledRows p, AwaitUnlessStopped(probe, stop));
+    TOWERPS_ASSIGN_OR_RETURN(const ps::PulledVariable p, AwaitUnlessStopped(probe, stop));
     add(p.version, p.max_version, p.min_clock);
   }
   return at;
@@ -89,6 +89,34 @@ Result<int64_t> JoinAsyncJob(ps::Client& client, int num_vars, const std::vector
   const int64_t iter = std::max<int64_t>(at.clock, 0);
   if (iter > 0) TOWERPS_LOG(kInfo) << "joining a running job at iteration " << iter;
   return iter;
+}
+
+Result<std::unique_ptr<ps::Client>> ConnectToServers(const ServerAccess& access) {
+  ps::ClientOptions co;
+  co.servers = access.endpoints;
+  co.worker_rank = access.rank;
+  co.rpc_timeout = access.rpc_timeout;
+  co.job = access.job;
+  co.transport.security = access.security;
+  co.transport.path = access.path;
+  return ps::Client::Connect(std::move(co));
+}
+
+Result<int64_t> RegisterModel(ps::Client& client, const std::vector<ps::VariableSpec>& variables,
+                              uint64_t signature, int rank, int dense,
+                              const std::function<Tensor(int v)>& initial,
+                              const std::atomic<bool>* stop) {
+  auto registered = client.Register(variables, signature);
+  TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, AwaitUnlessStopped(registered, stop));
+  if (rank != 0 || restored != ps::kNoVersion) return restored;
+  std::vector<Tensor> values;  // held until every init is answered
+  std::vector<std::future<Status>> inits;
+  for (int v = 0; v < dense; ++v) {
+    values.push_back(initial(v));
+    inits.push_back(client.Init(static_cast<uint32_t>(v), values.back()));
+  }
+  for (auto& f : inits) TOWERPS_RETURN_IF_ERROR(AwaitUnlessStopped(f, stop));
+  return restored;
 }
 
 Status WriteReadyFile(const std::string& path) {

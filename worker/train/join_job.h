@@ -1,6 +1,9 @@
-// Joining a running job: where a worker starts, read from the servers, so that a restarted
-// worker (towerps-launch restarts one killed by a signal, or the servers restarted under it)
-// carries on from where the job stands rather than from the beginning.
+// Joining a running job, the same for a native worker (worker/train/trainer.h) and a PyTorch
+// worker's session (python/session.h): the client connected to the job's servers, the model
+// registered (and, in a fresh job, the chief's initial values given), and where the worker
+// starts, read from the servers, so that a restarted worker (towerps-launch restarts one killed
+// by a signal, or the servers restarted under it) carries on from where the job stands rather
+// than from the beginning.
 //
 // Contract: free functions on a registered Client; they block until the servers answer (each
 // call is bounded by the client's RPC deadline; a set `stop` ends the wait with kCancelled) and
@@ -11,11 +14,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "ps/client.h"
+#include "common/transport.h"
+#include "ps/client/client.h"
 #include "towerps/result.h"
 
 namespace towerps::worker {
@@ -30,6 +36,27 @@ Reply AwaitUnlessStopped(std::future<Reply>& reply, const std::atomic<bool>* sto
   }
   return reply.get();
 }
+
+// How a worker reaches its job's servers.
+struct ServerAccess {
+  int rank = 0;
+  std::vector<std::string> endpoints;  // by server rank
+  ps::JobConfig job;
+  std::chrono::milliseconds rpc_timeout{30000};
+  TransportSecurity security;  // how to prove membership of the job to its servers
+  TransportPath path = TransportPath::kAuto;
+};
+// The worker's client, connected (ps::Client::Connect's errors).
+Result<std::unique_ptr<ps::Client>> ConnectToServers(const ServerAccess& access);
+
+// Declares the model (`variables`, `signature`) to every server, and returns the lowest version
+// they restored (kNoVersion: a fresh job). Then the chief (`rank` 0) of a fresh job gives each
+// of the first `dense` variables its value, `initial(v)`; servers keep the first value they
+// get, so this changes no chunk that has one. Tables take none: their rows start on the servers.
+Result<int64_t> RegisterModel(ps::Client& client, const std::vector<ps::VariableSpec>& variables,
+                              uint64_t signature, int rank, int dense,
+                              const std::function<Tensor(int v)>& initial,
+                              const std::atomic<bool>* stop);
 
 // Sync: the step to (re)join at, from `first` (the version the servers restored, or 0). A worker
 // of an undisturbed job finds every chunk at `first`. A restarted one finds the step its

@@ -51,7 +51,7 @@ void MomentumSgd::Step() {
 void MomentumSgd::StepVariable(int v) {
   const ps::VariableSpec& spec = model_->variables()[v];
   if (spec.kind == ps::VariableKind::kMovingAverage) {
-    // value = decay * value + (1 - decay) * statistic (ps/variable.h).
+    // value = decay * value + (1 - decay) * statistic (job/variable.h).
     const int64_t n = NumElements(spec.shape);
     float* value = on_device_ ? model_->mutable_backend_value(v) : model_->value(v).data();
     const float* statistic = on_device_ ? model_->backend_gradient(v) : model_->gradient(v).data();

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/tensor.h"
-#include "ps/checkpoint_reader.h"
-#include "ps/variable.h"
+#include "job/variable.h"
+#include "ps/server/checkpoint_reader.h"
 #include "towerps/status.h"
 #include "worker/model/model.h"
 

@@ -34,8 +34,8 @@
 
 #include "common/mutex.h"
 #include "common/tensor.h"
-#include "ps/client.h"
-#include "ps/job_config.h"
+#include "job/job_config.h"
+#include "ps/client/client.h"
 #include "towerps/result.h"
 #include "worker/data/batcher.h"
 #include "worker/tower_group.h"

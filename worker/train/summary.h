@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "ps/client.h"
-#include "ps/job_config.h"
+#include "job/job_config.h"
+#include "ps/client/client.h"
 #include "worker/train/step_profile.h"
 
 namespace towerps::worker {

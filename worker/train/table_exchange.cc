@@ -41,11 +41,11 @@ void TableExchange::Prepare(const Batch& batch) {
 
 void TableExchange::Pull(int64_t version, int64_t clock, bool exact) {
   for (Table& t : tables_) {
-    t.pull = client_.PullRows({.table_id = t.variable,
-                               .ids = t.next.ids,
-                               .min_version = version,
-                               .clock = clock,
-                               .exact = exact});
+    t.pull = client_.Pull({.variable_id = t.variable,
+                           .ids = t.next.ids,
+                           .min_version = version,
+                           .clock = clock,
+                           .exact = exact});
   }
 }
 
@@ -74,21 +74,21 @@ bool TableExchange::Push(TowerGroup& towers, Divergence& divergence, int64_t ver
       all_pulled = false;  // withheld: this worker stops on it
       continue;
     }
-    const ps::RowPushRequest push{.table_id = t.variable,
-                                  .ids = t.current.ids,
-                                  .gradients = gradient,
-                                  .pulled_updates = t.rows.updates,
-                                  .version = version,
-                                  .clock = clock,
-                                  .replace_pending = replace};
+    const ps::PushRequest push{.variable_id = t.variable,
+                               .version = version,
+                               .clock = clock,
+                               .gradient = gradient,
+                               .replace_pending = replace,
+                               .ids = t.current.ids,
+                               .pulled_updates = t.rows.updates};
     if (!next) {
-      t.push = client_.PushRows(push);
+      t.push = client_.Push(push);
       continue;
     }
-    ps::Client::RowsPushAndPull both = client_.PushRowsThenPull(push, {.table_id = t.variable,
-                                                                       .ids = t.next.ids,
-                                                                       .min_version = next->first,
-                                                                       .clock = next->second});
+    ps::Client::PushAndPull both = client_.PushThenPull(push, {.variable_id = t.variable,
+                                                               .ids = t.next.ids,
+                                                               .min_version = next->first,
+                                                               .clock = next->second});
     t.push = std::move(both.push);
     t.pull = std::move(both.pull);
   }
@@ -120,15 +120,15 @@ void TableExchange::DrainPushes() {
 
 Status TableExchange::Probe(int64_t version, bool exact, int64_t* lowest, int64_t* highest,
                             int64_t* clock) {
-  std::vector<std::future<Result<ps::PulledRows>>> probes;
+  std::vector<std::future<Result<ps::PulledVariable>>> probes;
   for (const Table& t : tables_) {
-    probes.push_back(client_.PullRows({.table_id = t.variable,
-                                       .ids = Tensor::Empty({0}, DType::kUInt64),
-                                       .min_version = version,
-                                       .exact = exact}));
+    probes.push_back(client_.Pull({.variable_id = t.variable,
+                                   .ids = Tensor::Empty({0}, DType::kUInt64),
+                                   .min_version = version,
+                                   .exact = exact}));
   }
   for (auto& probe : probes) {
-    TOWERPS_ASSIGN_OR_RETURN(const ps::PulledRows p, Await(probe));
+    TOWERPS_ASSIGN_OR_RETURN(const ps::PulledVariable p, Await(probe));
     *lowest = std::min(*lowest, p.version);
     *highest = std::max(*highest, p.max_version);
     *clock = *clock < 0 ? p.min_clock : std::min(*clock, p.min_clock);
@@ -137,11 +137,11 @@ Status TableExchange::Probe(int64_t version, bool exact, int64_t* lowest, int64_
 }
 
 Status TableExchange::LoadForEvaluation(const Batch& batch, Model<float>& model) {
-  std::vector<std::future<Result<ps::PulledRows>>> pulls;
+  std::vector<std::future<Result<ps::PulledVariable>>> pulls;
   for (Table& t : tables_) {
     t.eval_ids = Unique(t, batch);
     if (t.input.bag >= 0) t.eval_bags = batch.bags.at(static_cast<size_t>(t.input.bag)).offsets;
-    pulls.push_back(client_.PullRows({.table_id = t.variable, .ids = t.eval_ids.ids}));
+    pulls.push_back(client_.Pull({.variable_id = t.variable, .ids = t.eval_ids.ids}));
   }
   for (size_t i = 0; i < tables_.size(); ++i) {
     Table& t = tables_[i];
@@ -155,8 +155,8 @@ Status TableExchange::LoadForEvaluation(const Batch& batch, Model<float>& model)
 Result<std::vector<ps::TableRows>> TableExchange::ExportRows() {
   std::vector<ps::TableRows> out;
   for (const Table& t : tables_) {
-    auto pull = client_.PullRows({.table_id = t.variable, .every_row = true});
-    TOWERPS_ASSIGN_OR_RETURN(const ps::PulledRows all, Await(pull));
+    auto pull = client_.Pull({.variable_id = t.variable, .every_row = true});
+    TOWERPS_ASSIGN_OR_RETURN(const ps::PulledVariable all, Await(pull));
     // Partition after partition: sorted here, so that the files do not depend on the servers.
     const int64_t n = all.ids.num_elements();
     const int64_t dim = n > 0 ? all.rows.num_elements() / n : 0;

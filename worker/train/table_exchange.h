@@ -1,10 +1,10 @@
 // TableExchange: a worker's pulls and pushes of its model's embedding tables, step by step: the
 // part of StepExchange (worker/train/step_exchange.h) that moves rows by id.
 //
-// A step's tables: the ids the step's batch looks up in each table, each once (ps/row_batch.h);
+// A step's tables: the ids the step's batch looks up in each table, each once (job/row_batch.h);
 // their rows pulled at the step's version and handed to the towers with, per example and field,
 // the row it uses; after the step, each table's row gradients, averaged over the towers, pushed
-// with the pull of the next batch's rows riding on the push (Client::PushRowsThenPull): one
+// with the pull of the next batch's rows riding on the push (Client::PushThenPull): one
 // request per table partition and step. The chief evaluates with rows pulled for each test
 // batch (LoadForEvaluation).
 //
@@ -20,9 +20,9 @@
 #include <optional>
 #include <vector>
 
-#include "ps/checkpoint_reader.h"
-#include "ps/client.h"
-#include "ps/row_batch.h"
+#include "job/row_batch.h"
+#include "ps/client/client.h"
+#include "ps/server/checkpoint_reader.h"
 #include "towerps/result.h"
 #include "worker/data/batcher.h"
 #include "worker/model/model.h"
@@ -78,11 +78,11 @@ class TableExchange {
     TableInput input;             // where its ids are in a batch
     ps::UniqueIds current, next;  // the running batch's ids, and the prepared one's
     std::vector<uint32_t> current_bags, next_bags, eval_bags;  // an EmbeddingBag's offsets
-    ps::PulledRows rows;                                       // current's rows
-    std::future<Result<ps::PulledRows>> pull;                  // next's
+    ps::PulledVariable rows;                                   // current's rows
+    std::future<Result<ps::PulledVariable>> pull;              // next's
     std::future<Result<ps::PushReport>> push;
     ps::UniqueIds eval_ids;
-    ps::PulledRows eval_rows;
+    ps::PulledVariable eval_rows;
   };
   // Table t's ids in `batch`, each once.
   ps::UniqueIds Unique(const Table& t, const Batch& batch) const;

@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "common/transport.h"
-#include "ps/job_config.h"
+#include "job/job_config.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
 #include "worker/train/summary.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "ps/server_stats.h"
+#include "ps/server/server_stats.h"
 #include "worker/train/divergence.h"
 #include "worker/train/summary.h"
 

@@ -1,0 +1,28 @@
+// InitialRows: the values a table's row starts from, drawn from (seed, table name, id): uniform in
+// [-init_scale, init_scale), 24 random bits per value. Every process computes the same bits: a
+// server creating the row when it is first updated (ps/server/table_chunk.h), a worker evaluating a
+// checkpoint without servers, whatever the order ids come in.
+//
+// Contract: an immutable value; Fill is a pure function, thread-safe.
+#ifndef TOWERPS_JOB_INITIAL_ROWS_H_
+#define TOWERPS_JOB_INITIAL_ROWS_H_
+
+#include <cstdint>
+#include <string>
+
+namespace towerps::ps {
+
+class InitialRows {
+ public:
+  InitialRows(uint64_t seed, const std::string& table, float init_scale);
+  // Row `id`'s `dim` initial values into `out`.
+  void Fill(uint64_t id, int64_t dim, float* out) const;
+
+ private:
+  uint64_t key_;  // (seed, table name), mixed
+  float scale_;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_JOB_INITIAL_ROWS_H_

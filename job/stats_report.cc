@@ -1,0 +1,95 @@
+#include "job/stats_report.h"
+
+#include <sstream>
+
+namespace towerps::ps {
+
+void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header) {
+  auto st = header.initStats();
+  st.setBytesIn(r.bytes_in);
+  st.setBytesOut(r.bytes_out);
+  st.setGradientsReceived(r.gradients_received);
+  st.setUpdatesApplied(r.updates_applied);
+  st.setStaleDropped(r.stale_dropped);
+  st.setNonfiniteRejected(r.nonfinite_rejected);
+  st.setFirstNonfiniteWorker(r.first_nonfinite.worker);
+  st.setFirstNonfiniteStep(r.first_nonfinite.step);
+  st.setStalenessSum(r.staleness_sum);
+  st.setStalenessMax(r.staleness_max);
+  st.setPullsServed(r.pulls_served);
+  st.setAggregationNanos(r.aggregation_nanos);
+  st.setUpdateWallNanos(r.update_wall_nanos);
+  st.setRejectedMessages(r.rejected_messages);
+  st.setRefusedHandshakes(r.refused_handshakes);
+  st.setRefusedShutdowns(r.refused_shutdowns);
+  st.setMinVersion(r.min_version);
+  st.setMaxVersion(r.max_version);
+  st.setCheckpointsWritten(r.checkpoints_written);
+  auto h = st.initStalenessHistogram(static_cast<unsigned>(r.staleness_histogram.size()));
+  for (size_t b = 0; b < r.staleness_histogram.size(); ++b) h.set(b, r.staleness_histogram[b]);
+  st.setTableRows(r.table_rows);
+  auto rows = st.initRowStalenessHistogram(static_cast<unsigned>(r.row_staleness_histogram.size()));
+  for (size_t b = 0; b < r.row_staleness_histogram.size(); ++b) {
+    rows.set(b, r.row_staleness_histogram[b]);
+  }
+}
+
+ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
+  auto st = header.getStats();
+  ServerStatsReport r;
+  r.bytes_in = st.getBytesIn();
+  r.bytes_out = st.getBytesOut();
+  r.gradients_received = st.getGradientsReceived();
+  r.updates_applied = st.getUpdatesApplied();
+  r.stale_dropped = st.getStaleDropped();
+  r.nonfinite_rejected = st.getNonfiniteRejected();
+  r.first_nonfinite = {.worker = st.getFirstNonfiniteWorker(), .step = st.getFirstNonfiniteStep()};
+  r.staleness_sum = st.getStalenessSum();
+  r.staleness_max = st.getStalenessMax();
+  r.pulls_served = st.getPullsServed();
+  r.aggregation_nanos = st.getAggregationNanos();
+  r.update_wall_nanos = st.getUpdateWallNanos();
+  r.rejected_messages = st.getRejectedMessages();
+  r.checkpoints_written = st.getCheckpointsWritten();
+  r.refused_handshakes = st.getRefusedHandshakes();
+  r.refused_shutdowns = st.getRefusedShutdowns();
+  r.min_version = st.getMinVersion();
+  r.max_version = st.getMaxVersion();
+  for (uint64_t b : st.getStalenessHistogram()) r.staleness_histogram.push_back(b);
+  r.table_rows = st.getTableRows();
+  for (uint64_t b : st.getRowStalenessHistogram()) r.row_staleness_histogram.push_back(b);
+  return r;
+}
+
+std::string StatsLine(const ServerStatsReport& r) {
+  std::ostringstream line;
+  line << r.gradients_received << " gradients, " << r.updates_applied << " updates, "
+       << r.pulls_served << " pulls served, " << r.stale_dropped << " stale dropped, "
+       << r.nonfinite_rejected << " non-finite refused, " << r.bytes_in / (1 << 20) << " MiB in, "
+       << r.bytes_out / (1 << 20) << " MiB out, " << r.rejected_messages << " rejected, "
+       << r.refused_handshakes << " refused connections";
+  if (r.table_rows > 0) line << ", " << r.table_rows << " table rows";
+  return line.str();
+}
+
+double HistogramMean(const std::vector<uint64_t>& h) {
+  double n = 0, sum = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    n += static_cast<double>(h[i]);
+    sum += static_cast<double>(h[i]) * static_cast<double>(i);
+  }
+  return n > 0 ? sum / n : 0;
+}
+
+double HistogramP99(const std::vector<uint64_t>& h) {
+  uint64_t n = 0;
+  for (uint64_t c : h) n += c;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < h.size() && n > 0; ++i) {
+    seen += h[i];
+    if (static_cast<double>(seen) >= 0.99 * static_cast<double>(n)) return static_cast<double>(i);
+  }
+  return 0;
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,36 @@
+#include "job/variable_wire.h"
+
+namespace towerps::ps {
+
+void WriteVariables(const std::vector<VariableSpec>& variables, proto::Header::Builder header) {
+  auto vars = header.initVariables(static_cast<unsigned>(variables.size()));
+  for (size_t i = 0; i < variables.size(); ++i) {
+    auto v = vars[static_cast<unsigned>(i)];
+    v.setName(variables[i].name);
+    v.setDtype(static_cast<proto::DType>(variables[i].dtype));
+    v.setKind(static_cast<uint8_t>(variables[i].kind));
+    v.setDecay(variables[i].decay);
+    v.setInitScale(variables[i].init_scale);
+    auto shape = v.initShape(static_cast<unsigned>(variables[i].shape.size()));
+    for (size_t d = 0; d < variables[i].shape.size(); ++d) {
+      shape.set(static_cast<unsigned>(d), variables[i].shape[d]);
+    }
+  }
+}
+
+std::vector<VariableSpec> ReadVariables(proto::Header::Reader header) {
+  std::vector<VariableSpec> vars;
+  for (auto v : header.getVariables()) {
+    VariableSpec spec;
+    spec.name = v.getName().cStr();
+    for (int64_t d : v.getShape()) spec.shape.push_back(d);
+    spec.dtype = static_cast<DType>(v.getDtype());
+    spec.kind = static_cast<VariableKind>(v.getKind());
+    spec.decay = v.getDecay();
+    spec.init_scale = v.getInitScale();
+    vars.push_back(std::move(spec));
+  }
+  return vars;
+}
+
+}  // namespace towerps::ps

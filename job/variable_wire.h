@@ -1,0 +1,22 @@
+// A model's variable list in a message header (Header.variables): written by a registering
+// worker and by a server answering a restarted peer's join, read by the servers.
+//
+// Contract: free functions; thread-safe. Reading copies out of the header; it trusts what the
+// decoder validated (field types) and leaves the values' meaning to ValidateVariableKind and the
+// model checks of the caller.
+#ifndef TOWERPS_JOB_VARIABLE_WIRE_H_
+#define TOWERPS_JOB_VARIABLE_WIRE_H_
+
+#include <vector>
+
+#include "common/proto/towerps.capnp.h"
+#include "job/variable.h"
+
+namespace towerps::ps {
+
+void WriteVariables(const std::vector<VariableSpec>& variables, proto::Header::Builder header);
+std::vector<VariableSpec> ReadVariables(proto::Header::Reader header);
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_JOB_VARIABLE_WIRE_H_

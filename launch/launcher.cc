@@ -1,0 +1,14 @@
+#include "launch/launcher.h"
+
+namespace towerps::launch {
+
+// Each backend's file defines its entry (launch/launcher.h).
+LauncherBackend RankBackend();
+LauncherBackend HostfileBackend();
+LauncherBackend LocalBackend();
+
+std::vector<LauncherBackend> LauncherBackends() {
+  return {RankBackend(), HostfileBackend(), LocalBackend()};
+}
+
+}  // namespace towerps::launch

@@ -1,0 +1,456 @@
+#include "ps/server/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+namespace towerps::ps {
+namespace {
+
+// The last byte is the format version. Version 2 added each variable's kind and decay; version
+// 3 replaced the job's fingerprint by its fields, so a mismatch can be named; version 4 added
+// tables (each variable's init scale, and the table records).
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 4};
+constexpr uint32_t kHeaderTag = 0x48445221;  // "!RDH"
+constexpr uint32_t kChunkTag = 0x4b4e4843;   // "CHNK"
+constexpr uint32_t kTableTag = 0x4c424154;   // "TABL"
+constexpr uint32_t kRowsTag = 0x53574f52;    // "ROWS"
+constexpr int64_t kRowsPerRecord = 65536;
+constexpr uint32_t kEndTag = 0x21444e45;  // "END!"
+constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 36;
+
+// Appends plain values to a record buffer.
+class Writer {
+ public:
+  template <typename T>
+  void Put(const T& v) {
+    const auto* p = reinterpret_cast<const char*>(&v);
+    buf_.append(p, sizeof(T));
+  }
+  void PutBytes(const void* p, size_t n) { buf_.append(static_cast<const char*>(p), n); }
+  void PutString(const std::string& s) {
+    Put<uint32_t>(static_cast<uint32_t>(s.size()));
+    buf_.append(s);
+  }
+  std::string& buffer() { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+// Reads values from a validated record, failing (never reading past the end) on short data.
+class Reader {
+ public:
+  Reader(const std::string& buf, std::string where) : buf_(buf), where_(std::move(where)) {}
+  template <typename T>
+  Status Get(T* v) {
+    return GetBytes(v, sizeof(T));
+  }
+  Status GetBytes(void* out, size_t n) {
+    if (n > buf_.size() - pos_) return CorruptionError(where_ + ": record ends early");
+    std::memcpy(out, buf_.data() + pos_, n);
+    pos_ += n;
+    return Status::Ok();
+  }
+  Status GetString(std::string* s) {
+    uint32_t n = 0;
+    TOWERPS_RETURN_IF_ERROR(Get(&n));
+    if (n > buf_.size() - pos_) return CorruptionError(where_ + ": string runs past its record");
+    s->assign(buf_.data() + pos_, n);
+    pos_ += n;
+    return Status::Ok();
+  }
+  bool done() const { return pos_ == buf_.size(); }
+
+ private:
+  const std::string& buf_;
+  std::string where_;
+  size_t pos_ = 0;
+};
+
+uint32_t Crc(const std::string& s) {
+  return static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
+}
+
+// Record layout: tag u32, length u64, body, crc32(body) u32.
+void AppendRecord(std::string* out, uint32_t tag, const std::string& body) {
+  Writer w;
+  w.Put(tag);
+  w.Put<uint64_t>(body.size());
+  w.PutBytes(body.data(), body.size());
+  w.Put(Crc(body));
+  out->append(w.buffer());
+}
+
+Status ReadRecord(std::istream& in, const std::string& path, uint64_t file_left, uint32_t* tag,
+                  std::string* body) {
+  uint64_t len;
+  if (!in.read(reinterpret_cast<char*>(tag), 4) || !in.read(reinterpret_cast<char*>(&len), 8)) {
+    return CorruptionError(path + ": truncated (a record header is cut off)");
+  }
+  if (len > kMaxRecordBytes || len + 4 > file_left) {
+    return CorruptionError(path + ": truncated or corrupt (a record claims " + std::to_string(len) +
+                           " bytes)");
+  }
+  body->resize(len);
+  uint32_t crc;
+  if (!in.read(body->data(), static_cast<std::streamsize>(len)) ||
+      !in.read(reinterpret_cast<char*>(&crc), 4)) {
+    return CorruptionError(path + ": truncated inside a record");
+  }
+  if (crc != Crc(*body)) return CorruptionError(path + ": CRC mismatch; the file is corrupt");
+  return Status::Ok();
+}
+
+std::string EncodeMeta(const CheckpointMeta& m) {
+  Writer w;
+  w.Put<uint32_t>(static_cast<uint32_t>(m.job_fields.size()));
+  for (const auto& [name, value] : m.job_fields) {
+    w.PutString(name);
+    w.PutString(value);
+  }
+  w.Put(m.model_signature);
+  w.Put<int32_t>(m.server_rank);
+  w.Put<int32_t>(m.num_servers);
+  w.Put(m.partition_bytes);
+  w.Put<uint32_t>(static_cast<uint32_t>(m.variables.size()));
+  for (const VariableSpec& v : m.variables) {
+    w.PutString(v.name);
+    w.Put<uint8_t>(static_cast<uint8_t>(v.dtype));
+    w.Put<uint32_t>(static_cast<uint32_t>(v.shape.size()));
+    for (int64_t d : v.shape) w.Put(d);
+    w.Put<uint8_t>(static_cast<uint8_t>(v.kind));
+    w.Put(v.decay);
+    w.Put(v.init_scale);
+  }
+  return std::move(w.buffer());
+}
+
+Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMeta* m) {
+  Reader r(body, path);
+  int32_t rank = 0, servers = 0;
+  uint32_t nvars = 0, nfields = 0;
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nfields));
+  if (nfields > 1024)
+    return CorruptionError(path + ": header record claims " + std::to_string(nfields) +
+                           " job fields");
+  for (uint32_t i = 0; i < nfields; ++i) {
+    std::string name, value;
+    TOWERPS_RETURN_IF_ERROR(r.GetString(&name));
+    TOWERPS_RETURN_IF_ERROR(r.GetString(&value));
+    m->job_fields.emplace_back(std::move(name), std::move(value));
+  }
+  TOWERPS_RETURN_IF_ERROR(r.Get(&m->model_signature));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&rank));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&servers));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&m->partition_bytes));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nvars));
+  m->server_rank = rank;
+  m->num_servers = servers;
+  for (uint32_t i = 0; i < nvars; ++i) {
+    VariableSpec v;
+    uint8_t dtype = 0;
+    uint32_t rank_dims = 0;
+    TOWERPS_RETURN_IF_ERROR(r.GetString(&v.name));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&dtype));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&rank_dims));
+    if (dtype > static_cast<uint8_t>(DType::kUInt32) || rank_dims > 8) {
+      return CorruptionError(path + ": variable " + std::to_string(i) + " is malformed");
+    }
+    v.dtype = static_cast<DType>(dtype);
+    v.shape.resize(rank_dims);
+    for (auto& d : v.shape) TOWERPS_RETURN_IF_ERROR(r.Get(&d));
+    uint8_t kind = 0;
+    TOWERPS_RETURN_IF_ERROR(r.Get(&kind));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&v.decay));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&v.init_scale));
+    v.kind = static_cast<VariableKind>(kind);
+    if (Status st = ValidateVariableKind(v); !st.ok()) {
+      return CorruptionError(path + ": " + std::string(st.message()));
+    }
+    if (!CheckedNumElements(v.shape).ok()) {
+      return CorruptionError(path + ": variable " + v.name + " has an invalid shape");
+    }
+    m->variables.push_back(std::move(v));
+  }
+  if (!r.done()) return CorruptionError(path + ": header record has trailing bytes");
+  return Status::Ok();
+}
+
+std::string EncodeChunk(const ChunkState& c) {
+  Writer w;
+  w.Put(c.variable_id);
+  w.Put(c.chunk_id);
+  w.Put(c.version);
+  w.Put(c.updates);
+  w.Put<uint64_t>(static_cast<uint64_t>(c.values.num_elements()));
+  w.Put<uint32_t>(static_cast<uint32_t>(c.slots.size()));
+  w.Put<uint32_t>(static_cast<uint32_t>(c.worker_clocks.size()));
+  for (int64_t clock : c.worker_clocks) w.Put(clock);
+  w.PutBytes(c.values.raw_data(), c.values.byte_size());
+  for (const Tensor& s : c.slots) w.PutBytes(s.raw_data(), s.byte_size());
+  return std::move(w.buffer());
+}
+
+Status DecodeChunk(const std::string& body, const std::string& path, ChunkState* c) {
+  Reader r(body, path);
+  uint64_t n = 0;
+  uint32_t nslots = 0, nclocks = 0;
+  TOWERPS_RETURN_IF_ERROR(r.Get(&c->variable_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&c->chunk_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&c->version));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&c->updates));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&n));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nslots));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nclocks));
+  // The record's CRC passed and its length is bounded, so these sizes are checked against it.
+  if (nslots > 4 || nclocks > (1u << 20) || n > body.size() / 4 ||
+      (uint64_t{nclocks} * 8 + (1 + uint64_t{nslots}) * n * 4) > body.size()) {
+    return CorruptionError(path + ": chunk record sizes do not add up");
+  }
+  c->worker_clocks.resize(nclocks);
+  for (auto& clock : c->worker_clocks) TOWERPS_RETURN_IF_ERROR(r.Get(&clock));
+  if (!UpdateRule::CountsInRange(c->version, c->updates, c->worker_clocks)) {
+    return CorruptionError(path +
+                           ": chunk record's version, update count or worker clocks out of range");
+  }
+  c->values = Tensor::Empty({static_cast<int64_t>(n)});
+  TOWERPS_RETURN_IF_ERROR(r.GetBytes(c->values.raw_data(), c->values.byte_size()));
+  for (uint32_t s = 0; s < nslots; ++s) {
+    Tensor slot = Tensor::Empty({static_cast<int64_t>(n)});
+    TOWERPS_RETURN_IF_ERROR(r.GetBytes(slot.raw_data(), slot.byte_size()));
+    c->slots.push_back(std::move(slot));
+  }
+  if (!r.done()) return CorruptionError(path + ": chunk record has trailing bytes");
+  return Status::Ok();
+}
+
+std::string EncodeTable(const TableState& t) {
+  Writer w;
+  w.Put(t.variable_id);
+  w.Put(t.chunk_id);
+  w.Put(t.version);
+  w.Put(t.updates);
+  w.Put(t.dim);
+  w.Put<uint32_t>(static_cast<uint32_t>(t.slots));
+  w.Put<uint32_t>(static_cast<uint32_t>(t.worker_clocks.size()));
+  for (int64_t clock : t.worker_clocks) w.Put(clock);
+  w.Put<uint64_t>(static_cast<uint64_t>(t.ids.num_elements()));
+  return std::move(w.buffer());
+}
+
+// Rows [begin, end) of `t`: their count, ids, update counts, then values and state.
+std::string EncodeRows(const TableState& t, int64_t begin, int64_t end) {
+  const int64_t stride = (1 + t.slots) * t.dim;
+  Writer w;
+  w.Put<uint32_t>(static_cast<uint32_t>(end - begin));
+  w.PutBytes(t.ids.u64() + begin, static_cast<size_t>(end - begin) * 8);
+  w.PutBytes(t.row_updates.u32() + begin, static_cast<size_t>(end - begin) * 4);
+  w.PutBytes(t.rows.f32() + begin * stride, static_cast<size_t>((end - begin) * stride) * 4);
+  return std::move(w.buffer());
+}
+
+// A table record and the rows that follow it. Sizes are checked against the bytes read: nothing
+// is allocated for rows a record only declares.
+Status ReadTable(std::istream& in, const std::string& body, const std::string& path,
+                 const std::function<uint64_t()>& left, TableState* t) {
+  Reader r(body, path);
+  uint32_t slots = 0, nclocks = 0;
+  uint64_t n = 0;
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->variable_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->chunk_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->version));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->updates));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&t->dim));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&slots));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&nclocks));
+  if (slots > 4 || nclocks > (1u << 20) || t->dim < 1 || t->dim > kMaxTableDim ||
+      uint64_t{nclocks} * 8 > body.size()) {
+    return CorruptionError(path + ": table record sizes do not add up");
+  }
+  t->slots = static_cast<int>(slots);
+  t->worker_clocks.resize(nclocks);
+  for (auto& clock : t->worker_clocks) TOWERPS_RETURN_IF_ERROR(r.Get(&clock));
+  if (!UpdateRule::CountsInRange(t->version, t->updates, t->worker_clocks)) {
+    return CorruptionError(path +
+                           ": table record's version, update count or worker clocks out of range");
+  }
+  TOWERPS_RETURN_IF_ERROR(r.Get(&n));
+  if (!r.done()) return CorruptionError(path + ": table record has trailing bytes");
+  const uint64_t stride = (1 + uint64_t{slots}) * static_cast<uint64_t>(t->dim);
+  std::vector<uint64_t> ids;
+  std::vector<uint32_t> updates;
+  std::vector<float> rows;
+  std::string rows_body;
+  while (ids.size() < n) {
+    uint32_t tag = 0;
+    TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &rows_body));
+    Reader rr(rows_body, path);
+    uint32_t count = 0;
+    TOWERPS_RETURN_IF_ERROR(rr.Get(&count));
+    if (tag != kRowsTag || count == 0 || count > n - ids.size() ||
+        rows_body.size() != 4 + uint64_t{count} * (12 + stride * 4)) {
+      return CorruptionError(path + ": a table's rows record is malformed");
+    }
+    const size_t at = ids.size();
+    ids.resize(at + count);
+    updates.resize(at + count);
+    rows.resize((at + count) * stride);
+    TOWERPS_RETURN_IF_ERROR(rr.GetBytes(ids.data() + at, uint64_t{count} * 8));
+    TOWERPS_RETURN_IF_ERROR(rr.GetBytes(updates.data() + at, uint64_t{count} * 4));
+    TOWERPS_RETURN_IF_ERROR(rr.GetBytes(rows.data() + at * stride, count * stride * 4));
+  }
+  const auto rows_n = static_cast<int64_t>(n);
+  t->ids = Tensor::Empty({rows_n}, DType::kUInt64);
+  t->row_updates = Tensor::Empty({rows_n}, DType::kUInt32);
+  t->rows = Tensor::Empty({rows_n, static_cast<int64_t>(stride)});
+  if (n > 0) {  // an empty partition's vectors hold no buffer to copy from
+    std::memcpy(t->ids.raw_data(), ids.data(), ids.size() * 8);
+    std::memcpy(t->row_updates.raw_data(), updates.data(), updates.size() * 4);
+    std::memcpy(t->rows.raw_data(), rows.data(), rows.size() * 4);
+  }
+  return Status::Ok();
+}
+
+// The error for a failed `step` ("write", "fsync", ...) on the temporary file `tmp` while
+// saving `path`: names both files and, when the disk is full, says so and what to do.
+Status SaveError(const std::string& tmp, const std::string& path, const char* step, int err) {
+  std::string m = tmp + ": " + step + " failed: " + std::strerror(err);
+  if (err == ENOSPC || err == EDQUOT) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    m += std::string(err == ENOSPC ? " (ENOSPC)" : " (EDQUOT)") + ": the file system holding " +
+         (dir.empty() ? std::string(".") : dir) +
+         " is full; free space there or checkpoint to another directory";
+  }
+  return IoError(m + "; the previous checkpoint " + path + ", if any, is unchanged");
+}
+
+Status WriteAll(int fd, const std::string& data, const std::string& tmp, const std::string& path) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SaveError(tmp, path, "write", errno);
+    }
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string CheckpointPath(const std::string& dir, int server_rank) {
+  return (std::filesystem::path(dir) / ("ps-" + std::to_string(server_rank) + ".ckpt")).string();
+}
+
+Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
+  std::string data(kMagic, sizeof(kMagic));
+  AppendRecord(&data, kHeaderTag, EncodeMeta(checkpoint.meta));
+  for (const ChunkState& c : checkpoint.chunks) AppendRecord(&data, kChunkTag, EncodeChunk(c));
+  for (const TableState& t : checkpoint.tables) {
+    AppendRecord(&data, kTableTag, EncodeTable(t));
+    for (int64_t begin = 0; begin < t.ids.num_elements(); begin += kRowsPerRecord) {
+      const int64_t end = std::min(t.ids.num_elements(), begin + kRowsPerRecord);
+      AppendRecord(&data, kRowsTag, EncodeRows(t, begin, end));
+    }
+  }
+  Writer count;
+  count.Put<uint64_t>(checkpoint.chunks.size() + checkpoint.tables.size());
+  AppendRecord(&data, kEndTag, count.buffer());
+
+  // The temporary file sits in the same directory, so the rename below is atomic.
+  const std::string tmp = path + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return SaveError(tmp, path, "create", errno);
+  Status s = WriteAll(fd, data, tmp, path);
+  if (s.ok() && fsync(fd) != 0) s = SaveError(tmp, path, "fsync", errno);
+  // close() reports delayed write errors on some file systems (NFS): it counts as a failure.
+  if (close(fd) != 0 && s.ok()) s = SaveError(tmp, path, "close", errno);
+  if (s.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    s = SaveError(tmp, path, ("rename to " + path).c_str(), errno);
+  }
+  if (!s.ok()) {
+    unlink(tmp.c_str());  // never leave a partial file behind to fill the disk further
+    return s;
+  }
+  // The rename is durable only once the directory is synced.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int dfd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    return IoError(path + " was written, but its directory cannot be opened to sync it: " +
+                   std::strerror(errno) + "; a power failure may lose it");
+  }
+  // EINVAL: this file system cannot sync directories; nothing more can be done there.
+  if (fsync(dfd) != 0 && errno != EINVAL) {
+    const int err = errno;
+    close(dfd);
+    return IoError(path + " was written, but syncing its directory failed: " + std::strerror(err) +
+                   "; a power failure may lose it");
+  }
+  close(dfd);
+  return Status::Ok();
+}
+
+Result<Checkpoint> LoadCheckpoint(const std::string& path) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return NotFoundError(path + ": " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path + ": cannot open");
+  return ReadCheckpoint(in, size, path);
+}
+
+Result<Checkpoint> ReadCheckpoint(std::istream& in, uint64_t size, const std::string& path) {
+  char magic[sizeof(kMagic)];
+  if (!in.read(magic, sizeof(magic)) || std::memcmp(magic, kMagic, sizeof(kMagic) - 1) != 0) {
+    return CorruptionError(path + ": not a TowerPS checkpoint (bad magic)");
+  }
+  const int format = magic[sizeof(kMagic) - 1];
+  if (format != kMagic[sizeof(kMagic) - 1]) {
+    return CorruptionError(path + ": checkpoint format " + std::to_string(format) + " is not " +
+                           std::to_string(kMagic[sizeof(kMagic) - 1]) +
+                           ", the one this TowerPS reads: it was written by another version");
+  }
+  Checkpoint ck;
+  uint32_t tag;
+  std::string body;
+  auto left = [&]() { return size - static_cast<uint64_t>(in.tellg()); };
+  TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
+  if (tag != kHeaderTag) return CorruptionError(path + ": header record missing");
+  TOWERPS_RETURN_IF_ERROR(DecodeMeta(body, path, &ck.meta));
+  for (;;) {
+    TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
+    if (tag == kEndTag) break;
+    if (tag == kTableTag) {
+      TableState t;
+      TOWERPS_RETURN_IF_ERROR(ReadTable(in, body, path, left, &t));
+      ck.tables.push_back(std::move(t));
+      continue;
+    }
+    if (tag != kChunkTag) return CorruptionError(path + ": unknown record type");
+    ChunkState c;
+    TOWERPS_RETURN_IF_ERROR(DecodeChunk(body, path, &c));
+    ck.chunks.push_back(std::move(c));
+  }
+  Reader end(body, path);
+  uint64_t count;
+  TOWERPS_RETURN_IF_ERROR(end.Get(&count));
+  if (count != ck.chunks.size() + ck.tables.size()) {
+    return CorruptionError(path + ": end marker counts " + std::to_string(count) +
+                           " chunks and tables but the file holds " +
+                           std::to_string(ck.chunks.size() + ck.tables.size()));
+  }
+  if (left() != 0) return CorruptionError(path + ": bytes follow the end marker");
+  return ck;
+}
+
+}  // namespace towerps::ps

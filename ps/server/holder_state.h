@@ -1,0 +1,67 @@
+// HolderState: everything a checkpoint or a joining backup needs to restore one holder
+// (ps/server/holder.h) exactly: a dense variable's chunk (ChunkState) or a table's partition
+// (TableState). A checkpoint file keeps a record kind for each (ps/server/checkpoint.h).
+//
+// Contract: plain values; tensors are shared handles, never written after they are saved.
+#ifndef TOWERPS_PS_SERVER_HOLDER_STATE_H_
+#define TOWERPS_PS_SERVER_HOLDER_STATE_H_
+
+#include <cstdint>
+#include <map>
+#include <variant>
+#include <vector>
+
+#include "common/tensor.h"
+#include "job/version.h"
+#include "ps/server/update_rule.h"
+
+namespace towerps::ps {
+
+// Everything a checkpoint needs to restore a chunk exactly.
+struct ChunkState {
+  uint32_t variable_id = 0;
+  uint32_t chunk_id = 0;
+  int64_t version = kNoVersion;
+  int64_t updates = 0;
+  Tensor values;
+  std::vector<Tensor> slots;
+  std::vector<int64_t> worker_clocks;
+  // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
+  // out. sync: the previous version's values, and the gradients pending for the current step
+  // (worker rank -> gradient; an empty tensor marks a refused one).
+  int64_t previous_version = kNoVersion;
+  Tensor previous_values;
+  std::map<int, Tensor> pending;
+};
+
+// Everything a checkpoint needs to restore a table partition exactly.
+struct TableState {
+  uint32_t variable_id = 0;
+  uint32_t chunk_id = 0;
+  int64_t version = 0;
+  int64_t updates = 0;
+  std::vector<int64_t> worker_clocks;
+  int64_t dim = 0;
+  int slots = 0;       // optimizer arrays per row (RowSlots)
+  Tensor ids;          // uint64 [n], in the order the rows were created
+  Tensor rows;         // float32 [n, (1 + slots) * dim]: each row's values, then its state
+  Tensor row_updates;  // uint32 [n]
+  // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
+  // out. Sync: the previous version and the rows its last update changed, with their values
+  // before it; the contributions pending for the current step, by worker rank.
+  int64_t previous_version = kNoVersion;
+  Tensor previous_ids{};     // uint64 [m], increasing
+  Tensor previous_values{};  // float32 [m, dim]
+  std::map<int, Contribution> pending;
+};
+
+using HolderState = std::variant<ChunkState, TableState>;
+
+// The version a state was saved at.
+inline int64_t VersionOf(const HolderState& state) {
+  return std::visit([](const auto& s) { return s.version; }, state);
+}
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_HOLDER_STATE_H_

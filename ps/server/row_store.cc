@@ -1,0 +1,94 @@
+#include "ps/server/row_store.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/splitmix.h"
+#include "towerps/check.h"
+
+namespace towerps::ps {
+
+RowStore::RowStore(int64_t stride) : stride_(stride), slots_(16) {
+  TOWERPS_CHECK(stride >= 1) << "row stride " << stride;
+}
+
+size_t RowStore::Home(uint64_t id) const {
+  // A different hash from the servers' partitioning (TablePartitionOf salts its input), so the
+  // ids of one partition do not share low bits here.
+  return static_cast<size_t>(SplitMix64Finalize(id)) & (slots_.size() - 1);
+}
+
+int64_t RowStore::Find(uint64_t id) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Home(id);; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.row_plus_one == 0) return -1;
+    if (s.id == id) return static_cast<int64_t>(s.row_plus_one) - 1;
+  }
+}
+
+void RowStore::FindAll(const uint64_t* ids, int64_t n, int64_t* rows) const {
+  constexpr int64_t kAhead = 16;
+  for (int64_t i = 0; i < std::min(n, kAhead); ++i) Prefetch(ids[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) Prefetch(ids[i + kAhead]);
+    rows[i] = Find(ids[i]);
+  }
+}
+
+int64_t RowStore::Insert(uint64_t id, bool* added) {
+  if (static_cast<size_t>(size() + 1) * 2 > slots_.size()) Grow();
+  const size_t mask = slots_.size() - 1;
+  size_t i = Home(id);
+  for (; slots_[i].row_plus_one != 0; i = (i + 1) & mask) {
+    if (slots_[i].id == id) {
+      *added = false;
+      return static_cast<int64_t>(slots_[i].row_plus_one) - 1;
+    }
+  }
+  const int64_t r = size();
+  TOWERPS_CHECK(r < std::numeric_limits<uint32_t>::max()) << "a table partition of 2^32 rows";
+  if (Block(r) == blocks_.size()) {
+    blocks_.push_back(
+        std::make_unique_for_overwrite<float[]>(static_cast<size_t>(kBlockRows * stride_)));
+  }
+  slots_[i] = {id, static_cast<uint32_t>(r + 1)};
+  ids_.push_back(id);
+  updates_.push_back(0);
+  *added = true;
+  return r;
+}
+
+void RowStore::CountUpdate(int64_t r) {
+  uint32_t& n = updates_[static_cast<size_t>(r)];
+  if (n != std::numeric_limits<uint32_t>::max()) ++n;
+}
+
+void RowStore::Grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.row_plus_one == 0) continue;
+    size_t i = Home(s.id);
+    while (slots_[i].row_plus_one != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+size_t RowStore::bytes() const {
+  return slots_.size() * sizeof(Slot) +
+         blocks_.size() * static_cast<size_t>(kBlockRows * stride_) * sizeof(float) +
+         ids_.capacity() * sizeof(uint64_t) + updates_.capacity() * sizeof(uint32_t);
+}
+
+void RowStore::Clear() {
+  slots_.assign(16, Slot{});
+  blocks_.clear();
+  ids_.clear();
+  ids_.shrink_to_fit();
+  updates_.clear();
+  updates_.shrink_to_fit();
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,77 @@
+// RowStore: the rows one table partition holds (ps/server/table_chunk.h), by 64-bit id.
+//
+// An open-addressing hash map (linear probing, at most half full) takes an id to a row index;
+// rows live in blocks of kBlockRows rows, each row `stride` floats (its values, then its
+// optimizer state), with the row's id and update count in arrays beside them. Rows are only
+// added, never moved or removed, so a row index stays valid for the store's life. Memory grows
+// with the rows held, a block at a time, never with a table's bound.
+//
+// Contract: owned and used by one thread (the shard's); not thread-safe. Row pointers stay valid
+// until the store is destroyed or cleared.
+#ifndef TOWERPS_PS_SERVER_ROW_STORE_H_
+#define TOWERPS_PS_SERVER_ROW_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace towerps::ps {
+
+class RowStore {
+ public:
+  static constexpr int64_t kBlockRows = 4096;
+
+  explicit RowStore(int64_t stride);
+  RowStore(const RowStore&) = delete;
+  RowStore& operator=(const RowStore&) = delete;
+
+  int64_t size() const { return static_cast<int64_t>(ids_.size()); }
+  int64_t stride() const { return stride_; }
+  // The index of `id`'s row, or -1 when there is none.
+  int64_t Find(uint64_t id) const;
+  // Find for n ids at once, into rows[0, n): the map's slots are prefetched a few ids ahead, so
+  // the cache misses of a batch overlap instead of following one another.
+  void FindAll(const uint64_t* ids, int64_t n, int64_t* rows) const;
+  // Brings the map's slot of `id` towards the cache, for an Insert or Find of it soon after.
+  void Prefetch(uint64_t id) const { __builtin_prefetch(&slots_[Home(id)]); }
+  void PrefetchRow(int64_t r) const {
+    const float* p = row(r);
+    for (int64_t off = 0; off < stride_; off += 16) __builtin_prefetch(p + off);  // 64-byte lines
+  }
+  // The index of `id`'s row, added (its floats uninitialised, its update count 0) when absent;
+  // `*added` says which.
+  int64_t Insert(uint64_t id, bool* added);
+
+  float* row(int64_t r) { return blocks_[Block(r)].get() + Offset(r); }
+  const float* row(int64_t r) const { return blocks_[Block(r)].get() + Offset(r); }
+  uint64_t id(int64_t r) const { return ids_[static_cast<size_t>(r)]; }
+  uint32_t updates(int64_t r) const { return updates_[static_cast<size_t>(r)]; }
+  // Counts one more update of row r (saturating: a row's count never wraps to 0).
+  void CountUpdate(int64_t r);
+  void set_updates(int64_t r, uint32_t n) { updates_[static_cast<size_t>(r)] = n; }
+
+  // Memory held: the map, the blocks and the per-row arrays.
+  size_t bytes() const;
+  void Clear();
+
+ private:
+  struct Slot {
+    uint64_t id = 0;
+    uint32_t row_plus_one = 0;  // 0: empty
+  };
+  static size_t Block(int64_t r) { return static_cast<size_t>(r / kBlockRows); }
+  size_t Offset(int64_t r) const { return static_cast<size_t>((r % kBlockRows) * stride_); }
+  size_t Home(uint64_t id) const;
+  void Grow();
+
+  const int64_t stride_;
+  std::vector<Slot> slots_;  // a power of two, at most half full
+  std::vector<std::unique_ptr<float[]>> blocks_;
+  std::vector<uint64_t> ids_;
+  std::vector<uint32_t> updates_;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_ROW_STORE_H_

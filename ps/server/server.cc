@@ -1,0 +1,452 @@
+#include "ps/server/server.h"
+
+#include "ps/server/server_events.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include <kj/exception.h>
+
+#include "common/logging.h"
+#include "job/replica_placement.h"
+#include "job/variable.h"
+#include "job/variable_wire.h"
+#include "ps/server/chunk.h"
+#include "ps/server/replica_state.h"
+#include "ps/server/reply.h"
+#include "ps/server/table_chunk.h"
+
+namespace towerps::ps {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);
+
+std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reader h) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto f : h.getConfigFields()) out.emplace_back(f.getName().cStr(), f.getValue().cStr());
+  return out;
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options)
+    : options_(std::move(options)),
+      shutdown_(options_.job.workers, options_.shutdown_grace),
+      checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every),
+      incarnation_((uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1) {}
+
+Server::~Server() {
+  for (auto& s : shards_) s->Stop();
+}
+
+Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
+  TOWERPS_RETURN_IF_ERROR(options.job.Validate());
+  const int processes = options.job.ServerProcesses();
+  if (options.rank < 0 || options.rank >= processes) {
+    return InvalidArgumentError("--rank=" + std::to_string(options.rank) + " is outside 0.." +
+                                std::to_string(processes - 1) +
+                                " (--servers=" + std::to_string(options.job.servers) +
+                                ", --ps-replicas=" + std::to_string(options.job.ps_replicas) + ")");
+  }
+  if (options.job.ps_replicas > 1 && static_cast<int>(options.peers.size()) != processes) {
+    return InvalidArgumentError("--ps-replicas=2 needs --peers with the endpoints of all " +
+                                std::to_string(processes) + " servers; got " +
+                                std::to_string(options.peers.size()));
+  }
+  if (options.threads < 1 || options.threads > 256) {
+    return InvalidArgumentError("--threads=" + std::to_string(options.threads) +
+                                " must be between 1 and 256");
+  }
+  if (options.checkpoint_every < 0) {
+    return InvalidArgumentError("--checkpoint-every must be >= 0");
+  }
+  std::unique_ptr<Server> server(new Server(std::move(options)));
+  const ServerOptions& o = server->options_;
+  TOWERPS_ASSIGN_OR_RETURN(server->transport_, Transport::Create(o.transport));
+  TOWERPS_ASSIGN_OR_RETURN(server->socket_,
+                           server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
+  for (int i = 0; i < o.threads; ++i) {
+    server->shards_.push_back(
+        std::make_unique<Shard>(i, server->options_.job, &server->outbox_, &server->update_clock_));
+  }
+  TOWERPS_RETURN_IF_ERROR(server->ConnectPeers());
+  if (!o.logdir.empty()) {
+    TOWERPS_ASSIGN_OR_RETURN(server->events_, ServerEvents::Create(o.logdir, o.rank));
+  }
+  if (!o.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint_dir, ec);
+    if (ec) {
+      return IoError("--checkpoint-dir " + o.checkpoint_dir + ": cannot create: " + ec.message());
+    }
+    const std::string path = CheckpointPath(o.checkpoint_dir, o.rank);
+    if (std::filesystem::exists(path)) {
+      TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck, LoadCheckpoint(path));
+      TOWERPS_RETURN_IF_ERROR(server->Restore(ck).WithContext("refusing checkpoint " + path));
+      TOWERPS_LOG(kInfo) << "restored " << ck.chunks.size() << " chunks from " << path
+                         << " at version " << server->checkpoints_.last_version();
+    }
+  }
+  return server;
+}
+
+Status Server::Restore(const Checkpoint& ck) {
+  const CheckpointMeta& m = ck.meta;
+  if (m.server_rank != options_.rank || m.num_servers != options_.job.servers) {
+    return FailedPreconditionError("it belongs to server " + std::to_string(m.server_rank) +
+                                   " of " + std::to_string(m.num_servers) + ", this is server " +
+                                   std::to_string(options_.rank) + " of " +
+                                   std::to_string(options_.job.servers));
+  }
+  if (m.partition_bytes != options_.job.partition_bytes) {
+    return FailedPreconditionError("it was written with --partition-bytes=" +
+                                   std::to_string(m.partition_bytes));
+  }
+  TOWERPS_RETURN_IF_ERROR(CheckResumable(options_.job, m.job_fields));
+  TOWERPS_RETURN_IF_ERROR(EstablishModel(m.variables, m.model_signature));
+  if (ck.chunks.size() + ck.tables.size() != homes_.size()) {
+    return FailedPreconditionError("it holds " + std::to_string(ck.chunks.size()) + " chunks and " +
+                                   std::to_string(ck.tables.size()) +
+                                   " table partitions but this server owns " +
+                                   std::to_string(homes_.size()));
+  }
+  LowestVersion lowest;
+  for (const ChunkState& c : ck.chunks) {
+    TOWERPS_RETURN_IF_ERROR(RestoreHolder(c, c.variable_id, c.chunk_id));
+    lowest.Add(c.version);
+  }
+  for (const TableState& t : ck.tables) {
+    TOWERPS_RETURN_IF_ERROR(RestoreHolder(t, t.variable_id, t.chunk_id));
+    lowest.Add(t.version);
+  }
+  checkpoints_.Restored(lowest.value());
+  restored_version_ = lowest.value();
+  StartShards();
+  return Status::Ok();
+}
+
+Status Server::RestoreHolder(const HolderState& state, uint32_t variable_id, uint32_t chunk_id) {
+  auto it = homes_.find({variable_id, chunk_id});
+  Holder* holder =
+      it == homes_.end() ? nullptr : shards_[it->second.shard]->holders()[it->second.index].get();
+  const bool table = std::holds_alternative<TableState>(state);
+  if (holder == nullptr || holder->spec().is_table() != table) {
+    return FailedPreconditionError("it holds " + std::string(table ? "table " : "") + "variable " +
+                                   std::to_string(variable_id) +
+                                   (table ? " partition " : " chunk ") + std::to_string(chunk_id) +
+                                   ", which this server does not own");
+  }
+  return holder->Load(state);
+}
+
+Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature) {
+  TOWERPS_ASSIGN_OR_RETURN(
+      ChunkPlacement placement,
+      ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes,
+                              options_.job.table_partitions));
+  variables_ = variables;
+  variables_hash_ = VariableListHash(variables_);
+  model_signature_ = signature;
+  int next = 0;
+  const std::vector<int> groups = GroupsHeldBy(options_.job, options_.rank);
+  // Values live in the transport's shared-memory arena: pulls from this host lend them in place.
+  const TensorAllocator allocate = [t = transport_.get()](const Shape& s) {
+    return t->Allocate(s);
+  };
+  for (const ChunkSpec& spec : placement.chunks()) {
+    if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
+    const int shard = next++ % options_.threads;
+    std::unique_ptr<Holder> holder;
+    if (spec.is_table()) {
+      holder =
+          std::make_unique<TableChunk>(spec, variables[spec.variable_id], options_.job, allocate);
+    } else {
+      holder = std::make_unique<Chunk>(spec, options_.job, allocate);
+    }
+    const size_t index = shards_[shard]->Add(std::move(holder), RoleFor(spec.server));
+    homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
+    groups_[{spec.variable_id, spec.chunk_id}] = spec.server;
+  }
+  if (options_.log_device_placement) {
+    TOWERPS_LOG(kInfo) << "chunk placement (" << placement.chunks().size() << " chunks, "
+                       << options_.job.servers << " servers):\n"
+                       << placement.Describe(variables);
+  }
+  placement_ = std::move(placement);
+  checkpoints_.set_meta({.job_fields = options_.job.ResumableFields(),
+                         .model_signature = model_signature_,
+                         .server_rank = options_.rank,
+                         .num_servers = options_.job.servers,
+                         .partition_bytes = options_.job.partition_bytes,
+                         .variables = variables_});
+  return Status::Ok();
+}
+
+void Server::StartShards() {
+  if (shards_started_) return;
+  for (auto& s : shards_) s->Start();
+  shards_started_ = true;
+  // Replicates that came before the model (from a worker's register or a peer's joinReply), in
+  // their order, before any later one.
+  for (IncomingMessage& early : early_replicates_) Route(std::move(early));
+  early_replicates_.clear();
+}
+
+Status Server::Run() {
+  TOWERPS_LOG(kInfo) << "serving on " << endpoint() << " (" << kUpdateModes.Name(options_.job.mode)
+                     << " mode, " << options_.job.workers << " workers, " << options_.threads
+                     << " threads)";
+  auto next_log = Deadline::After(options_.stats_log_interval);
+  auto next_event = Deadline::After(options_.event_interval);
+  std::vector<Socket*> sockets = {socket_.get()};
+  std::vector<int> link_ranks;
+  for (auto& [rank, link] : links_) {
+    sockets.push_back(link.get());
+    link_ranks.push_back(rank);
+  }
+  SendJoins();
+  while (!shutdown_.ShouldStop() && !deposed_ && !(options_.stop && options_.stop->load())) {
+    TOWERPS_RETURN_IF_ERROR(CheckJoins());
+    TOWERPS_ASSIGN_OR_RETURN(
+        std::vector<bool> ready,
+        transport_->Poll(sockets, outbox_.wake_fd(), Deadline::After(kPollInterval)));
+    for (size_t l = 0; l < link_ranks.size(); ++l) {
+      if (!ready[l + 1]) continue;
+      for (;;) {
+        Result<IncomingMessage> msg =
+            sockets[l + 1]->Receive(Deadline::After(std::chrono::milliseconds(0)));
+        if (!msg.ok()) break;
+        HandleLinkMessage(link_ranks[l], std::move(msg).value());
+      }
+    }
+    if (ready[0]) {
+      // Bounded batch, so replies never starve behind a flood of requests.
+      for (int i = 0; i < 64; ++i) {
+        Result<IncomingMessage> msg =
+            socket_->Receive(Deadline::After(std::chrono::milliseconds(0)));
+        if (!msg.ok()) break;  // timeout: drained; protocol errors were logged and counted
+        HandleMessage(std::move(msg).value());
+      }
+    }
+    for (ServerOutput& out : outbox_.DrainAll()) {
+      if (auto* m = std::get_if<OutgoingMessage>(&out)) {
+        SendOrLog(std::move(*m));
+      } else if (auto* f = std::get_if<Forward>(&out)) {
+        SendToPeer(f->server, std::move(f->message));
+      } else {
+        checkpoints_.Add(std::move(std::get<SnapshotPart>(out)));
+      }
+    }
+    if (shards_started_) checkpoints_.Tick(shards_);
+    if (next_log.expired()) {
+      LogStats();
+      next_log = Deadline::After(options_.stats_log_interval);
+    }
+    if (events_ && next_event.expired()) {
+      events_->Record(CollectStats());
+      next_event = Deadline::After(options_.event_interval);
+    }
+  }
+  shutdown_.LogWhyItStops(deposed_);
+  for (auto& s : shards_) s->Stop();
+  for (ServerOutput& out : outbox_.DrainAll()) {
+    if (auto* m = std::get_if<OutgoingMessage>(&out)) SendOrLog(std::move(*m));
+  }
+  // A failed final checkpoint fails the process: the state since the last one would be lost.
+  Status final_checkpoint = shards_started_ ? checkpoints_.Final(shards_) : Status::Ok();
+  LogStats();
+  if (options_.log_device_placement) LogTableRows();
+  if (events_) events_->Record(CollectStats());
+  if (deposed_) {
+    return FailedPreconditionError(
+        "its peer replaced this server's copy of their chunks (it was found unresponsive); it "
+        "must restart and rejoin as their backup");
+  }
+  return final_checkpoint;
+}
+
+void Server::HandleMessage(IncomingMessage msg) {
+  // Decoding validated every field (common/internal/wire_codec.h), so no getter should throw;
+  // if one ever does, the message is rejected and the server goes on.
+  try {
+    Dispatch(std::move(msg));
+  } catch (const kj::Exception& e) {
+    ++rejected_by_handlers_;
+    TOWERPS_LOG(kError) << "rejected a message that passed validation (a TowerPS bug): "
+                        << e.getDescription().cStr();
+  }
+}
+
+void Server::Dispatch(IncomingMessage msg) {
+  if (!unreachable_peers_.empty()) unreachable_peers_.erase(msg.peer());
+  if (const int peer = PeerRank(msg.peer()); peer >= 0 && msg.header().getServerIncarnation()) {
+    peer_incarnations_[peer] = msg.header().getServerIncarnation();
+  }
+  switch (msg.type()) {
+    case proto::MessageType::PING: {
+      SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
+      return;
+    }
+    case proto::MessageType::REGISTER:
+      HandleRegister(msg);
+      return;
+    case proto::MessageType::STATS:
+      HandleStats(msg);
+      return;
+    case proto::MessageType::SHUTDOWN:
+      HandleShutdown(msg);
+      return;
+    case proto::MessageType::LEAVE:
+      HandleLeave(msg);
+      return;
+    case proto::MessageType::INIT:
+    case proto::MessageType::PUSH:
+    case proto::MessageType::PULL:
+      Route(std::move(msg));
+      return;
+    case proto::MessageType::REPLICATE:
+      HandleReplicate(std::move(msg));
+      return;
+    case proto::MessageType::JOIN:
+      HandleJoin(msg);
+      return;
+    case proto::MessageType::TAKE_OVER:
+      if (PeerRank(msg.peer()) >= 0) {
+        HandleReplaced(msg);
+      } else {
+        HandleTakeOver(msg);
+      }
+      return;
+    default:
+      SendOrLog(ErrorReply(msg, InvalidArgumentError("a server does not accept " +
+                                                     MessageTypeName(msg.type()) + " messages")));
+  }
+}
+
+void Server::HandleRegister(const IncomingMessage& msg) {
+  auto h = msg.header();
+  const std::string who = "worker " + std::to_string(h.getSenderRank());
+  const std::string me = "server " + std::to_string(options_.rank);
+  Status s = CompareConfigFields(options_.job.Fields(), me, FieldsFrom(h), who);
+  if (s.ok() && h.getSenderRank() >= static_cast<uint32_t>(options_.job.workers)) {
+    s = InvalidArgumentError(who + " is outside --workers=" + std::to_string(options_.job.workers));
+  }
+  const std::vector<VariableSpec> vars = ReadVariables(h);
+  for (const VariableSpec& spec : vars) {
+    if (s.ok()) s = ValidateVariableKind(spec).WithContext(who);
+  }
+  if (s.ok() && !placement_) {
+    s = EstablishModel(vars, h.getModelSignature());
+    if (s.ok()) StartShards();
+  } else if (s.ok() && (h.getModelSignature() != model_signature_ ||
+                        VariableListHash(vars) != variables_hash_)) {
+    const std::string difference = FirstVariableDifference(vars, who, variables_, me);
+    s = FailedPreconditionError(
+        "model mismatch: " +
+        (difference.empty() ? who + " declares the same variables with signature " +
+                                  std::to_string(h.getModelSignature()) + " where " + me +
+                                  " holds signature " + std::to_string(model_signature_)
+                            : difference) +
+        " (same --model for every process? a checkpoint from another model?)");
+  }
+  if (!s.ok()) {
+    SendOrLog(ErrorReply(msg, s));
+    return;
+  }
+  // The restored version, not the current one: in async modes other workers may already have
+  // moved a fresh job forward, and that must not look like a restore.
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
+  reply.header().setVersion(restored_version_);
+  auto claims = reply.header().initPrimaryGroups(static_cast<unsigned>(primary_groups_.size()));
+  unsigned c = 0;
+  for (int g : primary_groups_) claims.set(c++, static_cast<uint32_t>(g));
+  SendOrLog(std::move(reply));
+  TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
+}
+
+void Server::Route(IncomingMessage msg) {
+  auto h = msg.header();
+  auto it = homes_.find({h.getVariableId(), h.getChunkId()});
+  if (it == homes_.end()) {
+    SendOrLog(ErrorReply(
+        msg, NotFoundError(
+                 "server " + std::to_string(options_.rank) + " holds no variable " +
+                 std::to_string(h.getVariableId()) + " chunk " + std::to_string(h.getChunkId()) +
+                 (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)"))));
+    return;
+  }
+  ShardTask task;
+  task.chunk = it->second.index;
+  task.message.emplace(std::move(msg));
+  shards_[it->second.shard]->Post(std::move(task));
+}
+
+void Server::SendOrLog(OutgoingMessage msg) {
+  msg.header().setServerIncarnation(incarnation_);
+  const std::string peer = msg.peer();
+  Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
+  // A gone peer (a worker killed or restarting, or every worker at Ctrl-C) loses the replies of
+  // all its waiting requests at once: one line says so.
+  if (!s.ok() && unreachable_peers_.insert(peer).second) {
+    TOWERPS_LOG(kWarning) << "reply to " << PeerName(peer) << " lost: " << s.ToString()
+                          << " (further replies lost to it are not logged until it is heard "
+                             "from again)";
+  }
+}
+
+ServerStatsReport Server::CollectStats() const {
+  ServerStatsReport r;
+  r.staleness_histogram.assign(kStalenessBuckets, 0);
+  r.row_staleness_histogram.assign(kStalenessBuckets, 0);
+  LowestVersion lowest;
+  for (const auto& shard : shards_) {
+    AddCounters(shard->counters(), &r);
+    if (shards_started_ && shard->holds_anything()) {
+      lowest.Add(shard->MinVersion());
+      r.max_version = std::max(r.max_version, shard->MaxVersion());
+    }
+  }
+  r.min_version = lowest.value();
+  const SocketStats& ss = socket_->stats();
+  r.bytes_in = ss.bytes_in;
+  r.bytes_out = ss.bytes_out;
+  r.rejected_messages = ss.rejected + rejected_by_handlers_;
+  r.refused_handshakes = socket_->refused_handshakes();
+  r.refused_shutdowns = shutdown_.refused();
+  r.checkpoints_written = checkpoints_.written();
+  r.update_wall_nanos = update_clock_.nanos();
+  return r;
+}
+
+void Server::HandleStats(const IncomingMessage& msg) {
+  OutgoingMessage reply = ReplyTo(msg, proto::MessageType::STATS_REPLY);
+  WriteStatsReport(CollectStats(), reply.header());
+  SendOrLog(std::move(reply));
+}
+
+void Server::LogStats() { TOWERPS_LOG(kInfo) << "stats: " << StatsLine(CollectStats()); }
+
+void Server::LogTableRows() const {
+  for (const auto& shard : shards_) {
+    for (const auto& t : shard->holders()) {
+      if (!t->spec().is_table()) continue;
+      TOWERPS_LOG(kInfo) << "table " << variables_.at(t->spec().variable_id).name << " partition "
+                         << t->spec().chunk_id << ": " << t->rows_held() << " rows ("
+                         << static_cast<double>(t->bytes_held()) / (1 << 20)
+                         << " MiB with their optimizer state and the id map)";
+    }
+  }
+}
+
+void Server::HandleShutdown(const IncomingMessage& msg) {
+  const Status s = shutdown_.Asked(msg.peer(), PeerName(msg.peer()));
+  SendOrLog(s.ok() ? ReplyTo(msg, proto::MessageType::PONG) : ErrorReply(msg, s));
+}
+
+void Server::HandleLeave(const IncomingMessage& msg) {
+  const Status s = shutdown_.Left(msg.peer(), PeerName(msg.peer()));
+  SendOrLog(s.ok() ? ReplyTo(msg, proto::MessageType::PONG) : ErrorReply(msg, s));
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,75 @@
+// ShardCounters: the counters a server shard thread updates and the I/O thread reads for STATS
+// requests, the periodic log and the TensorBoard events, which report them as a
+// ServerStatsReport (job/stats_report.h; AddCounters sums a shard's into one, for
+// Server::CollectStats). Relaxed atomics: each counter is exact, a snapshot across counters is
+// not.
+#ifndef TOWERPS_PS_SERVER_SERVER_STATS_H_
+#define TOWERPS_PS_SERVER_SERVER_STATS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+
+#include "job/stats_report.h"
+#include "ps/server/busy_clock.h"
+
+namespace towerps::ps {
+
+struct ShardCounters {
+  std::atomic<uint64_t> gradients_received{0};
+  std::atomic<uint64_t> updates_applied{0};
+  std::atomic<uint64_t> stale_dropped{0};       // sync: stale pushes and restarted workers' repeats
+  std::atomic<uint64_t> nonfinite_rejected{0};  // gradients with a NaN or an infinity, refused
+  // The earliest refused gradient: FirstNonFinite's key of its worker's iteration and rank.
+  std::atomic<uint64_t> first_nonfinite{FirstNonFinite::kNone};
+  std::atomic<uint64_t> pulls_served{0};
+  std::atomic<uint64_t> aggregation_nanos{0};  // every update's time, summed over threads
+  // The server's wall-clock time in updates (shared by its shards; null: not kept).
+  BusyClock* busy = nullptr;
+  std::array<std::atomic<uint64_t>, kStalenessBuckets> staleness{};
+  // The histogram clamps at its last bucket; these are exact: the sum and the largest.
+  std::atomic<uint64_t> staleness_sum{0};
+  std::atomic<uint64_t> staleness_max{0};
+  // Tables (ps/server/table_chunk.h): rows created, and each applied row's updates between the pull
+  // its gradient came from and its push.
+  std::atomic<uint64_t> table_rows{0};
+  std::array<std::atomic<uint64_t>, kStalenessBuckets> row_staleness{};
+
+  // A refused non-finite gradient of `worker`'s iteration `clock`: kept if the earliest.
+  void NoteNonFinite(int64_t clock, int worker) {
+    StoreWhile(first_nonfinite, FirstNonFinite::Key(clock, worker), std::less<>());
+  }
+  void RecordStaleness(int64_t s) {
+    staleness[Bucket(s)].fetch_add(1, std::memory_order_relaxed);
+    const uint64_t v = s < 0 ? 0 : static_cast<uint64_t>(s);
+    staleness_sum.fetch_add(v, std::memory_order_relaxed);
+    StoreWhile(staleness_max, v, std::greater<>());
+  }
+  // One update's row staleness, counted apart (a histogram of Bucket()s) and added at once.
+  using Histogram = std::array<uint64_t, kStalenessBuckets>;
+  void AddRowStaleness(const Histogram& counts) {
+    for (size_t b = 0; b < counts.size(); ++b) {
+      if (counts[b] != 0) row_staleness[b].fetch_add(counts[b], std::memory_order_relaxed);
+    }
+  }
+  // Stores v into `a` unless another thread got there first with a value v does not beat:
+  // an atomic min (std::less) or max (std::greater).
+  template <typename Beats>
+  static void StoreWhile(std::atomic<uint64_t>& a, uint64_t v, Beats beats) {
+    uint64_t seen = a.load(std::memory_order_relaxed);
+    while (beats(v, seen) && !a.compare_exchange_weak(seen, v, std::memory_order_relaxed)) {
+    }
+  }
+  // The bucket of staleness s: s itself, clamped to [0, kStalenessBuckets - 1].
+  static size_t Bucket(int64_t s) {
+    return static_cast<size_t>(s < 0 ? 0 : (s >= kStalenessBuckets ? kStalenessBuckets - 1 : s));
+  }
+};
+
+// Adds one shard's counters to `report` (whose histograms have kStalenessBuckets buckets).
+void AddCounters(const ShardCounters& counters, ServerStatsReport* report);
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_SERVER_STATS_H_

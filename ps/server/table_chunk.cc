@@ -1,0 +1,500 @@
+#include "ps/server/table_chunk.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "ps/server/optimizer.h"
+#include "ps/server/replica_state.h"
+#include "ps/server/row_optimizer.h"
+#include "ps/server/table_requests.h"
+
+namespace towerps::ps {
+namespace {
+
+std::string IdText(uint64_t id) { return std::to_string(id); }
+
+}  // namespace
+
+TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, const JobConfig& config,
+                       TensorAllocator allocate)
+    : spec_(spec),
+      name_(variable.name),
+      initial_(config.seed, variable.name, variable.init_scale),
+      config_(config),
+      allocate_(std::move(allocate)),
+      rule_(UpdateRule::ForMode(config)),
+      dim_(spec.table_dim),
+      optimizer_(config),
+      slots_(optimizer_.slots()),
+      rows_((1 + slots_) * spec.table_dim) {}
+
+void TableChunk::InitialValues(uint64_t id, float* out) const { initial_.Fill(id, dim_, out); }
+
+std::string TableChunk::Describe() const {
+  return "table " + name_ + " partition " + std::to_string(spec_.chunk_id);
+}
+
+float TableChunk::ScheduledRate() const {
+  OptimizerOptions rate = config_.optimizer;
+  rate.learning_rate = config_.table_optimizer.learning_rate;
+  return LearningRateAt(rate, config_.schedule, config_.ScheduleStep(updates_));
+}
+
+bool TableChunk::PullReady(int64_t min_version, int64_t clock) const {
+  return rule_->PullReady(version_, min_version, clock);
+}
+
+Status TableChunk::CheckIds(const Tensor& ids, bool sorted) const {
+  if (ids.dtype() != DType::kUInt64 || ids.rank() != 1) {
+    return InvalidArgumentError(Describe() + ": ids must be a uint64 vector, got " +
+                                DTypeName(ids.dtype()) + " " + ShapeToString(ids.shape()));
+  }
+  const uint64_t* id = ids.u64();
+  const int partitions = config_.TablePartitions();
+  const int64_t n = ids.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    if (spec_.table_rows > 0 && id[i] >= static_cast<uint64_t>(spec_.table_rows)) {
+      return InvalidArgumentError("table " + name_ + " has " + std::to_string(spec_.table_rows) +
+                                  " rows: id " + IdText(id[i]) + " (element " + std::to_string(i) +
+                                  ") is out of range; ids must be below the table's bound");
+    }
+    if (sorted && i > 0 && id[i] <= id[i - 1]) {
+      return InvalidArgumentError(Describe() + ": pushed ids must be unique and increasing, but " +
+                                  IdText(id[i]) + " follows " + IdText(id[i - 1]) +
+                                  " (deduplicate a batch's ids first: job/row_batch.h)");
+    }
+    if (partitions > 1 && TablePartitionOf(id[i], partitions) != static_cast<int>(spec_.chunk_id)) {
+      return InvalidArgumentError(Describe() + ": id " + IdText(id[i]) + " belongs to partition " +
+                                  std::to_string(TablePartitionOf(id[i], partitions)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status TableChunk::Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tensor* updates) const {
+  const bool previous = version != version_;
+  if (previous && (version != previous_version_ || version == kNoVersion)) {
+    return FailedPreconditionError("version " + std::to_string(version) + " of " + Describe() +
+                                   " is no longer held (the partition is at version " +
+                                   std::to_string(version_) +
+                                   "; servers keep one version back, in sync mode)");
+  }
+  const int64_t n = ids.num_elements();
+  const Shape shape{n, dim_};
+  *rows = allocate_ ? allocate_(shape) : Tensor();
+  if (!rows->defined()) *rows = Tensor::Empty(shape);
+  *updates = Tensor::Empty({n}, DType::kUInt32);
+  const uint64_t* id = ids.u64();
+  float* out = rows->f32();
+  uint32_t* count = updates->u32();
+  const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
+  std::vector<int64_t> found(static_cast<size_t>(n));
+  rows_.FindAll(id, n, found.data());
+  constexpr int64_t kAhead = 4;  // rows prefetched this many ahead of their copy
+  for (int64_t i = 0; i < std::min(n, kAhead); ++i) {
+    if (found[i] >= 0) rows_.PrefetchRow(found[i]);
+  }
+  for (int64_t i = 0; i < n; ++i, out += dim_) {
+    if (i + kAhead < n && found[i + kAhead] >= 0) rows_.PrefetchRow(found[i + kAhead]);
+    const int64_t r = found[i];
+    count[i] = r < 0 ? 0 : rows_.updates(r);
+    if (previous) {
+      auto it = std::lower_bound(previous_ids_.begin(), previous_ids_.end(), id[i]);
+      if (it != previous_ids_.end() && *it == id[i]) {
+        const size_t k = static_cast<size_t>(it - previous_ids_.begin());
+        std::memcpy(out, previous_values_.data() + k * static_cast<size_t>(dim_), row_bytes);
+        count[i] = count[i] > 0 ? count[i] - 1 : 0;
+        continue;
+      }
+    }
+    if (r < 0) {
+      InitialValues(id[i], out);
+    } else {
+      std::memcpy(out, rows_.row(r), row_bytes);
+    }
+  }
+  return Status::Ok();
+}
+
+void TableChunk::Dump(Tensor* ids, Tensor* rows, Tensor* updates) const {
+  const int64_t n = rows_.size();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) order[static_cast<size_t>(r)] = r;
+  std::sort(order.begin(), order.end(),
+            [this](int64_t a, int64_t b) { return rows_.id(a) < rows_.id(b); });
+  const Shape shape{n, dim_};
+  *rows = allocate_ ? allocate_(shape) : Tensor();
+  if (!rows->defined()) *rows = Tensor::Empty(shape);
+  *ids = Tensor::Empty({n}, DType::kUInt64);
+  *updates = Tensor::Empty({n}, DType::kUInt32);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = order[static_cast<size_t>(i)];
+    ids->u64()[i] = rows_.id(r);
+    updates->u32()[i] = rows_.updates(r);
+    std::memcpy(rows->f32() + i * dim_, rows_.row(r), static_cast<size_t>(dim_) * sizeof(float));
+  }
+}
+
+Status TableChunk::CheckShape(const Contribution& c) const {
+  TOWERPS_RETURN_IF_ERROR(CheckIds(c.ids, /*sorted=*/true));
+  const int64_t n = c.ids.num_elements();
+  const Tensor& g = c.gradient;
+  if (g.dtype() != DType::kFloat32 || g.rank() != 2 || g.dim(0) != n || g.dim(1) != dim_) {
+    return InvalidArgumentError(Describe() + ": a push of " + std::to_string(n) +
+                                " ids needs gradient rows of float32 [" + std::to_string(n) + ", " +
+                                std::to_string(dim_) + "], got " + DTypeName(g.dtype()) + " " +
+                                ShapeToString(g.shape()));
+  }
+  const Tensor& u = c.pulled_updates;
+  if (u.dtype() != DType::kUInt32 || u.rank() != 1 || u.dim(0) != n) {
+    return InvalidArgumentError(Describe() + ": a push of " + std::to_string(n) +
+                                " ids needs their pulled update counts as uint32 [" +
+                                std::to_string(n) + "], got " + DTypeName(u.dtype()) + " " +
+                                ShapeToString(u.shape()));
+  }
+  return Status::Ok();
+}
+
+Result<PushOutcome> TableChunk::Push(Contribution c, ShardCounters* counters, bool replace) {
+  TOWERPS_RETURN_IF_ERROR(CheckShape(c));
+  return rule_->Push(std::move(c), replace, *this, *counters);
+}
+
+void TableChunk::OrderById(const FormedUpdate& update) {
+  entries_.clear();
+  for (uint32_t c = 0; c < update.gradients.size(); ++c) {
+    const Contribution& contribution = *update.gradients[c];
+    const uint64_t* ids = contribution.ids.u64();
+    for (uint32_t i = 0; i < contribution.ids.num_elements(); ++i)
+      entries_.push_back({ids[i], c, i});
+  }
+  // One contribution's ids are increasing already (Push checked them). Several are sorted
+  // stably: a row's gradients stay in rank order, so its sum is formed in that order whatever
+  // arrived first.
+  if (update.gradients.size() > 1) {
+    std::stable_sort(entries_.begin(), entries_.end(),
+                     [](const Entry& a, const Entry& b) { return a.id < b.id; });
+  }
+}
+
+void TableChunk::FindOrAddRows(ShardCounters* counters) {
+  groups_.clear();
+  for (size_t k = 0; k < entries_.size(); ++k) {
+    if (k == 0 || entries_[k].id != entries_[k - 1].id) groups_.push_back(k);
+  }
+  groups_.push_back(entries_.size());
+  const size_t rows = groups_.size() - 1;
+  group_rows_.resize(rows);
+  constexpr size_t kSlotAhead = 16;  // map slots prefetched this many ids ahead
+  for (size_t g = 0; g < std::min(kSlotAhead, rows); ++g) rows_.Prefetch(entries_[groups_[g]].id);
+  int64_t added_rows = 0;
+  for (size_t g = 0; g < rows; ++g) {
+    if (g + kSlotAhead < rows) rows_.Prefetch(entries_[groups_[g + kSlotAhead]].id);
+    const uint64_t id = entries_[groups_[g]].id;
+    bool added = false;
+    group_rows_[g] = rows_.Insert(id, &added);
+    if (added) {
+      float* row = rows_.row(group_rows_[g]);
+      InitialValues(id, row);
+      optimizer_.InitState(row, dim_, row + dim_);
+      ++added_rows;
+    }
+  }
+  counters->table_rows.fetch_add(static_cast<uint64_t>(added_rows), std::memory_order_relaxed);
+}
+
+const float* TableChunk::SumRow(const FormedUpdate& update, size_t begin, size_t end) {
+  const Entry& first = entries_[begin];
+  const float* g = update.gradients[first.contribution]->gradient.f32() + first.row * dim_;
+  if (end - begin == 1) return g;  // one worker touched the row: its gradient, as it came
+  sum_.assign(g, g + dim_);
+  for (size_t k = begin + 1; k < end; ++k) {
+    const float* more =
+        update.gradients[entries_[k].contribution]->gradient.f32() + entries_[k].row * dim_;
+    for (int64_t j = 0; j < dim_; ++j) sum_[static_cast<size_t>(j)] += more[j];
+  }
+  return sum_.data();
+}
+
+void TableChunk::BeginUpdate() {
+  if (rule_->RetainsPreviousVersion()) {
+    previous_version_ = version_;
+    previous_ids_.clear();
+    previous_values_.clear();
+  }
+  ++version_;
+}
+
+void TableChunk::CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const {
+  ShardCounters::Histogram staleness{};
+  for (size_t g = 0; g + 1 < groups_.size(); ++g) {
+    const uint32_t now = rows_.updates(group_rows_[g]);
+    for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
+      const Entry& e = entries_[k];
+      const uint32_t pulled = update.gradients[e.contribution]->pulled_updates.u32()[e.row];
+      ++staleness[ShardCounters::Bucket(static_cast<int64_t>(now) - pulled)];
+    }
+  }
+  counters.AddRowStaleness(staleness);
+}
+
+void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, float scale,
+                            float lr) {
+  const bool retain = rule_->RetainsPreviousVersion();
+  constexpr size_t kRowAhead = 8;  // rows' values prefetched this many rows ahead
+  const size_t rows = group_rows_.size();
+  for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) rows_.PrefetchRow(group_rows_[g]);
+  for (size_t g = 0; g < rows; ++g) {
+    if (g + kRowAhead < rows) rows_.PrefetchRow(group_rows_[g + kRowAhead]);
+    const int64_t r = group_rows_[g];
+    float* row = rows_.row(r);
+    if (retain) {
+      previous_ids_.push_back(entries_[groups_[g]].id);  // increasing: the entries' order
+      previous_values_.insert(previous_values_.end(), row, row + dim_);
+    }
+    rows_.CountUpdate(r);
+    optimizer_.Apply({.grad = grad(g),
+                      .scale = scale,
+                      .lr = lr,
+                      .t = rows_.updates(r),
+                      .w = row,
+                      .state = row + dim_,
+                      .dim = dim_});
+  }
+}
+
+void TableChunk::FinishUpdate(ShardCounters& counters) {
+  ++updates_;
+  counters.updates_applied.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
+  const UpdateTimer timer(counters.aggregation_nanos, counters.busy);
+  BeginUpdate();
+  if (update.gradients.empty()) {  // every gradient refused: the version still counts it
+    if (step_hook_) step_hook_(version_ - 1, {}, 0);  // and the backup's
+    return;
+  }
+  OrderById(update);
+  FindOrAddRows(&counters);
+  CountRowStaleness(update, counters);  // before the rows' counts move
+  const float scale = 1.0f / static_cast<float>(update.divisor);
+  if (!step_hook_) {
+    UpdateRows([&](size_t g) { return SumRow(update, groups_[g], groups_[g + 1]); }, scale,
+               update.lr);
+    FinishUpdate(counters);
+    return;
+  }
+  // Replicated sync: the step's sums, formed as the rows take them, go to the backup, which
+  // applies the same (ApplyStep), so both hold the same bits.
+  const auto rows = static_cast<int64_t>(group_rows_.size());
+  Tensor ids = Tensor::Empty({rows}, DType::kUInt64);
+  Tensor sums = allocate_ ? allocate_({rows, dim_}) : Tensor();
+  if (!sums.defined()) sums = Tensor::Empty({rows, dim_});
+  for (int64_t g = 0; g < rows; ++g) {
+    const auto i = static_cast<size_t>(g);
+    ids.u64()[g] = entries_[groups_[i]].id;
+    std::copy_n(SumRow(update, groups_[i], groups_[i + 1]), dim_, sums.f32() + g * dim_);
+  }
+  step_hook_(version_ - 1, {ids, sums}, update.divisor);
+  UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; }, scale,
+             update.lr);
+  FinishUpdate(counters);
+}
+
+Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums, int k,
+                             ShardCounters* counters) {
+  if (step != version_) {
+    return FailedPreconditionError("step " + std::to_string(step) + " replayed on " + Describe() +
+                                   " at version " + std::to_string(version_));
+  }
+  const int64_t n = k > 0 ? ids.num_elements() : 0;
+  if (k < 0 || k > config_.workers ||
+      (k > 0 && (sums.dtype() != DType::kFloat32 || sums.num_elements() != n * dim_))) {
+    return InvalidArgumentError("a step's sum of " + std::to_string(k) + " gradients for " +
+                                Describe() + " does not fit it");
+  }
+  if (k > 0) TOWERPS_RETURN_IF_ERROR(CheckIds(ids, /*sorted=*/true));
+  const UpdateTimer timer(counters->aggregation_nanos, counters->busy);
+  const float lr = ScheduledRate();
+  BeginUpdate();
+  if (k > 0) {
+    entries_.clear();
+    for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i)
+      entries_.push_back({ids.u64()[i], 0, i});
+    FindOrAddRows(counters);
+    UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; },
+               1.0f / static_cast<float>(k), lr);
+    FinishUpdate(*counters);
+  }
+  rule_->Replayed(step);
+  return Status::Ok();
+}
+
+TableState TableChunk::Snapshot(bool replica) const {
+  TableState s;
+  s.variable_id = spec_.variable_id;
+  s.chunk_id = spec_.chunk_id;
+  s.version = version_;
+  s.updates = updates_;
+  RuleState rule = rule_->Save(version_, replica);
+  s.worker_clocks = std::move(rule.worker_clocks);
+  if (replica) {
+    s.pending = std::move(rule.pending);  // gradients are never written after they arrive
+    if (previous_version_ != kNoVersion) {
+      const auto m = static_cast<int64_t>(previous_ids_.size());
+      s.previous_version = previous_version_;
+      s.previous_ids = Tensor::Empty({m}, DType::kUInt64);
+      s.previous_values = Tensor::Empty({m, dim_});
+      std::copy(previous_ids_.begin(), previous_ids_.end(), s.previous_ids.u64());
+      std::copy(previous_values_.begin(), previous_values_.end(), s.previous_values.f32());
+    }
+  }
+  s.dim = dim_;
+  s.slots = slots_;
+  const int64_t n = rows_.size();
+  const int64_t stride = rows_.stride();
+  s.ids = Tensor::Empty({n}, DType::kUInt64);
+  s.rows = Tensor::Empty({n, stride});
+  s.row_updates = Tensor::Empty({n}, DType::kUInt32);
+  for (int64_t r = 0; r < n; ++r) {
+    s.ids.u64()[r] = rows_.id(r);
+    s.row_updates.u32()[r] = rows_.updates(r);
+    std::memcpy(s.rows.f32() + r * stride, rows_.row(r),
+                static_cast<size_t>(stride) * sizeof(float));
+  }
+  return s;
+}
+
+Status TableChunk::Restore(const TableState& s) {
+  const int64_t n = s.ids.num_elements();
+  const int64_t stride = rows_.stride();
+  const std::string where = Describe() + ": its saved state ";
+  if (s.dim != dim_ || s.slots != slots_) {
+    return CorruptionError(where + "has rows of dim " + std::to_string(s.dim) + " with " +
+                           std::to_string(s.slots) + " optimizer slots, expected " +
+                           std::to_string(dim_) + " with " + std::to_string(slots_));
+  }
+  if (s.ids.dtype() != DType::kUInt64 || s.rows.dtype() != DType::kFloat32 ||
+      s.rows.num_elements() != n * stride || s.row_updates.dtype() != DType::kUInt32 ||
+      s.row_updates.num_elements() != n || s.version < 0 || s.updates < 0) {
+    return CorruptionError(where + "does not add up");
+  }
+  if (Status ids = CheckIds(s.ids, /*sorted=*/false); !ids.ok()) {
+    return CorruptionError(where + "holds " + std::string(ids.message()));
+  }
+  TOWERPS_RETURN_IF_ERROR(CheckReplicaExtras(s));
+  rows_.Clear();
+  for (int64_t r = 0; r < n; ++r) {
+    bool added = false;
+    const int64_t row = rows_.Insert(s.ids.u64()[r], &added);
+    if (!added) {
+      rows_.Clear();
+      return CorruptionError(where + "holds id " + IdText(s.ids.u64()[r]) + " twice");
+    }
+    std::memcpy(rows_.row(row), s.rows.f32() + r * stride,
+                static_cast<size_t>(stride) * sizeof(float));
+    rows_.set_updates(row, s.row_updates.u32()[r]);
+  }
+  version_ = s.version;
+  updates_ = s.updates;
+  rule_->Load(RuleState{s.worker_clocks, s.pending}, version_);
+  previous_version_ = s.previous_version;
+  previous_ids_.clear();
+  previous_values_.clear();
+  if (previous_version_ != kNoVersion) {
+    previous_ids_.assign(s.previous_ids.u64(),
+                         s.previous_ids.u64() + s.previous_ids.num_elements());
+    previous_values_.assign(s.previous_values.f32(),
+                            s.previous_values.f32() + s.previous_values.num_elements());
+  }
+  return Status::Ok();
+}
+
+Status TableChunk::CheckReplicaExtras(const TableState& s) const {
+  const std::string where = Describe() + ": its replicated state ";
+  if (s.previous_version != kNoVersion) {
+    const int64_t m = s.previous_ids.num_elements();
+    if (s.previous_version != s.version - 1 || s.previous_ids.dtype() != DType::kUInt64 ||
+        s.previous_values.dtype() != DType::kFloat32 ||
+        s.previous_values.num_elements() != m * dim_) {
+      return CorruptionError(where + "has a previous version that does not add up");
+    }
+    if (Status ids = CheckIds(s.previous_ids, /*sorted=*/true); !ids.ok()) {
+      return CorruptionError(where + "holds previous " + std::string(ids.message()));
+    }
+  }
+  for (const auto& [rank, c] : s.pending) {
+    if (rank < 0 || rank >= config_.workers || c.worker != rank) {
+      return CorruptionError(where + "holds a pending push of worker " + std::to_string(rank));
+    }
+    if (c.refused) continue;
+    if (Status shape = CheckShape(c); !shape.ok()) {
+      return CorruptionError(where + "holds a pending push that " + std::string(shape.message()));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<bool> TableChunk::Init(const IncomingMessage& /*request*/) {
+  return InvalidArgumentError("table variable " + std::to_string(spec_.variable_id) +
+                              " takes no initial value: its rows are drawn when first updated");
+}
+
+Status TableChunk::ReadPull(const IncomingMessage& request, PullAsk* ask) const {
+  ask->every_row = request.header().getEveryRow();
+  TOWERPS_ASSIGN_OR_RETURN(ask->ids, ReadPullIds(request, *this));
+  return Status::Ok();
+}
+
+Result<Contribution> TableChunk::ReadPush(const IncomingMessage& request, int worker,
+                                          PullAsk* next) const {
+  TOWERPS_ASSIGN_OR_RETURN(RowPush push, ReadRowPush(request, *this));
+  push.contribution.worker = worker;
+  if (next != nullptr) next->ids = std::move(push.next_ids);
+  return std::move(push.contribution);
+}
+
+Status TableChunk::AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const {
+  const int64_t version = ask.exact ? ask.version : version_;
+  Tensor rows, updates, ids;
+  if (ask.every_row) {
+    Dump(&ids, &rows, &updates);
+  } else {
+    TOWERPS_RETURN_IF_ERROR(Lookup(ask.ids, version, &rows, &updates));
+  }
+  reply->header().setVersion(version);
+  reply->AddTensor(rows, spec_.variable_id, spec_.chunk_id);
+  reply->AddTensor(updates, spec_.variable_id, spec_.chunk_id);
+  if (ask.every_row) reply->AddTensor(ids, spec_.variable_id, spec_.chunk_id);
+  return Status::Ok();
+}
+
+Status TableChunk::ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
+                             ShardCounters* counters) {
+  if (sums.size() != (k > 0 ? 2u : 0u)) {
+    return ProtocolError("a step's sums of " + std::to_string(k) + " gradients carry " +
+                         std::to_string(sums.size()) + " tensors, expected ids and sums");
+  }
+  return ApplyStep(step, k > 0 ? sums[0] : Tensor(), k > 0 ? sums[1] : Tensor(), k, counters);
+}
+
+void TableChunk::AddReplicaState(OutgoingMessage* forward) const {
+  AddTableReplicaState(Snapshot(/*replica=*/true), forward);
+}
+
+Status TableChunk::RestoreReplica(const IncomingMessage& forward, const JobConfig& job) {
+  TOWERPS_ASSIGN_OR_RETURN(TableState state, ReadTableReplicaState(forward, spec_, job));
+  return Restore(state);
+}
+
+Status TableChunk::Load(const HolderState& state) {
+  const TableState* t = std::get_if<TableState>(&state);
+  if (t == nullptr) return CorruptionError(Describe() + ": its saved state is a dense chunk's");
+  return Restore(*t);
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,181 @@
+// TableChunk: one partition of an embedding table (VariableKind::kTable) held by a server: the
+// rows whose id hashes to it (job/placement.h), their optimizer state and update counts, the
+// partition's version and its update rule.
+//
+// Rows are created when first updated, with values drawn from (seed, table name, id)
+// (job/initial_rows.h): a pull of
+// an id the partition does not hold reads those initial values without storing anything, so a
+// row's bits never depend on which worker touched it first or when, and memory grows with the
+// rows trained, not with the ids looked up (evaluation) nor with the table's bound.
+//
+// Updates go through the job's update rule exactly as a dense chunk's do (ps/server/update_rule.h):
+// a worker's contribution is (ids, one gradient row per id, each row's update count when pulled),
+// and the partition is the rule's UpdateTarget. Applying an update sums the contributions' rows
+// id by id in worker-rank order (an id a worker did not send adds nothing), scales the sum by
+// 1 / divisor, and runs the per-row optimizer (ps/server/row_optimizer.h) on each row touched. So
+// in sync mode every worker pushes to every partition each step, with no ids where it touched none,
+// and a row's update at step t is the rank-ordered sum of the workers' gradients divided by the
+// number of workers; versions count steps as a chunk's do, and SSP's bound, softsync's groups and
+// backup workers mean the same for a partition as for a chunk.
+//
+// Row staleness: each contribution carries every row's update count as of the pull its
+// gradient was computed from; when applied, the row's updates since then are counted in
+// ShardCounters::row_staleness. It is what distinguishes embeddings under stale training: a
+// popular row is updated by every worker, a rare one by almost nobody.
+//
+// Restarted workers (sync): the partition keeps, for the rows its last update changed, their
+// values before it, so a worker that died during step t can pull exactly version t after the
+// partition moved to t + 1 (Lookup), as a chunk keeps its previous version.
+//
+// Contract: owned and used by exactly one server thread; not thread-safe. Requests are validated
+// here (CheckIds, Push): a malformed one is an error naming the table, never a crash, and
+// changes nothing.
+#ifndef TOWERPS_PS_SERVER_TABLE_CHUNK_H_
+#define TOWERPS_PS_SERVER_TABLE_CHUNK_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+#include "job/initial_rows.h"
+#include "job/job_config.h"
+#include "job/placement.h"
+#include "job/variable.h"
+#include "job/version.h"
+#include "ps/server/holder.h"
+#include "ps/server/row_optimizer.h"
+#include "ps/server/row_store.h"
+#include "ps/server/server_stats.h"
+#include "ps/server/update_rule.h"
+#include "towerps/result.h"
+
+namespace towerps::ps {
+
+class TableChunk final : public Holder, private UpdateTarget {
+ public:
+  // `variable` is the table's declaration (name, bound, dim, init scale); `allocate` is where
+  // pulled rows are gathered (the server's shared-memory arena, so that a co-located worker
+  // reads them in place); null: the heap.
+  TableChunk(const ChunkSpec& spec, const VariableSpec& variable, const JobConfig& config,
+             TensorAllocator allocate = nullptr);
+  TableChunk(const TableChunk&) = delete;
+  TableChunk& operator=(const TableChunk&) = delete;
+
+  const ChunkSpec& spec() const override { return spec_; }
+  int64_t version() const override { return version_; }
+  int64_t rows_held() const override { return rows_.size(); }
+  size_t bytes_held() const override { return rows_.bytes(); }
+  int64_t worker_clock(int worker) const override { return rule_->worker_clock(worker); }
+  bool PullReady(int64_t min_version, int64_t clock) const override;
+
+  // Checks the ids of a request: a uint64 tensor of rank 1, every id below the table's bound and
+  // of this partition. `sorted`: strictly increasing too (a push's). Errors name the table.
+  Status CheckIds(const Tensor& ids, bool sorted) const;
+  // The rows of `ids` (checked with CheckIds) at `version`: the current one, or in sync mode the
+  // one before (for a restarted worker's exact pull); kFailedPrecondition for any other. Rows
+  // are [ids, dim] floats from the allocator; `updates` (uint32 [ids]) counts each row's updates
+  // so far, 0 for a row not held (read at its initial values).
+  Status Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tensor* updates) const;
+
+  // Every row held, at the current version, in increasing order of id: their ids (uint64 [n]),
+  // values (float32 [n, dim], from the allocator) and update counts (uint32 [n]).
+  void Dump(Tensor* ids, Tensor* rows, Tensor* updates) const;
+
+  // Checks one worker's push (rank, ids, gradient rows [ids, dim] float32, pulled update counts
+  // [ids] uint32) and hands it to the mode's rule; errors as Chunk::Push's, and for a bad
+  // request, naming the table. A non-finite gradient is kRejected.
+  Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace = false) override;
+
+  // Sync, replicated (--ps-replicas 2): called with (step, {the ids its update changes, their
+  // summed gradient rows}, how many gradients were summed) before the update is applied from
+  // those sums; the tensors are never written after. Null: no sums are formed.
+  void set_step_hook(StepHook hook) override { step_hook_ = std::move(hook); }
+  // Sync backup: applies step `step` (= version) from its primary's sums of k gradients (k = 0:
+  // the step passes with no update), as the primary applied them. Errors: another version, or
+  // sums that do not fit.
+  Status ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums, int k,
+                   ShardCounters* counters);
+
+  // A deep copy; `replica`: with the previous version's rows and the pending contributions too,
+  // so that a backup restored from it continues exactly as this partition does.
+  TableState Snapshot(bool replica = false) const;
+  // Replaces all state with a checkpointed or replicated one. kCorruption when it does not fit
+  // this partition (dim, slots, sizes, ids outside it or repeated, a pending push's shapes).
+  Status Restore(const TableState& state);
+
+  // Holder: the requests of a table's partition (layout: ps/server/holder.h).
+  Result<bool> Init(const IncomingMessage& request) override;
+  Status ReadPull(const IncomingMessage& request, PullAsk* ask) const override;
+  Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
+                                PullAsk* next) const override;
+  Status AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const override;
+  Status ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
+                   ShardCounters* counters) override;
+  void AddReplicaState(OutgoingMessage* forward) const override;
+  Status RestoreReplica(const IncomingMessage& forward, const JobConfig& job) override;
+  HolderState Save() const override { return Snapshot(); }
+  Status Load(const HolderState& state) override;
+
+ private:
+  // UpdateTarget: what the rule sees of this partition.
+  float ScheduledRate() const override;
+  std::string Describe() const override;
+  void Apply(const FormedUpdate& update, ShardCounters& counters) override;
+
+  // An update's phases (Apply, ApplyStep): the previous version kept (sync) and the version
+  // moved; every (contribution, row) of `update` into entries_, ordered by id, then by rank.
+  void BeginUpdate();
+  void OrderById(const FormedUpdate& update);
+  // Row staleness of every entry, before the rows' counts move.
+  void CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const;
+  // Each row of group_rows_ updated with grad(g) * scale at rate lr.
+  void UpdateRows(const std::function<const float*(size_t)>& grad, float scale, float lr);
+  void FinishUpdate(ShardCounters& counters);
+  // The gradient of entries_[begin, end) (one id): the one row, or their sum in rank order.
+  const float* SumRow(const FormedUpdate& update, size_t begin, size_t end);
+  // The row of each id of entries_ (groups_[g] starts id g's entries; group_rows_[g] its row),
+  // created with its initial values where new; counted in `counters`.
+  void FindOrAddRows(ShardCounters* counters);
+  void InitialValues(uint64_t id, float* out) const;
+  Status CheckShape(const Contribution& c) const;
+  // A replicated state's previous rows and pending contributions, against this partition.
+  Status CheckReplicaExtras(const TableState& s) const;
+
+  const ChunkSpec spec_;
+  const std::string name_;
+  const InitialRows initial_;
+  const JobConfig config_;
+  const TensorAllocator allocate_;
+  const std::unique_ptr<UpdateRule> rule_;
+  const int64_t dim_;
+  const RowOptimizer optimizer_;
+  const int slots_;
+  int64_t version_ = 0;
+  int64_t updates_ = 0;
+  RowStore rows_;
+  // Sync: the version before the last update, and the values before it of the rows it changed
+  // (ids sorted; dim floats each). A row not listed was not changed by it.
+  int64_t previous_version_ = kNoVersion;
+  std::vector<uint64_t> previous_ids_;
+  std::vector<float> previous_values_;
+  // Scratch of Apply: the update's rows ordered by id, and one row's sum.
+  struct Entry {
+    uint64_t id;
+    uint32_t contribution;
+    uint32_t row;
+  };
+  std::vector<Entry> entries_;
+  std::vector<size_t> groups_;
+  std::vector<int64_t> group_rows_;
+  std::vector<float> sum_;
+  StepHook step_hook_;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_TABLE_CHUNK_H_

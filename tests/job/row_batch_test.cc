@@ -1,0 +1,52 @@
+// UniqueIds (job/row_batch.h): a batch's ids once each, grouped by partition and increasing in
+// each, the inverse index, sums of repeated ids in the batch's order, and the gather back.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "job/placement.h"
+#include "job/row_batch.h"
+
+namespace towerps::ps {
+namespace {
+
+TEST(RowBatchTest, DeduplicatesGroupedByPartitionAndIncreasingInEach) {
+  std::mt19937_64 rng(3);
+  std::vector<uint64_t> ids(1000);
+  for (auto& id : ids) id = rng() % 300;
+  const UniqueIds u = Deduplicate(ids, 3);
+  ASSERT_EQ(u.inverse.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(u.ids.u64()[u.inverse[i]], ids[i]);
+  std::set<uint64_t> distinct(ids.begin(), ids.end());
+  ASSERT_EQ(static_cast<size_t>(u.size()), distinct.size());
+  for (int64_t k = 1; k < u.size(); ++k) {
+    const uint64_t a = u.ids.u64()[k - 1], b = u.ids.u64()[k];
+    const int pa = TablePartitionOf(a, 3), pb = TablePartitionOf(b, 3);
+    EXPECT_TRUE(pa < pb || (pa == pb && a < b)) << k;
+  }
+  EXPECT_EQ(Deduplicate({}, 2).size(), 0);
+}
+
+TEST(RowBatchTest, SumsRepeatedIdsInBatchOrderAndGathersThemBack) {
+  const std::vector<uint64_t> ids = {8, 3, 8, 8, 5};
+  const UniqueIds u = Deduplicate(ids, 1);
+  ASSERT_EQ(u.size(), 3);
+  const float grads[] = {1e8f, 1, 2, 20, 3, 30, -1e8f, 0.5f, 7, 70};  // dim 2
+  float sums[6];
+  SumRowsById(u, grads, 2, sums);
+  const uint32_t eight = u.inverse[0];
+  // ((1e8 + 3) + -1e8) in float is 0: the batch's order, not a sorted one.
+  EXPECT_EQ(sums[eight * 2], (1e8f + 3.0f) + -1e8f);
+  EXPECT_EQ(sums[eight * 2 + 1], (1.0f + 30.0f) + 0.5f);
+  EXPECT_EQ(sums[u.inverse[1] * 2], 2.0f);
+  float rows[6] = {0, 1, 10, 11, 20, 21};
+  float gathered[10];
+  GatherRows(u, rows, 2, gathered);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(gathered[i * 2 + 1], rows[u.inverse[i] * 2 + 1]);
+  }
+}
+
+}  // namespace
+}  // namespace towerps::ps
