@@ -43,7 +43,7 @@ Status Checkpointer::Final(const std::vector<std::unique_ptr<Shard>>& shards) {
   for (size_t i = 0; i < shards.size(); ++i) {
     SnapshotPart p;
     p.shard = static_cast<int>(i);
-    for (const auto& h : shards[i]->holders()) p.states.push_back(h->Save());
+    for (const auto& h : shards[i]->holders()) p.states.push_back(h->Save(/*replica=*/false));
     parts.push_back(std::move(p));
   }
   return Write(std::move(parts))

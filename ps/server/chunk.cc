@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "ps/server/optimizer.h"
-#include "ps/server/replica_state.h"
 
 namespace towerps::ps {
 
@@ -263,28 +262,14 @@ Status Chunk::AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const {
 
 Status Chunk::ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
                         ShardCounters* counters) {
-  if (sums.size() != (k > 0 ? 1u : 0u)) {
-    return ProtocolError("a step's sum of " + std::to_string(k) + " gradients carries " +
-                         std::to_string(sums.size()) + " tensors");
-  }
-  return ApplyStep(step, k > 0 ? sums[0] : Tensor(), k, counters);
-}
-
-void Chunk::AddReplicaState(OutgoingMessage* forward) const {
-  ps::AddReplicaState(Snapshot(/*replica=*/true), forward);
-}
-
-Status Chunk::RestoreReplica(const IncomingMessage& forward, const JobConfig& job) {
-  TOWERPS_ASSIGN_OR_RETURN(ChunkState state, ReadReplicaState(forward, spec_, job));
-  Restore(state);
-  return Status::Ok();
+  return ApplyStep(step, k > 0 && !sums.empty() ? sums[0] : Tensor(), k, counters);
 }
 
 Status Chunk::Load(const HolderState& state) {
   const ChunkState* c = std::get_if<ChunkState>(&state);
   if (c == nullptr) return CorruptionError(Describe() + ": its saved state is a table's");
-  if (c->version < 0) return Status::Ok();  // saved before its init: nothing to restore
-  if (!Fits(*c)) {
+  if (c->version == kNoVersion && !initialized()) return Status::Ok();  // nothing to restore
+  if (c->version != kNoVersion && !Fits(*c)) {
     return CorruptionError(Describe() +
                            ": its values or optimizer slots differ from the placement's size "
                            "or the job's --optimizer");

@@ -51,18 +51,12 @@ class Chunk final : public Holder, private UpdateTarget {
   const ChunkSpec& spec() const override { return spec_; }
   int64_t version() const override { return version_; }
   using Holder::initialized;
+  size_t step_tensors() const override { return 1; }  // a step's sum
 
   // Sets the initial values (copied) and version 0. Only the first call has an effect; returns
-  // whether this one did. Fails on a size mismatch.
+  // whether this one did. Fails on a size mismatch. As a Holder: an init request carries them.
   Result<bool> Init(const Tensor& values);
-  // Whether `state` (with a version) has this chunk's size in float32 values and the job's
-  // optimizer's slots: what a caller checks before Restore.
-  bool Fits(const ChunkState& state) const;
-  // Replaces all state with a checkpointed or replicated one (same spec; checked by the caller).
-  void Restore(const ChunkState& state);
-  // A deep copy; `replica`: with the previous version and the pending gradients too, so that a
-  // backup restored from it continues exactly as this chunk does.
-  ChunkState Snapshot(bool replica = false) const;
+  Result<bool> Init(const IncomingMessage& request) override;
 
   // Hands one worker's gradient (kept by reference while pending) to the mode's rule; a
   // non-finite one is kRejected (see above). Errors: not initialised, wrong size, worker rank
@@ -72,14 +66,10 @@ class Chunk final : public Holder, private UpdateTarget {
   // being compared (a worker that rejoined where bit-for-bit recomputation is impossible).
   Result<PushOutcome> Push(int worker, int64_t base_version, int64_t clock, const Tensor& gradient,
                            ShardCounters* counters, bool replace = false);
-
-  // Sync: called with (step, {sum of its k finite gradients}, k) before a step's update is
-  // applied; the sum is shared, never written after. Null: no sum is formed (the fused update).
-  void set_step_hook(StepHook hook) override { step_hook_ = std::move(hook); }
-  // Sync backup: applies step `step` (= version) from its primary's sum of k gradients (k = 0:
-  // the step passes with no update), as CompleteStep does. Errors: not initialised, another
-  // version, a wrong size.
-  Status ApplyStep(int64_t step, const Tensor& sum, int k, ShardCounters* counters);
+  Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace) override;
+  // A push request's one tensor, the gradient, as `worker`'s contribution.
+  Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
+                                PullAsk* next) const override;
 
   // How many iterations of `worker` this chunk has applied (or refused): the next one it expects.
   int64_t worker_clock(int worker) const override { return rule_->worker_clock(worker); }
@@ -88,19 +78,31 @@ class Chunk final : public Holder, private UpdateTarget {
   // The values at exactly `version`: the current ones, or (sync) the previous version's; null
   // when this chunk no longer holds, or does not yet have, that version.
   const Tensor* ValuesAt(int64_t version) const;
-
-  // Holder: the requests of a dense variable's chunk (layout: ps/server/holder.h).
-  Result<bool> Init(const IncomingMessage& request) override;
+  // A pull selects the whole chunk; its reply lends values() or ValuesAt(exact version).
   Status ReadPull(const IncomingMessage& request, PullAsk* ask) const override;
-  Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
-                                PullAsk* next) const override;
-  Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace) override;
   Status AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const override;
+
+  // Sync: called with (step, {sum of its k finite gradients}, k) before a step's update is
+  // applied; the sum is shared, never written after. Null: no sum is formed (the fused update).
+  void set_step_hook(StepHook hook) override { step_hook_ = std::move(hook); }
+  // Sync backup: applies step `step` (= version) from its primary's sum of k gradients (k = 0:
+  // the step passes with no update), as CompleteStep does. Errors: not initialised, another
+  // version, a wrong size.
+  Status ApplyStep(int64_t step, const Tensor& sum, int k, ShardCounters* counters);
   Status ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
                    ShardCounters* counters) override;
-  void AddReplicaState(OutgoingMessage* forward) const override;
-  Status RestoreReplica(const IncomingMessage& forward, const JobConfig& job) override;
-  HolderState Save() const override { return Snapshot(); }
+
+  // Whether `state` (with a version) has this chunk's size in float32 values and the job's
+  // optimizer's slots: what a caller checks before Restore.
+  bool Fits(const ChunkState& state) const;
+  // Replaces all state with a checkpointed or replicated one (same spec; checked by the caller).
+  void Restore(const ChunkState& state);
+  // A deep copy; `replica`: with the previous version and the pending gradients too, so that a
+  // backup restored from it continues exactly as this chunk does.
+  ChunkState Snapshot(bool replica = false) const;
+  HolderState Save(bool replica) const override { return Snapshot(replica); }
+  // Restore, for a state that Fits (kCorruption otherwise); a state with no version leaves a
+  // chunk that has none as it is.
   Status Load(const HolderState& state) override;
 
  private:

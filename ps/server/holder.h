@@ -77,19 +77,19 @@ class Holder {
   virtual Status AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const = 0;
 
   // Replication (--ps-replicas 2, ps/server/shard.h). Sync: `hook` is called with each step's
-  // summed gradients (never written after), before the update is applied from them; a backup
-  // applies them with ApplyStep (k = 0: the step passes with no update).
+  // summed gradients (step_tensors() of them, never written after), before the update is
+  // applied from them; a backup applies them with ApplyStep (k = 0: the step passes with no
+  // update, and no tensors come).
   using StepHook = std::function<void(int64_t step, const std::vector<Tensor>& sums, int k)>;
   virtual void set_step_hook(StepHook hook) = 0;
+  virtual size_t step_tensors() const = 0;
   virtual Status ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
                            ShardCounters* counters) = 0;
-  // The whole state a joining backup restores (with what only a replica needs), as the
-  // tensors and Header.replicaState of a replicate message; and its restore on the backup.
-  virtual void AddReplicaState(OutgoingMessage* forward) const = 0;
-  virtual Status RestoreReplica(const IncomingMessage& forward, const JobConfig& job) = 0;
 
-  // Checkpoints: the state to save, and its restore (kCorruption when it does not fit).
-  virtual HolderState Save() const = 0;
+  // The whole state, for a checkpoint or (`replica`: with the previous version and the pending
+  // gradients too) a joining backup (ps/server/replica_state.h carries it); and its restore,
+  // kCorruption when it does not fit this holder.
+  virtual HolderState Save(bool replica) const = 0;
   virtual Status Load(const HolderState& state) = 0;
 
   // What this holder keeps in memory beyond its values: table rows held (0 for a chunk).

@@ -198,4 +198,22 @@ Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const Chunk
   return s;
 }
 
+void AddHolderState(const HolderState& state, OutgoingMessage* msg) {
+  if (const auto* chunk = std::get_if<ChunkState>(&state)) {
+    AddReplicaState(*chunk, msg);
+  } else {
+    AddTableReplicaState(std::get<TableState>(state), msg);
+  }
+}
+
+Result<HolderState> ReadHolderState(const IncomingMessage& msg, const ChunkSpec& spec,
+                                    const JobConfig& job) {
+  if (spec.is_table()) {
+    TOWERPS_ASSIGN_OR_RETURN(TableState state, ReadTableReplicaState(msg, spec, job));
+    return HolderState(std::move(state));
+  }
+  TOWERPS_ASSIGN_OR_RETURN(ChunkState state, ReadReplicaState(msg, spec, job));
+  return HolderState(std::move(state));
+}
+
 }  // namespace towerps::ps

@@ -28,6 +28,12 @@ void AddTableReplicaState(const TableState& state, OutgoingMessage* msg);
 Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const ChunkSpec& spec,
                                          const JobConfig& job);
 
+// Either kind: the state a holder saved (Holder::Save), and the one a replicate message
+// carries for the holder of `spec` (a table's partition or a chunk, by spec.is_table()).
+void AddHolderState(const HolderState& state, OutgoingMessage* msg);
+Result<HolderState> ReadHolderState(const IncomingMessage& msg, const ChunkSpec& spec,
+                                    const JobConfig& job);
+
 }  // namespace towerps::ps
 
 #endif  // TOWERPS_PS_SERVER_REPLICA_STATE_H_

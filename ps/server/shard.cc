@@ -85,7 +85,7 @@ void Shard::Loop() {
       case ShardTask::Kind::kSnapshot: {
         SnapshotPart part;
         part.shard = index_;
-        for (const auto& h : holders_) part.states.push_back(h->Save());
+        for (const auto& h : holders_) part.states.push_back(h->Save(/*replica=*/false));
         outbox_->Push(std::move(part));
         break;
       }

@@ -31,7 +31,7 @@ void Shard::Forward(size_t index, proto::ReplicaOp op, const std::vector<Tensor>
   OutgoingMessage m = NewForward(spec, op);
   auto h = m.header();
   if (op == proto::ReplicaOp::STATE) {
-    holders_[index]->AddReplicaState(&m);
+    AddHolderState(holders_[index]->Save(/*replica=*/true), &m);
   } else {
     auto r = request->header();
     h.setForWorker(static_cast<int32_t>(r.getSenderRank()));
@@ -159,11 +159,20 @@ Status Shard::Replay(size_t index, const IncomingMessage& msg) {
   Holder& holder = *holders_[index];
   auto h = msg.header();
   switch (h.getReplicaOp()) {
-    case proto::ReplicaOp::STATE:
-      return holder.RestoreReplica(msg, config_);
+    case proto::ReplicaOp::STATE: {
+      TOWERPS_ASSIGN_OR_RETURN(HolderState state, ReadHolderState(msg, holder.spec(), config_));
+      return holder.Load(state);
+    }
     case proto::ReplicaOp::STEP: {
+      const int k = h.getStepGradients();
+      const size_t expected = k > 0 ? holder.step_tensors() : 0;
+      if (msg.tensors().size() != expected) {
+        return ProtocolError("a step's sums of " + std::to_string(k) + " gradients carry " +
+                             std::to_string(msg.tensors().size()) + " tensors, expected " +
+                             std::to_string(expected));
+      }
       const std::vector<Tensor> sums(msg.tensors().begin(), msg.tensors().end());
-      return holder.ApplyStep(h.getVersion(), sums, h.getStepGradients(), &replica_counters_);
+      return holder.ApplyStep(h.getVersion(), sums, k, &replica_counters_);
     }
     case proto::ReplicaOp::INIT:
       return holder.Init(msg).status();

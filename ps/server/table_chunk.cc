@@ -7,7 +7,6 @@
 #include <string>
 
 #include "ps/server/optimizer.h"
-#include "ps/server/replica_state.h"
 #include "ps/server/row_optimizer.h"
 #include "ps/server/table_requests.h"
 
@@ -475,20 +474,8 @@ Status TableChunk::AddPullValues(const PullAsk& ask, OutgoingMessage* reply) con
 
 Status TableChunk::ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
                              ShardCounters* counters) {
-  if (sums.size() != (k > 0 ? 2u : 0u)) {
-    return ProtocolError("a step's sums of " + std::to_string(k) + " gradients carry " +
-                         std::to_string(sums.size()) + " tensors, expected ids and sums");
-  }
-  return ApplyStep(step, k > 0 ? sums[0] : Tensor(), k > 0 ? sums[1] : Tensor(), k, counters);
-}
-
-void TableChunk::AddReplicaState(OutgoingMessage* forward) const {
-  AddTableReplicaState(Snapshot(/*replica=*/true), forward);
-}
-
-Status TableChunk::RestoreReplica(const IncomingMessage& forward, const JobConfig& job) {
-  TOWERPS_ASSIGN_OR_RETURN(TableState state, ReadTableReplicaState(forward, spec_, job));
-  return Restore(state);
+  const bool both = k > 0 && sums.size() == 2;
+  return ApplyStep(step, both ? sums[0] : Tensor(), both ? sums[1] : Tensor(), k, counters);
 }
 
 Status TableChunk::Load(const HolderState& state) {

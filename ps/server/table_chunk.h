@@ -70,8 +70,11 @@ class TableChunk final : public Holder, private UpdateTarget {
   int64_t version() const override { return version_; }
   int64_t rows_held() const override { return rows_.size(); }
   size_t bytes_held() const override { return rows_.bytes(); }
+  size_t step_tensors() const override { return 2; }  // a step's ids and summed rows
   int64_t worker_clock(int worker) const override { return rule_->worker_clock(worker); }
   bool PullReady(int64_t min_version, int64_t clock) const override;
+  // A table takes no initial value: its rows are drawn when first updated (an error).
+  Result<bool> Init(const IncomingMessage& request) override;
 
   // Checks the ids of a request: a uint64 tensor of rank 1, every id below the table's bound and
   // of this partition. `sorted`: strictly increasing too (a push's). Errors name the table.
@@ -81,15 +84,20 @@ class TableChunk final : public Holder, private UpdateTarget {
   // are [ids, dim] floats from the allocator; `updates` (uint32 [ids]) counts each row's updates
   // so far, 0 for a row not held (read at its initial values).
   Status Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tensor* updates) const;
-
   // Every row held, at the current version, in increasing order of id: their ids (uint64 [n]),
   // values (float32 [n, dim], from the allocator) and update counts (uint32 [n]).
   void Dump(Tensor* ids, Tensor* rows, Tensor* updates) const;
+  // A pull request's ids (table_requests.h); its reply: Lookup's rows and counts, or Dump's.
+  Status ReadPull(const IncomingMessage& request, PullAsk* ask) const override;
+  Status AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const override;
 
   // Checks one worker's push (rank, ids, gradient rows [ids, dim] float32, pulled update counts
   // [ids] uint32) and hands it to the mode's rule; errors as Chunk::Push's, and for a bad
   // request, naming the table. A non-finite gradient is kRejected.
   Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace = false) override;
+  // A push request's ids, rows and counts (table_requests.h), and with thenPull the ids next.
+  Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
+                                PullAsk* next) const override;
 
   // Sync, replicated (--ps-replicas 2): called with (step, {the ids its update changes, their
   // summed gradient rows}, how many gradients were summed) before the update is applied from
@@ -100,25 +108,16 @@ class TableChunk final : public Holder, private UpdateTarget {
   // sums that do not fit.
   Status ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums, int k,
                    ShardCounters* counters);
+  Status ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
+                   ShardCounters* counters) override;
 
   // A deep copy; `replica`: with the previous version's rows and the pending contributions too,
   // so that a backup restored from it continues exactly as this partition does.
   TableState Snapshot(bool replica = false) const;
+  HolderState Save(bool replica) const override { return Snapshot(replica); }
   // Replaces all state with a checkpointed or replicated one. kCorruption when it does not fit
   // this partition (dim, slots, sizes, ids outside it or repeated, a pending push's shapes).
   Status Restore(const TableState& state);
-
-  // Holder: the requests of a table's partition (layout: ps/server/holder.h).
-  Result<bool> Init(const IncomingMessage& request) override;
-  Status ReadPull(const IncomingMessage& request, PullAsk* ask) const override;
-  Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
-                                PullAsk* next) const override;
-  Status AddPullValues(const PullAsk& ask, OutgoingMessage* reply) const override;
-  Status ApplyStep(int64_t step, const std::vector<Tensor>& sums, int k,
-                   ShardCounters* counters) override;
-  void AddReplicaState(OutgoingMessage* forward) const override;
-  Status RestoreReplica(const IncomingMessage& forward, const JobConfig& job) override;
-  HolderState Save() const override { return Snapshot(); }
   Status Load(const HolderState& state) override;
 
  private:
