@@ -1,4 +1,4 @@
-// The table requests a server reads (their layout: ps/shard_tables.cc): a pull's ids, and a
+// The table requests a server reads (their layout: ps/server/holder.h): a pull's ids, and a
 // push's contribution and the ids it pulls next, read from a message and checked against the
 // table partition it names. Shared by the shard and the message fuzzer, so that what the fuzzer
 // feeds is what a server reads.
