@@ -18,6 +18,7 @@
 #include "launch/hostfile_launcher.h"
 #include "launch/launch_options.h"
 #include "launch/role.h"
+#include "launch/worker_binary.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
 #include "worker/worker_flags.h"

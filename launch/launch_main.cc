@@ -18,6 +18,7 @@
 #include "launch/rank_exec.h"
 #include "launch/role.h"
 #include "launch/stdin_watchdog.h"
+#include "launch/worker_binary.h"
 #include "launch/worker_cmd.h"
 
 extern char** environ;

@@ -10,6 +10,7 @@
 
 #include "common/deadline.h"
 #include "common/job_secret.h"
+#include "launch/command_lines.h"
 #include "launch/gpus.h"
 
 namespace towerps::launch {
