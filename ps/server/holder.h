@@ -17,7 +17,7 @@
 //              thenPull the ids to pull next. pull: the ids (uint64), or with everyRow none
 //              read. pullReply: rows (float32 [ids, dim]) and update counts (uint32), and for
 //              everyRow the rows' ids (increasing).
-// A forwarded push carries the push's gradient tensors as they came (Contribution::Wire); a
+// A forwarded push carries the push's gradient tensors as they came (Contribution::Tensors); a
 // sync step's forward carries the sums StepHook hands out.
 //
 // Contract: owned and used by exactly one shard thread; not thread-safe. A request that does
