@@ -81,11 +81,8 @@ Session::Session(SessionOptions options, std::vector<ParameterSpec> parameters,
 }
 
 Session::~Session() {
-  // Pushes in flight borrow gradients_: let them finish before it goes.
+  // Pushes in flight borrow gradients_ and the tables' gradients: let them finish first.
   if (exchange_) exchange_->DrainPushes();
-  for (Table& t : tables_) {
-    if (t.push.valid()) (void)worker::AwaitUnlessStopped(t.push, o_.stop);
-  }
 }
 
 Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
@@ -117,6 +114,7 @@ Status Session::Connect(const std::vector<const float*>& initial) {
   }
   for (const Table& t : tables_) {
     variables.push_back(ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
+    names.push_back("table '" + t.spec.name + "'");
   }
   divergence_.emplace(o_.worker.on_nonfinite, o_.rank, std::move(names));
   TOWERPS_ASSIGN_OR_RETURN(client_, worker::ConnectToServers({.rank = o_.rank,
@@ -126,7 +124,7 @@ Status Session::Connect(const std::vector<const float*>& initial) {
                                                               .security = o_.security,
                                                               .path = o_.transport_path}));
   const int n = num_parameters();
-  exchange_.emplace(*client_, o_.job, n, *divergence_, o_.stop);
+  exchange_.emplace(*client_, o_.job, n, TableVariables(), *divergence_, o_.stop);
   TOWERPS_ASSIGN_OR_RETURN(
       const int64_t restored,
       worker::RegisterModel(
@@ -245,13 +243,15 @@ Status Session::EndStep(std::optional<double> loss) {
     std::memset(zeros.f32(), 0, zeros.byte_size());
     Send(i, std::move(zeros));
   }
-  TOWERPS_RETURN_IF_ERROR(FinishTableStep());
+  PushTables();
   exchange_->PullNext(++iter_);
-  TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
+  Result<double> staleness = exchange_->AwaitPushes();
   std::fill(pushed_.begin(), pushed_.end(), 0);
+  for (Table& t : tables_) t.gradient = {};
+  TOWERPS_RETURN_IF_ERROR(staleness.status());
   // Pushed: a GradientBuffer is exclusive again once the servers let go of it.
   std::fill(gradients_.begin(), gradients_.end(), Tensor());
-  LogTrainLine(loss, staleness);
+  LogTrainLine(loss, *staleness);
   if (loss) last_loss_ = *loss;
   // The loss when the script gave one; the gradients' check either way.
   if (divergence_->StopsAfterStep(loss.value_or(0.0), iter_)) {

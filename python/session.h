@@ -114,8 +114,10 @@ class Session {
   // Pushes that copied their gradient (it was not in v's current GradientBuffer).
   int64_t copied_pushes() const { return copied_pushes_.load(std::memory_order_relaxed); }
   // Table t's rows for `n` ids (any order, repeats allowed) at this step's version, into
-  // rows[n * dim]; each id's update count is kept for its push (row staleness). Blocks until
-  // the servers answer. kInvalidArgument naming the table for an id beyond its rows.
+  // rows[n * dim], through the native worker's TableExchange (Feed): a second lookup of the
+  // table in one step pulls the rows of both, so that one push covers them. Each row's update
+  // count is kept for its push (row staleness). Blocks until the servers answer; an error names
+  // the table (an id beyond its rows, for one).
   Status PullRows(int t, const uint64_t* ids, int64_t n, float* rows);
   // Table t's gradient rows of this step for `n` distinct ids, each pulled this step (its
   // gradient row i for ids[i]). Once per table and step; EndStep pushes no rows for a table
@@ -146,14 +148,11 @@ class Session {
   Result<std::string> Finish(const FinalMetrics& metrics);
 
  private:
-  // A table's state in the running step (python/session_tables.cc).
+  // A table: its variable, and its gradient of the running step (held until its push is done).
   struct Table {
     TableSpec spec;
     uint32_t variable = 0;
-    std::unordered_map<uint64_t, uint32_t> updates{};  // pulled this step: id -> update count
-    bool pushed = false;
-    Tensor ids{}, gradients{}, pulled_updates{};  // the push's, held until it completes
-    std::future<Result<ps::PushReport>> push{};
+    worker::TableExchange::Gradient gradient{};  // rows undefined: none pushed yet this step
   };
 
   Session(SessionOptions options, std::vector<ParameterSpec> parameters,
@@ -166,12 +165,9 @@ class Session {
   std::vector<uint32_t> TableVariables() const;
   // EndStep's "train" line, every --log-every steps.
   void LogTrainLine(std::optional<double> loss, double staleness);
-  // Where the step's table requests stand: sync pulls the step's version, exactly it on a
-  // rejoined worker's first step; the others the latest.
-  int64_t TableVersion() const;
-  bool FirstStepExact() const;
-  // EndStep's part: empty pushes for tables without rows this step, then every push awaited.
-  Status FinishTableStep();
+  // EndStep's part: every table's gradient handed to the exchange (no rows for a table that
+  // had none this step).
+  void PushTables();
 
   SessionOptions o_;
   std::vector<ParameterSpec> parameters_;

@@ -165,6 +165,51 @@ TEST(SessionTest, BadGradientsAreRefusedNamingTheParameter) {
   EXPECT_FALSE(Session::Start(o, {{"w", {0}}}, {w.data()}).ok());  // an empty dimension
 }
 
+// A table's rows go through the native worker's TableExchange: a table looked up twice in a
+// step takes one push for both lookups, and a non-finite row gradient is withheld and named, as
+// a native worker's is (--on-nonfinite fail).
+TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNamed) {
+  ps::JobConfig job = Job();
+  job.workers = 1;
+  Cluster cluster(job, "session_rows");
+  SessionOptions o = Options(cluster, 0);
+  o.job = job;
+  std::vector<std::vector<float>> values;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> s, StartWorker(o, values));
+  const std::vector<float*> dst = {values[0].data(), values[1].data()};
+  ASSERT_OK(s->AwaitValues(dst));
+  std::vector<float> first(kDim), second(2 * kDim);
+  const uint64_t three = 3, eight_three[2] = {8, 3};
+  ASSERT_OK(s->PullRows(0, &three, 1, first.data()));
+  ASSERT_OK(s->PullRows(0, eight_three, 2, second.data()));
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), second.begin() + kDim));  // row 3 both times
+  const uint64_t both[2] = {3, 8};
+  const std::vector<float> ones(2 * kDim, 1.0f);
+  ASSERT_OK(s->PushRows(0, both, ones.data(), 2));
+  ASSERT_OK(s->EndStep(0.5));
+  ASSERT_OK(s->AwaitValues(dst));
+  std::vector<float> after(2 * kDim);
+  ASSERT_OK(s->PullRows(0, both, 2, after.data()));
+  const ps::InitialRows initial(job.seed, "emb", 0.05f);
+  for (int i = 0; i < 2; ++i) {
+    float start[kDim];
+    initial.Fill(both[i], kDim, start);
+    for (int d = 0; d < kDim; ++d) {
+      EXPECT_FLOAT_EQ(after[static_cast<size_t>(i * kDim + d)], start[d] - kTableLr)
+          << "row " << both[i];
+    }
+  }
+  std::vector<float> bad(2 * kDim, 0.0f);
+  bad[5] = std::nanf("");
+  ASSERT_OK(s->PushRows(0, both, bad.data(), 2));
+  const Status stopped = s->EndStep(0.5);
+  EXPECT_EQ(stopped.code(), StatusCode::kFailedPrecondition) << stopped.ToString();
+  EXPECT_NE(
+      stopped.message().find("diverged at step 2 (gradient of table 'emb' = nan at element 5"),
+      std::string::npos)
+      << stopped.message();
+}
+
 // Worker 1 of a softsync job (python/session.h): joins, waits until `go` (at most 20 s), pushes
 // one step's gradients and ends the step; then, given `final_w`, pulls the final 'w' into it.
 Status LateSoftsyncWorker(const Cluster& cluster, const ps::JobConfig& job, std::future<void> go,

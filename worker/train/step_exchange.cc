@@ -14,8 +14,10 @@ StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, const M
                    divergence, stop) {}
 
 StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
-                           Divergence& divergence, const std::atomic<bool>* stop)
-    : StepExchange(client, job, num_variables, TableExchange(client, stop), divergence, stop) {}
+                           std::vector<uint32_t> table_variables, Divergence& divergence,
+                           const std::atomic<bool>* stop)
+    : StepExchange(client, job, num_variables,
+                   TableExchange(client, std::move(table_variables), stop), divergence, stop) {}
 
 StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
                            TableExchange tables, Divergence& divergence,
@@ -63,6 +65,7 @@ void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool 
     std::fill(versions_.begin(), versions_.end(), version);
     std::fill(pulled_with_push_.begin(), pulled_with_push_.end(), 0);
     table_version_ = version;
+    table_rows_came_ = false;
     tables_pulled_with_push_ = false;
     for (int v = 0; v < num_variables_; ++v) PullAt(v, version, iter, exact);
   }
@@ -113,8 +116,20 @@ Status StepExchange::AwaitValues(TowerGroup& towers) {
   if (tables_.empty()) return Status::Ok();
   TOWERPS_ASSIGN_OR_RETURN(const int64_t version, tables_.AwaitRows(towers));
   MutexLock lock(&mu_);
-  table_version_ = version;
+  RowsCameAt(version);
   return Status::Ok();
+}
+
+Status StepExchange::AwaitTableRows(int t, const TableExchange::RowSink& sink) {
+  TOWERPS_ASSIGN_OR_RETURN(const int64_t version, tables_.AwaitRows(t, sink));
+  MutexLock lock(&mu_);
+  RowsCameAt(version);
+  return Status::Ok();
+}
+
+void StepExchange::RowsCameAt(int64_t version) {
+  table_version_ =
+      std::exchange(table_rows_came_, true) ? std::min(table_version_, version) : version;
 }
 
 int64_t StepExchange::Progress(int64_t iter) const {
@@ -166,7 +181,8 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
   }
 }
 
-void StepExchange::PushTables(TowerGroup& towers, int64_t iter, const Batch* next) {
+void StepExchange::PushTables(const TableExchange::GradientSource& gradients, int64_t iter,
+                              const Batch* next) {
   if (tables_.empty()) return;
   int64_t version, last_step;
   bool replace;
@@ -185,7 +201,7 @@ void StepExchange::PushTables(TowerGroup& towers, int64_t iter, const Batch* nex
   if (next != nullptr && (sync_ || iter + 1 < last_step)) {
     pull = std::make_pair(NextPullVersion(version, last_step), iter + 1);
   }
-  const bool pulled = tables_.Push(towers, divergence_, version, iter, replace, pull);
+  const bool pulled = tables_.Push(gradients, divergence_, version, iter, replace, pull);
   MutexLock lock(&mu_);
   tables_pulled_with_push_ = pull.has_value() && pulled;
 }
@@ -193,8 +209,12 @@ void StepExchange::PushTables(TowerGroup& towers, int64_t iter, const Batch* nex
 void StepExchange::PullNext(int64_t iter) {
   MutexLock lock(&mu_);
   if (!sync_ && iter >= last_step_) return;  // no next iteration
-  if (!tables_.empty() && !std::exchange(tables_pulled_with_push_, true)) {
-    tables_.Pull(NextPullVersion(table_version_, last_step_), iter, /*exact=*/false);
+  if (!tables_.empty()) {
+    table_version_ = NextPullVersion(table_version_, last_step_);  // asked for; rows may be later
+    table_rows_came_ = false;
+    if (!std::exchange(tables_pulled_with_push_, true)) {
+      tables_.Pull(table_version_, iter, /*exact=*/false);
+    }
   }
   for (int v = 0; v < num_variables_; ++v) {
     const auto i = static_cast<size_t>(v);

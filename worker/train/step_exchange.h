@@ -50,10 +50,12 @@ class StepExchange {
   // A model's variables and tables.
   StepExchange(ps::Client& client, const ps::JobConfig& job, const Model<float>& model,
                Divergence& divergence, const std::atomic<bool>* stop);
-  // `num_variables` dense variables and no tables: a model TowerPS does not build (a PyTorch
-  // worker's, python/session.h), whose values go where a ValueSink puts them.
+  // `num_variables` dense variables and fed tables `table_variables` (TableExchange::Feed): a
+  // model TowerPS does not build (a PyTorch worker's, python/session.h), whose values go where a
+  // ValueSink puts them.
   StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
-               Divergence& divergence, const std::atomic<bool>* stop);
+               std::vector<uint32_t> table_variables, Divergence& divergence,
+               const std::atomic<bool>* stop);
   StepExchange(const StepExchange&) = delete;
   StepExchange& operator=(const StepExchange&) = delete;
 
@@ -80,9 +82,13 @@ class StepExchange {
   // and the worker stops on that.
   void Push(int v, const Tensor& average, int64_t iter) EXCLUDES(mu_);
 
+  // A fed table's rows (TableExchange::Feed), handed to `sink` when they come; the step's
+  // tables then push from the lowest version any of its rows came at (as AwaitValues's).
+  Status AwaitTableRows(int t, const TableExchange::RowSink& sink) EXCLUDES(mu_);
   // After the step of iteration `iter` (training thread): the tables' gradients pushed, with
-  // the pull of `next`'s rows, the next batch (null: there is none).
-  void PushTables(TowerGroup& towers, int64_t iter, const Batch* next) EXCLUDES(mu_);
+  // the pull of `next`'s rows, the next batch (null: none, or a fed table's ids are unknown).
+  void PushTables(const TableExchange::GradientSource& gradients, int64_t iter, const Batch* next)
+      EXCLUDES(mu_);
   // After a step that ended iteration `iter` - 1: the pulls that did not ride on a push.
   void PullNext(int64_t iter) EXCLUDES(mu_);
   // Waits for this step's pushes; their mean staleness. A non-finite gradient the servers
@@ -120,6 +126,8 @@ class StepExchange {
   // Waits for `pulls`, hands them to `sink` and records their versions.
   Status Load(std::vector<PullFuture> pulls, const ValueSink& sink, int64_t* max_version)
       EXCLUDES(mu_);
+  // Rows of the step's tables came at `version`.
+  void RowsCameAt(int64_t version) REQUIRES(mu_);
   // Loads a pulled variable into every tower.
   static ValueSink IntoTowers(TowerGroup& towers);
   template <typename Reply>
@@ -141,7 +149,10 @@ class StepExchange {
   std::vector<PullFuture> pulls_ GUARDED_BY(mu_);
   // Per variable: this step's push carried the next pull.
   std::vector<char> pulled_with_push_ GUARDED_BY(mu_);
-  int64_t table_version_ GUARDED_BY(mu_) = 0;  // of the rows last pulled
+  // The version the step's tables push from: the lowest of their rows', once some came this
+  // step (table_rows_came_); the version asked for until then.
+  int64_t table_version_ GUARDED_BY(mu_) = 0;
+  bool table_rows_came_ GUARDED_BY(mu_) = false;
   bool tables_pulled_with_push_ GUARDED_BY(mu_) = false;
 };
 

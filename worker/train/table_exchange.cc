@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <string>
+#include <unordered_map>
 
 #include "worker/train/join_job.h"
 
@@ -14,9 +16,19 @@ TableExchange::TableExchange(ps::Client& client, const Model<float>& model,
   for (int t = 0; t < model.num_tables(); ++t) {
     Table table;
     table.variable = static_cast<uint32_t>(model.table_variable(t));
-    table.input = {.field_offset = model.table_field_offset(t),
-                   .fields = model.table(t).fields,
-                   .bag = model.table_bag(t)};
+    table.input = TableInput{.field_offset = model.table_field_offset(t),
+                             .fields = model.table(t).fields,
+                             .bag = model.table_bag(t)};
+    tables_.push_back(std::move(table));
+  }
+}
+
+TableExchange::TableExchange(ps::Client& client, std::vector<uint32_t> variables,
+                             const std::atomic<bool>* stop)
+    : client_(client), stop_(stop) {
+  for (uint32_t v : variables) {
+    Table table;
+    table.variable = v;
     tables_.push_back(std::move(table));
   }
 }
@@ -26,61 +38,133 @@ Reply TableExchange::Await(std::future<Reply>& reply) const {
   return AwaitUnlessStopped(reply, stop_);
 }
 
-ps::UniqueIds TableExchange::Unique(const Table& t, const Batch& batch) const {
+ps::UniqueIds TableExchange::Unique(const Table& t, std::span<const uint64_t> ids) const {
   // The placement is the client's once it registered (before any batch).
-  return ps::Deduplicate(TableIds(batch, t.input),
-                         static_cast<int>(client_.placement().ChunksOf(t.variable).size()));
+  return ps::Deduplicate(ids, static_cast<int>(client_.placement().ChunksOf(t.variable).size()));
 }
 
 void TableExchange::Prepare(const Batch& batch) {
   for (Table& t : tables_) {
-    t.next = Unique(t, batch);
-    if (t.input.bag >= 0) t.next_bags = batch.bags.at(static_cast<size_t>(t.input.bag)).offsets;
+    if (!t.input) continue;
+    t.next = Unique(t, TableIds(batch, *t.input));
+    t.prepared = true;
+    if (t.input->bag >= 0) {
+      t.next_bags = batch.bags.at(static_cast<size_t>(t.input->bag)).offsets;
+    }
   }
+}
+
+void TableExchange::SendPull(Table& t) {
+  t.pull = client_.Pull({.variable_id = t.variable,
+                         .ids = t.next.ids,
+                         .min_version = ask_.version,
+                         .clock = ask_.clock,
+                         .exact = ask_.exact});
+  t.prepared = false;
 }
 
 void TableExchange::Pull(int64_t version, int64_t clock, bool exact) {
+  ask_ = {.version = version, .clock = clock, .exact = exact};
   for (Table& t : tables_) {
-    t.pull = client_.Pull({.variable_id = t.variable,
-                           .ids = t.next.ids,
-                           .min_version = version,
-                           .clock = clock,
-                           .exact = exact});
+    if (t.prepared) {
+      SendPull(t);
+    } else if (!t.input) {
+      // A fed table's step begins: its lookups come with the caller's forward.
+      t.fed.clear();
+      t.current = {};
+      t.rows = {};
+    }
   }
 }
 
-Result<int64_t> TableExchange::AwaitRows(TowerGroup& towers) {
+size_t TableExchange::Feed(int index, std::span<const uint64_t> ids) {
+  Table& t = tables_.at(static_cast<size_t>(index));
+  const size_t first = t.fed.size();
+  t.fed.insert(t.fed.end(), ids.begin(), ids.end());
+  // Every lookup of the step, so that one push covers them all (a table looked up twice).
+  t.next = Unique(t, t.fed);
+  SendPull(t);
+  return first;
+}
+
+Result<int64_t> TableExchange::Receive(int index, const RowSink& sink) {
+  Table& t = tables_[static_cast<size_t>(index)];
+  TOWERPS_ASSIGN_OR_RETURN(t.rows, Await(t.pull));
+  t.current = std::move(t.next);
+  t.current_bags.swap(t.next_bags);
+  const bool bag = t.input && t.input->bag >= 0;
+  sink(index, t.rows, t.current, bag ? t.current_bags.data() : nullptr);
+  return t.rows.version;
+}
+
+Result<int64_t> TableExchange::AwaitRows(const RowSink& sink) {
   int64_t lowest = INT64_MAX;
   for (size_t i = 0; i < tables_.size(); ++i) {
-    Table& t = tables_[i];
-    TOWERPS_ASSIGN_OR_RETURN(t.rows, Await(t.pull));
-    t.current = std::move(t.next);
-    t.current_bags.swap(t.next_bags);
-    lowest = std::min(lowest, t.rows.version);
-    towers.SetTableRows(static_cast<int>(i), t.rows.rows.f32(), t.current.size(),
-                        t.current.inverse.data(),
-                        t.input.bag >= 0 ? t.current_bags.data() : nullptr);
+    if (!tables_[i].pull.valid()) continue;
+    TOWERPS_ASSIGN_OR_RETURN(const int64_t version, Receive(static_cast<int>(i), sink));
+    lowest = std::min(lowest, version);
   }
   return lowest;
 }
 
-bool TableExchange::Push(TowerGroup& towers, Divergence& divergence, int64_t version, int64_t clock,
-                         bool replace, std::optional<std::pair<int64_t, int64_t>> next) {
+Result<int64_t> TableExchange::AwaitRows(int t, const RowSink& sink) {
+  if (!tables_.at(static_cast<size_t>(t)).pull.valid()) {
+    return FailedPreconditionError("table variable " +
+                                   std::to_string(tables_[static_cast<size_t>(t)].variable) +
+                                   " has no pull in flight (Feed its ids first)");
+  }
+  return Receive(t, sink);
+}
+
+Result<int64_t> TableExchange::AwaitRows(TowerGroup& towers) {
+  return AwaitRows([&towers](int t, const ps::PulledVariable& rows, const ps::UniqueIds& ids,
+                             const uint32_t* bags) {
+    towers.SetTableRows(t, rows.rows.f32(), ids.size(), ids.inverse.data(), bags);
+  });
+}
+
+Result<Tensor> TableExchange::PulledUpdates(int index, std::span<const uint64_t> ids) const {
+  const Table& t = tables_.at(static_cast<size_t>(index));
+  std::unordered_map<uint64_t, uint32_t> pulled;
+  pulled.reserve(static_cast<size_t>(t.current.size()));
+  for (int64_t i = 0; i < t.current.size(); ++i) {
+    pulled.emplace(t.current.ids.u64()[i], t.rows.updates.u32()[i]);
+  }
+  Tensor updates = Tensor::Empty({static_cast<int64_t>(ids.size())}, DType::kUInt32);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto found = pulled.find(ids[i]);
+    if (found == pulled.end()) {
+      return InvalidArgumentError("row " + std::to_string(ids[i]) +
+                                  ", which this step did not pull");
+    }
+    updates.u32()[i] = found->second;
+  }
+  return updates;
+}
+
+TableExchange::GradientSource TableExchange::FromTowers(TowerGroup& towers) {
+  return [&towers](int t) { return Gradient{.rows = towers.TableGradient(t)}; };
+}
+
+bool TableExchange::Push(const GradientSource& gradients, Divergence& divergence, int64_t version,
+                         int64_t clock, bool replace,
+                         std::optional<std::pair<int64_t, int64_t>> next) {
   bool all_pulled = true;
   for (size_t i = 0; i < tables_.size(); ++i) {
     Table& t = tables_[i];
-    const Tensor gradient = towers.TableGradient(static_cast<int>(i));
-    if (!divergence.CheckGradient(static_cast<int>(t.variable), gradient)) {
+    const Gradient gradient = gradients(static_cast<int>(i));
+    if (!divergence.CheckGradient(static_cast<int>(t.variable), gradient.rows)) {
       all_pulled = false;  // withheld: this worker stops on it
       continue;
     }
-    const ps::PushRequest push{.variable_id = t.variable,
-                               .version = version,
-                               .clock = clock,
-                               .gradient = gradient,
-                               .replace_pending = replace,
-                               .ids = t.current.ids,
-                               .pulled_updates = t.rows.updates};
+    const ps::PushRequest push{
+        .variable_id = t.variable,
+        .version = version,
+        .clock = clock,
+        .gradient = gradient.rows,
+        .replace_pending = replace,
+        .ids = gradient.ids.defined() ? gradient.ids : t.current.ids,
+        .pulled_updates = gradient.ids.defined() ? gradient.updates : t.rows.updates};
     if (!next) {
       t.push = client_.Push(push);
       continue;
@@ -91,6 +175,7 @@ bool TableExchange::Push(TowerGroup& towers, Divergence& divergence, int64_t ver
                                                                .clock = next->second});
     t.push = std::move(both.push);
     t.pull = std::move(both.pull);
+    t.prepared = false;
   }
   return all_pulled;
 }
@@ -139,15 +224,16 @@ Status TableExchange::Probe(int64_t version, bool exact, int64_t* lowest, int64_
 Status TableExchange::LoadForEvaluation(const Batch& batch, Model<float>& model) {
   std::vector<std::future<Result<ps::PulledVariable>>> pulls;
   for (Table& t : tables_) {
-    t.eval_ids = Unique(t, batch);
-    if (t.input.bag >= 0) t.eval_bags = batch.bags.at(static_cast<size_t>(t.input.bag)).offsets;
+    if (!t.input) return FailedPreconditionError("a fed table has no evaluation batches");
+    t.eval_ids = Unique(t, TableIds(batch, *t.input));
+    if (t.input->bag >= 0) t.eval_bags = batch.bags.at(static_cast<size_t>(t.input->bag)).offsets;
     pulls.push_back(client_.Pull({.variable_id = t.variable, .ids = t.eval_ids.ids}));
   }
   for (size_t i = 0; i < tables_.size(); ++i) {
     Table& t = tables_[i];
     TOWERPS_ASSIGN_OR_RETURN(t.eval_rows, Await(pulls[i]));
     model.SetTableRows(static_cast<int>(i), t.eval_rows.rows.f32(), t.eval_ids.size(),
-                       t.eval_ids.inverse.data(), t.input.bag >= 0 ? t.eval_bags.data() : nullptr);
+                       t.eval_ids.inverse.data(), t.input->bag >= 0 ? t.eval_bags.data() : nullptr);
   }
   return Status::Ok();
 }

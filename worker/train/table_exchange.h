@@ -1,12 +1,18 @@
 // TableExchange: a worker's pulls and pushes of its model's embedding tables, step by step: the
 // part of StepExchange (worker/train/step_exchange.h) that moves rows by id.
 //
-// A step's tables: the ids the step's batch looks up in each table, each once (job/row_batch.h);
-// their rows pulled at the step's version and handed to the towers with, per example and field,
-// the row it uses; after the step, each table's row gradients, averaged over the towers, pushed
-// with the pull of the next batch's rows riding on the push (Client::PushThenPull): one
-// request per table partition and step. The chief evaluates with rows pulled for each test
-// batch (LoadForEvaluation).
+// A step's tables: the ids the step looks up in each table, each once (job/row_batch.h); their
+// rows pulled at the version the step's Pull() names and handed to a RowSink with, per lookup,
+// the row it uses; after the step, each table's row gradients, from a GradientSource, pushed with
+// the pull of the next step's rows riding on the push (Client::PushThenPull) when those ids are
+// known: one request per table partition and step. The chief evaluates with rows pulled for each
+// test batch (LoadForEvaluation).
+//
+// Where the ids come from is the seam, as a ValueSink is StepExchange's: a native model's tables
+// take them from each batch (Prepare(batch)); a model TowerPS does not build (python/session.h)
+// feeds them as its forward looks them up (Feed), and its table's pull goes then, at the version
+// Pull() named. The rules - versions, exactness, replacing a rejoined worker's pending push, the
+// non-finite check, row staleness - are the same for both, and live here and in StepExchange.
 //
 // Contract: used by the training thread only, between steps; not thread-safe. Every wait is
 // bounded by the client's RPC deadline, and a set `stop` ends it with kCancelled. Borrows the
@@ -16,8 +22,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "job/row_batch.h"
@@ -33,29 +41,58 @@ namespace towerps::worker {
 
 class TableExchange {
  public:
+  // Where a table's pulled rows go: table t's `rows`, one per id of `ids.ids`, in its order;
+  // ids.inverse gives each lookup's row. `bags`: an EmbeddingBag's offsets, or null.
+  using RowSink = std::function<void(int t, const ps::PulledVariable& rows,
+                                     const ps::UniqueIds& ids, const uint32_t* bags)>;
+  // Table t's gradient of the step: `rows` [n, dim]. Without `ids`, one row per id the RowSink
+  // got, in their order; with them, n of those ids (each once) and their `updates`
+  // (PulledUpdates).
+  struct Gradient {
+    Tensor rows{};
+    Tensor ids{}, updates{};
+  };
+  using GradientSource = std::function<Gradient(int t)>;
+
+  // A model's tables: each step's ids come from its batch (Prepare(batch)).
   TableExchange(ps::Client& client, const Model<float>& model, const std::atomic<bool>* stop);
-  // No tables: every method does nothing.
-  TableExchange(ps::Client& client, const std::atomic<bool>* stop) : client_(client), stop_(stop) {}
+  // Tables whose ids the caller feeds (Feed): the variables `variables`, table t the t-th (none:
+  // every method does nothing).
+  TableExchange(ps::Client& client, std::vector<uint32_t> variables, const std::atomic<bool>* stop);
   TableExchange(TableExchange&&) = default;  // before use: StepExchange's constructors
   TableExchange(const TableExchange&) = delete;
   TableExchange& operator=(const TableExchange&) = delete;
 
   bool empty() const { return tables_.empty(); }
 
-  // The batch the towers run next: its ids for each table, each once. Pull, and Push's `next`,
-  // ask for its rows.
+  // The batch the towers run next: its ids for each table that takes them from batches, each
+  // once. Pull, and Push's `next`, ask for its rows.
   void Prepare(const Batch& batch);
-  // Pulls the prepared batch's rows at `version` (exactly it, when `exact`) for iteration `clock`.
+  // Pulls the prepared ids' rows at `version` (exactly it, when `exact`) for iteration `clock`. A
+  // fed table's pull goes when its ids are fed, at this version.
   void Pull(int64_t version, int64_t clock, bool exact);
-  // Waits for the rows pulled for the prepared batch and hands them to the towers; returns the
-  // lowest version they are at (the version the step computes from).
+  // A fed table's lookup in the step Pull() named: `ids` (any order, repeats allowed) join the
+  // ids table t looked up since, and the rows of them all are pulled. Returns the position of
+  // ids[0] in the UniqueIds' inverse that AwaitRows(t, ...) hands on.
+  size_t Feed(int t, std::span<const uint64_t> ids);
+  // Waits for the rows pulled for the prepared (or fed) ids and hands them to `sink`: every
+  // table's whose pull went, or table t's. Returns the lowest version they are at (the version
+  // the step computes from); INT64_MAX when no pull went.
+  Result<int64_t> AwaitRows(const RowSink& sink);
+  Result<int64_t> AwaitRows(int t, const RowSink& sink);
+  // The same, into the towers.
   Result<int64_t> AwaitRows(TowerGroup& towers);
+  // The update counts of table t's rows `ids`, as pulled this step, for a Gradient with ids;
+  // kInvalidArgument naming an id the step did not pull.
+  Result<Tensor> PulledUpdates(int t, std::span<const uint64_t> ids) const;
   // After a step on the rows AwaitRows gave: each table's gradient, computed from `version` at
   // iteration `clock`, pushed (unless Divergence withholds it); with `next` (version, clock),
   // carrying the pull of the batch prepared since, which AwaitRows then waits for. Returns
   // whether the pull went: false when a push was withheld (Pull it then).
-  bool Push(TowerGroup& towers, Divergence& divergence, int64_t version, int64_t clock,
+  bool Push(const GradientSource& gradients, Divergence& divergence, int64_t version, int64_t clock,
             bool replace, std::optional<std::pair<int64_t, int64_t>> next);
+  // The towers' table gradients.
+  static GradientSource FromTowers(TowerGroup& towers);
   // Waits for the pushes; adds each one's mean staleness to `*staleness_sum` and counts them in
   // `*pushes`. A non-finite gradient the servers refused counts as dropped.
   Status AwaitPushes(Divergence& divergence, double* staleness_sum, int* pushes);
@@ -74,9 +111,11 @@ class TableExchange {
 
  private:
   struct Table {
-    uint32_t variable = 0;        // the table's variable id
-    TableInput input;             // where its ids are in a batch
-    ps::UniqueIds current, next;  // the running batch's ids, and the prepared one's
+    uint32_t variable = 0;            // the table's variable id
+    std::optional<TableInput> input;  // where its ids are in a batch; none: fed
+    std::vector<uint64_t> fed;        // a fed table's lookups since Pull()
+    ps::UniqueIds current, next;      // the running step's ids, and the prepared one's
+    bool prepared = false;            // next's pull has not gone yet
     std::vector<uint32_t> current_bags, next_bags, eval_bags;  // an EmbeddingBag's offsets
     ps::PulledVariable rows;                                   // current's rows
     std::future<Result<ps::PulledVariable>> pull;              // next's
@@ -84,14 +123,24 @@ class TableExchange {
     ps::UniqueIds eval_ids;
     ps::PulledVariable eval_rows;
   };
+  // What Pull() asked for, for fed tables' pulls.
+  struct Ask {
+    int64_t version = 0, clock = 0;
+    bool exact = false;
+  };
   // Table t's ids in `batch`, each once.
-  ps::UniqueIds Unique(const Table& t, const Batch& batch) const;
+  ps::UniqueIds Unique(const Table& t, std::span<const uint64_t> ids) const;
+  // Sends the pull of t's prepared ids at `ask_`.
+  void SendPull(Table& t);
+  // Waits for t's pull and hands its rows to `sink`; their version.
+  Result<int64_t> Receive(int index, const RowSink& sink);
   template <typename Reply>
   Reply Await(std::future<Reply>& reply) const;
 
   ps::Client& client_;
   const std::atomic<bool>* const stop_;
   std::vector<Table> tables_;
+  Ask ask_;
 };
 
 }  // namespace towerps::worker

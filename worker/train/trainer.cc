@@ -153,7 +153,7 @@ class Trainer::Impl {
       TOWERPS_ASSIGN_OR_RETURN(const StepResult r, ComputeStep(iter, &t, &log));
       // The next batch now: its tables' rows ride on this step's pushes of theirs.
       TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&next_batch_));
-      exchange_->PushTables(*p_->towers, iter, &next_batch_);
+      exchange_->PushTables(TableExchange::FromTowers(*p_->towers), iter, &next_batch_);
       if (p_->divergence->StopsAfterStep(r.loss, progress + 1)) {
         return StoppedSummary(began, start, iter + 1, r.loss, log);  // the caller reports it
       }
