@@ -294,7 +294,7 @@ Status Session::PullFinal(const std::vector<float*>& dst) {
     return InvalidArgumentError("PullFinal got " + std::to_string(dst.size()) + " buffers for " +
                                 std::to_string(parameters_.size()) + " parameters");
   }
-  if (o_.job.mode == ps::UpdateMode::kSync) {
+  if (worker::PullPolicy::For(o_.job.mode).LastPullIsFinal()) {
     // The last EndStep's values are the final ones: every worker's last step is in them. (No
     // request, so a worker that ends after the chief stopped the servers still ends cleanly.)
     final_min_ = final_max_ = iter_;

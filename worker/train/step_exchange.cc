@@ -23,7 +23,7 @@ StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num
                            TableExchange tables, Divergence& divergence,
                            const std::atomic<bool>* stop)
     : client_(client),
-      sync_(job.mode == ps::UpdateMode::kSync),
+      policy_(PullPolicy::For(job.mode)),
       num_variables_(num_variables),
       tables_(std::move(tables)),
       divergence_(divergence),
@@ -45,10 +45,6 @@ int64_t StepExchange::last_step() const {
   return last_step_;
 }
 
-int64_t StepExchange::NextPullVersion(int64_t version, int64_t last_step) const {
-  return sync_ ? std::min(version + 1, last_step) : 0;
-}
-
 void StepExchange::PullAt(int v, int64_t min_version, int64_t clock, bool exact) {
   pulls_[static_cast<size_t>(v)] = client_.Pull({.variable_id = static_cast<uint32_t>(v),
                                                  .min_version = min_version,
@@ -61,7 +57,7 @@ void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool 
   {
     MutexLock lock(&mu_);
     last_step_ = last_step;
-    replace_pending_ = sync_ && !exact;
+    replace_pending_ = policy_.ReplacesPending(exact);
     std::fill(versions_.begin(), versions_.end(), version);
     std::fill(pulled_with_push_.begin(), pulled_with_push_.end(), 0);
     table_version_ = version;
@@ -75,7 +71,7 @@ void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool 
 
 bool StepExchange::RanLastIteration(int64_t iter) const {
   MutexLock lock(&mu_);
-  return !sync_ && iter >= last_step_;
+  return policy_.RanLast(iter, last_step_);
 }
 
 StepExchange::ValueSink StepExchange::IntoTowers(TowerGroup& towers) {
@@ -134,10 +130,9 @@ void StepExchange::RowsCameAt(int64_t version) {
 
 int64_t StepExchange::Progress(int64_t iter) const {
   MutexLock lock(&mu_);
-  if (!sync_) return iter;
   int64_t lowest = tables_.empty() ? INT64_MAX : table_version_;
   for (int64_t v : versions_) lowest = std::min(lowest, v);
-  return lowest;
+  return policy_.Progress(iter, lowest);
 }
 
 void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
@@ -156,19 +151,19 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
   if (profile_ != nullptr) profile_->Mark(v, StepProfile::Event::kSent);
   std::future<Result<ps::PushReport>> pushed;
   std::optional<std::future<Result<ps::PulledVariable>>> pulled;
-  if (sync_ && push.version >= last_step) {
+  if (policy_.PastLast(push.version, last_step)) {
     // This variable's chunks have done every step already: they ran ahead of the others after
     // a server came back from an older checkpoint. Nothing more is pushed to them.
     std::promise<Result<ps::PushReport>> done;
     done.set_value(ps::PushReport{.version = push.version});
     pushed = done.get_future();
-  } else if (!sync_ && iter + 1 >= last_step) {
+  } else if (policy_.RanLast(iter + 1, last_step)) {
     pushed = client_.Push(push);  // no next iteration: nothing to pull
   } else {
     // The next iteration's pull goes with the push, in the same request per chunk.
     ps::Client::PushAndPull both =
         client_.PushThenPull(push, {.variable_id = push.variable_id,
-                                    .min_version = NextPullVersion(push.version, last_step),
+                                    .min_version = policy_.NextVersion(push.version, last_step),
                                     .clock = iter + 1});
     pushed = std::move(both.push);
     pulled = std::move(both.pull);
@@ -196,10 +191,10 @@ void StepExchange::PushTables(const TableExchange::GradientSource& gradients, in
   if (next != nullptr) tables_.Prepare(*next);
   // As Push does for a dense variable: no push to partitions past the last step, and no pull
   // when there is no next iteration.
-  if (sync_ && version >= last_step) return;
+  if (policy_.PastLast(version, last_step)) return;
   std::optional<std::pair<int64_t, int64_t>> pull;
-  if (next != nullptr && (sync_ || iter + 1 < last_step)) {
-    pull = std::make_pair(NextPullVersion(version, last_step), iter + 1);
+  if (next != nullptr && !policy_.RanLast(iter + 1, last_step)) {
+    pull = std::make_pair(policy_.NextVersion(version, last_step), iter + 1);
   }
   const bool pulled = tables_.Push(gradients, divergence_, version, iter, replace, pull);
   MutexLock lock(&mu_);
@@ -208,9 +203,10 @@ void StepExchange::PushTables(const TableExchange::GradientSource& gradients, in
 
 void StepExchange::PullNext(int64_t iter) {
   MutexLock lock(&mu_);
-  if (!sync_ && iter >= last_step_) return;  // no next iteration
+  if (policy_.RanLast(iter, last_step_)) return;  // no next iteration
   if (!tables_.empty()) {
-    table_version_ = NextPullVersion(table_version_, last_step_);  // asked for; rows may be later
+    table_version_ =
+        policy_.NextVersion(table_version_, last_step_);  // asked for; rows may be later
     table_rows_came_ = false;
     if (!std::exchange(tables_pulled_with_push_, true)) {
       tables_.Pull(table_version_, iter, /*exact=*/false);
@@ -219,7 +215,7 @@ void StepExchange::PullNext(int64_t iter) {
   for (int v = 0; v < num_variables_; ++v) {
     const auto i = static_cast<size_t>(v);
     if (std::exchange(pulled_with_push_[i], 0) != 0) continue;
-    PullAt(v, NextPullVersion(versions_[i], last_step_), iter, /*exact=*/false);
+    PullAt(v, policy_.NextVersion(versions_[i], last_step_), iter, /*exact=*/false);
   }
 }
 

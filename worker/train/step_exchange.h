@@ -1,5 +1,5 @@
 // StepExchange: a worker's messages to the servers, step by step. It owns each step's pulls and
-// pushes, asks the mode for the version to pull next, and knows when training is done; the
+// pushes, asks the mode's PullPolicy for the version to pull next and whether training is done; the
 // trainer keeps the set-up and the loop.
 //
 // A step's route: AwaitValues() waits for the pulled parameters and loads them into every tower;
@@ -8,10 +8,9 @@
 // (ps::Client::PushThenPull); after the step PullNext() pulls the variables whose pull did not go
 // with a push, in forward-layer order, and AwaitPushes() collects the pushes' staleness.
 //
-// Versions: sync pulls the step after the one pushed (never past the last), so versions count
-// steps and training ends when the servers' lowest version reaches the last step; async, SSP and
-// softsync pull the latest values (SSP's bound goes by the clock) and each worker runs its own
-// iterations to the last.
+// Versions: the mode's PullPolicy (worker/train/pull_policy.h) says which one to pull next and
+// when training is done: sync pulls the step after the one pushed, so versions count steps;
+// async, SSP and softsync pull the latest values and each worker runs its own iterations.
 //
 // Embedding tables (worker/train/table_exchange.h) follow the same versions: each step's batch's
 // rows are pulled with the step's parameters, and after the step (PushTables) their gradients go
@@ -40,6 +39,7 @@
 #include "worker/data/batcher.h"
 #include "worker/tower_group.h"
 #include "worker/train/divergence.h"
+#include "worker/train/pull_policy.h"
 #include "worker/train/step_profile.h"
 #include "worker/train/table_exchange.h"
 
@@ -119,9 +119,6 @@ class StepExchange {
   using PushFuture = std::future<Result<ps::PushReport>>;
   using PullFuture = std::future<Result<ps::PulledVariable>>;
 
-  // The version to pull after pushing a gradient computed from `version`, training to
-  // `last_step`.
-  int64_t NextPullVersion(int64_t version, int64_t last_step) const;
   void PullAt(int v, int64_t min_version, int64_t clock, bool exact) REQUIRES(mu_);
   // Waits for `pulls`, hands them to `sink` and records their versions.
   Status Load(std::vector<PullFuture> pulls, const ValueSink& sink, int64_t* max_version)
@@ -134,7 +131,7 @@ class StepExchange {
   Reply Await(std::future<Reply>& reply) const;
 
   ps::Client& client_;
-  const bool sync_;
+  const PullPolicy& policy_;
   const int num_variables_;  // dense
   TableExchange tables_;     // training thread only
   Divergence& divergence_;

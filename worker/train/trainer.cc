@@ -167,7 +167,7 @@ class Trainer::Impl {
       TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
       push_wait = Seconds(Clock::now() - push_wait_start);
       t.loss = r.loss;
-      const int64_t step = o_.job.mode == ps::UpdateMode::kSync ? progress + 1 : iter;
+      const int64_t step = PullPolicy::For(o_.job.mode).Progress(iter, progress + 1);
       console.Step(progress + 1, r.loss);
       log.Record(t, iter, step, progress / p_->steps_per_epoch, staleness, console, metrics_);
     }
@@ -205,8 +205,8 @@ class Trainer::Impl {
 
   Result<TrainingSummary> Finish(Clock::time_point began, const JoinPoint& start, int64_t iter,
                                  int64_t total, const StepLog& log) {
-    const bool sync = o_.job.mode == ps::UpdateMode::kSync;
-    TrainingSummary s = PartialSummary(began, sync ? total : iter, log.totals().loss, log);
+    TrainingSummary s = PartialSummary(began, PullPolicy::For(o_.job.mode).Progress(iter, total),
+                                       log.totals().loss, log);
     TOWERPS_LOG(kInfo) << "finished " << iter << " steps in " << s.train_seconds
                        << " s: " << s.wait_seconds << " s waiting for parameters, "
                        << s.injected_delay_seconds << " s of injected delay";
