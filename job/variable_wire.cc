@@ -33,4 +33,21 @@ std::vector<VariableSpec> ReadVariables(proto::Header::Reader header) {
   return vars;
 }
 
+void WriteConfigFields(const std::vector<std::pair<std::string, std::string>>& fields,
+                       proto::Header::Builder header) {
+  auto list = header.initConfigFields(static_cast<unsigned>(fields.size()));
+  for (size_t i = 0; i < fields.size(); ++i) {
+    list[static_cast<unsigned>(i)].setName(fields[i].first);
+    list[static_cast<unsigned>(i)].setValue(fields[i].second);
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> ReadConfigFields(proto::Header::Reader header) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto f : header.getConfigFields()) {
+    out.emplace_back(f.getName().cStr(), f.getValue().cStr());
+  }
+  return out;
+}
+
 }  // namespace towerps::ps

@@ -129,12 +129,7 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
     h.setModelSignature(model_signature);
     h.setConfigFingerprint(impl_->job_id_);
     WriteVariables(variables, h);
-    const auto fields = impl_->options_.job.Fields();
-    auto list = h.initConfigFields(static_cast<unsigned>(fields.size()));
-    for (size_t i = 0; i < fields.size(); ++i) {
-      list[static_cast<unsigned>(i)].setName(fields[i].first);
-      list[static_cast<unsigned>(i)].setValue(fields[i].second);
-    }
+    WriteConfigFields(impl_->options_.job.Fields(), h);
     const bool owner = s < static_cast<int>(owns.size()) && owns[s];
     Impl* impl = impl_.get();
     impl_->Submit(s, std::move(m), "register", [join, owner, impl, s](Result<IncomingMessage> r) {

@@ -1,8 +1,5 @@
 #include "ps/server/server.h"
 
-#include "ps/server/server_events.h"
-
-#include <algorithm>
 #include <filesystem>
 #include <random>
 
@@ -12,65 +9,34 @@
 #include "job/replica_placement.h"
 #include "job/variable.h"
 #include "job/variable_wire.h"
-#include "ps/server/chunk.h"
-#include "ps/server/replica_state.h"
 #include "ps/server/reply.h"
-#include "ps/server/table_chunk.h"
+#include "ps/server/server_events.h"
 
 namespace towerps::ps {
 namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
 
-std::vector<std::pair<std::string, std::string>> FieldsFrom(proto::Header::Reader h) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (auto f : h.getConfigFields()) out.emplace_back(f.getName().cStr(), f.getValue().cStr());
-  return out;
-}
-
 }  // namespace
 
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
+      incarnation_((uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1),
+      replicas_(options_.job, options_.rank, options_.rejoin, incarnation_),
+      shards_(options_.threads, options_.job, &outbox_, &update_clock_),
       shutdown_(options_.job.workers, options_.shutdown_grace),
-      checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every),
-      incarnation_((uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1) {}
+      checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every) {}
 
-Server::~Server() {
-  for (auto& s : shards_) s->Stop();
-}
+Server::~Server() { shards_.Stop(); }
 
 Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
-  TOWERPS_RETURN_IF_ERROR(options.job.Validate());
-  const int processes = options.job.ServerProcesses();
-  if (options.rank < 0 || options.rank >= processes) {
-    return InvalidArgumentError("--rank=" + std::to_string(options.rank) + " is outside 0.." +
-                                std::to_string(processes - 1) +
-                                " (--servers=" + std::to_string(options.job.servers) +
-                                ", --ps-replicas=" + std::to_string(options.job.ps_replicas) + ")");
-  }
-  if (options.job.ps_replicas > 1 && static_cast<int>(options.peers.size()) != processes) {
-    return InvalidArgumentError("--ps-replicas=2 needs --peers with the endpoints of all " +
-                                std::to_string(processes) + " servers; got " +
-                                std::to_string(options.peers.size()));
-  }
-  if (options.threads < 1 || options.threads > 256) {
-    return InvalidArgumentError("--threads=" + std::to_string(options.threads) +
-                                " must be between 1 and 256");
-  }
-  if (options.checkpoint_every < 0) {
-    return InvalidArgumentError("--checkpoint-every must be >= 0");
-  }
+  TOWERPS_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const ServerOptions& o = server->options_;
   TOWERPS_ASSIGN_OR_RETURN(server->transport_, Transport::Create(o.transport));
   TOWERPS_ASSIGN_OR_RETURN(server->socket_,
                            server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
-  for (int i = 0; i < o.threads; ++i) {
-    server->shards_.push_back(
-        std::make_unique<Shard>(i, server->options_.job, &server->outbox_, &server->update_clock_));
-  }
-  TOWERPS_RETURN_IF_ERROR(server->ConnectPeers());
+  TOWERPS_RETURN_IF_ERROR(server->replicas_.Connect(*server->transport_, o.peers));
   if (!o.logdir.empty()) {
     TOWERPS_ASSIGN_OR_RETURN(server->events_, ServerEvents::Create(o.logdir, o.rank));
   }
@@ -105,39 +71,25 @@ Status Server::Restore(const Checkpoint& ck) {
   }
   TOWERPS_RETURN_IF_ERROR(CheckResumable(options_.job, m.job_fields));
   TOWERPS_RETURN_IF_ERROR(EstablishModel(m.variables, m.model_signature));
-  if (ck.chunks.size() + ck.tables.size() != homes_.size()) {
+  if (ck.chunks.size() + ck.tables.size() != shards_.holders()) {
     return FailedPreconditionError("it holds " + std::to_string(ck.chunks.size()) + " chunks and " +
                                    std::to_string(ck.tables.size()) +
                                    " table partitions but this server owns " +
-                                   std::to_string(homes_.size()));
+                                   std::to_string(shards_.holders()));
   }
   LowestVersion lowest;
   for (const ChunkState& c : ck.chunks) {
-    TOWERPS_RETURN_IF_ERROR(RestoreHolder(c, c.variable_id, c.chunk_id));
+    TOWERPS_RETURN_IF_ERROR(shards_.Restore(c, c.variable_id, c.chunk_id));
     lowest.Add(c.version);
   }
   for (const TableState& t : ck.tables) {
-    TOWERPS_RETURN_IF_ERROR(RestoreHolder(t, t.variable_id, t.chunk_id));
+    TOWERPS_RETURN_IF_ERROR(shards_.Restore(t, t.variable_id, t.chunk_id));
     lowest.Add(t.version);
   }
   checkpoints_.Restored(lowest.value());
   restored_version_ = lowest.value();
   StartShards();
   return Status::Ok();
-}
-
-Status Server::RestoreHolder(const HolderState& state, uint32_t variable_id, uint32_t chunk_id) {
-  auto it = homes_.find({variable_id, chunk_id});
-  Holder* holder =
-      it == homes_.end() ? nullptr : shards_[it->second.shard]->holders()[it->second.index].get();
-  const bool table = std::holds_alternative<TableState>(state);
-  if (holder == nullptr || holder->spec().is_table() != table) {
-    return FailedPreconditionError("it holds " + std::string(table ? "table " : "") + "variable " +
-                                   std::to_string(variable_id) +
-                                   (table ? " partition " : " chunk ") + std::to_string(chunk_id) +
-                                   ", which this server does not own");
-  }
-  return holder->Load(state);
 }
 
 Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature) {
@@ -148,26 +100,12 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   variables_ = variables;
   variables_hash_ = VariableListHash(variables_);
   model_signature_ = signature;
-  int next = 0;
-  const std::vector<int> groups = GroupsHeldBy(options_.job, options_.rank);
   // Values live in the transport's shared-memory arena: pulls from this host lend them in place.
   const TensorAllocator allocate = [t = transport_.get()](const Shape& s) {
     return t->Allocate(s);
   };
-  for (const ChunkSpec& spec : placement.chunks()) {
-    if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
-    const int shard = next++ % options_.threads;
-    std::unique_ptr<Holder> holder;
-    if (spec.is_table()) {
-      holder =
-          std::make_unique<TableChunk>(spec, variables[spec.variable_id], options_.job, allocate);
-    } else {
-      holder = std::make_unique<Chunk>(spec, options_.job, allocate);
-    }
-    const size_t index = shards_[shard]->Add(std::move(holder), RoleFor(spec.server));
-    homes_[{spec.variable_id, spec.chunk_id}] = {shard, index};
-    groups_[{spec.variable_id, spec.chunk_id}] = spec.server;
-  }
+  shards_.Place(placement, variables, GroupsHeldBy(options_.job, options_.rank), options_.job,
+                allocate, [this](int group) { return replicas_.RoleFor(group); });
   if (options_.log_device_placement) {
     TOWERPS_LOG(kInfo) << "chunk placement (" << placement.chunks().size() << " chunks, "
                        << options_.job.servers << " servers):\n"
@@ -184,9 +122,8 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
 }
 
 void Server::StartShards() {
-  if (shards_started_) return;
-  for (auto& s : shards_) s->Start();
-  shards_started_ = true;
+  if (shards_.started()) return;
+  shards_.Start();
   // Replicates that came before the model (from a worker's register or a peer's joinReply), in
   // their order, before any later one.
   for (IncomingMessage& early : early_replicates_) Route(std::move(early));
@@ -201,13 +138,10 @@ Status Server::Run() {
   auto next_event = Deadline::After(options_.event_interval);
   std::vector<Socket*> sockets = {socket_.get()};
   std::vector<int> link_ranks;
-  for (auto& [rank, link] : links_) {
-    sockets.push_back(link.get());
-    link_ranks.push_back(rank);
-  }
-  SendJoins();
+  replicas_.AppendSockets(&sockets, &link_ranks);
+  replicas_.SendJoins(options_.join_timeout);
   while (!shutdown_.ShouldStop() && !deposed_ && !(options_.stop && options_.stop->load())) {
-    TOWERPS_RETURN_IF_ERROR(CheckJoins());
+    TOWERPS_RETURN_IF_ERROR(replicas_.CheckJoins());
     TOWERPS_ASSIGN_OR_RETURN(
         std::vector<bool> ready,
         transport_->Poll(sockets, outbox_.wake_fd(), Deadline::After(kPollInterval)));
@@ -233,12 +167,12 @@ Status Server::Run() {
       if (auto* m = std::get_if<OutgoingMessage>(&out)) {
         SendOrLog(std::move(*m));
       } else if (auto* f = std::get_if<Forward>(&out)) {
-        SendToPeer(f->server, std::move(f->message));
+        replicas_.Send(f->server, std::move(f->message));
       } else {
         checkpoints_.Add(std::move(std::get<SnapshotPart>(out)));
       }
     }
-    if (shards_started_) checkpoints_.Tick(shards_);
+    if (shards_.started()) checkpoints_.Tick(shards_.shards());
     if (next_log.expired()) {
       LogStats();
       next_log = Deadline::After(options_.stats_log_interval);
@@ -249,14 +183,14 @@ Status Server::Run() {
     }
   }
   shutdown_.LogWhyItStops(deposed_);
-  for (auto& s : shards_) s->Stop();
+  shards_.Stop();
   for (ServerOutput& out : outbox_.DrainAll()) {
     if (auto* m = std::get_if<OutgoingMessage>(&out)) SendOrLog(std::move(*m));
   }
   // A failed final checkpoint fails the process: the state since the last one would be lost.
-  Status final_checkpoint = shards_started_ ? checkpoints_.Final(shards_) : Status::Ok();
+  Status final_checkpoint = shards_.started() ? checkpoints_.Final(shards_.shards()) : Status::Ok();
   LogStats();
-  if (options_.log_device_placement) LogTableRows();
+  if (options_.log_device_placement) shards_.LogTableRows(variables_);
   if (events_) events_->Record(CollectStats());
   if (deposed_) {
     return FailedPreconditionError(
@@ -280,8 +214,8 @@ void Server::HandleMessage(IncomingMessage msg) {
 
 void Server::Dispatch(IncomingMessage msg) {
   if (!unreachable_peers_.empty()) unreachable_peers_.erase(msg.peer());
-  if (const int peer = PeerRank(msg.peer()); peer >= 0 && msg.header().getServerIncarnation()) {
-    peer_incarnations_[peer] = msg.header().getServerIncarnation();
+  if (const int peer = replicas_.PeerRank(msg.peer()); peer >= 0) {
+    replicas_.Heard(peer, msg.header().getServerIncarnation());
   }
   switch (msg.type()) {
     case proto::MessageType::PING: {
@@ -312,7 +246,7 @@ void Server::Dispatch(IncomingMessage msg) {
       HandleJoin(msg);
       return;
     case proto::MessageType::TAKE_OVER:
-      if (PeerRank(msg.peer()) >= 0) {
+      if (replicas_.PeerRank(msg.peer()) >= 0) {
         HandleReplaced(msg);
       } else {
         HandleTakeOver(msg);
@@ -328,7 +262,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   auto h = msg.header();
   const std::string who = "worker " + std::to_string(h.getSenderRank());
   const std::string me = "server " + std::to_string(options_.rank);
-  Status s = CompareConfigFields(options_.job.Fields(), me, FieldsFrom(h), who);
+  Status s = CompareConfigFields(options_.job.Fields(), me, ReadConfigFields(h), who);
   if (s.ok() && h.getSenderRank() >= static_cast<uint32_t>(options_.job.workers)) {
     s = InvalidArgumentError(who + " is outside --workers=" + std::to_string(options_.job.workers));
   }
@@ -358,28 +292,28 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   // moved a fresh job forward, and that must not look like a restore.
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REGISTER_REPLY);
   reply.header().setVersion(restored_version_);
-  auto claims = reply.header().initPrimaryGroups(static_cast<unsigned>(primary_groups_.size()));
+  const std::set<int>& primary = replicas_.primary_groups();
+  auto claims = reply.header().initPrimaryGroups(static_cast<unsigned>(primary.size()));
   unsigned c = 0;
-  for (int g : primary_groups_) claims.set(c++, static_cast<uint32_t>(g));
+  for (int g : primary) claims.set(c++, static_cast<uint32_t>(g));
   SendOrLog(std::move(reply));
   TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
 }
 
 void Server::Route(IncomingMessage msg) {
   auto h = msg.header();
-  auto it = homes_.find({h.getVariableId(), h.getChunkId()});
-  if (it == homes_.end()) {
+  const uint32_t variable = h.getVariableId(), chunk = h.getChunkId();
+  if (!shards_.Holds(variable, chunk)) {
     SendOrLog(ErrorReply(
         msg, NotFoundError(
                  "server " + std::to_string(options_.rank) + " holds no variable " +
-                 std::to_string(h.getVariableId()) + " chunk " + std::to_string(h.getChunkId()) +
+                 std::to_string(variable) + " chunk " + std::to_string(chunk) +
                  (placement_ ? " (wrong server for this chunk)" : " (nobody registered yet)"))));
     return;
   }
   ShardTask task;
-  task.chunk = it->second.index;
   task.message.emplace(std::move(msg));
-  shards_[it->second.shard]->Post(std::move(task));
+  shards_.Post(variable, chunk, std::move(task));
 }
 
 void Server::SendOrLog(OutgoingMessage msg) {
@@ -399,15 +333,7 @@ ServerStatsReport Server::CollectStats() const {
   ServerStatsReport r;
   r.staleness_histogram.assign(kStalenessBuckets, 0);
   r.row_staleness_histogram.assign(kStalenessBuckets, 0);
-  LowestVersion lowest;
-  for (const auto& shard : shards_) {
-    AddCounters(shard->counters(), &r);
-    if (shards_started_ && shard->holds_anything()) {
-      lowest.Add(shard->MinVersion());
-      r.max_version = std::max(r.max_version, shard->MaxVersion());
-    }
-  }
-  r.min_version = lowest.value();
+  shards_.AddStats(&r);
   const SocketStats& ss = socket_->stats();
   r.bytes_in = ss.bytes_in;
   r.bytes_out = ss.bytes_out;
@@ -426,18 +352,6 @@ void Server::HandleStats(const IncomingMessage& msg) {
 }
 
 void Server::LogStats() { TOWERPS_LOG(kInfo) << "stats: " << StatsLine(CollectStats()); }
-
-void Server::LogTableRows() const {
-  for (const auto& shard : shards_) {
-    for (const auto& t : shard->holders()) {
-      if (!t->spec().is_table()) continue;
-      TOWERPS_LOG(kInfo) << "table " << variables_.at(t->spec().variable_id).name << " partition "
-                         << t->spec().chunk_id << ": " << t->rows_held() << " rows ("
-                         << static_cast<double>(t->bytes_held()) / (1 << 20)
-                         << " MiB with their optimizer state and the id map)";
-    }
-  }
-}
 
 void Server::HandleShutdown(const IncomingMessage& msg) {
   const Status s = shutdown_.Asked(msg.peer(), PeerName(msg.peer()));

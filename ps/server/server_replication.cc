@@ -1,117 +1,28 @@
-// The replication half of Server (ps/server/server.h): links to peers, join, take-over, and the
-// acknowledgements that come back on the links.
-#include <algorithm>
-#include <cstring>
-#include <string_view>
+// Server's messages from and about its replica peers (ps/server/server.h): acknowledgements,
+// joins and take-overs. The links themselves are ps/server/replica_links.h.
+#include <optional>
 
 #include "common/logging.h"
 #include "job/replica_placement.h"
 #include "job/variable_wire.h"
-#include "ps/server/replica_state.h"
 #include "ps/server/reply.h"
 #include "ps/server/server.h"
 
 namespace towerps::ps {
 
-ReplicaRole Server::RoleFor(int group) const {
-  ReplicaRole role;
-  if (options_.job.ps_replicas < 2) return role;
-  role.peer = OtherReplica(options_.job, group, options_.rank);
-  if (options_.rejoin) {
-    role.kind = ReplicaRole::Kind::kJoining;
-  } else if (group == options_.rank) {
-    role.kind = ReplicaRole::Kind::kPrimary;
-    role.backup_live = true;
-  } else {
-    role.kind = ReplicaRole::Kind::kBackup;
-  }
-  return role;
-}
-
-Status Server::ConnectPeers() {
-  const JobConfig& job = options_.job;
-  if (job.ps_replicas < 2) {
-    primary_groups_.insert(options_.rank);
-    return Status::Ok();
-  }
-  for (int g : GroupsHeldBy(job, options_.rank)) {
-    if (g == options_.rank && !options_.rejoin) primary_groups_.insert(g);
-    const int peer = OtherReplica(job, g, options_.rank);
-    if (links_.count(peer) != 0) continue;
-    TOWERPS_ASSIGN_OR_RETURN(links_[peer],
-                             transport_->Connect(options_.peers[static_cast<size_t>(peer)],
-                                                 "server:" + std::to_string(options_.rank)));
-  }
-  return Status::Ok();
-}
-
-void Server::SendToPeer(int peer, OutgoingMessage msg) {
-  auto it = links_.find(peer);
-  if (it == links_.end()) return;
-  if (msg.header().getType() == proto::MessageType::TAKE_OVER &&
-      msg.header().getReplacedIncarnation() == 0) {
-    // A shard's notice to a backup it dropped: addressed to the process it last heard from.
-    auto known = peer_incarnations_.find(peer);
-    if (known == peer_incarnations_.end()) return;
-    msg.header().setReplacedIncarnation(known->second);
-  }
-  msg.header().setSenderRank(static_cast<uint32_t>(options_.rank));
-  msg.header().setServerIncarnation(incarnation_);
-  // A dead peer's messages queue in the link (and reach its successor, which ignores what
-  // precedes its state); the send itself does not wait.
-  Status s = it->second->Send(std::move(msg), Deadline::After(std::chrono::seconds(1)));
-  if (!s.ok()) TOWERPS_LOG(kWarning) << "to server " << peer << ": " << s.ToString();
-}
-
-void Server::SendJoins() {
-  if (!options_.rejoin) return;
-  for (const auto& [peer, link] : links_) {
-    OutgoingMessage m(proto::MessageType::JOIN);
-    m.header().setSenderRole(proto::Role::SERVER);
-    SendToPeer(peer, std::move(m));
-    joins_pending_.insert(peer);
-  }
-  joins_due_ = Deadline::After(options_.join_timeout);
-  TOWERPS_LOG(kInfo) << "restarted: taking the state of its chunks from " << joins_pending_.size()
-                     << " peer(s)";
-}
-
-Status Server::CheckJoins() {
-  if (joins_pending_.empty() || !joins_due_.expired()) return Status::Ok();
-  return TimeoutError("server " + std::to_string(*joins_pending_.begin()) +
-                      " did not answer this restarted server's join within " +
-                      std::to_string(options_.join_timeout.count()) +
-                      " ms; without a live replica its chunks cannot be recovered");
-}
-
-int Server::PeerRank(const std::string& routing_id) const {
-  // Called for every message: workers' ids are turned away by the prefix, without allocating.
-  constexpr std::string_view kPrefix = "server:";
-  if (links_.empty() || routing_id.compare(0, kPrefix.size(), kPrefix) != 0) return -1;
-  for (const auto& [rank, link] : links_) {
-    if (routing_id.compare(kPrefix.size(), std::string::npos, std::to_string(rank)) == 0) {
-      return rank;
-    }
-  }
-  return -1;
-}
-
 void Server::HandleLinkMessage(int peer, IncomingMessage msg) {
   auto h = msg.header();
-  if (h.getServerIncarnation() != 0) peer_incarnations_[peer] = h.getServerIncarnation();
+  replicas_.Heard(peer, h.getServerIncarnation());
   switch (msg.type()) {
     case proto::MessageType::REPLICATE_REPLY: {
-      auto it = homes_.find({h.getVariableId(), h.getChunkId()});
-      if (it == homes_.end()) return;
       ShardTask t;
       t.kind = ShardTask::Kind::kAck;
-      t.chunk = it->second.index;
       t.version = h.getVersion();
-      shards_[it->second.shard]->Post(std::move(t));
+      shards_.Post(h.getVariableId(), h.getChunkId(), std::move(t));
       return;
     }
     case proto::MessageType::JOIN_REPLY: {
-      joins_pending_.erase(peer);
+      replicas_.JoinAnswered(peer);
       const std::vector<VariableSpec> vars = ReadVariables(h);
       if (!placement_) {
         Status s = EstablishModel(vars, h.getModelSignature());
@@ -153,23 +64,15 @@ void Server::HandleReplicate(IncomingMessage msg) {
 }
 
 size_t Server::PromoteGroupsSharedWith(int peer, ShardTask::Kind kind) {
-  size_t chunks = 0;
-  for (const auto& [key, group] : groups_) {
-    if (OtherReplica(options_.job, group, options_.rank) != peer) continue;
-    primary_groups_.insert(group);
-    const ChunkHome& home = homes_.at(key);
-    ShardTask t;
-    t.kind = kind;
-    t.chunk = home.index;
-    shards_[home.shard]->Post(std::move(t));
-    ++chunks;
-  }
-  return chunks;
+  const std::vector<int> groups = shards_.PostToGroups(
+      [&](int group) { return OtherReplica(options_.job, group, options_.rank) == peer; }, kind);
+  for (int group : groups) replicas_.BecomePrimary(group);
+  return groups.size();
 }
 
 void Server::HandleJoin(const IncomingMessage& msg) {
   const std::string& who = msg.peer();
-  const int peer = PeerRank(who);
+  const int peer = replicas_.PeerRank(who);
   if (peer < 0) {
     SendOrLog(ErrorReply(
         msg, FailedPreconditionError(PeerName(who) + " shares no chunks with this server")));
@@ -190,25 +93,25 @@ void Server::HandleJoin(const IncomingMessage& msg) {
 
 void Server::HandleTakeOver(const IncomingMessage& msg) {
   const int failed = msg.header().getFailedServer();
-  if (links_.count(failed) == 0) {
+  if (!replicas_.Links(failed)) {
     SendOrLog(ErrorReply(msg, InvalidArgumentError("server " + std::to_string(failed) +
                                                    " holds no replica of this server's chunks")));
     return;
   }
-  std::set<int> before = primary_groups_;
+  const std::set<int> before = replicas_.primary_groups();
   const size_t n = PromoteGroupsSharedWith(failed, ShardTask::Kind::kPromote);
-  if (primary_groups_ != before) {
+  if (replicas_.primary_groups() != before) {
     TOWERPS_LOG(kWarning) << PeerName(msg.peer()) << " found server " << failed
                           << " dead: this server is now the primary of its " << n << " chunks";
     // If it was only hung, it must not go on as a primary once it wakes: tell it. (A dead one's
     // successor sees another incarnation and ignores this.)
-    auto it = peer_incarnations_.find(failed);
-    if (msg.header().getUnresponsive() && it != peer_incarnations_.end()) {
+    const std::optional<uint64_t> incarnation = replicas_.IncarnationOf(failed);
+    if (msg.header().getUnresponsive() && incarnation) {
       OutgoingMessage replaced(proto::MessageType::TAKE_OVER);
       replaced.header().setSenderRole(proto::Role::SERVER);
       replaced.header().setFailedServer(failed);
-      replaced.header().setReplacedIncarnation(it->second);
-      SendToPeer(failed, std::move(replaced));
+      replaced.header().setReplacedIncarnation(*incarnation);
+      replicas_.Send(failed, std::move(replaced));
     }
   }
   SendOrLog(ReplyTo(msg, proto::MessageType::TAKE_OVER_REPLY));

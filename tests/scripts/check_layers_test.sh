@@ -2,7 +2,8 @@
 # scripts/check_layers.sh on small trees of its own: a clean one passes, and each kind of breach
 # fails naming the file: an include up a floor, an include into another room of the same floor,
 # a file in no room, a file over 500 lines, a C++ or Python function over 80 lines, and the client
-# library including the server, and a class whose methods are spread over more than two files.
+# library including the server, and a class whose methods are spread over more than two files
+# or over two that pass 500 lines together.
 # Usage: check_layers_test.sh SOURCE_DIR
 set -euo pipefail
 src="$1"
@@ -71,5 +72,12 @@ for part in a b c; do
   printf 'namespace x {\nvoid Big::%s() {}\n}\n' "$part" > "$tmp/tree/ps/server/big_$part.cc"
 done
 expect FAIL "class x::Big: its methods are defined in 3 files"
+
+make_tree  # one class over two files of 300 lines each: counted as one file of 600
+for part in a b; do
+  { printf 'namespace x {\nvoid Split::%s() {}\n}\n' "$part"
+    for i in $(seq 1 297); do echo "// line $i"; done; } > "$tmp/tree/ps/server/split_$part.cc"
+done
+expect FAIL "class x::Split: its files (ps/server/split_a.cc, ps/server/split_b.cc) have 600 lines"
 
 echo "check_layers_test: every breach was refused"
