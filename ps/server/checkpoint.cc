@@ -185,12 +185,24 @@ Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMe
   return Status::Ok();
 }
 
+// Every record's first fields: which holder, its version and update count.
+void PutHead(Writer& w, const HolderStateHead& h) {
+  w.Put(h.variable_id);
+  w.Put(h.chunk_id);
+  w.Put(h.version);
+  w.Put(h.updates);
+}
+
+Status GetHead(Reader& r, HolderStateHead* h) {
+  TOWERPS_RETURN_IF_ERROR(r.Get(&h->variable_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&h->chunk_id));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&h->version));
+  return r.Get(&h->updates);
+}
+
 std::string EncodeChunk(const ChunkState& c) {
   Writer w;
-  w.Put(c.variable_id);
-  w.Put(c.chunk_id);
-  w.Put(c.version);
-  w.Put(c.updates);
+  PutHead(w, c);
   w.Put<uint64_t>(static_cast<uint64_t>(c.values.num_elements()));
   w.Put<uint32_t>(static_cast<uint32_t>(c.slots.size()));
   w.Put<uint32_t>(static_cast<uint32_t>(c.worker_clocks.size()));
@@ -204,10 +216,7 @@ Status DecodeChunk(const std::string& body, const std::string& path, ChunkState*
   Reader r(body, path);
   uint64_t n = 0;
   uint32_t nslots = 0, nclocks = 0;
-  TOWERPS_RETURN_IF_ERROR(r.Get(&c->variable_id));
-  TOWERPS_RETURN_IF_ERROR(r.Get(&c->chunk_id));
-  TOWERPS_RETURN_IF_ERROR(r.Get(&c->version));
-  TOWERPS_RETURN_IF_ERROR(r.Get(&c->updates));
+  TOWERPS_RETURN_IF_ERROR(GetHead(r, c));
   TOWERPS_RETURN_IF_ERROR(r.Get(&n));
   TOWERPS_RETURN_IF_ERROR(r.Get(&nslots));
   TOWERPS_RETURN_IF_ERROR(r.Get(&nclocks));
@@ -235,10 +244,7 @@ Status DecodeChunk(const std::string& body, const std::string& path, ChunkState*
 
 std::string EncodeTable(const TableState& t) {
   Writer w;
-  w.Put(t.variable_id);
-  w.Put(t.chunk_id);
-  w.Put(t.version);
-  w.Put(t.updates);
+  PutHead(w, t);
   w.Put(t.dim);
   w.Put<uint32_t>(static_cast<uint32_t>(t.slots));
   w.Put<uint32_t>(static_cast<uint32_t>(t.worker_clocks.size()));
@@ -265,10 +271,7 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
   Reader r(body, path);
   uint32_t slots = 0, nclocks = 0;
   uint64_t n = 0;
-  TOWERPS_RETURN_IF_ERROR(r.Get(&t->variable_id));
-  TOWERPS_RETURN_IF_ERROR(r.Get(&t->chunk_id));
-  TOWERPS_RETURN_IF_ERROR(r.Get(&t->version));
-  TOWERPS_RETURN_IF_ERROR(r.Get(&t->updates));
+  TOWERPS_RETURN_IF_ERROR(GetHead(r, t));
   TOWERPS_RETURN_IF_ERROR(r.Get(&t->dim));
   TOWERPS_RETURN_IF_ERROR(r.Get(&slots));
   TOWERPS_RETURN_IF_ERROR(r.Get(&nclocks));

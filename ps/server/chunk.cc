@@ -81,10 +81,7 @@ const Tensor* Chunk::ValuesAt(int64_t version) const {
 
 ChunkState Chunk::Snapshot(bool replica) const {
   ChunkState s;
-  s.variable_id = spec_.variable_id;
-  s.chunk_id = spec_.chunk_id;
-  s.version = version_;
-  s.updates = updates_;
+  static_cast<HolderStateHead&>(s) = {spec_.variable_id, spec_.chunk_id, version_, updates_};
   if (initialized()) {
     s.values = values_.Clone();
     for (const Tensor& slot : slots_) s.slots.push_back(slot.Clone());

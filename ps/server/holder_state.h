@@ -17,12 +17,16 @@
 
 namespace towerps::ps {
 
-// Everything a checkpoint needs to restore a chunk exactly.
-struct ChunkState {
+// Which holder a state is of, and where its updates stood: the same for every kind.
+struct HolderStateHead {
   uint32_t variable_id = 0;
   uint32_t chunk_id = 0;
   int64_t version = kNoVersion;
   int64_t updates = 0;
+};
+
+// Everything a checkpoint needs to restore a chunk exactly.
+struct ChunkState : HolderStateHead {
   Tensor values;
   std::vector<Tensor> slots;
   std::vector<int64_t> worker_clocks;
@@ -35,11 +39,7 @@ struct ChunkState {
 };
 
 // Everything a checkpoint needs to restore a table partition exactly.
-struct TableState {
-  uint32_t variable_id = 0;
-  uint32_t chunk_id = 0;
-  int64_t version = 0;
-  int64_t updates = 0;
+struct TableState : HolderStateHead {
   std::vector<int64_t> worker_clocks;
   int64_t dim = 0;
   int slots = 0;       // optimizer arrays per row (RowSlots)

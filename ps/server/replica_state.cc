@@ -9,9 +9,11 @@ namespace towerps::ps {
 namespace {
 
 // What both kinds of replicated state carry alike: one clock per worker, and the pending
-// gradients' workers with a refused flag each (no more than the workers). kProtocol otherwise.
+// gradients' workers with a refused flag each (no more than the workers); with `head`'s
+// version and update count, counts a holder can hold. kProtocol otherwise.
 Status ReadClocksAndPendingShape(const proto::ReplicaState::Reader& r, const JobConfig& job,
-                                 const std::string& where, std::vector<int64_t>* clocks) {
+                                 const std::string& where, const HolderStateHead& head,
+                                 std::vector<int64_t>* clocks) {
   if (r.getWorkerClocks().size() != static_cast<unsigned>(job.workers)) {
     return ProtocolError(where + ": " + std::to_string(r.getWorkerClocks().size()) +
                          " worker clocks for " + std::to_string(job.workers) + " workers");
@@ -21,6 +23,9 @@ Status ReadClocksAndPendingShape(const proto::ReplicaState::Reader& r, const Job
   if (workers.size() != r.getPendingRefused().size() ||
       workers.size() > static_cast<unsigned>(job.workers)) {
     return ProtocolError(where + ": malformed pending gradients");
+  }
+  if (!UpdateRule::CountsInRange(head.version, head.updates, *clocks)) {
+    return ProtocolError(where + ": version, update count or worker clocks out of range");
   }
   return Status::Ok();
 }
@@ -67,19 +72,14 @@ Result<ChunkState> ReadReplicaState(const IncomingMessage& msg, const ChunkSpec&
   const std::string where = "replicated state of variable " + std::to_string(spec.variable_id) +
                             " chunk " + std::to_string(spec.chunk_id);
   ChunkState s;
-  s.variable_id = spec.variable_id;
-  s.chunk_id = spec.chunk_id;
-  s.version = r.getVersion();
-  s.updates = r.getUpdates();
+  static_cast<HolderStateHead&>(s) = {spec.variable_id, spec.chunk_id, r.getVersion(),
+                                      r.getUpdates()};
   s.previous_version = r.getPreviousVersion();
   if (s.version < kNoVersion || s.updates < 0 || s.previous_version < kNoVersion ||
       (s.previous_version != kNoVersion && s.previous_version >= s.version)) {
     return ProtocolError(where + ": inconsistent versions");
   }
-  TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, &s.worker_clocks));
-  if (!UpdateRule::CountsInRange(s.version, s.updates, s.worker_clocks)) {
-    return ProtocolError(where + ": version, update count or worker clocks out of range");
-  }
+  TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, s, &s.worker_clocks));
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();
   const auto& tensors = msg.tensors();
@@ -150,10 +150,8 @@ Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const Chunk
                             std::to_string(spec.variable_id) + " partition " +
                             std::to_string(spec.chunk_id);
   TableState s;
-  s.variable_id = spec.variable_id;
-  s.chunk_id = spec.chunk_id;
-  s.version = r.getVersion();
-  s.updates = r.getUpdates();
+  static_cast<HolderStateHead&>(s) = {spec.variable_id, spec.chunk_id, r.getVersion(),
+                                      r.getUpdates()};
   s.previous_version = r.getPreviousVersion();
   s.dim = spec.table_dim;
   s.slots = static_cast<int>(r.getSlots());
@@ -161,10 +159,7 @@ Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const Chunk
       s.previous_version >= s.version || s.slots != RowSlots(job.table_optimizer.kind)) {
     return ProtocolError(where + ": inconsistent versions or optimizer slots");
   }
-  TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, &s.worker_clocks));
-  if (!UpdateRule::CountsInRange(s.version, s.updates, s.worker_clocks)) {
-    return ProtocolError(where + ": version, update count or worker clocks out of range");
-  }
+  TOWERPS_RETURN_IF_ERROR(ReadClocksAndPendingShape(r, job, where, s, &s.worker_clocks));
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();
   const auto& t = msg.tensors();

@@ -335,10 +335,7 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
 
 TableState TableChunk::Snapshot(bool replica) const {
   TableState s;
-  s.variable_id = spec_.variable_id;
-  s.chunk_id = spec_.chunk_id;
-  s.version = version_;
-  s.updates = updates_;
+  static_cast<HolderStateHead&>(s) = {spec_.variable_id, spec_.chunk_id, version_, updates_};
   RuleState rule = rule_->Save(version_, replica);
   s.worker_clocks = std::move(rule.worker_clocks);
   if (replica) {
