@@ -15,9 +15,9 @@
 
 #include "job/job_flags.h"
 #include "job/security_flags.h"
-#include "launch/hostfile_launcher.h"
 #include "launch/launch_options.h"
 #include "launch/role.h"
+#include "launch/ssh_options.h"
 #include "launch/worker_binary.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"

@@ -1,7 +1,7 @@
 // towerps-launch: starts a TowerPS job through the first launcher backend that takes the command
-// line (launch/launcher.h): one towerps-launch per process under --mpi, --slurm, --cluster,
-// TF_CONFIG or TOWERPS_CONFIG, each becoming its role; --hostfile, every process across hosts
-// over ssh; otherwise M servers and N workers on this machine.
+// line (launch/backends/launcher.h): one towerps-launch per process under --mpi, --slurm,
+// --cluster, TF_CONFIG or TOWERPS_CONFIG, each becoming its role; --hostfile, every process across
+// hosts over ssh; otherwise M servers and N workers on this machine.
 // --stdin-watchdog: the remote end of a hostfile launch (launch/stdin_watchdog.h).
 #include <unistd.h>
 
@@ -13,8 +13,8 @@
 #include "common/command_line.h"
 #include "common/job_secret.h"
 #include "common/logging.h"
+#include "launch/backends/launcher.h"
 #include "launch/launch_flags.h"
-#include "launch/launcher.h"
 #include "launch/rank_exec.h"
 #include "launch/role.h"
 #include "launch/stdin_watchdog.h"
@@ -62,8 +62,8 @@ int Valid() {
   return 0;
 }
 
-// The job, by the first launcher backend that takes its command line (launch/launcher.h). Every
-// check runs before anything starts; with --validate-only, that is all.
+// The job, by the first launcher backend that takes its command line (launch/backends/launcher.h).
+// Every check runs before anything starts; with --validate-only, that is all.
 int RunJob(const LaunchFlags& flags, const Environment& env, LaunchOptions options) {
   for (const LauncherBackend& backend : LauncherBackends()) {
     if (!backend.applies(flags, env)) continue;

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common/subprocess.h"
-#include "launch/hostfile_launcher.h"
+#include "launch/backends/hostfile_launcher.h"
 
 namespace towerps::launch {
 namespace {

@@ -3,14 +3,14 @@
 // (launch/role.h) and becomes it (launch/rank_exec.h). Every process derives the same counts
 // from the engine, and must read the same job secret.
 //
-// Contract: a Launcher (launch/launcher.h) that does not supervise: Run() execs, and returns
-// only when the exec failed.
-#ifndef TOWERPS_LAUNCH_RANK_LAUNCHER_H_
-#define TOWERPS_LAUNCH_RANK_LAUNCHER_H_
+// Contract: a Launcher (launch/backends/launcher.h) that does not supervise: Run() execs, and
+// returns only when the exec failed.
+#ifndef TOWERPS_LAUNCH_BACKENDS_RANK_LAUNCHER_H_
+#define TOWERPS_LAUNCH_BACKENDS_RANK_LAUNCHER_H_
 
 #include <optional>
 
-#include "launch/launcher.h"
+#include "launch/backends/launcher.h"
 
 namespace towerps::launch {
 
@@ -32,4 +32,4 @@ class RankLauncher final : public Launcher {
 
 }  // namespace towerps::launch
 
-#endif  // TOWERPS_LAUNCH_RANK_LAUNCHER_H_
+#endif  // TOWERPS_LAUNCH_BACKENDS_RANK_LAUNCHER_H_

@@ -1,4 +1,4 @@
-#include "launch/rank_launcher.h"
+#include "launch/backends/rank_launcher.h"
 
 #include "launch/launch_flags.h"
 #include "launch/rank_exec.h"

@@ -1,17 +1,19 @@
 // Launcher: one way of starting a job's processes, chosen by towerps-launch's main() from the
 // command line and the environment. The backends:
-//   - rank (launch/rank_launcher.h): one towerps-launch per process, started by an engine the
+//   - rank (launch/backends/rank_launcher.h): one towerps-launch per process, started by an engine
+//   the
 //     user runs (mpirun, srun, a cluster spec, TF_CONFIG, TOWERPS_CONFIG), each becoming its
 //     role;
-//   - hostfile (launch/hostfile_launcher.h): every process, on a hostfile's hosts over ssh;
-//   - local (launch/local_launcher.h): every process, on this machine.
+//   - hostfile (launch/backends/hostfile_launcher.h): every process, on a hostfile's hosts over
+//   ssh;
+//   - local (launch/backends/local_launcher.h): every process, on this machine.
 // Each is a LauncherBackend: whether a command line is its, and how its launcher is made.
-// LauncherBackends() lists them in the order they are asked (launch/launcher.cc): a new backend,
-// a Kubernetes- or Ray-style one, is one new file and its line there.
+// LauncherBackends() lists them in the order they are asked (launch/backends/launcher.cc): a new
+// backend, a Kubernetes- or Ray-style one, is one new file and its line there.
 //
 // Contract: Check() before Run(), each once, from one thread.
-#ifndef TOWERPS_LAUNCH_LAUNCHER_H_
-#define TOWERPS_LAUNCH_LAUNCHER_H_
+#ifndef TOWERPS_LAUNCH_BACKENDS_LAUNCHER_H_
+#define TOWERPS_LAUNCH_BACKENDS_LAUNCHER_H_
 
 #include <memory>
 #include <vector>
@@ -54,4 +56,4 @@ std::vector<LauncherBackend> LauncherBackends();
 
 }  // namespace towerps::launch
 
-#endif  // TOWERPS_LAUNCH_LAUNCHER_H_
+#endif  // TOWERPS_LAUNCH_BACKENDS_LAUNCHER_H_

@@ -12,16 +12,16 @@
 //   (job_supervisor.h): a failing process stops the job, and the job succeeds only when every
 //   worker and then every server exits 0.
 //
-// Contract: a Launcher (launch/launcher.h), the backend that takes any command line; Run() once,
-// from one thread. Nothing is left running when it returns.
-#ifndef TOWERPS_LAUNCH_LOCAL_LAUNCHER_H_
-#define TOWERPS_LAUNCH_LOCAL_LAUNCHER_H_
+// Contract: a Launcher (launch/backends/launcher.h), the backend that takes any command line; Run()
+// once, from one thread. Nothing is left running when it returns.
+#ifndef TOWERPS_LAUNCH_BACKENDS_LOCAL_LAUNCHER_H_
+#define TOWERPS_LAUNCH_BACKENDS_LOCAL_LAUNCHER_H_
 
 #include <string>
 #include <vector>
 
+#include "launch/backends/launcher.h"
 #include "launch/launch_options.h"
-#include "launch/launcher.h"
 #include "towerps/result.h"
 
 namespace towerps::launch {
@@ -50,4 +50,4 @@ class LocalLauncher final : public Launcher {
 
 }  // namespace towerps::launch
 
-#endif  // TOWERPS_LAUNCH_LOCAL_LAUNCHER_H_
+#endif  // TOWERPS_LAUNCH_BACKENDS_LOCAL_LAUNCHER_H_

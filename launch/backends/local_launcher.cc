@@ -1,4 +1,4 @@
-#include "launch/local_launcher.h"
+#include "launch/backends/local_launcher.h"
 
 #include <unistd.h>
 

@@ -1,8 +1,8 @@
-#include "launch/launcher.h"
+#include "launch/backends/launcher.h"
 
 namespace towerps::launch {
 
-// Each backend's file defines its entry (launch/launcher.h).
+// Each backend's file defines its entry (launch/backends/launcher.h).
 LauncherBackend RankBackend();
 LauncherBackend HostfileBackend();
 LauncherBackend LocalBackend();
