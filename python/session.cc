@@ -335,10 +335,7 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
     if (!out) return IoError("cannot write --summary-out " + o_.worker.summary_out);
   }
   if (o_.worker.shutdown_servers) {
-    for (int srv = 0; srv < client_->num_servers(); ++srv) {
-      auto done = client_->Shutdown(srv);
-      TOWERPS_RETURN_IF_ERROR(worker::AwaitUnlessStopped(done, o_.stop));
-    }
+    TOWERPS_RETURN_IF_ERROR(worker::StopServers(*client_, o_.stop));
   }
   return json;
 }

@@ -33,6 +33,15 @@ void LeaveServers(ps::Client& client, const std::atomic<bool>* stop) {
   }
 }
 
+Status StopServers(ps::Client& client, const std::atomic<bool>* stop) {
+  for (int srv = 0; srv < client.num_servers(); ++srv) {
+    auto done = client.Shutdown(srv);
+    TOWERPS_RETURN_IF_ERROR(AwaitUnlessStopped(done, stop));
+  }
+  TOWERPS_LOG(kInfo) << "asked the " << client.num_servers() << " server(s) to stop";
+  return Status::Ok();
+}
+
 Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, TrainingSummary* s) {
   // Async/SSP/softsync: each chunk applies each worker's `total` iterations once (repeats are
   // dropped); the version counts them as the mode does (JobConfig::FinalVersion).
@@ -58,14 +67,8 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
   }
   TOWERPS_RETURN_IF_ERROR(
       WriteFinalParameters(p.towers.model(0), tables, p.test_batches.options(), p.options, 0));
-  if (p.options.shutdown_servers) {
-    // Every worker's last update is in (the final pull above waited for it).
-    for (int srv = 0; srv < p.client.num_servers(); ++srv) {
-      auto done = p.client.Shutdown(srv);
-      TOWERPS_RETURN_IF_ERROR(AwaitUnlessStopped(done, stop));
-    }
-    TOWERPS_LOG(kInfo) << "asked the " << p.client.num_servers() << " server(s) to stop";
-  }
+  // Every worker's last update is in (the final pull above waited for it).
+  if (p.options.shutdown_servers) return StopServers(p.client, stop);
   return Status::Ok();
 }
 

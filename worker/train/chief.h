@@ -46,6 +46,9 @@ Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop,
 // and no longer (ps/server/shutdown_gate.h). Best effort: a server that does not answer is logged,
 // and the chief's shutdown then waits out its grace.
 void LeaveServers(ps::Client& client, const std::atomic<bool>* stop);
+// The chief's end under --shutdown-servers, once every worker's last update is in: asks every
+// server to stop (it waits for the workers still to leave, ps/server/shutdown_gate.h).
+Status StopServers(ps::Client& client, const std::atomic<bool>* stop);
 
 // `total`: the iterations each worker trained; `done_steps`: the steps the summary reports.
 Status FinishAsChief(const ChiefParts& parts, int64_t total, int64_t done_steps,
