@@ -3,6 +3,7 @@
 for `towerps-launch --dataset criteo --data-dir OUT` and the tests.
 
   scripts/make_ctr_data.py --out D [--train 100000] [--test 20000] [--seed 1]
+                           [--signal 1.0] [--shuffle-labels]
 
 D/train.txt and D/test.txt hold one example a line, tab-separated, as Criteo's click logs do: a
 0/1 label, 13 integer features (counts, some empty, a few negative) and 26 categorical features
@@ -18,6 +19,10 @@ prints the Bayes-optimal AUC and log loss of the test split: the ceiling no mode
 those labels. It prints one JSON line and writes it to D/answer.json as well:
 
   {"train": 100000, "test": 20000, "positive_rate": 0.27, "bayes_auc": 0.80, "bayes_logloss": 0.47}
+
+--signal S scales every term but the bias, so that S < 1 gives weak-signal data (S = 0.3: a
+Bayes AUC near 0.65, as hard click logs have). --shuffle-labels then shuffles the labels over
+the examples of each split: no feature says anything of its label, and no model passes AUC 0.5.
 
 The output is a pure function of the arguments. Only the Python standard library is needed.
 """
@@ -85,8 +90,9 @@ class HiddenModel:
         return v
 
 
-def write_split(model, path, n, rng):
-    """Writes n examples to path; returns their (true probability, label) pairs."""
+def write_split(model, path, n, rng, signal=1.0, shuffle=False):
+    """Writes n examples to path; returns their (true probability, label) pairs. `signal` scales
+    every term but the bias; `shuffle` permutes the labels over the examples."""
     cats = []
     for f in range(CATEGORIES):
         ks = rng.choices(range(model.vocab[f]), cum_weights=model.cum[f], k=n)
@@ -94,7 +100,7 @@ def write_split(model, path, n, rng):
             if rng.random() < model.cat_missing[f]:
                 ks[i] = -1  # empty
         cats.append(ks)
-    out = []
+    out, lines = [], []
     with open(path + ".tmp", "w") as fh:
         for i in range(n):
             logit = model.bias
@@ -108,18 +114,28 @@ def write_split(model, path, n, rng):
                 else:
                     x = int(math.exp(rng.gauss(model.m[j], 1.0))) - 1
                 fields.append(str(x))
-                logit += model.w[j] * (math.log1p(max(x, 0)) - model.m[j])
+                logit += signal * (model.w[j] * (math.log1p(max(x, 0)) - model.m[j]))
             for f in range(CATEGORIES):
                 k = cats[f][i]
                 fields.append("" if k < 0 else category_hex(f, k))
-                logit += model.effect(f, k)
+                logit += signal * model.effect(f, k)
             for f, g in PAIRS:
                 a, b = model.vector(f, cats[f][i]), model.vector(g, cats[g][i])
-                logit += sum(x * y for x, y in zip(a, b))
+                logit += signal * sum(x * y for x, y in zip(a, b))
             p = 1.0 / (1.0 + math.exp(-logit))
             label = 1 if rng.random() < p else 0
-            fh.write(str(label) + "\t" + "\t".join(fields) + "\n")
+            if shuffle:
+                lines.append(fields)
+            else:
+                fh.write(str(label) + "\t" + "\t".join(fields) + "\n")
             out.append((p, label))
+        if shuffle:
+            labels = [label for _, label in out]
+            rng.shuffle(labels)
+            rate = sum(labels) / max(len(labels), 1)
+            out = [(rate, label) for label in labels]  # the best guess knows only the rate
+            for fields, label in zip(lines, labels):
+                fh.write(str(label) + "\t" + "\t".join(fields) + "\n")
     os.replace(path + ".tmp", path)
     return out
 
@@ -154,17 +170,24 @@ def main():
     ap.add_argument("--vocab-max", type=int, default=20000,
                     help="the largest field's vocabulary (default 20000)")
     ap.add_argument("--zipf", type=float, default=1.1, help="Zipf exponent of the ids (1.1)")
+    ap.add_argument("--signal", type=float, default=1.0,
+                    help="scales every term of the hidden model but the bias (1.0; 0.3: weak)")
+    ap.add_argument("--shuffle-labels", action="store_true",
+                    help="shuffle the labels over each split's examples (AUC 0.5 at best)")
     a = ap.parse_args()
     for name in ("train", "test", "vocab_max"):
         if getattr(a, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1, not {getattr(a, name)}")
     if a.zipf <= 0:
         ap.error(f"--zipf must be positive, not {a.zipf}")
+    if not 0 <= a.signal <= 10:
+        ap.error(f"--signal must be in [0, 10], not {a.signal}")
     os.makedirs(a.out, exist_ok=True)
     model = HiddenModel(a.seed, a.vocab_max, a.zipf)
-    write_split(model, os.path.join(a.out, "train.txt"), a.train, random.Random(f"train/{a.seed}"))
+    write_split(model, os.path.join(a.out, "train.txt"), a.train, random.Random(f"train/{a.seed}"),
+                a.signal, a.shuffle_labels)
     test = write_split(model, os.path.join(a.out, "test.txt"), a.test,
-                       random.Random(f"test/{a.seed}"))
+                       random.Random(f"test/{a.seed}"), a.signal, a.shuffle_labels)
     eps = 1e-15
     answer = {
         "train": a.train,

@@ -221,6 +221,54 @@ TEST_F(CtrJobTest, StreamedThroughAShuffleBufferItLearnsAndSurvivesAKilledWorker
       << "the restarted worker did not read what its predecessor read";
 }
 
+// Click logs whose best AUC is about 0.67 (--signal 0.35): every click model learns, with an
+// AUC short of that and a log loss that may sit above a constant guess's (poorly calibrated, well
+// ranked), and none of them is called collapsed. With the labels shuffled (AUC 0.5 at best) a
+// model never leaves chance: the job ends, reported as not learning, not as diverged.
+TEST_F(CtrJobTest, WeakSignalModelsAreNotCalledCollapsedAndShuffledLabelsDidNotLearn) {
+  auto make = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {TOWERPS_MAKE_CTR_DATA,
+                                     "--out",
+                                     (dir_ / name).string(),
+                                     "--train",
+                                     "20000",
+                                     "--test",
+                                     "5000",
+                                     "--seed",
+                                     "3",
+                                     "--signal",
+                                     "0.35"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    Result<int> code = RunProcess(argv, dir_ / (name + ".txt"), {}, seconds(120));
+    ASSERT_TRUE(code.ok() && *code == 0) << dir_.Read(name + ".txt");
+  };
+  make("weak", {});
+  make("shuffled", {"--shuffle-labels"});
+  const double best = nlohmann::json::parse(dir_.Read("weak/answer.json"))["bayes_auc"];
+  ASSERT_LT(best, 0.7);
+  for (const std::string model : {"dlrm_small", "wide_deep", "ctr_mlp"}) {
+    SCOPED_TRACE(model);
+    ASSERT_EQ(
+        Run(model,
+            {{"--model", model}, {"--data-dir", (dir_ / "weak").string()}, {"--epochs", "2"}}),
+        0)
+        << dir_.Read(model + ".out");
+    const nlohmann::json s = Summary(model);
+    EXPECT_EQ(s["diverged"], false);
+    EXPECT_TRUE(s["divergence_kind"].is_null());
+    EXPECT_EQ(s["left_chance"], true);
+    EXPECT_GT(s["test_auc"].get<double>(), 0.55);
+    EXPECT_LT(s["test_auc"].get<double>(), best + 0.02);
+  }
+  ASSERT_EQ(Run("shuffled", {{"--data-dir", (dir_ / "shuffled").string()}, {"--epochs", "2"}}), 0)
+      << dir_.Read("shuffled.out");
+  const nlohmann::json s = Summary("shuffled");
+  EXPECT_EQ(s["diverged"], false);
+  EXPECT_EQ(s["left_chance"], false);
+  EXPECT_NEAR(s["test_auc"].get<double>(), 0.5, 0.03);
+  EXPECT_NE(dir_.Read("shuffled.out").find("the model did not learn: test AUC"), std::string::npos);
+}
+
 TEST_F(CtrJobTest, AsyncJobLearnsTheClicks) {
   ASSERT_EQ(Run("async", {{"--mode", "async"}}), 0);
   const nlohmann::json s = Summary("async");

@@ -52,6 +52,7 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
   s->test_accuracy = eval.accuracy;
   s->test_loss = eval.mean_loss;
   s->test_auc = eval.auc;
+  s->test_output_std = eval.output_std;
   s->test_rmse = eval.rmse;
   p.metrics.Eval(done_steps, (done_steps + p.steps_per_epoch - 1) / p.steps_per_epoch, eval);
   const std::atomic<bool>* stop = p.stop;

@@ -12,8 +12,10 @@ namespace {
 
 constexpr double kTolerance = 0.01;  // of the constant guess's loss
 constexpr double kAccuracyMargin = 0.02;
-constexpr int kStartSteps = 10;  // the steps whose median is where the loss began
-constexpr double kGrowth = 3;    // warn at 3x the start, then at 3x each warned loss
+constexpr double kAucMargin = 0.02;       // around 0.5, a ranking no better than chance
+constexpr double kConstantSpread = 1e-3;  // outputs' standard deviation: a constant output
+constexpr int kStartSteps = 10;           // the steps whose median is where the loss began
+constexpr double kGrowth = 3;             // warn at 3x the start, then at 3x each warned loss
 
 std::string Fixed(double v, int decimals) {
   char text[64];
@@ -94,7 +96,9 @@ std::optional<std::string> CollapseWatch::Step(int64_t step, double loss) {
   if (loss < 0.9 * chance) left_chance_ = true;
   recent_.push_back(loss);
   if (static_cast<int>(recent_.size()) > window_) recent_.pop_front();
-  if (!left_chance_ || reported_ || static_cast<int>(recent_.size()) < window_) return std::nullopt;
+  if (!left_chance() || reported_ || static_cast<int>(recent_.size()) < window_) {
+    return std::nullopt;
+  }
   const std::vector<double> v(recent_.begin(), recent_.end());
   const double median = Quantile(v, 0.5);
   const double spread = Quantile(v, 0.75) - Quantile(v, 0.25);
@@ -107,8 +111,21 @@ std::optional<std::string> CollapseWatch::Step(int64_t step, double loss) {
          "), the loss of a constant guess (" + train_.Describe() + ")";
 }
 
-std::optional<std::string> CollapseWatch::Evaluated(double accuracy, double loss) {
+std::optional<std::string> CollapseWatch::Evaluated(double accuracy, double loss, double auc,
+                                                    double output_spread) {
   if (test_.classes < 2) return std::nullopt;
+  if (auc >= 0) {
+    // A binary model: ranked better than chance, or fell back to a constant output.
+    by_auc_ = true;
+    last_evaluation_ = "test AUC " + Fixed(auc, 4) + " (chance is 0.5)";
+    const bool at_chance = std::abs(auc - 0.5) <= kAucMargin;
+    if (!at_chance && auc > 0.5) auc_left_ = true;
+    if (!auc_left_ || !at_chance || !(output_spread < kConstantSpread)) return std::nullopt;
+    return "test AUC " + Fixed(auc, 4) + " with every output the same (standard deviation " +
+           Fixed(output_spread, 6) + "), after it had ranked better than chance";
+  }
+  last_evaluation_ = "test accuracy " + Fixed(accuracy, 4) + " (the majority class's share is " +
+                     Fixed(test_.majority_share, 4) + ")";
   if (accuracy > test_.majority_share + kAccuracyMargin) left_chance_ = true;  // it learned
   if (!left_chance_ || static_cast<int>(recent_.size()) < window_) return std::nullopt;
   // A constant output scores no better on the training batches: a model that fits them (and
@@ -119,6 +136,11 @@ std::optional<std::string> CollapseWatch::Evaluated(double accuracy, double loss
   if (!(loss >= (1 - kTolerance) * test_.constant_loss)) return std::nullopt;  // NaN: not here
   return "test accuracy " + Fixed(accuracy, 4) + ", test loss " + Fixed(loss, 4) +
          ", the loss of a constant guess (" + test_.Describe() + ")";
+}
+
+std::optional<bool> CollapseWatch::LeftChance() const {
+  if (test_.classes < 2 && train_.classes < 2) return std::nullopt;
+  return left_chance();
 }
 
 }  // namespace towerps::worker

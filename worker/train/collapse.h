@@ -17,9 +17,15 @@
 //  - over the last `window` steps, the training loss is pinned there: its median within 1% of
 //    the constant guess's loss and its interquartile range under 1% of it (a constant output
 //    scores every batch alike; a learning model's losses spread).
-// Without the first condition a model that never learned (a rate too small, a few steps) is not
-// a collapse. The watch also warns, as it happens, when the loss grows far above where it began
-// (3x, then 9x, ...).
+// A binary model (a click model: its evaluations give a ROC AUC) is judged by what it ranks, not
+// by its log loss, which a model with poor calibration but good ranking can push above a
+// constant guess's: it left chance once an evaluation's AUC passed 0.5 + 0.02, and has collapsed
+// when, after that, an evaluation's AUC is back within 0.02 of 0.5 and its outputs are constant
+// (their standard deviation under 0.001).
+// Without the first condition a model that never learned (a rate too small, a few steps, labels
+// that say nothing) is not a collapse: LeftChance() says so, for the summary to report it apart.
+// The watch also warns, as it happens, when the loss grows far above where it began (3x, then 9x,
+// ...).
 //
 // Contract: owned by the trainer and used on its training thread; not thread-safe. Classes
 // only: a model whose labels are not classes has no chance level, and the watch stays silent.
@@ -60,21 +66,32 @@ class CollapseWatch {
   std::optional<std::string> Step(int64_t step, double loss);
   // At an evaluation of the test set: the same, e.g. "test accuracy 0.1000, test loss 2.3034,
   // the loss of a constant guess (ln 10 = 2.3026)". An accuracy above chance is noted as the
-  // model having left it.
-  std::optional<std::string> Evaluated(double accuracy, double loss);
+  // model having left it. A binary model's evaluation passes its `auc` and `output_spread` (the
+  // standard deviation of its probabilities); -1: not a binary model.
+  std::optional<std::string> Evaluated(double accuracy, double loss, double auc = -1,
+                                       double output_spread = -1);
 
-  // Whether the training loss has left chance yet.
-  bool left_chance() const { return left_chance_; }
+  // Whether the model has left chance yet: by its AUC once an evaluation gave one, else by its
+  // losses and accuracy.
+  bool left_chance() const { return by_auc_ ? auc_left_ : left_chance_; }
+  // After the last evaluation, for the summary: whether the model ever left chance (false: it
+  // did not learn, which is not a divergence), and what shows it, e.g. "test AUC 0.5012 (chance
+  // is 0.5)". Nothing for labels without classes.
+  std::optional<bool> LeftChance() const;
+  std::string NotLearning() const { return last_evaluation_; }
 
  private:
   const ChanceLevel train_, test_;
   const int window_;
   std::deque<double> recent_;  // the last `window_` steps' losses
-  bool left_chance_ = false;
-  std::vector<double> first_;  // the first steps' losses
-  double began_ = 0;           // their median: where the loss began
-  double warn_above_ = 0;      // the next loss to warn at
-  bool reported_ = false;      // a collapse was returned once
+  bool left_chance_ = false;   // by the losses and accuracy
+  bool by_auc_ = false;        // an evaluation gave an AUC: judged by it
+  bool auc_left_ = false;
+  std::string last_evaluation_;  // the last evaluation, described
+  std::vector<double> first_;    // the first steps' losses
+  double began_ = 0;             // their median: where the loss began
+  double warn_above_ = 0;        // the next loss to warn at
+  bool reported_ = false;        // a collapse was returned once
 };
 
 }  // namespace towerps::worker

@@ -21,6 +21,7 @@ struct EpochStats {
   // EvaluateAll of a binary model (LossKind::kSigmoidCrossEntropy): the ROC AUC of its
   // probabilities (roc_auc.h), and mean_loss is the log loss. -1 for other models.
   double auc = -1;
+  double output_std = -1;  // binary: the standard deviation of its probabilities
   // EvaluateAll of a regression model (LossKind::kMeanSquaredError): the root of mean_loss, the
   // mean squared error. -1 for other models.
   double rmse = -1;

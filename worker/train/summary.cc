@@ -114,7 +114,9 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   if (s.test_auc != -1) {
     j["test_auc"] = JsonNumber(s.test_auc);
     j["test_logloss"] = JsonNumber(s.test_loss);
+    if (s.test_output_std != -1) j["test_output_std"] = JsonNumber(s.test_output_std);
   }
+  if (s.left_chance) j["left_chance"] = *s.left_chance;
   j["final_train_loss"] = JsonNumber(s.final_train_loss);
   j["train_seconds"] = JsonNumber(s.train_seconds);
   j["examples_per_sec"] = JsonNumber(s.examples_per_sec);

@@ -25,6 +25,11 @@ struct TrainingSummary {
   double test_loss = 0;
   double test_auc = -1;   // chief, binary models only (then test_loss is the log loss); else -1
   double test_rmse = -1;  // chief, regression models only (test_loss is its square); else -1
+  // Chief, binary models only: the standard deviation of the test probabilities; else -1.
+  double test_output_std = -1;
+  // Chief, models with classes: whether the model ever left chance (worker/train/collapse.h);
+  // false is a model that did not learn (no divergence). None: regression, or not measured.
+  std::optional<bool> left_chance;
   double final_train_loss = 0;
   double train_seconds = 0;
   double examples_per_sec = 0;  // all workers together (chief) or this worker

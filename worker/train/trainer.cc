@@ -225,11 +225,7 @@ class Trainer::Impl {
         FinishAsChief({*client_, *exchange_, *p_->towers, *p_->test_batcher, metrics_, o_.job,
                        o_.worker, p_->steps_per_epoch, o_.stop, EvalTables()},
                       total, s.steps, &s));
-    // The final parameters at chance: a collapse, whatever the policy (training is over).
-    if (auto what = p_->collapse->Evaluated(s.test_accuracy, s.test_loss)) {
-      p_->divergence->StopsOnCollapse(*what, s.steps);
-      p_->divergence->Fill(&s);
-    }
+    p_->JudgeFinal(&s);
     return s;
   }
 

@@ -100,8 +100,22 @@ Result<bool> TrainingParts::MaybeEvaluate(EvalSchedule& evals, int64_t progress,
   TOWERPS_LOG(kInfo) << at << ": " << DescribeEvaluation(eval);
   metrics.Eval(progress, epoch, eval);
   console.Evaluated(progress, eval.regression() ? -1 : eval.accuracy);  // no classes: none
-  const auto what = collapse->Evaluated(eval.accuracy, eval.mean_loss);
+  const auto what = collapse->Evaluated(eval.accuracy, eval.mean_loss, eval.auc, eval.output_std);
   return what && divergence->StopsOnCollapse(*what, progress);
+}
+
+void TrainingParts::JudgeFinal(TrainingSummary* s) {
+  if (auto what =
+          collapse->Evaluated(s->test_accuracy, s->test_loss, s->test_auc, s->test_output_std)) {
+    divergence->StopsOnCollapse(*what, s->steps);
+    divergence->Fill(s);
+  }
+  s->left_chance = collapse->LeftChance();
+  if (s->left_chance == false) {
+    TOWERPS_LOG(kWarning) << "the model did not learn: " << collapse->NotLearning()
+                          << "; it never left chance (not a collapse): check the labels and "
+                             "features, or raise --lr or the steps";
+  }
 }
 
 }  // namespace towerps::worker

@@ -27,6 +27,7 @@
 #include "worker/train/eval_schedule.h"
 #include "worker/train/job_data.h"
 #include "worker/train/metrics_log.h"
+#include "worker/train/summary.h"
 #include "worker/worker_options.h"
 
 namespace towerps::worker {
@@ -52,6 +53,10 @@ class TrainingParts {
   // The chief's evaluation where `evals` says (--evals-per-epoch), at `progress`, logged and
   // recorded; `tables` (may be null) loads a test batch's rows first. Returns whether training
   // stops there: the model collapsed to chance, under --on-nonfinite fail.
+  // The chief, after its final evaluation in `s`: final parameters at chance are a collapse,
+  // whatever the policy (training is over); a model that never left chance did not learn (warned,
+  // and s->left_chance false).
+  void JudgeFinal(TrainingSummary* s);
   Result<bool> MaybeEvaluate(EvalSchedule& evals, int64_t progress, ConsoleProgress& console,
                              MetricsLog& metrics,
                              const std::function<Status(const Batch&)>& tables);

@@ -122,6 +122,45 @@ TEST_F(CollapseWatchTest, ALossThatStaysHighButSpreadIsNotACollapse) {
   for (int s = 21; s <= 300; ++s) EXPECT_FALSE(watch_.Step(s, Around(kLn10, 0.5))) << s;
 }
 
+// A click model: 20% positives, judged by its AUC and its outputs' spread, not its log loss.
+class BinaryCollapseTest : public ::testing::Test {
+ protected:
+  static std::vector<int32_t> Clicks() {
+    std::vector<int32_t> y(1000, 0);
+    std::fill(y.begin(), y.begin() + 200, 1);
+    return y;
+  }
+  CollapseWatch watch_{ChanceLevelOf(Clicks(), 2), ChanceLevelOf(Clicks(), 2), /*window=*/20};
+  const double constant_ = ChanceLevelOf(Clicks(), 2).constant_loss;  // 0.5004
+};
+
+TEST_F(BinaryCollapseTest, AWeakButRankingModelIsNotCalledCollapsedWhateverItsLogLoss) {
+  for (int s = 1; s <= 100; ++s) EXPECT_FALSE(watch_.Step(s, constant_ * (s % 2 ? 0.8 : 1.2)));
+  // The majority class's accuracy and a log loss above a constant guess's, but AUC 0.63.
+  EXPECT_FALSE(watch_.Evaluated(0.7996, constant_ * 1.02, 0.63, 0.05).has_value());
+  EXPECT_TRUE(watch_.left_chance());
+  EXPECT_EQ(watch_.LeftChance(), true);
+}
+
+TEST_F(BinaryCollapseTest, RankingThatFellBackToAConstantOutputCollapsed) {
+  for (int s = 1; s <= 40; ++s) watch_.Step(s, constant_ * (s % 2 ? 0.8 : 1.2));
+  EXPECT_FALSE(watch_.Evaluated(0.80, 0.45, 0.70, 0.08).has_value());
+  // AUC back at chance, but the outputs still spread: a bad model, not a constant one.
+  EXPECT_FALSE(watch_.Evaluated(0.80, 0.52, 0.505, 0.02).has_value());
+  const auto what = watch_.Evaluated(0.80, 0.50, 0.5, 0.0);
+  ASSERT_TRUE(what.has_value());
+  EXPECT_NE(what->find("test AUC 0.5000 with every output the same"), std::string::npos) << *what;
+}
+
+TEST_F(BinaryCollapseTest, ShuffledLabelsNeverLeaveChanceAndAreReportedAsNotLearning) {
+  // Tables can memorise the training batches (a loss far below the constant guess's), but the
+  // test AUC stays at 0.5: judged by the AUC, it never left chance.
+  for (int s = 1; s <= 100; ++s) EXPECT_FALSE(watch_.Step(s, constant_ * 0.5));
+  EXPECT_FALSE(watch_.Evaluated(0.80, 0.60, 0.501, 0.03).has_value());
+  EXPECT_EQ(watch_.LeftChance(), false);
+  EXPECT_EQ(watch_.NotLearning(), "test AUC 0.5010 (chance is 0.5)");
+}
+
 TEST(CollapseWatchNoClassesTest, LabelsWithoutClassesAreNeverAtChance) {
   CollapseWatch watch(ChanceLevelOf({}, 0), ChanceLevelOf({}, 0), 4);
   for (int s = 1; s <= 50; ++s) EXPECT_FALSE(watch.Step(s, s < 10 ? 0.1 : 1.0));
