@@ -1,5 +1,5 @@
 """Fashion-MNIST with a small CNN, in the style of pytorch/examples' mnist/main.py.
-train_plain.py is plain PyTorch in one process; train.py is the same script with five lines
+train_plain.py is plain PyTorch in one process; train.py is the same script with six lines
 changed, trained against TowerPS's parameter servers (see README.md)."""
 
 import argparse
@@ -49,6 +49,7 @@ def load(data_dir, split):
 def train(args, model, train_loader, optimizer, epoch):
     model.train()
     for batch_idx, (data, target) in enumerate(train_loader):
+        if (epoch - 1) * len(train_loader) + batch_idx < optimizer.start_step: continue
         optimizer.zero_grad()
         loss = F.cross_entropy(model(data), target)
         loss.backward()

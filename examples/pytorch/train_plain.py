@@ -1,5 +1,5 @@
 """Fashion-MNIST with a small CNN, in the style of pytorch/examples' mnist/main.py.
-train_plain.py is plain PyTorch in one process; train.py is the same script with five lines
+train_plain.py is plain PyTorch in one process; train.py is the same script with six lines
 changed, trained against TowerPS's parameter servers (see README.md)."""
 
 import argparse

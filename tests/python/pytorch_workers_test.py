@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -219,6 +220,61 @@ class KilledWorkerTest(unittest.TestCase):
         self.assertGreater(restarted["start_step"], 0)
         self.assertEqual(undisturbed["params"], disturbed["params"])
         self.assertEqual(undisturbed["summary"]["test_loss"], disturbed["summary"]["test_loss"])
+
+
+class ExampleRecoveryTest(unittest.TestCase):
+    """The README's PyTorch example survives the recovery the README advertises: its worker 1,
+    SIGKILLed mid-job, is restarted, skips the batches its predecessor trained
+    (optimizer.start_step) and the sync job ends as the undisturbed one does, to the bit: the
+    chief's last training loss and its test loss and accuracy."""
+
+    EXAMPLE = os.path.join(HERE, "..", "..", "examples", "pytorch", "train.py")
+    DATA = "/usr/share/datasets/fashion-mnist"
+
+    def run_example(self, out, kill_at_batch=None):
+        cmd = "%s %s --epochs 1 --max-steps 120 --log-interval 5" % (sys.executable, self.EXAMPLE)
+        argv = [LAUNCH, "--servers", "1", "--workers", "2", "--optimizer", "adam", "--lr", "0.002",
+                "--lr-schedule", "constant", "--seed", "1", "--rpc-timeout-ms", "60000",
+                "--run-dir", os.path.join(out, "run"),
+                "--summary-out", os.path.join(out, "summary.json"), "--worker-cmd", cmd]
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if kill_at_batch is not None:
+            # Worker 1 logs "Train Epoch: 1 [1920/..." at its batch 30 (batch size 64).
+            log = os.path.join(out, "run", "worker-1.log")
+            needle = "Train Epoch: 1 [%d/" % (kill_at_batch * 64)
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                if os.path.exists(log) and needle in open(log, errors="replace").read():
+                    break
+                time.sleep(0.02)
+            else:
+                p.kill()
+                self.fail("worker 1 never reached batch %d: %s" % (kill_at_batch, p.communicate()[0]))
+            with open(os.path.join(out, "run", "processes.txt")) as f:
+                pid = next(int(line.split()[3]) for line in f if line.startswith("worker 1 pid"))
+            os.kill(pid, signal.SIGKILL)
+        text = p.communicate(timeout=TIMEOUT_S)[0]
+        summary = None
+        if os.path.exists(os.path.join(out, "summary.json")):
+            with open(os.path.join(out, "summary.json")) as f:
+                summary = json.load(f)
+        return p.returncode, text, summary
+
+    @unittest.skipUnless(os.path.exists(DATA), "dataset-fashion-mnist is not installed")
+    def test_a_killed_worker_of_the_example_ends_with_the_undisturbed_bits(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            code, before, undisturbed = self.run_example(a)
+            self.assertEqual(code, 0, before)
+            code, text, disturbed = self.run_example(b, kill_at_batch=30)
+            self.assertEqual(code, 0, text)
+            self.assertIn("worker:1 was killed by SIGKILL; restarting it", text)
+
+        def tested(output):  # the chief's "Test set: Average loss: 0.5895, Accuracy: ..." line
+            return [line for line in output.splitlines() if line.startswith("[worker:0] Test set:")]
+        self.assertEqual(len(tested(before)), 1, before)
+        self.assertEqual(tested(before), tested(text))
+        for key in ("final_train_loss", "test_accuracy", "steps"):
+            self.assertEqual(undisturbed[key], disturbed[key], key)
 
 
 class CudaTest(unittest.TestCase):
