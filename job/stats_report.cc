@@ -27,6 +27,10 @@ void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header)
   st.setCheckpointsWritten(r.checkpoints_written);
   auto h = st.initStalenessHistogram(static_cast<unsigned>(r.staleness_histogram.size()));
   for (size_t b = 0; b < r.staleness_histogram.size(); ++b) h.set(b, r.staleness_histogram[b]);
+  auto registered = st.initRegisteredWorkers(static_cast<unsigned>(r.registered_workers.size()));
+  for (size_t w = 0; w < r.registered_workers.size(); ++w) {
+    registered.set(static_cast<unsigned>(w), r.registered_workers[w]);
+  }
   st.setTableRows(r.table_rows);
   auto rows = st.initRowStalenessHistogram(static_cast<unsigned>(r.row_staleness_histogram.size()));
   for (size_t b = 0; b < r.row_staleness_histogram.size(); ++b) {
@@ -58,6 +62,7 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
   for (uint64_t b : st.getStalenessHistogram()) r.staleness_histogram.push_back(b);
   r.table_rows = st.getTableRows();
   for (uint64_t b : st.getRowStalenessHistogram()) r.row_staleness_histogram.push_back(b);
+  for (uint32_t w : st.getRegisteredWorkers()) r.registered_workers.push_back(w);
   return r;
 }
 

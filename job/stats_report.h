@@ -58,6 +58,7 @@ struct ServerStatsReport {
   // Tables (ps/server/table_chunk.h): the rows a server holds, and row staleness.
   uint64_t table_rows = 0;
   std::vector<uint64_t> row_staleness_histogram;
+  std::vector<uint32_t> registered_workers;  // ranks, increasing
 };
 
 // The report as a STATS reply carries it (Header.stats), and read back.

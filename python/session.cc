@@ -135,9 +135,9 @@ Status Session::Connect(const std::vector<const float*>& initial) {
             return value;
           },
           o_.stop));
-  TOWERPS_ASSIGN_OR_RETURN(
-      const worker::JoinPoint start,
-      worker::JoinJob(*client_, o_.job, n, TableVariables(), restored, o_.stop));
+  TOWERPS_ASSIGN_OR_RETURN(const worker::JoinPoint start,
+                           worker::JoinJob(*client_, o_.job, n, TableVariables(), restored,
+                                           o_.worker.join_timeout, o_.stop));
   iter_ = start_iter_ = start.iter;
   start_exact_ = start.exact;
   exchange_->Begin(start.version, start.iter, kNoLastStep, start.exact, worker::Batch{});

@@ -13,7 +13,9 @@ namespace po = boost::program_options;
 namespace towerps::worker {
 
 WorkerFlags::WorkerFlags()
-    : rpc_timeout_ms_(options_.rpc_timeout.count()), desc_("Worker options") {
+    : rpc_timeout_ms_(options_.rpc_timeout.count()),
+      join_timeout_s_(options_.join_timeout.count()),
+      desc_("Worker options") {
   WorkerOptions& o = options_;
   desc_.add_options()("towers", po::value(&o.towers)->default_value(o.towers),
                       "devices, one tower each: cpu:0,cpu:1 or gpu:0,gpu:1")(
@@ -48,6 +50,9 @@ WorkerFlags::WorkerFlags()
       "(towerps-launch hands it to both); view with tensorboard --logdir DIR")(
       "rpc-timeout-ms", po::value(&rpc_timeout_ms_)->default_value(rpc_timeout_ms_),
       "deadline of every parameter-server call")(
+      "join-timeout-s", po::value(&join_timeout_s_)->default_value(join_timeout_s_),
+      "sync: how long each worker waits at the start for every worker to register with the "
+      "servers, naming the missing ones as it waits (a slow data load, a queued node)")(
       "log-device-placement", po::bool_switch(&o.log_device_placement),
       "print the device of each op and the server of each chunk")(
       "allow-soft-placement", po::bool_switch(&o.allow_soft_placement),
@@ -92,6 +97,7 @@ WorkerFlags::WorkerFlags()
 Result<WorkerOptions> WorkerFlags::ToOptions() const {
   WorkerOptions o = options_;
   o.rpc_timeout = std::chrono::milliseconds(rpc_timeout_ms_);
+  o.join_timeout = std::chrono::seconds(join_timeout_s_);
   o.progress_bar = !no_progress_bar_;
   Result<OnNonFinite> on_nonfinite = kOnNonFinite.Parse(on_nonfinite_);
   if (!on_nonfinite.ok()) {

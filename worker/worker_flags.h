@@ -26,6 +26,7 @@ class WorkerFlags {
  private:
   WorkerOptions options_;
   long rpc_timeout_ms_;
+  long join_timeout_s_;
   std::string on_nonfinite_ = "fail";
   bool no_progress_bar_ = false;
   boost::program_options::options_description desc_;

@@ -40,6 +40,10 @@ Status WorkerOptions::Validate() const {
                                 "worker takes; e.g. 0.4 for two workers per GPU)");
   }
   TOWERPS_RETURN_IF_ERROR(GpuCountLimit().status());
+  if (join_timeout.count() < 1) {
+    return InvalidArgumentError("--join-timeout-s=" + std::to_string(join_timeout.count()) +
+                                " must be at least 1");
+  }
   if (rpc_timeout.count() < 10) {
     return InvalidArgumentError("--rpc-timeout-ms=" + std::to_string(rpc_timeout.count()) +
                                 " must be at least 10");
@@ -94,6 +98,9 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!summary_out.empty()) add("--summary-out", summary_out);
   if (!logdir.empty()) add("--logdir", logdir);
   if (rpc_timeout != d.rpc_timeout) add("--rpc-timeout-ms", std::to_string(rpc_timeout.count()));
+  if (join_timeout != d.join_timeout) {
+    add("--join-timeout-s", std::to_string(join_timeout.count()));
+  }
   if (log_device_placement) a.push_back("--log-device-placement");
   if (allow_soft_placement) a.push_back("--allow-soft-placement");
   if (gpu_memory_fraction != d.gpu_memory_fraction) {

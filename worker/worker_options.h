@@ -41,6 +41,9 @@ struct WorkerOptions {
   std::string summary_out;  // one JSON object at the end (chief)
   std::string logdir;       // TensorBoard event files in <logdir>/worker-<rank>
   std::chrono::milliseconds rpc_timeout{60000};
+  // How long a sync worker waits at the start for every worker to register, reporting who is
+  // missing meanwhile (a slow data load, a queued node), before it names them and fails.
+  std::chrono::seconds join_timeout{600};
   bool log_device_placement = false;
   bool allow_soft_placement = false;  // a missing device falls back to one that exists
   // GPU memory (TensorFlow's GPUOptions). Share of each GPU's total memory this worker takes,

@@ -20,6 +20,7 @@ void Read(proto::ConfigField::Reader c) {
 void Read(proto::ServerStats::Reader s) {
   (void)s.getStalenessHistogram();
   (void)s.getRowStalenessHistogram();
+  (void)s.getRegisteredWorkers();
 }
 
 void Read(proto::ReplicaState::Reader r) {

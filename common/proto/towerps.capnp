@@ -255,6 +255,9 @@ struct ServerStats {
   # Wall-clock time in which at least one of the server's threads was applying an update
   # (aggregationNanos sums the threads' times).
   updateWallNanos @21 :UInt64;
+  # The ranks of the workers that have registered with this server since it started: a sync
+  # job's workers wait until every one has (worker/train/join_job.h).
+  registeredWorkers @22 :List(UInt32);
 }
 
 struct ConfigField {

@@ -297,6 +297,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   unsigned c = 0;
   for (int g : primary) claims.set(c++, static_cast<uint32_t>(g));
   SendOrLog(std::move(reply));
+  registered_.insert(h.getSenderRank());
   TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
 }
 
@@ -334,6 +335,7 @@ ServerStatsReport Server::CollectStats() const {
   r.staleness_histogram.assign(kStalenessBuckets, 0);
   r.row_staleness_histogram.assign(kStalenessBuckets, 0);
   shards_.AddStats(&r);
+  r.registered_workers.assign(registered_.begin(), registered_.end());
   const SocketStats& ss = socket_->stats();
   r.bytes_in = ss.bytes_in;
   r.bytes_out = ss.bytes_out;

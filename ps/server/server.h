@@ -107,6 +107,7 @@ class Server {
   std::vector<VariableSpec> variables_;
   uint64_t variables_hash_ = 0;  // VariableListHash(variables_)
   uint64_t model_signature_ = 0;
+  std::set<uint32_t> registered_;  // workers' ranks (the STATS reply lists them)
   std::optional<ChunkPlacement> placement_;
   // Peers a reply could not reach, logged once until they are heard from again.
   std::set<std::string> unreachable_peers_;

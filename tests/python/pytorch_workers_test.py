@@ -27,12 +27,13 @@ WORKER = [sys.executable, os.path.join(HERE, "tiny_worker.py")]
 TIMEOUT_S = 240
 
 
-def launch(out, workers=2, steps=100, extra=(), worker_args=(), timeout=TIMEOUT_S):
+def launch(out, workers=2, steps=100, extra=(), worker_args=(), timeout=TIMEOUT_S,
+           rpc_timeout_ms=60000):
     """Runs a job of tiny_worker.py; returns (exit code, output, chief's record)."""
     cmd = " ".join(WORKER + ["--steps", str(steps), "--out", out] + list(worker_args))
     argv = [LAUNCH, "--servers", "1", "--workers", str(workers), "--batch-size", "32",
             "--optimizer", "sgd", "--lr", "0.1", "--lr-schedule", "constant", "--seed", "7",
-            "--run-dir", os.path.join(out, "run"), "--rpc-timeout-ms", "60000",
+            "--run-dir", os.path.join(out, "run"), "--rpc-timeout-ms", str(rpc_timeout_ms),
             "--summary-out", os.path.join(out, "summary.json"), "--worker-cmd", cmd] + list(extra)
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=timeout)
@@ -220,6 +221,29 @@ class KilledWorkerTest(unittest.TestCase):
         self.assertGreater(restarted["start_step"], 0)
         self.assertEqual(undisturbed["params"], disturbed["params"])
         self.assertEqual(undisturbed["summary"]["test_loss"], disturbed["summary"]["test_loss"])
+
+
+class LateWorkerTest(unittest.TestCase):
+    """A sync worker that starts late (a slow data load) is waited for, and the others say whom
+    they wait for, instead of timing out on a server that is up; past --join-timeout-s the job
+    fails naming the missing worker."""
+
+    def test_a_late_worker_is_waited_for_and_named(self):
+        with tempfile.TemporaryDirectory() as out:
+            # Worker 1 joins 5 s late, past the 2 s RPC deadline of worker 0's first step.
+            code, text, record = launch(out, steps=20, rpc_timeout_ms=2000,
+                                        extra=["--restart-timeout", "1"],
+                                        worker_args=["--start-rank1", "5"])
+            self.assertEqual(code, 0, text)
+            self.assertIn("waiting for worker:1 to join", text)
+            self.assertEqual(record["summary"]["steps"], 20)
+
+    def test_a_worker_that_never_joins_in_time_is_named(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, steps=20, extra=["--join-timeout-s", "2"],
+                                   worker_args=["--start-rank1", "8"])
+            self.assertNotEqual(code, 0, text)
+            self.assertIn("worker:1 has not joined the job within --join-timeout-s 2", text)
 
 
 class ExampleRecoveryTest(unittest.TestCase):

@@ -38,11 +38,16 @@ def main():
     ap.add_argument("--tables", action="store_true")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--set-to-none", action="store_true")
+    ap.add_argument("--start-rank1", type=float, default=0,
+                    help="rank 1 sleeps this long before it joins (a slow data load)")
     ap.add_argument("--late-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before synchronize()")
     args = ap.parse_args()
     torch.set_num_threads(1)
     tps.init()
+    if tps.rank() == 1 and args.start_rank1:
+        import time
+        time.sleep(args.start_rank1)
     seed = int(tps.settings()["seed"])
     batch = int(tps.settings()["batch-size"])
     data = tiny_job.categorical_dataset() if args.tables else tiny_job.dataset()

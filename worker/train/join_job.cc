@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/logging.h"
@@ -125,12 +126,56 @@ Status WriteReadyFile(const std::string& path) {
   return Status::Ok();
 }
 
+Status AwaitEveryWorker(ps::Client& client, const ps::JobConfig& job, std::chrono::seconds timeout,
+                        const std::atomic<bool>* stop) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto report_at = start + std::chrono::seconds(2);
+  for (;;) {
+    auto asked = client.Stats(0);
+    Result<ps::ServerStatsReport> stats = AwaitUnlessStopped(asked, stop);
+    if (!stats.ok()) {
+      if (stats.status().code() == StatusCode::kCancelled) return stats.status();
+      TOWERPS_LOG(kWarning) << "not waiting for the other workers to join: server 0 cannot say "
+                               "who has ("
+                            << stats.status().message() << ")";
+      return Status::Ok();
+    }
+    std::string missing;
+    int count = 0;
+    for (int w = 0; w < job.workers; ++w) {
+      const auto& in = stats->registered_workers;
+      if (std::find(in.begin(), in.end(), static_cast<uint32_t>(w)) != in.end()) continue;
+      if (count++ < 8) missing += (missing.empty() ? "worker:" : ", worker:") + std::to_string(w);
+    }
+    if (count == 0) return Status::Ok();
+    if (count > 8) missing += " and " + std::to_string(count - 8) + " more";
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start);
+    if (waited >= timeout) {
+      return TimeoutError(missing + (count == 1 ? " has" : " have") +
+                          " not joined the job within " + "--join-timeout-s " +
+                          std::to_string(timeout.count()) +
+                          ": a sync step needs every worker; is it running? (its log says why "
+                          "not; raise --join-timeout-s for a slow start)");
+    }
+    if (Clock::now() >= report_at) {
+      TOWERPS_LOG(kInfo) << "waiting for " << missing << " to join (" << waited.count()
+                         << " s of --join-timeout-s " << timeout.count() << ")";
+      report_at += std::chrono::seconds(10);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 Result<JoinPoint> JoinJob(ps::Client& client, const ps::JobConfig& job, int num_vars,
                           const std::vector<uint32_t>& tables, int64_t restored,
-                          const std::atomic<bool>* stop) {
+                          std::chrono::seconds join_timeout, const std::atomic<bool>* stop) {
   JoinPoint at;
   at.version = std::max<int64_t>(restored, 0);
   if (job.mode == ps::UpdateMode::kSync) {
+    if (job.EffectiveReplicas() == job.workers) {
+      TOWERPS_RETURN_IF_ERROR(AwaitEveryWorker(client, job, join_timeout, stop));
+    }
     TOWERPS_ASSIGN_OR_RETURN(const SyncJoin join,
                              JoinSyncJob(client, num_vars, tables, at.version,
                                          job.EffectiveReplicas() == job.workers, stop));

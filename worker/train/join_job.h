@@ -90,9 +90,18 @@ struct JoinPoint {
   bool exact = false;
 };
 // The mode's join, from `restored` (Client::Register's lowest restored version, or kNoVersion).
+// A sync worker first waits, up to `join_timeout`, until every worker has registered
+// (AwaitEveryWorker).
 Result<JoinPoint> JoinJob(ps::Client& client, const ps::JobConfig& job, int num_vars,
                           const std::vector<uint32_t>& tables, int64_t restored,
-                          const std::atomic<bool>* stop);
+                          std::chrono::seconds join_timeout, const std::atomic<bool>* stop);
+
+// A sync step needs every worker's gradients (unless backup workers make up for the missing):
+// waits until every one of the job's workers has registered with server 0, logging who is
+// missing after 2 s and every 10 s after, as torchrun's rendezvous does. kTimeout naming the
+// missing workers once `timeout` has passed; a server that cannot say is not waited for.
+Status AwaitEveryWorker(ps::Client& client, const ps::JobConfig& job, std::chrono::seconds timeout,
+                        const std::atomic<bool>* stop);
 
 // Once joined: creates (empty) the worker's --ready-file, by which towerps-launch bounds how long
 // a restarted worker takes to rejoin. kIoError naming the file when it cannot be written.

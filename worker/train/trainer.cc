@@ -117,9 +117,9 @@ class Trainer::Impl {
   Result<TrainingSummary> Train() {
     int64_t total = o_.job.epochs * p_->steps_per_epoch;
     if (o_.job.max_steps > 0) total = std::min(total, o_.job.max_steps);
-    TOWERPS_ASSIGN_OR_RETURN(
-        const JoinPoint start,
-        JoinJob(*client_, o_.job, p_->num_vars, p_->TableVariables(), start_version_, o_.stop));
+    TOWERPS_ASSIGN_OR_RETURN(const JoinPoint start,
+                             JoinJob(*client_, o_.job, p_->num_vars, p_->TableVariables(),
+                                     start_version_, o_.worker.join_timeout, o_.stop));
     int64_t iter = start.iter;
     // What this worker computes at iteration `iter` is a function of it alone: its batch and
     // its dropout masks (and, in sync, the parameters at version `iter`).
