@@ -141,6 +141,9 @@ Status AwaitEveryWorker(ps::Client& client, const ps::JobConfig& job, std::chron
                             << stats.status().message() << ")";
       return Status::Ok();
     }
+    // Updates applied: the job began, so every worker joined once (a worker rejoining after a
+    // failure, or a chief pulling the final values, does not wait for workers that are done).
+    if (stats->max_version > 0) return Status::Ok();
     std::string missing;
     int count = 0;
     for (int w = 0; w < job.workers; ++w) {

@@ -98,8 +98,10 @@ Result<JoinPoint> JoinJob(ps::Client& client, const ps::JobConfig& job, int num_
 
 // A sync step needs every worker's gradients (unless backup workers make up for the missing):
 // waits until every one of the job's workers has registered with server 0, logging who is
-// missing after 2 s and every 10 s after, as torchrun's rendezvous does. kTimeout naming the
-// missing workers once `timeout` has passed; a server that cannot say is not waited for.
+// missing after 2 s and every 10 s after, as torchrun's rendezvous does; not once server 0 holds
+// an update (the job began: every worker joined once; a rejoin does not wait for finished ones).
+// kTimeout naming the missing workers once `timeout` has passed; a server that cannot say is not
+// waited for.
 Status AwaitEveryWorker(ps::Client& client, const ps::JobConfig& job, std::chrono::seconds timeout,
                         const std::atomic<bool>* stop);
 
