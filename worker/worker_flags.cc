@@ -12,6 +12,27 @@ namespace po = boost::program_options;
 
 namespace towerps::worker {
 
+namespace {
+
+// The data a worker reads: where, which IDX files, and how Criteo lines are read.
+void AddDataFlags(WorkerOptions& o, po::options_description& desc) {
+  desc.add_options()("data-dir", po::value(&o.data_dir),
+                     "dataset directory (default: the package's)")(
+      "train-images", po::value(&o.train_images),
+      "--dataset idx: training images (relative to --data-dir; default MNIST's name)")(
+      "train-labels", po::value(&o.train_labels), "--dataset idx: training labels")(
+      "test-images", po::value(&o.test_images), "--dataset idx: test images")(
+      "test-labels", po::value(&o.test_labels), "--dataset idx: test labels")(
+      "skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
+      "--dataset criteo: skip malformed lines, counting them in the log, instead of stopping at "
+      "the first")(
+      "shuffle-buffer", po::value(&o.shuffle_buffer)->default_value(0, "off"),
+      "stream the data from its files through a shuffle buffer of this many examples per "
+      "worker, for files larger than memory (--dataset criteo); off: load them whole");
+}
+
+}  // namespace
+
 WorkerFlags::WorkerFlags()
     : rpc_timeout_ms_(options_.rpc_timeout.count()),
       join_timeout_s_(options_.join_timeout.count()),
@@ -30,20 +51,10 @@ WorkerFlags::WorkerFlags()
       "their engines merge the ranks' output)")(
       "progress-lines", po::bool_switch(&o.progress_lines),
       "chief: print '@progress {json}' lines for towerps-launch's job-wide progress bar (set by "
-      "towerps-launch on a terminal)")("data-dir", po::value(&o.data_dir),
-                                       "dataset directory (default: the package's)")(
-      "train-images", po::value(&o.train_images),
-      "--dataset idx: training images (relative to --data-dir; default MNIST's name)")(
-      "train-labels", po::value(&o.train_labels), "--dataset idx: training labels")(
-      "test-images", po::value(&o.test_images), "--dataset idx: test images")(
-      "test-labels", po::value(&o.test_labels), "--dataset idx: test labels")(
-      "skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
-      "--dataset criteo: skip malformed lines, counting them in the log, instead of stopping at "
-      "the first")(
-      "shuffle-buffer", po::value(&o.shuffle_buffer)->default_value(0, "off"),
-      "stream the data from its files through a shuffle buffer of this many examples per "
-      "worker, for files larger than memory (--dataset criteo); off: load them whole")(
-      "metrics-out", po::value(&o.metrics_out), "JSON lines per logged step; {rank} expands")(
+      "towerps-launch on a terminal)");
+  AddDataFlags(o, desc_);
+  desc_.add_options()("metrics-out", po::value(&o.metrics_out),
+                      "JSON lines per logged step; {rank} expands")(
       "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(
       "logdir", po::value(&o.logdir),
       "TensorBoard event files: DIR/worker-N for each worker and DIR/ps-M for each server "
