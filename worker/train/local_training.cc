@@ -62,10 +62,11 @@ Result<EpochStats> EvaluateAll(Model<float>& model, BatchSource& batches,
   TOWERPS_RETURN_IF_ERROR(batches.status());
   if (binary) {
     stats.auc = RocAuc(probabilities, labels);
-    double sum = 0, sum2 = 0;
-    for (double q : probabilities) sum += q;
     const double n = static_cast<double>(std::max<size_t>(probabilities.size(), 1));
-    for (double q : probabilities) sum2 += (q - sum / n) * (q - sum / n);
+    double mean = 0, sum2 = 0;
+    for (double q : probabilities) mean += q;
+    mean /= n;
+    for (double q : probabilities) sum2 += (q - mean) * (q - mean);
     stats.output_std = std::sqrt(sum2 / n);
   }
   if (stats.examples > 0) {
