@@ -167,6 +167,13 @@ Status JobSupervisor::HandleServerDeath(size_t i, int code) {
   const bool replicated = i < policy_.failover.size();
   const bool killed = code > 128 || (replicated && code == ps::kExitReplaced);
   if (!killed || policy_.max_restarts <= 0) return FailExited(i, code);
+  if (replicated && code == ps::kExitReplaced) {
+    // Alive but unresponsive (to the workers as a primary, or to its primary as a backup: the
+    // acknowledgement timeout in ps/server/shard.h), it was replaced.
+    return Restart(i, code,
+                   "it was replaced while unresponsive; restarting it as the backup of its chunks",
+                   {"--rejoin"});
+  }
   if (replicated) {
     return Restart(i, code, policy_.failover[i] + "; restarting it as their backup", {"--rejoin"});
   }

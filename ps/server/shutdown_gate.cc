@@ -80,7 +80,7 @@ void ShutdownGate::LogWhyItStops(bool deposed) const {
                              "finish())";
   }
   TOWERPS_LOG(kInfo) << (ShouldStop() ? "shutdown requested"
-                         : deposed    ? "replaced as primary"
+                         : deposed    ? "replaced by a peer"
                                       : "stop signal received")
                      << "; stopping";
 }

@@ -339,9 +339,16 @@ TEST_F(RestartTest, KilledServerWithReplicasFailsOverAndTheFinalParametersAreBit
     EXPECT_NE(out.find(tag + " was killed by SIGKILL; its chunks fail over to ps:" +
                        std::to_string(1 - victim) + "; restarting it as their backup (1 of 3)"),
               std::string::npos);
-    EXPECT_EQ(SummaryNumber("failovers"), 1);
+    // A restarted backup that a loaded machine stalls past the acknowledgement timeout
+    // (ps/server/shard.h) is replaced and restarts once more: a failover its log explains.
+    const int replaced = static_cast<int>(Count(out, "it was replaced while unresponsive"));
+    EXPECT_EQ(SummaryNumber("failovers"), 1 + replaced);
     EXPECT_TRUE(dir_.Read("final.bin") == undisturbed)
         << "final parameters differ from the undisturbed job's";
+    if (HasFailure()) {
+      std::cout << "---- out.txt of this run ----\n" << out;
+      break;
+    }
   }
 }
 
@@ -433,8 +440,8 @@ TEST_F(RestartTest, SilentPrimaryIsReplacedAndRejoinsWhenItWakes) {
   ExpectNothingLeft();
   const std::string out = dir_.Read("out.txt");
   EXPECT_NE(out.find("stopped answering; its chunks fail over to server 1"), std::string::npos);
-  if (out.find("ps:0 exited with code 75; its chunks fail over to ps:1; restarting it as their "
-               "backup") != std::string::npos) {
+  if (out.find("ps:0 exited with code 75; it was replaced while unresponsive; restarting it as "
+               "the backup of its chunks") != std::string::npos) {
     std::cout << "  (ps:0 learnt it was replaced and rejoined as the backup)\n";
   }
   ExpectBitIdentical();
