@@ -315,10 +315,8 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
   s.injected_delay_seconds = delay_seconds_;
   s.final_train_loss = metrics.final_train_loss >= 0 ? metrics.final_train_loss : last_loss_;
   divergence_->Fill(&s);
-  if (o_.rank != 0) {
-    if (o_.worker.shutdown_servers) worker::LeaveServers(*client_, o_.stop);
-    return std::string();
-  }
+  worker::LeaveServers(*client_, o_.stop, iter_);
+  if (o_.rank != 0) return std::string();
   s.final_version_min = final_min_;
   s.final_version_max = final_max_;
   TOWERPS_RETURN_IF_ERROR(worker::GatherServerStats(*client_, o_.stop, &s));

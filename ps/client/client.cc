@@ -290,8 +290,14 @@ std::future<Status> Client::Shutdown(int server) {
   return StatusCall(server, proto::MessageType::SHUTDOWN, "shutdown");
 }
 
-std::future<Status> Client::Leave(int server) {
-  return StatusCall(server, proto::MessageType::LEAVE, "leave");
+std::future<Status> Client::Leave(int server, int64_t last_step) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  OutgoingMessage m = impl_->NewMessage(proto::MessageType::LEAVE);
+  m.header().setVersion(last_step);
+  impl_->Submit(server, std::move(m), "leave",
+                [promise](Result<IncomingMessage> r) { promise->set_value(r.status()); });
+  return future;
 }
 
 std::future<Status> Client::StatusCall(int server, proto::MessageType type, const char* what) {

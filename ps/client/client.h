@@ -157,9 +157,10 @@ class Client {
   // Asks a server to checkpoint (if configured) and exit: a launcher's request at once, the
   // chief's once every worker has left (ps/server/shutdown_gate.h).
   std::future<Status> Shutdown(int server);
-  // Tells a server this worker is done (a worker started with --shutdown-servers, after its
-  // last request).
-  std::future<Status> Leave(int server);
+  // Tells a server this worker is done, after `last_step` steps (sync: the last version it
+  // pushed toward), after its last request: the chief's shutdown stops waiting for it, and a
+  // sync step it will never push to fails at once, naming it (ps/server/shard.h).
+  std::future<Status> Leave(int server, int64_t last_step);
 
   const ChunkPlacement& placement() const;
   int num_servers() const;

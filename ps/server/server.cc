@@ -361,8 +361,9 @@ void Server::HandleShutdown(const IncomingMessage& msg) {
 }
 
 void Server::HandleLeave(const IncomingMessage& msg) {
-  const Status s = shutdown_.Left(msg.peer(), PeerName(msg.peer()));
-  SendOrLog(s.ok() ? ReplyTo(msg, proto::MessageType::PONG) : ErrorReply(msg, s));
+  const Result<int> rank = shutdown_.Left(msg.peer(), PeerName(msg.peer()));
+  if (rank.ok()) shards_.WorkerFinished(*rank, msg.header().getVersion());
+  SendOrLog(rank.ok() ? ReplyTo(msg, proto::MessageType::PONG) : ErrorReply(msg, rank.status()));
 }
 
 }  // namespace towerps::ps

@@ -99,6 +99,9 @@ void Shard::Loop() {
       case ShardTask::Kind::kAck:
         Acknowledged(task->chunk, task->version);
         break;
+      case ShardTask::Kind::kWorkerFinished:
+        WorkerFinished(task->worker, task->version);
+        break;
     }
   }
 }
@@ -226,6 +229,10 @@ void Shard::AnswerOrWait(size_t index, Waiter waiter) {
     Reply(index, waiter);
     return;
   }
+  if (const std::string why = Unreachable(waiter.ask); !why.empty()) {
+    outbox_->Push(ErrorReply(waiter.request, FailedPreconditionError(why)));
+    return;
+  }
   auto& waiting = waiters_[index];
   if (waiting.size() >= static_cast<size_t>(4 * config_.workers + 16)) {
     outbox_->Push(
@@ -248,6 +255,33 @@ bool Shard::PullReady(size_t index, const PullAsk& ask) const {
   // A primary shows a worker only what its backup holds too.
   const ReplicaRole& role = roles_[index];
   return !role.backup_live || role.acked >= ask.version;
+}
+
+std::string Shard::Unreachable(const PullAsk& ask) const {
+  if (config_.mode != UpdateMode::kSync || config_.EffectiveReplicas() < config_.workers) return {};
+  for (const auto& [worker, steps] : finished_) {
+    if (ask.version <= steps) continue;
+    return "worker " + std::to_string(worker) + " finished at step " + std::to_string(steps) +
+           "; step " + std::to_string(steps + 1) +
+           " cannot complete without it (a sync step takes a gradient from every worker: give "
+           "every worker the same number of steps, or let a step take fewer gradients with "
+           "--replicas-to-aggregate)";
+  }
+  return {};
+}
+
+void Shard::WorkerFinished(int worker, int64_t last_step) {
+  finished_[worker] = last_step;
+  for (size_t i = 0; i < waiters_.size(); ++i) {
+    auto& waiting = waiters_[i];
+    auto doomed = std::stable_partition(waiting.begin(), waiting.end(), [&](const Waiter& w) {
+      return PullReady(i, w.ask) || Unreachable(w.ask).empty();
+    });
+    for (auto it = doomed; it != waiting.end(); ++it) {
+      outbox_->Push(ErrorReply(it->request, FailedPreconditionError(Unreachable(it->ask))));
+    }
+    waiting.erase(doomed, waiting.end());
+  }
 }
 
 void Shard::Reply(size_t index, const Waiter& waiter) {

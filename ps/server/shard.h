@@ -33,6 +33,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -58,11 +59,15 @@ struct ShardTask {
     kPromote,     // `chunk`'s other replica is gone: become its primary
     kPeerJoined,  // `chunk`'s other replica restarted: become (or stay) primary, send it the state
     kAck,         // the backup of `chunk` applied forwards up to `version`
+    // `worker` is done after `version` steps: in sync, with every worker's gradient in each
+    // step, a pull past that can never be served and is answered with an error naming it.
+    kWorkerFinished,
     kStop
   } kind = Kind::kRequest;
   size_t chunk = 0;                        // the chunk's or table partition's index (slot)
   std::optional<IncomingMessage> message;  // kRequest
-  int64_t version = 0;                     // kAck
+  int64_t version = 0;                     // kAck, kWorkerFinished
+  int worker = -1;                         // kWorkerFinished
 };
 
 // How one chunk is replicated; kOnly without --ps-replicas.
@@ -136,6 +141,11 @@ class Shard {
   // Answers the pulls waiting on slot `index` that it can serve now.
   void AnswerReadyPulls(size_t index);
   bool PullReady(size_t index, const PullAsk& ask) const;
+  // Why a pull that is not ready never will be (a finished worker's missing step); empty if it
+  // may be.
+  std::string Unreachable(const PullAsk& ask) const;
+  // A finished worker: fails every waiting pull that is now Unreachable.
+  void WorkerFinished(int worker, int64_t last_step);
   void Reply(size_t index, const Waiter& waiter);
   // Replication (see above).
   void HandleReplicate(size_t index, const IncomingMessage& msg);
@@ -166,6 +176,7 @@ class Shard {
   ShardCounters replica_counters_;
   std::set<uint32_t> nonfinite_logged_;   // workers whose non-finite gradient was logged
   std::set<int> dropped_backups_logged_;  // peers whose silence was logged
+  std::map<int, int64_t> finished_;       // worker -> the steps it did before it left
   std::thread thread_;
 };
 

@@ -81,6 +81,13 @@ std::vector<int> ShardSet::PostToGroups(const std::function<bool(int group)>& sh
   return posted;
 }
 
+void ShardSet::WorkerFinished(int rank, int64_t last_step) {
+  for (auto& shard : shards_) {
+    shard->Post(
+        ShardTask{.kind = ShardTask::Kind::kWorkerFinished, .version = last_step, .worker = rank});
+  }
+}
+
 void ShardSet::AddStats(ServerStatsReport* r) const {
   LowestVersion lowest;
   for (const auto& shard : shards_) {

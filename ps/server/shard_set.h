@@ -57,6 +57,10 @@ class ShardSet {
   // Posts `kind` for every holder of a group `shared(group)` says; their groups, in order.
   std::vector<int> PostToGroups(const std::function<bool(int group)>& shared, ShardTask::Kind kind);
 
+  // Worker `rank` is done after `last_step` steps: every shard answers the pulls that now can
+  // never be served (Shard::kWorkerFinished).
+  void WorkerFinished(int rank, int64_t last_step);
+
   // The shards' counters summed into `r`, with the lowest and highest holder versions.
   void AddStats(ServerStatsReport* r) const;
   // With --log-device-placement: the rows each table partition holds.

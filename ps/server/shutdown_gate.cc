@@ -57,7 +57,7 @@ Status ShutdownGate::Asked(const std::string& peer, const std::string& name) {
                                  name + " may not");
 }
 
-Status ShutdownGate::Left(const std::string& peer, const std::string& name) {
+Result<int> ShutdownGate::Left(const std::string& peer, const std::string& name) {
   constexpr std::string_view kPrefix = "worker:";
   Result<int> rank = InvalidArgumentError("not a worker");
   if (peer.starts_with(kPrefix)) {
@@ -69,7 +69,7 @@ Status ShutdownGate::Left(const std::string& peer, const std::string& name) {
                                 std::to_string(workers_) + " workers");
   }
   WorkerLeft(*rank);
-  return Status::Ok();
+  return *rank;
 }
 
 void ShutdownGate::LogWhyItStops(bool deposed) const {

@@ -38,8 +38,9 @@ class ShutdownGate {
   // A shutdown request from the peer of routing id `peer` (`name`: how logs name it):
   // kFailedPrecondition, counted, for one that may not ask; else the chief's or a launcher's.
   Status Asked(const std::string& peer, const std::string& name);
-  // A `leave` from `peer`: kInvalidArgument when it is not one of the job's workers.
-  Status Left(const std::string& peer, const std::string& name);
+  // A `leave` from `peer`: its worker rank, or kInvalidArgument when it is not one of the job's
+  // workers.
+  Result<int> Left(const std::string& peer, const std::string& name);
   // Run()'s end: why the server stops (`deposed`: a backup took its place), and who had not
   // left when the chief's grace ran out.
   void LogWhyItStops(bool deposed) const;

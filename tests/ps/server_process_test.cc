@@ -158,6 +158,34 @@ TEST_F(ServerProcessTest, BackupWorkerIsNotWaitedForAndItsGradientIsDropped) {
   EXPECT_EQ(dropped, static_cast<uint64_t>(chunks));
 }
 
+// A sync worker that is done (its `leave`, after step 1) fails the step it will never push to,
+// at once and naming it, rather than leaving its peers to time out on a server that is up: the
+// pull already waiting for that step and a later one. Its last step is still served.
+TEST_F(ServerProcessTest, SyncStepAFinishedWorkerWillNotPushToFailsAtOnceNamingIt) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2), "left");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 2);
+  for (int r : {0, 1})
+    Get(w.clients[r]->Push(
+        {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, r)}));
+  Get(w.clients[0]->Push(
+      {.variable_id = 1, .version = 1, .clock = 1, .gradient = Random(Model()[1].shape, 5)}));
+  auto waiting = w.clients[0]->Pull({.variable_id = 1, .min_version = 2, .clock = 0});
+  EXPECT_EQ(waiting.wait_for(milliseconds(300)), std::future_status::timeout);
+  for (int s = 0; s < 2; ++s) Check(w.clients[1]->Leave(s, 1));
+  ASSERT_EQ(waiting.wait_for(seconds(5)), std::future_status::ready);
+  const std::string why = "worker 1 finished at step 1; step 2 cannot complete without it";
+  Result<PulledVariable> failed = waiting.get();
+  EXPECT_EQ(failed.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(failed.status().message().find(why), std::string::npos) << failed.status().ToString();
+  Result<PulledVariable> later =
+      w.clients[0]->Pull({.variable_id = 1, .min_version = 2, .clock = 0}).get();
+  EXPECT_NE(later.status().message().find(why), std::string::npos) << later.status().ToString();
+  int64_t version = -1;
+  PullAll(*w.clients[0], 1, 1, &version);
+  EXPECT_EQ(version, 1);
+}
+
 TEST_F(ServerProcessTest, AsyncAppliesEveryGradientAndReportsStaleness) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync), "async");
   ASSERT_TRUE(cluster_->ok());
@@ -230,7 +258,7 @@ TEST_F(ServerProcessTest, CheckpointRestoresValuesAndVersionsAndRefusesCorruptio
       }
     }
     before = PullAll(*w.clients[0], 0, 3);
-    Check(w.clients[1]->Leave(0));  // the chief's shutdown waits for the others to leave
+    Check(w.clients[1]->Leave(0, 3));  // the chief's shutdown waits for the others to leave
     Check(w.clients[0]->Shutdown(0));
   }
   ASSERT_EQ(cluster_->server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(0));
@@ -255,7 +283,7 @@ TEST_F(ServerProcessTest, CheckpointRestoresValuesAndVersionsAndRefusesCorruptio
                       .gradient = Random(Model()[0].shape, 50 + r)}));
     after_next = PullAll(*c0, 0, 4);
     EXPECT_NE(after_next, before);
-    Check(c1->Leave(0));
+    Check(c1->Leave(0, 4));
     Check(c0->Shutdown(0));
   }
   ASSERT_EQ(cluster_->server(0).Wait(Deadline::After(seconds(20))), std::optional<int>(0));

@@ -226,7 +226,19 @@ class KilledWorkerTest(unittest.TestCase):
 class LateWorkerTest(unittest.TestCase):
     """A sync worker that starts late (a slow data load) is waited for, and the others say whom
     they wait for, instead of timing out on a server that is up; past --join-timeout-s the job
-    fails naming the missing worker."""
+    fails naming the missing worker. One that stops early is named at once, with its last step."""
+
+    def test_a_worker_that_stops_early_is_named_at_once(self):
+        with tempfile.TemporaryDirectory() as out:
+            # A 120 s RPC deadline: the old failure was that deadline, blaming server 0.
+            began = time.time()
+            code, text, _ = launch(out, steps=30, rpc_timeout_ms=120000,
+                                   worker_args=["--steps-rank1", "10"])
+            self.assertNotEqual(code, 0, text)
+            self.assertIn("worker 1 finished at step 10; step 11 cannot complete without it",
+                          text)
+            self.assertNotIn("did not answer", text)
+            self.assertLess(time.time() - began, 100, text)
 
     def test_a_late_worker_is_waited_for_and_named(self):
         with tempfile.TemporaryDirectory() as out:

@@ -40,11 +40,15 @@ def main():
     ap.add_argument("--set-to-none", action="store_true")
     ap.add_argument("--start-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before it joins (a slow data load)")
+    ap.add_argument("--steps-rank1", type=int, default=-1,
+                    help="rank 1 stops after this many steps (uneven steps)")
     ap.add_argument("--late-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before synchronize()")
     args = ap.parse_args()
     torch.set_num_threads(1)
     tps.init()
+    if tps.rank() == 1 and args.steps_rank1 >= 0:
+        args.steps = args.steps_rank1
     if tps.rank() == 1 and args.start_rank1:
         import time
         time.sleep(args.start_rank1)

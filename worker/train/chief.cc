@@ -4,6 +4,7 @@
 #include <future>
 #include <vector>
 
+#include "common/deadline.h"
 #include "common/logging.h"
 #include "worker/train/final_params.h"
 #include "worker/train/join_job.h"
@@ -22,13 +23,23 @@ Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop, Trai
   return Status::Ok();
 }
 
-void LeaveServers(ps::Client& client, const std::atomic<bool>* stop) {
+void LeaveServers(ps::Client& client, const std::atomic<bool>* stop, int64_t last_step) {
   std::vector<std::future<Status>> left;
-  for (int srv = 0; srv < client.num_servers(); ++srv) left.push_back(client.Leave(srv));
+  for (int srv = 0; srv < client.num_servers(); ++srv) left.push_back(client.Leave(srv, last_step));
+  const Deadline deadline = Deadline::After(kLeaveWait);
   for (int srv = 0; srv < client.num_servers(); ++srv) {
-    if (Status s = AwaitUnlessStopped(left[static_cast<size_t>(srv)], stop); !s.ok()) {
-      TOWERPS_LOG(kWarning) << "could not tell ps:" << srv << " this worker is done ("
-                            << s.message() << "): the chief's shutdown waits out its grace";
+    std::future<Status>& f = left[static_cast<size_t>(srv)];
+    while (f.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready &&
+           !deadline.expired() && !(stop && stop->load())) {
+    }
+    const Status s =
+        f.wait_for(std::chrono::seconds(0)) == std::future_status::ready
+            ? f.get()
+            : TimeoutError("no answer within " + std::to_string(kLeaveWait.count()) + " ms");
+    if (!s.ok()) {
+      TOWERPS_LOG(kWarning) << "could not tell ps:" << srv << " this worker is done after step "
+                            << last_step << " (" << s.message()
+                            << "); a chief's shutdown (--shutdown-servers) waits out its grace";
     }
   }
 }
@@ -47,6 +58,7 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
   // dropped); the version counts them as the mode does (JobConfig::FinalVersion).
   TOWERPS_RETURN_IF_ERROR(p.exchange.PullFinal(p.towers, p.job.FinalVersion(total),
                                                &s->final_version_min, &s->final_version_max));
+  LeaveServers(p.client, p.stop, done_steps);
   TOWERPS_ASSIGN_OR_RETURN(EpochStats eval,
                            EvaluateAll(p.towers.model(0), p.test_batches, p.prepare_eval));
   s->test_accuracy = eval.accuracy;

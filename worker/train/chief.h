@@ -8,6 +8,7 @@
 #define TOWERPS_WORKER_TRAIN_CHIEF_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 
@@ -41,11 +42,13 @@ struct ChiefParts {
 Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop,
                          TrainingSummary* summary);
 
-// Another worker's end under --shutdown-servers (--mpi, --slurm, --cluster: the chief stops the
-// servers): tells every server this worker is done, so that the chief's shutdown waits for it
-// and no longer (ps/server/shutdown_gate.h). Best effort: a server that does not answer is logged,
-// and the chief's shutdown then waits out its grace.
-void LeaveServers(ps::Client& client, const std::atomic<bool>* stop);
+// Every worker's end, after its last request: tells every server this worker is done after
+// `last_step` steps, so that a sync step it will never push to fails at once, naming it, rather
+// than timing out on a server (ps/server/shard.h), and the chief's shutdown under
+// --shutdown-servers waits for it and no longer (ps/server/shutdown_gate.h). Best effort, at most
+// kLeaveWait: a server that does not answer (a dead one, restarting) is logged.
+inline constexpr std::chrono::milliseconds kLeaveWait{5000};
+void LeaveServers(ps::Client& client, const std::atomic<bool>* stop, int64_t last_step);
 // The chief's end under --shutdown-servers, once every worker's last update is in: asks every
 // server to stop (it waits for the workers still to leave, ps/server/shutdown_gate.h).
 Status StopServers(ps::Client& client, const std::atomic<bool>* stop);

@@ -218,7 +218,7 @@ class Trainer::Impl {
       int64_t lowest = 0, highest = ps::kNoVersion;
       TOWERPS_RETURN_IF_ERROR(
           exchange_->PullFinal(*p_->towers, o_.job.FinalVersion(total), &lowest, &highest));
-      if (o_.worker.shutdown_servers) LeaveServers(*client_, o_.stop);
+      LeaveServers(*client_, o_.stop, iter);
       return s;
     }
     TOWERPS_RETURN_IF_ERROR(
