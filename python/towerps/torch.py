@@ -22,10 +22,13 @@ are written in place, and its p.grad is memory of the session (the shared-memory
 server is on this host): backward accumulates into it and the push lends it to the servers
 without a copy, as long as the script zeroes gradients in place (``opt.zero_grad()`` or
 ``model.zero_grad(set_to_none=False)``). A lent p.grad is the servers' to read from the moment
-backward produces it until ``step()`` returns: do not modify it in between (no
-``clip_grad_norm_`` there; it would not reach the servers anyway, the gradient being pushed
-already). ``DistributedOptimizer(..., copy_gradients=True)`` copies each gradient as it is pushed
-instead. A CUDA parameter goes through pinned host buffers, each copy with an event. Errors
+backward produces it until ``step()`` returns: do not modify it in between (a
+``clip_grad_norm_`` there would not reach the servers anyway, the gradient being pushed already;
+``step()`` warns once when a pushed gradient changed). To clip, give
+``DistributedOptimizer(clip_grad_norm=C)``: the pushes then wait for backward's end and leave
+scaled as ``torch.nn.utils.clip_grad_norm_(params, C)`` scales them (each worker clips its own
+gradient, before the servers combine them). ``DistributedOptimizer(..., copy_gradients=True)``
+copies each gradient as it is pushed instead. A CUDA parameter goes through pinned host buffers, each copy with an event. Errors
 raise ``ValueError`` for bad input (naming the option or the parameter), ``TimeoutError`` when a
 server does not answer within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; nothing waits
 without a bound.
@@ -33,6 +36,7 @@ without a bound.
 
 import json
 import os
+import warnings
 
 import torch
 
@@ -112,13 +116,24 @@ class DistributedOptimizer:
     CPU parameters' gradients are lent to the servers from the session's buffers (see the
     module's contract: p.grad is read-only from backward until step() returns);
     ``copy_gradients=True`` keeps them in PyTorch's own memory and copies each push instead.
+
+    ``clip_grad_norm=C`` clips this worker's gradients to a global 2-norm of at most C, as
+    ``torch.nn.utils.clip_grad_norm_`` does, tables' rows included: the pushes wait for the end
+    of backward (they no longer overlap it) and ``step()`` sends them scaled.
     """
 
     def __init__(self, named_parameters, model=None, table_init_scale=0.05,
-                 copy_gradients=False):
+                 copy_gradients=False, clip_grad_norm=None):
         params = list(named_parameters)
         if not params:
             raise ValueError("DistributedOptimizer got no parameters")
+        if clip_grad_norm is not None and not float(clip_grad_norm) > 0:
+            raise ValueError("clip_grad_norm=%r: give the largest gradient norm to allow, a "
+                             "positive number (or None not to clip)" % (clip_grad_norm,))
+        self._clip = None if clip_grad_norm is None else float(clip_grad_norm)
+        self._held = []     # with clip_grad_norm: this step's pushes, in backward's order
+        self._pushed = {}   # parameter index -> (p.grad, its version) when it was pushed
+        self._warned_changed = False
         tables = _sparse_tables(params, model)
         self._all_params = [p for _, p in params]  # zero_grad's: the tables' weights too
         table_weights = {id(m.weight) for _, m in tables}
@@ -136,6 +151,7 @@ class DistributedOptimizer:
             names.append(name)
             shapes.append(list(p.shape) if p.dim() > 0 else [1])
         self._params = [p for _, p in params]
+        self._names = names
         # CUDA parameters go through pinned host buffers: values up, gradients down, each copy
         # with an event; CPU parameters are read and written in place.
         self._staging = [_Staging(p) if p.is_cuda else None for p in self._params]
@@ -157,6 +173,7 @@ class DistributedOptimizer:
             self._give_grad(i, keep_values=False)
         self._hooks = []
         self._accumulators = []
+        self._table_modules = [module for _, module in tables]
         for i, p in enumerate(self._params):
             if p.requires_grad:
                 self._hook(i, p)
@@ -178,8 +195,51 @@ class DistributedOptimizer:
                 session.push(index, p.grad.detach().contiguous().numpy())
             else:
                 session.push(index, staging.download(p.grad.detach()))
+            self._pushed[index] = (p.grad, p.grad._version)
 
-        self._after_accumulation(p, push)
+        self._after_accumulation(p, self._hold_or(push))
+
+    def _hold_or(self, push):
+        """`push` now, or with clip_grad_norm at step(), once every gradient is in."""
+        if self._clip is None:
+            return push
+        return lambda: self._held.append(push)
+
+    def _clip_and_push(self):
+        """The held pushes, scaled as torch.nn.utils.clip_grad_norm_(params, C) scales them (the
+        same operations; a table's sparse gradient is replaced, coalesced and scaled, where
+        clip_grad_norm_ would leave it unscaled)."""
+        held, self._held = self._held, []
+        weights = [p for p in self._params if p.grad is not None]
+        weights += [m.weight for m in self._table_modules if m.weight.grad is not None]
+        if weights:
+            device = weights[0].grad.device
+            total = torch.norm(torch.stack(
+                [torch.norm(p.grad.detach(), 2.0).to(device) for p in weights]), 2.0)
+            coef = torch.clamp(self._clip / (total + 1e-6), max=1.0)
+            for p in weights:
+                if p.grad.is_sparse:
+                    p.grad = p.grad.detach().coalesce() * coef.to(p.grad.device)
+                else:
+                    p.grad.detach().mul_(coef.to(p.grad.device))
+        for push in held:
+            push()
+
+    def _warn_if_pushed_gradients_changed(self):
+        pushed, self._pushed = self._pushed, {}
+        if self._warned_changed:
+            return
+        for i, (grad, version) in pushed.items():
+            p = self._params[i]
+            if p.grad is not grad or (grad is not None and grad._version != version):
+                self._warned_changed = True
+                warnings.warn(
+                    "parameter '%s': its gradient changed after backward pushed it (a "
+                    "clip_grad_norm_ or another change between backward() and step()?); the "
+                    "servers got it as backward left it. To clip, use "
+                    "DistributedOptimizer(clip_grad_norm=...). (Warned once.)" % self._names[i],
+                    RuntimeWarning, stacklevel=3)
+                return
 
     def _hook_table(self, index, name, module):
         # Before each forward: the rows of the ids it looks up, pulled into the weight. After
@@ -203,7 +263,7 @@ class DistributedOptimizer:
             session.push_rows(index, ids, grad.values().contiguous().numpy())
 
         self._hooks.append(module.register_forward_pre_hook(pull))
-        self._after_accumulation(weight, push)
+        self._after_accumulation(weight, self._hold_or(push))
 
     @property
     def step_count(self):
@@ -260,6 +320,9 @@ class DistributedOptimizer:
     def step(self, loss=None):
         if isinstance(loss, torch.Tensor):
             loss = float(loss.detach())
+        if self._clip is not None:
+            self._clip_and_push()
+        self._warn_if_pushed_gradients_changed()
         self._session.end_step(loss)
         self._load_values()
         # A server may still read a gradient it was lent (shared memory): such a p.grad moves to

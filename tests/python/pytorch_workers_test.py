@@ -45,20 +45,23 @@ def launch(out, workers=2, steps=100, extra=(), worker_args=(), timeout=TIMEOUT_
     return p.returncode, p.stdout, record
 
 
-def reference_losses(net, opt, data, seed=7, batch=32, steps=100):
-    """One process's losses at batch 2B, each step's batch the union of what the two workers'
-    DistributedSampler shares give them at batch B."""
+def reference_losses(net, opt, data, seed=7, batch=32, steps=100, workers=2, clip=None):
+    """One process's losses at batch `workers` x B, each step's batch the union of what the
+    workers' DistributedSampler shares give them at batch B; `clip`: clip_grad_norm_ to it."""
     torch.set_num_threads(1)  # as the workers
     x_all, y_all = data.tensors
-    per_rank = tiny_job.EXAMPLES // 2
+    per_rank = tiny_job.EXAMPLES // workers
     losses = []
     for step in range(steps):
         epoch, i = divmod(step, per_rank // batch)
         order = tiny_job.epoch_order(seed, epoch)
-        idx = torch.cat([order[r::2][:per_rank][i * batch:(i + 1) * batch] for r in range(2)])
+        idx = torch.cat([order[r::workers][:per_rank][i * batch:(i + 1) * batch]
+                         for r in range(workers)])
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(net(x_all[idx]), y_all[idx])
         loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
         opt.step()
         losses.append(float(loss))
     return losses
@@ -221,6 +224,45 @@ class KilledWorkerTest(unittest.TestCase):
         self.assertGreater(restarted["start_step"], 0)
         self.assertEqual(undisturbed["params"], disturbed["params"])
         self.assertEqual(undisturbed["summary"]["test_loss"], disturbed["summary"]["test_loss"])
+
+
+class ClipTest(unittest.TestCase):
+    """Gradient clipping: DistributedOptimizer(clip_grad_norm=C) trains one worker as one
+    process with torch.nn.utils.clip_grad_norm_(C) before each SGD step does, step for step; a
+    clip_grad_norm_ of the script's own between backward() and step(), which the pushes have
+    left behind, gets one warning saying so."""
+
+    def test_clip_grad_norm_matches_torch_in_one_process(self):
+        clip, steps = 0.05, 40
+        with tempfile.TemporaryDirectory() as out:
+            code, text, record = launch(out, workers=1, steps=steps,
+                                        worker_args=["--clip", str(clip)])
+            self.assertEqual(code, 0, text)
+        net = tiny_job.model(7)
+        clipped = reference_losses(net, torch.optim.SGD(net.parameters(), lr=0.1),
+                                   tiny_job.dataset(), steps=steps, workers=1, clip=clip)
+        net = tiny_job.model(7)
+        unclipped = reference_losses(net, torch.optim.SGD(net.parameters(), lr=0.1),
+                                     tiny_job.dataset(), steps=steps, workers=1)
+        self.assertGreater(abs(clipped[-1] - unclipped[-1]), 1e-3)  # the clip bites
+        for step, want in enumerate(clipped):
+            got = record["losses"][str(step)]
+            self.assertLess(abs(got - want), 1e-5 * abs(want), "step %d: %r, not %r"
+                            % (step, got, want))
+
+    def test_a_clip_after_backward_is_warned_about_once(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, workers=1, steps=10,
+                                   worker_args=["--clip-in-script", "0.05"])
+            self.assertEqual(code, 0, text)
+            self.assertEqual(text.count("its gradient changed after backward pushed it"), 1, text)
+            self.assertIn("DistributedOptimizer(clip_grad_norm=...)", text)
+
+    def test_a_bad_clip_is_refused_naming_it(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, workers=1, steps=2, worker_args=["--clip", "-1"])
+            self.assertNotEqual(code, 0, text)
+            self.assertIn("clip_grad_norm=-1.0: give the largest gradient norm", text)
 
 
 class LateWorkerTest(unittest.TestCase):

@@ -9,7 +9,9 @@
 --bad-gradient pushes a gradient of the wrong size at step 3;
 --tables trains tiny_job's model with a sparse embedding table (a table on the servers);
 --device cuda trains on the GPU (parameters staged through pinned memory);
---set-to-none zeroes gradients with zero_grad(set_to_none=True) (the pushes copy them)."""
+--set-to-none zeroes gradients with zero_grad(set_to_none=True) (the pushes copy them);
+--clip C clips with DistributedOptimizer(clip_grad_norm=C); --clip-in-script C calls
+torch.nn.utils.clip_grad_norm_ between backward() and step() (too late: step() warns)."""
 
 import argparse
 import json
@@ -38,6 +40,8 @@ def main():
     ap.add_argument("--tables", action="store_true")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--set-to-none", action="store_true")
+    ap.add_argument("--clip", type=float, default=None)
+    ap.add_argument("--clip-in-script", type=float, default=None)
     ap.add_argument("--start-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before it joins (a slow data load)")
     ap.add_argument("--steps-rank1", type=int, default=-1,
@@ -59,7 +63,7 @@ def main():
     net = net.to(args.device)
     if args.extra_param and tps.rank() == 1:
         net.register_parameter("extra", torch.nn.Parameter(torch.zeros(3)))
-    opt = tps.DistributedOptimizer(net.named_parameters(), model=net)
+    opt = tps.DistributedOptimizer(net.named_parameters(), model=net, clip_grad_norm=args.clip)
     sampler = tps.DistributedSampler(data)
     loader = torch.utils.data.DataLoader(data, batch_size=batch, sampler=sampler, drop_last=True)
     losses = {}
@@ -81,6 +85,8 @@ def main():
             if step == args.kill_at and tps.rank() == 1 and not os.path.exists(args.kill_marker):
                 open(args.kill_marker, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)  # its pushes of this step are out
+            if args.clip_in_script is not None:
+                torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip_in_script)
             if step == 3 and args.bad_gradient:
                 opt._session.push(0, np.zeros(3, dtype=np.float32))
             opt.step(loss)
