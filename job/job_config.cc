@@ -262,4 +262,27 @@ Status CheckResumable(const JobConfig& job,
   return Status::Ok();
 }
 
+std::string JobConfig::DescribeOptimizer() const {
+  std::string out = std::string(kOptimizerKinds.Name(optimizer.kind)) + ", lr " +
+                    ShortestText(optimizer.learning_rate) + ", ";
+  switch (schedule.kind) {
+    case LrScheduleKind::kConstant:
+      out += "constant schedule";
+      break;
+    case LrScheduleKind::kStep:
+    case LrScheduleKind::kExponential:
+      out += std::string(kLrScheduleKinds.Name(schedule.kind)) + " schedule (x" +
+             ShortestText(schedule.decay_rate) + " every " + std::to_string(schedule.decay_steps) +
+             " steps" +
+             (schedule.kind == LrScheduleKind::kExponential && !schedule.staircase
+                  ? ", smoothly; --lr-schedule constant to keep it)"
+                  : "; --lr-schedule constant to keep it)");
+      break;
+  }
+  if (schedule.warmup_steps > 0) {
+    out += ", warm-up over " + std::to_string(schedule.warmup_steps) + " steps";
+  }
+  return out;
+}
+
 }  // namespace towerps::ps

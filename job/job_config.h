@@ -190,6 +190,9 @@ struct JobConfig {
   uint64_t Fingerprint() const;
   // The fields as command-line arguments that JobFlags parses back into an equal config.
   std::vector<std::string> ToArgs() const;
+  // The optimizer and its learning-rate schedule in words, for start-up logs: "adam, lr 0.002,
+  // exponential schedule (x0.5 every 1000 steps)".
+  std::string DescribeOptimizer() const;
 };
 
 // Compares this process's fields with a peer's; on the first difference returns

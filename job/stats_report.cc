@@ -19,6 +19,7 @@ void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header)
   st.setPullsServed(r.pulls_served);
   st.setAggregationNanos(r.aggregation_nanos);
   st.setUpdateWallNanos(r.update_wall_nanos);
+  st.setSinceFirstUpdateNanos(r.since_first_update_nanos);
   st.setRejectedMessages(r.rejected_messages);
   st.setRefusedHandshakes(r.refused_handshakes);
   st.setRefusedShutdowns(r.refused_shutdowns);
@@ -53,6 +54,7 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
   r.pulls_served = st.getPullsServed();
   r.aggregation_nanos = st.getAggregationNanos();
   r.update_wall_nanos = st.getUpdateWallNanos();
+  r.since_first_update_nanos = st.getSinceFirstUpdateNanos();
   r.rejected_messages = st.getRejectedMessages();
   r.checkpoints_written = st.getCheckpointsWritten();
   r.refused_handshakes = st.getRefusedHandshakes();

@@ -181,11 +181,13 @@ class PySession {
     Check(session_->EndStep(loss));
   }
 
-  std::string Finish(double test_accuracy, double test_loss, double final_train_loss) {
+  std::string Finish(double test_accuracy, double test_loss, double final_train_loss,
+                     double epochs) {
     py::gil_scoped_release unlocked;
     return Take(session_->Finish({.test_accuracy = test_accuracy,
                                   .test_loss = test_loss,
-                                  .final_train_loss = final_train_loss}));
+                                  .final_train_loss = final_train_loss,
+                                  .epochs = epochs}));
   }
 
   void LogEval(double test_accuracy, double test_loss) {
@@ -277,7 +279,8 @@ PYBIND11_MODULE(_towerps, m) {
       .def("pull_final", &PySession::PullFinal)
       .def("end_step", &PySession::EndStep, py::arg("loss") = py::none())
       .def("finish", &PySession::Finish, py::arg("test_accuracy") = -1.0,
-           py::arg("test_loss") = -1.0, py::arg("final_train_loss") = -1.0)
+           py::arg("test_loss") = -1.0, py::arg("final_train_loss") = -1.0,
+           py::arg("epochs") = -1.0)
       .def_property_readonly("iteration", &PySession::iteration)
       .def_property_readonly("start_iteration", &PySession::start_iteration);
 }

@@ -101,6 +101,10 @@ Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
   std::unique_ptr<Session> s(
       new Session(std::move(options), std::move(parameters), std::move(tables)));
   s->stragglers_ = std::move(stragglers);
+  if (s->o_.rank == 0) {
+    // The servers' optimizer, which a script that passes only --optimizer may not expect.
+    TOWERPS_LOG(kInfo) << "the servers train with " << s->o_.job.DescribeOptimizer();
+  }
   TOWERPS_RETURN_IF_ERROR(s->Connect(initial));
   return s;
 }
@@ -311,8 +315,11 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
   worker::TrainingSummary s;
   s.train_seconds = Seconds(Clock::now() - began_);
   s.steps = iter_;  // sync: the job's steps; else this worker's iterations
+  s.epochs = metrics.epochs;
   s.wait_seconds = wait_seconds_;
   s.injected_delay_seconds = delay_seconds_;
+  // The script's own time: forward, backward, data, evaluation (its loop is not ours to split).
+  s.compute_seconds = std::max(0.0, s.train_seconds - wait_seconds_ - delay_seconds_);
   s.final_train_loss = metrics.final_train_loss >= 0 ? metrics.final_train_loss : last_loss_;
   divergence_->Fill(&s);
   worker::LeaveServers(*client_, o_.stop, iter_);
@@ -323,7 +330,14 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
   s.test_accuracy = metrics.test_accuracy;
   s.test_loss = metrics.test_loss;
   if (metrics.test_accuracy >= 0) LogEval(metrics);
-  s.examples_per_sec = worker::JobExamplesPerSec(o_.job, iter_ - start_iter_, s.train_seconds);
+  if (start_iter_ > 0 && s.server_training_seconds > s.train_seconds) {
+    // A restarted chief (or one resuming a job): the job's training time as its servers saw
+    // it, and every step's examples over it, not only this process's.
+    s.train_seconds = s.server_training_seconds;
+    s.examples_per_sec = worker::JobExamplesPerSec(o_.job, iter_, s.train_seconds);
+  } else {
+    s.examples_per_sec = worker::JobExamplesPerSec(o_.job, iter_ - start_iter_, s.train_seconds);
+  }
   const std::string json = worker::SummaryJson(
       s, o_.job, o_.rank,
       {.worker_args = o_.worker.ToArgs(), .transport = TransportPathName(o_.transport_path)});

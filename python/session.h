@@ -69,6 +69,7 @@ struct FinalMetrics {
   double test_accuracy = -1;
   double test_loss = -1;
   double final_train_loss = -1;
+  double epochs = -1;  // the epochs the script ran; -1: unknown
 };
 
 class Session {

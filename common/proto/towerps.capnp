@@ -258,6 +258,9 @@ struct ServerStats {
   # The ranks of the workers that have registered with this server since it started: a sync
   # job's workers wait until every one has (worker/train/join_job.h).
   registeredWorkers @22 :List(UInt32);
+  # Wall-clock time since this server's first update (0 before it): the job's training time as
+  # this server saw it, which a restarted chief's summary reports (python/session.h).
+  sinceFirstUpdateNanos @23 :UInt64;
 }
 
 struct ConfigField {

@@ -3,6 +3,8 @@
 // more threads share the work; this falls as they do (the update time per step the summary
 // reports as server_update_wall_seconds).
 //
+// It also keeps the moment of the first update: the job's training time as the server sees it.
+//
 // Contract: thread-safe; Enter() and Leave() pair up on each thread (UpdateTimer does it). A
 // reading taken before another thread's Enter may reach Leave after it: such an interval counts
 // from the earliest Enter of the busy period to the last Leave.
@@ -12,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "common/mutex.h"
 
@@ -24,6 +27,7 @@ class BusyClock {
   void Enter(Clock::time_point now) {
     MutexLock lock(&mu_);
     if (active_++ == 0) since_ = now;
+    if (!began_) began_ = now;
   }
   void Leave(Clock::time_point now) {
     MutexLock lock(&mu_);
@@ -31,6 +35,13 @@ class BusyClock {
       nanos_ += static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(now - since_).count());
     }
+  }
+  // The wall-clock time from the first update to `now`; 0 before one.
+  uint64_t SinceFirstNanos(Clock::time_point now) const {
+    MutexLock lock(&mu_);
+    if (!began_ || now < *began_) return 0;
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - *began_).count());
   }
   // The busy time so far (intervals still open are not counted yet).
   uint64_t nanos() const {
@@ -43,6 +54,7 @@ class BusyClock {
   int active_ GUARDED_BY(mu_) = 0;
   Clock::time_point since_ GUARDED_BY(mu_);
   uint64_t nanos_ GUARDED_BY(mu_) = 0;
+  std::optional<Clock::time_point> began_ GUARDED_BY(mu_);
 };
 
 // Times one update: its thread's share into `nanos` (aggregation_nanos) and the server's wall

@@ -344,6 +344,7 @@ ServerStatsReport Server::CollectStats() const {
   r.refused_shutdowns = shutdown_.refused();
   r.checkpoints_written = checkpoints_.written();
   r.update_wall_nanos = update_clock_.nanos();
+  r.since_first_update_nanos = update_clock_.SinceFirstNanos(BusyClock::Clock::now());
   return r;
 }
 

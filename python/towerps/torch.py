@@ -34,8 +34,10 @@ server does not answer within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; 
 without a bound.
 """
 
+import atexit
 import json
 import os
+import sys
 import warnings
 
 import torch
@@ -48,6 +50,7 @@ __all__ = [
 ]
 
 _job = None  # this process's job: set once by init()
+_sampler_examples = None  # examples per rank per epoch of the last DistributedSampler made
 
 
 def init(args=None):
@@ -63,7 +66,33 @@ def init(args=None):
     if args is None:
         args = _towerps.worker_args_from_json(os.environ.get("TOWERPS_WORKER_ARGS", ""))
     _job = _towerps.Options(list(args), os.environ.get("TOWERPS_SECRET_FILE", ""))
+    atexit.register(_check_trained)
+    previous_hook = sys.excepthook
+
+    def note_failure(*exc):
+        global _script_failed
+        _script_failed = True
+        previous_hook(*exc)
+
+    sys.excepthook = note_failure
     return _job
+
+
+_optimizers_made = 0     # DistributedOptimizers constructed in this process
+_script_failed = False   # an uncaught exception ends the script: its own error stands
+
+
+def _check_trained():
+    """At exit after init(): a script that never made a DistributedOptimizer trained nothing on
+    the servers, whatever it printed; its exit status says so rather than 0."""
+    if _optimizers_made == 0 and not _script_failed:
+        sys.stderr.write(
+            "towerps.torch: this script called init() but never created a "
+            "DistributedOptimizer, so the servers trained nothing (0 gradients, no summary); "
+            "create one after the model: opt = tps.DistributedOptimizer(model.named_parameters()"
+            ", model=model)\n")
+        sys.stderr.flush()
+        os._exit(3)
 
 
 def _options():
@@ -88,9 +117,25 @@ def is_chief():
 
 
 def settings():
-    """The job's options as resolved, by flag name without "--" (values are strings):
-    e.g. settings()["epochs"], settings()["batch-size"], settings()["seed"], settings()["mode"]."""
-    return dict(_options().settings)
+    """The job's options as resolved, by flag name without "--", typed: an int, a float, a bool
+    or a string, as the flag is (settings()["epochs"] == 5, settings()["lr"] == 0.05,
+    settings()["nesterov"] is False, settings()["mode"] == "sync").
+
+    What a script implements itself, the launcher's options only informing it: the epochs, the
+    batch size, --max-steps, skipping the batches a restarted worker's predecessor trained
+    (``optimizer.start_step``) and evaluation (``synchronize()``, then ``finish(...)``)."""
+    return {name: _typed(value) for name, value in _options().settings.items()}
+
+
+def _typed(text):
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 class DistributedOptimizer:
@@ -131,10 +176,13 @@ class DistributedOptimizer:
             raise ValueError("clip_grad_norm=%r: give the largest gradient norm to allow, a "
                              "positive number (or None not to clip)" % (clip_grad_norm,))
         self._clip = None if clip_grad_norm is None else float(clip_grad_norm)
+        global _optimizers_made
+        _optimizers_made += 1
         self._held = []     # with clip_grad_norm: this step's pushes, in backward's order
         self._pushed = {}   # parameter index -> (p.grad, its version) when it was pushed
         self._warned_changed = False
         tables = _sparse_tables(params, model)
+        _warn_dense_embeddings(params, model)
         self._all_params = [p for _, p in params]  # zero_grad's: the tables' weights too
         table_weights = {id(m.weight) for _, m in tables}
         params = [(n, p) for n, p in params if id(p) not in table_weights]
@@ -364,14 +412,20 @@ class DistributedOptimizer:
         last step() has loaded them already."""
         self._load_values(self._session.pull_final)
 
-    def finish(self, test_accuracy=None, test_loss=None, train_loss=None):
+    def finish(self, test_accuracy=None, test_loss=None, train_loss=None, epochs=None):
         """Ends training; every rank calls it. The chief writes the job's summary
         (``--summary-out``, with the servers' counters and the measures given) and returns it
         as a dict; other workers return None, having told the servers they are done (where the
         chief stops the servers, --mpi, --slurm and --cluster, they wait for every rank's
-        finish()). Call synchronize() first when the measures need the final parameters."""
+        finish()). Call synchronize() first when the measures need the final parameters.
+        ``epochs`` (the epochs trained) defaults to the steps over a DistributedSampler's
+        batches of the job's --batch-size per epoch; without a sampler the summary says null."""
+        if epochs is None and _sampler_examples:
+            per_epoch = _sampler_examples // int(settings()["batch-size"])
+            epochs = self.step_count / per_epoch if per_epoch > 0 else None
         neg = lambda x: -1.0 if x is None else float(x)
-        text = self._session.finish(neg(test_accuracy), neg(test_loss), neg(train_loss))
+        text = self._session.finish(neg(test_accuracy), neg(test_loss), neg(train_loss),
+                                    neg(epochs))
         return json.loads(text) if text else None
 
 
@@ -405,6 +459,26 @@ class _Staging:
         return self.grad.numpy()
 
 
+def _warn_dense_embeddings(params, model):
+    """An nn.Embedding or nn.EmbeddingBag without sparse=True is a dense variable: every step
+    pushes and pulls the whole table. Says so, naming it and the bytes per step."""
+    if model is None:
+        return
+    names = {id(p): n for n, p in params}
+    for module_name, module in model.named_modules():
+        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and not module.sparse:
+            name = names.get(id(module.weight))
+            if name is None:
+                continue
+            mib = 2 * module.weight.numel() * 4 / 2 ** 20
+            warnings.warn(
+                "%s '%s' (%d x %d) has sparse=False: it trains as a dense variable, every step "
+                "moving the whole table (%.1f MiB pushed and pulled per worker per step); give "
+                "it sparse=True to keep it on the servers by row and move only the rows looked "
+                "up" % (type(module).__name__, module_name or name, module.weight.shape[0],
+                        module.weight.shape[1], mib), RuntimeWarning, stacklevel=3)
+
+
 def _sparse_tables(params, model):
     """The (parameter name, module) of each nn.Embedding or nn.EmbeddingBag of `model` with
     sparse=True whose weight is among `params`: the tables the servers keep by row."""
@@ -427,12 +501,14 @@ class DistributedSampler(torch.utils.data.Sampler):
     (a restarted worker's, say)."""
 
     def __init__(self, dataset, shuffle=True, seed=None):
+        global _sampler_examples
         self._n = len(dataset)
         self._rank, self._size = rank(), size()
         self._per_rank = self._n // self._size
         if self._per_rank == 0:
             raise ValueError("the dataset has %d examples, fewer than the %d workers"
                              % (self._n, self._size))
+        _sampler_examples = self._per_rank  # finish()'s epochs
         self._shuffle = shuffle
         self._seed = int(settings()["seed"]) if seed is None else int(seed)
         self._epoch = 0

@@ -40,6 +40,19 @@ TEST(JobConfigTest, ReplicasDefaultToAllWorkers) {
   EXPECT_EQ(a.Fingerprint(), b.Fingerprint());  // 0 means "all", which is 4
 }
 
+// The start-up line that tells a PyTorch script which schedule the servers apply.
+TEST(JobConfigTest, DescribeOptimizerNamesTheSchedule) {
+  JobConfig c;
+  c.optimizer.kind = OptimizerKind::kAdam;
+  c.optimizer.learning_rate = 0.002f;
+  EXPECT_EQ(c.DescribeOptimizer(),
+            "adam, lr 0.002, exponential schedule (x0.5 every 1000 steps, smoothly; "
+            "--lr-schedule constant to keep it)");
+  c.schedule.kind = LrScheduleKind::kConstant;
+  c.schedule.warmup_steps = 100;
+  EXPECT_EQ(c.DescribeOptimizer(), "adam, lr 0.002, constant schedule, warm-up over 100 steps");
+}
+
 TEST(JobConfigTest, ValidateNamesTheFlag) {
   JobConfig c;
   c.replicas_to_aggregate = 5;

@@ -226,6 +226,39 @@ class KilledWorkerTest(unittest.TestCase):
         self.assertEqual(undisturbed["summary"]["test_loss"], disturbed["summary"]["test_loss"])
 
 
+class SummaryTest(unittest.TestCase):
+    """The chief's summary of a PyTorch job: its epochs (from the DistributedSampler), the
+    script's own time beside the waits, and, for a chief restarted mid-job, the job's training
+    time and rate rather than its own process's."""
+
+    def test_epochs_and_compute_time(self):
+        per_epoch = (tiny_job.EXAMPLES // 2) // 32
+        with tempfile.TemporaryDirectory() as out:
+            code, text, record = launch(out, steps=2 * per_epoch)
+            self.assertEqual(code, 0, text)
+        s = record["summary"]
+        self.assertEqual(s["epochs"], 2.0)
+        self.assertGreater(s["compute_seconds"], 0)
+        self.assertLessEqual(s["compute_seconds"] + s["wait_seconds"], s["train_seconds"] + 1e-6)
+
+    def test_a_restarted_chief_reports_the_jobs_time(self):
+        steps, sleep = 60, 0.05
+        with tempfile.TemporaryDirectory() as out:
+            marker = os.path.join(out, "killed")
+            code, text, record = launch(
+                out, steps=steps, worker_args=["--kill-at", "30", "--kill-rank", "0",
+                                               "--kill-marker", marker,
+                                               "--step-sleep", str(sleep)])
+            self.assertEqual(code, 0, text)
+            self.assertTrue(os.path.exists(marker), "the chief was never killed")
+        s = record["summary"]
+        self.assertGreater(record["start_step"], 0)
+        # Every step slept: the job took at least steps x sleep, the new chief only part of it.
+        self.assertGreaterEqual(s["train_seconds"], steps * sleep, s)
+        self.assertAlmostEqual(s["examples_per_sec"], steps * 2 * 32 / s["train_seconds"],
+                               delta=1e-6 * s["examples_per_sec"])
+
+
 class ClipTest(unittest.TestCase):
     """Gradient clipping: DistributedOptimizer(clip_grad_norm=C) trains one worker as one
     process with torch.nn.utils.clip_grad_norm_(C) before each SGD step does, step for step; a
@@ -452,6 +485,27 @@ class BadInputTest(unittest.TestCase):
         self.assertIn("ValueError", p.stdout)
         self.assertIn("--mode", p.stdout)
         self.assertIn("bogus", p.stdout)
+
+    def test_a_script_that_makes_no_optimizer_fails_saying_so(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, steps=5, worker_args=["--no-optimizer"],
+                                   extra=["--max-restarts", "0"])
+        self.assertNotEqual(code, 0, text)
+        self.assertIn("never created a DistributedOptimizer", text)
+
+    def test_the_learning_rate_schedule_is_printed_at_start_up(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, workers=1, steps=2)  # its --lr-schedule constant
+        self.assertEqual(code, 0, text)
+        self.assertIn("the servers train with sgd, lr 0.1, constant schedule", text)
+
+    def test_a_dense_embedding_is_warned_about_naming_it_and_the_cost(self):
+        with tempfile.TemporaryDirectory() as out:
+            code, text, _ = launch(out, workers=1, steps=5,
+                                   worker_args=["--tables", "--dense-tables"])
+        self.assertEqual(code, 0, text)
+        self.assertIn("Embedding 'emb' (50 x 8) has sparse=False", text)
+        self.assertIn("give it sparse=True", text)
 
     def test_outside_the_launcher_init_says_how_to_start(self):
         env = dict(os.environ)

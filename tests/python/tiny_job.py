@@ -42,15 +42,15 @@ def categorical_dataset(seed=99):
 
 
 class TableNet(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, sparse=True):
         super().__init__()
-        self.emb = torch.nn.Embedding(IDS, DIM, sparse=True)
+        self.emb = torch.nn.Embedding(IDS, DIM, sparse=sparse)
         self.head = torch.nn.Linear(FIELDS * DIM, 2)
 
     def forward(self, ids):
         return self.head(self.emb(ids).reshape(ids.shape[0], -1))
 
 
-def table_model(seed):
+def table_model(seed, sparse=True):
     torch.manual_seed(seed)
-    return TableNet()
+    return TableNet(sparse)

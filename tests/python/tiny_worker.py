@@ -10,6 +10,9 @@
 --tables trains tiny_job's model with a sparse embedding table (a table on the servers);
 --device cuda trains on the GPU (parameters staged through pinned memory);
 --set-to-none zeroes gradients with zero_grad(set_to_none=True) (the pushes copy them);
+--kill-rank R makes --kill-at kill rank R rather than 1; --step-sleep S sleeps S seconds a step;
+--no-optimizer ends after init() (a script that trains nothing); --dense-tables gives the table
+model's embedding sparse=False;
 --clip C clips with DistributedOptimizer(clip_grad_norm=C); --clip-in-script C calls
 torch.nn.utils.clip_grad_norm_ between backward() and step() (too late: step() warns)."""
 
@@ -18,6 +21,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import numpy as np
 
@@ -41,6 +45,10 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--set-to-none", action="store_true")
     ap.add_argument("--clip", type=float, default=None)
+    ap.add_argument("--kill-rank", type=int, default=1)
+    ap.add_argument("--step-sleep", type=float, default=0)
+    ap.add_argument("--no-optimizer", action="store_true")
+    ap.add_argument("--dense-tables", action="store_true")
     ap.add_argument("--clip-in-script", type=float, default=None)
     ap.add_argument("--start-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before it joins (a slow data load)")
@@ -51,15 +59,18 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     tps.init()
+    if args.no_optimizer:
+        return
     if tps.rank() == 1 and args.steps_rank1 >= 0:
         args.steps = args.steps_rank1
     if tps.rank() == 1 and args.start_rank1:
-        import time
         time.sleep(args.start_rank1)
-    seed = int(tps.settings()["seed"])
-    batch = int(tps.settings()["batch-size"])
+    seed = tps.settings()["seed"]
+    batch = tps.settings()["batch-size"]
+    assert isinstance(seed, int) and isinstance(tps.settings()["lr"], float), tps.settings()
     data = tiny_job.categorical_dataset() if args.tables else tiny_job.dataset()
-    net = tiny_job.table_model(seed) if args.tables else tiny_job.model(seed)
+    net = (tiny_job.table_model(seed, sparse=not args.dense_tables) if args.tables
+           else tiny_job.model(seed))
     net = net.to(args.device)
     if args.extra_param and tps.rank() == 1:
         net.register_parameter("extra", torch.nn.Parameter(torch.zeros(3)))
@@ -82,7 +93,10 @@ def main():
             x, y = x.to(args.device), y.to(args.device)
             loss = torch.nn.functional.cross_entropy(net(x), y)
             loss.backward()
-            if step == args.kill_at and tps.rank() == 1 and not os.path.exists(args.kill_marker):
+            if args.step_sleep:
+                time.sleep(args.step_sleep)
+            if (step == args.kill_at and tps.rank() == args.kill_rank
+                    and not os.path.exists(args.kill_marker)):
                 open(args.kill_marker, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)  # its pushes of this step are out
             if args.clip_in_script is not None:
@@ -94,7 +108,6 @@ def main():
             step += 1
         epoch += 1
     if tps.rank() == 1 and args.late_rank1:
-        import time
         time.sleep(args.late_rank1)
     opt.synchronize()
     x, y = (t.to(args.device) for t in data.tensors)

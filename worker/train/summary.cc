@@ -31,6 +31,8 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->updates_applied += stats.updates_applied;
   s->server_update_seconds += 1e-9 * static_cast<double>(stats.aggregation_nanos);
   s->server_update_wall_seconds += 1e-9 * static_cast<double>(stats.update_wall_nanos);
+  s->server_training_seconds = std::max(s->server_training_seconds,
+                                        1e-9 * static_cast<double>(stats.since_first_update_nanos));
   AddHistogram(stats.staleness_histogram, &s->staleness_histogram);
   s->table_rows += stats.table_rows;
   AddHistogram(stats.row_staleness_histogram, &s->row_staleness_histogram);
@@ -121,7 +123,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["train_seconds"] = JsonNumber(s.train_seconds);
   j["examples_per_sec"] = JsonNumber(s.examples_per_sec);
   j["steps"] = s.steps;
-  j["epochs"] = s.epochs;
+  j["epochs"] = s.epochs >= 0 ? nlohmann::ordered_json(s.epochs) : nullptr;  // < 0: unknown
   j["mode"] = ps::kUpdateModes.Name(job.mode);
   j["workers"] = job.workers;
   j["servers"] = job.servers;

@@ -38,7 +38,8 @@ struct TrainingSummary {
   // and SSP: every worker's iterations, each applied once per chunk).
   int64_t final_version_min = 0, final_version_max = 0;
   // Epochs that ran: steps / steps per epoch, so 0.005 when --max-steps 5 stopped a job of 937
-  // steps per epoch, and 2 for a 2-epoch job resumed after its first epoch.
+  // steps per epoch, and 2 for a 2-epoch job resumed after its first epoch. Negative: unknown
+  // (a PyTorch script's, without a DistributedSampler or finish(epochs=...)); null in the JSON.
   double epochs = 0;
   uint64_t dropped_stale = 0;  // summed over servers (chief)
   double mean_staleness = 0;   // over every update applied (chief); exact
@@ -50,6 +51,9 @@ struct TrainingSummary {
   // The same in wall-clock time: per server, while any of its threads was updating; summed over
   // servers (chief). It falls as --server-threads share the updates; the sum above does not.
   double server_update_wall_seconds = 0;
+  // The longest any server has been training (since its first update): a restarted chief's
+  // measure of the job's time, its own covering only itself. Not in the JSON.
+  double server_training_seconds = 0;
   std::vector<uint64_t> staleness_histogram;  // bucket i: updates of staleness i (chief)
   // Embedding tables (chief; in the JSON only when the job has some): the rows the servers
   // hold, and row staleness, each applied row's updates between its pull and its push.
