@@ -110,16 +110,9 @@ Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
 }
 
 Status Session::Connect(const std::vector<const float*>& initial) {
-  std::vector<ps::VariableSpec> variables;
   std::vector<std::string> names;
-  for (const ParameterSpec& p : parameters_) {
-    variables.push_back({.name = p.name, .shape = p.shape});
-    names.push_back(p.name);
-  }
-  for (const Table& t : tables_) {
-    variables.push_back(ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
-    names.push_back("table '" + t.spec.name + "'");
-  }
+  for (const ParameterSpec& p : parameters_) names.push_back(p.name);
+  for (const Table& t : tables_) names.push_back("table '" + t.spec.name + "'");
   divergence_.emplace(o_.worker.on_nonfinite, o_.rank, std::move(names));
   TOWERPS_ASSIGN_OR_RETURN(client_, worker::ConnectToServers({.rank = o_.rank,
                                                               .endpoints = o_.ps_endpoints,
@@ -129,16 +122,9 @@ Status Session::Connect(const std::vector<const float*>& initial) {
                                                               .path = o_.transport_path}));
   const int n = num_parameters();
   exchange_.emplace(*client_, o_.job, n, TableVariables(), *divergence_, o_.stop);
-  TOWERPS_ASSIGN_OR_RETURN(
-      const int64_t restored,
-      worker::RegisterModel(
-          *client_, variables, ps::VariableListHash(variables), o_.rank, n,
-          [&](int v) {
-            Tensor value = Tensor::Empty(parameters_[static_cast<size_t>(v)].shape);
-            std::memcpy(value.f32(), initial[static_cast<size_t>(v)], value.byte_size());
-            return value;
-          },
-          o_.stop));
+  values_ = initial;
+  restarts_seen_ = client_->server_restarts();
+  TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, Register());
   TOWERPS_ASSIGN_OR_RETURN(const worker::JoinPoint start,
                            worker::JoinJob(*client_, o_.job, n, TableVariables(), restored,
                                            o_.worker.join_timeout, o_.stop));
@@ -153,16 +139,84 @@ Status Session::Connect(const std::vector<const float*>& initial) {
   return Status::Ok();
 }
 
+Result<int64_t> Session::Register() {
+  std::vector<ps::VariableSpec> variables;
+  for (const ParameterSpec& p : parameters_)
+    variables.push_back({.name = p.name, .shape = p.shape});
+  for (const Table& t : tables_) {
+    variables.push_back(ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
+  }
+  return worker::RegisterModel(
+      *client_, variables, ps::VariableListHash(variables), o_.rank, num_parameters(),
+      [&](int v) {
+        Tensor value = Tensor::Empty(parameters_[static_cast<size_t>(v)].shape);
+        std::memcpy(value.f32(), values_[static_cast<size_t>(v)], value.byte_size());
+        return value;
+      },
+      o_.stop);
+}
+
+Status Session::RetryAfterRestart(Status failed, const std::function<Status()>& again) {
+  for (int rejoins = 0; !failed.ok(); ++rejoins) {
+    const uint64_t restarts = client_->server_restarts();
+    if (restarts == restarts_seen_ || rejoins >= 100 || (o_.stop && o_.stop->load())) break;
+    restarts_seen_ = restarts;
+    TOWERPS_LOG(kWarning) << failed.message() << "; rejoining the job where the servers now stand";
+    failed = Rejoin();
+    if (failed.ok()) failed = again();
+  }
+  return failed;
+}
+
+Status Session::Rejoin() {
+  // The pushes lend the held gradients: let them finish before they are sent again.
+  exchange_->DrainPushes();
+  TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, Register());
+  TOWERPS_ASSIGN_OR_RETURN(const worker::JoinPoint at,
+                           worker::JoinJob(*client_, o_.job, num_parameters(), TableVariables(),
+                                           restored, o_.worker.join_timeout, o_.stop));
+  const int64_t held = iter_ - 1;  // the step of the held gradients, when holding_
+  if (at.iter < (holding_ ? held : iter_)) {
+    return FailedPreconditionError(
+        "the servers now stand at step " + std::to_string(at.iter) +
+        ", before this script's step " + std::to_string(holding_ ? held : iter_) +
+        " (a server came back from an older checkpoint): a script cannot redo the steps it has "
+        "finished, so the job must be restarted, from the checkpoints");
+  }
+  exchange_->Begin(at.version, at.iter, kNoLastStep, at.exact, worker::Batch{});
+  if (!holding_ || at.iter != held) return Status::Ok();  // the step is complete everywhere
+  // Incomplete somewhere: the values it was computed from again (this worker has them), then
+  // its gradients again, and the next values.
+  TOWERPS_RETURN_IF_ERROR(exchange_->AwaitValues([](int, const ps::PulledVariable&) {}));
+  for (size_t i = 0; i < gradients_.size(); ++i) {
+    exchange_->Push(static_cast<int>(i), gradients_[i], held);
+  }
+  PushTables(held);
+  exchange_->PullNext(iter_);
+  return Status::Ok();
+}
+
 Status Session::AwaitValues(const std::vector<float*>& dst) {
   if (dst.size() != parameters_.size()) {
     return InvalidArgumentError("AwaitValues got " + std::to_string(dst.size()) + " buffers for " +
                                 std::to_string(parameters_.size()) + " parameters");
   }
   const auto start = Clock::now();
-  Status s = exchange_->AwaitValues(
-      [&](int v, const ps::PulledVariable& p) { p.CopyTo(dst[static_cast<size_t>(v)]); });
+  const auto await = [&] {
+    return exchange_->AwaitValues(
+        [&](int v, const ps::PulledVariable& p) { p.CopyTo(dst[static_cast<size_t>(v)]); });
+  };
+  Status s = RetryAfterRestart(await(), await);
   wait_seconds_ += Seconds(Clock::now() - start);
   TOWERPS_RETURN_IF_ERROR(s);
+  values_.assign(dst.begin(), dst.end());
+  // The step's values are in: its gradients are no longer needed (the buffers are exclusive
+  // again once the servers let go of them).
+  if (holding_) {
+    std::fill(gradients_.begin(), gradients_.end(), Tensor());
+    for (Table& t : tables_) t.gradient = {};
+    holding_ = false;
+  }
   // Injected slow-down (experiments): before computing, so this worker's gradients are late.
   const double delay = stragglers_.DelaySeconds(o_.rank, iter_, o_.job.seed, last_compute_);
   if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay));
@@ -247,15 +301,19 @@ Status Session::EndStep(std::optional<double> loss) {
     std::memset(zeros.f32(), 0, zeros.byte_size());
     Send(i, std::move(zeros));
   }
-  PushTables();
+  PushTables(iter_);
   exchange_->PullNext(++iter_);
-  Result<double> staleness = exchange_->AwaitPushes();
+  holding_ = true;
+  double staleness = 0;
+  const auto await = [&] {
+    Result<double> r = exchange_->AwaitPushes();
+    if (r.ok()) staleness = *r;
+    return r.status();
+  };
+  const Status pushed = RetryAfterRestart(await(), await);
   std::fill(pushed_.begin(), pushed_.end(), 0);
-  for (Table& t : tables_) t.gradient = {};
-  TOWERPS_RETURN_IF_ERROR(staleness.status());
-  // Pushed: a GradientBuffer is exclusive again once the servers let go of it.
-  std::fill(gradients_.begin(), gradients_.end(), Tensor());
-  LogTrainLine(loss, *staleness);
+  TOWERPS_RETURN_IF_ERROR(pushed);
+  LogTrainLine(loss, staleness);
   if (loss) last_loss_ = *loss;
   // The loss when the script gave one; the gradients' check either way.
   if (divergence_->StopsAfterStep(loss.value_or(0.0), iter_)) {

@@ -31,6 +31,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,7 +129,13 @@ class Session {
   // Ends the step: zeros for parameters without a gradient, the pushes awaited, the next pulls
   // sent. The gradients and `loss` (when the script gave it) are checked as a native worker
   // checks them: kFailedPrecondition naming the first non-finite value, under
-  // --on-nonfinite fail.
+  // --on-nonfinite fail. The step's gradients are held until AwaitValues has the next values.
+  //
+  // Failover (--ps-replicas 2): when a server restarts under EndStep or AwaitValues, the calls
+  // outstanding there fail and the session rejoins, as a native worker does (Rejoin): it
+  // registers again, finds where the servers now stand, resends the held gradients where the
+  // step is incomplete (their repeats are dropped where it is not) and pulls the next values,
+  // so that the script goes on at the same step with the same bits.
   Status EndStep(std::optional<double> loss);
   // Metrics (--metrics-out's JSON lines, --logdir's TensorBoard scalars), as native workers
   // write them: EndStep writes a "train" line every --log-every steps; these add the script's
@@ -167,8 +174,19 @@ class Session {
   // EndStep's "train" line, every --log-every steps.
   void LogTrainLine(std::optional<double> loss, double staleness);
   // EndStep's part: every table's gradient handed to the exchange (no rows for a table that
-  // had none this step).
-  void PushTables();
+  // had none this step), for `step`.
+  void PushTables(int64_t step);
+  // Declares the model to the servers; the chief's values for a chunk without one come from
+  // values_. The lowest version they restored.
+  Result<int64_t> Register();
+  // `failed`, or after a server restart (each time one restarted since the last try) a Rejoin
+  // and `again()`'s status.
+  Status RetryAfterRestart(Status failed, const std::function<Status()>& again);
+  // Where the servers stand now, from there: the held gradients again if their step is
+  // incomplete, and the pulls of this step's values. kFailedPrecondition when the servers stand
+  // before the held step (a server restored from an older checkpoint): a script cannot redo
+  // steps it has finished.
+  Status Rejoin();
 
   SessionOptions o_;
   std::vector<ParameterSpec> parameters_;
@@ -178,7 +196,11 @@ class Session {
   std::optional<worker::Divergence> divergence_;
   worker::StragglerPlan stragglers_;
   std::optional<worker::StepExchange> exchange_;
-  std::vector<Tensor> gradients_;  // this step's, held until its pushes complete
+  // The last step's, held until its values arrive (a failover may need them again).
+  std::vector<Tensor> gradients_;
+  bool holding_ = false;              // gradients_ (and the tables') are step iter_ - 1's
+  std::vector<const float*> values_;  // where the parameters' values are: Register's
+  uint64_t restarts_seen_ = 0;        // the client's server_restarts() at the last (re)join
   // Per parameter: the GradientBuffer()s, and which one is current (-1: none yet).
   struct GradientBuffers {
     std::vector<Tensor> buffers;

@@ -68,7 +68,7 @@ Status Session::PushRows(int t, const uint64_t* ids, const float* gradients, int
   return Status::Ok();
 }
 
-void Session::PushTables() {
+void Session::PushTables(int64_t step) {
   exchange_->PushTables(
       [&](int t) {
         Table& table = tables_[static_cast<size_t>(t)];
@@ -80,7 +80,7 @@ void Session::PushTables() {
         }
         return table.gradient;
       },
-      iter_, /*next=*/nullptr);
+      step, /*next=*/nullptr);
 }
 
 }  // namespace towerps::python

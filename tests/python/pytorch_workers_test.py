@@ -28,10 +28,10 @@ TIMEOUT_S = 240
 
 
 def launch(out, workers=2, steps=100, extra=(), worker_args=(), timeout=TIMEOUT_S,
-           rpc_timeout_ms=60000):
+           rpc_timeout_ms=60000, servers=1):
     """Runs a job of tiny_worker.py; returns (exit code, output, chief's record)."""
     cmd = " ".join(WORKER + ["--steps", str(steps), "--out", out] + list(worker_args))
-    argv = [LAUNCH, "--servers", "1", "--workers", str(workers), "--batch-size", "32",
+    argv = [LAUNCH, "--servers", str(servers), "--workers", str(workers), "--batch-size", "32",
             "--optimizer", "sgd", "--lr", "0.1", "--lr-schedule", "constant", "--seed", "7",
             "--run-dir", os.path.join(out, "run"), "--rpc-timeout-ms", str(rpc_timeout_ms),
             "--summary-out", os.path.join(out, "summary.json"), "--worker-cmd", cmd] + list(extra)
@@ -257,6 +257,28 @@ class SummaryTest(unittest.TestCase):
         self.assertGreaterEqual(s["train_seconds"], steps * sleep, s)
         self.assertAlmostEqual(s["examples_per_sec"], steps * 2 * 32 / s["train_seconds"],
                                delta=1e-6 * s["examples_per_sec"])
+
+
+class FailoverTest(unittest.TestCase):
+    """Sync PyTorch workers with a table, --servers 2 --ps-replicas 2: a server SIGKILLed while
+    the chief's pushes of a step are out fails its chunks over, the workers rejoin where the
+    servers stand (resending that step's gradients) and the job goes on: the chief's per-step
+    losses and final parameters are those of the undisturbed job, bit for bit."""
+
+    def test_a_killed_server_fails_over_and_the_losses_are_bit_identical(self):
+        job = dict(steps=60, servers=2, extra=["--ps-replicas", "2"])
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            code, text, undisturbed = launch(a, worker_args=["--tables"], **job)
+            self.assertEqual(code, 0, text)
+            marker = os.path.join(b, "killed")
+            code, text, disturbed = launch(
+                b, worker_args=["--tables", "--kill-server-at", "30", "--kill-marker", marker],
+                **job)
+            self.assertEqual(code, 0, text)
+            self.assertTrue(os.path.exists(marker), "the server was never killed")
+            self.assertIn("ps:1 was killed by SIGKILL; its chunks fail over to ps:0", text)
+        self.assertEqual(undisturbed["losses"], disturbed["losses"])
+        self.assertEqual(undisturbed["params"], disturbed["params"])
 
 
 class ClipTest(unittest.TestCase):

@@ -10,6 +10,8 @@
 --tables trains tiny_job's model with a sparse embedding table (a table on the servers);
 --device cuda trains on the GPU (parameters staged through pinned memory);
 --set-to-none zeroes gradients with zero_grad(set_to_none=True) (the pushes copy them);
+--kill-server-at STEP makes rank 0 SIGKILL server --kill-server (default 1) after that step's
+backward, once (its pid from OUT/run/processes.txt; --kill-marker);
 --kill-rank R makes --kill-at kill rank R rather than 1; --step-sleep S sleeps S seconds a step;
 --no-optimizer ends after init() (a script that trains nothing); --dense-tables gives the table
 model's embedding sparse=False;
@@ -32,6 +34,17 @@ import tiny_job  # noqa: E402
 import towerps.torch as tps  # noqa: E402
 
 
+def server_pid(out, rank):
+    """ps `rank`'s current pid, from the launcher's processes.txt ("ps 1 pid 123 ...")."""
+    pid = None
+    with open(os.path.join(out, "run", "processes.txt")) as f:
+        for line in f:
+            words = line.split()
+            if words[:2] == ["ps", str(rank)] and words[2] == "pid":
+                pid = int(words[3])
+    return pid
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)
@@ -46,6 +59,8 @@ def main():
     ap.add_argument("--set-to-none", action="store_true")
     ap.add_argument("--clip", type=float, default=None)
     ap.add_argument("--kill-rank", type=int, default=1)
+    ap.add_argument("--kill-server-at", type=int, default=-1)
+    ap.add_argument("--kill-server", type=int, default=1)
     ap.add_argument("--step-sleep", type=float, default=0)
     ap.add_argument("--no-optimizer", action="store_true")
     ap.add_argument("--dense-tables", action="store_true")
@@ -99,6 +114,10 @@ def main():
                     and not os.path.exists(args.kill_marker)):
                 open(args.kill_marker, "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)  # its pushes of this step are out
+            if (step == args.kill_server_at and tps.rank() == 0
+                    and not os.path.exists(args.kill_marker)):
+                open(args.kill_marker, "w").close()
+                os.kill(server_pid(args.out, args.kill_server), signal.SIGKILL)
             if args.clip_in_script is not None:
                 torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip_in_script)
             if step == 3 and args.bad_gradient:
