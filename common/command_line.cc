@@ -147,6 +147,14 @@ Status ParseFlags(int argc, char** argv, const po::options_description& desc,
       }
     }
     po::notify(*vm);
+  } catch (po::unknown_option& e) {
+    // A mistyped flag: named with the nearest one, as a mistyped --config key is.
+    std::string key = e.get_option_name();
+    key.erase(0, std::min(key.find_first_not_of('-'), key.size()));
+    const std::string near = ClosestOption(desc, key);
+    return InvalidArgumentError(ProgramOptionsErrorText(e) +
+                                (near.empty() ? "" : "; did you mean '--" + near + "'?") +
+                                " (see --help)");
   } catch (po::error& e) {
     return InvalidArgumentError(ProgramOptionsErrorText(e) + " (see --help)");
   }

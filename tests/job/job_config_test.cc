@@ -365,6 +365,16 @@ TEST_F(ConfigFileTest, MistakesNameTheFileTheLineAndTheFix) {
   ASSERT_TRUE(good.has_value() && good->ok()) << (good ? good->ToString() : "no return");
 }
 
+// A mistyped flag on the command line gets the nearest flag, as the same typo in a file does.
+TEST(JobFlagsTest, AMistypedFlagIsNamedWithTheNearestOne) {
+  std::optional<Status> s = ParseWithin({"--wrokers", "2"}, std::chrono::seconds(10));
+  ASSERT_TRUE(s.has_value()) << "ParseFlags did not return in 10 s";
+  EXPECT_EQ(s->code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s->message().find("'--wrokers'; did you mean '--workers'? (see --help)"),
+            std::string::npos)
+      << s->message();
+}
+
 // A checkpoint serves a longer run of the same job: only the options that say how long to
 // train may differ; anything else is named with both values.
 TEST(ResumableTest, OnlyTheTrainingLengthMayDiffer) {

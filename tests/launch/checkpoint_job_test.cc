@@ -66,6 +66,12 @@ TEST_F(CheckpointJobTest, AFinishedJobIsExtendedEvaluatedAndExported) {
                 "test accuracy = %.4f, test loss = ", resumed["test_accuracy"].get<double>());
   EXPECT_NE(dir_.Read("eval.out").find(expected), std::string::npos) << expected;
   EXPECT_NE(dir_.Read("eval.out").find("at version 234"), std::string::npos);
+  // Another --model is refused naming the one the checkpoint holds.
+  EXPECT_NE(Launch("eval_cnn", {"--eval-only", "--model", "cnn", "--checkpoint-dir", ckpt}), 0);
+  EXPECT_NE(dir_.Read("eval_cnn.out")
+                .find("holds the mlp model's variables, not cnn's: evaluate it with --model mlp"),
+            std::string::npos)
+      << dir_.Read("eval_cnn.out");
 
   // numpy reads it: names, shapes and dtype, and the values are the final parameters.
   const std::string check =

@@ -93,8 +93,17 @@ Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const 
   TOWERPS_ASSIGN_OR_RETURN(const ModelBuilder builder, registry.DescribeModel(job.model));
   TOWERPS_ASSIGN_OR_RETURN(auto model, BuildModel<float>(builder, backend.get(), job.seed));
   if (model->signature() != saved.model_signature) {
-    return FailedPreconditionError("checkpoint " + dir + " holds another model's variables than " +
-                                   job.model + "'s (their names, shapes or kinds differ)");
+    // Name the model it holds, as the server does: the --model the checkpoint's job had.
+    std::string saved_model;
+    for (const auto& [flag, value] : saved.job_fields) {
+      if (flag == "--model") saved_model = value;
+    }
+    return FailedPreconditionError(
+        "checkpoint " + dir + " holds " +
+        (saved_model.empty() ? "another model" : "the " + saved_model + " model") +
+        "'s variables, not " + job.model + "'s" +
+        (saved_model.empty() ? " (their names, shapes or kinds differ)" : "") +
+        (saved_model.empty() ? "" : ": evaluate it with --model " + saved_model));
   }
   for (int v = 0; v < model->num_variables(); ++v) {
     TOWERPS_RETURN_IF_ERROR(model->SetVariable(v, saved.values[static_cast<size_t>(v)]));
