@@ -35,6 +35,11 @@ TEST_F(ConsoleTest, OnATerminalOneBarForTheJobAndPlainLinesOtherwise) {
   EXPECT_NE(out.find("[launch] job finished"), std::string::npos);
   EXPECT_EQ(out.find("@progress"), std::string::npos);
   EXPECT_EQ(dir_.Read("tty/worker-0.log").find("@progress"), std::string::npos);
+  // The bar ends on the final evaluation's accuracy (this job has no epoch's before it).
+  const size_t final_line = out.find("test accuracy = ");
+  ASSERT_NE(final_line, std::string::npos);
+  const std::string accuracy = out.substr(final_line + 16, 6);
+  EXPECT_NE(out.find(" acc " + accuracy), std::string::npos) << accuracy;
 
   ShowOnFailure("plain.out");
   Result<int> plain = RunProcess(Job("plain"), dir_ / "plain.out", {}, seconds(120));

@@ -171,7 +171,7 @@ class Trainer::Impl {
       console.Step(progress + 1, r.loss);
       log.Record(t, iter, step, progress / p_->steps_per_epoch, staleness, console, metrics_);
     }
-    return Finish(began, start, iter, total, log);
+    return Finish(began, start, iter, total, log, console);
   }
 
   // What evaluation runs before each test batch: the tables' rows of its ids, pulled.
@@ -204,7 +204,7 @@ class Trainer::Impl {
   }
 
   Result<TrainingSummary> Finish(Clock::time_point began, const JoinPoint& start, int64_t iter,
-                                 int64_t total, const StepLog& log) {
+                                 int64_t total, const StepLog& log, ConsoleProgress& console) {
     TrainingSummary s = PartialSummary(began, PullPolicy::For(o_.job.mode).Progress(iter, total),
                                        log.totals().loss, log);
     TOWERPS_LOG(kInfo) << "finished " << iter << " steps in " << s.train_seconds
@@ -226,6 +226,7 @@ class Trainer::Impl {
                        o_.worker, p_->steps_per_epoch, o_.stop, EvalTables()},
                       total, s.steps, &s));
     p_->JudgeFinal(&s);
+    console.Evaluated(total, s.test_rmse != -1 ? -1 : s.test_accuracy);  // the bar ends on it
     return s;
   }
 
