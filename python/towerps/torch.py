@@ -35,9 +35,16 @@ without a bound.
 """
 
 import atexit
+import ctypes
 import json
 import os
+import shlex
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 import warnings
 
 import torch
@@ -59,10 +66,18 @@ def init(args=None):
     Reads the options towerps-launch gives every worker (TOWERPS_WORKER_ARGS, and the job's
     secret from TOWERPS_SECRET_FILE); ``args``, a list of worker flags, replaces them (tests).
     A bad option raises ValueError naming it, before anything is sent.
+
+    Run on its own (``python3 train.py``, no launcher), the script is a one-worker job: init()
+    starts a towerps-server for it on this host (the one next to this package, or on PATH;
+    TOWERPS_SERVER_BIN names another), which ends with the script. The job's options are the
+    defaults, with a constant learning-rate schedule; TOWERPS_JOB_ARGS adds more
+    (``TOWERPS_JOB_ARGS="--optimizer adam --lr 0.002"``).
     """
     global _job
     if _job is not None:
         raise RuntimeError("towerps.torch.init() was called twice")
+    if args is None and "TOWERPS_WORKER_ARGS" not in os.environ:
+        args = _standalone_job()
     if args is None:
         args = _towerps.worker_args_from_json(os.environ.get("TOWERPS_WORKER_ARGS", ""))
     _job = _towerps.Options(list(args), os.environ.get("TOWERPS_SECRET_FILE", ""))
@@ -76,6 +91,71 @@ def init(args=None):
 
     sys.excepthook = note_failure
     return _job
+
+
+def _server_binary():
+    named = os.environ.get("TOWERPS_SERVER_BIN")
+    if named:
+        return named if os.access(named, os.X_OK) else None
+    here = os.path.dirname(os.path.abspath(__file__))
+    for up in (2, 4):  # build/<preset>/python/towerps; <prefix>/lib/python3/dist-packages/towerps
+        root = here
+        for _ in range(up):
+            root = os.path.dirname(root)
+        candidate = os.path.join(root, "bin", "towerps-server")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("towerps-server")
+
+
+def _standalone_job(timeout_s=60):
+    """A one-worker job for a script run without the launcher: a towerps-server of its own on
+    loopback (it dies with this process, even a killed one), and the worker flags to reach it."""
+    server = _server_binary()
+    if server is None:
+        raise ValueError(
+            "TOWERPS_WORKER_ARGS is not set and no towerps-server was found to run this script "
+            "as a one-worker job (looked next to the package and on PATH; TOWERPS_SERVER_BIN "
+            "names one); or start it with towerps-launch --worker-cmd \"python3 script.py\"")
+    job = ["--workers", "1", "--servers", "1", "--lr-schedule", "constant"]
+    job += shlex.split(os.environ.get("TOWERPS_JOB_ARGS", ""))
+    run_dir = tempfile.mkdtemp(prefix="towerps-")
+    ready, log_path = os.path.join(run_dir, "ps-0.ready"), os.path.join(run_dir, "ps-0.log")
+
+    def die_with_parent():
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([server, "--rank", "0", "--port", "0", "--insecure",
+                                 "--ready-file", ready, "--log-level", "warning"] + job,
+                                stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=die_with_parent)
+    atexit.register(_stop_server, proc)
+    deadline = time.time() + timeout_s
+    while not os.path.exists(ready):
+        if proc.poll() is not None or time.time() > deadline:
+            _stop_server(proc)
+            with open(log_path) as f:
+                tail = f.read()[-2000:]
+            raise ValueError("the one-worker job's towerps-server (%s %s) did not start: %s"
+                             % (server, " ".join(job), tail.strip() or "no output"))
+        time.sleep(0.02)
+    with open(ready) as f:
+        endpoint = f.read().strip()
+    sys.stderr.write("towerps.torch: no launcher; this script is a one-worker job with its own "
+                     "server (%s, log %s)\n" % (endpoint, log_path))
+    return ["--rank", "0", "--ps-endpoints", endpoint, "--insecure"] + job
+
+
+def _stop_server(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 _optimizers_made = 0     # DistributedOptimizers constructed in this process

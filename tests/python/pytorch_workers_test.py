@@ -529,8 +529,19 @@ class BadInputTest(unittest.TestCase):
         self.assertIn("Embedding 'emb' (50 x 8) has sparse=False", text)
         self.assertIn("give it sparse=True", text)
 
-    def test_outside_the_launcher_init_says_how_to_start(self):
+    def test_a_script_run_on_its_own_is_a_one_worker_job(self):
         env = dict(os.environ)
+        env.pop("TOWERPS_WORKER_ARGS", None)
+        with tempfile.TemporaryDirectory() as out:
+            p = subprocess.run(WORKER + ["--steps", "20", "--out", out], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            self.assertIn("this script is a one-worker job with its own server", p.stdout)
+            self.assertEqual(worker_record(out, 0)["summary"]["steps"], 20)
+            self.assertEqual(worker_record(out, 0)["summary"]["workers"], 1)
+
+    def test_outside_the_launcher_without_a_server_init_says_how_to_start(self):
+        env = dict(os.environ, TOWERPS_SERVER_BIN="/nonexistent/towerps-server")
         env.pop("TOWERPS_WORKER_ARGS", None)
         p = subprocess.run([sys.executable, "-c", "import towerps.torch as t; t.init()"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
