@@ -227,6 +227,9 @@ def evaluate(check, stats_by_name, seeds=None):
     held, n = result.seeds_held, len(per_seed)
     majority = held * 2 > n
     result.passed = mean_passed and majority
+    if n == 1:
+        result.detail += ("; one seed: it cannot show whether the effect outlasts the noise "
+                          "between seeds (run more with --seeds)")
     if mean_passed:
         result.detail += f"; holds on the mean and on {held} of {n} seeds"
         if not majority:

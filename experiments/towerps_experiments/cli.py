@@ -106,15 +106,17 @@ def run_preset_main(argv=None):
                                 "appeared.")
     p.add_argument("preset", help=f"one of: {', '.join(names)}")
     p.add_argument("--results-dir", default=None,
-                   help="default: experiments/results/<preset> (resumed if it exists; "
-                   "give another one to run other --seeds)")
+                   help="default: towerps-results/<preset> in the current directory (resumed "
+                   "if it exists; give another one to run other --seeds)")
     _common(p)
     a = p.parse_args(argv)
     if a.preset not in names:
         print(f"run_preset: preset {a.preset!r} not found in {PRESETS_DIR} "
               f"(have: {', '.join(names)})", file=sys.stderr)
         return 2
-    results_dir = a.results_dir or os.path.join(EXPERIMENTS_DIR, "results", a.preset)
+    # Never the source tree: the current directory's, as a run directory is.
+    results_dir = a.results_dir or os.path.join(os.getcwd(), "towerps-results", a.preset)
+    print(f"[preset] {a.preset}: results in {results_dir}")
     rc, check_results = _sweep_and_report(os.path.join(PRESETS_DIR, f"{a.preset}.toml"),
                                           results_dir, a.launcher, a.timeout, a.no_report,
                                           a.seeds, "run_preset", a.worker_cmd)

@@ -156,8 +156,12 @@ def staleness_figure(stats, key="staleness_histogram",
                edgecolor="white", linewidth=0.5)
         ax.set_ylim(bottom=0)
         ax.set_ylabel("fraction")
-        last = (f"; the last bar counts >= {len(hist) - 1}"
-                if len(hist) >= STALENESS_BUCKETS else "")
+        last = ""
+        if len(hist) >= STALENESS_BUCKETS and hist[-1]:
+            # The open-ended bucket, labelled with its count: a small fraction draws no bar.
+            last = f"; the last bar counts >= {len(hist) - 1}: {hist[-1]}"
+            ax.annotate(f">= {len(hist) - 1}: {hist[-1]}", (len(hist) - 0.5, hist[-1] / total),
+                        ha="right", va="bottom", fontsize=8)
         ax.set_title(f"{label}: {total} {unit}{last}", fontsize=9)
     bottom = axes[-1][0]
     bottom.set_xlim(0, hi)

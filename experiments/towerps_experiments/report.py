@@ -12,6 +12,8 @@ def _pm(mean_std, fmt="{:.4f}"):
     mean, std = mean_std
     if mean is None:
         return "—"
+    if std is None:
+        return f"{fmt.format(mean)} (one value: no spread)"
     return f"{fmt.format(mean)} ± {fmt.format(std)}"
 
 
@@ -24,7 +26,8 @@ def _loss(s):
         return "—"
     if s.test_loss == math.inf:
         return "inf (diverged or missing)"
-    return _pm((s.test_loss, s.test_loss_std))
+    return _pm((s.test_loss, s.test_loss_std)) if s.test_loss_std is not None else \
+        "{:.4f}".format(s.test_loss)
 
 
 def table(stats, target, label="accuracy"):

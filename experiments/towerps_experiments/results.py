@@ -343,10 +343,12 @@ def load_sweep_source(results_dir):
 
 
 def _mean_std(values):
+    """(mean, sample standard deviation); the deviation is None for one value, which cannot
+    show a spread (reports say so rather than print 0)."""
     values = [v for v in values if v is not None]
     if not values:
         return None, None
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
 @dataclass

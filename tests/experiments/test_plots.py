@@ -122,7 +122,10 @@ class PlotsTest(unittest.TestCase):
         stats = results.config_stats([run("async-seed1", "async", [],
                                           staleness_histogram=[1] * 64)], 0.85)
         (ax,) = plots.staleness_figure(stats).axes
-        self.assertEqual(ax.get_title(), "async: 64 updates; the last bar counts >= 63")
+        self.assertEqual(ax.get_title(), "async: 64 updates; the last bar counts >= 63: 1")
+        # Drawn and labelled, however small its fraction: the x axis reaches it.
+        self.assertGreaterEqual(ax.get_xlim()[1], 64)
+        self.assertIn(">= 63: 1", [t.get_text() for t in ax.texts])
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ class ReportTest(unittest.TestCase):
         # async: seed 1 diverged, seed 2 reached 0.84 (< 0.85 target), seed 3 failed;
         # staleness from histograms [10,20,30,40] (2.0) and [50,30,15,5] (0.75).
         # Its test loss is infinite: a seed diverged.
-        self.assertEqual(self.row("async"), ["async", "2/3", "0.8400 ± 0.0000",
+        self.assertEqual(self.row("async"), ["async", "2/3", "0.8400 (one value: no spread)",
                                              "inf (diverged or missing)", "1", "—", "0/2",
                                              "32000 ± 2828", "1.38", "3", "6"])
         self.assertIn("target test accuracy 0.85", self.text)
@@ -100,8 +100,8 @@ class ReportTest(unittest.TestCase):
         with open(path) as f:
             text = f.read()
         # At 0.8: async seed 2 reaches it at its first evaluation (3 s); sync at 5 s and 4 s.
-        self.assertIn("| async | 2/3 | 0.8400 ± 0.0000 | inf (diverged or missing) | 1 | "
-                      "3.0 ± 0.0 | 1/2 |", text)
+        self.assertIn("| async | 2/3 | 0.8400 (one value: no spread) | inf (diverged or missing) | 1 | "
+                      "3.0 (one value: no spread) | 1/2 |", text)
         self.assertIn("| sync | 2/2 | 0.8700 ± 0.0141 | 0.4000 ± 0.0000 | 0 | 4.5 ± 0.7 | 2/2 |",
                       text)
 

@@ -262,6 +262,7 @@ class MajorityRuleTest(unittest.TestCase):
         (c,), _ = self.report({"sync": [0.9], "async": [0.1]}, seeds=(4,))
         self.assertIs(c.passed, True)
         self.assertIn("on 1 of 1 seeds", c.detail)
+        self.assertIn("one seed: it cannot show whether the effect outlasts the noise", c.detail)
         # Stats without per-seed runs (no seeds known): the mean alone decides, as before.
         st = {n: results.ConfigStats(n, [], 1, 0, 0, (v, 0), v, (None, None), 0, (1.0, 0), 0,
                                      0, 0, 0) for n, v in (("sync", 0.9), ("async", 0.1))}
