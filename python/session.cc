@@ -156,14 +156,14 @@ Result<int64_t> Session::Register() {
       o_.stop);
 }
 
-Status Session::RetryAfterRestart(Status failed, const std::function<Status()>& again) {
+Status Session::RetryAfterRestart(Status failed, const std::function<Status()>& recover,
+                                  const std::string& how) {
   for (int rejoins = 0; !failed.ok(); ++rejoins) {
     const uint64_t restarts = client_->server_restarts();
     if (restarts == restarts_seen_ || rejoins >= 100 || (o_.stop && o_.stop->load())) break;
     restarts_seen_ = restarts;
-    TOWERPS_LOG(kWarning) << failed.message() << "; rejoining the job where the servers now stand";
-    failed = Rejoin();
-    if (failed.ok()) failed = again();
+    TOWERPS_LOG(kWarning) << failed.message() << "; " << how;
+    failed = recover();
   }
   return failed;
 }
@@ -206,7 +206,10 @@ Status Session::AwaitValues(const std::vector<float*>& dst) {
     return exchange_->AwaitValues(
         [&](int v, const ps::PulledVariable& p) { p.CopyTo(dst[static_cast<size_t>(v)]); });
   };
-  Status s = RetryAfterRestart(await(), await);
+  Status s = RetryAfterRestart(await(), [&] {
+    TOWERPS_RETURN_IF_ERROR(Rejoin());
+    return await();
+  });
   wait_seconds_ += Seconds(Clock::now() - start);
   TOWERPS_RETURN_IF_ERROR(s);
   values_.assign(dst.begin(), dst.end());
@@ -310,7 +313,10 @@ Status Session::EndStep(std::optional<double> loss) {
     if (r.ok()) staleness = *r;
     return r.status();
   };
-  const Status pushed = RetryAfterRestart(await(), await);
+  const Status pushed = RetryAfterRestart(await(), [&] {
+    TOWERPS_RETURN_IF_ERROR(Rejoin());
+    return await();
+  });
   std::fill(pushed_.begin(), pushed_.end(), 0);
   TOWERPS_RETURN_IF_ERROR(pushed);
   LogTrainLine(loss, staleness);

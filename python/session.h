@@ -119,7 +119,8 @@ class Session {
   // rows[n * dim], through the native worker's TableExchange (Feed): a second lookup of the
   // table in one step pulls the rows of both, so that one push covers them. Each row's update
   // count is kept for its push (row staleness). Blocks until the servers answer; an error names
-  // the table (an id beyond its rows, for one).
+  // the table (an id beyond its rows, for one). A server restart under it (a failover) re-sends
+  // the pull once the session has registered again.
   Status PullRows(int t, const uint64_t* ids, int64_t n, float* rows);
   // Table t's gradient rows of this step for `n` distinct ids, each pulled this step (its
   // gradient row i for ids[i]). Once per table and step; EndStep pushes no rows for a table
@@ -179,9 +180,13 @@ class Session {
   // Declares the model to the servers; the chief's values for a chunk without one come from
   // values_. The lowest version they restored.
   Result<int64_t> Register();
-  // `failed`, or after a server restart (each time one restarted since the last try) a Rejoin
-  // and `again()`'s status.
-  Status RetryAfterRestart(Status failed, const std::function<Status()>& again);
+  // `failed`, or after a server restart (each time one restarted since the last try)
+  // `recover()`'s status: a Rejoin and the wait again, or (a table's pull, mid-step) a
+  // registration and the pull again.
+  // `how` says what it does, for the log.
+  Status RetryAfterRestart(
+      Status failed, const std::function<Status()>& recover,
+      const std::string& how = "rejoining the job where the servers now stand");
   // Where the servers stand now, from there: the held gradients again if their step is
   // incomplete, and the pulls of this step's values. kFailedPrecondition when the servers stand
   // before the held step (a server restored from an older checkpoint): a script cannot redo

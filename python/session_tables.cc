@@ -31,15 +31,25 @@ Status Session::PullRows(int t, const uint64_t* ids, int64_t n, float* rows) {
   }
   const size_t first = exchange_->tables().Feed(t, {ids, static_cast<size_t>(n)});
   const auto dim = static_cast<size_t>(table.spec.dim);
-  return exchange_
-      ->AwaitTableRows(
-          t,
-          [&](int, const ps::PulledVariable& got, const ps::UniqueIds& unique, const uint32_t*) {
-            for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
-              std::memcpy(rows + i * dim, got.rows.f32() + unique.inverse[first + i] * dim,
-                          dim * sizeof(float));
-            }
-          })
+  const auto await = [&] {
+    return exchange_->AwaitTableRows(
+        t, [&](int, const ps::PulledVariable& got, const ps::UniqueIds& unique, const uint32_t*) {
+          for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+            std::memcpy(rows + i * dim, got.rows.f32() + unique.inverse[first + i] * dim,
+                        dim * sizeof(float));
+          }
+        });
+  };
+  // Mid-step, a failover loses only this pull: the servers still hold this step's version
+  // (the step before is complete everywhere, its values here), so the same pull goes again.
+  return RetryAfterRestart(
+             await(),
+             [&] {
+               TOWERPS_RETURN_IF_ERROR(Register().status());
+               exchange_->tables().Feed(t, {});
+               return await();
+             },
+             "registering again and pulling table '" + table.spec.name + "' again")
       .WithContext("table '" + table.spec.name + "'");
 }
 

@@ -280,6 +280,26 @@ class FailoverTest(unittest.TestCase):
         self.assertEqual(undisturbed["losses"], disturbed["losses"])
         self.assertEqual(undisturbed["params"], disturbed["params"])
 
+    def test_a_server_killed_before_a_forward_fails_over_under_its_table_lookup(self):
+        job = dict(steps=40, servers=2, extra=["--ps-replicas", "2"])
+        with tempfile.TemporaryDirectory() as a:
+            code, text, undisturbed = launch(a, worker_args=["--tables"], **job)
+            self.assertEqual(code, 0, text)
+        pulled_again = 0
+        for server in (0, 1):  # one of them holds the table's partition
+            with tempfile.TemporaryDirectory() as b:
+                marker = os.path.join(b, "killed")
+                code, text, disturbed = launch(
+                    b, worker_args=["--tables", "--kill-server-at", "20", "--kill-server",
+                                    str(server), "--kill-server-before-forward",
+                                    "--kill-marker", marker], **job)
+                self.assertEqual(code, 0, text)
+                self.assertIn("ps:%d was killed by SIGKILL" % server, text)
+                pulled_again += "registering again and pulling table 'emb.weight' again" in text
+            self.assertEqual(undisturbed["losses"], disturbed["losses"], "ps:%d" % server)
+            self.assertEqual(undisturbed["params"], disturbed["params"], "ps:%d" % server)
+        self.assertGreater(pulled_again, 0, "no kill met a table's pull")
+
 
 class ClipTest(unittest.TestCase):
     """Gradient clipping: DistributedOptimizer(clip_grad_norm=C) trains one worker as one

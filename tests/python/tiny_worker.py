@@ -11,7 +11,8 @@
 --device cuda trains on the GPU (parameters staged through pinned memory);
 --set-to-none zeroes gradients with zero_grad(set_to_none=True) (the pushes copy them);
 --kill-server-at STEP makes rank 0 SIGKILL server --kill-server (default 1) after that step's
-backward, once (its pid from OUT/run/processes.txt; --kill-marker);
+backward (--kill-server-before-forward: before that step's forward, whose table lookups then
+meet the failover), once (its pid from OUT/run/processes.txt; --kill-marker);
 --kill-rank R makes --kill-at kill rank R rather than 1; --step-sleep S sleeps S seconds a step;
 --no-optimizer ends after init() (a script that trains nothing); --dense-tables gives the table
 model's embedding sparse=False;
@@ -61,6 +62,7 @@ def main():
     ap.add_argument("--kill-rank", type=int, default=1)
     ap.add_argument("--kill-server-at", type=int, default=-1)
     ap.add_argument("--kill-server", type=int, default=1)
+    ap.add_argument("--kill-server-before-forward", action="store_true")
     ap.add_argument("--step-sleep", type=float, default=0)
     ap.add_argument("--no-optimizer", action="store_true")
     ap.add_argument("--dense-tables", action="store_true")
@@ -106,6 +108,10 @@ def main():
                 raise RuntimeError("failing at step %d as asked" % step)
             opt.zero_grad(set_to_none=True if args.set_to_none else None)
             x, y = x.to(args.device), y.to(args.device)
+            if (step == args.kill_server_at and args.kill_server_before_forward
+                    and tps.rank() == 0 and not os.path.exists(args.kill_marker)):
+                open(args.kill_marker, "w").close()
+                os.kill(server_pid(args.out, args.kill_server), signal.SIGKILL)
             loss = torch.nn.functional.cross_entropy(net(x), y)
             loss.backward()
             if args.step_sleep:
