@@ -76,7 +76,6 @@ Session::Session(SessionOptions options, std::vector<ParameterSpec> parameters,
     elements_.push_back(n);
   }
   gradients_.resize(parameters_.size());
-  gradient_buffers_.resize(parameters_.size());
   pushed_.assign(parameters_.size(), 0);
 }
 
@@ -122,6 +121,9 @@ Status Session::Connect(const std::vector<const float*>& initial) {
                                                               .path = o_.transport_path}));
   const int n = num_parameters();
   exchange_.emplace(*client_, o_.job, n, TableVariables(), *divergence_, o_.stop);
+  for (const ParameterSpec& p : parameters_) {
+    gradient_buffers_.emplace_back(client_.get(), p.shape, o_.max_gradient_buffers);
+  }
   values_ = initial;
   restarts_seen_ = client_->server_restarts();
   TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, Register());
@@ -244,14 +246,10 @@ Status Session::Push(int v, const float* gradient, int64_t elements) {
     return InvalidArgumentError("the gradient of '" + p.name +
                                 "' was pushed twice in one step (call step() after each backward)");
   }
-  const GradientBuffers& own = gradient_buffers_[i];
-  if (own.current >= 0) {
-    const Tensor& buffer = own.buffers[static_cast<size_t>(own.current)];
-    // Lent as it is, unless a server still reads it from an earlier step (then a copy).
-    if (buffer.f32() == gradient && buffer.Exclusive()) {
-      Send(i, buffer);
-      return Status::Ok();
-    }
+  // Lent as it is, unless a server still reads it from an earlier step (then a copy).
+  if (const Tensor* lent = gradient_buffers_[i].Lendable(gradient)) {
+    Send(i, *lent);
+    return Status::Ok();
   }
   // The client's buffer (the shared-memory arena's, when there is one): the push lends it.
   copied_pushes_.fetch_add(1, std::memory_order_relaxed);
@@ -263,30 +261,7 @@ Status Session::Push(int v, const float* gradient, int64_t elements) {
 
 float* Session::GradientBuffer(int v, bool keep_values) {
   if (v < 0 || v >= num_parameters()) return nullptr;
-  const auto i = static_cast<size_t>(v);
-  GradientBuffers& own = gradient_buffers_[i];
-  Tensor* current = own.current >= 0 ? &own.buffers[static_cast<size_t>(own.current)] : nullptr;
-  if (current != nullptr && current->Exclusive()) return current->f32();
-  // A server still reads the current one (through shared memory, until it lets go): another.
-  int next = -1;
-  for (size_t b = 0; b < own.buffers.size(); ++b) {
-    if (own.buffers[b].Exclusive()) next = static_cast<int>(b);
-  }
-  if (next < 0) {
-    if (own.buffers.size() >= o_.max_gradient_buffers) {
-      own.current = -1;  // the caller's own memory now: Push copies it
-      return nullptr;
-    }
-    own.buffers.push_back(client_->Allocate(parameters_[i].shape));
-    next = static_cast<int>(own.buffers.size()) - 1;
-    current = own.current >= 0 ? &own.buffers[static_cast<size_t>(own.current)] : nullptr;
-  }
-  Tensor& chosen = own.buffers[static_cast<size_t>(next)];
-  if (keep_values && current != nullptr) {
-    std::memcpy(chosen.f32(), current->f32(), chosen.byte_size());
-  }
-  own.current = next;
-  return chosen.f32();
+  return gradient_buffers_[static_cast<size_t>(v)].Current(keep_values);
 }
 
 void Session::Send(size_t i, Tensor gradient) {

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "ps/client/client.h"
+#include "python/gradient_buffers.h"
 #include "python/session_options.h"
 #include "towerps/result.h"
 #include "worker/straggler.h"
@@ -206,12 +207,7 @@ class Session {
   bool holding_ = false;              // gradients_ (and the tables') are step iter_ - 1's
   std::vector<const float*> values_;  // where the parameters' values are: Register's
   uint64_t restarts_seen_ = 0;        // the client's server_restarts() at the last (re)join
-  // Per parameter: the GradientBuffer()s, and which one is current (-1: none yet).
-  struct GradientBuffers {
-    std::vector<Tensor> buffers;
-    int current = -1;
-  };
-  std::vector<GradientBuffers> gradient_buffers_;
+  std::vector<GradientBuffers> gradient_buffers_;  // per parameter, once connected
   std::atomic<int64_t> copied_pushes_{0};
   std::vector<char> pushed_;  // per parameter: pushed this step
   int64_t iter_ = 0, start_iter_ = 0;
