@@ -549,6 +549,18 @@ class BadInputTest(unittest.TestCase):
         self.assertIn("Embedding 'emb' (50 x 8) has sparse=False", text)
         self.assertIn("give it sparse=True", text)
 
+    def test_settings_are_typed(self):
+        code = ("import towerps.torch as tps\n"
+                "tps.init(['--rank', '0', '--ps-endpoints', 'tcp://127.0.0.1:9', '--insecure'])\n"
+                "s = tps.settings()\n"
+                "print('types', *(type(s[k]).__name__ for k in "
+                "('epochs', 'lr', 'nesterov', 'mode')), s['lr'])\n")
+        p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+        self.assertIn("types int float bool str 0.05", p.stdout)
+        # It made no DistributedOptimizer: its exit says so.
+        self.assertEqual(p.returncode, 3, p.stdout)
+
     def test_a_script_run_on_its_own_is_a_one_worker_job(self):
         env = dict(os.environ)
         env.pop("TOWERPS_WORKER_ARGS", None)
