@@ -204,9 +204,17 @@ Status Session::AwaitValues(const std::vector<float*>& dst) {
                                 std::to_string(parameters_.size()) + " parameters");
   }
   const auto start = Clock::now();
-  const auto await = [&] {
-    return exchange_->AwaitValues(
-        [&](int v, const ps::PulledVariable& p) { p.CopyTo(dst[static_cast<size_t>(v)]); });
+  // With replicas, a sync step's table partitions must be known complete (their backups hold
+  // it) before its gradients go: a fed table pulls its rows only in the next forward, and a
+  // failover before then would lose the step. One empty pull per table says so.
+  const bool confirm_tables = !tables_.empty() && o_.job.ps_replicas > 1 &&
+                              o_.job.mode == ps::UpdateMode::kSync && holding_;
+  const auto await = [&]() -> Status {
+    TOWERPS_RETURN_IF_ERROR(exchange_->AwaitValues(
+        [&](int v, const ps::PulledVariable& p) { p.CopyTo(dst[static_cast<size_t>(v)]); }));
+    if (!confirm_tables) return Status::Ok();
+    int64_t lowest = INT64_MAX, highest = ps::kNoVersion, clock = -1;
+    return exchange_->tables().Probe(iter_, /*exact=*/false, &lowest, &highest, &clock);
   };
   Status s = RetryAfterRestart(await(), [&] {
     TOWERPS_RETURN_IF_ERROR(Rejoin());
