@@ -170,6 +170,13 @@ Status Session::RetryAfterRestart(Status failed, const std::function<Status()>& 
   return failed;
 }
 
+Status Session::RejoinAndRetry(Status failed, const std::function<Status()>& again) {
+  return RetryAfterRestart(failed, [&] {
+    TOWERPS_RETURN_IF_ERROR(Rejoin());
+    return again();
+  });
+}
+
 Status Session::Rejoin() {
   // The pushes lend the held gradients: let them finish before they are sent again.
   exchange_->DrainPushes();
@@ -216,10 +223,7 @@ Status Session::AwaitValues(const std::vector<float*>& dst) {
     int64_t lowest = INT64_MAX, highest = ps::kNoVersion, clock = -1;
     return exchange_->tables().Probe(iter_, /*exact=*/false, &lowest, &highest, &clock);
   };
-  Status s = RetryAfterRestart(await(), [&] {
-    TOWERPS_RETURN_IF_ERROR(Rejoin());
-    return await();
-  });
+  Status s = RejoinAndRetry(await(), await);
   wait_seconds_ += Seconds(Clock::now() - start);
   TOWERPS_RETURN_IF_ERROR(s);
   values_.assign(dst.begin(), dst.end());
@@ -296,10 +300,7 @@ Status Session::EndStep(std::optional<double> loss) {
     if (r.ok()) staleness = *r;
     return r.status();
   };
-  const Status pushed = RetryAfterRestart(await(), [&] {
-    TOWERPS_RETURN_IF_ERROR(Rejoin());
-    return await();
-  });
+  const Status pushed = RejoinAndRetry(await(), await);
   std::fill(pushed_.begin(), pushed_.end(), 0);
   TOWERPS_RETURN_IF_ERROR(pushed);
   LogTrainLine(loss, staleness);

@@ -193,6 +193,8 @@ class Session {
   // before the held step (a server restored from an older checkpoint): a script cannot redo
   // steps it has finished.
   Status Rejoin();
+  // RetryAfterRestart with a Rejoin, then `again()`: EndStep's and AwaitValues' recovery.
+  Status RejoinAndRetry(Status failed, const std::function<Status()>& again);
 
   SessionOptions o_;
   std::vector<ParameterSpec> parameters_;

@@ -291,19 +291,19 @@ std::future<Status> Client::Shutdown(int server) {
 }
 
 std::future<Status> Client::Leave(int server, int64_t last_step) {
-  auto promise = std::make_shared<std::promise<Status>>();
-  auto future = promise->get_future();
   OutgoingMessage m = impl_->NewMessage(proto::MessageType::LEAVE);
   m.header().setVersion(last_step);
-  impl_->Submit(server, std::move(m), "leave",
-                [promise](Result<IncomingMessage> r) { promise->set_value(r.status()); });
-  return future;
+  return StatusCall(server, std::move(m), "leave");
 }
 
 std::future<Status> Client::StatusCall(int server, proto::MessageType type, const char* what) {
+  return StatusCall(server, impl_->NewMessage(type), what);
+}
+
+std::future<Status> Client::StatusCall(int server, OutgoingMessage message, const char* what) {
   auto promise = std::make_shared<std::promise<Status>>();
   auto future = promise->get_future();
-  impl_->Submit(server, impl_->NewMessage(type), what,
+  impl_->Submit(server, std::move(message), what,
                 [promise](Result<IncomingMessage> r) { promise->set_value(r.status()); });
   return future;
 }

@@ -185,8 +185,10 @@ class Client {
   // Every variable request: a push, a pull, or both, one message per part (chunk or partition),
   // cut and merged by the variable's kind (ps/client/part_requests.h).
   PushAndPull Send(const PushRequest* push, const PullRequest* pull);
-  // A request of `type` without a body, whose answer is only a status (ping, shutdown, leave).
+  // A request of `type` without a body, whose answer is only a status (ping, shutdown).
   std::future<Status> StatusCall(int server, proto::MessageType type, const char* what);
+  // The same for a message with fields of its own (a leave's last step).
+  std::future<Status> StatusCall(int server, OutgoingMessage message, const char* what);
   std::unique_ptr<Impl> impl_;
 };
 

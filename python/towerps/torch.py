@@ -28,10 +28,10 @@ backward produces it until ``step()`` returns: do not modify it in between (a
 ``DistributedOptimizer(clip_grad_norm=C)``: the pushes then wait for backward's end and leave
 scaled as ``torch.nn.utils.clip_grad_norm_(params, C)`` scales them (each worker clips its own
 gradient, before the servers combine them). ``DistributedOptimizer(..., copy_gradients=True)``
-copies each gradient as it is pushed instead. A CUDA parameter goes through pinned host buffers, each copy with an event. Errors
-raise ``ValueError`` for bad input (naming the option or the parameter), ``TimeoutError`` when a
-server does not answer within ``--rpc-timeout-ms``, ``RuntimeError`` otherwise; nothing waits
-without a bound.
+copies each gradient as it is pushed instead. A CUDA parameter goes through pinned host buffers,
+each copy with an event. Errors raise ``ValueError`` for bad input (naming the option or the
+parameter), ``TimeoutError`` when a server does not answer within ``--rpc-timeout-ms``,
+``RuntimeError`` otherwise; nothing waits without a bound.
 """
 
 import atexit
@@ -262,7 +262,6 @@ class DistributedOptimizer:
         self._pushed = {}   # parameter index -> (p.grad, its version) when it was pushed
         self._warned_changed = False
         tables = _sparse_tables(params, model)
-        _warn_dense_embeddings(params, model)
         self._all_params = [p for _, p in params]  # zero_grad's: the tables' weights too
         table_weights = {id(m.weight) for _, m in tables}
         params = [(n, p) for n, p in params if id(p) not in table_weights]
@@ -501,7 +500,7 @@ class DistributedOptimizer:
         ``epochs`` (the epochs trained) defaults to the steps over a DistributedSampler's
         batches of the job's --batch-size per epoch; without a sampler the summary says null."""
         if epochs is None and _sampler_examples:
-            per_epoch = _sampler_examples // int(settings()["batch-size"])
+            per_epoch = _sampler_examples // settings()["batch-size"]
             epochs = self.step_count / per_epoch if per_epoch > 0 else None
         neg = lambda x: -1.0 if x is None else float(x)
         text = self._session.finish(neg(test_accuracy), neg(test_loss), neg(train_loss),
@@ -539,37 +538,29 @@ class _Staging:
         return self.grad.numpy()
 
 
-def _warn_dense_embeddings(params, model):
-    """An nn.Embedding or nn.EmbeddingBag without sparse=True is a dense variable: every step
-    pushes and pulls the whole table. Says so, naming it and the bytes per step."""
-    if model is None:
-        return
-    names = {id(p): n for n, p in params}
-    for module_name, module in model.named_modules():
-        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and not module.sparse:
-            name = names.get(id(module.weight))
-            if name is None:
-                continue
-            mib = 2 * module.weight.numel() * 4 / 2 ** 20
-            warnings.warn(
-                "%s '%s' (%d x %d) has sparse=False: it trains as a dense variable, every step "
-                "moving the whole table (%.1f MiB pushed and pulled per worker per step); give "
-                "it sparse=True to keep it on the servers by row and move only the rows looked "
-                "up" % (type(module).__name__, module_name or name, module.weight.shape[0],
-                        module.weight.shape[1], mib), RuntimeWarning, stacklevel=3)
-
-
 def _sparse_tables(params, model):
     """The (parameter name, module) of each nn.Embedding or nn.EmbeddingBag of `model` with
-    sparse=True whose weight is among `params`: the tables the servers keep by row."""
+    sparse=True whose weight is among `params`: the tables the servers keep by row. One without
+    sparse=True is a dense variable, every step moving the whole table: warned about, naming it
+    and the bytes per step."""
     if model is None:
         return []
     names = {id(p): n for n, p in params}
     tables = []
-    for module in model.modules():
-        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and module.sparse:
-            if id(module.weight) in names:
-                tables.append((names[id(module.weight)], module))
+    for module_name, module in model.named_modules():
+        name = names.get(id(getattr(module, "weight", None)))
+        if name is None or not isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)):
+            continue
+        if module.sparse:
+            tables.append((name, module))
+            continue
+        mib = 2 * module.weight.numel() * 4 / 2 ** 20
+        warnings.warn(
+            "%s '%s' (%d x %d) has sparse=False: it trains as a dense variable, every step "
+            "moving the whole table (%.1f MiB pushed and pulled per worker per step); give it "
+            "sparse=True to keep it on the servers by row and move only the rows looked up"
+            % (type(module).__name__, module_name or name, module.weight.shape[0],
+               module.weight.shape[1], mib), RuntimeWarning, stacklevel=3)
     return tables
 
 
@@ -590,7 +581,7 @@ class DistributedSampler(torch.utils.data.Sampler):
                              % (self._n, self._size))
         _sampler_examples = self._per_rank  # finish()'s epochs
         self._shuffle = shuffle
-        self._seed = int(settings()["seed"]) if seed is None else int(seed)
+        self._seed = settings()["seed"] if seed is None else int(seed)
         self._epoch = 0
 
     def set_epoch(self, epoch):
