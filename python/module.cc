@@ -124,23 +124,67 @@ class PySession {
     float* out = rows.mutable_data();
     {
       py::gil_scoped_release unlocked;
-      Check(session_->PullRows(t, id, n, out));
+      Check(session_->tables().PullRows(t, id, n, out));
     }
     return rows;
   }
 
   void PushRows(int t, const IdArray& ids, const FloatArray& gradients) {
-    CheckTable(t);
-    const auto n = static_cast<int64_t>(ids.size());
-    if (gradients.size() != n * dims_[static_cast<size_t>(t)]) {
-      throw py::value_error("table " + std::to_string(t) + ": " + std::to_string(n) + " ids but " +
-                            std::to_string(gradients.size()) + " gradient values (rows of " +
-                            std::to_string(dims_[static_cast<size_t>(t)]) + ")");
-    }
+    CheckRows(t, ids, gradients);
     const uint64_t* id = ids.data();
     const float* g = gradients.data();
     py::gil_scoped_release unlocked;
-    Check(session_->PushRows(t, id, g, n));
+    Check(session_->tables().PushRows(t, id, g, static_cast<int64_t>(ids.size())));
+  }
+
+  // Every lookup's rows at once (TableLookups::Lookup): per (table, uint64 ids), the step's
+  // distinct ids of that table (uint64 [u]), their rows (float32 [u, dim]) and each id's row
+  // index (int64 [n]).
+  py::list Lookup(const std::vector<std::pair<int, IdArray>>& lookups) {
+    std::vector<TableLookups::Ids> ids;
+    for (const auto& [t, array] : lookups) {
+      CheckTable(t);
+      ids.push_back({.table = t, .ids = {array.data(), static_cast<size_t>(array.size())}});
+    }
+    std::vector<TableLookups::Rows> got;
+    {
+      py::gil_scoped_release unlocked;
+      Check(session_->tables().Lookup(ids, &got));
+    }
+    py::list out;
+    for (const TableLookups::Rows& r : got) {
+      out.append(py::make_tuple(
+          py::array_t<uint64_t>({r.ids.num_elements()}, r.ids.u64()),
+          py::array_t<float>({r.rows.shape()[0], r.rows.shape()[1]}, r.rows.f32()),
+          py::array_t<int64_t>({static_cast<int64_t>(r.inverse.size())}, r.inverse.data())));
+    }
+    return out;
+  }
+
+  // Table t's gradient rows for distinct looked-up `ids`, added to the step's (AddRows).
+  void AddRows(int t, const IdArray& ids, const FloatArray& gradients) {
+    CheckRows(t, ids, gradients);
+    const uint64_t* id = ids.data();
+    const float* g = gradients.data();
+    py::gil_scoped_release unlocked;
+    Check(session_->tables().AddRows(t, id, g, static_cast<int64_t>(ids.size())));
+  }
+
+  // Every table's rows as the servers hold them: per table, (ids uint64 [n], rows [n, dim]).
+  py::list ExportTables() {
+    std::vector<ps::TableRows> tables;
+    {
+      py::gil_scoped_release unlocked;
+      tables = Take(session_->tables().Export());
+    }
+    py::list out;
+    for (size_t t = 0; t < tables.size(); ++t) {
+      const ps::TableRows& r = tables[t];
+      const int64_t n = r.ids.num_elements();
+      out.append(py::make_tuple(py::array_t<uint64_t>({n}, r.ids.u64()),
+                                py::array_t<float>({n, dims_[t]}, r.values.f32())));
+    }
+    return out;
   }
 
   void AwaitValues(std::vector<py::array> dst) {
@@ -182,16 +226,17 @@ class PySession {
   }
 
   std::string Finish(double test_accuracy, double test_loss, double final_train_loss,
-                     double epochs) {
+                     double epochs, std::vector<std::pair<std::string, double>> measures) {
     py::gil_scoped_release unlocked;
     return Take(session_->Finish({.test_accuracy = test_accuracy,
                                   .test_loss = test_loss,
                                   .final_train_loss = final_train_loss,
-                                  .epochs = epochs}));
+                                  .epochs = epochs,
+                                  .measures = std::move(measures)}));
   }
 
   void LogEval(double test_accuracy, double test_loss) {
-    session_->LogEval({.test_accuracy = test_accuracy, .test_loss = test_loss});
+    session_->LogEval({.test_accuracy = test_accuracy, .test_loss = test_loss, .measures = {}});
   }
   void LogScalar(const std::string& tag, double value) { session_->LogScalar(tag, value); }
   void SetEpoch(int64_t epoch) { session_->set_epoch(epoch); }
@@ -203,6 +248,16 @@ class PySession {
   void CheckTable(int t) const {
     if (t < 0 || t >= static_cast<int>(dims_.size())) {
       throw py::value_error("no table " + std::to_string(t));
+    }
+  }
+
+  void CheckRows(int t, const IdArray& ids, const FloatArray& gradients) const {
+    CheckTable(t);
+    const auto n = static_cast<int64_t>(ids.size());
+    if (gradients.size() != n * dims_[static_cast<size_t>(t)]) {
+      throw py::value_error("table " + std::to_string(t) + ": " + std::to_string(n) + " ids but " +
+                            std::to_string(gradients.size()) + " gradient values (rows of " +
+                            std::to_string(dims_[static_cast<size_t>(t)]) + ")");
     }
   }
 
@@ -272,6 +327,9 @@ PYBIND11_MODULE(_towerps, m) {
       .def("set_epoch", &PySession::SetEpoch, py::arg("epoch"))
       .def("pull_rows", &PySession::PullRows)
       .def("push_rows", &PySession::PushRows)
+      .def("lookup", &PySession::Lookup, py::arg("lookups"))
+      .def("add_rows", &PySession::AddRows, py::arg("t"), py::arg("ids"), py::arg("gradients"))
+      .def("export_tables", &PySession::ExportTables)
       .def("await_values", &PySession::AwaitValues)
       .def("push", &PySession::Push)
       .def("gradient_buffer", &PySession::GradientBuffer, py::arg("v"), py::arg("keep_values"))
@@ -280,7 +338,8 @@ PYBIND11_MODULE(_towerps, m) {
       .def("end_step", &PySession::EndStep, py::arg("loss") = py::none())
       .def("finish", &PySession::Finish, py::arg("test_accuracy") = -1.0,
            py::arg("test_loss") = -1.0, py::arg("final_train_loss") = -1.0,
-           py::arg("epochs") = -1.0)
+           py::arg("epochs") = -1.0,
+           py::arg("measures") = std::vector<std::pair<std::string, double>>{})
       .def_property_readonly("iteration", &PySession::iteration)
       .def_property_readonly("start_iteration", &PySession::start_iteration);
 }

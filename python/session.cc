@@ -65,11 +65,9 @@ Status CheckParameters(const std::vector<ParameterSpec>& parameters,
 
 Session::Session(SessionOptions options, std::vector<ParameterSpec> parameters,
                  std::vector<TableSpec> tables)
-    : o_(std::move(options)), parameters_(std::move(parameters)) {
-  for (TableSpec& spec : tables) {
-    tables_.push_back({.spec = std::move(spec),
-                       .variable = static_cast<uint32_t>(parameters_.size() + tables_.size())});
-  }
+    : o_(std::move(options)),
+      parameters_(std::move(parameters)),
+      tables_(std::move(tables), static_cast<uint32_t>(parameters_.size())) {
   for (const ParameterSpec& p : parameters_) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
@@ -111,7 +109,7 @@ Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
 Status Session::Connect(const std::vector<const float*>& initial) {
   std::vector<std::string> names;
   for (const ParameterSpec& p : parameters_) names.push_back(p.name);
-  for (const Table& t : tables_) names.push_back("table '" + t.spec.name + "'");
+  tables_.AddNames(&names);
   divergence_.emplace(o_.worker.on_nonfinite, o_.rank, std::move(names));
   TOWERPS_ASSIGN_OR_RETURN(client_, worker::ConnectToServers({.rank = o_.rank,
                                                               .endpoints = o_.ps_endpoints,
@@ -120,7 +118,17 @@ Status Session::Connect(const std::vector<const float*>& initial) {
                                                               .security = o_.security,
                                                               .path = o_.transport_path}));
   const int n = num_parameters();
-  exchange_.emplace(*client_, o_.job, n, TableVariables(), *divergence_, o_.stop);
+  exchange_.emplace(*client_, o_.job, n, tables_.Variables(), *divergence_, o_.stop);
+  tables_.Attach(*client_, *exchange_,
+                 [this](Status failed, const std::function<Status()>& again, const std::string& how) {
+                   return RetryAfterRestart(
+                       std::move(failed),
+                       [&] {
+                         TOWERPS_RETURN_IF_ERROR(Register().status());
+                         return again();
+                       },
+                       how);
+                 });
   for (const ParameterSpec& p : parameters_) {
     gradient_buffers_.emplace_back(client_.get(), p.shape, o_.max_gradient_buffers);
   }
@@ -128,7 +136,7 @@ Status Session::Connect(const std::vector<const float*>& initial) {
   restarts_seen_ = client_->server_restarts();
   TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, Register());
   TOWERPS_ASSIGN_OR_RETURN(const worker::JoinPoint start,
-                           worker::JoinJob(*client_, o_.job, n, TableVariables(), restored,
+                           worker::JoinJob(*client_, o_.job, n, tables_.Variables(), restored,
                                            o_.worker.join_timeout, o_.stop));
   iter_ = start_iter_ = start.iter;
   start_exact_ = start.exact;
@@ -145,9 +153,7 @@ Result<int64_t> Session::Register() {
   std::vector<ps::VariableSpec> variables;
   for (const ParameterSpec& p : parameters_)
     variables.push_back({.name = p.name, .shape = p.shape});
-  for (const Table& t : tables_) {
-    variables.push_back(ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
-  }
+  tables_.AddVariables(&variables);
   return worker::RegisterModel(
       *client_, variables, ps::VariableListHash(variables), o_.rank, num_parameters(),
       [&](int v) {
@@ -182,7 +188,7 @@ Status Session::Rejoin() {
   exchange_->DrainPushes();
   TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, Register());
   TOWERPS_ASSIGN_OR_RETURN(const worker::JoinPoint at,
-                           worker::JoinJob(*client_, o_.job, num_parameters(), TableVariables(),
+                           worker::JoinJob(*client_, o_.job, num_parameters(), tables_.Variables(),
                                            restored, o_.worker.join_timeout, o_.stop));
   const int64_t held = iter_ - 1;  // the step of the held gradients, when holding_
   if (at.iter < (holding_ ? held : iter_)) {
@@ -200,7 +206,7 @@ Status Session::Rejoin() {
   for (size_t i = 0; i < gradients_.size(); ++i) {
     exchange_->Push(static_cast<int>(i), gradients_[i], held);
   }
-  PushTables(held);
+  tables_.PushAll(held);
   exchange_->PullNext(iter_);
   return Status::Ok();
 }
@@ -231,7 +237,7 @@ Status Session::AwaitValues(const std::vector<float*>& dst) {
   // again once the servers let go of them).
   if (holding_) {
     std::fill(gradients_.begin(), gradients_.end(), Tensor());
-    for (Table& t : tables_) t.gradient = {};
+    tables_.Release();
     holding_ = false;
   }
   // Injected slow-down (experiments): before computing, so this worker's gradients are late.
@@ -291,7 +297,7 @@ Status Session::EndStep(std::optional<double> loss) {
     std::memset(zeros.f32(), 0, zeros.byte_size());
     Send(i, std::move(zeros));
   }
-  PushTables(iter_);
+  tables_.PushAll(iter_);
   exchange_->PullNext(++iter_);
   holding_ = true;
   double staleness = 0;
@@ -378,6 +384,11 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
   s.test_accuracy = metrics.test_accuracy;
   s.test_loss = metrics.test_loss;
   if (metrics.test_accuracy >= 0) LogEval(metrics);
+  s.measures = metrics.measures;
+  for (const auto& [name, value] : metrics.measures) {
+    if (name == "test_auc") s.test_auc = value;
+    LogScalar("eval/" + name, value);
+  }
   if (start_iter_ > 0 && s.server_training_seconds > s.train_seconds) {
     // A restarted chief (or one resuming a job): the job's training time as its servers saw
     // it, and every step's examples over it, not only this process's.

@@ -41,6 +41,7 @@
 #include "ps/client/client.h"
 #include "python/gradient_buffers.h"
 #include "python/session_options.h"
+#include "python/table_lookups.h"
 #include "towerps/result.h"
 #include "worker/straggler.h"
 #include "worker/train/divergence.h"
@@ -56,22 +57,15 @@ struct ParameterSpec {
   std::vector<int64_t> shape;
 };
 
-// A row-sparse table (an nn.Embedding(sparse=True)'s weight): `rows` ids (0: unbounded) of
-// `dim` floats, which the servers create from (--seed, name, id), uniform in
-// [-init_scale, init_scale) (job/initial_rows.h), and update by row (--table-optimizer).
-struct TableSpec {
-  std::string name;
-  int64_t rows = 0;
-  int64_t dim = 0;
-  float init_scale = 0.05f;
-};
-
 // What the chief's script measured, for the summary (negative: not measured).
 struct FinalMetrics {
   double test_accuracy = -1;
   double test_loss = -1;
   double final_train_loss = -1;
   double epochs = -1;  // the epochs the script ran; -1: unknown
+  // Any other measure, by name (finish(test_auc=...)): the summary's "measures", and eval/<name>
+  // under --logdir. A test_auc is also the summary's test_auc, as a native click model's.
+  std::vector<std::pair<std::string, double>> measures;
 };
 
 class Session {
@@ -116,18 +110,9 @@ class Session {
   float* GradientBuffer(int v, bool keep_values);
   // Pushes that copied their gradient (it was not in v's current GradientBuffer).
   int64_t copied_pushes() const { return copied_pushes_.load(std::memory_order_relaxed); }
-  // Table t's rows for `n` ids (any order, repeats allowed) at this step's version, into
-  // rows[n * dim], through the native worker's TableExchange (Feed): a second lookup of the
-  // table in one step pulls the rows of both, so that one push covers them. Each row's update
-  // count is kept for its push (row staleness). Blocks until the servers answer; an error names
-  // the table (an id beyond its rows, for one). A server restart under it (a failover) re-sends
-  // the pull once the session has registered again.
-  Status PullRows(int t, const uint64_t* ids, int64_t n, float* rows);
-  // Table t's gradient rows of this step for `n` distinct ids, each pulled this step (its
-  // gradient row i for ids[i]). Once per table and step; EndStep pushes no rows for a table
-  // that had none. kInvalidArgument naming the table and the id otherwise.
-  Status PushRows(int t, const uint64_t* ids, const float* gradients, int64_t n);
-  int num_tables() const { return static_cast<int>(tables_.size()); }
+  // The model's embedding tables: their lookups and row gradients of the step
+  // (python/table_lookups.h), between AwaitValues and EndStep.
+  TableLookups& tables() { return tables_; }
   // Ends the step: zeros for parameters without a gradient, the pushes awaited, the next pulls
   // sent. The gradients and `loss` (when the script gave it) are checked as a native worker
   // checks them: kFailedPrecondition naming the first non-finite value, under
@@ -158,26 +143,13 @@ class Session {
   Result<std::string> Finish(const FinalMetrics& metrics);
 
  private:
-  // A table: its variable, and its gradient of the running step (held until its push is done).
-  struct Table {
-    TableSpec spec;
-    uint32_t variable = 0;
-    worker::TableExchange::Gradient gradient{};  // rows undefined: none pushed yet this step
-  };
-
   Session(SessionOptions options, std::vector<ParameterSpec> parameters,
           std::vector<TableSpec> tables);
   Status Connect(const std::vector<const float*>& initial);
   // Parameter i's gradient of this step, in a client buffer, sent (with the next pull).
   void Send(size_t i, Tensor gradient);
-  // Table t, or kInvalidArgument naming the index.
-  Result<Table*> TableAt(int t);
-  std::vector<uint32_t> TableVariables() const;
   // EndStep's "train" line, every --log-every steps.
   void LogTrainLine(std::optional<double> loss, double staleness);
-  // EndStep's part: every table's gradient handed to the exchange (no rows for a table that
-  // had none this step), for `step`.
-  void PushTables(int64_t step);
   // Declares the model to the servers; the chief's values for a chunk without one come from
   // values_. The lowest version they restored.
   Result<int64_t> Register();
@@ -199,7 +171,7 @@ class Session {
   SessionOptions o_;
   std::vector<ParameterSpec> parameters_;
   std::vector<int64_t> elements_;  // per parameter
-  std::vector<Table> tables_;
+  TableLookups tables_;
   std::unique_ptr<ps::Client> client_;
   std::optional<worker::Divergence> divergence_;
   worker::StragglerPlan stragglers_;

@@ -47,13 +47,15 @@ import tempfile
 import time
 import warnings
 
+import numpy as np
 import torch
 
 from . import _towerps
+from . import nn  # noqa: F401  (tps.nn.Embedding, tps.nn.EmbeddingBag)
 
 __all__ = [
     "init", "rank", "size", "is_chief", "settings", "DistributedOptimizer",
-    "DistributedSampler", "finish",
+    "DistributedSampler", "finish", "nn",
 ]
 
 _job = None  # this process's job: set once by init()
@@ -248,10 +250,14 @@ class DistributedOptimizer:
     """
 
     def __init__(self, named_parameters, model=None, table_init_scale=0.05,
-                 copy_gradients=False, clip_grad_norm=None):
+                 copy_gradients=False, clip_grad_norm=None, sparse_inputs=None):
         params = list(named_parameters)
-        if not params:
+        server_tables = _server_tables(model)
+        if not params and not server_tables:
             raise ValueError("DistributedOptimizer got no parameters")
+        if sparse_inputs is not None and model is None:
+            raise ValueError("sparse_inputs needs model=model: it runs before the model's "
+                             "forward")
         if clip_grad_norm is not None and not float(clip_grad_norm) > 0:
             raise ValueError("clip_grad_norm=%r: give the largest gradient norm to allow, a "
                              "positive number (or None not to clip)" % (clip_grad_norm,))
@@ -286,6 +292,9 @@ class DistributedOptimizer:
                    for p, st in zip(self._params, self._staging)]
         specs = [(name, m.weight.shape[0], m.weight.shape[1], float(table_init_scale))
                  for name, m in tables]
+        specs += [(name, m.num_embeddings, m.embedding_dim, float(table_init_scale))
+                  for name, m in server_tables]
+        self._init_scale = float(table_init_scale)
         self._session = _towerps.Session(_options(), names, shapes, initial, specs)
         self._views = [st.host.numpy() if st else p.data.numpy()
                        for p, st in zip(self._params, self._staging)]
@@ -301,11 +310,33 @@ class DistributedOptimizer:
         self._hooks = []
         self._accumulators = []
         self._table_modules = [module for _, module in tables]
+        self._table_modules_named = tables
         for i, p in enumerate(self._params):
             if p.requires_grad:
                 self._hook(i, p)
         for t, (name, module) in enumerate(tables):
             self._hook_table(t, name, module)
+        self._lookups = []  # this step's (table, ids, rows leaf) of the towerps.torch.nn tables
+        self._server_tables = server_tables
+        for t, (name, module) in enumerate(server_tables, start=len(tables)):
+            module._name, module._index, module._optimizer = name, t, self
+        if sparse_inputs is not None:
+            self._hooks.append(model.register_forward_pre_hook(
+                lambda _model, inputs: self.prefetch(sparse_inputs(*inputs))))
+
+    def prefetch(self, lookups):
+        """Looks up every table of a step at once: ``lookups`` maps each ``towerps.torch.nn``
+        module to the ids its next forward takes. Their pulls go together (one in flight per
+        table), and each module's forward on the same ids uses its rows (other ids: a lookup of
+        their own)."""
+        items = list(lookups.items())
+        for module, _ in items:
+            if not isinstance(module, nn._Table) or module._optimizer is not self:
+                raise ValueError("prefetch: %r is not a towerps.torch.nn table of this "
+                                 "optimizer's model" % (module,))
+        got = self._session.lookup([(m._index, nn._ids(ids)) for m, ids in items])
+        for (module, ids), rows in zip(items, got):
+            module._prefetched = (ids, rows)
 
     def _after_accumulation(self, p, fn):
         # PyTorch 1.13 has no post-accumulate-grad hook: hook the gradient accumulator, as
@@ -339,6 +370,7 @@ class DistributedOptimizer:
         held, self._held = self._held, []
         weights = [p for p in self._params if p.grad is not None]
         weights += [m.weight for m in self._table_modules if m.weight.grad is not None]
+        weights += [rows for _, _, rows in self._lookups if rows.grad is not None]
         if weights:
             device = weights[0].grad.device
             total = torch.norm(torch.stack(
@@ -449,6 +481,10 @@ class DistributedOptimizer:
             loss = float(loss.detach())
         if self._clip is not None:
             self._clip_and_push()
+        lookups, self._lookups = self._lookups, []
+        for t, ids, rows in lookups:
+            if rows.grad is not None:
+                self._session.add_rows(t, ids, rows.grad.detach().cpu().numpy())
         self._warn_if_pushed_gradients_changed()
         self._session.end_step(loss)
         self._load_values()
@@ -491,20 +527,57 @@ class DistributedOptimizer:
         last step() has loaded them already."""
         self._load_values(self._session.pull_final)
 
-    def finish(self, test_accuracy=None, test_loss=None, train_loss=None, epochs=None):
+    def model_state_dict(self, model):
+        """``model.state_dict()`` with every table as the servers hold it: the whole trained
+        model, to save and load into a plain-PyTorch model. A bounded table (an
+        ``nn.Embedding(sparse=True)``, or a ``towerps.torch.nn`` one with num_embeddings) is its
+        full weight, rows never trained at the initial values the servers would draw; an
+        unbounded one is ``<name>.ids`` (int64) and ``<name>.values`` ([n, dim]), never made
+        dense. Call synchronize() first; every rank may call it, before finish()."""
+        state = model.state_dict()
+        exported = self._session.export_tables()
+        tables = [(n, m, m.weight.shape[0]) for n, m in self._table_modules_named]
+        tables += [(n, m, m.num_embeddings) for n, m in self._server_tables]
+        seed = settings()["seed"]
+        for (name, module, rows), (ids, values) in zip(tables, exported):
+            if rows == 0:
+                state[name + ".ids"] = torch.from_numpy(ids.view("int64").copy())
+                state[name + ".values"] = torch.from_numpy(values)
+                continue
+            dim = values.shape[1] if values.ndim == 2 and values.shape[1] else module.embedding_dim
+            untrained = np.setdiff1d(np.arange(rows, dtype=np.uint64), ids)
+            weight = np.empty((rows, dim), dtype=np.float32)
+            weight[untrained.astype(np.int64)] = _towerps.initial_rows(
+                seed, name, self._init_scale, untrained, dim)
+            weight[ids.astype(np.int64)] = values
+            if getattr(module, "padding_idx", None) is not None:
+                weight[module.padding_idx] = 0
+            state[name] = torch.from_numpy(weight)
+        return state
+
+    def finish(self, test_accuracy=None, test_loss=None, train_loss=None, epochs=None,
+               **measures):
         """Ends training; every rank calls it. The chief writes the job's summary
         (``--summary-out``, with the servers' counters and the measures given) and returns it
         as a dict; other workers return None, having told the servers they are done (where the
         chief stops the servers, --mpi, --slurm and --cluster, they wait for every rank's
         finish()). Call synchronize() first when the measures need the final parameters.
         ``epochs`` (the epochs trained) defaults to the steps over a DistributedSampler's
-        batches of the job's --batch-size per epoch; without a sampler the summary says null."""
+        batches of the job's --batch-size per epoch; without a sampler the summary says null.
+        Any other measure, by name (``test_auc=0.79``, ``rmse=...``), goes into the summary's
+        "measures" (a test_auc also as its test_auc) and under --logdir as eval/<name>."""
+        extra = []
+        for name, value in measures.items():
+            try:
+                extra.append((name, float(value)))
+            except (TypeError, ValueError):
+                raise ValueError("finish(%s=%r): a measure is a number" % (name, value)) from None
         if epochs is None and _sampler_examples:
             per_epoch = _sampler_examples // settings()["batch-size"]
             epochs = self.step_count / per_epoch if per_epoch > 0 else None
         neg = lambda x: -1.0 if x is None else float(x)
         text = self._session.finish(neg(test_accuracy), neg(test_loss), neg(train_loss),
-                                    neg(epochs))
+                                    neg(epochs), extra)
         return json.loads(text) if text else None
 
 
@@ -536,6 +609,15 @@ class _Staging:
         done.record()
         done.synchronize()
         return self.grad.numpy()
+
+
+def _server_tables(model):
+    """The (table name, module) of each towerps.torch.nn table of `model`, named as plain
+    PyTorch names the weight it stands for."""
+    if model is None:
+        return []
+    return [((qualname + ".weight") if qualname else "weight", module)
+            for qualname, module in model.named_modules() if isinstance(module, nn._Table)]
 
 
 def _sparse_tables(params, model):

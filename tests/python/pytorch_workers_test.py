@@ -155,6 +155,88 @@ class SparseTableTest(unittest.TestCase):
         self.assertIn("mean_row_staleness", summary)
 
 
+def table_reference(kind, steps=100):
+    """One process at 2B with a plain-PyTorch table of `kind` ("torch" or "bag") holding the
+    servers' initial rows, SGD (the table at lr 2): its losses and model."""
+    net = tiny_job.table_model(7, kind=kind)
+    with torch.no_grad():
+        rows = _towerps.initial_rows(7, "emb.weight", 0.05,
+                                     np.arange(tiny_job.IDS, dtype=np.uint64), tiny_job.DIM)
+        net.emb.weight.copy_(torch.from_numpy(rows))
+    opt = torch.optim.SGD([{"params": [net.emb.weight], "lr": 2.0},
+                           {"params": net.head.parameters()}], lr=0.1)
+    return reference_losses(net, opt, tiny_job.categorical_dataset(), steps=steps), net
+
+
+def accuracy_of(net):
+    x, y = tiny_job.categorical_dataset().tensors
+    with torch.no_grad():
+        return float((net(x).argmax(dim=1) == y).float().mean())
+
+
+class TableModuleTest(unittest.TestCase):
+    """towerps.torch.nn tables hold no weight: 2 workers at batch B give one process's losses at
+    2B within 1e-5 over 100 steps, looked up in the forward or prefetched; the chief's
+    model_state_dict holds every row as the servers do and loads into a plain-PyTorch model,
+    which evaluates as the job did, where an nn.Embedding's local weight does not."""
+
+    TABLE = ["--table-optimizer", "sgd", "--table-lr", "2"]
+
+    def run_job(self, out, kind, worker_args=()):
+        code, text, _ = launch(out, steps=100, extra=self.TABLE,
+                               worker_args=["--table-kind", kind] + list(worker_args))
+        self.assertEqual(code, 0, text)
+        return [worker_record(out, r) for r in range(2)]
+
+    def check_model_back(self, out, w, reference):
+        state = torch.load(os.path.join(out, "model.pt"))
+        np.testing.assert_allclose(state["emb.weight"].numpy(),
+                                   reference.emb.weight.detach().numpy(), rtol=1e-4, atol=1e-6)
+        plain = tiny_job.table_model(0, kind=reference.kind)
+        plain.load_state_dict(state)  # strict: every key, the shapes plain PyTorch has
+        self.assertAlmostEqual(accuracy_of(plain), w[0]["summary"]["test_accuracy"], places=6)
+
+    def test_embedding_matches_one_process_and_its_state_dict_is_the_servers(self):
+        with tempfile.TemporaryDirectory() as out:
+            w = self.run_job(out, "tps")
+            reference_losses_, net = table_reference("torch")
+            assert_workers_match(self, w, reference_losses_)
+            self.check_model_back(out, w, net)
+            summary = w[0]["summary"]
+            self.assertEqual(summary["measures"], {"test_auc": summary["test_accuracy"] / 2,
+                                                   "custom_measure": 7})
+            self.assertEqual(summary["test_auc"], summary["test_accuracy"] / 2)
+        self.assertLess(reference_losses_[-1], reference_losses_[0] * 0.8)  # it learned
+
+    def test_prefetched_embedding_bag_matches_one_process(self):
+        with tempfile.TemporaryDirectory() as out:
+            w = self.run_job(out, "tps-bag", ["--prefetch"])
+            reference_losses_, net = table_reference("bag")
+            assert_workers_match(self, w, reference_losses_)
+            self.check_model_back(out, w, net)
+
+    def test_an_nn_embeddings_state_dict_is_the_servers_and_its_local_weight_is_not(self):
+        with tempfile.TemporaryDirectory() as out:
+            w = self.run_job(out, "torch")
+            _, net = table_reference("torch")
+            self.check_model_back(out, w, net)
+            # The local weight holds each row as last pulled: the last step's update is not in it.
+            local = torch.load(os.path.join(out, "local.pt"))
+            self.assertGreater(float((local - net.emb.weight.detach()).abs().max()), 1e-3)
+
+    def test_an_unbounded_table_takes_any_int64_and_comes_back_as_ids_and_values(self):
+        with tempfile.TemporaryDirectory() as out:
+            w = self.run_job(out, "tps-unbounded", ["--prefetch"])
+            state = torch.load(os.path.join(out, "model.pt"))
+        ids = state["emb.weight.ids"]
+        self.assertEqual(ids.dtype, torch.int64)
+        want = torch.unique(tiny_job.hashed(torch.arange(tiny_job.IDS)))
+        self.assertTrue(torch.equal(torch.sort(ids).values, want))
+        self.assertEqual(tuple(state["emb.weight.values"].shape), (tiny_job.IDS, tiny_job.DIM))
+        self.assertNotIn("emb.weight", state)
+        self.assertGreater(w[0]["summary"]["test_accuracy"], 0.7)
+
+
 class EveryModeTest(unittest.TestCase):
     """Async, SSP and softsync jobs of PyTorch workers complete, learn and report staleness."""
 

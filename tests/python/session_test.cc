@@ -84,18 +84,18 @@ TEST(SessionTest, TwoSyncWorkersLoadTheServersSgdOfTheirMeanGradient) {
     const std::vector<uint64_t> ids =
         r == 0 ? std::vector<uint64_t>{3, 7} : std::vector<uint64_t>{7, 9};
     std::vector<float> pulled(2 * kDim);
-    TOWERPS_RETURN_IF_ERROR(s->PullRows(0, ids.data(), 2, pulled.data()));
+    TOWERPS_RETURN_IF_ERROR(s->tables().PullRows(0, ids.data(), 2, pulled.data()));
     for (int v = 0; v < 2; ++v) {
       const std::vector<float> g = Gradient(r, v, static_cast<int64_t>(values[r][v].size()));
       TOWERPS_RETURN_IF_ERROR(s->Push(v, g.data(), static_cast<int64_t>(g.size())));
     }
     const std::vector<float> row_grads(2 * kDim, r == 0 ? 1.0f : 3.0f);
-    TOWERPS_RETURN_IF_ERROR(s->PushRows(0, ids.data(), row_grads.data(), 2));
+    TOWERPS_RETURN_IF_ERROR(s->tables().PushRows(0, ids.data(), row_grads.data(), 2));
     TOWERPS_RETURN_IF_ERROR(s->EndStep(0.5));
     TOWERPS_RETURN_IF_ERROR(s->AwaitValues({values[r][0].data(), values[r][1].data()}));
     const uint64_t all[3] = {3, 7, 9};
     rows[r].resize(3 * kDim);
-    TOWERPS_RETURN_IF_ERROR(s->PullRows(0, all, 3, rows[r].data()));
+    TOWERPS_RETURN_IF_ERROR(s->tables().PullRows(0, all, 3, rows[r].data()));
     EXPECT_EQ(s->iteration(), 1);
     return Status::Ok();
   };
@@ -150,12 +150,12 @@ TEST(SessionTest, BadGradientsAreRefusedNamingTheParameter) {
   EXPECT_NE(bad.message().find("'b' was pushed twice"), std::string::npos) << bad.message();
   const uint64_t id = 5;
   const std::vector<float> grad(kDim, 1.0f);
-  bad = session.PushRows(0, &id, grad.data(), 1);
+  bad = session.tables().PushRows(0, &id, grad.data(), 1);
   EXPECT_NE(bad.message().find("row 5, which this step did not pull"), std::string::npos)
       << bad.message();
   const uint64_t beyond = 100;  // the table has 100 rows
   std::vector<float> row(kDim);
-  bad = session.PullRows(0, &beyond, 1, row.data());
+  bad = session.tables().PullRows(0, &beyond, 1, row.data());
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("emb"), std::string::npos) << bad.message();
   // The step still ends: 'w' goes as zeros, the table with no rows.
@@ -180,16 +180,16 @@ TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNa
   ASSERT_OK(s->AwaitValues(dst));
   std::vector<float> first(kDim), second(2 * kDim);
   const uint64_t three = 3, eight_three[2] = {8, 3};
-  ASSERT_OK(s->PullRows(0, &three, 1, first.data()));
-  ASSERT_OK(s->PullRows(0, eight_three, 2, second.data()));
+  ASSERT_OK(s->tables().PullRows(0, &three, 1, first.data()));
+  ASSERT_OK(s->tables().PullRows(0, eight_three, 2, second.data()));
   EXPECT_TRUE(std::equal(first.begin(), first.end(), second.begin() + kDim));  // row 3 both times
   const uint64_t both[2] = {3, 8};
   const std::vector<float> ones(2 * kDim, 1.0f);
-  ASSERT_OK(s->PushRows(0, both, ones.data(), 2));
+  ASSERT_OK(s->tables().PushRows(0, both, ones.data(), 2));
   ASSERT_OK(s->EndStep(0.5));
   ASSERT_OK(s->AwaitValues(dst));
   std::vector<float> after(2 * kDim);
-  ASSERT_OK(s->PullRows(0, both, 2, after.data()));
+  ASSERT_OK(s->tables().PullRows(0, both, 2, after.data()));
   const ps::InitialRows initial(job.seed, "emb", 0.05f);
   for (int i = 0; i < 2; ++i) {
     float start[kDim];
@@ -201,7 +201,7 @@ TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNa
   }
   std::vector<float> bad(2 * kDim, 0.0f);
   bad[5] = std::nanf("");
-  ASSERT_OK(s->PushRows(0, both, bad.data(), 2));
+  ASSERT_OK(s->tables().PushRows(0, both, bad.data(), 2));
   const Status stopped = s->EndStep(0.5);
   EXPECT_EQ(stopped.code(), StatusCode::kFailedPrecondition) << stopped.ToString();
   EXPECT_NE(

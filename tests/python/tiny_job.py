@@ -42,15 +42,38 @@ def categorical_dataset(seed=99):
 
 
 class TableNet(torch.nn.Module):
-    def __init__(self, sparse=True):
+    """`kind`: "torch" (nn.Embedding, a local weight), "bag" (nn.EmbeddingBag, mode sum, one bag
+    per example), "tps" and "tps-bag" (their towerps.torch.nn namesakes, no local weight), and
+    "tps-unbounded" (tps.nn.Embedding of any int64 id: the ids are hashed first)."""
+
+    def __init__(self, sparse=True, kind="torch"):
         super().__init__()
-        self.emb = torch.nn.Embedding(IDS, DIM, sparse=sparse)
-        self.head = torch.nn.Linear(FIELDS * DIM, 2)
+        self.kind = kind
+        if kind.startswith("tps"):
+            import towerps.torch as tps
+            rows = None if kind == "tps-unbounded" else IDS
+            make = tps.nn.EmbeddingBag if kind == "tps-bag" else tps.nn.Embedding
+        else:
+            rows = IDS
+            make = torch.nn.EmbeddingBag if kind == "bag" else torch.nn.Embedding
+        # The head first: its initial values do not depend on whether the table draws any.
+        self.head = torch.nn.Linear(FIELDS * DIM if not kind.endswith("bag") else DIM, 2)
+        self.emb = (make(rows, DIM, mode="sum", sparse=sparse) if kind.endswith("bag")
+                    else make(rows, DIM, sparse=sparse))
 
     def forward(self, ids):
+        if self.kind.endswith("bag"):
+            return self.head(self.emb(ids))  # a bag per example: its fields' rows summed
+        if self.kind == "tps-unbounded":
+            ids = hashed(ids)
         return self.head(self.emb(ids).reshape(ids.shape[0], -1))
 
 
-def table_model(seed, sparse=True):
+def hashed(ids):
+    """Ids spread over all of int64 (negative ones too), as a hashing script's are."""
+    return ids * -7046029254386353131 + 1442695040888963407
+
+
+def table_model(seed, sparse=True, kind="torch"):
     torch.manual_seed(seed)
-    return TableNet(sparse)
+    return TableNet(sparse, kind)

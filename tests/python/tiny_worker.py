@@ -17,7 +17,12 @@ meet the failover), once (its pid from OUT/run/processes.txt; --kill-marker);
 --no-optimizer ends after init() (a script that trains nothing); --dense-tables gives the table
 model's embedding sparse=False;
 --clip C clips with DistributedOptimizer(clip_grad_norm=C); --clip-in-script C calls
-torch.nn.utils.clip_grad_norm_ between backward() and step() (too late: step() warns)."""
+torch.nn.utils.clip_grad_norm_ between backward() and step() (too late: step() warns);
+--table-kind K trains tiny_job's table model with TableNet's kind K (tps: no local weight);
+--prefetch looks the table up before the forward (DistributedOptimizer's sparse_inputs);
+the chief saves opt.model_state_dict(net) to OUT/model.pt, and its table's local weight right
+after synchronize() (before the evaluation's lookups) to OUT/local.pt, and gives the summary a
+test_auc of its own (finish(**measures))."""
 
 import argparse
 import json
@@ -67,6 +72,8 @@ def main():
     ap.add_argument("--no-optimizer", action="store_true")
     ap.add_argument("--dense-tables", action="store_true")
     ap.add_argument("--clip-in-script", type=float, default=None)
+    ap.add_argument("--table-kind", default="")
+    ap.add_argument("--prefetch", action="store_true")
     ap.add_argument("--start-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before it joins (a slow data load)")
     ap.add_argument("--steps-rank1", type=int, default=-1,
@@ -85,13 +92,20 @@ def main():
     seed = tps.settings()["seed"]
     batch = tps.settings()["batch-size"]
     assert isinstance(seed, int) and isinstance(tps.settings()["lr"], float), tps.settings()
+    args.tables = args.tables or bool(args.table_kind)
     data = tiny_job.categorical_dataset() if args.tables else tiny_job.dataset()
-    net = (tiny_job.table_model(seed, sparse=not args.dense_tables) if args.tables
+    net = (tiny_job.table_model(seed, sparse=not args.dense_tables,
+                                kind=args.table_kind or "torch") if args.tables
            else tiny_job.model(seed))
     net = net.to(args.device)
     if args.extra_param and tps.rank() == 1:
         net.register_parameter("extra", torch.nn.Parameter(torch.zeros(3)))
-    opt = tps.DistributedOptimizer(net.named_parameters(), model=net, clip_grad_norm=args.clip)
+    prefetch = None
+    if args.prefetch:
+        prefetch = lambda ids: {net.emb: tiny_job.hashed(ids) if args.table_kind ==  # noqa: E731
+                                "tps-unbounded" else ids}
+    opt = tps.DistributedOptimizer(net.named_parameters(), model=net, clip_grad_norm=args.clip,
+                                   sparse_inputs=prefetch)
     sampler = tps.DistributedSampler(data)
     loader = torch.utils.data.DataLoader(data, batch_size=batch, sampler=sampler, drop_last=True)
     losses = {}
@@ -135,13 +149,18 @@ def main():
     if tps.rank() == 1 and args.late_rank1:
         time.sleep(args.late_rank1)
     opt.synchronize()
+    if args.tables and tps.is_chief():
+        torch.save(opt.model_state_dict(net), os.path.join(args.out, "model.pt"))
+        if hasattr(net.emb, "weight"):
+            torch.save(net.emb.weight.detach().clone(), os.path.join(args.out, "local.pt"))
     x, y = (t.to(args.device) for t in data.tensors)
     with torch.no_grad():
         out = net(x)
         accuracy = float((out.argmax(dim=1) == y).float().mean())
         test_loss = float(torch.nn.functional.cross_entropy(out, y))
     opt.log_scalar("custom/final_accuracy", accuracy)
-    summary = opt.finish(test_accuracy=accuracy, test_loss=test_loss)
+    summary = opt.finish(test_accuracy=accuracy, test_loss=test_loss, test_auc=accuracy / 2,
+                         custom_measure=7)
     params = {n: p.detach().cpu().flatten().tolist() for n, p in net.named_parameters()}
     with open(os.path.join(args.out, "worker-%d.json" % tps.rank()), "w") as f:
         json.dump({"losses": losses, "summary": summary, "params": params,

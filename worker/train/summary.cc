@@ -105,11 +105,8 @@ nlohmann::ordered_json ProfileJson(const ProfileReport& r) {
   return j;
 }
 
-}  // namespace
-
-std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank,
-                        const RunRecord& run) {
-  nlohmann::ordered_json j;
+// What the model measured: the test results, the last training loss, the caller's measures.
+void AddMeasures(const TrainingSummary& s, nlohmann::ordered_json& j) {
   if (s.test_rmse == -1) j["test_accuracy"] = JsonNumber(s.test_accuracy);  // no classes else
   j["test_loss"] = JsonNumber(s.test_loss);
   if (s.test_rmse != -1) j["test_rmse"] = JsonNumber(s.test_rmse);
@@ -120,6 +117,19 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   }
   if (s.left_chance) j["left_chance"] = *s.left_chance;
   j["final_train_loss"] = JsonNumber(s.final_train_loss);
+  if (!s.measures.empty()) {
+    nlohmann::ordered_json measures = nlohmann::ordered_json::object();
+    for (const auto& [name, value] : s.measures) measures[name] = JsonNumber(value);
+    j["measures"] = measures;
+  }
+}
+
+}  // namespace
+
+std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank,
+                        const RunRecord& run) {
+  nlohmann::ordered_json j;
+  AddMeasures(s, j);
   j["train_seconds"] = JsonNumber(s.train_seconds);
   j["examples_per_sec"] = JsonNumber(s.examples_per_sec);
   j["steps"] = s.steps;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct TrainingSummary {
   // false is a model that did not learn (no divergence). None: regression, or not measured.
   std::optional<bool> left_chance;
   double final_train_loss = 0;
+  // Measures of the caller's own, by name (a PyTorch script's finish(**measures)): the JSON's
+  // "measures" object, when there are any.
+  std::vector<std::pair<std::string, double>> measures;
   double train_seconds = 0;
   double examples_per_sec = 0;  // all workers together (chief) or this worker
   int64_t steps = 0;            // sync: global steps; async/ssp: this worker's iterations

@@ -1,0 +1,211 @@
+#include "python/table_lookups.h"
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace towerps::python {
+
+TableLookups::TableLookups(std::vector<TableSpec> tables, uint32_t first_variable) {
+  for (TableSpec& spec : tables) {
+    Table& t = tables_.emplace_back();
+    t.variable = first_variable + static_cast<uint32_t>(tables_.size() - 1);
+    t.spec = std::move(spec);
+  }
+}
+
+void TableLookups::Attach(ps::Client& client, worker::StepExchange& exchange, Recover recover) {
+  client_ = &client;
+  exchange_ = &exchange;
+  recover_ = std::move(recover);
+}
+
+std::vector<uint32_t> TableLookups::Variables() const {
+  std::vector<uint32_t> ids;
+  for (const Table& t : tables_) ids.push_back(t.variable);
+  return ids;
+}
+
+void TableLookups::AddVariables(std::vector<ps::VariableSpec>* variables) const {
+  for (const Table& t : tables_) {
+    variables->push_back(
+        ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
+  }
+}
+
+void TableLookups::AddNames(std::vector<std::string>* names) const {
+  for (const Table& t : tables_) names->push_back("table '" + t.spec.name + "'");
+}
+
+Result<TableLookups::Table*> TableLookups::At(int t) {
+  if (t < 0 || t >= size()) {
+    return InvalidArgumentError("no table " + std::to_string(t) + " (the model has " +
+                                std::to_string(size()) + ")");
+  }
+  return &tables_[static_cast<size_t>(t)];
+}
+
+Status TableLookups::Lookup(std::span<const Ids> lookups, std::vector<Rows>* out) {
+  for (const Ids& l : lookups) {
+    TOWERPS_ASSIGN_OR_RETURN(const Table* table, At(l.table));
+    const TableSpec& spec = table->spec;
+    if (table->pushed_once) {
+      return InvalidArgumentError("table '" + spec.name +
+                                  "' was looked up after its push in one step (call step() first)");
+    }
+    if (spec.rows <= 0) continue;  // unbounded: any id
+    for (const uint64_t id : l.ids) {
+      if (id >= static_cast<uint64_t>(spec.rows)) {
+        return InvalidArgumentError(
+            "table '" + spec.name + "' has " + std::to_string(spec.rows) + " rows, and got id " +
+            (id >> 63 ? std::to_string(static_cast<int64_t>(id)) : std::to_string(id)) +
+            ": give ids in [0, " + std::to_string(spec.rows) +
+            "), or make the table unbounded (num_embeddings=None) to take any int64");
+      }
+    }
+  }
+  // Every table's pull goes before the first wait.
+  std::vector<size_t> first;
+  for (const Ids& l : lookups) first.push_back(exchange_->tables().Feed(l.table, l.ids));
+  out->assign(lookups.size(), Rows{});
+  for (size_t k = 0; k < lookups.size(); ++k) {
+    const int t = lookups[k].table;
+    const TableSpec& spec = tables_[static_cast<size_t>(t)].spec;
+    Rows& rows = (*out)[k];
+    const auto await = [&] {
+      return exchange_->AwaitTableRows(
+          t, [&](int, const ps::PulledVariable& got, const ps::UniqueIds& unique, const uint32_t*) {
+            rows.ids = Tensor::Empty({unique.size()}, DType::kUInt64);
+            rows.rows = Tensor::Empty({unique.size(), spec.dim});
+            std::memcpy(rows.ids.u64(), unique.ids.u64(), rows.ids.byte_size());
+            std::memcpy(rows.rows.f32(), got.rows.f32(), rows.rows.byte_size());
+            const size_t n = lookups[k].ids.size();
+            rows.inverse.resize(n);
+            for (size_t i = 0; i < n; ++i) rows.inverse[i] = unique.inverse[first[k] + i];
+          });
+    };
+    // Mid-step, a failover loses only these pulls: the servers still hold this step's version
+    // (the step before is complete everywhere, its values here), so the same pulls go again,
+    // this one's and those not yet awaited.
+    TOWERPS_RETURN_IF_ERROR(
+        recover_(
+            await(),
+            [&] {
+              for (size_t j = k; j < lookups.size(); ++j) {
+                exchange_->tables().Feed(lookups[j].table, {});
+              }
+              return await();
+            },
+            "registering again and pulling table '" + spec.name + "' again")
+            .WithContext("table '" + spec.name + "'"));
+  }
+  return Status::Ok();
+}
+
+Status TableLookups::PullRows(int t, const uint64_t* ids, int64_t n, float* rows) {
+  const Ids lookup{.table = t, .ids = {ids, static_cast<size_t>(n)}};
+  std::vector<Rows> got;
+  TOWERPS_RETURN_IF_ERROR(Lookup({&lookup, 1}, &got));
+  const auto dim = static_cast<size_t>(tables_[static_cast<size_t>(t)].spec.dim);
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+    std::memcpy(rows + i * dim, got[0].rows.f32() + got[0].inverse[i] * static_cast<int64_t>(dim),
+                dim * sizeof(float));
+  }
+  return Status::Ok();
+}
+
+Result<worker::TableExchange::Gradient> TableLookups::Stage(const Table& table, int t,
+                                                            const uint64_t* ids,
+                                                            const float* gradients, int64_t n) {
+  const auto count = static_cast<size_t>(n);
+  Result<Tensor> updates = exchange_->tables().PulledUpdates(t, {ids, count});
+  if (!updates.ok()) {
+    return InvalidArgumentError("the gradient of table '" + table.spec.name + "' has " +
+                                updates.status().message());
+  }
+  worker::TableExchange::Gradient g{.rows = client_->Allocate({n, table.spec.dim}),
+                                    .ids = Tensor::Empty({n}, DType::kUInt64),
+                                    .updates = *std::move(updates)};
+  if (n > 0) {
+    std::memcpy(g.ids.u64(), ids, count * sizeof(uint64_t));
+    std::memcpy(g.rows.f32(), gradients, g.rows.byte_size());
+  }
+  return g;
+}
+
+Status TableLookups::AddRows(int t, const uint64_t* ids, const float* gradients, int64_t n) {
+  TOWERPS_ASSIGN_OR_RETURN(Table * table, At(t));
+  if (table->pushed_once) {
+    return InvalidArgumentError("table '" + table->spec.name +
+                                "' got rows to add after its one push of the step");
+  }
+  TOWERPS_ASSIGN_OR_RETURN(auto g, Stage(*table, t, ids, gradients, n));
+  table->added.push_back(std::move(g));
+  return Status::Ok();
+}
+
+Status TableLookups::PushRows(int t, const uint64_t* ids, const float* gradients, int64_t n) {
+  TOWERPS_ASSIGN_OR_RETURN(Table * table, At(t));
+  if (table->pushed_once || !table->added.empty()) {
+    return InvalidArgumentError("the gradient of table '" + table->spec.name +
+                                "' was pushed twice in one step (call step() after each backward)");
+  }
+  TOWERPS_ASSIGN_OR_RETURN(auto g, Stage(*table, t, ids, gradients, n));
+  table->added.push_back(std::move(g));
+  table->pushed_once = true;
+  return Status::Ok();
+}
+
+worker::TableExchange::Gradient TableLookups::Merge(int t, Table& table) {
+  const int64_t dim = table.spec.dim;
+  if (table.added.empty()) {
+    return {.rows = Tensor::Empty({0, dim}),
+            .ids = Tensor::Empty({0}, DType::kUInt64),
+            .updates = Tensor::Empty({0}, DType::kUInt32)};
+  }
+  if (table.added.size() == 1) return std::move(table.added[0]);
+  // Several blocks: each id once, its rows summed in the order the blocks came.
+  std::unordered_map<uint64_t, int64_t> at;
+  std::vector<uint64_t> ids;
+  std::vector<float> sums;
+  for (const auto& block : table.added) {
+    for (int64_t i = 0; i < block.ids.num_elements(); ++i) {
+      const auto [it, fresh] = at.emplace(block.ids.u64()[i], static_cast<int64_t>(ids.size()));
+      if (fresh) {
+        ids.push_back(block.ids.u64()[i]);
+        sums.resize(sums.size() + static_cast<size_t>(dim), 0.0f);
+      }
+      float* sum = sums.data() + it->second * dim;
+      const float* row = block.rows.f32() + i * dim;
+      for (int64_t d = 0; d < dim; ++d) sum[d] += row[d];
+    }
+  }
+  // Every id was checked as the blocks came: the staging cannot fail.
+  auto g = Stage(table, t, ids.data(), sums.data(), static_cast<int64_t>(ids.size()));
+  return *std::move(g);
+}
+
+void TableLookups::PushAll(int64_t step) {
+  exchange_->PushTables(
+      [&](int t) {
+        Table& table = tables_[static_cast<size_t>(t)];
+        if (!table.gradient.rows.defined()) table.gradient = Merge(t, table);
+        return table.gradient;
+      },
+      step, /*next=*/nullptr);
+}
+
+void TableLookups::Release() {
+  for (Table& t : tables_) {
+    t.gradient = {};
+    t.added.clear();
+    t.pushed_once = false;
+  }
+}
+
+Result<std::vector<ps::TableRows>> TableLookups::Export() {
+  return exchange_->tables().ExportRows();
+}
+
+}  // namespace towerps::python

@@ -1,0 +1,147 @@
+"""towerps.torch.nn: embedding tables whose rows live only on the parameter servers.
+
+``Embedding`` and ``EmbeddingBag`` take the constructor and forward arguments of their
+``torch.nn`` namesakes, and hold no weight: a forward pulls the rows of the distinct ids it looks
+up into a small ``[unique, dim]`` tensor, computes from it, and autograd's gradient of that
+tensor is what ``DistributedOptimizer.step()`` sends back, each id once. A worker's memory grows
+with its batch, never with the table. ``num_embeddings=None`` makes a table unbounded: any int64
+is an id (a hash, say), and the servers create a row when it is first looked up, from
+(--seed, the table's name, the id), uniform in [-table_init_scale, table_init_scale).
+
+A table is named as plain PyTorch names its weight (``"emb.weight"`` for ``model.emb``), and is
+registered by ``DistributedOptimizer(model.named_parameters(), model=model)``; a forward before
+that raises. Every table of a step can be looked up at once, one pull per table in flight
+together, with ``DistributedOptimizer.prefetch({module: ids, ...})`` before the forward, or
+``DistributedOptimizer(..., sparse_inputs=fn)``, which does it from the model's inputs.
+
+Contract: modules of the training thread. ``max_norm`` and ``_weight`` are refused (the rows are
+the servers'); ``sparse`` is accepted and ignored (the gradient is always by row). A padding id's
+row is zero and gets no gradient, as in PyTorch. Ids are int64: a bounded table refuses one
+outside [0, num_embeddings), naming the table.
+"""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+__all__ = ["Embedding", "EmbeddingBag"]
+
+
+class _Table(torch.nn.Module):
+    """What both modules share: the checks, and the rows of a forward's ids."""
+
+    def __init__(self, kind, num_embeddings, embedding_dim, padding_idx, max_norm, _weight,
+                 dtype):
+        super().__init__()
+        if num_embeddings is None:
+            num_embeddings = 0
+        if not isinstance(num_embeddings, int) or num_embeddings < 0:
+            raise ValueError("%s: num_embeddings=%r: give the number of rows, or None for an "
+                             "unbounded table (any int64 id)" % (kind, num_embeddings))
+        if not isinstance(embedding_dim, int) or embedding_dim <= 0:
+            raise ValueError("%s: embedding_dim=%r: give a positive int"
+                             % (kind, embedding_dim))
+        if max_norm is not None:
+            raise ValueError("%s: max_norm is not supported: the rows live on the servers, "
+                             "which would have to renormalise them" % kind)
+        if _weight is not None:
+            raise ValueError("%s: _weight is not supported: the rows start on the servers "
+                             "(DistributedOptimizer's table_init_scale)" % kind)
+        if dtype is not None and dtype != torch.float32:
+            raise ValueError("%s: dtype=%s: TowerPS tables are float32" % (kind, dtype))
+        if padding_idx is not None and num_embeddings > 0:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError("%s: padding_idx=%d is outside the %d rows"
+                                 % (kind, padding_idx, num_embeddings))
+            padding_idx %= num_embeddings
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.padding_idx = padding_idx
+        self._kind = kind
+        self._name = None       # the table's name, once registered
+        self._optimizer = None  # the DistributedOptimizer that registered it
+        self._index = None      # its table index in the session
+        self._prefetched = None  # (ids tensor, lookup result) from prefetch()
+
+    def extra_repr(self):
+        rows = self.num_embeddings or "unbounded"
+        return "%s, %d, on the servers as %r" % (rows, self.embedding_dim, self._name)
+
+    def _rows(self, input):
+        """The rows of `input`'s distinct ids as a leaf tensor, and each id's index into it."""
+        if self._optimizer is None:
+            raise RuntimeError("%s: its rows are on the servers; register the model first with "
+                               "tps.DistributedOptimizer(model.named_parameters(), model=model)"
+                               % self._kind)
+        if input.dtype not in (torch.int64, torch.int32):
+            raise ValueError("table '%s' got ids of %s: give int64 ids" % (self._name, input.dtype))
+        got = self._take_prefetched(input)
+        if got is None:
+            got = self._optimizer._session.lookup([(self._index, _ids(input))])[0]
+        ids, rows, inverse = got
+        rows = torch.from_numpy(rows)
+        pad = None
+        if self.padding_idx is not None:
+            found = np.flatnonzero(ids == np.uint64(self.padding_idx & 0xFFFFFFFFFFFFFFFF))
+            if found.size:
+                pad = int(found[0])
+                rows[pad] = 0
+        if input.device.type != "cpu":
+            rows = rows.to(input.device)
+        if torch.is_grad_enabled():
+            rows.requires_grad_()
+            self._optimizer._lookups.append((self._index, ids, rows))
+        return rows, torch.from_numpy(inverse).to(input.device).view(input.shape), pad
+
+    def _take_prefetched(self, input):
+        if self._prefetched is None:
+            return None
+        ids, got = self._prefetched
+        self._prefetched = None
+        same = (ids.data_ptr() == input.data_ptr() and ids.shape == input.shape
+                and ids.stride() == input.stride()) or torch.equal(ids.cpu(), input.cpu())
+        return got if same else None
+
+
+def _ids(input):
+    """`input` as the uint64 ids the session takes: int64's bits, without a copy when it can."""
+    return input.detach().to("cpu", torch.int64).contiguous().numpy().reshape(-1).view(np.uint64)
+
+
+class Embedding(_Table):
+    """``torch.nn.Embedding`` with its rows on the servers (see the module's docstring)."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=True, _weight=None,
+                 device=None, dtype=None):
+        super().__init__("Embedding", num_embeddings, embedding_dim, padding_idx, max_norm,
+                         _weight, dtype)
+        self.scale_grad_by_freq = scale_grad_by_freq
+
+    def forward(self, input):
+        rows, inverse, pad = self._rows(input)
+        return F.embedding(inverse, rows, padding_idx=pad,
+                           scale_grad_by_freq=self.scale_grad_by_freq)
+
+
+class EmbeddingBag(_Table):
+    """``torch.nn.EmbeddingBag`` with its rows on the servers (see the module's docstring)."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=True, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        super().__init__("EmbeddingBag", num_embeddings, embedding_dim, padding_idx, max_norm,
+                         _weight, dtype)
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError("EmbeddingBag: mode=%r: give 'sum', 'mean' or 'max'" % (mode,))
+        self.mode = mode
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.include_last_offset = include_last_offset
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        rows, inverse, pad = self._rows(input)
+        if offsets is not None:
+            offsets = offsets.to(torch.int64)
+        return F.embedding_bag(inverse, rows, offsets, scale_grad_by_freq=self.scale_grad_by_freq,
+                               mode=self.mode, per_sample_weights=per_sample_weights,
+                               include_last_offset=self.include_last_offset, padding_idx=pad)
