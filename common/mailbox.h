@@ -41,6 +41,19 @@ class Mailbox {
     (void)n;  // EAGAIN only when the counter is saturated, which still means "readable"
   }
 
+  // Adds `items` at once: a DrainAll takes all of them or none.
+  void PushAll(std::vector<T> items) {
+    if (items.empty()) return;
+    {
+      MutexLock lock(&mu_);
+      for (T& item : items) items_.push_back(std::move(item));
+    }
+    cv_.Signal();
+    const uint64_t one = 1;
+    ssize_t n = write(fd_, &one, sizeof(one));
+    (void)n;
+  }
+
   // Takes every pending item (possibly none) and clears the eventfd.
   std::vector<T> DrainAll() {
     uint64_t count;

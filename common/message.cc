@@ -41,6 +41,27 @@ kj::Array<capnp::word> OutgoingMessage::EncodeHeader() {
   return capnp::messageToFlatArray(*builder_);
 }
 
+OutgoingMessage OutgoingMessage::Bundle(std::vector<OutgoingMessage> parts) {
+  OutgoingMessage bundle(proto::MessageType::BUNDLE);
+  if (!parts.empty()) {
+    auto first = parts[0].header().asReader();
+    bundle.header().setSenderRole(first.getSenderRole());
+    bundle.header().setSenderRank(first.getSenderRank());
+    bundle.header().setJobId(first.getJobId());
+  }
+  auto list = bundle.header().initParts(static_cast<unsigned>(parts.size()));
+  for (size_t p = 0; p < parts.size(); ++p) {
+    OutgoingMessage& part = parts[p];
+    const kj::Array<capnp::word> words = part.EncodeHeader();
+    const kj::ArrayPtr<const kj::byte> bytes = words.asBytes();
+    list.set(static_cast<unsigned>(p), capnp::Data::Reader(bytes.begin(), bytes.size()));
+    for (size_t i = 0; i < part.tensors_.size(); ++i) {
+      bundle.AddTensor(part.tensors_[i], part.ids_[i].variable_id, part.ids_[i].chunk_id);
+    }
+  }
+  return bundle;
+}
+
 void SetStatus(proto::Header::Builder header, const Status& status) {
   header.setStatusCode(static_cast<proto::StatusCode>(status.code()));
   header.setStatusMessage(status.message());
@@ -91,6 +112,8 @@ std::string MessageTypeName(proto::MessageType type) {
       return "pull";
     case proto::MessageType::PULL_REPLY:
       return "pullReply";
+    case proto::MessageType::BUNDLE:
+      return "bundle";
     case proto::MessageType::STATS:
       return "stats";
     case proto::MessageType::STATS_REPLY:

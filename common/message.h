@@ -78,6 +78,11 @@ class OutgoingMessage {
   // flat Cap'n Proto array. Call once, when sending.
   kj::Array<capnp::word> EncodeHeader();
 
+  // One message of `parts` (requests to one server, or their replies): a bundle, whose
+  // Header.parts hold each part's header and whose payloads are the parts' in order (shared,
+  // not copied). Sender, rank and job are the first part's; each part keeps its requestId.
+  static OutgoingMessage Bundle(std::vector<OutgoingMessage> parts);
+
  private:
   struct PayloadId {
     uint32_t variable_id;
@@ -129,11 +134,20 @@ class IncomingMessage {
   // Parallel to tensors_: the frame each payload views (the tensor also holds it), or null when
   // the payload was realigned by a copy.
   std::vector<std::shared_ptr<internal::ReceivedFrame>> payload_frames_;
+  // A bundle's part: the bundle, whose header frame this one's header lies in.
+  std::shared_ptr<const IncomingMessage> whole_;
   std::string peer_;
   size_t realigned_ = 0;
   size_t shared_ = 0;
   uint64_t shared_bytes_ = 0;
 };
+
+// A bundle's parts (OutgoingMessage::Bundle) as messages of their own, each validated as a
+// received header is and holding its own payloads, with the bundle's peer. kProtocol naming the
+// part when one is not a whole header, is a bundle itself, or describes payloads other than the
+// bundle's next ones; or when the parts leave payloads over. (common/internal/wire_codec.cc)
+Result<std::vector<IncomingMessage>> SplitBundle(IncomingMessage bundle,
+                                                 const WireLimits& limits = {});
 
 // Status <-> header fields.
 void SetStatus(proto::Header::Builder header, const Status& status);

@@ -8,6 +8,8 @@ void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header)
   auto st = header.initStats();
   st.setBytesIn(r.bytes_in);
   st.setBytesOut(r.bytes_out);
+  st.setMessagesIn(r.messages_in);
+  st.setMessagesOut(r.messages_out);
   st.setGradientsReceived(r.gradients_received);
   st.setUpdatesApplied(r.updates_applied);
   st.setStaleDropped(r.stale_dropped);
@@ -44,6 +46,8 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
   ServerStatsReport r;
   r.bytes_in = st.getBytesIn();
   r.bytes_out = st.getBytesOut();
+  r.messages_in = st.getMessagesIn();
+  r.messages_out = st.getMessagesOut();
   r.gradients_received = st.getGradientsReceived();
   r.updates_applied = st.getUpdatesApplied();
   r.stale_dropped = st.getStaleDropped();
@@ -66,6 +70,14 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
   for (uint64_t b : st.getRowStalenessHistogram()) r.row_staleness_histogram.push_back(b);
   for (uint32_t w : st.getRegisteredWorkers()) r.registered_workers.push_back(w);
   return r;
+}
+
+void AddSocketStats(const SocketStats& socket, ServerStatsReport* report) {
+  report->bytes_in = socket.bytes_in;
+  report->bytes_out = socket.bytes_out;
+  report->messages_in = socket.messages_in;
+  report->messages_out = socket.messages_out;
+  report->rejected_messages = socket.rejected;
 }
 
 std::string StatsLine(const ServerStatsReport& r) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/message.h"
+#include "common/transport.h"
 #include "job/version.h"
 
 namespace towerps::ps {
@@ -45,6 +46,7 @@ struct FirstNonFinite {
 
 struct ServerStatsReport {
   uint64_t bytes_in = 0, bytes_out = 0;
+  uint64_t messages_in = 0, messages_out = 0;  // on the workers' socket; a bundle is one
   uint64_t gradients_received = 0, updates_applied = 0, stale_dropped = 0, pulls_served = 0;
   uint64_t aggregation_nanos = 0, rejected_messages = 0, checkpoints_written = 0;
   uint64_t update_wall_nanos =
@@ -65,6 +67,8 @@ struct ServerStatsReport {
 // The report as a STATS reply carries it (Header.stats), and read back.
 void WriteStatsReport(const ServerStatsReport& report, proto::Header::Builder header);
 ServerStatsReport ReadStatsReport(proto::Header::Reader header);
+// The socket's counters: bytes and messages each way, and its rejected messages.
+void AddSocketStats(const SocketStats& socket, ServerStatsReport* report);
 // The server's periodic log line: "28080 gradients, 14040 updates, ...".
 std::string StatsLine(const ServerStatsReport& report);
 

@@ -67,7 +67,9 @@ Status TableLookups::Lookup(std::span<const Ids> lookups, std::vector<Rows>* out
   }
   // Every table's pull goes before the first wait.
   std::vector<size_t> first;
-  for (const Ids& l : lookups) first.push_back(exchange_->tables().Feed(l.table, l.ids));
+  client_->Together([&] {  // one message per server for every table
+    for (const Ids& l : lookups) first.push_back(exchange_->tables().Feed(l.table, l.ids));
+  });
   out->assign(lookups.size(), Rows{});
   for (size_t k = 0; k < lookups.size(); ++k) {
     const int t = lookups[k].table;
@@ -92,9 +94,11 @@ Status TableLookups::Lookup(std::span<const Ids> lookups, std::vector<Rows>* out
         recover_(
             await(),
             [&] {
-              for (size_t j = k; j < lookups.size(); ++j) {
-                exchange_->tables().Feed(lookups[j].table, {});
-              }
+              client_->Together([&] {
+                for (size_t j = k; j < lookups.size(); ++j) {
+                  exchange_->tables().Feed(lookups[j].table, {});
+                }
+              });
               return await();
             },
             "registering again and pulling table '" + spec.name + "' again")

@@ -51,6 +51,7 @@ void ReadEveryPointer(proto::Header::Reader h) {
   Read(h.getReplicaState());
   (void)h.getPrimaryGroups();
   Read(h.getShm());
+  for (capnp::Data::Reader part : h.getParts()) (void)part;  // each element is a pointer
 }
 
 }  // namespace towerps::internal

@@ -11,7 +11,7 @@
 namespace towerps::internal {
 namespace {
 
-constexpr uint16_t kLastMessageType = static_cast<uint16_t>(proto::MessageType::LEAVE);
+constexpr uint16_t kLastMessageType = static_cast<uint16_t>(proto::MessageType::BUNDLE);
 constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(proto::StatusCode::INTERNAL);
 
 Result<DType> DTypeFromProto(proto::DType d) {
@@ -95,8 +95,20 @@ class MessageDecoder {
  public:
   static Result<IncomingMessage> Decode(std::string peer, std::vector<zmq::message_t> frames,
                                         const WireLimits& limits, ShmLinks* shm);
+  static Result<std::vector<IncomingMessage>> Split(IncomingMessage bundle,
+                                                    const WireLimits& limits);
 
  private:
+  // A header of `words` words at `begin` (aligned) into msg's reader, every pointer walked once;
+  // its type and status code known.
+  static Status ReadHeaderWords(const capnp::word* begin, size_t words, const WireLimits& limits,
+                                IncomingMessage& msg);
+  // Part `index` of a bundle whose payloads from `first` on are not yet taken: its header
+  // (`bytes`), its payloads checked against the bundle's.
+  static Result<IncomingMessage> ReadPart(const std::shared_ptr<const IncomingMessage>& bundle,
+                                          IncomingMessage& payloads, size_t index,
+                                          capnp::Data::Reader bytes, size_t* first,
+                                          const WireLimits& limits);
   // The header frame (frames[0], taken) into msg's reader, every pointer walked once.
   static Status ReadHeader(std::vector<zmq::message_t>& frames, const WireLimits& limits,
                            IncomingMessage& msg);
@@ -158,7 +170,11 @@ Status MessageDecoder::ReadHeader(std::vector<zmq::message_t>& frames, const Wir
     std::memcpy(msg.aligned_header_.begin(), begin, header_bytes);
     begin = msg.aligned_header_.begin();
   }
+  return ReadHeaderWords(begin, words, limits, msg);
+}
 
+Status MessageDecoder::ReadHeaderWords(const capnp::word* begin, size_t words,
+                                       const WireLimits& limits, IncomingMessage& msg) {
   capnp::ReaderOptions options;
   // Every word may be visited at most a few times; a message amplifying more is hostile.
   options.traversalLimitInWords = words * 4 + 64;
@@ -265,6 +281,88 @@ Status MessageDecoder::ReadPayloads(std::vector<zmq::message_t>& frames, const W
   return Status::Ok();
 }
 
+Result<std::vector<IncomingMessage>> MessageDecoder::Split(IncomingMessage bundle,
+                                                           const WireLimits& limits) {
+  // The parts take the payloads; the header, which they read, stays shared by them all.
+  IncomingMessage payloads;
+  payloads.tensors_ = std::move(bundle.tensors_);
+  payloads.payload_frames_ = std::move(bundle.payload_frames_);
+  bundle.DropPayloads();
+  auto whole = std::make_shared<const IncomingMessage>(std::move(bundle));
+  const auto parts = whole->header().getParts();
+  const size_t total = payloads.tensors_.size();
+  if (parts.size() == 0 || parts.size() > limits.max_payload_frames) {
+    return ProtocolError("a bundle of " + std::to_string(parts.size()) + " parts (1 to " +
+                         std::to_string(limits.max_payload_frames) + ")");
+  }
+  std::vector<IncomingMessage> out;
+  size_t first = 0;
+  for (unsigned p = 0; p < parts.size(); ++p) {
+    TOWERPS_ASSIGN_OR_RETURN(IncomingMessage part,
+                             ReadPart(whole, payloads, p, parts[p], &first, limits));
+    out.push_back(std::move(part));
+  }
+  if (first != total) {
+    return ProtocolError("a bundle's parts describe " + std::to_string(first) + " of its " +
+                         std::to_string(total) + " payloads");
+  }
+  return out;
+}
+
+namespace {
+
+bool SameMeta(proto::TensorMeta::Reader a, proto::TensorMeta::Reader b) {
+  if (a.getVariableId() != b.getVariableId() || a.getChunkId() != b.getChunkId() ||
+      a.getDtype() != b.getDtype() || a.getPayloadBytes() != b.getPayloadBytes() ||
+      a.getShape().size() != b.getShape().size()) {
+    return false;
+  }
+  for (unsigned d = 0; d < a.getShape().size(); ++d) {
+    if (a.getShape()[d] != b.getShape()[d]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<IncomingMessage> MessageDecoder::ReadPart(
+    const std::shared_ptr<const IncomingMessage>& bundle, IncomingMessage& payloads, size_t index,
+    capnp::Data::Reader bytes, size_t* first, const WireLimits& limits) {
+  const auto where = [index] { return "bundle part " + std::to_string(index); };
+  if (bytes.size() == 0 || bytes.size() % sizeof(capnp::word) != 0 ||
+      bytes.size() > limits.max_header_bytes ||
+      reinterpret_cast<uintptr_t>(bytes.begin()) % alignof(capnp::word) != 0) {
+    return ProtocolError(where() + " is not a Cap'n Proto header (" +
+                         std::to_string(bytes.size()) + " bytes)");
+  }
+  IncomingMessage part;
+  part.whole_ = bundle;
+  part.peer_ = bundle->peer();
+  TOWERPS_RETURN_IF_ERROR(
+      ReadHeaderWords(reinterpret_cast<const capnp::word*>(bytes.begin()),
+                      bytes.size() / sizeof(capnp::word), limits, part)
+          .WithContext(where()));
+  if (part.type() == proto::MessageType::BUNDLE) {
+    return ProtocolError(where() + " is a bundle itself");
+  }
+  const auto metas = part.header_.getTensors();
+  const auto all = bundle->header().getTensors();
+  if (metas.size() > all.size() - *first) {
+    return ProtocolError(where() + " describes " + std::to_string(metas.size()) +
+                         " payloads, and the bundle has " + std::to_string(all.size() - *first) +
+                         " left");
+  }
+  for (unsigned i = 0; i < metas.size(); ++i, ++*first) {
+    if (!SameMeta(metas[i], all[static_cast<unsigned>(*first)])) {
+      return ProtocolError(where() + "'s payload " + std::to_string(i) +
+                           " is not the bundle's payload " + std::to_string(*first));
+    }
+    part.tensors_.push_back(std::move(payloads.tensors_[*first]));
+    part.payload_frames_.push_back(std::move(payloads.payload_frames_[*first]));
+  }
+  return part;
+}
+
 Result<IncomingMessage> DecodeMessage(std::string peer, std::vector<zmq::message_t> frames,
                                       const WireLimits& limits, ShmLinks* shm) {
   return MessageDecoder::Decode(std::move(peer), std::move(frames), limits, shm);
@@ -275,3 +373,11 @@ const zmq::message_t* PayloadFrameOf(const IncomingMessage& message, size_t i) {
 }
 
 }  // namespace towerps::internal
+
+namespace towerps {
+
+Result<std::vector<IncomingMessage>> SplitBundle(IncomingMessage bundle, const WireLimits& limits) {
+  return internal::MessageDecoder::Split(std::move(bundle), limits);
+}
+
+}  // namespace towerps

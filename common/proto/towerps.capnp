@@ -40,6 +40,9 @@ enum MessageType {
   leave @21;           # worker -> server: this worker is done (--shutdown-servers); a chief's
                        # shutdown waits for every worker's (ps/server/shutdown_gate.h).
                        # Answered: pong
+  bundle @22;          # several requests to one server, or their replies, in one message:
+                       # Header.parts (each a whole header, with its own requestId) and the
+                       # payloads of part 0, then part 1, ... (ps/client/client_impl.h)
 }
 
 enum Role {
@@ -198,6 +201,11 @@ struct Header {
   # pull of a table partition: every row it holds, whatever the ids (none are sent); the reply
   # carries their ids as a third tensor (an export of the table).
   everyRow @34 :Bool;
+  # bundle: each part a flat Cap'n Proto Header of its own, a push or a pull (a reply: its
+  # reply), whose `tensors` describe the next of the bundle's payloads, in order; `tensors` here
+  # describes them all. Parts are answered each by its own reply, and a bundle's replies travel as
+  # one bundle once every part has one.
+  parts @35 :List(Data);
 }
 
 enum ReplicaOp {
@@ -261,6 +269,9 @@ struct ServerStats {
   # Wall-clock time since this server's first update (0 before it): the job's training time as
   # this server saw it, which a restarted chief's summary reports (python/session.h).
   sinceFirstUpdateNanos @23 :UInt64;
+  # Messages received and sent on the workers' socket (a bundle is one).
+  messagesIn @24 :UInt64;
+  messagesOut @25 :UInt64;
 }
 
 struct ConfigField {

@@ -100,6 +100,8 @@ void Client::LogConnections() const {
   }
 }
 
+void Client::Together(const std::function<void()>& calls) { impl_->Together(calls); }
+
 Tensor Client::Allocate(const Shape& shape, size_t alignment) {
   return impl_->Allocate(shape, alignment);
 }

@@ -38,7 +38,24 @@ void Client::Impl::Submit(int server, OutgoingMessage msg, std::string what, Com
   call.message.emplace(std::move(msg));
   call.what = std::move(what);
   call.done = std::move(done);
+  Queue(std::move(call));
+}
+
+void Client::Impl::Queue(Call call) {
+  if (together_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+    call.together = true;
+    together_.push_back(std::move(call));
+    return;
+  }
   calls_.Push(std::move(call));
+}
+
+void Client::Impl::Together(const std::function<void()>& calls) {
+  together_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  calls();
+  together_thread_.store(std::thread::id(), std::memory_order_relaxed);
+  calls_.PushAll(std::move(together_));
+  together_.clear();
 }
 
 OutgoingMessage Client::Impl::NewMessage(proto::MessageType type) const {
@@ -73,7 +90,7 @@ void Client::Impl::SendToChunk(const ChunkSpec& c, OutgoingMessage m, Completion
               std::to_string(c.chunk_id);
   call.message.emplace(std::move(m));
   call.done = std::move(done);
-  calls_.Push(std::move(call));
+  Queue(std::move(call));
 }
 
 std::string Client::Impl::ServerName(int server) const {
@@ -101,14 +118,9 @@ void Client::Impl::Loop() {
       TOWERPS_LOG(kError) << "client poll failed: " << ready.status().ToString();
       continue;
     }
-    if (ready->back()) {
-      for (Call& call : calls_.DrainAll()) {
-        if (call.server < 0 && call.group < 0) {
-          FailAll(CancelledError("the parameter-server client was shut down"));
-          return;
-        }
-        Send(std::move(call));
-      }
+    if (ready->back() && !SendAll(calls_.DrainAll())) {
+      FailAll(CancelledError("the parameter-server client was shut down"));
+      return;
     }
     for (size_t i = 0; i < sockets.size(); ++i) {
       if (!(*ready)[i]) continue;
@@ -195,6 +207,51 @@ void Client::Impl::SendTakeOver(int to, int failed, bool unresponsive) {
   Send(std::move(call));
 }
 
+bool Client::Impl::SendAll(std::vector<Call> calls) {
+  std::map<int, std::vector<Call>> bundles;  // by server: the calls made together
+  for (Call& call : calls) {
+    if (call.server < 0 && call.group < 0) return false;
+    const auto type = call.message->header().getType();
+    if (!call.together ||
+        (type != proto::MessageType::PUSH && type != proto::MessageType::PULL)) {
+      Send(std::move(call));
+      continue;
+    }
+    if (call.group >= 0) call.server = router_.RouteOf(call.group);
+    bundles[call.server].push_back(std::move(call));
+  }
+  for (auto& [server, parts] : bundles) {
+    if (parts.size() == 1) {
+      Send(std::move(parts[0]));
+    } else {
+      SendBundle(server, std::move(parts));
+    }
+  }
+  return true;
+}
+
+void Client::Impl::SendBundle(int server, std::vector<Call> parts) {
+  const Deadline deadline = Deadline::After(options_.rpc_timeout);
+  std::vector<OutgoingMessage> messages;
+  std::vector<uint64_t> ids;
+  for (Call& call : parts) {
+    ids.push_back(requests_.NextId());
+    call.message->header().setRequestId(ids.back());
+    messages.push_back(std::move(*call.message));
+  }
+  const Status s =
+      sockets_[server]->Send(OutgoingMessage::Bundle(std::move(messages)), deadline);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Call& call = parts[i];
+    if (!s.ok()) {
+      call.done(s.WithContext(call.what + " to " + ServerName(server)));
+      continue;
+    }
+    requests_.Add(ids[i], PendingRequest{server, call.group, deadline, std::move(call.what),
+                                         std::move(call.done)});
+  }
+}
+
 void Client::Impl::Send(Call call) {
   if (call.group >= 0) call.server = router_.RouteOf(call.group);
   if (router_.unresponsive(call.server) &&
@@ -221,6 +278,20 @@ void Client::Impl::Complete(int server, IncomingMessage msg) {
     ServerRestarted(server);
     return;  // whatever this answers was failed with the rest
   }
+  if (msg.type() != proto::MessageType::BUNDLE) {
+    CompletePart(server, std::move(msg));
+    return;
+  }
+  Result<std::vector<IncomingMessage>> parts = SplitBundle(std::move(msg));
+  if (!parts.ok()) {  // its calls time out, naming the server
+    TOWERPS_LOG(kError) << "unreadable bundle of replies from " << ServerName(server) << ": "
+                        << parts.status().ToString();
+    return;
+  }
+  for (IncomingMessage& part : *parts) CompletePart(server, std::move(part));
+}
+
+void Client::Impl::CompletePart(int server, IncomingMessage msg) {
   std::optional<PendingRequest> p = requests_.Take(msg.header().getRequestId(), server);
   if (!p) return;  // a late reply to a timed-out call
   if (msg.type() == proto::MessageType::ERROR) {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,6 +35,7 @@ struct Call {
   std::string what;
   Completion done;
   std::chrono::milliseconds timeout{0};  // 0: the client's rpc_timeout
+  bool together = false;  // made inside Client::Together: may share a bundle with the others
 };
 
 class Client::Impl {
@@ -54,6 +56,9 @@ class Client::Impl {
                     const std::function<void(const ChunkSpec&, Result<IncomingMessage>)>& done);
   // Sends one request addressed to chunk (or table partition) `c`, to the primary of its group.
   void SendToChunk(const ChunkSpec& c, OutgoingMessage msg, Completion done);
+  // Calls the calling thread queues inside `calls` reach the I/O thread at once, marked
+  // `together` (Client::Together).
+  void Together(const std::function<void()>& calls);
   std::string ServerName(int server) const;
   // From a registerReply (I/O thread): the groups `server` is the primary of now.
   void Claim(int server, const std::vector<int>& groups) { router_.Claim(server, groups); }
@@ -72,8 +77,16 @@ class Client::Impl {
 
  private:
   void Loop();
+  // Queues `call` for the I/O thread, or holds it inside the caller's Together.
+  void Queue(Call call);
+  // Sends what the I/O thread drained, the calls made together for one server as one bundle.
+  // False when a call asked the I/O thread to stop.
+  bool SendAll(std::vector<Call> calls);
   void Send(Call call);
+  // `parts` (two or more) to `server` as one bundle; each is pending on its own.
+  void SendBundle(int server, std::vector<Call> parts);
   void Complete(int server, IncomingMessage msg);
+  void CompletePart(int server, IncomingMessage msg);
   void ProbeServers();
   // `server` is gone (silent): its groups fail over, and what was outstanding there fails with
   // kNetwork, so that the caller rejoins (server_restarts() moves).
@@ -89,6 +102,9 @@ class Client::Impl {
   std::unique_ptr<Transport> transport_;
   std::vector<std::unique_ptr<Socket>> sockets_;
   Mailbox<Call> calls_;
+  // Together(): the thread inside it, and what it queued so far.
+  std::atomic<std::thread::id> together_thread_{};
+  std::vector<Call> together_;  // the together_thread_'s only
   std::thread io_;
   RequestBook requests_;  // I/O thread only
   ReplicaRouter router_;  // I/O thread only

@@ -218,10 +218,11 @@ void Server::Dispatch(IncomingMessage msg) {
     replicas_.Heard(peer, msg.header().getServerIncarnation());
   }
   switch (msg.type()) {
-    case proto::MessageType::PING: {
-      SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
+    case proto::MessageType::PING:
+      return SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
+    case proto::MessageType::BUNDLE:  // each part as if it came alone
+      for (IncomingMessage& part : bundles_.Open(std::move(msg))) Route(std::move(part));
       return;
-    }
     case proto::MessageType::REGISTER:
       HandleRegister(msg);
       return;
@@ -297,6 +298,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   unsigned c = 0;
   for (int g : primary) claims.set(c++, static_cast<uint32_t>(g));
   SendOrLog(std::move(reply));
+  bundles_.Forget(msg.peer());  // what it had in flight is lost to it
   registered_.insert(h.getSenderRank());
   TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
 }
@@ -317,10 +319,12 @@ void Server::Route(IncomingMessage msg) {
   shards_.Post(variable, chunk, std::move(task));
 }
 
-void Server::SendOrLog(OutgoingMessage msg) {
-  msg.header().setServerIncarnation(incarnation_);
-  const std::string peer = msg.peer();
-  Status s = socket_->Send(std::move(msg), Deadline::After(std::chrono::seconds(5)));
+void Server::SendOrLog(OutgoingMessage reply) {
+  reply.header().setServerIncarnation(incarnation_);
+  std::optional<OutgoingMessage> msg = bundles_.Add(std::move(reply));
+  if (!msg) return;  // a bundle's part, its bundle not yet answered in full
+  const std::string peer = msg->peer();
+  Status s = socket_->Send(std::move(*msg), Deadline::After(std::chrono::seconds(5)));
   // A gone peer (a worker killed or restarting, or every worker at Ctrl-C) loses the replies of
   // all its waiting requests at once: one line says so.
   if (!s.ok() && unreachable_peers_.insert(peer).second) {
@@ -336,10 +340,8 @@ ServerStatsReport Server::CollectStats() const {
   r.row_staleness_histogram.assign(kStalenessBuckets, 0);
   shards_.AddStats(&r);
   r.registered_workers.assign(registered_.begin(), registered_.end());
-  const SocketStats& ss = socket_->stats();
-  r.bytes_in = ss.bytes_in;
-  r.bytes_out = ss.bytes_out;
-  r.rejected_messages = ss.rejected + rejected_by_handlers_;
+  AddSocketStats(socket_->stats(), &r);
+  r.rejected_messages += rejected_by_handlers_ + bundles_.rejected();
   r.refused_handshakes = socket_->refused_handshakes();
   r.refused_shutdowns = shutdown_.refused();
   r.checkpoints_written = checkpoints_.written();

@@ -42,6 +42,7 @@
 #include "job/version.h"
 #include "ps/server/busy_clock.h"
 #include "ps/server/checkpoint.h"
+#include "ps/server/bundle_replies.h"
 #include "ps/server/checkpointer.h"
 #include "ps/server/replica_links.h"
 #include "ps/server/server_options.h"
@@ -114,6 +115,7 @@ class Server {
   std::vector<IncomingMessage> early_replicates_;  // joining: arrived before the model
   bool deposed_ = false;
   ShutdownGate shutdown_;
+  BundleReplies bundles_;  // the replies of bundles' parts, held until each bundle's are all in
   Checkpointer checkpoints_;
   int64_t restored_version_ = kNoVersion;  // lowest chunk version restored; kNoVersion: fresh
   std::unique_ptr<ServerEvents> events_;   // with --logdir

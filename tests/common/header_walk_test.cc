@@ -71,6 +71,9 @@ int FillEveryPointer(capnp::DynamicStruct::Builder s) {
           set += FillEveryPointer(list[i].as<capnp::DynamicStruct>());
         } else if (element.isText()) {
           list.set(i, capnp::Text::Reader("t"));
+        } else if (element.isData()) {
+          static const kj::byte kBytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+          list.set(i, capnp::Data::Reader(kBytes, sizeof(kBytes)));
         } else if (element.isBool()) {
           list.set(i, true);
         } else {

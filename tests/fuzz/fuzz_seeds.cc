@@ -98,6 +98,18 @@ void MessageSeeds() {
   rows_push.AddTensor(ids({5, 6}), 0, 0);
   Write("message", "table-push-then-pull", Frames(rows_push));
 
+  // A bundle (Header.parts) of a table pull and a dense push, as a worker's step sends them.
+  std::vector<OutgoingMessage> parts;
+  parts.emplace_back(proto::MessageType::PULL);
+  parts.back().header().setRequestId(7);
+  parts.back().AddTensor(ids({3, 9}), 0, 0);
+  parts.emplace_back(proto::MessageType::PUSH);
+  parts.back().header().setRequestId(8);
+  parts.back().header().setVariableId(1);
+  parts.back().AddTensor(Iota({2, 2}, DType::kFloat32), 1, 0);
+  OutgoingMessage bundle = OutgoingMessage::Bundle(std::move(parts));
+  Write("message", "bundle", Frames(bundle));
+
   OutgoingMessage reg(proto::MessageType::REGISTER);
   reg.header().setConfigFingerprint(0xfeed);
   auto vars = reg.header().initVariables(2);

@@ -10,7 +10,8 @@
 // ShmInfo (arena address, acknowledgement, released refs) is taken, and a payload claiming to be
 // in an arena that is not mapped must be refused. A pull or push is also read as a table
 // partition's request (ps/server/table_requests.h) and, when accepted, served by a partition.
-// (Payloads in a mapped arena are fuzzed against a real arena by
+// A bundle is split into its parts (SplitBundle), each of which must be a whole message read as
+// the others are. (Payloads in a mapped arena are fuzzed against a real arena by
 // tests/common/shm_transport_test.cc: a fuzzed input cannot name one.)
 #include <zmq.hpp>
 
@@ -210,5 +211,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ReadTensors(*m);
   ReadReplicaState(*m);
   ReadTableRequest(*m);
+  if (m->type() != proto::MessageType::BUNDLE) return 0;
+  // A bundle's parts, as the server (and the client, for replies) reads them.
+  Result<std::vector<IncomingMessage>> parts = towerps::SplitBundle(std::move(*m), kLimits);
+  if (!parts.ok()) {
+    FUZZ_CHECK(parts.status().code() == StatusCode::kProtocol,
+               "a bad bundle must be kProtocol: " + parts.status().ToString());
+    return 0;
+  }
+  for (const IncomingMessage& part : *parts) {
+    FUZZ_CHECK(part.type() != proto::MessageType::BUNDLE, "a bundle in a bundle was accepted");
+    ReadHeader(part.header());
+    ReadTensors(part);
+    ReadReplicaState(part);
+    ReadTableRequest(part);
+  }
   return 0;
 }

@@ -1,7 +1,8 @@
 // Tables through real towerps-server processes and ps::Client::Pull/Push of a table: rows spread
 // over two servers by id, the same bits over TCP and shared memory as an in-process partition
 // computes, errors that name the table, the servers' row counts and row staleness in their
-// statistics, and rows kept across a server's restart from its checkpoint.
+// statistics, rows kept across a server's restart from its checkpoint, and calls made together
+// travelling as one message each way.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -321,6 +322,51 @@ TEST_F(TableServerTest, EmptyPullsProbeEveryPartitionAndEveryRowExportsTheTable)
   EXPECT_EQ(0, std::memcmp(same.rows.raw_data(), all.rows.raw_data(), all.rows.byte_size()));
   EXPECT_EQ(0,
             std::memcmp(same.updates.raw_data(), all.updates.raw_data(), all.updates.byte_size()));
+}
+
+// Calls made together (Client::Together) travel as one bundle per server each way, and each
+// part is answered as if it came alone: the same rows as the same pulls made one by one.
+TEST_F(TableServerTest, CallsMadeTogetherAreOneMessageEachWayWithTheSameReplies) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "tables_bundle");
+  ASSERT_TRUE(cluster_->ok());
+  auto clients = Connect(*cluster_, 1);
+  Client& c = *clients[0];
+  TrainSync(clients, 1, 0, 2);
+  const auto ids = [](int w) { return Deduplicate(BatchIds(w, 9), 1).ids; };
+  auto pulls = [&] {
+    std::vector<std::future<Result<PulledVariable>>> f;
+    f.push_back(c.Pull({.variable_id = 1, .ids = ids(0), .min_version = 2}));
+    f.push_back(c.Pull({.variable_id = 1, .ids = ids(1), .min_version = 2}));
+    f.push_back(c.Pull({.variable_id = 0, .min_version = 2}));
+    return f;
+  };
+  const ServerStatsReport before = Get(c.Stats(0));
+  std::vector<std::future<Result<PulledVariable>>> together;
+  c.Together([&] { together = pulls(); });
+  std::vector<PulledVariable> got;
+  for (auto& f : together) got.push_back(Get(std::move(f)));
+  const ServerStatsReport after = Get(c.Stats(0));
+  // The bundle and the second stats request in; the first stats reply and the bundle's out.
+  EXPECT_EQ(after.messages_in - before.messages_in, 2u);
+  EXPECT_EQ(after.messages_out - before.messages_out, 2u);
+  EXPECT_EQ(after.rejected_messages, 0u);
+  std::vector<std::future<Result<PulledVariable>>> alone = pulls();
+  for (size_t i = 0; i < alone.size(); ++i) {
+    const PulledVariable one = Get(std::move(alone[i]));
+    const Tensor& a = i < 2 ? one.rows : one.chunks.at(0).second;
+    const Tensor& b = i < 2 ? got[i].rows : got[i].chunks.at(0).second;
+    ASSERT_EQ(a.byte_size(), b.byte_size()) << "call " << i;
+    EXPECT_EQ(0, std::memcmp(a.raw_data(), b.raw_data(), a.byte_size())) << "call " << i;
+    EXPECT_EQ(one.version, got[i].version);
+  }
+  // An error stays in its part: a pull of a table row beyond the table fails alone.
+  std::future<Result<PulledVariable>> bad, good;
+  c.Together([&] {
+    bad = c.Pull({.variable_id = 1, .ids = Ids({5000}), .min_version = 2});
+    good = c.Pull({.variable_id = 1, .ids = Ids({3}), .min_version = 2});
+  });
+  EXPECT_FALSE(bad.get().ok());
+  EXPECT_TRUE(good.get().ok());
 }
 
 // Async with two workers: worker 0's rows were updated by worker 1 between its pull and its

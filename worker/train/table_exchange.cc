@@ -65,16 +65,18 @@ void TableExchange::SendPull(Table& t) {
 
 void TableExchange::Pull(int64_t version, int64_t clock, bool exact) {
   ask_ = {.version = version, .clock = clock, .exact = exact};
-  for (Table& t : tables_) {
-    if (t.prepared) {
-      SendPull(t);
-    } else if (!t.input) {
-      // A fed table's step begins: its lookups come with the caller's forward.
-      t.fed.clear();
-      t.current = {};
-      t.rows = {};
+  client_.Together([&] {  // every table's pull in one message per server
+    for (Table& t : tables_) {
+      if (t.prepared) {
+        SendPull(t);
+      } else if (!t.input) {
+        // A fed table's step begins: its lookups come with the caller's forward.
+        t.fed.clear();
+        t.current = {};
+        t.rows = {};
+      }
     }
-  }
+  });
 }
 
 size_t TableExchange::Feed(int index, std::span<const uint64_t> ids) {
@@ -125,6 +127,10 @@ Result<int64_t> TableExchange::AwaitRows(TowerGroup& towers) {
 
 Result<Tensor> TableExchange::PulledUpdates(int index, std::span<const uint64_t> ids) const {
   const Table& t = tables_.at(static_cast<size_t>(index));
+  if (static_cast<int64_t>(ids.size()) == t.current.size() &&
+      std::equal(ids.begin(), ids.end(), t.current.ids.u64())) {
+    return t.rows.updates;  // the ids pulled, in their order: their counts as they came
+  }
   std::unordered_map<uint64_t, uint32_t> pulled;
   pulled.reserve(static_cast<size_t>(t.current.size()));
   for (int64_t i = 0; i < t.current.size(); ++i) {
@@ -150,11 +156,20 @@ bool TableExchange::Push(const GradientSource& gradients, Divergence& divergence
                          int64_t clock, bool replace,
                          std::optional<std::pair<int64_t, int64_t>> next) {
   bool all_pulled = true;
+  client_.Together([&] {  // every table's push (and next pull) in one message per server
+    PushEach(gradients, divergence, version, clock, replace, next, &all_pulled);
+  });
+  return all_pulled;
+}
+
+void TableExchange::PushEach(const GradientSource& gradients, Divergence& divergence,
+                             int64_t version, int64_t clock, bool replace,
+                             std::optional<std::pair<int64_t, int64_t>> next, bool* all_pulled) {
   for (size_t i = 0; i < tables_.size(); ++i) {
     Table& t = tables_[i];
     const Gradient gradient = gradients(static_cast<int>(i));
     if (!divergence.CheckGradient(static_cast<int>(t.variable), gradient.rows)) {
-      all_pulled = false;  // withheld: this worker stops on it
+      *all_pulled = false;  // withheld: this worker stops on it
       continue;
     }
     const ps::PushRequest push{
@@ -177,7 +192,6 @@ bool TableExchange::Push(const GradientSource& gradients, Divergence& divergence
     t.pull = std::move(both.pull);
     t.prepared = false;
   }
-  return all_pulled;
 }
 
 Status TableExchange::AwaitPushes(Divergence& divergence, double* staleness_sum, int* pushes) {

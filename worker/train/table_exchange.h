@@ -130,6 +130,10 @@ class TableExchange {
   };
   // Table t's ids in `batch`, each once.
   ps::UniqueIds Unique(const Table& t, std::span<const uint64_t> ids) const;
+  // Push()'s sends, inside one Client::Together.
+  void PushEach(const GradientSource& gradients, Divergence& divergence, int64_t version,
+                int64_t clock, bool replace, std::optional<std::pair<int64_t, int64_t>> next,
+                bool* all_pulled);
   // Sends the pull of t's prepared ids at `ask_`.
   void SendPull(Table& t);
   // Waits for t's pull and hands its rows to `sink`; their version.
