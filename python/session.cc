@@ -14,6 +14,7 @@
 #include "worker/data/batch.h"
 #include "worker/train/chief.h"
 #include "worker/train/join_job.h"
+#include "worker/train/npz_export.h"
 
 namespace towerps::python {
 namespace {
@@ -149,11 +150,16 @@ Status Session::Connect(const std::vector<const float*>& initial) {
   return Status::Ok();
 }
 
-Result<int64_t> Session::Register() {
+std::vector<ps::VariableSpec> Session::Variables() const {
   std::vector<ps::VariableSpec> variables;
   for (const ParameterSpec& p : parameters_)
     variables.push_back({.name = p.name, .shape = p.shape});
   tables_.AddVariables(&variables);
+  return variables;
+}
+
+Result<int64_t> Session::Register() {
+  const std::vector<ps::VariableSpec> variables = Variables();
   return worker::RegisterModel(
       *client_, variables, ps::VariableListHash(variables), o_.rank, num_parameters(),
       [&](int v) {
@@ -405,10 +411,26 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
     out << json << "\n";
     if (!out) return IoError("cannot write --summary-out " + o_.worker.summary_out);
   }
+  if (!o_.worker.export_npz.empty()) TOWERPS_RETURN_IF_ERROR(ExportNpz(o_.worker.export_npz));
   if (o_.worker.shutdown_servers) {
     TOWERPS_RETURN_IF_ERROR(worker::StopServers(*client_, o_.stop));
   }
   return json;
+}
+
+Status Session::ExportNpz(const std::string& path) {
+  const std::vector<ps::VariableSpec> variables = Variables();
+  std::vector<Tensor> values;
+  for (size_t v = 0; v < parameters_.size(); ++v) {
+    values.push_back(Tensor::Empty(parameters_[v].shape));
+    std::memcpy(values.back().f32(), values_[v], values.back().byte_size());
+  }
+  values.resize(variables.size());
+  TOWERPS_ASSIGN_OR_RETURN(std::vector<ps::TableRows> rows, tables_.Export());
+  std::vector<ps::TableRows> tables(parameters_.size());  // by variable: none for a parameter
+  for (ps::TableRows& t : rows) tables.push_back(std::move(t));
+  return worker::WriteNpz(worker::NpzArrays(variables, values, tables), path)
+      .WithContext("--export-npz");
 }
 
 }  // namespace towerps::python

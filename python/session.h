@@ -137,7 +137,8 @@ class Session {
   // values are those already, and nothing is asked.
   Status PullFinal(const std::vector<float*>& dst);
   // The chief's end of training: the servers' counters gathered, the summary written to
-  // --summary-out and returned as JSON, and (--shutdown-servers) the servers asked to stop.
+  // --summary-out and returned as JSON, --export-npz written, and (--shutdown-servers) the
+  // servers asked to stop.
   // Others: an empty string, and (--shutdown-servers) the servers told this worker is done, so
   // that the chief's request waits for it (ps/server/shutdown_gate.h).
   Result<std::string> Finish(const FinalMetrics& metrics);
@@ -150,9 +151,14 @@ class Session {
   void Send(size_t i, Tensor gradient);
   // EndStep's "train" line, every --log-every steps.
   void LogTrainLine(std::optional<double> loss, double staleness);
+  // The parameters' and the tables' variables, as registered.
+  std::vector<ps::VariableSpec> Variables() const;
   // Declares the model to the servers; the chief's values for a chunk without one come from
   // values_. The lowest version they restored.
   Result<int64_t> Register();
+  // --export-npz: the parameters' values (the last loaded) and every table's rows, as a native
+  // chief writes them (worker/train/npz_export.h).
+  Status ExportNpz(const std::string& path);
   // `failed`, or after a server restart (each time one restarted since the last try)
   // `recover()`'s status: a Rejoin and the wait again, or (a table's pull, mid-step) a
   // registration and the pull again.

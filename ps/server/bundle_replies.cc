@@ -57,13 +57,22 @@ std::optional<OutgoingMessage> BundleReplies::Add(OutgoingMessage reply) {
   return whole;
 }
 
-void BundleReplies::Forget(const std::string& peer) {
+std::vector<OutgoingMessage> BundleReplies::Release(const std::string& peer) {
   for (auto it = parts_.begin(); it != parts_.end();) {
     it = it->first.first == peer ? parts_.erase(it) : std::next(it);
   }
+  std::vector<OutgoingMessage> held;
   for (auto it = bundles_.begin(); it != bundles_.end();) {
-    it = it->second.peer == peer ? bundles_.erase(it) : std::next(it);
+    if (it->second.peer != peer) {
+      ++it;
+      continue;
+    }
+    for (std::optional<OutgoingMessage>& r : it->second.replies) {
+      if (r) held.push_back(std::move(*r));
+    }
+    it = bundles_.erase(it);
   }
+  return held;
 }
 
 }  // namespace towerps::ps

@@ -4,8 +4,8 @@
 // one bundle go back together, as one bundle, once every part has one. So a step whose tables
 // travel in one request per server also comes back in one reply.
 //
-// Contract: the server's I/O thread only; not thread-safe. A bundle whose worker registers again
-// is forgotten (its calls were failed on the worker's side).
+// Contract: the server's I/O thread only; not thread-safe. The bundles of a worker that registers
+// again are closed (Release), so that nothing it still waits for is held back.
 #ifndef TOWERPS_PS_SERVER_BUNDLE_REPLIES_H_
 #define TOWERPS_PS_SERVER_BUNDLE_REPLIES_H_
 
@@ -32,8 +32,9 @@ class BundleReplies {
   // `reply`, when it answers a part of an open bundle: held (nullopt), or, the last, the whole
   // bundle's replies as one message. Any other reply comes back as it is.
   std::optional<OutgoingMessage> Add(OutgoingMessage reply);
-  // Forgets `peer`'s open bundles.
-  void Forget(const std::string& peer);
+  // Closes `peer`'s open bundles (it registered again): the replies they hold, to send each
+  // alone now; their parts not yet answered will be answered alone too.
+  std::vector<OutgoingMessage> Release(const std::string& peer);
   size_t open() const { return bundles_.size(); }
 
  private:

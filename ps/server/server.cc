@@ -298,7 +298,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   unsigned c = 0;
   for (int g : primary) claims.set(c++, static_cast<uint32_t>(g));
   SendOrLog(std::move(reply));
-  bundles_.Forget(msg.peer());  // what it had in flight is lost to it
+  for (OutgoingMessage& held : bundles_.Release(msg.peer())) SendOrLog(std::move(held));
   registered_.insert(h.getSenderRank());
   TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
 }

@@ -12,7 +12,8 @@ A table is named as plain PyTorch names its weight (``"emb.weight"`` for ``model
 registered by ``DistributedOptimizer(model.named_parameters(), model=model)``; a forward before
 that raises. Every table of a step can be looked up at once, one pull per table in flight
 together, with ``DistributedOptimizer.prefetch({module: ids, ...})`` before the forward, or
-``DistributedOptimizer(..., sparse_inputs=fn)``, which does it from the model's inputs.
+``DistributedOptimizer(..., sparse_inputs=fn)``, which does it from the model's inputs. An
+``EmbeddingBagCollection`` does it itself, and computes all its tables in one operation.
 
 Contract: modules of the training thread. ``max_norm`` and ``_weight`` are refused (the rows are
 the servers'); ``sparse`` is accepted and ignored (the gradient is always by row). A padding id's
@@ -24,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-__all__ = ["Embedding", "EmbeddingBag"]
+__all__ = ["Embedding", "EmbeddingBag", "EmbeddingBagCollection"]
 
 
 class _Table(torch.nn.Module):
@@ -90,7 +91,7 @@ class _Table(torch.nn.Module):
             rows = rows.to(input.device)
         if torch.is_grad_enabled():
             rows.requires_grad_()
-            self._optimizer._lookups.append((self._index, ids, rows))
+            self._optimizer._lookups.append((self._index, ids, rows, slice(None)))
         return rows, torch.from_numpy(inverse).to(input.device).view(input.shape), pad
 
     def _take_prefetched(self, input):
@@ -145,3 +146,46 @@ class EmbeddingBag(_Table):
         return F.embedding_bag(inverse, rows, offsets, scale_grad_by_freq=self.scale_grad_by_freq,
                                mode=self.mode, per_sample_weights=per_sample_weights,
                                include_last_offset=self.include_last_offset, padding_idx=pad)
+
+
+class EmbeddingBagCollection(torch.nn.ModuleDict):
+    """Many tables of one width looked up together, as a click model's categorical fields are
+    (in the spirit of TorchRec's EmbeddingBagCollection): ``tables`` maps each field's name to its
+    number of rows (None: unbounded). ``forward(ids)`` takes one id per field and example, an
+    int64 ``[batch, fields]`` tensor in ``tables``' order, and returns ``[batch, fields, dim]``.
+
+    Each field is an ``EmbeddingBag`` of the collection (``coll["c0"]``), registered and saved as
+    ``<collection>.<name>.weight``, the names a ``torch.nn.ModuleDict`` of plain EmbeddingBags
+    has. A forward looks every field up in one exchange with the servers and computes them all
+    from one tensor of rows, so a model's cost per step does not grow with its fields' count as
+    a module per field does."""
+
+    def __init__(self, tables, embedding_dim):
+        super().__init__({name: EmbeddingBag(rows, embedding_dim, mode="sum")
+                          for name, rows in dict(tables).items()})
+        if not len(self):
+            raise ValueError("EmbeddingBagCollection: give at least one table")
+        self.embedding_dim = embedding_dim
+
+    def forward(self, ids):
+        fields = list(self.values())
+        if ids.dim() != 2 or ids.shape[1] != len(fields):
+            raise ValueError("EmbeddingBagCollection: ids of shape %s; give [batch, %d], one id "
+                             "per field" % (tuple(ids.shape), len(fields)))
+        optimizer = fields[0]._optimizer
+        if optimizer is None:
+            fields[0]._rows(ids[:, 0])  # raises, saying how to register the model
+        got = optimizer._session.lookup(
+            [(f._index, _ids(ids[:, k])) for k, f in enumerate(fields)])
+        rows = torch.from_numpy(np.concatenate([g[1] for g in got]))
+        starts = np.cumsum([0] + [len(g[0]) for g in got])
+        inverse = torch.stack([torch.from_numpy(g[2]) + int(starts[k])
+                               for k, g in enumerate(got)], dim=1)
+        if ids.device.type != "cpu":
+            rows, inverse = rows.to(ids.device), inverse.to(ids.device)
+        if torch.is_grad_enabled():
+            rows.requires_grad_()
+            for k, (f, g) in enumerate(zip(fields, got)):
+                optimizer._lookups.append(
+                    (f._index, g[0], rows, slice(int(starts[k]), int(starts[k + 1]))))
+        return F.embedding(inverse, rows)

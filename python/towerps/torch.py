@@ -316,7 +316,9 @@ class DistributedOptimizer:
                 self._hook(i, p)
         for t, (name, module) in enumerate(tables):
             self._hook_table(t, name, module)
-        self._lookups = []  # this step's (table, ids, rows leaf) of the towerps.torch.nn tables
+        # This step's lookups of towerps.torch.nn tables: (table, ids, rows leaf, the table's part
+        # of the leaf; a collection's tables share one).
+        self._lookups = []
         self._server_tables = server_tables
         for t, (name, module) in enumerate(server_tables, start=len(tables)):
             module._name, module._index, module._optimizer = name, t, self
@@ -370,7 +372,8 @@ class DistributedOptimizer:
         held, self._held = self._held, []
         weights = [p for p in self._params if p.grad is not None]
         weights += [m.weight for m in self._table_modules if m.weight.grad is not None]
-        weights += [rows for _, _, rows in self._lookups if rows.grad is not None]
+        leaves = {id(rows): rows for _, _, rows, _ in self._lookups}  # a collection's is shared
+        weights += [rows for rows in leaves.values() if rows.grad is not None]
         if weights:
             device = weights[0].grad.device
             total = torch.norm(torch.stack(
@@ -482,9 +485,9 @@ class DistributedOptimizer:
         if self._clip is not None:
             self._clip_and_push()
         lookups, self._lookups = self._lookups, []
-        for t, ids, rows in lookups:
+        for t, ids, rows, part in lookups:
             if rows.grad is not None:
-                self._session.add_rows(t, ids, rows.grad.detach().cpu().numpy())
+                self._session.add_rows(t, ids, rows.grad.detach()[part].cpu().numpy())
         self._warn_if_pushed_gradients_changed()
         self._session.end_step(loss)
         self._load_values()

@@ -156,14 +156,16 @@ class SparseTableTest(unittest.TestCase):
 
 
 def table_reference(kind, steps=100):
-    """One process at 2B with a plain-PyTorch table of `kind` ("torch" or "bag") holding the
-    servers' initial rows, SGD (the table at lr 2): its losses and model."""
+    """One process at 2B with plain-PyTorch tables of `kind` ("torch", "bag" or "ebc") holding the
+    servers' initial rows, SGD (the tables at lr 2): its losses and model."""
     net = tiny_job.table_model(7, kind=kind)
+    tables = {n: p for n, p in net.named_parameters() if n.startswith("emb.")}
     with torch.no_grad():
-        rows = _towerps.initial_rows(7, "emb.weight", 0.05,
-                                     np.arange(tiny_job.IDS, dtype=np.uint64), tiny_job.DIM)
-        net.emb.weight.copy_(torch.from_numpy(rows))
-    opt = torch.optim.SGD([{"params": [net.emb.weight], "lr": 2.0},
+        for name, weight in tables.items():
+            rows = _towerps.initial_rows(7, name, 0.05,
+                                         np.arange(tiny_job.IDS, dtype=np.uint64), tiny_job.DIM)
+            weight.copy_(torch.from_numpy(rows))
+    opt = torch.optim.SGD([{"params": list(tables.values()), "lr": 2.0},
                            {"params": net.head.parameters()}], lr=0.1)
     return reference_losses(net, opt, tiny_job.categorical_dataset(), steps=steps), net
 
@@ -182,26 +184,35 @@ class TableModuleTest(unittest.TestCase):
 
     TABLE = ["--table-optimizer", "sgd", "--table-lr", "2"]
 
-    def run_job(self, out, kind, worker_args=()):
-        code, text, _ = launch(out, steps=100, extra=self.TABLE,
+    def run_job(self, out, kind, worker_args=(), extra=()):
+        code, text, _ = launch(out, steps=100, extra=self.TABLE + list(extra),
                                worker_args=["--table-kind", kind] + list(worker_args))
         self.assertEqual(code, 0, text)
         return [worker_record(out, r) for r in range(2)]
 
     def check_model_back(self, out, w, reference):
         state = torch.load(os.path.join(out, "model.pt"))
-        np.testing.assert_allclose(state["emb.weight"].numpy(),
-                                   reference.emb.weight.detach().numpy(), rtol=1e-4, atol=1e-6)
+        for name, weight in reference.named_parameters():
+            np.testing.assert_allclose(state[name].numpy(), weight.detach().numpy(), rtol=1e-4,
+                                       atol=1e-6, err_msg=name)
         plain = tiny_job.table_model(0, kind=reference.kind)
         plain.load_state_dict(state)  # strict: every key, the shapes plain PyTorch has
         self.assertAlmostEqual(accuracy_of(plain), w[0]["summary"]["test_accuracy"], places=6)
 
     def test_embedding_matches_one_process_and_its_state_dict_is_the_servers(self):
         with tempfile.TemporaryDirectory() as out:
-            w = self.run_job(out, "tps")
+            npz = os.path.join(out, "model.npz")
+            w = self.run_job(out, "tps", extra=["--export-npz", npz])
             reference_losses_, net = table_reference("torch")
             assert_workers_match(self, w, reference_losses_)
             self.check_model_back(out, w, net)
+            # --export-npz: the file a native chief writes, the table as its rows by id.
+            exported = np.load(npz)
+            state = torch.load(os.path.join(out, "model.pt"))
+            ids = exported["emb.weight/ids"]
+            np.testing.assert_array_equal(exported["emb.weight/rows"],
+                                          state["emb.weight"].numpy()[ids.astype(np.int64)])
+            np.testing.assert_array_equal(exported["head.weight"], state["head.weight"].numpy())
             summary = w[0]["summary"]
             self.assertEqual(summary["measures"], {"test_auc": summary["test_accuracy"] / 2,
                                                    "custom_measure": 7})
@@ -212,6 +223,13 @@ class TableModuleTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             w = self.run_job(out, "tps-bag", ["--prefetch"])
             reference_losses_, net = table_reference("bag")
+            assert_workers_match(self, w, reference_losses_)
+            self.check_model_back(out, w, net)
+
+    def test_a_collection_matches_a_plain_embedding_bag_per_field(self):
+        with tempfile.TemporaryDirectory() as out:
+            w = self.run_job(out, "tps-ebc")
+            reference_losses_, net = table_reference("ebc")
             assert_workers_match(self, w, reference_losses_)
             self.check_model_back(out, w, net)
 

@@ -44,11 +44,22 @@ def categorical_dataset(seed=99):
 class TableNet(torch.nn.Module):
     """`kind`: "torch" (nn.Embedding, a local weight), "bag" (nn.EmbeddingBag, mode sum, one bag
     per example), "tps" and "tps-bag" (their towerps.torch.nn namesakes, no local weight), and
-    "tps-unbounded" (tps.nn.Embedding of any int64 id: the ids are hashed first)."""
+    "tps-unbounded" (tps.nn.Embedding of any int64 id: the ids are hashed first); "ebc" (a
+    plain EmbeddingBag per field) and "tps-ebc" (tps.nn.EmbeddingBagCollection)."""
 
     def __init__(self, sparse=True, kind="torch"):
         super().__init__()
         self.kind = kind
+        if kind.endswith("ebc"):  # a table per field: tps's collection, or plain EmbeddingBags
+            self.head = torch.nn.Linear(FIELDS * DIM, 2)
+            names = ["c%d" % k for k in range(FIELDS)]
+            if kind == "tps-ebc":
+                import towerps.torch as tps
+                self.emb = tps.nn.EmbeddingBagCollection({n: IDS for n in names}, DIM)
+            else:
+                self.emb = torch.nn.ModuleDict(
+                    {n: torch.nn.EmbeddingBag(IDS, DIM, mode="sum", sparse=True) for n in names})
+            return
         if kind.startswith("tps"):
             import towerps.torch as tps
             rows = None if kind == "tps-unbounded" else IDS
@@ -62,6 +73,11 @@ class TableNet(torch.nn.Module):
                     else make(rows, DIM, sparse=sparse))
 
     def forward(self, ids):
+        if self.kind == "tps-ebc":
+            return self.head(self.emb(ids).reshape(ids.shape[0], -1))
+        if self.kind == "ebc":
+            return self.head(torch.cat([t(ids[:, k:k + 1]) for k, t in enumerate(self.emb.values())],
+                                       dim=1))
         if self.kind.endswith("bag"):
             return self.head(self.emb(ids))  # a bag per example: its fields' rows summed
         if self.kind == "tps-unbounded":
