@@ -2,7 +2,8 @@
 // wake_fd(), together with sockets in Transport::Poll.
 //
 // Contract: thread-safe. Push never blocks (the queue is unbounded; producers bound themselves).
-// The eventfd is readable while items may be pending; DrainAll() clears it.
+// The eventfd is readable while items may be pending; DrainAll() clears it. A mailbox made
+// without one (a consumer that only WaitPops) costs no system call per Push.
 #ifndef TOWERPS_COMMON_MAILBOX_H_
 #define TOWERPS_COMMON_MAILBOX_H_
 
@@ -23,10 +24,12 @@ namespace towerps {
 template <typename T>
 class Mailbox {
  public:
-  Mailbox() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-    TOWERPS_CHECK(fd_ >= 0) << "eventfd failed";
+  explicit Mailbox(bool wake_fd = true) : fd_(wake_fd ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1) {
+    TOWERPS_CHECK(!wake_fd || fd_ >= 0) << "eventfd failed";
   }
-  ~Mailbox() { close(fd_); }
+  ~Mailbox() {
+    if (fd_ >= 0) close(fd_);
+  }
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;
 
@@ -36,9 +39,7 @@ class Mailbox {
       items_.push_back(std::move(item));
     }
     cv_.Signal();
-    const uint64_t one = 1;
-    ssize_t n = write(fd_, &one, sizeof(one));
-    (void)n;  // EAGAIN only when the counter is saturated, which still means "readable"
+    Wake();
   }
 
   // Adds `items` at once: a DrainAll takes all of them or none.
@@ -49,15 +50,13 @@ class Mailbox {
       for (T& item : items) items_.push_back(std::move(item));
     }
     cv_.Signal();
-    const uint64_t one = 1;
-    ssize_t n = write(fd_, &one, sizeof(one));
-    (void)n;
+    Wake();
   }
 
   // Takes every pending item (possibly none) and clears the eventfd.
   std::vector<T> DrainAll() {
     uint64_t count;
-    ssize_t n = read(fd_, &count, sizeof(count));
+    ssize_t n = fd_ >= 0 ? read(fd_, &count, sizeof(count)) : 0;
     (void)n;
     MutexLock lock(&mu_);
     std::vector<T> out(std::make_move_iterator(items_.begin()),
@@ -77,14 +76,49 @@ class Mailbox {
     return item;
   }
 
-  // For Transport::Poll.
+  // The first item, if there is one, without waiting.
+  std::optional<T> TryPop() {
+    MutexLock lock(&mu_);
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+
+  // For Transport::Poll; -1 for a mailbox made without one.
   int wake_fd() const { return fd_; }
 
  private:
+  void Wake() {
+    if (fd_ < 0) return;
+    const uint64_t one = 1;
+    ssize_t n = write(fd_, &one, sizeof(one));
+    (void)n;  // EAGAIN only when the counter is saturated, which still means "readable"
+  }
+
   const int fd_;
   Mutex mu_;
   CondVar cv_;
   std::deque<T> items_ GUARDED_BY(mu_);
+};
+
+// HeldPushes<T>: one producer's pushes to a mailbox, held until Flush() hands them over together
+// (one wake of the consumer for many items). A shard holds its replies while it still has tasks
+// queued, so that a bundle's parts, handled one after another, wake the server's I/O thread
+// once. Contract: one thread's; Flush() before that thread waits, so nothing is held meanwhile.
+template <typename T>
+class HeldPushes {
+ public:
+  explicit HeldPushes(Mailbox<T>* to) : to_(to) {}
+  void Push(T item) { held_.push_back(std::move(item)); }
+  void Flush() {
+    to_->PushAll(std::move(held_));
+    held_.clear();
+  }
+
+ private:
+  Mailbox<T>* const to_;
+  std::vector<T> held_;
 };
 
 }  // namespace towerps

@@ -75,18 +75,23 @@ int64_t Shard::MaxVersion() const {
 
 void Shard::Loop() {
   for (;;) {
-    // Waking once a second costs nothing and keeps a lost wake-up from ever hanging the shard.
-    std::optional<ShardTask> task = inbox_.WaitPop(NextWake());
+    std::optional<ShardTask> task = inbox_.TryPop();
+    if (!task) {  // what the tasks so far produced goes now, before the shard waits
+      outbox_.Flush();
+      // Waking once a second costs nothing and keeps a lost wake-up from hanging the shard.
+      task = inbox_.WaitPop(NextWake());
+    }
     DropSilentBackups();
     if (!task) continue;
     switch (task->kind) {
       case ShardTask::Kind::kStop:
+        outbox_.Flush();
         return;
       case ShardTask::Kind::kSnapshot: {
         SnapshotPart part;
         part.shard = index_;
         for (const auto& h : holders_) part.states.push_back(h->Save(/*replica=*/false));
-        outbox_->Push(std::move(part));
+        outbox_.Push(std::move(part));
         break;
       }
       case ShardTask::Kind::kRequest:
@@ -113,7 +118,7 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
   }
   if (const ReplicaRole& role = roles_[index];
       role.kind == ReplicaRole::Kind::kBackup || role.kind == ReplicaRole::Kind::kJoining) {
-    outbox_->Push(ErrorReply(
+    outbox_.Push(ErrorReply(
         msg, FailedPreconditionError(std::string(kNotPrimaryMarker) + " " + Where(index) +
                                      "; its primary is server " + std::to_string(role.peer))));
     return;
@@ -131,14 +136,14 @@ void Shard::Handle(size_t index, IncomingMessage msg) {
       auto h = msg.header();
       PullAsk ask{.version = h.getVersion(), .clock = h.getClock(), .exact = h.getExactVersion()};
       if (Status s = holders_[index]->ReadPull(msg, &ask); !s.ok()) {
-        outbox_->Push(ErrorReply(msg, s));
+        outbox_.Push(ErrorReply(msg, s));
         return;
       }
       AnswerOrWait(index, Waiter{std::move(msg), std::move(ask)});
       return;  // a pull changes nothing
     }
     default:
-      outbox_->Push(ErrorReply(
+      outbox_.Push(ErrorReply(
           msg, InvalidArgumentError("a shard cannot serve " + MessageTypeName(msg.type()))));
       return;
   }
@@ -151,13 +156,13 @@ bool Shard::HandleInit(size_t index, IncomingMessage msg, bool forward) {
   Holder& holder = *holders_[index];
   Result<bool> applied = holder.Init(msg);
   if (!applied.ok()) {
-    outbox_->Push(ErrorReply(msg, applied.status()));
+    outbox_.Push(ErrorReply(msg, applied.status()));
     return false;
   }
   if (*applied && forward) Forward(index, proto::ReplicaOp::INIT, msg.tensors(), &msg);
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::INIT_REPLY);
   reply.header().setVersion(holder.version());
-  outbox_->Push(std::move(reply));
+  outbox_.Push(std::move(reply));
   return true;
 }
 
@@ -167,7 +172,7 @@ bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
   PullAsk next{.version = h.getPullVersion(), .clock = h.getPullClock()};
   Result<Contribution> c = holder.ReadPush(msg, static_cast<int>(h.getSenderRank()), &next);
   if (!c.ok()) {
-    outbox_->Push(ErrorReply(msg, c.status()));
+    outbox_.Push(ErrorReply(msg, c.status()));
     return false;
   }
   // Async/SSP: forwarded first, so that the backup applies it while this holder does. The
@@ -178,7 +183,7 @@ bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
   }
   Result<PushOutcome> out = holder.Push(std::move(c).value(), &counters_, h.getReplacesPending());
   if (!out.ok()) {
-    outbox_->Push(ErrorReply(msg, out.status()));
+    outbox_.Push(ErrorReply(msg, out.status()));
     return true;  // the forward is acknowledged all the same
   }
   const bool dropped =
@@ -203,7 +208,7 @@ bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::PUSH_REPLY);
   reply.header().setVersion(out->version);
   reply.header().setStaleness(dropped ? -1 : out->staleness);
-  outbox_->Push(std::move(reply));
+  outbox_.Push(std::move(reply));
   return true;
 }
 
@@ -221,7 +226,7 @@ void Shard::RefuseNonFinite(const IncomingMessage& msg, const std::string& why) 
   NoteRefusal(msg, why);
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::ERROR);
   SetStatus(reply.header(), InvalidArgumentError(why));
-  outbox_->Push(std::move(reply));
+  outbox_.Push(std::move(reply));
 }
 
 void Shard::AnswerOrWait(size_t index, Waiter waiter) {
@@ -230,12 +235,12 @@ void Shard::AnswerOrWait(size_t index, Waiter waiter) {
     return;
   }
   if (const std::string why = Unreachable(waiter.ask); !why.empty()) {
-    outbox_->Push(ErrorReply(waiter.request, FailedPreconditionError(why)));
+    outbox_.Push(ErrorReply(waiter.request, FailedPreconditionError(why)));
     return;
   }
   auto& waiting = waiters_[index];
   if (waiting.size() >= static_cast<size_t>(4 * config_.workers + 16)) {
-    outbox_->Push(
+    outbox_.Push(
         ErrorReply(waiter.request, ResourceExhaustedError("too many pulls waiting on one chunk")));
     return;
   }
@@ -278,7 +283,7 @@ void Shard::WorkerFinished(int worker, int64_t last_step) {
       return PullReady(i, w.ask) || Unreachable(w.ask).empty();
     });
     for (auto it = doomed; it != waiting.end(); ++it) {
-      outbox_->Push(ErrorReply(it->request, FailedPreconditionError(Unreachable(it->ask))));
+      outbox_.Push(ErrorReply(it->request, FailedPreconditionError(Unreachable(it->ask))));
     }
     waiting.erase(doomed, waiting.end());
   }
@@ -289,7 +294,7 @@ void Shard::Reply(size_t index, const Waiter& waiter) {
   const Holder& holder = *holders_[index];
   OutgoingMessage reply = ReplyTo(request, proto::MessageType::PULL_REPLY);
   if (Status s = holder.AddPullValues(waiter.ask, &reply); !s.ok()) {
-    outbox_->Push(ErrorReply(request, s));
+    outbox_.Push(ErrorReply(request, s));
     return;
   }
   reply.header().setClock(holder.worker_clock(static_cast<int>(request.header().getSenderRank())));
@@ -298,7 +303,7 @@ void Shard::Reply(size_t index, const Waiter& waiter) {
     if (!waiter.push_refusal.empty()) reply.header().setPushRefusal(waiter.push_refusal);
   }
   counters_.pulls_served.fetch_add(1, std::memory_order_relaxed);
-  outbox_->Push(std::move(reply));
+  outbox_.Push(std::move(reply));
 }
 
 }  // namespace towerps::ps

@@ -164,8 +164,8 @@ class Shard {
 
   const int index_;
   const JobConfig& config_;
-  Mailbox<ServerOutput>* outbox_;
-  Mailbox<ShardTask> inbox_;
+  HeldPushes<ServerOutput> outbox_;  // the server's, flushed whenever the inbox is empty
+  Mailbox<ShardTask> inbox_{/*wake_fd=*/false};
   std::vector<std::unique_ptr<Holder>> holders_;      // per slot
   std::vector<std::vector<Waiter>> waiters_;          // per slot
   std::vector<ReplicaRole> roles_;                    // per slot

@@ -61,7 +61,7 @@ void Shard::ForwardStep(size_t index, int64_t step, const std::vector<Tensor>& s
 void Shard::Send(size_t index, OutgoingMessage forward) {
   ReplicaRole& role = roles_[index];
   if (role.outstanding++ == 0) role.ack_due = Deadline::After(kBackupAckTimeout);
-  outbox_->Push(ps::Forward{role.peer, std::move(forward)});
+  outbox_.Push(ps::Forward{role.peer, std::move(forward)});
 }
 
 void Shard::Acknowledged(size_t index, int64_t version) {
@@ -107,7 +107,7 @@ void Shard::DropSilentBackups() {
       OutgoingMessage replaced(proto::MessageType::TAKE_OVER);
       replaced.header().setSenderRole(proto::Role::SERVER);
       replaced.header().setFailedServer(role.peer);
-      outbox_->Push(ps::Forward{role.peer, std::move(replaced)});
+      outbox_.Push(ps::Forward{role.peer, std::move(replaced)});
     }
     role.backup_live = false;
     role.outstanding = 0;
@@ -130,7 +130,7 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
   switch (role.kind) {
     case ReplicaRole::Kind::kOnly:
     case ReplicaRole::Kind::kPrimary:
-      outbox_->Push(
+      outbox_.Push(
           ErrorReply(msg, FailedPreconditionError(std::string(kDeposedMarker) + " " + where +
                                                   " since its primary was "
                                                   "reported dead")));
@@ -144,7 +144,7 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
   }
   if (Status s = Replay(index, msg); !s.ok()) {
     // The same code refused what the primary accepted: the replicas differ (a bug).
-    outbox_->Push(ErrorReply(msg, s.WithContext("the backup cannot replay " + where)));
+    outbox_.Push(ErrorReply(msg, s.WithContext("the backup cannot replay " + where)));
     return;
   }
   if (op == proto::ReplicaOp::STATE) role.kind = ReplicaRole::Kind::kBackup;
@@ -152,7 +152,7 @@ void Shard::HandleReplicate(size_t index, const IncomingMessage& msg) {
   versions_[index].store(version);
   OutgoingMessage reply = ReplyTo(msg, proto::MessageType::REPLICATE_REPLY);
   reply.header().setVersion(version);
-  outbox_->Push(std::move(reply));
+  outbox_.Push(std::move(reply));
 }
 
 Status Shard::Replay(size_t index, const IncomingMessage& msg) {
