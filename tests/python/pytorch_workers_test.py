@@ -255,6 +255,27 @@ class TableModuleTest(unittest.TestCase):
         self.assertGreater(w[0]["summary"]["test_accuracy"], 0.7)
 
 
+class MemoryTest(unittest.TestCase):
+    """A worker's memory follows its batch, not its table: an unbounded tps.nn table of dim 32
+    seen with 20 times more distinct ids (2 million: 244 MiB of rows, which plain PyTorch would
+    hold) leaves the worker's peak RSS, read from /proc by the benchmark, within 32 MiB and
+    under 600 MB (bench/pytorch_rec_bench.py --memory)."""
+
+    def peak(self, ids):
+        bench = os.path.join(HERE, "..", "..", "bench", "pytorch_rec_bench.py")
+        p = subprocess.run([sys.executable, bench, "--launch", LAUNCH, "--memory", "--ids",
+                            str(ids)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=TIMEOUT_S)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def test_the_workers_memory_does_not_grow_with_the_tables_ids(self):
+        small, large = self.peak(100_000), self.peak(2_000_000)
+        self.assertGreater(large["server_rss_mib"], small["server_rss_mib"] + 150)  # it grew
+        self.assertLess(large["worker_rss_mib"] - small["worker_rss_mib"], 32, (small, large))
+        self.assertLess(large["worker_rss_mib"] * 2 ** 20, 600e6)
+
+
 class EveryModeTest(unittest.TestCase):
     """Async, SSP and softsync jobs of PyTorch workers complete, learn and report staleness."""
 
