@@ -553,8 +553,8 @@ class DistributedOptimizer:
             weight[untrained.astype(np.int64)] = _towerps.initial_rows(
                 seed, name, self._init_scale, untrained, dim)
             weight[ids.astype(np.int64)] = values
-            if getattr(module, "padding_idx", None) is not None:
-                weight[module.padding_idx] = 0
+            if isinstance(module, nn._Table) and module.padding_idx is not None:
+                weight[module.padding_idx] = 0  # what its forwards read (nn.Embedding's: the row)
             state[name] = torch.from_numpy(weight)
         return state
 
