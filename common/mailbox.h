@@ -109,8 +109,12 @@ class Mailbox {
 template <typename T>
 class HeldPushes {
  public:
-  explicit HeldPushes(Mailbox<T>* to) : to_(to) {}
-  void Push(T item) { held_.push_back(std::move(item)); }
+  // At most `most` items are held: the one that fills it flushes them.
+  explicit HeldPushes(Mailbox<T>* to, size_t most = 64) : to_(to), most_(most) {}
+  void Push(T item) {
+    held_.push_back(std::move(item));
+    if (held_.size() >= most_) Flush();
+  }
   void Flush() {
     to_->PushAll(std::move(held_));
     held_.clear();
@@ -118,6 +122,7 @@ class HeldPushes {
 
  private:
   Mailbox<T>* const to_;
+  const size_t most_;
   std::vector<T> held_;
 };
 

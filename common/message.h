@@ -80,7 +80,8 @@ class OutgoingMessage {
 
   // One message of `parts` (requests to one server, or their replies): a bundle, whose
   // Header.parts hold each part's header and whose payloads are the parts' in order (shared,
-  // not copied). Sender, rank and job are the first part's; each part keeps its requestId.
+  // not copied). Sender, rank, job and (replies) the server's incarnation are the first
+  // part's; each part keeps its requestId.
   static OutgoingMessage Bundle(std::vector<OutgoingMessage> parts);
 
  private:

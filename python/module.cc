@@ -116,7 +116,7 @@ class PySession {
   }
 
   // Table t's rows for `ids` (uint64), as a new [n, dim] array.
-  py::array_t<float> PullRows(int t, const IdArray& ids) {
+  py::array_t<float> PullRows(int t, const IdArray& ids, bool step) {
     CheckTable(t);
     const auto n = static_cast<int64_t>(ids.size());
     py::array_t<float> rows({n, dims_[static_cast<size_t>(t)]});
@@ -124,7 +124,7 @@ class PySession {
     float* out = rows.mutable_data();
     {
       py::gil_scoped_release unlocked;
-      Check(session_->tables().PullRows(t, id, n, out));
+      Check(session_->tables().PullRows(t, id, n, out, step));
     }
     return rows;
   }
@@ -140,7 +140,7 @@ class PySession {
   // Every lookup's rows at once (TableLookups::Lookup): per (table, uint64 ids), the step's
   // distinct ids of that table (uint64 [u]), their rows (float32 [u, dim]) and each id's row
   // index (int64 [n]).
-  py::list Lookup(const std::vector<std::pair<int, IdArray>>& lookups) {
+  py::list Lookup(const std::vector<std::pair<int, IdArray>>& lookups, bool step) {
     std::vector<TableLookups::Ids> ids;
     for (const auto& [t, array] : lookups) {
       CheckTable(t);
@@ -149,7 +149,7 @@ class PySession {
     std::vector<TableLookups::Rows> got;
     {
       py::gil_scoped_release unlocked;
-      Check(session_->tables().Lookup(ids, &got));
+      Check(session_->tables().Lookup(ids, &got, step));
     }
     py::list out;
     for (const TableLookups::Rows& r : got) {
@@ -325,9 +325,10 @@ PYBIND11_MODULE(_towerps, m) {
       .def("log_eval", &PySession::LogEval, py::arg("test_accuracy"), py::arg("test_loss"))
       .def("log_scalar", &PySession::LogScalar, py::arg("tag"), py::arg("value"))
       .def("set_epoch", &PySession::SetEpoch, py::arg("epoch"))
-      .def("pull_rows", &PySession::PullRows)
+      .def("pull_rows", &PySession::PullRows, py::arg("t"), py::arg("ids"),
+           py::arg("step") = true)
       .def("push_rows", &PySession::PushRows)
-      .def("lookup", &PySession::Lookup, py::arg("lookups"))
+      .def("lookup", &PySession::Lookup, py::arg("lookups"), py::arg("step") = true)
       .def("add_rows", &PySession::AddRows, py::arg("t"), py::arg("ids"), py::arg("gradients"))
       .def("export_tables", &PySession::ExportTables)
       .def("await_values", &PySession::AwaitValues)

@@ -46,7 +46,7 @@ Result<TableLookups::Table*> TableLookups::At(int t) {
   return &tables_[static_cast<size_t>(t)];
 }
 
-Status TableLookups::Lookup(std::span<const Ids> lookups, std::vector<Rows>* out) {
+Status TableLookups::Check(std::span<const Ids> lookups) {
   for (const Ids& l : lookups) {
     TOWERPS_ASSIGN_OR_RETURN(const Table* table, At(l.table));
     const TableSpec& spec = table->spec;
@@ -65,26 +65,44 @@ Status TableLookups::Lookup(std::span<const Ids> lookups, std::vector<Rows>* out
       }
     }
   }
+  return Status::Ok();
+}
+
+namespace {
+
+// A lookup's rows: the distinct ids, their rows, and the lookup's ids' places among them (from
+// `first` on in `unique`'s inverse).
+void CopyRows(const ps::PulledVariable& got, const ps::UniqueIds& unique, size_t first, size_t n,
+              int64_t dim, TableLookups::Rows* rows) {
+  rows->ids = Tensor::Empty({unique.size()}, DType::kUInt64);
+  rows->rows = Tensor::Empty({unique.size(), dim});
+  std::memcpy(rows->ids.u64(), unique.ids.u64(), rows->ids.byte_size());
+  std::memcpy(rows->rows.f32(), got.rows.f32(), rows->rows.byte_size());
+  rows->inverse.resize(n);
+  for (size_t i = 0; i < n; ++i) rows->inverse[i] = unique.inverse[first + i];
+}
+
+}  // namespace
+
+Status TableLookups::Lookup(std::span<const Ids> lookups, std::vector<Rows>* out, bool step) {
+  TOWERPS_RETURN_IF_ERROR(Check(lookups));
+  out->assign(lookups.size(), Rows{});
+  return step ? LookupForStep(lookups, out) : LookupAside(lookups, out);
+}
+
+Status TableLookups::LookupForStep(std::span<const Ids> lookups, std::vector<Rows>* out) {
   // Every table's pull goes before the first wait.
   std::vector<size_t> first;
   client_->Together([&] {  // one message per server for every table
     for (const Ids& l : lookups) first.push_back(exchange_->tables().Feed(l.table, l.ids));
   });
-  out->assign(lookups.size(), Rows{});
   for (size_t k = 0; k < lookups.size(); ++k) {
     const int t = lookups[k].table;
     const TableSpec& spec = tables_[static_cast<size_t>(t)].spec;
-    Rows& rows = (*out)[k];
     const auto await = [&] {
       return exchange_->AwaitTableRows(
           t, [&](int, const ps::PulledVariable& got, const ps::UniqueIds& unique, const uint32_t*) {
-            rows.ids = Tensor::Empty({unique.size()}, DType::kUInt64);
-            rows.rows = Tensor::Empty({unique.size(), spec.dim});
-            std::memcpy(rows.ids.u64(), unique.ids.u64(), rows.ids.byte_size());
-            std::memcpy(rows.rows.f32(), got.rows.f32(), rows.rows.byte_size());
-            const size_t n = lookups[k].ids.size();
-            rows.inverse.resize(n);
-            for (size_t i = 0; i < n; ++i) rows.inverse[i] = unique.inverse[first[k] + i];
+            CopyRows(got, unique, first[k], lookups[k].ids.size(), spec.dim, &(*out)[k]);
           });
     };
     // Mid-step, a failover loses only these pulls: the servers still hold this step's version
@@ -107,10 +125,41 @@ Status TableLookups::Lookup(std::span<const Ids> lookups, std::vector<Rows>* out
   return Status::Ok();
 }
 
-Status TableLookups::PullRows(int t, const uint64_t* ids, int64_t n, float* rows) {
+Status TableLookups::LookupAside(std::span<const Ids> lookups, std::vector<Rows>* out) {
+  std::vector<ps::UniqueIds> unique(lookups.size());
+  std::vector<std::future<Result<ps::PulledVariable>>> pulls(lookups.size());
+  const auto send = [&](size_t from) {
+    client_->Together([&] {
+      for (size_t k = from; k < lookups.size(); ++k) {
+        pulls[k] = exchange_->tables().PullAside(lookups[k].table, lookups[k].ids, &unique[k]);
+      }
+    });
+  };
+  send(0);
+  for (size_t k = 0; k < lookups.size(); ++k) {
+    const TableSpec& spec = tables_[static_cast<size_t>(lookups[k].table)].spec;
+    const auto await = [&]() -> Status {
+      TOWERPS_ASSIGN_OR_RETURN(const ps::PulledVariable got,
+                               exchange_->tables().AwaitAside(pulls[k]));
+      CopyRows(got, unique[k], 0, lookups[k].ids.size(), spec.dim, &(*out)[k]);
+      return Status::Ok();
+    };
+    TOWERPS_RETURN_IF_ERROR(recover_(
+                                await(),
+                                [&] {
+                                  send(k);
+                                  return await();
+                                },
+                                "registering again and pulling table '" + spec.name + "' again")
+                                .WithContext("table '" + spec.name + "'"));
+  }
+  return Status::Ok();
+}
+
+Status TableLookups::PullRows(int t, const uint64_t* ids, int64_t n, float* rows, bool step) {
   const Ids lookup{.table = t, .ids = {ids, static_cast<size_t>(n)}};
   std::vector<Rows> got;
-  TOWERPS_RETURN_IF_ERROR(Lookup({&lookup, 1}, &got));
+  TOWERPS_RETURN_IF_ERROR(Lookup({&lookup, 1}, &got, step));
   const auto dim = static_cast<size_t>(tables_[static_cast<size_t>(t)].spec.dim);
   for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
     std::memcpy(rows + i * dim, got[0].rows.f32() + got[0].inverse[i] * static_cast<int64_t>(dim),

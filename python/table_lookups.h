@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <span>
 #include <string>
 #include <vector>
@@ -76,9 +77,12 @@ class TableLookups {
   // Every lookup's rows at the step's version, into (*out)[k] for lookups[k]: all the pulls go
   // before the first wait. kInvalidArgument naming the table for a bad index or an id beyond a
   // bounded table's rows; a lookup after the table's PushRows this step is refused.
-  Status Lookup(std::span<const Ids> lookups, std::vector<Rows>* out);
+  // `step`: the lookup is the step's, its ids joining those the step's push covers (a second
+  // lookup of a table pulls the rows of both). Otherwise (an evaluation's, no gradient to push)
+  // it pulls its own ids alone, so that a loop of them costs each its own rows.
+  Status Lookup(std::span<const Ids> lookups, std::vector<Rows>* out, bool step = true);
   // Table t's row for each of `n` ids into rows[n * dim] (a Lookup of one, scattered).
-  Status PullRows(int t, const uint64_t* ids, int64_t n, float* rows);
+  Status PullRows(int t, const uint64_t* ids, int64_t n, float* rows, bool step = true);
   // Table t's gradient rows of the step for `n` distinct ids, each looked up this step
   // (gradient row i for ids[i]), added to any the step already has for the table (a table
   // looked up twice gives two blocks). kInvalidArgument naming the table and an id the step did
@@ -104,6 +108,10 @@ class TableLookups {
     worker::TableExchange::Gradient gradient{};  // PushAll's (rows undefined: not yet), held
   };
   Result<Table*> At(int t);
+  // Lookup's checks: the tables, their state this step, bounded tables' ids.
+  Status Check(std::span<const Ids> lookups);
+  Status LookupForStep(std::span<const Ids> lookups, std::vector<Rows>* out);
+  Status LookupAside(std::span<const Ids> lookups, std::vector<Rows>* out);
   // Table t's gradient rows as the exchange takes them (with their ids and update counts).
   Result<worker::TableExchange::Gradient> Stage(const Table& table, int t, const uint64_t* ids,
                                                 const float* gradients, int64_t n);

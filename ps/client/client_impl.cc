@@ -52,10 +52,15 @@ void Client::Impl::Queue(Call call) {
 
 void Client::Impl::Together(const std::function<void()>& calls) {
   together_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  struct End {  // even if `calls` throws: nothing is left held
+    Impl* impl;
+    ~End() {
+      impl->together_thread_.store(std::thread::id(), std::memory_order_relaxed);
+      impl->calls_.PushAll(std::move(impl->together_));
+      impl->together_.clear();
+    }
+  } end{this};
   calls();
-  together_thread_.store(std::thread::id(), std::memory_order_relaxed);
-  calls_.PushAll(std::move(together_));
-  together_.clear();
 }
 
 OutgoingMessage Client::Impl::NewMessage(proto::MessageType type) const {
@@ -209,8 +214,12 @@ void Client::Impl::SendTakeOver(int to, int failed, bool unresponsive) {
 
 bool Client::Impl::SendAll(std::vector<Call> calls) {
   std::map<int, std::vector<Call>> bundles;  // by server: the calls made together
+  bool stop = false;
   for (Call& call : calls) {
-    if (call.server < 0 && call.group < 0) return false;
+    if (call.server < 0 && call.group < 0) {
+      stop = true;  // what came before it still goes (FailAll answers the rest)
+      break;
+    }
     const auto type = call.message->header().getType();
     if (!call.together ||
         (type != proto::MessageType::PUSH && type != proto::MessageType::PULL)) {
@@ -227,7 +236,7 @@ bool Client::Impl::SendAll(std::vector<Call> calls) {
       SendBundle(server, std::move(parts));
     }
   }
-  return true;
+  return !stop;
 }
 
 void Client::Impl::SendBundle(int server, std::vector<Call> parts) {

@@ -62,6 +62,7 @@ void Shard::Send(size_t index, OutgoingMessage forward) {
   ReplicaRole& role = roles_[index];
   if (role.outstanding++ == 0) role.ack_due = Deadline::After(kBackupAckTimeout);
   outbox_.Push(ps::Forward{role.peer, std::move(forward)});
+  outbox_.Flush();  // at once: its acknowledgement is timed from now (kBackupAckTimeout)
 }
 
 void Shard::Acknowledged(size_t index, int64_t version) {

@@ -77,8 +77,9 @@ class _Table(torch.nn.Module):
         if input.dtype not in (torch.int64, torch.int32):
             raise ValueError("table '%s' got ids of %s: give int64 ids" % (self._name, input.dtype))
         got = self._take_prefetched(input)
-        if got is None:
-            got = self._optimizer._session.lookup([(self._index, _ids(input))])[0]
+        if got is None:  # without autograd (an evaluation) the rows are not the step's
+            got = self._optimizer._session.lookup([(self._index, _ids(input))],
+                                                  torch.is_grad_enabled())[0]
         ids, rows, inverse = got
         rows = torch.from_numpy(rows)
         pad = None
@@ -97,11 +98,12 @@ class _Table(torch.nn.Module):
     def _take_prefetched(self, input):
         if self._prefetched is None:
             return None
-        ids, got = self._prefetched
+        ids, version, got = self._prefetched
         self._prefetched = None
-        same = (ids.data_ptr() == input.data_ptr() and ids.shape == input.shape
-                and ids.stride() == input.stride()) or torch.equal(ids.cpu(), input.cpu())
-        return got if same else None
+        if ids.data_ptr() == input.data_ptr() and ids.shape == input.shape and \
+                ids.stride() == input.stride() and input._version == version:
+            return got  # the same tensor, unchanged since
+        return got if torch.equal(ids.cpu(), input.cpu()) else None
 
 
 def _ids(input):
@@ -176,7 +178,7 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
         if optimizer is None:
             fields[0]._rows(ids[:, 0])  # raises, saying how to register the model
         got = optimizer._session.lookup(
-            [(f._index, _ids(ids[:, k])) for k, f in enumerate(fields)])
+            [(f._index, _ids(ids[:, k])) for k, f in enumerate(fields)], torch.is_grad_enabled())
         rows = torch.from_numpy(np.concatenate([g[1] for g in got]))
         starts = np.cumsum([0] + [len(g[0]) for g in got])
         inverse = torch.stack([torch.from_numpy(g[2]) + int(starts[k])

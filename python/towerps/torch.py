@@ -336,9 +336,10 @@ class DistributedOptimizer:
             if not isinstance(module, nn._Table) or module._optimizer is not self:
                 raise ValueError("prefetch: %r is not a towerps.torch.nn table of this "
                                  "optimizer's model" % (module,))
-        got = self._session.lookup([(m._index, nn._ids(ids)) for m, ids in items])
+        got = self._session.lookup([(m._index, nn._ids(ids)) for m, ids in items],
+                                   torch.is_grad_enabled())
         for (module, ids), rows in zip(items, got):
-            module._prefetched = (ids, rows)
+            module._prefetched = (ids, ids._version, rows)
 
     def _after_accumulation(self, p, fn):
         # PyTorch 1.13 has no post-accumulate-grad hook: hook the gradient accumulator, as
@@ -412,7 +413,8 @@ class DistributedOptimizer:
             unique = torch.unique(inputs[0].detach())  # sorted: the smallest first
             if unique.numel() and int(unique[0]) < 0:
                 raise ValueError("table '%s' got a negative id %d" % (name, int(unique[0])))
-            rows = session.pull_rows(index, unique.cpu().numpy().astype("uint64"))
+            rows = session.pull_rows(index, unique.cpu().numpy().astype("uint64"),
+                                     torch.is_grad_enabled())
             with torch.no_grad():
                 weight[unique] = torch.from_numpy(rows).to(weight.device)
 
@@ -485,6 +487,8 @@ class DistributedOptimizer:
         if self._clip is not None:
             self._clip_and_push()
         lookups, self._lookups = self._lookups, []
+        for _, module in self._server_tables:
+            module._prefetched = None  # a prefetch no forward took is not the next step's
         for t, ids, rows, part in lookups:
             if rows.grad is not None:
                 self._session.add_rows(t, ids, rows.grad.detach()[part].cpu().numpy())

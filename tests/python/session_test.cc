@@ -210,6 +210,56 @@ TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNa
       << stopped.message();
 }
 
+// Lookups outside the step (an evaluation's, no gradient to push) pull only their own ids: they
+// do not join the step's ids, so many of them cost each its own rows, and the step's push covers
+// only what the step looked up; AddRows sums the blocks of a table looked up twice.
+TEST(SessionTest, LookupsOutsideTheStepPullTheirOwnIdsAndBlocksOfOneTableAreSummed) {
+  ps::JobConfig job = Job();
+  job.workers = 1;
+  Cluster cluster(job, "session_aside");
+  SessionOptions o = Options(cluster, 0);
+  o.job = job;
+  std::vector<std::vector<float>> values;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> s, StartWorker(o, values));
+  const std::vector<float*> dst = {values[0].data(), values[1].data()};
+  ASSERT_OK(s->AwaitValues(dst));
+  const uint64_t step_ids[2] = {3, 8};
+  const TableLookups::Ids step{.table = 0, .ids = step_ids};
+  std::vector<TableLookups::Rows> rows;
+  ASSERT_OK(s->tables().Lookup({&step, 1}, &rows));
+  for (uint64_t e = 20; e < 30; ++e) {  // an evaluation's lookups, one id each
+    const TableLookups::Ids aside{.table = 0, .ids = {&e, 1}};
+    std::vector<TableLookups::Rows> got;
+    ASSERT_OK(s->tables().Lookup({&aside, 1}, &got, /*step=*/false));
+    ASSERT_EQ(got[0].ids.num_elements(), 1) << "id " << e << ": the lookups before joined it";
+  }
+  // The step's second lookup of the table: its rows are the step's ids so far and its own.
+  const uint64_t more = 5;
+  const TableLookups::Ids again{.table = 0, .ids = {&more, 1}};
+  ASSERT_OK(s->tables().Lookup({&again, 1}, &rows));
+  EXPECT_EQ(rows[0].ids.num_elements(), 3);
+  // Two blocks with row 3 in both: its gradient is their sum.
+  const std::vector<float> ones(2 * kDim, 1.0f), twos(kDim * 2, 2.0f);
+  const uint64_t three_five[2] = {3, 5};
+  ASSERT_OK(s->tables().AddRows(0, step_ids, ones.data(), 2));
+  ASSERT_OK(s->tables().AddRows(0, three_five, twos.data(), 2));
+  const uint64_t twenty = 20;
+  EXPECT_FALSE(s->tables().AddRows(0, &twenty, ones.data(), 1).ok());  // not the step's
+  ASSERT_OK(s->EndStep(0.5));
+  ASSERT_OK(s->AwaitValues(dst));
+  const uint64_t all[4] = {3, 5, 8, 20};
+  std::vector<float> after(4 * kDim);
+  ASSERT_OK(s->tables().PullRows(0, all, 4, after.data()));
+  const ps::InitialRows initial(job.seed, "emb", 0.05f);
+  const float gradient[4] = {3, 2, 1, 0};  // per id: the blocks' sum
+  for (int i = 0; i < 4; ++i) {
+    float start[kDim];
+    initial.Fill(all[i], kDim, start);
+    EXPECT_FLOAT_EQ(after[static_cast<size_t>(i * kDim)], start[0] - kTableLr * gradient[i])
+        << "row " << all[i];
+  }
+}
+
 // Worker 1 of a softsync job (python/session.h): joins, waits until `go` (at most 20 s), pushes
 // one step's gradients and ends the step; then, given `final_w`, pulls the final 'w' into it.
 Status LateSoftsyncWorker(const Cluster& cluster, const ps::JobConfig& job, std::future<void> go,

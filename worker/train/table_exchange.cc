@@ -89,6 +89,23 @@ size_t TableExchange::Feed(int index, std::span<const uint64_t> ids) {
   return first;
 }
 
+std::future<Result<ps::PulledVariable>> TableExchange::PullAside(int index,
+                                                                std::span<const uint64_t> ids,
+                                                                ps::UniqueIds* unique) {
+  const Table& t = tables_.at(static_cast<size_t>(index));
+  *unique = Unique(t, ids);
+  return client_.Pull({.variable_id = t.variable,
+                       .ids = unique->ids,
+                       .min_version = ask_.version,
+                       .clock = ask_.clock,
+                       .exact = ask_.exact});
+}
+
+Result<ps::PulledVariable> TableExchange::AwaitAside(
+    std::future<Result<ps::PulledVariable>>& pull) const {
+  return Await(pull);
+}
+
 Result<int64_t> TableExchange::Receive(int index, const RowSink& sink) {
   Table& t = tables_[static_cast<size_t>(index)];
   TOWERPS_ASSIGN_OR_RETURN(t.rows, Await(t.pull));
@@ -127,7 +144,7 @@ Result<int64_t> TableExchange::AwaitRows(TowerGroup& towers) {
 
 Result<Tensor> TableExchange::PulledUpdates(int index, std::span<const uint64_t> ids) const {
   const Table& t = tables_.at(static_cast<size_t>(index));
-  if (static_cast<int64_t>(ids.size()) == t.current.size() &&
+  if (t.current.ids.defined() && static_cast<int64_t>(ids.size()) == t.current.size() &&
       std::equal(ids.begin(), ids.end(), t.current.ids.u64())) {
     return t.rows.updates;  // the ids pulled, in their order: their counts as they came
   }

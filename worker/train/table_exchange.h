@@ -75,6 +75,13 @@ class TableExchange {
   // ids table t looked up since, and the rows of them all are pulled. Returns the position of
   // ids[0] in the UniqueIds' inverse that AwaitRows(t, ...) hands on.
   size_t Feed(int t, std::span<const uint64_t> ids);
+  // A lookup that is not the step's (an evaluation's: no gradient will be pushed for it): `ids`'
+  // rows at the version Pull() named, pulled without joining table t's ids of the step, so that
+  // many such lookups cost each its own rows. `*unique` gets the ids, each once.
+  std::future<Result<ps::PulledVariable>> PullAside(int t, std::span<const uint64_t> ids,
+                                                    ps::UniqueIds* unique);
+  // Waits for a PullAside (kCancelled when stopped).
+  Result<ps::PulledVariable> AwaitAside(std::future<Result<ps::PulledVariable>>& pull) const;
   // Waits for the rows pulled for the prepared (or fed) ids and hands them to `sink`: every
   // table's whose pull went, or table t's. Returns the lowest version they are at (the version
   // the step computes from); INT64_MAX when no pull went.
