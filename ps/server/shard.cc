@@ -85,8 +85,7 @@ void Shard::Loop() {
     if (!task) continue;
     switch (task->kind) {
       case ShardTask::Kind::kStop:
-        outbox_.Flush();
-        return;
+        return outbox_.Flush();  // what it holds goes first
       case ShardTask::Kind::kSnapshot: {
         SnapshotPart part;
         part.shard = index_;
