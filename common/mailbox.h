@@ -24,7 +24,8 @@ namespace towerps {
 template <typename T>
 class Mailbox {
  public:
-  explicit Mailbox(bool wake_fd = true) : fd_(wake_fd ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1) {
+  explicit Mailbox(bool wake_fd = true)
+      : fd_(wake_fd ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1) {
     TOWERPS_CHECK(!wake_fd || fd_ >= 0) << "eventfd failed";
   }
   ~Mailbox() {

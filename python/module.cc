@@ -225,8 +225,8 @@ class PySession {
     Check(session_->EndStep(loss));
   }
 
-  std::string Finish(double test_accuracy, double test_loss, double final_train_loss,
-                     double epochs, std::vector<std::pair<std::string, double>> measures) {
+  std::string Finish(double test_accuracy, double test_loss, double final_train_loss, double epochs,
+                     std::vector<std::pair<std::string, double>> measures) {
     py::gil_scoped_release unlocked;
     return Take(session_->Finish({.test_accuracy = test_accuracy,
                                   .test_loss = test_loss,
@@ -325,8 +325,7 @@ PYBIND11_MODULE(_towerps, m) {
       .def("log_eval", &PySession::LogEval, py::arg("test_accuracy"), py::arg("test_loss"))
       .def("log_scalar", &PySession::LogScalar, py::arg("tag"), py::arg("value"))
       .def("set_epoch", &PySession::SetEpoch, py::arg("epoch"))
-      .def("pull_rows", &PySession::PullRows, py::arg("t"), py::arg("ids"),
-           py::arg("step") = true)
+      .def("pull_rows", &PySession::PullRows, py::arg("t"), py::arg("ids"), py::arg("step") = true)
       .def("push_rows", &PySession::PushRows)
       .def("lookup", &PySession::Lookup, py::arg("lookups"), py::arg("step") = true)
       .def("add_rows", &PySession::AddRows, py::arg("t"), py::arg("ids"), py::arg("gradients"))

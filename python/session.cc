@@ -120,16 +120,17 @@ Status Session::Connect(const std::vector<const float*>& initial) {
                                                               .path = o_.transport_path}));
   const int n = num_parameters();
   exchange_.emplace(*client_, o_.job, n, tables_.Variables(), *divergence_, o_.stop);
-  tables_.Attach(*client_, *exchange_,
-                 [this](Status failed, const std::function<Status()>& again, const std::string& how) {
-                   return RetryAfterRestart(
-                       std::move(failed),
-                       [&] {
-                         TOWERPS_RETURN_IF_ERROR(Register().status());
-                         return again();
-                       },
-                       how);
-                 });
+  tables_.Attach(
+      *client_, *exchange_,
+      [this](Status failed, const std::function<Status()>& again, const std::string& how) {
+        return RetryAfterRestart(
+            std::move(failed),
+            [&] {
+              TOWERPS_RETURN_IF_ERROR(Register().status());
+              return again();
+            },
+            how);
+      });
   for (const ParameterSpec& p : parameters_) {
     gradient_buffers_.emplace_back(client_.get(), p.shape, o_.max_gradient_buffers);
   }

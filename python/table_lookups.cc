@@ -108,19 +108,18 @@ Status TableLookups::LookupForStep(std::span<const Ids> lookups, std::vector<Row
     // Mid-step, a failover loses only these pulls: the servers still hold this step's version
     // (the step before is complete everywhere, its values here), so the same pulls go again,
     // this one's and those not yet awaited.
-    TOWERPS_RETURN_IF_ERROR(
-        recover_(
-            await(),
-            [&] {
-              client_->Together([&] {
-                for (size_t j = k; j < lookups.size(); ++j) {
-                  exchange_->tables().Feed(lookups[j].table, {});
-                }
-              });
-              return await();
-            },
-            "registering again and pulling table '" + spec.name + "' again")
-            .WithContext("table '" + spec.name + "'"));
+    TOWERPS_RETURN_IF_ERROR(recover_(
+                                await(),
+                                [&] {
+                                  client_->Together([&] {
+                                    for (size_t j = k; j < lookups.size(); ++j) {
+                                      exchange_->tables().Feed(lookups[j].table, {});
+                                    }
+                                  });
+                                  return await();
+                                },
+                                "registering again and pulling table '" + spec.name + "' again")
+                                .WithContext("table '" + spec.name + "'"));
   }
   return Status::Ok();
 }

@@ -104,7 +104,7 @@ class TableLookups {
     TableSpec spec;
     uint32_t variable = 0;
     std::vector<worker::TableExchange::Gradient> added;  // this step's blocks, until PushAll
-    bool pushed_once = false;                           // PushRows gave the step's gradient
+    bool pushed_once = false;                            // PushRows gave the step's gradient
     worker::TableExchange::Gradient gradient{};  // PushAll's (rows undefined: not yet), held
   };
   Result<Table*> At(int t);

@@ -332,16 +332,15 @@ Result<IncomingMessage> MessageDecoder::ReadPart(
   if (bytes.size() == 0 || bytes.size() % sizeof(capnp::word) != 0 ||
       bytes.size() > limits.max_header_bytes ||
       reinterpret_cast<uintptr_t>(bytes.begin()) % alignof(capnp::word) != 0) {
-    return ProtocolError(where() + " is not a Cap'n Proto header (" +
-                         std::to_string(bytes.size()) + " bytes)");
+    return ProtocolError(where() + " is not a Cap'n Proto header (" + std::to_string(bytes.size()) +
+                         " bytes)");
   }
   IncomingMessage part;
   part.whole_ = bundle;
   part.peer_ = bundle->peer();
-  TOWERPS_RETURN_IF_ERROR(
-      ReadHeaderWords(reinterpret_cast<const capnp::word*>(bytes.begin()),
-                      bytes.size() / sizeof(capnp::word), limits, part)
-          .WithContext(where()));
+  TOWERPS_RETURN_IF_ERROR(ReadHeaderWords(reinterpret_cast<const capnp::word*>(bytes.begin()),
+                                          bytes.size() / sizeof(capnp::word), limits, part)
+                              .WithContext(where()));
   if (part.type() == proto::MessageType::BUNDLE) {
     return ProtocolError(where() + " is a bundle itself");
   }

@@ -221,8 +221,7 @@ bool Client::Impl::SendAll(std::vector<Call> calls) {
       break;
     }
     const auto type = call.message->header().getType();
-    if (!call.together ||
-        (type != proto::MessageType::PUSH && type != proto::MessageType::PULL)) {
+    if (!call.together || (type != proto::MessageType::PUSH && type != proto::MessageType::PULL)) {
       Send(std::move(call));
       continue;
     }
@@ -248,8 +247,7 @@ void Client::Impl::SendBundle(int server, std::vector<Call> parts) {
     call.message->header().setRequestId(ids.back());
     messages.push_back(std::move(*call.message));
   }
-  const Status s =
-      sockets_[server]->Send(OutgoingMessage::Bundle(std::move(messages)), deadline);
+  const Status s = sockets_[server]->Send(OutgoingMessage::Bundle(std::move(messages)), deadline);
   for (size_t i = 0; i < parts.size(); ++i) {
     Call& call = parts[i];
     if (!s.ok()) {

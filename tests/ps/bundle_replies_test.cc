@@ -57,13 +57,13 @@ TEST(BundleRepliesTest, TheRepliesOfABundleLeaveTogetherInItsOrder) {
 
 TEST(BundleRepliesTest, ABundleOfOtherRequestsOrRepeatedIdsIsRefusedAndCounted) {
   BundleReplies replies;
-  EXPECT_TRUE(replies.Open(Bundle({proto::MessageType::PULL, proto::MessageType::REGISTER}))
-                  .empty());
-  EXPECT_TRUE(replies.Open(Bundle({proto::MessageType::PULL, proto::MessageType::PULL}, 5))
-                  .size() == 2);
+  EXPECT_TRUE(
+      replies.Open(Bundle({proto::MessageType::PULL, proto::MessageType::REGISTER})).empty());
+  EXPECT_TRUE(
+      replies.Open(Bundle({proto::MessageType::PULL, proto::MessageType::PULL}, 5)).size() == 2);
   // Request id 6 is still open for this peer.
-  EXPECT_TRUE(replies.Open(Bundle({proto::MessageType::PULL, proto::MessageType::PULL}, 6))
-                  .empty());
+  EXPECT_TRUE(
+      replies.Open(Bundle({proto::MessageType::PULL, proto::MessageType::PULL}, 6)).empty());
   EXPECT_EQ(replies.rejected(), 2u);
   EXPECT_EQ(replies.open(), 1u);
 }

@@ -73,6 +73,32 @@ Result<std::unique_ptr<Session>> StartWorker(const Cluster& cluster, int rank,
   return StartWorker(Options(cluster, rank), values);
 }
 
+// The one worker of a one-worker job (`job`, on `cluster`), joined, with step 0's values in
+// `values` (its parameters' buffers).
+Result<std::unique_ptr<Session>> StartOnlyWorker(const Cluster& cluster, const ps::JobConfig& job,
+                                                 std::vector<std::vector<float>>& values) {
+  SessionOptions o = Options(cluster, 0);
+  o.job = job;
+  TOWERPS_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, StartWorker(o, values));
+  TOWERPS_RETURN_IF_ERROR(s->AwaitValues({values[0].data(), values[1].data()}));
+  return s;
+}
+
+// Each of the table's rows `ids` after one SGD step of `gradient[i]` (every element) from its
+// initial value, as `after` holds them (a row per id).
+void ExpectRowsStepped(const ps::JobConfig& job, const std::vector<uint64_t>& ids,
+                       const std::vector<float>& gradient, const std::vector<float>& after) {
+  const ps::InitialRows initial(job.seed, "emb", 0.05f);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    float start[kDim];
+    initial.Fill(ids[i], kDim, start);
+    for (int d = 0; d < kDim; ++d) {
+      EXPECT_FLOAT_EQ(after[i * kDim + static_cast<size_t>(d)], start[d] - kTableLr * gradient[i])
+          << "row " << ids[i];
+    }
+  }
+}
+
 TEST(SessionTest, TwoSyncWorkersLoadTheServersSgdOfTheirMeanGradient) {
   Cluster cluster(Job(), "session");
   std::vector<std::vector<float>> values[2];
@@ -172,12 +198,9 @@ TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNa
   ps::JobConfig job = Job();
   job.workers = 1;
   Cluster cluster(job, "session_rows");
-  SessionOptions o = Options(cluster, 0);
-  o.job = job;
   std::vector<std::vector<float>> values;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> s, StartWorker(o, values));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> s, StartOnlyWorker(cluster, job, values));
   const std::vector<float*> dst = {values[0].data(), values[1].data()};
-  ASSERT_OK(s->AwaitValues(dst));
   std::vector<float> first(kDim), second(2 * kDim);
   const uint64_t three = 3, eight_three[2] = {8, 3};
   ASSERT_OK(s->tables().PullRows(0, &three, 1, first.data()));
@@ -190,15 +213,7 @@ TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNa
   ASSERT_OK(s->AwaitValues(dst));
   std::vector<float> after(2 * kDim);
   ASSERT_OK(s->tables().PullRows(0, both, 2, after.data()));
-  const ps::InitialRows initial(job.seed, "emb", 0.05f);
-  for (int i = 0; i < 2; ++i) {
-    float start[kDim];
-    initial.Fill(both[i], kDim, start);
-    for (int d = 0; d < kDim; ++d) {
-      EXPECT_FLOAT_EQ(after[static_cast<size_t>(i * kDim + d)], start[d] - kTableLr)
-          << "row " << both[i];
-    }
-  }
+  ExpectRowsStepped(job, {3, 8}, {1, 1}, after);
   std::vector<float> bad(2 * kDim, 0.0f);
   bad[5] = std::nanf("");
   ASSERT_OK(s->tables().PushRows(0, both, bad.data(), 2));
@@ -217,12 +232,9 @@ TEST(SessionTest, LookupsOutsideTheStepPullTheirOwnIdsAndBlocksOfOneTableAreSumm
   ps::JobConfig job = Job();
   job.workers = 1;
   Cluster cluster(job, "session_aside");
-  SessionOptions o = Options(cluster, 0);
-  o.job = job;
   std::vector<std::vector<float>> values;
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> s, StartWorker(o, values));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> s, StartOnlyWorker(cluster, job, values));
   const std::vector<float*> dst = {values[0].data(), values[1].data()};
-  ASSERT_OK(s->AwaitValues(dst));
   const uint64_t step_ids[2] = {3, 8};
   const TableLookups::Ids step{.table = 0, .ids = step_ids};
   std::vector<TableLookups::Rows> rows;
@@ -250,14 +262,7 @@ TEST(SessionTest, LookupsOutsideTheStepPullTheirOwnIdsAndBlocksOfOneTableAreSumm
   const uint64_t all[4] = {3, 5, 8, 20};
   std::vector<float> after(4 * kDim);
   ASSERT_OK(s->tables().PullRows(0, all, 4, after.data()));
-  const ps::InitialRows initial(job.seed, "emb", 0.05f);
-  const float gradient[4] = {3, 2, 1, 0};  // per id: the blocks' sum
-  for (int i = 0; i < 4; ++i) {
-    float start[kDim];
-    initial.Fill(all[i], kDim, start);
-    EXPECT_FLOAT_EQ(after[static_cast<size_t>(i * kDim)], start[0] - kTableLr * gradient[i])
-        << "row " << all[i];
-  }
+  ExpectRowsStepped(job, {3, 5, 8, 20}, {3, 2, 1, 0}, after);  // per id: the blocks' sum
 }
 
 // Worker 1 of a softsync job (python/session.h): joins, waits until `go` (at most 20 s), pushes

@@ -10,9 +10,9 @@
 
 #include <cstdint>
 #include <map>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "job/job_config.h"

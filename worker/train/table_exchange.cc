@@ -90,8 +90,8 @@ size_t TableExchange::Feed(int index, std::span<const uint64_t> ids) {
 }
 
 std::future<Result<ps::PulledVariable>> TableExchange::PullAside(int index,
-                                                                std::span<const uint64_t> ids,
-                                                                ps::UniqueIds* unique) {
+                                                                 std::span<const uint64_t> ids,
+                                                                 ps::UniqueIds* unique) {
   const Table& t = tables_.at(static_cast<size_t>(index));
   *unique = Unique(t, ids);
   return client_.Pull({.variable_id = t.variable,
