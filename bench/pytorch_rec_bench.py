@@ -8,7 +8,9 @@ machine's mood. TowerPS runs it two ways:
            weight and pulling its rows into it per table in the forward;
   - "tps": towerps.torch.nn.EmbeddingBag (no local weight), every table looked up at once
            before the forward (DistributedOptimizer's sparse_inputs);
-  - "ebc": towerps.torch.nn.EmbeddingBagCollection, the 26 fields looked up and computed as one.
+  - "ebc": towerps.torch.nn.EmbeddingBagCollection, the 26 fields looked up and computed as one;
+  - "hybrid": "ebc" with the dense layers by all-reduce among the workers (dense="allreduce",
+           torch.optim.SGD), only the tables on the server.
 It reports examples per second (the job's, all workers), the ratio to plain PyTorch, each
 process's peak RSS (VmHWM, read from /proc by this process while it runs), and for TowerPS the
 step's parts as the script times them: lookups, forward+backward, step (the pushes and the next
@@ -24,7 +26,7 @@ them in a 2.4 GiB weight):
     PYTHONPATH=build/release/python python3 bench/pytorch_rec_bench.py \
         --launch build/release/bin/towerps-launch --memory [--ids 20000000]
 
-The same file is the timed script (--run plain|nn|tps|ebc, --run-memory)."""
+The same file is the timed script (--run plain|nn|tps|ebc|hybrid, --run-memory)."""
 
 import argparse
 import json
@@ -36,7 +38,7 @@ import tempfile
 import time
 
 FIELDS, DENSE, ROWS, DIM = int(os.environ.get("BENCH_FIELDS", 26)), 13, 32768, 8
-VARIANTS = ["plain", "nn", "tps", "ebc"]
+VARIANTS = ["plain", "nn", "tps", "ebc", "hybrid"]
 
 
 def model(kind):
@@ -48,12 +50,12 @@ def model(kind):
             super().__init__()
             self.bottom = nn.Sequential(nn.Linear(DENSE, 64), nn.ReLU(), nn.Linear(64, DIM),
                                         nn.ReLU())
-            if kind in ("tps", "ebc"):
+            if kind in ("tps", "ebc", "hybrid"):
                 import towerps.torch as tps
                 bag = lambda: tps.nn.EmbeddingBag(ROWS, DIM, mode="sum")  # noqa: E731
             else:
                 bag = lambda: nn.EmbeddingBag(ROWS, DIM, mode="sum", sparse=True)  # noqa: E731
-            if kind == "ebc":
+            if kind in ("ebc", "hybrid"):
                 self.tables = tps.nn.EmbeddingBagCollection(
                     {"c%d" % i: ROWS for i in range(FIELDS)}, DIM)
             else:
@@ -63,7 +65,7 @@ def model(kind):
 
         def forward(self, dense, sparse):
             parts = [self.bottom(dense)]
-            if kind == "ebc":
+            if kind in ("ebc", "hybrid"):
                 parts.append(self.tables(sparse).reshape(sparse.shape[0], -1))
             else:
                 parts += [t(sparse[:, i:i + 1]) for i, t in enumerate(self.tables)]
@@ -106,7 +108,11 @@ def run(kind, steps, warmup, batch, out):
         if kind == "tps":
             ahead = lambda dense, sparse: {  # noqa: E731
                 t: sparse[:, i:i + 1] for i, t in enumerate(net.tables)}
-        opt = tps.DistributedOptimizer(net.named_parameters(), model=net, sparse_inputs=ahead)
+        hybrid = {}
+        if kind == "hybrid":
+            hybrid = dict(dense="allreduce", optimizer=torch.optim.SGD(net.parameters(), lr=0.1))
+        opt = tps.DistributedOptimizer(net.named_parameters(), model=net, sparse_inputs=ahead,
+                                       **hybrid)
     data = batches(batch, rank)
     parts = {"forward_backward": 0.0, "step": 0.0}
     for step in range(warmup + steps):

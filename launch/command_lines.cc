@@ -1,6 +1,7 @@
 #include "launch/command_lines.h"
 
 #include "common/sibling_executable.h"
+#include "common/transport.h"
 #include "launch/worker_cmd.h"
 
 namespace towerps::launch {
@@ -65,6 +66,11 @@ std::vector<std::string> WorkerJobArgs(const LaunchOptions& o) {
   args.insert(args.end(), worker.begin(), worker.end());
   args.insert(args.end(), o.worker_binary_args.begin(), o.worker_binary_args.end());
   return args;
+}
+
+std::string DistEndpoint(const LaunchOptions& o, const std::string& host, int port) {
+  if (!o.worker.dist_endpoint.empty() || o.worker_cmd.empty()) return o.worker.dist_endpoint;
+  return TcpEndpoint(host, port);
 }
 
 std::vector<std::string> WorkerArgv(const LaunchOptions& o, int rank,

@@ -30,6 +30,12 @@ std::vector<std::string> WorkerJobArgs(const LaunchOptions& options);
 // Examples the whole job processes per step of the chief (sync: batch x gradients per step;
 // async and SSP: batch x workers), for the progress bar's rate.
 int64_t ExamplesPerChiefStep(const ps::JobConfig& job);
+// Where worker 0 of a --worker-cmd job keeps its collectives' rendezvous (a PyTorch script's
+// torch.distributed group; WorkerOptions::dist_endpoint): --dist-endpoint as given, else
+// tcp://`host`:`port`; "" for native workers, which have no collectives. `port` is by
+// convention the one after the servers' (base_port + server processes) where ports are fixed.
+std::string DistEndpoint(const LaunchOptions& options, const std::string& host, int port);
+
 // towerps-worker for worker `rank`, with the servers' endpoints (by server rank); the chief
 // gets --progress-lines with job_progress_bar.
 std::vector<std::string> WorkerArgv(const LaunchOptions& options, int rank,

@@ -10,6 +10,7 @@
 
 #include "common/deadline.h"
 #include "common/job_secret.h"
+#include "common/transport.h"
 #include "launch/command_lines.h"
 #include "launch/gpus.h"
 
@@ -32,29 +33,69 @@ Status Exec(std::vector<std::string> argv) {
   return InternalError("cannot exec " + argv[0] + ": " + std::strerror(errno));
 }
 
+// The first line of `path`, once some process has published it there (written to a temporary
+// file, then renamed).
+Result<std::string> AwaitPublished(const std::string& path, const std::string& who,
+                                   const Deadline& deadline) {
+  while (!fs::exists(path)) {
+    if (deadline.expired()) {
+      return TimeoutError(who + " did not publish " + path +
+                          " in time; is --run-dir shared by all nodes?");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::string line;
+  std::ifstream(path) >> line;
+  return line;
+}
+
+Status Publish(const std::string& path, const std::string& line) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  std::ofstream(path + ".tmp") << line << "\n";
+  fs::rename(path + ".tmp", path, ec);
+  if (ec) return IoError("cannot publish " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+std::string HostName() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+Status NeedRunDir(const LaunchOptions& o) {
+  if (!o.run_dir.empty()) return Status::Ok();
+  return InvalidArgumentError(
+      "the servers' hosts are unknown here (MPI across nodes): pass --run-dir on a shared file "
+      "system for the rendezvous");
+}
+
 Result<std::vector<std::string>> AwaitEndpoints(const RoleAssignment& role,
                                                 const LaunchOptions& o) {
-  if (o.run_dir.empty()) {
-    return InvalidArgumentError(
-        "the servers' hosts are unknown here (MPI across nodes): pass "
-        "--run-dir on a shared file system for the rendezvous");
-  }
+  TOWERPS_RETURN_IF_ERROR(NeedRunDir(o));
   std::vector<std::string> endpoints;
   const Deadline deadline = Deadline::After(o.startup_timeout);
   for (int r = 0; r < role.servers; ++r) {
-    const std::string path = EndpointFile(o.run_dir, r);
-    while (!fs::exists(path)) {
-      if (deadline.expired()) {
-        return TimeoutError("server " + std::to_string(r) + " did not publish " + path +
-                            " in time; is --run-dir shared by all nodes?");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    std::string e;
-    std::ifstream(path) >> e;
-    endpoints.push_back(e);
+    TOWERPS_ASSIGN_OR_RETURN(
+        std::string e,
+        AwaitPublished(EndpointFile(o.run_dir, r), "server " + std::to_string(r), deadline));
+    endpoints.push_back(std::move(e));
   }
   return endpoints;
+}
+
+// Where worker 0 keeps the workers' collectives' rendezvous when hosts are unknown (MPI across
+// nodes): worker 0 publishes its host and base_port + servers in --run-dir, the others read it.
+Result<std::string> DistEndpointByRunDir(const RoleAssignment& role, const LaunchOptions& o) {
+  TOWERPS_RETURN_IF_ERROR(NeedRunDir(o));
+  const std::string path = (fs::path(o.run_dir) / "dist.endpoint").string();
+  if (role.rank == 0) {
+    const std::string endpoint = TcpEndpoint(HostName(), o.base_port + role.servers);
+    TOWERPS_RETURN_IF_ERROR(Publish(path, endpoint));
+    return endpoint;
+  }
+  return AwaitPublished(path, "worker 0", Deadline::After(o.startup_timeout));
 }
 
 }  // namespace
@@ -64,14 +105,8 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
   if (role.role == RoleAssignment::Role::kServer) {
     argv = ServerArgv(o, role.rank, role.port);
     if (role.ps_endpoints.empty()) {  // publish for the rendezvous
-      char host[256] = {0};
-      gethostname(host, sizeof(host) - 1);
-      std::error_code ec;
-      fs::create_directories(o.run_dir, ec);
-      const std::string path = EndpointFile(o.run_dir, role.rank);
-      std::ofstream(path + ".tmp") << "tcp://" << host << ":" << role.port << "\n";
-      fs::rename(path + ".tmp", path, ec);
-      if (ec) return IoError("cannot publish " + path + ": " + ec.message());
+      TOWERPS_RETURN_IF_ERROR(
+          Publish(EndpointFile(o.run_dir, role.rank), TcpEndpoint(HostName(), role.port)));
     }
   } else {
     std::vector<std::string> endpoints = role.ps_endpoints;
@@ -81,6 +116,13 @@ Status ExecRole(const RoleAssignment& role, const LaunchOptions& o) {
     LaunchOptions with_shutdown = o;
     with_shutdown.worker.shutdown_servers = true;  // no launcher stays behind to stop the servers
     with_shutdown.worker.progress_bar = false;     // mpirun gives the ranks one shared terminal
+    if (!o.worker_cmd.empty() && o.worker.dist_endpoint.empty()) {
+      std::string dist = role.dist_endpoint;
+      if (dist.empty()) {
+        TOWERPS_ASSIGN_OR_RETURN(dist, DistEndpointByRunDir(role, o));
+      }
+      with_shutdown.worker.dist_endpoint = dist;
+    }
     argv = WorkerArgv(with_shutdown, role.rank, endpoints);
     if (const std::string gpu = GpusForRank(role.local_rank, GpusNeeded(o.worker.towers));
         !gpu.empty()) {

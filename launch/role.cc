@@ -194,6 +194,7 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::s
   a.rank = index;
   if (a.role == RoleAssignment::Role::kServer) a.port = ports[index];
   for (const std::string& hp : ps) a.ps_endpoints.push_back("tcp://" + hp);
+  if (!workers.empty()) a.dist_endpoint = "tcp://" + workers[0];
   return a;
 }
 
@@ -300,6 +301,9 @@ Result<RoleAssignment> RoleFromLayout(const RankLayout& l, int servers, int serv
   int worker_rank = 0;
   for (int r = 0; r < l.size; ++r) {
     const auto it = std::find(server_ranks.begin(), server_ranks.end(), r);
+    if (it == server_ranks.end() && worker_rank == 0 && !l.hosts_of_rank.empty()) {
+      a.dist_endpoint = "tcp://" + l.hosts_of_rank[r] + ":" + std::to_string(base_port + a.servers);
+    }
     if (r == l.rank) {
       if (it != server_ranks.end()) {
         a.role = RoleAssignment::Role::kServer;

@@ -32,6 +32,9 @@ struct RoleAssignment {
   int servers = 0, workers = 0;
   int port = 0;                           // servers: where to listen
   std::vector<std::string> ps_endpoints;  // workers: tcp://host:port, by server rank
+  // Workers: tcp://host:port where worker 0 keeps the rendezvous of the workers' collectives
+  // (its cluster spec entry; base_port + servers on its host); "" where hosts are unknown.
+  std::string dist_endpoint;
 };
 
 using Environment = std::map<std::string, std::string>;

@@ -226,13 +226,22 @@ class PySession {
   }
 
   std::string Finish(double test_accuracy, double test_loss, double final_train_loss, double epochs,
-                     std::vector<std::pair<std::string, double>> measures) {
+                     std::vector<std::pair<std::string, double>> measures,
+                     std::vector<std::pair<std::string, FloatArray>> own) {
+    std::vector<towerps::worker::NpyArray> arrays;
+    for (const auto& [name, a] : own) {
+      std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+      Tensor t = Tensor::Empty(shape);
+      std::memcpy(t.f32(), a.data(), t.byte_size());
+      arrays.push_back({name, std::move(t)});
+    }
     py::gil_scoped_release unlocked;
     return Take(session_->Finish({.test_accuracy = test_accuracy,
                                   .test_loss = test_loss,
                                   .final_train_loss = final_train_loss,
                                   .epochs = epochs,
-                                  .measures = std::move(measures)}));
+                                  .measures = std::move(measures)},
+                                 std::move(arrays)));
   }
 
   void LogEval(double test_accuracy, double test_loss) {
@@ -315,7 +324,13 @@ PYBIND11_MODULE(_towerps, m) {
       .def_property_readonly("workers", [](const SessionOptions& o) { return o.job.workers; })
       .def_property_readonly("servers",
                              [](const SessionOptions& o) { return o.ps_endpoints.size(); })
-      .def_property_readonly("settings", &JobSettings);
+      .def_property_readonly("settings", &JobSettings)
+      .def_property_readonly("dist_endpoint",
+                             [](const SessionOptions& o) { return o.worker.dist_endpoint; })
+      .def_property_readonly("join_timeout_s",
+                             [](const SessionOptions& o) { return o.worker.join_timeout.count(); })
+      .def_property_readonly("rpc_timeout_ms",
+                             [](const SessionOptions& o) { return o.worker.rpc_timeout.count(); });
   py::class_<PySession>(m, "Session")
       .def(py::init<const SessionOptions&, std::vector<std::string>,
                     std::vector<std::vector<int64_t>>, std::vector<FloatArray>,
@@ -339,7 +354,8 @@ PYBIND11_MODULE(_towerps, m) {
       .def("finish", &PySession::Finish, py::arg("test_accuracy") = -1.0,
            py::arg("test_loss") = -1.0, py::arg("final_train_loss") = -1.0,
            py::arg("epochs") = -1.0,
-           py::arg("measures") = std::vector<std::pair<std::string, double>>{})
+           py::arg("measures") = std::vector<std::pair<std::string, double>>{},
+           py::arg("own") = std::vector<std::pair<std::string, FloatArray>>{})
       .def_property_readonly("iteration", &PySession::iteration)
       .def_property_readonly("start_iteration", &PySession::start_iteration);
 }

@@ -372,7 +372,8 @@ Status Session::PullFinal(const std::vector<float*>& dst) {
       o_.job.FinalVersion(iter_), &final_min_, &final_max_);
 }
 
-Result<std::string> Session::Finish(const FinalMetrics& metrics) {
+Result<std::string> Session::Finish(const FinalMetrics& metrics,
+                                    std::vector<worker::NpyArray> own) {
   worker::TrainingSummary s;
   s.train_seconds = Seconds(Clock::now() - began_);
   s.steps = iter_;  // sync: the job's steps; else this worker's iterations
@@ -412,14 +413,16 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics) {
     out << json << "\n";
     if (!out) return IoError("cannot write --summary-out " + o_.worker.summary_out);
   }
-  if (!o_.worker.export_npz.empty()) TOWERPS_RETURN_IF_ERROR(ExportNpz(o_.worker.export_npz));
+  if (!o_.worker.export_npz.empty()) {
+    TOWERPS_RETURN_IF_ERROR(ExportNpz(o_.worker.export_npz, std::move(own)));
+  }
   if (o_.worker.shutdown_servers) {
     TOWERPS_RETURN_IF_ERROR(worker::StopServers(*client_, o_.stop));
   }
   return json;
 }
 
-Status Session::ExportNpz(const std::string& path) {
+Status Session::ExportNpz(const std::string& path, std::vector<worker::NpyArray> own) {
   const std::vector<ps::VariableSpec> variables = Variables();
   std::vector<Tensor> values;
   for (size_t v = 0; v < parameters_.size(); ++v) {
@@ -430,7 +433,7 @@ Status Session::ExportNpz(const std::string& path) {
   TOWERPS_ASSIGN_OR_RETURN(std::vector<ps::TableRows> rows, tables_.Export());
   std::vector<ps::TableRows> tables(parameters_.size());  // by variable: none for a parameter
   for (ps::TableRows& t : rows) tables.push_back(std::move(t));
-  return worker::WriteNpz(worker::NpzArrays(variables, values, tables), path)
+  return worker::WriteNpz(worker::NpzArrays(variables, values, tables, std::move(own)), path)
       .WithContext("--export-npz");
 }
 

@@ -46,6 +46,7 @@
 #include "worker/straggler.h"
 #include "worker/train/divergence.h"
 #include "worker/train/metrics_log.h"
+#include "worker/train/npz_export.h"
 #include "worker/train/step_exchange.h"
 #include "worker/train/summary.h"
 
@@ -140,8 +141,9 @@ class Session {
   // --summary-out and returned as JSON, --export-npz written, and (--shutdown-servers) the
   // servers asked to stop.
   // Others: an empty string, and (--shutdown-servers) the servers told this worker is done, so
-  // that the chief's request waits for it (ps/server/shutdown_gate.h).
-  Result<std::string> Finish(const FinalMetrics& metrics);
+  // that the chief's request waits for it (ps/server/shutdown_gate.h). `own`: the variables
+  // the script keeps itself (a hybrid job's dense parameters), exported with the servers'.
+  Result<std::string> Finish(const FinalMetrics& metrics, std::vector<worker::NpyArray> own = {});
 
  private:
   Session(SessionOptions options, std::vector<ParameterSpec> parameters,
@@ -158,7 +160,7 @@ class Session {
   Result<int64_t> Register();
   // --export-npz: the parameters' values (the last loaded) and every table's rows, as a native
   // chief writes them (worker/train/npz_export.h).
-  Status ExportNpz(const std::string& path);
+  Status ExportNpz(const std::string& path, std::vector<worker::NpyArray> own);
   // `failed`, or after a server restart (each time one restarted since the last try)
   // `recover()`'s status: a Rejoin and the wait again, or (a table's pull, mid-step) a
   // registration and the pull again.

@@ -92,8 +92,12 @@ WorkerFlags::WorkerFlags()
       "and --cluster)")(
       "ready-file", po::value(&o.ready_file),
       "write this (empty) file once joined to the job and ready to compute (towerps-launch "
-      "times a restarted worker with it)")("straggler", po::value(&o.straggler),
-                                           "RANK:DELAY: worker RANK sleeps DELAY every step")(
+      "times a restarted worker with it)")(
+      "dist-endpoint", po::value(&o.dist_endpoint),
+      "tcp://HOST:PORT: where worker 0 keeps the rendezvous of the workers' own collectives "
+      "(a PyTorch script's torch.distributed group, dense=\"allreduce\"); towerps-launch sets "
+      "it for --worker-cmd jobs")("straggler", po::value(&o.straggler),
+                                  "RANK:DELAY: worker RANK sleeps DELAY every step")(
       "straggler-dist", po::value(&o.straggler_dist),
       "exp:MEAN or uniform:LO:HI: random per-step delays for every worker (seeded)")(
       "slow-workers", po::value(&o.slow_workers),

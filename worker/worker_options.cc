@@ -44,6 +44,12 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("--join-timeout-s=" + std::to_string(join_timeout.count()) +
                                 " must be at least 1");
   }
+  if (!dist_endpoint.empty() &&
+      (dist_endpoint.rfind("tcp://", 0) != 0 || dist_endpoint.find(':', 6) == std::string::npos)) {
+    return InvalidArgumentError("--dist-endpoint=" + dist_endpoint +
+                                " is not tcp://HOST:PORT (where worker 0 keeps the workers' "
+                                "collectives' rendezvous)");
+  }
   if (rpc_timeout.count() < 10) {
     return InvalidArgumentError("--rpc-timeout-ms=" + std::to_string(rpc_timeout.count()) +
                                 " must be at least 10");
@@ -116,6 +122,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (progress_lines) a.push_back("--progress-lines");
   if (shutdown_servers) a.push_back("--shutdown-servers");
   if (!ready_file.empty()) add("--ready-file", ready_file);
+  if (!dist_endpoint.empty()) add("--dist-endpoint", dist_endpoint);
   if (!straggler.empty()) add("--straggler", straggler);
   if (!straggler_dist.empty()) add("--straggler-dist", straggler_dist);
   if (!slow_workers.empty()) add("--slow-workers", slow_workers);

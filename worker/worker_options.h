@@ -64,6 +64,10 @@ struct WorkerOptions {
   // Written (empty) once the worker has joined the job: its first parameters pulled, ready to
   // compute. towerps-launch gives it to a restarted worker, to bound how long it takes to rejoin.
   std::string ready_file;
+  // tcp://HOST:PORT where worker 0 keeps the rendezvous of the workers' own collectives
+  // (torch.distributed, for a PyTorch script's dense="allreduce"); towerps-launch gives every
+  // --worker-cmd job one. Empty: none (a one-worker job needs none).
+  std::string dist_endpoint;
   // Injected slow-downs (worker/straggler.h); every worker gets the same plan.
   std::string straggler;       // RANK:DELAY
   std::string straggler_dist;  // exp:MEAN or uniform:LO:HI

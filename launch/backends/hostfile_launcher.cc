@@ -159,6 +159,12 @@ Status HostfileLauncher::Run() {
   JobSupervisor supervisor(&group, o.grace, o.interrupt);
   std::ofstream table((fs::path(run_dir_) / "processes.txt").string());
   const std::vector<std::string> peers = ReplicaPeers(plan);
+  for (const HostPlacement& p : plan) {
+    if (!p.server && p.rank == 0) {
+      options_.worker.dist_endpoint =
+          DistEndpoint(o, p.host, o.base_port + o.job.ServerProcesses());
+    }
+  }
   std::vector<std::string> endpoints;
   for (const HostPlacement& p : plan) {
     std::vector<std::string> argv;

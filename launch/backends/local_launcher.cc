@@ -82,6 +82,12 @@ Status LocalLauncher::Run() {
   TOWERPS_ASSIGN_OR_RETURN(const std::vector<std::string> endpoints,
                            AwaitServers(job, ready_files));
   const size_t first_worker = job.group.size();
+  int dist_port = options_.base_port + options_.job.ServerProcesses();
+  if (options_.base_port == 0 && !options_.worker_cmd.empty()) {
+    TOWERPS_ASSIGN_OR_RETURN(const std::vector<int> free, PickFreePorts(1));
+    dist_port = free[0];
+  }
+  options_.worker.dist_endpoint = DistEndpoint(options_, "127.0.0.1", dist_port);
   TOWERPS_RETURN_IF_ERROR(StartWorkers(job, endpoints));
   job.supervisor.SetRestartPolicy(MakeRestartPolicy(options_, run_dir_, /*workers_local=*/true));
   TOWERPS_RETURN_IF_ERROR(job.supervisor.RunToCompletion(first_worker));

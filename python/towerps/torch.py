@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from . import _towerps
+from . import hybrid
 from . import nn  # noqa: F401  (tps.nn.Embedding, tps.nn.EmbeddingBag)
 
 __all__ = [
@@ -250,41 +251,33 @@ class DistributedOptimizer:
     """
 
     def __init__(self, named_parameters, model=None, table_init_scale=0.05,
-                 copy_gradients=False, clip_grad_norm=None, sparse_inputs=None):
+                 copy_gradients=False, clip_grad_norm=None, sparse_inputs=None, dense="server",
+                 optimizer=None):
         params = list(named_parameters)
         server_tables = _server_tables(model)
-        if not params and not server_tables:
-            raise ValueError("DistributedOptimizer got no parameters")
-        if sparse_inputs is not None and model is None:
-            raise ValueError("sparse_inputs needs model=model: it runs before the model's "
-                             "forward")
-        if clip_grad_norm is not None and not float(clip_grad_norm) > 0:
-            raise ValueError("clip_grad_norm=%r: give the largest gradient norm to allow, a "
-                             "positive number (or None not to clip)" % (clip_grad_norm,))
+        _check_arguments(params, server_tables, model, sparse_inputs, clip_grad_norm, dense,
+                         optimizer)
         self._clip = None if clip_grad_norm is None else float(clip_grad_norm)
         global _optimizers_made
         _optimizers_made += 1
         self._held = []     # with clip_grad_norm: this step's pushes, in backward's order
         self._pushed = {}   # parameter index -> (p.grad, its version) when it was pushed
         self._warned_changed = False
+        self._hooks = []
+        self._accumulators = []
         tables = _sparse_tables(params, model)
         self._all_params = [p for _, p in params]  # zero_grad's: the tables' weights too
-        table_weights = {id(m.weight) for _, m in tables}
+        table_weights = {id(m.weight): name for name, m in tables}
         params = [(n, p) for n, p in params if id(p) not in table_weights]
-        names, shapes, initial = [], [], []
-        for name, p in params:
-            if not isinstance(p, torch.Tensor):
-                raise ValueError("parameter '%s' is not a tensor" % name)
-            if p.dtype != torch.float32 or p.device.type not in ("cpu", "cuda"):
-                raise ValueError("parameter '%s' is %s on %s: TowerPS trains float32 "
-                                 "parameters on the CPU or a CUDA device"
-                                 % (name, p.dtype, p.device))
-            if not p.is_contiguous():
-                raise ValueError("parameter '%s' is not contiguous" % name)
-            names.append(name)
-            shapes.append(list(p.shape) if p.dim() > 0 else [1])
+        _check_dense(params)
+        self._dense = None
+        if dense == "allreduce":  # the dense parameters stay here, averaged by all-reduce
+            hybrid.process_group(_options(), any(p.is_cuda for _, p in params))
+            self._dense = hybrid.DenseAllReduce(params, optimizer, table_weights,
+                                                self._after_accumulation)
+            params = []
         self._params = [p for _, p in params]
-        self._names = names
+        self._names = [n for n, _ in params]
         # CUDA parameters go through pinned host buffers: values up, gradients down, each copy
         # with an event; CPU parameters are read and written in place.
         self._staging = [_Staging(p) if p.is_cuda else None for p in self._params]
@@ -295,20 +288,22 @@ class DistributedOptimizer:
         specs += [(name, m.num_embeddings, m.embedding_dim, float(table_init_scale))
                   for name, m in server_tables]
         self._init_scale = float(table_init_scale)
-        self._session = _towerps.Session(_options(), names, shapes, initial, specs)
+        if not specs and not self._params:
+            raise ValueError("dense=\"allreduce\" and no table: nothing would be on the "
+                             "servers (use torch.nn.parallel.DistributedDataParallel, or give "
+                             "the model towerps.torch.nn tables)")
+        shapes = [list(p.shape) if p.dim() > 0 else [1] for p in self._params]
+        self._session = _towerps.Session(_options(), self._names, shapes, initial, specs)
+        if self._dense is not None and self._session.start_iteration > 0:
+            raise RuntimeError(
+                "dense=\"allreduce\": this worker restarts at step %d, but the dense values "
+                "and their optimizer's state were the killed worker's own; a hybrid job cannot "
+                "take them back (run it with --max-restarts 0, or dense=\"server\")"
+                % self._session.start_iteration)
         self._views = [st.host.numpy() if st else p.data.numpy()
                        for p, st in zip(self._params, self._staging)]
         self._load_values()
-        # CPU gradients accumulate in the servers' connection's own memory (the shared-memory
-        # arena's): backward adds into it and the hook lends it to the push without a copy.
-        self._grad_views = [{} for _ in self._params]  # per parameter: buffer address -> tensor
-        self._own_grad = [None] * len(self._params)     # the buffer each p.grad was given
-        self._lent = {id(p): i for i, p in enumerate(self._params)
-                      if p.requires_grad and not p.is_cuda and not copy_gradients}
-        for i in self._lent.values():
-            self._give_grad(i, keep_values=False)
-        self._hooks = []
-        self._accumulators = []
+        self._lend_gradients(copy_gradients)
         self._table_modules = [module for _, module in tables]
         self._table_modules_named = tables
         for i, p in enumerate(self._params):
@@ -325,6 +320,27 @@ class DistributedOptimizer:
         if sparse_inputs is not None:
             self._hooks.append(model.register_forward_pre_hook(
                 lambda _model, inputs: self.prefetch(sparse_inputs(*inputs))))
+
+    def _lend_gradients(self, copy_gradients):
+        """CPU gradients accumulate in the servers' connection's own memory (the shared-memory
+        arena's): backward adds into it and the hook lends it to the push without a copy."""
+        self._grad_views = [{} for _ in self._params]  # per parameter: buffer address -> tensor
+        self._own_grad = [None] * len(self._params)     # the buffer each p.grad was given
+        self._lent = {id(p): i for i, p in enumerate(self._params)
+                      if p.requires_grad and not p.is_cuda and not copy_gradients}
+        for i in self._lent.values():
+            self._give_grad(i, keep_values=False)
+
+    @property
+    def optimizer(self):
+        """With dense="allreduce": the script's own optimizer (for an LR scheduler:
+        ``torch.optim.lr_scheduler.StepLR(opt.optimizer, ...)``); None otherwise."""
+        return None if self._dense is None else self._dense.optimizer
+
+    @property
+    def param_groups(self):
+        """The script's optimizer's param_groups (dense="allreduce"); [] otherwise."""
+        return [] if self._dense is None else self._dense.optimizer.param_groups
 
     def prefetch(self, lookups):
         """Looks up every table of a step at once: ``lookups`` maps each ``towerps.torch.nn``
@@ -493,6 +509,8 @@ class DistributedOptimizer:
             if rows.grad is not None:
                 self._session.add_rows(t, ids, rows.grad.detach()[part].cpu().numpy())
         self._warn_if_pushed_gradients_changed()
+        if self._dense is not None:
+            self._dense.step()
         self._session.end_step(loss)
         self._load_values()
         # A server may still read a gradient it was lent (shared memory): such a p.grad moves to
@@ -583,14 +601,53 @@ class DistributedOptimizer:
             per_epoch = _sampler_examples // settings()["batch-size"]
             epochs = self.step_count / per_epoch if per_epoch > 0 else None
         neg = lambda x: -1.0 if x is None else float(x)
+        own = [] if self._dense is None else self._dense.values()
         text = self._session.finish(neg(test_accuracy), neg(test_loss), neg(train_loss),
-                                    neg(epochs), extra)
+                                    neg(epochs), extra, own)
         return json.loads(text) if text else None
 
 
 def finish(optimizer, **measures):
     """``optimizer.finish(**measures)``."""
     return optimizer.finish(**measures)
+
+
+def _check_arguments(params, server_tables, model, sparse_inputs, clip_grad_norm, dense,
+                     optimizer):
+    if not params and not server_tables:
+        raise ValueError("DistributedOptimizer got no parameters")
+    if sparse_inputs is not None and model is None:
+        raise ValueError("sparse_inputs needs model=model: it runs before the model's "
+                         "forward")
+    if clip_grad_norm is not None and not float(clip_grad_norm) > 0:
+        raise ValueError("clip_grad_norm=%r: give the largest gradient norm to allow, a "
+                         "positive number (or None not to clip)" % (clip_grad_norm,))
+    if dense not in ("server", "allreduce"):
+        raise ValueError("dense=%r: \"server\" (the servers train the dense parameters) or "
+                         "\"allreduce\" (the workers average their gradients and apply "
+                         "optimizer=)" % (dense,))
+    if dense == "server" and optimizer is not None:
+        raise ValueError("optimizer= is the dense parameters' optimizer of dense=\"allreduce\"; "
+                         "with dense=\"server\" the servers apply --optimizer")
+    if dense == "allreduce" and clip_grad_norm is not None:
+        raise ValueError("with dense=\"allreduce\", clip with torch.nn.utils.clip_grad_norm_ "
+                         "after backward() (the dense gradients are averaged by then), not "
+                         "clip_grad_norm=")
+    if dense == "allreduce" and model is None:
+        raise ValueError("dense=\"allreduce\" needs model=model: its tables stay on the "
+                         "servers")
+
+
+def _check_dense(params):
+    for name, p in params:
+        if not isinstance(p, torch.Tensor):
+            raise ValueError("parameter '%s' is not a tensor" % name)
+        if p.dtype != torch.float32 or p.device.type not in ("cpu", "cuda"):
+            raise ValueError("parameter '%s' is %s on %s: TowerPS trains float32 "
+                             "parameters on the CPU or a CUDA device"
+                             % (name, p.dtype, p.device))
+        if not p.is_contiguous():
+            raise ValueError("parameter '%s' is not contiguous" % name)
 
 
 class _Staging:

@@ -23,6 +23,7 @@ TEST(ClusterSpecTest, RolesAndEndpoints) {
   EXPECT_EQ(task->rank, 2);
   EXPECT_EQ(task->ps_endpoints,
             (std::vector<std::string>{"tcp://10.0.0.1:7000", "tcp://10.0.0.2:7001"}));
+  EXPECT_EQ(task->dist_endpoint, "tcp://a:1");  // worker 0's entry keeps the rendezvous
 }
 
 // TensorFlow's TF_CONFIG: the chief is worker 0 and the "worker" list follows it; TF1's
@@ -183,6 +184,11 @@ TEST(RoleFromLayoutTest, FirstRanksOrFirstPerNodeAreServers) {
   EXPECT_EQ(b->workers, 2);
   EXPECT_EQ(b->rank, 1);  // rank 3 is the second worker
   EXPECT_EQ(b->ps_endpoints.back(), "tcp://n3:7002");
+  // Worker 0 (rank 2 in a, rank 1 in b) keeps the collectives' rendezvous, after the servers'
+  // ports.
+  EXPECT_EQ(a->dist_endpoint, "tcp://n2:7002");
+  EXPECT_EQ(b->dist_endpoint, "tcp://n1:7003");
+  EXPECT_EQ(RoleFromLayout({3, 5, 1, {}}, 2, 0, 7000)->dist_endpoint, "");  // hosts unknown
   l.rank = 2;
   auto s = RoleFromLayout(l, 0, 1, 7000);
   ASSERT_TRUE(s.ok()) << s.status();

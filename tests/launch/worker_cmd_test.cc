@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/sibling_executable.h"
+#include "launch/command_lines.h"
 
 namespace towerps::launch {
 namespace {
@@ -27,6 +28,20 @@ TEST(WorkerCmdTest, ReplacesTheWorkerBinaryWithTheLaunchersExecMode) {
 TEST(WorkerCmdTest, ArgumentsTravelAsAJsonArrayOfStrings) {
   EXPECT_EQ(WorkerArgsJson({"--rank", "0", "say \"hi\""}), R"(["--rank","0","say \"hi\""])");
   EXPECT_EQ(WorkerArgsJson({}), "[]");
+}
+
+// A script's workers learn where worker 0 keeps their collectives' rendezvous (a hybrid job's
+// torch.distributed group); native workers get no such flag; a --dist-endpoint given stands.
+TEST(WorkerCmdTest, AScriptsWorkersGetTheirCollectivesRendezvous) {
+  LaunchOptions o;
+  EXPECT_EQ(DistEndpoint(o, "h", 7002), "");
+  o.worker_cmd = "python3 train.py";
+  EXPECT_EQ(DistEndpoint(o, "h", 7002), "tcp://h:7002");
+  o.worker.dist_endpoint = DistEndpoint(o, "h", 7002);
+  EXPECT_NE(WorkerArgsJson(WorkerJobArgs(o)).find(R"("--dist-endpoint","tcp://h:7002")"),
+            std::string::npos);
+  o.worker.dist_endpoint = "tcp://mine:9";
+  EXPECT_EQ(DistEndpoint(o, "h", 7002), "tcp://mine:9");
 }
 
 }  // namespace

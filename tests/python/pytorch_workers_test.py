@@ -45,9 +45,11 @@ def launch(out, workers=2, steps=100, extra=(), worker_args=(), timeout=TIMEOUT_
     return p.returncode, p.stdout, record
 
 
-def reference_losses(net, opt, data, seed=7, batch=32, steps=100, workers=2, clip=None):
+def reference_losses(net, opt, data, seed=7, batch=32, steps=100, workers=2, clip=None,
+                     clip_params=None, after_step=None):
     """One process's losses at batch `workers` x B, each step's batch the union of what the
-    workers' DistributedSampler shares give them at batch B; `clip`: clip_grad_norm_ to it."""
+    workers' DistributedSampler shares give them at batch B; `clip`: clip_grad_norm_ to it
+    (`clip_params`, default all); `after_step()` runs after each step (a scheduler's)."""
     torch.set_num_threads(1)  # as the workers
     x_all, y_all = data.tensors
     per_rank = tiny_job.EXAMPLES // workers
@@ -61,8 +63,10 @@ def reference_losses(net, opt, data, seed=7, batch=32, steps=100, workers=2, cli
         loss = torch.nn.functional.cross_entropy(net(x_all[idx]), y_all[idx])
         loss.backward()
         if clip is not None:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+            torch.nn.utils.clip_grad_norm_(clip_params or net.parameters(), clip)
         opt.step()
+        if after_step is not None:
+            after_step()
         losses.append(float(loss))
     return losses
 
@@ -253,6 +257,84 @@ class TableModuleTest(unittest.TestCase):
         self.assertEqual(tuple(state["emb.weight.values"].shape), (tiny_job.IDS, tiny_job.DIM))
         self.assertNotIn("emb.weight", state)
         self.assertGreater(w[0]["summary"]["test_accuracy"], 0.7)
+
+
+class _Optimizers:
+    """Several torch.optim optimizers stepped as one (a reference's tables and dense layers)."""
+
+    def __init__(self, *optimizers):
+        self.optimizers = optimizers
+
+    def zero_grad(self):
+        for o in self.optimizers:
+            o.zero_grad()
+
+    def step(self):
+        for o in self.optimizers:
+            o.step()
+
+
+class HybridTest(unittest.TestCase):
+    """dense="allreduce": the workers average the dense gradients and apply the script's own
+    AdamW (two parameter groups) while the table stays on the servers (SGD); 2 workers at B give
+    one process's losses at 2B within 1e-5, clip_grad_norm_ and StepLR included. (AdamW barely
+    sees a gradient's scale: the clipped case is the one a sum instead of a mean would fail.)"""
+
+    TABLE = ["--table-optimizer", "sgd", "--table-lr", "2"]
+
+    def reference(self, clip=None, lr_step=0):
+        net = tiny_job.table_model(7, kind="torch")
+        with torch.no_grad():
+            rows = _towerps.initial_rows(7, "emb.weight", 0.05,
+                                         np.arange(tiny_job.IDS, dtype=np.uint64), tiny_job.DIM)
+            net.emb.weight.copy_(torch.from_numpy(rows))
+        dense = tiny_job.hybrid_optimizer(net)
+        opt = _Optimizers(torch.optim.SGD([net.emb.weight], lr=2.0), dense)
+        after = None
+        if lr_step:
+            after = torch.optim.lr_scheduler.StepLR(dense, lr_step, gamma=0.5).step
+        losses = reference_losses(net, opt, tiny_job.categorical_dataset(), clip=clip,
+                                  clip_params=list(net.head.parameters()), after_step=after)
+        return losses, net
+
+    def run_job(self, out, worker_args=(), extra=()):
+        code, text, _ = launch(out, steps=100, extra=self.TABLE + list(extra),
+                               worker_args=["--table-kind", "tps", "--hybrid"]
+                               + list(worker_args))
+        self.assertEqual(code, 0, text)
+        return [worker_record(out, r) for r in range(2)]
+
+    def test_two_workers_match_one_process_at_twice_the_batch(self):
+        with tempfile.TemporaryDirectory() as out:
+            npz = os.path.join(out, "model.npz")
+            w = self.run_job(out, extra=["--export-npz", npz])
+            exported = dict(np.load(npz))
+            state = torch.load(os.path.join(out, "model.pt"))
+        losses, net = self.reference()
+        assert_workers_match(self, w, losses)
+        self.assertLess(losses[-1], losses[0] * 0.8)  # it learned
+        for name in ("head.weight", "head.bias"):  # the workers' own copies, equal
+            self.assertEqual(w[0]["params"][name], w[1]["params"][name])
+            np.testing.assert_allclose(w[0]["params"][name],
+                                       net.state_dict()[name].flatten().numpy(), rtol=1e-4,
+                                       atol=1e-6)
+        # The model comes back whole: the table from the servers, the dense layers the workers'.
+        self.assertEqual(sorted(exported), ["emb.weight/ids", "emb.weight/rows", "head.bias",
+                                            "head.weight"])
+        for name in ("head.weight", "head.bias"):
+            np.testing.assert_array_equal(exported[name], state[name].numpy())
+        np.testing.assert_allclose(state["emb.weight"].numpy(), net.emb.weight.detach().numpy(),
+                                   rtol=1e-4, atol=1e-6)
+
+    def test_clip_grad_norm_and_a_scheduler_have_their_effect(self):
+        with tempfile.TemporaryDirectory() as out:
+            w = self.run_job(out, ["--clip-in-script", "0.05", "--lr-step", "30"])
+        losses, _ = self.reference(clip=0.05, lr_step=30)
+        assert_workers_match(self, w, losses)
+        plain, _ = self.reference()
+        self.assertGreater(max(abs(a - b) for a, b in zip(losses, plain)), 1e-3)
+        only_clip, _ = self.reference(clip=0.05)
+        self.assertGreater(max(abs(a - b) for a, b in zip(losses, only_clip)), 1e-4)
 
 
 class MemoryTest(unittest.TestCase):
@@ -578,33 +660,42 @@ class RankModesTest(unittest.TestCase):
     """Process-per-rank launching (--mpi under a real mpirun, TF_CONFIG) runs a script as the
     workers."""
 
-    @unittest.skipUnless(os.path.exists("/usr/bin/mpirun"), "openmpi-bin is not installed")
-    def test_mpirun_runs_pytorch_workers(self):
+    def mpirun(self, out, worker_args, extra=()):
         import socket
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
+        secret = os.path.join(out, "secret")
+        subprocess.run([LAUNCH, "--new-secret", secret], check=True, stdout=subprocess.DEVNULL)
+        cmd = " ".join(WORKER + ["--out", out] + list(worker_args))
+        p = subprocess.run(
+            ["/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", LAUNCH,
+             "--mpi", "--servers", "1", "--batch-size", "32", "--base-port", str(port),
+             "--secret-file", secret, "--summary-out", os.path.join(out, "summary.json"),
+             "--worker-cmd", cmd] + list(extra), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        return [worker_record(out, r) for r in range(2)]
+
+    @unittest.skipUnless(os.path.exists("/usr/bin/mpirun"), "openmpi-bin is not installed")
+    def test_mpirun_runs_pytorch_workers(self):
         with tempfile.TemporaryDirectory() as out:
-            secret = os.path.join(out, "secret")
-            subprocess.run([LAUNCH, "--new-secret", secret], check=True,
-                           stdout=subprocess.DEVNULL)
             # Async, and rank 1 reaches synchronize() 2 s after the chief is done: the servers
             # the chief asked to stop wait for it to leave (finish()).
-            cmd = " ".join(WORKER + ["--steps", "30", "--out", out, "--late-rank1", "2"])
-            p = subprocess.run(
-                ["/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", LAUNCH,
-                 "--mpi", "--servers", "1", "--batch-size", "32", "--base-port", str(port),
-                 "--mode", "async",
-                 "--secret-file", secret, "--summary-out", os.path.join(out, "summary.json"),
-                 "--worker-cmd", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True, timeout=TIMEOUT_S)
-            self.assertEqual(p.returncode, 0, p.stdout)
-            w = [worker_record(out, r) for r in range(2)]
+            w = self.mpirun(out, ["--steps", "30", "--late-rank1", "2"], ["--mode", "async"])
         self.assertEqual(w[0]["summary"]["workers"], 2)
         self.assertEqual(w[0]["summary"]["steps"], 30)
         self.assertEqual(w[0]["summary"]["final_versions"], [60, 60])  # both workers' 30
         self.assertEqual(w[0]["params"], w[1]["params"])  # the final values, on both
 
+    @unittest.skipUnless(os.path.exists("/usr/bin/mpirun"), "openmpi-bin is not installed")
+    def test_mpirun_runs_a_hybrid_job(self):
+        """dense="allreduce" under mpirun: the launcher gives the ranks worker 0's rendezvous."""
+        with tempfile.TemporaryDirectory() as out:
+            w = self.mpirun(out, ["--steps", "30", "--table-kind", "tps", "--hybrid"])
+        self.assertEqual(w[0]["summary"]["steps"], 30)
+        self.assertEqual(w[0]["params"], w[1]["params"])  # the all-reduced dense layers
+        self.assertLess(w[0]["losses"]["29"], w[0]["losses"]["0"])
 
     def test_tf_config_runs_pytorch_workers(self):
         """A TensorFlow user's TF_CONFIG (a ps, a chief and a worker), each process its own."""
@@ -669,6 +760,39 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(code, 0, text)
         self.assertIn("Embedding 'emb' (50 x 8) has sparse=False", text)
         self.assertIn("give it sparse=True", text)
+
+    def test_hybrid_misuse_is_named(self):
+        """dense="allreduce" refuses an optimizer that misses a dense parameter or holds a table,
+        a missing optimizer, and clip_grad_norm= (clipping belongs after backward())."""
+        code = (
+            "import sys, torch, towerps.torch as tps\n"
+            "sys.path.insert(0, %r)\n"
+            "import tiny_job\n"
+            "tps.init()\n"
+            "def attempt(net, **kw):\n"
+            "    try:\n"
+            "        tps.DistributedOptimizer(net.named_parameters(), model=net, **kw)\n"
+            "    except ValueError as e:\n"
+            "        print('refused:', e)\n"
+            "net = tiny_job.table_model(1, kind='tps')\n"
+            "attempt(net, dense='allreduce')\n"
+            "attempt(net, dense='allreduce', optimizer=torch.optim.AdamW([net.head.weight]))\n"
+            "attempt(net, dense='allreduce', clip_grad_norm=1.0,\n"
+            "        optimizer=torch.optim.AdamW(net.parameters()))\n"
+            "plain = tiny_job.table_model(1, kind='torch')\n"
+            "attempt(plain, dense='allreduce', optimizer=torch.optim.AdamW(plain.parameters()))\n"
+            "attempt(net, dense='all-reduce')\n" % HERE)
+        env = dict(os.environ)
+        env.pop("TOWERPS_WORKER_ARGS", None)
+        p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
+        refused = [line for line in p.stdout.splitlines() if line.startswith("refused:")]
+        self.assertEqual(len(refused), 5, p.stdout)
+        self.assertIn("needs optimizer=", refused[0])
+        self.assertIn("'head.bias' is not in the optimizer's param_groups", refused[1])
+        self.assertIn("torch.nn.utils.clip_grad_norm_", refused[2])
+        self.assertIn("'emb.weight', a table the servers train", refused[3])
+        self.assertIn("dense='all-reduce'", refused[4])
 
     def test_settings_are_typed(self):
         code = ("import towerps.torch as tps\n"

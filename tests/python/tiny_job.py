@@ -93,3 +93,11 @@ def hashed(ids):
 def table_model(seed, sparse=True, kind="torch"):
     torch.manual_seed(seed)
     return TableNet(sparse, kind)
+
+
+def hybrid_optimizer(net):
+    """The dense half of the hybrid tests: AdamW over the head, in two parameter groups (the
+    bias without weight decay, at twice the learning rate)."""
+    return torch.optim.AdamW([{"params": [net.head.weight]},
+                              {"params": [net.head.bias], "weight_decay": 0.0, "lr": 0.02}],
+                             lr=0.01, weight_decay=0.1)

@@ -20,6 +20,8 @@ model's embedding sparse=False;
 torch.nn.utils.clip_grad_norm_ between backward() and step() (too late: step() warns);
 --table-kind K trains tiny_job's table model with TableNet's kind K (tps: no local weight);
 --prefetch looks the table up before the forward (DistributedOptimizer's sparse_inputs);
+--hybrid trains the dense parameters by all-reduce (dense="allreduce") with AdamW in two
+parameter groups, --lr-step N halving their learning rates every N steps (StepLR);
 the chief saves opt.model_state_dict(net) to OUT/model.pt, and its table's local weight right
 after synchronize() (before the evaluation's lookups) to OUT/local.pt, and gives the summary a
 test_auc of its own (finish(**measures))."""
@@ -74,6 +76,8 @@ def main():
     ap.add_argument("--clip-in-script", type=float, default=None)
     ap.add_argument("--table-kind", default="")
     ap.add_argument("--prefetch", action="store_true")
+    ap.add_argument("--hybrid", action="store_true")
+    ap.add_argument("--lr-step", type=int, default=0)
     ap.add_argument("--start-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before it joins (a slow data load)")
     ap.add_argument("--steps-rank1", type=int, default=-1,
@@ -104,8 +108,13 @@ def main():
     if args.prefetch:
         prefetch = lambda ids: {net.emb: tiny_job.hashed(ids) if args.table_kind ==  # noqa: E731
                                 "tps-unbounded" else ids}
+    hybrid, scheduler = {}, None
+    if args.hybrid:
+        hybrid = dict(dense="allreduce", optimizer=tiny_job.hybrid_optimizer(net))
     opt = tps.DistributedOptimizer(net.named_parameters(), model=net, clip_grad_norm=args.clip,
-                                   sparse_inputs=prefetch)
+                                   sparse_inputs=prefetch, **hybrid)
+    if args.lr_step:
+        scheduler = torch.optim.lr_scheduler.StepLR(opt.optimizer, args.lr_step, gamma=0.5)
     sampler = tps.DistributedSampler(data)
     loader = torch.utils.data.DataLoader(data, batch_size=batch, sampler=sampler, drop_last=True)
     losses = {}
@@ -143,6 +152,8 @@ def main():
             if step == 3 and args.bad_gradient:
                 opt._session.push(0, np.zeros(3, dtype=np.float32))
             opt.step(loss)
+            if scheduler is not None:
+                scheduler.step()
             losses[step] = float(loss)
             step += 1
         epoch += 1
