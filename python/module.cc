@@ -91,7 +91,13 @@ class PySession {
  public:
   PySession(const SessionOptions& options, std::vector<std::string> names,
             std::vector<std::vector<int64_t>> shapes, std::vector<FloatArray> initial,
-            std::vector<std::tuple<std::string, int64_t, int64_t, float>> tables) {
+            std::vector<std::tuple<std::string, int64_t, int64_t, float>> tables,
+            int64_t bucket_bytes) {
+    if (bucket_bytes < 0) {
+      throw py::value_error(
+          "bucket_cap_mb is negative: give 0 (each gradient goes as backward "
+          "produces it) or a bucket's size in MiB");
+    }
     if (names.size() != shapes.size() || names.size() != initial.size()) {
       throw py::value_error("names, shapes and initial values differ in number");
     }
@@ -111,8 +117,10 @@ class PySession {
       table_specs.push_back({.name = name, .rows = rows, .dim = dim, .init_scale = scale});
       dims_.push_back(dim);
     }
+    SessionOptions o = options;
+    o.bucket_bytes = bucket_bytes;
     py::gil_scoped_release unlocked;
-    session_ = Take(Session::Start(options, std::move(specs), values, std::move(table_specs)));
+    session_ = Take(Session::Start(std::move(o), std::move(specs), values, std::move(table_specs)));
   }
 
   // Table t's rows for `ids` (uint64), as a new [n, dim] array.
@@ -220,9 +228,15 @@ class PySession {
     Check(session_->PullFinal(buffers));
   }
 
-  void EndStep(std::optional<double> loss) {
+  // `ahead`: the next step's lookups (table, ids), whose pulls ride on this step's pushes.
+  void EndStep(std::optional<double> loss, const std::vector<std::pair<int, IdArray>>& ahead) {
+    std::vector<TableLookups::Ids> ids;
+    for (const auto& [t, array] : ahead) {
+      CheckTable(t);
+      ids.push_back({.table = t, .ids = {array.data(), static_cast<size_t>(array.size())}});
+    }
     py::gil_scoped_release unlocked;
-    Check(session_->EndStep(loss));
+    Check(session_->EndStep(loss, ids));
   }
 
   std::string Finish(double test_accuracy, double test_loss, double final_train_loss, double epochs,
@@ -334,9 +348,10 @@ PYBIND11_MODULE(_towerps, m) {
   py::class_<PySession>(m, "Session")
       .def(py::init<const SessionOptions&, std::vector<std::string>,
                     std::vector<std::vector<int64_t>>, std::vector<FloatArray>,
-                    std::vector<std::tuple<std::string, int64_t, int64_t, float>>>(),
+                    std::vector<std::tuple<std::string, int64_t, int64_t, float>>, int64_t>(),
            py::arg("options"), py::arg("names"), py::arg("shapes"), py::arg("initial"),
-           py::arg("tables") = std::vector<std::tuple<std::string, int64_t, int64_t, float>>{})
+           py::arg("tables") = std::vector<std::tuple<std::string, int64_t, int64_t, float>>{},
+           py::arg("bucket_bytes") = SessionOptions{}.bucket_bytes)
       .def("log_eval", &PySession::LogEval, py::arg("test_accuracy"), py::arg("test_loss"))
       .def("log_scalar", &PySession::LogScalar, py::arg("tag"), py::arg("value"))
       .def("set_epoch", &PySession::SetEpoch, py::arg("epoch"))
@@ -350,7 +365,8 @@ PYBIND11_MODULE(_towerps, m) {
       .def("gradient_buffer", &PySession::GradientBuffer, py::arg("v"), py::arg("keep_values"))
       .def_property_readonly("copied_pushes", &PySession::copied_pushes)
       .def("pull_final", &PySession::PullFinal)
-      .def("end_step", &PySession::EndStep, py::arg("loss") = py::none())
+      .def("end_step", &PySession::EndStep, py::arg("loss") = py::none(),
+           py::arg("ahead") = std::vector<std::pair<int, IdArray>>{})
       .def("finish", &PySession::Finish, py::arg("test_accuracy") = -1.0,
            py::arg("test_loss") = -1.0, py::arg("final_train_loss") = -1.0,
            py::arg("epochs") = -1.0,

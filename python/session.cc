@@ -191,8 +191,10 @@ Status Session::RejoinAndRetry(Status failed, const std::function<Status()>& aga
 }
 
 Status Session::Rejoin() {
-  // The pushes lend the held gradients: let them finish before they are sent again.
+  // The pushes lend the held gradients: let them finish before they are sent again. The next
+  // step's rows pulled ahead are pulled again.
   exchange_->DrainPushes();
+  exchange_->tables().DropAhead();
   TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, Register());
   TOWERPS_ASSIGN_OR_RETURN(const worker::JoinPoint at,
                            worker::JoinJob(*client_, o_.job, num_parameters(), tables_.Variables(),
@@ -213,7 +215,7 @@ Status Session::Rejoin() {
   for (size_t i = 0; i < gradients_.size(); ++i) {
     exchange_->Push(static_cast<int>(i), gradients_[i], held);
   }
-  tables_.PushAll(held);
+  TOWERPS_RETURN_IF_ERROR(tables_.PushAll(held));
   exchange_->PullNext(iter_);
   return Status::Ok();
 }
@@ -292,19 +294,39 @@ float* Session::GradientBuffer(int v, bool keep_values) {
 void Session::Send(size_t i, Tensor gradient) {
   pushed_[i] = 1;
   gradients_[i] = std::move(gradient);
-  exchange_->Push(static_cast<int>(i), gradients_[i], iter_);
+  if (static_cast<int64_t>(gradients_[i].byte_size()) >= o_.bucket_bytes) {
+    exchange_->Push(static_cast<int>(i), gradients_[i], iter_);  // a bucket's worth: it goes
+    return;
+  }
+  bucket_.push_back(i);
+  bucket_held_bytes_ += static_cast<int64_t>(gradients_[i].byte_size());
+  if (bucket_held_bytes_ >= o_.bucket_bytes) SendBucket();
 }
 
-Status Session::EndStep(std::optional<double> loss) {
+void Session::SendBucket() {
+  client_->Together([&] {
+    for (size_t i : bucket_) exchange_->Push(static_cast<int>(i), gradients_[i], iter_);
+  });
+  bucket_.clear();
+  bucket_held_bytes_ = 0;
+}
+
+Status Session::EndStep(std::optional<double> loss, std::span<const TableLookups::Ids> ahead) {
   last_compute_ = Seconds(Clock::now() - computing_since_);
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    if (pushed_[i] != 0) continue;
-    // No gradient reached it this step (unused by this batch): it contributes zeros.
-    Tensor zeros = client_->Allocate(parameters_[i].shape);
-    std::memset(zeros.f32(), 0, zeros.byte_size());
-    Send(i, std::move(zeros));
-  }
-  tables_.PushAll(iter_);
+  Status tables = Status::Ok();
+  client_->Together([&] {  // the tables and the last bucket: one message per server
+    tables = tables_.PushAll(iter_, ahead);  // refuses bad ids ahead before sending anything
+    if (!tables.ok()) return;
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      if (pushed_[i] != 0) continue;
+      // No gradient reached it this step (unused by this batch): it contributes zeros.
+      Tensor zeros = client_->Allocate(parameters_[i].shape);
+      std::memset(zeros.f32(), 0, zeros.byte_size());
+      Send(i, std::move(zeros));
+    }
+    SendBucket();
+  });
+  TOWERPS_RETURN_IF_ERROR(tables);
   exchange_->PullNext(++iter_);
   holding_ = true;
   double staleness = 0;

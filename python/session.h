@@ -98,8 +98,9 @@ class Session {
   // workers sleep before computing.
   Status AwaitValues(const std::vector<float*>& dst);
   // Parameter v's gradient of this step (`elements` floats): lent without a copy when it is v's
-  // current GradientBuffer and no server still reads that, else copied. kInvalidArgument naming
-  // the parameter for a wrong size or a second push in one step.
+  // current GradientBuffer and no server still reads that, else copied; sent with its bucket
+  // (SessionOptions::bucket_bytes). kInvalidArgument naming the parameter for a wrong size or a
+  // second push in one step.
   Status Push(int v, const float* gradient, int64_t elements);
   // Parameter v's gradient buffer (its elements), for the caller to accumulate its gradients in
   // (PyTorch's p.grad): Push() of it sends it without a copy. Returned exclusive, i.e. no server
@@ -124,7 +125,7 @@ class Session {
   // registers again, finds where the servers now stand, resends the held gradients where the
   // step is incomplete (their repeats are dropped where it is not) and pulls the next values,
   // so that the script goes on at the same step with the same bits.
-  Status EndStep(std::optional<double> loss);
+  Status EndStep(std::optional<double> loss, std::span<const TableLookups::Ids> ahead = {});
   // Metrics (--metrics-out's JSON lines, --logdir's TensorBoard scalars), as native workers
   // write them: EndStep writes a "train" line every --log-every steps; these add the script's
   // evaluations ("eval": eval/accuracy, eval/loss) and scalars of its own, at the current step.
@@ -149,8 +150,11 @@ class Session {
   Session(SessionOptions options, std::vector<ParameterSpec> parameters,
           std::vector<TableSpec> tables);
   Status Connect(const std::vector<const float*>& initial);
-  // Parameter i's gradient of this step, in a client buffer, sent (with the next pull).
+  // Parameter i's gradient of this step, in a client buffer, into the bucket (sent, with the
+  // next pull, once the bucket is full).
   void Send(size_t i, Tensor gradient);
+  // The bucket's gradients, one message per server.
+  void SendBucket();
   // EndStep's "train" line, every --log-every steps.
   void LogTrainLine(std::optional<double> loss, double staleness);
   // The parameters' and the tables' variables, as registered.
@@ -191,7 +195,9 @@ class Session {
   uint64_t restarts_seen_ = 0;        // the client's server_restarts() at the last (re)join
   std::vector<GradientBuffers> gradient_buffers_;  // per parameter, once connected
   std::atomic<int64_t> copied_pushes_{0};
-  std::vector<char> pushed_;  // per parameter: pushed this step
+  std::vector<char> pushed_;    // per parameter: pushed this step
+  std::vector<size_t> bucket_;  // pushed, not yet sent (SessionOptions::bucket_bytes)
+  int64_t bucket_held_bytes_ = 0;
   int64_t iter_ = 0, start_iter_ = 0;
   bool start_exact_ = false;
   double wait_seconds_ = 0, delay_seconds_ = 0;

@@ -46,11 +46,11 @@ Result<TableLookups::Table*> TableLookups::At(int t) {
   return &tables_[static_cast<size_t>(t)];
 }
 
-Status TableLookups::Check(std::span<const Ids> lookups) {
+Status TableLookups::Check(std::span<const Ids> lookups, bool step) {
   for (const Ids& l : lookups) {
     TOWERPS_ASSIGN_OR_RETURN(const Table* table, At(l.table));
     const TableSpec& spec = table->spec;
-    if (table->pushed_once) {
+    if (step && table->pushed_once) {
       return InvalidArgumentError("table '" + spec.name +
                                   "' was looked up after its push in one step (call step() first)");
     }
@@ -238,14 +238,17 @@ worker::TableExchange::Gradient TableLookups::Merge(int t, Table& table) {
   return *std::move(g);
 }
 
-void TableLookups::PushAll(int64_t step) {
+Status TableLookups::PushAll(int64_t step, std::span<const Ids> ahead) {
+  TOWERPS_RETURN_IF_ERROR(Check(ahead, /*step=*/false));
+  for (const Ids& l : ahead) exchange_->tables().FeedNext(l.table, l.ids);
   exchange_->PushTables(
       [&](int t) {
         Table& table = tables_[static_cast<size_t>(t)];
         if (!table.gradient.rows.defined()) table.gradient = Merge(t, table);
         return table.gradient;
       },
-      step, /*next=*/nullptr);
+      step, /*next=*/nullptr, /*fed_next=*/!ahead.empty());
+  return Status::Ok();
 }
 
 void TableLookups::Release() {

@@ -92,8 +92,10 @@ class TableLookups {
   // gradient that accumulated over two backward passes twice).
   Status PushRows(int t, const uint64_t* ids, const float* gradients, int64_t n);
   // EndStep's: every table's gradient of step `step` handed to the exchange; again after a
-  // rejoin, the same one.
-  void PushAll(int64_t step);
+  // rejoin, the same one. `ahead`: the next step's lookups, known ahead (a pipelined loader's),
+  // whose pulls ride on the pushes and which the next step's Lookups of the same ids take.
+  // kInvalidArgument as Lookup's for a bad table or id, before anything is sent.
+  Status PushAll(int64_t step, std::span<const Ids> ahead = {});
   // The step's values are in: its gradients are let go.
   void Release();
   // Every row the servers hold, per table, ids increasing.
@@ -108,8 +110,8 @@ class TableLookups {
     worker::TableExchange::Gradient gradient{};  // PushAll's (rows undefined: not yet), held
   };
   Result<Table*> At(int t);
-  // Lookup's checks: the tables, their state this step, bounded tables' ids.
-  Status Check(std::span<const Ids> lookups);
+  // Lookup's checks: the tables, their state this step (`step`), bounded tables' ids.
+  Status Check(std::span<const Ids> lookups, bool step = true);
   Status LookupForStep(std::span<const Ids> lookups, std::vector<Rows>* out);
   Status LookupAside(std::span<const Ids> lookups, std::vector<Rows>* out);
   // Table t's gradient rows as the exchange takes them (with their ids and update counts).

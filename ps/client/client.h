@@ -155,7 +155,8 @@ class Client {
   // The pushes and pulls this thread makes inside `calls` go to the servers together: those for
   // one server travel as one message (a bundle, each part answered as if sent alone, the replies
   // as one message too), so that a step's tables cost one round trip per server, not one per
-  // table. Calls from other threads meanwhile go as usual. Not reentrant.
+  // table. Calls from other threads meanwhile go as usual. A Together inside `calls` joins it:
+  // the outermost sends everything.
   void Together(const std::function<void()>& calls);
   std::future<Result<ServerStatsReport>> Stats(int server);
   std::future<Status> Ping(int server);

@@ -51,6 +51,10 @@ void Client::Impl::Queue(Call call) {
 }
 
 void Client::Impl::Together(const std::function<void()>& calls) {
+  if (together_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+    calls();  // nested: the outermost sends them all
+    return;
+  }
   together_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   struct End {  // even if `calls` throws: nothing is left held
     Impl* impl;

@@ -13,8 +13,12 @@ A script changes a few lines::
 and runs under ``towerps-launch --worker-cmd "python3 train.py"``. The servers apply the job's
 ``--optimizer``, ``--lr`` and schedule in the job's ``--mode`` (sync, async, SSP, softsync, backup
 workers), exactly as for native workers; the chief's initial values initialise them. Each
-parameter's gradient is pushed from a hook on its gradient accumulator as soon as backward has
-produced it (with the pull of its next value), so the messages overlap the rest of backward.
+parameter's gradient is handed over from a hook on its gradient accumulator as soon as backward
+has produced it. A large one (``bucket_cap_mb``, 0.25 MiB, or more) goes at once, with the pull
+of its next value, so that its message overlaps the rest of backward; smaller ones wait in a
+bucket that goes once it holds as much (as DistributedDataParallel buckets its all-reduces), the
+last with the step's tables, so that a model's many small parameters cost one message per
+server, not one each.
 
 Contract: one job per process (``init()`` once); the optimizer's methods are called from the
 training thread. Parameters are float32, on the CPU or a CUDA device. A CPU parameter's values
@@ -245,6 +249,10 @@ class DistributedOptimizer:
     module's contract: p.grad is read-only from backward until step() returns);
     ``copy_gradients=True`` keeps them in PyTorch's own memory and copies each push instead.
 
+    ``bucket_cap_mb`` (0.25): a gradient of this many MiB or more goes alone as backward produces
+    it; smaller ones go together in buckets of as much, the last at ``step()`` with the tables.
+    0: each goes alone.
+
     ``clip_grad_norm=C`` clips this worker's gradients to a global 2-norm of at most C, as
     ``torch.nn.utils.clip_grad_norm_`` does, tables' rows included: the pushes wait for the end
     of backward (they no longer overlap it) and ``step()`` sends them scaled.
@@ -252,7 +260,7 @@ class DistributedOptimizer:
 
     def __init__(self, named_parameters, model=None, table_init_scale=0.05,
                  copy_gradients=False, clip_grad_norm=None, sparse_inputs=None, dense="server",
-                 optimizer=None):
+                 optimizer=None, bucket_cap_mb=0.25):
         params = list(named_parameters)
         server_tables = _server_tables(model)
         _check_arguments(params, server_tables, model, sparse_inputs, clip_grad_norm, dense,
@@ -293,7 +301,8 @@ class DistributedOptimizer:
                              "servers (use torch.nn.parallel.DistributedDataParallel, or give "
                              "the model towerps.torch.nn tables)")
         shapes = [list(p.shape) if p.dim() > 0 else [1] for p in self._params]
-        self._session = _towerps.Session(_options(), self._names, shapes, initial, specs)
+        self._session = _towerps.Session(_options(), self._names, shapes, initial, specs,
+                                         int(float(bucket_cap_mb) * 2 ** 20))
         if self._dense is not None and self._session.start_iteration > 0:
             raise RuntimeError(
                 "dense=\"allreduce\": this worker restarts at step %d, but the dense values "

@@ -130,8 +130,10 @@ class Cluster {
   std::unique_ptr<Client> MakeClient(int worker,
                                      std::chrono::milliseconds timeout = std::chrono::seconds(20),
                                      const JobConfig* job = nullptr,
-                                     TransportPath path = TransportPath::kTcp) const {
+                                     TransportPath path = TransportPath::kTcp,
+                                     const std::string& identity = "") const {
     ClientOptions o;
+    o.identity = identity;
     o.transport.path = path;
     o.servers = endpoints_;
     o.worker_rank = worker;

@@ -225,6 +225,47 @@ TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNa
       << stopped.message();
 }
 
+// A step's gradients go in buckets (SessionOptions::bucket_bytes): with the default 1 MiB, a
+// small model's parameters and the step's table rows reach the server as one message; with
+// buckets of 0 bytes each parameter's gradient is a message of its own. The values are the same.
+TEST(SessionTest, ASmallModelsStepIsOneMessagePerServer) {
+  ps::JobConfig job = Job();
+  job.workers = 1;
+  std::vector<std::vector<float>> after;
+  for (const int64_t bucket : {SessionOptions{}.bucket_bytes, int64_t{0}}) {
+    Cluster cluster(job, "session_bucket" + std::to_string(bucket));
+    SessionOptions o = Options(cluster, 0);
+    o.job = job;
+    o.bucket_bytes = bucket;
+    std::vector<std::vector<float>> values;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> s, StartWorker(o, values));
+    const std::vector<float*> dst = {values[0].data(), values[1].data()};
+    ASSERT_OK(s->AwaitValues(dst));
+    // A tool's own identity: worker 0's would take the session's replies.
+    const std::unique_ptr<ps::Client> tool = cluster.MakeClient(
+        0, std::chrono::seconds(20), nullptr, TransportPath::kTcp, "tool:session-test");
+    const uint64_t ids[2] = {3, 8};
+    std::vector<float> rows(2 * kDim);
+    ASSERT_OK(s->tables().PullRows(0, ids, 2, rows.data()));
+    const ps::ServerStatsReport before = *tool->Stats(0).get();
+    const std::vector<float> gw = Gradient(0, 0, 6), gb = Gradient(0, 1, 3);
+    const std::vector<float> ones(2 * kDim, 1.0f);
+    ASSERT_OK(s->Push(0, gw.data(), 6));
+    ASSERT_OK(s->Push(1, gb.data(), 3));
+    ASSERT_OK(s->tables().PushRows(0, ids, ones.data(), 2));
+    ASSERT_OK(s->EndStep(0.5));
+    const ps::ServerStatsReport pushed = *tool->Stats(0).get();
+    // The stats request itself is one; the step's pushes are one bundle, or one per parameter
+    // and one for the table.
+    EXPECT_EQ(pushed.messages_in - before.messages_in, bucket > 0 ? 2u : 4u) << bucket;
+    ASSERT_OK(s->AwaitValues(dst));
+    after.push_back(values[0]);
+    after.back().insert(after.back().end(), values[1].begin(), values[1].end());
+  }
+  EXPECT_EQ(after[0], after[1]);
+  for (size_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(after[0][i], 1.0f - kLr * Gradient(0, 0, 6)[i]);
+}
+
 // Lookups outside the step (an evaluation's, no gradient to push) pull only their own ids: they
 // do not join the step's ids, so many of them cost each its own rows, and the step's push covers
 // only what the step looked up; AddRows sums the blocks of a table looked up twice.

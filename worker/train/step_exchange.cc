@@ -62,7 +62,6 @@ void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool 
     std::fill(pulled_with_push_.begin(), pulled_with_push_.end(), 0);
     table_version_ = version;
     table_rows_came_ = false;
-    tables_pulled_with_push_ = false;
     for (int v = 0; v < num_variables_; ++v) PullAt(v, version, iter, exact);
   }
   tables_.Prepare(batch);
@@ -177,7 +176,7 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
 }
 
 void StepExchange::PushTables(const TableExchange::GradientSource& gradients, int64_t iter,
-                              const Batch* next) {
+                              const Batch* next, bool fed_next) {
   if (tables_.empty()) return;
   int64_t version, last_step;
   bool replace;
@@ -186,19 +185,17 @@ void StepExchange::PushTables(const TableExchange::GradientSource& gradients, in
     version = table_version_;
     last_step = last_step_;
     replace = replace_pending_;
-    tables_pulled_with_push_ = false;
   }
   if (next != nullptr) tables_.Prepare(*next);
   // As Push does for a dense variable: no push to partitions past the last step, and no pull
   // when there is no next iteration.
   if (policy_.PastLast(version, last_step)) return;
   std::optional<std::pair<int64_t, int64_t>> pull;
-  if (next != nullptr && !policy_.RanLast(iter + 1, last_step)) {
+  if ((next != nullptr || fed_next) && !policy_.RanLast(iter + 1, last_step)) {
     pull = std::make_pair(policy_.NextVersion(version, last_step), iter + 1);
   }
-  const bool pulled = tables_.Push(gradients, divergence_, version, iter, replace, pull);
-  MutexLock lock(&mu_);
-  tables_pulled_with_push_ = pull.has_value() && pulled;
+  // A pull that could not ride (a withheld push) goes with PullNext.
+  tables_.Push(gradients, divergence_, version, iter, replace, pull);
 }
 
 void StepExchange::PullNext(int64_t iter) {
@@ -208,9 +205,8 @@ void StepExchange::PullNext(int64_t iter) {
     table_version_ =
         policy_.NextVersion(table_version_, last_step_);  // asked for; rows may be later
     table_rows_came_ = false;
-    if (!std::exchange(tables_pulled_with_push_, true)) {
-      tables_.Pull(table_version_, iter, /*exact=*/false);
-    }
+    // What rode on the push is not sent again; a fed table's step begins either way.
+    tables_.Pull(table_version_, iter, /*exact=*/false);
   }
   for (int v = 0; v < num_variables_; ++v) {
     const auto i = static_cast<size_t>(v);

@@ -86,9 +86,10 @@ class StepExchange {
   // tables then push from the lowest version any of its rows came at (as AwaitValues's).
   Status AwaitTableRows(int t, const TableExchange::RowSink& sink) EXCLUDES(mu_);
   // After the step of iteration `iter` (training thread): the tables' gradients pushed, with
-  // the pull of `next`'s rows, the next batch (null: none, or a fed table's ids are unknown).
-  void PushTables(const TableExchange::GradientSource& gradients, int64_t iter, const Batch* next)
-      EXCLUDES(mu_);
+  // the pull of `next`'s rows, the next batch (null: none, or a fed table's ids are unknown);
+  // `fed_next`: fed tables' next ids were given (TableExchange::FeedNext), their pulls ride too.
+  void PushTables(const TableExchange::GradientSource& gradients, int64_t iter, const Batch* next,
+                  bool fed_next = false) EXCLUDES(mu_);
   // After a step that ended iteration `iter` - 1: the pulls that did not ride on a push.
   void PullNext(int64_t iter) EXCLUDES(mu_);
   // Waits for this step's pushes; their mean staleness. A non-finite gradient the servers
@@ -150,7 +151,6 @@ class StepExchange {
   // step (table_rows_came_); the version asked for until then.
   int64_t table_version_ GUARDED_BY(mu_) = 0;
   bool table_rows_came_ GUARDED_BY(mu_) = false;
-  bool tables_pulled_with_push_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace towerps::worker

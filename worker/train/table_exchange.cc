@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "worker/train/join_job.h"
 
@@ -68,25 +69,56 @@ void TableExchange::Pull(int64_t version, int64_t clock, bool exact) {
   client_.Together([&] {  // every table's pull in one message per server
     for (Table& t : tables_) {
       if (t.prepared) {
-        SendPull(t);
-      } else if (!t.input) {
-        // A fed table's step begins: its lookups come with the caller's forward.
-        t.fed.clear();
-        t.current = {};
-        t.rows = {};
+        SendPull(t);  // a fed table's: FeedNext's ids, whose push went without it
+        t.ahead_sent = !t.input;
       }
+      if (t.input) continue;
+      // A fed table's step begins: its lookups come with the caller's forward, those known
+      // ahead pulled already.
+      t.ahead = std::exchange(t.ahead_sent, false);
+      t.fed = t.ahead ? std::move(t.fed_next) : std::vector<uint64_t>{};
+      t.fed_next.clear();
+      t.claimed = 0;
+      t.current = {};
+      t.rows = {};
     }
   });
 }
 
 size_t TableExchange::Feed(int index, std::span<const uint64_t> ids) {
   Table& t = tables_.at(static_cast<size_t>(index));
+  if (t.ahead && !ids.empty() && t.claimed + ids.size() <= t.fed.size() &&
+      std::equal(ids.begin(), ids.end(), t.fed.begin() + static_cast<ptrdiff_t>(t.claimed))) {
+    t.claimed += ids.size();  // its rows are on their way
+    return t.claimed - ids.size();
+  }
+  if (t.ahead) {  // not what was fed ahead: the step's lookups so far, then these
+    t.ahead = false;
+    t.fed.resize(t.claimed);
+  }
   const size_t first = t.fed.size();
   t.fed.insert(t.fed.end(), ids.begin(), ids.end());
   // Every lookup of the step, so that one push covers them all (a table looked up twice).
   t.next = Unique(t, t.fed);
   SendPull(t);
   return first;
+}
+
+void TableExchange::FeedNext(int index, std::span<const uint64_t> ids) {
+  Table& t = tables_.at(static_cast<size_t>(index));
+  t.fed_next.insert(t.fed_next.end(), ids.begin(), ids.end());
+  t.next = Unique(t, t.fed_next);
+  t.prepared = true;
+}
+
+void TableExchange::DropAhead() {
+  for (Table& t : tables_) {
+    if (t.input) continue;
+    if (t.ahead_sent || !t.fed_next.empty()) t.prepared = false;
+    t.fed_next.clear();
+    t.ahead_sent = false;
+    t.ahead = false;
+  }
 }
 
 std::future<Result<ps::PulledVariable>> TableExchange::PullAside(int index,
@@ -169,25 +201,22 @@ TableExchange::GradientSource TableExchange::FromTowers(TowerGroup& towers) {
   return [&towers](int t) { return Gradient{.rows = towers.TableGradient(t)}; };
 }
 
-bool TableExchange::Push(const GradientSource& gradients, Divergence& divergence, int64_t version,
+void TableExchange::Push(const GradientSource& gradients, Divergence& divergence, int64_t version,
                          int64_t clock, bool replace,
                          std::optional<std::pair<int64_t, int64_t>> next) {
-  bool all_pulled = true;
   client_.Together([&] {  // every table's push (and next pull) in one message per server
-    PushEach(gradients, divergence, version, clock, replace, next, &all_pulled);
+    PushEach(gradients, divergence, version, clock, replace, next);
   });
-  return all_pulled;
 }
 
 void TableExchange::PushEach(const GradientSource& gradients, Divergence& divergence,
                              int64_t version, int64_t clock, bool replace,
-                             std::optional<std::pair<int64_t, int64_t>> next, bool* all_pulled) {
+                             std::optional<std::pair<int64_t, int64_t>> next) {
   for (size_t i = 0; i < tables_.size(); ++i) {
     Table& t = tables_[i];
     const Gradient gradient = gradients(static_cast<int>(i));
     if (!divergence.CheckGradient(static_cast<int>(t.variable), gradient.rows)) {
-      *all_pulled = false;  // withheld: this worker stops on it
-      continue;
+      continue;  // withheld: this worker stops on it (its next ids stay prepared)
     }
     const ps::PushRequest push{
         .variable_id = t.variable,
@@ -197,7 +226,7 @@ void TableExchange::PushEach(const GradientSource& gradients, Divergence& diverg
         .replace_pending = replace,
         .ids = gradient.ids.defined() ? gradient.ids : t.current.ids,
         .pulled_updates = gradient.ids.defined() ? gradient.updates : t.rows.updates};
-    if (!next) {
+    if (!next || !t.prepared) {  // no next ids: a fed table without FeedNext
       t.push = client_.Push(push);
       continue;
     }
@@ -208,6 +237,7 @@ void TableExchange::PushEach(const GradientSource& gradients, Divergence& diverg
     t.push = std::move(both.push);
     t.pull = std::move(both.pull);
     t.prepared = false;
+    t.ahead_sent = !t.input;
   }
 }
 

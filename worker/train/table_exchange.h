@@ -73,8 +73,16 @@ class TableExchange {
   void Pull(int64_t version, int64_t clock, bool exact);
   // A fed table's lookup in the step Pull() named: `ids` (any order, repeats allowed) join the
   // ids table t looked up since, and the rows of them all are pulled. Returns the position of
-  // ids[0] in the UniqueIds' inverse that AwaitRows(t, ...) hands on.
+  // ids[0] in the UniqueIds' inverse that AwaitRows(t, ...) hands on. Ids that FeedNext gave
+  // ahead, the next of them in order, are pulled already: nothing is sent for them.
   size_t Feed(int t, std::span<const uint64_t> ids);
+  // A fed table's lookups of the next step, known ahead (a loader that looks one batch ahead;
+  // each call one lookup, in the order they will come): the step's Push carries their pull, at
+  // the next step's version, and the next step's Feeds of the same ids, in the same order, take
+  // those rows. Other ids there are pulled as usual.
+  void FeedNext(int t, std::span<const uint64_t> ids);
+  // Forgets FeedNext's ids and their pulls (a rejoin: the next step's lookups pull again).
+  void DropAhead();
   // A lookup that is not the step's (an evaluation's: no gradient will be pushed for it): `ids`'
   // rows at the version Pull() named, pulled without joining table t's ids of the step, so that
   // many such lookups cost each its own rows. `*unique` gets the ids, each once.
@@ -94,9 +102,9 @@ class TableExchange {
   Result<Tensor> PulledUpdates(int t, std::span<const uint64_t> ids) const;
   // After a step on the rows AwaitRows gave: each table's gradient, computed from `version` at
   // iteration `clock`, pushed (unless Divergence withholds it); with `next` (version, clock),
-  // carrying the pull of the batch prepared since, which AwaitRows then waits for. Returns
-  // whether the pull went: false when a push was withheld (Pull it then).
-  bool Push(const GradientSource& gradients, Divergence& divergence, int64_t version, int64_t clock,
+  // carrying the pull of the ids prepared (or fed ahead) since, which AwaitRows then waits for; a
+  // withheld push's table keeps its ids prepared, and Pull() sends their pull.
+  void Push(const GradientSource& gradients, Divergence& divergence, int64_t version, int64_t clock,
             bool replace, std::optional<std::pair<int64_t, int64_t>> next);
   // The towers' table gradients.
   static GradientSource FromTowers(TowerGroup& towers);
@@ -121,8 +129,13 @@ class TableExchange {
     uint32_t variable = 0;            // the table's variable id
     std::optional<TableInput> input;  // where its ids are in a batch; none: fed
     std::vector<uint64_t> fed;        // a fed table's lookups since Pull()
-    ps::UniqueIds current, next;      // the running step's ids, and the prepared one's
-    bool prepared = false;            // next's pull has not gone yet
+    std::vector<uint64_t> fed_next;   // FeedNext's, until Pull() makes them the step's
+    bool ahead_sent = false;          // fed_next's pull rode on the push
+    // The step's fed ids were pulled ahead; Feeds of them, in order, claim them (`claimed`).
+    bool ahead = false;
+    size_t claimed = 0;
+    ps::UniqueIds current, next;  // the running step's ids, and the prepared one's
+    bool prepared = false;        // next's pull has not gone yet
     std::vector<uint32_t> current_bags, next_bags, eval_bags;  // an EmbeddingBag's offsets
     ps::PulledVariable rows;                                   // current's rows
     std::future<Result<ps::PulledVariable>> pull;              // next's
@@ -139,8 +152,7 @@ class TableExchange {
   ps::UniqueIds Unique(const Table& t, std::span<const uint64_t> ids) const;
   // Push()'s sends, inside one Client::Together.
   void PushEach(const GradientSource& gradients, Divergence& divergence, int64_t version,
-                int64_t clock, bool replace, std::optional<std::pair<int64_t, int64_t>> next,
-                bool* all_pulled);
+                int64_t clock, bool replace, std::optional<std::pair<int64_t, int64_t>> next);
   // Sends the pull of t's prepared ids at `ask_`.
   void SendPull(Table& t);
   // Waits for t's pull and hands its rows to `sink`; their version.
