@@ -9,6 +9,8 @@ machine's mood. TowerPS runs it two ways:
   - "tps": towerps.torch.nn.EmbeddingBag (no local weight), every table looked up at once
            before the forward (DistributedOptimizer's sparse_inputs);
   - "ebc": towerps.torch.nn.EmbeddingBagCollection, the 26 fields looked up and computed as one;
+  - "pipe":  "ebc" with its batches through towerps.torch.SparsePipeline (each step's rows pulled
+           with the step before's pushes);
   - "hybrid": "ebc" with the dense layers by all-reduce among the workers (dense="allreduce",
            torch.optim.SGD), only the tables on the server.
 It reports examples per second (the job's, all workers), the ratio to plain PyTorch, each
@@ -26,7 +28,7 @@ them in a 2.4 GiB weight):
     PYTHONPATH=build/release/python python3 bench/pytorch_rec_bench.py \
         --launch build/release/bin/towerps-launch --memory [--ids 20000000]
 
-The same file is the timed script (--run plain|nn|tps|ebc|hybrid, --run-memory)."""
+The same file is the timed script (--run plain|nn|tps|ebc|pipe|hybrid, --run-memory)."""
 
 import argparse
 import json
@@ -38,7 +40,7 @@ import tempfile
 import time
 
 FIELDS, DENSE, ROWS, DIM = int(os.environ.get("BENCH_FIELDS", 26)), 13, 32768, 8
-VARIANTS = ["plain", "nn", "tps", "ebc", "hybrid"]
+VARIANTS = ["plain", "nn", "tps", "ebc", "pipe", "hybrid"]
 
 
 def model(kind):
@@ -50,12 +52,12 @@ def model(kind):
             super().__init__()
             self.bottom = nn.Sequential(nn.Linear(DENSE, 64), nn.ReLU(), nn.Linear(64, DIM),
                                         nn.ReLU())
-            if kind in ("tps", "ebc", "hybrid"):
+            if kind in ("tps", "ebc", "pipe", "hybrid"):
                 import towerps.torch as tps
                 bag = lambda: tps.nn.EmbeddingBag(ROWS, DIM, mode="sum")  # noqa: E731
             else:
                 bag = lambda: nn.EmbeddingBag(ROWS, DIM, mode="sum", sparse=True)  # noqa: E731
-            if kind in ("ebc", "hybrid"):
+            if kind in ("ebc", "pipe", "hybrid"):
                 self.tables = tps.nn.EmbeddingBagCollection(
                     {"c%d" % i: ROWS for i in range(FIELDS)}, DIM)
             else:
@@ -65,7 +67,7 @@ def model(kind):
 
         def forward(self, dense, sparse):
             parts = [self.bottom(dense)]
-            if kind in ("ebc", "hybrid"):
+            if kind in ("ebc", "pipe", "hybrid"):
                 parts.append(self.tables(sparse).reshape(sparse.shape[0], -1))
             else:
                 parts += [t(sparse[:, i:i + 1]) for i, t in enumerate(self.tables)]
@@ -115,11 +117,13 @@ def run(kind, steps, warmup, batch, out):
                                        **hybrid)
     data = batches(batch, rank)
     parts = {"forward_backward": 0.0, "step": 0.0}
-    for step in range(warmup + steps):
+    loop = (data[step % len(data)] for step in range(warmup + steps))
+    if kind == "pipe":
+        loop = tps.SparsePipeline(loop, opt, lambda b: {net.tables: b[1]})
+    for step, (dense, sparse, label) in enumerate(loop):
         if step == warmup:
             start, cpu = time.perf_counter(), time.process_time()
             parts = {k: 0.0 for k in parts}
-        dense, sparse, label = data[step % len(data)]
         t0 = time.perf_counter()
         opt.zero_grad()
         loss = F.binary_cross_entropy_with_logits(net(dense, sparse), label)

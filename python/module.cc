@@ -221,6 +221,7 @@ class PySession {
   }
 
   int64_t copied_pushes() const { return session_->copied_pushes(); }
+  int64_t looked_up_ahead() const { return session_->looked_up_ahead(); }
 
   void PullFinal(std::vector<py::array> dst) {
     std::vector<float*> buffers = Buffers(dst);
@@ -364,6 +365,7 @@ PYBIND11_MODULE(_towerps, m) {
       .def("push", &PySession::Push)
       .def("gradient_buffer", &PySession::GradientBuffer, py::arg("v"), py::arg("keep_values"))
       .def_property_readonly("copied_pushes", &PySession::copied_pushes)
+      .def_property_readonly("looked_up_ahead", &PySession::looked_up_ahead)
       .def("pull_final", &PySession::PullFinal)
       .def("end_step", &PySession::EndStep, py::arg("loss") = py::none(),
            py::arg("ahead") = std::vector<std::pair<int, IdArray>>{})

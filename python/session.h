@@ -112,6 +112,8 @@ class Session {
   float* GradientBuffer(int v, bool keep_values);
   // Pushes that copied their gradient (it was not in v's current GradientBuffer).
   int64_t copied_pushes() const { return copied_pushes_.load(std::memory_order_relaxed); }
+  // Lookups that took rows pulled ahead (EndStep's `ahead`), so far.
+  int64_t looked_up_ahead() const { return exchange_->tables().fed_ahead(); }
   // The model's embedding tables: their lookups and row gradients of the step
   // (python/table_lookups.h), between AwaitValues and EndStep.
   TableLookups& tables() { return tables_; }

@@ -57,10 +57,11 @@ import torch
 from . import _towerps
 from . import hybrid
 from . import nn  # noqa: F401  (tps.nn.Embedding, tps.nn.EmbeddingBag)
+from .pipeline import SparsePipeline
 
 __all__ = [
     "init", "rank", "size", "is_chief", "settings", "DistributedOptimizer",
-    "DistributedSampler", "finish", "nn",
+    "DistributedSampler", "finish", "nn", "SparsePipeline",
 ]
 
 _job = None  # this process's job: set once by init()
@@ -323,6 +324,7 @@ class DistributedOptimizer:
         # This step's lookups of towerps.torch.nn tables: (table, ids, rows leaf, the table's part
         # of the leaf; a collection's tables share one).
         self._lookups = []
+        self._ahead = []  # the next step's lookups (SparsePipeline), riding on step()'s pushes
         self._server_tables = server_tables
         for t, (name, module) in enumerate(server_tables, start=len(tables)):
             module._name, module._index, module._optimizer = name, t, self
@@ -365,6 +367,28 @@ class DistributedOptimizer:
                                    torch.is_grad_enabled())
         for (module, ids), rows in zip(items, got):
             module._prefetched = (ids, ids._version, rows)
+
+    def _look_ahead(self, lookups):
+        """The next step's lookups, ``{module: ids}`` (SparsePipeline's), as the session's
+        (table, uint64 ids) in the order the forward feeds them; their pulls ride on this
+        step's pushes. None: the next step's are unknown."""
+        ahead = []
+        old_tables = {id(m): t for t, m in enumerate(self._table_modules)}
+        for module, ids in (lookups or {}).items():
+            if isinstance(module, nn.EmbeddingBagCollection) and \
+                    next(iter(module.values()))._optimizer is self:
+                ahead += [(f._index, nn._ids(ids[:, k])) for k, f in enumerate(module.values())]
+            elif isinstance(module, nn._Table) and module._optimizer is self:
+                ahead.append((module._index, nn._ids(ids)))
+            elif id(module) in old_tables:  # its pre-hook pulls the sorted distinct ids
+                unique = torch.unique(ids.detach()).cpu().numpy().astype("uint64")
+                ahead.append((old_tables[id(module)], unique))
+            else:
+                raise ValueError("SparsePipeline's lookups: %r is not a table of this "
+                                 "optimizer's model (a towerps.torch.nn table, an "
+                                 "EmbeddingBagCollection or an nn.Embedding(sparse=True))"
+                                 % (module,))
+        self._ahead = ahead
 
     def _after_accumulation(self, p, fn):
         # PyTorch 1.13 has no post-accumulate-grad hook: hook the gradient accumulator, as
@@ -512,6 +536,7 @@ class DistributedOptimizer:
         if self._clip is not None:
             self._clip_and_push()
         lookups, self._lookups = self._lookups, []
+        ahead, self._ahead = self._ahead, []
         for _, module in self._server_tables:
             module._prefetched = None  # a prefetch no forward took is not the next step's
         for t, ids, rows, part in lookups:
@@ -520,7 +545,7 @@ class DistributedOptimizer:
         self._warn_if_pushed_gradients_changed()
         if self._dense is not None:
             self._dense.step()
-        self._session.end_step(loss)
+        self._session.end_step(loss, ahead)
         self._load_values()
         # A server may still read a gradient it was lent (shared memory): such a p.grad moves to
         # another buffer, with its values, before the script can write it again.

@@ -259,6 +259,66 @@ class TableModuleTest(unittest.TestCase):
         self.assertGreater(w[0]["summary"]["test_accuracy"], 0.7)
 
 
+class PipelineTest(unittest.TestCase):
+    """tps.SparsePipeline: each step's rows ride on the step before's pushes. The sync job's bits
+    are the unpipelined job's (so 2 workers at B still give one process at 2B within 1e-5), for
+    towerps.torch.nn tables and for nn.EmbeddingBag(sparse=True); its lookups took the rows
+    pulled ahead; and a killed worker or a killed server (--ps-replicas 2) leaves the bits as
+    they were."""
+
+    TABLE = ["--table-optimizer", "sgd", "--table-lr", "2"]
+
+    def run_job(self, out, kind, worker_args=(), **job):
+        code, text, _ = launch(out, extra=self.TABLE + list(job.pop("extra", [])),
+                               worker_args=["--table-kind", kind] + list(worker_args), **job)
+        self.assertEqual(code, 0, text)
+        return [worker_record(out, r) for r in range(2)], text
+
+    def check_same_bits(self, kind, reference_kind):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            plain, _ = self.run_job(a, kind, steps=100)
+            piped, _ = self.run_job(b, kind, ["--pipeline"], steps=100)
+        for r in range(2):
+            self.assertEqual(plain[r]["losses"], piped[r]["losses"], "rank %d" % r)
+            self.assertEqual(plain[r]["params"], piped[r]["params"], "rank %d" % r)
+            self.assertEqual(plain[r]["looked_up_ahead"], 0)
+            self.assertGreaterEqual(piped[r]["looked_up_ahead"], 95, "rank %d" % r)
+        reference, _ = table_reference(reference_kind)
+        assert_workers_match(self, piped, reference)
+
+    def test_tps_tables_pipelined_keep_their_bits(self):
+        self.check_same_bits("tps-bag", "bag")
+
+    def test_a_plain_embedding_bag_pipelined_keeps_its_bits(self):
+        self.check_same_bits("bag", "bag")
+
+    def test_a_killed_worker_leaves_the_bits_as_they_were(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            undisturbed, _ = self.run_job(a, "tps", ["--pipeline"], steps=80)
+            marker = os.path.join(b, "killed")
+            disturbed, text = self.run_job(
+                b, "tps", ["--pipeline", "--kill-at", "40", "--kill-marker", marker], steps=80)
+            self.assertTrue(os.path.exists(marker), "the worker was never killed")
+            self.assertIn("restarting it", text)
+        self.assertGreater(disturbed[1]["start_step"], 0)
+        self.assertEqual(undisturbed[0]["params"], disturbed[0]["params"])
+        self.assertEqual(undisturbed[0]["losses"], disturbed[0]["losses"])
+
+    def test_a_killed_server_fails_over_and_the_bits_stay(self):
+        job = dict(steps=40, servers=2, extra=["--ps-replicas", "2"])
+        with tempfile.TemporaryDirectory() as a:
+            undisturbed, _ = self.run_job(a, "tps", ["--pipeline"], **job)
+        for when in (["--kill-server-at", "20"],
+                     ["--kill-server-at", "20", "--kill-server-before-forward"]):
+            with tempfile.TemporaryDirectory() as b:
+                marker = os.path.join(b, "killed")
+                disturbed, text = self.run_job(
+                    b, "tps", ["--pipeline", "--kill-marker", marker] + when, **job)
+                self.assertIn("was killed by SIGKILL", text)
+            self.assertEqual(undisturbed[0]["losses"], disturbed[0]["losses"], when)
+            self.assertEqual(undisturbed[0]["params"], disturbed[0]["params"], when)
+
+
 class _Optimizers:
     """Several torch.optim optimizers stepped as one (a reference's tables and dense layers)."""
 

@@ -85,6 +85,13 @@ class TableNet(torch.nn.Module):
         return self.head(self.emb(ids).reshape(ids.shape[0], -1))
 
 
+def table_lookups(net, ids):
+    """What `net`'s forward looks up for a batch of `ids`, by table module (SparsePipeline's)."""
+    if net.kind == "ebc":
+        return {t: ids[:, k:k + 1] for k, t in enumerate(net.emb.values())}
+    return {net.emb: hashed(ids) if net.kind == "tps-unbounded" else ids}
+
+
 def hashed(ids):
     """Ids spread over all of int64 (negative ones too), as a hashing script's are."""
     return ids * -7046029254386353131 + 1442695040888963407

@@ -20,6 +20,8 @@ model's embedding sparse=False;
 torch.nn.utils.clip_grad_norm_ between backward() and step() (too late: step() warns);
 --table-kind K trains tiny_job's table model with TableNet's kind K (tps: no local weight);
 --prefetch looks the table up before the forward (DistributedOptimizer's sparse_inputs);
+--pipeline iterates the batches through tps.SparsePipeline (each step's rows pulled with the
+step before's pushes);
 --hybrid trains the dense parameters by all-reduce (dense="allreduce") with AdamW in two
 parameter groups, --lr-step N halving their learning rates every N steps (StepLR);
 the chief saves opt.model_state_dict(net) to OUT/model.pt, and its table's local weight right
@@ -77,6 +79,7 @@ def main():
     ap.add_argument("--table-kind", default="")
     ap.add_argument("--prefetch", action="store_true")
     ap.add_argument("--hybrid", action="store_true")
+    ap.add_argument("--pipeline", action="store_true")
     ap.add_argument("--lr-step", type=int, default=0)
     ap.add_argument("--start-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before it joins (a slow data load)")
@@ -117,6 +120,8 @@ def main():
         scheduler = torch.optim.lr_scheduler.StepLR(opt.optimizer, args.lr_step, gamma=0.5)
     sampler = tps.DistributedSampler(data)
     loader = torch.utils.data.DataLoader(data, batch_size=batch, sampler=sampler, drop_last=True)
+    if args.pipeline:
+        loader = tps.SparsePipeline(loader, opt, lambda batch: tiny_job.table_lookups(net, batch[0]))
     losses = {}
     step, epoch = 0, 0
     while step < args.steps:
@@ -176,7 +181,8 @@ def main():
     with open(os.path.join(args.out, "worker-%d.json" % tps.rank()), "w") as f:
         json.dump({"losses": losses, "summary": summary, "params": params,
                    "start_step": opt.start_step,
-                   "copied_pushes": opt._session.copied_pushes}, f)
+                   "copied_pushes": opt._session.copied_pushes,
+                   "looked_up_ahead": opt._session.looked_up_ahead}, f)
 
 
 if __name__ == "__main__":

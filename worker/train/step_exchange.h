@@ -112,6 +112,7 @@ class StepExchange {
   void set_profile(StepProfile* profile) { profile_ = profile; }
   // The tables' part (the chief evaluates and exports through it); empty without tables.
   TableExchange& tables() { return tables_; }
+  const TableExchange& tables() const { return tables_; }
 
  private:
   StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,

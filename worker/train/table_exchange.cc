@@ -90,6 +90,7 @@ size_t TableExchange::Feed(int index, std::span<const uint64_t> ids) {
   if (t.ahead && !ids.empty() && t.claimed + ids.size() <= t.fed.size() &&
       std::equal(ids.begin(), ids.end(), t.fed.begin() + static_cast<ptrdiff_t>(t.claimed))) {
     t.claimed += ids.size();  // its rows are on their way
+    ++fed_ahead_;
     return t.claimed - ids.size();
   }
   if (t.ahead) {  // not what was fed ahead: the step's lookups so far, then these

@@ -83,6 +83,8 @@ class TableExchange {
   void FeedNext(int t, std::span<const uint64_t> ids);
   // Forgets FeedNext's ids and their pulls (a rejoin: the next step's lookups pull again).
   void DropAhead();
+  // Feeds that took rows pulled ahead, so far.
+  int64_t fed_ahead() const { return fed_ahead_; }
   // A lookup that is not the step's (an evaluation's: no gradient will be pushed for it): `ids`'
   // rows at the version Pull() named, pulled without joining table t's ids of the step, so that
   // many such lookups cost each its own rows. `*unique` gets the ids, each once.
@@ -164,6 +166,7 @@ class TableExchange {
   const std::atomic<bool>* const stop_;
   std::vector<Table> tables_;
   Ask ask_;
+  int64_t fed_ahead_ = 0;
 };
 
 }  // namespace towerps::worker
