@@ -180,6 +180,15 @@ Result<std::pair<uint64_t, uint64_t>> ServerBytes(const SparseBenchOptions& o,
   return std::make_pair(bytes, rows);
 }
 
+// This process's CPU seconds so far, then each server's (0 for one that is gone).
+std::vector<double> CpuSeconds(const ServerProcesses& servers) {
+  std::vector<double> seconds = {ProcCpuSeconds(getpid()).value_or(0)};
+  for (const Subprocess& p : servers.processes) {
+    seconds.push_back(ProcCpuSeconds(p.pid()).value_or(0));
+  }
+  return seconds;
+}
+
 }  // namespace
 
 Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
@@ -209,6 +218,7 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   if (o.steps == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   if (o.progress) std::fprintf(stderr, "measuring for %.1f s...\n", o.seconds);
   Result<std::pair<uint64_t, uint64_t>> before = ServerBytes(o, job, servers);
+  const std::vector<double> cpu_before = CpuSeconds(servers);
   run.measuring.store(true);
   const auto t0 = Clock::now();
   if (o.steps > 0) {  // until every worker ran its steps
@@ -218,6 +228,7 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   }
   run.measuring.store(false);
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  const std::vector<double> cpu_after = CpuSeconds(servers);
   Result<std::pair<uint64_t, uint64_t>> after = ServerBytes(o, job, servers);
   run.stop.store(true);
   for (auto& t : threads) {
@@ -249,6 +260,13 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   }
   res.workers_peak_rss_mib =
       static_cast<double>(ProcStatusKib(getpid(), "VmHWM").value_or(0)) / 1024;
+  const double million_rows = static_cast<double>(res.steps * o.unique_ids) / 1e6;
+  if (million_rows > 0) {
+    res.client_cpu_s_per_million_rows = (cpu_after[0] - cpu_before[0]) / million_rows;
+    for (size_t s = 1; s < cpu_after.size(); ++s) {
+      res.server_cpu_s_per_million_rows.push_back((cpu_after[s] - cpu_before[s]) / million_rows);
+    }
+  }
   return res;
 }
 

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "towerps/result.h"
 
@@ -62,6 +63,10 @@ struct SparseBenchResult {
   // Memory (MiB): the servers' resident sets at the end, summed, and the largest peak among
   // them; this process's peak (every worker's client, their batches and rows).
   double server_rss_mib = 0, server_peak_rss_mib = 0, workers_peak_rss_mib = 0;
+  // CPU seconds per million rows moved (pulled and pushed once each), over the measured steps:
+  // this process's (every worker's client and its threads), and each server's, by rank.
+  double client_cpu_s_per_million_rows = 0;
+  std::vector<double> server_cpu_s_per_million_rows;
 };
 
 Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& options);

@@ -15,6 +15,12 @@ namespace po = boost::program_options;
 namespace towerps::bench {
 namespace {
 
+Json ServerCpu(const SparseBenchResult& r) {
+  Json each = Json::array();
+  for (double s : r.server_cpu_s_per_million_rows) each.push_back(Rounded(s, 4));
+  return each;
+}
+
 Json ToJson(const SparseBenchOptions& o, const SparseBenchResult& r) {
   return {{"bench", "sparse"},
           {"mode", o.dense           ? "dense"
@@ -38,7 +44,9 @@ Json ToJson(const SparseBenchOptions& o, const SparseBenchResult& r) {
           {"table_rows", r.table_rows},
           {"server_rss_mib", Rounded(r.server_rss_mib, 1)},
           {"server_peak_rss_mib", Rounded(r.server_peak_rss_mib, 1)},
-          {"workers_peak_rss_mib", Rounded(r.workers_peak_rss_mib, 1)}};
+          {"workers_peak_rss_mib", Rounded(r.workers_peak_rss_mib, 1)},
+          {"client_cpu_s_per_million_rows", Rounded(r.client_cpu_s_per_million_rows, 4)},
+          {"server_cpu_s_per_million_rows", ServerCpu(r)}};
 }
 
 void Print(const SparseBenchOptions& o, const SparseBenchResult& r) {
@@ -53,6 +61,10 @@ void Print(const SparseBenchOptions& o, const SparseBenchResult& r) {
       "workers' process peaked at %.1f MiB\n",
       static_cast<unsigned long long>(r.table_rows), r.server_rss_mib, r.server_peak_rss_mib,
       r.workers_peak_rss_mib);
+  double servers = 0;
+  for (double s : r.server_cpu_s_per_million_rows) servers += s;
+  std::printf("  CPU per million rows: %.3f s in the workers' process, %.3f s in the servers\n",
+              r.client_cpu_s_per_million_rows, servers);
 }
 
 }  // namespace

@@ -111,6 +111,12 @@ def _ids(input):
     return input.detach().to("cpu", torch.int64).contiguous().numpy().reshape(-1).view(np.uint64)
 
 
+def _field_ids(ids):
+    """A collection's ``[batch, fields]`` ids as uint64 ``[fields, batch]``: each field's ids one
+    contiguous row, with one copy for them all."""
+    return ids.detach().to("cpu", torch.int64).t().contiguous().numpy().view(np.uint64)
+
+
 class Embedding(_Table):
     """``torch.nn.Embedding`` with its rows on the servers (see the module's docstring)."""
 
@@ -177,8 +183,9 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
         optimizer = fields[0]._optimizer
         if optimizer is None:
             fields[0]._rows(ids[:, 0])  # raises, saying how to register the model
+        columns = _field_ids(ids)
         got = optimizer._session.lookup(
-            [(f._index, _ids(ids[:, k])) for k, f in enumerate(fields)], torch.is_grad_enabled())
+            [(f._index, columns[k]) for k, f in enumerate(fields)], torch.is_grad_enabled())
         rows = torch.from_numpy(np.concatenate([g[1] for g in got]))
         starts = np.cumsum([0] + [len(g[0]) for g in got])
         inverse = torch.stack([torch.from_numpy(g[2]) + int(starts[k])

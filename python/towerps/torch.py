@@ -377,7 +377,8 @@ class DistributedOptimizer:
         for module, ids in (lookups or {}).items():
             if isinstance(module, nn.EmbeddingBagCollection) and \
                     next(iter(module.values()))._optimizer is self:
-                ahead += [(f._index, nn._ids(ids[:, k])) for k, f in enumerate(module.values())]
+                columns = nn._field_ids(ids)
+                ahead += [(f._index, columns[k]) for k, f in enumerate(module.values())]
             elif isinstance(module, nn._Table) and module._optimizer is self:
                 ahead.append((module._index, nn._ids(ids)))
             elif id(module) in old_tables:  # its pre-hook pulls the sorted distinct ids
@@ -539,9 +540,13 @@ class DistributedOptimizer:
         ahead, self._ahead = self._ahead, []
         for _, module in self._server_tables:
             module._prefetched = None  # a prefetch no forward took is not the next step's
+        grads = {}  # per rows leaf (a collection's tables share one): its gradient, once
         for t, ids, rows, part in lookups:
             if rows.grad is not None:
-                self._session.add_rows(t, ids, rows.grad.detach()[part].cpu().numpy())
+                grad = grads.get(id(rows))
+                if grad is None:
+                    grad = grads[id(rows)] = rows.grad.detach().cpu().numpy()
+                self._session.add_rows(t, ids, grad[part])
         self._warn_if_pushed_gradients_changed()
         if self._dense is not None:
             self._dense.step()

@@ -29,7 +29,10 @@ positive "$("$bench" train --model mlp --seconds 0.3 --json 2>/dev/null | tail -
 sparse="$("$bench" sparse --unique-ids 2048 --ids 100000 --seconds 0.3 --transport both --json \
   2>/dev/null)"
 while read -r line; do
-  positive "$line" rows_per_sec step_ms table_rows bytes_over_ideal
+  positive "$line" rows_per_sec step_ms table_rows bytes_over_ideal client_cpu_s_per_million_rows
+  # Each server's CPU per million rows, the one server's here.
+  awk -v c="$(sed -n 's/.*"server_cpu_s_per_million_rows": *\[\([0-9.e+-]*\)\].*/\1/p' <<< "$line")" \
+    'BEGIN { exit !(c + 0 > 0) }' || fail "no server CPU per million rows in $line"
   awk -v b="$(field "$line" bytes_over_ideal)" 'BEGIN { exit !(b + 0 <= 1.1) }' ||
     fail "a step moves over 1.1x the ideal bytes in $line"
 done <<< "$sparse"
