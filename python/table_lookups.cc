@@ -1,6 +1,8 @@
 #include "python/table_lookups.h"
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -233,8 +235,21 @@ worker::TableExchange::Gradient TableLookups::Merge(int t, Table& table) {
       for (int64_t d = 0; d < dim; ++d) sum[d] += row[d];
     }
   }
+  // The servers take a push's ids increasing (each block's are; their union need not be).
+  std::vector<size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a] < ids[b]; });
+  std::vector<uint64_t> sorted_ids(ids.size());
+  std::vector<float> sorted_sums(sums.size());
+  const auto row = static_cast<size_t>(dim);
+  for (size_t k = 0; k < order.size(); ++k) {
+    sorted_ids[k] = ids[order[k]];
+    std::copy_n(sums.begin() + static_cast<ptrdiff_t>(order[k] * row), row,
+                sorted_sums.begin() + static_cast<ptrdiff_t>(k * row));
+  }
   // Every id was checked as the blocks came: the staging cannot fail.
-  auto g = Stage(table, t, ids.data(), sums.data(), static_cast<int64_t>(ids.size()));
+  auto g = Stage(table, t, sorted_ids.data(), sorted_sums.data(),
+                 static_cast<int64_t>(sorted_ids.size()));
   return *std::move(g);
 }
 

@@ -423,12 +423,13 @@ class DistributedOptimizer:
         held, self._held = self._held, []
         weights = [p for p in self._params if p.grad is not None]
         weights += [m.weight for m in self._table_modules if m.weight.grad is not None]
+        norms = [torch.norm(p.grad.detach(), 2.0) for p in weights]
+        norms += self._table_norms()
         leaves = {id(rows): rows for _, _, rows, _ in self._lookups}  # a collection's is shared
         weights += [rows for rows in leaves.values() if rows.grad is not None]
         if weights:
             device = weights[0].grad.device
-            total = torch.norm(torch.stack(
-                [torch.norm(p.grad.detach(), 2.0).to(device) for p in weights]), 2.0)
+            total = torch.norm(torch.stack([n.to(device) for n in norms]), 2.0)
             coef = torch.clamp(self._clip / (total + 1e-6), max=1.0)
             for p in weights:
                 if p.grad.is_sparse:
@@ -437,6 +438,26 @@ class DistributedOptimizer:
                     p.grad.detach().mul_(coef.to(p.grad.device))
         for push in held:
             push()
+
+    def _table_norms(self):
+        """The 2-norm of each towerps.torch.nn table's gradient this step: the rows of an id
+        looked up in several lookups summed first, as the push sums them."""
+        blocks = {}
+        for t, ids, rows, part in self._lookups:
+            if rows.grad is not None:
+                blocks.setdefault(t, []).append((ids, rows.grad.detach()[part]))
+        norms = []
+        for parts in blocks.values():
+            if len(parts) == 1:
+                norms.append(torch.norm(parts[0][1], 2.0))
+                continue
+            ids, inverse = np.unique(np.concatenate([i for i, _ in parts]), return_inverse=True)
+            grads = torch.cat([g for _, g in parts])
+            summed = torch.zeros((len(ids), grads.shape[1]), dtype=grads.dtype,
+                                 device=grads.device)
+            summed.index_add_(0, torch.from_numpy(inverse).to(grads.device), grads)
+            norms.append(torch.norm(summed, 2.0))
+        return norms
 
     def _warn_if_pushed_gradients_changed(self):
         pushed, self._pushed = self._pushed, {}

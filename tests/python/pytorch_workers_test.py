@@ -588,6 +588,35 @@ class ClipTest(unittest.TestCase):
             self.assertLess(abs(got - want), 1e-5 * abs(want), "step %d: %r, not %r"
                             % (step, got, want))
 
+    def test_a_table_looked_up_twice_is_clipped_by_its_summed_gradient(self):
+        """A tps.nn table looked up twice a step: its norm is that of the rows' summed gradient,
+        as one weight's would be (a dense-gradient nn.Embedding in the reference)."""
+        clip, steps = 0.05, 40
+        with tempfile.TemporaryDirectory() as out:
+            code, text, record = launch(
+                out, workers=1, steps=steps, worker_args=["--table-kind", "tps-twice", "--clip",
+                                                          str(clip)],
+                extra=["--table-optimizer", "sgd", "--table-lr", "2"])
+            self.assertEqual(code, 0, text)
+
+        def reference(clip):
+            net = tiny_job.table_model(7, kind="twice")
+            with torch.no_grad():
+                net.emb.weight.copy_(torch.from_numpy(_towerps.initial_rows(
+                    7, "emb.weight", 0.05, np.arange(tiny_job.IDS, dtype=np.uint64),
+                    tiny_job.DIM)))
+            opt = torch.optim.SGD([{"params": [net.emb.weight], "lr": 2.0},
+                                   {"params": net.head.parameters()}], lr=0.1)
+            return reference_losses(net, opt, tiny_job.categorical_dataset(), steps=steps,
+                                    workers=1, clip=clip)
+
+        clipped = reference(clip)
+        self.assertGreater(max(abs(a - b) for a, b in zip(clipped, reference(None))), 1e-3)
+        for step, want in enumerate(clipped):
+            got = record["losses"][str(step)]
+            self.assertLess(abs(got - want), 1e-5 * abs(want), "step %d: %r, not %r"
+                            % (step, got, want))
+
     def test_a_clip_after_backward_is_warned_about_once(self):
         with tempfile.TemporaryDirectory() as out:
             code, text, _ = launch(out, workers=1, steps=10,

@@ -45,7 +45,9 @@ class TableNet(torch.nn.Module):
     """`kind`: "torch" (nn.Embedding, a local weight), "bag" (nn.EmbeddingBag, mode sum, one bag
     per example), "tps" and "tps-bag" (their towerps.torch.nn namesakes, no local weight), and
     "tps-unbounded" (tps.nn.Embedding of any int64 id: the ids are hashed first); "ebc" (a
-    plain EmbeddingBag per field) and "tps-ebc" (tps.nn.EmbeddingBagCollection)."""
+    plain EmbeddingBag per field) and "tps-ebc" (tps.nn.EmbeddingBagCollection); "tps-twice" (one
+    tps.nn.Embedding looked up twice a forward, on overlapping fields) and "twice" (the same with
+    a dense-gradient nn.Embedding: the reference)."""
 
     def __init__(self, sparse=True, kind="torch"):
         super().__init__()
@@ -60,6 +62,14 @@ class TableNet(torch.nn.Module):
                 self.emb = torch.nn.ModuleDict(
                     {n: torch.nn.EmbeddingBag(IDS, DIM, mode="sum", sparse=True) for n in names})
             return
+        if kind.endswith("twice"):
+            self.head = torch.nn.Linear(4 * DIM, 2)
+            if kind == "tps-twice":
+                import towerps.torch as tps
+                self.emb = tps.nn.Embedding(IDS, DIM)
+            else:
+                self.emb = torch.nn.Embedding(IDS, DIM)
+            return
         if kind.startswith("tps"):
             import towerps.torch as tps
             rows = None if kind == "tps-unbounded" else IDS
@@ -73,6 +83,9 @@ class TableNet(torch.nn.Module):
                     else make(rows, DIM, sparse=sparse))
 
     def forward(self, ids):
+        if self.kind.endswith("twice"):
+            return self.head(torch.cat([self.emb(ids[:, :2]).reshape(ids.shape[0], -1),
+                                        self.emb(ids[:, 1:]).reshape(ids.shape[0], -1)], dim=1))
         if self.kind == "tps-ebc":
             return self.head(self.emb(ids).reshape(ids.shape[0], -1))
         if self.kind == "ebc":
