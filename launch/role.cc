@@ -194,7 +194,14 @@ Result<RoleAssignment> RoleFromClusterSpec(const std::string& spec, const std::s
   a.rank = index;
   if (a.role == RoleAssignment::Role::kServer) a.port = ports[index];
   for (const std::string& hp : ps) a.ps_endpoints.push_back("tcp://" + hp);
-  if (!workers.empty()) a.dist_endpoint = "tcp://" + workers[0];
+  // Worker 0's host keeps the collectives' rendezvous, on the port after the highest ps port
+  // (the worker entries' ports are not used: a TowerPS worker listens nowhere).
+  int after_ps = 0;
+  for (const int p : ports) after_ps = std::max(after_ps, p + 1);
+  if (!workers.empty()) {
+    a.dist_endpoint =
+        "tcp://" + workers[0].substr(0, workers[0].rfind(':')) + ":" + std::to_string(after_ps);
+  }
   return a;
 }
 

@@ -32,8 +32,9 @@ struct RoleAssignment {
   int servers = 0, workers = 0;
   int port = 0;                           // servers: where to listen
   std::vector<std::string> ps_endpoints;  // workers: tcp://host:port, by server rank
-  // Workers: tcp://host:port where worker 0 keeps the rendezvous of the workers' collectives
-  // (its cluster spec entry; base_port + servers on its host); "" where hosts are unknown.
+  // Workers: tcp://host:port where worker 0 keeps the rendezvous of the workers' collectives:
+  // on worker 0's host, the port after the servers' (base_port + servers; with a cluster spec,
+  // the highest ps port + 1); "" where hosts are unknown.
   std::string dist_endpoint;
 };
 

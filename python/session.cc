@@ -298,24 +298,32 @@ void Session::Send(size_t i, Tensor gradient) {
     exchange_->Push(static_cast<int>(i), gradients_[i], iter_);  // a bucket's worth: it goes
     return;
   }
+  MutexLock lock(&bucket_mu_);
   bucket_.push_back(i);
   bucket_held_bytes_ += static_cast<int64_t>(gradients_[i].byte_size());
-  if (bucket_held_bytes_ >= o_.bucket_bytes) SendBucket();
+  if (bucket_held_bytes_ >= o_.bucket_bytes) SendBucketLocked();
 }
 
 void Session::SendBucket() {
-  client_->Together([&] {
-    for (size_t i : bucket_) exchange_->Push(static_cast<int>(i), gradients_[i], iter_);
-  });
-  bucket_.clear();
+  MutexLock lock(&bucket_mu_);
+  SendBucketLocked();
+}
+
+void Session::SendBucketLocked() {
+  // One thread in Client::Together at a time: the lock serialises the buckets.
+  const std::vector<size_t> bucket = std::exchange(bucket_, {});
   bucket_held_bytes_ = 0;
+  client_->Together([&] {
+    for (size_t i : bucket) exchange_->Push(static_cast<int>(i), gradients_[i], iter_);
+  });
 }
 
 Status Session::EndStep(std::optional<double> loss, std::span<const TableLookups::Ids> ahead) {
   last_compute_ = Seconds(Clock::now() - computing_since_);
   Status tables = Status::Ok();
   client_->Together([&] {  // the tables and the last bucket: one message per server
-    tables = tables_.PushAll(iter_, ahead);  // refuses bad ids ahead before sending anything
+    // Bad ids ahead are refused before anything is sent.
+    tables = tables_.PushAll(iter_, ahead).WithContext("the next step's lookups, given ahead");
     if (!tables.ok()) return;
     for (size_t i = 0; i < parameters_.size(); ++i) {
       if (pushed_[i] != 0) continue;

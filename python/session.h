@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "ps/client/client.h"
 #include "python/gradient_buffers.h"
 #include "python/session_options.h"
@@ -156,7 +157,8 @@ class Session {
   // next pull, once the bucket is full).
   void Send(size_t i, Tensor gradient);
   // The bucket's gradients, one message per server.
-  void SendBucket();
+  void SendBucket() EXCLUDES(bucket_mu_);
+  void SendBucketLocked() REQUIRES(bucket_mu_);
   // EndStep's "train" line, every --log-every steps.
   void LogTrainLine(std::optional<double> loss, double staleness);
   // The parameters' and the tables' variables, as registered.
@@ -197,9 +199,12 @@ class Session {
   uint64_t restarts_seen_ = 0;        // the client's server_restarts() at the last (re)join
   std::vector<GradientBuffers> gradient_buffers_;  // per parameter, once connected
   std::atomic<int64_t> copied_pushes_{0};
-  std::vector<char> pushed_;    // per parameter: pushed this step
-  std::vector<size_t> bucket_;  // pushed, not yet sent (SessionOptions::bucket_bytes)
-  int64_t bucket_held_bytes_ = 0;
+  std::vector<char> pushed_;  // per parameter: pushed this step
+  // Pushed, not yet sent (SessionOptions::bucket_bytes); pushes come from autograd's threads
+  // (one per device), EndStep from the training thread.
+  Mutex bucket_mu_;
+  std::vector<size_t> bucket_ GUARDED_BY(bucket_mu_);
+  int64_t bucket_held_bytes_ GUARDED_BY(bucket_mu_) = 0;
   int64_t iter_ = 0, start_iter_ = 0;
   bool start_exact_ = false;
   double wait_seconds_ = 0, delay_seconds_ = 0;

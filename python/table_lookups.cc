@@ -113,6 +113,8 @@ Status TableLookups::LookupForStep(std::span<const Ids> lookups, std::vector<Row
     TOWERPS_RETURN_IF_ERROR(recover_(
                                 await(),
                                 [&] {
+                                  // Rows pulled ahead may have died with the server too.
+                                  exchange_->tables().DropAhead();
                                   client_->Together([&] {
                                     for (size_t j = k; j < lookups.size(); ++j) {
                                       exchange_->tables().Feed(lookups[j].table, {});

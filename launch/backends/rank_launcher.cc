@@ -19,9 +19,11 @@ Status RankLauncher::Check() {
         "with --hostfile; under --mpi, --slurm and --cluster use --checkpoint-dir to resume "
         "after a failure");
   }
-  TOWERPS_ASSIGN_OR_RETURN(RoleAssignment role,
-                           ResolveRole(rank_flags_, env_, options_.job.servers,
-                                       options_.base_port ? options_.base_port : 7700));
+  // Server r listens on base_port + r, and worker 0 keeps the collectives' rendezvous after
+  // them (rank_exec.h): every process derives the same ports.
+  if (options_.base_port == 0) options_.base_port = 7700;
+  TOWERPS_ASSIGN_OR_RETURN(RoleAssignment role, ResolveRole(rank_flags_, env_, options_.job.servers,
+                                                            options_.base_port));
   TOWERPS_RETURN_IF_ERROR(ResolveSharedSecret(env_, &options_));
   // The engine decides how many processes there are; every process derives the same counts.
   options_.job.servers = role.servers;

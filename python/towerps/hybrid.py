@@ -19,6 +19,7 @@ worker's equal copy.
 """
 
 import datetime
+import os
 
 import torch
 import torch.distributed as dist
@@ -49,20 +50,18 @@ def process_group(options, cuda):
         host, port = endpoint[len("tcp://"):].rsplit(":", 1)
         store = dist.TCPStore(host.strip("[]"), int(port), world, rank == 0, timeout)
     backend = "nccl" if cuda and dist.is_nccl_available() else "gloo"
+    if backend == "nccl":  # a dead or silent peer fails the collective after the timeout
+        os.environ.setdefault("NCCL_ASYNC_ERROR_HANDLING", "1")
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
 
 
 class DenseAllReduce:
     """The dense half of a hybrid DistributedOptimizer: `params` (name, tensor) averaged over the
-    workers once per step and applied by `optimizer`, a ``torch.optim.Optimizer`` over exactly
-    them. `after_accumulation(p, fn)` runs fn once p.grad holds backward's gradient."""
+    workers once per step and applied by `optimizer` (check_optimizer's: over exactly them), in
+    the default process group. `after_accumulation(p, fn)` runs fn once p.grad holds backward's
+    gradient."""
 
-    def __init__(self, params, optimizer, table_weights, after_accumulation):
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise ValueError("dense=\"allreduce\" needs optimizer=, the script's own "
-                             "torch.optim optimizer over the dense parameters (got %r)"
-                             % (optimizer,))
-        _check_covers(params, optimizer, table_weights)
+    def __init__(self, params, optimizer, after_accumulation):
         self.optimizer = optimizer
         self._names = [n for n, _ in params]
         self._params = [p for _, p in params]
@@ -140,9 +139,13 @@ class DenseAllReduce:
             offset += p.numel()
 
 
-def _check_covers(params, optimizer, table_weights):
-    """`optimizer` trains exactly the dense parameters: none left out (it would never change),
-    no table (the servers train those) and nothing else (it would not be averaged)."""
+def check_optimizer(params, optimizer, table_weights):
+    """`optimizer` is a torch.optim optimizer over exactly the dense parameters `params`: none
+    left out (it would never change), no table (`table_weights`, id -> name: the servers train
+    those) and nothing else (it would not be averaged). ValueError naming what is wrong."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise ValueError("dense=\"allreduce\" needs optimizer=, the script's own torch.optim "
+                         "optimizer over the dense parameters (got %r)" % (optimizer,))
     mine = {id(p) for group in optimizer.param_groups for p in group["params"]}
     dense = {id(p) for _, p in params}
     for name, p in params:

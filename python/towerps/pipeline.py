@@ -14,9 +14,10 @@ never wrong); a rejoin after a server's failover forgets the rows pulled ahead.
 Contract: ``lookups(batch)`` returns ``{module: ids}``, the ids each table's forward will take
 for ``batch``, as the forward gets them: a ``towerps.torch.nn.Embedding`` or ``EmbeddingBag``'s
 input, an ``EmbeddingBagCollection``'s ``[batch, fields]`` ids, an ``nn.Embedding(sparse=True)``
-or ``nn.EmbeddingBag(sparse=True)``'s input; in the order the forward looks the tables up when a
-table is looked up twice. Iterate the pipeline once per epoch, calling ``optimizer.step()``
-once per batch.
+or ``nn.EmbeddingBag(sparse=True)``'s input; for a table the forward looks up several times, a
+list of ids, one per lookup, in the forward's order. Iterate the pipeline once per epoch, calling
+``optimizer.step()`` once per batch. Lookups that are not the forward's change nothing but the
+speed, and ``step()`` warns once when none of them was taken.
 """
 
 _END = object()

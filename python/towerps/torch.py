@@ -279,12 +279,10 @@ class DistributedOptimizer:
         table_weights = {id(m.weight): name for name, m in tables}
         params = [(n, p) for n, p in params if id(p) not in table_weights]
         _check_dense(params)
-        self._dense = None
+        self._dense, dense_params = None, []
         if dense == "allreduce":  # the dense parameters stay here, averaged by all-reduce
-            hybrid.process_group(_options(), any(p.is_cuda for _, p in params))
-            self._dense = hybrid.DenseAllReduce(params, optimizer, table_weights,
-                                                self._after_accumulation)
-            params = []
+            hybrid.check_optimizer(params, optimizer, table_weights)
+            dense_params, params = params, []
         self._params = [p for _, p in params]
         self._names = [n for n, _ in params]
         # CUDA parameters go through pinned host buffers: values up, gradients down, each copy
@@ -304,12 +302,15 @@ class DistributedOptimizer:
         shapes = [list(p.shape) if p.dim() > 0 else [1] for p in self._params]
         self._session = _towerps.Session(_options(), self._names, shapes, initial, specs,
                                          int(float(bucket_cap_mb) * 2 ** 20))
-        if self._dense is not None and self._session.start_iteration > 0:
-            raise RuntimeError(
-                "dense=\"allreduce\": this worker restarts at step %d, but the dense values "
-                "and their optimizer's state were the killed worker's own; a hybrid job cannot "
-                "take them back (run it with --max-restarts 0, or dense=\"server\")"
-                % self._session.start_iteration)
+        if dense == "allreduce":  # before any collective, which the others left long ago
+            if self._session.start_iteration > 0:
+                raise RuntimeError(
+                    "dense=\"allreduce\": this worker restarts at step %d, but the dense values "
+                    "and their optimizer's state were the killed worker's own; a hybrid job "
+                    "cannot take them back (run it with --max-restarts 0, or dense=\"server\")"
+                    % self._session.start_iteration)
+            hybrid.process_group(_options(), any(p.is_cuda for _, p in dense_params))
+            self._dense = hybrid.DenseAllReduce(dense_params, optimizer, self._after_accumulation)
         self._views = [st.host.numpy() if st else p.data.numpy()
                        for p, st in zip(self._params, self._staging)]
         self._load_values()
@@ -325,6 +326,8 @@ class DistributedOptimizer:
         # of the leaf; a collection's tables share one).
         self._lookups = []
         self._ahead = []  # the next step's lookups (SparsePipeline), riding on step()'s pushes
+        self._ahead_given = (0, 0)  # the last step's: how many, and looked_up_ahead then
+        self._warned_ahead = False
         self._server_tables = server_tables
         for t, (name, module) in enumerate(server_tables, start=len(tables)):
             module._name, module._index, module._optimizer = name, t, self
@@ -369,12 +372,15 @@ class DistributedOptimizer:
             module._prefetched = (ids, ids._version, rows)
 
     def _look_ahead(self, lookups):
-        """The next step's lookups, ``{module: ids}`` (SparsePipeline's), as the session's
-        (table, uint64 ids) in the order the forward feeds them; their pulls ride on this
-        step's pushes. None: the next step's are unknown."""
+        """The next step's lookups, ``{module: ids or [ids, ...]}`` (SparsePipeline's), as the
+        session's (table, uint64 ids) in the order the forward feeds them; their pulls ride on
+        this step's pushes. None: the next step's are unknown."""
         ahead = []
         old_tables = {id(m): t for t, m in enumerate(self._table_modules)}
-        for module, ids in (lookups or {}).items():
+        # A module looked up several times a step has a list of ids, one per lookup, in order.
+        items = [(m, i) for m, ids in (lookups or {}).items()
+                 for i in (ids if isinstance(ids, (list, tuple)) else [ids])]
+        for module, ids in items:
             if isinstance(module, nn.EmbeddingBagCollection) and \
                     next(iter(module.values()))._optimizer is self:
                 columns = nn._field_ids(ids)
@@ -458,6 +464,21 @@ class DistributedOptimizer:
             summed.index_add_(0, torch.from_numpy(inverse).to(grads.device), grads)
             norms.append(torch.norm(summed, 2.0))
         return norms
+
+    def _warn_if_ahead_not_taken(self):
+        """Warns once when this step's forward took none of the lookups SparsePipeline gave
+        ahead: its lookups function does not say what the forward looks up, and each step then
+        pulls its rows twice."""
+        given, taken_before = self._ahead_given
+        self._ahead_given = (0, 0)
+        if given and self._session.looked_up_ahead == taken_before and not self._warned_ahead:
+            self._warned_ahead = True
+            warnings.warn(
+                "SparsePipeline: this step's forward took none of the %d lookups given ahead "
+                "(its lookups function gives other ids, another order or other tables than the "
+                "forward looks up), so their rows were pulled again; give it exactly the ids "
+                "each table's forward takes. (A server's failover also drops them once.) "
+                "(Warned once.)" % given, RuntimeWarning, stacklevel=3)
 
     def _warn_if_pushed_gradients_changed(self):
         pushed, self._pushed = self._pushed, {}
@@ -569,9 +590,11 @@ class DistributedOptimizer:
                     grad = grads[id(rows)] = rows.grad.detach().cpu().numpy()
                 self._session.add_rows(t, ids, grad[part])
         self._warn_if_pushed_gradients_changed()
+        self._warn_if_ahead_not_taken()
         if self._dense is not None:
             self._dense.step()
         self._session.end_step(loss, ahead)
+        self._ahead_given = (len(ahead), self._session.looked_up_ahead)
         self._load_values()
         # A server may still read a gradient it was lent (shared memory): such a p.grad moves to
         # another buffer, with its values, before the script can write it again.

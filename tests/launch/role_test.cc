@@ -23,7 +23,7 @@ TEST(ClusterSpecTest, RolesAndEndpoints) {
   EXPECT_EQ(task->rank, 2);
   EXPECT_EQ(task->ps_endpoints,
             (std::vector<std::string>{"tcp://10.0.0.1:7000", "tcp://10.0.0.2:7001"}));
-  EXPECT_EQ(task->dist_endpoint, "tcp://a:1");  // worker 0's entry keeps the rendezvous
+  EXPECT_EQ(task->dist_endpoint, "tcp://a:7002");  // worker 0's host, after the ps ports
 }
 
 // TensorFlow's TF_CONFIG: the chief is worker 0 and the "worker" list follows it; TF1's

@@ -292,6 +292,22 @@ class PipelineTest(unittest.TestCase):
     def test_a_plain_embedding_bag_pipelined_keeps_its_bits(self):
         self.check_same_bits("bag", "bag")
 
+    def test_a_table_looked_up_twice_pipelined_keeps_its_bits(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            plain, _ = self.run_job(a, "tps-twice", steps=30)
+            piped, _ = self.run_job(b, "tps-twice", ["--pipeline"], steps=30)
+        self.assertEqual(plain[0]["losses"], piped[0]["losses"])
+        self.assertEqual(plain[0]["params"], piped[0]["params"])
+        self.assertGreaterEqual(piped[0]["looked_up_ahead"], 2 * 28)  # both lookups a step
+
+    def test_lookups_that_are_not_the_forwards_are_warned_about_and_change_nothing(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            plain, _ = self.run_job(a, "tps", steps=20)
+            wrong, text = self.run_job(b, "tps", ["--pipeline-wrong"], steps=20)
+        self.assertEqual(text.count("this step's forward took none of the"), 2, text)  # per rank
+        self.assertEqual(wrong[0]["looked_up_ahead"], 0)
+        self.assertEqual(plain[0]["params"], wrong[0]["params"])
+
     def test_a_killed_worker_leaves_the_bits_as_they_were(self):
         with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
             undisturbed, _ = self.run_job(a, "tps", ["--pipeline"], steps=80)

@@ -225,7 +225,7 @@ TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNa
       << stopped.message();
 }
 
-// A step's gradients go in buckets (SessionOptions::bucket_bytes): with the default 1 MiB, a
+// A step's gradients go in buckets (SessionOptions::bucket_bytes): with the default 256 KiB, a
 // small model's parameters and the step's table rows reach the server as one message; with
 // buckets of 0 bytes each parameter's gradient is a message of its own. The values are the same.
 TEST(SessionTest, ASmallModelsStepIsOneMessagePerServer) {

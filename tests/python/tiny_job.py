@@ -102,6 +102,8 @@ def table_lookups(net, ids):
     """What `net`'s forward looks up for a batch of `ids`, by table module (SparsePipeline's)."""
     if net.kind == "ebc":
         return {t: ids[:, k:k + 1] for k, t in enumerate(net.emb.values())}
+    if net.kind.endswith("twice"):  # two lookups of one table, in the forward's order
+        return {net.emb: [ids[:, :2], ids[:, 1:]]}
     return {net.emb: hashed(ids) if net.kind == "tps-unbounded" else ids}
 
 

@@ -80,6 +80,8 @@ def main():
     ap.add_argument("--prefetch", action="store_true")
     ap.add_argument("--hybrid", action="store_true")
     ap.add_argument("--pipeline", action="store_true")
+    ap.add_argument("--pipeline-wrong", action="store_true",
+                    help="give the pipeline other ids than the forward looks up")
     ap.add_argument("--lr-step", type=int, default=0)
     ap.add_argument("--start-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before it joins (a slow data load)")
@@ -120,8 +122,10 @@ def main():
         scheduler = torch.optim.lr_scheduler.StepLR(opt.optimizer, args.lr_step, gamma=0.5)
     sampler = tps.DistributedSampler(data)
     loader = torch.utils.data.DataLoader(data, batch_size=batch, sampler=sampler, drop_last=True)
-    if args.pipeline:
-        loader = tps.SparsePipeline(loader, opt, lambda batch: tiny_job.table_lookups(net, batch[0]))
+    if args.pipeline or args.pipeline_wrong:
+        shift = 1 if args.pipeline_wrong else 0
+        loader = tps.SparsePipeline(
+            loader, opt, lambda batch: tiny_job.table_lookups(net, (batch[0] + shift) % tiny_job.IDS))
     losses = {}
     step, epoch = 0, 0
     while step < args.steps:

@@ -118,6 +118,7 @@ void TableExchange::DropAhead() {
     if (t.ahead_sent || !t.fed_next.empty()) t.prepared = false;
     t.fed_next.clear();
     t.ahead_sent = false;
+    if (t.ahead) t.fed.resize(t.claimed);  // mid-step: the lookups so far are pulled again
     t.ahead = false;
   }
 }
@@ -160,7 +161,13 @@ Result<int64_t> TableExchange::AwaitRows(const RowSink& sink) {
 }
 
 Result<int64_t> TableExchange::AwaitRows(int t, const RowSink& sink) {
-  if (!tables_.at(static_cast<size_t>(t)).pull.valid()) {
+  const Table& table = tables_.at(static_cast<size_t>(t));
+  if (!table.pull.valid() && table.ahead && table.rows.rows.defined()) {
+    // A later lookup of ids pulled ahead, whose rows an earlier one received: the same rows.
+    sink(t, table.rows, table.current, nullptr);
+    return table.rows.version;
+  }
+  if (!table.pull.valid()) {
     return FailedPreconditionError("table variable " +
                                    std::to_string(tables_[static_cast<size_t>(t)].variable) +
                                    " has no pull in flight (Feed its ids first)");

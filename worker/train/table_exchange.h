@@ -81,7 +81,8 @@ class TableExchange {
   // the next step's version, and the next step's Feeds of the same ids, in the same order, take
   // those rows. Other ids there are pulled as usual.
   void FeedNext(int t, std::span<const uint64_t> ids);
-  // Forgets FeedNext's ids and their pulls (a rejoin: the next step's lookups pull again).
+  // Forgets FeedNext's ids and their pulls (a failover: the lookups to come pull again, and
+  // mid-step, a Feed of the ids looked up so far pulls them again too).
   void DropAhead();
   // Feeds that took rows pulled ahead, so far.
   int64_t fed_ahead() const { return fed_ahead_; }
