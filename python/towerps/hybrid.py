@@ -14,8 +14,8 @@ The process group is made from the launcher's ``--dist-endpoint`` (worker 0 keep
 rendezvous) unless the script made one. A peer that stopped fails the reduce at once (gloo
 closes the connection); one that is silent fails it after ``--join-timeout-s``. The dense
 values and the optimizer's state exist only on the workers, so a restarted worker cannot take
-them back: a restarted worker of a hybrid job is refused (DistributedOptimizer says so), and its final values are every
-worker's equal copy.
+them back (DistributedOptimizer refuses one, before any collective), and the final values are
+every worker's equal copy.
 """
 
 import datetime

@@ -387,9 +387,8 @@ class DistributedOptimizer:
                 ahead += [(f._index, columns[k]) for k, f in enumerate(module.values())]
             elif isinstance(module, nn._Table) and module._optimizer is self:
                 ahead.append((module._index, nn._ids(ids)))
-            elif id(module) in old_tables:  # its pre-hook pulls the sorted distinct ids
-                unique = torch.unique(ids.detach()).cpu().numpy().astype("uint64")
-                ahead.append((old_tables[id(module)], unique))
+            elif id(module) in old_tables:  # what its pre-hook pulls
+                ahead.append((old_tables[id(module)], _unique_ids(ids)[1]))
             else:
                 raise ValueError("SparsePipeline's lookups: %r is not a table of this "
                                  "optimizer's model (a towerps.torch.nn table, an "
@@ -502,11 +501,10 @@ class DistributedOptimizer:
         session, weight = self._session, module.weight
 
         def pull(_module, inputs):
-            unique = torch.unique(inputs[0].detach())  # sorted: the smallest first
+            unique, ids = _unique_ids(inputs[0])
             if unique.numel() and int(unique[0]) < 0:
                 raise ValueError("table '%s' got a negative id %d" % (name, int(unique[0])))
-            rows = session.pull_rows(index, unique.cpu().numpy().astype("uint64"),
-                                     torch.is_grad_enabled())
+            rows = session.pull_rows(index, ids, torch.is_grad_enabled())
             with torch.no_grad():
                 weight[unique] = torch.from_numpy(rows).to(weight.device)
 
@@ -756,6 +754,14 @@ class _Staging:
         done.record()
         done.synchronize()
         return self.grad.numpy()
+
+
+def _unique_ids(ids):
+    """An nn.Embedding(sparse=True)'s lookup as its pre-hook pulls it: the distinct ids, sorted
+    (the smallest first), as a tensor and as the session's uint64 array (SparsePipeline gives
+    the same ahead)."""
+    unique = torch.unique(ids.detach())
+    return unique, unique.cpu().numpy().astype("uint64")
 
 
 def _server_tables(model):
