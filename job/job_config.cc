@@ -60,6 +60,7 @@ Status JobConfig::Validate() const {
         "--ftrl-beta and --ftrl-l2 cannot both be 0: a row's first update would divide "
         "by zero (McMahan et al. suggest --ftrl-beta 1)");
   }
+  TOWERPS_RETURN_IF_ERROR(table_policies.Validate());
   if (schedule.decay_steps < 1) return bad("--lr-decay-steps must be at least 1");
   if (!(schedule.decay_rate > 0)) return bad("--lr-decay-rate must be positive");
   if (schedule.warmup_steps < 0) return bad("--lr-warmup-steps must be >= 0");
@@ -113,6 +114,13 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--ftrl-l1", ShortestText(table_optimizer.ftrl_l1)},
       {"--ftrl-l2", ShortestText(table_optimizer.ftrl_l2)},
       {"--ftrl-beta", ShortestText(table_optimizer.ftrl_beta)},
+      {"--table-admission-min-count", std::to_string(table_policies.defaults.admission_min_count)},
+      {"--table-admission-probability",
+       ShortestText(table_policies.defaults.admission_probability)},
+      {"--table-ttl-steps", std::to_string(table_policies.defaults.ttl_steps)},
+      {"--table-capacity-rows", std::to_string(table_policies.defaults.capacity_rows)},
+      {"--table-eviction", kEvictionOrders.Name(table_policies.defaults.eviction)},
+      {"--table-policy", table_policies.overrides},
       {"--lr-schedule", kLrScheduleKinds.Name(schedule.kind)},
       {"--lr-decay-rate", ShortestText(schedule.decay_rate)},
       {"--lr-decay-steps", std::to_string(schedule.decay_steps)},

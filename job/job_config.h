@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/enum_names.h"
+#include "job/table_policy.h"
 #include "towerps/result.h"
 
 namespace towerps::ps {
@@ -115,6 +116,8 @@ struct JobConfig {
   OptimizerOptions optimizer;
   LrScheduleOptions schedule;
   TableOptimizerOptions table_optimizer;
+  // How each table bounds its rows: admission and eviction (job/table_policy.h).
+  TablePolicies table_policies;
   // Training options, shared so that every worker trains the same job.
   std::string model = "mlp";
   std::string dataset = "fashion-mnist";

@@ -13,12 +13,55 @@
 namespace po = boost::program_options;
 
 namespace towerps::ps {
+namespace {
+
+// The embedding tables' options: their optimizer, and their policies (job/table_policy.h).
+void AddTableFlags(po::options_description& desc, JobConfig& c, std::string* table_optimizer,
+                   std::string* eviction) {
+  desc.add_options()(
+      "table-optimizer", po::value(table_optimizer)->default_value(*table_optimizer),
+      "embedding tables' rows: sgd, momentum, adagrad, adam (lazy: a row's moments and bias "
+      "correction advance when it is updated) or ftrl")(
+      "table-lr", FloatFlag(&c.table_optimizer.learning_rate),
+      "embedding tables' learning rate (FTRL's alpha)")(
+      "ftrl-l1", FloatFlag(&c.table_optimizer.ftrl_l1), "ftrl: L1 strength")(
+      "ftrl-l2", FloatFlag(&c.table_optimizer.ftrl_l2), "ftrl: L2 strength")(
+      "ftrl-beta", FloatFlag(&c.table_optimizer.ftrl_beta),
+      "ftrl: beta of the per-coordinate rate alpha / (beta + sqrt(n))")(
+      "table-admission-min-count",
+      po::value(&c.table_policies.defaults.admission_min_count)
+          ->default_value(c.table_policies.defaults.admission_min_count),
+      "embedding tables: an id gets a row once it has appeared in this many steps' pushes; "
+      "until then it reads its initial values and its gradients are dropped (1: at once)")(
+      "table-admission-probability", FloatFlag(&c.table_policies.defaults.admission_probability),
+      "embedding tables: the share of ids that may ever get a row, chosen by a hash of (seed, "
+      "table, id)")(
+      "table-ttl-steps",
+      po::value(&c.table_policies.defaults.ttl_steps)
+          ->default_value(c.table_policies.defaults.ttl_steps),
+      "embedding tables: a row not updated for this many steps is removed (0: never)")(
+      "table-capacity-rows",
+      po::value(&c.table_policies.defaults.capacity_rows)
+          ->default_value(c.table_policies.defaults.capacity_rows),
+      "embedding tables: rows each server holds of a table at most, the rest evicted by "
+      "--table-eviction at step boundaries (0: no bound)")(
+      "table-eviction", po::value(eviction)->default_value(*eviction),
+      "which rows --table-capacity-rows evicts: lfu (fewest updates) or lru (oldest update)")(
+      "table-policy", po::value(&c.table_policies.overrides)->default_value(""),
+      "per-table overrides of the --table-* policy flags, NAME:KEY=VALUE items separated by "
+      "commas; KEY: min_count, probability, ttl_steps, capacity_rows, eviction (e.g. "
+      "emb_0:ttl_steps=1000,emb_3:min_count=2)");
+}
+
+}  // namespace
+
 JobFlags::JobFlags()
     : mode_(kUpdateModes.Name(config_.mode)),
       optimizer_(kOptimizerKinds.Name(config_.optimizer.kind)),
       table_optimizer_(kTableOptimizerKinds.Name(config_.table_optimizer.kind)),
       schedule_(kLrScheduleKinds.Name(config_.schedule.kind)),
       lr_scaling_(kLrScalings.Name(config_.lr_scaling)),
+      table_eviction_(kEvictionOrders.Name(config_.table_policies.defaults.eviction)),
       desc_("Job options (identical in every process of a job)") {
   JobConfig& c = config_;
   desc_.add_options()("workers", po::value(&c.workers)->default_value(c.workers),
@@ -57,19 +100,11 @@ JobFlags::JobFlags()
       "epsilon", FloatFlag(&c.optimizer.epsilon), "adam epsilon")(
       "adagrad-initial", FloatFlag(&c.optimizer.initial_accumulator),
       "adagrad initial accumulator")("weight-decay", FloatFlag(&c.optimizer.weight_decay),
-                                     "L2 weight decay added to gradients")(
-      "table-optimizer", po::value(&table_optimizer_)->default_value(table_optimizer_),
-      "embedding tables' rows: sgd, momentum, adagrad, adam (lazy: a row's moments and bias "
-      "correction advance when it is updated) or ftrl")(
-      "table-lr", FloatFlag(&c.table_optimizer.learning_rate),
-      "embedding tables' learning rate (FTRL's alpha)")(
-      "ftrl-l1", FloatFlag(&c.table_optimizer.ftrl_l1), "ftrl: L1 strength")(
-      "ftrl-l2", FloatFlag(&c.table_optimizer.ftrl_l2), "ftrl: L2 strength")(
-      "ftrl-beta", FloatFlag(&c.table_optimizer.ftrl_beta),
-      "ftrl: beta of the per-coordinate rate alpha / (beta + sqrt(n))")(
-      "lr-schedule", po::value(&schedule_)->default_value(schedule_),
-      "constant, step or exponential")("lr-decay-rate", FloatFlag(&c.schedule.decay_rate),
-                                       "step/exponential decay factor")(
+                                     "L2 weight decay added to gradients");
+  AddTableFlags(desc_, c, &table_optimizer_, &table_eviction_);
+  desc_.add_options()("lr-schedule", po::value(&schedule_)->default_value(schedule_),
+                      "constant, step or exponential")(
+      "lr-decay-rate", FloatFlag(&c.schedule.decay_rate), "step/exponential decay factor")(
       "lr-decay-steps", po::value(&c.schedule.decay_steps)->default_value(c.schedule.decay_steps),
       "step/exponential decay interval, in steps (--lr-scaling none: in updates)")(
       "lr-staircase", po::bool_switch(&c.schedule.staircase), "exponential: decay in whole steps")(
@@ -105,6 +140,8 @@ Result<JobConfig> JobFlags::ToConfig(const po::variables_map& vm) const {
   TOWERPS_ASSIGN_OR_RETURN(c.optimizer.kind, kOptimizerKinds.Parse(optimizer_));
   TOWERPS_ASSIGN_OR_RETURN(c.schedule.kind, kLrScheduleKinds.Parse(schedule_));
   TOWERPS_ASSIGN_OR_RETURN(c.table_optimizer.kind, kTableOptimizerKinds.Parse(table_optimizer_));
+  TOWERPS_ASSIGN_OR_RETURN(c.table_policies.defaults.eviction,
+                           kEvictionOrders.Parse(table_eviction_));
   TOWERPS_RETURN_IF_ERROR(c.Validate());
   return c;
 }

@@ -32,7 +32,7 @@ class JobFlags {
 
  private:
   JobConfig config_;
-  std::string mode_, optimizer_, table_optimizer_, schedule_, lr_scaling_;
+  std::string mode_, optimizer_, table_optimizer_, schedule_, lr_scaling_, table_eviction_;
   boost::program_options::options_description desc_;
 };
 

@@ -35,6 +35,11 @@ void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header)
     registered.set(static_cast<unsigned>(w), r.registered_workers[w]);
   }
   st.setTableRows(r.table_rows);
+  st.setTableRowsAdmitted(r.table_rows_admitted);
+  st.setTableIdsPending(r.table_ids_pending);
+  st.setTableGradientsDropped(r.table_gradients_dropped);
+  st.setTableEvictedTtl(r.table_evicted_ttl);
+  st.setTableEvictedCapacity(r.table_evicted_capacity);
   auto rows = st.initRowStalenessHistogram(static_cast<unsigned>(r.row_staleness_histogram.size()));
   for (size_t b = 0; b < r.row_staleness_histogram.size(); ++b) {
     rows.set(b, r.row_staleness_histogram[b]);
@@ -67,6 +72,11 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
   r.max_version = st.getMaxVersion();
   for (uint64_t b : st.getStalenessHistogram()) r.staleness_histogram.push_back(b);
   r.table_rows = st.getTableRows();
+  r.table_rows_admitted = st.getTableRowsAdmitted();
+  r.table_ids_pending = st.getTableIdsPending();
+  r.table_gradients_dropped = st.getTableGradientsDropped();
+  r.table_evicted_ttl = st.getTableEvictedTtl();
+  r.table_evicted_capacity = st.getTableEvictedCapacity();
   for (uint64_t b : st.getRowStalenessHistogram()) r.row_staleness_histogram.push_back(b);
   for (uint32_t w : st.getRegisteredWorkers()) r.registered_workers.push_back(w);
   return r;
@@ -88,6 +98,14 @@ std::string StatsLine(const ServerStatsReport& r) {
        << r.bytes_out / (1 << 20) << " MiB out, " << r.rejected_messages << " rejected, "
        << r.refused_handshakes << " refused connections";
   if (r.table_rows > 0) line << ", " << r.table_rows << " table rows";
+  if (r.table_rows_admitted + r.table_ids_pending + r.table_gradients_dropped > 0) {
+    line << " (" << r.table_rows_admitted << " admitted, " << r.table_ids_pending
+         << " ids pending admission, " << r.table_gradients_dropped << " gradient rows dropped)";
+  }
+  if (r.table_evicted_ttl + r.table_evicted_capacity > 0) {
+    line << ", evicted " << r.table_evicted_ttl << " by ttl and " << r.table_evicted_capacity
+         << " by capacity";
+  }
   return line.str();
 }
 

@@ -272,6 +272,14 @@ struct ServerStats {
   # Messages received and sent on the workers' socket (a bundle is one).
   messagesIn @24 :UInt64;
   messagesOut @25 :UInt64;
+  # Tables' policies (ps/server/row_policy.h), over the server's partitions: ids given a row
+  # after waiting, ids pending admission now, gradient rows of ids not admitted (dropped), and
+  # rows evicted by TTL and by capacity.
+  tableRowsAdmitted @26 :UInt64;
+  tableIdsPending @27 :UInt64;
+  tableGradientsDropped @28 :UInt64;
+  tableEvictedTtl @29 :UInt64;
+  tableEvictedCapacity @30 :UInt64;
 }
 
 struct ConfigField {

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,105 +10,22 @@
 #include <fstream>
 #include <functional>
 
+#include "ps/server/record_io.h"
+
 namespace towerps::ps {
 namespace {
 
 // The last byte is the format version. Version 2 added each variable's kind and decay; version
 // 3 replaced the job's fingerprint by its fields, so a mismatch can be named; version 4 added
 // tables (each variable's init scale, and the table records).
-constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 4};
-constexpr uint32_t kHeaderTag = 0x48445221;  // "!RDH"
-constexpr uint32_t kChunkTag = 0x4b4e4843;   // "CHNK"
-constexpr uint32_t kTableTag = 0x4c424154;   // "TABL"
-constexpr uint32_t kRowsTag = 0x53574f52;    // "ROWS"
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 5};
+constexpr uint32_t kHeaderTag = 0x48445221;   // "!RDH"
+constexpr uint32_t kChunkTag = 0x4b4e4843;    // "CHNK"
+constexpr uint32_t kTableTag = 0x4c424154;    // "TABL"
+constexpr uint32_t kRowsTag = 0x53574f52;     // "ROWS"
+constexpr uint32_t kPendingTag = 0x444e4550;  // "PEND": ids pending admission
 constexpr int64_t kRowsPerRecord = 65536;
 constexpr uint32_t kEndTag = 0x21444e45;  // "END!"
-constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 36;
-
-// Appends plain values to a record buffer.
-class Writer {
- public:
-  template <typename T>
-  void Put(const T& v) {
-    const auto* p = reinterpret_cast<const char*>(&v);
-    buf_.append(p, sizeof(T));
-  }
-  void PutBytes(const void* p, size_t n) { buf_.append(static_cast<const char*>(p), n); }
-  void PutString(const std::string& s) {
-    Put<uint32_t>(static_cast<uint32_t>(s.size()));
-    buf_.append(s);
-  }
-  std::string& buffer() { return buf_; }
-
- private:
-  std::string buf_;
-};
-
-// Reads values from a validated record, failing (never reading past the end) on short data.
-class Reader {
- public:
-  Reader(const std::string& buf, std::string where) : buf_(buf), where_(std::move(where)) {}
-  template <typename T>
-  Status Get(T* v) {
-    return GetBytes(v, sizeof(T));
-  }
-  Status GetBytes(void* out, size_t n) {
-    if (n > buf_.size() - pos_) return CorruptionError(where_ + ": record ends early");
-    std::memcpy(out, buf_.data() + pos_, n);
-    pos_ += n;
-    return Status::Ok();
-  }
-  Status GetString(std::string* s) {
-    uint32_t n = 0;
-    TOWERPS_RETURN_IF_ERROR(Get(&n));
-    if (n > buf_.size() - pos_) return CorruptionError(where_ + ": string runs past its record");
-    s->assign(buf_.data() + pos_, n);
-    pos_ += n;
-    return Status::Ok();
-  }
-  bool done() const { return pos_ == buf_.size(); }
-
- private:
-  const std::string& buf_;
-  std::string where_;
-  size_t pos_ = 0;
-};
-
-uint32_t Crc(const std::string& s) {
-  return static_cast<uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
-}
-
-// Record layout: tag u32, length u64, body, crc32(body) u32.
-void AppendRecord(std::string* out, uint32_t tag, const std::string& body) {
-  Writer w;
-  w.Put(tag);
-  w.Put<uint64_t>(body.size());
-  w.PutBytes(body.data(), body.size());
-  w.Put(Crc(body));
-  out->append(w.buffer());
-}
-
-Status ReadRecord(std::istream& in, const std::string& path, uint64_t file_left, uint32_t* tag,
-                  std::string* body) {
-  uint64_t len;
-  if (!in.read(reinterpret_cast<char*>(tag), 4) || !in.read(reinterpret_cast<char*>(&len), 8)) {
-    return CorruptionError(path + ": truncated (a record header is cut off)");
-  }
-  if (len > kMaxRecordBytes || len + 4 > file_left) {
-    return CorruptionError(path + ": truncated or corrupt (a record claims " + std::to_string(len) +
-                           " bytes)");
-  }
-  body->resize(len);
-  uint32_t crc;
-  if (!in.read(body->data(), static_cast<std::streamsize>(len)) ||
-      !in.read(reinterpret_cast<char*>(&crc), 4)) {
-    return CorruptionError(path + ": truncated inside a record");
-  }
-  if (crc != Crc(*body)) return CorruptionError(path + ": CRC mismatch; the file is corrupt");
-  return Status::Ok();
-}
-
 std::string EncodeMeta(const CheckpointMeta& m) {
   Writer w;
   w.Put<uint32_t>(static_cast<uint32_t>(m.job_fields.size()));
@@ -250,18 +166,66 @@ std::string EncodeTable(const TableState& t) {
   w.Put<uint32_t>(static_cast<uint32_t>(t.worker_clocks.size()));
   for (int64_t clock : t.worker_clocks) w.Put(clock);
   w.Put<uint64_t>(static_cast<uint64_t>(t.ids.num_elements()));
+  w.Put<uint64_t>(static_cast<uint64_t>(t.admission_ids.num_elements()));
   return std::move(w.buffer());
 }
 
-// Rows [begin, end) of `t`: their count, ids, update counts, then values and state.
+// Rows [begin, end) of `t`: their count, ids, update counts, last updates, then values and
+// state.
 std::string EncodeRows(const TableState& t, int64_t begin, int64_t end) {
   const int64_t stride = (1 + t.slots) * t.dim;
+  const auto n = static_cast<size_t>(end - begin);
   Writer w;
-  w.Put<uint32_t>(static_cast<uint32_t>(end - begin));
-  w.PutBytes(t.ids.u64() + begin, static_cast<size_t>(end - begin) * 8);
-  w.PutBytes(t.row_updates.u32() + begin, static_cast<size_t>(end - begin) * 4);
-  w.PutBytes(t.rows.f32() + begin * stride, static_cast<size_t>((end - begin) * stride) * 4);
+  w.Put<uint32_t>(static_cast<uint32_t>(n));
+  w.PutBytes(t.ids.u64() + begin, n * 8);
+  w.PutBytes(t.row_updates.u32() + begin, n * 4);
+  w.PutBytes(t.row_last_update.u64() + begin, n * 8);
+  w.PutBytes(t.rows.f32() + begin * stride, n * static_cast<size_t>(stride) * 4);
   return std::move(w.buffer());
+}
+
+// Ids pending admission [begin, end) of `t`: their count, ids, counts and last-seen versions.
+std::string EncodePending(const TableState& t, int64_t begin, int64_t end) {
+  const auto n = static_cast<size_t>(end - begin);
+  Writer w;
+  w.Put<uint32_t>(static_cast<uint32_t>(n));
+  w.PutBytes(t.admission_ids.u64() + begin, n * 8);
+  w.PutBytes(t.admission_counts.u32() + begin, n * 4);
+  w.PutBytes(t.admission_last_seen.u64() + begin, n * 8);
+  return std::move(w.buffer());
+}
+
+// The PEND records of `n` ids pending admission, after a table's rows.
+Status ReadPending(std::istream& in, const std::string& path, const std::function<uint64_t()>& left,
+                   uint64_t n, TableState* t) {
+  std::vector<uint64_t> ids, last_seen;
+  std::vector<uint32_t> counts;
+  std::string body;
+  while (ids.size() < n) {
+    uint32_t tag = 0, count = 0;
+    TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
+    Reader r(body, path);
+    TOWERPS_RETURN_IF_ERROR(r.Get(&count));
+    if (tag != kPendingTag || count == 0 || count > n - ids.size() ||
+        body.size() != 4 + uint64_t{count} * 20) {
+      return CorruptionError(path + ": a table's pending-admission record is malformed");
+    }
+    const size_t at = ids.size();
+    ids.resize(at + count);
+    counts.resize(at + count);
+    last_seen.resize(at + count);
+    TOWERPS_RETURN_IF_ERROR(r.GetBytes(ids.data() + at, uint64_t{count} * 8));
+    TOWERPS_RETURN_IF_ERROR(r.GetBytes(counts.data() + at, uint64_t{count} * 4));
+    TOWERPS_RETURN_IF_ERROR(r.GetBytes(last_seen.data() + at, uint64_t{count} * 8));
+  }
+  const auto p = static_cast<int64_t>(n);
+  t->admission_ids = Tensor::Empty({p}, DType::kUInt64);
+  t->admission_counts = Tensor::Empty({p}, DType::kUInt32);
+  t->admission_last_seen = Tensor::Empty({p}, DType::kUInt64);
+  std::copy(ids.begin(), ids.end(), t->admission_ids.u64());
+  std::copy(counts.begin(), counts.end(), t->admission_counts.u32());
+  std::copy(last_seen.begin(), last_seen.end(), t->admission_last_seen.u64());
+  return Status::Ok();
 }
 
 // A table record and the rows that follow it. Sizes are checked against the bytes read: nothing
@@ -270,7 +234,7 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
                  const std::function<uint64_t()>& left, TableState* t) {
   Reader r(body, path);
   uint32_t slots = 0, nclocks = 0;
-  uint64_t n = 0;
+  uint64_t n = 0, pending = 0;
   TOWERPS_RETURN_IF_ERROR(GetHead(r, t));
   TOWERPS_RETURN_IF_ERROR(r.Get(&t->dim));
   TOWERPS_RETURN_IF_ERROR(r.Get(&slots));
@@ -287,10 +251,12 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
                            ": table record's version, update count or worker clocks out of range");
   }
   TOWERPS_RETURN_IF_ERROR(r.Get(&n));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&pending));
   if (!r.done()) return CorruptionError(path + ": table record has trailing bytes");
   const uint64_t stride = (1 + uint64_t{slots}) * static_cast<uint64_t>(t->dim);
   std::vector<uint64_t> ids;
   std::vector<uint32_t> updates;
+  std::vector<uint64_t> last_update;
   std::vector<float> rows;
   std::string rows_body;
   while (ids.size() < n) {
@@ -300,27 +266,31 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
     uint32_t count = 0;
     TOWERPS_RETURN_IF_ERROR(rr.Get(&count));
     if (tag != kRowsTag || count == 0 || count > n - ids.size() ||
-        rows_body.size() != 4 + uint64_t{count} * (12 + stride * 4)) {
+        rows_body.size() != 4 + uint64_t{count} * (20 + stride * 4)) {
       return CorruptionError(path + ": a table's rows record is malformed");
     }
     const size_t at = ids.size();
     ids.resize(at + count);
     updates.resize(at + count);
+    last_update.resize(at + count);
     rows.resize((at + count) * stride);
     TOWERPS_RETURN_IF_ERROR(rr.GetBytes(ids.data() + at, uint64_t{count} * 8));
     TOWERPS_RETURN_IF_ERROR(rr.GetBytes(updates.data() + at, uint64_t{count} * 4));
+    TOWERPS_RETURN_IF_ERROR(rr.GetBytes(last_update.data() + at, uint64_t{count} * 8));
     TOWERPS_RETURN_IF_ERROR(rr.GetBytes(rows.data() + at * stride, count * stride * 4));
   }
   const auto rows_n = static_cast<int64_t>(n);
   t->ids = Tensor::Empty({rows_n}, DType::kUInt64);
   t->row_updates = Tensor::Empty({rows_n}, DType::kUInt32);
+  t->row_last_update = Tensor::Empty({rows_n}, DType::kUInt64);
   t->rows = Tensor::Empty({rows_n, static_cast<int64_t>(stride)});
   if (n > 0) {  // an empty partition's vectors hold no buffer to copy from
     std::memcpy(t->ids.raw_data(), ids.data(), ids.size() * 8);
     std::memcpy(t->row_updates.raw_data(), updates.data(), updates.size() * 4);
+    std::memcpy(t->row_last_update.raw_data(), last_update.data(), last_update.size() * 8);
     std::memcpy(t->rows.raw_data(), rows.data(), rows.size() * 4);
   }
-  return Status::Ok();
+  return ReadPending(in, path, left, pending, t);
 }
 
 // The error for a failed `step` ("write", "fsync", ...) on the temporary file `tmp` while
@@ -364,6 +334,10 @@ Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
     for (int64_t begin = 0; begin < t.ids.num_elements(); begin += kRowsPerRecord) {
       const int64_t end = std::min(t.ids.num_elements(), begin + kRowsPerRecord);
       AppendRecord(&data, kRowsTag, EncodeRows(t, begin, end));
+    }
+    for (int64_t begin = 0; begin < t.admission_ids.num_elements(); begin += kRowsPerRecord) {
+      const int64_t end = std::min(t.admission_ids.num_elements(), begin + kRowsPerRecord);
+      AppendRecord(&data, kPendingTag, EncodePending(t, begin, end));
     }
   }
   Writer count;

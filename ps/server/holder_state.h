@@ -42,10 +42,16 @@ struct ChunkState : HolderStateHead {
 struct TableState : HolderStateHead {
   std::vector<int64_t> worker_clocks;
   int64_t dim = 0;
-  int slots = 0;       // optimizer arrays per row (RowSlots)
-  Tensor ids;          // uint64 [n], in the order the rows were created
-  Tensor rows;         // float32 [n, (1 + slots) * dim]: each row's values, then its state
-  Tensor row_updates;  // uint32 [n]
+  int slots = 0;           // optimizer arrays per row (RowSlots)
+  Tensor ids;              // uint64 [n], in the order the rows were created
+  Tensor rows;             // float32 [n, (1 + slots) * dim]: each row's values, then its state
+  Tensor row_updates;      // uint32 [n]
+  Tensor row_last_update;  // uint64 [n]: each row's last update's version (the policy's)
+  // Ids pending admission (ps/server/row_policy.h): uint64 [p] increasing, their counts
+  // (uint32 [p]) and the versions they were last counted at (uint64 [p]).
+  Tensor admission_ids;
+  Tensor admission_counts;
+  Tensor admission_last_seen;
   // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
   // out. Sync: the previous version and the rows its last update changed, with their values
   // before it; the contributions pending for the current step, by worker rank.

@@ -131,6 +131,10 @@ void AddTableReplicaState(const TableState& s, OutgoingMessage* msg) {
   msg->AddTensor(s.ids, s.variable_id, s.chunk_id);
   msg->AddTensor(s.rows, s.variable_id, s.chunk_id);
   msg->AddTensor(s.row_updates, s.variable_id, s.chunk_id);
+  msg->AddTensor(s.row_last_update, s.variable_id, s.chunk_id);
+  msg->AddTensor(s.admission_ids, s.variable_id, s.chunk_id);
+  msg->AddTensor(s.admission_counts, s.variable_id, s.chunk_id);
+  msg->AddTensor(s.admission_last_seen, s.variable_id, s.chunk_id);
   if (s.previous_version != kNoVersion) {
     msg->AddTensor(s.previous_ids, s.variable_id, s.chunk_id);
     msg->AddTensor(s.previous_values, s.variable_id, s.chunk_id);
@@ -163,7 +167,7 @@ Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const Chunk
   auto workers = r.getPendingWorkers();
   auto refused = r.getPendingRefused();
   const auto& t = msg.tensors();
-  size_t expected = 3 + (s.previous_version != kNoVersion ? 2 : 0);
+  size_t expected = 7 + (s.previous_version != kNoVersion ? 2 : 0);
   for (unsigned i = 0; i < refused.size(); ++i) expected += refused[i] ? 0 : 3;
   if (t.size() != expected) {
     return ProtocolError(where + ": " + std::to_string(t.size()) + " tensors, expected " +
@@ -173,6 +177,10 @@ Result<TableState> ReadTableReplicaState(const IncomingMessage& msg, const Chunk
   s.ids = t[next++];
   s.rows = t[next++];
   s.row_updates = t[next++];
+  s.row_last_update = t[next++];
+  s.admission_ids = t[next++];
+  s.admission_counts = t[next++];
+  s.admission_last_seen = t[next++];
   if (s.previous_version != kNoVersion) {
     s.previous_ids = t[next++];
     s.previous_values = t[next++];

@@ -55,6 +55,7 @@ int64_t RowStore::Insert(uint64_t id, bool* added) {
   slots_[i] = {id, static_cast<uint32_t>(r + 1)};
   ids_.push_back(id);
   updates_.push_back(0);
+  last_update_.push_back(0);
   *added = true;
   return r;
 }
@@ -62,6 +63,40 @@ int64_t RowStore::Insert(uint64_t id, bool* added) {
 void RowStore::CountUpdate(int64_t r) {
   uint32_t& n = updates_[static_cast<size_t>(r)];
   if (n != std::numeric_limits<uint32_t>::max()) ++n;
+}
+
+void RowStore::Remove(int64_t r) {
+  TOWERPS_CHECK(r >= 0 && r < size()) << "row " << r << " of " << size();
+  const size_t mask = slots_.size() - 1;
+  size_t hole = Home(ids_[static_cast<size_t>(r)]);
+  while (slots_[hole].id != ids_[static_cast<size_t>(r)] || slots_[hole].row_plus_one == 0) {
+    hole = (hole + 1) & mask;
+  }
+  // Backward-shift deletion: each later slot of the probe chain that may sit at the hole (its
+  // home is not cyclically in (hole, slot]) moves there, and its slot becomes the hole.
+  for (size_t i = (hole + 1) & mask; slots_[i].row_plus_one != 0; i = (i + 1) & mask) {
+    const size_t home = Home(slots_[i].id);
+    const bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
+    if (stays) continue;
+    slots_[hole] = slots_[i];
+    hole = i;
+  }
+  slots_[hole] = Slot{};
+  const int64_t last = size() - 1;
+  if (r != last) {  // the last row moves into r, and its slot follows it
+    const uint64_t moved = ids_[static_cast<size_t>(last)];
+    size_t i = Home(moved);
+    while (slots_[i].id != moved || slots_[i].row_plus_one == 0) i = (i + 1) & mask;
+    slots_[i].row_plus_one = static_cast<uint32_t>(r + 1);
+    std::copy_n(row(last), stride_, row(r));
+    ids_[static_cast<size_t>(r)] = moved;
+    updates_[static_cast<size_t>(r)] = updates_[static_cast<size_t>(last)];
+    last_update_[static_cast<size_t>(r)] = last_update_[static_cast<size_t>(last)];
+  }
+  ids_.pop_back();
+  updates_.pop_back();
+  last_update_.pop_back();
+  if (Block(last) + 1 < blocks_.size()) blocks_.pop_back();  // keep one spare block at most
 }
 
 void RowStore::Grow() {
@@ -79,7 +114,8 @@ void RowStore::Grow() {
 size_t RowStore::bytes() const {
   return slots_.size() * sizeof(Slot) +
          blocks_.size() * static_cast<size_t>(kBlockRows * stride_) * sizeof(float) +
-         ids_.capacity() * sizeof(uint64_t) + updates_.capacity() * sizeof(uint32_t);
+         ids_.capacity() * sizeof(uint64_t) + updates_.capacity() * sizeof(uint32_t) +
+         last_update_.capacity() * sizeof(int64_t);
 }
 
 void RowStore::Clear() {
@@ -89,6 +125,8 @@ void RowStore::Clear() {
   ids_.shrink_to_fit();
   updates_.clear();
   updates_.shrink_to_fit();
+  last_update_.clear();
+  last_update_.shrink_to_fit();
 }
 
 }  // namespace towerps::ps

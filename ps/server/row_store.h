@@ -2,12 +2,14 @@
 //
 // An open-addressing hash map (linear probing, at most half full) takes an id to a row index;
 // rows live in blocks of kBlockRows rows, each row `stride` floats (its values, then its
-// optimizer state), with the row's id and update count in arrays beside them. Rows are only
-// added, never moved or removed, so a row index stays valid for the store's life. Memory grows
-// with the rows held, a block at a time, never with a table's bound.
+// optimizer state), with the row's id, update count and last update's version in arrays beside
+// them. Rows are [0, size()): Remove moves the last row into the removed one's place (and
+// deletes from the map by shifting the probe chain back, so no tombstones are left), so
+// removals keep the rows dense and the same calls always give the same layout. Memory grows with
+// the rows held, a block at a time, never with a table's bound; it is not given back.
 //
-// Contract: owned and used by one thread (the shard's); not thread-safe. Row pointers stay valid
-// until the store is destroyed or cleared.
+// Contract: owned and used by one thread (the shard's); not thread-safe. A row index and its
+// pointers stay valid until a Remove or Clear.
 #ifndef TOWERPS_PS_SERVER_ROW_STORE_H_
 #define TOWERPS_PS_SERVER_ROW_STORE_H_
 
@@ -50,6 +52,11 @@ class RowStore {
   // Counts one more update of row r (saturating: a row's count never wraps to 0).
   void CountUpdate(int64_t r);
   void set_updates(int64_t r, uint32_t n) { updates_[static_cast<size_t>(r)] = n; }
+  // The version of row r's last update (0 until set): what TTL and LRU eviction read.
+  int64_t last_update(int64_t r) const { return last_update_[static_cast<size_t>(r)]; }
+  void set_last_update(int64_t r, int64_t v) { last_update_[static_cast<size_t>(r)] = v; }
+  // Removes row r: the last row takes its index (its id, floats and counts move with it).
+  void Remove(int64_t r);
 
   // Memory held: the map, the blocks and the per-row arrays.
   size_t bytes() const;
@@ -70,6 +77,7 @@ class RowStore {
   std::vector<std::unique_ptr<float[]>> blocks_;
   std::vector<uint64_t> ids_;
   std::vector<uint32_t> updates_;
+  std::vector<int64_t> last_update_;
 };
 
 }  // namespace towerps::ps

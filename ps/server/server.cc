@@ -13,11 +13,6 @@
 #include "ps/server/server_events.h"
 
 namespace towerps::ps {
-namespace {
-
-constexpr auto kPollInterval = std::chrono::milliseconds(100);
-
-}  // namespace
 
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
@@ -97,6 +92,7 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
       ChunkPlacement placement,
       ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes,
                               options_.job.table_partitions));
+  TOWERPS_RETURN_IF_ERROR(CheckNamedTables(options_.job.table_policies, variables));
   variables_ = variables;
   variables_hash_ = VariableListHash(variables_);
   model_signature_ = signature;
@@ -109,7 +105,8 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   if (options_.log_device_placement) {
     TOWERPS_LOG(kInfo) << "chunk placement (" << placement.chunks().size() << " chunks, "
                        << options_.job.servers << " servers):\n"
-                       << placement.Describe(variables);
+                       << placement.Describe(variables) << "\n"
+                       << DescribeTablePolicies(options_.job.table_policies, variables);
   }
   placement_ = std::move(placement);
   checkpoints_.set_meta({.job_fields = options_.job.ResumableFields(),
@@ -136,6 +133,7 @@ Status Server::Run() {
                      << " threads)";
   auto next_log = Deadline::After(options_.stats_log_interval);
   auto next_event = Deadline::After(options_.event_interval);
+  constexpr auto kPollInterval = std::chrono::milliseconds(100);  // stop and join checks
   std::vector<Socket*> sockets = {socket_.get()};
   std::vector<int> link_ranks;
   replicas_.AppendSockets(&sockets, &link_ranks);

@@ -25,10 +25,15 @@ void ServerEvents::Record(const ServerStatsReport& s) {
                               {"ps/staleness_p99", HistogramP99(s.staleness_histogram)}});
   if (st.ok()) st = writer_->Histogram(step, "ps/staleness", s.staleness_histogram);
   if (st.ok() && s.table_rows > 0) {  // embedding tables: rows held, and row staleness
-    st =
-        writer_->Scalars(step, {{"ps/table_rows", static_cast<double>(s.table_rows)},
-                                {"ps/row_staleness_mean", HistogramMean(s.row_staleness_histogram)},
-                                {"ps/row_staleness_p99", HistogramP99(s.row_staleness_histogram)}});
+    st = writer_->Scalars(
+        step, {{"ps/table_rows", static_cast<double>(s.table_rows)},
+               {"ps/row_staleness_mean", HistogramMean(s.row_staleness_histogram)},
+               {"ps/row_staleness_p99", HistogramP99(s.row_staleness_histogram)},
+               {"ps/table_rows_admitted", static_cast<double>(s.table_rows_admitted)},
+               {"ps/table_ids_pending", static_cast<double>(s.table_ids_pending)},
+               {"ps/table_gradients_dropped", static_cast<double>(s.table_gradients_dropped)},
+               {"ps/table_evicted_ttl", static_cast<double>(s.table_evicted_ttl)},
+               {"ps/table_evicted_capacity", static_cast<double>(s.table_evicted_capacity)}});
     if (st.ok()) st = writer_->Histogram(step, "ps/row_staleness", s.row_staleness_histogram);
   }
   if (!st.ok()) {

@@ -17,6 +17,11 @@ void AddCounters(const ShardCounters& c, ServerStatsReport* report) {
   r.pulls_served += c.pulls_served.load();
   r.aggregation_nanos += c.aggregation_nanos.load();
   r.table_rows += c.table_rows.load();
+  r.table_rows_admitted += c.table_rows_admitted.load();
+  r.table_ids_pending += c.table_ids_pending.load();
+  r.table_gradients_dropped += c.table_gradients_dropped.load();
+  r.table_evicted_ttl += c.table_evicted_ttl.load();
+  r.table_evicted_capacity += c.table_evicted_capacity.load();
   for (int b = 0; b < kStalenessBuckets; ++b) {
     r.staleness_histogram[b] += c.staleness[b].load();
     r.row_staleness_histogram[b] += c.row_staleness[b].load();

@@ -34,6 +34,12 @@ struct ShardCounters {
   // Tables (ps/server/table_chunk.h): rows created, and each applied row's updates between the pull
   // its gradient came from and its push.
   std::atomic<uint64_t> table_rows{0};
+  // Tables' policies (ps/server/row_policy.h); pending is a level, the rest counts.
+  std::atomic<uint64_t> table_rows_admitted{0};
+  std::atomic<uint64_t> table_ids_pending{0};
+  std::atomic<uint64_t> table_gradients_dropped{0};
+  std::atomic<uint64_t> table_evicted_ttl{0};
+  std::atomic<uint64_t> table_evicted_capacity{0};
   std::array<std::atomic<uint64_t>, kStalenessBuckets> row_staleness{};
 
   // A refused non-finite gradient of `worker`'s iteration `clock`: kept if the earliest.

@@ -28,7 +28,9 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
       dim_(spec.table_dim),
       optimizer_(config),
       slots_(optimizer_.slots()),
-      rows_((1 + slots_) * spec.table_dim) {}
+      rows_((1 + slots_) * spec.table_dim),
+      policy_(RowPolicy::ForTable(config, variable.name)),
+      previous_(spec.table_dim) {}
 
 void TableChunk::InitialValues(uint64_t id, float* out) const { initial_.Fill(id, dim_, out); }
 
@@ -75,7 +77,7 @@ Status TableChunk::CheckIds(const Tensor& ids, bool sorted) const {
 
 Status TableChunk::Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tensor* updates) const {
   const bool previous = version != version_;
-  if (previous && (version != previous_version_ || version == kNoVersion)) {
+  if (previous && (version != previous_.version() || version == kNoVersion)) {
     return FailedPreconditionError("version " + std::to_string(version) + " of " + Describe() +
                                    " is no longer held (the partition is at version " +
                                    std::to_string(version_) +
@@ -100,14 +102,10 @@ Status TableChunk::Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tens
     if (i + kAhead < n && found[i + kAhead] >= 0) rows_.PrefetchRow(found[i + kAhead]);
     const int64_t r = found[i];
     count[i] = r < 0 ? 0 : rows_.updates(r);
-    if (previous) {
-      auto it = std::lower_bound(previous_ids_.begin(), previous_ids_.end(), id[i]);
-      if (it != previous_ids_.end() && *it == id[i]) {
-        const size_t k = static_cast<size_t>(it - previous_ids_.begin());
-        std::memcpy(out, previous_values_.data() + k * static_cast<size_t>(dim_), row_bytes);
-        count[i] = count[i] > 0 ? count[i] - 1 : 0;
-        continue;
-      }
+    if (const float* before = previous ? previous_.Find(id[i]) : nullptr; before != nullptr) {
+      std::memcpy(out, before, row_bytes);
+      count[i] = count[i] > 0 ? count[i] - 1 : 0;
+      continue;
     }
     if (r < 0) {
       InitialValues(id[i], out);
@@ -179,7 +177,7 @@ void TableChunk::OrderById(const FormedUpdate& update) {
   }
 }
 
-void TableChunk::FindOrAddRows(ShardCounters* counters) {
+void TableChunk::FindOrAddRows() {
   groups_.clear();
   for (size_t k = 0; k < entries_.size(); ++k) {
     if (k == 0 || entries_[k].id != entries_[k - 1].id) groups_.push_back(k);
@@ -189,20 +187,22 @@ void TableChunk::FindOrAddRows(ShardCounters* counters) {
   group_rows_.resize(rows);
   constexpr size_t kSlotAhead = 16;  // map slots prefetched this many ids ahead
   for (size_t g = 0; g < std::min(kSlotAhead, rows); ++g) rows_.Prefetch(entries_[groups_[g]].id);
-  int64_t added_rows = 0;
   for (size_t g = 0; g < rows; ++g) {
     if (g + kSlotAhead < rows) rows_.Prefetch(entries_[groups_[g + kSlotAhead]].id);
     const uint64_t id = entries_[groups_[g]].id;
+    if (policy_.active() && rows_.Find(id) < 0 && !policy_.Admit(id, version_)) {
+      group_rows_[g] = -1;  // not admitted: no row, its gradients dropped
+      policy_.Dropped(static_cast<int64_t>(groups_[g + 1] - groups_[g]));
+      continue;
+    }
     bool added = false;
     group_rows_[g] = rows_.Insert(id, &added);
     if (added) {
       float* row = rows_.row(group_rows_[g]);
       InitialValues(id, row);
       optimizer_.InitState(row, dim_, row + dim_);
-      ++added_rows;
     }
   }
-  counters->table_rows.fetch_add(static_cast<uint64_t>(added_rows), std::memory_order_relaxed);
 }
 
 const float* TableChunk::SumRow(const FormedUpdate& update, size_t begin, size_t end) {
@@ -219,18 +219,14 @@ const float* TableChunk::SumRow(const FormedUpdate& update, size_t begin, size_t
 }
 
 void TableChunk::BeginUpdate() {
-  if (rule_->RetainsPreviousVersion()) {
-    previous_version_ = version_;
-    previous_ids_.clear();
-    previous_values_.clear();
-  }
+  if (rule_->RetainsPreviousVersion()) previous_.Begin(version_);
   ++version_;
 }
 
 void TableChunk::CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const {
   ShardCounters::Histogram staleness{};
   for (size_t g = 0; g + 1 < groups_.size(); ++g) {
-    const uint32_t now = rows_.updates(group_rows_[g]);
+    const uint32_t now = group_rows_[g] < 0 ? 0 : rows_.updates(group_rows_[g]);
     for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
       const Entry& e = entries_[k];
       const uint32_t pulled = update.gradients[e.contribution]->pulled_updates.u32()[e.row];
@@ -245,16 +241,18 @@ void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, flo
   const bool retain = rule_->RetainsPreviousVersion();
   constexpr size_t kRowAhead = 8;  // rows' values prefetched this many rows ahead
   const size_t rows = group_rows_.size();
-  for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) rows_.PrefetchRow(group_rows_[g]);
+  auto prefetch = [&](size_t g) {
+    if (group_rows_[g] >= 0) rows_.PrefetchRow(group_rows_[g]);
+  };
+  for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) prefetch(g);
   for (size_t g = 0; g < rows; ++g) {
-    if (g + kRowAhead < rows) rows_.PrefetchRow(group_rows_[g + kRowAhead]);
+    if (g + kRowAhead < rows) prefetch(g + kRowAhead);
     const int64_t r = group_rows_[g];
+    if (r < 0) continue;  // not admitted
     float* row = rows_.row(r);
-    if (retain) {
-      previous_ids_.push_back(entries_[groups_[g]].id);  // increasing: the entries' order
-      previous_values_.insert(previous_values_.end(), row, row + dim_);
-    }
+    if (retain) previous_.Keep(entries_[groups_[g]].id, row);  // increasing: the entries' order
     rows_.CountUpdate(r);
+    policy_.Updated(rows_, r, version_);
     optimizer_.Apply({.grad = grad(g),
                       .scale = scale,
                       .lr = lr,
@@ -268,6 +266,16 @@ void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, flo
 void TableChunk::FinishUpdate(ShardCounters& counters) {
   ++updates_;
   counters.updates_applied.fetch_add(1, std::memory_order_relaxed);
+  Evict(counters);
+}
+
+void TableChunk::Evict(ShardCounters& counters) {
+  const bool retain = rule_->RetainsPreviousVersion();
+  policy_.EndUpdate(rows_, version_, [&](int64_t r) {
+    if (retain) previous_.KeepEvicted(rows_.id(r), rows_.row(r));
+  });
+  if (retain) previous_.FinishEvictions();
+  policy_.Report(rows_.size(), counters);
 }
 
 void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
@@ -275,10 +283,11 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   BeginUpdate();
   if (update.gradients.empty()) {  // every gradient refused: the version still counts it
     if (step_hook_) step_hook_(version_ - 1, {}, 0);  // and the backup's
+    Evict(counters);
     return;
   }
   OrderById(update);
-  FindOrAddRows(&counters);
+  FindOrAddRows();
   CountRowStaleness(update, counters);  // before the rows' counts move
   const float scale = 1.0f / static_cast<float>(update.divisor);
   if (!step_hook_) {
@@ -324,10 +333,12 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
     entries_.clear();
     for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i)
       entries_.push_back({ids.u64()[i], 0, i});
-    FindOrAddRows(counters);
+    FindOrAddRows();
     UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; },
                1.0f / static_cast<float>(k), lr);
     FinishUpdate(*counters);
+  } else {
+    Evict(*counters);
   }
   rule_->Replayed(step);
   return Status::Ok();
@@ -340,14 +351,7 @@ TableState TableChunk::Snapshot(bool replica) const {
   s.worker_clocks = std::move(rule.worker_clocks);
   if (replica) {
     s.pending = std::move(rule.pending);  // gradients are never written after they arrive
-    if (previous_version_ != kNoVersion) {
-      const auto m = static_cast<int64_t>(previous_ids_.size());
-      s.previous_version = previous_version_;
-      s.previous_ids = Tensor::Empty({m}, DType::kUInt64);
-      s.previous_values = Tensor::Empty({m, dim_});
-      std::copy(previous_ids_.begin(), previous_ids_.end(), s.previous_ids.u64());
-      std::copy(previous_values_.begin(), previous_values_.end(), s.previous_values.f32());
-    }
+    previous_.Save(&s);
   }
   s.dim = dim_;
   s.slots = slots_;
@@ -356,12 +360,15 @@ TableState TableChunk::Snapshot(bool replica) const {
   s.ids = Tensor::Empty({n}, DType::kUInt64);
   s.rows = Tensor::Empty({n, stride});
   s.row_updates = Tensor::Empty({n}, DType::kUInt32);
+  s.row_last_update = Tensor::Empty({n}, DType::kUInt64);
   for (int64_t r = 0; r < n; ++r) {
     s.ids.u64()[r] = rows_.id(r);
     s.row_updates.u32()[r] = rows_.updates(r);
+    s.row_last_update.u64()[r] = static_cast<uint64_t>(rows_.last_update(r));
     std::memcpy(s.rows.f32() + r * stride, rows_.row(r),
                 static_cast<size_t>(stride) * sizeof(float));
   }
+  policy_.Save(&s);
   return s;
 }
 
@@ -376,13 +383,20 @@ Status TableChunk::Restore(const TableState& s) {
   }
   if (s.ids.dtype() != DType::kUInt64 || s.rows.dtype() != DType::kFloat32 ||
       s.rows.num_elements() != n * stride || s.row_updates.dtype() != DType::kUInt32 ||
-      s.row_updates.num_elements() != n || s.version < 0 || s.updates < 0) {
+      s.row_updates.num_elements() != n || s.row_last_update.dtype() != DType::kUInt64 ||
+      s.row_last_update.num_elements() != n || s.version < 0 || s.updates < 0) {
     return CorruptionError(where + "does not add up");
   }
   if (Status ids = CheckIds(s.ids, /*sorted=*/false); !ids.ok()) {
     return CorruptionError(where + "holds " + std::string(ids.message()));
   }
   TOWERPS_RETURN_IF_ERROR(CheckReplicaExtras(s));
+  if (Status pending = RowPolicy::Check(s); !pending.ok()) {
+    return CorruptionError(where + std::string(pending.message()));
+  }
+  if (Status ids = CheckIds(s.admission_ids, /*sorted=*/true); !ids.ok()) {
+    return CorruptionError(where + "holds pending " + std::string(ids.message()));
+  }
   rows_.Clear();
   for (int64_t r = 0; r < n; ++r) {
     bool added = false;
@@ -394,31 +408,23 @@ Status TableChunk::Restore(const TableState& s) {
     std::memcpy(rows_.row(row), s.rows.f32() + r * stride,
                 static_cast<size_t>(stride) * sizeof(float));
     rows_.set_updates(row, s.row_updates.u32()[r]);
+    rows_.set_last_update(row, static_cast<int64_t>(s.row_last_update.u64()[r]));
   }
   version_ = s.version;
   updates_ = s.updates;
   rule_->Load(RuleState{s.worker_clocks, s.pending}, version_);
-  previous_version_ = s.previous_version;
-  previous_ids_.clear();
-  previous_values_.clear();
-  if (previous_version_ != kNoVersion) {
-    previous_ids_.assign(s.previous_ids.u64(),
-                         s.previous_ids.u64() + s.previous_ids.num_elements());
-    previous_values_.assign(s.previous_values.f32(),
-                            s.previous_values.f32() + s.previous_values.num_elements());
-  }
+  previous_.Load(s);
+  policy_.Load(s);
+  policy_.Rebuild(rows_, version_);
   return Status::Ok();
 }
 
 Status TableChunk::CheckReplicaExtras(const TableState& s) const {
   const std::string where = Describe() + ": its replicated state ";
+  if (Status previous = previous_.Check(s); !previous.ok()) {
+    return CorruptionError(where + std::string(previous.message()));
+  }
   if (s.previous_version != kNoVersion) {
-    const int64_t m = s.previous_ids.num_elements();
-    if (s.previous_version != s.version - 1 || s.previous_ids.dtype() != DType::kUInt64 ||
-        s.previous_values.dtype() != DType::kFloat32 ||
-        s.previous_values.num_elements() != m * dim_) {
-      return CorruptionError(where + "has a previous version that does not add up");
-    }
     if (Status ids = CheckIds(s.previous_ids, /*sorted=*/true); !ids.ok()) {
       return CorruptionError(where + "holds previous " + std::string(ids.message()));
     }

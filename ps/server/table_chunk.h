@@ -23,9 +23,14 @@
 // ShardCounters::row_staleness. It is what distinguishes embeddings under stale training: a
 // popular row is updated by every worker, a rare one by almost nobody.
 //
-// Restarted workers (sync): the partition keeps, for the rows its last update changed, their
-// values before it, so a worker that died during step t can pull exactly version t after the
-// partition moved to t + 1 (Lookup), as a chunk keeps its previous version.
+// Restarted workers (sync): the partition keeps, for the rows its last update changed or evicted,
+// their values before it (ps/server/previous_rows.h), so a worker that died during step t can
+// pull exactly version t after the partition moved to t + 1 (Lookup).
+//
+// The table's policy (job/table_policy.h, ps/server/row_policy.h) decides which ids get a row
+// and which rows are evicted after each update; an id without a row reads its initial values,
+// and the gradient rows of ids not admitted are dropped (counted). The primary and its backup
+// decide the same, from the same ids in the same order.
 //
 // Contract: owned and used by exactly one server thread; not thread-safe. Requests are validated
 // here (CheckIds, Push): a malformed one is an error naming the table, never a crash, and
@@ -48,7 +53,9 @@
 #include "job/variable.h"
 #include "job/version.h"
 #include "ps/server/holder.h"
+#include "ps/server/previous_rows.h"
 #include "ps/server/row_optimizer.h"
+#include "ps/server/row_policy.h"
 #include "ps/server/row_store.h"
 #include "ps/server/server_stats.h"
 #include "ps/server/update_rule.h"
@@ -70,6 +77,10 @@ class TableChunk final : public Holder, private UpdateTarget {
   int64_t version() const override { return version_; }
   int64_t rows_held() const override { return rows_.size(); }
   size_t bytes_held() const override { return rows_.bytes(); }
+  // What the table's policy has done here (admitted, dropped, evicted: since this process
+  // started), and the ids pending admission.
+  const RowPolicyCounts& policy_counts() const { return policy_.counts(); }
+  int64_t pending_admission() const { return policy_.pending(); }
   size_t step_tensors() const override { return 2; }  // a step's ids and summed rows
   int64_t worker_clock(int worker) const override { return rule_->worker_clock(worker); }
   bool PullReady(int64_t min_version, int64_t clock) const override;
@@ -138,8 +149,11 @@ class TableChunk final : public Holder, private UpdateTarget {
   // The gradient of entries_[begin, end) (one id): the one row, or their sum in rank order.
   const float* SumRow(const FormedUpdate& update, size_t begin, size_t end);
   // The row of each id of entries_ (groups_[g] starts id g's entries; group_rows_[g] its row),
-  // created with its initial values where new; counted in `counters`.
-  void FindOrAddRows(ShardCounters* counters);
+  // created with its initial values where new and admitted (-1: not admitted).
+  void FindOrAddRows();
+  // The policy's evictions after an update, their rows' values kept for a restarted worker;
+  // then the shard's counters brought up to date (rows held, the policy's counts).
+  void Evict(ShardCounters& counters);
   void InitialValues(uint64_t id, float* out) const;
   Status CheckShape(const Contribution& c) const;
   // A replicated state's previous rows and pending contributions, against this partition.
@@ -157,11 +171,8 @@ class TableChunk final : public Holder, private UpdateTarget {
   int64_t version_ = 0;
   int64_t updates_ = 0;
   RowStore rows_;
-  // Sync: the version before the last update, and the values before it of the rows it changed
-  // (ids sorted; dim floats each). A row not listed was not changed by it.
-  int64_t previous_version_ = kNoVersion;
-  std::vector<uint64_t> previous_ids_;
-  std::vector<float> previous_values_;
+  RowPolicy policy_;
+  PreviousRows previous_;  // sync
   // Scratch of Apply: the update's rows ordered by id, and one row's sum.
   struct Entry {
     uint64_t id;

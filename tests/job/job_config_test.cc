@@ -139,6 +139,54 @@ TEST(JobFlagsTest, AnOptionOfAnotherModeIsRefused) {
   }
 }
 
+// The table policy flags (job/table_policy.h): defaults, per-table overrides applied in order,
+// ToArgs round trip, and bad values refused naming the flag or the table, the key and the value.
+TEST(JobFlagsTest, TablePoliciesParseOverrideAndRoundTrip) {
+  Result<JobConfig> r = ParseJob({"--table-admission-min-count", "2", "--table-ttl-steps", "100",
+                                  "--table-eviction", "lru", "--table-policy",
+                                  "emb_3:min_count=5,emb_3:capacity_rows=1000,click:ttl_steps=0"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const TablePolicies& p = r->table_policies;
+  EXPECT_EQ(p.For("emb_0").admission_min_count, 2);
+  EXPECT_EQ(p.For("emb_0").ttl_steps, 100);
+  EXPECT_EQ(p.For("emb_0").eviction, EvictionOrder::kLru);
+  EXPECT_EQ(p.For("emb_3").admission_min_count, 5);
+  EXPECT_EQ(p.For("emb_3").capacity_rows, 1000);
+  EXPECT_EQ(p.For("emb_3").ttl_steps, 100);
+  EXPECT_EQ(p.For("click").ttl_steps, 0);
+  EXPECT_EQ(p.NamedTables(), (std::vector<std::string>{"emb_3", "click"}));
+  EXPECT_EQ(p.For("emb_3").Describe(),
+            "admitted after 5 steps, ttl 100 steps, at most 1000 rows per server (lru)");
+  EXPECT_EQ(TablePolicy{}.Describe(), "every id, kept forever");
+  Result<JobConfig> back = ParseJob(r->ToArgs());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->Fields(), r->Fields());
+  EXPECT_EQ(back->table_policies.For("emb_3"), p.For("emb_3"));
+  // No policy: the empty override list goes through ToArgs too.
+  Result<JobConfig> plain = ParseJob(JobConfig{}.ToArgs());
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->table_policies.Any());
+
+  for (const auto& [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--table-ttl-steps", "-1"}, "--table-ttl-steps=-1 is negative"},
+           {{"--table-capacity-rows", "-5"}, "--table-capacity-rows=-5 is negative"},
+           {{"--table-admission-min-count", "0"}, "--table-admission-min-count=0"},
+           {{"--table-admission-probability", "1.5"}, "--table-admission-probability=1.5"},
+           {{"--table-eviction", "fifo"}, "--table-eviction=fifo is not one of lfu, lru"},
+           {{"--table-policy", "emb_3:ttl=5"}, "table 'emb_3': 'ttl' is not a policy key"},
+           {{"--table-policy", "emb_3:ttl_steps=-2"}, "table 'emb_3': ttl_steps=-2 is negative"},
+           {{"--table-policy", "emb_3:eviction=mru"}, "table 'emb_3': eviction=mru"},
+           {{"--table-policy", "emb_3:min_count=two"}, "table 'emb_3': min_count"},
+           {{"--table-policy", "emb_3=ttl_steps:5"}, "is not NAME:KEY=VALUE"},
+           {{"--table-policy", "a:ttl_steps=1,"}, "'' is not NAME:KEY=VALUE"},
+       }) {
+    Result<JobConfig> bad = ParseJob(args);
+    ASSERT_FALSE(bad.ok()) << expect;
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find(expect), std::string::npos) << bad.status().message();
+  }
+}
+
 // ToArgs forwards only the options of the job's mode (the receiver refuses the others), and
 // what it forwards parses back into the same fields.
 TEST(JobConfigTest, ToArgsForwardsOnlyTheModesOwnOptions) {

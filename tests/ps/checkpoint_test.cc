@@ -36,9 +36,21 @@ TableState SampleTable(int64_t n, int64_t dim, int slots) {
   t.slots = slots;
   t.ids = Tensor::Empty({n}, DType::kUInt64);
   t.row_updates = Tensor::Empty({n}, DType::kUInt32);
+  t.row_last_update = Tensor::Empty({n}, DType::kUInt64);
   for (int64_t i = 0; i < n; ++i) {
     t.ids.u64()[i] = static_cast<uint64_t>(i) * 7919 + (1ull << 50);
     t.row_updates.u32()[i] = static_cast<uint32_t>(i % 13);
+    t.row_last_update.u64()[i] = static_cast<uint64_t>(41 - i % 7);
+  }
+  // Ids pending admission (ps/server/row_policy.h): n / 3 of them, in their own records.
+  const int64_t p = n / 3;
+  t.admission_ids = Tensor::Empty({p}, DType::kUInt64);
+  t.admission_counts = Tensor::Empty({p}, DType::kUInt32);
+  t.admission_last_seen = Tensor::Empty({p}, DType::kUInt64);
+  for (int64_t i = 0; i < p; ++i) {
+    t.admission_ids.u64()[i] = static_cast<uint64_t>(i) * 31 + 5;
+    t.admission_counts.u32()[i] = static_cast<uint32_t>(1 + i % 3);
+    t.admission_last_seen.u64()[i] = static_cast<uint64_t>(40 - i % 5);
   }
   t.rows = Random(n * (1 + slots) * dim, 99).Reshape({n, (1 + slots) * dim});
   return t;
@@ -58,6 +70,15 @@ void ExpectSameTable(const TableState& a, const TableState& b) {
   EXPECT_EQ(
       std::memcmp(b.row_updates.raw_data(), a.row_updates.raw_data(), a.row_updates.byte_size()),
       0);
+  for (auto field : {&TableState::row_last_update, &TableState::admission_ids,
+                     &TableState::admission_counts, &TableState::admission_last_seen}) {
+    ASSERT_EQ((b.*field).byte_size(), (a.*field).byte_size());
+    EXPECT_EQ((b.*field).dtype(), (a.*field).dtype());
+    if ((a.*field).byte_size() > 0) {
+      EXPECT_EQ(std::memcmp((b.*field).raw_data(), (a.*field).raw_data(), (a.*field).byte_size()),
+                0);
+    }
+  }
 }
 
 Checkpoint Sample() {

@@ -1,8 +1,9 @@
-// RowStore (ps/server/row_store.h): ids to rows through its hash map, rows that never move, and
-// memory that grows with the rows held.
+// RowStore (ps/server/row_store.h): ids to rows through its hash map, rows that keep their place
+// until a removal, removals against a reference map, and memory that grows with the rows held.
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
 #include <random>
 #include <unordered_map>
 
@@ -74,6 +75,55 @@ TEST(RowStoreTest, MemoryGrowsWithTheRowsHeld) {
   store.Clear();
   EXPECT_EQ(store.size(), 0);
   EXPECT_EQ(store.Find(0), -1);
+}
+
+// Random inserts and removals (many ids sharing probe chains in a small map) against a
+// std::map: after every change each held id is found, with its floats, count and last update,
+// and every removed id is not; the rows stay [0, size()).
+TEST(RowStoreTest, RemovalsKeepEveryOtherRowFoundWithItsValues) {
+  RowStore store(2);
+  std::mt19937_64 rng(11);
+  std::map<uint64_t, float> expected;  // id -> its first float
+  auto check = [&] {
+    ASSERT_EQ(store.size(), static_cast<int64_t>(expected.size()));
+    for (const auto& [id, v] : expected) {
+      const int64_t r = store.Find(id);
+      ASSERT_GE(r, 0) << id;
+      ASSERT_EQ(store.id(r), id);
+      ASSERT_EQ(store.row(r)[0], v);
+      ASSERT_EQ(store.row(r)[1], -v);
+      ASSERT_EQ(store.updates(r), static_cast<uint32_t>(v));
+      ASSERT_EQ(store.last_update(r), static_cast<int64_t>(v) * 3);
+    }
+  };
+  for (int round = 0; round < 4000; ++round) {
+    const uint64_t id = rng() % 600;  // dense ids: long probe chains, wrapping the map's end
+    const int64_t r = store.Find(id);
+    if (r >= 0 && rng() % 3 != 0) {
+      store.Remove(r);
+      expected.erase(id);
+      ASSERT_EQ(store.Find(id), -1) << id;
+    } else if (r < 0) {
+      bool added = false;
+      const int64_t at = store.Insert(id, &added);
+      ASSERT_TRUE(added);
+      const auto v = static_cast<float>(round);
+      store.row(at)[0] = v;
+      store.row(at)[1] = -v;
+      store.set_updates(at, static_cast<uint32_t>(round));
+      store.set_last_update(at, int64_t{round} * 3);
+      expected[id] = v;
+    }
+    if (round % 97 == 0) check();
+  }
+  check();
+  // Emptied and filled again: blocks are taken back and reused.
+  while (store.size() > 0) store.Remove(store.size() / 2);
+  EXPECT_EQ(store.Find(expected.begin()->first), -1);
+  bool added = false;
+  EXPECT_EQ(store.Insert(7, &added), 0);
+  EXPECT_TRUE(added);
+  EXPECT_EQ(store.last_update(0), 0);
 }
 
 }  // namespace

@@ -301,6 +301,7 @@ TEST(TableChunkTest, SnapshotAndRestoreContinueBitForBit) {
   twice.ids = Ids({1, 1});
   twice.rows = Tensor::Zeros({2, 4});
   twice.row_updates = Tensor::Zeros({2}, DType::kUInt32);
+  twice.row_last_update = Tensor::Zeros({2}, DType::kUInt64);
   Status s = t->Restore(twice);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("id 1 twice"), std::string::npos) << s.ToString();

@@ -35,6 +35,11 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
                                         1e-9 * static_cast<double>(stats.since_first_update_nanos));
   AddHistogram(stats.staleness_histogram, &s->staleness_histogram);
   s->table_rows += stats.table_rows;
+  s->table_rows_admitted += stats.table_rows_admitted;
+  s->table_ids_pending += stats.table_ids_pending;
+  s->table_gradients_dropped += stats.table_gradients_dropped;
+  s->table_evicted_ttl += stats.table_evicted_ttl;
+  s->table_evicted_capacity += stats.table_evicted_capacity;
   AddHistogram(stats.row_staleness_histogram, &s->row_staleness_histogram);
 }
 
@@ -170,6 +175,11 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
     j["mean_row_staleness"] = JsonNumber(s.mean_row_staleness);
     j["p99_row_staleness"] = JsonNumber(s.p99_row_staleness);
     j["row_staleness_histogram"] = s.row_staleness_histogram;
+    j["table_rows_admitted"] = s.table_rows_admitted;
+    j["table_ids_pending"] = s.table_ids_pending;
+    j["table_gradients_dropped"] = s.table_gradients_dropped;
+    j["table_evicted_ttl"] = s.table_evicted_ttl;
+    j["table_evicted_capacity"] = s.table_evicted_capacity;
   }
   j["diverged"] = s.diverged;
   j["divergence_kind"] = s.divergence_kind.empty() ? nlohmann::ordered_json(nullptr)

@@ -62,6 +62,10 @@ struct TrainingSummary {
   // Embedding tables (chief; in the JSON only when the job has some): the rows the servers
   // hold, and row staleness, each applied row's updates between its pull and its push.
   uint64_t table_rows = 0;
+  // The tables' policies (ps/server/row_policy.h), over the servers: ids admitted after
+  // waiting, ids pending admission, gradient rows dropped, rows evicted by TTL and by capacity.
+  uint64_t table_rows_admitted = 0, table_ids_pending = 0, table_gradients_dropped = 0;
+  uint64_t table_evicted_ttl = 0, table_evicted_capacity = 0;
   std::vector<uint64_t> row_staleness_histogram;
   double mean_row_staleness = 0;
   double p99_row_staleness = 0;

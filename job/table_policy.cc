@@ -1,0 +1,183 @@
+#include "job/table_policy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/hash.h"
+#include "common/parse.h"
+#include "common/splitmix.h"
+
+namespace towerps::ps {
+namespace {
+
+constexpr const char* kKeys = "min_count, probability, ttl_steps, capacity_rows or eviction";
+
+// Where a field's error points: its flag for the defaults, "table 'NAME': key" for an override.
+std::string Where(std::string_view table, const char* key, const char* flag) {
+  if (table.empty()) return flag;
+  return "--table-policy: table '" + std::string(table) + "': " + key;
+}
+
+// Sets `key` of `policy` from `text` and checks it; the error names the table, key and value.
+Status Set(const std::string& key, const std::string& text, std::string_view table,
+           TablePolicy* policy) {
+  const std::string where = "--table-policy: table '" + std::string(table) + "': " + key;
+  if (key == "min_count") {
+    TOWERPS_ASSIGN_OR_RETURN(policy->admission_min_count, ParseInt(text, where));
+  } else if (key == "probability") {
+    TOWERPS_ASSIGN_OR_RETURN(const double p, ParseDouble(text, where));
+    policy->admission_probability = static_cast<float>(p);
+  } else if (key == "ttl_steps") {
+    TOWERPS_ASSIGN_OR_RETURN(policy->ttl_steps, ParseInt(text, where));
+  } else if (key == "capacity_rows") {
+    TOWERPS_ASSIGN_OR_RETURN(policy->capacity_rows, ParseInt(text, where));
+  } else if (key == "eviction") {
+    Result<EvictionOrder> order = kEvictionOrders.Parse(text);
+    if (!order.ok()) {
+      return InvalidArgumentError(where + "=" + text + " is not one of " + kEvictionOrders.List());
+    }
+    policy->eviction = *order;
+  } else {
+    return InvalidArgumentError("--table-policy: table '" + std::string(table) + "': '" + key +
+                                "' is not a policy key (" + kKeys + ")");
+  }
+  return policy->Validate(table);
+}
+
+}  // namespace
+
+std::string TablePolicy::Describe() const {
+  if (AdmitsEveryId() && !Evicts()) return "every id, kept forever";
+  std::string s;
+  auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
+  if (admission_min_count > 1) {
+    add("admitted after " + std::to_string(admission_min_count) + " steps");
+  }
+  if (admission_probability < 1.0f) {
+    add("admitted with probability " + ShortestText(admission_probability));
+  }
+  if (ttl_steps > 0) add("ttl " + std::to_string(ttl_steps) + " steps");
+  if (capacity_rows > 0) {
+    add("at most " + std::to_string(capacity_rows) + " rows per server (" +
+        kEvictionOrders.Name(eviction) + ")");
+  }
+  return s;
+}
+
+Status TablePolicy::Validate(std::string_view table) const {
+  if (admission_min_count < 1 || admission_min_count > (int64_t{1} << 32) - 1) {
+    return InvalidArgumentError(Where(table, "min_count", "--table-admission-min-count") + "=" +
+                                std::to_string(admission_min_count) +
+                                " is not in [1, 2^32) (1: admitted at once)");
+  }
+  if (!(admission_probability > 0.0f && admission_probability <= 1.0f)) {
+    return InvalidArgumentError(Where(table, "probability", "--table-admission-probability") + "=" +
+                                ShortestText(admission_probability) +
+                                " is not in (0, 1] (1: every id may be admitted)");
+  }
+  if (ttl_steps < 0) {
+    return InvalidArgumentError(Where(table, "ttl_steps", "--table-ttl-steps") + "=" +
+                                std::to_string(ttl_steps) + " is negative (0: rows never expire)");
+  }
+  if (capacity_rows < 0) {
+    return InvalidArgumentError(Where(table, "capacity_rows", "--table-capacity-rows") + "=" +
+                                std::to_string(capacity_rows) + " is negative (0: no bound)");
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<TablePolicyOverride>> ParseTablePolicyOverrides(std::string_view text) {
+  std::vector<TablePolicyOverride> items;
+  size_t begin = 0;
+  while (begin <= text.size() && !text.empty()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = text.substr(begin, end - begin);
+    const size_t colon = item.rfind(':');
+    const size_t equals = item.find('=', colon == std::string_view::npos ? 0 : colon);
+    if (colon == std::string_view::npos || colon == 0 || equals == std::string_view::npos ||
+        equals == colon + 1 || equals + 1 == item.size()) {
+      return InvalidArgumentError("--table-policy: '" + std::string(item) +
+                                  "' is not NAME:KEY=VALUE (for example emb_3:ttl_steps=1000; "
+                                  "items are separated by commas)");
+    }
+    items.push_back({std::string(item.substr(0, colon)),
+                     std::string(item.substr(colon + 1, equals - colon - 1)),
+                     std::string(item.substr(equals + 1))});
+    begin = end + 1;
+  }
+  return items;
+}
+
+Status TablePolicies::Validate() const {
+  TOWERPS_RETURN_IF_ERROR(defaults.Validate());
+  TOWERPS_ASSIGN_OR_RETURN(const std::vector<TablePolicyOverride> items,
+                           ParseTablePolicyOverrides(overrides));
+  TablePolicy scratch = defaults;
+  for (const TablePolicyOverride& o : items) {
+    TOWERPS_RETURN_IF_ERROR(Set(o.key, o.value, o.table, &scratch));
+  }
+  return Status::Ok();
+}
+
+TablePolicy TablePolicies::For(std::string_view name) const {
+  TablePolicy policy = defaults;
+  Result<std::vector<TablePolicyOverride>> items = ParseTablePolicyOverrides(overrides);
+  if (!items.ok()) return policy;
+  for (const TablePolicyOverride& o : *items) {
+    if (o.table != name) continue;
+    TablePolicy next = policy;
+    if (Set(o.key, o.value, o.table, &next).ok()) policy = next;
+  }
+  return policy;
+}
+
+std::vector<std::string> TablePolicies::NamedTables() const {
+  std::vector<std::string> names;
+  Result<std::vector<TablePolicyOverride>> items = ParseTablePolicyOverrides(overrides);
+  if (!items.ok()) return names;
+  for (const TablePolicyOverride& o : *items) {
+    if (std::find(names.begin(), names.end(), o.table) == names.end()) names.push_back(o.table);
+  }
+  return names;
+}
+
+Status CheckNamedTables(const TablePolicies& policies, const std::vector<VariableSpec>& variables) {
+  std::vector<std::string> tables;
+  for (const VariableSpec& v : variables) {
+    if (v.is_table()) tables.push_back(v.name);
+  }
+  for (const std::string& name : policies.NamedTables()) {
+    if (std::find(tables.begin(), tables.end(), name) != tables.end()) continue;
+    std::string list;
+    for (const std::string& t : tables) list += (list.empty() ? "" : ", ") + t;
+    return InvalidArgumentError(
+        "--table-policy names table '" + name +
+        "', which this model does not have (its tables: " + (list.empty() ? "none" : list) + ")");
+  }
+  return Status::Ok();
+}
+
+std::string DescribeTablePolicies(const TablePolicies& policies,
+                                  const std::vector<VariableSpec>& variables) {
+  std::string lines;
+  for (const VariableSpec& v : variables) {
+    if (!v.is_table()) continue;
+    lines += (lines.empty() ? "" : "\n") + ("table " + v.name + ": " + policies.For(v.name).Describe());
+  }
+  return lines;
+}
+
+AdmissionCoin::AdmissionCoin(uint64_t seed, std::string_view table, float p)
+    // A salt apart from InitialRows' key, so that the coin and a row's values are independent.
+    : key_(SplitMix64Finalize(
+          Fnv1a(table.data(), table.size(), Fnv1aU64(seed ^ 0xAD315510Bull, kFnv1aOffsetBasis)))),
+      threshold_(p >= 1.0f ? ~uint64_t{0}
+                           : static_cast<uint64_t>(std::ldexp(static_cast<double>(p), 64))),
+      all_(p >= 1.0f) {}
+
+bool AdmissionCoin::Admits(uint64_t id) const {
+  return all_ || SplitMix64Finalize(key_ ^ SplitMix64Finalize(id)) < threshold_;
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,107 @@
+// TablePolicy: how an embedding table bounds the rows its servers hold. The servers apply it
+// (ps/server/row_policy.h); this is the option, set for every table by flags and per table by
+// overrides.
+//
+//   admission  an id gets a row only once it has appeared in `admission_min_count` steps'
+//              pushes, and only if the hash of (seed, table, id) falls below
+//              `admission_probability`; until then a lookup reads its initial values and its
+//              gradient is dropped (and counted).
+//   eviction   a row not updated for `ttl_steps` steps goes; and when a partition holds more
+//              than its share of `capacity_rows`, the least-frequently (lfu) or least-recently
+//              (lru) updated rows go. An evicted id that comes back starts again, from its
+//              initial values.
+//
+// The defaults (1, 1, 0, 0) admit every id at once and keep every row forever: the table as it
+// was before policies.
+//
+// Overrides: "NAME:KEY=VALUE" items, comma-separated (--table-policy), KEY one of min_count,
+// probability, ttl_steps, capacity_rows, eviction; a later item wins over an earlier one.
+//
+// Contract: plain values and pure functions; thread-compatible. Every error is kInvalidArgument
+// naming the flag or the table, the key and the value.
+#ifndef TOWERPS_JOB_TABLE_POLICY_H_
+#define TOWERPS_JOB_TABLE_POLICY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/enum_names.h"
+#include "job/variable.h"
+#include "towerps/result.h"
+
+namespace towerps::ps {
+
+enum class EvictionOrder { kLfu, kLru };
+inline constexpr EnumNames<EvictionOrder, 2> kEvictionOrders{
+    "--table-eviction", {{{EvictionOrder::kLfu, "lfu"}, {EvictionOrder::kLru, "lru"}}}};
+
+struct TablePolicy {
+  int64_t admission_min_count = 1;     // steps an id must appear in before it gets a row
+  float admission_probability = 1.0f;  // share of ids that may ever get one, by hash
+  int64_t ttl_steps = 0;               // 0: rows never expire
+  int64_t capacity_rows = 0;           // rows per server (each partition its share); 0: no bound
+  EvictionOrder eviction = EvictionOrder::kLfu;
+
+  bool AdmitsEveryId() const { return admission_min_count <= 1 && admission_probability >= 1.0f; }
+  bool Evicts() const { return ttl_steps > 0 || capacity_rows > 0; }
+  // "every id, kept forever", or e.g. "admitted after 2 steps, ttl 100 steps, at most 10000
+  // rows per server (lfu)": for --log-device-placement and start-up logs.
+  std::string Describe() const;
+  // Checks every field; the error names `where` ("--table-ttl-steps" style flags when `table`
+  // is empty, else "table 'emb_3': ttl_steps") and the value.
+  Status Validate(std::string_view table = {}) const;
+  bool operator==(const TablePolicy&) const = default;
+};
+
+// One override item, parsed: the table, the key and its value (text, checked by Apply).
+struct TablePolicyOverride {
+  std::string table;
+  std::string key;
+  std::string value;
+};
+
+// Every table's policy: the defaults (the --table-* flags) and the per-table overrides.
+struct TablePolicies {
+  TablePolicy defaults;
+  std::string overrides;  // --table-policy, as given: "NAME:KEY=VALUE,..."
+
+  // Checks the defaults and every override item (syntax, key, value).
+  Status Validate() const;
+  // The policy of table `name`: the defaults with its overrides applied in order. Overrides must
+  // have passed Validate (a bad item is skipped here).
+  TablePolicy For(std::string_view name) const;
+  // The tables the overrides name, each once, in the order first named: the caller checks them
+  // against the job's tables (an override of no table is an error, not a no-op).
+  std::vector<std::string> NamedTables() const;
+  bool Any() const { return defaults != TablePolicy{} || !overrides.empty(); }
+};
+
+// Checks that every table the overrides name is one of the model's: an override of no table is
+// kInvalidArgument naming it and listing the tables, not a silent no-op.
+Status CheckNamedTables(const TablePolicies& policies, const std::vector<VariableSpec>& variables);
+// Each table's policy, a line each ("table emb_3: ttl 100 steps"), for --log-device-placement.
+std::string DescribeTablePolicies(const TablePolicies& policies,
+                                  const std::vector<VariableSpec>& variables);
+
+// The items of an overrides text; kInvalidArgument naming the item that is not NAME:KEY=VALUE.
+Result<std::vector<TablePolicyOverride>> ParseTablePolicyOverrides(std::string_view text);
+
+// Probabilistic admission's coin: whether id `id` of a table may ever be admitted under
+// probability p, from a hash of (seed, table name, id) compared with p. The same on every
+// process and every run; independent of the table's initial values (job/initial_rows.h).
+class AdmissionCoin {
+ public:
+  AdmissionCoin(uint64_t seed, std::string_view table, float p);
+  bool Admits(uint64_t id) const;
+
+ private:
+  uint64_t key_;
+  uint64_t threshold_;  // ids whose hash is below it pass; 2^64 - 1 and p = 1: every id
+  bool all_;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_JOB_TABLE_POLICY_H_

@@ -1,0 +1,146 @@
+// RowPolicy: a table partition's admission and eviction (the table's TablePolicy,
+// job/table_policy.h), applied to its RowStore by the partition (ps/server/table_chunk.h).
+//
+// Admission. An id without a row is counted each update it appears in (in sync, each step);
+// it gets a row at the update that brings its count to `min_count`, if the table's coin admits
+// it at all. The counts are exact: one entry of 16 bytes per id pending admission, against a
+// row's (1 + slots) * dim * 4 + 24. With a TTL, a pending count whose id has not appeared for
+// ttl_steps steps starts again from 0 (checked when the id comes back, so the entries a sweep
+// drops are only ever ones that would start again), and the sweep keeps the pending ids within
+// those seen in the last TTL.
+//
+// Eviction, after each update (EndUpdate), in an order that depends only on the partition's
+// state: first every row whose last update is ttl_steps steps or more behind (found through
+// per-version lists of the ids updated then), then, while the partition holds more than its
+// share of capacity_rows, the least-frequently (fewest updates, then oldest update) or
+// least-recently updated rows (oldest update, then fewest updates), ties broken by id, down to
+// 15/16 of that share, so that a sweep over the rows is paid once per 1/16 of it, not every
+// step. An evicted id has no row again: it reads its initial values and, once admitted again,
+// starts from them.
+//
+// Versions are the partition's: a step is UpdatesPerStep() of them.
+//
+// Contract: owned and used by one partition, on its thread; not thread-safe. Its state is the
+// pending counts (Save/Load); the TTL's lists are rebuilt from the rows (Rebuild). The counts
+// (counts()) start at 0 in every process, a restored one too.
+#ifndef TOWERPS_PS_SERVER_ROW_POLICY_H_
+#define TOWERPS_PS_SERVER_ROW_POLICY_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "job/job_config.h"
+#include "job/table_policy.h"
+#include "ps/server/holder_state.h"
+#include "ps/server/row_store.h"
+#include "ps/server/server_stats.h"
+#include "towerps/result.h"
+
+namespace towerps::ps {
+
+// What a partition's policy has done, since it started (a restore keeps the counts at 0).
+struct RowPolicyCounts {
+  int64_t admitted = 0;           // ids given a row after waiting (min_count > 1 or the coin)
+  int64_t dropped_gradients = 0;  // gradient rows of ids not (yet) admitted
+  int64_t evicted_ttl = 0;
+  int64_t evicted_capacity = 0;
+};
+
+// A pending id's count and the version it was last counted at.
+struct PendingAdmission {
+  uint32_t count = 0;
+  int64_t last_seen = 0;
+};
+
+class RowPolicy {
+ public:
+  // `versions_per_step`: the job's UpdatesPerStep(); `capacity`: this partition's share of
+  // capacity_rows (0: none); `coin`: the table's AdmissionCoin.
+  RowPolicy(const TablePolicy& policy, AdmissionCoin coin, int64_t versions_per_step,
+            int64_t capacity);
+
+  const TablePolicy& policy() const { return policy_; }
+  bool active() const { return !policy_.AdmitsEveryId() || policy_.Evicts(); }
+  const RowPolicyCounts& counts() const { return counts_; }
+  int64_t pending() const { return static_cast<int64_t>(pending_.size()); }
+
+  // An id without a row appears in the update to `version`: whether it gets one now.
+  bool Admit(uint64_t id, int64_t version);
+  // A gradient row of an id not admitted was dropped.
+  void Dropped(int64_t n) { counts_.dropped_gradients += n; }
+  // Row r of `rows` was updated to `version` (sets its last update).
+  void Updated(RowStore& rows, int64_t r, int64_t version);
+  // After the update to `version`: removes the rows the policy evicts, in order, from `rows`,
+  // calling before(r) with each just before it goes (so that the partition can keep its value).
+  template <typename Before>
+  void EndUpdate(RowStore& rows, int64_t version, Before before);
+
+  // The policy of table `name` in `job`, its partition's share of the capacity.
+  static RowPolicy ForTable(const JobConfig& job, const std::string& name);
+
+  // Brings the shard's counters up to date: the rows held (`rows`), the ids pending and the
+  // counts, each by what changed since the last Report (a restored partition's rows and pending
+  // ids come in at its first).
+  void Report(int64_t rows, ShardCounters& counters);
+
+  // The pending counts into a state (admission_ids, _counts, _last_seen: by increasing id), and
+  // back. Check says whether a state's add up (the ids are the partition's to check); Load
+  // takes a checked one.
+  void Save(TableState* s) const;
+  static Status Check(const TableState& s);
+  void Load(const TableState& s);
+  // The TTL's per-version lists, from the rows' last updates (after a restore), at `version`.
+  void Rebuild(const RowStore& rows, int64_t version);
+
+ private:
+  int64_t TtlVersions() const { return policy_.ttl_steps * versions_per_step_; }
+  // The rows EndUpdate evicts, each reason's in its order.
+  std::vector<int64_t> ExpiredRows(const RowStore& rows, int64_t version);
+  std::vector<int64_t> OverCapacityRows(const RowStore& rows) const;
+  void SweepPending(int64_t version);
+
+  const TablePolicy policy_;
+  const AdmissionCoin coin_;
+  const int64_t versions_per_step_;
+  const int64_t capacity_;
+  RowPolicyCounts counts_;
+  std::unordered_map<uint64_t, PendingAdmission> pending_;
+  // TTL: the ids updated at each version still within the TTL, oldest first, from first_.
+  std::deque<std::vector<uint64_t>> updated_at_;
+  int64_t first_ = 0;  // the version updated_at_.front() lists
+  int64_t swept_at_ = 0;
+  // What Report last added to the counters.
+  int64_t reported_rows_ = 0, reported_pending_ = 0;
+  RowPolicyCounts reported_;
+};
+
+template <typename Before>
+void RowPolicy::EndUpdate(RowStore& rows, int64_t version, Before before) {
+  if (!policy_.Evicts()) return;
+  // Each reason's rows are chosen before any goes (a removal moves the last row), then removed
+  // by id, so a row index is looked up again after every removal.
+  auto remove = [&](const std::vector<int64_t>& chosen, int64_t* count) {
+    std::vector<uint64_t> ids;
+    ids.reserve(chosen.size());
+    for (int64_t r : chosen) ids.push_back(rows.id(r));
+    for (uint64_t id : ids) {
+      const int64_t r = rows.Find(id);
+      before(r);
+      rows.Remove(r);
+    }
+    *count += static_cast<int64_t>(ids.size());
+  };
+  if (policy_.ttl_steps > 0) remove(ExpiredRows(rows, version), &counts_.evicted_ttl);
+  if (capacity_ > 0 && rows.size() > capacity_) {
+    remove(OverCapacityRows(rows), &counts_.evicted_capacity);
+  }
+  if (policy_.ttl_steps > 0) SweepPending(version);
+}
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_ROW_POLICY_H_
