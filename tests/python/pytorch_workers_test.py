@@ -335,6 +335,39 @@ class PipelineTest(unittest.TestCase):
             self.assertEqual(undisturbed[0]["params"], disturbed[0]["params"], when)
 
 
+class TablePolicyTest(unittest.TestCase):
+    """nn.EmbeddingBag(sparse=True) under every table policy at once (job/table_policy.h:
+    admission after 2 steps, a TTL, a capacity with LFU eviction): a sync rerun has the same
+    bits, a killed worker leaves them as they were, and the servers count what the policies
+    did."""
+
+    POLICY = ["--table-optimizer", "sgd", "--table-lr", "2", "--table-admission-min-count", "2",
+              "--table-ttl-steps", "2", "--table-capacity-rows", "30", "--table-eviction", "lfu"]
+
+    def run_job(self, out, worker_args=()):
+        code, text, _ = launch(out, steps=60, extra=self.POLICY,
+                               worker_args=["--table-kind", "bag"] + list(worker_args))
+        self.assertEqual(code, 0, text)
+        return [worker_record(out, r) for r in range(2)], text
+
+    def test_reruns_and_a_killed_worker_keep_the_bits(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, \
+                tempfile.TemporaryDirectory() as c:
+            first, text = self.run_job(a)
+            again, _ = self.run_job(b)
+            marker = os.path.join(c, "killed")
+            killed, killed_text = self.run_job(c, ["--kill-at", "30", "--kill-marker", marker])
+            self.assertTrue(os.path.exists(marker), "the worker was never killed")
+            self.assertIn("restarting it", killed_text)
+        stats = [line for line in text.splitlines() if "stats:" in line and "[ps:0]" in line]
+        self.assertTrue(stats, text)
+        self.assertRegex(stats[-1], r"\(\d+ admitted, \d+ ids pending admission, [1-9]\d* gradient")
+        self.assertRegex(stats[-1], r"evicted \d+ by ttl and [1-9]\d* by capacity")
+        for other in (again, killed):
+            self.assertEqual(first[0]["losses"], other[0]["losses"])
+            self.assertEqual(first[0]["params"], other[0]["params"])
+
+
 class _Optimizers:
     """Several torch.optim optimizers stepped as one (a reference's tables and dense layers)."""
 
