@@ -157,6 +157,9 @@ Result<ps::JobConfig> SparseJob(const SparseBenchOptions& o) {
   TOWERPS_ASSIGN_OR_RETURN(job.table_optimizer.kind,
                            ps::kTableOptimizerKinds.Parse(o.table_optimizer));
   job.table_optimizer.learning_rate = 1e-3f;
+  job.table_policies.defaults.admission_min_count = o.admission_min_count;
+  job.table_policies.defaults.ttl_steps = o.ttl_steps;
+  job.table_policies.defaults.capacity_rows = o.capacity_rows;
   TOWERPS_RETURN_IF_ERROR(job.Validate());
   return job;
 }

@@ -41,6 +41,11 @@ struct SparseBenchOptions {
   int64_t steps = 0;                    // > 0: each worker runs this many steps, not `seconds`
   int batches = 64;                     // distinct batches of ids per worker, cycled
   std::string table_optimizer = "sgd";  // the servers' --table-optimizer
+  // The table's policy (job/table_policy.h): --table-admission-min-count, --table-ttl-steps,
+  // --table-capacity-rows.
+  int64_t admission_min_count = 1;
+  int64_t ttl_steps = 0;
+  int64_t capacity_rows = 0;
   double seconds = 3.0;
   std::string transport = "tcp";  // tcp or shm
   std::string security = "auth";

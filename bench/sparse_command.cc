@@ -35,6 +35,9 @@ Json ToJson(const SparseBenchOptions& o, const SparseBenchResult& r) {
           {"unique_ids", o.unique_ids},
           {"id_distribution", o.distribution},
           {"ids", o.id_space},
+          {"admission_min_count", o.admission_min_count},
+          {"ttl_steps", o.ttl_steps},
+          {"capacity_rows", o.capacity_rows},
           {"rows_per_sec", Rounded(r.rows_per_sec, 0)},
           {"step_ms", Rounded(r.step_ms, 4)},
           {"steps", r.steps},
@@ -94,8 +97,15 @@ int RunSparseCommand(int argc, char** argv) {
       "batches", po::value(&o.batches)->default_value(o.batches),
       "distinct batches of ids each worker draws and cycles through")(
       "table-optimizer", po::value(&o.table_optimizer)->default_value(o.table_optimizer),
-      "the servers' --table-optimizer")("seconds", po::value(&o.seconds)->default_value(o.seconds),
-                                        "measurement time")(
+      "the servers' --table-optimizer")(
+      "admission-min-count",
+      po::value(&o.admission_min_count)->default_value(o.admission_min_count),
+      "the table's --table-admission-min-count (1: every id at once)")(
+      "ttl-steps", po::value(&o.ttl_steps)->default_value(o.ttl_steps),
+      "the table's --table-ttl-steps (0: rows never expire)")(
+      "capacity-rows", po::value(&o.capacity_rows)->default_value(o.capacity_rows),
+      "the table's --table-capacity-rows per server (0: no bound)")(
+      "seconds", po::value(&o.seconds)->default_value(o.seconds), "measurement time")(
       "transport", po::value(&o.transport)->default_value(o.transport),
       "tcp, shm (shared memory: workers and servers are on this host), or both")(
       "security", po::value(&o.security)->default_value(o.security),

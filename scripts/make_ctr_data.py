@@ -3,7 +3,7 @@
 for `towerps-launch --dataset criteo --data-dir OUT` and the tests.
 
   scripts/make_ctr_data.py --out D [--train 100000] [--test 20000] [--seed 1]
-                           [--signal 1.0] [--shuffle-labels]
+                           [--signal 1.0] [--shuffle-labels] [--drift 0]
 
 D/train.txt and D/test.txt hold one example a line, tab-separated, as Criteo's click logs do: a
 0/1 label, 13 integer features (counts, some empty, a few negative) and 26 categorical features
@@ -19,6 +19,12 @@ prints the Bayes-optimal AUC and log loss of the test split: the ceiling no mode
 those labels. It prints one JSON line and writes it to D/answer.json as well:
 
   {"train": 100000, "test": 20000, "positive_rate": 0.27, "bayes_auc": 0.80, "bayes_logloss": 0.47}
+
+--drift D makes the ids drift as real traffic does: the Zipf law's ranks are shifted along the
+stream (train, then test, in file order), so that by the stream's end each field's popular
+values have moved D vocabularies on. New ids keep appearing, peak and fade, and most are seen
+only for a while; a category keeps its hidden score whenever it is seen, so the Bayes AUC is
+still known. The test split is the stream's latest part. D = 0: no drift.
 
 --signal S scales every term but the bias, so that S < 1 gives weak-signal data (S = 0.3: a
 Bayes AUC near 0.65, as hard click logs have). --shuffle-labels then shuffles the labels over
@@ -90,15 +96,20 @@ class HiddenModel:
         return v
 
 
-def write_split(model, path, n, rng, signal=1.0, shuffle=False):
+def write_split(model, path, n, rng, signal=1.0, shuffle=False, drift=None):
     """Writes n examples to path; returns their (true probability, label) pairs. `signal` scales
-    every term but the bias; `shuffle` permutes the labels over the examples."""
+    every term but the bias; `shuffle` permutes the labels over the examples; `drift` (D, first,
+    total): example i is at position (first + i) / total of a stream whose ranks shift by D
+    vocabularies from its start to its end."""
     cats = []
     for f in range(CATEGORIES):
         ks = rng.choices(range(model.vocab[f]), cum_weights=model.cum[f], k=n)
         for i in range(n):
             if rng.random() < model.cat_missing[f]:
                 ks[i] = -1  # empty
+            elif drift is not None and drift[0] > 0:
+                d, first, total = drift
+                ks[i] += int(d * model.vocab[f] * (first + i) / total)
         cats.append(ks)
     out, lines = [], []
     with open(path + ".tmp", "w") as fh:
@@ -172,6 +183,8 @@ def main():
     ap.add_argument("--zipf", type=float, default=1.1, help="Zipf exponent of the ids (1.1)")
     ap.add_argument("--signal", type=float, default=1.0,
                     help="scales every term of the hidden model but the bias (1.0; 0.3: weak)")
+    ap.add_argument("--drift", type=float, default=0.0,
+                    help="vocabularies the popular ids move on over the stream (0: none)")
     ap.add_argument("--shuffle-labels", action="store_true",
                     help="shuffle the labels over each split's examples (AUC 0.5 at best)")
     a = ap.parse_args()
@@ -182,18 +195,23 @@ def main():
         ap.error(f"--zipf must be positive, not {a.zipf}")
     if not 0 <= a.signal <= 10:
         ap.error(f"--signal must be in [0, 10], not {a.signal}")
+    if not 0 <= a.drift <= 1000:
+        ap.error(f"--drift must be in [0, 1000], not {a.drift}")
     os.makedirs(a.out, exist_ok=True)
     model = HiddenModel(a.seed, a.vocab_max, a.zipf)
+    total = a.train + a.test
     write_split(model, os.path.join(a.out, "train.txt"), a.train, random.Random(f"train/{a.seed}"),
-                a.signal, a.shuffle_labels)
+                a.signal, a.shuffle_labels, (a.drift, 0, total))
     test = write_split(model, os.path.join(a.out, "test.txt"), a.test,
-                       random.Random(f"test/{a.seed}"), a.signal, a.shuffle_labels)
+                       random.Random(f"test/{a.seed}"), a.signal, a.shuffle_labels,
+                       (a.drift, a.train, total))
     eps = 1e-15
     answer = {
         "train": a.train,
         "test": a.test,
         "positive_rate": round(sum(l for _, l in test) / len(test), 6),
         "bayes_auc": round(auc(test), 6),
+        "drift": a.drift,
         "bayes_logloss": round(-sum(math.log(max(p if l else 1 - p, eps)) for p, l in test)
                                / len(test), 6),
     }

@@ -180,6 +180,24 @@ void CheckpointSeeds() {
   b.values = Iota({2}, DType::kFloat32);
   ck.chunks.push_back(std::move(w));
   ck.chunks.push_back(std::move(b));
+  // A table partition of 3 rows (dim 2, one optimizer slot) with 2 ids pending admission: its
+  // table record, a ROWS record and a PEND record.
+  ck.meta.variables.push_back(ps::TableVariable("emb", 0, 2, 0.5f));
+  ps::TableState t;
+  t.variable_id = 2;
+  t.version = 3;
+  t.updates = 3;
+  t.worker_clocks = {3, 3};
+  t.dim = 2;
+  t.slots = 1;
+  t.ids = Iota({3}, DType::kUInt64);
+  t.rows = Iota({3, 4}, DType::kFloat32);
+  t.row_updates = Iota({3}, DType::kUInt32);
+  t.row_last_update = Iota({3}, DType::kUInt64);
+  t.admission_ids = Iota({2}, DType::kUInt64);
+  t.admission_counts = Iota({2}, DType::kUInt32);
+  t.admission_last_seen = Iota({2}, DType::kUInt64);
+  ck.tables.push_back(std::move(t));
   const fs::path tmp = fs::temp_directory_path() / ("fuzz_seeds_" + std::to_string(getpid()));
   if (Status st = ps::SaveCheckpoint(tmp.string(), ck); !st.ok()) {
     std::fprintf(stderr, "fuzz_seeds: %s\n", st.ToString().c_str());
@@ -189,8 +207,8 @@ void CheckpointSeeds() {
   const std::string file((std::istreambuf_iterator<char>(in)), {});
   fs::remove(tmp);
   // The harness's flags byte: bit 0 rewrites the CRCs.
-  Write("checkpoint", "two-chunks", std::string(1, '\1') + file);
-  Write("checkpoint", "two-chunks-crc-as-is", std::string(1, '\0') + file);
+  Write("checkpoint", "two-chunks-and-a-table", std::string(1, '\1') + file);
+  Write("checkpoint", "two-chunks-and-a-table-crc-as-is", std::string(1, '\0') + file);
 }
 
 std::string Idx(const std::vector<uint32_t>& dims) {

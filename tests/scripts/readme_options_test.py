@@ -36,7 +36,7 @@ def main():
     helps.append(help_text([f"{bin_dir}/towerps-launch", "--stdin-watchdog"]))
     for script in ("scripts/test.sh", "scripts/package.sh", "scripts/gpu_verify.sh",
                    "experiments/run_preset", "experiments/run_sweep", "scripts/make_ctr_data.py",
-                   "scripts/to_npy.py", "bench/pytorch_baseline.py"):
+                   "scripts/to_npy.py", "bench/pytorch_baseline.py", "bench/table_policy_bench.py"):
         helps.append(help_text(["bash" if script.endswith(".sh") else sys.executable,
                                 f"{root}/{script}"]))
     known = set()
