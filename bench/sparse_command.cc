@@ -70,11 +70,8 @@ void Print(const SparseBenchOptions& o, const SparseBenchResult& r) {
               r.client_cpu_s_per_million_rows, servers);
 }
 
-}  // namespace
-
-int RunSparseCommand(int argc, char** argv) {
-  SparseBenchOptions o;
-  bool json = false, vs_dense = false;
+// The command's flags, bound to `o`, `json` and `vs_dense`.
+po::options_description SparseFlags(SparseBenchOptions& o, bool* json, bool* vs_dense) {
   po::options_description desc("Usage: towerps-bench sparse [options]");
   desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "servers", po::value(&o.servers)->default_value(o.servers), "server processes")(
@@ -116,9 +113,18 @@ int RunSparseCommand(int argc, char** argv) {
       "the next step's pull")(
       "dense", po::bool_switch(&o.dense),
       "push and pull the table whole, as a dense variable of [--ids, --dim], instead of by id")(
-      "vs-dense", po::bool_switch(&vs_dense),
+      "vs-dense", po::bool_switch(vs_dense),
       "run by id, then whole, and print the ratio of their rows per second")(
-      "json", po::bool_switch(&json), "print one JSON object per run instead of text");
+      "json", po::bool_switch(json), "print one JSON object per run instead of text");
+  return desc;
+}
+
+}  // namespace
+
+int RunSparseCommand(int argc, char** argv) {
+  SparseBenchOptions o;
+  bool json = false, vs_dense = false;
+  const po::options_description desc = SparseFlags(o, &json, &vs_dense);
   po::variables_map vm;
   if (auto code = ParseCommandLine("towerps-bench sparse", argc, argv, desc, &vm)) return *code;
   std::vector<std::string> transports = {o.transport};
