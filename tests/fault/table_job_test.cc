@@ -3,114 +3,24 @@
 // a worker killed with SIGKILL at seeded moments is restarted and the final parameters are the
 // undisturbed job's, bit for bit; async applies every iteration once; the trained table is
 // exported; and the model learns (the dataset's optimum is 100%).
-#include <signal.h>
-
 #include <random>
 #include <regex>
 
-#include "tests/launch/launch_fixture.h"
+#include "tests/fault/table_job_fixture.h"
 
 namespace towerps::launch_test {
 namespace {
 
-// Steps of 1024 examples per worker: long enough (several ms) that a kill often lands between a
-// worker's pushes of one step, whose recomputation is what the restart test checks.
-constexpr int kSteps = 150;
+std::vector<std::string> NoFlags() { return {}; }
 
-std::vector<std::string> JobArgv(const fs::path& dir, std::vector<std::string> extra = {}) {
-  std::vector<std::string> argv = {kLaunchBin,
-                                   "--servers",
-                                   "2",
-                                   "--workers",
-                                   "3",
-                                   "--model",
-                                   "embed-mlp",
-                                   "--dataset",
-                                   "categorical",
-                                   "--max-steps",
-                                   std::to_string(kSteps),
-                                   "--epochs",
-                                   "100",
-                                   "--batch-size",
-                                   "1024",
-                                   "--log-every",
-                                   "10",
-                                   "--table-lr",
-                                   "0.5",
-                                   "--run-dir",
-                                   (dir / "run").string(),
-                                   "--final-params-out",
-                                   (dir / "final.bin").string(),
-                                   "--summary-out",
-                                   (dir / "summary.json").string()};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return argv;
-}
-
-class TableJobTest : public LaunchTest {
- protected:
-  static void SetUpTestSuite() {
-    ScratchDir dir("table_job_reference");
-    Result<int> code = RunProcess(JobArgv(dir.path()), dir / "out.txt", {}, seconds(300));
-    ASSERT_TRUE(code.ok()) << code.status().ToString();
-    ASSERT_EQ(*code, 0) << dir.Read("out.txt");
-    reference_ = new std::string(dir.Read("final.bin"));
-  }
-  static void TearDownTestSuite() {
-    delete reference_;
-    reference_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(reference_, nullptr);
-    ShowOnFailure("out.txt");
-  }
-
-  // Runs the job; with `kill` (step, delay in ms), SIGKILLs `victim` ("worker" 1 by default, or
-  // "ps" 0 or 1) once worker 1's step line shows, after the delay. Returns the launcher's exit
-  // code.
-  int Run(std::vector<std::string> extra = {}, std::optional<std::pair<int, int>> kill = {},
-          const std::string& victim = "worker", int victim_rank = 1) {
-    fs::remove_all(dir_ / "run");
-    fs::remove(dir_ / "final.bin");
-    Result<Subprocess> job = Start(JobArgv(dir_.path(), std::move(extra)), "out.txt");
-    EXPECT_TRUE(job.ok()) << job.status().ToString();
-    if (!job.ok()) return -1;
-    if (kill) {
-      const fs::path log = dir_ / "run" / "worker-1.log";
-      const std::string line = "step " + std::to_string(kill->first) + ",";
-      const Deadline deadline = Deadline::After(seconds(60));
-      while (ReadFile(log).find(line) == std::string::npos && !deadline.expired() && !job->Poll()) {
-        std::this_thread::sleep_for(milliseconds(1));
-      }
-      std::this_thread::sleep_for(milliseconds(kill->second));
-      const std::vector<pid_t> pids = ProcessPids(dir_ / "run", victim, victim_rank);
-      EXPECT_FALSE(pids.empty());
-      if (!pids.empty()) {
-        EXPECT_EQ(::kill(pids.back(), SIGKILL), 0);
-      }
-    }
-    const std::optional<int> code = job->Wait(Deadline::After(seconds(300)));
-    EXPECT_TRUE(code.has_value()) << "the job did not end";
-    return code.value_or(-1);
-  }
-
-  double Summary(const std::string& key) const {
-    const std::string summary = dir_.Read("summary.json");
-    const size_t at = summary.find("\"" + key + "\":");
-    return at == std::string::npos ? -1 : std::atof(summary.c_str() + at + key.size() + 3);
-  }
-
-  static std::string* reference_;
-};
-
-std::string* TableJobTest::reference_ = nullptr;
+class TableJobTest : public TableJobFixture<150, NoFlags> {};
 
 // The final parameters hold the dense variables and the table's trained rows; a rerun gives the
 // same bytes, and the model learned far beyond chance (4 classes).
 TEST_F(TableJobTest, SyncRerunHasTheSameBitsRowsIncludedAndLearns) {
   ASSERT_EQ(Run(), 0);
   const std::string got = dir_.Read("final.bin");
-  EXPECT_TRUE(got == *reference_) << "a rerun's final parameters differ";
+  EXPECT_TRUE(got == reference()) << "a rerun's final parameters differ";
   const size_t table = got.find("embedding ");
   ASSERT_NE(table, std::string::npos) << "no table in --final-params-out";
   const long rows = std::atol(got.c_str() + table + 10);
@@ -147,7 +57,7 @@ TEST_F(TableJobTest, KilledWorkerIsRestartedAndTheFinalParametersAreBitIdentical
     ASSERT_EQ(Run({}, std::make_pair(step, delay)), 0);
     EXPECT_NE(dir_.Read("out.txt").find("worker:1 was killed by SIGKILL; restarting it (1 of 3)"),
               std::string::npos);
-    EXPECT_TRUE(dir_.Read("final.bin") == *reference_)
+    EXPECT_TRUE(dir_.Read("final.bin") == reference())
         << "final parameters differ from the undisturbed job's";
   }
 }
@@ -159,14 +69,14 @@ TEST_F(TableJobTest, KilledWorkerIsRestartedAndTheFinalParametersAreBitIdentical
 TEST_F(TableJobTest, KilledServerWithReplicasFailsOverAndTheFinalParametersAreBitIdentical) {
   const std::vector<std::string> replicas = {"--ps-replicas", "2"};
   ASSERT_EQ(Run(replicas), 0);
-  EXPECT_TRUE(dir_.Read("final.bin") == *reference_) << "replicas changed the bits";
+  EXPECT_TRUE(dir_.Read("final.bin") == reference()) << "replicas changed the bits";
   for (int server : {0, 1}) {
     SCOPED_TRACE("ps:" + std::to_string(server) + " killed");
     ASSERT_EQ(Run(replicas, std::make_pair(40 + 40 * server, 1), "ps", server), 0);
     const std::string out = dir_.Read("out.txt");
     EXPECT_NE(out.find("ps:" + std::to_string(server) + " was killed by SIGKILL"),
               std::string::npos);
-    EXPECT_TRUE(dir_.Read("final.bin") == *reference_)
+    EXPECT_TRUE(dir_.Read("final.bin") == reference())
         << "final parameters differ from the undisturbed job's";
   }
 }
