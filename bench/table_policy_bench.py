@@ -125,12 +125,13 @@ def main():
     print("Stream: %d training examples, drift %s, Bayes AUC %.4f\n"
           % (answer["train"], answer.get("drift", 0), answer["bayes_auc"]))
     print("| policy | flags | rows held at the end | server peak RSS (MiB) | test AUC | admitted "
-          "| gradient rows dropped | evicted (ttl) | wall (s) |")
+          "| gradients dropped | evicted (ttl) | wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print("| %s | `%s` | %d | %s | %.4f | %d | %d | %d | %.1f |" % (
             r["policy"], r["flags"], r["table_rows"],
-            ", ".join("%.0f" % v for v in r["server_peak_rss_mib"]), r["test_auc"] or -1,
+            ", ".join("%.0f" % v for v in r["server_peak_rss_mib"]),
+            -1 if r["test_auc"] is None else r["test_auc"],
             r["admitted"], r["gradients_dropped"], r["evicted_ttl"], r["wall_s"]))
     return 0
 

@@ -100,7 +100,7 @@ std::string StatsLine(const ServerStatsReport& r) {
   if (r.table_rows > 0) line << ", " << r.table_rows << " table rows";
   if (r.table_rows_admitted + r.table_ids_pending + r.table_gradients_dropped > 0) {
     line << " (" << r.table_rows_admitted << " admitted, " << r.table_ids_pending
-         << " ids pending admission, " << r.table_gradients_dropped << " gradient rows dropped)";
+         << " ids pending admission, " << r.table_gradients_dropped << " gradients dropped)";
   }
   if (r.table_evicted_ttl + r.table_evicted_capacity > 0) {
     line << ", evicted " << r.table_evicted_ttl << " by ttl and " << r.table_evicted_capacity

@@ -62,7 +62,7 @@ struct ServerStatsReport {
   uint64_t table_rows = 0;
   std::vector<uint64_t> row_staleness_histogram;
   // Tables' policies (ps/server/row_policy.h): ids admitted after waiting, ids pending now,
-  // gradient rows dropped (ids not admitted), rows evicted by TTL and by capacity.
+  // gradients dropped (an id not admitted, once per update), rows evicted by TTL and by capacity.
   uint64_t table_rows_admitted = 0, table_ids_pending = 0, table_gradients_dropped = 0;
   uint64_t table_evicted_ttl = 0, table_evicted_capacity = 0;
   std::vector<uint32_t> registered_workers;  // ranks, increasing

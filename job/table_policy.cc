@@ -75,13 +75,15 @@ Status TablePolicy::Validate(std::string_view table) const {
                                 ShortestText(admission_probability) +
                                 " is not in (0, 1] (1: every id may be admitted)");
   }
-  if (ttl_steps < 0) {
+  if (ttl_steps < 0 || ttl_steps > kMaxTtlSteps) {
     return InvalidArgumentError(Where(table, "ttl_steps", "--table-ttl-steps") + "=" +
-                                std::to_string(ttl_steps) + " is negative (0: rows never expire)");
+                                std::to_string(ttl_steps) +
+                                " is not in [0, 2^31) (0: rows never expire)");
   }
-  if (capacity_rows < 0) {
+  if (capacity_rows < 0 || capacity_rows > kMaxCapacityRows) {
     return InvalidArgumentError(Where(table, "capacity_rows", "--table-capacity-rows") + "=" +
-                                std::to_string(capacity_rows) + " is negative (0: no bound)");
+                                std::to_string(capacity_rows) +
+                                " is not in [0, 2^40] (0: no bound)");
   }
   return Status::Ok();
 }
@@ -163,7 +165,8 @@ std::string DescribeTablePolicies(const TablePolicies& policies,
   std::string lines;
   for (const VariableSpec& v : variables) {
     if (!v.is_table()) continue;
-    lines += (lines.empty() ? "" : "\n") + ("table " + v.name + ": " + policies.For(v.name).Describe());
+    lines +=
+        (lines.empty() ? "" : "\n") + ("table " + v.name + ": " + policies.For(v.name).Describe());
   }
   return lines;
 }

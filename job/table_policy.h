@@ -2,10 +2,10 @@
 // (ps/server/row_policy.h); this is the option, set for every table by flags and per table by
 // overrides.
 //
-//   admission  an id gets a row only once it has appeared in `admission_min_count` steps'
-//              pushes, and only if the hash of (seed, table, id) falls below
-//              `admission_probability`; until then a lookup reads its initial values and its
-//              gradient is dropped (and counted).
+//   admission  an id gets a row only once it has appeared in `admission_min_count` updates'
+//              pushes (in sync, steps; in async, each worker's push is an update), and only if the
+//              hash of (seed, table, id) falls below `admission_probability`; until then a lookup
+//              reads its initial values and its gradient is dropped (and counted).
 //   eviction   a row not updated for `ttl_steps` steps goes; and when a partition holds more
 //              than its share of `capacity_rows`, the least-frequently (lfu) or least-recently
 //              (lru) updated rows go. An evicted id that comes back starts again, from its
@@ -37,11 +37,14 @@ enum class EvictionOrder { kLfu, kLru };
 inline constexpr EnumNames<EvictionOrder, 2> kEvictionOrders{
     "--table-eviction", {{{EvictionOrder::kLfu, "lfu"}, {EvictionOrder::kLru, "lru"}}}};
 
+inline constexpr int64_t kMaxTtlSteps = (int64_t{1} << 31) - 1;
+inline constexpr int64_t kMaxCapacityRows = int64_t{1} << 40;
+
 struct TablePolicy {
   int64_t admission_min_count = 1;     // steps an id must appear in before it gets a row
   float admission_probability = 1.0f;  // share of ids that may ever get one, by hash
   int64_t ttl_steps = 0;               // 0: rows never expire
-  int64_t capacity_rows = 0;           // rows per server (each partition its share); 0: no bound
+  int64_t capacity_rows = 0;  // rows per server (each partition an equal share, >= 1); 0: none
   EvictionOrder eviction = EvictionOrder::kLfu;
 
   bool AdmitsEveryId() const { return admission_min_count <= 1 && admission_probability >= 1.0f; }

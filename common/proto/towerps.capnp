@@ -273,8 +273,8 @@ struct ServerStats {
   messagesIn @24 :UInt64;
   messagesOut @25 :UInt64;
   # Tables' policies (ps/server/row_policy.h), over the server's partitions: ids given a row
-  # after waiting, ids pending admission now, gradient rows of ids not admitted (dropped), and
-  # rows evicted by TTL and by capacity.
+  # after waiting, ids pending admission now, gradients dropped (an id not admitted, once per
+  # update), and rows evicted by TTL and by capacity.
   tableRowsAdmitted @26 :UInt64;
   tableIdsPending @27 :UInt64;
   tableGradientsDropped @28 :UInt64;

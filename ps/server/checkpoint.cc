@@ -17,7 +17,8 @@ namespace {
 
 // The last byte is the format version. Version 2 added each variable's kind and decay; version
 // 3 replaced the job's fingerprint by its fields, so a mismatch can be named; version 4 added
-// tables (each variable's init scale, and the table records).
+// tables (each variable's init scale, and the table records); version 5 each row's last update
+// and the ids pending admission (PEND records), for the tables' policies.
 constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 5};
 constexpr uint32_t kHeaderTag = 0x48445221;   // "!RDH"
 constexpr uint32_t kChunkTag = 0x4b4e4843;    // "CHNK"

@@ -3,11 +3,12 @@
 //
 // Format (little-endian): "TOWERPS" and the format's version byte, a header record, the chunk
 // records, for each table partition a table record followed by its rows in records of at most
-// kRowsPerRecord rows (ids, update counts, values and optimizer state), and an end marker. Every
-// record is followed by its CRC-32 (zlib). The header names the job's options (those a resumed
-// job must share: JobConfig::ResumableFields), the model signature, the server rank and count,
-// the partition size and the variable list, so a checkpoint from a different job, model or
-// layout is refused, naming what differs, rather than half-loaded.
+// kRowsPerRecord rows (ids, update counts, last updates, values and optimizer state) and of
+// its ids pending admission, and an end marker. Every record is followed by its CRC-32 (zlib).
+// The header names the job's options (those a resumed job must share:
+// JobConfig::ResumableFields), the model signature, the server rank and count, the partition
+// size and the variable list, so a checkpoint from a different job, model or layout is
+// refused, naming what differs, rather than half-loaded.
 //
 // Contract:
 //  - SaveCheckpoint writes to "<path>.tmp" (same directory), fsyncs and closes it, renames it

@@ -17,8 +17,8 @@ bool RowPolicy::Admit(uint64_t id, int64_t version) {
   if (!coin_.Admits(id)) return false;  // never: nothing to count
   if (policy_.admission_min_count > 1) {
     PendingAdmission& p = pending_[id];
-    if (policy_.ttl_steps > 0 && p.count > 0 && version - p.last_seen >= TtlVersions()) {
-      p.count = 0;  // not seen within the TTL: its count starts again
+    if (policy_.ttl_steps > 0 && p.count > 0 && version - p.last_seen > TtlVersions()) {
+      p.count = 0;  // absent for ttl_steps steps or more: its count starts again
     }
     ++p.count;
     p.last_seen = version;
@@ -70,8 +70,8 @@ std::vector<int64_t> RowPolicy::OverCapacityRows(const RowStore& rows) const {
 }
 
 void RowPolicy::SweepPending(int64_t version) {
-  if (version - swept_at_ < TtlVersions()) return;
-  swept_at_ = version;
+  // At fixed versions, so that a restored partition sweeps when the live one did.
+  if (version % TtlVersions() != 0) return;
   std::erase_if(pending_, [&](const auto& entry) {
     return version - entry.second.last_seen >= TtlVersions();
   });
@@ -92,8 +92,12 @@ void RowPolicy::Report(int64_t rows, ShardCounters& counters) {
 
 RowPolicy RowPolicy::ForTable(const JobConfig& job, const std::string& name) {
   const TablePolicy policy = job.table_policies.For(name);
-  // capacity_rows is per server: each of the server's partitions of the table takes a share.
-  const int64_t share = (policy.capacity_rows + job.table_partitions - 1) / job.table_partitions;
+  // capacity_rows is per server: each of the server's partitions of the table takes an equal
+  // share, at least 1 row, so that the server never holds more than capacity_rows (when that is
+  // at least its partitions).
+  const int64_t share = policy.capacity_rows == 0
+                            ? 0
+                            : std::max<int64_t>(1, policy.capacity_rows / job.table_partitions);
   return RowPolicy(policy, AdmissionCoin(job.seed, name, policy.admission_probability),
                    job.UpdatesPerStep(), share);
 }
@@ -113,12 +117,31 @@ void RowPolicy::Save(TableState* s) const {
   }
 }
 
-Status RowPolicy::Check(const TableState& s) {
+Status RowPolicy::Check(const TableState& s, const std::vector<uint64_t>& held) const {
+  const auto version = static_cast<uint64_t>(s.version);
+  for (int64_t r = 0; r < s.row_last_update.num_elements(); ++r) {
+    if (s.row_last_update.u64()[r] > version) {
+      return CorruptionError("has a row last updated at version " +
+                             std::to_string(s.row_last_update.u64()[r]) + ", after its own " +
+                             std::to_string(s.version));
+    }
+  }
   const int64_t n = s.admission_ids.num_elements();
   if (s.admission_ids.dtype() != DType::kUInt64 || s.admission_counts.dtype() != DType::kUInt32 ||
       s.admission_last_seen.dtype() != DType::kUInt64 || s.admission_counts.num_elements() != n ||
       s.admission_last_seen.num_elements() != n) {
     return CorruptionError("has ids pending admission that do not add up");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t count = s.admission_counts.u32()[i];
+    if (count < 1 || count >= policy_.admission_min_count ||
+        s.admission_last_seen.u64()[i] > version ||
+        std::binary_search(held.begin(), held.end(), s.admission_ids.u64()[i])) {
+      return CorruptionError("has id " + std::to_string(s.admission_ids.u64()[i]) +
+                             " pending admission with count " + std::to_string(count) +
+                             ", which this table's policy (" + policy_.Describe() +
+                             ") or its rows cannot have");
+    }
   }
   return Status::Ok();
 }
@@ -133,7 +156,6 @@ void RowPolicy::Load(const TableState& s) {
 
 void RowPolicy::Rebuild(const RowStore& rows, int64_t version) {
   updated_at_.clear();
-  swept_at_ = version;
   if (policy_.ttl_steps <= 0) return;
   std::vector<std::pair<int64_t, uint64_t>> live;  // (last update, id) within the TTL
   for (int64_t r = 0; r < rows.size(); ++r) {

@@ -3,14 +3,15 @@
 //
 // Admission. An id without a row is counted each update it appears in (in sync, each step);
 // it gets a row at the update that brings its count to `min_count`, if the table's coin admits
-// it at all. The counts are exact: one entry of 16 bytes per id pending admission, against a
-// row's (1 + slots) * dim * 4 + 24. With a TTL, a pending count whose id has not appeared for
-// ttl_steps steps starts again from 0 (checked when the id comes back, so the entries a sweep
-// drops are only ever ones that would start again), and the sweep keeps the pending ids within
-// those seen in the last TTL.
+// it at all. The counts are exact: one hash-map entry (about 40 bytes) per id pending
+// admission, against a row's (1 + slots) * dim * 4 + 24 and its share of the id map. With a
+// TTL, a pending count whose id has been absent for ttl_steps steps or more starts again from 0
+// (checked when the id comes back, so the entries a sweep drops, every TTL of versions, are only
+// ever ones that would start again).
 //
 // Eviction, after each update (EndUpdate), in an order that depends only on the partition's
-// state: first every row whose last update is ttl_steps steps or more behind (found through
+// state: first every row not updated for ttl_steps steps, its last update that many or more
+// behind (found through
 // per-version lists of the ids updated then), then, while the partition holds more than its
 // share of capacity_rows, the least-frequently (fewest updates, then oldest update) or
 // least-recently updated rows (oldest update, then fewest updates), ties broken by id, down to
@@ -45,7 +46,7 @@ namespace towerps::ps {
 // What a partition's policy has done, since it started (a restore keeps the counts at 0).
 struct RowPolicyCounts {
   int64_t admitted = 0;           // ids given a row after waiting (min_count > 1 or the coin)
-  int64_t dropped_gradients = 0;  // gradient rows of ids not (yet) admitted
+  int64_t dropped_gradients = 0;  // updates' ids not (yet) admitted, their gradients dropped
   int64_t evicted_ttl = 0;
   int64_t evicted_capacity = 0;
 };
@@ -70,7 +71,7 @@ class RowPolicy {
 
   // An id without a row appears in the update to `version`: whether it gets one now.
   bool Admit(uint64_t id, int64_t version);
-  // A gradient row of an id not admitted was dropped.
+  // An update's gradients of n ids not admitted were dropped.
   void Dropped(int64_t n) { counts_.dropped_gradients += n; }
   // Row r of `rows` was updated to `version` (sets its last update).
   void Updated(RowStore& rows, int64_t r, int64_t version);
@@ -90,8 +91,11 @@ class RowPolicy {
   // The pending counts into a state (admission_ids, _counts, _last_seen: by increasing id), and
   // back. Check says whether a state's add up (the ids are the partition's to check); Load
   // takes a checked one.
+  // Check also refuses what a live partition never holds: a row or pending id seen after the
+  // state's version, a count outside [1, min_count), a pending id that has a row (`held`: the
+  // state's row ids, sorted).
   void Save(TableState* s) const;
-  static Status Check(const TableState& s);
+  Status Check(const TableState& s, const std::vector<uint64_t>& held) const;
   void Load(const TableState& s);
   // The TTL's per-version lists, from the rows' last updates (after a restore), at `version`.
   void Rebuild(const RowStore& rows, int64_t version);
@@ -112,7 +116,6 @@ class RowPolicy {
   // TTL: the ids updated at each version still within the TTL, oldest first, from first_.
   std::deque<std::vector<uint64_t>> updated_at_;
   int64_t first_ = 0;  // the version updated_at_.front() lists
-  int64_t swept_at_ = 0;
   // What Report last added to the counters.
   int64_t reported_rows_ = 0, reported_pending_ = 0;
   RowPolicyCounts reported_;

@@ -96,7 +96,9 @@ void RowStore::Remove(int64_t r) {
   ids_.pop_back();
   updates_.pop_back();
   last_update_.pop_back();
-  if (Block(last) + 1 < blocks_.size()) blocks_.pop_back();  // keep one spare block at most
+  // A block goes back once two lie empty past the rows: one spare is kept, so rows that come
+  // and go across a block's edge do not allocate and free it every step.
+  if (blocks_.size() > Block(last) + 2) blocks_.pop_back();
 }
 
 void RowStore::Grow() {

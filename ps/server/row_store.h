@@ -6,7 +6,8 @@
 // them. Rows are [0, size()): Remove moves the last row into the removed one's place (and
 // deletes from the map by shifting the probe chain back, so no tombstones are left), so
 // removals keep the rows dense and the same calls always give the same layout. Memory grows with
-// the rows held, a block at a time, never with a table's bound; it is not given back.
+// the rows held, a block at a time, never with a table's bound; blocks go back as rows go (one
+// spare kept), the map keeps its size.
 //
 // Contract: owned and used by one thread (the shard's); not thread-safe. A row index and its
 // pointers stay valid until a Remove or Clear.

@@ -31,7 +31,7 @@ struct ShardCounters {
   // The histogram clamps at its last bucket; these are exact: the sum and the largest.
   std::atomic<uint64_t> staleness_sum{0};
   std::atomic<uint64_t> staleness_max{0};
-  // Tables (ps/server/table_chunk.h): rows created, and each applied row's updates between the pull
+  // Tables (ps/server/table_chunk.h): rows held, and each applied row's updates between the pull
   // its gradient came from and its push.
   std::atomic<uint64_t> table_rows{0};
   // Tables' policies (ps/server/row_policy.h); pending is a level, the rest counts.

@@ -192,7 +192,7 @@ void TableChunk::FindOrAddRows() {
     const uint64_t id = entries_[groups_[g]].id;
     if (policy_.active() && rows_.Find(id) < 0 && !policy_.Admit(id, version_)) {
       group_rows_[g] = -1;  // not admitted: no row, its gradients dropped
-      policy_.Dropped(static_cast<int64_t>(groups_[g + 1] - groups_[g]));
+      policy_.Dropped(1);   // per id and update, as a backup fed the step's sums counts it
       continue;
     }
     bool added = false;
@@ -226,7 +226,8 @@ void TableChunk::BeginUpdate() {
 void TableChunk::CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const {
   ShardCounters::Histogram staleness{};
   for (size_t g = 0; g + 1 < groups_.size(); ++g) {
-    const uint32_t now = group_rows_[g] < 0 ? 0 : rows_.updates(group_rows_[g]);
+    if (group_rows_[g] < 0) continue;  // not admitted: its gradients were dropped
+    const uint32_t now = rows_.updates(group_rows_[g]);
     for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
       const Entry& e = entries_[k];
       const uint32_t pulled = update.gradients[e.contribution]->pulled_updates.u32()[e.row];
@@ -391,20 +392,22 @@ Status TableChunk::Restore(const TableState& s) {
     return CorruptionError(where + "holds " + std::string(ids.message()));
   }
   TOWERPS_RETURN_IF_ERROR(CheckReplicaExtras(s));
-  if (Status pending = RowPolicy::Check(s); !pending.ok()) {
+  std::vector<uint64_t> held(s.ids.u64(), s.ids.u64() + n);
+  std::sort(held.begin(), held.end());
+  if (auto twice = std::adjacent_find(held.begin(), held.end()); twice != held.end()) {
+    return CorruptionError(where + "holds id " + IdText(*twice) + " twice");
+  }
+  if (Status pending = policy_.Check(s, held); !pending.ok()) {
     return CorruptionError(where + std::string(pending.message()));
   }
   if (Status ids = CheckIds(s.admission_ids, /*sorted=*/true); !ids.ok()) {
     return CorruptionError(where + "holds pending " + std::string(ids.message()));
   }
+  // Checked whole: from here nothing fails.
   rows_.Clear();
   for (int64_t r = 0; r < n; ++r) {
     bool added = false;
     const int64_t row = rows_.Insert(s.ids.u64()[r], &added);
-    if (!added) {
-      rows_.Clear();
-      return CorruptionError(where + "holds id " + IdText(s.ids.u64()[r]) + " twice");
-    }
     std::memcpy(rows_.row(row), s.rows.f32() + r * stride,
                 static_cast<size_t>(stride) * sizeof(float));
     rows_.set_updates(row, s.row_updates.u32()[r]);

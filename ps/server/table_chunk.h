@@ -29,8 +29,8 @@
 //
 // The table's policy (job/table_policy.h, ps/server/row_policy.h) decides which ids get a row
 // and which rows are evicted after each update; an id without a row reads its initial values,
-// and the gradient rows of ids not admitted are dropped (counted). The primary and its backup
-// decide the same, from the same ids in the same order.
+// and the gradients of ids not admitted are dropped (counted once per id and update). The primary
+// and its backup decide the same, from the same ids in the same order.
 //
 // Contract: owned and used by exactly one server thread; not thread-safe. Requests are validated
 // here (CheckIds, Push): a malformed one is an error naming the table, never a crash, and
@@ -93,7 +93,9 @@ class TableChunk final : public Holder, private UpdateTarget {
   // The rows of `ids` (checked with CheckIds) at `version`: the current one, or in sync mode the
   // one before (for a restarted worker's exact pull); kFailedPrecondition for any other. Rows
   // are [ids, dim] floats from the allocator; `updates` (uint32 [ids]) counts each row's updates
-  // so far, 0 for a row not held (read at its initial values).
+  // so far, 0 for a row not held (read at its initial values), and 0 for a row the last update
+  // evicted when read one version back (its values are exact; the count only feeds row
+  // staleness).
   Status Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tensor* updates) const;
   // Every row held, at the current version, in increasing order of id: their ids (uint64 [n]),
   // values (float32 [n, dim], from the allocator) and update counts (uint32 [n]).

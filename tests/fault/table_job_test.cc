@@ -94,14 +94,16 @@ TEST_F(TableJobTest, AsyncJobTrainsAndAppliesEveryIterationOnce) {
 }
 
 // Async with replicas: ps:1 killed mid-job; the backups replayed the primaries' pushes in their
-// order, so every chunk and partition still ends at exactly workers x steps versions.
+// order, so every chunk and partition still ends at exactly workers x steps versions. On a
+// loaded machine the restarted ps:1 may be slow to acknowledge its first forwards (2 s) and be
+// replaced once more: still exactly once, so the failovers are at least 1.
 TEST_F(TableJobTest, AsyncReplicasApplyEveryIterationOnceAcrossAFailover) {
   const std::vector<std::string> async = {"--mode", "async", "--lr", "0.02", "--ps-replicas", "2"};
   const std::string exact =
       "\"final_versions\":[" + std::to_string(3 * kSteps) + "," + std::to_string(3 * kSteps) + "]";
   ASSERT_EQ(Run(async, std::make_pair(80, 1), "ps", 1), 0);
   EXPECT_NE(dir_.Read("out.txt").find("ps:1 was killed by SIGKILL"), std::string::npos);
-  EXPECT_EQ(Summary("failovers"), 1);
+  EXPECT_GE(Summary("failovers"), 1);
   EXPECT_NE(dir_.Read("summary.json").find(exact), std::string::npos) << dir_.Read("summary.json");
   EXPECT_GT(Summary("test_accuracy"), 0.4);
 }

@@ -25,6 +25,7 @@ TEST_F(TablePolicyJobTest, SyncRerunHasTheSameBitsAndThePoliciesActed) {
   EXPECT_GT(Summary("table_gradients_dropped"), 0);
   EXPECT_GT(Summary("table_evicted_ttl"), 0);
   EXPECT_GT(Summary("table_evicted_capacity"), 0);
+  EXPECT_GT(Summary("table_rows"), 0);
   EXPECT_LE(Summary("table_rows"), 2 * 2400);
   EXPECT_GT(Summary("test_accuracy"), 0.4);  // 4 classes: it still learns
   EXPECT_NE(dir_.Read("out.txt").find("by capacity"), std::string::npos);

@@ -168,13 +168,14 @@ TEST(JobFlagsTest, TablePoliciesParseOverrideAndRoundTrip) {
   EXPECT_FALSE(plain->table_policies.Any());
 
   for (const auto& [args, expect] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"--table-ttl-steps", "-1"}, "--table-ttl-steps=-1 is negative"},
-           {{"--table-capacity-rows", "-5"}, "--table-capacity-rows=-5 is negative"},
+           {{"--table-ttl-steps", "-1"}, "--table-ttl-steps=-1 is not in [0, 2^31)"},
+           {{"--table-ttl-steps", "4294967296"}, "--table-ttl-steps=4294967296 is not in"},
+           {{"--table-capacity-rows", "-5"}, "--table-capacity-rows=-5 is not in [0, 2^40]"},
            {{"--table-admission-min-count", "0"}, "--table-admission-min-count=0"},
            {{"--table-admission-probability", "1.5"}, "--table-admission-probability=1.5"},
            {{"--table-eviction", "fifo"}, "--table-eviction=fifo is not one of lfu, lru"},
            {{"--table-policy", "emb_3:ttl=5"}, "table 'emb_3': 'ttl' is not a policy key"},
-           {{"--table-policy", "emb_3:ttl_steps=-2"}, "table 'emb_3': ttl_steps=-2 is negative"},
+           {{"--table-policy", "emb_3:ttl_steps=-2"}, "table 'emb_3': ttl_steps=-2 is not in"},
            {{"--table-policy", "emb_3:eviction=mru"}, "table 'emb_3': eviction=mru"},
            {{"--table-policy", "emb_3:min_count=two"}, "table 'emb_3': min_count"},
            {{"--table-policy", "emb_3=ttl_steps:5"}, "is not NAME:KEY=VALUE"},

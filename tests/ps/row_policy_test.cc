@@ -67,6 +67,60 @@ TEST(RowPolicyTest, AnIdGetsItsRowAtTheStepThatBringsItsCountToMinCount) {
   EXPECT_EQ(Read(*t, {5}), Read(*fresh, {5}));
 }
 
+// With a TTL, a pending count starts again once its id has been absent for ttl_steps steps:
+// seen at steps 1 and 3 under TTL 2 (absent one step) it is admitted; at 1 and 4 it is not.
+TEST(RowPolicyTest, APendingCountStartsAgainAfterTtlStepsAbsent) {
+  TablePolicy policy;
+  policy.admission_min_count = 2;
+  policy.ttl_steps = 2;
+  auto t = MakeTable(PolicyJob(policy), 4);
+  Step(*t, {1, 2}, 1);  // version 1
+  Step(*t, {}, 2);
+  Step(*t, {1}, 3);  // id 1: absent at 2 only, its second step: admitted
+  EXPECT_EQ(Held(*t), std::set<uint64_t>({1}));
+  Step(*t, {2}, 4);  // id 2: absent at 2 and 3, its count started again
+  EXPECT_EQ(Held(*t), std::set<uint64_t>({1}));
+  EXPECT_EQ(t->pending_admission(), 1);
+  Step(*t, {2}, 5);  // id 2 admitted; row 1, not updated at 4 and 5, expires
+  EXPECT_EQ(Held(*t), std::set<uint64_t>({2}));
+}
+
+// A restore refuses a state a live partition never holds, naming what, and changes nothing.
+TEST(RowPolicyTest, ARestoreRefusesImpossiblePolicyStateWhole) {
+  TablePolicy policy;
+  policy.admission_min_count = 3;
+  policy.ttl_steps = 4;
+  auto t = MakeTable(PolicyJob(policy), 4);
+  for (uint32_t s = 1; s <= 3; ++s) Step(*t, {uint64_t{s}, 10 + s, 20}, s);
+  const TableState good = t->Snapshot(/*replica=*/true);
+  ASSERT_GT(good.admission_ids.num_elements(), 0);
+  ASSERT_GT(good.ids.num_elements(), 0);
+  auto target = MakeTable(PolicyJob(policy), 4);
+  ASSERT_TRUE(target->Restore(good).ok());
+  auto refused = [&](TableState bad, const std::string& why) {
+    Status s = target->Restore(bad);
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << why;
+    EXPECT_NE(s.message().find(why), std::string::npos) << s.ToString();
+    EXPECT_EQ(Held(*target), Held(*t)) << "a refused restore changed the partition";
+  };
+  TableState late = good;
+  late.row_last_update = Tensor::Empty({good.ids.num_elements()}, DType::kUInt64);
+  for (int64_t r = 0; r < good.ids.num_elements(); ++r) late.row_last_update.u64()[r] = 1ull << 40;
+  refused(late, "after its own");
+  TableState count = good;
+  count.admission_counts = Tensor::Empty({good.admission_ids.num_elements()}, DType::kUInt32);
+  for (int64_t i = 0; i < good.admission_ids.num_elements(); ++i)
+    count.admission_counts.u32()[i] = 3;
+  refused(count, "pending admission with count 3");
+  TableState twice = good;
+  twice.admission_ids = Tensor::Empty({1}, DType::kUInt64);
+  twice.admission_ids.u64()[0] = good.ids.u64()[0];  // pending and held at once
+  twice.admission_counts = Tensor::Zeros({1}, DType::kUInt32);
+  twice.admission_counts.u32()[0] = 1;
+  twice.admission_last_seen = Tensor::Zeros({1}, DType::kUInt64);
+  refused(twice, "pending admission");
+}
+
 TEST(RowPolicyTest, TheCoinAdmitsItsShareOfIdsTheSameInEveryProcess) {
   TablePolicy policy;
   policy.admission_probability = 0.25f;
@@ -181,13 +235,13 @@ TEST(RowPolicyTest, ARestoredPartitionContinuesBitForBit) {
   auto a = MakeTable(job, 4);
   auto b = MakeTable(job, 4);
   for (int s = 0; s < 30; ++s) {
-    if (s == 12) {
+    if (s == 13) {  // not a multiple of the TTL: the pending ids' sweeps keep their phase
       const TableState saved = a->Snapshot(/*replica=*/true);
       EXPECT_GT(saved.admission_ids.num_elements(), 0);
       ASSERT_TRUE(b->Restore(saved).ok());
     }
     Step(*a, steps[static_cast<size_t>(s)], static_cast<uint32_t>(s));
-    if (s >= 12) Step(*b, steps[static_cast<size_t>(s)], static_cast<uint32_t>(s));
+    if (s >= 13) Step(*b, steps[static_cast<size_t>(s)], static_cast<uint32_t>(s));
   }
   ASSERT_EQ(Held(*a), Held(*b));
   EXPECT_EQ(a->pending_admission(), b->pending_admission());

@@ -124,6 +124,20 @@ TEST(RowStoreTest, RemovalsKeepEveryOtherRowFoundWithItsValues) {
   EXPECT_EQ(store.Insert(7, &added), 0);
   EXPECT_TRUE(added);
   EXPECT_EQ(store.last_update(0), 0);
+
+  // Across blocks: 10,000 rows (3 blocks) down to 100, whose values moved with them, and the
+  // blocks past one spare given back.
+  RowStore big(2);
+  for (uint64_t id = 0; id < 10000; ++id) {
+    big.row(big.Insert(id * 3, &added))[0] = static_cast<float>(id);
+  }
+  const size_t full = big.bytes();
+  for (uint64_t id = 0; id < 9900; ++id) big.Remove(big.Find(id * 3));
+  EXPECT_EQ(big.size(), 100);
+  EXPECT_LT(big.bytes(), full);
+  for (uint64_t id = 9900; id < 10000; ++id) {
+    ASSERT_EQ(big.row(big.Find(id * 3))[0], static_cast<float>(id)) << id;
+  }
 }
 
 }  // namespace

@@ -63,7 +63,8 @@ struct TrainingSummary {
   // hold, and row staleness, each applied row's updates between its pull and its push.
   uint64_t table_rows = 0;
   // The tables' policies (ps/server/row_policy.h), over the servers: ids admitted after
-  // waiting, ids pending admission, gradient rows dropped, rows evicted by TTL and by capacity.
+  // waiting, ids pending admission, gradients dropped (an id not admitted, once per update),
+  // rows evicted by TTL and by capacity.
   uint64_t table_rows_admitted = 0, table_ids_pending = 0, table_gradients_dropped = 0;
   uint64_t table_evicted_ttl = 0, table_evicted_capacity = 0;
   std::vector<uint64_t> row_staleness_histogram;
