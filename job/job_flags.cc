@@ -17,7 +17,7 @@ namespace {
 
 // The embedding tables' options: their optimizer, and their policies (job/table_policy.h).
 void AddTableFlags(po::options_description& desc, JobConfig& c, std::string* table_optimizer,
-                   std::string* eviction) {
+                   std::string* eviction, std::string* storage) {
   desc.add_options()(
       "table-optimizer", po::value(table_optimizer)->default_value(*table_optimizer),
       "embedding tables' rows: sgd, momentum, adagrad, adam (lazy: a row's moments and bias "
@@ -46,10 +46,20 @@ void AddTableFlags(po::options_description& desc, JobConfig& c, std::string* tab
       "embedding tables: rows each server holds of a table at most, the rest evicted by "
       "--table-eviction at step boundaries (0: no bound)")(
       "table-eviction", po::value(eviction)->default_value(*eviction),
-      "which rows --table-capacity-rows evicts: lfu (fewest updates) or lru (oldest update)")(
+      "which rows --table-capacity-rows evicts, or --table-memory-mb sends to disk: lfu (fewest "
+      "updates) or lru (oldest update)")(
+      "table-storage", po::value(storage)->default_value(*storage),
+      "embedding tables: memory (every row in RAM) or rocksdb (each server keeps the hottest "
+      "rows within --table-memory-mb, the rest on disk in its --table-dir)")(
+      "table-memory-mb",
+      po::value(&c.table_policies.defaults.memory_mb)
+          ->default_value(c.table_policies.defaults.memory_mb),
+      "embedding tables with --table-storage rocksdb: each server's megabytes of a table's rows "
+      "in memory (its partitions share them)")(
       "table-policy", po::value(&c.table_policies.overrides)->default_value(""),
       "per-table overrides of the --table-* policy flags, NAME:KEY=VALUE items separated by "
-      "commas; KEY: min_count, probability, ttl_steps, capacity_rows, eviction (e.g. "
+      "commas; KEY: min_count, probability, ttl_steps, capacity_rows, eviction, storage, "
+      "memory_mb (e.g. "
       "emb_0:ttl_steps=1000,emb_3:min_count=2)");
 }
 
@@ -62,6 +72,7 @@ JobFlags::JobFlags()
       schedule_(kLrScheduleKinds.Name(config_.schedule.kind)),
       lr_scaling_(kLrScalings.Name(config_.lr_scaling)),
       table_eviction_(kEvictionOrders.Name(config_.table_policies.defaults.eviction)),
+      table_storage_(kTableStorages.Name(config_.table_policies.defaults.storage)),
       desc_("Job options (identical in every process of a job)") {
   JobConfig& c = config_;
   desc_.add_options()("workers", po::value(&c.workers)->default_value(c.workers),
@@ -101,7 +112,7 @@ JobFlags::JobFlags()
       "adagrad-initial", FloatFlag(&c.optimizer.initial_accumulator),
       "adagrad initial accumulator")("weight-decay", FloatFlag(&c.optimizer.weight_decay),
                                      "L2 weight decay added to gradients");
-  AddTableFlags(desc_, c, &table_optimizer_, &table_eviction_);
+  AddTableFlags(desc_, c, &table_optimizer_, &table_eviction_, &table_storage_);
   desc_.add_options()("lr-schedule", po::value(&schedule_)->default_value(schedule_),
                       "constant, step or exponential")(
       "lr-decay-rate", FloatFlag(&c.schedule.decay_rate), "step/exponential decay factor")(
@@ -142,6 +153,7 @@ Result<JobConfig> JobFlags::ToConfig(const po::variables_map& vm) const {
   TOWERPS_ASSIGN_OR_RETURN(c.table_optimizer.kind, kTableOptimizerKinds.Parse(table_optimizer_));
   TOWERPS_ASSIGN_OR_RETURN(c.table_policies.defaults.eviction,
                            kEvictionOrders.Parse(table_eviction_));
+  TOWERPS_ASSIGN_OR_RETURN(c.table_policies.defaults.storage, kTableStorages.Parse(table_storage_));
   TOWERPS_RETURN_IF_ERROR(c.Validate());
   return c;
 }

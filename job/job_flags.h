@@ -32,7 +32,8 @@ class JobFlags {
 
  private:
   JobConfig config_;
-  std::string mode_, optimizer_, table_optimizer_, schedule_, lr_scaling_, table_eviction_;
+  std::string mode_, optimizer_, table_optimizer_, schedule_, lr_scaling_, table_eviction_,
+      table_storage_;
   boost::program_options::options_description desc_;
 };
 

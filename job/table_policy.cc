@@ -10,7 +10,8 @@
 namespace towerps::ps {
 namespace {
 
-constexpr const char* kKeys = "min_count, probability, ttl_steps, capacity_rows or eviction";
+constexpr const char* kKeys =
+    "min_count, probability, ttl_steps, capacity_rows, eviction, storage or memory_mb";
 
 // Where a field's error points: its flag for the defaults, "table 'NAME': key" for an override.
 std::string Where(std::string_view table, const char* key, const char* flag) {
@@ -37,17 +38,27 @@ Status Set(const std::string& key, const std::string& text, std::string_view tab
       return InvalidArgumentError(where + "=" + text + " is not one of " + kEvictionOrders.List());
     }
     policy->eviction = *order;
+  } else if (key == "storage") {
+    Result<TableStorage> storage = kTableStorages.Parse(text);
+    if (!storage.ok()) {
+      return InvalidArgumentError(where + "=" + text + " is not one of " + kTableStorages.List());
+    }
+    policy->storage = *storage;
+  } else if (key == "memory_mb") {
+    TOWERPS_ASSIGN_OR_RETURN(policy->memory_mb, ParseInt(text, where));
   } else {
     return InvalidArgumentError("--table-policy: table '" + std::string(table) + "': '" + key +
                                 "' is not a policy key (" + kKeys + ")");
   }
-  return policy->Validate(table);
+  return policy->ValidateFields(table);
 }
 
 }  // namespace
 
 std::string TablePolicy::Describe() const {
-  if (AdmitsEveryId() && !Evicts()) return "every id, kept forever";
+  if (AdmitsEveryId() && !Evicts() && storage == TableStorage::kMemory) {
+    return "every id, kept forever";
+  }
   std::string s;
   auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
   if (admission_min_count > 1) {
@@ -61,10 +72,14 @@ std::string TablePolicy::Describe() const {
     add("at most " + std::to_string(capacity_rows) + " rows per server (" +
         kEvictionOrders.Name(eviction) + ")");
   }
+  if (storage == TableStorage::kRocksdb) {
+    add("on disk (rocksdb) beyond " + std::to_string(memory_mb) + " MB per server in memory (" +
+        kEvictionOrders.Name(eviction) + ")");
+  }
   return s;
 }
 
-Status TablePolicy::Validate(std::string_view table) const {
+Status TablePolicy::ValidateFields(std::string_view table) const {
   if (admission_min_count < 1 || admission_min_count > (int64_t{1} << 32) - 1) {
     return InvalidArgumentError(Where(table, "min_count", "--table-admission-min-count") + "=" +
                                 std::to_string(admission_min_count) +
@@ -84,6 +99,33 @@ Status TablePolicy::Validate(std::string_view table) const {
     return InvalidArgumentError(Where(table, "capacity_rows", "--table-capacity-rows") + "=" +
                                 std::to_string(capacity_rows) +
                                 " is not in [0, 2^40] (0: no bound)");
+  }
+  if (memory_mb < 0 || memory_mb > kMaxMemoryMb) {
+    return InvalidArgumentError(Where(table, "memory_mb", "--table-memory-mb") + "=" +
+                                std::to_string(memory_mb) + " is not in [0, 2^30]");
+  }
+  return Status::Ok();
+}
+
+Status TablePolicy::Validate(std::string_view table) const {
+  TOWERPS_RETURN_IF_ERROR(ValidateFields(table));
+  if (storage == TableStorage::kRocksdb && memory_mb == 0) {
+    return InvalidArgumentError(Where(table, "storage", "--table-storage") +
+                                "=rocksdb needs a memory budget: set " +
+                                Where(table, "memory_mb", "--table-memory-mb") +
+                                " (each server's megabytes of the table's rows in memory)");
+  }
+  if (storage == TableStorage::kMemory && memory_mb > 0) {
+    return InvalidArgumentError(Where(table, "memory_mb", "--table-memory-mb") + "=" +
+                                std::to_string(memory_mb) +
+                                " bounds the memory tier of storage=rocksdb; this table's "
+                                "storage is memory (set storage to rocksdb, or drop memory_mb)");
+  }
+  if (storage == TableStorage::kRocksdb && capacity_rows > 0) {
+    return InvalidArgumentError(Where(table, "capacity_rows", "--table-capacity-rows") + "=" +
+                                std::to_string(capacity_rows) +
+                                " does not combine with storage=rocksdb, whose rows beyond memory "
+                                "go to disk; bound them with ttl_steps instead");
   }
   return Status::Ok();
 }
@@ -119,7 +161,20 @@ Status TablePolicies::Validate() const {
   for (const TablePolicyOverride& o : items) {
     TOWERPS_RETURN_IF_ERROR(Set(o.key, o.value, o.table, &scratch));
   }
+  for (const std::string& table : NamedTables()) {  // each table's keys together
+    TOWERPS_RETURN_IF_ERROR(For(table).Validate(table));
+  }
   return Status::Ok();
+}
+
+std::string TablePolicies::DiskUser() const {
+  if (defaults.storage == TableStorage::kRocksdb) return "--table-storage=rocksdb";
+  for (const std::string& table : NamedTables()) {
+    if (For(table).storage == TableStorage::kRocksdb) {
+      return "--table-policy: table '" + table + "': storage=rocksdb";
+    }
+  }
+  return "";
 }
 
 TablePolicy TablePolicies::For(std::string_view name) const {

@@ -10,12 +10,18 @@
 //              than its share of `capacity_rows`, the least-frequently (lfu) or least-recently
 //              (lru) updated rows go. An evicted id that comes back starts again, from its
 //              initial values.
+//   storage    memory (every row in RAM) or rocksdb: each server keeps the table's hottest rows
+//              within `memory_mb` (its partitions share it) and the rest on disk, in a RocksDB
+//              tier in its --table-dir (ps/server/table_rows.h); rows read back from disk have
+//              the bits they left with. capacity_rows does not combine with it (bound the rows on
+//              disk with a TTL).
 //
-// The defaults (1, 1, 0, 0) admit every id at once and keep every row forever: the table as it
-// was before policies.
+// The defaults (1, 1, 0, 0, memory) admit every id at once and keep every row forever: the table as
+// it was before policies.
 //
 // Overrides: "NAME:KEY=VALUE" items, comma-separated (--table-policy), KEY one of min_count,
-// probability, ttl_steps, capacity_rows, eviction; a later item wins over an earlier one.
+// probability, ttl_steps, capacity_rows, eviction, storage, memory_mb; a later item wins over an
+// earlier one.
 //
 // Contract: plain values and pure functions; thread-compatible. Every error is kInvalidArgument
 // naming the flag or the table, the key and the value.
@@ -37,8 +43,13 @@ enum class EvictionOrder { kLfu, kLru };
 inline constexpr EnumNames<EvictionOrder, 2> kEvictionOrders{
     "--table-eviction", {{{EvictionOrder::kLfu, "lfu"}, {EvictionOrder::kLru, "lru"}}}};
 
+enum class TableStorage { kMemory, kRocksdb };
+inline constexpr EnumNames<TableStorage, 2> kTableStorages{
+    "--table-storage", {{{TableStorage::kMemory, "memory"}, {TableStorage::kRocksdb, "rocksdb"}}}};
+
 inline constexpr int64_t kMaxTtlSteps = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxCapacityRows = int64_t{1} << 40;
+inline constexpr int64_t kMaxMemoryMb = int64_t{1} << 30;
 
 struct TablePolicy {
   int64_t admission_min_count = 1;     // steps an id must appear in before it gets a row
@@ -46,6 +57,8 @@ struct TablePolicy {
   int64_t ttl_steps = 0;               // 0: rows never expire
   int64_t capacity_rows = 0;  // rows per server (each partition an equal share, >= 1); 0: none
   EvictionOrder eviction = EvictionOrder::kLfu;
+  TableStorage storage = TableStorage::kMemory;
+  int64_t memory_mb = 0;  // rocksdb: each server's memory for the table's rows (>= 1)
 
   bool AdmitsEveryId() const { return admission_min_count <= 1 && admission_probability >= 1.0f; }
   bool Evicts() const { return ttl_steps > 0 || capacity_rows > 0; }
@@ -54,7 +67,9 @@ struct TablePolicy {
   std::string Describe() const;
   // Checks every field; the error names `where` ("--table-ttl-steps" style flags when `table`
   // is empty, else "table 'emb_3': ttl_steps") and the value.
+  // Validate checks the fields' ranges (ValidateFields) and how they combine.
   Status Validate(std::string_view table = {}) const;
+  Status ValidateFields(std::string_view table = {}) const;
   bool operator==(const TablePolicy&) const = default;
 };
 
@@ -79,6 +94,9 @@ struct TablePolicies {
   // against the job's tables (an override of no table is an error, not a no-op).
   std::vector<std::string> NamedTables() const;
   bool Any() const { return defaults != TablePolicy{} || !overrides.empty(); }
+  // What puts a table on disk ("--table-storage=rocksdb", or "--table-policy: table 'emb_3':
+  // storage=rocksdb"), empty when nothing does: the servers then need a --table-dir.
+  std::string DiskUser() const;
 };
 
 // Checks that every table the overrides name is one of the model's: an override of no table is

@@ -62,6 +62,9 @@ void LaunchFlags::AddLauncherOptions() {
       "--threads per server: N, or auto (each server takes half its host's cores, 1 to 8)")(
       "checkpoint-dir", po::value(&options_.checkpoint_dir),
       "servers checkpoint here and resume from it")(
+      "table-dir", po::value(&options_.table_dir),
+      "tables with --table-storage rocksdb: an existing, writable directory on each server's "
+      "host, where server r keeps its disk tier in ps-<r>")(
       "shutdown-grace-ms",
       po::value(&options_.shutdown_grace_ms)->default_value(options_.shutdown_grace_ms),
       "--mpi, --slurm, --cluster: once the chief asks the servers to stop, they wait at most "

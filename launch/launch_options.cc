@@ -6,6 +6,7 @@
 
 #include "launch/command_lines.h"
 #include "launch/worker_binary.h"
+#include "ps/server/server_options.h"
 #include "ps/server/server_threads.h"
 #include "ps/server/shutdown_gate.h"
 #include "worker/straggler.h"
@@ -48,6 +49,12 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
                                 " both name the workers' program; give one");
   }
   TOWERPS_RETURN_IF_ERROR(ps::CheckShutdownGrace(o.shutdown_grace_ms));
+  if (o.all_local || o.table_dir.empty()) {  // elsewhere each server checks its own
+    ps::ServerOptions tier;
+    tier.job = o.job;
+    tier.table_dir = o.table_dir;
+    TOWERPS_RETURN_IF_ERROR(tier.ValidateTableDir());
+  }
   const bool worker_cmd = !o.worker_cmd.empty();
   if (worker_cmd && o.worker.profile_steps > 0) {
     return InvalidArgumentError(

@@ -35,6 +35,8 @@ struct LaunchOptions {
   std::string server_threads = "auto";    // each server's --threads: N, or auto (its host's)
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
+  // Tables with storage=rocksdb: every server's --table-dir (each keeps its tier in ps-<rank>).
+  std::string table_dir;
   // Where the chief stops the servers (--mpi, --slurm, --cluster): how long they wait for the
   // other workers to leave (the servers' --shutdown-grace-ms).
   int64_t shutdown_grace_ms = 60000;

@@ -12,6 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev
   googletest libgtest-dev
   zlib1g-dev libzip-dev
+  librocksdb-dev
   libopenblas-dev
   dataset-fashion-mnist
   openmpi-bin

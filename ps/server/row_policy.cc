@@ -37,13 +37,15 @@ void RowPolicy::Updated(RowStore& rows, int64_t r, int64_t version) {
   updated_at_.back().push_back(rows.id(r));
 }
 
-std::vector<int64_t> RowPolicy::ExpiredRows(const RowStore& rows, int64_t version) {
+std::vector<int64_t> RowPolicy::ExpiredRows(const RowStore& rows, int64_t version,
+                                            std::vector<std::pair<uint64_t, int64_t>>* absent) {
   std::vector<int64_t> expired;
   while (!updated_at_.empty() && version - first_ >= TtlVersions()) {
     for (uint64_t id : updated_at_.front()) {
       const int64_t r = rows.Find(id);
       // Updated again since (a later list has it), or evicted already: not this list's.
       if (r >= 0 && rows.last_update(r) == first_) expired.push_back(r);
+      if (r < 0) absent->emplace_back(id, first_);
     }
     updated_at_.pop_front();
     ++first_;
@@ -51,22 +53,22 @@ std::vector<int64_t> RowPolicy::ExpiredRows(const RowStore& rows, int64_t versio
   return expired;
 }
 
-std::vector<int64_t> RowPolicy::OverCapacityRows(const RowStore& rows) const {
-  const int64_t keep = capacity_ - capacity_ / 16;
-  std::vector<int64_t> order(static_cast<size_t>(rows.size()));
-  for (int64_t r = 0; r < rows.size(); ++r) order[static_cast<size_t>(r)] = r;
+std::vector<int64_t> ColdestRows(const RowStore& rows, EvictionOrder order, int64_t keep) {
+  if (rows.size() <= keep) return {};
+  std::vector<int64_t> index(static_cast<size_t>(rows.size()));
+  for (int64_t r = 0; r < rows.size(); ++r) index[static_cast<size_t>(r)] = r;
   auto key = [&](int64_t r) {
-    return policy_.eviction == EvictionOrder::kLfu
+    return order == EvictionOrder::kLfu
                ? std::make_tuple(int64_t{rows.updates(r)}, rows.last_update(r), rows.id(r))
                : std::make_tuple(rows.last_update(r), int64_t{rows.updates(r)}, rows.id(r));
   };
   auto first = [&](int64_t a, int64_t b) { return key(a) < key(b); };  // a total order: ids differ
   const auto victims = static_cast<size_t>(rows.size() - keep);
-  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(victims), order.end(),
+  std::nth_element(index.begin(), index.begin() + static_cast<std::ptrdiff_t>(victims), index.end(),
                    first);
-  order.resize(victims);
-  std::sort(order.begin(), order.end(), first);
-  return order;
+  index.resize(victims);
+  std::sort(index.begin(), index.end(), first);
+  return index;
 }
 
 void RowPolicy::SweepPending(int64_t version) {
@@ -154,16 +156,16 @@ void RowPolicy::Load(const TableState& s) {
   }
 }
 
-void RowPolicy::Rebuild(const RowStore& rows, int64_t version) {
+void RowPolicy::Rebuild(const TableState& s) {
   updated_at_.clear();
   if (policy_.ttl_steps <= 0) return;
   std::vector<std::pair<int64_t, uint64_t>> live;  // (last update, id) within the TTL
-  for (int64_t r = 0; r < rows.size(); ++r) {
-    if (version - rows.last_update(r) < TtlVersions())
-      live.emplace_back(rows.last_update(r), rows.id(r));
+  for (int64_t r = 0; r < s.ids.num_elements(); ++r) {
+    const auto last = static_cast<int64_t>(s.row_last_update.u64()[r]);
+    if (s.version - last < TtlVersions()) live.emplace_back(last, s.ids.u64()[r]);
   }
   std::sort(live.begin(), live.end());
-  first_ = live.empty() ? version : live.front().first;
+  first_ = live.empty() ? s.version : live.front().first;
   for (const auto& [v, id] : live) {
     while (first_ + static_cast<int64_t>(updated_at_.size()) <= v) updated_at_.emplace_back();
     updated_at_.back().push_back(id);

@@ -43,6 +43,11 @@
 
 namespace towerps::ps {
 
+// The rows of `rows` beyond the `keep` an eviction keeps, coldest first: fewest updates, then
+// oldest update (lfu), or oldest update, then fewest updates (lru), ties broken by id. Indices
+// into `rows`, which the caller removes by id (a removal moves the last row).
+std::vector<int64_t> ColdestRows(const RowStore& rows, EvictionOrder order, int64_t keep);
+
 // What a partition's policy has done, since it started (a restore keeps the counts at 0).
 struct RowPolicyCounts {
   int64_t admitted = 0;           // ids given a row after waiting (min_count > 1 or the coin)
@@ -77,8 +82,11 @@ class RowPolicy {
   void Updated(RowStore& rows, int64_t r, int64_t version);
   // After the update to `version`: removes the rows the policy evicts, in order, from `rows`,
   // calling before(r) with each just before it goes (so that the partition can keep its value).
-  template <typename Before>
-  void EndUpdate(RowStore& rows, int64_t version, Before before);
+  // The ids a TTL list names that `rows` lacks go to elsewhere(candidates), each with the
+  // version its list is for: a disk tier evicts those of its rows last updated then, and returns
+  // how many (ps/server/table_rows.h).
+  template <typename Before, typename Elsewhere>
+  void EndUpdate(RowStore& rows, int64_t version, Before before, Elsewhere elsewhere);
 
   // The policy of table `name` in `job`, its partition's share of the capacity.
   static RowPolicy ForTable(const JobConfig& job, const std::string& name);
@@ -97,14 +105,15 @@ class RowPolicy {
   void Save(TableState* s) const;
   Status Check(const TableState& s, const std::vector<uint64_t>& held) const;
   void Load(const TableState& s);
-  // The TTL's per-version lists, from the rows' last updates (after a restore), at `version`.
-  void Rebuild(const RowStore& rows, int64_t version);
+  // The TTL's per-version lists, from a restored state's rows' last updates.
+  void Rebuild(const TableState& s);
 
  private:
   int64_t TtlVersions() const { return policy_.ttl_steps * versions_per_step_; }
-  // The rows EndUpdate evicts, each reason's in its order.
-  std::vector<int64_t> ExpiredRows(const RowStore& rows, int64_t version);
-  std::vector<int64_t> OverCapacityRows(const RowStore& rows) const;
+  // The rows EndUpdate evicts by TTL, in order; the ids their lists name that `rows` lacks
+  // into `absent`, with their lists' versions.
+  std::vector<int64_t> ExpiredRows(const RowStore& rows, int64_t version,
+                                   std::vector<std::pair<uint64_t, int64_t>>* absent);
   void SweepPending(int64_t version);
 
   const TablePolicy policy_;
@@ -121,8 +130,8 @@ class RowPolicy {
   RowPolicyCounts reported_;
 };
 
-template <typename Before>
-void RowPolicy::EndUpdate(RowStore& rows, int64_t version, Before before) {
+template <typename Before, typename Elsewhere>
+void RowPolicy::EndUpdate(RowStore& rows, int64_t version, Before before, Elsewhere elsewhere) {
   if (!policy_.Evicts()) return;
   // Each reason's rows are chosen before any goes (a removal moves the last row), then removed
   // by id, so a row index is looked up again after every removal.
@@ -137,9 +146,14 @@ void RowPolicy::EndUpdate(RowStore& rows, int64_t version, Before before) {
     }
     *count += static_cast<int64_t>(ids.size());
   };
-  if (policy_.ttl_steps > 0) remove(ExpiredRows(rows, version), &counts_.evicted_ttl);
+  if (policy_.ttl_steps > 0) {
+    std::vector<std::pair<uint64_t, int64_t>> absent;
+    remove(ExpiredRows(rows, version, &absent), &counts_.evicted_ttl);
+    if (!absent.empty()) counts_.evicted_ttl += elsewhere(absent);
+  }
   if (capacity_ > 0 && rows.size() > capacity_) {
-    remove(OverCapacityRows(rows), &counts_.evicted_capacity);
+    remove(ColdestRows(rows, policy_.eviction, capacity_ - capacity_ / 16),
+           &counts_.evicted_capacity);
   }
   if (policy_.ttl_steps > 0) SweepPending(version);
 }

@@ -18,7 +18,7 @@ Server::Server(ServerOptions options)
     : options_(std::move(options)),
       incarnation_((uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1),
       replicas_(options_.job, options_.rank, options_.rejoin, incarnation_),
-      shards_(options_.threads, options_.job, &outbox_, &update_clock_),
+      shards_(options_.threads, options_.job, &outbox_, &update_clock_, options_.TierDir()),
       shutdown_(options_.job.workers, options_.shutdown_grace),
       checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every) {}
 
@@ -100,8 +100,9 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   const TensorAllocator allocate = [t = transport_.get()](const Shape& s) {
     return t->Allocate(s);
   };
-  shards_.Place(placement, variables, GroupsHeldBy(options_.job, options_.rank), options_.job,
-                allocate, [this](int group) { return replicas_.RoleFor(group); });
+  TOWERPS_RETURN_IF_ERROR(
+      shards_.Place(placement, variables, GroupsHeldBy(options_.job, options_.rank), options_.job,
+                    allocate, [this](int group) { return replicas_.RoleFor(group); }));
   if (options_.log_device_placement) {
     TOWERPS_LOG(kInfo) << "chunk placement (" << placement.chunks().size() << " chunks, "
                        << options_.job.servers << " servers):\n"

@@ -50,10 +50,13 @@ void AddServerOptions(ServerFlags& f, po::options_description& desc) {
       "a checkpoint found there is restored at start")(
       "checkpoint-every", po::value(&f.options.checkpoint_every)->default_value(0),
       "save at least every N versions (0: only at shutdown)")(
-      "log-device-placement", po::bool_switch(&f.options.log_device_placement),
-      "print which server holds each chunk")("stats-interval-ms",
-                                             po::value(&f.stats_ms)->default_value(f.stats_ms),
-                                             "how often to log statistics")(
+      "table-dir", po::value(&f.options.table_dir),
+      "tables with --table-storage rocksdb: an existing, writable directory for this server's "
+      "disk tier, DIR/ps-<rank> (cleared at start: the tier is rebuilt from a checkpoint or "
+      "replica)")("log-device-placement", po::bool_switch(&f.options.log_device_placement),
+                  "print which server holds each chunk")(
+      "stats-interval-ms", po::value(&f.stats_ms)->default_value(f.stats_ms),
+      "how often to log statistics")(
       "peers", po::value(&f.peers),
       "--ps-replicas 2: every server's endpoint, comma-separated, in rank order")(
       "rejoin", po::bool_switch(&f.options.rejoin),

@@ -1,5 +1,8 @@
 #include "ps/server/server_options.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 namespace towerps::ps {
@@ -24,6 +27,26 @@ Status ServerOptions::Validate() const {
   }
   if (checkpoint_every < 0) {
     return InvalidArgumentError("--checkpoint-every must be >= 0");
+  }
+  return ValidateTableDir();
+}
+
+Status ServerOptions::ValidateTableDir() const {
+  const std::string user = job.table_policies.DiskUser();
+  if (user.empty()) return Status::Ok();
+  if (table_dir.empty()) {
+    return InvalidArgumentError(user +
+                                " keeps rows on disk: give the servers a --table-dir, a "
+                                "writable directory on a local disk");
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(table_dir, ec)) {
+    return InvalidArgumentError("--table-dir=" + table_dir + " (for " + user +
+                                ") is not a directory; create it, or give another");
+  }
+  if (::access(table_dir.c_str(), W_OK) != 0) {
+    return InvalidArgumentError("--table-dir=" + table_dir + " (for " + user +
+                                ") is not writable; give a directory this server may write");
   }
   return Status::Ok();
 }

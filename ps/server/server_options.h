@@ -24,6 +24,9 @@ struct ServerOptions {
   int threads = 1;                 // shards (ps/server/server_threads.h: --threads auto)
   std::string checkpoint_dir;      // empty: no checkpoints
   int64_t checkpoint_every = 0;    // versions between checkpoints; 0: only at shutdown
+  // Tables with storage=rocksdb: an existing, writable directory; the server's disk tier is
+  // TierDir() inside it (ps/server/row_disk.h).
+  std::string table_dir;
   bool log_device_placement = false;
   std::chrono::milliseconds stats_log_interval{10000};
   // TensorBoard event files in <logdir>/ps-<rank>, written every event_interval
@@ -44,6 +47,9 @@ struct ServerOptions {
   // Checks the options a server cannot run with (the job's, then the process's own):
   // kInvalidArgument naming the flag and its value.
   Status Validate() const;
+  // <table_dir>/ps-<rank>: this server's own disk tier (servers may share a table_dir).
+  Status ValidateTableDir() const;
+  std::string TierDir() const { return table_dir + "/ps-" + std::to_string(rank); }
 };
 
 }  // namespace towerps::ps

@@ -18,7 +18,7 @@ std::string IdText(uint64_t id) { return std::to_string(id); }
 }  // namespace
 
 TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, const JobConfig& config,
-                       TensorAllocator allocate)
+                       TensorAllocator allocate, RowDisk* disk)
     : spec_(spec),
       name_(variable.name),
       initial_(config.seed, variable.name, variable.init_scale),
@@ -28,8 +28,9 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
       dim_(spec.table_dim),
       optimizer_(config),
       slots_(optimizer_.slots()),
-      rows_((1 + slots_) * spec.table_dim),
       policy_(RowPolicy::ForTable(config, variable.name)),
+      rows_(TableRows::ForTable(policy_.policy(), spec, config.table_partitions,
+                                (1 + slots_) * dim_, disk)),
       previous_(spec.table_dim) {}
 
 void TableChunk::InitialValues(uint64_t id, float* out) const { initial_.Fill(id, dim_, out); }
@@ -92,25 +93,33 @@ Status TableChunk::Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tens
   float* out = rows->f32();
   uint32_t* count = updates->u32();
   const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
+  const RowStore& memory = rows_.memory();
   std::vector<int64_t> found(static_cast<size_t>(n));
-  rows_.FindAll(id, n, found.data());
+  memory.FindAll(id, n, found.data());
+  std::vector<uint8_t> on_disk(static_cast<size_t>(n));
+  rows_.ReadMisses(id, static_cast<size_t>(n), found.data(), [&](size_t i, const DiskRow& row) {
+    std::memcpy(out + static_cast<int64_t>(i) * dim_, row.values, row_bytes);
+    count[i] = row.updates;
+    on_disk[i] = 1;
+  });
   constexpr int64_t kAhead = 4;  // rows prefetched this many ahead of their copy
   for (int64_t i = 0; i < std::min(n, kAhead); ++i) {
-    if (found[i] >= 0) rows_.PrefetchRow(found[i]);
+    if (found[i] >= 0) memory.PrefetchRow(found[i]);
   }
   for (int64_t i = 0; i < n; ++i, out += dim_) {
-    if (i + kAhead < n && found[i + kAhead] >= 0) rows_.PrefetchRow(found[i + kAhead]);
+    if (i + kAhead < n && found[i + kAhead] >= 0) memory.PrefetchRow(found[i + kAhead]);
     const int64_t r = found[i];
-    count[i] = r < 0 ? 0 : rows_.updates(r);
+    if (!on_disk[i]) count[i] = r < 0 ? 0 : memory.updates(r);
     if (const float* before = previous ? previous_.Find(id[i]) : nullptr; before != nullptr) {
       std::memcpy(out, before, row_bytes);
       count[i] = count[i] > 0 ? count[i] - 1 : 0;
       continue;
     }
+    if (on_disk[i]) continue;  // read above
     if (r < 0) {
       InitialValues(id[i], out);
     } else {
-      std::memcpy(out, rows_.row(r), row_bytes);
+      std::memcpy(out, memory.row(r), row_bytes);
     }
   }
   return Status::Ok();
@@ -118,21 +127,18 @@ Status TableChunk::Lookup(const Tensor& ids, int64_t version, Tensor* rows, Tens
 
 void TableChunk::Dump(Tensor* ids, Tensor* rows, Tensor* updates) const {
   const int64_t n = rows_.size();
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) order[static_cast<size_t>(r)] = r;
-  std::sort(order.begin(), order.end(),
-            [this](int64_t a, int64_t b) { return rows_.id(a) < rows_.id(b); });
   const Shape shape{n, dim_};
   *rows = allocate_ ? allocate_(shape) : Tensor();
   if (!rows->defined()) *rows = Tensor::Empty(shape);
   *ids = Tensor::Empty({n}, DType::kUInt64);
   *updates = Tensor::Empty({n}, DType::kUInt32);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t r = order[static_cast<size_t>(i)];
-    ids->u64()[i] = rows_.id(r);
-    updates->u32()[i] = rows_.updates(r);
-    std::memcpy(rows->f32() + i * dim_, rows_.row(r), static_cast<size_t>(dim_) * sizeof(float));
-  }
+  int64_t i = 0;
+  rows_.ForEach([&](const RowView& row) {
+    ids->u64()[i] = row.id;
+    updates->u32()[i] = row.updates;
+    std::memcpy(rows->f32() + i * dim_, row.values, static_cast<size_t>(dim_) * sizeof(float));
+    ++i;
+  });
 }
 
 Status TableChunk::CheckShape(const Contribution& c) const {
@@ -185,20 +191,26 @@ void TableChunk::FindOrAddRows() {
   groups_.push_back(entries_.size());
   const size_t rows = groups_.size() - 1;
   group_rows_.resize(rows);
+  if (rows_.tiered()) {  // the update's rows on disk come into memory first
+    std::vector<uint64_t> ids(rows);
+    for (size_t g = 0; g < rows; ++g) ids[g] = entries_[groups_[g]].id;
+    rows_.Load(ids);
+  }
+  RowStore& memory = rows_.memory();
   constexpr size_t kSlotAhead = 16;  // map slots prefetched this many ids ahead
-  for (size_t g = 0; g < std::min(kSlotAhead, rows); ++g) rows_.Prefetch(entries_[groups_[g]].id);
+  for (size_t g = 0; g < std::min(kSlotAhead, rows); ++g) memory.Prefetch(entries_[groups_[g]].id);
   for (size_t g = 0; g < rows; ++g) {
-    if (g + kSlotAhead < rows) rows_.Prefetch(entries_[groups_[g + kSlotAhead]].id);
+    if (g + kSlotAhead < rows) memory.Prefetch(entries_[groups_[g + kSlotAhead]].id);
     const uint64_t id = entries_[groups_[g]].id;
-    if (policy_.active() && rows_.Find(id) < 0 && !policy_.Admit(id, version_)) {
+    if (policy_.active() && memory.Find(id) < 0 && !policy_.Admit(id, version_)) {
       group_rows_[g] = -1;  // not admitted: no row, its gradients dropped
       policy_.Dropped(1);   // per id and update, as a backup fed the step's sums counts it
       continue;
     }
     bool added = false;
-    group_rows_[g] = rows_.Insert(id, &added);
+    group_rows_[g] = memory.Insert(id, &added);
     if (added) {
-      float* row = rows_.row(group_rows_[g]);
+      float* row = memory.row(group_rows_[g]);
       InitialValues(id, row);
       optimizer_.InitState(row, dim_, row + dim_);
     }
@@ -227,7 +239,7 @@ void TableChunk::CountRowStaleness(const FormedUpdate& update, ShardCounters& co
   ShardCounters::Histogram staleness{};
   for (size_t g = 0; g + 1 < groups_.size(); ++g) {
     if (group_rows_[g] < 0) continue;  // not admitted: its gradients were dropped
-    const uint32_t now = rows_.updates(group_rows_[g]);
+    const uint32_t now = rows_.memory().updates(group_rows_[g]);
     for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
       const Entry& e = entries_[k];
       const uint32_t pulled = update.gradients[e.contribution]->pulled_updates.u32()[e.row];
@@ -242,22 +254,23 @@ void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, flo
   const bool retain = rule_->RetainsPreviousVersion();
   constexpr size_t kRowAhead = 8;  // rows' values prefetched this many rows ahead
   const size_t rows = group_rows_.size();
+  RowStore& memory = rows_.memory();
   auto prefetch = [&](size_t g) {
-    if (group_rows_[g] >= 0) rows_.PrefetchRow(group_rows_[g]);
+    if (group_rows_[g] >= 0) memory.PrefetchRow(group_rows_[g]);
   };
   for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) prefetch(g);
   for (size_t g = 0; g < rows; ++g) {
     if (g + kRowAhead < rows) prefetch(g + kRowAhead);
     const int64_t r = group_rows_[g];
     if (r < 0) continue;  // not admitted
-    float* row = rows_.row(r);
+    float* row = memory.row(r);
     if (retain) previous_.Keep(entries_[groups_[g]].id, row);  // increasing: the entries' order
-    rows_.CountUpdate(r);
-    policy_.Updated(rows_, r, version_);
+    memory.CountUpdate(r);
+    policy_.Updated(memory, r, version_);
     optimizer_.Apply({.grad = grad(g),
                       .scale = scale,
                       .lr = lr,
-                      .t = rows_.updates(r),
+                      .t = memory.updates(r),
                       .w = row,
                       .state = row + dim_,
                       .dim = dim_});
@@ -272,10 +285,17 @@ void TableChunk::FinishUpdate(ShardCounters& counters) {
 
 void TableChunk::Evict(ShardCounters& counters) {
   const bool retain = rule_->RetainsPreviousVersion();
-  policy_.EndUpdate(rows_, version_, [&](int64_t r) {
-    if (retain) previous_.KeepEvicted(rows_.id(r), rows_.row(r));
-  });
+  RowStore& memory = rows_.memory();
+  auto keep = [&](uint64_t id, const float* values) {
+    if (retain) previous_.KeepEvicted(id, values);
+  };
+  policy_.EndUpdate(
+      memory, version_, [&](int64_t r) { keep(memory.id(r), memory.row(r)); },
+      [&](const std::vector<std::pair<uint64_t, int64_t>>& ids) {
+        return rows_.ExpireOnDisk(ids, keep);
+      });
   if (retain) previous_.FinishEvictions();
+  rows_.Spill();  // the values stay as they are: nothing to keep
   policy_.Report(rows_.size(), counters);
 }
 
@@ -356,26 +376,14 @@ TableState TableChunk::Snapshot(bool replica) const {
   }
   s.dim = dim_;
   s.slots = slots_;
-  const int64_t n = rows_.size();
-  const int64_t stride = rows_.stride();
-  s.ids = Tensor::Empty({n}, DType::kUInt64);
-  s.rows = Tensor::Empty({n, stride});
-  s.row_updates = Tensor::Empty({n}, DType::kUInt32);
-  s.row_last_update = Tensor::Empty({n}, DType::kUInt64);
-  for (int64_t r = 0; r < n; ++r) {
-    s.ids.u64()[r] = rows_.id(r);
-    s.row_updates.u32()[r] = rows_.updates(r);
-    s.row_last_update.u64()[r] = static_cast<uint64_t>(rows_.last_update(r));
-    std::memcpy(s.rows.f32() + r * stride, rows_.row(r),
-                static_cast<size_t>(stride) * sizeof(float));
-  }
+  rows_.Save(&s);
   policy_.Save(&s);
   return s;
 }
 
 Status TableChunk::Restore(const TableState& s) {
   const int64_t n = s.ids.num_elements();
-  const int64_t stride = rows_.stride();
+  const int64_t stride = rows_.memory().stride();
   const std::string where = Describe() + ": its saved state ";
   if (s.dim != dim_ || s.slots != slots_) {
     return CorruptionError(where + "has rows of dim " + std::to_string(s.dim) + " with " +
@@ -404,21 +412,13 @@ Status TableChunk::Restore(const TableState& s) {
     return CorruptionError(where + "holds pending " + std::string(ids.message()));
   }
   // Checked whole: from here nothing fails.
-  rows_.Clear();
-  for (int64_t r = 0; r < n; ++r) {
-    bool added = false;
-    const int64_t row = rows_.Insert(s.ids.u64()[r], &added);
-    std::memcpy(rows_.row(row), s.rows.f32() + r * stride,
-                static_cast<size_t>(stride) * sizeof(float));
-    rows_.set_updates(row, s.row_updates.u32()[r]);
-    rows_.set_last_update(row, static_cast<int64_t>(s.row_last_update.u64()[r]));
-  }
+  rows_.Load(s);
   version_ = s.version;
   updates_ = s.updates;
   rule_->Load(RuleState{s.worker_clocks, s.pending}, version_);
   previous_.Load(s);
   policy_.Load(s);
-  policy_.Rebuild(rows_, version_);
+  policy_.Rebuild(s);
   return Status::Ok();
 }
 

@@ -30,7 +30,9 @@
 // The table's policy (job/table_policy.h, ps/server/row_policy.h) decides which ids get a row
 // and which rows are evicted after each update; an id without a row reads its initial values,
 // and the gradients of ids not admitted are dropped (counted once per id and update). The primary
-// and its backup decide the same, from the same ids in the same order.
+// and its backup decide the same, from the same ids in the same order. With storage=rocksdb the
+// rows beyond the partition's memory budget live on disk (ps/server/table_rows.h): where a row
+// lives never changes its bits. A snapshot (checkpoint, replica) holds every row, from both.
 //
 // Contract: owned and used by exactly one server thread; not thread-safe. Requests are validated
 // here (CheckIds, Push): a malformed one is an error naming the table, never a crash, and
@@ -54,10 +56,11 @@
 #include "job/version.h"
 #include "ps/server/holder.h"
 #include "ps/server/previous_rows.h"
+#include "ps/server/row_disk.h"
 #include "ps/server/row_optimizer.h"
 #include "ps/server/row_policy.h"
-#include "ps/server/row_store.h"
 #include "ps/server/server_stats.h"
+#include "ps/server/table_rows.h"
 #include "ps/server/update_rule.h"
 #include "towerps/result.h"
 
@@ -67,15 +70,17 @@ class TableChunk final : public Holder, private UpdateTarget {
  public:
   // `variable` is the table's declaration (name, bound, dim, init scale); `allocate` is where
   // pulled rows are gathered (the server's shared-memory arena, so that a co-located worker
-  // reads them in place); null: the heap.
+  // reads them in place); null: the heap. `disk`: the server's disk tier, which a table with
+  // storage=rocksdb needs (ps/server/table_rows.h); null when no table uses one.
   TableChunk(const ChunkSpec& spec, const VariableSpec& variable, const JobConfig& config,
-             TensorAllocator allocate = nullptr);
+             TensorAllocator allocate = nullptr, RowDisk* disk = nullptr);
   TableChunk(const TableChunk&) = delete;
   TableChunk& operator=(const TableChunk&) = delete;
 
   const ChunkSpec& spec() const override { return spec_; }
   int64_t version() const override { return version_; }
   int64_t rows_held() const override { return rows_.size(); }
+  int64_t rows_on_disk() const { return rows_.on_disk(); }
   size_t bytes_held() const override { return rows_.bytes(); }
   // What the table's policy has done here (admitted, dropped, evicted: since this process
   // started), and the ids pending admission.
@@ -172,8 +177,8 @@ class TableChunk final : public Holder, private UpdateTarget {
   const int slots_;
   int64_t version_ = 0;
   int64_t updates_ = 0;
-  RowStore rows_;
   RowPolicy policy_;
+  TableRows rows_;
   PreviousRows previous_;  // sync
   // Scratch of Apply: the update's rows ordered by id, and one row's sum.
   struct Entry {

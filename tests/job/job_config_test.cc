@@ -162,6 +162,16 @@ TEST(JobFlagsTest, TablePoliciesParseOverrideAndRoundTrip) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->Fields(), r->Fields());
   EXPECT_EQ(back->table_policies.For("emb_3"), p.For("emb_3"));
+  // A table on disk: its keys may come in either order (checked together).
+  Result<JobConfig> tiered = ParseJob({"--table-policy",
+                                       "emb_1:storage=rocksdb,emb_1:memory_mb=64,emb_2:memory_mb=8,"
+                                       "emb_2:storage=rocksdb"});
+  ASSERT_TRUE(tiered.ok()) << tiered.status().ToString();
+  EXPECT_EQ(tiered->table_policies.For("emb_2").memory_mb, 8);
+  EXPECT_EQ(tiered->table_policies.DiskUser(), "--table-policy: table 'emb_1': storage=rocksdb");
+  EXPECT_EQ(tiered->table_policies.For("emb_1").Describe(),
+            "on disk (rocksdb) beyond 64 MB per server in memory (lfu)");
+  EXPECT_EQ(p.DiskUser(), "");
   // No policy: the empty override list goes through ToArgs too.
   Result<JobConfig> plain = ParseJob(JobConfig{}.ToArgs());
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
@@ -180,6 +190,17 @@ TEST(JobFlagsTest, TablePoliciesParseOverrideAndRoundTrip) {
            {{"--table-policy", "emb_3:min_count=two"}, "table 'emb_3': min_count"},
            {{"--table-policy", "emb_3=ttl_steps:5"}, "is not NAME:KEY=VALUE"},
            {{"--table-policy", "a:ttl_steps=1,"}, "'' is not NAME:KEY=VALUE"},
+           {{"--table-storage", "ssd"}, "--table-storage=ssd is not one of memory, rocksdb"},
+           {{"--table-storage", "rocksdb"}, "--table-storage=rocksdb needs a memory budget"},
+           {{"--table-memory-mb", "-1"}, "--table-memory-mb=-1 is not in [0, 2^30]"},
+           {{"--table-memory-mb", "64"}, "--table-memory-mb=64 bounds the memory tier"},
+           {{"--table-storage", "rocksdb", "--table-memory-mb", "64", "--table-capacity-rows", "9"},
+            "--table-capacity-rows=9 does not combine with storage=rocksdb"},
+           {{"--table-policy", "emb_3:storage=disk"}, "table 'emb_3': storage=disk is not one of"},
+           {{"--table-policy", "emb_3:storage=rocksdb"},
+            "table 'emb_3': storage=rocksdb needs a memory budget: set --table-policy: table "
+            "'emb_3': memory_mb"},
+           {{"--table-policy", "emb_3:memory_mb=-4"}, "table 'emb_3': memory_mb=-4 is not in"},
        }) {
     Result<JobConfig> bad = ParseJob(args);
     ASSERT_FALSE(bad.ok()) << expect;

@@ -1,0 +1,114 @@
+// RowDisk: a server's disk tier for embedding tables with storage=rocksdb (job/table_policy.h):
+// one RocksDB instance in the server's own directory, <--table-dir>/ps-<rank>, holding the rows
+// its table partitions keep out of memory. DiskRows is one partition's view of it.
+//
+// A record is keyed by (variable id, partition, row id), each big-endian so that a partition's
+// records are contiguous and in increasing order of id; its value is the row's floats (values,
+// then optimizer state) as they were in memory, its update count and its last update's version,
+// little-endian, so a row read back has exactly the bits it was written with.
+//
+// The tier is a cache of the partition's state, never its record: Open deletes whatever an
+// earlier process left in the directory, and a restarted server rebuilds its tier from a
+// checkpoint or its replica (TableChunk::Restore), never from a half-written one. So writes skip
+// RocksDB's write-ahead log.
+//
+// Errors: Open's are kInvalidArgument naming the directory (missing, not writable); an I/O error
+// later (a full disk) ends the process with a message naming the directory and RocksDB's error,
+// since a partition cannot apply an update it cannot store; the job's fault tolerance then
+// restarts the server from its checkpoint or replica.
+//
+// Contract: RowDisk is thread-safe (RocksDB is); a DiskRows is owned and used by one partition's
+// thread, and the rows it counts are exactly those it wrote and did not erase.
+#ifndef TOWERPS_PS_SERVER_ROW_DISK_H_
+#define TOWERPS_PS_SERVER_ROW_DISK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "towerps/result.h"
+
+namespace rocksdb {
+class DB;
+}  // namespace rocksdb
+
+namespace towerps::ps {
+
+// What a server's tier has done since it opened: for the stats line, the summary, TensorBoard.
+struct RowDiskCounts {
+  std::atomic<uint64_t> reads{0};   // records looked up (found or not)
+  std::atomic<uint64_t> hits{0};    // of which found on disk
+  std::atomic<uint64_t> writes{0};  // records written
+  std::atomic<uint64_t> erases{0};  // records erased (read back into memory, or expired)
+};
+
+class RowDisk {
+ public:
+  // Opens a fresh tier in `dir` (created when absent; an earlier tier there is deleted).
+  // `cache_mb`: RocksDB's block cache; `write_buffer_mb`: its memtable, both counted in the
+  // server's memory beside the tables' budgets.
+  static Result<std::unique_ptr<RowDisk>> Open(const std::string& dir, int64_t cache_mb = 32,
+                                               int64_t write_buffer_mb = 16);
+  ~RowDisk();
+  RowDisk(const RowDisk&) = delete;
+  RowDisk& operator=(const RowDisk&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  RowDiskCounts& counts() { return counts_; }
+  // The bytes of the tier's files on disk (RocksDB's estimate of its live SST files and
+  // memtables).
+  uint64_t bytes_on_disk() const;
+  rocksdb::DB* db() const { return db_.get(); }
+  // Ends the process, naming the directory, the operation and RocksDB's error (see above).
+  [[noreturn]] void Fail(const char* what, const std::string& error) const;
+
+ private:
+  RowDisk(std::string dir, std::unique_ptr<rocksdb::DB> db);
+  const std::string dir_;
+  std::unique_ptr<rocksdb::DB> db_;
+  RowDiskCounts counts_;
+};
+
+// A row as the disk holds it: `stride` floats, its update count and last update's version.
+struct DiskRow {
+  const float* values = nullptr;
+  uint32_t updates = 0;
+  int64_t last_update = 0;
+};
+
+class DiskRows {
+ public:
+  DiskRows(RowDisk* disk, uint32_t variable, uint32_t partition, int64_t stride);
+
+  int64_t size() const { return size_; }
+  int64_t stride() const { return stride_; }
+  // Looks up ids[0, n) (in one batch), calling found(i, row) for each one on disk, in order.
+  void Read(const uint64_t* ids, size_t n,
+            const std::function<void(size_t i, const DiskRow& row)>& found) const;
+  // Writes rows (their ids not on disk) in one batch.
+  void Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows);
+  // Erases ids that are on disk (Read found them), in one batch.
+  void Erase(const std::vector<uint64_t>& ids);
+  // Every record, in increasing order of id.
+  void Scan(const std::function<void(uint64_t id, const DiskRow& row)>& each) const;
+  // Erases every record of the partition.
+  void Clear();
+
+ private:
+  std::string Key(uint64_t id) const;
+  std::string End() const;  // past the partition's last key
+  // A record's value, checked against the stride (a wrong size is a bug: the process ends).
+  DiskRow Decode(const char* data, size_t size, std::vector<float>* values) const;
+
+  RowDisk* const disk_;
+  const uint64_t prefix_;  // (variable, partition): a key's first 8 bytes
+  const int64_t stride_;
+  int64_t size_ = 0;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_ROW_DISK_H_

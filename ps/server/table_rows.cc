@@ -1,0 +1,185 @@
+#include "ps/server/table_rows.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ps/server/row_policy.h"
+#include "towerps/check.h"
+
+namespace towerps::ps {
+
+TableRows::TableRows(int64_t stride, std::unique_ptr<DiskRows> disk, int64_t memory_rows,
+                     EvictionOrder order)
+    : memory_(stride),
+      disk_(std::move(disk)),
+      memory_rows_(std::max<int64_t>(1, memory_rows)),
+      order_(order) {}
+
+TableRows TableRows::ForTable(const TablePolicy& policy, const ChunkSpec& spec, int64_t partitions,
+                              int64_t stride, RowDisk* disk) {
+  if (policy.storage != TableStorage::kRocksdb) {
+    return TableRows(stride, nullptr, 0, policy.eviction);
+  }
+  TOWERPS_CHECK(disk != nullptr) << "table partition " << spec.chunk_id << " has no disk tier";
+  return TableRows(stride,
+                   std::make_unique<DiskRows>(disk, spec.variable_id, spec.chunk_id, stride),
+                   MemoryRows(policy.memory_mb, partitions, stride), policy.eviction);
+}
+
+int64_t TableRows::RowBytes(int64_t stride) {
+  // The map is at most half full and at least a quarter: up to 4 slots of 16 bytes a row.
+  return stride * static_cast<int64_t>(sizeof(float)) + 8 + 4 + 8 + 4 * 16;
+}
+
+int64_t TableRows::MemoryRows(int64_t memory_mb, int64_t partitions, int64_t stride) {
+  const int64_t share = (memory_mb << 20) / std::max<int64_t>(1, partitions);
+  return std::max<int64_t>(1, share / RowBytes(stride));
+}
+
+void TableRows::Load(const std::vector<uint64_t>& ids) {
+  if (!disk_ || disk_->size() == 0) return;
+  std::vector<uint64_t> absent;
+  for (uint64_t id : ids) {
+    if (memory_.Find(id) < 0) absent.push_back(id);
+  }
+  std::vector<uint64_t> loaded;
+  const auto bytes = static_cast<size_t>(memory_.stride()) * sizeof(float);
+  disk_->Read(absent.data(), absent.size(), [&](size_t i, const DiskRow& row) {
+    bool added = false;
+    const int64_t r = memory_.Insert(absent[i], &added);
+    std::memcpy(memory_.row(r), row.values, bytes);
+    memory_.set_updates(r, row.updates);
+    memory_.set_last_update(r, row.last_update);
+    loaded.push_back(absent[i]);
+  });
+  disk_->Erase(loaded);
+}
+
+void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
+                           const std::function<void(size_t, const DiskRow&)>& found) const {
+  if (!disk_ || disk_->size() == 0) return;
+  std::vector<uint64_t> misses;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < n; ++i) {
+    if (memory[i] >= 0) continue;
+    misses.push_back(ids[i]);
+    where.push_back(i);
+  }
+  disk_->Read(misses.data(), misses.size(),
+              [&](size_t k, const DiskRow& row) { found(where[k], row); });
+}
+
+void TableRows::Spill() {
+  if (!disk_ || memory_.size() <= memory_rows_) return;
+  const std::vector<int64_t> cold = ColdestRows(memory_, order_, memory_rows_ - memory_rows_ / 16);
+  std::vector<uint64_t> ids;
+  std::vector<DiskRow> rows;
+  ids.reserve(cold.size());
+  rows.reserve(cold.size());
+  for (int64_t r : cold) {
+    ids.push_back(memory_.id(r));
+    rows.push_back({memory_.row(r), memory_.updates(r), memory_.last_update(r)});
+  }
+  disk_->Write(ids, rows);  // before any removal moves a row
+  for (uint64_t id : ids) memory_.Remove(memory_.Find(id));
+}
+
+int64_t TableRows::ExpireOnDisk(const std::vector<std::pair<uint64_t, int64_t>>& candidates,
+                                const std::function<void(uint64_t, const float*)>& before) {
+  if (!disk_ || candidates.empty() || disk_->size() == 0) return 0;
+  std::vector<uint64_t> ids;
+  ids.reserve(candidates.size());
+  for (const auto& c : candidates) ids.push_back(c.first);
+  std::vector<uint64_t> expired;
+  disk_->Read(ids.data(), ids.size(), [&](size_t i, const DiskRow& row) {
+    if (row.last_update != candidates[i].second) return;  // updated since: a later list's
+    before(ids[i], row.values);
+    expired.push_back(ids[i]);
+  });
+  // A candidate named twice (by two lists that expire together) is on disk once.
+  std::sort(expired.begin(), expired.end());
+  expired.erase(std::unique(expired.begin(), expired.end()), expired.end());
+  disk_->Erase(expired);
+  return static_cast<int64_t>(expired.size());
+}
+
+void TableRows::ForEach(const std::function<void(const RowView&)>& each) const {
+  std::vector<int64_t> order(static_cast<size_t>(memory_.size()));
+  for (int64_t r = 0; r < memory_.size(); ++r) order[static_cast<size_t>(r)] = r;
+  std::sort(order.begin(), order.end(),
+            [this](int64_t a, int64_t b) { return memory_.id(a) < memory_.id(b); });
+  size_t next = 0;  // the next memory row to report
+  auto memory_until = [&](uint64_t bound, bool all) {
+    for (; next < order.size() && (all || memory_.id(order[next]) < bound); ++next) {
+      const int64_t r = order[next];
+      each({memory_.id(r), memory_.row(r), memory_.updates(r), memory_.last_update(r)});
+    }
+  };
+  if (disk_) {
+    disk_->Scan([&](uint64_t id, const DiskRow& row) {
+      memory_until(id, false);
+      each({id, row.values, row.updates, row.last_update});
+    });
+  }
+  memory_until(0, true);
+}
+
+void TableRows::Save(TableState* s) const {
+  const int64_t n = size();
+  const int64_t stride = memory_.stride();
+  s->ids = Tensor::Empty({n}, DType::kUInt64);
+  s->rows = Tensor::Empty({n, stride});
+  s->row_updates = Tensor::Empty({n}, DType::kUInt32);
+  s->row_last_update = Tensor::Empty({n}, DType::kUInt64);
+  int64_t r = 0;
+  ForEach([&](const RowView& row) {
+    s->ids.u64()[r] = row.id;
+    s->row_updates.u32()[r] = row.updates;
+    s->row_last_update.u64()[r] = static_cast<uint64_t>(row.last_update);
+    std::memcpy(s->rows.f32() + r * stride, row.values,
+                static_cast<size_t>(stride) * sizeof(float));
+    ++r;
+  });
+}
+
+void TableRows::Load(const TableState& s) {
+  memory_.Clear();
+  if (disk_) disk_->Clear();
+  const int64_t stride = memory_.stride();
+  for (int64_t r = 0; r < s.ids.num_elements(); ++r) {
+    Add({s.ids.u64()[r], s.rows.f32() + r * stride, s.row_updates.u32()[r],
+         static_cast<int64_t>(s.row_last_update.u64()[r])});
+  }
+  Flush();
+}
+
+void TableRows::Add(const RowView& row) {
+  const int64_t stride = memory_.stride();
+  if (!disk_ || memory_.size() < memory_rows_) {
+    bool added = false;
+    const int64_t r = memory_.Insert(row.id, &added);
+    std::memcpy(memory_.row(r), row.values, static_cast<size_t>(stride) * sizeof(float));
+    memory_.set_updates(r, row.updates);
+    memory_.set_last_update(r, row.last_update);
+    return;
+  }
+  pending_ids_.push_back(row.id);
+  pending_values_.insert(pending_values_.end(), row.values, row.values + stride);
+  pending_rows_.push_back({nullptr, row.updates, row.last_update});
+  constexpr size_t kBatchRows = 4096;
+  if (pending_ids_.size() >= kBatchRows) Flush();
+}
+
+void TableRows::Flush() {
+  if (pending_ids_.empty()) return;
+  const int64_t stride = memory_.stride();
+  for (size_t i = 0; i < pending_rows_.size(); ++i) {
+    pending_rows_[i].values = pending_values_.data() + static_cast<int64_t>(i) * stride;
+  }
+  disk_->Write(pending_ids_, pending_rows_);
+  pending_ids_.clear();
+  pending_values_.clear();
+  pending_rows_.clear();
+}
+
+}  // namespace towerps::ps

@@ -1,0 +1,106 @@
+// TableRows: the rows a table partition holds, wherever they live. In memory (RowStore) always;
+// with storage=rocksdb (job/table_policy.h), the rows beyond the partition's memory budget live
+// on disk (DiskRows, ps/server/row_disk.h).
+//
+// The tiers hold disjoint rows. A row is updated only in memory: an update's rows on disk are
+// brought in first (Load) and leave the disk. After an update, while memory holds more than its
+// budget of rows, the coldest go to disk (Spill: least-frequently or least-recently updated, as
+// the table's eviction order says, down to 15/16 of the budget), values, optimizer state, update
+// count and last update alike, so a row read back has exactly the bits it left with. Which rows
+// are in memory depends only on the partition's updates, and never changes a value: the rows'
+// bits are those of a table held whole in memory.
+//
+// The budget in rows is memory_mb's share for the partition (the server's partitions of the
+// table share it equally) over RowBytes(): a row's floats, its id, count and last update, and
+// its share of the id map. Without a disk tier there is no budget.
+//
+// Contract: owned and used by one partition, on its thread; not thread-safe.
+#ifndef TOWERPS_PS_SERVER_TABLE_ROWS_H_
+#define TOWERPS_PS_SERVER_TABLE_ROWS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "job/placement.h"
+#include "job/table_policy.h"
+#include "ps/server/holder_state.h"
+#include "ps/server/row_disk.h"
+#include "ps/server/row_store.h"
+
+namespace towerps::ps {
+
+// A row as the partition reports it: its floats (values, then optimizer state), its update
+// count and its last update's version.
+struct RowView {
+  uint64_t id = 0;
+  const float* values = nullptr;
+  uint32_t updates = 0;
+  int64_t last_update = 0;
+};
+
+class TableRows {
+ public:
+  // `disk`: the partition's disk tier, or null (memory only; `memory_rows` is then ignored).
+  TableRows(int64_t stride, std::unique_ptr<DiskRows> disk, int64_t memory_rows,
+            EvictionOrder order);
+
+  // The rows of a partition (`spec`) of a table with `policy`, whose server holds `partitions`
+  // of the table's partitions, each row `stride` floats. `disk`: the server's tier, which
+  // storage=rocksdb needs.
+  static TableRows ForTable(const TablePolicy& policy, const ChunkSpec& spec, int64_t partitions,
+                            int64_t stride, RowDisk* disk);
+  // The memory budget, in rows, of `memory_mb` shared by `partitions` partitions of rows of
+  // `stride` floats (at least 1).
+  static int64_t MemoryRows(int64_t memory_mb, int64_t partitions, int64_t stride);
+  // Bytes a row of `stride` floats takes in memory: floats, id, count, last update, map slots.
+  static int64_t RowBytes(int64_t stride);
+
+  RowStore& memory() { return memory_; }
+  const RowStore& memory() const { return memory_; }
+  bool tiered() const { return disk_ != nullptr; }
+  int64_t size() const { return memory_.size() + on_disk(); }
+  int64_t on_disk() const { return disk_ ? disk_->size() : 0; }
+  size_t bytes() const { return memory_.bytes(); }
+
+  // For an update: the rows of ids[0, n) that are on disk move into memory, so that memory
+  // finds every row the partition holds of them.
+  void Load(const std::vector<uint64_t>& ids);
+  // Reads ids[0, n)'s rows: memory[i] >= 0 is its index in memory; else found(i, row) is
+  // called for each one on disk (in order); the rest are not held.
+  void ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
+                  const std::function<void(size_t i, const DiskRow& row)>& found) const;
+  // After an update: the coldest rows over the budget go to disk.
+  void Spill();
+  // Of `candidates` (ids memory lacks, each with the version a TTL list names it at), those on
+  // disk whose last update is that version, which `before` sees, then erased: TTL eviction of
+  // rows on disk. Returns how many went.
+  int64_t ExpireOnDisk(const std::vector<std::pair<uint64_t, int64_t>>& candidates,
+                       const std::function<void(uint64_t id, const float* values)>& before);
+
+  // Every row, in increasing order of id.
+  void ForEach(const std::function<void(const RowView&)>& each) const;
+  // Every row into a state (ids, rows, row_updates, row_last_update: by increasing id), and
+  // back from a checked one: memory takes rows up to its budget, the disk the rest.
+  void Save(TableState* s) const;
+  void Load(const TableState& s);
+
+ private:
+  void Add(const RowView& row);
+  void Flush();  // Add's rows bound for disk
+
+  RowStore memory_;
+  const std::unique_ptr<DiskRows> disk_;
+  const int64_t memory_rows_;
+  const EvictionOrder order_;
+  // Add's rows bound for disk, written by Flush.
+  std::vector<uint64_t> pending_ids_;
+  std::vector<float> pending_values_;
+  std::vector<DiskRow> pending_rows_;
+};
+
+}  // namespace towerps::ps
+
+#endif  // TOWERPS_PS_SERVER_TABLE_ROWS_H_

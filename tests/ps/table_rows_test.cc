@@ -1,0 +1,252 @@
+// The tables' disk tier (ps/server/row_disk.h, ps/server/table_rows.h): records read back with
+// the bits they were written with; a table partition whose memory budget sends most rows to disk
+// has, step after step, the bits of the same partition held whole in memory (values, optimizer
+// state, counts, snapshots, the previous version), under admission and TTL eviction too; and a
+// tiered partition restored from a snapshot continues bit for bit.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "ps/server/row_disk.h"
+#include "ps/server/server_options.h"
+#include "ps/server/table_rows.h"
+#include "tests/ps/table_test_util.h"
+
+namespace towerps::ps {
+namespace {
+
+using testing::Ids;
+using testing::RandomRows;
+using testing::RowsOf;
+using testing::TableJob;
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir =
+      ::testing::TempDir() + "towerps_tier_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::unique_ptr<RowDisk> OpenDisk(const std::string& name) {
+  Result<std::unique_ptr<RowDisk>> disk = RowDisk::Open(FreshDir(name));
+  EXPECT_TRUE(disk.ok()) << disk.status().ToString();
+  return disk.ok() ? std::move(*disk) : nullptr;
+}
+
+bool SameBits(const float* a, const float* b, int64_t n) {
+  return std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
+}
+
+TEST(DiskRowsTest, RowsReadBackWithTheirBitsInTheirPartitionOnly) {
+  auto disk = OpenDisk("records");
+  ASSERT_NE(disk, nullptr);
+  constexpr int64_t kStride = 6;
+  DiskRows a(disk.get(), 3, 1, kStride);
+  DiskRows b(disk.get(), 3, 2, kStride);  // the next partition: its keys follow a's
+  std::mt19937 rng(5);
+  std::vector<uint64_t> ids;
+  std::vector<float> values(100 * kStride);
+  std::vector<DiskRow> rows;
+  for (int i = 0; i < 100; ++i) ids.push_back(rng() % 100000 + (i % 3 == 0 ? ~0ull - 1000 : 0));
+  std::set<uint64_t> unique(ids.begin(), ids.end());
+  ids.assign(unique.begin(), unique.end());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (int64_t j = 0; j < kStride; ++j) {
+      const uint32_t bits = rng();  // any bits: NaN payloads, denormals, -0
+      std::memcpy(&values[i * kStride + j], &bits, 4);
+    }
+    rows.push_back(
+        {&values[i * kStride], static_cast<uint32_t>(rng()), static_cast<int64_t>(rng())});
+  }
+  a.Write(ids, rows);
+  b.Write({ids[0]}, {rows[1]});
+  EXPECT_EQ(a.size(), static_cast<int64_t>(ids.size()));
+
+  std::vector<uint64_t> asked = {ids[7], 424242424242ull, ids[0], ids.back()};
+  std::vector<size_t> found;
+  a.Read(asked.data(), asked.size(), [&](size_t i, const DiskRow& row) {
+    const size_t k =
+        static_cast<size_t>(std::lower_bound(ids.begin(), ids.end(), asked[i]) - ids.begin());
+    EXPECT_TRUE(SameBits(row.values, rows[k].values, kStride)) << asked[i];
+    EXPECT_EQ(row.updates, rows[k].updates);
+    EXPECT_EQ(row.last_update, rows[k].last_update);
+    found.push_back(i);
+  });
+  EXPECT_EQ(found, (std::vector<size_t>{0, 2, 3}));  // in order; the absent id not called
+
+  std::vector<uint64_t> scanned;
+  a.Scan([&](uint64_t id, const DiskRow&) { scanned.push_back(id); });
+  EXPECT_EQ(scanned, ids);  // increasing, the big ids last: keys are big-endian
+
+  a.Erase({ids[0], ids[1]});
+  EXPECT_EQ(a.size(), static_cast<int64_t>(ids.size()) - 2);
+  a.Clear();
+  EXPECT_EQ(a.size(), 0);
+  scanned.clear();
+  b.Scan([&](uint64_t id, const DiskRow& row) {
+    scanned.push_back(id);
+    EXPECT_TRUE(SameBits(row.values, rows[1].values, kStride));
+  });
+  EXPECT_EQ(scanned, (std::vector<uint64_t>{ids[0]}));  // b's row outlived a's Clear
+}
+
+TEST(DiskRowsTest, OpeningATierDiscardsWhatAnEarlierProcessLeft) {
+  const std::string dir = FreshDir("reopen");
+  {
+    Result<std::unique_ptr<RowDisk>> first = RowDisk::Open(dir);
+    ASSERT_TRUE(first.ok());
+    DiskRows rows(first->get(), 0, 0, 1);
+    const float v = 1.0f;
+    rows.Write({9}, {{&v, 1, 1}});
+  }
+  Result<std::unique_ptr<RowDisk>> second = RowDisk::Open(dir);
+  ASSERT_TRUE(second.ok());
+  DiskRows rows(second->get(), 0, 0, 1);
+  int seen = 0;
+  rows.Scan([&](uint64_t, const DiskRow&) { ++seen; });
+  EXPECT_EQ(seen, 0);
+}
+
+// A sync job of one worker, dim 32 with Adagrad (a row of 64 floats), under `policy`.
+JobConfig TierJob(const TablePolicy& policy) {
+  JobConfig job = TableJob(UpdateMode::kSync, 1, TableOptimizerKind::kAdagrad);
+  job.table_policies.defaults = policy;
+  return job;
+}
+
+std::unique_ptr<TableChunk> MakeTiered(const JobConfig& job, RowDisk* disk) {
+  const VariableSpec var = TableVariable("emb", 0, 32, 0.5f);
+  Result<ChunkPlacement> p = ChunkPlacement::Compute({var}, job.servers, job.partition_bytes);
+  return std::make_unique<TableChunk>(p->chunks()[0], var, job, nullptr, disk);
+}
+
+// Steps of ids below `space`: a hot head of 200 every step, and `tail` more drawn uniformly.
+std::vector<std::vector<uint64_t>> Steps(int n, uint32_t seed, int tail, uint64_t space) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<uint64_t>> steps;
+  for (int s = 0; s < n; ++s) {
+    std::set<uint64_t> ids;
+    for (int k = 0; k < 300; ++k) ids.insert(rng() % 200);
+    for (int k = 0; k < tail; ++k) ids.insert(rng() % space);
+    steps.emplace_back(ids.begin(), ids.end());
+  }
+  return steps;
+}
+
+void Step(TableChunk& t, const std::vector<uint64_t>& ids, uint32_t seed) {
+  ShardCounters counters;
+  const int64_t v = t.version();
+  Result<PushOutcome> r = t.Push(
+      RowsOf(0, v, v, ids, RandomRows(static_cast<int64_t>(ids.size()), 32, seed), 0), &counters);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+// Every observable bit of two partitions: their snapshots' rows, counts and last updates, and
+// lookups (rows and counts) of `ids` at the current and the previous version.
+void ExpectSameBits(const TableChunk& a, const TableChunk& b, const std::vector<uint64_t>& ids) {
+  const TableState sa = a.Snapshot(), sb = b.Snapshot();
+  ASSERT_EQ(sa.ids.num_elements(), sb.ids.num_elements());
+  EXPECT_EQ(0, std::memcmp(sa.ids.raw_data(), sb.ids.raw_data(), sa.ids.byte_size()));
+  EXPECT_TRUE(SameBits(sa.rows.f32(), sb.rows.f32(), sa.rows.num_elements()));
+  EXPECT_EQ(0, std::memcmp(sa.row_updates.raw_data(), sb.row_updates.raw_data(),
+                           sa.row_updates.byte_size()));
+  EXPECT_EQ(0, std::memcmp(sa.row_last_update.raw_data(), sb.row_last_update.raw_data(),
+                           sa.row_last_update.byte_size()));
+  for (int64_t version : {a.version(), a.version() - 1}) {
+    Tensor ra, ua, rb, ub;
+    ASSERT_TRUE(a.Lookup(Ids(ids), version, &ra, &ua).ok());
+    ASSERT_TRUE(b.Lookup(Ids(ids), version, &rb, &ub).ok());
+    EXPECT_TRUE(SameBits(ra.f32(), rb.f32(), ra.num_elements())) << "version " << version;
+    EXPECT_EQ(0, std::memcmp(ua.raw_data(), ub.raw_data(), ua.byte_size()));
+  }
+}
+
+TEST(TableRowsTest, APartitionMostlyOnDiskHasTheBitsOfOneInMemory) {
+  TablePolicy memory;
+  memory.admission_min_count = 2;
+  memory.ttl_steps = 8;
+  TablePolicy tiered = memory;
+  tiered.storage = TableStorage::kRocksdb;
+  tiered.memory_mb = 1;  // about 3,000 rows of 64 floats: most of the table is on disk
+  auto disk = OpenDisk("bits");
+  ASSERT_NE(disk, nullptr);
+  auto a = MakeTiered(TierJob(tiered), disk.get());
+  auto reference = MakeTiered(TierJob(memory), nullptr);
+  const auto steps = Steps(24, 1, 2500, 12000);
+  std::vector<uint64_t> all(12000);
+  std::iota(all.begin(), all.end(), 0);
+  int64_t most_on_disk = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    Step(*a, steps[s], static_cast<uint32_t>(s));
+    Step(*reference, steps[s], static_cast<uint32_t>(s));
+    most_on_disk = std::max(most_on_disk, a->rows_on_disk());
+    if (s % 6 == 5) ExpectSameBits(*a, *reference, all);
+    ASSERT_EQ(a->rows_held(), reference->rows_held()) << "step " << s;
+  }
+  ExpectSameBits(*a, *reference, all);
+  EXPECT_GT(most_on_disk, a->rows_held() / 2);  // the budget held: most rows went to disk
+  EXPECT_LE(a->rows_held() - a->rows_on_disk(),
+            TableRows::MemoryRows(1, 1, 64) + 2700);  // at most one step's rows over it
+  // TTL evicted rows from disk as from memory: the same rows went, for the same reason.
+  EXPECT_EQ(a->policy_counts().evicted_ttl, reference->policy_counts().evicted_ttl);
+  EXPECT_GT(a->policy_counts().evicted_ttl, 0);
+  EXPECT_EQ(a->policy_counts().admitted, reference->policy_counts().admitted);
+}
+
+TEST(TableRowsTest, ARestoredTieredPartitionContinuesBitForBit) {
+  TablePolicy tiered;
+  tiered.ttl_steps = 5;
+  tiered.storage = TableStorage::kRocksdb;
+  tiered.memory_mb = 1;
+  tiered.eviction = EvictionOrder::kLru;
+  auto disk_a = OpenDisk("restore_a");
+  auto disk_b = OpenDisk("restore_b");
+  ASSERT_NE(disk_a, nullptr);
+  ASSERT_NE(disk_b, nullptr);
+  auto a = MakeTiered(TierJob(tiered), disk_a.get());
+  auto b = MakeTiered(TierJob(tiered), disk_b.get());
+  const auto steps = Steps(20, 2, 700, 40000);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (s == 11) {
+      ASSERT_GT(a->rows_on_disk(), 0);
+      ASSERT_TRUE(b->Restore(a->Snapshot(/*replica=*/true)).ok());
+      EXPECT_GT(b->rows_on_disk(), 0);  // the restore kept its budget
+    }
+    Step(*a, steps[s], static_cast<uint32_t>(s));
+    if (s >= 11) Step(*b, steps[s], static_cast<uint32_t>(s));
+  }
+  std::vector<uint64_t> all(40000);
+  std::iota(all.begin(), all.end(), 0);
+  ExpectSameBits(*a, *b, all);
+}
+
+TEST(TableRowsTest, AServerRefusesAMissingOrUnusableTableDir) {
+  ServerOptions o;
+  o.job.table_policies.overrides = "emb_2:storage=rocksdb,emb_2:memory_mb=16";
+  Status none = o.ValidateTableDir();
+  EXPECT_EQ(none.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(none.message().find("table 'emb_2': storage=rocksdb keeps rows on disk: give the "
+                                "servers a --table-dir"),
+            std::string::npos)
+      << none.message();
+  o.table_dir = FreshDir("missing");
+  Status missing = o.ValidateTableDir();
+  EXPECT_NE(missing.message().find("--table-dir=" + o.table_dir), std::string::npos)
+      << missing.message();
+  EXPECT_NE(missing.message().find("is not a directory"), std::string::npos);
+  o.table_dir = "/proc/self/status";  // a file
+  EXPECT_EQ(o.ValidateTableDir().code(), StatusCode::kInvalidArgument);
+  o.table_dir = ::testing::TempDir();
+  EXPECT_TRUE(o.ValidateTableDir().ok());
+  o.job.table_policies.overrides = "";
+  o.table_dir = "";
+  EXPECT_TRUE(o.ValidateTableDir().ok());  // no table on disk: no directory needed
+}
+
+}  // namespace
+}  // namespace towerps::ps
