@@ -121,7 +121,7 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--table-capacity-rows", std::to_string(table_policies.defaults.capacity_rows)},
       {"--table-eviction", kEvictionOrders.Name(table_policies.defaults.eviction)},
       {"--table-storage", kTableStorages.Name(table_policies.defaults.storage)},
-      {"--table-memory-mb", std::to_string(table_policies.defaults.memory_mb)},
+      {"--table-memory-mb", ShortestText(table_policies.defaults.memory_mb)},
       {"--table-policy", table_policies.overrides},
       {"--lr-schedule", kLrScheduleKinds.Name(schedule.kind)},
       {"--lr-decay-rate", ShortestText(schedule.decay_rate)},

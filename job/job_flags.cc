@@ -51,9 +51,7 @@ void AddTableFlags(po::options_description& desc, JobConfig& c, std::string* tab
       "table-storage", po::value(storage)->default_value(*storage),
       "embedding tables: memory (every row in RAM) or rocksdb (each server keeps the hottest "
       "rows within --table-memory-mb, the rest on disk in its --table-dir)")(
-      "table-memory-mb",
-      po::value(&c.table_policies.defaults.memory_mb)
-          ->default_value(c.table_policies.defaults.memory_mb),
+      "table-memory-mb", FloatFlag(&c.table_policies.defaults.memory_mb),
       "embedding tables with --table-storage rocksdb: each server's megabytes of a table's rows "
       "in memory (its partitions share them)")(
       "table-policy", po::value(&c.table_policies.overrides)->default_value(""),

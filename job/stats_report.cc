@@ -40,6 +40,11 @@ void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header)
   st.setTableGradientsDropped(r.table_gradients_dropped);
   st.setTableEvictedTtl(r.table_evicted_ttl);
   st.setTableEvictedCapacity(r.table_evicted_capacity);
+  st.setTableRowsOnDisk(r.table_rows_on_disk);
+  st.setTableRowReads(r.table_row_reads);
+  st.setTableDiskReads(r.table_disk_reads);
+  st.setTableDiskHits(r.table_disk_hits);
+  st.setTableDiskWrites(r.table_disk_writes);
   auto rows = st.initRowStalenessHistogram(static_cast<unsigned>(r.row_staleness_histogram.size()));
   for (size_t b = 0; b < r.row_staleness_histogram.size(); ++b) {
     rows.set(b, r.row_staleness_histogram[b]);
@@ -77,6 +82,11 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
   r.table_gradients_dropped = st.getTableGradientsDropped();
   r.table_evicted_ttl = st.getTableEvictedTtl();
   r.table_evicted_capacity = st.getTableEvictedCapacity();
+  r.table_rows_on_disk = st.getTableRowsOnDisk();
+  r.table_row_reads = st.getTableRowReads();
+  r.table_disk_reads = st.getTableDiskReads();
+  r.table_disk_hits = st.getTableDiskHits();
+  r.table_disk_writes = st.getTableDiskWrites();
   for (uint64_t b : st.getRowStalenessHistogram()) r.row_staleness_histogram.push_back(b);
   for (uint32_t w : st.getRegisteredWorkers()) r.registered_workers.push_back(w);
   return r;
@@ -88,6 +98,11 @@ void AddSocketStats(const SocketStats& socket, ServerStatsReport* report) {
   report->messages_in = socket.messages_in;
   report->messages_out = socket.messages_out;
   report->rejected_messages = socket.rejected;
+}
+
+double MemoryHitRate(uint64_t row_reads, uint64_t disk_hits) {
+  if (row_reads == 0) return 1.0;
+  return 1.0 - static_cast<double>(disk_hits) / static_cast<double>(row_reads);
 }
 
 std::string StatsLine(const ServerStatsReport& r) {
@@ -105,6 +120,11 @@ std::string StatsLine(const ServerStatsReport& r) {
   if (r.table_evicted_ttl + r.table_evicted_capacity > 0) {
     line << ", evicted " << r.table_evicted_ttl << " by ttl and " << r.table_evicted_capacity
          << " by capacity";
+  }
+  if (r.table_row_reads > 0) {
+    line << ", " << r.table_rows_on_disk << " rows on disk (memory hit rate "
+         << MemoryHitRate(r.table_row_reads, r.table_disk_hits) << ", " << r.table_disk_reads
+         << " disk reads, " << r.table_disk_writes << " writes)";
   }
   return line.str();
 }

@@ -65,6 +65,10 @@ struct ServerStatsReport {
   // gradients dropped (an id not admitted, once per update), rows evicted by TTL and by capacity.
   uint64_t table_rows_admitted = 0, table_ids_pending = 0, table_gradients_dropped = 0;
   uint64_t table_evicted_ttl = 0, table_evicted_capacity = 0;
+  // Tables on disk (ps/server/table_rows.h): rows there, rows asked of tiered partitions, of
+  // those looked up on disk and found there, and rows written to it.
+  uint64_t table_rows_on_disk = 0, table_row_reads = 0, table_disk_reads = 0;
+  uint64_t table_disk_hits = 0, table_disk_writes = 0;
   std::vector<uint32_t> registered_workers;  // ranks, increasing
 };
 
@@ -75,6 +79,9 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header);
 void AddSocketStats(const SocketStats& socket, ServerStatsReport* report);
 // The server's periodic log line: "28080 gradients, 14040 updates, ...".
 std::string StatsLine(const ServerStatsReport& report);
+// The share of a tiered table's row reads served from memory: 1 - disk_hits / row_reads (1 when
+// nothing was read).
+double MemoryHitRate(uint64_t row_reads, uint64_t disk_hits);
 
 // Mean and 99th percentile of a staleness histogram (bucket i counts staleness i; 0 when empty).
 double HistogramMean(const std::vector<uint64_t>& histogram);

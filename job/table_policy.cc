@@ -45,7 +45,8 @@ Status Set(const std::string& key, const std::string& text, std::string_view tab
     }
     policy->storage = *storage;
   } else if (key == "memory_mb") {
-    TOWERPS_ASSIGN_OR_RETURN(policy->memory_mb, ParseInt(text, where));
+    TOWERPS_ASSIGN_OR_RETURN(const double mb, ParseDouble(text, where));
+    policy->memory_mb = static_cast<float>(mb);
   } else {
     return InvalidArgumentError("--table-policy: table '" + std::string(table) + "': '" + key +
                                 "' is not a policy key (" + kKeys + ")");
@@ -73,7 +74,7 @@ std::string TablePolicy::Describe() const {
         kEvictionOrders.Name(eviction) + ")");
   }
   if (storage == TableStorage::kRocksdb) {
-    add("on disk (rocksdb) beyond " + std::to_string(memory_mb) + " MB per server in memory (" +
+    add("on disk (rocksdb) beyond " + ShortestText(memory_mb) + " MB per server in memory (" +
         kEvictionOrders.Name(eviction) + ")");
   }
   return s;
@@ -100,24 +101,24 @@ Status TablePolicy::ValidateFields(std::string_view table) const {
                                 std::to_string(capacity_rows) +
                                 " is not in [0, 2^40] (0: no bound)");
   }
-  if (memory_mb < 0 || memory_mb > kMaxMemoryMb) {
+  if (!(memory_mb >= 0.0f && memory_mb <= static_cast<float>(kMaxMemoryMb))) {
     return InvalidArgumentError(Where(table, "memory_mb", "--table-memory-mb") + "=" +
-                                std::to_string(memory_mb) + " is not in [0, 2^30]");
+                                ShortestText(memory_mb) + " is not in [0, 2^30]");
   }
   return Status::Ok();
 }
 
 Status TablePolicy::Validate(std::string_view table) const {
   TOWERPS_RETURN_IF_ERROR(ValidateFields(table));
-  if (storage == TableStorage::kRocksdb && memory_mb == 0) {
+  if (storage == TableStorage::kRocksdb && memory_mb <= 0.0f) {
     return InvalidArgumentError(Where(table, "storage", "--table-storage") +
                                 "=rocksdb needs a memory budget: set " +
                                 Where(table, "memory_mb", "--table-memory-mb") +
                                 " (each server's megabytes of the table's rows in memory)");
   }
-  if (storage == TableStorage::kMemory && memory_mb > 0) {
+  if (storage == TableStorage::kMemory && memory_mb > 0.0f) {
     return InvalidArgumentError(Where(table, "memory_mb", "--table-memory-mb") + "=" +
-                                std::to_string(memory_mb) +
+                                ShortestText(memory_mb) +
                                 " bounds the memory tier of storage=rocksdb; this table's "
                                 "storage is memory (set storage to rocksdb, or drop memory_mb)");
   }

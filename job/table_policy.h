@@ -58,7 +58,9 @@ struct TablePolicy {
   int64_t capacity_rows = 0;  // rows per server (each partition an equal share, >= 1); 0: none
   EvictionOrder eviction = EvictionOrder::kLfu;
   TableStorage storage = TableStorage::kMemory;
-  int64_t memory_mb = 0;  // rocksdb: each server's memory for the table's rows (>= 1)
+  // rocksdb: each server's megabytes (2^20 bytes) for the table's rows in memory (> 0; a
+  // fraction too, for small tables and tests)
+  float memory_mb = 0.0f;
 
   bool AdmitsEveryId() const { return admission_min_count <= 1 && admission_probability >= 1.0f; }
   bool Evicts() const { return ttl_steps > 0 || capacity_rows > 0; }

@@ -280,6 +280,13 @@ struct ServerStats {
   tableGradientsDropped @28 :UInt64;
   tableEvictedTtl @29 :UInt64;
   tableEvictedCapacity @30 :UInt64;
+  # Tables on disk (ps/server/table_rows.h): rows on disk now, rows a lookup or update asked of
+  # a tiered partition, of those the ones the disk was asked for and found, rows written to it.
+  tableRowsOnDisk @31 :UInt64;
+  tableRowReads @32 :UInt64;
+  tableDiskReads @33 :UInt64;
+  tableDiskHits @34 :UInt64;
+  tableDiskWrites @35 :UInt64;
 }
 
 struct ConfigField {

@@ -162,8 +162,8 @@ void DiskRows::Read(const uint64_t* ids, size_t n,
     ++hits;
     found(i, Decode(values[i].data(), values[i].size(), &buffer));
   }
-  disk_->counts().reads.fetch_add(n, std::memory_order_relaxed);
-  disk_->counts().hits.fetch_add(hits, std::memory_order_relaxed);
+  counts_.reads += static_cast<int64_t>(n);
+  counts_.hits += static_cast<int64_t>(hits);
 }
 
 void DiskRows::Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows) {
@@ -180,7 +180,7 @@ void DiskRows::Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow
   rocksdb::Status s = disk_->db()->Write(NoLog(), &batch);
   if (!s.ok()) disk_->Fail("write rows", s.ToString());
   size_ += static_cast<int64_t>(ids.size());
-  disk_->counts().writes.fetch_add(ids.size(), std::memory_order_relaxed);
+  counts_.writes += static_cast<int64_t>(ids.size());
 }
 
 void DiskRows::Erase(const std::vector<uint64_t>& ids) {
@@ -190,7 +190,6 @@ void DiskRows::Erase(const std::vector<uint64_t>& ids) {
   rocksdb::Status s = disk_->db()->Write(NoLog(), &batch);
   if (!s.ok()) disk_->Fail("erase rows", s.ToString());
   size_ -= static_cast<int64_t>(ids.size());
-  disk_->counts().erases.fetch_add(ids.size(), std::memory_order_relaxed);
 }
 
 void DiskRows::Scan(const std::function<void(uint64_t, const DiskRow&)>& each) const {

@@ -22,7 +22,6 @@
 #ifndef TOWERPS_PS_SERVER_ROW_DISK_H_
 #define TOWERPS_PS_SERVER_ROW_DISK_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -37,14 +36,6 @@ class DB;
 
 namespace towerps::ps {
 
-// What a server's tier has done since it opened: for the stats line, the summary, TensorBoard.
-struct RowDiskCounts {
-  std::atomic<uint64_t> reads{0};   // records looked up (found or not)
-  std::atomic<uint64_t> hits{0};    // of which found on disk
-  std::atomic<uint64_t> writes{0};  // records written
-  std::atomic<uint64_t> erases{0};  // records erased (read back into memory, or expired)
-};
-
 class RowDisk {
  public:
   // Opens a fresh tier in `dir` (created when absent; an earlier tier there is deleted).
@@ -57,7 +48,6 @@ class RowDisk {
   RowDisk& operator=(const RowDisk&) = delete;
 
   const std::string& dir() const { return dir_; }
-  RowDiskCounts& counts() { return counts_; }
   // The bytes of the tier's files on disk (RocksDB's estimate of its live SST files and
   // memtables).
   uint64_t bytes_on_disk() const;
@@ -69,7 +59,6 @@ class RowDisk {
   RowDisk(std::string dir, std::unique_ptr<rocksdb::DB> db);
   const std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
-  RowDiskCounts counts_;
 };
 
 // A row as the disk holds it: `stride` floats, its update count and last update's version.
@@ -79,12 +68,18 @@ struct DiskRow {
   int64_t last_update = 0;
 };
 
+// What a partition's tier has done: records looked up (found or not), found, and written.
+struct DiskCounts {
+  int64_t reads = 0, hits = 0, writes = 0;
+};
+
 class DiskRows {
  public:
   DiskRows(RowDisk* disk, uint32_t variable, uint32_t partition, int64_t stride);
 
   int64_t size() const { return size_; }
   int64_t stride() const { return stride_; }
+  const DiskCounts& counts() const { return counts_; }
   // Looks up ids[0, n) (in one batch), calling found(i, row) for each one on disk, in order.
   void Read(const uint64_t* ids, size_t n,
             const std::function<void(size_t i, const DiskRow& row)>& found) const;
@@ -107,6 +102,7 @@ class DiskRows {
   const uint64_t prefix_;  // (variable, partition): a key's first 8 bytes
   const int64_t stride_;
   int64_t size_ = 0;
+  mutable DiskCounts counts_;  // Read counts too
 };
 
 }  // namespace towerps::ps

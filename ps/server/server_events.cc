@@ -33,7 +33,11 @@ void ServerEvents::Record(const ServerStatsReport& s) {
                {"ps/table_ids_pending", static_cast<double>(s.table_ids_pending)},
                {"ps/table_gradients_dropped", static_cast<double>(s.table_gradients_dropped)},
                {"ps/table_evicted_ttl", static_cast<double>(s.table_evicted_ttl)},
-               {"ps/table_evicted_capacity", static_cast<double>(s.table_evicted_capacity)}});
+               {"ps/table_evicted_capacity", static_cast<double>(s.table_evicted_capacity)},
+               {"ps/table_rows_on_disk", static_cast<double>(s.table_rows_on_disk)},
+               {"ps/table_memory_hit_rate", MemoryHitRate(s.table_row_reads, s.table_disk_hits)},
+               {"ps/table_disk_reads", static_cast<double>(s.table_disk_reads)},
+               {"ps/table_disk_writes", static_cast<double>(s.table_disk_writes)}});
     if (st.ok()) st = writer_->Histogram(step, "ps/row_staleness", s.row_staleness_histogram);
   }
   if (!st.ok()) {

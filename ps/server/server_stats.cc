@@ -21,6 +21,11 @@ void AddCounters(const ShardCounters& c, ServerStatsReport* report) {
   r.table_ids_pending += c.table_ids_pending.load();
   r.table_gradients_dropped += c.table_gradients_dropped.load();
   r.table_evicted_ttl += c.table_evicted_ttl.load();
+  r.table_rows_on_disk += c.table_rows_on_disk.load();
+  r.table_row_reads += c.table_row_reads.load();
+  r.table_disk_reads += c.table_disk_reads.load();
+  r.table_disk_hits += c.table_disk_hits.load();
+  r.table_disk_writes += c.table_disk_writes.load();
   r.table_evicted_capacity += c.table_evicted_capacity.load();
   for (int b = 0; b < kStalenessBuckets; ++b) {
     r.staleness_histogram[b] += c.staleness[b].load();

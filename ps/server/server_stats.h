@@ -40,6 +40,13 @@ struct ShardCounters {
   std::atomic<uint64_t> table_gradients_dropped{0};
   std::atomic<uint64_t> table_evicted_ttl{0};
   std::atomic<uint64_t> table_evicted_capacity{0};
+  // Tables on disk (ps/server/table_rows.h): rows there now (a level), rows a lookup or update
+  // asked of a tiered partition, and of those the disk looked up and found; rows written to it.
+  std::atomic<uint64_t> table_rows_on_disk{0};
+  std::atomic<uint64_t> table_row_reads{0};
+  std::atomic<uint64_t> table_disk_reads{0};
+  std::atomic<uint64_t> table_disk_hits{0};
+  std::atomic<uint64_t> table_disk_writes{0};
   std::array<std::atomic<uint64_t>, kStalenessBuckets> row_staleness{};
 
   // A refused non-finite gradient of `worker`'s iteration `clock`: kept if the earliest.

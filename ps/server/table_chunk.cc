@@ -297,6 +297,7 @@ void TableChunk::Evict(ShardCounters& counters) {
   if (retain) previous_.FinishEvictions();
   rows_.Spill();  // the values stay as they are: nothing to keep
   policy_.Report(rows_.size(), counters);
+  rows_.Report(counters);
 }
 
 void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {

@@ -31,13 +31,15 @@ int64_t TableRows::RowBytes(int64_t stride) {
   return stride * static_cast<int64_t>(sizeof(float)) + 8 + 4 + 8 + 4 * 16;
 }
 
-int64_t TableRows::MemoryRows(int64_t memory_mb, int64_t partitions, int64_t stride) {
-  const int64_t share = (memory_mb << 20) / std::max<int64_t>(1, partitions);
+int64_t TableRows::MemoryRows(double memory_mb, int64_t partitions, int64_t stride) {
+  const auto share = static_cast<int64_t>(memory_mb * (1 << 20)) / std::max<int64_t>(1, partitions);
   return std::max<int64_t>(1, share / RowBytes(stride));
 }
 
 void TableRows::Load(const std::vector<uint64_t>& ids) {
-  if (!disk_ || disk_->size() == 0) return;
+  if (!disk_) return;
+  row_reads_ += static_cast<int64_t>(ids.size());
+  if (disk_->size() == 0) return;
   std::vector<uint64_t> absent;
   for (uint64_t id : ids) {
     if (memory_.Find(id) < 0) absent.push_back(id);
@@ -57,7 +59,9 @@ void TableRows::Load(const std::vector<uint64_t>& ids) {
 
 void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
                            const std::function<void(size_t, const DiskRow&)>& found) const {
-  if (!disk_ || disk_->size() == 0) return;
+  if (!disk_) return;
+  row_reads_ += static_cast<int64_t>(n);
+  if (disk_->size() == 0) return;
   std::vector<uint64_t> misses;
   std::vector<size_t> where;
   for (size_t i = 0; i < n; ++i) {
@@ -67,6 +71,20 @@ void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
   }
   disk_->Read(misses.data(), misses.size(),
               [&](size_t k, const DiskRow& row) { found(where[k], row); });
+}
+
+void TableRows::Report(ShardCounters& counters) {
+  if (!disk_) return;
+  auto add = [](std::atomic<uint64_t>& c, int64_t now, int64_t& reported) {
+    c.fetch_add(static_cast<uint64_t>(now - reported), std::memory_order_relaxed);  // wraps down
+    reported = now;
+  };
+  const DiskCounts& disk = disk_->counts();
+  add(counters.table_rows_on_disk, disk_->size(), reported_on_disk_);
+  add(counters.table_row_reads, row_reads_, reported_row_reads_);
+  add(counters.table_disk_reads, disk.reads, reported_.reads);
+  add(counters.table_disk_hits, disk.hits, reported_.hits);
+  add(counters.table_disk_writes, disk.writes, reported_.writes);
 }
 
 void TableRows::Spill() {

@@ -29,6 +29,7 @@
 #include "ps/server/holder_state.h"
 #include "ps/server/row_disk.h"
 #include "ps/server/row_store.h"
+#include "ps/server/server_stats.h"
 
 namespace towerps::ps {
 
@@ -54,7 +55,7 @@ class TableRows {
                             int64_t stride, RowDisk* disk);
   // The memory budget, in rows, of `memory_mb` shared by `partitions` partitions of rows of
   // `stride` floats (at least 1).
-  static int64_t MemoryRows(int64_t memory_mb, int64_t partitions, int64_t stride);
+  static int64_t MemoryRows(double memory_mb, int64_t partitions, int64_t stride);
   // Bytes a row of `stride` floats takes in memory: floats, id, count, last update, map slots.
   static int64_t RowBytes(int64_t stride);
 
@@ -80,6 +81,10 @@ class TableRows {
   int64_t ExpireOnDisk(const std::vector<std::pair<uint64_t, int64_t>>& candidates,
                        const std::function<void(uint64_t id, const float* values)>& before);
 
+  // Brings the shard's counters up to date with the tier's (rows on disk, rows read and how many
+  // of them from disk, disk reads and writes), by what changed since the last Report.
+  void Report(ShardCounters& counters);
+
   // Every row, in increasing order of id.
   void ForEach(const std::function<void(const RowView&)>& each) const;
   // Every row into a state (ids, rows, row_updates, row_last_update: by increasing id), and
@@ -95,6 +100,9 @@ class TableRows {
   const std::unique_ptr<DiskRows> disk_;
   const int64_t memory_rows_;
   const EvictionOrder order_;
+  mutable int64_t row_reads_ = 0;  // rows a lookup or an update asked for, while tiered
+  int64_t reported_on_disk_ = 0, reported_row_reads_ = 0;
+  DiskCounts reported_;
   // Add's rows bound for disk, written by Flush.
   std::vector<uint64_t> pending_ids_;
   std::vector<float> pending_values_;

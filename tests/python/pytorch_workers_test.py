@@ -368,6 +368,42 @@ class TablePolicyTest(unittest.TestCase):
             self.assertEqual(first[0]["params"], other[0]["params"])
 
 
+class TableTierTest(unittest.TestCase):
+    """nn.EmbeddingBag(sparse=True) with its rows mostly on disk (--table-storage rocksdb and a
+    tiny --table-memory-mb: ps/server/table_rows.h), admission and a TTL on: the job has the bits
+    of the same job held in memory, and a killed worker leaves them as they were."""
+
+    POLICY = ["--table-optimizer", "sgd", "--table-lr", "2", "--table-admission-min-count", "2",
+              "--table-ttl-steps", "4"]
+
+    def run_job(self, out, tier_dir=None, worker_args=()):
+        extra = list(self.POLICY)
+        if tier_dir:
+            extra += ["--table-storage", "rocksdb", "--table-memory-mb", "0.001",
+                      "--table-dir", tier_dir]
+        code, text, _ = launch(out, steps=60, extra=extra,
+                               worker_args=["--table-kind", "bag"] + list(worker_args))
+        self.assertEqual(code, 0, text)
+        return [worker_record(out, r) for r in range(2)], text
+
+    def test_the_tier_and_a_killed_worker_keep_the_bits(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, \
+                tempfile.TemporaryDirectory() as c, tempfile.TemporaryDirectory() as tier:
+            memory, _ = self.run_job(a)
+            tiered, text = self.run_job(b, tier)
+            marker = os.path.join(c, "killed")
+            killed, killed_text = self.run_job(c, tier, ["--kill-at", "30", "--kill-marker",
+                                                         marker])
+            self.assertTrue(os.path.exists(marker), "the worker was never killed")
+            self.assertIn("restarting it", killed_text)
+        stats = [line for line in text.splitlines() if "stats:" in line and "[ps:0]" in line]
+        self.assertTrue(stats, text)
+        self.assertRegex(stats[-1], r"[1-9]\d* rows on disk \(memory hit rate")
+        for other in (tiered, killed):
+            self.assertEqual(memory[0]["losses"], other[0]["losses"])
+            self.assertEqual(memory[0]["params"], other[0]["params"])
+
+
 class _Optimizers:
     """Several torch.optim optimizers stepped as one (a reference's tables and dense layers)."""
 

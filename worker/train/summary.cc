@@ -40,6 +40,11 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->table_gradients_dropped += stats.table_gradients_dropped;
   s->table_evicted_ttl += stats.table_evicted_ttl;
   s->table_evicted_capacity += stats.table_evicted_capacity;
+  s->table_rows_on_disk += stats.table_rows_on_disk;
+  s->table_row_reads += stats.table_row_reads;
+  s->table_disk_reads += stats.table_disk_reads;
+  s->table_disk_hits += stats.table_disk_hits;
+  s->table_disk_writes += stats.table_disk_writes;
   AddHistogram(stats.row_staleness_histogram, &s->row_staleness_histogram);
 }
 
@@ -129,6 +134,30 @@ void AddMeasures(const TrainingSummary& s, nlohmann::ordered_json& j) {
   }
 }
 
+// Embedding tables' figures: rows, row staleness, the policies' counts, and the disk tier's.
+void AddTables(const TrainingSummary& s, nlohmann::ordered_json& j) {
+  if (s.table_rows > 0 || !s.row_staleness_histogram.empty()) {
+    j["table_rows"] = s.table_rows;
+    j["mean_row_staleness"] = JsonNumber(s.mean_row_staleness);
+    j["p99_row_staleness"] = JsonNumber(s.p99_row_staleness);
+    j["row_staleness_histogram"] = s.row_staleness_histogram;
+    j["table_rows_admitted"] = s.table_rows_admitted;
+    j["table_ids_pending"] = s.table_ids_pending;
+    j["table_gradients_dropped"] = s.table_gradients_dropped;
+    j["table_evicted_ttl"] = s.table_evicted_ttl;
+    j["table_evicted_capacity"] = s.table_evicted_capacity;
+  }
+  if (s.table_row_reads > 0) {  // tables on disk
+    j["table_rows_on_disk"] = s.table_rows_on_disk;
+    j["table_memory_hit_rate"] =
+        JsonNumber(ps::MemoryHitRate(s.table_row_reads, s.table_disk_hits));
+    j["table_disk_reads"] = s.table_disk_reads;
+    j["table_disk_writes"] = s.table_disk_writes;
+    j["table_disk_reads_per_step"] = JsonNumber(
+        s.steps > 0 ? static_cast<double>(s.table_disk_reads) / static_cast<double>(s.steps) : 0);
+  }
+}
+
 }  // namespace
 
 std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int rank,
@@ -170,17 +199,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["server_update_wall_seconds"] = JsonNumber(s.server_update_wall_seconds);
   j["injected_delay_seconds"] = JsonNumber(s.injected_delay_seconds);
   j["staleness_histogram"] = s.staleness_histogram;
-  if (s.table_rows > 0 || !s.row_staleness_histogram.empty()) {
-    j["table_rows"] = s.table_rows;
-    j["mean_row_staleness"] = JsonNumber(s.mean_row_staleness);
-    j["p99_row_staleness"] = JsonNumber(s.p99_row_staleness);
-    j["row_staleness_histogram"] = s.row_staleness_histogram;
-    j["table_rows_admitted"] = s.table_rows_admitted;
-    j["table_ids_pending"] = s.table_ids_pending;
-    j["table_gradients_dropped"] = s.table_gradients_dropped;
-    j["table_evicted_ttl"] = s.table_evicted_ttl;
-    j["table_evicted_capacity"] = s.table_evicted_capacity;
-  }
+  AddTables(s, j);
   j["diverged"] = s.diverged;
   j["divergence_kind"] = s.divergence_kind.empty() ? nlohmann::ordered_json(nullptr)
                                                    : nlohmann::ordered_json(s.divergence_kind);

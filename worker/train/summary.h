@@ -67,6 +67,8 @@ struct TrainingSummary {
   // rows evicted by TTL and by capacity.
   uint64_t table_rows_admitted = 0, table_ids_pending = 0, table_gradients_dropped = 0;
   uint64_t table_evicted_ttl = 0, table_evicted_capacity = 0;
+  uint64_t table_rows_on_disk = 0, table_row_reads = 0, table_disk_reads = 0;
+  uint64_t table_disk_hits = 0, table_disk_writes = 0;
   std::vector<uint64_t> row_staleness_histogram;
   double mean_row_staleness = 0;
   double p99_row_staleness = 0;

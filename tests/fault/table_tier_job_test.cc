@@ -1,0 +1,98 @@
+// A table job with its rows mostly on disk (--table-storage rocksdb with a small
+// --table-memory-mb: ps/server/table_rows.h), admission after 2 steps and a TTL, through
+// towerps-launch with real servers and workers: a sync job ends with the bits of the same job
+// held in memory, and reruns give them again; a worker killed with SIGKILL and a server killed
+// under --ps-replicas 2 (its backup holds its own tier) both end with the undisturbed job's
+// bits; an async job completes; and the summary reports the tier.
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "tests/fault/table_job_fixture.h"
+
+namespace towerps::launch_test {
+namespace {
+
+// The servers' --table-dir: one per test process, each server's tier in ps-<rank> inside it.
+fs::path TableDirPath() {
+  return fs::path(::testing::TempDir()) / ("towerps_tier_job_" + std::to_string(::getpid()));
+}
+
+std::string TableDir() {
+  fs::create_directories(TableDirPath());
+  return TableDirPath().string();
+}
+
+// About 350 rows of each table per server in memory (8 tables of 1000 ids): most rows on disk.
+std::vector<std::string> TierFlags() {
+  return {"--table-admission-min-count",
+          "2",
+          "--table-ttl-steps",
+          "3",
+          "--table-storage",
+          "rocksdb",
+          "--table-memory-mb",
+          "0.05",
+          "--table-dir",
+          TableDir()};
+}
+
+class TableTierJobTest : public TableJobFixture<120, TierFlags> {
+ protected:
+  static void TearDownTestSuite() {
+    TableJobFixture::TearDownTestSuite();
+    fs::remove_all(TableDirPath());
+  }
+};
+
+TEST_F(TableTierJobTest, SyncJobHasTheBitsOfTheJobInMemoryAndRerunsGiveThemAgain) {
+  ASSERT_EQ(Run(), 0);
+  EXPECT_TRUE(dir_.Read("final.bin") == reference()) << "a rerun's final parameters differ";
+  EXPECT_GT(Summary("table_rows_on_disk"), Summary("table_rows") / 2);
+  EXPECT_GT(Summary("table_disk_writes"), 0);
+  EXPECT_GT(Summary("table_memory_hit_rate"), 0);
+  EXPECT_LT(Summary("table_memory_hit_rate"), 1);
+  EXPECT_GT(Summary("table_evicted_ttl"), 0);
+  EXPECT_GT(Summary("table_gradients_dropped"), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("rows on disk (memory hit rate"), std::string::npos);
+
+  // The same job with every row in memory: where a row lives never changes its bits.
+  std::vector<std::string> argv = JobArgv(dir_.path(), {});
+  for (const char* flag : {"--table-storage", "--table-memory-mb", "--table-dir"}) {
+    auto at = std::find(argv.begin(), argv.end(), flag);
+    ASSERT_NE(at, argv.end());
+    argv.erase(at, at + 2);
+  }
+  fs::remove_all(dir_ / "run");
+  Result<int> code = RunProcess(argv, dir_ / "memory.txt", {}, seconds(300));
+  ASSERT_TRUE(code.ok() && *code == 0) << dir_.Read("memory.txt");
+  EXPECT_TRUE(dir_.Read("final.bin") == reference())
+      << "the job in memory ends with other parameters than the job on disk";
+  EXPECT_EQ(Summary("table_rows_on_disk"), -1);  // no tier: not reported
+}
+
+TEST_F(TableTierJobTest, KilledWorkerIsRestartedAndTheFinalParametersAreBitIdentical) {
+  ASSERT_EQ(Run({}, std::make_pair(50, 2)), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("worker:1 was killed by SIGKILL; restarting it"),
+            std::string::npos);
+  EXPECT_TRUE(dir_.Read("final.bin") == reference())
+      << "final parameters differ from the undisturbed job's";
+}
+
+TEST_F(TableTierJobTest, KilledServerWithReplicasFailsOverAndTheFinalParametersAreBitIdentical) {
+  ASSERT_EQ(Run({"--ps-replicas", "2"}, std::make_pair(50, 1), "ps", 1), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("ps:1 was killed by SIGKILL"), std::string::npos);
+  EXPECT_TRUE(dir_.Read("final.bin") == reference())
+      << "final parameters differ from the undisturbed job's";
+}
+
+TEST_F(TableTierJobTest, AsyncJobCompletes) {
+  ASSERT_EQ(Run({"--mode", "async", "--lr", "0.02"}), 0);
+  const std::string exact =
+      "\"final_versions\":[" + std::to_string(3 * kSteps) + "," + std::to_string(3 * kSteps) + "]";
+  EXPECT_NE(dir_.Read("summary.json").find(exact), std::string::npos) << dir_.Read("summary.json");
+  EXPECT_GT(Summary("table_rows_on_disk"), 0);
+}
+
+}  // namespace
+}  // namespace towerps::launch_test
