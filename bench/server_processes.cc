@@ -45,6 +45,11 @@ Status StartServerProcesses(const ServerProcessOptions& o, const ps::JobConfig& 
     for (const std::string& a : job.ToArgs()) so.argv.push_back(a);
     so.argv.insert(so.argv.end(), security_args.begin(), security_args.end());
     so.argv.insert(so.argv.end(), {"--transport", o.transport});
+    if (!job.table_policies.DiskUser().empty()) {
+      const fs::path tables = o.table_dir.empty() ? s->dir / "tables" : fs::path(o.table_dir);
+      fs::create_directories(tables);
+      so.argv.insert(so.argv.end(), {"--table-dir", tables.string()});
+    }
     so.output_path = (s->dir / ("ps-" + std::to_string(r) + ".log")).string();
     TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(so));
     s->processes.push_back(std::move(p));

@@ -24,6 +24,9 @@ struct ServerProcessOptions {
   // How clients prove membership: "none" (--insecure), "auth" (a job secret) or "encrypt".
   std::string security = "auth";
   std::string transport = "tcp";  // the servers' --transport
+  // Tables with storage=rocksdb: the servers' --table-dir; empty: tables/ in the servers'
+  // directory (removed with it).
+  std::string table_dir;
 };
 
 struct ServerProcesses {

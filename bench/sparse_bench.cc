@@ -160,27 +160,40 @@ Result<ps::JobConfig> SparseJob(const SparseBenchOptions& o) {
   job.table_policies.defaults.admission_min_count = o.admission_min_count;
   job.table_policies.defaults.ttl_steps = o.ttl_steps;
   job.table_policies.defaults.capacity_rows = o.capacity_rows;
+  TOWERPS_ASSIGN_OR_RETURN(job.table_policies.defaults.storage,
+                           ps::kTableStorages.Parse(o.table_storage));
+  job.table_policies.defaults.memory_mb = static_cast<float>(o.table_memory_mb);
   TOWERPS_RETURN_IF_ERROR(job.Validate());
   return job;
 }
 
-// Bytes the servers received and sent so far, and the rows they hold.
-Result<std::pair<uint64_t, uint64_t>> ServerBytes(const SparseBenchOptions& o,
-                                                  const ps::JobConfig& job,
-                                                  const ServerProcesses& servers) {
+// What the servers report, summed: bytes received and sent so far, rows held, and the disk
+// tier's counts.
+struct ServerTotals {
+  uint64_t bytes = 0, rows = 0, rows_on_disk = 0, row_reads = 0, disk_reads = 0, disk_hits = 0,
+           disk_writes = 0;
+};
+
+Result<ServerTotals> Totals(const SparseBenchOptions& o, const ps::JobConfig& job,
+                            const ServerProcesses& servers) {
   ps::ClientOptions co;
   co.servers = servers.endpoints;
   co.identity = "tool:sparse-bench";  // not worker 0's: its replies stay its own
   co.job = job;
   co.transport.security = servers.security;
   TOWERPS_ASSIGN_OR_RETURN(auto client, ps::Client::Connect(co));
-  uint64_t bytes = 0, rows = 0;
+  ServerTotals t;
   for (int s = 0; s < o.servers; ++s) {
     TOWERPS_ASSIGN_OR_RETURN(ps::ServerStatsReport r, client->Stats(s).get());
-    bytes += r.bytes_in + r.bytes_out;
-    rows += r.table_rows;
+    t.bytes += r.bytes_in + r.bytes_out;
+    t.rows += r.table_rows;
+    t.rows_on_disk += r.table_rows_on_disk;
+    t.row_reads += r.table_row_reads;
+    t.disk_reads += r.table_disk_reads;
+    t.disk_hits += r.table_disk_hits;
+    t.disk_writes += r.table_disk_writes;
   }
-  return std::make_pair(bytes, rows);
+  return t;
 }
 
 // This process's CPU seconds so far, then each server's (0 for one that is gone).
@@ -190,6 +203,17 @@ std::vector<double> CpuSeconds(const ServerProcesses& servers) {
     seconds.push_back(ProcCpuSeconds(p.pid()).value_or(0));
   }
   return seconds;
+}
+
+// The disk tier's figures over the measured `steps` (each worker's), from the servers' totals.
+void AddTier(const ServerTotals& before, const ServerTotals& after, double steps,
+             SparseBenchResult* res) {
+  steps = std::max(1.0, steps);
+  res->rows_on_disk = after.rows_on_disk;
+  res->memory_hit_rate =
+      ps::MemoryHitRate(after.row_reads - before.row_reads, after.disk_hits - before.disk_hits);
+  res->disk_reads_per_step = static_cast<double>(after.disk_reads - before.disk_reads) / steps;
+  res->disk_writes_per_step = static_cast<double>(after.disk_writes - before.disk_writes) / steps;
 }
 
 }  // namespace
@@ -202,7 +226,8 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
                                                 .threads = o.server_threads,
                                                 .binary = o.server_binary,
                                                 .security = o.security,
-                                                .transport = o.transport},
+                                                .transport = o.transport,
+                                                .table_dir = o.table_dir},
                                                job, &servers));
   Run run;
   std::vector<Status> status(static_cast<size_t>(o.workers));
@@ -220,7 +245,7 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   // Warm-up, unless every step counts (--steps).
   if (o.steps == 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   if (o.progress) std::fprintf(stderr, "measuring for %.1f s...\n", o.seconds);
-  Result<std::pair<uint64_t, uint64_t>> before = ServerBytes(o, job, servers);
+  Result<ServerTotals> before = Totals(o, job, servers);
   const std::vector<double> cpu_before = CpuSeconds(servers);
   run.measuring.store(true);
   const auto t0 = Clock::now();
@@ -232,7 +257,7 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   run.measuring.store(false);
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   const std::vector<double> cpu_after = CpuSeconds(servers);
-  Result<std::pair<uint64_t, uint64_t>> after = ServerBytes(o, job, servers);
+  Result<ServerTotals> after = Totals(o, job, servers);
   run.stop.store(true);
   for (auto& t : threads) {
     if (t.joinable()) t.join();
@@ -251,10 +276,11 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   res.step_ms = res.steps ? 1e3 * elapsed * o.workers / static_cast<double>(res.steps) : 0;
   // The stats requests add a few hundred bytes each: nothing at this scale.
   res.bytes_per_step =
-      res.steps ? static_cast<double>(after->first - before->first) / res.steps : 0;
+      res.steps ? static_cast<double>(after->bytes - before->bytes) / res.steps : 0;
   res.ideal_bytes_per_step = 2.0 * static_cast<double>(o.unique_ids) * (8.0 + 4.0 * o.dim);
   res.bytes_over_ideal = res.bytes_per_step / res.ideal_bytes_per_step;
-  res.table_rows = after->second;
+  res.table_rows = after->rows;
+  AddTier(*before, *after, static_cast<double>(res.steps) / o.workers, &res);
   for (const Subprocess& p : servers.processes) {
     res.server_rss_mib += static_cast<double>(ProcStatusKib(p.pid(), "VmRSS").value_or(0)) / 1024;
     res.server_peak_rss_mib =

@@ -46,6 +46,11 @@ struct SparseBenchOptions {
   int64_t admission_min_count = 1;
   int64_t ttl_steps = 0;
   int64_t capacity_rows = 0;
+  // The table's storage: "memory", or "rocksdb" with table_memory_mb each server keeps in
+  // memory and the rest in table_dir (empty: a directory removed with the servers').
+  std::string table_storage = "memory";
+  double table_memory_mb = 0;
+  std::string table_dir;
   double seconds = 3.0;
   std::string transport = "tcp";  // tcp or shm
   std::string security = "auth";
@@ -65,6 +70,10 @@ struct SparseBenchResult {
   double ideal_bytes_per_step = 0;  // 2 x unique ids x (8 + 4 dim)
   double bytes_over_ideal = 0;
   uint64_t table_rows = 0;  // rows the servers hold at the end
+  // The disk tier (rocksdb): rows on disk at the end; over the measured steps, the share of
+  // rows read from memory, and rows looked up on and written to disk per step.
+  uint64_t rows_on_disk = 0;
+  double memory_hit_rate = 1, disk_reads_per_step = 0, disk_writes_per_step = 0;
   // Memory (MiB): the servers' resident sets at the end, summed, and the largest peak among
   // them; this process's peak (every worker's client, their batches and rows).
   double server_rss_mib = 0, server_peak_rss_mib = 0, workers_peak_rss_mib = 0;

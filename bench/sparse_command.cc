@@ -38,6 +38,12 @@ Json ToJson(const SparseBenchOptions& o, const SparseBenchResult& r) {
           {"admission_min_count", o.admission_min_count},
           {"ttl_steps", o.ttl_steps},
           {"capacity_rows", o.capacity_rows},
+          {"table_storage", o.table_storage},
+          {"table_memory_mb", o.table_memory_mb},
+          {"rows_on_disk", r.rows_on_disk},
+          {"memory_hit_rate", Rounded(r.memory_hit_rate, 4)},
+          {"disk_reads_per_step", Rounded(r.disk_reads_per_step, 1)},
+          {"disk_writes_per_step", Rounded(r.disk_writes_per_step, 1)},
           {"rows_per_sec", Rounded(r.rows_per_sec, 0)},
           {"step_ms", Rounded(r.step_ms, 4)},
           {"steps", r.steps},
@@ -64,14 +70,22 @@ void Print(const SparseBenchOptions& o, const SparseBenchResult& r) {
       "workers' process peaked at %.1f MiB\n",
       static_cast<unsigned long long>(r.table_rows), r.server_rss_mib, r.server_peak_rss_mib,
       r.workers_peak_rss_mib);
+  if (o.table_storage == "rocksdb") {
+    std::printf(
+        "  disk tier: %llu rows on disk; %.4f of rows read from memory; %.1f rows looked up on "
+        "disk and %.1f written a step\n",
+        static_cast<unsigned long long>(r.rows_on_disk), r.memory_hit_rate, r.disk_reads_per_step,
+        r.disk_writes_per_step);
+  }
   double servers = 0;
   for (double s : r.server_cpu_s_per_million_rows) servers += s;
   std::printf("  CPU per million rows: %.3f s in the workers' process, %.3f s in the servers\n",
               r.client_cpu_s_per_million_rows, servers);
 }
 
-// The command's flags, bound to `o`, `json` and `vs_dense`.
-po::options_description SparseFlags(SparseBenchOptions& o, bool* json, bool* vs_dense) {
+// The command's flags, bound to `o`, `json`, `vs_dense` and `vs_memory`.
+po::options_description SparseFlags(SparseBenchOptions& o, bool* json, bool* vs_dense,
+                                    bool* vs_memory) {
   po::options_description desc("Usage: towerps-bench sparse [options]");
   desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "servers", po::value(&o.servers)->default_value(o.servers), "server processes")(
@@ -102,7 +116,17 @@ po::options_description SparseFlags(SparseBenchOptions& o, bool* json, bool* vs_
       "the table's --table-ttl-steps (0: rows never expire)")(
       "capacity-rows", po::value(&o.capacity_rows)->default_value(o.capacity_rows),
       "the table's --table-capacity-rows per server (0: no bound)")(
-      "seconds", po::value(&o.seconds)->default_value(o.seconds), "measurement time")(
+      "table-storage", po::value(&o.table_storage)->default_value(o.table_storage),
+      "the table's --table-storage: memory, or rocksdb (each server keeps --table-memory-mb of "
+      "rows in memory, the rest on disk)")(
+      "table-memory-mb", po::value(&o.table_memory_mb)->default_value(o.table_memory_mb),
+      "the table's --table-memory-mb, with --table-storage rocksdb")(
+      "table-dir", po::value(&o.table_dir),
+      "the servers' --table-dir (default: a directory removed with the servers')")(
+      "vs-memory", po::bool_switch(vs_memory),
+      "with --table-storage rocksdb: run with the table in memory too, and print the ratio of "
+      "their rows per second")("seconds", po::value(&o.seconds)->default_value(o.seconds),
+                               "measurement time")(
       "transport", po::value(&o.transport)->default_value(o.transport),
       "tcp, shm (shared memory: workers and servers are on this host), or both")(
       "security", po::value(&o.security)->default_value(o.security),
@@ -123,20 +147,30 @@ po::options_description SparseFlags(SparseBenchOptions& o, bool* json, bool* vs_
 
 int RunSparseCommand(int argc, char** argv) {
   SparseBenchOptions o;
-  bool json = false, vs_dense = false;
-  const po::options_description desc = SparseFlags(o, &json, &vs_dense);
+  bool json = false, vs_dense = false, vs_memory = false;
+  const po::options_description desc = SparseFlags(o, &json, &vs_dense, &vs_memory);
   po::variables_map vm;
   if (auto code = ParseCommandLine("towerps-bench sparse", argc, argv, desc, &vm)) return *code;
   std::vector<std::string> transports = {o.transport};
   if (o.transport == "both") transports = {"tcp", "shm"};
+  if (vs_memory && (o.table_storage != "rocksdb" || vs_dense)) {
+    std::cerr << "towerps-bench sparse: --vs-memory compares --table-storage rocksdb with the "
+                 "table in memory; give --table-storage rocksdb, without --vs-dense\n";
+    return 2;
+  }
   std::vector<bool> dense = {o.dense};
   if (vs_dense) dense = {false, true};
+  if (vs_memory) dense = {false, false};  // the second in memory
   std::vector<double> rows_per_sec;
-  for (bool whole : dense) {
+  for (size_t k = 0; k < dense.size(); ++k) {
     for (const std::string& transport : transports) {
       SparseBenchOptions run = o;
       run.transport = transport;
-      run.dense = whole;
+      run.dense = dense[k];
+      if (vs_memory && k == 1) {
+        run.table_storage = "memory";
+        run.table_memory_mb = 0;
+      }
       run.progress = !json;
       Result<SparseBenchResult> r = RunSparseBench(run);
       if (!r.ok()) {
@@ -151,10 +185,10 @@ int RunSparseCommand(int argc, char** argv) {
       }
     }
   }
-  if (vs_dense && !json) {
+  if ((vs_dense || vs_memory) && !json) {
     for (size_t t = 0; t < transports.size(); ++t) {
-      std::printf("by id / whole over %s: %.1fx\n", transports[t].c_str(),
-                  rows_per_sec[t] / rows_per_sec[t + transports.size()]);
+      std::printf("%s over %s: %.2fx\n", vs_dense ? "by id / whole" : "rocksdb tier / memory",
+                  transports[t].c_str(), rows_per_sec[t] / rows_per_sec[t + transports.size()]);
     }
   }
   return 0;

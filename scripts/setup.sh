@@ -12,7 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev
   googletest libgtest-dev
   zlib1g-dev libzip-dev
-  librocksdb-dev
+  librocksdb-dev rocksdb-tools
   libopenblas-dev
   dataset-fashion-mnist
   openmpi-bin

@@ -39,4 +39,14 @@ done <<< "$sparse"
 [ "$(wc -l <<< "$sparse")" -eq 2 ] || fail "sparse --transport both printed: $sparse"
 positive "$("$bench" sparse --dense --ids 20000 --unique-ids 512 --seconds 0.3 --json 2>/dev/null |
   tail -1)" rows_per_sec
+# The disk tier against the table in memory (--vs-memory): the tier run holds rows on disk and
+# reads some of them there; the memory run has none.
+tier="$("$bench" sparse --table-storage rocksdb --table-memory-mb 0.5 --vs-memory --ids 100000 \
+  --unique-ids 2048 --seconds 0.5 --json 2>/dev/null)"
+[ "$(wc -l <<< "$tier")" -eq 2 ] || fail "sparse --vs-memory printed: $tier"
+positive "$(head -1 <<< "$tier")" rows_per_sec rows_on_disk disk_reads_per_step disk_writes_per_step
+awk -v h="$(field "$(head -1 <<< "$tier")" memory_hit_rate)" 'BEGIN { exit !(h > 0 && h < 1) }' ||
+  fail "the tier's memory hit rate is not in (0, 1): $tier"
+[ "$(field "$(tail -1 <<< "$tier")" rows_on_disk)" = 0 ] || fail "the memory run has rows on disk"
+"$bench" sparse --vs-memory >/dev/null 2>&1 && fail "--vs-memory without the tier was accepted"
 echo "bench_smoke_test: OK"
