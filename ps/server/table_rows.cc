@@ -40,20 +40,29 @@ void TableRows::Load(const std::vector<uint64_t>& ids) {
   if (!disk_) return;
   row_reads_ += static_cast<int64_t>(ids.size());
   if (disk_->size() == 0) return;
-  std::vector<uint64_t> absent;
-  for (uint64_t id : ids) {
-    if (memory_.Find(id) < 0) absent.push_back(id);
-  }
-  std::vector<uint64_t> loaded;
   const auto bytes = static_cast<size_t>(memory_.stride()) * sizeof(float);
-  disk_->Read(absent.data(), absent.size(), [&](size_t i, const DiskRow& row) {
+  std::vector<uint64_t> absent, loaded;
+  auto bring_in = [&](uint64_t id, const DiskRow& row) {
     bool added = false;
-    const int64_t r = memory_.Insert(absent[i], &added);
+    const int64_t r = memory_.Insert(id, &added);
     std::memcpy(memory_.row(r), row.values, bytes);
     memory_.set_updates(r, row.updates);
     memory_.set_last_update(r, row.last_update);
-    loaded.push_back(absent[i]);
-  });
+    loaded.push_back(id);
+  };
+  for (uint64_t id : ids) {
+    if (memory_.Find(id) >= 0) continue;
+    const auto seen = recent_.find(id);
+    if (seen == recent_.end()) {
+      absent.push_back(id);
+    } else if (seen->second.offset >= 0) {  // a lookup read it since the last update
+      ++recent_hits_;
+      bring_in(id, {recent_values_.data() + seen->second.offset, seen->second.updates,
+                    seen->second.last_update});
+    }
+  }
+  disk_->Read(absent.data(), absent.size(),
+              [&](size_t i, const DiskRow& row) { bring_in(absent[i], row); });
   disk_->Erase(loaded);
 }
 
@@ -62,15 +71,36 @@ void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
   if (!disk_) return;
   row_reads_ += static_cast<int64_t>(n);
   if (disk_->size() == 0) return;
+  if (recent_.size() > std::max<size_t>(4096, static_cast<size_t>(memory_rows_ / 8))) {
+    ForgetRecent();
+  }
   std::vector<uint64_t> misses;
   std::vector<size_t> where;
   for (size_t i = 0; i < n; ++i) {
     if (memory[i] >= 0) continue;
-    misses.push_back(ids[i]);
-    where.push_back(i);
+    const auto seen = recent_.find(ids[i]);
+    if (seen == recent_.end()) {
+      misses.push_back(ids[i]);
+      where.push_back(i);
+    } else if (seen->second.offset >= 0) {
+      ++recent_hits_;
+      found(i, {recent_values_.data() + seen->second.offset, seen->second.updates,
+                seen->second.last_update});
+    }
   }
-  disk_->Read(misses.data(), misses.size(),
-              [&](size_t k, const DiskRow& row) { found(where[k], row); });
+  const int64_t stride = memory_.stride();
+  for (uint64_t id : misses) recent_[id] = {-1, 0, 0};  // until the disk says otherwise
+  disk_->Read(misses.data(), misses.size(), [&](size_t k, const DiskRow& row) {
+    recent_[misses[k]] = {static_cast<int64_t>(recent_values_.size()), row.updates,
+                          row.last_update};
+    recent_values_.insert(recent_values_.end(), row.values, row.values + stride);
+    found(where[k], row);
+  });
+}
+
+void TableRows::ForgetRecent() const {
+  recent_.clear();
+  recent_values_.clear();
 }
 
 void TableRows::Report(ShardCounters& counters) {
@@ -83,11 +113,12 @@ void TableRows::Report(ShardCounters& counters) {
   add(counters.table_rows_on_disk, disk_->size(), reported_on_disk_);
   add(counters.table_row_reads, row_reads_, reported_row_reads_);
   add(counters.table_disk_reads, disk.reads, reported_.reads);
-  add(counters.table_disk_hits, disk.hits, reported_.hits);
+  add(counters.table_disk_hits, disk.hits + recent_hits_, reported_.hits);
   add(counters.table_disk_writes, disk.writes, reported_.writes);
 }
 
 void TableRows::Spill() {
+  ForgetRecent();  // the update that ends here may have changed the disk
   if (!disk_ || memory_.size() <= memory_rows_) return;
   const std::vector<int64_t> cold = ColdestRows(memory_, order_, memory_rows_ - memory_rows_ / 16);
   std::vector<uint64_t> ids;
@@ -161,6 +192,7 @@ void TableRows::Save(TableState* s) const {
 }
 
 void TableRows::Load(const TableState& s) {
+  ForgetRecent();
   memory_.Clear();
   if (disk_) disk_->Clear();
   const int64_t stride = memory_.stride();

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -70,7 +71,7 @@ class TableRows {
   // finds every row the partition holds of them.
   void Load(const std::vector<uint64_t>& ids);
   // Reads ids[0, n)'s rows: memory[i] >= 0 is its index in memory; else found(i, row) is
-  // called for each one on disk (in order); the rest are not held.
+  // called for each one on disk (in no particular order); the rest are not held.
   void ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
                   const std::function<void(size_t i, const DiskRow& row)>& found) const;
   // After an update: the coldest rows over the budget go to disk.
@@ -101,6 +102,20 @@ class TableRows {
   const int64_t memory_rows_;
   const EvictionOrder order_;
   mutable int64_t row_reads_ = 0;  // rows a lookup or an update asked for, while tiered
+  // What lookups read from disk since the last update ended: each id's row, or that the disk
+  // lacks it (offset -1). An update's Load takes them from here instead of asking the disk
+  // again, as a step pulls its rows before it pushes them. The disk changes only inside
+  // updates, so these stay exact until the update ends (Spill forgets them); at most an eighth
+  // of the memory budget's rows (at least 4096) are kept, then they start again.
+  struct Recent {
+    int64_t offset;  // into recent_values_, or -1
+    uint32_t updates;
+    int64_t last_update;
+  };
+  mutable std::unordered_map<uint64_t, Recent> recent_;
+  mutable std::vector<float> recent_values_;
+  mutable int64_t recent_hits_ = 0;  // rows on disk served from recent_
+  void ForgetRecent() const;
   int64_t reported_on_disk_ = 0, reported_row_reads_ = 0;
   DiskCounts reported_;
   // Add's rows bound for disk, written by Flush.
