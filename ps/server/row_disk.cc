@@ -80,7 +80,9 @@ Result<std::unique_ptr<RowDisk>> RowDisk::Open(const std::string& dir, int64_t c
   // An earlier process's tier is never reopened (see the header).
   rocksdb::Status destroyed = rocksdb::DestroyDB(dir, options);
   if (!destroyed.ok()) {
-    return InvalidArgumentError("--table-dir: cannot clear the disk tier in " + dir + ": " +
+    return InvalidArgumentError("--table-dir: cannot clear the disk tier in " + dir +
+                                " (is another server using it? each job needs its own "
+                                "--table-dir): " +
                                 destroyed.ToString());
   }
   rocksdb::DB* db = nullptr;

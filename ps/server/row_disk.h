@@ -12,7 +12,8 @@
 // checkpoint or its replica (TableChunk::Restore), never from a half-written one. So writes skip
 // RocksDB's write-ahead log.
 //
-// Errors: Open's are kInvalidArgument naming the directory (missing, not writable); an I/O error
+// Errors: Open's are kInvalidArgument naming the directory (not writable, or in use by another
+// server: RocksDB's lock refuses a second one, so a live tier is never cleared); an I/O error
 // later (a full disk) ends the process with a message naming the directory and RocksDB's error,
 // since a partition cannot apply an update it cannot store; the job's fault tolerance then
 // restarts the server from its checkpoint or replica.

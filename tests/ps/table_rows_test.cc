@@ -112,6 +112,29 @@ TEST(DiskRowsTest, OpeningATierDiscardsWhatAnEarlierProcessLeft) {
   EXPECT_EQ(seen, 0);
 }
 
+TEST(DiskRowsTest, ATierInUseIsNeitherClearedNorSharedByAnotherServer) {
+  const std::string dir = FreshDir("in_use");
+  Result<std::unique_ptr<RowDisk>> first = RowDisk::Open(dir);
+  ASSERT_TRUE(first.ok());
+  DiskRows rows(first->get(), 0, 0, 1);
+  const float v = 2.0f;
+  rows.Write({4}, {{&v, 1, 1}});
+  // Another job's server of the same rank given the same --table-dir: refused, naming it.
+  Result<std::unique_ptr<RowDisk>> second = RowDisk::Open(dir);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(second.status().message().find(dir + " (is another server using it?"),
+            std::string::npos)
+      << second.status().message();
+  int seen = 0;
+  rows.Scan([&](uint64_t id, const DiskRow& row) {
+    ++seen;
+    EXPECT_EQ(id, 4u);
+    EXPECT_EQ(row.values[0], 2.0f);
+  });
+  EXPECT_EQ(seen, 1);  // the first server's tier is untouched
+}
+
 // A sync job of one worker, dim 32 with Adagrad (a row of 64 floats), under `policy`.
 JobConfig TierJob(const TablePolicy& policy) {
   JobConfig job = TableJob(UpdateMode::kSync, 1, TableOptimizerKind::kAdagrad);
