@@ -111,7 +111,7 @@ uint64_t RowDisk::bytes_on_disk() const {
 void RowDisk::Fail(const char* what, const std::string& error) const {
   TOWERPS_LOG(kError) << "the disk tier in " << dir_ << " failed to " << what << ": " << error
                       << "; the server stops (free space on that disk, or give another "
-                         "--table-dir), and restarts from its checkpoint or replica";
+                         "--table-dir, then resume the job from its --checkpoint-dir)";
   std::fflush(stderr);
   std::_Exit(1);
 }

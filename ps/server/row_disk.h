@@ -14,9 +14,10 @@
 //
 // Errors: Open's are kInvalidArgument naming the directory (not writable, or in use by another
 // server: RocksDB's lock refuses a second one, so a live tier is never cleared); an I/O error
-// later (a full disk) ends the process with a message naming the directory and RocksDB's error,
-// since a partition cannot apply an update it cannot store; the job's fault tolerance then
-// restarts the server from its checkpoint or replica.
+// later (a full disk) ends the process (exit 1) with a message naming the directory and
+// RocksDB's error, since a partition cannot apply an update it cannot store: the launcher
+// reports the server's exit and the job stops, to be resumed from its checkpoint once there is
+// space.
 //
 // Contract: RowDisk is thread-safe (RocksDB is); a DiskRows is owned and used by one partition's
 // thread, and the rows it counts are exactly those it wrote and did not erase.
