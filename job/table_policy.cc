@@ -165,6 +165,13 @@ Status TablePolicies::Validate() const {
   for (const std::string& table : NamedTables()) {  // each table's keys together
     TOWERPS_RETURN_IF_ERROR(For(table).Validate(table));
   }
+  for (const TablePolicyOverride& o : items) {  // a budget given to a table kept in memory
+    if (o.key == "memory_mb" && For(o.table).storage == TableStorage::kMemory) {
+      return InvalidArgumentError("--table-policy: table '" + o.table + "': memory_mb=" + o.value +
+                                  " bounds the memory tier of storage=rocksdb; this table's "
+                                  "storage is memory (set storage to rocksdb, or drop memory_mb)");
+    }
+  }
   return Status::Ok();
 }
 
@@ -187,6 +194,8 @@ TablePolicy TablePolicies::For(std::string_view name) const {
     TablePolicy next = policy;
     if (Set(o.key, o.value, o.table, &next).ok()) policy = next;
   }
+  // A table an override keeps in memory takes no budget from the defaults' disk storage.
+  if (policy.storage == TableStorage::kMemory) policy.memory_mb = 0.0f;
   return policy;
 }
 

@@ -30,7 +30,8 @@ rocksdb::Options TierOptions(int64_t cache_mb, int64_t write_buffer_mb) {
   o.max_write_buffer_number = 2;
   o.compression = rocksdb::kNoCompression;  // trained floats do not compress
   o.max_open_files = 512;
-  o.max_background_jobs = 1;  // the server's cores are the shards'
+  o.max_background_jobs = 1;             // the server's cores are the shards'
+  o.avoid_flush_during_shutdown = true;  // the next Open clears the tier anyway
   // Most ids an update asks for are new or in memory: a memtable Bloom filter answers "not
   // here" without walking its skip list.
   o.memtable_whole_key_filtering = true;
@@ -148,7 +149,7 @@ DiskRow DiskRows::Decode(const char* data, size_t size, std::vector<float>* valu
 }
 
 void DiskRows::Read(const uint64_t* ids, size_t n,
-                    const std::function<void(size_t, const DiskRow&)>& found) const {
+                    const std::function<void(size_t, const DiskRow&)>& found, bool serving) const {
   if (n == 0 || size_ == 0) return;
   std::vector<std::string> keys(n);
   std::vector<rocksdb::Slice> slices(n);
@@ -171,7 +172,7 @@ void DiskRows::Read(const uint64_t* ids, size_t n,
     found(i, Decode(values[i].data(), values[i].size(), &buffer));
   }
   counts_.reads += static_cast<int64_t>(n);
-  counts_.hits += static_cast<int64_t>(hits);
+  if (serving) counts_.hits += static_cast<int64_t>(hits);
 }
 
 void DiskRows::Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows) {

@@ -83,8 +83,11 @@ class DiskRows {
   int64_t stride() const { return stride_; }
   const DiskCounts& counts() const { return counts_; }
   // Looks up ids[0, n) (in one batch), calling found(i, row) for each one on disk, in order.
+  // `serving`: the rows a lookup or an update asked for (counted as hits when found); false for
+  // the tier's own reads (a TTL check), counted as reads only.
   void Read(const uint64_t* ids, size_t n,
-            const std::function<void(size_t i, const DiskRow& row)>& found) const;
+            const std::function<void(size_t i, const DiskRow& row)>& found,
+            bool serving = true) const;
   // Writes rows (their ids not on disk) in one batch.
   void Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows);
   // Erases ids that are on disk (Read found them), in one batch.

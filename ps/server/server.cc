@@ -18,7 +18,7 @@ Server::Server(ServerOptions options)
     : options_(std::move(options)),
       incarnation_((uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1),
       replicas_(options_.job, options_.rank, options_.rejoin, incarnation_),
-      shards_(options_.threads, options_.job, &outbox_, &update_clock_, options_.TierDir()),
+      shards_(options_.threads, options_.job, &outbox_, &update_clock_),
       shutdown_(options_.job.workers, options_.shutdown_grace),
       checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every) {}
 
@@ -28,6 +28,7 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   TOWERPS_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const ServerOptions& o = server->options_;
+  TOWERPS_RETURN_IF_ERROR(server->shards_.OpenDisk(o.TierDir(), o.job));
   TOWERPS_ASSIGN_OR_RETURN(server->transport_, Transport::Create(o.transport));
   TOWERPS_ASSIGN_OR_RETURN(server->socket_,
                            server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
@@ -100,9 +101,8 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
   const TensorAllocator allocate = [t = transport_.get()](const Shape& s) {
     return t->Allocate(s);
   };
-  TOWERPS_RETURN_IF_ERROR(
-      shards_.Place(placement, variables, GroupsHeldBy(options_.job, options_.rank), options_.job,
-                    allocate, [this](int group) { return replicas_.RoleFor(group); }));
+  shards_.Place(placement, variables, GroupsHeldBy(options_.job, options_.rank), options_.job,
+                allocate, [this](int group) { return replicas_.RoleFor(group); });
   if (options_.log_device_placement) {
     TOWERPS_LOG(kInfo) << "chunk placement (" << placement.chunks().size() << " chunks, "
                        << options_.job.servers << " servers):\n"

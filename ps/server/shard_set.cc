@@ -12,20 +12,22 @@
 namespace towerps::ps {
 
 ShardSet::ShardSet(int threads, const JobConfig& job, Mailbox<ServerOutput>* outbox,
-                   BusyClock* clock, std::string tier_dir)
-    : tier_dir_(std::move(tier_dir)) {
+                   BusyClock* clock) {
   for (int i = 0; i < threads; ++i)
     shards_.push_back(std::make_unique<Shard>(i, job, outbox, clock));
 }
 
-Status ShardSet::Place(const ChunkPlacement& placement, const std::vector<VariableSpec>& variables,
-                       const std::vector<int>& groups, const JobConfig& job,
-                       const TensorAllocator& allocate,
-                       const std::function<ReplicaRole(int group)>& role_for) {
-  if (!disk_ && !job.table_policies.DiskUser().empty()) {
-    TOWERPS_ASSIGN_OR_RETURN(disk_, RowDisk::Open(tier_dir_));
-    TOWERPS_LOG(kInfo) << "tables' disk tier (rocksdb) in " << tier_dir_;
-  }
+Status ShardSet::OpenDisk(const std::string& dir, const JobConfig& job) {
+  if (disk_ || job.table_policies.DiskUser().empty()) return Status::Ok();
+  TOWERPS_ASSIGN_OR_RETURN(disk_, RowDisk::Open(dir));
+  TOWERPS_LOG(kInfo) << "tables' disk tier (rocksdb) in " << dir;
+  return Status::Ok();
+}
+
+void ShardSet::Place(const ChunkPlacement& placement, const std::vector<VariableSpec>& variables,
+                     const std::vector<int>& groups, const JobConfig& job,
+                     const TensorAllocator& allocate,
+                     const std::function<ReplicaRole(int group)>& role_for) {
   int next = 0;
   for (const ChunkSpec& spec : placement.chunks()) {
     if (std::find(groups.begin(), groups.end(), spec.server) == groups.end()) continue;
@@ -40,7 +42,6 @@ Status ShardSet::Place(const ChunkPlacement& placement, const std::vector<Variab
     const size_t index = shards_[shard]->Add(std::move(holder), role_for(spec.server));
     homes_[{spec.variable_id, spec.chunk_id}] = {shard, index, spec.server};
   }
-  return Status::Ok();
 }
 
 Status ShardSet::Restore(const HolderState& state, uint32_t variable_id, uint32_t chunk_id) {

@@ -32,21 +32,20 @@ namespace towerps::ps {
 class ShardSet {
  public:
   // `threads` shards of `job`, their output to `outbox`, their updates' time on `clock` (all
-  // borrowed, outliving the set); `tier_dir`: where tables with storage=rocksdb keep their rows
-  // on disk (ServerOptions::TierDir), opened by the first Place that needs it.
-  ShardSet(int threads, const JobConfig& job, Mailbox<ServerOutput>* outbox, BusyClock* clock,
-           std::string tier_dir = "");
+  // borrowed, outliving the set).
+  ShardSet(int threads, const JobConfig& job, Mailbox<ServerOutput>* outbox, BusyClock* clock);
   ~ShardSet() { Stop(); }
   ShardSet(const ShardSet&) = delete;
   ShardSet& operator=(const ShardSet&) = delete;
 
+  // Opens the disk tier in `dir` (ServerOptions::TierDir) when a table of `job` keeps rows on
+  // disk; before Place, at the server's start. Errors: RowDisk::Open's, naming the directory.
+  Status OpenDisk(const std::string& dir, const JobConfig& job);
   // Places a holder for every piece of `placement` in one of `groups`, with the role
-  // `role_for(group)` gives it; its values in memory from `allocate`. Errors: the disk tier
-  // cannot be opened (kInvalidArgument naming its directory).
-  Status Place(const ChunkPlacement& placement, const std::vector<VariableSpec>& variables,
-               const std::vector<int>& groups, const JobConfig& job,
-               const TensorAllocator& allocate,
-               const std::function<ReplicaRole(int group)>& role_for);
+  // `role_for(group)` gives it; its values in memory from `allocate`.
+  void Place(const ChunkPlacement& placement, const std::vector<VariableSpec>& variables,
+             const std::vector<int>& groups, const JobConfig& job, const TensorAllocator& allocate,
+             const std::function<ReplicaRole(int group)>& role_for);
   size_t holders() const { return homes_.size(); }
   // Loads a saved state into the holder of (variable, chunk); kFailedPrecondition when this set
   // holds no such piece of that kind.
@@ -79,7 +78,6 @@ class ShardSet {
     size_t index;  // the holder's slot in its shard
     int group;     // its replica group
   };
-  const std::string tier_dir_;
   std::unique_ptr<RowDisk> disk_;  // outlives the holders that use it
   std::vector<std::unique_ptr<Shard>> shards_;
   std::map<std::pair<uint32_t, uint32_t>, Home> homes_;  // (variable, chunk) -> home

@@ -29,7 +29,9 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
       optimizer_(config),
       slots_(optimizer_.slots()),
       policy_(RowPolicy::ForTable(config, variable.name)),
-      rows_(TableRows::ForTable(policy_.policy(), spec, config.table_partitions,
+      // A server holds its partitions and, replicated, as many again for the group it backs up.
+      rows_(TableRows::ForTable(policy_.policy(), spec,
+                                int64_t{config.table_partitions} * config.ps_replicas,
                                 (1 + slots_) * dim_, disk)),
       previous_(spec.table_dim) {}
 

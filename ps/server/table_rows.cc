@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "ps/server/row_policy.h"
 #include "towerps/check.h"
@@ -71,9 +72,8 @@ void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
   if (!disk_) return;
   row_reads_ += static_cast<int64_t>(n);
   if (disk_->size() == 0) return;
-  if (recent_.size() > std::max<size_t>(4096, static_cast<size_t>(memory_rows_ / 8))) {
-    ForgetRecent();
-  }
+  const size_t most = std::max<size_t>(4096, static_cast<size_t>(memory_rows_ / 8));
+  if (recent_.size() >= most) ForgetRecent();
   std::vector<uint64_t> misses;
   std::vector<size_t> where;
   for (size_t i = 0; i < n; ++i) {
@@ -89,11 +89,17 @@ void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
     }
   }
   const int64_t stride = memory_.stride();
-  for (uint64_t id : misses) recent_[id] = {-1, 0, 0};  // until the disk says otherwise
+  // Kept only while there is room; an id not kept is asked of the disk again by its update.
+  const bool keep = recent_.size() + misses.size() <= most;
+  if (keep) {
+    for (uint64_t id : misses) recent_[id] = {-1, 0, 0};  // until the disk says otherwise
+  }
   disk_->Read(misses.data(), misses.size(), [&](size_t k, const DiskRow& row) {
-    recent_[misses[k]] = {static_cast<int64_t>(recent_values_.size()), row.updates,
-                          row.last_update};
-    recent_values_.insert(recent_values_.end(), row.values, row.values + stride);
+    if (keep) {
+      recent_[misses[k]] = {static_cast<int64_t>(recent_values_.size()), row.updates,
+                            row.last_update};
+      recent_values_.insert(recent_values_.end(), row.values, row.values + stride);
+    }
     found(where[k], row);
   });
 }
@@ -140,11 +146,14 @@ int64_t TableRows::ExpireOnDisk(const std::vector<std::pair<uint64_t, int64_t>>&
   ids.reserve(candidates.size());
   for (const auto& c : candidates) ids.push_back(c.first);
   std::vector<uint64_t> expired;
-  disk_->Read(ids.data(), ids.size(), [&](size_t i, const DiskRow& row) {
-    if (row.last_update != candidates[i].second) return;  // updated since: a later list's
-    before(ids[i], row.values);
-    expired.push_back(ids[i]);
-  });
+  disk_->Read(
+      ids.data(), ids.size(),
+      [&](size_t i, const DiskRow& row) {
+        if (row.last_update != candidates[i].second) return;  // updated since: a later list's
+        before(ids[i], row.values);
+        expired.push_back(ids[i]);
+      },
+      /*serving=*/false);
   // A candidate named twice (by two lists that expire together) is on disk once.
   std::sort(expired.begin(), expired.end());
   expired.erase(std::unique(expired.begin(), expired.end()), expired.end());
@@ -196,7 +205,19 @@ void TableRows::Load(const TableState& s) {
   memory_.Clear();
   if (disk_) disk_->Clear();
   const int64_t stride = memory_.stride();
-  for (int64_t r = 0; r < s.ids.num_elements(); ++r) {
+  const int64_t n = s.ids.num_elements();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) order[static_cast<size_t>(r)] = r;
+  if (disk_) {  // the hottest rows into memory first, by the eviction order: what a spill keeps
+    auto key = [&](int64_t r) {
+      const int64_t updates = s.row_updates.u32()[r];
+      const auto last = static_cast<int64_t>(s.row_last_update.u64()[r]);
+      return order_ == EvictionOrder::kLfu ? std::make_tuple(updates, last, s.ids.u64()[r])
+                                           : std::make_tuple(last, updates, s.ids.u64()[r]);
+    };
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return key(b) < key(a); });
+  }
+  for (int64_t r : order) {
     Add({s.ids.u64()[r], s.rows.f32() + r * stride, s.row_updates.u32()[r],
          static_cast<int64_t>(s.row_last_update.u64()[r])});
   }

@@ -7,12 +7,15 @@
 // budget of rows, the coldest go to disk (Spill: least-frequently or least-recently updated, as
 // the table's eviction order says, down to 15/16 of the budget), values, optimizer state, update
 // count and last update alike, so a row read back has exactly the bits it left with. Which rows
-// are in memory depends only on the partition's updates, and never changes a value: the rows'
-// bits are those of a table held whole in memory.
+// are in memory depends only on the partition's updates and restores (a restore puts the
+// hottest first, by the same order), and never changes a value: the rows' bits are those of a
+// table held whole in memory.
 //
 // The budget in rows is memory_mb's share for the partition (the server's partitions of the
-// table share it equally) over RowBytes(): a row's floats, its id, count and last update, and
-// its share of the id map. Without a disk tier there is no budget.
+// table share it equally, a replicated server's backup partitions too) over RowBytes(): a row's
+// floats, its id, count and last update, and its share of the id map. A step's rows read from
+// disk (recent_, below) and RocksDB's cache and memtables come on top. Without a disk tier
+// there is no budget.
 //
 // Contract: owned and used by one partition, on its thread; not thread-safe.
 #ifndef TOWERPS_PS_SERVER_TABLE_ROWS_H_
@@ -89,7 +92,7 @@ class TableRows {
   // Every row, in increasing order of id.
   void ForEach(const std::function<void(const RowView&)>& each) const;
   // Every row into a state (ids, rows, row_updates, row_last_update: by increasing id), and
-  // back from a checked one: memory takes rows up to its budget, the disk the rest.
+  // back from a checked one: memory takes the hottest rows up to its budget, the disk the rest.
   void Save(TableState* s) const;
   void Load(const TableState& s);
 

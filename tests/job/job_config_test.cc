@@ -172,6 +172,13 @@ TEST(JobFlagsTest, TablePoliciesParseOverrideAndRoundTrip) {
   EXPECT_EQ(tiered->table_policies.For("emb_1").Describe(),
             "on disk (rocksdb) beyond 64 MB per server in memory (lfu)");
   EXPECT_EQ(p.DiskUser(), "");
+  // Every table on disk but one, kept in memory: the defaults' budget is not its.
+  Result<JobConfig> one_in_memory = ParseJob({"--table-storage", "rocksdb", "--table-memory-mb",
+                                              "0.5", "--table-policy", "emb_0:storage=memory"});
+  ASSERT_TRUE(one_in_memory.ok()) << one_in_memory.status().ToString();
+  EXPECT_EQ(one_in_memory->table_policies.For("emb_0").storage, TableStorage::kMemory);
+  EXPECT_EQ(one_in_memory->table_policies.For("emb_0").memory_mb, 0.0f);
+  EXPECT_EQ(one_in_memory->table_policies.For("emb_1").memory_mb, 0.5f);
   // No policy: the empty override list goes through ToArgs too.
   Result<JobConfig> plain = ParseJob(JobConfig{}.ToArgs());
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
@@ -201,6 +208,8 @@ TEST(JobFlagsTest, TablePoliciesParseOverrideAndRoundTrip) {
             "table 'emb_3': storage=rocksdb needs a memory budget: set --table-policy: table "
             "'emb_3': memory_mb"},
            {{"--table-policy", "emb_3:memory_mb=-4"}, "table 'emb_3': memory_mb=-4 is not in"},
+           {{"--table-policy", "emb_3:memory_mb=4"},
+            "table 'emb_3': memory_mb=4 bounds the memory tier of storage=rocksdb"},
        }) {
     Result<JobConfig> bad = ParseJob(args);
     ASSERT_FALSE(bad.ok()) << expect;
