@@ -249,19 +249,16 @@ Result<SparseBenchResult> RunSparseBench(const SparseBenchOptions& o) {
   const std::vector<double> cpu_before = CpuSeconds(servers);
   run.measuring.store(true);
   const auto t0 = Clock::now();
-  if (o.steps > 0) {  // until every worker ran its steps
-    for (auto& t : threads) t.join();
-  } else {
-    std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
-  }
+  if (o.steps == 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  // The workers stop, and the steps they were in finish and count, before the servers' totals
+  // are read: the bytes measured are those of the steps counted (and the next step's pull a
+  // push carried), however slow a step is.
+  if (o.steps == 0) run.stop.store(true);
+  for (auto& t : threads) t.join();
   run.measuring.store(false);
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   const std::vector<double> cpu_after = CpuSeconds(servers);
   Result<ServerTotals> after = Totals(o, job, servers);
-  run.stop.store(true);
-  for (auto& t : threads) {
-    if (t.joinable()) t.join();
-  }
   for (int r = 0; r < o.workers; ++r) {
     TOWERPS_RETURN_IF_ERROR(
         status[static_cast<size_t>(r)].WithContext("worker " + std::to_string(r)));
