@@ -37,7 +37,8 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
                                    o.server_threads};
   if (!o.checkpoint_dir.empty()) {
     argv.insert(argv.end(), {"--checkpoint-dir", o.checkpoint_dir, "--checkpoint-every",
-                             std::to_string(o.checkpoint_every)});
+                             std::to_string(o.checkpoint_every), "--checkpoint-full-every",
+                             std::to_string(o.checkpoint_full_every)});
   }
   if (!o.table_dir.empty()) argv.insert(argv.end(), {"--table-dir", o.table_dir});
   if (o.worker.log_device_placement) argv.push_back("--log-device-placement");

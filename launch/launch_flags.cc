@@ -71,6 +71,9 @@ void LaunchFlags::AddLauncherOptions() {
       "this long for the other workers to finish")(
       "checkpoint-every", po::value(&options_.checkpoint_every)->default_value(0),
       "versions between checkpoints (0: at shutdown only)")(
+      "checkpoint-full-every", po::value(&options_.checkpoint_full_every)->default_value(1),
+      "every K-th checkpoint is full; those between are deltas of the table rows changed since "
+      "the one before, so a checkpoint of a large table costs what a step changed (1: all full)")(
       "server-bin", po::value(&options_.server_binary),
       "towerps-server to run (default: next to this)")(
       "worker-bin", po::value(&options_.worker_binary),

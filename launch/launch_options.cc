@@ -33,6 +33,11 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
                                 ": that is towerps-worker's own flag (the launcher gives it to "
                                 "the workers it restarts); leave it out");
   }
+  if (o.checkpoint_full_every < 1) {
+    return InvalidArgumentError(
+        "--checkpoint-full-every=" + std::to_string(o.checkpoint_full_every) +
+        " must be >= 1 (1: every checkpoint is full)");
+  }
   if (o.max_restarts < 0) {
     return InvalidArgumentError("--max-restarts=" + std::to_string(o.max_restarts) +
                                 " must be 0 (a dead worker ends the job) or more");

@@ -35,6 +35,7 @@ struct LaunchOptions {
   std::string server_threads = "auto";    // each server's --threads: N, or auto (its host's)
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
+  int64_t checkpoint_full_every = 1;  // the servers' --checkpoint-full-every
   // Tables with storage=rocksdb: every server's --table-dir (each keeps its tier in ps-<rank>).
   std::string table_dir;
   // Where the chief stops the servers (--mpi, --slurm, --cluster): how long they wait for the

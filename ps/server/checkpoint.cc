@@ -18,13 +18,17 @@ namespace {
 // The last byte is the format version. Version 2 added each variable's kind and decay; version
 // 3 replaced the job's fingerprint by its fields, so a mismatch can be named; version 4 added
 // tables (each variable's init scale, and the table records); version 5 each row's last update
-// and the ids pending admission (PEND records), for the tables' policies.
-constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 5};
+// and the ids pending admission (PEND records), for the tables' policies; version 6 the chain and
+// delta numbers of incremental checkpoints, and a table's changes (its removed ids: REMV records).
+// Version 5 is still read.
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 6};
+constexpr int kOldestFormat = 5;
 constexpr uint32_t kHeaderTag = 0x48445221;   // "!RDH"
 constexpr uint32_t kChunkTag = 0x4b4e4843;    // "CHNK"
 constexpr uint32_t kTableTag = 0x4c424154;    // "TABL"
 constexpr uint32_t kRowsTag = 0x53574f52;     // "ROWS"
 constexpr uint32_t kPendingTag = 0x444e4550;  // "PEND": ids pending admission
+constexpr uint32_t kRemovedTag = 0x564d4552;  // "REMV": ids removed since the chain's last file
 constexpr int64_t kRowsPerRecord = 65536;
 constexpr uint32_t kEndTag = 0x21444e45;  // "END!"
 std::string EncodeMeta(const CheckpointMeta& m) {
@@ -48,10 +52,12 @@ std::string EncodeMeta(const CheckpointMeta& m) {
     w.Put(v.decay);
     w.Put(v.init_scale);
   }
+  w.Put(m.chain);
+  w.Put(m.delta);
   return std::move(w.buffer());
 }
 
-Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMeta* m) {
+Status DecodeMeta(const std::string& body, const std::string& path, int format, CheckpointMeta* m) {
   Reader r(body, path);
   int32_t rank = 0, servers = 0;
   uint32_t nvars = 0, nfields = 0;
@@ -97,6 +103,10 @@ Status DecodeMeta(const std::string& body, const std::string& path, CheckpointMe
       return CorruptionError(path + ": variable " + v.name + " has an invalid shape");
     }
     m->variables.push_back(std::move(v));
+  }
+  if (format >= 6) {
+    TOWERPS_RETURN_IF_ERROR(r.Get(&m->chain));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&m->delta));
   }
   if (!r.done()) return CorruptionError(path + ": header record has trailing bytes");
   return Status::Ok();
@@ -159,6 +169,10 @@ Status DecodeChunk(const std::string& body, const std::string& path, ChunkState*
   return Status::Ok();
 }
 
+int64_t Removed(const TableState& t) {
+  return t.removed_ids.defined() ? t.removed_ids.num_elements() : 0;
+}
+
 std::string EncodeTable(const TableState& t) {
   Writer w;
   PutHead(w, t);
@@ -168,6 +182,8 @@ std::string EncodeTable(const TableState& t) {
   for (int64_t clock : t.worker_clocks) w.Put(clock);
   w.Put<uint64_t>(static_cast<uint64_t>(t.ids.num_elements()));
   w.Put<uint64_t>(static_cast<uint64_t>(t.admission_ids.num_elements()));
+  w.Put<uint8_t>(t.changes_only ? 1 : 0);
+  w.Put<uint64_t>(static_cast<uint64_t>(Removed(t)));
   return std::move(w.buffer());
 }
 
@@ -196,46 +212,55 @@ std::string EncodePending(const TableState& t, int64_t begin, int64_t end) {
   return std::move(w.buffer());
 }
 
-// The PEND records of `n` ids pending admission, after a table's rows.
-Status ReadPending(std::istream& in, const std::string& path, const std::function<uint64_t()>& left,
-                   uint64_t n, TableState* t) {
-  std::vector<uint64_t> ids, last_seen;
-  std::vector<uint32_t> counts;
+// Removed ids [begin, end) of `t`: their count and ids.
+std::string EncodeRemoved(const TableState& t, int64_t begin, int64_t end) {
+  const auto n = static_cast<size_t>(end - begin);
+  Writer w;
+  w.Put<uint32_t>(static_cast<uint32_t>(n));
+  w.PutBytes(t.removed_ids.u64() + begin, n * 8);
+  return std::move(w.buffer());
+}
+
+// The records of `tag` that follow a table's rows, `n` entries in all: each record a count, then
+// each column's entries. Memory grows with the bytes read, never with what `n` declares.
+Status ReadColumns(std::istream& in, const std::string& path, const std::function<uint64_t()>& left,
+                   uint32_t tag, const char* what, uint64_t n,
+                   const std::vector<std::pair<Tensor*, DType>>& columns) {
+  std::vector<std::string> bytes(columns.size());
+  uint64_t width = 0, read = 0;
+  for (const auto& column : columns) width += DTypeSize(column.second);
   std::string body;
-  while (ids.size() < n) {
-    uint32_t tag = 0, count = 0;
-    TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
+  while (read < n) {
+    uint32_t got = 0, count = 0;
+    TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &got, &body));
     Reader r(body, path);
     TOWERPS_RETURN_IF_ERROR(r.Get(&count));
-    if (tag != kPendingTag || count == 0 || count > n - ids.size() ||
-        body.size() != 4 + uint64_t{count} * 20) {
-      return CorruptionError(path + ": a table's pending-admission record is malformed");
+    if (got != tag || count == 0 || count > n - read || body.size() != 4 + count * width) {
+      return CorruptionError(path + ": a table's " + what + " record is malformed");
     }
-    const size_t at = ids.size();
-    ids.resize(at + count);
-    counts.resize(at + count);
-    last_seen.resize(at + count);
-    TOWERPS_RETURN_IF_ERROR(r.GetBytes(ids.data() + at, uint64_t{count} * 8));
-    TOWERPS_RETURN_IF_ERROR(r.GetBytes(counts.data() + at, uint64_t{count} * 4));
-    TOWERPS_RETURN_IF_ERROR(r.GetBytes(last_seen.data() + at, uint64_t{count} * 8));
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const size_t at = bytes[c].size(), size = count * DTypeSize(columns[c].second);
+      bytes[c].resize(at + size);
+      TOWERPS_RETURN_IF_ERROR(r.GetBytes(bytes[c].data() + at, size));
+    }
+    read += count;
   }
-  const auto p = static_cast<int64_t>(n);
-  t->admission_ids = Tensor::Empty({p}, DType::kUInt64);
-  t->admission_counts = Tensor::Empty({p}, DType::kUInt32);
-  t->admission_last_seen = Tensor::Empty({p}, DType::kUInt64);
-  std::copy(ids.begin(), ids.end(), t->admission_ids.u64());
-  std::copy(counts.begin(), counts.end(), t->admission_counts.u32());
-  std::copy(last_seen.begin(), last_seen.end(), t->admission_last_seen.u64());
+  for (size_t c = 0; c < columns.size(); ++c) {
+    *columns[c].first = Tensor::Empty({static_cast<int64_t>(n)}, columns[c].second);
+    if (n > 0) std::memcpy(columns[c].first->raw_data(), bytes[c].data(), bytes[c].size());
+  }
   return Status::Ok();
 }
 
 // A table record and the rows that follow it. Sizes are checked against the bytes read: nothing
 // is allocated for rows a record only declares.
 Status ReadTable(std::istream& in, const std::string& body, const std::string& path,
-                 const std::function<uint64_t()>& left, TableState* t) {
+                 const std::function<uint64_t()>& left, const CheckpointMeta& meta, int format,
+                 TableState* t) {
   Reader r(body, path);
   uint32_t slots = 0, nclocks = 0;
-  uint64_t n = 0, pending = 0;
+  uint64_t n = 0, pending = 0, removed = 0;
+  uint8_t changes_only = 0;
   TOWERPS_RETURN_IF_ERROR(GetHead(r, t));
   TOWERPS_RETURN_IF_ERROR(r.Get(&t->dim));
   TOWERPS_RETURN_IF_ERROR(r.Get(&slots));
@@ -253,7 +278,16 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
   }
   TOWERPS_RETURN_IF_ERROR(r.Get(&n));
   TOWERPS_RETURN_IF_ERROR(r.Get(&pending));
+  if (format >= 6) {
+    TOWERPS_RETURN_IF_ERROR(r.Get(&changes_only));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&removed));
+  }
   if (!r.done()) return CorruptionError(path + ": table record has trailing bytes");
+  // Only a delta holds a table's changes; only changes name removed ids.
+  if (changes_only > 1 || (changes_only && meta.delta == 0) || (removed > 0 && !changes_only)) {
+    return CorruptionError(path + ": a table record's changes do not fit the file");
+  }
+  t->changes_only = changes_only != 0;
   const uint64_t stride = (1 + uint64_t{slots}) * static_cast<uint64_t>(t->dim);
   std::vector<uint64_t> ids;
   std::vector<uint32_t> updates;
@@ -291,7 +325,12 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
     std::memcpy(t->row_last_update.raw_data(), last_update.data(), last_update.size() * 8);
     std::memcpy(t->rows.raw_data(), rows.data(), rows.size() * 4);
   }
-  return ReadPending(in, path, left, pending, t);
+  TOWERPS_RETURN_IF_ERROR(ReadColumns(in, path, left, kPendingTag, "pending-admission", pending,
+                                      {{&t->admission_ids, DType::kUInt64},
+                                       {&t->admission_counts, DType::kUInt32},
+                                       {&t->admission_last_seen, DType::kUInt64}}));
+  return ReadColumns(in, path, left, kRemovedTag, "removed-ids", removed,
+                     {{&t->removed_ids, DType::kUInt64}});
 }
 
 // The error for a failed `step` ("write", "fsync", ...) on the temporary file `tmp` while
@@ -326,6 +365,10 @@ std::string CheckpointPath(const std::string& dir, int server_rank) {
   return (std::filesystem::path(dir) / ("ps-" + std::to_string(server_rank) + ".ckpt")).string();
 }
 
+std::string DeltaPath(const std::string& dir, int server_rank, uint32_t delta) {
+  return CheckpointPath(dir, server_rank) + ".delta-" + std::to_string(delta);
+}
+
 Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
   std::string data(kMagic, sizeof(kMagic));
   AppendRecord(&data, kHeaderTag, EncodeMeta(checkpoint.meta));
@@ -339,6 +382,10 @@ Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
     for (int64_t begin = 0; begin < t.admission_ids.num_elements(); begin += kRowsPerRecord) {
       const int64_t end = std::min(t.admission_ids.num_elements(), begin + kRowsPerRecord);
       AppendRecord(&data, kPendingTag, EncodePending(t, begin, end));
+    }
+    for (int64_t begin = 0; begin < Removed(t); begin += kRowsPerRecord) {
+      const int64_t end = std::min(Removed(t), begin + kRowsPerRecord);
+      AppendRecord(&data, kRemovedTag, EncodeRemoved(t, begin, end));
     }
   }
   Writer count;
@@ -393,10 +440,11 @@ Result<Checkpoint> ReadCheckpoint(std::istream& in, uint64_t size, const std::st
     return CorruptionError(path + ": not a TowerPS checkpoint (bad magic)");
   }
   const int format = magic[sizeof(kMagic) - 1];
-  if (format != kMagic[sizeof(kMagic) - 1]) {
-    return CorruptionError(path + ": checkpoint format " + std::to_string(format) + " is not " +
-                           std::to_string(kMagic[sizeof(kMagic) - 1]) +
-                           ", the one this TowerPS reads: it was written by another version");
+  if (format < kOldestFormat || format > kMagic[sizeof(kMagic) - 1]) {
+    return CorruptionError(path + ": checkpoint format " + std::to_string(format) +
+                           " is not one this TowerPS reads (" + std::to_string(kOldestFormat) +
+                           " to " + std::to_string(kMagic[sizeof(kMagic) - 1]) +
+                           "): it was written by another version");
   }
   Checkpoint ck;
   uint32_t tag;
@@ -404,13 +452,13 @@ Result<Checkpoint> ReadCheckpoint(std::istream& in, uint64_t size, const std::st
   auto left = [&]() { return size - static_cast<uint64_t>(in.tellg()); };
   TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
   if (tag != kHeaderTag) return CorruptionError(path + ": header record missing");
-  TOWERPS_RETURN_IF_ERROR(DecodeMeta(body, path, &ck.meta));
+  TOWERPS_RETURN_IF_ERROR(DecodeMeta(body, path, format, &ck.meta));
   for (;;) {
     TOWERPS_RETURN_IF_ERROR(ReadRecord(in, path, left(), &tag, &body));
     if (tag == kEndTag) break;
     if (tag == kTableTag) {
       TableState t;
-      TOWERPS_RETURN_IF_ERROR(ReadTable(in, body, path, left, &t));
+      TOWERPS_RETURN_IF_ERROR(ReadTable(in, body, path, left, ck.meta, format, &t));
       ck.tables.push_back(std::move(t));
       continue;
     }

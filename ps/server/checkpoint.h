@@ -1,12 +1,13 @@
 // Checkpoint files: one per server, "<dir>/ps-<rank>.ckpt", holding that server's chunks and
-// table partitions with their versions and optimizer state.
+// table partitions with their versions and optimizer state; and with incremental checkpoints its
+// deltas, "<dir>/ps-<rank>.ckpt.delta-<k>", in the same format (ps/server/checkpoint_chain.h).
 //
 // Format (little-endian): "TOWERPS" and the format's version byte, a header record, the chunk
 // records, for each table partition a table record followed by its rows in records of at most
-// kRowsPerRecord rows (ids, update counts, last updates, values and optimizer state) and of
-// its ids pending admission, and an end marker. Every record is followed by its CRC-32 (zlib).
-// The header names the job's options (those a resumed job must share:
-// JobConfig::ResumableFields), the model signature, the server rank and count, the partition
+// kRowsPerRecord rows (ids, update counts, last updates, values and optimizer state), of
+// its ids pending admission and, in a delta, of its ids removed; and an end marker. Every record is
+// followed by its CRC-32 (zlib). The header names the job's options (those a resumed job must
+// share: JobConfig::ResumableFields), the model signature, the server rank and count, the partition
 // size and the variable list, so a checkpoint from a different job, model or layout is
 // refused, naming what differs, rather than half-loaded.
 //
@@ -43,6 +44,12 @@ struct CheckpointMeta {
   int num_servers = 0;
   uint64_t partition_bytes = 0;
   std::vector<VariableSpec> variables;
+  // Incremental checkpoints: the full checkpoint that starts chain `chain` has delta 0; delta k
+  // (1, 2, ...) of that chain holds what changed since delta k - 1. A file of another chain than
+  // its full one's is stale (a crash between writing a full checkpoint and removing the old
+  // deltas) and never applied. Format 5 files: chain 0, delta 0.
+  uint64_t chain = 0;
+  uint32_t delta = 0;
 };
 
 struct Checkpoint {
@@ -52,6 +59,8 @@ struct Checkpoint {
 };
 
 std::string CheckpointPath(const std::string& dir, int server_rank);
+// Delta `delta` (>= 1) of server `server_rank`'s chain: "<CheckpointPath>.delta-<delta>".
+std::string DeltaPath(const std::string& dir, int server_rank, uint32_t delta);
 
 Status SaveCheckpoint(const std::string& path, const Checkpoint& checkpoint);
 Result<Checkpoint> LoadCheckpoint(const std::string& path);

@@ -7,7 +7,7 @@
 
 #include "common/parse.h"
 #include "job/placement.h"
-#include "ps/server/checkpoint.h"
+#include "ps/server/checkpoint_chain.h"
 
 namespace towerps::ps {
 namespace {
@@ -71,7 +71,7 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
     return NotFoundError(dir + " holds no checkpoint (" + first +
                          " is missing); give the --checkpoint-dir a job wrote");
   }
-  TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck0, LoadCheckpoint(first));
+  TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck0, LoadCheckpointChain(dir, 0));
   const CheckpointMeta meta = ck0.meta;
   TOWERPS_ASSIGN_OR_RETURN(const int table_partitions, TablePartitionsOf(meta, first));
   TOWERPS_ASSIGN_OR_RETURN(const ChunkPlacement placement,
@@ -94,7 +94,7 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
     if (rank == 0) {
       ck = std::move(ck0);
     } else {
-      TOWERPS_ASSIGN_OR_RETURN(ck, LoadCheckpoint(path));
+      TOWERPS_ASSIGN_OR_RETURN(ck, LoadCheckpointChain(dir, rank));
       if (ck.meta.model_signature != meta.model_signature ||
           ck.meta.num_servers != meta.num_servers || ck.meta.job_fields != meta.job_fields ||
           ck.meta.partition_bytes != meta.partition_bytes) {

@@ -1,7 +1,7 @@
 // Reading a whole job's parameters back from its checkpoint directory, without servers: every
-// server's "ps-<rank>.ckpt" loaded and validated (ps/server/checkpoint.h), and each variable put
-// back together from its chunks by the placement the servers used. For evaluating a checkpoint
-// (towerps-worker --eval-only) and exporting it.
+// server's "ps-<rank>.ckpt" with its deltas loaded and validated (ps/server/checkpoint_chain.h),
+// and each variable put back together from its chunks by the placement the servers used. For
+// evaluating a checkpoint (towerps-worker --eval-only) and exporting it.
 //
 // Contract: a free function; reads the files, keeps nothing open. Errors name the directory or
 // file: kNotFound when there is no ps-0.ckpt, kFailedPrecondition when the files disagree (model,

@@ -91,6 +91,17 @@ class Holder {
   // kCorruption when it does not fit this holder.
   virtual HolderState Save(bool replica) const = 0;
   virtual Status Load(const HolderState& state) = 0;
+  // A checkpoint's state (ps/server/checkpoint_chain.h): whole or, with `changes`, only what
+  // changed since the previous checkpoint's save where that is known (a table partition tracking
+  // its changes: TableState::changes_only); with `track`, changes are tracked from here on for
+  // the next one, else not at all. TrackChanges: the holder holds what the last checkpoint does
+  // (it was just restored from it), so its changes are tracked from here.
+  struct CheckpointSave {
+    bool changes = false;
+    bool track = false;
+  };
+  virtual HolderState SaveCheckpoint(CheckpointSave /*how*/) { return Save(false); }
+  virtual void TrackChanges() {}
 
   // What this holder keeps in memory beyond its values: table rows held (0 for a chunk).
   virtual int64_t rows_held() const { return 0; }

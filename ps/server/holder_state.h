@@ -52,6 +52,12 @@ struct TableState : HolderStateHead {
   Tensor admission_ids;
   Tensor admission_counts;
   Tensor admission_last_seen;
+  // Only in an incremental checkpoint's delta (ps/server/checkpoint_chain.h): `changes_only`
+  // says the rows above are those updated since the previous checkpoint, and removed_ids
+  // (uint64 [r], increasing) the rows evicted since and not held now. The ids pending admission
+  // are whole even then.
+  bool changes_only = false;
+  Tensor removed_ids{};
   // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
   // out. Sync: the previous version and the rows its last update changed, with their values
   // before it; the contributions pending for the current step, by worker rank.

@@ -20,7 +20,8 @@ Server::Server(ServerOptions options)
       replicas_(options_.job, options_.rank, options_.rejoin, incarnation_),
       shards_(options_.threads, options_.job, &outbox_, &update_clock_),
       shutdown_(options_.job.workers, options_.shutdown_grace),
-      checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every) {}
+      checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every,
+                   options_.checkpoint_full_every) {}
 
 Server::~Server() { shards_.Stop(); }
 
@@ -36,19 +37,12 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   if (!o.logdir.empty()) {
     TOWERPS_ASSIGN_OR_RETURN(server->events_, ServerEvents::Create(o.logdir, o.rank));
   }
-  if (!o.checkpoint_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.checkpoint_dir, ec);
-    if (ec) {
-      return IoError("--checkpoint-dir " + o.checkpoint_dir + ": cannot create: " + ec.message());
-    }
+  TOWERPS_ASSIGN_OR_RETURN(std::optional<Checkpoint> ck, server->checkpoints_.Find());
+  if (ck) {
     const std::string path = CheckpointPath(o.checkpoint_dir, o.rank);
-    if (std::filesystem::exists(path)) {
-      TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck, LoadCheckpoint(path));
-      TOWERPS_RETURN_IF_ERROR(server->Restore(ck).WithContext("refusing checkpoint " + path));
-      TOWERPS_LOG(kInfo) << "restored " << ck.chunks.size() << " chunks from " << path
-                         << " at version " << server->checkpoints_.last_version();
-    }
+    TOWERPS_RETURN_IF_ERROR(server->Restore(*ck).WithContext("refusing checkpoint " + path));
+    TOWERPS_LOG(kInfo) << "restored " << path << " and " << ck->meta.delta
+                       << " delta(s) after it, at version " << server->checkpoints_.last_version();
   }
   return server;
 }
@@ -75,14 +69,15 @@ Status Server::Restore(const Checkpoint& ck) {
   }
   LowestVersion lowest;
   for (const ChunkState& c : ck.chunks) {
-    TOWERPS_RETURN_IF_ERROR(shards_.Restore(c, c.variable_id, c.chunk_id));
+    TOWERPS_RETURN_IF_ERROR(shards_.Restore(c, c.variable_id, c.chunk_id, false));
     lowest.Add(c.version);
   }
   for (const TableState& t : ck.tables) {
-    TOWERPS_RETURN_IF_ERROR(shards_.Restore(t, t.variable_id, t.chunk_id));
+    TOWERPS_RETURN_IF_ERROR(
+        shards_.Restore(t, t.variable_id, t.chunk_id, checkpoints_.tracks_changes()));
     lowest.Add(t.version);
   }
-  checkpoints_.Restored(lowest.value());
+  checkpoints_.Restored(lowest.value(), m);
   restored_version_ = lowest.value();
   StartShards();
   return Status::Ok();

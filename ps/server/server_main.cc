@@ -50,6 +50,9 @@ void AddServerOptions(ServerFlags& f, po::options_description& desc) {
       "a checkpoint found there is restored at start")(
       "checkpoint-every", po::value(&f.options.checkpoint_every)->default_value(0),
       "save at least every N versions (0: only at shutdown)")(
+      "checkpoint-full-every", po::value(&f.options.checkpoint_full_every)->default_value(1),
+      "every K-th checkpoint is full; the ones between are deltas, ps-<rank>.ckpt.delta-<k>, "
+      "holding only the table rows changed since the one before (1: all full)")(
       "table-dir", po::value(&f.options.table_dir),
       "tables with --table-storage rocksdb: an existing, writable directory for this server's "
       "disk tier, DIR/ps-<rank> (cleared at start: the tier is rebuilt from a checkpoint or "

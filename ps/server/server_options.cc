@@ -28,6 +28,10 @@ Status ServerOptions::Validate() const {
   if (checkpoint_every < 0) {
     return InvalidArgumentError("--checkpoint-every must be >= 0");
   }
+  if (checkpoint_full_every < 1) {
+    return InvalidArgumentError("--checkpoint-full-every=" + std::to_string(checkpoint_full_every) +
+                                " must be >= 1 (1: every checkpoint is full)");
+  }
   return ValidateTableDir();
 }
 

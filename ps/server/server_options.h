@@ -24,6 +24,8 @@ struct ServerOptions {
   int threads = 1;                 // shards (ps/server/server_threads.h: --threads auto)
   std::string checkpoint_dir;      // empty: no checkpoints
   int64_t checkpoint_every = 0;    // versions between checkpoints; 0: only at shutdown
+  // Every K-th checkpoint is full, the others deltas (ps/server/checkpoint_chain.h); 1: all full.
+  int64_t checkpoint_full_every = 1;
   // Tables with storage=rocksdb: an existing, writable directory; the server's disk tier is
   // TierDir() inside it (ps/server/row_disk.h).
   std::string table_dir;

@@ -89,7 +89,7 @@ void Shard::Loop() {
       case ShardTask::Kind::kSnapshot: {
         SnapshotPart part;
         part.shard = index_;
-        for (const auto& h : holders_) part.states.push_back(h->Save(/*replica=*/false));
+        for (const auto& h : holders_) part.states.push_back(h->SaveCheckpoint(task->save));
         outbox_.Push(std::move(part));
         break;
       }

@@ -68,6 +68,7 @@ struct ShardTask {
   std::optional<IncomingMessage> message;  // kRequest
   int64_t version = 0;                     // kAck, kWorkerFinished
   int worker = -1;                         // kWorkerFinished
+  Holder::CheckpointSave save;             // kSnapshot: whole or changes (checkpoint_chain.h)
 };
 
 // How one chunk is replicated; kOnly without --ps-replicas.

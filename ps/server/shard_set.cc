@@ -44,7 +44,8 @@ void ShardSet::Place(const ChunkPlacement& placement, const std::vector<Variable
   }
 }
 
-Status ShardSet::Restore(const HolderState& state, uint32_t variable_id, uint32_t chunk_id) {
+Status ShardSet::Restore(const HolderState& state, uint32_t variable_id, uint32_t chunk_id,
+                         bool track_changes) {
   auto it = homes_.find({variable_id, chunk_id});
   Holder* holder =
       it == homes_.end() ? nullptr : shards_[it->second.shard]->holders()[it->second.index].get();
@@ -55,7 +56,9 @@ Status ShardSet::Restore(const HolderState& state, uint32_t variable_id, uint32_
                                    (table ? " partition " : " chunk ") + std::to_string(chunk_id) +
                                    ", which this server does not own");
   }
-  return holder->Load(state);
+  TOWERPS_RETURN_IF_ERROR(holder->Load(state));
+  if (track_changes) holder->TrackChanges();
+  return Status::Ok();
 }
 
 void ShardSet::Start() {

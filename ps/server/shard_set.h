@@ -47,9 +47,11 @@ class ShardSet {
              const std::vector<int>& groups, const JobConfig& job, const TensorAllocator& allocate,
              const std::function<ReplicaRole(int group)>& role_for);
   size_t holders() const { return homes_.size(); }
-  // Loads a saved state into the holder of (variable, chunk); kFailedPrecondition when this set
-  // holds no such piece of that kind.
-  Status Restore(const HolderState& state, uint32_t variable_id, uint32_t chunk_id);
+  // Loads a checkpoint's state into the holder of (variable, chunk), which then tracks its
+  // changes for the next delta when `track_changes` (Holder::TrackChanges); kFailedPrecondition
+  // when this set holds no such piece of that kind.
+  Status Restore(const HolderState& state, uint32_t variable_id, uint32_t chunk_id,
+                 bool track_changes);
 
   void Start();
   void Stop();

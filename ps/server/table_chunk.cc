@@ -268,6 +268,7 @@ void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, flo
     float* row = memory.row(r);
     if (retain) previous_.Keep(entries_[groups_[g]].id, row);  // increasing: the entries' order
     memory.CountUpdate(r);
+    rows_.Changed(entries_[groups_[g]].id);
     policy_.Updated(memory, r, version_);
     optimizer_.Apply({.grad = grad(g),
                       .scale = scale,
@@ -289,6 +290,7 @@ void TableChunk::Evict(ShardCounters& counters) {
   const bool retain = rule_->RetainsPreviousVersion();
   RowStore& memory = rows_.memory();
   auto keep = [&](uint64_t id, const float* values) {
+    rows_.Changed(id);
     if (retain) previous_.KeepEvicted(id, values);
   };
   policy_.EndUpdate(
@@ -368,7 +370,7 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
   return Status::Ok();
 }
 
-TableState TableChunk::Snapshot(bool replica) const {
+TableState TableChunk::Snapshot(bool replica, bool changes) const {
   TableState s;
   static_cast<HolderStateHead&>(s) = {spec_.variable_id, spec_.chunk_id, version_, updates_};
   RuleState rule = rule_->Save(version_, replica);
@@ -379,7 +381,7 @@ TableState TableChunk::Snapshot(bool replica) const {
   }
   s.dim = dim_;
   s.slots = slots_;
-  rows_.Save(&s);
+  changes ? rows_.SaveChanges(&s) : rows_.Save(&s);
   policy_.Save(&s);
   return s;
 }

@@ -131,8 +131,15 @@ class TableChunk final : public Holder, private UpdateTarget {
 
   // A deep copy; `replica`: with the previous version's rows and the pending contributions too,
   // so that a backup restored from it continues exactly as this partition does.
-  TableState Snapshot(bool replica = false) const;
+  // `changes`: only the rows changed since change tracking started (SaveChanges).
+  TableState Snapshot(bool replica = false, bool changes = false) const;
   HolderState Save(bool replica) const override { return Snapshot(replica); }
+  HolderState SaveCheckpoint(CheckpointSave how) override {
+    TableState s = Snapshot(false, how.changes && rows_.tracking());
+    rows_.TrackChanges(how.track);
+    return s;
+  }
+  void TrackChanges() override { rows_.TrackChanges(true); }
   // Replaces all state with a checkpointed or replicated one. kCorruption when it does not fit
   // this partition (dim, slots, sizes, ids outside it or repeated, a pending push's shapes).
   Status Restore(const TableState& state);

@@ -8,6 +8,24 @@
 #include "towerps/check.h"
 
 namespace towerps::ps {
+namespace {
+
+// A state's row tensors for `n` rows of `stride` floats, and row `r` put in them.
+void StartRows(TableState* s, int64_t n, int64_t stride) {
+  s->ids = Tensor::Empty({n}, DType::kUInt64);
+  s->rows = Tensor::Empty({n, stride});
+  s->row_updates = Tensor::Empty({n}, DType::kUInt32);
+  s->row_last_update = Tensor::Empty({n}, DType::kUInt64);
+}
+
+void PutRow(TableState* s, int64_t r, const RowView& row, int64_t stride) {
+  s->ids.u64()[r] = row.id;
+  s->row_updates.u32()[r] = row.updates;
+  s->row_last_update.u64()[r] = static_cast<uint64_t>(row.last_update);
+  std::memcpy(s->rows.f32() + r * stride, row.values, static_cast<size_t>(stride) * sizeof(float));
+}
+
+}  // namespace
 
 TableRows::TableRows(int64_t stride, std::unique_ptr<DiskRows> disk, int64_t memory_rows,
                      EvictionOrder order)
@@ -183,24 +201,56 @@ void TableRows::ForEach(const std::function<void(const RowView&)>& each) const {
 }
 
 void TableRows::Save(TableState* s) const {
-  const int64_t n = size();
   const int64_t stride = memory_.stride();
-  s->ids = Tensor::Empty({n}, DType::kUInt64);
-  s->rows = Tensor::Empty({n, stride});
-  s->row_updates = Tensor::Empty({n}, DType::kUInt32);
-  s->row_last_update = Tensor::Empty({n}, DType::kUInt64);
+  StartRows(s, size(), stride);
   int64_t r = 0;
-  ForEach([&](const RowView& row) {
-    s->ids.u64()[r] = row.id;
-    s->row_updates.u32()[r] = row.updates;
-    s->row_last_update.u64()[r] = static_cast<uint64_t>(row.last_update);
-    std::memcpy(s->rows.f32() + r * stride, row.values,
-                static_cast<size_t>(stride) * sizeof(float));
-    ++r;
-  });
+  ForEach([&](const RowView& row) { PutRow(s, r++, row, stride); });
+}
+
+void TableRows::SaveChanges(TableState* s) const {
+  const std::vector<uint64_t> ids = changed_.Sorted();
+  const int64_t stride = memory_.stride();
+  // The changed rows memory lacks are read from disk first (in one batch), kept by position.
+  std::vector<int64_t> memory(ids.size()), offset(ids.size(), -1);
+  std::vector<DiskRow> disk_rows(ids.size());
+  std::vector<float> values;
+  std::vector<uint64_t> misses;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    memory[i] = memory_.Find(ids[i]);
+    if (memory[i] < 0 && disk_) misses.push_back(ids[i]), where.push_back(i);
+  }
+  if (!misses.empty()) {
+    disk_->Read(
+        misses.data(), misses.size(),
+        [&](size_t k, const DiskRow& row) {
+          offset[where[k]] = static_cast<int64_t>(values.size());
+          disk_rows[where[k]] = {nullptr, row.updates, row.last_update};
+          values.insert(values.end(), row.values, row.values + stride);
+        },
+        /*serving=*/false);
+  }
+  std::vector<RowView> held;  // by increasing id
+  std::vector<uint64_t> removed;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (const int64_t r = memory[i]; r >= 0) {
+      held.push_back({ids[i], memory_.row(r), memory_.updates(r), memory_.last_update(r)});
+    } else if (offset[i] >= 0) {
+      held.push_back(
+          {ids[i], values.data() + offset[i], disk_rows[i].updates, disk_rows[i].last_update});
+    } else {
+      removed.push_back(ids[i]);
+    }
+  }
+  StartRows(s, static_cast<int64_t>(held.size()), stride);
+  for (size_t r = 0; r < held.size(); ++r) PutRow(s, static_cast<int64_t>(r), held[r], stride);
+  s->removed_ids = Tensor::Empty({static_cast<int64_t>(removed.size())}, DType::kUInt64);
+  std::copy(removed.begin(), removed.end(), s->removed_ids.u64());
+  s->changes_only = true;
 }
 
 void TableRows::Load(const TableState& s) {
+  TrackChanges(false);
   ForgetRecent();
   memory_.Clear();
   if (disk_) disk_->Clear();

@@ -17,6 +17,11 @@
 // disk (recent_, below) and RocksDB's cache and memtables come on top. Without a disk tier
 // there is no budget.
 //
+// For incremental checkpoints (ps/server/checkpoint_chain.h), while tracking is on, the ids of
+// the rows an update changed or an eviction removed are kept (ChangedIds) until the next
+// checkpoint's save; a restore (Load of a state) stops tracking, since what changed since the
+// chain's last file is then unknown.
+//
 // Contract: owned and used by one partition, on its thread; not thread-safe.
 #ifndef TOWERPS_PS_SERVER_TABLE_ROWS_H_
 #define TOWERPS_PS_SERVER_TABLE_ROWS_H_
@@ -30,6 +35,7 @@
 
 #include "job/placement.h"
 #include "job/table_policy.h"
+#include "ps/server/changed_ids.h"
 #include "ps/server/holder_state.h"
 #include "ps/server/row_disk.h"
 #include "ps/server/row_store.h"
@@ -96,6 +102,19 @@ class TableRows {
   void Save(TableState* s) const;
   void Load(const TableState& s);
 
+  // Change tracking for checkpoint deltas: on (from now) or off; Changed notes a row's id.
+  void TrackChanges(bool on) {
+    tracking_ = on;
+    changed_.Clear();
+  }
+  bool tracking() const { return tracking_; }
+  void Changed(uint64_t id) {
+    if (tracking_) changed_.Add(id);
+  }
+  // The rows changed since tracking started into `s`, as Save puts them, and the ids changed
+  // and no longer held into s->removed_ids (increasing).
+  void SaveChanges(TableState* s) const;
+
  private:
   void Add(const RowView& row);
   void Flush();  // Add's rows bound for disk
@@ -125,6 +144,8 @@ class TableRows {
   std::vector<uint64_t> pending_ids_;
   std::vector<float> pending_values_;
   std::vector<DiskRow> pending_rows_;
+  bool tracking_ = false;
+  ChangedIds changed_;
 };
 
 }  // namespace towerps::ps

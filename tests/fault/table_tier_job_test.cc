@@ -3,7 +3,8 @@
 // towerps-launch with real servers and workers: a sync job ends with the bits of the same job
 // held in memory, and reruns give them again; a worker killed with SIGKILL and a server killed
 // under --ps-replicas 2 (its backup holds its own tier) both end with the undisturbed job's
-// bits; an async job completes; and the summary reports the tier.
+// bits; an async job completes; the summary reports the tier; and a job extended from
+// incremental checkpoints (full ones and deltas) ends with the bits of the job run straight.
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,6 +85,32 @@ TEST_F(TableTierJobTest, KilledServerWithReplicasFailsOverAndTheFinalParametersA
   EXPECT_NE(dir_.Read("out.txt").find("ps:1 was killed by SIGKILL"), std::string::npos);
   EXPECT_TRUE(dir_.Read("final.bin") == reference())
       << "final parameters differ from the undisturbed job's";
+}
+
+TEST_F(TableTierJobTest, AJobExtendedFromIncrementalCheckpointsContinuesBitForBit) {
+  const std::string ckpt = (dir_ / "ckpt").string();
+  auto argv = [&](int steps) {
+    std::vector<std::string> a = JobArgv(
+        dir_.path(),
+        {"--checkpoint-dir", ckpt, "--checkpoint-every", "10", "--checkpoint-full-every", "4"});
+    *(std::find(a.begin(), a.end(), "--max-steps") + 1) = std::to_string(steps);
+    return a;
+  };
+  Result<int> first = RunProcess(argv(65), dir_ / "first.txt", {}, seconds(300));
+  ASSERT_TRUE(first.ok() && *first == 0) << dir_.Read("first.txt");
+  // Full at 10 and 50, deltas at 20, 30, 40 (removed by the full one at 50), 60 and the end.
+  for (const char* file : {"ps-0.ckpt", "ps-0.ckpt.delta-1", "ps-0.ckpt.delta-2", "ps-1.ckpt"}) {
+    EXPECT_TRUE(fs::exists(dir_ / "ckpt" / file)) << file;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "ckpt" / "ps-0.ckpt.delta-3"));
+  fs::remove_all(dir_ / "run");
+  Result<int> rest = RunProcess(argv(kSteps), dir_ / "out.txt", {}, seconds(300));
+  ASSERT_TRUE(rest.ok() && *rest == 0) << dir_.Read("out.txt");
+  EXPECT_NE(dir_.Read("out.txt").find("the servers hold version 65 (restored)"), std::string::npos);
+  EXPECT_NE(dir_.Read("out.txt").find("ps-1.ckpt and 2 delta(s) after it, at version 65"),
+            std::string::npos);
+  EXPECT_TRUE(dir_.Read("final.bin") == reference())
+      << "the job extended from its checkpoints ends with other bits than the one run straight";
 }
 
 TEST_F(TableTierJobTest, AsyncJobCompletes) {

@@ -189,7 +189,9 @@ TEST(ServerCheckpointTest, RestartedServerFailsOutstandingCallsAtOnceAndServesIt
   EXPECT_NE(lost.status().message().find("restarted"), std::string::npos)
       << lost.status().message();
   EXPECT_EQ(c0->server_restarts(), 1u);
-  EXPECT_NE(cluster.Log(0).find("restored 1 chunks"), std::string::npos) << cluster.Log(0);
+  EXPECT_NE(cluster.Log(0).find("ps-0.ckpt and 0 delta(s) after it, at version 1"),
+            std::string::npos)
+      << cluster.Log(0);
   // The restored version, bit for bit; step 1 starts again from there.
   EXPECT_EQ(Pull(*c0, 1, &version), at_one);
   EXPECT_EQ(version, 1);
