@@ -27,10 +27,11 @@ inline double Rounded(double v, int decimals) {
   return std::round(v * scale) / scale;
 }
 
-int RunPsCommand(int argc, char** argv);        // ps_command.cc
-int RunJobCommand(int argc, char** argv);       // job_commands.cc
-int RunReplicasCommand(int argc, char** argv);  // job_commands.cc
-int RunSparseCommand(int argc, char** argv);    // sparse_command.cc
+int RunPsCommand(int argc, char** argv);          // ps_command.cc
+int RunJobCommand(int argc, char** argv);         // job_commands.cc
+int RunReplicasCommand(int argc, char** argv);    // job_commands.cc
+int RunSparseCommand(int argc, char** argv);      // sparse_command.cc
+int RunCheckpointCommand(int argc, char** argv);  // checkpoint_command.cc
 
 }  // namespace towerps::bench
 

@@ -49,4 +49,10 @@ awk -v h="$(field "$(head -1 <<< "$tier")" memory_hit_rate)" 'BEGIN { exit !(h >
   fail "the tier's memory hit rate is not in (0, 1): $tier"
 [ "$(field "$(tail -1 <<< "$tier")" rows_on_disk)" = 0 ] || fail "the memory run has rows on disk"
 "$bench" sparse --vs-memory >/dev/null 2>&1 && fail "--vs-memory without the tier was accepted"
+# Incremental checkpoints: a delta of 200 rows of a 50,000-row table holds those rows' bytes.
+ck="$("$bench" checkpoint --rows 50000 --touched 200 --deltas 2 --json 2>/dev/null)"
+[ "$(field "$ck" delta_rows)" = 200 ] || fail "checkpoint: the delta holds other rows: $ck"
+awk -v r="$(field "$ck" bytes_ratio)" 'BEGIN { exit !(r > 0.003 && r < 0.006) }' ||
+  fail "checkpoint: a delta's bytes are not those of its rows (0.004 of the table's): $ck"
+"$bench" checkpoint --touched 0 >/dev/null 2>&1 && fail "checkpoint --touched 0 was accepted"
 echo "bench_smoke_test: OK"
