@@ -154,6 +154,28 @@ Result<std::vector<TablePolicyOverride>> ParseTablePolicyOverrides(std::string_v
   return items;
 }
 
+Result<std::vector<TablePolicyOverride>> DeclaredItems(std::string_view table,
+                                                       std::string_view declared) {
+  std::vector<TablePolicyOverride> items;
+  size_t begin = 0;
+  while (!declared.empty() && begin <= declared.size()) {
+    size_t end = declared.find(',', begin);
+    if (end == std::string_view::npos) end = declared.size();
+    const std::string_view item = declared.substr(begin, end - begin);
+    const size_t equals = item.find('=');
+    if (equals == std::string_view::npos || equals == 0 || equals + 1 == item.size()) {
+      return InvalidArgumentError("table '" + std::string(table) + "': the model's policy item '" +
+                                  std::string(item) +
+                                  "' is not KEY=VALUE (for example "
+                                  "ttl_steps=1000; items are separated by commas)");
+    }
+    items.push_back({std::string(table), std::string(item.substr(0, equals)),
+                     std::string(item.substr(equals + 1))});
+    begin = end + 1;
+  }
+  return items;
+}
+
 Status TablePolicies::Validate() const {
   TOWERPS_RETURN_IF_ERROR(defaults.Validate());
   TOWERPS_ASSIGN_OR_RETURN(const std::vector<TablePolicyOverride> items,
@@ -185,15 +207,18 @@ std::string TablePolicies::DiskUser() const {
   return "";
 }
 
-TablePolicy TablePolicies::For(std::string_view name) const {
+TablePolicy TablePolicies::For(std::string_view name, std::string_view declared) const {
   TablePolicy policy = defaults;
-  Result<std::vector<TablePolicyOverride>> items = ParseTablePolicyOverrides(overrides);
-  if (!items.ok()) return policy;
-  for (const TablePolicyOverride& o : *items) {
-    if (o.table != name) continue;
-    TablePolicy next = policy;
-    if (Set(o.key, o.value, o.table, &next).ok()) policy = next;
-  }
+  auto apply = [&](const Result<std::vector<TablePolicyOverride>>& items) {
+    if (!items.ok()) return;
+    for (const TablePolicyOverride& o : *items) {
+      if (o.table != name) continue;
+      TablePolicy next = policy;
+      if (Set(o.key, o.value, o.table, &next).ok()) policy = next;
+    }
+  };
+  apply(DeclaredItems(name, declared));
+  apply(ParseTablePolicyOverrides(overrides));
   // A table an override keeps in memory takes no budget from the defaults' disk storage.
   if (policy.storage == TableStorage::kMemory) policy.memory_mb = 0.0f;
   return policy;
@@ -209,10 +234,31 @@ std::vector<std::string> TablePolicies::NamedTables() const {
   return names;
 }
 
-Status CheckNamedTables(const TablePolicies& policies, const std::vector<VariableSpec>& variables) {
+Status CheckTablePolicy(const TablePolicies& policies, const VariableSpec& table) {
+  TOWERPS_ASSIGN_OR_RETURN(const std::vector<TablePolicyOverride> items,
+                           DeclaredItems(table.name, table.policy));
+  TablePolicy scratch;
+  for (const TablePolicyOverride& o : items) {
+    if (o.key == "storage" || o.key == "memory_mb") {
+      return InvalidArgumentError("table '" + table.name + "': the model declares " + o.key + "=" +
+                                  o.value +
+                                  ", but where the servers keep rows is the launcher's to say: "
+                                  "give it --table-storage and --table-memory-mb, or "
+                                  "--table-policy " +
+                                  table.name + ":" + o.key + "=" + o.value);
+    }
+    TOWERPS_RETURN_IF_ERROR(Set(o.key, o.value, o.table, &scratch));
+  }
+  return policies.For(table).Validate(table.name);
+}
+
+Status CheckTablePolicies(const TablePolicies& policies,
+                          const std::vector<VariableSpec>& variables) {
   std::vector<std::string> tables;
   for (const VariableSpec& v : variables) {
-    if (v.is_table()) tables.push_back(v.name);
+    if (!v.is_table()) continue;
+    tables.push_back(v.name);
+    TOWERPS_RETURN_IF_ERROR(CheckTablePolicy(policies, v));
   }
   for (const std::string& name : policies.NamedTables()) {
     if (std::find(tables.begin(), tables.end(), name) != tables.end()) continue;
@@ -230,8 +276,7 @@ std::string DescribeTablePolicies(const TablePolicies& policies,
   std::string lines;
   for (const VariableSpec& v : variables) {
     if (!v.is_table()) continue;
-    lines +=
-        (lines.empty() ? "" : "\n") + ("table " + v.name + ": " + policies.For(v.name).Describe());
+    lines += (lines.empty() ? "" : "\n") + ("table " + v.name + ": " + policies.For(v).Describe());
   }
   return lines;
 }

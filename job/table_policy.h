@@ -23,6 +23,11 @@
 // probability, ttl_steps, capacity_rows, eviction, storage, memory_mb; a later item wins over an
 // earlier one.
 //
+// A model may declare a table's policy too (VariableSpec::policy: PyTorch's
+// DistributedOptimizer(tables=...)): "KEY=VALUE" items with the keys of admission and eviction
+// only, since where the servers keep rows (storage, memory_mb) is the launcher's to say. A
+// table's policy is the --table-* defaults, then its declaration, then its --table-policy items.
+//
 // Contract: plain values and pure functions; thread-compatible. Every error is kInvalidArgument
 // naming the flag or the table, the key and the value.
 #ifndef TOWERPS_JOB_TABLE_POLICY_H_
@@ -89,9 +94,10 @@ struct TablePolicies {
 
   // Checks the defaults and every override item (syntax, key, value).
   Status Validate() const;
-  // The policy of table `name`: the defaults with its overrides applied in order. Overrides must
-  // have passed Validate (a bad item is skipped here).
-  TablePolicy For(std::string_view name) const;
+  // The policy of table `name`: the defaults, its model's declaration (`declared`) and its
+  // overrides, applied in order. Both must have passed their checks (a bad item is skipped here).
+  TablePolicy For(std::string_view name, std::string_view declared = {}) const;
+  TablePolicy For(const VariableSpec& table) const { return For(table.name, table.policy); }
   // The tables the overrides name, each once, in the order first named: the caller checks them
   // against the job's tables (an override of no table is an error, not a no-op).
   std::vector<std::string> NamedTables() const;
@@ -101,15 +107,24 @@ struct TablePolicies {
   std::string DiskUser() const;
 };
 
-// Checks that every table the overrides name is one of the model's: an override of no table is
-// kInvalidArgument naming it and listing the tables, not a silent no-op.
-Status CheckNamedTables(const TablePolicies& policies, const std::vector<VariableSpec>& variables);
+// Checks the policies against the model's tables: every table the overrides name is one of them
+// (an override of no table is kInvalidArgument naming it and listing the tables, not a silent
+// no-op), and every table's declared policy is well formed, uses only the keys a model may
+// declare, and combines with the flags (kInvalidArgument naming the table, the key and value).
+Status CheckTablePolicies(const TablePolicies& policies,
+                          const std::vector<VariableSpec>& variables);
+// One table's part of that: its declaration, and how it combines with the flags.
+Status CheckTablePolicy(const TablePolicies& policies, const VariableSpec& table);
 // Each table's policy, a line each ("table emb_3: ttl 100 steps"), for --log-device-placement.
 std::string DescribeTablePolicies(const TablePolicies& policies,
                                   const std::vector<VariableSpec>& variables);
 
 // The items of an overrides text; kInvalidArgument naming the item that is not NAME:KEY=VALUE.
 Result<std::vector<TablePolicyOverride>> ParseTablePolicyOverrides(std::string_view text);
+// The items of table `table`'s declared policy ("KEY=VALUE,..."); kInvalidArgument naming the
+// table and the item that is not KEY=VALUE.
+Result<std::vector<TablePolicyOverride>> DeclaredItems(std::string_view table,
+                                                       std::string_view declared);
 
 // Probabilistic admission's coin: whether id `id` of a table may ever be admitted under
 // probability p, from a hash of (seed, table name, id) compared with p. The same on every

@@ -34,6 +34,10 @@ std::string FirstVariableDifference(const std::vector<VariableSpec>& a, const st
       return at + Describe(x) + " is of another kind (or decay, or initial scale) in " + a_name +
              "'s model than in " + b_name + "'s";
     }
+    if (x.policy != y.policy) {
+      return at + Describe(x) + " declares the policy '" + x.policy + "' in " + a_name +
+             "'s model but '" + y.policy + "' in " + b_name + "'s";
+    }
   }
   return "";
 }
@@ -53,6 +57,7 @@ uint64_t VariableListHash(const std::vector<VariableSpec>& variables) {
       h = Fnv1a(&v.decay, sizeof(v.decay), h);
     }
     if (v.is_table()) h = Fnv1a(&v.init_scale, sizeof(v.init_scale), h);
+    if (v.is_table() && !v.policy.empty()) h = Fnv1a(v.policy.data(), v.policy.size(), h);
   }
   return h;
 }

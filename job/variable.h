@@ -42,6 +42,9 @@ struct VariableSpec {
   VariableKind kind = VariableKind::kTrainable;
   float decay = 0.0f;       // kMovingAverage: in [0, 1)
   float init_scale = 0.0f;  // kTable: initial values uniform in [-init_scale, init_scale)
+  // kTable: the admission and eviction the model declares for it, "KEY=VALUE,..."
+  // (job/table_policy.h); "" for none.
+  std::string policy;
 
   bool is_table() const { return kind == VariableKind::kTable; }
   // kTable: the bound on ids (0: unbounded) and the floats per row.
@@ -54,8 +57,9 @@ VariableSpec TableVariable(std::string name, int64_t rows, int64_t dim, float in
 
 // FNV-1a (common/hash.h) over the number of variables, then each one's name, rank, dimensions
 // and dtype, in order, and for a variable that is not kTrainable its kind and decay, and for a
-// table its init_scale (so the signatures of models without such variables are what they were). Two
-// lists hash alike exactly when they are equal (up to collisions).
+// table its init_scale and any declared policy (so the signatures of models without such
+// variables are what they were). Two lists hash alike exactly when they are equal (up to
+// collisions).
 uint64_t VariableListHash(const std::vector<VariableSpec>& variables);
 
 // The first difference between two variable lists, for a refusal to name: "variable 3 is

@@ -11,6 +11,7 @@ void WriteVariables(const std::vector<VariableSpec>& variables, proto::Header::B
     v.setKind(static_cast<uint8_t>(variables[i].kind));
     v.setDecay(variables[i].decay);
     v.setInitScale(variables[i].init_scale);
+    if (!variables[i].policy.empty()) v.setPolicy(variables[i].policy);
     auto shape = v.initShape(static_cast<unsigned>(variables[i].shape.size()));
     for (size_t d = 0; d < variables[i].shape.size(); ++d) {
       shape.set(static_cast<unsigned>(d), variables[i].shape[d]);
@@ -28,6 +29,7 @@ std::vector<VariableSpec> ReadVariables(proto::Header::Reader header) {
     spec.kind = static_cast<VariableKind>(v.getKind());
     spec.decay = v.getDecay();
     spec.init_scale = v.getInitScale();
+    spec.policy = v.getPolicy().cStr();
     vars.push_back(std::move(spec));
   }
   return vars;

@@ -91,7 +91,7 @@ class PySession {
  public:
   PySession(const SessionOptions& options, std::vector<std::string> names,
             std::vector<std::vector<int64_t>> shapes, std::vector<FloatArray> initial,
-            std::vector<std::tuple<std::string, int64_t, int64_t, float>> tables,
+            std::vector<std::tuple<std::string, int64_t, int64_t, float, std::string>> tables,
             int64_t bucket_bytes) {
     if (bucket_bytes < 0) {
       throw py::value_error(
@@ -113,8 +113,9 @@ class PySession {
     }
     names_ = names;
     std::vector<TableSpec> table_specs;
-    for (const auto& [name, rows, dim, scale] : tables) {
-      table_specs.push_back({.name = name, .rows = rows, .dim = dim, .init_scale = scale});
+    for (const auto& [name, rows, dim, scale, policy] : tables) {
+      table_specs.push_back(
+          {.name = name, .rows = rows, .dim = dim, .init_scale = scale, .policy = policy});
       dims_.push_back(dim);
     }
     SessionOptions o = options;
@@ -349,9 +350,11 @@ PYBIND11_MODULE(_towerps, m) {
   py::class_<PySession>(m, "Session")
       .def(py::init<const SessionOptions&, std::vector<std::string>,
                     std::vector<std::vector<int64_t>>, std::vector<FloatArray>,
-                    std::vector<std::tuple<std::string, int64_t, int64_t, float>>, int64_t>(),
+                    std::vector<std::tuple<std::string, int64_t, int64_t, float, std::string>>,
+                    int64_t>(),
            py::arg("options"), py::arg("names"), py::arg("shapes"), py::arg("initial"),
-           py::arg("tables") = std::vector<std::tuple<std::string, int64_t, int64_t, float>>{},
+           py::arg("tables") =
+               std::vector<std::tuple<std::string, int64_t, int64_t, float, std::string>>{},
            py::arg("bucket_bytes") = SessionOptions{}.bucket_bytes)
       .def("log_eval", &PySession::LogEval, py::arg("test_accuracy"), py::arg("test_loss"))
       .def("log_scalar", &PySession::LogScalar, py::arg("tag"), py::arg("value"))

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "job/table_policy.h"
 #include "job/variable.h"
 #include "job/version.h"
 #include "worker/data/batch.h"
@@ -27,7 +28,7 @@ constexpr int64_t kNoLastStep = int64_t{1} << 60;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 Status CheckParameters(const std::vector<ParameterSpec>& parameters,
-                       const std::vector<TableSpec>& tables) {
+                       const std::vector<TableSpec>& tables, const ps::TablePolicies& policies) {
   if (parameters.empty() && tables.empty()) {
     return InvalidArgumentError("the model has no parameters to train");
   }
@@ -40,6 +41,9 @@ Status CheckParameters(const std::vector<ParameterSpec>& parameters,
                                   " rows of " + std::to_string(t.dim) +
                                   " floats: rows must be >= 0 (0: unbounded), dim positive");
     }
+    ps::VariableSpec declared = ps::TableVariable(t.name, t.rows, t.dim, t.init_scale);
+    declared.policy = t.policy;
+    TOWERPS_RETURN_IF_ERROR(ps::CheckTablePolicy(policies, declared));
   }
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i].empty()) {
@@ -87,7 +91,7 @@ Result<std::unique_ptr<Session>> Session::Start(SessionOptions options,
                                                 std::vector<ParameterSpec> parameters,
                                                 const std::vector<const float*>& initial,
                                                 std::vector<TableSpec> tables) {
-  TOWERPS_RETURN_IF_ERROR(CheckParameters(parameters, tables));
+  TOWERPS_RETURN_IF_ERROR(CheckParameters(parameters, tables, options.job.table_policies));
   if (initial.size() != parameters.size()) {
     return InvalidArgumentError("got " + std::to_string(initial.size()) + " initial values for " +
                                 std::to_string(parameters.size()) + " parameters");

@@ -33,6 +33,7 @@ void TableLookups::AddVariables(std::vector<ps::VariableSpec>* variables) const 
   for (const Table& t : tables_) {
     variables->push_back(
         ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
+    variables->back().policy = t.spec.policy;
   }
 }
 

@@ -42,6 +42,7 @@ struct TableSpec {
   int64_t rows = 0;
   int64_t dim = 0;
   float init_scale = 0.05f;
+  std::string policy;  // its declared admission and eviction (ps::VariableSpec::policy)
 };
 
 class TableLookups {

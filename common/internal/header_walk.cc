@@ -10,6 +10,7 @@ void Read(proto::TensorMeta::Reader t) { (void)t.getShape(); }
 void Read(proto::VariableSpec::Reader v) {
   (void)v.getName();
   (void)v.getShape();
+  (void)v.getPolicy();
 }
 
 void Read(proto::ConfigField::Reader c) {

@@ -110,6 +110,7 @@ struct VariableSpec {
                        # 2 an embedding table: shape [rows (0: unbounded), dim]
   decay @4 :Float32;   # moving average: value = decay * value + (1 - decay) * pushed statistic
   initScale @5 :Float32;  # table: rows start uniform in [-initScale, initScale)
+  policy @6 :Text;        # table: its declared admission and eviction, "KEY=VALUE,..."
 }
 
 struct Header {

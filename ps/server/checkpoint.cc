@@ -51,6 +51,7 @@ std::string EncodeMeta(const CheckpointMeta& m) {
     w.Put<uint8_t>(static_cast<uint8_t>(v.kind));
     w.Put(v.decay);
     w.Put(v.init_scale);
+    w.PutString(v.policy);
   }
   w.Put(m.chain);
   w.Put(m.delta);
@@ -95,6 +96,7 @@ Status DecodeMeta(const std::string& body, const std::string& path, int format, 
     TOWERPS_RETURN_IF_ERROR(r.Get(&kind));
     TOWERPS_RETURN_IF_ERROR(r.Get(&v.decay));
     TOWERPS_RETURN_IF_ERROR(r.Get(&v.init_scale));
+    if (format >= 6) TOWERPS_RETURN_IF_ERROR(r.GetString(&v.policy));
     v.kind = static_cast<VariableKind>(kind);
     if (Status st = ValidateVariableKind(v); !st.ok()) {
       return CorruptionError(path + ": " + std::string(st.message()));

@@ -92,8 +92,9 @@ void RowPolicy::Report(int64_t rows, ShardCounters& counters) {
   add(counters.table_evicted_capacity, counts_.evicted_capacity, reported_.evicted_capacity);
 }
 
-RowPolicy RowPolicy::ForTable(const JobConfig& job, const std::string& name) {
-  const TablePolicy policy = job.table_policies.For(name);
+RowPolicy RowPolicy::ForTable(const JobConfig& job, const VariableSpec& table) {
+  const std::string& name = table.name;
+  const TablePolicy policy = job.table_policies.For(table);
   // capacity_rows is per server: each of the server's partitions of the table takes an equal
   // share, at least 1 row, so that the server never holds more than capacity_rows (when that is
   // at least its partitions).

@@ -88,8 +88,8 @@ class RowPolicy {
   template <typename Before, typename Elsewhere>
   void EndUpdate(RowStore& rows, int64_t version, Before before, Elsewhere elsewhere);
 
-  // The policy of table `name` in `job`, its partition's share of the capacity.
-  static RowPolicy ForTable(const JobConfig& job, const std::string& name);
+  // The policy of `table` in `job` (TablePolicies::For), its partition's share of the capacity.
+  static RowPolicy ForTable(const JobConfig& job, const VariableSpec& table);
 
   // Brings the shard's counters up to date: the rows held (`rows`), the ids pending and the
   // counts, each by what changed since the last Report (a restored partition's rows and pending

@@ -88,7 +88,7 @@ Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64
       ChunkPlacement placement,
       ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes,
                               options_.job.table_partitions));
-  TOWERPS_RETURN_IF_ERROR(CheckNamedTables(options_.job.table_policies, variables));
+  TOWERPS_RETURN_IF_ERROR(CheckTablePolicies(options_.job.table_policies, variables));
   variables_ = variables;
   variables_hash_ = VariableListHash(variables_);
   model_signature_ = signature;

@@ -28,7 +28,7 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
       dim_(spec.table_dim),
       optimizer_(config),
       slots_(optimizer_.slots()),
-      policy_(RowPolicy::ForTable(config, variable.name)),
+      policy_(RowPolicy::ForTable(config, variable)),
       // A server holds its partitions and, replicated, as many again for the group it backs up.
       rows_(TableRows::ForTable(policy_.policy(), spec,
                                 int64_t{config.table_partitions} * config.ps_replicas,

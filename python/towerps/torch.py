@@ -257,12 +257,22 @@ class DistributedOptimizer:
     ``clip_grad_norm=C`` clips this worker's gradients to a global 2-norm of at most C, as
     ``torch.nn.utils.clip_grad_norm_`` does, tables' rows included: the pushes wait for the end
     of backward (they no longer overlap it) and ``step()`` sends them scaled.
+
+    ``tables={table: {key: value}}`` declares tables' admission and eviction (README: Embedding
+    tables), keyed by the module (``model.emb``), its name (``"emb"``) or its weight's
+    (``"emb.weight"``), with the keys ``min_count``, ``probability``, ``ttl_steps``,
+    ``capacity_rows`` and ``eviction``: ``tables={"emb": {"min_count": 2, "ttl_steps": 1000}}``.
+    It is part of the model (every worker must declare the same); the launcher's --table-*
+    flags are the defaults under it and its ``--table-policy NAME:KEY=VALUE`` items override it.
+    Where the rows live (``storage``, ``memory_mb``) is the launcher's to say. A bad key or value
+    raises ValueError naming the table.
     """
 
     def __init__(self, named_parameters, model=None, table_init_scale=0.05,
                  copy_gradients=False, clip_grad_norm=None, sparse_inputs=None, dense="server",
-                 optimizer=None, bucket_cap_mb=0.25):
+                 optimizer=None, bucket_cap_mb=0.25, tables=None):
         params = list(named_parameters)
+        declared = tables  # the name is the sparse tables' below
         server_tables = _server_tables(model)
         _check_arguments(params, server_tables, model, sparse_inputs, clip_grad_norm, dense,
                          optimizer)
@@ -290,10 +300,11 @@ class DistributedOptimizer:
         self._staging = [_Staging(p) if p.is_cuda else None for p in self._params]
         initial = [st.host.numpy() if st else p.detach().numpy()
                    for p, st in zip(self._params, self._staging)]
-        specs = [(name, m.weight.shape[0], m.weight.shape[1], float(table_init_scale))
-                 for name, m in tables]
-        specs += [(name, m.num_embeddings, m.embedding_dim, float(table_init_scale))
-                  for name, m in server_tables]
+        policies = _declared_policies(declared, tables + server_tables)
+        specs = [(name, m.weight.shape[0], m.weight.shape[1], float(table_init_scale),
+                  policies.get(name, "")) for name, m in tables]
+        specs += [(name, m.num_embeddings, m.embedding_dim, float(table_init_scale),
+                   policies.get(name, "")) for name, m in server_tables]
         self._init_scale = float(table_init_scale)
         if not specs and not self._params:
             raise ValueError("dense=\"allreduce\" and no table: nothing would be on the "
@@ -762,6 +773,33 @@ def _unique_ids(ids):
     the same ahead)."""
     unique = torch.unique(ids.detach())
     return unique, unique.cpu().numpy().astype("uint64")
+
+
+def _declared_policies(declared, tables):
+    """tables=: each declared table's policy text ("min_count=2,ttl_steps=100"), by its table
+    name; `tables` are the model's (name, module). The servers check the keys and values."""
+    if declared is None:
+        return {}
+    if not isinstance(declared, dict):
+        raise ValueError("tables=%r: give a dict of table -> {key: value}, e.g. "
+                         "tables={\"emb\": {\"ttl_steps\": 1000}}" % (declared,))
+    names = {}
+    for name, module in tables:
+        names[name] = names[id(module)] = name
+        if name.endswith(".weight"):
+            names[name[:-len(".weight")]] = name
+    out = {}
+    for key, policy in declared.items():
+        name = names.get(id(key) if isinstance(key, torch.nn.Module) else key)
+        if name is None:
+            raise ValueError("tables=: %r is not one of this model's tables (%s)"
+                             % (key, ", ".join(n for n, _ in tables) or "it has none: give "
+                                "DistributedOptimizer model=, with sparse embeddings"))
+        if not isinstance(policy, dict) or not policy:
+            raise ValueError("tables=: table '%s': give its policy as {key: value}, e.g. "
+                             "{\"ttl_steps\": 1000}, not %r" % (name, policy))
+        out[name] = ",".join("%s=%s" % (k, v) for k, v in policy.items())
+    return out
 
 
 def _server_tables(model):

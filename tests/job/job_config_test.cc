@@ -218,6 +218,52 @@ TEST(JobFlagsTest, TablePoliciesParseOverrideAndRoundTrip) {
   }
 }
 
+// A model's declared policy (VariableSpec::policy, PyTorch's DistributedOptimizer(tables=)):
+// over the --table-* defaults, under the table's --table-policy items, checked with the table's
+// name, and never saying where rows live.
+TEST(JobFlagsTest, AModelsDeclaredPolicySitsBetweenTheDefaultsAndTheOverrides) {
+  Result<JobConfig> r = ParseJob({"--table-ttl-steps", "100", "--table-admission-min-count", "3",
+                                  "--table-policy", "emb:ttl_steps=7"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  VariableSpec emb = TableVariable("emb", 0, 4, 0.1f);
+  emb.policy = "ttl_steps=50,min_count=2,eviction=lru";
+  VariableSpec plain = TableVariable("plain", 0, 4, 0.1f);
+  const TablePolicies& p = r->table_policies;
+  EXPECT_EQ(p.For(emb).ttl_steps, 7);            // the override wins
+  EXPECT_EQ(p.For(emb).admission_min_count, 2);  // the declaration over the default
+  EXPECT_EQ(p.For(emb).eviction, EvictionOrder::kLru);
+  EXPECT_EQ(p.For(plain).admission_min_count, 3);  // the defaults alone
+  EXPECT_TRUE(CheckTablePolicies(p, {emb, plain}).ok());
+  EXPECT_NE(VariableListHash({emb}), VariableListHash({TableVariable("emb", 0, 4, 0.1f)}));
+  EXPECT_NE(FirstVariableDifference({emb}, "a", {TableVariable("emb", 0, 4, 0.1f)}, "b")
+                .find("declares the policy 'ttl_steps=50,min_count=2,eviction=lru' in a's"),
+            std::string::npos);
+  for (const auto& [declared, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"ttl_steps=-1", "table 'emb': ttl_steps=-1 is not in"},
+           {"ttl_steps", "table 'emb': the model's policy item 'ttl_steps' is not KEY=VALUE"},
+           {"speed=3", "table 'emb': 'speed' is not a policy key"},
+           {"storage=rocksdb",
+            "table 'emb': the model declares storage=rocksdb, but where the "
+            "servers keep rows is the launcher's to say"},
+           {"memory_mb=4",
+            "give it --table-storage and --table-memory-mb, or --table-policy "
+            "emb:memory_mb=4"},
+       }) {
+    emb.policy = declared;
+    Status bad = CheckTablePolicies(p, {emb});
+    EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << declared;
+    EXPECT_NE(bad.message().find(expect), std::string::npos) << bad.message();
+  }
+  // On disk from the flags, a declared capacity does not combine with it.
+  Result<JobConfig> tiered = ParseJob({"--table-storage", "rocksdb", "--table-memory-mb", "8"});
+  ASSERT_TRUE(tiered.ok());
+  emb.policy = "capacity_rows=10";
+  EXPECT_NE(CheckTablePolicies(tiered->table_policies, {emb})
+                .message()
+                .find("table 'emb': capacity_rows=10 does not combine with storage=rocksdb"),
+            std::string::npos);
+}
+
 // ToArgs forwards only the options of the job's mode (the receiver refuses the others), and
 // what it forwards parses back into the same fields.
 TEST(JobConfigTest, ToArgsForwardsOnlyTheModesOwnOptions) {

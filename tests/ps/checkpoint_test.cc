@@ -91,6 +91,9 @@ Checkpoint Sample() {
   ck.meta.variables = {{"w", {10, 30}},
                        {"b", {30}, DType::kFloat32, VariableKind::kMovingAverage, 0.75f},
                        TableVariable("emb", 0, 3, 0.25f)};
+  ck.meta.variables[2].policy = "ttl_steps=9,min_count=2";
+  ck.meta.chain = 1234567;
+  ck.meta.delta = 0;
   for (uint32_t c = 0; c < 3; ++c) {
     ChunkState s;
     s.variable_id = c == 2 ? 1 : 0;
@@ -153,6 +156,8 @@ TEST_F(CheckpointTest, RoundTripsEverything) {
   }
   EXPECT_EQ(back->meta.variables[2].kind, VariableKind::kTable);
   EXPECT_EQ(back->meta.variables[2].init_scale, 0.25f);
+  EXPECT_EQ(back->meta.variables[2].policy, "ttl_steps=9,min_count=2");
+  EXPECT_EQ(back->meta.chain, 1234567u);
   ASSERT_EQ(back->tables.size(), 1u);
   ExpectSameTable(ck.tables[0], back->tables[0]);
 }

@@ -404,6 +404,45 @@ class TableTierTest(unittest.TestCase):
             self.assertEqual(memory[0]["params"], other[0]["params"])
 
 
+class DeclaredPolicyTest(unittest.TestCase):
+    """DistributedOptimizer(tables={module: {...}}) declares a table's admission and eviction:
+    the job has the bits of the same job given them by the launcher's flags, the servers show
+    the declaration, and a key that is the launcher's to set, or a table the model lacks, is a
+    ValueError naming it."""
+
+    def test_a_declared_policy_trains_as_the_same_flags_do(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            code, _, _ = launch(a, steps=40, extra=TableTierTest.POLICY,
+                                worker_args=["--table-kind", "bag"])
+            self.assertEqual(code, 0)
+            flags = [worker_record(a, r) for r in range(2)]
+            code, text, _ = launch(b, steps=40,
+                                   extra=["--table-optimizer", "sgd", "--table-lr", "2",
+                                          "--log-device-placement"],
+                                   worker_args=["--table-kind", "bag", "--declare-policy",
+                                                "min_count=2,ttl_steps=4"])
+            self.assertEqual(code, 0, text)
+            declared = [worker_record(b, r) for r in range(2)]
+            with open(os.path.join(b, "summary.json")) as f:
+                summary = json.load(f)
+        self.assertIn("admitted after 2 steps, ttl 4 steps", text)
+        self.assertGreater(summary["table_gradients_dropped"], 0)  # admission after 2 steps
+        self.assertEqual(flags[0]["losses"], declared[0]["losses"])
+        self.assertEqual(flags[0]["params"], declared[0]["params"])
+
+    def test_a_bad_declaration_is_a_value_error_naming_the_table(self):
+        for policy, expected in (("storage=rocksdb", "is the launcher's to say"),
+                                 ("ttl_steps=-3", "ttl_steps=-3"),
+                                 ("eviction=fifo", "fifo")):
+            with tempfile.TemporaryDirectory() as out:
+                code, text, _ = launch(out, workers=1, steps=5,
+                                       worker_args=["--table-kind", "bag", "--declare-policy",
+                                                    policy])
+                self.assertNotEqual(code, 0)
+                self.assertIn("ValueError", text)
+                self.assertIn(expected, text)
+
+
 class _Optimizers:
     """Several torch.optim optimizers stepped as one (a reference's tables and dense layers)."""
 

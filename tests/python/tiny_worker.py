@@ -20,6 +20,7 @@ model's embedding sparse=False;
 torch.nn.utils.clip_grad_norm_ between backward() and step() (too late: step() warns);
 --table-kind K trains tiny_job's table model with TableNet's kind K (tps: no local weight);
 --prefetch looks the table up before the forward (DistributedOptimizer's sparse_inputs);
+--declare-policy KEY=VALUE,... declares every embedding's policy (DistributedOptimizer's tables=);
 --pipeline iterates the batches through tps.SparsePipeline (each step's rows pulled with the
 step before's pushes);
 --hybrid trains the dense parameters by all-reduce (dense="allreduce") with AdamW in two
@@ -78,6 +79,8 @@ def main():
     ap.add_argument("--clip-in-script", type=float, default=None)
     ap.add_argument("--table-kind", default="")
     ap.add_argument("--prefetch", action="store_true")
+    ap.add_argument("--declare-policy", default="",
+                    help="KEY=VALUE,...: DistributedOptimizer(tables=) for each embedding")
     ap.add_argument("--hybrid", action="store_true")
     ap.add_argument("--pipeline", action="store_true")
     ap.add_argument("--pipeline-wrong", action="store_true",
@@ -116,6 +119,11 @@ def main():
     hybrid, scheduler = {}, None
     if args.hybrid:
         hybrid = dict(dense="allreduce", optimizer=tiny_job.hybrid_optimizer(net))
+    if args.declare_policy:
+        policy = {k: int(v) if v.lstrip("-").isdigit() else v
+                  for k, v in (item.split("=") for item in args.declare_policy.split(","))}
+        hybrid["tables"] = {m: policy for m in net.modules()
+                            if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag))}
     opt = tps.DistributedOptimizer(net.named_parameters(), model=net, clip_grad_norm=args.clip,
                                    sparse_inputs=prefetch, **hybrid)
     if args.lr_step:
