@@ -26,6 +26,10 @@ void AddDataFlags(WorkerOptions& o, po::options_description& desc) {
       "skip-bad-lines", po::bool_switch(&o.skip_bad_lines),
       "--dataset criteo: skip malformed lines, counting them in the log, instead of stopping at "
       "the first")(
+      "drift", po::value(&o.drift)->default_value(0, "0"),
+      "--dataset categorical: the ids drift as real traffic does, their popularity moving this "
+      "many vocabularies along the stream (training split, then test split): ids appear, peak "
+      "and fade")(
       "shuffle-buffer", po::value(&o.shuffle_buffer)->default_value(0, "off"),
       "stream the data from its files through a shuffle buffer of this many examples per "
       "worker, for files larger than memory (--dataset criteo); off: load them whole");

@@ -17,6 +17,10 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("--intra-op-threads=" + std::to_string(intra_op_threads) +
                                 " must be between 1 and 256");
   }
+  if (!(drift >= 0) || drift > 1000) {
+    return InvalidArgumentError("--drift=" + ShortestText(drift) +
+                                " must be between 0 (no drift) and 1000 vocabularies");
+  }
   if (profile_steps < 0 || profile_steps > 100000) {
     return InvalidArgumentError("--profile-steps=" + std::to_string(profile_steps) +
                                 " must be between 0 (off) and 100000");
@@ -99,6 +103,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!test_images.empty()) add("--test-images", test_images);
   if (!test_labels.empty()) add("--test-labels", test_labels);
   if (skip_bad_lines) a.push_back("--skip-bad-lines");
+  if (drift != 0) add("--drift", ShortestText(drift));
   if (shuffle_buffer != d.shuffle_buffer) add("--shuffle-buffer", std::to_string(shuffle_buffer));
   if (!metrics_out.empty()) add("--metrics-out", metrics_out);
   if (!summary_out.empty()) add("--summary-out", summary_out);
@@ -142,7 +147,8 @@ DataRequest WorkerOptions::MakeDataRequest(const Shape& model_input, uint64_t se
                      .model_fields = model_fields,
                      .model_multi_hot = model_multi_hot,
                      .seed = seed,
-                     .skip_bad_lines = skip_bad_lines};
+                     .skip_bad_lines = skip_bad_lines,
+                     .drift = drift};
 }
 
 }  // namespace towerps::worker

@@ -34,6 +34,7 @@ struct WorkerOptions {
   // Files of datasets that read named files (idx); relative to data_dir unless absolute.
   std::string train_images, train_labels, test_images, test_labels;
   bool skip_bad_lines = false;  // text datasets (criteo): skip malformed lines, counting them
+  float drift = 0;  // --dataset categorical: the ids' popularity moves this many vocabularies
   // > 0: stream the splits through a shuffle buffer of this many examples per worker instead
   // of loading them whole (worker/data/stream_batcher.h), for datasets that can stream.
   int64_t shuffle_buffer = 0;

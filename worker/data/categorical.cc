@@ -22,13 +22,15 @@ float Hidden(uint64_t key, uint64_t a, uint64_t b) {
 
 Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& o) {
   if (o.size < 1 || o.fields < 1 || o.vocabulary < 1 || o.dense < 1 || o.num_classes < 1 ||
-      !(o.zipf_exponent > 0) || o.multi_hot < 0 || o.max_bag < 0) {
+      !(o.zipf_exponent > 0) || o.multi_hot < 0 || o.max_bag < 0 || !(o.drift >= 0) ||
+      o.drift > 1000) {
     return InvalidArgumentError(
         "categorical data needs a positive size (" + std::to_string(o.size) + "), fields (" +
         std::to_string(o.fields) + "), vocabulary (" + std::to_string(o.vocabulary) +
         "), dense features (" + std::to_string(o.dense) + "), classes (" +
         std::to_string(o.num_classes) + ") and Zipf exponent, and no negative multi-hot fields (" +
-        std::to_string(o.multi_hot) + ") or bag size (" + std::to_string(o.max_bag) + ")");
+        std::to_string(o.multi_hot) + ") or bag size (" + std::to_string(o.max_bag) +
+        "), and a drift in [0, 1000] (" + std::to_string(o.drift) + ")");
   }
   Dataset d;
   d.example_shape = {o.dense};
@@ -43,10 +45,18 @@ Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& o) {
   std::normal_distribution<float> normal;
   const uint64_t key = SplitMix64Finalize(o.scores_seed ^ 0x5c0e5ull);
   std::vector<float> score(static_cast<size_t>(o.num_classes));
+  const double stream = static_cast<double>(o.stream_size > 0 ? o.stream_size : o.size);
   for (int64_t e = 0; e < o.size; ++e) {
     std::fill(score.begin(), score.end(), 0.0f);
+    // Drift: the ranks' rotation at this example's place in the stream.
+    const auto shift = static_cast<int64_t>(o.drift * static_cast<double>(o.vocabulary) *
+                                            static_cast<double>(o.stream_offset + e) / stream);
+    auto draw = [&](int64_t field) {
+      return static_cast<uint64_t>(field * o.vocabulary +
+                                   (zipf.Sample(rng) - 1 + shift) % o.vocabulary);
+    };
     for (int f = 0; f < o.fields; ++f) {
-      const uint64_t id = static_cast<uint64_t>(f * o.vocabulary + zipf.Sample(rng) - 1);
+      const uint64_t id = draw(f);
       d.ids[static_cast<size_t>(e * o.fields + f)] = id;
       for (int c = 0; c < o.num_classes; ++c) score[c] += Hidden(key, id, c);
     }
@@ -54,8 +64,7 @@ Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& o) {
       MultiHotField& field = d.multi_hot[static_cast<size_t>(m)];
       const auto n = static_cast<int>(rng() % static_cast<uint64_t>(o.max_bag + 1));
       for (int i = 0; i < n; ++i) {
-        const uint64_t id =
-            static_cast<uint64_t>((o.fields + m) * o.vocabulary + zipf.Sample(rng) - 1);
+        const uint64_t id = draw(o.fields + m);
         field.ids.push_back(id);
         for (int c = 0; c < o.num_classes; ++c) score[c] += 2.0f * Hidden(key, id, c) / n;
       }

@@ -6,6 +6,11 @@
 //    (fields + m) * vocabulary + k; its part of the score is twice the mean of its ids' scores;
 //  - every id carries a hidden score per class, and the dense features a hidden linear map;
 //  - an example's label is the class of the highest total score.
+//  - with drift D > 0 the ids move as real traffic does: the Zipf law's ranks rotate through
+//    each field's vocabulary along the stream (a job's training split, then its test split), so
+//    that the popular ids of its end lie D vocabularies on (modulo the vocabulary) from those of
+//    its start: ids appear, peak and fade. An id keeps its hidden scores whenever it is seen, so
+//    the optimum stays 100%.
 // A model whose tables learn each id's scores (a multi-hot field's through a mean) and whose
 // layers sum them with the linear map classifies every example right (the optimum is 100%), so
 // accuracy says how much of that it learned; ids of the tail that training rarely sees bound it
@@ -34,10 +39,14 @@ struct CategoricalOptions {
   double zipf_exponent = 1.1;
   uint64_t seed = 1;         // the split's: features, labels and the hidden scores all come from it
   uint64_t scores_seed = 1;  // the hidden scores' (the same for a job's two splits)
+  double drift = 0;          // D, >= 0; 0: the ids' popularity never moves
+  // With drift: where this split starts in the stream, and the stream's length (0: this split).
+  int64_t stream_offset = 0;
+  int64_t stream_size = 0;
 };
 
-// kInvalidArgument naming a size, field count, vocabulary, feature or class count below 1, or
-// a negative multi-hot count or bag size.
+// kInvalidArgument naming a size, field count, vocabulary, feature or class count below 1, a
+// negative multi-hot count or bag size, or a drift that is negative or over 1000.
 Result<Dataset> MakeCategoricalDataset(const CategoricalOptions& options);
 
 }  // namespace towerps::worker

@@ -158,6 +158,10 @@ Result<DataSplits> GeneratedSplits(Options o, Make make, const std::string& name
   o.seed = seed;
   DataSplits d;
   TOWERPS_ASSIGN_OR_RETURN(d.train, make(o));
+  if constexpr (requires { o.stream_offset; }) {  // a stream that drifts: the test split is its end
+    o.stream_size = o.size + 4000;
+    o.stream_offset = o.size;
+  }
   o.size = 4000;
   o.seed = seed + 1;
   TOWERPS_ASSIGN_OR_RETURN(d.test, make(o));
@@ -174,6 +178,8 @@ worker::CategoricalOptions CategoricalFor(const DataRequest& r) {
   o.fields = r.model_fields;
   o.multi_hot = r.model_multi_hot;
   o.scores_seed = r.seed;
+  o.drift = r.drift;
+  o.stream_size = o.size + 4000;  // the training split, then the test split
   return o;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -224,6 +225,40 @@ TEST(CategoricalTest, MultiHotFieldsAreSeededAndInRange) {
   EXPECT_EQ(lengths, (std::set<uint64_t>{0, 1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(a.labels, again.labels);
   EXPECT_NE(MakeCategoricalDataset({.multi_hot = -1}).status().message().find("multi-hot"),
+            std::string::npos);
+}
+
+// The most frequent id of field 0 over examples [begin, end) of `d`.
+uint64_t ModeOfField0(const Dataset& d, int64_t begin, int64_t end) {
+  std::map<uint64_t, int> count;
+  for (int64_t e = begin; e < end; ++e) ++count[d.ids[static_cast<size_t>(e * d.fields)]];
+  return std::max_element(count.begin(), count.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+// Drift: the popular ids move along the stream, D vocabularies by its end (the test split's),
+// always within each field's vocabulary; no drift leaves the bytes as they were.
+TEST(CategoricalTest, DriftMovesThePopularIdsAlongTheStream) {
+  CategoricalOptions o{.size = 8000, .fields = 2, .vocabulary = 1000};
+  ASSERT_OK_AND_ASSIGN(Dataset still, MakeCategoricalDataset(o));
+  o.drift = 0.75;
+  o.stream_size = 10000;  // this split, then a test split of 2000
+  ASSERT_OK_AND_ASSIGN(Dataset drifting, MakeCategoricalDataset(o));
+  EXPECT_EQ(ModeOfField0(still, 0, 1000), ModeOfField0(still, 7000, 8000));
+  EXPECT_EQ(ModeOfField0(still, 0, 1000), 0u);  // rank 1 of field 0
+  EXPECT_LT(ModeOfField0(drifting, 0, 1000), 80u);
+  // At examples 7000 to 8000, 0.7 to 0.8 of the stream: rank 1 is id 525 to 600.
+  EXPECT_GE(ModeOfField0(drifting, 7000, 8000), 520u);
+  EXPECT_LT(ModeOfField0(drifting, 7000, 8000), 600u);
+  o.size = 2000;
+  o.stream_offset = 8000;
+  o.seed = 2;
+  ASSERT_OK_AND_ASSIGN(Dataset test, MakeCategoricalDataset(o));
+  EXPECT_GE(ModeOfField0(test, 0, 2000), 600u);           // the stream's end: 0.8 to 1.0
+  for (uint64_t id : drifting.ids) EXPECT_LT(id, 2000u);  // each field's ids stay its own
+  o.drift = -1;
+  EXPECT_NE(MakeCategoricalDataset(o).status().message().find("drift in [0, 1000] (-1"),
             std::string::npos);
 }
 

@@ -72,6 +72,7 @@ struct DataRequest {
   int model_multi_hot = 0;  // the model's multi-hot fields (EmbeddingBag tables), idem
   uint64_t seed = 1;        // the job's --seed
   bool skip_bad_lines = false;  // --skip-bad-lines: text formats skip malformed lines, counted
+  double drift = 0;             // --drift: generated categorical ids drift along the stream
   UserOptions options{};        // the binary's own flags (Registry::AddOption)
 };
 
