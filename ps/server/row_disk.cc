@@ -175,7 +175,8 @@ void DiskRows::Read(const uint64_t* ids, size_t n,
   if (serving) counts_.hits += static_cast<int64_t>(hits);
 }
 
-void DiskRows::Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows) {
+void DiskRows::Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows,
+                     int64_t replacing) {
   if (ids.empty()) return;
   rocksdb::WriteBatch batch;
   const size_t floats = static_cast<size_t>(stride_) * sizeof(float);
@@ -188,7 +189,7 @@ void DiskRows::Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow
   }
   rocksdb::Status s = disk_->db()->Write(NoLog(), &batch);
   if (!s.ok()) disk_->Fail("write rows", s.ToString());
-  size_ += static_cast<int64_t>(ids.size());
+  size_ += static_cast<int64_t>(ids.size()) - replacing;
   counts_.writes += static_cast<int64_t>(ids.size());
 }
 

@@ -88,8 +88,10 @@ class DiskRows {
   void Read(const uint64_t* ids, size_t n,
             const std::function<void(size_t i, const DiskRow& row)>& found,
             bool serving = true) const;
-  // Writes rows (their ids not on disk) in one batch.
-  void Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows);
+  // Writes rows in one batch; `replacing` of them are on disk already (their records are
+  // overwritten), the others not.
+  void Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows,
+             int64_t replacing = 0);
   // Erases ids that are on disk (Read found them), in one batch.
   void Erase(const std::vector<uint64_t>& ids);
   // Every record, in increasing order of id.

@@ -193,17 +193,19 @@ void TableChunk::FindOrAddRows() {
   groups_.push_back(entries_.size());
   const size_t rows = groups_.size() - 1;
   group_rows_.resize(rows);
-  if (rows_.tiered()) {  // the update's rows on disk come into memory first
-    std::vector<uint64_t> ids(rows);
-    for (size_t g = 0; g < rows; ++g) ids[g] = entries_[groups_[g]].id;
-    rows_.Load(ids);
-  }
   RowStore& memory = rows_.memory();
   constexpr size_t kSlotAhead = 16;  // map slots prefetched this many ids ahead
   for (size_t g = 0; g < std::min(kSlotAhead, rows); ++g) memory.Prefetch(entries_[groups_[g]].id);
+  std::vector<uint64_t> missing;  // one probe of the map per id: the rest ask for these only
   for (size_t g = 0; g < rows; ++g) {
     if (g + kSlotAhead < rows) memory.Prefetch(entries_[groups_[g + kSlotAhead]].id);
+    group_rows_[g] = memory.Find(entries_[groups_[g]].id);
+    if (group_rows_[g] < 0) missing.push_back(entries_[groups_[g]].id);
+  }
+  if (rows_.tiered()) rows_.Load(missing, rows);  // the update's rows on disk come in first
+  for (size_t g = 0; g < rows; ++g) {
     const uint64_t id = entries_[groups_[g]].id;
+    if (group_rows_[g] >= 0) continue;  // held: Load and Insert move no row
     if (policy_.active() && memory.Find(id) < 0 && !policy_.Admit(id, version_)) {
       group_rows_[g] = -1;  // not admitted: no row, its gradients dropped
       policy_.Dropped(1);   // per id and update, as a backup fed the step's sums counts it
@@ -290,7 +292,7 @@ void TableChunk::Evict(ShardCounters& counters) {
   const bool retain = rule_->RetainsPreviousVersion();
   RowStore& memory = rows_.memory();
   auto keep = [&](uint64_t id, const float* values) {
-    rows_.Changed(id);
+    rows_.Evicted(id);  // a change for the next checkpoint's delta too
     if (retain) previous_.KeepEvicted(id, values);
   };
   policy_.EndUpdate(

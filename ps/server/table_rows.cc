@@ -55,9 +55,9 @@ int64_t TableRows::MemoryRows(double memory_mb, int64_t partitions, int64_t stri
   return std::max<int64_t>(1, share / RowBytes(stride));
 }
 
-void TableRows::Load(const std::vector<uint64_t>& ids) {
+void TableRows::Load(const std::vector<uint64_t>& ids, size_t asked) {
   if (!disk_) return;
-  row_reads_ += static_cast<int64_t>(ids.size());
+  row_reads_ += static_cast<int64_t>(asked);
   if (disk_->size() == 0) return;
   const auto bytes = static_cast<size_t>(memory_.stride()) * sizeof(float);
   std::vector<uint64_t> absent, loaded;
@@ -82,7 +82,7 @@ void TableRows::Load(const std::vector<uint64_t>& ids) {
   }
   disk_->Read(absent.data(), absent.size(),
               [&](size_t i, const DiskRow& row) { bring_in(absent[i], row); });
-  disk_->Erase(loaded);
+  copies_.insert(loaded.begin(), loaded.end());  // their records stay (a delete costs a write)
 }
 
 void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
@@ -134,7 +134,7 @@ void TableRows::Report(ShardCounters& counters) {
     reported = now;
   };
   const DiskCounts& disk = disk_->counts();
-  add(counters.table_rows_on_disk, disk_->size(), reported_on_disk_);
+  add(counters.table_rows_on_disk, on_disk(), reported_on_disk_);
   add(counters.table_row_reads, row_reads_, reported_row_reads_);
   add(counters.table_disk_reads, disk.reads, reported_.reads);
   add(counters.table_disk_hits, disk.hits + recent_hits_, reported_.hits);
@@ -143,17 +143,23 @@ void TableRows::Report(ShardCounters& counters) {
 
 void TableRows::Spill() {
   ForgetRecent();  // the update that ends here may have changed the disk
+  if (!evicted_copies_.empty()) {
+    disk_->Erase(std::vector<uint64_t>(evicted_copies_.begin(), evicted_copies_.end()));
+    evicted_copies_.clear();
+  }
   if (!disk_ || memory_.size() <= memory_rows_) return;
   const std::vector<int64_t> cold = ColdestRows(memory_, order_, memory_rows_ - memory_rows_ / 16);
   std::vector<uint64_t> ids;
   std::vector<DiskRow> rows;
   ids.reserve(cold.size());
   rows.reserve(cold.size());
+  int64_t replacing = 0;  // rows whose stale record the write overwrites
   for (int64_t r : cold) {
     ids.push_back(memory_.id(r));
     rows.push_back({memory_.row(r), memory_.updates(r), memory_.last_update(r)});
+    replacing += static_cast<int64_t>(copies_.erase(memory_.id(r)));
   }
-  disk_->Write(ids, rows);  // before any removal moves a row
+  disk_->Write(ids, rows, replacing);  // before any removal moves a row
   for (uint64_t id : ids) memory_.Remove(memory_.Find(id));
 }
 
@@ -161,13 +167,17 @@ int64_t TableRows::ExpireOnDisk(const std::vector<std::pair<uint64_t, int64_t>>&
                                 const std::function<void(uint64_t, const float*)>& before) {
   if (!disk_ || candidates.empty() || disk_->size() == 0) return 0;
   std::vector<uint64_t> ids;
-  ids.reserve(candidates.size());
-  for (const auto& c : candidates) ids.push_back(c.first);
+  std::vector<int64_t> versions;
+  for (const auto& c : candidates) {
+    if (evicted_copies_.count(c.first)) continue;  // evicted from memory: a stale record
+    ids.push_back(c.first);
+    versions.push_back(c.second);
+  }
   std::vector<uint64_t> expired;
   disk_->Read(
       ids.data(), ids.size(),
       [&](size_t i, const DiskRow& row) {
-        if (row.last_update != candidates[i].second) return;  // updated since: a later list's
+        if (row.last_update != versions[i]) return;  // updated since: a later list's
         before(ids[i], row.values);
         expired.push_back(ids[i]);
       },
@@ -193,6 +203,7 @@ void TableRows::ForEach(const std::function<void(const RowView&)>& each) const {
   };
   if (disk_) {
     disk_->Scan([&](uint64_t id, const DiskRow& row) {
+      if (copies_.count(id)) return;  // a stale record: the row in memory is reported
       memory_until(id, false);
       each({id, row.values, row.updates, row.last_update});
     });
@@ -252,6 +263,8 @@ void TableRows::SaveChanges(TableState* s) const {
 void TableRows::Load(const TableState& s) {
   TrackChanges(false);
   ForgetRecent();
+  copies_.clear();
+  evicted_copies_.clear();
   memory_.Clear();
   if (disk_) disk_->Clear();
   const int64_t stride = memory_.stride();

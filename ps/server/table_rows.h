@@ -2,14 +2,16 @@
 // with storage=rocksdb (job/table_policy.h), the rows beyond the partition's memory budget live
 // on disk (DiskRows, ps/server/row_disk.h).
 //
-// The tiers hold disjoint rows. A row is updated only in memory: an update's rows on disk are
-// brought in first (Load) and leave the disk. After an update, while memory holds more than its
-// budget of rows, the coldest go to disk (Spill: least-frequently or least-recently updated, as
-// the table's eviction order says, down to 15/16 of the budget), values, optimizer state, update
-// count and last update alike, so a row read back has exactly the bits it left with. Which rows
-// are in memory depends only on the partition's updates and restores (a restore puts the
-// hottest first, by the same order), and never changes a value: the rows' bits are those of a
-// table held whole in memory.
+// A row is updated only in memory: an update's rows on disk are brought in first (Load). Their
+// records stay on disk (copies_: erasing one costs RocksDB as much as writing it), stale once
+// the row is updated, and never read while the row is in memory, which every read asks first; a
+// spill overwrites the record, and an eviction from memory erases it. After an update, while memory
+// holds more than its budget of rows, the coldest go to disk (Spill: least-frequently or
+// least-recently updated, as the table's eviction order says, down to 15/16 of the budget), values,
+// optimizer state, update count and last update alike, so a row read back has exactly the bits it
+// left with. Which rows are in memory depends only on the partition's updates and restores (a
+// restore puts the hottest first, by the same order), and never changes a value: the rows' bits are
+// those of a table held whole in memory.
 //
 // The budget in rows is memory_mb's share for the partition (the server's partitions of the
 // table share it equally, a replicated server's backup partitions too) over RowBytes(): a row's
@@ -30,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -73,12 +76,16 @@ class TableRows {
   const RowStore& memory() const { return memory_; }
   bool tiered() const { return disk_ != nullptr; }
   int64_t size() const { return memory_.size() + on_disk(); }
-  int64_t on_disk() const { return disk_ ? disk_->size() : 0; }
+  // Rows whose only home is the disk (not the records of rows in memory).
+  int64_t on_disk() const {
+    return disk_ ? disk_->size() - static_cast<int64_t>(copies_.size()) : 0;
+  }
   size_t bytes() const { return memory_.bytes(); }
 
-  // For an update: the rows of ids[0, n) that are on disk move into memory, so that memory
-  // finds every row the partition holds of them.
-  void Load(const std::vector<uint64_t>& ids);
+  // For an update: the rows of `ids` that are on disk move into memory, so that memory finds
+  // every row the partition holds of them. `ids` are those of the update's `asked` rows that
+  // memory lacks (the others count as read from memory, for the hit rate).
+  void Load(const std::vector<uint64_t>& ids, size_t asked);
   // Reads ids[0, n)'s rows: memory[i] >= 0 is its index in memory; else found(i, row) is
   // called for each one on disk (in no particular order); the rest are not held.
   void ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
@@ -110,6 +117,12 @@ class TableRows {
   bool tracking() const { return tracking_; }
   void Changed(uint64_t id) {
     if (tracking_) changed_.Add(id);
+  }
+  // Row `id` was evicted (a change, as Changed): from memory, its record on disk, if any, goes
+  // at the next Spill (and no TTL check of the disk sees it meanwhile).
+  void Evicted(uint64_t id) {
+    Changed(id);
+    if (copies_.erase(id) > 0) evicted_copies_.insert(id);
   }
   // The rows changed since tracking started into `s`, as Save puts them, and the ids changed
   // and no longer held into s->removed_ids (increasing).
@@ -146,6 +159,9 @@ class TableRows {
   std::vector<DiskRow> pending_rows_;
   bool tracking_ = false;
   ChangedIds changed_;
+  // Ids in memory whose record on disk is still there (Load leaves it), and the records of rows
+  // evicted since the last Spill, which erases them.
+  std::unordered_set<uint64_t> copies_, evicted_copies_;
 };
 
 }  // namespace towerps::ps
