@@ -3,6 +3,63 @@
 #include <sstream>
 
 namespace towerps::ps {
+namespace {
+
+// The table part of a stats line: ", 1200 table rows (...), evicted ..., ... rows on disk (...)".
+void AppendTables(const TableStats& t, std::ostringstream& line) {
+  if (t.rows > 0) line << ", " << t.rows << " table rows";
+  if (t.rows_admitted + t.ids_pending + t.gradients_dropped > 0) {
+    line << " (" << t.rows_admitted << " admitted, " << t.ids_pending << " ids pending admission, "
+         << t.gradients_dropped << " gradients dropped)";
+  }
+  if (t.evicted_ttl + t.evicted_capacity > 0) {
+    line << ", evicted " << t.evicted_ttl << " by ttl and " << t.evicted_capacity << " by capacity";
+  }
+  if (t.row_reads > 0) {
+    line << ", " << t.rows_on_disk << " rows on disk (memory hit rate "
+         << MemoryHitRate(t.row_reads, t.disk_hits) << ", " << t.disk_reads << " disk reads, "
+         << t.disk_writes << " writes)";
+  }
+}
+
+}  // namespace
+
+void TableStats::Add(const TableStats& o) {
+  rows += o.rows;
+  rows_admitted += o.rows_admitted;
+  ids_pending += o.ids_pending;
+  gradients_dropped += o.gradients_dropped;
+  evicted_ttl += o.evicted_ttl;
+  evicted_capacity += o.evicted_capacity;
+  rows_on_disk += o.rows_on_disk;
+  row_reads += o.row_reads;
+  disk_reads += o.disk_reads;
+  disk_hits += o.disk_hits;
+  disk_writes += o.disk_writes;
+}
+
+void AddTableStats(const TableStats& t, std::vector<TableStats>* tables) {
+  for (TableStats& held : *tables) {
+    if (held.name == t.name) return held.Add(t);
+  }
+  tables->push_back(t);
+}
+
+void ServerStatsReport::SumTables() {
+  TableStats sum;
+  for (const TableStats& t : tables) sum.Add(t);
+  table_rows = sum.rows;
+  table_rows_admitted = sum.rows_admitted;
+  table_ids_pending = sum.ids_pending;
+  table_gradients_dropped = sum.gradients_dropped;
+  table_evicted_ttl = sum.evicted_ttl;
+  table_evicted_capacity = sum.evicted_capacity;
+  table_rows_on_disk = sum.rows_on_disk;
+  table_row_reads = sum.row_reads;
+  table_disk_reads = sum.disk_reads;
+  table_disk_hits = sum.disk_hits;
+  table_disk_writes = sum.disk_writes;
+}
 
 void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header) {
   auto st = header.initStats();
@@ -45,6 +102,23 @@ void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header)
   st.setTableDiskReads(r.table_disk_reads);
   st.setTableDiskHits(r.table_disk_hits);
   st.setTableDiskWrites(r.table_disk_writes);
+  auto tables = st.initTables(static_cast<unsigned>(r.tables.size()));
+  for (size_t i = 0; i < r.tables.size(); ++i) {
+    const TableStats& t = r.tables[i];
+    auto w = tables[static_cast<unsigned>(i)];
+    w.setName(t.name);
+    w.setRows(t.rows);
+    w.setRowsAdmitted(t.rows_admitted);
+    w.setIdsPending(t.ids_pending);
+    w.setGradientsDropped(t.gradients_dropped);
+    w.setEvictedTtl(t.evicted_ttl);
+    w.setEvictedCapacity(t.evicted_capacity);
+    w.setRowsOnDisk(t.rows_on_disk);
+    w.setRowReads(t.row_reads);
+    w.setDiskReads(t.disk_reads);
+    w.setDiskHits(t.disk_hits);
+    w.setDiskWrites(t.disk_writes);
+  }
   auto rows = st.initRowStalenessHistogram(static_cast<unsigned>(r.row_staleness_histogram.size()));
   for (size_t b = 0; b < r.row_staleness_histogram.size(); ++b) {
     rows.set(b, r.row_staleness_histogram[b]);
@@ -87,6 +161,20 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
   r.table_disk_reads = st.getTableDiskReads();
   r.table_disk_hits = st.getTableDiskHits();
   r.table_disk_writes = st.getTableDiskWrites();
+  for (auto t : st.getTables()) {
+    r.tables.push_back({.name = t.getName().cStr(),
+                        .rows = t.getRows(),
+                        .rows_admitted = t.getRowsAdmitted(),
+                        .ids_pending = t.getIdsPending(),
+                        .gradients_dropped = t.getGradientsDropped(),
+                        .evicted_ttl = t.getEvictedTtl(),
+                        .evicted_capacity = t.getEvictedCapacity(),
+                        .rows_on_disk = t.getRowsOnDisk(),
+                        .row_reads = t.getRowReads(),
+                        .disk_reads = t.getDiskReads(),
+                        .disk_hits = t.getDiskHits(),
+                        .disk_writes = t.getDiskWrites()});
+  }
   for (uint64_t b : st.getRowStalenessHistogram()) r.row_staleness_histogram.push_back(b);
   for (uint32_t w : st.getRegisteredWorkers()) r.registered_workers.push_back(w);
   return r;
@@ -112,20 +200,36 @@ std::string StatsLine(const ServerStatsReport& r) {
        << r.nonfinite_rejected << " non-finite refused, " << r.bytes_in / (1 << 20) << " MiB in, "
        << r.bytes_out / (1 << 20) << " MiB out, " << r.rejected_messages << " rejected, "
        << r.refused_handshakes << " refused connections";
-  if (r.table_rows > 0) line << ", " << r.table_rows << " table rows";
-  if (r.table_rows_admitted + r.table_ids_pending + r.table_gradients_dropped > 0) {
-    line << " (" << r.table_rows_admitted << " admitted, " << r.table_ids_pending
-         << " ids pending admission, " << r.table_gradients_dropped << " gradients dropped)";
-  }
-  if (r.table_evicted_ttl + r.table_evicted_capacity > 0) {
-    line << ", evicted " << r.table_evicted_ttl << " by ttl and " << r.table_evicted_capacity
-         << " by capacity";
-  }
-  if (r.table_row_reads > 0) {
-    line << ", " << r.table_rows_on_disk << " rows on disk (memory hit rate "
-         << MemoryHitRate(r.table_row_reads, r.table_disk_hits) << ", " << r.table_disk_reads
-         << " disk reads, " << r.table_disk_writes << " writes)";
-  }
+  AppendTables({.rows = r.table_rows,
+                .rows_admitted = r.table_rows_admitted,
+                .ids_pending = r.table_ids_pending,
+                .gradients_dropped = r.table_gradients_dropped,
+                .evicted_ttl = r.table_evicted_ttl,
+                .evicted_capacity = r.table_evicted_capacity,
+                .rows_on_disk = r.table_rows_on_disk,
+                .row_reads = r.table_row_reads,
+                .disk_reads = r.table_disk_reads,
+                .disk_hits = r.table_disk_hits,
+                .disk_writes = r.table_disk_writes},
+               line);
+  return line.str();
+}
+
+std::string TableLine(const TableStats& t) {
+  std::ostringstream line;
+  line << "table " << t.name << ": " << t.rows << " rows";
+  AppendTables({.rows = 0,
+                .rows_admitted = t.rows_admitted,
+                .ids_pending = t.ids_pending,
+                .gradients_dropped = t.gradients_dropped,
+                .evicted_ttl = t.evicted_ttl,
+                .evicted_capacity = t.evicted_capacity,
+                .rows_on_disk = t.rows_on_disk,
+                .row_reads = t.row_reads,
+                .disk_reads = t.disk_reads,
+                .disk_hits = t.disk_hits,
+                .disk_writes = t.disk_writes},
+               line);
   return line.str();
 }
 

@@ -44,6 +44,21 @@ struct FirstNonFinite {
   }
 };
 
+// One table's counters on a server, summed over its partitions there: rows held, the policy's
+// (ids admitted after waiting, ids pending now, gradients dropped, rows evicted by TTL and by
+// capacity) and the disk tier's (rows there, rows asked of it, looked up on disk, found, written).
+struct TableStats {
+  std::string name;
+  uint64_t rows = 0, rows_admitted = 0, ids_pending = 0, gradients_dropped = 0;
+  uint64_t evicted_ttl = 0, evicted_capacity = 0;
+  uint64_t rows_on_disk = 0, row_reads = 0, disk_reads = 0, disk_hits = 0, disk_writes = 0;
+
+  void Add(const TableStats& o);  // the counts, not the name
+};
+
+// `t` added to the entry of `tables` named as it is, or appended.
+void AddTableStats(const TableStats& t, std::vector<TableStats>* tables);
+
 struct ServerStatsReport {
   uint64_t bytes_in = 0, bytes_out = 0;
   uint64_t messages_in = 0, messages_out = 0;  // on the workers' socket; a bundle is one
@@ -69,7 +84,11 @@ struct ServerStatsReport {
   // those looked up on disk and found there, and rows written to it.
   uint64_t table_rows_on_disk = 0, table_row_reads = 0, table_disk_reads = 0;
   uint64_t table_disk_hits = 0, table_disk_writes = 0;
+  std::vector<TableStats> tables;  // each table's part of the table_* fields, in the model's order
   std::vector<uint32_t> registered_workers;  // ranks, increasing
+
+  // Sets the table_* fields to the sums of `tables`.
+  void SumTables();
 };
 
 // The report as a STATS reply carries it (Header.stats), and read back.
@@ -79,6 +98,8 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header);
 void AddSocketStats(const SocketStats& socket, ServerStatsReport* report);
 // The server's periodic log line: "28080 gradients, 14040 updates, ...".
 std::string StatsLine(const ServerStatsReport& report);
+// One table's line: "table emb_0: 1200 rows (...)".
+std::string TableLine(const TableStats& table);
 // The share of a tiered table's row reads served from memory: 1 - disk_hits / row_reads (1 when
 // nothing was read).
 double MemoryHitRate(uint64_t row_reads, uint64_t disk_hits);

@@ -18,7 +18,10 @@ void Read(proto::ConfigField::Reader c) {
   (void)c.getValue();
 }
 
+void Read(proto::TableStats::Reader t) { (void)t.getName(); }
+
 void Read(proto::ServerStats::Reader s) {
+  for (proto::TableStats::Reader t : s.getTables()) Read(t);
   (void)s.getStalenessHistogram();
   (void)s.getRowStalenessHistogram();
   (void)s.getRegisteredWorkers();

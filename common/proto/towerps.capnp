@@ -233,6 +233,22 @@ struct ReplicaState {
   pendingRefused @7 :List(Bool);     # per pending worker: refused as non-finite (no tensor)
 }
 
+# One table's counters on a server, over its partitions there (job/stats_report.h).
+struct TableStats {
+  name @0 :Text;
+  rows @1 :UInt64;
+  rowsAdmitted @2 :UInt64;
+  idsPending @3 :UInt64;
+  gradientsDropped @4 :UInt64;
+  evictedTtl @5 :UInt64;
+  evictedCapacity @6 :UInt64;
+  rowsOnDisk @7 :UInt64;
+  rowReads @8 :UInt64;
+  diskReads @9 :UInt64;
+  diskHits @10 :UInt64;
+  diskWrites @11 :UInt64;
+}
+
 struct ServerStats {
   bytesIn @0 :UInt64;
   bytesOut @1 :UInt64;
@@ -288,6 +304,7 @@ struct ServerStats {
   tableDiskReads @33 :UInt64;
   tableDiskHits @34 :UInt64;
   tableDiskWrites @35 :UInt64;
+  tables @36 :List(TableStats);  # each table's part of the table* counters above
 }
 
 struct ConfigField {

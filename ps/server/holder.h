@@ -105,6 +105,8 @@ class Holder {
 
   // What this holder keeps in memory beyond its values: table rows held (0 for a chunk).
   virtual int64_t rows_held() const { return 0; }
+  // A table partition's counters, which the server reads from its I/O thread; null for a chunk.
+  virtual const TableCounters* table_counters() const { return nullptr; }
   virtual size_t bytes_held() const { return 0; }
 };
 

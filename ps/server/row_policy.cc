@@ -79,17 +79,13 @@ void RowPolicy::SweepPending(int64_t version) {
   });
 }
 
-void RowPolicy::Report(int64_t rows, ShardCounters& counters) {
-  auto add = [](std::atomic<uint64_t>& c, int64_t now, int64_t& reported) {
-    c.fetch_add(static_cast<uint64_t>(now - reported), std::memory_order_relaxed);  // wraps down
-    reported = now;
-  };
-  add(counters.table_rows, rows, reported_rows_);
-  add(counters.table_ids_pending, pending(), reported_pending_);
-  add(counters.table_rows_admitted, counts_.admitted, reported_.admitted);
-  add(counters.table_gradients_dropped, counts_.dropped_gradients, reported_.dropped_gradients);
-  add(counters.table_evicted_ttl, counts_.evicted_ttl, reported_.evicted_ttl);
-  add(counters.table_evicted_capacity, counts_.evicted_capacity, reported_.evicted_capacity);
+void RowPolicy::Report(int64_t rows, TableCounters& c) const {
+  TableCounters::Store(c.rows, rows);
+  TableCounters::Store(c.ids_pending, pending());
+  TableCounters::Store(c.rows_admitted, counts_.admitted);
+  TableCounters::Store(c.gradients_dropped, counts_.dropped_gradients);
+  TableCounters::Store(c.evicted_ttl, counts_.evicted_ttl);
+  TableCounters::Store(c.evicted_capacity, counts_.evicted_capacity);
 }
 
 RowPolicy RowPolicy::ForTable(const JobConfig& job, const VariableSpec& table) {

@@ -91,10 +91,8 @@ class RowPolicy {
   // The policy of `table` in `job` (TablePolicies::For), its partition's share of the capacity.
   static RowPolicy ForTable(const JobConfig& job, const VariableSpec& table);
 
-  // Brings the shard's counters up to date: the rows held (`rows`), the ids pending and the
-  // counts, each by what changed since the last Report (a restored partition's rows and pending
-  // ids come in at its first).
-  void Report(int64_t rows, ShardCounters& counters);
+  // Stores the partition's counters: the rows held (`rows`), the ids pending and the counts.
+  void Report(int64_t rows, TableCounters& counters) const;
 
   // The pending counts into a state (admission_ids, _counts, _last_seen: by increasing id), and
   // back. Check says whether a state's add up (the ids are the partition's to check); Load
@@ -125,9 +123,6 @@ class RowPolicy {
   // TTL: the ids updated at each version still within the TTL, oldest first, from first_.
   std::deque<std::vector<uint64_t>> updated_at_;
   int64_t first_ = 0;  // the version updated_at_.front() lists
-  // What Report last added to the counters.
-  int64_t reported_rows_ = 0, reported_pending_ = 0;
-  RowPolicyCounts reported_;
 };
 
 template <typename Before, typename Elsewhere>

@@ -184,7 +184,7 @@ Status Server::Run() {
   // A failed final checkpoint fails the process: the state since the last one would be lost.
   Status final_checkpoint = shards_.started() ? checkpoints_.Final(shards_.shards()) : Status::Ok();
   LogStats();
-  if (options_.log_device_placement) shards_.LogTableRows(variables_);
+  shards_.LogTables(variables_, options_.log_device_placement);
   if (events_) events_->Record(CollectStats());
   if (deposed_) {
     return FailedPreconditionError(
@@ -332,7 +332,7 @@ ServerStatsReport Server::CollectStats() const {
   ServerStatsReport r;
   r.staleness_histogram.assign(kStalenessBuckets, 0);
   r.row_staleness_histogram.assign(kStalenessBuckets, 0);
-  shards_.AddStats(&r);
+  shards_.AddStats(&r, variables_);
   r.registered_workers.assign(registered_.begin(), registered_.end());
   AddSocketStats(socket_->stats(), &r);
   r.rejected_messages += rejected_by_handlers_ + bundles_.rejected();

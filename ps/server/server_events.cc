@@ -40,6 +40,19 @@ void ServerEvents::Record(const ServerStatsReport& s) {
                {"ps/table_disk_writes", static_cast<double>(s.table_disk_writes)}});
     if (st.ok()) st = writer_->Histogram(step, "ps/row_staleness", s.row_staleness_histogram);
   }
+  for (const TableStats& t : s.tables) {  // each table's, beside the totals
+    if (!st.ok()) break;
+    const std::string at = "ps/table/" + t.name + "/";
+    st = writer_->Scalars(step, {{at + "rows", static_cast<double>(t.rows)},
+                                 {at + "rows_on_disk", static_cast<double>(t.rows_on_disk)},
+                                 {at + "rows_admitted", static_cast<double>(t.rows_admitted)},
+                                 {at + "ids_pending", static_cast<double>(t.ids_pending)},
+                                 {at + "evicted_ttl", static_cast<double>(t.evicted_ttl)},
+                                 {at + "evicted_capacity", static_cast<double>(t.evicted_capacity)},
+                                 {at + "memory_hit_rate", MemoryHitRate(t.row_reads, t.disk_hits)},
+                                 {at + "disk_reads", static_cast<double>(t.disk_reads)},
+                                 {at + "disk_writes", static_cast<double>(t.disk_writes)}});
+  }
   if (!st.ok()) {
     TOWERPS_LOG(kWarning) << "no more TensorBoard events: " << st.message();
     writer_.reset();

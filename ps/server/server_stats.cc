@@ -16,21 +16,24 @@ void AddCounters(const ShardCounters& c, ServerStatsReport* report) {
       FirstNonFinite::Earlier(r.first_nonfinite, FirstNonFinite::FromKey(c.first_nonfinite.load()));
   r.pulls_served += c.pulls_served.load();
   r.aggregation_nanos += c.aggregation_nanos.load();
-  r.table_rows += c.table_rows.load();
-  r.table_rows_admitted += c.table_rows_admitted.load();
-  r.table_ids_pending += c.table_ids_pending.load();
-  r.table_gradients_dropped += c.table_gradients_dropped.load();
-  r.table_evicted_ttl += c.table_evicted_ttl.load();
-  r.table_rows_on_disk += c.table_rows_on_disk.load();
-  r.table_row_reads += c.table_row_reads.load();
-  r.table_disk_reads += c.table_disk_reads.load();
-  r.table_disk_hits += c.table_disk_hits.load();
-  r.table_disk_writes += c.table_disk_writes.load();
-  r.table_evicted_capacity += c.table_evicted_capacity.load();
   for (int b = 0; b < kStalenessBuckets; ++b) {
     r.staleness_histogram[b] += c.staleness[b].load();
     r.row_staleness_histogram[b] += c.row_staleness[b].load();
   }
+}
+
+void TableCounters::AddTo(TableStats* t) const {
+  t->Add({.rows = rows.load(),
+          .rows_admitted = rows_admitted.load(),
+          .ids_pending = ids_pending.load(),
+          .gradients_dropped = gradients_dropped.load(),
+          .evicted_ttl = evicted_ttl.load(),
+          .evicted_capacity = evicted_capacity.load(),
+          .rows_on_disk = rows_on_disk.load(),
+          .row_reads = row_reads.load(),
+          .disk_reads = disk_reads.load(),
+          .disk_hits = disk_hits.load(),
+          .disk_writes = disk_writes.load()});
 }
 
 }  // namespace towerps::ps

@@ -1,8 +1,9 @@
 // ShardCounters: the counters a server shard thread updates and the I/O thread reads for STATS
 // requests, the periodic log and the TensorBoard events, which report them as a
 // ServerStatsReport (job/stats_report.h; AddCounters sums a shard's into one, for
-// Server::CollectStats). Relaxed atomics: each counter is exact, a snapshot across counters is
-// not.
+// Server::CollectStats). TableCounters: one table partition's, which its shard thread stores
+// whole after each update and ShardSet::AddStats sums per table. Relaxed atomics: each counter
+// is exact, a snapshot across counters is not.
 #ifndef TOWERPS_PS_SERVER_SERVER_STATS_H_
 #define TOWERPS_PS_SERVER_SERVER_STATS_H_
 
@@ -31,22 +32,8 @@ struct ShardCounters {
   // The histogram clamps at its last bucket; these are exact: the sum and the largest.
   std::atomic<uint64_t> staleness_sum{0};
   std::atomic<uint64_t> staleness_max{0};
-  // Tables (ps/server/table_chunk.h): rows held, and each applied row's updates between the pull
-  // its gradient came from and its push.
-  std::atomic<uint64_t> table_rows{0};
-  // Tables' policies (ps/server/row_policy.h); pending is a level, the rest counts.
-  std::atomic<uint64_t> table_rows_admitted{0};
-  std::atomic<uint64_t> table_ids_pending{0};
-  std::atomic<uint64_t> table_gradients_dropped{0};
-  std::atomic<uint64_t> table_evicted_ttl{0};
-  std::atomic<uint64_t> table_evicted_capacity{0};
-  // Tables on disk (ps/server/table_rows.h): rows there now (a level), rows a lookup or update
-  // asked of a tiered partition, and of those the disk looked up and found; rows written to it.
-  std::atomic<uint64_t> table_rows_on_disk{0};
-  std::atomic<uint64_t> table_row_reads{0};
-  std::atomic<uint64_t> table_disk_reads{0};
-  std::atomic<uint64_t> table_disk_hits{0};
-  std::atomic<uint64_t> table_disk_writes{0};
+  // Tables (ps/server/table_chunk.h): each applied row's updates between the pull its gradient
+  // came from and its push.
   std::array<std::atomic<uint64_t>, kStalenessBuckets> row_staleness{};
 
   // A refused non-finite gradient of `worker`'s iteration `clock`: kept if the earliest.
@@ -78,6 +65,21 @@ struct ShardCounters {
   static size_t Bucket(int64_t s) {
     return static_cast<size_t>(s < 0 ? 0 : (s >= kStalenessBuckets ? kStalenessBuckets - 1 : s));
   }
+};
+
+// One table partition's counters (TableStats' fields): rows held and ids pending (levels), the
+// policy's counts (ps/server/row_policy.h) and the disk tier's (ps/server/table_rows.h: rows
+// there, a level; rows a lookup or update asked of it, looked up on disk, found, written).
+struct TableCounters {
+  std::atomic<uint64_t> rows{0}, rows_admitted{0}, ids_pending{0}, gradients_dropped{0};
+  std::atomic<uint64_t> evicted_ttl{0}, evicted_capacity{0};
+  std::atomic<uint64_t> rows_on_disk{0}, row_reads{0}, disk_reads{0}, disk_hits{0}, disk_writes{0};
+
+  static void Store(std::atomic<uint64_t>& c, int64_t v) {
+    c.store(static_cast<uint64_t>(v), std::memory_order_relaxed);
+  }
+  // Adds them to `t`.
+  void AddTo(TableStats* t) const;
 };
 
 // Adds one shard's counters to `report` (whose histograms have kStalenessBuckets buckets).

@@ -99,19 +99,34 @@ void ShardSet::WorkerFinished(int rank, int64_t last_step) {
   }
 }
 
-void ShardSet::AddStats(ServerStatsReport* r) const {
+void ShardSet::AddStats(ServerStatsReport* r, const std::vector<VariableSpec>& variables) const {
   LowestVersion lowest;
+  std::map<uint32_t, TableStats> tables;  // by variable: the model's order
   for (const auto& shard : shards_) {
     AddCounters(shard->counters(), r);
+    for (const auto& h : shard->holders()) {
+      if (const TableCounters* c = h->table_counters()) c->AddTo(&tables[h->spec().variable_id]);
+    }
     if (started_ && shard->holds_anything()) {
       lowest.Add(shard->MinVersion());
       r->max_version = std::max(r->max_version, shard->MaxVersion());
     }
   }
   r->min_version = lowest.value();
+  for (auto& [variable, t] : tables) {
+    t.name = variable < variables.size() ? variables[variable].name : std::to_string(variable);
+    r->tables.push_back(std::move(t));
+  }
+  r->SumTables();
 }
 
-void ShardSet::LogTableRows(const std::vector<VariableSpec>& variables) const {
+void ShardSet::LogTables(const std::vector<VariableSpec>& variables, bool partitions) const {
+  ServerStatsReport r;
+  r.staleness_histogram.assign(kStalenessBuckets, 0);
+  r.row_staleness_histogram.assign(kStalenessBuckets, 0);
+  AddStats(&r, variables);
+  for (const TableStats& t : r.tables) TOWERPS_LOG(kInfo) << "stats: " << TableLine(t);
+  if (!partitions) return;
   for (const auto& shard : shards_) {
     for (const auto& t : shard->holders()) {
       if (!t->spec().is_table()) continue;

@@ -68,10 +68,12 @@ class ShardSet {
   // never be served (Shard::kWorkerFinished).
   void WorkerFinished(int rank, int64_t last_step);
 
-  // The shards' counters summed into `r`, with the lowest and highest holder versions.
-  void AddStats(ServerStatsReport* r) const;
-  // With --log-device-placement: the rows each table partition holds.
-  void LogTableRows(const std::vector<VariableSpec>& variables) const;
+  // The shards' counters summed into `r`, with the lowest and highest holder versions, and each
+  // table's (named from `variables`) in r->tables, summed into the table_* fields.
+  void AddStats(ServerStatsReport* r, const std::vector<VariableSpec>& variables) const;
+  // At the end: each table's stats line and, with `partitions` (--log-device-placement), the
+  // rows each table partition holds.
+  void LogTables(const std::vector<VariableSpec>& variables, bool partitions) const;
   const std::vector<std::unique_ptr<Shard>>& shards() const { return shards_; }
 
  private:

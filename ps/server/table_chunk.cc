@@ -285,10 +285,10 @@ void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, flo
 void TableChunk::FinishUpdate(ShardCounters& counters) {
   ++updates_;
   counters.updates_applied.fetch_add(1, std::memory_order_relaxed);
-  Evict(counters);
+  Evict();
 }
 
-void TableChunk::Evict(ShardCounters& counters) {
+void TableChunk::Evict() {
   const bool retain = rule_->RetainsPreviousVersion();
   RowStore& memory = rows_.memory();
   auto keep = [&](uint64_t id, const float* values) {
@@ -302,8 +302,8 @@ void TableChunk::Evict(ShardCounters& counters) {
       });
   if (retain) previous_.FinishEvictions();
   rows_.Spill();  // the values stay as they are: nothing to keep
-  policy_.Report(rows_.size(), counters);
-  rows_.Report(counters);
+  policy_.Report(rows_.size(), counters_);
+  rows_.Report(counters_);
 }
 
 void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
@@ -311,7 +311,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   BeginUpdate();
   if (update.gradients.empty()) {  // every gradient refused: the version still counts it
     if (step_hook_) step_hook_(version_ - 1, {}, 0);  // and the backup's
-    Evict(counters);
+    Evict();
     return;
   }
   OrderById(update);
@@ -366,7 +366,7 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
                1.0f / static_cast<float>(k), lr);
     FinishUpdate(*counters);
   } else {
-    Evict(*counters);
+    Evict();
   }
   rule_->Replayed(step);
   return Status::Ok();

@@ -85,6 +85,7 @@ class TableChunk final : public Holder, private UpdateTarget {
   // What the table's policy has done here (admitted, dropped, evicted: since this process
   // started), and the ids pending admission.
   const RowPolicyCounts& policy_counts() const { return policy_.counts(); }
+  const TableCounters* table_counters() const override { return &counters_; }
   int64_t pending_admission() const { return policy_.pending(); }
   size_t step_tensors() const override { return 2; }  // a step's ids and summed rows
   int64_t worker_clock(int worker) const override { return rule_->worker_clock(worker); }
@@ -166,8 +167,8 @@ class TableChunk final : public Holder, private UpdateTarget {
   // created with its initial values where new and admitted (-1: not admitted).
   void FindOrAddRows();
   // The policy's evictions after an update, their rows' values kept for a restarted worker;
-  // then the shard's counters brought up to date (rows held, the policy's counts).
-  void Evict(ShardCounters& counters);
+  // then the partition's counters stored (rows held, the policy's and the tier's counts).
+  void Evict();
   void InitialValues(uint64_t id, float* out) const;
   Status CheckShape(const Contribution& c) const;
   // A replicated state's previous rows and pending contributions, against this partition.
@@ -187,6 +188,7 @@ class TableChunk final : public Holder, private UpdateTarget {
   RowPolicy policy_;
   TableRows rows_;
   PreviousRows previous_;  // sync
+  TableCounters counters_;
   // Scratch of Apply: the update's rows ordered by id, and one row's sum.
   struct Entry {
     uint64_t id;

@@ -127,18 +127,14 @@ void TableRows::ForgetRecent() const {
   recent_values_.clear();
 }
 
-void TableRows::Report(ShardCounters& counters) {
+void TableRows::Report(TableCounters& c) const {
   if (!disk_) return;
-  auto add = [](std::atomic<uint64_t>& c, int64_t now, int64_t& reported) {
-    c.fetch_add(static_cast<uint64_t>(now - reported), std::memory_order_relaxed);  // wraps down
-    reported = now;
-  };
   const DiskCounts& disk = disk_->counts();
-  add(counters.table_rows_on_disk, on_disk(), reported_on_disk_);
-  add(counters.table_row_reads, row_reads_, reported_row_reads_);
-  add(counters.table_disk_reads, disk.reads, reported_.reads);
-  add(counters.table_disk_hits, disk.hits + recent_hits_, reported_.hits);
-  add(counters.table_disk_writes, disk.writes, reported_.writes);
+  TableCounters::Store(c.rows_on_disk, on_disk());
+  TableCounters::Store(c.row_reads, row_reads_);
+  TableCounters::Store(c.disk_reads, disk.reads);
+  TableCounters::Store(c.disk_hits, disk.hits + recent_hits_);
+  TableCounters::Store(c.disk_writes, disk.writes);
 }
 
 void TableRows::Spill() {

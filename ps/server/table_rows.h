@@ -98,9 +98,9 @@ class TableRows {
   int64_t ExpireOnDisk(const std::vector<std::pair<uint64_t, int64_t>>& candidates,
                        const std::function<void(uint64_t id, const float* values)>& before);
 
-  // Brings the shard's counters up to date with the tier's (rows on disk, rows read and how many
-  // of them from disk, disk reads and writes), by what changed since the last Report.
-  void Report(ShardCounters& counters);
+  // Stores the tier's counters (rows on disk, rows read and how many of them from disk, disk
+  // reads and writes) in the partition's.
+  void Report(TableCounters& counters) const;
 
   // Every row, in increasing order of id.
   void ForEach(const std::function<void(const RowView&)>& each) const;
@@ -151,8 +151,6 @@ class TableRows {
   mutable std::vector<float> recent_values_;
   mutable int64_t recent_hits_ = 0;  // rows on disk served from recent_
   void ForgetRecent() const;
-  int64_t reported_on_disk_ = 0, reported_row_reads_ = 0;
-  DiskCounts reported_;
   // Add's rows bound for disk, written by Flush.
   std::vector<uint64_t> pending_ids_;
   std::vector<float> pending_values_;

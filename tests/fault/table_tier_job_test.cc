@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "tests/fault/table_job_fixture.h"
 
@@ -56,6 +57,18 @@ TEST_F(TableTierJobTest, SyncJobHasTheBitsOfTheJobInMemoryAndRerunsGiveThemAgain
   EXPECT_GT(Summary("table_evicted_ttl"), 0);
   EXPECT_GT(Summary("table_gradients_dropped"), 0);
   EXPECT_NE(dir_.Read("out.txt").find("rows on disk (memory hit rate"), std::string::npos);
+  // Per table too: the summary's "tables" and each server's last stats line of each table.
+  const nlohmann::json summary = nlohmann::json::parse(dir_.Read("summary.json"));
+  ASSERT_TRUE(summary.contains("tables")) << summary.dump();
+  ASSERT_EQ(summary["tables"].size(), 1u);
+  const nlohmann::json& table = summary["tables"]["embedding"];
+  EXPECT_EQ(table["rows"], summary["table_rows"]);
+  EXPECT_EQ(table["rows_on_disk"], summary["table_rows_on_disk"]);
+  EXPECT_EQ(table["evicted_ttl"], summary["table_evicted_ttl"]);
+  EXPECT_EQ(table["memory_hit_rate"], summary["table_memory_hit_rate"]);
+  EXPECT_GT(table["disk_reads_per_step"].get<double>(), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("[ps:1] I"), std::string::npos);
+  EXPECT_NE(dir_.Read("out.txt").find("stats: table embedding: "), std::string::npos);
 
   // The same job with every row in memory: where a row lives never changes its bits.
   std::vector<std::string> argv = JobArgv(dir_.path(), {});

@@ -53,7 +53,7 @@ TEST(TableChunkTest, RowsAreCreatedWhenFirstUpdatedWithValuesFromSeedTableAndId)
   Tensor zero = Tensor::Zeros({1, 8});
   ASSERT_TRUE(b->Push(RowsOf(1, 1, 0, {77}, zero), &counters).ok());
   EXPECT_EQ(b->rows_held(), 2);
-  EXPECT_EQ(counters.table_rows.load(), 2u);
+  EXPECT_EQ(b->table_counters()->rows.load(), 2u);
   EXPECT_EQ(Read(*b, {77}), std::vector<float>(first.end() - 8, first.end()));
 }
 

@@ -45,6 +45,7 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->table_disk_reads += stats.table_disk_reads;
   s->table_disk_hits += stats.table_disk_hits;
   s->table_disk_writes += stats.table_disk_writes;
+  for (const ps::TableStats& t : stats.tables) ps::AddTableStats(t, &s->tables);
   AddHistogram(stats.row_staleness_histogram, &s->row_staleness_histogram);
 }
 
@@ -156,6 +157,24 @@ void AddTables(const TrainingSummary& s, nlohmann::ordered_json& j) {
     j["table_disk_reads_per_step"] = JsonNumber(
         s.steps > 0 ? static_cast<double>(s.table_disk_reads) / static_cast<double>(s.steps) : 0);
   }
+  if (s.tables.empty()) return;
+  nlohmann::ordered_json tables = nlohmann::ordered_json::object();
+  const double steps = static_cast<double>(std::max<int64_t>(1, s.steps));
+  for (const ps::TableStats& t : s.tables) {  // each table, over the servers
+    nlohmann::ordered_json& e = tables[t.name];
+    e["rows"] = t.rows;
+    e["rows_admitted"] = t.rows_admitted;
+    e["ids_pending"] = t.ids_pending;
+    e["gradients_dropped"] = t.gradients_dropped;
+    e["evicted_ttl"] = t.evicted_ttl;
+    e["evicted_capacity"] = t.evicted_capacity;
+    if (t.row_reads == 0) continue;  // in memory
+    e["rows_on_disk"] = t.rows_on_disk;
+    e["memory_hit_rate"] = JsonNumber(ps::MemoryHitRate(t.row_reads, t.disk_hits));
+    e["disk_reads_per_step"] = JsonNumber(static_cast<double>(t.disk_reads) / steps);
+    e["disk_writes_per_step"] = JsonNumber(static_cast<double>(t.disk_writes) / steps);
+  }
+  j["tables"] = tables;
 }
 
 }  // namespace

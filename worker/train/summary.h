@@ -69,6 +69,7 @@ struct TrainingSummary {
   uint64_t table_evicted_ttl = 0, table_evicted_capacity = 0;
   uint64_t table_rows_on_disk = 0, table_row_reads = 0, table_disk_reads = 0;
   uint64_t table_disk_hits = 0, table_disk_writes = 0;
+  std::vector<ps::TableStats> tables;  // each table's part of those, over the servers
   std::vector<uint64_t> row_staleness_histogram;
   double mean_row_staleness = 0;
   double p99_row_staleness = 0;
