@@ -218,18 +218,9 @@ std::string StatsLine(const ServerStatsReport& r) {
 std::string TableLine(const TableStats& t) {
   std::ostringstream line;
   line << "table " << t.name << ": " << t.rows << " rows";
-  AppendTables({.rows = 0,
-                .rows_admitted = t.rows_admitted,
-                .ids_pending = t.ids_pending,
-                .gradients_dropped = t.gradients_dropped,
-                .evicted_ttl = t.evicted_ttl,
-                .evicted_capacity = t.evicted_capacity,
-                .rows_on_disk = t.rows_on_disk,
-                .row_reads = t.row_reads,
-                .disk_reads = t.disk_reads,
-                .disk_hits = t.disk_hits,
-                .disk_writes = t.disk_writes},
-               line);
+  TableStats rest = t;
+  rest.rows = 0;  // said already
+  AppendTables(rest, line);
   return line.str();
 }
 

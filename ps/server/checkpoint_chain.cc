@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <utility>
@@ -32,6 +33,9 @@ Status ApplyTableChanges(TableState* base, TableState d, const std::string& name
   std::sort(order.begin(), order.end(),
             [&](int64_t a, int64_t b) { return changed[a] < changed[b]; });
   const uint64_t* removed = r > 0 ? d.removed_ids.u64() : nullptr;
+  if (r > 0 && std::adjacent_find(removed, removed + r, std::greater_equal<>()) != removed + r) {
+    return CorruptionError(where + ": its removed ids are not increasing");
+  }
   std::vector<char> used(static_cast<size_t>(m), 0);
   std::vector<int64_t> source;  // per output row: base row i >= 0, or change -1 - j
   source.reserve(static_cast<size_t>(n + m));
@@ -42,7 +46,7 @@ Status ApplyTableChanges(TableState* base, TableState d, const std::string& name
     if (it != order.end() && changed[*it] == id) {
       used[static_cast<size_t>(*it)] = 1;
       source.push_back(-1 - *it);
-    } else if (!std::binary_search(removed, removed + r, id)) {
+    } else if (r == 0 || !std::binary_search(removed, removed + r, id)) {
       source.push_back(i);
     }
   }
