@@ -184,7 +184,7 @@ class PySession {
     std::vector<ps::TableRows> tables;
     {
       py::gil_scoped_release unlocked;
-      tables = Take(session_->tables().Export());
+      tables = Take(session_->tables().Export(session_->FinalVersion()));
     }
     py::list out;
     for (size_t t = 0; t < tables.size(); ++t) {

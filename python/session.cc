@@ -464,7 +464,7 @@ Status Session::ExportNpz(const std::string& path, std::vector<worker::NpyArray>
     std::memcpy(values.back().f32(), values_[v], values.back().byte_size());
   }
   values.resize(variables.size());
-  TOWERPS_ASSIGN_OR_RETURN(std::vector<ps::TableRows> rows, tables_.Export());
+  TOWERPS_ASSIGN_OR_RETURN(std::vector<ps::TableRows> rows, tables_.Export(FinalVersion()));
   std::vector<ps::TableRows> tables(parameters_.size());  // by variable: none for a parameter
   for (ps::TableRows& t : rows) tables.push_back(std::move(t));
   return worker::WriteNpz(worker::NpzArrays(variables, values, tables, std::move(own)), path)

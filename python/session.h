@@ -91,6 +91,8 @@ class Session {
   // The iteration this worker computes next (sync: the step; a restarted worker's is where its
   // predecessor stopped).
   int64_t iteration() const { return iter_; }
+  // The version every variable reaches once every worker's iterations are in (as this one's).
+  int64_t FinalVersion() const { return o_.job.FinalVersion(iter_); }
   // Where a restarted worker rejoined, for the script to skip the batches already trained on.
   int64_t start_iteration() const { return start_iter_; }
 

@@ -277,8 +277,8 @@ void TableLookups::Release() {
   }
 }
 
-Result<std::vector<ps::TableRows>> TableLookups::Export() {
-  return exchange_->tables().ExportRows();
+Result<std::vector<ps::TableRows>> TableLookups::Export(int64_t min_version) {
+  return exchange_->tables().ExportRows(min_version);
 }
 
 }  // namespace towerps::python

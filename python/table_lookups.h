@@ -99,8 +99,9 @@ class TableLookups {
   Status PushAll(int64_t step, std::span<const Ids> ahead = {});
   // The step's values are in: its gradients are let go.
   void Release();
-  // Every row the servers hold, per table, ids increasing.
-  Result<std::vector<ps::TableRows>> Export();
+  // Every row the servers hold once each partition reaches `min_version` (the job's final
+  // version: every worker's last update in), per table, ids increasing.
+  Result<std::vector<ps::TableRows>> Export(int64_t min_version);
 
  private:
   struct Table {

@@ -307,10 +307,11 @@ Status TableExchange::LoadForEvaluation(const Batch& batch, Model<float>& model)
   return Status::Ok();
 }
 
-Result<std::vector<ps::TableRows>> TableExchange::ExportRows() {
+Result<std::vector<ps::TableRows>> TableExchange::ExportRows(int64_t min_version) {
   std::vector<ps::TableRows> out;
   for (const Table& t : tables_) {
-    auto pull = client_.Pull({.variable_id = t.variable, .every_row = true});
+    auto pull =
+        client_.Pull({.variable_id = t.variable, .min_version = min_version, .every_row = true});
     TOWERPS_ASSIGN_OR_RETURN(const ps::PulledVariable all, Await(pull));
     // Partition after partition: sorted here, so that the files do not depend on the servers.
     const int64_t n = all.ids.num_elements();

@@ -123,9 +123,10 @@ class TableExchange {
   // The chief's evaluation: `batch`'s rows, pulled at the latest version, set into `model`.
   // They stay valid until the next call.
   Status LoadForEvaluation(const Batch& batch, Model<float>& model);
-  // Every table's rows as the servers hold them, for --final-params-out and --export-npz: one
-  // entry per table, ids increasing.
-  Result<std::vector<ps::TableRows>> ExportRows();
+  // Every table's rows as the servers hold them once each partition is at `min_version` or
+  // later, for --final-params-out, --export-npz and a PyTorch model's state: one entry per
+  // table, ids increasing.
+  Result<std::vector<ps::TableRows>> ExportRows(int64_t min_version = 0);
 
  private:
   struct Table {
