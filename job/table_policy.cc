@@ -131,13 +131,25 @@ Status TablePolicy::Validate(std::string_view table) const {
   return Status::Ok();
 }
 
+namespace {
+
+// The comma-separated items of `text` (none when it is empty; an empty item is kept, for the
+// caller to refuse).
+std::vector<std::string_view> CommaItems(std::string_view text) {
+  std::vector<std::string_view> items;
+  for (size_t begin = 0; !text.empty() && begin <= text.size();) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    items.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
 Result<std::vector<TablePolicyOverride>> ParseTablePolicyOverrides(std::string_view text) {
   std::vector<TablePolicyOverride> items;
-  size_t begin = 0;
-  while (begin <= text.size() && !text.empty()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(begin, end - begin);
+  for (const std::string_view item : CommaItems(text)) {
     const size_t colon = item.rfind(':');
     const size_t equals = item.find('=', colon == std::string_view::npos ? 0 : colon);
     if (colon == std::string_view::npos || colon == 0 || equals == std::string_view::npos ||
@@ -149,7 +161,6 @@ Result<std::vector<TablePolicyOverride>> ParseTablePolicyOverrides(std::string_v
     items.push_back({std::string(item.substr(0, colon)),
                      std::string(item.substr(colon + 1, equals - colon - 1)),
                      std::string(item.substr(equals + 1))});
-    begin = end + 1;
   }
   return items;
 }
@@ -157,11 +168,7 @@ Result<std::vector<TablePolicyOverride>> ParseTablePolicyOverrides(std::string_v
 Result<std::vector<TablePolicyOverride>> DeclaredItems(std::string_view table,
                                                        std::string_view declared) {
   std::vector<TablePolicyOverride> items;
-  size_t begin = 0;
-  while (!declared.empty() && begin <= declared.size()) {
-    size_t end = declared.find(',', begin);
-    if (end == std::string_view::npos) end = declared.size();
-    const std::string_view item = declared.substr(begin, end - begin);
+  for (const std::string_view item : CommaItems(declared)) {
     const size_t equals = item.find('=');
     if (equals == std::string_view::npos || equals == 0 || equals + 1 == item.size()) {
       return InvalidArgumentError("table '" + std::string(table) + "': the model's policy item '" +
@@ -171,7 +178,6 @@ Result<std::vector<TablePolicyOverride>> DeclaredItems(std::string_view table,
     }
     items.push_back({std::string(table), std::string(item.substr(0, equals)),
                      std::string(item.substr(equals + 1))});
-    begin = end + 1;
   }
   return items;
 }

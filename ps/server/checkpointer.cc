@@ -32,11 +32,12 @@ void Checkpointer::Tick(const std::vector<std::unique_ptr<Shard>>& shards) {
   if (min_v == kNoVersion || min_v < since + every_) return;
   attempt_version_ = min_v;
   in_flight_ = true;
-  in_flight_delta_ = Next().changes;
+  const Holder::CheckpointSave how = Next();
+  in_flight_delta_ = how.changes;
   for (const auto& shard : shards) {
     ShardTask t;
     t.kind = ShardTask::Kind::kSnapshot;
-    t.save = Next();
+    t.save = how;
     shard->Post(std::move(t));
   }
 }

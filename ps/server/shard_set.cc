@@ -99,33 +99,39 @@ void ShardSet::WorkerFinished(int rank, int64_t last_step) {
   }
 }
 
-void ShardSet::AddStats(ServerStatsReport* r, const std::vector<VariableSpec>& variables) const {
-  LowestVersion lowest;
+std::vector<TableStats> ShardSet::TableStatsOf(const std::vector<VariableSpec>& variables) const {
   std::map<uint32_t, TableStats> tables;  // by variable: the model's order
   for (const auto& shard : shards_) {
-    AddCounters(shard->counters(), r);
     for (const auto& h : shard->holders()) {
       if (const TableCounters* c = h->table_counters()) c->AddTo(&tables[h->spec().variable_id]);
     }
+  }
+  std::vector<TableStats> out;
+  for (auto& [variable, t] : tables) {
+    t.name = variable < variables.size() ? variables[variable].name : std::to_string(variable);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void ShardSet::AddStats(ServerStatsReport* r, const std::vector<VariableSpec>& variables) const {
+  LowestVersion lowest;
+  for (const auto& shard : shards_) {
+    AddCounters(shard->counters(), r);
     if (started_ && shard->holds_anything()) {
       lowest.Add(shard->MinVersion());
       r->max_version = std::max(r->max_version, shard->MaxVersion());
     }
   }
   r->min_version = lowest.value();
-  for (auto& [variable, t] : tables) {
-    t.name = variable < variables.size() ? variables[variable].name : std::to_string(variable);
-    r->tables.push_back(std::move(t));
-  }
+  r->tables = TableStatsOf(variables);
   r->SumTables();
 }
 
 void ShardSet::LogTables(const std::vector<VariableSpec>& variables, bool partitions) const {
-  ServerStatsReport r;
-  r.staleness_histogram.assign(kStalenessBuckets, 0);
-  r.row_staleness_histogram.assign(kStalenessBuckets, 0);
-  AddStats(&r, variables);
-  for (const TableStats& t : r.tables) TOWERPS_LOG(kInfo) << "stats: " << TableLine(t);
+  for (const TableStats& t : TableStatsOf(variables)) {
+    TOWERPS_LOG(kInfo) << "stats: " << TableLine(t);
+  }
   if (!partitions) return;
   for (const auto& shard : shards_) {
     for (const auto& t : shard->holders()) {

@@ -71,6 +71,8 @@ class ShardSet {
   // The shards' counters summed into `r`, with the lowest and highest holder versions, and each
   // table's (named from `variables`) in r->tables, summed into the table_* fields.
   void AddStats(ServerStatsReport* r, const std::vector<VariableSpec>& variables) const;
+  // Each table's counters over its partitions here, named from `variables`, in their order.
+  std::vector<TableStats> TableStatsOf(const std::vector<VariableSpec>& variables) const;
   // At the end: each table's stats line and, with `partitions` (--log-device-placement), the
   // rows each table partition holds.
   void LogTables(const std::vector<VariableSpec>& variables, bool partitions) const;
