@@ -19,9 +19,9 @@ namespace {
 // 3 replaced the job's fingerprint by its fields, so a mismatch can be named; version 4 added
 // tables (each variable's init scale, and the table records); version 5 each row's last update
 // and the ids pending admission (PEND records), for the tables' policies; version 6 the chain and
-// delta numbers of incremental checkpoints, and a table's changes (its removed ids: REMV records).
-// Version 5 is still read.
-constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 6};
+// delta numbers of incremental checkpoints, and a table's changes (its removed ids: REMV records);
+// version 7 a table's rows kept in its disk tier's checkpoint (a flag). Version 5 is still read.
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 7};
 constexpr int kOldestFormat = 5;
 constexpr uint32_t kHeaderTag = 0x48445221;   // "!RDH"
 constexpr uint32_t kChunkTag = 0x4b4e4843;    // "CHNK"
@@ -184,7 +184,7 @@ std::string EncodeTable(const TableState& t) {
   for (int64_t clock : t.worker_clocks) w.Put(clock);
   w.Put<uint64_t>(static_cast<uint64_t>(t.ids.num_elements()));
   w.Put<uint64_t>(static_cast<uint64_t>(t.admission_ids.num_elements()));
-  w.Put<uint8_t>(t.changes_only ? 1 : 0);
+  w.Put<uint8_t>((t.changes_only ? 1 : 0) | (t.on_tier ? 2 : 0));  // flags
   w.Put<uint64_t>(static_cast<uint64_t>(Removed(t)));
   return std::move(w.buffer());
 }
@@ -262,7 +262,7 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
   Reader r(body, path);
   uint32_t slots = 0, nclocks = 0;
   uint64_t n = 0, pending = 0, removed = 0;
-  uint8_t changes_only = 0;
+  uint8_t flags = 0;  // 1: changes only; 2: the rest on the tier (format 7)
   TOWERPS_RETURN_IF_ERROR(GetHead(r, t));
   TOWERPS_RETURN_IF_ERROR(r.Get(&t->dim));
   TOWERPS_RETURN_IF_ERROR(r.Get(&slots));
@@ -281,15 +281,17 @@ Status ReadTable(std::istream& in, const std::string& body, const std::string& p
   TOWERPS_RETURN_IF_ERROR(r.Get(&n));
   TOWERPS_RETURN_IF_ERROR(r.Get(&pending));
   if (format >= 6) {
-    TOWERPS_RETURN_IF_ERROR(r.Get(&changes_only));
+    TOWERPS_RETURN_IF_ERROR(r.Get(&flags));
     TOWERPS_RETURN_IF_ERROR(r.Get(&removed));
   }
   if (!r.done()) return CorruptionError(path + ": table record has trailing bytes");
-  // Only a delta holds a table's changes; only changes name removed ids.
-  if (changes_only > 1 || (changes_only && meta.delta == 0) || (removed > 0 && !changes_only)) {
+  // Only a delta holds changes, and only they name removed ids; only a full one uses a tier.
+  t->changes_only = (flags & 1) != 0;
+  t->on_tier = (flags & 2) != 0;
+  if (flags > (format >= 7 ? 3 : 1) || (t->changes_only && meta.delta == 0) ||
+      (removed > 0 && !t->changes_only) || (t->on_tier && (t->changes_only || meta.delta != 0))) {
     return CorruptionError(path + ": a table record's changes do not fit the file");
   }
-  t->changes_only = changes_only != 0;
   const uint64_t stride = (1 + uint64_t{slots}) * static_cast<uint64_t>(t->dim);
   std::vector<uint64_t> ids;
   std::vector<uint32_t> updates;

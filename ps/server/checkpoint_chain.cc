@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <utility>
@@ -54,6 +55,13 @@ Status ApplyTableChanges(TableState* base, TableState d, const std::string& name
     if (!used[static_cast<size_t>(j)]) source.push_back(-1 - j);
   }
   const auto out = static_cast<int64_t>(source.size());
+  // A base kept partly on its tier keeps every id removed since, to erase there too.
+  std::vector<uint64_t> gone;
+  if (base->on_tier) {
+    const int64_t before = base->removed_ids.defined() ? base->removed_ids.num_elements() : 0;
+    const uint64_t* old = before > 0 ? base->removed_ids.u64() : nullptr;
+    std::set_union(old, old + before, removed, removed + r, std::back_inserter(gone));
+  }
   TableState merged = std::move(d);
   Tensor ids = Tensor::Empty({out}, DType::kUInt64), rows = Tensor::Empty({out, stride});
   Tensor updates = Tensor::Empty({out}, DType::kUInt32);
@@ -73,7 +81,12 @@ Status ApplyTableChanges(TableState* base, TableState d, const std::string& name
   merged.row_updates = std::move(updates);
   merged.row_last_update = std::move(last);
   merged.changes_only = false;
+  merged.on_tier = base->on_tier;
   merged.removed_ids = Tensor();
+  if (!gone.empty()) {
+    merged.removed_ids = Tensor::Empty({static_cast<int64_t>(gone.size())}, DType::kUInt64);
+    std::copy(gone.begin(), gone.end(), merged.removed_ids.u64());
+  }
   *base = std::move(merged);
   return Status::Ok();
 }

@@ -8,6 +8,7 @@
 #include "common/parse.h"
 #include "job/placement.h"
 #include "ps/server/checkpoint_chain.h"
+#include "ps/server/tier_checkpoint.h"
 
 namespace towerps::ps {
 namespace {
@@ -72,6 +73,7 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
                          " is missing); give the --checkpoint-dir a job wrote");
   }
   TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck0, LoadCheckpointChain(dir, 0));
+  TOWERPS_RETURN_IF_ERROR(FillFromTier(dir, 0, &ck0));
   const CheckpointMeta meta = ck0.meta;
   TOWERPS_ASSIGN_OR_RETURN(const int table_partitions, TablePartitionsOf(meta, first));
   TOWERPS_ASSIGN_OR_RETURN(const ChunkPlacement placement,
@@ -95,6 +97,7 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
       ck = std::move(ck0);
     } else {
       TOWERPS_ASSIGN_OR_RETURN(ck, LoadCheckpointChain(dir, rank));
+      TOWERPS_RETURN_IF_ERROR(FillFromTier(dir, rank, &ck));
       if (ck.meta.model_signature != meta.model_signature ||
           ck.meta.num_servers != meta.num_servers || ck.meta.job_fields != meta.job_fields ||
           ck.meta.partition_bytes != meta.partition_bytes) {

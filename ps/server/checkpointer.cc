@@ -15,8 +15,10 @@ void Checkpointer::Tick(const std::vector<std::unique_ptr<Shard>>& shards) {
   if (in_flight_) {
     if (parts_.size() < shards.size()) return;
     in_flight_ = false;
-    Status s = Write(std::move(parts_), in_flight_delta_);
+    Status s = Write(std::move(parts_), in_flight_delta_, in_flight_chain_,
+                     in_flight_tier_ ? in_flight_tier_->status() : Status::Ok());
     parts_.clear();
+    in_flight_tier_.reset();
     // Training goes on; the previous checkpoint stays, and the next one is tried as usual.
     if (!s.ok()) TOWERPS_LOG(kError) << "checkpoint failed (serving goes on): " << s.ToString();
     return;
@@ -34,10 +36,17 @@ void Checkpointer::Tick(const std::vector<std::unique_ptr<Shard>>& shards) {
   in_flight_ = true;
   const Holder::CheckpointSave how = Next();
   in_flight_delta_ = how.changes;
+  in_flight_chain_ = how.changes ? chain_ : NewChain();
+  if (how.tier) {
+    in_flight_tier_ =
+        std::make_shared<TierSnapshot>(static_cast<std::ptrdiff_t>(shards.size()), disk_,
+                                       TierCheckpointPath(dir_, rank_, in_flight_chain_));
+  }
   for (const auto& shard : shards) {
     ShardTask t;
     t.kind = ShardTask::Kind::kSnapshot;
     t.save = how;
+    if (in_flight_tier_) t.meet = [tier = in_flight_tier_] { tier->ArriveAndWait(); };
     shard->Post(std::move(t));
   }
 }
@@ -54,7 +63,14 @@ Result<std::optional<Checkpoint>> Checkpointer::Find() const {
 
 Holder::CheckpointSave Checkpointer::Next() const {
   const bool full = need_full_ || deltas_ + 1 >= full_every_;
-  return {.changes = !full, .track = full_every_ > 1};
+  return {.changes = !full, .track = full_every_ > 1, .tier = full && disk_ != nullptr};
+}
+
+uint64_t Checkpointer::NewChain() const {
+  const auto now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+  return std::max(chain_ + 1, now);
 }
 
 Status Checkpointer::Final(const std::vector<std::unique_ptr<Shard>>& shards) {
@@ -68,19 +84,26 @@ Status Checkpointer::Final(const std::vector<std::unique_ptr<Shard>>& shards) {
     for (const auto& h : shards[i]->holders()) p.states.push_back(h->SaveCheckpoint(how));
     parts.push_back(std::move(p));
   }
-  return Write(std::move(parts), how.changes)
+  const uint64_t chain = how.changes ? chain_ : NewChain();
+  const Status tier =
+      how.tier ? disk_->Checkpoint(TierCheckpointPath(dir_, rank_, chain)) : Status::Ok();
+  return Write(std::move(parts), how.changes, chain, tier)
       .WithContext("final checkpoint to --checkpoint-dir " + dir_ +
                    " failed; the updates since the last checkpoint are not saved");
 }
 
-Status Checkpointer::Write(std::vector<SnapshotPart> parts, bool delta) {
+Status Checkpointer::Write(std::vector<SnapshotPart> parts, bool delta, uint64_t chain,
+                           const Status& tier) {
   Checkpoint ck;
   ck.meta = meta_;
-  const auto now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                             std::chrono::system_clock::now().time_since_epoch())
-                                             .count());
-  ck.meta.chain = delta ? chain_ : std::max(chain_ + 1, now);
+  ck.meta.chain = chain;
   ck.meta.delta = delta ? deltas_ + 1 : 0;
+  if (!tier.ok()) {
+    need_full_ = true;
+    std::error_code ec;
+    std::filesystem::remove_all(TierCheckpointPath(dir_, rank_, chain), ec);
+    return tier;
+  }
   LowestVersion lowest;
   for (SnapshotPart& p : parts) {
     for (HolderState& state : p.states) {
@@ -97,6 +120,7 @@ Status Checkpointer::Write(std::vector<SnapshotPart> parts, bool delta) {
       delta ? DeltaPath(dir_, rank_, ck.meta.delta) : CheckpointPath(dir_, rank_);
   if (Status s = SaveCheckpoint(path, ck); !s.ok()) {
     need_full_ = true;  // the holders' changes since the last file are lost with this one
+    if (!delta) (void)RemoveTierCheckpoints(dir_, rank_, chain_);  // the new tier checkpoint
     return s;
   }
   last_version_ = min_v;
@@ -108,6 +132,9 @@ Status Checkpointer::Write(std::vector<SnapshotPart> parts, bool delta) {
     need_full_ = false;
     // Harmless if it fails: a delta of another chain is never applied (checkpoint_chain.h).
     if (Status s = RemoveDeltas(dir_, rank_); !s.ok()) TOWERPS_LOG(kWarning) << s.ToString();
+    if (Status s = RemoveTierCheckpoints(dir_, rank_, chain_); !s.ok()) {
+      TOWERPS_LOG(kWarning) << s.ToString();
+    }
   }
   TOWERPS_LOG(kInfo) << "checkpoint written: " << path << " (version " << min_v << ")";
   return Status::Ok();

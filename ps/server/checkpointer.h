@@ -15,6 +15,12 @@
 // shutdown, from the stopped shards' holders directly; its failure is the caller's to report,
 // since the updates since the last checkpoint would be lost.
 //
+// With a disk tier (set_disk), a full checkpoint keeps the tier as RocksDB's own checkpoint
+// beside the file (ps/server/tier_checkpoint.h): the shards meet once they have saved their
+// holders, the last one takes the tier's checkpoint, and only then is the file written. A tier
+// checkpoint that fails fails the checkpoint; once a full one is in place, the older chains'
+// tier checkpoints are removed.
+//
 // Contract: owned by the server's I/O thread; not thread-safe. Shards are borrowed per call.
 #ifndef TOWERPS_PS_SERVER_CHECKPOINTER_H_
 #define TOWERPS_PS_SERVER_CHECKPOINTER_H_
@@ -28,6 +34,7 @@
 #include "job/version.h"
 #include "ps/server/checkpoint_chain.h"
 #include "ps/server/shard.h"
+#include "ps/server/tier_checkpoint.h"
 #include "towerps/result.h"
 
 namespace towerps::ps {
@@ -44,6 +51,8 @@ class Checkpointer {
   Result<std::optional<Checkpoint>> Find() const;
   // What every file records of the job, the model and this server (set once the model is known).
   void set_meta(CheckpointMeta meta) { meta_ = std::move(meta); }
+  // The server's disk tier, if any (it outlives the checkpointer's use of it).
+  void set_disk(const RowDisk* disk) { disk_ = disk; }
   // A checkpoint restored at start (`meta`: its chain's) holds `version`: the next periodic one
   // counts from it, and the next delta extends that chain.
   void Restored(int64_t version, const CheckpointMeta& meta) {
@@ -71,7 +80,12 @@ class Checkpointer {
  private:
   // What the next checkpoint asks of the holders: changes only, unless it is a full one.
   Holder::CheckpointSave Next() const;
-  Status Write(std::vector<SnapshotPart> parts, bool delta);
+  // A new chain's number: unique, the time it starts, at least the last one's plus 1.
+  uint64_t NewChain() const;
+  // Writes the file of chain `chain` (a full one when `delta` is false); `tier`: the full one's
+  // tier checkpoint was taken with this status.
+  Status Write(std::vector<SnapshotPart> parts, bool delta, uint64_t chain,
+               const Status& tier = Status::Ok());
 
   const std::string dir_;
   const int rank_;
@@ -82,6 +96,9 @@ class Checkpointer {
   int64_t attempt_version_ = kNoVersion;  // when the last periodic one was started
   bool in_flight_ = false;                // snapshots asked for and not all in
   bool in_flight_delta_ = false;          // what those snapshots are for
+  uint64_t in_flight_chain_ = 0;          // and their chain
+  std::shared_ptr<TierSnapshot> in_flight_tier_;
+  const RowDisk* disk_ = nullptr;
   std::vector<SnapshotPart> parts_;
   uint64_t written_ = 0, deltas_written_ = 0;
   uint64_t chain_ = 0;     // the chain the files on disk form

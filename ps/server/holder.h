@@ -99,6 +99,9 @@ class Holder {
   struct CheckpointSave {
     bool changes = false;
     bool track = false;
+    // A full checkpoint that keeps the disk tier's own checkpoint beside the file
+    // (ps/server/tier_checkpoint.h): a table partition with a tier saves its rows in memory only.
+    bool tier = false;
   };
   virtual HolderState SaveCheckpoint(CheckpointSave /*how*/) { return Save(false); }
   virtual void TrackChanges() {}

@@ -58,6 +58,10 @@ struct TableState : HolderStateHead {
   // are whole even then.
   bool changes_only = false;
   Tensor removed_ids{};
+  // Only in a full checkpoint of a partition with a disk tier (ps/server/tier_checkpoint.h):
+  // the rows above are those in memory, and the rest are in the tier's checkpoint beside the
+  // file. A chain's deltas then keep what they removed in removed_ids, to be erased from it too.
+  bool on_tier = false;
   // Only in a replica's state (Snapshot(true)), for a joining backup; checkpoints leave them
   // out. Sync: the previous version and the rows its last update changed, with their values
   // before it; the contributions pending for the current step, by worker rank.

@@ -5,6 +5,7 @@
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
 
@@ -62,10 +63,39 @@ uint64_t GetBigEndian(const char* p, int bytes) {
 
 constexpr size_t kKeyBytes = 16;  // variable (4), partition (4), id (8)
 
+// Puts the files of the tier checkpoint `from` in the empty directory `dir`: its table files
+// hard-linked (never written again, by either), the rest (the manifest, which the new tier
+// appends to) copied. A file that can be neither is kIoError naming it.
+Status StartFrom(const std::string& from, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(fs::path(from) / "CURRENT", ec)) {
+    return NotFoundError("the disk tier's checkpoint " + from +
+                         " is missing or incomplete (no CURRENT file); restore the whole "
+                         "--checkpoint-dir, or remove its ps-*.ckpt files to start afresh");
+  }
+  fs::create_directories(dir, ec);
+  for (const fs::directory_entry& entry : fs::directory_iterator(from, ec)) {
+    const fs::path to = fs::path(dir) / entry.path().filename();
+    ec.clear();
+    if (entry.path().extension() == ".sst") fs::create_hard_link(entry.path(), to, ec);
+    if (entry.path().extension() != ".sst" || ec) {
+      ec.clear();
+      fs::copy_file(entry.path(), to, fs::copy_options::overwrite_existing, ec);
+    }
+    if (ec) {
+      return IoError("cannot bring " + entry.path().string() + " into the disk tier " + dir + ": " +
+                     ec.message());
+    }
+  }
+  if (ec) return IoError("cannot list the disk tier's checkpoint " + from + ": " + ec.message());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RowDisk>> RowDisk::Open(const std::string& dir, int64_t cache_mb,
-                                               int64_t write_buffer_mb) {
+                                               int64_t write_buffer_mb, const std::string& from) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -86,6 +116,7 @@ Result<std::unique_ptr<RowDisk>> RowDisk::Open(const std::string& dir, int64_t c
                                 "--table-dir): " +
                                 destroyed.ToString());
   }
+  if (!from.empty()) TOWERPS_RETURN_IF_ERROR(StartFrom(from, dir));
   rocksdb::DB* db = nullptr;
   rocksdb::Status opened = rocksdb::DB::Open(options, dir, &db);
   if (!opened.ok()) {
@@ -93,6 +124,31 @@ Result<std::unique_ptr<RowDisk>> RowDisk::Open(const std::string& dir, int64_t c
                                 opened.ToString());
   }
   return std::unique_ptr<RowDisk>(new RowDisk(dir, std::unique_ptr<rocksdb::DB>(db)));
+}
+
+Result<std::unique_ptr<RowDisk>> RowDisk::OpenReadOnly(const std::string& dir) {
+  rocksdb::DB* db = nullptr;
+  rocksdb::Options options = TierOptions(8, 1);
+  options.create_if_missing = false;
+  rocksdb::Status opened = rocksdb::DB::OpenForReadOnly(options, dir, &db);
+  if (!opened.ok()) {
+    return NotFoundError("cannot read the disk tier's checkpoint " + dir + ": " +
+                         opened.ToString());
+  }
+  return std::unique_ptr<RowDisk>(new RowDisk(dir, std::unique_ptr<rocksdb::DB>(db)));
+}
+
+Status RowDisk::Checkpoint(const std::string& dir) const {
+  rocksdb::Checkpoint* made = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &made);
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(made);
+  // log_size_for_flush 0: the memtables are always flushed (the tier writes no log).
+  if (s.ok()) s = checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0);
+  if (!s.ok()) {
+    return IoError("cannot write the disk tier's checkpoint " + dir + " (from " + dir_ +
+                   "): " + s.ToString());
+  }
+  return Status::Ok();
 }
 
 RowDisk::RowDisk(std::string dir, std::unique_ptr<rocksdb::DB> db)
@@ -203,7 +259,6 @@ void DiskRows::Erase(const std::vector<uint64_t>& ids) {
 }
 
 void DiskRows::Scan(const std::function<void(uint64_t, const DiskRow&)>& each) const {
-  if (size_ == 0) return;
   const std::string begin = Key(0);
   const std::string end = End();
   rocksdb::ReadOptions options;
@@ -220,12 +275,17 @@ void DiskRows::Scan(const std::function<void(uint64_t, const DiskRow&)>& each) c
   if (!it->status().ok()) disk_->Fail("scan rows", it->status().ToString());
 }
 
-void DiskRows::Clear() {
-  if (size_ == 0) return;
+void DiskRows::Clear() {  // even when none are counted: a tier opened from a checkpoint
   rocksdb::DB* db = disk_->db();
   rocksdb::Status s = db->DeleteRange(NoLog(), db->DefaultColumnFamily(), Key(0), End());
   if (!s.ok()) disk_->Fail("clear rows", s.ToString());
   size_ = 0;
+}
+
+void DiskRows::Recount() {
+  int64_t n = 0;
+  Scan([&n](uint64_t, const DiskRow&) { ++n; });
+  size_ = n;
 }
 
 }  // namespace towerps::ps

@@ -10,7 +10,10 @@
 // The tier is a cache of the partition's state, never its record: Open deletes whatever an
 // earlier process left in the directory, and a restarted server rebuilds its tier from a
 // checkpoint or its replica (TableChunk::Restore), never from a half-written one. So writes skip
-// RocksDB's write-ahead log.
+// RocksDB's write-ahead log. A full checkpoint keeps the tier as RocksDB's own checkpoint of it
+// (Checkpoint: the memtables flushed, the table files hard-linked, ps/server/tier_checkpoint.h);
+// a restore opens the tier from such a copy (Open's `from`: its table files hard-linked again,
+// so the checkpoint itself is never written to).
 //
 // Errors: Open's are kInvalidArgument naming the directory (not writable, or in use by another
 // server: RocksDB's lock refuses a second one, so a live tier is never cleared); an I/O error
@@ -43,8 +46,13 @@ class RowDisk {
   // Opens a fresh tier in `dir` (created when absent; an earlier tier there is deleted).
   // `cache_mb`: RocksDB's block cache; `write_buffer_mb`: its memtable, both counted in the
   // server's memory beside the tables' budgets.
+  // `from` (optional): a checkpoint of a tier (Checkpoint) whose records the new tier starts
+  // with; kNotFound naming it when it is not one.
   static Result<std::unique_ptr<RowDisk>> Open(const std::string& dir, int64_t cache_mb = 32,
-                                               int64_t write_buffer_mb = 16);
+                                               int64_t write_buffer_mb = 16,
+                                               const std::string& from = "");
+  // A tier's checkpoint, read only (DiskRows::Scan), as --export-npz reads it.
+  static Result<std::unique_ptr<RowDisk>> OpenReadOnly(const std::string& dir);
   ~RowDisk();
   RowDisk(const RowDisk&) = delete;
   RowDisk& operator=(const RowDisk&) = delete;
@@ -54,6 +62,10 @@ class RowDisk {
   // memtables).
   uint64_t bytes_on_disk() const;
   rocksdb::DB* db() const { return db_.get(); }
+  // RocksDB's checkpoint of the whole tier in `dir` (which must not exist): the memtables are
+  // flushed, then the table files hard-linked (copied when `dir` is on another file system).
+  // Errors: kIoError naming `dir`. The caller keeps every writer of the tier still meanwhile.
+  Status Checkpoint(const std::string& dir) const;
   // Ends the process, naming the directory, the operation and RocksDB's error (see above).
   [[noreturn]] void Fail(const char* what, const std::string& error) const;
 
@@ -98,6 +110,8 @@ class DiskRows {
   void Scan(const std::function<void(uint64_t id, const DiskRow& row)>& each) const;
   // Erases every record of the partition.
   void Clear();
+  // Counts the partition's records again (size()), after the tier was opened from a checkpoint.
+  void Recount();
 
  private:
   std::string Key(uint64_t id) const;

@@ -153,16 +153,15 @@ void RowPolicy::Load(const TableState& s) {
   }
 }
 
-void RowPolicy::Rebuild(const TableState& s) {
+void RowPolicy::Rebuild(int64_t version, const TableRows& rows) {
   updated_at_.clear();
   if (policy_.ttl_steps <= 0) return;
   std::vector<std::pair<int64_t, uint64_t>> live;  // (last update, id) within the TTL
-  for (int64_t r = 0; r < s.ids.num_elements(); ++r) {
-    const auto last = static_cast<int64_t>(s.row_last_update.u64()[r]);
-    if (s.version - last < TtlVersions()) live.emplace_back(last, s.ids.u64()[r]);
-  }
+  rows.ForEach([&](const RowView& row) {
+    if (version - row.last_update < TtlVersions()) live.emplace_back(row.last_update, row.id);
+  });
   std::sort(live.begin(), live.end());
-  first_ = live.empty() ? s.version : live.front().first;
+  first_ = live.empty() ? version : live.front().first;
   for (const auto& [v, id] : live) {
     while (first_ + static_cast<int64_t>(updated_at_.size()) <= v) updated_at_.emplace_back();
     updated_at_.back().push_back(id);

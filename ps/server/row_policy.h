@@ -39,6 +39,7 @@
 #include "ps/server/holder_state.h"
 #include "ps/server/row_store.h"
 #include "ps/server/server_stats.h"
+#include "ps/server/table_rows.h"
 #include "towerps/result.h"
 
 namespace towerps::ps {
@@ -103,8 +104,9 @@ class RowPolicy {
   void Save(TableState* s) const;
   Status Check(const TableState& s, const std::vector<uint64_t>& held) const;
   void Load(const TableState& s);
-  // The TTL's per-version lists, from a restored state's rows' last updates.
-  void Rebuild(const TableState& s);
+  // The TTL's per-version lists, from the last updates of a restored partition's rows (in
+  // both tiers), at its `version`.
+  void Rebuild(int64_t version, const TableRows& rows);
 
  private:
   int64_t TtlVersions() const { return policy_.ttl_steps * versions_per_step_; }

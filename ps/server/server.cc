@@ -11,6 +11,7 @@
 #include "job/variable_wire.h"
 #include "ps/server/reply.h"
 #include "ps/server/server_events.h"
+#include "ps/server/tier_checkpoint.h"
 
 namespace towerps::ps {
 
@@ -29,7 +30,10 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   TOWERPS_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const ServerOptions& o = server->options_;
-  TOWERPS_RETURN_IF_ERROR(server->shards_.OpenDisk(o.TierDir(), o.job));
+  TOWERPS_ASSIGN_OR_RETURN(std::optional<Checkpoint> ck, server->checkpoints_.Find());
+  TOWERPS_RETURN_IF_ERROR(
+      server->shards_.OpenDisk(o.TierDir(), o.job, TierToRestore(ck, o.checkpoint_dir, o.rank)));
+  server->checkpoints_.set_disk(server->shards_.disk());
   TOWERPS_ASSIGN_OR_RETURN(server->transport_, Transport::Create(o.transport));
   TOWERPS_ASSIGN_OR_RETURN(server->socket_,
                            server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
@@ -37,7 +41,6 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   if (!o.logdir.empty()) {
     TOWERPS_ASSIGN_OR_RETURN(server->events_, ServerEvents::Create(o.logdir, o.rank));
   }
-  TOWERPS_ASSIGN_OR_RETURN(std::optional<Checkpoint> ck, server->checkpoints_.Find());
   if (ck) {
     const std::string path = CheckpointPath(o.checkpoint_dir, o.rank);
     TOWERPS_RETURN_IF_ERROR(server->Restore(*ck).WithContext("refusing checkpoint " + path));

@@ -46,9 +46,7 @@ void Shard::Start() {
   // this one's state, whose acknowledgement opens the pulls. (A table partition always holds
   // a version.)
   for (size_t i = 0; i < holders_.size(); ++i) {
-    if (roles_[i].backup_live && holders_[i]->initialized()) {
-      Forward(i, proto::ReplicaOp::STATE);
-    }
+    if (roles_[i].backup_live && holders_[i]->initialized()) Forward(i, proto::ReplicaOp::STATE);
   }
   thread_ = std::thread([this] { Loop(); });
 }
@@ -90,6 +88,7 @@ void Shard::Loop() {
         SnapshotPart part;
         part.shard = index_;
         for (const auto& h : holders_) part.states.push_back(h->SaveCheckpoint(task->save));
+        if (task->meet) task->meet();  // e.g. no shard writes to the tier till it is kept
         outbox_.Push(std::move(part));
         break;
       }

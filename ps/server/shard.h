@@ -33,6 +33,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,6 +70,8 @@ struct ShardTask {
   int64_t version = 0;                     // kAck, kWorkerFinished
   int worker = -1;                         // kWorkerFinished
   Holder::CheckpointSave save;             // kSnapshot: whole or changes (checkpoint_chain.h)
+  // kSnapshot: called once the holders are saved (TierSnapshot: ps/server/tier_checkpoint.h).
+  std::function<void()> meet;
 };
 
 // How one chunk is replicated; kOnly without --ps-replicas.

@@ -17,10 +17,11 @@ ShardSet::ShardSet(int threads, const JobConfig& job, Mailbox<ServerOutput>* out
     shards_.push_back(std::make_unique<Shard>(i, job, outbox, clock));
 }
 
-Status ShardSet::OpenDisk(const std::string& dir, const JobConfig& job) {
+Status ShardSet::OpenDisk(const std::string& dir, const JobConfig& job, const std::string& from) {
   if (disk_ || job.table_policies.DiskUser().empty()) return Status::Ok();
-  TOWERPS_ASSIGN_OR_RETURN(disk_, RowDisk::Open(dir));
-  TOWERPS_LOG(kInfo) << "tables' disk tier (rocksdb) in " << dir;
+  TOWERPS_ASSIGN_OR_RETURN(disk_, RowDisk::Open(dir, 32, 16, from));
+  TOWERPS_LOG(kInfo) << "tables' disk tier (rocksdb) in " << dir
+                     << (from.empty() ? "" : ", from its checkpoint " + from);
   return Status::Ok();
 }
 

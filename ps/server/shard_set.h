@@ -39,8 +39,10 @@ class ShardSet {
   ShardSet& operator=(const ShardSet&) = delete;
 
   // Opens the disk tier in `dir` (ServerOptions::TierDir) when a table of `job` keeps rows on
-  // disk; before Place, at the server's start. Errors: RowDisk::Open's, naming the directory.
-  Status OpenDisk(const std::string& dir, const JobConfig& job);
+  // disk; before Place, at the server's start. `from`: the tier checkpoint it starts with
+  // (ps/server/tier_checkpoint.h), or empty. Errors: RowDisk::Open's, naming the directory.
+  Status OpenDisk(const std::string& dir, const JobConfig& job, const std::string& from = "");
+  const RowDisk* disk() const { return disk_.get(); }
   // Places a holder for every piece of `placement` in one of `groups`, with the role
   // `role_for(group)` gives it; its values in memory from `allocate`.
   void Place(const ChunkPlacement& placement, const std::vector<VariableSpec>& variables,

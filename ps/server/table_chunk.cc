@@ -11,11 +11,6 @@
 #include "ps/server/table_requests.h"
 
 namespace towerps::ps {
-namespace {
-
-std::string IdText(uint64_t id) { return std::to_string(id); }
-
-}  // namespace
 
 TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, const JobConfig& config,
                        TensorAllocator allocate, RowDisk* disk)
@@ -62,16 +57,18 @@ Status TableChunk::CheckIds(const Tensor& ids, bool sorted) const {
   for (int64_t i = 0; i < n; ++i) {
     if (spec_.table_rows > 0 && id[i] >= static_cast<uint64_t>(spec_.table_rows)) {
       return InvalidArgumentError("table " + name_ + " has " + std::to_string(spec_.table_rows) +
-                                  " rows: id " + IdText(id[i]) + " (element " + std::to_string(i) +
+                                  " rows: id " + std::to_string(id[i]) + " (element " +
+                                  std::to_string(i) +
                                   ") is out of range; ids must be below the table's bound");
     }
     if (sorted && i > 0 && id[i] <= id[i - 1]) {
       return InvalidArgumentError(Describe() + ": pushed ids must be unique and increasing, but " +
-                                  IdText(id[i]) + " follows " + IdText(id[i - 1]) +
+                                  std::to_string(id[i]) + " follows " + std::to_string(id[i - 1]) +
                                   " (deduplicate a batch's ids first: job/row_batch.h)");
     }
     if (partitions > 1 && TablePartitionOf(id[i], partitions) != static_cast<int>(spec_.chunk_id)) {
-      return InvalidArgumentError(Describe() + ": id " + IdText(id[i]) + " belongs to partition " +
+      return InvalidArgumentError(Describe() + ": id " + std::to_string(id[i]) +
+                                  " belongs to partition " +
                                   std::to_string(TablePartitionOf(id[i], partitions)));
     }
   }
@@ -372,7 +369,7 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
   return Status::Ok();
 }
 
-TableState TableChunk::Snapshot(bool replica, bool changes) const {
+TableState TableChunk::Snapshot(bool replica, bool changes, bool on_tier) const {
   TableState s;
   static_cast<HolderStateHead&>(s) = {spec_.variable_id, spec_.chunk_id, version_, updates_};
   RuleState rule = rule_->Save(version_, replica);
@@ -383,7 +380,7 @@ TableState TableChunk::Snapshot(bool replica, bool changes) const {
   }
   s.dim = dim_;
   s.slots = slots_;
-  changes ? rows_.SaveChanges(&s) : rows_.Save(&s);
+  changes ? rows_.SaveChanges(&s) : rows_.Save(&s, on_tier);
   policy_.Save(&s);
   return s;
 }
@@ -400,8 +397,10 @@ Status TableChunk::Restore(const TableState& s) {
   if (s.ids.dtype() != DType::kUInt64 || s.rows.dtype() != DType::kFloat32 ||
       s.rows.num_elements() != n * stride || s.row_updates.dtype() != DType::kUInt32 ||
       s.row_updates.num_elements() != n || s.row_last_update.dtype() != DType::kUInt64 ||
-      s.row_last_update.num_elements() != n || s.version < 0 || s.updates < 0) {
-    return CorruptionError(where + "does not add up");
+      s.row_last_update.num_elements() != n || s.version < 0 || s.updates < 0 ||
+      (s.on_tier && !rows_.tiered())) {
+    return CorruptionError(
+        where + (s.on_tier ? "keeps rows on a disk tier this server lacks" : "does not add up"));
   }
   if (Status ids = CheckIds(s.ids, /*sorted=*/false); !ids.ok()) {
     return CorruptionError(where + "holds " + std::string(ids.message()));
@@ -410,7 +409,7 @@ Status TableChunk::Restore(const TableState& s) {
   std::vector<uint64_t> held(s.ids.u64(), s.ids.u64() + n);
   std::sort(held.begin(), held.end());
   if (auto twice = std::adjacent_find(held.begin(), held.end()); twice != held.end()) {
-    return CorruptionError(where + "holds id " + IdText(*twice) + " twice");
+    return CorruptionError(where + "holds id " + std::to_string(*twice) + " twice");
   }
   if (Status pending = policy_.Check(s, held); !pending.ok()) {
     return CorruptionError(where + std::string(pending.message()));
@@ -425,7 +424,7 @@ Status TableChunk::Restore(const TableState& s) {
   rule_->Load(RuleState{s.worker_clocks, s.pending}, version_);
   previous_.Load(s);
   policy_.Load(s);
-  policy_.Rebuild(s);
+  policy_.Rebuild(s.version, rows_);
   return Status::Ok();
 }
 

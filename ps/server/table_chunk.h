@@ -132,11 +132,14 @@ class TableChunk final : public Holder, private UpdateTarget {
 
   // A deep copy; `replica`: with the previous version's rows and the pending contributions too,
   // so that a backup restored from it continues exactly as this partition does.
-  // `changes`: only the rows changed since change tracking started (SaveChanges).
-  TableState Snapshot(bool replica = false, bool changes = false) const;
+  // `changes`: only the rows changed since change tracking started (SaveChanges). `on_tier`:
+  // only the rows in memory, when tiered, the rest being in the tier's checkpoint
+  // (TableRows::Save).
+  TableState Snapshot(bool replica = false, bool changes = false, bool on_tier = false) const;
   HolderState Save(bool replica) const override { return Snapshot(replica); }
   HolderState SaveCheckpoint(CheckpointSave how) override {
-    TableState s = Snapshot(false, how.changes && rows_.tracking());
+    if (how.tier) rows_.EraseEvictedCopies();
+    TableState s = Snapshot(false, how.changes && rows_.tracking(), how.tier);
     rows_.TrackChanges(how.track);
     return s;
   }

@@ -137,12 +137,15 @@ void TableRows::Report(TableCounters& c) const {
   TableCounters::Store(c.disk_writes, disk.writes);
 }
 
+void TableRows::EraseEvictedCopies() {
+  if (evicted_copies_.empty()) return;
+  disk_->Erase(std::vector<uint64_t>(evicted_copies_.begin(), evicted_copies_.end()));
+  evicted_copies_.clear();
+}
+
 void TableRows::Spill() {
   ForgetRecent();  // the update that ends here may have changed the disk
-  if (!evicted_copies_.empty()) {
-    disk_->Erase(std::vector<uint64_t>(evicted_copies_.begin(), evicted_copies_.end()));
-    evicted_copies_.clear();
-  }
+  EraseEvictedCopies();
   if (!disk_ || memory_.size() <= memory_rows_) return;
   const std::vector<int64_t> cold = ColdestRows(memory_, order_, memory_rows_ - memory_rows_ / 16);
   std::vector<uint64_t> ids;
@@ -185,7 +188,7 @@ int64_t TableRows::ExpireOnDisk(const std::vector<std::pair<uint64_t, int64_t>>&
   return static_cast<int64_t>(expired.size());
 }
 
-void TableRows::ForEach(const std::function<void(const RowView&)>& each) const {
+void TableRows::ForEach(const std::function<void(const RowView&)>& each, bool disk) const {
   std::vector<int64_t> order(static_cast<size_t>(memory_.size()));
   for (int64_t r = 0; r < memory_.size(); ++r) order[static_cast<size_t>(r)] = r;
   std::sort(order.begin(), order.end(),
@@ -197,7 +200,7 @@ void TableRows::ForEach(const std::function<void(const RowView&)>& each) const {
       each({memory_.id(r), memory_.row(r), memory_.updates(r), memory_.last_update(r)});
     }
   };
-  if (disk_) {
+  if (disk_ && disk) {
     disk_->Scan([&](uint64_t id, const DiskRow& row) {
       if (copies_.count(id)) return;  // a stale record: the row in memory is reported
       memory_until(id, false);
@@ -207,11 +210,24 @@ void TableRows::ForEach(const std::function<void(const RowView&)>& each) const {
   memory_until(0, true);
 }
 
-void TableRows::Save(TableState* s) const {
+void TableRows::Save(TableState* s, bool on_tier) const {
   const int64_t stride = memory_.stride();
-  StartRows(s, size(), stride);
+  on_tier = on_tier && disk_ != nullptr;
+  StartRows(s, on_tier ? memory_.size() : size(), stride);
   int64_t r = 0;
-  ForEach([&](const RowView& row) { PutRow(s, r++, row, stride); });
+  ForEach([&](const RowView& row) { PutRow(s, r++, row, stride); }, !on_tier);
+  s->on_tier = on_tier;
+}
+
+void TableRows::OnDisk(const std::vector<uint64_t>& ids,
+                       const std::function<void(uint64_t id)>& found) const {
+  constexpr size_t kBatch = 1 << 16;  // keys and values in flight stay a few MB
+  for (size_t at = 0; at < ids.size(); at += kBatch) {
+    const size_t n = std::min(kBatch, ids.size() - at);
+    disk_->Read(
+        ids.data() + at, n, [&](size_t i, const DiskRow&) { found(ids[at + i]); },
+        /*serving=*/false);
+  }
 }
 
 void TableRows::SaveChanges(TableState* s) const {
@@ -262,7 +278,16 @@ void TableRows::Load(const TableState& s) {
   copies_.clear();
   evicted_copies_.clear();
   memory_.Clear();
-  if (disk_) disk_->Clear();
+  over_tier_ = disk_ && s.on_tier;
+  if (over_tier_) {  // the tier was opened from the checkpoint's (ps/server/row_disk.h)
+    disk_->Recount();
+    const int64_t r = s.removed_ids.defined() ? s.removed_ids.num_elements() : 0;
+    std::vector<uint64_t> removed(s.removed_ids.u64(), s.removed_ids.u64() + r), gone;
+    OnDisk(removed, [&gone](uint64_t id) { gone.push_back(id); });
+    disk_->Erase(gone);
+  } else if (disk_) {
+    disk_->Clear();
+  }
   const int64_t stride = memory_.stride();
   const int64_t n = s.ids.num_elements();
   std::vector<int64_t> order(static_cast<size_t>(n));
@@ -281,6 +306,12 @@ void TableRows::Load(const TableState& s) {
          static_cast<int64_t>(s.row_last_update.u64()[r])});
   }
   Flush();
+  if (over_tier_) {  // the records the tier holds of rows in memory are copies
+    std::vector<uint64_t> ids(static_cast<size_t>(memory_.size()));
+    for (int64_t r = 0; r < memory_.size(); ++r) ids[static_cast<size_t>(r)] = memory_.id(r);
+    OnDisk(ids, [this](uint64_t id) { copies_.insert(id); });
+  }
+  over_tier_ = false;
 }
 
 void TableRows::Add(const RowView& row) {
@@ -306,7 +337,9 @@ void TableRows::Flush() {
   for (size_t i = 0; i < pending_rows_.size(); ++i) {
     pending_rows_[i].values = pending_values_.data() + static_cast<int64_t>(i) * stride;
   }
-  disk_->Write(pending_ids_, pending_rows_);
+  int64_t replacing = 0;  // records a tier opened from a checkpoint holds already
+  if (over_tier_) OnDisk(pending_ids_, [&replacing](uint64_t) { ++replacing; });
+  disk_->Write(pending_ids_, pending_rows_, replacing);
   pending_ids_.clear();
   pending_values_.clear();
   pending_rows_.clear();

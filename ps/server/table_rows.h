@@ -102,12 +102,20 @@ class TableRows {
   // reads and writes) in the partition's.
   void Report(TableCounters& counters) const;
 
-  // Every row, in increasing order of id.
-  void ForEach(const std::function<void(const RowView&)>& each) const;
+  // Every row (`disk` false: those in memory), in increasing order of id.
+  void ForEach(const std::function<void(const RowView&)>& each, bool disk = true) const;
   // Every row into a state (ids, rows, row_updates, row_last_update: by increasing id), and
   // back from a checked one: memory takes the hottest rows up to its budget, the disk the rest.
-  void Save(TableState* s) const;
+  // `on_tier`, when tiered: only the rows in memory, the state says the rest are on the tier
+  // (TableState::on_tier) for a full checkpoint that keeps the tier's own checkpoint
+  // (ps/server/tier_checkpoint.h); EraseEvictedCopies must have run since the last eviction, so
+  // that the tier holds no row that is gone. Loading such a state, the tier must hold that
+  // checkpoint's records (the server opened it so): the state's removed ids are erased from it,
+  // its rows (newer than the tier's records of them) go in as usual.
+  void Save(TableState* s, bool on_tier = false) const;
   void Load(const TableState& s);
+  // Erases the records of the rows evicted from memory since the last Spill (which does it too).
+  void EraseEvictedCopies();
 
   // Change tracking for checkpoint deltas: on (from now) or off; Changed notes a row's id.
   void TrackChanges(bool on) {
@@ -129,6 +137,9 @@ class TableRows {
   void SaveChanges(TableState* s) const;
 
  private:
+  // Calls found(id) for each of `ids` with a record on disk (tier reads, in batches).
+  void OnDisk(const std::vector<uint64_t>& ids,
+              const std::function<void(uint64_t id)>& found) const;
   void Add(const RowView& row);
   void Flush();  // Add's rows bound for disk
 
@@ -151,7 +162,9 @@ class TableRows {
   mutable std::vector<float> recent_values_;
   mutable int64_t recent_hits_ = 0;  // rows on disk served from recent_
   void ForgetRecent() const;
-  // Add's rows bound for disk, written by Flush.
+  // Add's rows bound for disk, written by Flush; over_tier_: while Load adds rows to a tier
+  // that holds a checkpoint's records, some of which they replace.
+  bool over_tier_ = false;
   std::vector<uint64_t> pending_ids_;
   std::vector<float> pending_values_;
   std::vector<DiskRow> pending_rows_;

@@ -4,11 +4,14 @@
 // held in memory, and reruns give them again; a worker killed with SIGKILL and a server killed
 // under --ps-replicas 2 (its backup holds its own tier) both end with the undisturbed job's
 // bits; an async job completes; the summary reports the tier; and a job extended from
-// incremental checkpoints (full ones and deltas) ends with the bits of the job run straight.
+// incremental checkpoints (full ones, with the tier's own checkpoint beside them, and deltas)
+// ends with the bits of the job run straight.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/fault/table_job_fixture.h"
 
@@ -116,14 +119,33 @@ TEST_F(TableTierJobTest, AJobExtendedFromIncrementalCheckpointsContinuesBitForBi
     EXPECT_TRUE(fs::exists(dir_ / "ckpt" / file)) << file;
   }
   EXPECT_FALSE(fs::exists(dir_ / "ckpt" / "ps-0.ckpt.delta-3"));
+  // The full checkpoint keeps the tier as RocksDB's checkpoint beside it, the last chain's only.
+  int tiers = 0;
+  for (const auto& entry : fs::directory_iterator(dir_ / "ckpt")) {
+    tiers += entry.path().filename().string().rfind("ps-0.tier-", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(tiers, 1);
   fs::remove_all(dir_ / "run");
   Result<int> rest = RunProcess(argv(kSteps), dir_ / "out.txt", {}, seconds(300));
   ASSERT_TRUE(rest.ok() && *rest == 0) << dir_.Read("out.txt");
   EXPECT_NE(dir_.Read("out.txt").find("the servers hold version 65 (restored)"), std::string::npos);
   EXPECT_NE(dir_.Read("out.txt").find("ps-1.ckpt and 2 delta(s) after it, at version 65"),
             std::string::npos);
+  EXPECT_NE(dir_.Read("out.txt").find("ps-1, from its checkpoint"), std::string::npos);
   EXPECT_TRUE(dir_.Read("final.bin") == reference())
       << "the job extended from its checkpoints ends with other bits than the one run straight";
+  // --eval-only reads the rows in the tier's checkpoint too: it scores the model as the job did.
+  std::vector<std::string> eval = argv(kSteps);
+  eval.push_back("--eval-only");
+  Result<int> scored = RunProcess(eval, dir_ / "eval.txt", {}, seconds(120));
+  ASSERT_TRUE(scored.ok() && *scored == 0) << dir_.Read("eval.txt");
+  char accuracy[32];
+  std::snprintf(accuracy, sizeof(accuracy), "%.4f", Summary("test_accuracy"));
+  std::ostringstream expected;  // the loss as the worker prints it: 6 significant digits
+  expected << "test accuracy = " << accuracy << ", test loss = " << Summary("test_loss");
+  EXPECT_NE(dir_.Read("eval.txt").find(expected.str()), std::string::npos)
+      << expected.str() << "\n"
+      << dir_.Read("eval.txt") << dir_.Read("summary.json");
 }
 
 TEST_F(TableTierJobTest, AsyncJobCompletes) {

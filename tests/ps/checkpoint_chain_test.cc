@@ -16,6 +16,7 @@
 #include <set>
 
 #include "ps/server/changed_ids.h"
+#include "ps/server/tier_checkpoint.h"
 #include "tests/ps/tier_test_util.h"
 
 namespace towerps::ps {
@@ -76,10 +77,15 @@ std::map<uint64_t, std::vector<uint64_t>> RowsById(const TableState& s) {
   return out;
 }
 
-class CheckpointChainTest : public ::testing::TestWithParam<bool> {};  // tiered?
+// Where the table's rows live, and whether its full checkpoint keeps the tier's checkpoint
+// (ps/server/tier_checkpoint.h) rather than copying the rows on disk into the file.
+enum class Rows { kMemory, kTier, kTierCheckpoint };
+
+class CheckpointChainTest : public ::testing::TestWithParam<Rows> {};
 
 TEST_P(CheckpointChainTest, AFullCheckpointAndItsDeltasRestoreWhatAFullOneWould) {
-  const bool tiered = GetParam();
+  const bool tiered = GetParam() != Rows::kMemory;
+  const bool tier_checkpoint = GetParam() == Rows::kTierCheckpoint;
   TablePolicy policy;
   policy.admission_min_count = 2;
   policy.ttl_steps = 14;
@@ -87,7 +93,9 @@ TEST_P(CheckpointChainTest, AFullCheckpointAndItsDeltasRestoreWhatAFullOneWould)
     policy.storage = TableStorage::kRocksdb;
     policy.memory_mb = 0.5;  // about 1,500 rows: most of the table on disk
   }
-  const std::string name = tiered ? "chain_tiered" : "chain_memory";
+  const std::string name = std::string("chain_") + (tier_checkpoint ? "tier_checkpoint"
+                                                    : tiered        ? "tiered"
+                                                                    : "memory");
   auto disk_a = tiered ? OpenDisk(name + "_a") : nullptr;
   auto disk_b = tiered ? OpenDisk(name + "_b") : nullptr;
   auto a = MakeTiered(TierJob(policy), disk_a.get());
@@ -95,16 +103,24 @@ TEST_P(CheckpointChainTest, AFullCheckpointAndItsDeltasRestoreWhatAFullOneWould)
   const std::string dir = FreshDir(name);
   std::filesystem::create_directories(dir);
   const auto steps = Steps(34, 4, 1500, 20000);
+  const size_t kFull = 11;  // the full checkpoint's step: most rows on disk by then
   int64_t removed = 0;
   std::set<uint64_t> touched;  // the ids pushed since the last save
   for (size_t s = 0; s < 24; ++s) {
     Step(*a, steps[s], static_cast<uint32_t>(s));
     touched.insert(steps[s].begin(), steps[s].end());
-    if (s == 5) {
-      Write(dir, Of(std::get<TableState>(a->SaveCheckpoint({false, true})), 9, 0));
+    if (s == kFull) {
+      TableState full = std::get<TableState>(a->SaveCheckpoint({false, true, tier_checkpoint}));
+      EXPECT_EQ(full.on_tier, tier_checkpoint);
+      if (tier_checkpoint) {  // the file holds the rows in memory; the tier's checkpoint the rest
+        EXPECT_GT(a->rows_on_disk(), 1000);
+        EXPECT_EQ(full.ids.num_elements(), a->rows_held() - a->rows_on_disk());
+        ASSERT_TRUE(disk_a->Checkpoint(TierCheckpointPath(dir, 0, 9)).ok());
+      }
+      Write(dir, Of(std::move(full), 9, 0));
       touched.clear();
     }
-    if (s > 5 && s % 3 == 2) {  // deltas 1 to 6, three steps each
+    if (s > kFull && s % 3 == 2) {  // deltas 1 to 4, three steps each
       TableState d = std::get<TableState>(a->SaveCheckpoint({true, true}));
       ASSERT_TRUE(d.changes_only);
       // A delta holds the rows its steps changed, not the table.
@@ -114,7 +130,7 @@ TEST_P(CheckpointChainTest, AFullCheckpointAndItsDeltasRestoreWhatAFullOneWould)
         ASSERT_TRUE(touched.count(d.ids.u64()[i])) << d.ids.u64()[i] << " was not updated";
       }
       removed += d.removed_ids.num_elements();
-      Write(dir, Of(std::move(d), 9, static_cast<uint32_t>((s - 5) / 3)));
+      Write(dir, Of(std::move(d), 9, static_cast<uint32_t>((s - kFull) / 3)));
       touched.clear();
     }
   }
@@ -122,9 +138,13 @@ TEST_P(CheckpointChainTest, AFullCheckpointAndItsDeltasRestoreWhatAFullOneWould)
   if (tiered) EXPECT_GT(a->rows_on_disk(), a->rows_held() / 2);
   Result<Checkpoint> chain = LoadCheckpointChain(dir, 0);
   ASSERT_TRUE(chain.ok()) << chain.status().ToString();
-  EXPECT_EQ(chain->meta.delta, 6u);
+  EXPECT_EQ(chain->meta.delta, 4u);
   ASSERT_EQ(chain->tables.size(), 1u);
-  const TableState& merged = chain->tables[0];
+  EXPECT_EQ(chain->tables[0].on_tier, tier_checkpoint);
+  // What --export-npz reads: the chain with the tier's rows it lacks.
+  Checkpoint filled = *chain;
+  ASSERT_TRUE(FillFromTier(dir, 0, &filled).ok());
+  const TableState& merged = filled.tables[0];
   const TableState whole = a->Snapshot();
   EXPECT_FALSE(merged.changes_only);
   EXPECT_EQ(merged.version, whole.version);
@@ -134,8 +154,19 @@ TEST_P(CheckpointChainTest, AFullCheckpointAndItsDeltasRestoreWhatAFullOneWould)
   EXPECT_EQ(0, std::memcmp(merged.admission_counts.raw_data(), whole.admission_counts.raw_data(),
                            whole.admission_counts.byte_size()));
 
-  // Restored from the chain, a partition continues as the one that wrote it.
-  ASSERT_TRUE(b->Restore(merged).ok());
+  // Restored from the chain, a partition continues as the one that wrote it; with the tier's
+  // checkpoint, into a tier opened from it, as a restarted server does.
+  if (tier_checkpoint) {
+    b.reset();
+    disk_b.reset();
+    Result<std::unique_ptr<RowDisk>> from =
+        RowDisk::Open(FreshDir(name + "_b"), 32, 16, TierCheckpointPath(dir, 0, 9));
+    ASSERT_TRUE(from.ok()) << from.status().ToString();
+    disk_b = std::move(*from);
+    b = MakeTiered(TierJob(policy), disk_b.get());
+  }
+  ASSERT_TRUE(b->Restore(chain->tables[0]).ok());
+  EXPECT_EQ(b->rows_held(), a->rows_held());
   for (size_t s = 24; s < steps.size(); ++s) {
     Step(*a, steps[s], static_cast<uint32_t>(s));
     Step(*b, steps[s], static_cast<uint32_t>(s));
@@ -145,8 +176,13 @@ TEST_P(CheckpointChainTest, AFullCheckpointAndItsDeltasRestoreWhatAFullOneWould)
   ExpectSameBits(*a, *b, all);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiers, CheckpointChainTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "rocksdb" : "memory"; });
+INSTANTIATE_TEST_SUITE_P(Tiers, CheckpointChainTest,
+                         ::testing::Values(Rows::kMemory, Rows::kTier, Rows::kTierCheckpoint),
+                         [](const auto& info) {
+                           return info.param == Rows::kMemory ? "memory"
+                                  : info.param == Rows::kTier ? "rocksdb"
+                                                              : "rocksdb_tier_checkpoint";
+                         });
 
 TEST(CheckpointChainFilesTest, APartitionNotTrackingSavesItselfWholeInADelta) {
   auto a = MakeTiered(TierJob(TablePolicy{}), nullptr);

@@ -2,19 +2,23 @@
 // the bits they were written with; a table partition whose memory budget sends most rows to disk
 // has, step after step, the bits of the same partition held whole in memory (values, optimizer
 // state, counts, snapshots, the previous version), under admission and TTL eviction too; and a
-// tiered partition restored from a snapshot continues bit for bit.
+// tiered partition restored from a snapshot continues bit for bit; the tier's own checkpoint
+// holds what each shard had written when they met.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "ps/server/row_disk.h"
 #include "ps/server/server_options.h"
 #include "ps/server/table_rows.h"
+#include "ps/server/tier_checkpoint.h"
 #include "tests/ps/table_test_util.h"
 #include "tests/ps/tier_test_util.h"
 
@@ -125,6 +129,64 @@ TEST(DiskRowsTest, ATierInUseIsNeitherClearedNorSharedByAnotherServer) {
     EXPECT_EQ(row.values[0], 2.0f);
   });
   EXPECT_EQ(seen, 1);  // the first server's tier is untouched
+}
+
+// Partition p's records in `disk`: id -> (first float, update count).
+std::map<uint64_t, std::pair<float, uint32_t>> RecordsOf(RowDisk* disk, uint32_t p) {
+  std::map<uint64_t, std::pair<float, uint32_t>> out;
+  DiskRows rows(disk, 0, p, 1);
+  rows.Scan([&](uint64_t id, const DiskRow& row) { out[id] = {row.values[0], row.updates}; });
+  return out;
+}
+
+// The tier's checkpoint taken where a server's shards meet (TierSnapshot) holds each shard's
+// records as they were when it arrived, however late, and none it wrote once it went on; a tier
+// opened from it starts with them, and what that tier writes leaves the checkpoint as it was.
+TEST(DiskRowsTest, ATierCheckpointHoldsEachShardsRecordsAsTheyWereWhenItArrived) {
+  auto disk = OpenDisk("tier_meet");
+  const std::string kept = FreshDir("tier_meet_checkpoint");
+  TierSnapshot meet(3, disk.get(), kept);
+  std::vector<std::thread> shards;
+  for (uint32_t p = 0; p < 3; ++p) {
+    shards.emplace_back([&, p] {
+      DiskRows rows(disk.get(), 0, p, 1);
+      const float before = static_cast<float>(p), after = 100.0f + static_cast<float>(p);
+      rows.Write({1, 2}, {{&before, 1, 1}, {&before, 1, 1}});
+      std::this_thread::sleep_for(std::chrono::milliseconds(30 * p));  // arriving one by one
+      meet.ArriveAndWait();
+      rows.Write({2, 3}, {{&after, 2, 2}, {&after, 2, 2}}, 1);
+    });
+  }
+  for (std::thread& t : shards) t.join();
+  ASSERT_TRUE(meet.status().ok()) << meet.status().ToString();
+  std::map<uint64_t, std::pair<float, uint32_t>> expected[3];
+  {
+    Result<std::unique_ptr<RowDisk>> read = RowDisk::OpenReadOnly(kept);
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    for (uint32_t p = 0; p < 3; ++p) {
+      expected[p] = {{1, {static_cast<float>(p), 1u}}, {2, {static_cast<float>(p), 1u}}};
+      EXPECT_EQ(RecordsOf(read->get(), p), expected[p]) << "partition " << p;
+      EXPECT_NE(RecordsOf(disk.get(), p), expected[p]);  // the live tier went on
+    }
+  }
+  Result<std::unique_ptr<RowDisk>> from = RowDisk::Open(FreshDir("tier_meet_live"), 32, 16, kept);
+  ASSERT_TRUE(from.ok()) << from.status().ToString();
+  DiskRows rows(from->get(), 0, 0, 1);
+  rows.Recount();
+  EXPECT_EQ(rows.size(), 2);
+  const float v = 7.0f;
+  rows.Write({1, 9}, {{&v, 3, 3}, {&v, 3, 3}}, 1);
+  EXPECT_TRUE((*from)->Checkpoint(FreshDir("tier_meet_flushed")).ok());  // flushed to files too
+  Result<std::unique_ptr<RowDisk>> again = RowDisk::OpenReadOnly(kept);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(RecordsOf(again->get(), 0), expected[0]);
+  // Not a tier checkpoint: refused, naming it.
+  const std::string missing = FreshDir("tier_meet_missing");
+  Result<std::unique_ptr<RowDisk>> none =
+      RowDisk::Open(FreshDir("tier_meet_none"), 32, 16, missing);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find(missing + " is missing"), std::string::npos)
+      << none.status().message();
 }
 
 TEST(TableRowsTest, APartitionMostlyOnDiskHasTheBitsOfOneInMemory) {
