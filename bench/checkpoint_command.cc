@@ -4,6 +4,14 @@
 // a full checkpoint is saved, and after each of --deltas steps touching --touched rows a delta.
 // Each save is timed from the snapshot to the synced file, as a server's Checkpointer does it,
 // and its bytes counted; the restore of the whole chain is timed too.
+//
+// With --table-storage rocksdb the table keeps --table-memory-mb of rows in memory and the rest
+// in a disk tier (ps/server/row_disk.h). Its full checkpoint is then taken both ways, one after
+// the other: copying every row into the file, and as the servers do, the rows in memory into
+// the file and the tier as RocksDB's own checkpoint (ps/server/tier_checkpoint.h), each with
+// its time, bytes and the process's peak RSS while it ran. The chain goes on from the second;
+// its restore opens a tier from the tier checkpoint.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +30,7 @@
 #include "job/placement.h"
 #include "ps/server/checkpoint_chain.h"
 #include "ps/server/table_chunk.h"
+#include "ps/server/tier_checkpoint.h"
 
 namespace po = boost::program_options;
 
@@ -35,6 +44,8 @@ struct CheckpointBenchOptions {
   int deltas = 5;
   std::string optimizer = "adagrad";
   std::string dir;  // empty: a temporary directory, removed at the end
+  std::string storage = "memory";
+  double memory_mb = 64;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -67,21 +78,54 @@ void Update(ps::TableChunk& table, std::vector<uint64_t> ids, int64_t dim) {
 
 struct Save {
   double seconds = 0;
-  uint64_t bytes = 0;
-  int64_t rows = 0;  // rows written
+  uint64_t bytes = 0;       // the file's
+  int64_t rows = 0;         // rows in the file
+  double start_mib = 0;     // the process's RSS before it ran (freed memory trimmed first)
+  double peak_mib = 0;      // and its peak RSS while it ran
+  uint64_t tier_bytes = 0;  // the tier checkpoint's files (hard links, mostly)
 };
 
-// One checkpoint of `table` (`changes`: a delta) as file `delta` of `chain` in `dir`.
-Save SaveOne(ps::TableChunk& table, const std::string& dir, bool changes, uint32_t delta) {
+// This process's RSS in MiB, after handing the heap's free memory back to the kernel, so that
+// what an earlier step freed does not count as the next one's.
+double TrimmedRssMib() {
+  ::malloc_trim(0);
+  return static_cast<double>(ProcStatusKib(::getpid(), "VmRSS").value_or(0)) / 1024.0;
+}
+
+uint64_t DirectoryBytes(const std::string& dir) {
+  uint64_t bytes = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  }
+  return bytes;
+}
+
+// One checkpoint of `table` (`changes`: a delta) as file `delta` of chain 1 in `dir`; with
+// `tier`, a full one keeps that disk tier's own checkpoint beside the file.
+Save SaveOne(ps::TableChunk& table, const std::string& dir, bool changes, uint32_t delta,
+             const ps::RowDisk* tier = nullptr) {
+  const double start_mib = TrimmedRssMib();
+  const bool reset = ResetPeakRss();
   const Clock::time_point start = Clock::now();
   ps::Checkpoint ck;
   ck.meta.num_servers = 1;
   ck.meta.chain = 1;
   ck.meta.delta = delta;
-  ck.tables.push_back(std::get<ps::TableState>(table.SaveCheckpoint({changes, true})));
+  const bool keep_tier = tier != nullptr && !changes;
+  ck.tables.push_back(std::get<ps::TableState>(table.SaveCheckpoint({changes, true, keep_tier})));
+  const std::string tier_path = ps::TierCheckpointPath(dir, 0, 1);
+  if (keep_tier) {
+    std::filesystem::remove_all(tier_path);
+    if (Status s = tier->Checkpoint(tier_path); !s.ok()) throw std::runtime_error(s.ToString());
+  }
   const std::string path = changes ? ps::DeltaPath(dir, 0, delta) : ps::CheckpointPath(dir, 0);
   if (Status s = ps::SaveCheckpoint(path, ck); !s.ok()) throw std::runtime_error(s.ToString());
-  return {Since(start), std::filesystem::file_size(path), ck.tables[0].ids.num_elements()};
+  Save save{Since(start), std::filesystem::file_size(path), ck.tables[0].ids.num_elements()};
+  save.start_mib = start_mib;
+  save.peak_mib =
+      reset ? static_cast<double>(ProcStatusKib(::getpid(), "VmHWM").value_or(0)) / 1024.0 : -1;
+  save.tier_bytes = keep_tier ? DirectoryBytes(tier_path) : 0;
+  return save;
 }
 
 double Median(std::vector<double> v) {
@@ -117,49 +161,112 @@ std::vector<uint64_t> Touched(const CheckpointBenchOptions& o, std::mt19937_64& 
   return ids;
 }
 
+// What the invocation measured.
+struct Figures {
+  Save copy;  // with a tier: the full checkpoint that copies every row into the file
+  Save full, last;
+  double delta_s = 0, delta_bytes = 0, load_s = 0, load_start_mib = 0, load_peak_mib = 0;
+};
+
 // The figures: one JSON object, or text.
-void Report(const CheckpointBenchOptions& o, const Save& full, const Save& last, double delta_s,
-            double delta_bytes, double load_s, double peak_mib, bool json) {
+void Report(const CheckpointBenchOptions& o, const Figures& f, bool tiered, bool json) {
+  const Save& full = f.full;
   if (json) {
-    PrintJson({{"bench", "checkpoint"},
-               {"rows", o.rows},
-               {"dim", o.dim},
-               {"table_optimizer", o.optimizer},
-               {"touched", o.touched},
-               {"full_bytes", full.bytes},
-               {"full_seconds", Rounded(full.seconds, 4)},
-               {"delta_rows", last.rows},
-               {"delta_bytes", Rounded(delta_bytes, 0)},
-               {"delta_seconds", Rounded(delta_s, 5)},
-               {"bytes_ratio", Rounded(delta_bytes / static_cast<double>(full.bytes), 6)},
-               {"seconds_ratio", Rounded(delta_s / full.seconds, 6)},
-               {"full_bytes_per_row", Rounded(static_cast<double>(full.bytes) / full.rows, 2)},
-               {"delta_bytes_per_row", Rounded(delta_bytes / static_cast<double>(last.rows), 2)},
-               {"chain_load_seconds", Rounded(load_s, 3)},
-               {"peak_rss_mib", Rounded(peak_mib, 1)}});
-  } else {
-    std::printf(
-        "full checkpoint of %lld rows: %.1f MB in %.3f s; a delta of %lld rows: %.3f MB in "
-        "%.4f s (median of %d): %.5fx the bytes, %.5fx the time\n",
-        static_cast<long long>(full.rows), static_cast<double>(full.bytes) / 1e6, full.seconds,
-        static_cast<long long>(last.rows), delta_bytes / 1e6, delta_s, o.deltas,
-        delta_bytes / static_cast<double>(full.bytes), delta_s / full.seconds);
-    std::printf("  restoring the full checkpoint and %d deltas took %.2f s; peak RSS %.0f MiB\n",
-                o.deltas, load_s, peak_mib);
+    Json j = {{"bench", "checkpoint"},
+              {"rows", o.rows},
+              {"dim", o.dim},
+              {"table_optimizer", o.optimizer},
+              {"table_storage", o.storage},
+              {"touched", o.touched},
+              {"full_bytes", full.bytes},
+              {"full_seconds", Rounded(full.seconds, 4)},
+              {"full_start_rss_mib", Rounded(full.start_mib, 1)},
+              {"full_peak_rss_mib", Rounded(full.peak_mib, 1)},
+              {"delta_rows", f.last.rows},
+              {"delta_bytes", Rounded(f.delta_bytes, 0)},
+              {"delta_seconds", Rounded(f.delta_s, 5)},
+              {"bytes_ratio", Rounded(f.delta_bytes / static_cast<double>(full.bytes), 6)},
+              {"seconds_ratio", Rounded(f.delta_s / full.seconds, 6)},
+              {"full_bytes_per_row", Rounded(static_cast<double>(full.bytes) / full.rows, 2)},
+              {"delta_bytes_per_row", Rounded(f.delta_bytes / static_cast<double>(f.last.rows), 2)},
+              {"chain_load_seconds", Rounded(f.load_s, 3)},
+              {"load_start_rss_mib", Rounded(f.load_start_mib, 1)},
+              {"peak_rss_mib", Rounded(f.load_peak_mib, 1)}};
+    if (tiered) {
+      j["memory_mb"] = o.memory_mb;
+      j["full_rows_in_file"] = full.rows;
+      j["tier_checkpoint_bytes"] = full.tier_bytes;
+      j["copy_full_bytes"] = f.copy.bytes;
+      j["copy_full_seconds"] = Rounded(f.copy.seconds, 4);
+      j["copy_full_start_rss_mib"] = Rounded(f.copy.start_mib, 1);
+      j["copy_full_peak_rss_mib"] = Rounded(f.copy.peak_mib, 1);
+      j["full_seconds_vs_copy"] = Rounded(full.seconds / f.copy.seconds, 5);
+    }
+    PrintJson(j);
+    return;
   }
+  if (tiered) {
+    std::printf(
+        "full checkpoint copying the tier's rows: %lld rows, %.1f MB in %.3f s, RSS %.0f -> peak "
+        "%.0f MiB\nfull checkpoint keeping the tier's own checkpoint: %lld rows in memory, %.1f "
+        "MB in %.3f s (the tier: %.1f MB of hard-linked files), RSS %.0f -> peak %.0f MiB: %.5fx "
+        "the time\n",
+        static_cast<long long>(f.copy.rows), static_cast<double>(f.copy.bytes) / 1e6,
+        f.copy.seconds, f.copy.start_mib, f.copy.peak_mib, static_cast<long long>(full.rows),
+        static_cast<double>(full.bytes) / 1e6, full.seconds,
+        static_cast<double>(full.tier_bytes) / 1e6, full.start_mib, full.peak_mib,
+        full.seconds / f.copy.seconds);
+  }
+  std::printf(
+      "full checkpoint of %lld rows: %.1f MB in %.3f s; a delta of %lld rows: %.3f MB in "
+      "%.4f s (median of %d): %.5fx the bytes, %.5fx the time\n",
+      static_cast<long long>(full.rows), static_cast<double>(full.bytes) / 1e6, full.seconds,
+      static_cast<long long>(f.last.rows), f.delta_bytes / 1e6, f.delta_s, o.deltas,
+      f.delta_bytes / static_cast<double>(full.bytes), f.delta_s / full.seconds);
+  std::printf(
+      "  restoring the full checkpoint and %d deltas took %.2f s; RSS %.0f -> peak %.0f "
+      "MiB\n",
+      o.deltas, f.load_s, f.load_start_mib, f.load_peak_mib);
+}
+
+// Loads the chain in `dir` and restores a table partition from it (with `tiered`, over a tier
+// opened from the chain's tier checkpoint), as a restarted server does; it must hold `rows`.
+double Restore(const std::string& dir, const ps::ChunkSpec& spec, const ps::VariableSpec& var,
+               const ps::JobConfig& job, bool tiered, int64_t rows) {
+  const Clock::time_point load = Clock::now();
+  Result<ps::Checkpoint> chain = ps::LoadCheckpointChain(dir, 0);
+  if (!chain.ok()) throw std::runtime_error(chain.status().ToString());
+  std::unique_ptr<ps::RowDisk> disk;
+  if (tiered) {
+    auto opened =
+        ps::RowDisk::Open(dir + "/restored-tier", 32, 16, ps::TierToRestore(&*chain, dir, 0));
+    if (!opened.ok()) throw std::runtime_error(opened.status().ToString());
+    disk = std::move(*opened);
+  }
+  ps::TableChunk table(spec, var, job, nullptr, disk.get());
+  if (Status s = table.Restore(chain->tables[0]); !s.ok()) throw std::runtime_error(s.ToString());
+  if (table.rows_held() != rows) {
+    throw std::runtime_error("the restored table holds " + std::to_string(table.rows_held()) +
+                             " rows, not " + std::to_string(rows));
+  }
+  return Since(load);
 }
 
 int Run(const CheckpointBenchOptions& o, bool json) {
   Result<ps::TableOptimizerKind> kind = ps::kTableOptimizerKinds.Parse(o.optimizer);
-  if (!kind.ok()) {
-    std::cerr << "towerps-bench checkpoint: " << kind.status().message() << "\n";
+  Result<ps::TableStorage> storage = ps::kTableStorages.Parse(o.storage);
+  for (const Status& s : {kind.status(), storage.status()}) {
+    if (s.ok()) continue;
+    std::cerr << "towerps-bench checkpoint: " << s.message() << "\n";
     return 2;
   }
-  if (o.rows < 1 || o.dim < 1 || o.touched < 1 || o.touched > o.rows || o.deltas < 1) {
+  if (o.rows < 1 || o.dim < 1 || o.touched < 1 || o.touched > o.rows || o.deltas < 1 ||
+      !(o.memory_mb > 0)) {
     std::cerr << "towerps-bench checkpoint: --rows, --dim, --touched and --deltas must be >= 1, "
-                 "and --touched at most --rows\n";
+                 "--touched at most --rows, and --table-memory-mb positive\n";
     return 2;
   }
+  const bool tiered = *storage == ps::TableStorage::kRocksdb;
   const bool temporary = o.dir.empty();
   const std::string dir = temporary ? (std::filesystem::temp_directory_path() /
                                        ("towerps_checkpoint_bench_" + std::to_string(::getpid())))
@@ -170,40 +277,54 @@ int Run(const CheckpointBenchOptions& o, bool json) {
   job.workers = 1;
   job.servers = 1;
   job.table_optimizer.kind = *kind;
+  job.table_policies.defaults.storage = *storage;
+  job.table_policies.defaults.memory_mb = o.memory_mb;
+  std::unique_ptr<ps::RowDisk> disk;
+  if (tiered) {
+    Result<std::unique_ptr<ps::RowDisk>> opened = ps::RowDisk::Open(dir + "/tier");
+    if (!opened.ok()) throw std::runtime_error(opened.status().ToString());
+    disk = std::move(*opened);
+  }
   const ps::VariableSpec var = ps::TableVariable("emb", 0, o.dim, 0.01f);
   Result<ps::ChunkPlacement> placement =
       ps::ChunkPlacement::Compute({var}, job.servers, job.partition_bytes);
-  ps::TableChunk table(placement->chunks()[0], var, job);
+  const ps::ChunkSpec& spec = placement->chunks()[0];
+  ps::TableChunk table(spec, var, job, nullptr, disk.get());
 
   Fill(table, o);
 
-  const Save full = SaveOne(table, dir, false, 0);
-  std::cerr << "full checkpoint: " << full.rows << " rows, " << full.bytes << " bytes, "
-            << full.seconds << " s\n";
+  Figures f;
+  f.full = SaveOne(table, dir, false, 0, disk.get());
+  std::cerr << "full checkpoint: " << f.full.rows << " rows, " << f.full.bytes << " bytes, "
+            << f.full.seconds << " s\n";
+  if (tiered) {  // the way before: in a directory of its own, the chain going on from the above
+    std::filesystem::create_directories(dir + "/copy");
+    f.copy = SaveOne(table, dir + "/copy", false, 0);
+    std::cerr << "full checkpoint copying the tier: " << f.copy.rows << " rows, " << f.copy.bytes
+              << " bytes, " << f.copy.seconds << " s\n";
+  }
   std::mt19937_64 rng(7);
   std::vector<double> seconds, bytes;
-  Save last;
   for (int d = 1; d <= o.deltas; ++d) {
     std::vector<uint64_t> ids = Touched(o, rng);
     Update(table, std::move(ids), o.dim);
-    last = SaveOne(table, dir, true, static_cast<uint32_t>(d));
-    seconds.push_back(last.seconds);
-    bytes.push_back(static_cast<double>(last.bytes));
-    std::cerr << "delta " << d << ": " << last.rows << " rows, " << last.bytes << " bytes, "
-              << last.seconds << " s\n";
+    f.last = SaveOne(table, dir, true, static_cast<uint32_t>(d));
+    seconds.push_back(f.last.seconds);
+    bytes.push_back(static_cast<double>(f.last.bytes));
+    std::cerr << "delta " << d << ": " << f.last.rows << " rows, " << f.last.bytes << " bytes, "
+              << f.last.seconds << " s\n";
   }
-  const Clock::time_point load = Clock::now();
-  Result<ps::Checkpoint> chain = ps::LoadCheckpointChain(dir, 0);
-  const double load_s = Since(load);
-  if (!chain.ok()) {
-    std::cerr << chain.status().ToString() << "\n";
-    return 1;
-  }
-  const double peak_mib =
-      static_cast<double>(ProcStatusKib(::getpid(), "VmHWM").value_or(0)) / 1024.0;
+  f.delta_s = Median(seconds);
+  f.delta_bytes = Median(bytes);
+  f.load_start_mib = TrimmedRssMib();
+  const bool reset = ResetPeakRss();
+  f.load_s = Restore(dir, spec, var, job, tiered, table.rows_held());
+  f.load_peak_mib =
+      reset ? static_cast<double>(ProcStatusKib(::getpid(), "VmHWM").value_or(0)) / 1024.0 : -1;
+  disk.reset();
   if (temporary) std::filesystem::remove_all(dir);
 
-  Report(o, full, last, Median(seconds), Median(bytes), load_s, peak_mib, json);
+  Report(o, f, tiered, json);
   return 0;
 }
 
@@ -221,6 +342,10 @@ int RunCheckpointCommand(int argc, char** argv) {
       "deltas", po::value(&o.deltas)->default_value(o.deltas), "deltas to time (the median)")(
       "table-optimizer", po::value(&o.optimizer)->default_value(o.optimizer),
       "the rows' optimizer (its state is checkpointed too): sgd, momentum, adagrad, adam, ftrl")(
+      "table-storage", po::value(&o.storage)->default_value(o.storage),
+      "where the rows live: memory, or rocksdb (a disk tier beyond --table-memory-mb)")(
+      "table-memory-mb", po::value(&o.memory_mb)->default_value(o.memory_mb),
+      "with rocksdb: the rows' memory budget")(
       "dir", po::value(&o.dir),
       "where the files go (default: a temporary directory, removed at the end)")(
       "json", po::bool_switch(&json), "print one JSON object");

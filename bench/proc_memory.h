@@ -1,7 +1,7 @@
 // A process's memory and CPU time as Linux accounts them: a field of /proc/<pid>/status in KiB
 // ("VmRSS", the resident set now; "VmHWM", its peak), and the CPU seconds of every thread of it
 // so far (user and system, /proc/<pid>/stat). For the benchmarks that report memory and CPU
-// (soak, sparse).
+// (soak, sparse, checkpoint).
 //
 // Contract: free functions; nullopt when the process is gone or has no such field.
 #ifndef TOWERPS_BENCH_PROC_MEMORY_H_
@@ -39,6 +39,15 @@ inline std::optional<double> ProcCpuSeconds(int pid) {
   }
   if (!fields) return std::nullopt;
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Resets this process's peak resident set (VmHWM) to its resident set now, so that a later
+// VmHWM is the peak of what ran since. False where the kernel does not allow it.
+inline bool ResetPeakRss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
 }
 
 }  // namespace towerps::bench

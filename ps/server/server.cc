@@ -31,8 +31,8 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   std::unique_ptr<Server> server(new Server(std::move(options)));
   const ServerOptions& o = server->options_;
   TOWERPS_ASSIGN_OR_RETURN(std::optional<Checkpoint> ck, server->checkpoints_.Find());
-  TOWERPS_RETURN_IF_ERROR(
-      server->shards_.OpenDisk(o.TierDir(), o.job, TierToRestore(ck, o.checkpoint_dir, o.rank)));
+  TOWERPS_RETURN_IF_ERROR(server->shards_.OpenDisk(
+      o.TierDir(), o.job, TierToRestore(ck ? &*ck : nullptr, o.checkpoint_dir, o.rank)));
   server->checkpoints_.set_disk(server->shards_.disk());
   TOWERPS_ASSIGN_OR_RETURN(server->transport_, Transport::Create(o.transport));
   TOWERPS_ASSIGN_OR_RETURN(server->socket_,

@@ -281,8 +281,10 @@ void TableRows::Load(const TableState& s) {
   over_tier_ = disk_ && s.on_tier;
   if (over_tier_) {  // the tier was opened from the checkpoint's (ps/server/row_disk.h)
     disk_->Recount();
-    const int64_t r = s.removed_ids.defined() ? s.removed_ids.num_elements() : 0;
-    std::vector<uint64_t> removed(s.removed_ids.u64(), s.removed_ids.u64() + r), gone;
+    std::vector<uint64_t> removed, gone;
+    if (s.removed_ids.defined() && s.removed_ids.num_elements() > 0) {
+      removed.assign(s.removed_ids.u64(), s.removed_ids.u64() + s.removed_ids.num_elements());
+    }
     OnDisk(removed, [&gone](uint64_t id) { gone.push_back(id); });
     disk_->Erase(gone);
   } else if (disk_) {

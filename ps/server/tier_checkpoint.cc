@@ -75,7 +75,7 @@ Status RemoveTierCheckpoints(const std::string& dir, int rank, uint64_t keep) {
   return Status::Ok();
 }
 
-std::string TierToRestore(const std::optional<Checkpoint>& ck, const std::string& dir, int rank) {
+std::string TierToRestore(const Checkpoint* ck, const std::string& dir, int rank) {
   const bool on_tier = ck && std::any_of(ck->tables.begin(), ck->tables.end(),
                                          [](const TableState& t) { return t.on_tier; });
   return on_tier ? TierCheckpointPath(dir, rank, ck->meta.chain) : "";

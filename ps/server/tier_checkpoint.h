@@ -33,7 +33,6 @@
 #include <barrier>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "ps/server/checkpoint.h"
@@ -45,9 +44,9 @@ namespace towerps::ps {
 std::string TierCheckpointPath(const std::string& dir, int rank, uint64_t chain);
 Status RemoveTierCheckpoints(const std::string& dir, int rank, uint64_t keep);
 Status FillFromTier(const std::string& dir, int rank, Checkpoint* ck);
-// The tier checkpoint a server restoring `ck` (server `rank`'s, in `dir`) opens its tier from:
-// its chain's, when a table partition in it is kept on the tier; else "" (a fresh tier).
-std::string TierToRestore(const std::optional<Checkpoint>& ck, const std::string& dir, int rank);
+// The tier checkpoint a server restoring `ck` (server `rank`'s, in `dir`; null: none) opens its
+// tier from: its chain's, when a table partition in it is kept on the tier; else "" (fresh).
+std::string TierToRestore(const Checkpoint* ck, const std::string& dir, int rank);
 
 class TierSnapshot {
  public:

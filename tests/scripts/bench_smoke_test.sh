@@ -55,4 +55,11 @@ ck="$("$bench" checkpoint --rows 50000 --touched 200 --deltas 2 --json 2>/dev/nu
 awk -v r="$(field "$ck" bytes_ratio)" 'BEGIN { exit !(r > 0.003 && r < 0.006) }' ||
   fail "checkpoint: a delta's bytes are not those of its rows (0.004 of the table's): $ck"
 "$bench" checkpoint --touched 0 >/dev/null 2>&1 && fail "checkpoint --touched 0 was accepted"
+# With a disk tier, the full checkpoint's file holds the rows in memory only (the tier is kept as
+# RocksDB's checkpoint), and the chain restores every row (the bench fails otherwise).
+ck="$("$bench" checkpoint --rows 50000 --touched 200 --deltas 2 --table-storage rocksdb \
+  --table-memory-mb 1 --json 2>/dev/null)" || fail "checkpoint with a tier failed"
+rows_in_file="$(field "$ck" full_rows_in_file)"
+[ "${rows_in_file:-50000}" -lt 20000 ] || fail "checkpoint: the tier's rows were copied: $ck"
+"$bench" checkpoint --table-storage disk >/dev/null 2>&1 && fail "--table-storage disk was accepted"
 echo "bench_smoke_test: OK"
