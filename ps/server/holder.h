@@ -70,6 +70,9 @@ class Holder {
   // thenPull, the selection pulled after it into `next`.
   virtual Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
                                         PullAsk* next) const = 0;
+  // A hint, before the push is handed on: `next` (its thenPull) will be asked for once the push
+  // is applied, so a holder may start reading it (a table's rows on disk: TableRows::Prefetch).
+  virtual void Prefetch(const PullAsk& /*next*/) {}
   // Hands a contribution read by ReadPush to the mode's rule (see Chunk::Push).
   virtual Result<PushOutcome> Push(Contribution c, ShardCounters* counters, bool replace) = 0;
   // Sets `reply`'s version and adds the values `ask` selects: the current ones, or for an exact

@@ -163,7 +163,36 @@ RowDisk::RowDisk(std::string dir, std::unique_ptr<rocksdb::DB> db)
     : dir_(std::move(dir)), db_(std::move(db)) {}
 
 RowDisk::~RowDisk() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (reader_.joinable()) reader_.join();
   if (db_) db_->Close().PermitUncheckedError();
+}
+
+void RowDisk::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+    if (!reader_.joinable()) reader_ = std::thread([this] { ReaderLoop(); });
+  }
+  wake_.notify_one();
+}
+
+void RowDisk::ReaderLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, with every task done
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
 }
 
 uint64_t RowDisk::bytes_on_disk() const {
@@ -215,6 +244,14 @@ DiskRow DiskRows::Decode(const char* data, size_t size, std::vector<float>* valu
 void DiskRows::Read(const uint64_t* ids, size_t n,
                     const std::function<void(size_t, const DiskRow&)>& found, bool serving) const {
   if (n == 0 || size_ == 0) return;
+  const size_t hits = Fetch(ids, n, found);
+  counts_.reads += static_cast<int64_t>(n);
+  if (serving) counts_.hits += static_cast<int64_t>(hits);
+}
+
+size_t DiskRows::Fetch(const uint64_t* ids, size_t n,
+                       const std::function<void(size_t, const DiskRow&)>& found) const {
+  if (n == 0) return 0;
   std::vector<std::string> keys(n);
   std::vector<rocksdb::Slice> slices(n);
   for (size_t i = 0; i < n; ++i) {
@@ -228,15 +265,14 @@ void DiskRows::Read(const uint64_t* ids, size_t n,
   db->MultiGet(rocksdb::ReadOptions(), db->DefaultColumnFamily(), n, slices.data(), values.data(),
                statuses.data(), sorted);
   std::vector<float> buffer;
-  uint64_t hits = 0;
+  size_t hits = 0;
   for (size_t i = 0; i < n; ++i) {
     if (statuses[i].IsNotFound()) continue;
     if (!statuses[i].ok()) disk_->Fail("read a row", statuses[i].ToString());
     ++hits;
     found(i, Decode(values[i].data(), values[i].size(), &buffer));
   }
-  counts_.reads += static_cast<int64_t>(n);
-  if (serving) counts_.hits += static_cast<int64_t>(hits);
+  return hits;
 }
 
 void DiskRows::Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows,

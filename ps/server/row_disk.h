@@ -22,15 +22,21 @@
 // reports the server's exit and the job stops, to be resumed from its checkpoint once there is
 // space.
 //
-// Contract: RowDisk is thread-safe (RocksDB is); a DiskRows is owned and used by one partition's
-// thread, and the rows it counts are exactly those it wrote and did not erase.
+// Contract: RowDisk is thread-safe (RocksDB is); its reader thread runs the tasks posted to it
+// (Post: the partitions' prefetches, which only read) in order, and is joined, its tasks done,
+// before the tier closes. A DiskRows is owned and used by one partition's thread, but for Fetch,
+// which any thread may call; the rows it counts are exactly those it wrote and did not erase.
 #ifndef TOWERPS_PS_SERVER_ROW_DISK_H_
 #define TOWERPS_PS_SERVER_ROW_DISK_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "towerps/result.h"
@@ -68,11 +74,20 @@ class RowDisk {
   Status Checkpoint(const std::string& dir) const;
   // Ends the process, naming the directory, the operation and RocksDB's error (see above).
   [[noreturn]] void Fail(const char* what, const std::string& error) const;
+  // Runs `task` on the tier's reader thread (started by the first), after those posted before.
+  void Post(std::function<void()> task);
 
  private:
   RowDisk(std::string dir, std::unique_ptr<rocksdb::DB> db);
+  void ReaderLoop();
+
   const std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mu_, as stop_
+  bool stop_ = false;
+  std::thread reader_;
 };
 
 // A row as the disk holds it: `stride` floats, its update count and last update's version.
@@ -100,6 +115,12 @@ class DiskRows {
   void Read(const uint64_t* ids, size_t n,
             const std::function<void(size_t i, const DiskRow& row)>& found,
             bool serving = true) const;
+  // Read on any thread: counts nothing (the partition's thread counts the reads: Counted) and
+  // does not ask size(). Returns how many were found.
+  size_t Fetch(const uint64_t* ids, size_t n,
+               const std::function<void(size_t i, const DiskRow& row)>& found) const;
+  void Counted(int64_t reads) const { counts_.reads += reads; }
+  RowDisk* disk() const { return disk_; }
   // Writes rows in one batch; `replacing` of them are on disk already (their records are
   // overwritten), the others not.
   void Write(const std::vector<uint64_t>& ids, const std::vector<DiskRow>& rows,

@@ -173,6 +173,7 @@ bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
     outbox_.Push(ErrorReply(msg, c.status()));
     return false;
   }
+  if (h.getThenPull()) holder.Prefetch(next);  // read meanwhile what the pull will want
   // Async/SSP: forwarded first, so that the backup applies it while this holder does. The
   // backup runs the same code on the same state: it drops or refuses exactly what this one
   // does. Sync forwards each step's sums instead (the step hook, Add).

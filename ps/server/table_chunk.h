@@ -117,6 +117,11 @@ class TableChunk final : public Holder, private UpdateTarget {
   // A push request's ids, rows and counts (table_requests.h), and with thenPull the ids next.
   Result<Contribution> ReadPush(const IncomingMessage& request, int worker,
                                 PullAsk* next) const override;
+  void Prefetch(const PullAsk& next) override {
+    if (rows_.tiered() && next.ids.defined() && next.ids.num_elements() > 0) {
+      rows_.Prefetch(next.ids.u64(), static_cast<size_t>(next.ids.num_elements()));
+    }
+  }
 
   // Sync, replicated (--ps-replicas 2): called with (step, {the ids its update changes, their
   // summed gradient rows}, how many gradients were summed) before the update is applied from

@@ -34,6 +34,10 @@ TableRows::TableRows(int64_t stride, std::unique_ptr<DiskRows> disk, int64_t mem
       memory_rows_(std::max<int64_t>(1, memory_rows)),
       order_(order) {}
 
+TableRows::~TableRows() {
+  for (const auto& f : prefetches_) f->ready.wait();  // the reader thread reads into them
+}
+
 TableRows TableRows::ForTable(const TablePolicy& policy, const ChunkSpec& spec, int64_t partitions,
                               int64_t stride, RowDisk* disk) {
   if (policy.storage != TableStorage::kRocksdb) {
@@ -92,6 +96,7 @@ void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
   if (disk_->size() == 0) return;
   const size_t most = std::max<size_t>(4096, static_cast<size_t>(memory_rows_ / 8));
   if (recent_.size() >= most) ForgetRecent();
+  Collect();
   std::vector<uint64_t> misses;
   std::vector<size_t> where;
   for (size_t i = 0; i < n; ++i) {
@@ -127,6 +132,47 @@ void TableRows::ForgetRecent() const {
   recent_values_.clear();
 }
 
+void TableRows::Prefetch(const uint64_t* ids, size_t n) {
+  if (!disk_ || disk_->size() == 0) return;
+  auto f = std::make_shared<Fetched>();
+  for (size_t i = 0; i < n; ++i) {
+    if (memory_.Find(ids[i]) < 0 && recent_.count(ids[i]) == 0) f->ids.push_back(ids[i]);
+  }
+  if (f->ids.empty()) return;
+  f->ready = f->done.get_future();
+  prefetches_.push_back(f);
+  const DiskRows* rows = disk_.get();
+  disk_->disk()->Post([f, rows] {
+    f->rows.assign(f->ids.size(), Recent{-1, 0, 0});
+    rows->Fetch(f->ids.data(), f->ids.size(), [&](size_t i, const DiskRow& row) {
+      f->rows[i] = {static_cast<int64_t>(f->values.size()), row.updates, row.last_update};
+      f->values.insert(f->values.end(), row.values, row.values + rows->stride());
+    });
+    f->done.set_value();
+  });
+}
+
+void TableRows::Collect() const {
+  const size_t most = std::max<size_t>(4096, static_cast<size_t>(memory_rows_ / 8));
+  const int64_t stride = memory_.stride();
+  for (const auto& f : prefetches_) {
+    f->ready.wait();
+    disk_->Counted(static_cast<int64_t>(f->ids.size()));
+    for (size_t i = 0; i < f->ids.size() && recent_.size() < most; ++i) {
+      if (touched_.count(f->ids[i]) != 0 || recent_.count(f->ids[i]) != 0) continue;
+      Recent r = f->rows[i];
+      if (r.offset >= 0) {
+        const float* values = f->values.data() + r.offset;
+        r.offset = static_cast<int64_t>(recent_values_.size());
+        recent_values_.insert(recent_values_.end(), values, values + stride);
+      }
+      recent_[f->ids[i]] = r;
+    }
+  }
+  prefetches_.clear();
+  touched_.clear();
+}
+
 void TableRows::Report(TableCounters& c) const {
   if (!disk_) return;
   const DiskCounts& disk = disk_->counts();
@@ -139,7 +185,9 @@ void TableRows::Report(TableCounters& c) const {
 
 void TableRows::EraseEvictedCopies() {
   if (evicted_copies_.empty()) return;
-  disk_->Erase(std::vector<uint64_t>(evicted_copies_.begin(), evicted_copies_.end()));
+  const std::vector<uint64_t> ids(evicted_copies_.begin(), evicted_copies_.end());
+  Touch(ids);
+  disk_->Erase(ids);
   evicted_copies_.clear();
 }
 
@@ -158,6 +206,7 @@ void TableRows::Spill() {
     rows.push_back({memory_.row(r), memory_.updates(r), memory_.last_update(r)});
     replacing += static_cast<int64_t>(copies_.erase(memory_.id(r)));
   }
+  Touch(ids);
   disk_->Write(ids, rows, replacing);  // before any removal moves a row
   for (uint64_t id : ids) memory_.Remove(memory_.Find(id));
 }
@@ -184,6 +233,7 @@ int64_t TableRows::ExpireOnDisk(const std::vector<std::pair<uint64_t, int64_t>>&
   // A candidate named twice (by two lists that expire together) is on disk once.
   std::sort(expired.begin(), expired.end());
   expired.erase(std::unique(expired.begin(), expired.end()), expired.end());
+  Touch(expired);
   disk_->Erase(expired);
   return static_cast<int64_t>(expired.size());
 }
@@ -274,6 +324,7 @@ void TableRows::SaveChanges(TableState* s) const {
 
 void TableRows::Load(const TableState& s) {
   TrackChanges(false);
+  Collect();  // the prefetches end, and all they read goes with recent_
   ForgetRecent();
   copies_.clear();
   evicted_copies_.clear();

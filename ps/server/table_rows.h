@@ -19,6 +19,9 @@
 // disk (recent_, below) and RocksDB's cache and memtables come on top. Without a disk tier
 // there is no budget.
 //
+// A push's next pull may be read ahead (Prefetch) on the tier's reader thread while the update
+// runs; a lookup never sees a row as it was before that update changed it on disk.
+//
 // For incremental checkpoints (ps/server/checkpoint_chain.h), while tracking is on, the ids of
 // the rows an update changed or an eviction removed are kept (ChangedIds) until the next
 // checkpoint's save; a restore (Load of a state) stops tracking, since what changed since the
@@ -30,6 +33,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -60,6 +64,7 @@ class TableRows {
   // `disk`: the partition's disk tier, or null (memory only; `memory_rows` is then ignored).
   TableRows(int64_t stride, std::unique_ptr<DiskRows> disk, int64_t memory_rows,
             EvictionOrder order);
+  ~TableRows();  // waits for its prefetches
 
   // The rows of a partition (`spec`) of a table with `policy`, whose server holds `partitions`
   // of the table's partitions, each row `stride` floats. `disk`: the server's tier, which
@@ -92,6 +97,11 @@ class TableRows {
                   const std::function<void(size_t i, const DiskRow& row)>& found) const;
   // After an update: the coldest rows over the budget go to disk.
   void Spill();
+  // A lookup of `ids` comes after the update that runs next (a push's thenPull): the rows of them
+  // that memory and the recent reads lack are read meanwhile on the tier's reader thread
+  // (RowDisk::Post). The next lookup takes what was read (Collect) but the rows the disk changed
+  // since (touched_: written or erased while a prefetch was out), which it asks the disk again.
+  void Prefetch(const uint64_t* ids, size_t n);
   // Of `candidates` (ids memory lacks, each with the version a TTL list names it at), those on
   // disk whose last update is that version, which `before` sees, then erased: TTL eviction of
   // rows on disk. Returns how many went.
@@ -162,6 +172,22 @@ class TableRows {
   mutable std::vector<float> recent_values_;
   mutable int64_t recent_hits_ = 0;  // rows on disk served from recent_
   void ForgetRecent() const;
+  // Prefetched rows, filled on the reader thread until `ready`.
+  struct Fetched {
+    std::vector<uint64_t> ids;
+    std::vector<Recent> rows;  // offsets into `values`, or -1: not on disk
+    std::vector<float> values;
+    std::promise<void> done;
+    std::future<void> ready;
+  };
+  mutable std::vector<std::shared_ptr<Fetched>> prefetches_;
+  mutable std::unordered_set<uint64_t> touched_;
+  // Puts what the prefetches read into recent_ (waiting for them), but the touched rows.
+  void Collect() const;
+  // The disk changed `ids`: what a prefetch out now read of them is stale.
+  void Touch(const std::vector<uint64_t>& ids) {
+    if (!prefetches_.empty()) touched_.insert(ids.begin(), ids.end());
+  }
   // Add's rows bound for disk, written by Flush; over_tier_: while Load adds rows to a tier
   // that holds a checkpoint's records, some of which they replace.
   bool over_tier_ = false;

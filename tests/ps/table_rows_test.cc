@@ -3,7 +3,8 @@
 // has, step after step, the bits of the same partition held whole in memory (values, optimizer
 // state, counts, snapshots, the previous version), under admission and TTL eviction too; and a
 // tiered partition restored from a snapshot continues bit for bit; the tier's own checkpoint
-// holds what each shard had written when they met.
+// holds what each shard had written when they met; a lookup prefetched while an update runs
+// reads what one in memory does.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -222,6 +223,36 @@ TEST(TableRowsTest, APartitionMostlyOnDiskHasTheBitsOfOneInMemory) {
   EXPECT_EQ(a->policy_counts().evicted_ttl, reference->policy_counts().evicted_ttl);
   EXPECT_GT(a->policy_counts().evicted_ttl, 0);
   EXPECT_EQ(a->policy_counts().admitted, reference->policy_counts().admitted);
+}
+
+// A lookup whose rows were prefetched before the update ahead of it (a push's thenPull:
+// TableRows::Prefetch, on the tier's reader thread) reads what the same lookup of a partition in
+// memory reads, though that update loaded, spilled and expired rows of it meanwhile.
+TEST(TableRowsTest, APrefetchedLookupReadsWhatTheUpdateBeforeItLeft) {
+  TablePolicy memory;
+  memory.admission_min_count = 2;
+  memory.ttl_steps = 4;
+  TablePolicy tiered = memory;
+  tiered.storage = TableStorage::kRocksdb;
+  tiered.memory_mb = 0.5;
+  auto disk = OpenDisk("prefetch");
+  ASSERT_NE(disk, nullptr);
+  auto a = MakeTiered(TierJob(tiered), disk.get());
+  auto reference = MakeTiered(TierJob(memory), nullptr);
+  const auto steps = Steps(30, 3, 2500, 8000);
+  for (size_t s = 0; s + 1 < steps.size(); ++s) {
+    // The next step's pull rides on this step's push: its rows are read while this one applies.
+    a->Prefetch(PullAsk{.ids = Ids(steps[s + 1])});
+    Step(*a, steps[s], static_cast<uint32_t>(s));
+    Step(*reference, steps[s], static_cast<uint32_t>(s));
+    const std::vector<float> got = testing::Read(*a, steps[s + 1]);
+    const std::vector<float> want = testing::Read(*reference, steps[s + 1]);
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_TRUE(SameBits(got.data(), want.data(), static_cast<int64_t>(got.size())))
+        << "step " << s;
+  }
+  EXPECT_GT(a->rows_on_disk(), a->rows_held() / 2);
+  EXPECT_GT(a->policy_counts().evicted_ttl, 0);
 }
 
 TEST(TableRowsTest, ARestoredTieredPartitionContinuesBitForBit) {
