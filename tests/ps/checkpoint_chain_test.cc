@@ -26,6 +26,7 @@ using testing::ExpectSameBits;
 using testing::FreshDir;
 using testing::MakeTiered;
 using testing::OpenDisk;
+using testing::RowsById;
 using testing::Step;
 using testing::Steps;
 using testing::TierJob;
@@ -59,22 +60,6 @@ void Write(const std::string& dir, const Checkpoint& ck) {
   const std::string path =
       ck.meta.delta == 0 ? CheckpointPath(dir, 0) : DeltaPath(dir, 0, ck.meta.delta);
   ASSERT_TRUE(SaveCheckpoint(path, ck).ok()) << path;
-}
-
-// Row i of `s` by id, with its count, last update and floats: order-free comparison.
-std::map<uint64_t, std::vector<uint64_t>> RowsById(const TableState& s) {
-  std::map<uint64_t, std::vector<uint64_t>> out;
-  const int64_t stride = (1 + s.slots) * s.dim;
-  for (int64_t i = 0; i < s.ids.num_elements(); ++i) {
-    std::vector<uint64_t> v = {s.row_updates.u32()[i], s.row_last_update.u64()[i]};
-    for (int64_t j = 0; j < stride; ++j) {
-      uint32_t bits = 0;
-      std::memcpy(&bits, s.rows.f32() + i * stride + j, 4);
-      v.push_back(bits);
-    }
-    out[s.ids.u64()[i]] = std::move(v);
-  }
-  return out;
 }
 
 // Where the table's rows live, and whether its full checkpoint keeps the tier's checkpoint

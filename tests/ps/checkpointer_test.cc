@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 using testing::FreshDir;
 using testing::MakeTiered;
 using testing::OpenDisk;
+using testing::RowsById;
 using testing::Step;
 using testing::Steps;
 using testing::TierJob;
@@ -36,19 +37,6 @@ std::vector<std::string> Named(const std::string& dir, const std::string& prefix
     if (name.rfind(prefix, 0) == 0) out.push_back(name);
   }
   std::sort(out.begin(), out.end());
-  return out;
-}
-
-// Each row's id with its update count and bits: an order-free picture of a state.
-std::map<uint64_t, std::vector<uint32_t>> Rows(const TableState& s) {
-  std::map<uint64_t, std::vector<uint32_t>> out;
-  const int64_t stride = (1 + s.slots) * s.dim;
-  for (int64_t i = 0; i < s.ids.num_elements(); ++i) {
-    std::vector<uint32_t> v(static_cast<size_t>(stride) + 1);
-    v[0] = s.row_updates.u32()[i];
-    std::memcpy(v.data() + 1, s.rows.f32() + i * stride, static_cast<size_t>(stride) * 4);
-    out[s.ids.u64()[i]] = std::move(v);
-  }
   return out;
 }
 
@@ -109,7 +97,7 @@ TEST(CheckpointerTest, AFailedWriteMakesTheNextCheckpointFullAndTheTierKeepsOneC
   EXPECT_TRUE(chain->tables[0].on_tier);
   EXPECT_EQ(fs::path(TierToRestore(&*chain, dir, 0)).filename().string(), tiers[0]);
   ASSERT_TRUE(FillFromTier(dir, 0, &*chain).ok());
-  EXPECT_EQ(Rows(chain->tables[0]), Rows(table.Snapshot()));
+  EXPECT_EQ(RowsById(chain->tables[0]), RowsById(table.Snapshot()));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -90,6 +91,22 @@ inline void ExpectSameBits(const TableChunk& a, const TableChunk& b,
     EXPECT_TRUE(SameBits(ra.f32(), rb.f32(), ra.num_elements())) << "version " << version;
     EXPECT_EQ(0, std::memcmp(ua.raw_data(), ub.raw_data(), ua.byte_size()));
   }
+}
+
+// Row i of `s` by id, with its count, last update and floats: order-free comparison.
+inline std::map<uint64_t, std::vector<uint64_t>> RowsById(const TableState& s) {
+  std::map<uint64_t, std::vector<uint64_t>> out;
+  const int64_t stride = (1 + s.slots) * s.dim;
+  for (int64_t i = 0; i < s.ids.num_elements(); ++i) {
+    std::vector<uint64_t> v = {s.row_updates.u32()[i], s.row_last_update.u64()[i]};
+    for (int64_t j = 0; j < stride; ++j) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, s.rows.f32() + i * stride + j, 4);
+      v.push_back(bits);
+    }
+    out[s.ids.u64()[i]] = std::move(v);
+  }
+  return out;
 }
 
 }  // namespace towerps::ps::testing
