@@ -93,10 +93,10 @@ void TableRows::ReadMisses(const uint64_t* ids, size_t n, const int64_t* memory,
                            const std::function<void(size_t, const DiskRow&)>& found) const {
   if (!disk_) return;
   row_reads_ += static_cast<int64_t>(n);
-  if (disk_->size() == 0) return;
   const size_t most = std::max<size_t>(4096, static_cast<size_t>(memory_rows_ / 8));
   if (recent_.size() >= most) ForgetRecent();
-  Collect();
+  Collect();  // even with nothing on disk now: the prefetches end at each lookup
+  if (disk_->size() == 0) return;
   std::vector<uint64_t> misses;
   std::vector<size_t> where;
   for (size_t i = 0; i < n; ++i) {
