@@ -51,6 +51,9 @@ class Backend : public virtual MemorySpace {
   virtual void Conv2dBackwardData(const Conv2dShape& s, const T* dy, const T* w, T* dx) = 0;
   // dw = gradient w.r.t. the weights, given x and dy.
   virtual void Conv2dBackwardFilter(const Conv2dShape& s, const T* x, const T* dy, T* dw) = 0;
+  // How this backend runs shape s, planned now if it has not seen s ("onednn jit:avx512_core/...",
+  // "im2col+sgemm"), for --log-device-placement and --profile; empty when it has one way only.
+  virtual std::string Conv2dPlan(const Conv2dShape& /*s*/) { return {}; }
 
   // ---- Pooling (NCHW) ----
   virtual void MaxPoolForward(const Pool2dShape& s, const T* x, T* y) = 0;

@@ -1,5 +1,5 @@
 // Convolution on the CPU (kernels/cpu/conv.h): im2col + OpenBLAS sgemm, one image per GEMM, images
-// split over the pool. See docs/PERFORMANCE.md for why im2col rather than oneDNN.
+// split over the pool.
 #include <cblas.h>
 
 #include <algorithm>

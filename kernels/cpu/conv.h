@@ -1,5 +1,5 @@
-// Convolution on the CPU: im2col + OpenBLAS sgemm, one image per GEMM, images split over the
-// pool (docs/PERFORMANCE.md says why im2col rather than oneDNN).
+// Convolution on the CPU by im2col + OpenBLAS sgemm, one image per GEMM, images split over the
+// pool: the path for the shapes the ConvPlanner does not give to oneDNN (conv_planner.h).
 //
 // Contract: as the Backend<float> op of the same name (kernels/backend.h), on host pointers
 // borrowed for the call; `ctx` is the calling CpuBackend's (one op at a time).

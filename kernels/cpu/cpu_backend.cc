@@ -40,9 +40,14 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const CpuBackendOptions& 
     return InvalidArgumentError("intra_op_threads " + std::to_string(options.intra_op_threads) +
                                 " is out of range 1.." + std::to_string(kMaxThreads));
   }
+  if (options.conv_algorithm == cpu::ConvAlgorithm::kOnednn && !cpu::ConvPlanner::Available()) {
+    return InvalidArgumentError(
+        "convolution algorithm 'onednn': this build has no oneDNN (built with TOWERPS_ONEDNN=OFF "
+        "or without libdnnl-dev); use 'auto' or 'im2col', or rebuild with libdnnl-dev installed");
+  }
   // We split work ourselves; a multi-threaded OpenBLAS would compete with our pool.
   openblas_set_num_threads(1);
-  return std::unique_ptr<CpuBackend>(new CpuBackend(options.intra_op_threads));
+  return std::unique_ptr<CpuBackend>(new CpuBackend(options));
 }
 
 void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
@@ -242,16 +247,19 @@ void CpuBackend::MomentumUpdate(int64_t n, float lr, float momentum, float weigh
 }
 
 void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
+  if (planner_.UsesOnednn(s)) return planner_.Forward(ctx_, s, x, w, y);
   cpu::Conv2dForward(ctx_, s, x, w, y);
 }
 
 void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
                                     float* dx) {
+  if (planner_.UsesOnednn(s)) return planner_.BackwardData(ctx_, s, dy, w, dx);
   cpu::Conv2dBackwardData(ctx_, s, dy, w, dx);
 }
 
 void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
                                       float* dw) {
+  if (planner_.UsesOnednn(s)) return planner_.BackwardFilter(ctx_, s, x, dy, dw);
   cpu::Conv2dBackwardFilter(ctx_, s, x, dy, dw);
 }
 

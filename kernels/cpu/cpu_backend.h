@@ -1,6 +1,7 @@
 // CpuBackend: the fast float32 CPU implementation of Backend<float> (kernels/backend.h).
 //
-// How: matrix products call OpenBLAS sgemm; convolution is im2col + sgemm per image; pooling, LRN,
+// How: matrix products call OpenBLAS sgemm; convolution is oneDNN or im2col + sgemm per image, as
+// the ConvPlanner chooses per shape (kernels/cpu/conv_planner.h); pooling, LRN,
 // activations and the loss are direct loops. This file's class is the dispatch and the dense
 // algebra; each op family is a file of free functions, named as in kernels/cuda/: conv.h,
 // pooling.h, lrn.h, batch_norm.h (with global pooling and the add) and interaction.h (column
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/conv_planner.h"
 #include "kernels/cpu/cpu_context.h"
 #include "towerps/result.h"
 
@@ -30,6 +32,9 @@ namespace towerps::kernels {
 struct CpuBackendOptions {
   // Threads used inside one op (the calling thread included). 1..256.
   int intra_op_threads = 1;
+  // Which convolution path runs each shape: the measured rule, or one path everywhere.
+  // kOnednn needs a build with oneDNN (cpu::ConvPlanner::Available()).
+  cpu::ConvAlgorithm conv_algorithm = cpu::ConvAlgorithm::kAuto;
 };
 
 class CpuBackend final : public Backend<float>, public HostMemorySpace {
@@ -50,6 +55,7 @@ class CpuBackend final : public Backend<float>, public HostMemorySpace {
                           float* dx) override;
   void Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
                             float* dw) override;
+  std::string Conv2dPlan(const Conv2dShape& s) override { return planner_.Describe(s); }
 
   void MaxPoolForward(const Pool2dShape& s, const float* x, float* y) override;
   void MaxPoolBackward(const Pool2dShape& s, const float* x, const float* dy, float* dx) override;
@@ -116,9 +122,11 @@ class CpuBackend final : public Backend<float>, public HostMemorySpace {
                       float* v, float* p) override;
 
  private:
-  explicit CpuBackend(int threads) : ctx_(threads) {}
+  explicit CpuBackend(const CpuBackendOptions& o)
+      : ctx_(o.intra_op_threads), planner_(o.conv_algorithm, o.intra_op_threads) {}
 
   cpu::CpuContext ctx_;
+  cpu::ConvPlanner planner_;
 };
 
 }  // namespace towerps::kernels

@@ -1,6 +1,8 @@
 // The fixture of the backend conformance tests: one test body runs against every available
-// backend, "cpu" always and "gpu0" (device gpu:0) when TowerPS was built with CUDA and a GPU is
-// visible (skipped, saying why, otherwise), with the data moving through the backend memory API
+// backend: "cpu" always (convolutions by the measured rule: im2col at these tests' channel counts),
+// "cpu_onednn" (every convolution through oneDNN) when TowerPS was built with oneDNN, and "gpu0"
+// (device gpu:0) when it was built with CUDA and a GPU is visible; each skipped, saying why,
+// otherwise, with the data moving through the backend memory API
 // (MemorySpace, BackendBuffer) and ReferenceBackend<double> as the ground truth.
 #ifndef TOWERPS_TESTS_KERNELS_BACKEND_CONFORMANCE_H_
 #define TOWERPS_TESTS_KERNELS_BACKEND_CONFORMANCE_H_
@@ -28,8 +30,14 @@ namespace towerps::kernels {
 class BackendConformanceTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "cpu") {
-      auto b = CpuBackend::Create({.intra_op_threads = 2});
+    if (GetParam() == "cpu_onednn" && !cpu::ConvPlanner::Available()) {
+      GTEST_SKIP() << "built without oneDNN (TOWERPS_ONEDNN=OFF or no libdnnl-dev)";
+    }
+    if (GetParam().starts_with("cpu")) {
+      auto b =
+          CpuBackend::Create({.intra_op_threads = 2,
+                              .conv_algorithm = GetParam() == "cpu" ? cpu::ConvAlgorithm::kAuto
+                                                                    : cpu::ConvAlgorithm::kOnednn});
       ASSERT_TRUE(b.ok()) << b.status().ToString();
       backend_ = std::move(b).value();
       return;
@@ -78,10 +86,10 @@ inline Conv2dShape Conv(int n, int c, int h, int w, int k, int r, int s, int sh,
   return Conv2dShape{n, c, h, w, k, r, s, sh, sw, ph, pw};
 }
 
-// Instantiates `Fixture`'s tests on the "cpu" and "gpu0" backends.
-#define TOWERPS_INSTANTIATE_ON_EVERY_BACKEND(Fixture)      \
-  INSTANTIATE_TEST_SUITE_P(                                \
-      Backends, Fixture, ::testing::Values("cpu", "gpu0"), \
+// Instantiates `Fixture`'s tests on the "cpu", "cpu_onednn" and "gpu0" backends.
+#define TOWERPS_INSTANTIATE_ON_EVERY_BACKEND(Fixture)                    \
+  INSTANTIATE_TEST_SUITE_P(                                              \
+      Backends, Fixture, ::testing::Values("cpu", "cpu_onednn", "gpu0"), \
       [](const ::testing::TestParamInfo<std::string>& info) { return info.param; })
 
 }  // namespace towerps::kernels

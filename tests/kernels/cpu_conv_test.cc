@@ -1,5 +1,6 @@
 // CpuBackend convolution against the double-precision reference on random shapes: odd sizes,
-// stride and padding combinations, 1x1 kernels, batch 1, 1 and 3 threads.
+// stride and padding combinations, 1x1 kernels, batch 1, 1 and 3 threads, on both paths (im2col +
+// OpenBLAS and oneDNN; the latter skipped in a build without oneDNN). Also the planner's choice.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -17,8 +18,22 @@ using testing::RandomFloats;
 using testing::RandomInt;
 using testing::ToDouble;
 
-class CpuConvTest : public testing::CpuBackendPerThreadCount {
+using cpu::ConvAlgorithm;
+
+// (intra-op threads, convolution algorithm)
+class CpuConvTest : public ::testing::TestWithParam<std::tuple<int, ConvAlgorithm>> {
  protected:
+  void SetUp() override {
+    const auto [threads, algorithm] = GetParam();
+    if (algorithm == ConvAlgorithm::kOnednn && !cpu::ConvPlanner::Available()) {
+      GTEST_SKIP() << "built without oneDNN (TOWERPS_ONEDNN=OFF or no libdnnl-dev)";
+    }
+    auto b = CpuBackend::Create({.intra_op_threads = threads, .conv_algorithm = algorithm});
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    backend_ = std::move(b).value();
+  }
+  std::unique_ptr<CpuBackend> backend_;
+
   void CheckShape(const Conv2dShape& s, std::mt19937& rng) {
     SCOPED_TRACE(::testing::Message()
                  << "n=" << s.n << " c=" << s.c << " h=" << s.h << " w=" << s.w << " k=" << s.k
@@ -60,7 +75,7 @@ TEST_P(CpuConvTest, FixedShapesIncludingBatchOneAndPointwise) {
 }
 
 TEST_P(CpuConvTest, RandomShapesStridesAndPadding) {
-  std::mt19937 rng(1234 + GetParam());
+  std::mt19937 rng(1234 + std::get<0>(GetParam()));
   for (int trial = 0; trial < 40; ++trial) {
     Conv2dShape s;
     s.n = RandomInt(rng, 1, 5);
@@ -78,7 +93,95 @@ TEST_P(CpuConvTest, RandomShapesStridesAndPadding) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, CpuConvTest, ::testing::Values(1, 3));
+// ResNet-20's shapes, small batches split unevenly over the threads (5 images on 3 threads), and
+// a batch smaller than the thread count.
+TEST_P(CpuConvTest, ResidualNetworkShapesInUnevenPieces) {
+  std::mt19937 rng(5);
+  CheckShape({.n = 5, .c = 16, .h = 32, .w = 32, .k = 16, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1},
+             rng);
+  CheckShape({.n = 2,
+              .c = 16,
+              .h = 32,
+              .w = 32,
+              .k = 32,
+              .r = 3,
+              .s = 3,
+              .stride_h = 2,
+              .stride_w = 2,
+              .pad_h = 1,
+              .pad_w = 1},
+             rng);
+  CheckShape(
+      {.n = 4, .c = 32, .h = 16, .w = 16, .k = 64, .r = 1, .s = 1, .stride_h = 2, .stride_w = 2},
+      rng);
+  CheckShape({.n = 7, .c = 64, .h = 8, .w = 8, .k = 64, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1},
+             rng);
+}
+
+// A rerun, and a rerun on a fresh backend, give the same bits: the path and its pieces are fixed
+// by the shape and the thread count.
+TEST_P(CpuConvTest, RerunsAreBitIdentical) {
+  std::mt19937 rng(8);
+  const Conv2dShape s{
+      .n = 9, .c = 16, .h = 12, .w = 12, .k = 24, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
+  const auto x = RandomFloats(s.x_size(), rng), w = RandomFloats(s.w_size(), rng),
+             dy = RandomFloats(s.y_size(), rng);
+  auto run = [&](CpuBackend& b) {
+    std::vector<float> out(s.y_size() + s.x_size() + s.w_size());
+    b.Conv2dForward(s, x.data(), w.data(), out.data());
+    b.Conv2dBackwardData(s, dy.data(), w.data(), out.data() + s.y_size());
+    b.Conv2dBackwardFilter(s, x.data(), dy.data(), out.data() + s.y_size() + s.x_size());
+    return out;
+  };
+  const auto first = run(*backend_);
+  EXPECT_EQ(run(*backend_), first);
+  const auto [threads, algorithm] = GetParam();
+  auto fresh = CpuBackend::Create({.intra_op_threads = threads, .conv_algorithm = algorithm});
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(run(**fresh), first);
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreadsAndPaths, CpuConvTest,
+                         ::testing::Combine(::testing::Values(1, 3),
+                                            ::testing::Values(ConvAlgorithm::kIm2col,
+                                                              ConvAlgorithm::kOnednn)),
+                         [](const ::testing::TestParamInfo<CpuConvTest::ParamType>& info) {
+                           return std::to_string(std::get<0>(info.param)) + "_threads_" +
+                                  cpu::ConvAlgorithmName(std::get<1>(info.param));
+                         });
+
+// The measured rule: oneDNN for 16 channels and more, im2col below; every shape is planned once
+// and named as --log-device-placement shows it; 'onednn' is refused by a build without it.
+TEST(ConvPlannerTest, ChoosesByShapeAndNamesThePath) {
+  auto b = CpuBackend::Create({.intra_op_threads = 2});
+  ASSERT_TRUE(b.ok());
+  const Conv2dShape stem{
+      .n = 8, .c = 3, .h = 32, .w = 32, .k = 16, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
+  Conv2dShape block = stem;
+  block.c = 16;
+  EXPECT_EQ((*b)->Conv2dPlan(stem), "im2col+sgemm");
+  if (!cpu::ConvPlanner::Available()) {
+    EXPECT_EQ((*b)->Conv2dPlan(block), "im2col+sgemm");
+    auto refused = CpuBackend::Create({.conv_algorithm = ConvAlgorithm::kOnednn});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("no oneDNN"), std::string::npos)
+        << refused.status().message();
+    return;
+  }
+  EXPECT_TRUE((*b)->Conv2dPlan(block).starts_with("onednn ")) << (*b)->Conv2dPlan(block);
+  auto im2col = CpuBackend::Create({.conv_algorithm = ConvAlgorithm::kIm2col});
+  ASSERT_TRUE(im2col.ok());
+  EXPECT_EQ((*im2col)->Conv2dPlan(block), "im2col+sgemm");
+}
+
+TEST(ConvPlannerTest, ParsesTheAlgorithmNames) {
+  ConvAlgorithm a = ConvAlgorithm::kAuto;
+  EXPECT_TRUE(cpu::ParseConvAlgorithm("onednn", &a));
+  EXPECT_EQ(a, ConvAlgorithm::kOnednn);
+  EXPECT_TRUE(cpu::ParseConvAlgorithm("im2col", &a));
+  EXPECT_EQ(a, ConvAlgorithm::kIm2col);
+  EXPECT_FALSE(cpu::ParseConvAlgorithm("winograd", &a));
+}
 
 TEST(Conv2dShapeTest, ValidateNamesTheBadValue) {
   Conv2dShape s{.n = 1, .c = 1, .h = 4, .w = 4, .k = 1, .r = 3, .s = 3, .stride_h = 0};

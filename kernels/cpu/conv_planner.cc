@@ -1,0 +1,206 @@
+// ConvPlanner (kernels/cpu/conv_planner.h): which path runs each convolution shape, and the
+// oneDNN pieces of a batch.
+#include "kernels/cpu/conv_planner.h"
+
+#include <cstring>
+#include <vector>
+
+#include "towerps/check.h"
+
+#if TOWERPS_WITH_ONEDNN
+#include "kernels/cpu/onednn_conv.h"
+#endif
+
+namespace towerps::kernels::cpu {
+namespace {
+
+constexpr const char* kIm2colName = "im2col+sgemm";
+
+// The measured rule (docs/PERFORMANCE.md, "ResNet-20 layer by layer"; `towerps-bench convs`).
+bool OnednnWins(const Conv2dShape& s) { return s.c >= 16; }
+
+// The images [begin, end) of piece p of `pieces`.
+int PieceBegin(int n, int p, int pieces) { return static_cast<int>(int64_t{n} * p / pieces); }
+
+}  // namespace
+
+const char* ConvAlgorithmName(ConvAlgorithm a) {
+  switch (a) {
+    case ConvAlgorithm::kAuto:
+      return "auto";
+    case ConvAlgorithm::kIm2col:
+      return "im2col";
+    case ConvAlgorithm::kOnednn:
+      return "onednn";
+  }
+  return "?";
+}
+
+bool ParseConvAlgorithm(const std::string& text, ConvAlgorithm* a) {
+  for (ConvAlgorithm c : {ConvAlgorithm::kAuto, ConvAlgorithm::kIm2col, ConvAlgorithm::kOnednn}) {
+    if (text == ConvAlgorithmName(c)) {
+      *a = c;
+      return true;
+    }
+  }
+  return false;
+}
+
+#if TOWERPS_WITH_ONEDNN
+
+struct ConvPlanner::Onednn {
+  explicit Onednn(int threads) : engine(dnnl::engine::kind::cpu, 0) {
+    for (int t = 0; t < threads; ++t) streams.emplace_back(engine);
+  }
+  dnnl::engine engine;
+  std::vector<dnnl::stream> streams;  // one per pool thread
+};
+
+struct ConvPlanner::Plan {
+  std::string describe;
+  // The primitives of each piece size (n / threads and one more), empty for im2col.
+  std::map<int, std::unique_ptr<OnednnConv>> by_images;
+};
+
+bool ConvPlanner::Available() { return true; }
+
+ConvPlanner::ConvPlanner(ConvAlgorithm algorithm, int threads)
+    : algorithm_(algorithm),
+      threads_(threads),
+      onednn_(algorithm == ConvAlgorithm::kIm2col ? nullptr : std::make_unique<Onednn>(threads)) {}
+
+ConvPlanner::Plan& ConvPlanner::PlanFor(const Conv2dShape& s) {
+  const Key key{s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  auto plan = std::make_unique<Plan>();
+  plan->describe = kIm2colName;
+  if (onednn_ && (algorithm_ == ConvAlgorithm::kOnednn || OnednnWins(s))) {
+    try {
+      for (int p = 0; p < threads_; ++p) {
+        const int images = PieceBegin(s.n, p + 1, threads_) - PieceBegin(s.n, p, threads_);
+        if (images == 0 || plan->by_images.count(images) != 0) continue;
+        Conv2dShape piece = s;
+        piece.n = images;
+        plan->by_images[images] = OnednnConv::Create(onednn_->engine, piece);
+      }
+      plan->describe = "onednn " + plan->by_images.rbegin()->second->impl();
+    } catch (const dnnl::error& e) {
+      plan->by_images.clear();
+      plan->describe = std::string(kIm2colName) + " (oneDNN refused the shape: " + e.what() + ")";
+    }
+  }
+  return *plans_.emplace(key, std::move(plan)).first->second;
+}
+
+bool ConvPlanner::UsesOnednn(const Conv2dShape& s) { return !PlanFor(s).by_images.empty(); }
+
+namespace {
+
+// Runs fn(piece, begin, end, conv, stream, arena) for each non-empty piece of the batch, one
+// piece per pool thread.
+template <typename Fn>
+void RunPieces(CpuContext& ctx, std::vector<dnnl::stream>& streams,
+               const std::map<int, std::unique_ptr<OnednnConv>>& by_images, int n, const Fn& fn) {
+  const int pieces = ctx.threads();
+  ctx.pool().ParallelFor(pieces, 1, [&](int thread, int64_t p0, int64_t p1) {
+    for (int p = static_cast<int>(p0); p < p1; ++p) {
+      const int begin = PieceBegin(n, p, pieces), end = PieceBegin(n, p + 1, pieces);
+      if (begin == end) continue;
+      const OnednnConv& conv = *by_images.at(end - begin);
+      fn(p, begin, end, conv, streams[static_cast<size_t>(thread)],
+         ctx.Scratch(thread, conv.arena_floats()));
+    }
+  });
+}
+
+}  // namespace
+
+void ConvPlanner::Forward(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* w,
+                          float* y) {
+  const int64_t xi = s.x_size() / s.n, yi = s.y_size() / s.n;
+  RunPieces(ctx, onednn_->streams, PlanFor(s).by_images, s.n,
+            [&](int, int b, int, const OnednnConv& conv, dnnl::stream& st, float* arena) {
+              conv.Forward(st, arena, x + b * xi, w, y + b * yi);
+            });
+}
+
+void ConvPlanner::BackwardData(CpuContext& ctx, const Conv2dShape& s, const float* dy,
+                               const float* w, float* dx) {
+  const int64_t xi = s.x_size() / s.n, yi = s.y_size() / s.n;
+  RunPieces(ctx, onednn_->streams, PlanFor(s).by_images, s.n,
+            [&](int, int b, int, const OnednnConv& conv, dnnl::stream& st, float* arena) {
+              conv.BackwardData(st, arena, dy + b * yi, w, dx + b * xi);
+            });
+}
+
+void ConvPlanner::BackwardFilter(CpuContext& ctx, const Conv2dShape& s, const float* x,
+                                 const float* dy, float* dw) {
+  const int64_t xi = s.x_size() / s.n, yi = s.y_size() / s.n;
+  const size_t w_size = static_cast<size_t>(s.w_size());
+  auto& partials = ctx.partial_dw();
+  if (partials.size() < static_cast<size_t>(threads_)) partials.resize(threads_);
+  for (auto& partial : partials) {
+    if (partial.size() < w_size) partial.resize(w_size);
+  }
+  // A single piece writes dw itself; otherwise each piece its partial, added in piece order.
+  const bool one_piece = threads_ == 1 || s.n < 2;
+  RunPieces(ctx, onednn_->streams, PlanFor(s).by_images, s.n,
+            [&](int p, int b, int, const OnednnConv& conv, dnnl::stream& st, float* arena) {
+              float* out = one_piece ? dw : partials[static_cast<size_t>(p)].data();
+              conv.BackwardFilter(st, arena, x + b * xi, dy + b * yi, out);
+            });
+  if (one_piece) return;
+  bool first = true;
+  for (int p = 0; p < threads_; ++p) {
+    if (PieceBegin(s.n, p, threads_) == PieceBegin(s.n, p + 1, threads_)) continue;
+    const float* partial = partials[static_cast<size_t>(p)].data();
+    if (first) {
+      std::memcpy(dw, partial, sizeof(float) * w_size);
+      first = false;
+    } else {
+      for (size_t i = 0; i < w_size; ++i) dw[i] += partial[i];
+    }
+  }
+}
+
+#else  // without oneDNN: im2col everywhere
+
+struct ConvPlanner::Onednn {};
+struct ConvPlanner::Plan {
+  std::string describe = kIm2colName;
+};
+
+bool ConvPlanner::Available() { return false; }
+
+ConvPlanner::ConvPlanner(ConvAlgorithm algorithm, int threads)
+    : algorithm_(algorithm), threads_(threads) {}
+
+ConvPlanner::Plan& ConvPlanner::PlanFor(const Conv2dShape& s) {
+  const Key key{s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
+  auto& plan = plans_[key];
+  if (!plan) plan = std::make_unique<Plan>();
+  return *plan;
+}
+
+bool ConvPlanner::UsesOnednn(const Conv2dShape&) { return false; }
+
+void ConvPlanner::Forward(CpuContext&, const Conv2dShape&, const float*, const float*, float*) {
+  TOWERPS_CHECK(false) << "oneDNN convolution in a build without oneDNN";
+}
+void ConvPlanner::BackwardData(CpuContext&, const Conv2dShape&, const float*, const float*,
+                               float*) {
+  TOWERPS_CHECK(false) << "oneDNN convolution in a build without oneDNN";
+}
+void ConvPlanner::BackwardFilter(CpuContext&, const Conv2dShape&, const float*, const float*,
+                                 float*) {
+  TOWERPS_CHECK(false) << "oneDNN convolution in a build without oneDNN";
+}
+
+#endif  // TOWERPS_WITH_ONEDNN
+
+ConvPlanner::~ConvPlanner() = default;
+
+const std::string& ConvPlanner::Describe(const Conv2dShape& s) { return PlanFor(s).describe; }
+
+}  // namespace towerps::kernels::cpu
