@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/backend_buffer.h"
+#include "worker/layers/conv2d.h"
 
 namespace towerps::bench {
 namespace {
@@ -25,6 +26,14 @@ double ForwardMacs(worker::Layer<float>& layer) {
   return kernel_elems;
 }
 
+// The layers to time: a residual block's own layers (named "stage1_block1/conv1" by the model
+// builder), every other layer itself.
+void Leaves(worker::Layer<float>& layer, std::vector<worker::Layer<float>*>* out) {
+  const auto subs = layer.sublayers();
+  if (subs.empty()) out->push_back(&layer);
+  for (worker::Layer<float>* sub : subs) Leaves(*sub, out);
+}
+
 }  // namespace
 
 std::vector<LayerTiming> ProfileLayers(worker::Model<float>& model,
@@ -32,7 +41,8 @@ std::vector<LayerTiming> ProfileLayers(worker::Model<float>& model,
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<LayerTiming> out;
-  const auto& layers = model.layers();
+  std::vector<worker::Layer<float>*> layers;
+  for (const auto& layer : model.layers()) Leaves(*layer, &layers);
   for (size_t i = 0; i < layers.size(); ++i) {
     worker::Layer<float>& layer = *layers[i];
     // Buffers in the backend's memory (a GPU's too); timings end with Synchronize, so queued
@@ -67,6 +77,8 @@ std::vector<LayerTiming> ProfileLayers(worker::Model<float>& model,
     auto t2 = Clock::now();
     LayerTiming t;
     t.name = layer.name();
+    if (const auto* conv = dynamic_cast<const worker::Conv2d<float>*>(&layer))
+      t.path = conv->plan();
     t.forward_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() / repeats;
     t.backward_ms = std::chrono::duration<double, std::milli>(t2 - t1).count() / repeats;
     const double macs = ForwardMacs(layer) * batch;

@@ -1,6 +1,7 @@
 // Per-layer timing of a model's forward and backward passes, with the multiply-add count of the
-// layers that have one (dense and convolution), for docs/PERFORMANCE.md's distance-from-peak
-// table. Used by `towerps-bench train --profile`.
+// layers that have one (dense and convolution) and the path the backend took for each
+// convolution, for docs/PERFORMANCE.md's distance-from-peak table. A residual block is timed
+// layer by layer (Layer::sublayers). Used by `towerps-bench train --profile`.
 #ifndef TOWERPS_BENCH_LAYER_PROFILE_H_
 #define TOWERPS_BENCH_LAYER_PROFILE_H_
 
@@ -18,9 +19,11 @@ struct LayerTiming {
   double backward_ms = 0;     // per batch (parameter gradients and, except the first layer, dx)
   double forward_flops = 0;   // per batch, 2 * multiply-adds
   double backward_flops = 0;  // per batch
+  std::string path;           // a convolution's: "onednn jit:avx512_core/...", "im2col+sgemm"
 };
 
-// Times each layer on random inputs of `batch` examples, `repeats` times, and returns the mean.
+// Times each layer (each layer of a residual block, named "block/layer") on random inputs of
+// `batch` examples, `repeats` times, and returns the mean.
 std::vector<LayerTiming> ProfileLayers(worker::Model<float>& model,
                                        kernels::Backend<float>& backend, int batch, int repeats);
 

@@ -107,6 +107,7 @@ void PrintTrainResult(const towerps::bench::TrainBenchResult& r, bool json) {
                {"batch", r.batch_size},
                {"peak_device_bytes", r.peak_device_bytes},
                {"threads", r.intra_op_threads},
+               {"cpu_conv", r.cpu_conv},
                {"steps", r.measured_steps},
                {"seconds", Rounded(r.measured_seconds, 3)},
                {"examples_per_sec", Rounded(r.examples_per_second, 1)},
@@ -119,17 +120,23 @@ void PrintTrainResult(const towerps::bench::TrainBenchResult& r, bool json) {
                 r.measured_seconds, r.final_loss);
   }
   if (r.layers.empty()) return;
-  std::printf("%-16s %10s %10s %12s %12s\n", "layer", "fwd ms", "bwd ms", "fwd GFLOP/s",
-              "bwd GFLOP/s");
+  std::printf("%-28s %10s %10s %12s %12s  %s\n", "layer", "fwd ms", "bwd ms", "fwd GFLOP/s",
+              "bwd GFLOP/s", "path");
+  double forward = 0, backward = 0;
   for (const auto& l : r.layers) {
-    std::printf("%-16s %10.3f %10.3f %12.1f %12.1f\n", l.name.c_str(), l.forward_ms, l.backward_ms,
-                l.forward_flops / l.forward_ms * 1e-6, l.backward_flops / l.backward_ms * 1e-6);
+    std::printf("%-28s %10.3f %10.3f %12.1f %12.1f  %s\n", l.name.c_str(), l.forward_ms,
+                l.backward_ms, l.forward_flops / l.forward_ms * 1e-6,
+                l.backward_flops / l.backward_ms * 1e-6, l.path.c_str());
+    forward += l.forward_ms;
+    backward += l.backward_ms;
   }
+  std::printf("%-28s %10.3f %10.3f\n", "sum of layers", forward, backward);
 }
 
 int RunTrain(int argc, char** argv) {
   towerps::bench::TrainBenchOptions o;
   bool json = false;
+  std::string cpu_conv;
   po::options_description desc("Usage: towerps-bench train [options]");
   desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "model", po::value<std::string>(&o.model)->default_value(o.model),
@@ -160,11 +167,20 @@ int RunTrain(int argc, char** argv) {
       "table-lr", towerps::FloatFlag(&o.table_lr),
       "click models: Adagrad's rate on the tables' rows (held in this process)")(
       "seed", po::value<uint64_t>(&o.seed)->default_value(o.seed), "initialization/shuffle seed")(
-      "profile", po::bool_switch(&o.profile), "also time every layer (GFLOP/s per layer)")(
+      "profile", po::bool_switch(&o.profile),
+      "also time every layer, a residual block's one by one (GFLOP/s and each convolution's "
+      "path)")("cpu-conv", po::value<std::string>(&cpu_conv)->default_value("auto"),
+               "how the CPU convolves: auto (oneDNN or im2col per layer shape), im2col or onednn")(
       "json", po::bool_switch(&json), "print one JSON object at the end");
   po::variables_map vm;
   if (auto code = towerps::ParseCommandLine("towerps-bench train", argc, argv, desc, &vm)) {
     return *code;
+  }
+  if (auto a = towerps::kernels::cpu::kConvAlgorithms.Parse(cpu_conv); a.ok()) {
+    o.cpu_conv = *a;
+  } else {
+    std::fprintf(stderr, "towerps-bench train: %s\n", a.status().message().c_str());
+    return 2;
   }
   // Progress goes to stderr so that --json output stays one line on stdout.
   o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };

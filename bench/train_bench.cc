@@ -34,6 +34,7 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   TOWERPS_ASSIGN_OR_RETURN(
       auto backend,
       worker::CreateTowerBackend(devices[0], {.intra_op_threads = o.intra_op_threads,
+                                              .cpu_conv = o.cpu_conv,
                                               .gpu_memory_fraction = o.gpu_memory_fraction,
                                               .allow_growth = o.allow_growth}));
   if (o.update != "device" && o.update != "host") {
@@ -92,6 +93,7 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   r.data = data.train.name;
   r.batch_size = o.batch_size;
   r.intra_op_threads = host->intra_op_threads();
+  r.cpu_conv = kernels::cpu::kConvAlgorithms.Name(o.cpu_conv);
   r.device = devices[0].name();
   r.update = device_update ? "device" : "host";
   auto say = [&](const std::string& line) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/layer_profile.h"
+#include "kernels/cpu/conv_planner.h"
 #include "towerps/result.h"
 
 namespace towerps::bench {
@@ -38,6 +39,7 @@ struct TrainBenchOptions {
   float table_lr = 0.05f;  // models with tables: Adagrad's rate on their rows
   uint64_t seed = 1;
   bool profile = false;  // also time every layer (TrainBenchResult::layers)
+  kernels::cpu::ConvAlgorithm cpu_conv = kernels::cpu::ConvAlgorithm::kAuto;  // --cpu-conv
   // Called now and then with a line of progress (may be empty: no progress).
   std::function<void(const std::string&)> progress;
 };
@@ -47,6 +49,7 @@ struct TrainBenchResult {
   std::string data;
   int batch_size = 0;
   int intra_op_threads = 0;
+  std::string cpu_conv;  // --cpu-conv's name
   std::string device;
   std::string update;              // "device" (SGD in GPU memory) or "host"
   uint64_t peak_device_bytes = 0;  // GPU: the caching allocator's peak

@@ -101,7 +101,8 @@ Result<std::unique_ptr<kernels::Backend<float>>> CreateTowerBackend(
     const TowerDevice& device, const TowerBackendOptions& options) {
   if (device.kind == TowerDevice::Kind::kCpu) {
     TOWERPS_ASSIGN_OR_RETURN(
-        auto cpu, kernels::CpuBackend::Create({.intra_op_threads = options.intra_op_threads}));
+        auto cpu, kernels::CpuBackend::Create({.intra_op_threads = options.intra_op_threads,
+                                               .conv_algorithm = options.cpu_conv}));
     return std::unique_ptr<kernels::Backend<float>>(std::move(cpu));
   }
   kernels::CudaBackendOptions o;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/conv_planner.h"
 #include "towerps/result.h"
 
 namespace towerps::worker {
@@ -45,7 +46,8 @@ Result<std::vector<TowerDevice>> ParseTowers(const std::string& spec, bool allow
                                              int gpu_limit = -1);
 
 struct TowerBackendOptions {
-  int intra_op_threads = 1;          // CPU towers
+  int intra_op_threads = 1;                                                   // CPU towers
+  kernels::cpu::ConvAlgorithm cpu_conv = kernels::cpu::ConvAlgorithm::kAuto;  // CPU towers
   double gpu_memory_fraction = 0.0;  // GPU towers: see WorkerOptions
   bool allow_growth = false;
 };

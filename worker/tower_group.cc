@@ -84,6 +84,7 @@ Result<std::unique_ptr<TowerGroup>> TowerGroup::ForWorker(const WorkerOptions& w
   }
   return Create(devices,
                 {.intra_op_threads = worker.intra_op_threads,
+                 .cpu_conv = worker.cpu_conv,
                  .gpu_memory_fraction = worker.gpu_memory_fraction,
                  .allow_growth = worker.allow_growth},
                 builder, seed, {.peer_timeout = worker.rpc_timeout});
@@ -368,8 +369,11 @@ Result<StepResult> TowerGroup::StepOnDevice(const float* x, const int32_t* label
   return total;
 }
 
-void TowerGroup::LogPlacement() const {
+void TowerGroup::LogPlacement(int batch) {
   for (size_t t = 0; t < towers_.size(); ++t) {
+    if (Status st = towers_[t].model->Reserve(batch / size()); !st.ok()) {
+      TOWERPS_LOG(kWarning) << "placement: tower " << t << ": " << st.message();
+    }
     for (const auto& layer : towers_[t].model->layers()) {
       TOWERPS_LOG(kInfo) << "placement: tower " << t << " " << layer->name() << " (" << layer->ops()
                          << ") -> " << towers_[t].device.name() << " ["

@@ -107,8 +107,10 @@ class TowerGroup {
   using GradientAllocator = std::function<Tensor(const Shape& shape, size_t alignment)>;
   void SetGradientAllocator(GradientAllocator allocate);
 
-  // Logs each tower's layers with their device and backend (--log-device-placement).
-  void LogPlacement() const;
+  // Logs each tower's layers with their device, backend and the backend's plan for them at
+  // `batch` examples for the whole group (--log-device-placement); reserves each tower's model
+  // for its share of `batch` first, so that the plans exist.
+  void LogPlacement(int batch);
   // Logs device towers' peak and reserved memory; nothing for host towers.
   void LogDeviceMemory() const;
 

@@ -45,8 +45,12 @@ WorkerFlags::WorkerFlags()
   desc_.add_options()("towers", po::value(&o.towers)->default_value(o.towers),
                       "devices, one tower each: cpu:0,cpu:1 or gpu:0,gpu:1")(
       "intra-op-threads", po::value(&o.intra_op_threads)->default_value(o.intra_op_threads),
-      "threads inside one op")("log-every", po::value(&o.log_every)->default_value(o.log_every),
-                               "steps between log lines")(
+      "threads inside one op")(
+      "cpu-conv", po::value(&cpu_conv_)->default_value(cpu_conv_),
+      "how CPU towers convolve: auto (oneDNN or im2col per layer shape, by the measured rule of "
+      "kernels/cpu/conv_planner.h), im2col (im2col + OpenBLAS everywhere) or onednn (oneDNN "
+      "everywhere; needs a build with libdnnl-dev)")(
+      "log-every", po::value(&o.log_every)->default_value(o.log_every), "steps between log lines")(
       "evals-per-epoch", po::value(&o.evals_per_epoch)->default_value(o.evals_per_epoch),
       "chief: evaluate on the test set this many times per epoch, evenly spaced, the last at "
       "the epoch's end (1..1000; more than the steps per epoch means every step)")(
@@ -124,6 +128,7 @@ Result<WorkerOptions> WorkerFlags::ToOptions() const {
                                 " (continue: train on after a NaN, for divergence experiments)");
   }
   o.on_nonfinite = *on_nonfinite;
+  TOWERPS_ASSIGN_OR_RETURN(o.cpu_conv, kernels::cpu::kConvAlgorithms.Parse(cpu_conv_));
   TOWERPS_RETURN_IF_ERROR(o.Validate());
   return o;
 }

@@ -28,6 +28,7 @@ class WorkerFlags {
   long rpc_timeout_ms_;
   long join_timeout_s_;
   std::string on_nonfinite_ = "fail";
+  std::string cpu_conv_ = "auto";
   bool no_progress_bar_ = false;
   boost::program_options::options_description desc_;
 };

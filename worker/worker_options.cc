@@ -94,6 +94,7 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (towers != d.towers) add("--towers", towers);
   if (intra_op_threads != d.intra_op_threads)
     add("--intra-op-threads", std::to_string(intra_op_threads));
+  if (cpu_conv != d.cpu_conv) add("--cpu-conv", kernels::cpu::kConvAlgorithms.Name(cpu_conv));
   if (log_every != d.log_every) add("--log-every", std::to_string(log_every));
   if (evals_per_epoch != d.evals_per_epoch)
     add("--evals-per-epoch", std::to_string(evals_per_epoch));

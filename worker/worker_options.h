@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/enum_names.h"
+#include "kernels/cpu/conv_planner.h"
 #include "towerps/registry.h"
 #include "towerps/result.h"
 
@@ -28,9 +29,12 @@ inline constexpr EnumNames<OnNonFinite, 2> kOnNonFinite{
 struct WorkerOptions {
   std::string towers = "cpu:0";  // comma-separated devices, one tower each: cpu:0,cpu:1 or gpu:0
   int intra_op_threads = 1;      // threads inside one op
-  int log_every = 100;           // steps between progress lines
-  int evals_per_epoch = 1;       // chief: test-set evaluations per epoch (eval_schedule.h)
-  std::string data_dir;          // empty: the dataset's default location
+  // How CPU towers convolve: by the measured rule per shape, or one path everywhere
+  // (kernels/cpu/conv_planner.h).
+  kernels::cpu::ConvAlgorithm cpu_conv = kernels::cpu::ConvAlgorithm::kAuto;
+  int log_every = 100;      // steps between progress lines
+  int evals_per_epoch = 1;  // chief: test-set evaluations per epoch (eval_schedule.h)
+  std::string data_dir;     // empty: the dataset's default location
   // Files of datasets that read named files (idx); relative to data_dir unless absolute.
   std::string train_images, train_labels, test_images, test_labels;
   bool skip_bad_lines = false;  // text datasets (criteo): skip malformed lines, counting them

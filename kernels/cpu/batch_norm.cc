@@ -7,6 +7,25 @@
 #include "kernels/cpu/batch_norm.h"
 
 namespace towerps::kernels::cpu {
+namespace {
+
+// Adds term(i) for i in [0, n) into eight double accumulators, lane i % 8: independent chains
+// that the compiler vectorizes without -ffast-math (one chain would wait on each add's latency).
+// The order is fixed, so the bits are too.
+template <typename Term>
+void Accumulate(int n, const Term& term, double acc[8]) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += term(i + j);
+  }
+  for (; i < n; ++i) acc[i % 8] += term(i);
+}
+
+double Total(const double acc[8]) {
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+}  // namespace
 
 void BatchNormForwardTraining(CpuContext& ctx, int n, int c, int hw, float epsilon, const float* x,
                               const float* gamma, const float* beta, float* y, float* mean,
@@ -14,17 +33,25 @@ void BatchNormForwardTraining(CpuContext& ctx, int n, int c, int hw, float epsil
   const double m = double{1} * n * hw;
   ctx.pool().ParallelFor(c, 1, [&](int, int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch) {
-      double sum = 0;
+      double sums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int b = 0; b < n; ++b) {
         const float* xp = x + (b * int64_t{c} + ch) * hw;
-        for (int i = 0; i < hw; ++i) sum += xp[i];
+        Accumulate(
+            hw, [xp](int i) { return double{xp[i]}; }, sums);
       }
-      const double mu = sum / m;
-      double sq = 0;
+      const double mu = Total(sums) / m;
+      double squares[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int b = 0; b < n; ++b) {
         const float* xp = x + (b * int64_t{c} + ch) * hw;
-        for (int i = 0; i < hw; ++i) sq += (xp[i] - mu) * (xp[i] - mu);
+        Accumulate(
+            hw,
+            [xp, mu](int i) {
+              const double d = xp[i] - mu;
+              return d * d;
+            },
+            squares);
       }
+      const double sq = Total(squares);
       const double is = 1.0 / std::sqrt(sq / m + epsilon);
       mean[ch] = static_cast<float>(mu);
       var[ch] = static_cast<float>(sq / m);
@@ -60,14 +87,24 @@ void BatchNormBackward(CpuContext& ctx, int n, int c, int hw, const float* x, co
   ctx.pool().ParallelFor(c, 1, [&](int, int64_t c0, int64_t c1) {
     for (int64_t ch = c0; ch < c1; ++ch) {
       const double mu = mean[ch], is = inv_std[ch];
-      double sum_dy = 0, sum_dy_xhat = 0;
+      double dys[8] = {0, 0, 0, 0, 0, 0, 0, 0}, dy_xhats[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       for (int b = 0; b < n; ++b) {
-        const int64_t at = (b * int64_t{c} + ch) * hw;
-        for (int i = 0; i < hw; ++i) {
-          sum_dy += dy[at + i];
-          sum_dy_xhat += dy[at + i] * ((x[at + i] - mu) * is);
+        const float* xp = x + (b * int64_t{c} + ch) * hw;
+        const float* dyp = dy + (b * int64_t{c} + ch) * hw;
+        // Both sums in one pass over x and dy.
+        int i = 0;
+        for (; i + 8 <= hw; i += 8) {
+          for (int j = 0; j < 8; ++j) {
+            dys[j] += dyp[i + j];
+            dy_xhats[j] += dyp[i + j] * ((xp[i + j] - mu) * is);
+          }
+        }
+        for (; i < hw; ++i) {
+          dys[i % 8] += dyp[i];
+          dy_xhats[i % 8] += dyp[i] * ((xp[i] - mu) * is);
         }
       }
+      const double sum_dy = Total(dys), sum_dy_xhat = Total(dy_xhats);
       // dx = k * (m * dy - sum_dy - xhat * sum_dy_xhat), in float after the sums.
       const float k = static_cast<float>(gamma[ch] * is / m);
       const float fm = static_cast<float>(m), fsum = static_cast<float>(sum_dy),

@@ -16,35 +16,25 @@ namespace {
 
 constexpr const char* kIm2colName = "im2col+sgemm";
 
-// The measured rule (docs/PERFORMANCE.md, "ResNet-20 layer by layer"; `towerps-bench convs`).
-bool OnednnWins(const Conv2dShape& s) { return s.c >= 16; }
+// The measured rule. `towerps-bench train --profile --cpu-conv im2col|onednn` on this 2-core AMD
+// EPYC (AVX-512), one thread, 2026-11-29, forward / backward ms per batch (docs/PERFORMANCE.md,
+// "ResNet-20 layer by layer"):
+//   3x3, c=16..64 (ResNet-20's blocks, batch 128)   oneDNN 1.5-2x faster (e.g. 10.5/17.2 vs
+//                                                   18.2/39.9 at c=16, 32x32)
+//   3x3, c=32 (cnn's conv2, batch 64)               oneDNN 3.0/6.3 vs 4.2/9.0
+//   5x5, c=3 and c=64 (cifar10, batch 64)           oneDNN 4.6/4.5 vs 5.1/6.6; 14.2/29.6
+//   vs 27.6/56.5 3x3, c=3 (ResNet-20's stem)                     even: 2.9/2.0 vs 2.1/2.2 3x3, c=1
+//   (cnn's conv1)                          im2col 0.44/0.47 vs 0.60/0.55 1x1 stride 2 (ResNet-20's
+//   projections)          im2col 0.57/1.53 vs 1.21/3.29 at c=32; even at
+//                                                   c=16
+// So: oneDNN where each output sums over a window of at least 48 inputs (c·r·s, the im2col
+// GEMM's inner dimension) through a kernel larger than 1x1; im2col for the thin and pointwise.
+bool OnednnWins(const Conv2dShape& s) { return s.r * s.s > 1 && s.c * s.r * s.s >= 48; }
 
 // The images [begin, end) of piece p of `pieces`.
 int PieceBegin(int n, int p, int pieces) { return static_cast<int>(int64_t{n} * p / pieces); }
 
 }  // namespace
-
-const char* ConvAlgorithmName(ConvAlgorithm a) {
-  switch (a) {
-    case ConvAlgorithm::kAuto:
-      return "auto";
-    case ConvAlgorithm::kIm2col:
-      return "im2col";
-    case ConvAlgorithm::kOnednn:
-      return "onednn";
-  }
-  return "?";
-}
-
-bool ParseConvAlgorithm(const std::string& text, ConvAlgorithm* a) {
-  for (ConvAlgorithm c : {ConvAlgorithm::kAuto, ConvAlgorithm::kIm2col, ConvAlgorithm::kOnednn}) {
-    if (text == ConvAlgorithmName(c)) {
-      *a = c;
-      return true;
-    }
-  }
-  return false;
-}
 
 #if TOWERPS_WITH_ONEDNN
 

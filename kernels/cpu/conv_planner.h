@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "common/enum_names.h"
 #include "kernels/cpu/cpu_context.h"
 #include "kernels/shapes.h"
 
@@ -33,9 +34,12 @@ enum class ConvAlgorithm {
   kIm2col,  // im2col + OpenBLAS sgemm everywhere
   kOnednn,  // oneDNN everywhere (tests and benchmarks)
 };
-// "auto", "im2col", "onednn"; and back, false for anything else.
-const char* ConvAlgorithmName(ConvAlgorithm a);
-bool ParseConvAlgorithm(const std::string& text, ConvAlgorithm* a);
+// The names of --cpu-conv (towerps-worker, towerps-bench train).
+inline constexpr EnumNames<ConvAlgorithm, 3> kConvAlgorithms{
+    "--cpu-conv",
+    {{{ConvAlgorithm::kAuto, "auto"},
+      {ConvAlgorithm::kIm2col, "im2col"},
+      {ConvAlgorithm::kOnednn, "onednn"}}}};
 
 class ConvPlanner {
  public:

@@ -147,19 +147,24 @@ INSTANTIATE_TEST_SUITE_P(ThreadsAndPaths, CpuConvTest,
                                                               ConvAlgorithm::kOnednn)),
                          [](const ::testing::TestParamInfo<CpuConvTest::ParamType>& info) {
                            return std::to_string(std::get<0>(info.param)) + "_threads_" +
-                                  cpu::ConvAlgorithmName(std::get<1>(info.param));
+                                  cpu::kConvAlgorithms.Name(std::get<1>(info.param));
                          });
 
-// The measured rule: oneDNN for 16 channels and more, im2col below; every shape is planned once
-// and named as --log-device-placement shows it; 'onednn' is refused by a build without it.
+// The measured rule: oneDNN for kernels larger than 1x1 over at least 48 inputs (c·r·s), im2col
+// for ResNet-20's stem (27) and its 1x1 projections; every shape is named as
+// --log-device-placement shows it; 'onednn' is refused by a build without it.
 TEST(ConvPlannerTest, ChoosesByShapeAndNamesThePath) {
   auto b = CpuBackend::Create({.intra_op_threads = 2});
   ASSERT_TRUE(b.ok());
   const Conv2dShape stem{
       .n = 8, .c = 3, .h = 32, .w = 32, .k = 16, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
-  Conv2dShape block = stem;
+  Conv2dShape block = stem, projection = stem;
   block.c = 16;
+  projection.c = 64;
+  projection.r = projection.s = 1;
+  projection.pad_h = projection.pad_w = 0;
   EXPECT_EQ((*b)->Conv2dPlan(stem), "im2col+sgemm");
+  EXPECT_EQ((*b)->Conv2dPlan(projection), "im2col+sgemm");
   if (!cpu::ConvPlanner::Available()) {
     EXPECT_EQ((*b)->Conv2dPlan(block), "im2col+sgemm");
     auto refused = CpuBackend::Create({.conv_algorithm = ConvAlgorithm::kOnednn});
@@ -175,12 +180,11 @@ TEST(ConvPlannerTest, ChoosesByShapeAndNamesThePath) {
 }
 
 TEST(ConvPlannerTest, ParsesTheAlgorithmNames) {
-  ConvAlgorithm a = ConvAlgorithm::kAuto;
-  EXPECT_TRUE(cpu::ParseConvAlgorithm("onednn", &a));
-  EXPECT_EQ(a, ConvAlgorithm::kOnednn);
-  EXPECT_TRUE(cpu::ParseConvAlgorithm("im2col", &a));
-  EXPECT_EQ(a, ConvAlgorithm::kIm2col);
-  EXPECT_FALSE(cpu::ParseConvAlgorithm("winograd", &a));
+  EXPECT_EQ(*cpu::kConvAlgorithms.Parse("onednn"), ConvAlgorithm::kOnednn);
+  EXPECT_EQ(*cpu::kConvAlgorithms.Parse("im2col"), ConvAlgorithm::kIm2col);
+  const auto bad = cpu::kConvAlgorithms.Parse("winograd");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "--cpu-conv=winograd is not one of auto, im2col, onednn");
 }
 
 TEST(Conv2dShapeTest, ValidateNamesTheBadValue) {

@@ -45,6 +45,12 @@ kernels::Conv2dShape Conv2d<T>::Geometry(int batch) const {
 }
 
 template <typename T>
+Status Conv2d<T>::Reserve(kernels::Backend<T>& backend, int batch) {
+  plan_ = backend.Conv2dPlan(Geometry(batch));
+  return Status::Ok();
+}
+
+template <typename T>
 void Conv2d<T>::Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool) {
   const kernels::Conv2dShape g = Geometry(batch);
   backend.Conv2dForward(g, x, kernel_.backend_value(), y);

@@ -25,9 +25,16 @@ class Conv2d final : public Layer<T> {
   void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool training) override;
   void Backward(kernels::Backend<T>& backend, int batch, const T* x, const T* y, const T* dy,
                 T* dx) override;
+  // Reserve() asks the backend how it will run this layer's shape (Backend::Conv2dPlan); ops()
+  // names that path from then on, for --log-device-placement.
+  Status Reserve(kernels::Backend<T>& backend, int batch) override;
   std::string ops() const override {
-    return "Conv2dForward, BiasAdd, Conv2dBackwardFilter, BiasBackward, Conv2dBackwardData";
+    return "Conv2dForward, BiasAdd, Conv2dBackwardFilter, BiasBackward, Conv2dBackwardData" +
+           (plan_.empty() ? "" : " [" + plan_ + "]");
   }
+  // The backend's path for the last reserved batch ("onednn jit:avx512_core/...", "im2col+sgemm"),
+  // empty before Reserve or on a backend with one way only.
+  const std::string& plan() const { return plan_; }
   std::vector<Parameter<T>*> parameters() override { return {&kernel_, &bias_}; }
 
  private:
@@ -36,6 +43,7 @@ class Conv2d final : public Layer<T> {
 
   kernels::Conv2dShape geometry_;  // with n = 1
   Parameter<T> kernel_, bias_;
+  std::string plan_;
 };
 
 }  // namespace towerps::worker

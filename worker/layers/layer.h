@@ -88,6 +88,9 @@ class Layer {
   virtual void SetTrainingStep(uint64_t /*n*/) {}
   // In a stable order (kernel before bias). Empty for layers without parameters.
   virtual std::vector<Parameter<T>*> parameters() { return {}; }
+  // The layers a residual block runs, in order (main branch, then shortcut), for per-layer
+  // profiles (`towerps-bench train --profile`); empty for every other layer.
+  virtual std::vector<Layer<T>*> sublayers() { return {}; }
 
  private:
   std::string name_;

@@ -95,6 +95,15 @@ std::string Residual<T>::ops() const {
 }
 
 template <typename T>
+std::vector<Layer<T>*> Residual<T>::sublayers() {
+  std::vector<Layer<T>*> out;
+  for (const Branch* b : {&main_, &shortcut_}) {
+    for (const auto& layer : b->chain.layers()) out.push_back(layer.get());
+  }
+  return out;
+}
+
+template <typename T>
 std::vector<Parameter<T>*> Residual<T>::parameters() {
   std::vector<Parameter<T>*> out;
   main_.chain.AppendParameters(&out);

@@ -37,6 +37,7 @@ class Residual final : public Layer<T> {
                 T* dx) override;
   std::string ops() const override;
   std::vector<Parameter<T>*> parameters() override;
+  std::vector<Layer<T>*> sublayers() override;
   void SetTrainingStep(uint64_t n) override;
 
  private:

@@ -188,13 +188,19 @@ const T* Model<T>::Forward(const T* x, int batch, bool training) {
 }
 
 template <typename T>
+Status Model<T>::Reserve(int batch) {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    TOWERPS_RETURN_IF_ERROR(outputs_[i].EnsureSize(backend_, batch * layers_[i]->output_size()));
+    TOWERPS_RETURN_IF_ERROR(layers_[i]->Reserve(*backend_, batch));
+  }
+  return Status::Ok();
+}
+
+template <typename T>
 Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with_gradient,
                          const T** backend_x, const int32_t** backend_labels) {
   kernels::MemorySpace* space = backend_;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    TOWERPS_RETURN_IF_ERROR(outputs_[i].EnsureSize(space, batch * layers_[i]->output_size()));
-    TOWERPS_RETURN_IF_ERROR(layers_[i]->Reserve(*backend_, batch));
-  }
+  TOWERPS_RETURN_IF_ERROR(Reserve(batch));
   TOWERPS_RETURN_IF_ERROR(loss_.EnsureSize(space, batch));
   if (with_gradient) {
     int64_t most = 0;

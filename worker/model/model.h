@@ -155,6 +155,10 @@ class Model {
   Result<StepResult> TrainStep(const T* x, const int32_t* labels, int batch,
                                const GradientReadyFn& on_gradient = nullptr,
                                GradientDelivery delivery = GradientDelivery::kHost);
+  // Sizes every layer's buffers for `batch` and lets each plan its ops on the backend (a
+  // convolution's path, Backend::Conv2dPlan): what every step does first, callable before the
+  // first one so that --log-device-placement can show the plans.
+  Status Reserve(int batch);
   // Forward only (dropout off): loss and accuracy.
   Result<StepResult> Evaluate(const T* x, const int32_t* labels, int batch);
   // The next TrainStep is the n-th (0-based): layers with random state (dropout) draw what they

@@ -38,7 +38,7 @@ class Trainer::Impl {
     TOWERPS_RETURN_IF_ERROR(ConnectToServers());
     const Model<float>& m0 = p_->towers->model(0);
     if (o_.worker.log_device_placement) {
-      p_->towers->LogPlacement();
+      p_->towers->LogPlacement(o_.job.batch_size);
       TOWERPS_LOG(kInfo) << "placement: variable chunks:\n"
                          << client_->placement().Describe(m0.variables());
       client_->LogConnections();
