@@ -199,16 +199,15 @@ Status Model<T>::Reserve(int batch) {
 template <typename T>
 Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with_gradient,
                          const T** backend_x, const int32_t** backend_labels) {
-  kernels::MemorySpace* space = backend_;
   TOWERPS_RETURN_IF_ERROR(Reserve(batch));
-  TOWERPS_RETURN_IF_ERROR(loss_.EnsureSize(space, batch));
+  TOWERPS_RETURN_IF_ERROR(loss_.EnsureSize(backend_, batch));
   if (with_gradient) {
     int64_t most = 0;
     for (auto& layer : layers_) {
       most = std::max(most, batch * std::max(layer->input_size(), layer->output_size()));
     }
-    TOWERPS_RETURN_IF_ERROR(grad_a_.EnsureSize(space, most));
-    TOWERPS_RETURN_IF_ERROR(grad_b_.EnsureSize(space, most));
+    TOWERPS_RETURN_IF_ERROR(grad_a_.EnsureSize(backend_, most));
+    TOWERPS_RETURN_IF_ERROR(grad_b_.EnsureSize(backend_, most));
   }
   if (host_memory_) {
     *backend_x = x;
@@ -221,9 +220,9 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
     std::vector<kernels::BackendBuffer<T>> values, grads;
     for (Parameter<T>* p : params_) {
       TOWERPS_ASSIGN_OR_RETURN(auto value,
-                               kernels::BackendBuffer<T>::Allocate(space, std::ssize(p->value)));
+                               kernels::BackendBuffer<T>::Allocate(backend_, std::ssize(p->value)));
       TOWERPS_ASSIGN_OR_RETURN(auto grad,
-                               kernels::BackendBuffer<T>::Allocate(space, std::ssize(p->grad)));
+                               kernels::BackendBuffer<T>::Allocate(backend_, std::ssize(p->grad)));
       values.push_back(std::move(value));
       grads.push_back(std::move(grad));
     }
@@ -239,9 +238,9 @@ Status Model<T>::Prepare(const T* x, const int32_t* labels, int batch, bool with
   }
   // Everything is allocated before any copy is queued, so an error leaves none in flight.
   const int64_t x_size = batch * NumElements(input_shape_);
-  TOWERPS_RETURN_IF_ERROR(device_x_.EnsureSize(space, x_size));
-  TOWERPS_RETURN_IF_ERROR(device_labels_.EnsureSize(space, batch));
-  if (regression()) TOWERPS_RETURN_IF_ERROR(device_targets_.EnsureSize(space, batch));
+  TOWERPS_RETURN_IF_ERROR(device_x_.EnsureSize(backend_, x_size));
+  TOWERPS_RETURN_IF_ERROR(device_labels_.EnsureSize(backend_, batch));
+  if (regression()) TOWERPS_RETURN_IF_ERROR(device_targets_.EnsureSize(backend_, batch));
   // Values changed on the host since the last step, in forward order, from pinned memory and
   // without waiting: the step's forward is queued behind them, and the step ends by waiting for
   // the stream (the loss is read back), so the host values are not rewritten (the next pull)
