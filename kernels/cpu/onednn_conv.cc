@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 
 namespace towerps::kernels::cpu {
@@ -35,14 +36,6 @@ class OneThreadScope {
 
 size_t Floats(const memory::desc& d) { return (d.get_size() + sizeof(float) - 1) / sizeof(float); }
 size_t Aligned(size_t floats) { return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
-
-// The floats an op needs beyond the caller's buffers: the blocked copies and the scratchpad.
-template <typename... Ops>
-size_t ArenaFloats(const memory::desc& scratch, const Ops&... ops) {
-  size_t total = Aligned(Floats(scratch));
-  ((total += ops.same() ? 0 : Aligned(Floats(ops.inner))), ...);
-  return total + kAlignFloats;  // room to align the start
-}
 
 }  // namespace
 
@@ -86,105 +79,90 @@ std::unique_ptr<OnednnConv> OnednnConv::Create(const dnnl::engine& engine, const
       attr, engine, fpd);
 
   std::unique_ptr<OnednnConv> c(new OnednnConv(engine));
-  c->forward_ = dnnl::convolution_forward(fpd);
-  c->backward_data_ = dnnl::convolution_backward_data(dpd);
-  c->backward_weights_ = dnnl::convolution_backward_weights(wpd);
-  c->forward_scratch_ = fpd.scratchpad_desc();
-  c->data_scratch_ = dpd.scratchpad_desc();
-  c->weights_scratch_ = wpd.scratchpad_desc();
-  c->fx_ = c->Input(plain_x, fpd.src_desc());
-  c->fw_ = c->Input(plain_w, fpd.weights_desc());
-  c->fy_ = c->Output(plain_y, fpd.dst_desc());
-  c->ddy_ = c->Input(plain_y, dpd.diff_dst_desc());
-  c->dw_ = c->Input(plain_w, dpd.weights_desc());
-  c->ddx_ = c->Output(plain_x, dpd.diff_src_desc());
-  c->wx_ = c->Input(plain_x, wpd.src_desc());
-  c->wdy_ = c->Input(plain_y, wpd.diff_dst_desc());
-  c->wdw_ = c->Output(plain_w, wpd.diff_weights_desc());
-  c->arena_floats_ = std::max({ArenaFloats(c->forward_scratch_, c->fx_, c->fw_, c->fy_),
-                               ArenaFloats(c->data_scratch_, c->ddy_, c->dw_, c->ddx_),
-                               ArenaFloats(c->weights_scratch_, c->wx_, c->wdy_, c->wdw_)});
+  c->forward_ = {dnnl::convolution_forward(fpd), fpd.scratchpad_desc(),
+                 c->Input(DNNL_ARG_SRC, plain_x, fpd.src_desc()),
+                 c->Input(DNNL_ARG_WEIGHTS, plain_w, fpd.weights_desc()),
+                 c->Output(DNNL_ARG_DST, plain_y, fpd.dst_desc())};
+  c->backward_data_ = {dnnl::convolution_backward_data(dpd), dpd.scratchpad_desc(),
+                       c->Input(DNNL_ARG_DIFF_DST, plain_y, dpd.diff_dst_desc()),
+                       c->Input(DNNL_ARG_WEIGHTS, plain_w, dpd.weights_desc()),
+                       c->Output(DNNL_ARG_DIFF_SRC, plain_x, dpd.diff_src_desc())};
+  c->backward_weights_ = {dnnl::convolution_backward_weights(wpd), wpd.scratchpad_desc(),
+                          c->Input(DNNL_ARG_SRC, plain_x, wpd.src_desc()),
+                          c->Input(DNNL_ARG_DIFF_DST, plain_y, wpd.diff_dst_desc()),
+                          c->Output(DNNL_ARG_DIFF_WEIGHTS, plain_w, wpd.diff_weights_desc())};
+  c->arena_floats_ = std::max({c->forward_.ArenaFloats(), c->backward_data_.ArenaFloats(),
+                               c->backward_weights_.ArenaFloats()});
   c->impl_ =
       std::string(fpd.impl_info_str()) + "/" + dpd.impl_info_str() + "/" + wpd.impl_info_str();
   return c;
 }
 
-OnednnConv::Operand OnednnConv::Input(const memory::desc& plain, const memory::desc& inner) const {
-  Operand op{plain, inner, {}};
-  if (!op.same())
+// The floats a pass needs beyond the caller's buffers: the blocked copies and the scratchpad.
+size_t OnednnConv::Pass::ArenaFloats() const {
+  size_t total = Aligned(Floats(scratch)) + kAlignFloats;  // and room to align the start
+  for (const Operand* op : {&a, &b, &out}) total += op->same() ? 0 : Aligned(Floats(op->inner));
+  return total;
+}
+
+OnednnConv::Operand OnednnConv::Input(int arg, const memory::desc& plain,
+                                      const memory::desc& inner) const {
+  Operand op{arg, plain, inner, {}};
+  if (!op.same()) {
     op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, plain, engine_, inner));
+  }
   return op;
 }
 
-OnednnConv::Operand OnednnConv::Output(const memory::desc& plain, const memory::desc& inner) const {
-  Operand op{plain, inner, {}};
-  if (!op.same())
+OnednnConv::Operand OnednnConv::Output(int arg, const memory::desc& plain,
+                                       const memory::desc& inner) const {
+  Operand op{arg, plain, inner, {}};
+  if (!op.same()) {
     op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, inner, engine_, plain));
+  }
   return op;
 }
 
-// The operand in the primitive's layout: the caller's buffer itself, or a blocked copy of it.
-memory OnednnConv::In(dnnl::stream& stream, Arena& arena, const Operand& op, const float* p) const {
-  memory user(op.plain, engine_, const_cast<float*>(p));
-  if (op.same()) return user;
-  memory inner(op.inner, engine_, arena.Take(op.inner));
-  op.reorder.execute(stream, user, inner);
-  return inner;
-}
-
-// Where the primitive writes an output: the caller's buffer, or a blocked buffer that Back()
-// reorders into it.
-memory OnednnConv::Out(Arena& arena, const Operand& op, float* p) const {
-  if (op.same()) return memory(op.plain, engine_, p);
-  return memory(op.inner, engine_, arena.Take(op.inner));
-}
-
-void OnednnConv::Back(dnnl::stream& stream, const Operand& op, const memory& m, float* p) const {
-  if (op.same()) return;
-  memory user(op.plain, engine_, p);
-  op.reorder.execute(stream, const_cast<memory&>(m), user);
+// Inputs go in as the caller's buffers or as blocked copies of them; the output is written to the
+// caller's buffer, or to a blocked one that is reordered into it afterwards.
+void OnednnConv::Run(const Pass& pass, dnnl::stream& stream, float* arena, const float* a,
+                     const float* b, float* out) const {
+  OneThreadScope one_thread;
+  Arena space(arena);
+  std::unordered_map<int, memory> args;
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(pass.scratch, engine_, space.Take(pass.scratch)));
+  for (auto [op, p] : {std::pair{&pass.a, a}, std::pair{&pass.b, b}}) {
+    memory user(op->plain, engine_, const_cast<float*>(p));
+    if (op->same()) {
+      args.emplace(op->arg, user);
+      continue;
+    }
+    memory inner(op->inner, engine_, space.Take(op->inner));
+    op->reorder.execute(stream, user, inner);
+    args.emplace(op->arg, inner);
+  }
+  memory user_out(pass.out.plain, engine_, out);
+  memory inner_out =
+      pass.out.same() ? user_out : memory(pass.out.inner, engine_, space.Take(pass.out.inner));
+  args.emplace(pass.out.arg, inner_out);
+  pass.primitive.execute(stream, args);
+  if (!pass.out.same()) pass.out.reorder.execute(stream, inner_out, user_out);
+  stream.wait();
 }
 
 void OnednnConv::Forward(dnnl::stream& stream, float* arena, const float* x, const float* w,
                          float* y) const {
-  OneThreadScope one_thread;
-  Arena a(arena);
-  memory scratch(forward_scratch_, engine_, a.Take(forward_scratch_));
-  memory mx = In(stream, a, fx_, x), mw = In(stream, a, fw_, w), my = Out(a, fy_, y);
-  forward_.execute(stream, {{DNNL_ARG_SRC, mx},
-                            {DNNL_ARG_WEIGHTS, mw},
-                            {DNNL_ARG_DST, my},
-                            {DNNL_ARG_SCRATCHPAD, scratch}});
-  Back(stream, fy_, my, y);
-  stream.wait();
+  Run(forward_, stream, arena, x, w, y);
 }
 
 void OnednnConv::BackwardData(dnnl::stream& stream, float* arena, const float* dy, const float* w,
                               float* dx) const {
-  OneThreadScope one_thread;
-  Arena a(arena);
-  memory scratch(data_scratch_, engine_, a.Take(data_scratch_));
-  memory mdy = In(stream, a, ddy_, dy), mw = In(stream, a, dw_, w), mdx = Out(a, ddx_, dx);
-  backward_data_.execute(stream, {{DNNL_ARG_DIFF_DST, mdy},
-                                  {DNNL_ARG_WEIGHTS, mw},
-                                  {DNNL_ARG_DIFF_SRC, mdx},
-                                  {DNNL_ARG_SCRATCHPAD, scratch}});
-  Back(stream, ddx_, mdx, dx);
-  stream.wait();
+  Run(backward_data_, stream, arena, dy, w, dx);
 }
 
 void OnednnConv::BackwardFilter(dnnl::stream& stream, float* arena, const float* x, const float* dy,
                                 float* dw) const {
-  OneThreadScope one_thread;
-  Arena a(arena);
-  memory scratch(weights_scratch_, engine_, a.Take(weights_scratch_));
-  memory mx = In(stream, a, wx_, x), mdy = In(stream, a, wdy_, dy), mdw = Out(a, wdw_, dw);
-  backward_weights_.execute(stream, {{DNNL_ARG_SRC, mx},
-                                     {DNNL_ARG_DIFF_DST, mdy},
-                                     {DNNL_ARG_DIFF_WEIGHTS, mdw},
-                                     {DNNL_ARG_SCRATCHPAD, scratch}});
-  Back(stream, wdw_, mdw, dw);
-  stream.wait();
+  Run(backward_weights_, stream, arena, x, dy, dw);
 }
 
 }  // namespace towerps::kernels::cpu

@@ -51,27 +51,28 @@ class OnednnConv {
   // One operand as TowerPS holds it (`plain`) and as a primitive wants it (`inner`), with the
   // reorder between them when they differ: plain to inner for an input, back for an output.
   struct Operand {
+    int arg = 0;  // DNNL_ARG_SRC, ...
     dnnl::memory::desc plain, inner;
     dnnl::reorder reorder;  // empty when plain == inner
     bool same() const { return plain == inner; }
   };
+  // One of the three passes: its primitive, its scratchpad, two inputs and an output.
+  struct Pass {
+    dnnl::primitive primitive;
+    dnnl::memory::desc scratch;
+    Operand a, b, out;
+    size_t ArenaFloats() const;
+  };
   class Arena;
 
   explicit OnednnConv(dnnl::engine engine) : engine_(std::move(engine)) {}
-  Operand Input(const dnnl::memory::desc& plain, const dnnl::memory::desc& inner) const;
-  Operand Output(const dnnl::memory::desc& plain, const dnnl::memory::desc& inner) const;
-  dnnl::memory In(dnnl::stream& stream, Arena& arena, const Operand& op, const float* p) const;
-  dnnl::memory Out(Arena& arena, const Operand& op, float* p) const;
-  void Back(dnnl::stream& stream, const Operand& op, const dnnl::memory& m, float* p) const;
+  Operand Input(int arg, const dnnl::memory::desc& plain, const dnnl::memory::desc& inner) const;
+  Operand Output(int arg, const dnnl::memory::desc& plain, const dnnl::memory::desc& inner) const;
+  void Run(const Pass& pass, dnnl::stream& stream, float* arena, const float* a, const float* b,
+           float* out) const;
 
   dnnl::engine engine_;
-  dnnl::convolution_forward forward_;
-  dnnl::convolution_backward_data backward_data_;
-  dnnl::convolution_backward_weights backward_weights_;
-  dnnl::memory::desc forward_scratch_, data_scratch_, weights_scratch_;
-  Operand fx_, fw_, fy_;    // forward: x, w in; y out
-  Operand ddy_, dw_, ddx_;  // backward data: dy, w in; dx out
-  Operand wx_, wdy_, wdw_;  // backward weights: x, dy in; dw out
+  Pass forward_, backward_data_, backward_weights_;
   size_t arena_floats_ = 0;
   std::string impl_;
 };
