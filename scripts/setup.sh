@@ -13,7 +13,7 @@ PACKAGES=(
   googletest libgtest-dev
   zlib1g-dev libzip-dev
   librocksdb-dev rocksdb-tools
-  libopenblas-dev libdnnl-dev
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
   dataset-fashion-mnist
   openmpi-bin
   slurm-wlm munge

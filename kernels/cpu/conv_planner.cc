@@ -16,6 +16,12 @@ namespace {
 
 constexpr const char* kIm2colName = "im2col+sgemm";
 
+}  // namespace
+
+#if TOWERPS_WITH_ONEDNN
+
+namespace {
+
 // The measured rule. `towerps-bench train --profile --cpu-conv im2col|onednn` on this 2-core AMD
 // EPYC (AVX-512), one thread, 2026-11-29, forward / backward ms per batch (docs/PERFORMANCE.md,
 // "ResNet-20 layer by layer"):
@@ -35,8 +41,6 @@ bool OnednnWins(const Conv2dShape& s) { return s.r * s.s > 1 && s.c * s.r * s.s 
 int PieceBegin(int n, int p, int pieces) { return static_cast<int>(int64_t{n} * p / pieces); }
 
 }  // namespace
-
-#if TOWERPS_WITH_ONEDNN
 
 struct ConvPlanner::Onednn {
   explicit Onednn(int threads) : engine(dnnl::engine::kind::cpu, 0) {
@@ -74,7 +78,9 @@ ConvPlanner::Plan& ConvPlanner::PlanFor(const Conv2dShape& s) {
         piece.n = images;
         plan->by_images[images] = OnednnConv::Create(onednn_->engine, piece);
       }
-      plan->describe = "onednn " + plan->by_images.rbegin()->second->impl();
+      if (!plan->by_images.empty()) {
+        plan->describe = "onednn " + plan->by_images.rbegin()->second->impl();
+      }
     } catch (const dnnl::error& e) {
       plan->by_images.clear();
       plan->describe = std::string(kIm2colName) + " (oneDNN refused the shape: " + e.what() + ")";

@@ -69,8 +69,8 @@ class ConvPlanner {
 
   Plan& PlanFor(const Conv2dShape& s);
 
-  const ConvAlgorithm algorithm_;
-  const int threads_;
+  [[maybe_unused]] const ConvAlgorithm algorithm_;  // unused without oneDNN
+  [[maybe_unused]] const int threads_;
   std::unique_ptr<Onednn> onednn_;  // null without oneDNN or with kIm2col
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "towerps/check.h"
+
 namespace towerps::kernels::cpu {
 namespace {
 
@@ -42,18 +44,20 @@ size_t Aligned(size_t floats) { return (floats + kAlignFloats - 1) / kAlignFloat
 // Hands out 64-byte-aligned pieces of the caller's arena, in order.
 class OnednnConv::Arena {
  public:
-  explicit Arena(float* base) {
+  Arena(float* base, size_t floats) : end_(base + floats) {
     const auto a = reinterpret_cast<uintptr_t>(base);
     next_ = base + (kAlignFloats - (a / sizeof(float)) % kAlignFloats) % kAlignFloats;
   }
   float* Take(const memory::desc& d) {
     float* p = next_;
     next_ += Aligned(Floats(d));
+    TOWERPS_CHECK(next_ <= end_) << "oneDNN arena overrun: arena_floats() undercounts";
     return p;
   }
 
  private:
   float* next_;
+  float* const end_;
 };
 
 std::unique_ptr<OnednnConv> OnednnConv::Create(const dnnl::engine& engine, const Conv2dShape& s) {
@@ -101,26 +105,31 @@ std::unique_ptr<OnednnConv> OnednnConv::Create(const dnnl::engine& engine, const
 // The floats a pass needs beyond the caller's buffers: the blocked copies and the scratchpad.
 size_t OnednnConv::Pass::ArenaFloats() const {
   size_t total = Aligned(Floats(scratch)) + kAlignFloats;  // and room to align the start
-  for (const Operand* op : {&a, &b, &out}) total += op->same() ? 0 : Aligned(Floats(op->inner));
+  for (const Operand* op : {&a, &b, &out}) {
+    if (!op->same()) total += Aligned(Floats(op->inner)) + Aligned(Floats(op->scratch));
+  }
   return total;
 }
 
-OnednnConv::Operand OnednnConv::Input(int arg, const memory::desc& plain,
-                                      const memory::desc& inner) const {
-  Operand op{arg, plain, inner, {}};
-  if (!op.same()) {
-    op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, plain, engine_, inner));
-  }
+OnednnConv::Operand OnednnConv::Between(int arg, const memory::desc& from, const memory::desc& to,
+                                        bool input) const {
+  Operand op{arg, input ? from : to, input ? to : from, {}, {}};
+  if (op.same()) return op;
+  // The reorders run on every pool thread, so their scratchpad is ours too, as the
+  // convolutions' is (oneDNN's own is set up for the thread that creates a primitive).
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::reorder::primitive_desc pd(engine_, from, engine_, to, attr);
+  op.reorder = dnnl::reorder(pd);
+  op.scratch = pd.scratchpad_desc();
   return op;
 }
 
-OnednnConv::Operand OnednnConv::Output(int arg, const memory::desc& plain,
-                                       const memory::desc& inner) const {
-  Operand op{arg, plain, inner, {}};
-  if (!op.same()) {
-    op.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine_, inner, engine_, plain));
-  }
-  return op;
+void OnednnConv::Reorder(const Operand& op, dnnl::stream& stream, Arena& space, memory& from,
+                         memory& to) const {
+  memory scratch(op.scratch, engine_, space.Take(op.scratch));
+  op.reorder.execute(stream,
+                     {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratch}});
 }
 
 // Inputs go in as the caller's buffers or as blocked copies of them; the output is written to the
@@ -128,7 +137,7 @@ OnednnConv::Operand OnednnConv::Output(int arg, const memory::desc& plain,
 void OnednnConv::Run(const Pass& pass, dnnl::stream& stream, float* arena, const float* a,
                      const float* b, float* out) const {
   OneThreadScope one_thread;
-  Arena space(arena);
+  Arena space(arena, arena_floats_);
   std::unordered_map<int, memory> args;
   args.emplace(DNNL_ARG_SCRATCHPAD, memory(pass.scratch, engine_, space.Take(pass.scratch)));
   for (auto [op, p] : {std::pair{&pass.a, a}, std::pair{&pass.b, b}}) {
@@ -138,7 +147,7 @@ void OnednnConv::Run(const Pass& pass, dnnl::stream& stream, float* arena, const
       continue;
     }
     memory inner(op->inner, engine_, space.Take(op->inner));
-    op->reorder.execute(stream, user, inner);
+    Reorder(*op, stream, space, user, inner);
     args.emplace(op->arg, inner);
   }
   memory user_out(pass.out.plain, engine_, out);
@@ -146,7 +155,7 @@ void OnednnConv::Run(const Pass& pass, dnnl::stream& stream, float* arena, const
       pass.out.same() ? user_out : memory(pass.out.inner, engine_, space.Take(pass.out.inner));
   args.emplace(pass.out.arg, inner_out);
   pass.primitive.execute(stream, args);
-  if (!pass.out.same()) pass.out.reorder.execute(stream, inner_out, user_out);
+  if (!pass.out.same()) Reorder(pass.out, stream, space, inner_out, user_out);
   stream.wait();
 }
 

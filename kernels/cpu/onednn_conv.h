@@ -53,7 +53,8 @@ class OnednnConv {
   struct Operand {
     int arg = 0;  // DNNL_ARG_SRC, ...
     dnnl::memory::desc plain, inner;
-    dnnl::reorder reorder;  // empty when plain == inner
+    dnnl::reorder reorder;       // empty when plain == inner
+    dnnl::memory::desc scratch;  // the reorder's scratchpad, from the arena (usually empty)
     bool same() const { return plain == inner; }
   };
   // One of the three passes: its primitive, its scratchpad, two inputs and an output.
@@ -66,10 +67,19 @@ class OnednnConv {
   class Arena;
 
   explicit OnednnConv(dnnl::engine engine) : engine_(std::move(engine)) {}
-  Operand Input(int arg, const dnnl::memory::desc& plain, const dnnl::memory::desc& inner) const;
-  Operand Output(int arg, const dnnl::memory::desc& plain, const dnnl::memory::desc& inner) const;
+  // `from` and `to` are plain and inner for an input, inner and plain for an output.
+  Operand Between(int arg, const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                  bool input) const;
+  Operand Input(int arg, const dnnl::memory::desc& plain, const dnnl::memory::desc& inner) const {
+    return Between(arg, plain, inner, true);
+  }
+  Operand Output(int arg, const dnnl::memory::desc& plain, const dnnl::memory::desc& inner) const {
+    return Between(arg, inner, plain, false);
+  }
   void Run(const Pass& pass, dnnl::stream& stream, float* arena, const float* a, const float* b,
            float* out) const;
+  void Reorder(const Operand& op, dnnl::stream& stream, Arena& space, dnnl::memory& from,
+               dnnl::memory& to) const;
 
   dnnl::engine engine_;
   Pass forward_, backward_data_, backward_weights_;

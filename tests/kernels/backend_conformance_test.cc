@@ -159,6 +159,9 @@ TEST_P(BackendConformanceTest, Conv2dForwardAndBackward) {
                  << s.r << "x" << s.s << " stride " << s.stride_h << "x" << s.stride_w << " pad "
                  << s.pad_h << "x" << s.pad_w);
     ASSERT_TRUE(s.Validate().ok());
+    if (GetParam() == "cpu_onednn") {
+      EXPECT_TRUE(backend_->Conv2dPlan(s).starts_with("onednn ")) << backend_->Conv2dPlan(s);
+    }
     const auto x = RandomFloats(s.x_size(), rng_), w = RandomFloats(s.w_size(), rng_),
                dy = RandomFloats(s.y_size(), rng_);
     ASSERT_OK_AND_ASSIGN(auto dx_buf, Put(x));

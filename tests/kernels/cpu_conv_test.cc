@@ -40,6 +40,10 @@ class CpuConvTest : public ::testing::TestWithParam<std::tuple<int, ConvAlgorith
                  << " r=" << s.r << " s=" << s.s << " stride=" << s.stride_h << "x" << s.stride_w
                  << " pad=" << s.pad_h << "x" << s.pad_w);
     ASSERT_TRUE(s.Validate().ok()) << s.Validate().ToString();
+    // The path asked for is the path taken (oneDNN refusing a shape would fall back silently).
+    EXPECT_TRUE(backend_->Conv2dPlan(s).starts_with(
+        std::get<1>(GetParam()) == ConvAlgorithm::kOnednn ? "onednn " : "im2col"))
+        << backend_->Conv2dPlan(s);
     const auto x = RandomFloats(s.x_size(), rng), w = RandomFloats(s.w_size(), rng);
     const auto dy = RandomFloats(s.y_size(), rng);
 
