@@ -5,8 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "towerps/check.h"
-
 #if TOWERPS_WITH_ONEDNN
 #include "kernels/cpu/onednn_conv.h"
 #endif
@@ -22,19 +20,20 @@ constexpr const char* kIm2colName = "im2col+sgemm";
 
 namespace {
 
-// The measured rule. `towerps-bench train --profile --cpu-conv im2col|onednn` on this 2-core AMD
-// EPYC (AVX-512), one thread, 2026-11-29, forward / backward ms per batch (docs/PERFORMANCE.md,
-// "ResNet-20 layer by layer"):
-//   3x3, c=16..64 (ResNet-20's blocks, batch 128)   oneDNN 1.5-2x faster (e.g. 10.5/17.2 vs
-//                                                   18.2/39.9 at c=16, 32x32)
-//   3x3, c=32 (cnn's conv2, batch 64)               oneDNN 3.0/6.3 vs 4.2/9.0
-//   5x5, c=3 and c=64 (cifar10, batch 64)           oneDNN 4.6/4.5 vs 5.1/6.6; 14.2/29.6
-//   vs 27.6/56.5 3x3, c=3 (ResNet-20's stem)                     even: 2.9/2.0 vs 2.1/2.2 3x3, c=1
-//   (cnn's conv1)                          im2col 0.44/0.47 vs 0.60/0.55 1x1 stride 2 (ResNet-20's
-//   projections)          im2col 0.57/1.53 vs 1.21/3.29 at c=32; even at
-//                                                   c=16
-// So: oneDNN where each output sums over a window of at least 48 inputs (c·r·s, the im2col
-// GEMM's inner dimension) through a kernel larger than 1x1; im2col for the thin and pointwise.
+// The measured rule: `towerps-bench train --profile --cpu-conv im2col|onednn` on this 2-core
+// AMD EPYC (AVX-512), one thread, 2026-11-29; forward / backward ms per batch, oneDNN against
+// im2col (docs/PERFORMANCE.md, "Convolutions layer by layer"):
+//  - 3x3 over 16-64 channels (ResNet-20's blocks, batch 128): oneDNN 1.5-2x faster, e.g.
+//    10.5 / 17.2 against 18.2 / 39.9 at 16 channels, 32x32;
+//  - 3x3 over 32 channels (the cnn's conv2, batch 64): 3.0 / 6.3 against 4.2 / 9.0;
+//  - 5x5 over 3 and 64 channels (cifar10, batch 64): 4.6 / 4.5 against 5.1 / 6.6, and
+//    14.2 / 29.6 against 27.6 / 56.5;
+//  - 3x3 over 3 channels (ResNet-20's stem): even, 2.9 / 2.0 against 2.1 / 2.2;
+//  - 3x3 over 1 channel (the cnn's conv1): 0.60 / 0.55 against 0.44 / 0.47;
+//  - 1x1 stride 2 (ResNet-20's projections): 1.21 / 3.29 against 0.57 / 1.53 at 32 channels,
+//    even at 16.
+// So: oneDNN where each output sums at least 48 inputs (c·r·s, the im2col GEMM's inner
+// dimension) through a kernel larger than 1x1; im2col for the thin and the pointwise.
 bool OnednnWins(const Conv2dShape& s) { return s.r * s.s > 1 && s.c * s.r * s.s >= 48; }
 
 // The images [begin, end) of piece p of `pieces`.
@@ -89,8 +88,6 @@ ConvPlanner::Plan& ConvPlanner::PlanFor(const Conv2dShape& s) {
   return *plans_.emplace(key, std::move(plan)).first->second;
 }
 
-bool ConvPlanner::UsesOnednn(const Conv2dShape& s) { return !PlanFor(s).by_images.empty(); }
-
 namespace {
 
 // Runs fn(piece, begin, end, conv, stream, arena) for each non-empty piece of the batch, one
@@ -112,26 +109,34 @@ void RunPieces(CpuContext& ctx, std::vector<dnnl::stream>& streams,
 
 }  // namespace
 
-void ConvPlanner::Forward(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* w,
+bool ConvPlanner::Forward(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* w,
                           float* y) {
   const int64_t xi = s.x_size() / s.n, yi = s.y_size() / s.n;
-  RunPieces(ctx, onednn_->streams, PlanFor(s).by_images, s.n,
+  const auto& by_images = PlanFor(s).by_images;
+  if (by_images.empty()) return false;  // im2col's
+  RunPieces(ctx, onednn_->streams, by_images, s.n,
             [&](int, int b, int, const OnednnConv& conv, dnnl::stream& st, float* arena) {
               conv.Forward(st, arena, x + b * xi, w, y + b * yi);
             });
+  return true;
 }
 
-void ConvPlanner::BackwardData(CpuContext& ctx, const Conv2dShape& s, const float* dy,
+bool ConvPlanner::BackwardData(CpuContext& ctx, const Conv2dShape& s, const float* dy,
                                const float* w, float* dx) {
   const int64_t xi = s.x_size() / s.n, yi = s.y_size() / s.n;
-  RunPieces(ctx, onednn_->streams, PlanFor(s).by_images, s.n,
+  const auto& by_images = PlanFor(s).by_images;
+  if (by_images.empty()) return false;  // im2col's
+  RunPieces(ctx, onednn_->streams, by_images, s.n,
             [&](int, int b, int, const OnednnConv& conv, dnnl::stream& st, float* arena) {
               conv.BackwardData(st, arena, dy + b * yi, w, dx + b * xi);
             });
+  return true;
 }
 
-void ConvPlanner::BackwardFilter(CpuContext& ctx, const Conv2dShape& s, const float* x,
+bool ConvPlanner::BackwardFilter(CpuContext& ctx, const Conv2dShape& s, const float* x,
                                  const float* dy, float* dw) {
+  const auto& by_images = PlanFor(s).by_images;
+  if (by_images.empty()) return false;  // im2col's
   const int64_t xi = s.x_size() / s.n, yi = s.y_size() / s.n;
   const size_t w_size = static_cast<size_t>(s.w_size());
   auto& partials = ctx.partial_dw();
@@ -141,12 +146,12 @@ void ConvPlanner::BackwardFilter(CpuContext& ctx, const Conv2dShape& s, const fl
   }
   // A single piece writes dw itself; otherwise each piece its partial, added in piece order.
   const bool one_piece = threads_ == 1 || s.n < 2;
-  RunPieces(ctx, onednn_->streams, PlanFor(s).by_images, s.n,
+  RunPieces(ctx, onednn_->streams, by_images, s.n,
             [&](int p, int b, int, const OnednnConv& conv, dnnl::stream& st, float* arena) {
               float* out = one_piece ? dw : partials[static_cast<size_t>(p)].data();
               conv.BackwardFilter(st, arena, x + b * xi, dy + b * yi, out);
             });
-  if (one_piece) return;
+  if (one_piece) return true;
   bool first = true;
   for (int p = 0; p < threads_; ++p) {
     if (PieceBegin(s.n, p, threads_) == PieceBegin(s.n, p + 1, threads_)) continue;
@@ -158,6 +163,7 @@ void ConvPlanner::BackwardFilter(CpuContext& ctx, const Conv2dShape& s, const fl
       for (size_t i = 0; i < w_size; ++i) dw[i] += partial[i];
     }
   }
+  return true;
 }
 
 #else  // without oneDNN: im2col everywhere
@@ -179,18 +185,16 @@ ConvPlanner::Plan& ConvPlanner::PlanFor(const Conv2dShape& s) {
   return *plan;
 }
 
-bool ConvPlanner::UsesOnednn(const Conv2dShape&) { return false; }
-
-void ConvPlanner::Forward(CpuContext&, const Conv2dShape&, const float*, const float*, float*) {
-  TOWERPS_CHECK(false) << "oneDNN convolution in a build without oneDNN";
+bool ConvPlanner::Forward(CpuContext&, const Conv2dShape&, const float*, const float*, float*) {
+  return false;
 }
-void ConvPlanner::BackwardData(CpuContext&, const Conv2dShape&, const float*, const float*,
+bool ConvPlanner::BackwardData(CpuContext&, const Conv2dShape&, const float*, const float*,
                                float*) {
-  TOWERPS_CHECK(false) << "oneDNN convolution in a build without oneDNN";
+  return false;
 }
-void ConvPlanner::BackwardFilter(CpuContext&, const Conv2dShape&, const float*, const float*,
+bool ConvPlanner::BackwardFilter(CpuContext&, const Conv2dShape&, const float*, const float*,
                                  float*) {
-  TOWERPS_CHECK(false) << "oneDNN convolution in a build without oneDNN";
+  return false;
 }
 
 #endif  // TOWERPS_WITH_ONEDNN

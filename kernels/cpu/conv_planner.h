@@ -53,13 +53,12 @@ class ConvPlanner {
 
   // The path that runs s, planned now if s is new: "im2col+sgemm" or "onednn <impl>".
   const std::string& Describe(const Conv2dShape& s);
-  // True when oneDNN runs s; then the three ops below run it.
-  bool UsesOnednn(const Conv2dShape& s);
-
-  void Forward(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* w, float* y);
-  void BackwardData(CpuContext& ctx, const Conv2dShape& s, const float* dy, const float* w,
+  // Each runs s on oneDNN and returns true when its plan says oneDNN; otherwise returns false
+  // having done nothing, and the caller runs im2col (conv.h).
+  bool Forward(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* w, float* y);
+  bool BackwardData(CpuContext& ctx, const Conv2dShape& s, const float* dy, const float* w,
                     float* dx);
-  void BackwardFilter(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* dy,
+  bool BackwardFilter(CpuContext& ctx, const Conv2dShape& s, const float* x, const float* dy,
                       float* dw);
 
  private:

@@ -247,20 +247,17 @@ void CpuBackend::MomentumUpdate(int64_t n, float lr, float momentum, float weigh
 }
 
 void CpuBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
-  if (planner_.UsesOnednn(s)) return planner_.Forward(ctx_, s, x, w, y);
-  cpu::Conv2dForward(ctx_, s, x, w, y);
+  if (!planner_.Forward(ctx_, s, x, w, y)) cpu::Conv2dForward(ctx_, s, x, w, y);
 }
 
 void CpuBackend::Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
                                     float* dx) {
-  if (planner_.UsesOnednn(s)) return planner_.BackwardData(ctx_, s, dy, w, dx);
-  cpu::Conv2dBackwardData(ctx_, s, dy, w, dx);
+  if (!planner_.BackwardData(ctx_, s, dy, w, dx)) cpu::Conv2dBackwardData(ctx_, s, dy, w, dx);
 }
 
 void CpuBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, const float* dy,
                                       float* dw) {
-  if (planner_.UsesOnednn(s)) return planner_.BackwardFilter(ctx_, s, x, dy, dw);
-  cpu::Conv2dBackwardFilter(ctx_, s, x, dy, dw);
+  if (!planner_.BackwardFilter(ctx_, s, x, dy, dw)) cpu::Conv2dBackwardFilter(ctx_, s, x, dy, dw);
 }
 
 void CpuBackend::MaxPoolForward(const Pool2dShape& s, const float* x, float* y) {
