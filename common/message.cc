@@ -6,8 +6,15 @@
 
 namespace towerps {
 
+namespace {
+// A header's first segment: a request's or reply's header takes a few hundred bytes, which
+// Cap'n Proto's default (8 KiB, zeroed) would allocate and clear for every message part; a
+// bundle's header grows into further segments as it needs.
+constexpr unsigned kFirstSegmentWords = 128;
+}  // namespace
+
 OutgoingMessage::OutgoingMessage(proto::MessageType type)
-    : builder_(std::make_unique<capnp::MallocMessageBuilder>()) {
+    : builder_(std::make_unique<capnp::MallocMessageBuilder>(kFirstSegmentWords)) {
   builder_->initRoot<proto::Header>().setType(type);
 }
 

@@ -14,23 +14,31 @@ UniqueIds Deduplicate(std::span<const uint64_t> ids, int partitions) {
     uint32_t position;
     uint64_t id;
   };
-  std::vector<Key> keys(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    keys[i] = {static_cast<uint32_t>(TablePartitionOf(ids[i], partitions)),
+  const size_t n = ids.size();
+  std::vector<Key> keys(n);
+  const bool one = partitions <= 1;  // every id in partition 0: no hash, and sorted by id alone
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = {one ? 0u : static_cast<uint32_t>(TablePartitionOf(ids[i], partitions)),
                static_cast<uint32_t>(i), ids[i]};
   }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(a.partition, a.id) < std::tie(b.partition, b.id);
-  });
-  UniqueIds u;
-  u.inverse.resize(ids.size());
-  std::vector<uint64_t> unique;
-  for (const Key& k : keys) {
-    if (unique.empty() || unique.back() != k.id) unique.push_back(k.id);
-    u.inverse[k.position] = static_cast<uint32_t>(unique.size() - 1);
+  if (one) {
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) { return a.id < b.id; });
+  } else {
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      return std::tie(a.partition, a.id) < std::tie(b.partition, b.id);
+    });
   }
-  u.ids = Tensor::Empty({static_cast<int64_t>(unique.size())}, DType::kUInt64);
-  if (!unique.empty()) std::memcpy(u.ids.raw_data(), unique.data(), unique.size() * 8);
+  UniqueIds u;
+  u.inverse.resize(n);
+  // The distinct ids go straight into the tensor sent; fewer than n: a view of its front.
+  Tensor all = Tensor::Empty({static_cast<int64_t>(n)}, DType::kUInt64);
+  uint64_t* unique = all.u64();
+  int64_t count = 0;
+  for (const Key& k : keys) {
+    if (count == 0 || unique[count - 1] != k.id) unique[count++] = k.id;
+    u.inverse[k.position] = static_cast<uint32_t>(count - 1);
+  }
+  u.ids = count == static_cast<int64_t>(n) ? std::move(all) : all.Slice(0, count);
   return u;
 }
 
