@@ -124,6 +124,7 @@ Status Session::Connect(const std::vector<const float*>& initial) {
                                                               .path = o_.transport_path}));
   const int n = num_parameters();
   exchange_.emplace(*client_, o_.job, n, tables_.Variables(), *divergence_, o_.stop);
+  exchange_->set_bucket_bytes(o_.bucket_bytes);
   tables_.Attach(
       *client_, *exchange_,
       [this](Status failed, const std::function<Status()>& again, const std::string& how) {
@@ -298,28 +299,7 @@ float* Session::GradientBuffer(int v, bool keep_values) {
 void Session::Send(size_t i, Tensor gradient) {
   pushed_[i] = 1;
   gradients_[i] = std::move(gradient);
-  if (static_cast<int64_t>(gradients_[i].byte_size()) >= o_.bucket_bytes) {
-    exchange_->Push(static_cast<int>(i), gradients_[i], iter_);  // a bucket's worth: it goes
-    return;
-  }
-  MutexLock lock(&bucket_mu_);
-  bucket_.push_back(i);
-  bucket_held_bytes_ += static_cast<int64_t>(gradients_[i].byte_size());
-  if (bucket_held_bytes_ >= o_.bucket_bytes) SendBucketLocked();
-}
-
-void Session::SendBucket() {
-  MutexLock lock(&bucket_mu_);
-  SendBucketLocked();
-}
-
-void Session::SendBucketLocked() {
-  // One thread in Client::Together at a time: the lock serialises the buckets.
-  const std::vector<size_t> bucket = std::exchange(bucket_, {});
-  bucket_held_bytes_ = 0;
-  client_->Together([&] {
-    for (size_t i : bucket) exchange_->Push(static_cast<int>(i), gradients_[i], iter_);
-  });
+  exchange_->Offer(static_cast<int>(i), gradients_[i], iter_);  // through the bucket
 }
 
 Status Session::EndStep(std::optional<double> loss, std::span<const TableLookups::Ids> ahead) {
@@ -336,7 +316,7 @@ Status Session::EndStep(std::optional<double> loss, std::span<const TableLookups
       std::memset(zeros.f32(), 0, zeros.byte_size());
       Send(i, std::move(zeros));
     }
-    SendBucket();
+    exchange_->FlushBucket();
   });
   TOWERPS_RETURN_IF_ERROR(tables);
   exchange_->PullNext(++iter_);

@@ -155,12 +155,9 @@ class Session {
   Session(SessionOptions options, std::vector<ParameterSpec> parameters,
           std::vector<TableSpec> tables);
   Status Connect(const std::vector<const float*>& initial);
-  // Parameter i's gradient of this step, in a client buffer, into the bucket (sent, with the
-  // next pull, once the bucket is full).
+  // Parameter i's gradient of this step, in a client buffer, into the exchange's bucket (sent,
+  // with the next pull, once the bucket is full: StepExchange::Offer).
   void Send(size_t i, Tensor gradient);
-  // The bucket's gradients, one message per server.
-  void SendBucket() EXCLUDES(bucket_mu_);
-  void SendBucketLocked() REQUIRES(bucket_mu_);
   // EndStep's "train" line, every --log-every steps.
   void LogTrainLine(std::optional<double> loss, double staleness);
   // The parameters' and the tables' variables, as registered.
@@ -202,11 +199,6 @@ class Session {
   std::vector<GradientBuffers> gradient_buffers_;  // per parameter, once connected
   std::atomic<int64_t> copied_pushes_{0};
   std::vector<char> pushed_;  // per parameter: pushed this step
-  // Pushed, not yet sent (SessionOptions::bucket_bytes); pushes come from autograd's threads
-  // (one per device), EndStep from the training thread.
-  Mutex bucket_mu_;
-  std::vector<size_t> bucket_ GUARDED_BY(bucket_mu_);
-  int64_t bucket_held_bytes_ GUARDED_BY(bucket_mu_) = 0;
   int64_t iter_ = 0, start_iter_ = 0;
   bool start_exact_ = false;
   double wait_seconds_ = 0, delay_seconds_ = 0;

@@ -35,6 +35,19 @@ void AddDataFlags(WorkerOptions& o, po::options_description& desc) {
       "worker, for files larger than memory (--dataset criteo); off: load them whole");
 }
 
+// How a step's exchange with the servers goes, and what it records of it.
+void AddExchangeFlags(WorkerOptions& o, double* bucket_cap_mb, po::options_description& desc) {
+  desc.add_options()(
+      "profile-steps", po::value(&o.profile_steps)->default_value(o.profile_steps),
+      "record where the first N steps' time goes: per variable and table, when its gradient was "
+      "ready, pushed and answered, and when its values arrived and were loaded; logged, with the "
+      "critical path, and in the chief's summary (\"profile\")")(
+      "bucket-cap-mb", po::value(bucket_cap_mb)->default_value(*bucket_cap_mb, "0.25"),
+      "gradients smaller than this many MiB wait for each other and go together, one message "
+      "per server, the last of them with the tables' push; a larger one goes alone as backward "
+      "produces it (0: each goes alone)");
+}
+
 }  // namespace
 
 WorkerFlags::WorkerFlags()
@@ -61,6 +74,7 @@ WorkerFlags::WorkerFlags()
       "chief: print '@progress {json}' lines for towerps-launch's job-wide progress bar (set by "
       "towerps-launch on a terminal)");
   AddDataFlags(o, desc_);
+  AddExchangeFlags(o, &bucket_cap_mb_, desc_);
   desc_.add_options()("metrics-out", po::value(&o.metrics_out),
                       "JSON lines per logged step; {rank} expands")(
       "summary-out", po::value(&o.summary_out), "JSON summary at the end of the job")(
@@ -90,10 +104,6 @@ WorkerFlags::WorkerFlags()
       "export-npz", po::value(&o.export_npz),
       "chief: write the final parameters to this NumPy .npz, one array per variable by name "
       "(numpy.load(F)['fc1/kernel'])")(
-      "profile-steps", po::value(&o.profile_steps)->default_value(o.profile_steps),
-      "record where the first N steps' time goes: per variable, when its gradient was ready, "
-      "pushed and answered, and when its values arrived and were loaded; logged, with the "
-      "critical path, and in the chief's summary (\"profile\")")(
       "shutdown-servers", po::bool_switch(&o.shutdown_servers),
       "at the end, the chief asks the servers to checkpoint and exit, and the others tell them "
       "they are done (the servers wait for every worker; set by towerps-launch --mpi, --slurm "
@@ -129,6 +139,11 @@ Result<WorkerOptions> WorkerFlags::ToOptions() const {
   }
   o.on_nonfinite = *on_nonfinite;
   TOWERPS_ASSIGN_OR_RETURN(o.cpu_conv, kernels::cpu::kConvAlgorithms.Parse(cpu_conv_));
+  if (!(bucket_cap_mb_ >= 0 && bucket_cap_mb_ <= 1024)) {
+    return InvalidArgumentError("--bucket-cap-mb=" + ShortestText(bucket_cap_mb_) +
+                                " must be between 0 (each gradient goes alone) and 1024 MiB");
+  }
+  o.bucket_bytes = static_cast<int64_t>(bucket_cap_mb_ * (1 << 20));
   TOWERPS_RETURN_IF_ERROR(o.Validate());
   return o;
 }

@@ -29,6 +29,7 @@ class WorkerFlags {
   long join_timeout_s_;
   std::string on_nonfinite_ = "fail";
   std::string cpu_conv_ = "auto";
+  double bucket_cap_mb_ = 0.25;
   bool no_progress_bar_ = false;
   boost::program_options::options_description desc_;
 };

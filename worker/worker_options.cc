@@ -25,6 +25,10 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("--profile-steps=" + std::to_string(profile_steps) +
                                 " must be between 0 (off) and 100000");
   }
+  if (bucket_bytes < 0 || bucket_bytes > (int64_t{1} << 30)) {
+    return InvalidArgumentError("--bucket-cap-mb: " + std::to_string(bucket_bytes) +
+                                " bytes must be between 0 (each gradient goes alone) and 1024 MiB");
+  }
   if (log_every < 1) {
     return InvalidArgumentError("--log-every=" + std::to_string(log_every) + " must be >= 1");
   }
@@ -134,6 +138,9 @@ std::vector<std::string> WorkerOptions::ToArgs() const {
   if (!slow_workers.empty()) add("--slow-workers", slow_workers);
   if (on_nonfinite != OnNonFinite::kFail) add("--on-nonfinite", kOnNonFinite.Name(on_nonfinite));
   if (profile_steps != d.profile_steps) add("--profile-steps", std::to_string(profile_steps));
+  if (bucket_bytes != d.bucket_bytes) {
+    add("--bucket-cap-mb", ShortestText(static_cast<double>(bucket_bytes) / (1 << 20)));
+  }
   return a;
 }
 

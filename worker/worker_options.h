@@ -81,6 +81,9 @@ struct WorkerOptions {
   // > 0: record where the first N steps' time goes (worker/train/step_profile.h): logged, and
   // in the chief's summary as "profile".
   int profile_steps = 0;
+  // Gradients smaller than this wait for each other and go together, one message per server
+  // (--bucket-cap-mb; worker/train/step_exchange.h, set_bucket_bytes); 0: each goes alone.
+  int64_t bucket_bytes = int64_t{1} << 18;
 
   // Range checks and the syntax of --towers (not whether its devices exist: ParseTowers in the
   // worker checks that); the error names the flag and the value.

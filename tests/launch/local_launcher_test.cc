@@ -145,6 +145,7 @@ TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {
       {{"--replicas-to-aggregate", "5", "--workers", "2"}, "--replicas-to-aggregate=5"},
       {{"--base-port", "70000"}, "--base-port=70000"},
       {{"--intra-op-threads", "0"}, "--intra-op-threads=0"},
+      {{"--bucket-cap-mb", "-1"}, "--bucket-cap-mb=-1"},
       {{"--no-such-flag"}, "no-such-flag"},
       {{"--workers", "many"}, "workers"},
       {{"--server-bin", "/nonexistent/towerps-server"}, "/nonexistent/towerps-server"},

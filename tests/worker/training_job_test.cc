@@ -240,12 +240,13 @@ TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {
 }
 
 // --profile-steps: the chief's summary says where its steps went. On the CPU backward hands each
-// gradient on as its layer finishes, so the last layer's push leaves before the first layer's
-// gradient exists, and every push before compute ends.
+// gradient on as its layer finishes, so, each gradient going alone (--bucket-cap-mb 0), the last
+// layer's push leaves before the first layer's gradient exists, and every push before compute
+// ends.
 TEST_F(TrainingJobTest, ProfileStepsShowPushesOverlappingBackward) {
   const std::string summary = Path("profile.json");
   ASSERT_EQ(Launch("profile", With(kSmallSgd, {"--model", "cnn", "--profile-steps", "5",
-                                               "--summary-out", summary})),
+                                               "--bucket-cap-mb", "0", "--summary-out", summary})),
             0);
   std::ifstream in(summary);
   const nlohmann::json p = nlohmann::json::parse(in).at("profile");

@@ -55,6 +55,11 @@ void StepExchange::PullAt(int v, int64_t min_version, int64_t clock, bool exact)
 void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool exact,
                          const Batch& batch) {
   {
+    MutexLock lock(&bucket_mu_);  // a rejoin: what the broken step held is computed again
+    bucket_.clear();
+    bucket_held_bytes_ = 0;
+  }
+  {
     MutexLock lock(&mu_);
     last_step_ = last_step;
     replace_pending_ = policy_.ReplacesPending(exact);
@@ -175,9 +180,30 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
   }
 }
 
+void StepExchange::Offer(int v, const Tensor& average, int64_t iter) {
+  if (static_cast<int64_t>(average.byte_size()) >= bucket_bytes_) return Push(v, average, iter);
+  MutexLock lock(&bucket_mu_);
+  bucket_.push_back({.v = v, .gradient = average, .iter = iter});
+  bucket_held_bytes_ += static_cast<int64_t>(average.byte_size());
+  if (bucket_held_bytes_ >= bucket_bytes_) SendBucketLocked();
+}
+
+void StepExchange::FlushBucket() {
+  MutexLock lock(&bucket_mu_);
+  SendBucketLocked();
+}
+
+void StepExchange::SendBucketLocked() {
+  std::vector<Held> held = std::exchange(bucket_, {});
+  bucket_held_bytes_ = 0;
+  if (held.empty()) return;
+  client_.Together([&] {
+    for (const Held& h : held) Push(h.v, h.gradient, h.iter);
+  });
+}
+
 void StepExchange::PushTables(const TableExchange::GradientSource& gradients, int64_t iter,
                               const Batch* next, bool fed_next) {
-  if (tables_.empty()) return;
   int64_t version, last_step;
   bool replace;
   {
@@ -186,16 +212,19 @@ void StepExchange::PushTables(const TableExchange::GradientSource& gradients, in
     last_step = last_step_;
     replace = replace_pending_;
   }
-  if (next != nullptr) tables_.Prepare(*next);
-  // As Push does for a dense variable: no push to partitions past the last step, and no pull
-  // when there is no next iteration.
-  if (policy_.PastLast(version, last_step)) return;
-  std::optional<std::pair<int64_t, int64_t>> pull;
-  if ((next != nullptr || fed_next) && !policy_.RanLast(iter + 1, last_step)) {
-    pull = std::make_pair(policy_.NextVersion(version, last_step), iter + 1);
-  }
-  // A pull that could not ride (a withheld push) goes with PullNext.
-  tables_.Push(gradients, divergence_, version, iter, replace, pull);
+  if (next != nullptr && !tables_.empty()) tables_.Prepare(*next);
+  client_.Together([&] {  // the held gradients and the tables' pushes: one message per server
+    FlushBucket();
+    // As Push does for a dense variable: no push to partitions past the last step, and no pull
+    // when there is no next iteration.
+    if (tables_.empty() || policy_.PastLast(version, last_step)) return;
+    std::optional<std::pair<int64_t, int64_t>> pull;
+    if ((next != nullptr || fed_next) && !policy_.RanLast(iter + 1, last_step)) {
+      pull = std::make_pair(policy_.NextVersion(version, last_step), iter + 1);
+    }
+    // A pull that could not ride (a withheld push) goes with PullNext.
+    tables_.Push(gradients, divergence_, version, iter, replace, pull);
+  });
 }
 
 void StepExchange::PullNext(int64_t iter) {

@@ -81,6 +81,17 @@ class StepExchange {
   // towers leave it untouched until AwaitPushes has returned). Not sent when it is not finite
   // and the worker stops on that.
   void Push(int v, const Tensor& average, int64_t iter) EXCLUDES(mu_);
+  // Gradients smaller than `bytes` (0, the default: none) wait for each other, in the order they
+  // come, as DistributedDataParallel buckets its all-reduces: the held ones go together, one
+  // message per server, once they reach `bytes`, and the rest at FlushBucket, which the tables'
+  // push takes along (PushTables). Many small variables then cost a step one message per server,
+  // not one each; a larger gradient goes alone at once, overlapping the rest of backward. Set
+  // before Begin().
+  void set_bucket_bytes(int64_t bytes) { bucket_bytes_ = bytes; }
+  // Tower threads: Push() through the bucket.
+  void Offer(int v, const Tensor& average, int64_t iter) EXCLUDES(mu_, bucket_mu_);
+  // The held gradients go now, together (inside a caller's Client::Together, with its requests).
+  void FlushBucket() EXCLUDES(mu_, bucket_mu_);
 
   // A fed table's rows (TableExchange::Feed), handed to `sink` when they come; the step's
   // tables then push from the lowest version any of its rows came at (as AwaitValues's).
@@ -88,6 +99,7 @@ class StepExchange {
   // After the step of iteration `iter` (training thread): the tables' gradients pushed, with
   // the pull of `next`'s rows, the next batch (null: none, or a fed table's ids are unknown);
   // `fed_next`: fed tables' next ids were given (TableExchange::FeedNext), their pulls ride too.
+  // The bucket's held gradients go with them, one message per server.
   void PushTables(const TableExchange::GradientSource& gradients, int64_t iter, const Batch* next,
                   bool fed_next = false) EXCLUDES(mu_);
   // After a step that ended iteration `iter` - 1: the pulls that did not ride on a push.
@@ -109,7 +121,10 @@ class StepExchange {
   int64_t last_step() const EXCLUDES(mu_);
   // Where the pushes' and pulls' times go (--profile-steps): borrowed, may be null; set before
   // Begin().
-  void set_profile(StepProfile* profile) { profile_ = profile; }
+  void set_profile(StepProfile* profile) {
+    profile_ = profile;
+    tables_.set_profile(profile);
+  }
   // The tables' part (the chief evaluates and exports through it); empty without tables.
   TableExchange& tables() { return tables_; }
   const TableExchange& tables() const { return tables_; }
@@ -122,6 +137,7 @@ class StepExchange {
   using PullFuture = std::future<Result<ps::PulledVariable>>;
 
   void PullAt(int v, int64_t min_version, int64_t clock, bool exact) REQUIRES(mu_);
+  void SendBucketLocked() REQUIRES(bucket_mu_) EXCLUDES(mu_);
   // Waits for `pulls`, hands them to `sink` and records their versions.
   Status Load(std::vector<PullFuture> pulls, const ValueSink& sink, int64_t* max_version)
       EXCLUDES(mu_);
@@ -152,6 +168,16 @@ class StepExchange {
   // step (table_rows_came_); the version asked for until then.
   int64_t table_version_ GUARDED_BY(mu_) = 0;
   bool table_rows_came_ GUARDED_BY(mu_) = false;
+
+  struct Held {
+    int v = 0;
+    Tensor gradient;
+    int64_t iter = 0;
+  };
+  int64_t bucket_bytes_ = 0;
+  Mutex bucket_mu_;  // also keeps one bucket at a time in Client::Together
+  std::vector<Held> bucket_ GUARDED_BY(bucket_mu_);
+  int64_t bucket_held_bytes_ GUARDED_BY(bucket_mu_) = 0;
 };
 
 }  // namespace towerps::worker

@@ -147,6 +147,10 @@ Result<int64_t> TableExchange::Receive(int index, const RowSink& sink) {
   t.current_bags.swap(t.next_bags);
   const bool bag = t.input && t.input->bag >= 0;
   sink(index, t.rows, t.current, bag ? t.current_bags.data() : nullptr);
+  if (profile_ != nullptr) {
+    profile_->Mark(static_cast<int>(t.variable), StepProfile::Event::kArrived, t.rows.answered);
+    profile_->Mark(static_cast<int>(t.variable), StepProfile::Event::kLoaded);
+  }
   return t.rows.version;
 }
 
@@ -215,6 +219,10 @@ void TableExchange::Push(const GradientSource& gradients, Divergence& divergence
   client_.Together([&] {  // every table's push (and next pull) in one message per server
     PushEach(gradients, divergence, version, clock, replace, next);
   });
+  if (profile_ == nullptr) return;
+  for (const Table& t : tables_) {  // the bundles are sent now
+    if (t.push.valid()) profile_->Mark(static_cast<int>(t.variable), StepProfile::Event::kSent);
+  }
 }
 
 void TableExchange::PushEach(const GradientSource& gradients, Divergence& divergence,
@@ -249,6 +257,13 @@ void TableExchange::PushEach(const GradientSource& gradients, Divergence& diverg
   }
 }
 
+void TableExchange::MarkGradients() {
+  if (profile_ == nullptr) return;
+  for (const Table& t : tables_) {
+    profile_->Mark(static_cast<int>(t.variable), StepProfile::Event::kGradient);
+  }
+}
+
 Status TableExchange::AwaitPushes(Divergence& divergence, double* staleness_sum, int* pushes) {
   for (Table& t : tables_) {
     if (!t.push.valid()) continue;
@@ -260,6 +275,7 @@ Status TableExchange::AwaitPushes(Divergence& divergence, double* staleness_sum,
       continue;
     }
     TOWERPS_RETURN_IF_ERROR(r.status());
+    if (profile_ != nullptr) profile_->Mark(v, StepProfile::Event::kAnswered, r->answered);
     *staleness_sum += r->mean_staleness;
     ++*pushes;
   }

@@ -36,6 +36,7 @@
 #include "worker/model/model.h"
 #include "worker/tower_group.h"
 #include "worker/train/divergence.h"
+#include "worker/train/step_profile.h"
 
 namespace towerps::worker {
 
@@ -64,6 +65,12 @@ class TableExchange {
   TableExchange& operator=(const TableExchange&) = delete;
 
   bool empty() const { return tables_.empty(); }
+  // Where the tables' pushes and rows' times go (--profile-steps), each table under its variable's
+  // index: borrowed, may be null.
+  void set_profile(StepProfile* profile) { profile_ = profile; }
+  // The step's table gradients are computed (the towers' backward is done): their profile's
+  // gradient event.
+  void MarkGradients();
 
   // The batch the towers run next: its ids for each table that takes them from batches, each
   // once. Pull, and Push's `next`, ask for its rows.
@@ -169,6 +176,7 @@ class TableExchange {
   std::vector<Table> tables_;
   Ask ask_;
   int64_t fed_ahead_ = 0;
+  StepProfile* profile_ = nullptr;
 };
 
 }  // namespace towerps::worker

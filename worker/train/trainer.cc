@@ -77,6 +77,7 @@ class Trainer::Impl {
                                                        .security = o_.security,
                                                        .path = o_.transport_path}));
     exchange_.emplace(*client_, o_.job, p_->towers->model(0), *p_->divergence, o_.stop);
+    exchange_->set_bucket_bytes(o_.worker.bucket_bytes);
     if (o_.worker.profile_steps > 0) {
       std::vector<std::string> names;
       std::vector<int64_t> bytes;
@@ -195,9 +196,14 @@ class Trainer::Impl {
                                             [&](int v, const Tensor& average) {
                                               if (profile_)
                                                 profile_->Mark(v, StepProfile::Event::kGradient);
-                                              exchange_->Push(v, average, iter);
+                                              exchange_->Offer(v, average, iter);
                                             });
-    if (profile_) profile_->EndCompute();
+    // Without tables the bucket's rest goes now; with them, it rides on their push.
+    if (exchange_->tables().empty()) exchange_->FlushBucket();
+    if (profile_) {
+      exchange_->tables().MarkGradients();  // computed by backward; pushed with the next ids
+      profile_->EndCompute();
+    }
     t->compute = last_compute_ = Seconds(Clock::now() - compute_start);
     log->Count(*t);
     return r;
