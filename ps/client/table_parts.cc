@@ -140,6 +140,12 @@ void MergeRows(const IncomingMessage& reply, const std::vector<uint32_t>& positi
     out.updates = Tensor::Empty({total}, DType::kUInt32);
   }
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  if (n > 0 && positions.back() - positions.front() == static_cast<uint32_t>(n - 1)) {
+    // Increasing positions spanning n: a run (Deduplicate orders ids by partition), one copy.
+    std::memcpy(out.rows.f32() + positions.front() * dim, t[0].f32(), n * row_bytes);
+    std::memcpy(out.updates.u32() + positions.front(), t[1].u32(), n * sizeof(uint32_t));
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     std::memcpy(out.rows.f32() + positions[static_cast<size_t>(i)] * dim, t[0].f32() + i * dim,
                 row_bytes);
