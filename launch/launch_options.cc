@@ -66,6 +66,11 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
         "--profile-steps " + std::to_string(o.worker.profile_steps) +
         " profiles native workers' steps; a --worker-cmd script's are its own (torch.profiler)");
   }
+  if (worker_cmd && o.worker.bucket_bytes != worker::WorkerOptions{}.bucket_bytes) {
+    return InvalidArgumentError(
+        "--bucket-cap-mb sets native workers' gradient buckets; a --worker-cmd script sets its "
+        "own: tps.DistributedOptimizer(..., bucket_cap_mb=M)");
+  }
   for (const auto& [flag, given, path] :
        {std::tuple<std::string, bool, std::string>{"--server-bin", !o.server_binary.empty(),
                                                    ServerBinary(o)},

@@ -265,7 +265,7 @@ Status TableLookups::PushAll(int64_t step, std::span<const Ids> ahead) {
         if (!table.gradient.rows.defined()) table.gradient = Merge(t, table);
         return table.gradient;
       },
-      step, /*next=*/nullptr, /*fed_next=*/!ahead.empty());
+      step, /*ahead=*/!ahead.empty());
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 
 #include "common/sibling_executable.h"
 #include "launch/command_lines.h"
+#include "launch/launch_options.h"
 
 namespace towerps::launch {
 namespace {
@@ -42,6 +43,20 @@ TEST(WorkerCmdTest, AScriptsWorkersGetTheirCollectivesRendezvous) {
             std::string::npos);
   o.worker.dist_endpoint = "tcp://mine:9";
   EXPECT_EQ(DistEndpoint(o, "h", 7002), "tcp://mine:9");
+}
+
+// The native workers' step flags are refused for a script, which has its own, naming them.
+TEST(WorkerCmdTest, NativeWorkersStepFlagsAreRefusedForAScript) {
+  LaunchOptions o;
+  o.worker_cmd = "python3 train.py";
+  EXPECT_TRUE(ValidateLaunchOptions(o).ok()) << ValidateLaunchOptions(o);
+  o.worker.bucket_bytes = 0;
+  const Status bucket = ValidateLaunchOptions(o);
+  EXPECT_NE(bucket.message().find("bucket_cap_mb=M"), std::string::npos) << bucket;
+  o.worker.bucket_bytes = worker::WorkerOptions{}.bucket_bytes;
+  o.worker.profile_steps = 5;
+  const Status profile = ValidateLaunchOptions(o);
+  EXPECT_NE(profile.message().find("torch.profiler"), std::string::npos) << profile;
 }
 
 }  // namespace

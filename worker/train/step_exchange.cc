@@ -203,7 +203,7 @@ void StepExchange::SendBucketLocked() {
 }
 
 void StepExchange::PushTables(const TableExchange::GradientSource& gradients, int64_t iter,
-                              const Batch* next, bool fed_next) {
+                              bool ahead) {
   int64_t version, last_step;
   bool replace;
   {
@@ -212,14 +212,13 @@ void StepExchange::PushTables(const TableExchange::GradientSource& gradients, in
     last_step = last_step_;
     replace = replace_pending_;
   }
-  if (next != nullptr && !tables_.empty()) tables_.Prepare(*next);
   client_.Together([&] {  // the held gradients and the tables' pushes: one message per server
     FlushBucket();
     // As Push does for a dense variable: no push to partitions past the last step, and no pull
     // when there is no next iteration.
     if (tables_.empty() || policy_.PastLast(version, last_step)) return;
     std::optional<std::pair<int64_t, int64_t>> pull;
-    if ((next != nullptr || fed_next) && !policy_.RanLast(iter + 1, last_step)) {
+    if (ahead && !policy_.RanLast(iter + 1, last_step)) {
       pull = std::make_pair(policy_.NextVersion(version, last_step), iter + 1);
     }
     // A pull that could not ride (a withheld push) goes with PullNext.

@@ -3,10 +3,13 @@
 // trainer keeps the set-up and the loop.
 //
 // A step's route: AwaitValues() waits for the pulled parameters and loads them into every tower;
-// the towers run; as each variable's average is ready, a tower thread calls Push(), which checks
-// it (Divergence) and sends it with the next step's pull of that variable in one request
-// (ps::Client::PushThenPull); after the step PullNext() pulls the variables whose pull did not go
-// with a push, in forward-layer order, and AwaitPushes() collects the pushes' staleness.
+// the towers run; as each variable's average is ready, a tower thread calls Offer(), which holds
+// a small one in the bucket (set_bucket_bytes) or calls Push(), which checks it (Divergence) and
+// sends it with the next step's pull of that variable in one request
+// (ps::Client::PushThenPull); the bucket's gradients go together, the last of them with the
+// tables' push (PushTables) or at FlushBucket; after the step PullNext() pulls the variables
+// whose pull did not go with a push, in forward-layer order, and AwaitPushes() collects the
+// pushes' staleness.
 //
 // Versions: the mode's PullPolicy (worker/train/pull_policy.h) says which one to pull next and
 // when training is done: sync pulls the step after the one pushed, so versions count steps;
@@ -14,14 +17,15 @@
 //
 // Embedding tables (worker/train/table_exchange.h) follow the same versions: each step's batch's
 // rows are pulled with the step's parameters, and after the step (PushTables) their gradients go
-// with the pull of the next batch's rows.
+// with the pull of the next batch's rows, whose ids the trainer made unique ahead
+// (TableExchange::Prepare) while the step before was being exchanged.
 //
-// Contract: Push() is called from tower threads, for different variables at once, during a
-// step; every other method from the training thread between steps. The state both touch is
-// guarded by one mutex (checked by clang's thread-safety analysis); requests are sent and
-// futures waited on outside it. Every wait is bounded by the client's RPC deadline, and a set
-// `stop` ends it with kCancelled. Borrows the client and the divergence record, which must outlive
-// it.
+// Contract: Offer() and Push() are called from tower threads, for different variables at once,
+// during a step; every other method from the training thread between steps. The state both
+// touch is guarded by one mutex, the bucket by another, always taken first (both checked by
+// clang's thread-safety analysis); requests are sent and futures waited on outside the first. Every
+// wait is bounded by the client's RPC deadline, and a set `stop` ends it with kCancelled. Borrows
+// the client and the divergence record, which must outlive it.
 #ifndef TOWERPS_WORKER_TRAIN_STEP_EXCHANGE_H_
 #define TOWERPS_WORKER_TRAIN_STEP_EXCHANGE_H_
 
@@ -64,7 +68,7 @@ class StepExchange {
   // of `batch`, the first one. Without exactness a sync worker's first pushes replace its own
   // earlier ones still pending on the servers.
   void Begin(int64_t version, int64_t iter, int64_t last_step, bool exact, const Batch& batch)
-      EXCLUDES(mu_);
+      EXCLUDES(mu_, bucket_mu_);
   // Whether no pull is outstanding because the worker has run its last iteration (not sync).
   bool RanLastIteration(int64_t iter) const EXCLUDES(mu_);
   // Waits for the outstanding pulls and loads the values into every tower.
@@ -96,12 +100,12 @@ class StepExchange {
   // A fed table's rows (TableExchange::Feed), handed to `sink` when they come; the step's
   // tables then push from the lowest version any of its rows came at (as AwaitValues's).
   Status AwaitTableRows(int t, const TableExchange::RowSink& sink) EXCLUDES(mu_);
-  // After the step of iteration `iter` (training thread): the tables' gradients pushed, with
-  // the pull of `next`'s rows, the next batch (null: none, or a fed table's ids are unknown);
-  // `fed_next`: fed tables' next ids were given (TableExchange::FeedNext), their pulls ride too.
-  // The bucket's held gradients go with them, one message per server.
-  void PushTables(const TableExchange::GradientSource& gradients, int64_t iter, const Batch* next,
-                  bool fed_next = false) EXCLUDES(mu_);
+  // After the step of iteration `iter` (training thread): the tables' gradients pushed, and
+  // with them, when `ahead`, the pull of the next step's ids given ahead (tables().Prepare of
+  // its batch, or a fed table's FeedNext). The bucket's held gradients go with them, one
+  // message per server.
+  void PushTables(const TableExchange::GradientSource& gradients, int64_t iter, bool ahead)
+      EXCLUDES(mu_, bucket_mu_);
   // After a step that ended iteration `iter` - 1: the pulls that did not ride on a push.
   void PullNext(int64_t iter) EXCLUDES(mu_);
   // Waits for this step's pushes; their mean staleness. A non-finite gradient the servers

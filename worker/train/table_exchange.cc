@@ -47,21 +47,28 @@ ps::UniqueIds TableExchange::Unique(const Table& t, std::span<const uint64_t> id
 void TableExchange::Prepare(const Batch& batch) {
   for (Table& t : tables_) {
     if (!t.input) continue;
-    t.next = Unique(t, TableIds(batch, *t.input));
+    t.staged = Unique(t, TableIds(batch, *t.input));
     t.prepared = true;
     if (t.input->bag >= 0) {
-      t.next_bags = batch.bags.at(static_cast<size_t>(t.input->bag)).offsets;
+      t.staged_bags = batch.bags.at(static_cast<size_t>(t.input->bag)).offsets;
     }
   }
 }
 
+void TableExchange::TakeStaged(Table& t) {
+  t.next = std::move(t.staged);
+  t.next_bags = std::move(t.staged_bags);
+  t.staged_bags.clear();
+  t.prepared = false;
+}
+
 void TableExchange::SendPull(Table& t) {
+  TakeStaged(t);
   t.pull = client_.Pull({.variable_id = t.variable,
                          .ids = t.next.ids,
                          .min_version = ask_.version,
                          .clock = ask_.clock,
                          .exact = ask_.exact});
-  t.prepared = false;
 }
 
 void TableExchange::Pull(int64_t version, int64_t clock, bool exact) {
@@ -100,7 +107,7 @@ size_t TableExchange::Feed(int index, std::span<const uint64_t> ids) {
   const size_t first = t.fed.size();
   t.fed.insert(t.fed.end(), ids.begin(), ids.end());
   // Every lookup of the step, so that one push covers them all (a table looked up twice).
-  t.next = Unique(t, t.fed);
+  t.staged = Unique(t, t.fed);
   SendPull(t);
   return first;
 }
@@ -108,7 +115,7 @@ size_t TableExchange::Feed(int index, std::span<const uint64_t> ids) {
 void TableExchange::FeedNext(int index, std::span<const uint64_t> ids) {
   Table& t = tables_.at(static_cast<size_t>(index));
   t.fed_next.insert(t.fed_next.end(), ids.begin(), ids.end());
-  t.next = Unique(t, t.fed_next);
+  t.staged = Unique(t, t.fed_next);
   t.prepared = true;
 }
 
@@ -218,11 +225,13 @@ void TableExchange::Push(const GradientSource& gradients, Divergence& divergence
                          std::optional<std::pair<int64_t, int64_t>> next) {
   client_.Together([&] {  // every table's push (and next pull) in one message per server
     PushEach(gradients, divergence, version, clock, replace, next);
+    if (profile_ == nullptr) return;
+    // Marked as the bundle is complete, before the client sends it (as Together ends, or the
+    // caller's Together that this one joins), so that no reply can be stamped earlier.
+    for (const Table& t : tables_) {
+      if (t.push.valid()) profile_->Mark(static_cast<int>(t.variable), StepProfile::Event::kSent);
+    }
   });
-  if (profile_ == nullptr) return;
-  for (const Table& t : tables_) {  // the bundles are sent now
-    if (t.push.valid()) profile_->Mark(static_cast<int>(t.variable), StepProfile::Event::kSent);
-  }
 }
 
 void TableExchange::PushEach(const GradientSource& gradients, Divergence& divergence,
@@ -246,13 +255,13 @@ void TableExchange::PushEach(const GradientSource& gradients, Divergence& diverg
       t.push = client_.Push(push);
       continue;
     }
+    TakeStaged(t);
     ps::Client::PushAndPull both = client_.PushThenPull(push, {.variable_id = t.variable,
                                                                .ids = t.next.ids,
                                                                .min_version = next->first,
                                                                .clock = next->second});
     t.push = std::move(both.push);
     t.pull = std::move(both.pull);
-    t.prepared = false;
     t.ahead_sent = !t.input;
   }
 }

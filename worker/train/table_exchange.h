@@ -72,8 +72,10 @@ class TableExchange {
   // gradient event.
   void MarkGradients();
 
-  // The batch the towers run next: its ids for each table that takes them from batches, each
-  // once. Pull, and Push's `next`, ask for its rows.
+  // A batch the towers run later: its ids for each table that takes them from batches, each
+  // once, staged. The next Pull, or Push's `next`, asks for their rows; until then the rows
+  // pulled before stay those of the running step and of the one whose pull is in flight, so a
+  // trainer may prepare the batch after next while a step's exchange is under way.
   void Prepare(const Batch& batch);
   // Pulls the prepared ids' rows at `version` (exactly it, when `exact`) for iteration `clock`. A
   // fed table's pull goes when its ids are fed, at this version.
@@ -145,11 +147,14 @@ class TableExchange {
     // The step's fed ids were pulled ahead; Feeds of them, in order, claim them (`claimed`).
     bool ahead = false;
     size_t claimed = 0;
-    ps::UniqueIds current, next;  // the running step's ids, and the prepared one's
-    bool prepared = false;        // next's pull has not gone yet
-    std::vector<uint32_t> current_bags, next_bags, eval_bags;  // an EmbeddingBag's offsets
-    ps::PulledVariable rows;                                   // current's rows
-    std::future<Result<ps::PulledVariable>> pull;              // next's
+    // The running step's ids, the next one's (their pull sent), and ids prepared or fed
+    // ahead whose pull has not gone yet (`prepared`).
+    ps::UniqueIds current, next, staged;
+    bool prepared = false;
+    std::vector<uint32_t> current_bags, next_bags, staged_bags, eval_bags;  // EmbeddingBags'
+
+    ps::PulledVariable rows;                       // current's rows
+    std::future<Result<ps::PulledVariable>> pull;  // next's
     std::future<Result<ps::PushReport>> push;
     ps::UniqueIds eval_ids;
     ps::PulledVariable eval_rows;
@@ -164,6 +169,8 @@ class TableExchange {
   // Push()'s sends, inside one Client::Together.
   void PushEach(const GradientSource& gradients, Divergence& divergence, int64_t version,
                 int64_t clock, bool replace, std::optional<std::pair<int64_t, int64_t>> next);
+  // t's staged ids become the next step's, their pull going now.
+  void TakeStaged(Table& t);
   // Sends the pull of t's prepared ids at `ask_`.
   void SendPull(Table& t);
   // Waits for t's pull and hands its rows to `sink`; their version.

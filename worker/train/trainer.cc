@@ -127,6 +127,9 @@ class Trainer::Impl {
     p_->batcher->Seek(iter);
     TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&batch_));
     exchange_->Begin(start.version, iter, total, start.exact, batch_);
+    // The next batch, its tables' ids made unique: each step's pushes carry their pull.
+    TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&next_batch_));
+    exchange_->tables().Prepare(next_batch_);
     for (int t = 0; t < p_->towers->size(); ++t) p_->towers->model(t).SetTrainingStep(iter);
     EvalSchedule evals(p_->steps_per_epoch, o_.worker.evals_per_epoch, iter);
     if (!o_.worker.ready_file.empty())
@@ -152,9 +155,8 @@ class Trainer::Impl {
                                p_->MaybeEvaluate(evals, progress, console, metrics_, EvalTables()));
       if (collapsed) return StoppedSummary(began, start, iter, log.totals().loss, log);
       TOWERPS_ASSIGN_OR_RETURN(const StepResult r, ComputeStep(iter, &t, &log));
-      // The next batch now: its tables' rows ride on this step's pushes of theirs.
-      TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&next_batch_));
-      exchange_->PushTables(TableExchange::FromTowers(*p_->towers), iter, &next_batch_);
+      // The next batch's rows ride on this step's pushes of the tables.
+      exchange_->PushTables(TableExchange::FromTowers(*p_->towers), iter, /*ahead=*/true);
       if (p_->divergence->StopsAfterStep(r.loss, progress + 1)) {
         return StoppedSummary(began, start, iter + 1, r.loss, log);  // the caller reports it
       }
@@ -164,6 +166,10 @@ class Trainer::Impl {
       }
       std::swap(batch_, next_batch_);
       exchange_->PullNext(++iter);
+      // The batch after, read and its ids made unique while this step's exchange is under way:
+      // off the step's critical path.
+      TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&next_batch_));
+      exchange_->tables().Prepare(next_batch_);
       const auto push_wait_start = Clock::now();
       TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
       push_wait = Seconds(Clock::now() - push_wait_start);
@@ -272,7 +278,7 @@ class Trainer::Impl {
 
   TrainerOptions o_;
   std::unique_ptr<TrainingParts> p_;  // towers, data, batchers, divergence and collapse records
-  Batch batch_, next_batch_;          // this iteration's, and the next one's
+  Batch batch_, next_batch_;          // this iteration's, and the next one's (its ids prepared)
   std::unique_ptr<ps::Client> client_;
   int64_t start_version_ = ps::kNoVersion;
   std::unique_ptr<StepProfile> profile_;  // --profile-steps; outlives exchange_, which marks it
