@@ -119,7 +119,7 @@ class PySession {
       dims_.push_back(dim);
     }
     SessionOptions o = options;
-    o.bucket_bytes = bucket_bytes;
+    o.worker.bucket_bytes = bucket_bytes;
     py::gil_scoped_release unlocked;
     session_ = Take(Session::Start(std::move(o), std::move(specs), values, std::move(table_specs)));
   }
@@ -355,7 +355,7 @@ PYBIND11_MODULE(_towerps, m) {
            py::arg("options"), py::arg("names"), py::arg("shapes"), py::arg("initial"),
            py::arg("tables") =
                std::vector<std::tuple<std::string, int64_t, int64_t, float, std::string>>{},
-           py::arg("bucket_bytes") = SessionOptions{}.bucket_bytes)
+           py::arg("bucket_bytes") = towerps::worker::WorkerOptions{}.bucket_bytes)
       .def("log_eval", &PySession::LogEval, py::arg("test_accuracy"), py::arg("test_loss"))
       .def("log_scalar", &PySession::LogScalar, py::arg("tag"), py::arg("value"))
       .def("set_epoch", &PySession::SetEpoch, py::arg("epoch"))

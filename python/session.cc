@@ -124,7 +124,7 @@ Status Session::Connect(const std::vector<const float*>& initial) {
                                                               .path = o_.transport_path}));
   const int n = num_parameters();
   exchange_.emplace(*client_, o_.job, n, tables_.Variables(), *divergence_, o_.stop);
-  exchange_->set_bucket_bytes(o_.bucket_bytes);
+  exchange_->set_bucket_bytes(o_.worker.bucket_bytes);
   tables_.Attach(
       *client_, *exchange_,
       [this](Status failed, const std::function<Status()>& again, const std::string& how) {

@@ -102,7 +102,7 @@ class Session {
   Status AwaitValues(const std::vector<float*>& dst);
   // Parameter v's gradient of this step (`elements` floats): lent without a copy when it is v's
   // current GradientBuffer and no server still reads that, else copied; sent with its bucket
-  // (SessionOptions::bucket_bytes). kInvalidArgument naming the parameter for a wrong size or a
+  // (WorkerOptions::bucket_bytes). kInvalidArgument naming the parameter for a wrong size or a
   // second push in one step.
   Status Push(int v, const float* gradient, int64_t elements);
   // Parameter v's gradient buffer (its elements), for the caller to accumulate its gradients in

@@ -34,12 +34,7 @@ struct SessionOptions {
   // the loans a step can have out; beyond them pushes copy, so a server that never lets go
   // cannot make memory grow.
   size_t max_gradient_buffers = 4;
-  // Gradients smaller than this many bytes wait in a bucket, in backward's order, which goes
-  // once it holds as much, the rest with the step's tables at EndStep, each bucket one message
-  // per server: many small parameters cost one round trip, not one each. A larger gradient goes
-  // alone as soon as it is pushed, overlapping the rest of backward. 256 KiB: about where a
-  // transfer outweighs a message's fixed cost. 0: every gradient goes alone.
-  int64_t bucket_bytes = int64_t{1} << 18;
+  // The gradient bucket is worker.bucket_bytes, set from DistributedOptimizer's bucket_cap_mb.
 };
 
 // Parses a worker's arguments (without the program name). `secret_file`: TOWERPS_SECRET_FILE

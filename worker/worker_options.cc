@@ -25,10 +25,6 @@ Status WorkerOptions::Validate() const {
     return InvalidArgumentError("--profile-steps=" + std::to_string(profile_steps) +
                                 " must be between 0 (off) and 100000");
   }
-  if (bucket_bytes < 0 || bucket_bytes > (int64_t{1} << 30)) {
-    return InvalidArgumentError("--bucket-cap-mb: " + std::to_string(bucket_bytes) +
-                                " bytes must be between 0 (each gradient goes alone) and 1024 MiB");
-  }
   if (log_every < 1) {
     return InvalidArgumentError("--log-every=" + std::to_string(log_every) + " must be >= 1");
   }

@@ -81,8 +81,12 @@ struct WorkerOptions {
   // > 0: record where the first N steps' time goes (worker/train/step_profile.h): logged, and
   // in the chief's summary as "profile".
   int profile_steps = 0;
-  // Gradients smaller than this wait for each other and go together, one message per server
-  // (--bucket-cap-mb; worker/train/step_exchange.h, set_bucket_bytes); 0: each goes alone.
+  // Gradients smaller than this many bytes wait in a bucket, in backward's order, which goes
+  // once it holds as much, the rest with the step's tables, each bucket one message per server:
+  // many small variables cost one round trip, not one each. A larger gradient goes alone at
+  // once, overlapping the rest of backward. 256 KiB: about where a transfer outweighs a
+  // message's fixed cost. 0: every gradient goes alone. --bucket-cap-mb (native workers), a
+  // PyTorch script's bucket_cap_mb; worker/train/step_exchange.h, set_bucket_bytes.
   int64_t bucket_bytes = int64_t{1} << 18;
 
   // Range checks and the syntax of --towers (not whether its devices exist: ParseTowers in the

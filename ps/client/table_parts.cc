@@ -70,10 +70,16 @@ Result<std::vector<std::vector<uint32_t>>> PushOrder(const PushRequest& push, in
   return where;
 }
 
+// Whether increasing `positions` are consecutive (Deduplicate groups a partition's ids, so a
+// partition's positions are).
+bool IsRun(const std::vector<uint32_t>& positions) {
+  return positions.empty() || positions.back() - positions.front() + 1 == positions.size();
+}
+
 // Rows `positions` of `t` (along dimension 0): a view when they are consecutive, else a copy.
 Tensor Rows(const Tensor& t, const std::vector<uint32_t>& positions) {
   const auto n = static_cast<int64_t>(positions.size());
-  if (n == 0 || positions.back() - positions.front() + 1 == positions.size()) {
+  if (IsRun(positions)) {
     const int64_t begin = n == 0 ? 0 : positions.front();
     return t.Slice(begin, begin + n);
   }
@@ -140,8 +146,7 @@ void MergeRows(const IncomingMessage& reply, const std::vector<uint32_t>& positi
     out.updates = Tensor::Empty({total}, DType::kUInt32);
   }
   const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
-  if (n > 0 && positions.back() - positions.front() == static_cast<uint32_t>(n - 1)) {
-    // Increasing positions spanning n: a run (Deduplicate orders ids by partition), one copy.
+  if (n > 0 && IsRun(positions)) {  // one copy
     std::memcpy(out.rows.f32() + positions.front() * dim, t[0].f32(), n * row_bytes);
     std::memcpy(out.updates.u32() + positions.front(), t[1].u32(), n * sizeof(uint32_t));
     return;

@@ -225,18 +225,18 @@ TEST(SessionTest, ATableLookedUpTwiceTakesOnePushAndANonFiniteRowIsWithheldAndNa
       << stopped.message();
 }
 
-// A step's gradients go in buckets (SessionOptions::bucket_bytes): with the default 256 KiB, a
+// A step's gradients go in buckets (WorkerOptions::bucket_bytes): with the default 256 KiB, a
 // small model's parameters and the step's table rows reach the server as one message; with
 // buckets of 0 bytes each parameter's gradient is a message of its own. The values are the same.
 TEST(SessionTest, ASmallModelsStepIsOneMessagePerServer) {
   ps::JobConfig job = Job();
   job.workers = 1;
   std::vector<std::vector<float>> after;
-  for (const int64_t bucket : {SessionOptions{}.bucket_bytes, int64_t{0}}) {
+  for (const int64_t bucket : {worker::WorkerOptions{}.bucket_bytes, int64_t{0}}) {
     Cluster cluster(job, "session_bucket" + std::to_string(bucket));
     SessionOptions o = Options(cluster, 0);
     o.job = job;
-    o.bucket_bytes = bucket;
+    o.worker.bucket_bytes = bucket;
     std::vector<std::vector<float>> values;
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<Session> s, StartWorker(o, values));
     const std::vector<float*> dst = {values[0].data(), values[1].data()};

@@ -127,9 +127,7 @@ class Trainer::Impl {
     p_->batcher->Seek(iter);
     TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&batch_));
     exchange_->Begin(start.version, iter, total, start.exact, batch_);
-    // The next batch, its tables' ids made unique: each step's pushes carry their pull.
-    TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&next_batch_));
-    exchange_->tables().Prepare(next_batch_);
+    TOWERPS_RETURN_IF_ERROR(PrepareNextBatch());
     for (int t = 0; t < p_->towers->size(); ++t) p_->towers->model(t).SetTrainingStep(iter);
     EvalSchedule evals(p_->steps_per_epoch, o_.worker.evals_per_epoch, iter);
     if (!o_.worker.ready_file.empty())
@@ -155,7 +153,8 @@ class Trainer::Impl {
                                p_->MaybeEvaluate(evals, progress, console, metrics_, EvalTables()));
       if (collapsed) return StoppedSummary(began, start, iter, log.totals().loss, log);
       TOWERPS_ASSIGN_OR_RETURN(const StepResult r, ComputeStep(iter, &t, &log));
-      // The next batch's rows ride on this step's pushes of the tables.
+      // The next batch's rows ride on this step's pushes of the tables, and the bucket's rest
+      // with them (a model without tables: alone).
       exchange_->PushTables(TableExchange::FromTowers(*p_->towers), iter, /*ahead=*/true);
       if (p_->divergence->StopsAfterStep(r.loss, progress + 1)) {
         return StoppedSummary(began, start, iter + 1, r.loss, log);  // the caller reports it
@@ -166,10 +165,8 @@ class Trainer::Impl {
       }
       std::swap(batch_, next_batch_);
       exchange_->PullNext(++iter);
-      // The batch after, read and its ids made unique while this step's exchange is under way:
-      // off the step's critical path.
-      TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&next_batch_));
-      exchange_->tables().Prepare(next_batch_);
+      // The batch after, while this step's exchange is under way: off its critical path.
+      TOWERPS_RETURN_IF_ERROR(PrepareNextBatch());
       const auto push_wait_start = Clock::now();
       TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
       push_wait = Seconds(Clock::now() - push_wait_start);
@@ -179,6 +176,14 @@ class Trainer::Impl {
       log.Record(t, iter, step, progress / p_->steps_per_epoch, staleness, console, metrics_);
     }
     return Finish(began, start, iter, total, log, console);
+  }
+
+  // Reads next_batch_ and makes its tables' ids unique (TableExchange::Prepare): a step's
+  // pushes of the tables carry their pull.
+  Status PrepareNextBatch() {
+    TOWERPS_RETURN_IF_ERROR(p_->NextBatch(&next_batch_));
+    exchange_->tables().Prepare(next_batch_);
+    return Status::Ok();
   }
 
   // What evaluation runs before each test batch: the tables' rows of its ids, pulled.
@@ -204,8 +209,6 @@ class Trainer::Impl {
                                                 profile_->Mark(v, StepProfile::Event::kGradient);
                                               exchange_->Offer(v, average, iter);
                                             });
-    // Without tables the bucket's rest goes now; with them, it rides on their push.
-    if (exchange_->tables().empty()) exchange_->FlushBucket();
     if (profile_) {
       exchange_->tables().MarkGradients();  // computed by backward; pushed with the next ids
       profile_->EndCompute();
