@@ -122,6 +122,7 @@ std::vector<std::pair<std::string, std::string>> JobConfig::Fields() const {
       {"--table-eviction", kEvictionOrders.Name(table_policies.defaults.eviction)},
       {"--table-storage", kTableStorages.Name(table_policies.defaults.storage)},
       {"--table-memory-mb", ShortestText(table_policies.defaults.memory_mb)},
+      {"--table-placement", kTablePlacements.Name(table_policies.defaults.placement)},
       {"--table-policy", table_policies.overrides},
       {"--lr-schedule", kLrScheduleKinds.Name(schedule.kind)},
       {"--lr-decay-rate", ShortestText(schedule.decay_rate)},

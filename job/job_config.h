@@ -177,8 +177,12 @@ struct JobConfig {
   // run directory's job.json record.
   std::vector<std::pair<std::string, std::string>> ModeFields() const;
 
-  // Partitions of each table: table_partitions on each server.
+  // Partitions of a table placed by rows: table_partitions on each server.
   int TablePartitions() const { return servers * table_partitions; }
+  // Partitions of a table with `policy` on each server that holds it: 1 for a whole table.
+  int TablePartitionsPerServer(const TablePolicy& policy) const {
+    return policy.placement == TablePlacement::kWhole ? 1 : table_partitions;
+  }
 
   // Server processes the job runs: `servers`, plus a standby when replicas need one.
   int ServerProcesses() const { return ps_replicas > 1 && servers < 2 ? 2 : servers; }

@@ -17,7 +17,7 @@ namespace {
 
 // The embedding tables' options: their optimizer, and their policies (job/table_policy.h).
 void AddTableFlags(po::options_description& desc, JobConfig& c, std::string* table_optimizer,
-                   std::string* eviction, std::string* storage) {
+                   JobFlags::TablePolicyNames* names) {
   desc.add_options()(
       "table-optimizer", po::value(table_optimizer)->default_value(*table_optimizer),
       "embedding tables' rows: sgd, momentum, adagrad, adam (lazy: a row's moments and bias "
@@ -45,20 +45,23 @@ void AddTableFlags(po::options_description& desc, JobConfig& c, std::string* tab
           ->default_value(c.table_policies.defaults.capacity_rows),
       "embedding tables: rows each server holds of a table at most, the rest evicted by "
       "--table-eviction at step boundaries (0: no bound)")(
-      "table-eviction", po::value(eviction)->default_value(*eviction),
+      "table-eviction", po::value(&names->eviction)->default_value(names->eviction),
       "which rows --table-capacity-rows evicts, or --table-memory-mb sends to disk: lfu (fewest "
       "updates) or lru (oldest update)")(
-      "table-storage", po::value(storage)->default_value(*storage),
+      "table-storage", po::value(&names->storage)->default_value(names->storage),
       "embedding tables: memory (every row in RAM) or rocksdb (each server keeps the hottest "
       "rows within --table-memory-mb, the rest on disk in its --table-dir)")(
       "table-memory-mb", FloatFlag(&c.table_policies.defaults.memory_mb),
       "embedding tables with --table-storage rocksdb: each server's megabytes of a table's rows "
       "in memory (its partitions share them)")(
+      "table-placement", po::value(&names->placement)->default_value(names->placement),
+      "embedding tables: rows (each table's rows hashed over every server) or whole (each table "
+      "whole on one server, the tables spread over the servers in turn: one message part per "
+      "table a step, for many small tables)")(
       "table-policy", po::value(&c.table_policies.overrides)->default_value(""),
       "per-table overrides of the --table-* policy flags, NAME:KEY=VALUE items separated by "
       "commas; KEY: min_count, probability, ttl_steps, capacity_rows, eviction, storage, "
-      "memory_mb (e.g. "
-      "emb_0:ttl_steps=1000,emb_3:min_count=2)");
+      "memory_mb, placement (e.g. emb_0:ttl_steps=1000,emb_3:min_count=2)");
 }
 
 }  // namespace
@@ -69,8 +72,9 @@ JobFlags::JobFlags()
       table_optimizer_(kTableOptimizerKinds.Name(config_.table_optimizer.kind)),
       schedule_(kLrScheduleKinds.Name(config_.schedule.kind)),
       lr_scaling_(kLrScalings.Name(config_.lr_scaling)),
-      table_eviction_(kEvictionOrders.Name(config_.table_policies.defaults.eviction)),
-      table_storage_(kTableStorages.Name(config_.table_policies.defaults.storage)),
+      table_names_{kEvictionOrders.Name(config_.table_policies.defaults.eviction),
+                   kTableStorages.Name(config_.table_policies.defaults.storage),
+                   kTablePlacements.Name(config_.table_policies.defaults.placement)},
       desc_("Job options (identical in every process of a job)") {
   JobConfig& c = config_;
   desc_.add_options()("workers", po::value(&c.workers)->default_value(c.workers),
@@ -110,7 +114,7 @@ JobFlags::JobFlags()
       "adagrad-initial", FloatFlag(&c.optimizer.initial_accumulator),
       "adagrad initial accumulator")("weight-decay", FloatFlag(&c.optimizer.weight_decay),
                                      "L2 weight decay added to gradients");
-  AddTableFlags(desc_, c, &table_optimizer_, &table_eviction_, &table_storage_);
+  AddTableFlags(desc_, c, &table_optimizer_, &table_names_);
   desc_.add_options()("lr-schedule", po::value(&schedule_)->default_value(schedule_),
                       "constant, step or exponential")(
       "lr-decay-rate", FloatFlag(&c.schedule.decay_rate), "step/exponential decay factor")(
@@ -149,9 +153,10 @@ Result<JobConfig> JobFlags::ToConfig(const po::variables_map& vm) const {
   TOWERPS_ASSIGN_OR_RETURN(c.optimizer.kind, kOptimizerKinds.Parse(optimizer_));
   TOWERPS_ASSIGN_OR_RETURN(c.schedule.kind, kLrScheduleKinds.Parse(schedule_));
   TOWERPS_ASSIGN_OR_RETURN(c.table_optimizer.kind, kTableOptimizerKinds.Parse(table_optimizer_));
-  TOWERPS_ASSIGN_OR_RETURN(c.table_policies.defaults.eviction,
-                           kEvictionOrders.Parse(table_eviction_));
-  TOWERPS_ASSIGN_OR_RETURN(c.table_policies.defaults.storage, kTableStorages.Parse(table_storage_));
+  TablePolicy& table = c.table_policies.defaults;
+  TOWERPS_ASSIGN_OR_RETURN(table.eviction, kEvictionOrders.Parse(table_names_.eviction));
+  TOWERPS_ASSIGN_OR_RETURN(table.storage, kTableStorages.Parse(table_names_.storage));
+  TOWERPS_ASSIGN_OR_RETURN(table.placement, kTablePlacements.Parse(table_names_.placement));
   TOWERPS_RETURN_IF_ERROR(c.Validate());
   return c;
 }

@@ -30,10 +30,15 @@ class JobFlags {
   // --mode ssp, is an error naming the option and its mode.
   Result<JobConfig> ToConfig(const boost::program_options::variables_map& vm) const;
 
+  // The tables' policy flags that name a value (job/table_policy.h), as given.
+  struct TablePolicyNames {
+    std::string eviction, storage, placement;
+  };
+
  private:
   JobConfig config_;
-  std::string mode_, optimizer_, table_optimizer_, schedule_, lr_scaling_, table_eviction_,
-      table_storage_;
+  std::string mode_, optimizer_, table_optimizer_, schedule_, lr_scaling_;
+  TablePolicyNames table_names_;
   boost::program_options::options_description desc_;
 };
 

@@ -19,7 +19,7 @@ int TablePartitionOf(uint64_t id, int partitions) {
 
 Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& variables,
                                                int num_servers, size_t partition_bytes,
-                                               int table_partitions) {
+                                               int table_partitions, const TablePolicies& tables) {
   if (variables.empty()) return InvalidArgumentError("the model declares no variables");
   if (num_servers <= 0) {
     return InvalidArgumentError("--servers must be at least 1, got " + std::to_string(num_servers));
@@ -30,15 +30,20 @@ Result<ChunkPlacement> ChunkPlacement::Compute(const std::vector<VariableSpec>& 
   }
   ChunkPlacement p;
   p.num_servers_ = num_servers;
+  int whole_tables = 0;  // placed so far, spread over the servers in turn
   for (uint32_t v = 0; v < variables.size(); ++v) {
     const VariableSpec& var = variables[v];
     p.first_chunk_.push_back(p.chunks_.size());
     TOWERPS_RETURN_IF_ERROR(ValidateVariableKind(var));
     if (var.is_table()) {
-      for (int s = 0; s < num_servers * table_partitions; ++s) {
-        ChunkSpec part{v, static_cast<uint32_t>(s), 0, 0, 0, s % num_servers, var.kind, 0.0f};
+      const bool whole = tables.For(var).placement == TablePlacement::kWhole;
+      const int parts = whole ? 1 : num_servers * table_partitions;
+      for (int s = 0; s < parts; ++s) {
+        const int server = whole ? (whole_tables++) % num_servers : s % num_servers;
+        ChunkSpec part{v, static_cast<uint32_t>(s), 0, 0, 0, server, var.kind, 0.0f};
         part.table_rows = var.table_rows();
         part.table_dim = var.table_dim();
+        part.table_partitions = parts;
         p.chunks_.push_back(part);
       }
       continue;
@@ -99,13 +104,15 @@ std::string ChunkPlacement::Describe(const std::vector<VariableSpec>& variables)
   char line[512];
   for (const ChunkSpec& c : chunks_) {
     if (c.is_table()) {
-      std::snprintf(
-          line, sizeof(line),
-          "%s partition %u of %d (rows by id hash, dim %lld, %s) -> server %d\n",
-          variables.at(c.variable_id).name.c_str(), c.chunk_id, num_servers_,
-          static_cast<long long>(c.table_dim),
-          c.table_rows == 0 ? "unbounded" : ("ids below " + std::to_string(c.table_rows)).c_str(),
-          c.server);
+      const std::string bound =
+          c.table_rows == 0 ? "unbounded" : "ids below " + std::to_string(c.table_rows);
+      const std::string part = c.table_partitions == 1
+                                   ? std::string("whole (")
+                                   : "partition " + std::to_string(c.chunk_id) + " of " +
+                                         std::to_string(c.table_partitions) + " (rows by id hash, ";
+      std::snprintf(line, sizeof(line), "%s %sdim %lld, %s) -> server %d\n",
+                    variables.at(c.variable_id).name.c_str(), part.c_str(),
+                    static_cast<long long>(c.table_dim), bound.c_str(), c.server);
       out += line;
       continue;
     }

@@ -14,6 +14,10 @@
 // table's updates on several cores, and a step's messages to it overlap. A table partition's
 // ChunkSpec has no elements: rows come and go by id.
 //
+// A table whose policy places it whole (TablePlacement::kWhole, job/table_policy.h) is one
+// partition instead, holding every row: the k-th such table, in variable order, lives on server
+// k mod servers. A worker's step then sends it one message part, not one per server.
+//
 // Contract: immutable after Compute(); safe to share between threads.
 #ifndef TOWERPS_JOB_PLACEMENT_H_
 #define TOWERPS_JOB_PLACEMENT_H_
@@ -23,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "job/job_config.h"
+#include "job/table_policy.h"
 #include "job/variable.h"
 #include "towerps/result.h"
 
@@ -41,6 +47,9 @@ struct ChunkSpec {
   // kTable: the table's bound on ids (0: unbounded) and floats per row; num_elements is 0.
   int64_t table_rows = 0;
   int64_t table_dim = 0;
+  // kTable: the table's partitions over all servers (1: whole on `server`), whose hash of an id
+  // says which holds its row.
+  int table_partitions = 0;
 
   bool is_table() const { return kind == VariableKind::kTable; }
 };
@@ -57,9 +66,17 @@ class ChunkPlacement {
  public:
   // Fails on an empty variable list, a non-positive server count, a variable ValidateVariableKind
   // refuses, a partition smaller than one element or one that splits a variable into more than
-  // kMaxChunksPerVariable chunks, or fewer than one table partition per server.
+  // kMaxChunksPerVariable chunks, or fewer than one table partition per server. `tables`: the
+  // tables' policies, of which their placement (rows or whole) counts here.
   static Result<ChunkPlacement> Compute(const std::vector<VariableSpec>& variables, int num_servers,
-                                        size_t partition_bytes, int table_partitions = 1);
+                                        size_t partition_bytes, int table_partitions = 1,
+                                        const TablePolicies& tables = {});
+  // The placement of `job`'s variables: Compute with its servers, partitions and policies.
+  static Result<ChunkPlacement> ForJob(const std::vector<VariableSpec>& variables,
+                                       const JobConfig& job) {
+    return Compute(variables, job.servers, job.partition_bytes, job.table_partitions,
+                   job.table_policies);
+  }
 
   // All chunks, ordered by (variable_id, chunk_id).
   const std::vector<ChunkSpec>& chunks() const { return chunks_; }
@@ -69,7 +86,7 @@ class ChunkPlacement {
   std::vector<size_t> BytesPerServer() const;
   // One line per chunk: "conv1/kernel chunk 0 [0, 262144) 1.00 MiB -> server 1", and per table
   // partition: "user/embedding partition 1 of 2 (rows by id hash, dim 32, unbounded) -> server
-  // 1".
+  // 1", or "user/embedding whole (dim 32, unbounded) -> server 0".
   std::string Describe(const std::vector<VariableSpec>& variables) const;
 
  private:

@@ -11,7 +11,7 @@ namespace towerps::ps {
 namespace {
 
 constexpr const char* kKeys =
-    "min_count, probability, ttl_steps, capacity_rows, eviction, storage or memory_mb";
+    "min_count, probability, ttl_steps, capacity_rows, eviction, storage, memory_mb or placement";
 
 // Where a field's error points: its flag for the defaults, "table 'NAME': key" for an override.
 std::string Where(std::string_view table, const char* key, const char* flag) {
@@ -47,6 +47,12 @@ Status Set(const std::string& key, const std::string& text, std::string_view tab
   } else if (key == "memory_mb") {
     TOWERPS_ASSIGN_OR_RETURN(const double mb, ParseDouble(text, where));
     policy->memory_mb = static_cast<float>(mb);
+  } else if (key == "placement") {
+    Result<TablePlacement> placement = kTablePlacements.Parse(text);
+    if (!placement.ok()) {
+      return InvalidArgumentError(where + "=" + text + " is not one of " + kTablePlacements.List());
+    }
+    policy->placement = *placement;
   } else {
     return InvalidArgumentError("--table-policy: table '" + std::string(table) + "': '" + key +
                                 "' is not a policy key (" + kKeys + ")");
@@ -57,8 +63,9 @@ Status Set(const std::string& key, const std::string& text, std::string_view tab
 }  // namespace
 
 std::string TablePolicy::Describe() const {
+  const bool whole = placement == TablePlacement::kWhole;
   if (AdmitsEveryId() && !Evicts() && storage == TableStorage::kMemory) {
-    return "every id, kept forever";
+    return whole ? "every id, kept forever, whole on one server" : "every id, kept forever";
   }
   std::string s;
   auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
@@ -77,6 +84,7 @@ std::string TablePolicy::Describe() const {
     add("on disk (rocksdb) beyond " + ShortestText(memory_mb) + " MB per server in memory (" +
         kEvictionOrders.Name(eviction) + ")");
   }
+  if (whole) add("whole on one server");
   return s;
 }
 
@@ -245,12 +253,12 @@ Status CheckTablePolicy(const TablePolicies& policies, const VariableSpec& table
                            DeclaredItems(table.name, table.policy));
   TablePolicy scratch;
   for (const TablePolicyOverride& o : items) {
-    if (o.key == "storage" || o.key == "memory_mb") {
+    if (o.key == "storage" || o.key == "memory_mb" || o.key == "placement") {
       return InvalidArgumentError("table '" + table.name + "': the model declares " + o.key + "=" +
                                   o.value +
                                   ", but where the servers keep rows is the launcher's to say: "
-                                  "give it --table-storage and --table-memory-mb, or "
-                                  "--table-policy " +
+                                  "give it --table-storage, --table-memory-mb and "
+                                  "--table-placement, or --table-policy " +
                                   table.name + ":" + o.key + "=" + o.value);
     }
     TOWERPS_RETURN_IF_ERROR(Set(o.key, o.value, o.table, &scratch));

@@ -15,17 +15,22 @@
 //              tier in its --table-dir (ps/server/table_rows.h); rows read back from disk have
 //              the bits they left with. capacity_rows does not combine with it (bound the rows on
 //              disk with a TTL).
+//   placement  rows (the table's rows hashed over every server, --table-partitions on each) or
+//              whole (the whole table on one server, one partition; job/placement.h). Whole tables
+//              cost a worker one message part per table a step instead of one per server: for
+//              many small tables. A whole table's rows, memory and updates are all one server's.
 //
-// The defaults (1, 1, 0, 0, memory) admit every id at once and keep every row forever: the table as
-// it was before policies.
+// The defaults (1, 1, 0, 0, memory, rows) admit every id at once and keep every row forever: the
+// table as it was before policies.
 //
 // Overrides: "NAME:KEY=VALUE" items, comma-separated (--table-policy), KEY one of min_count,
-// probability, ttl_steps, capacity_rows, eviction, storage, memory_mb; a later item wins over an
-// earlier one.
+// probability, ttl_steps, capacity_rows, eviction, storage, memory_mb, placement; a later item
+// wins over an earlier one.
 //
 // A model may declare a table's policy too (VariableSpec::policy: PyTorch's
 // DistributedOptimizer(tables=...)): "KEY=VALUE" items with the keys of admission and eviction
-// only, since where the servers keep rows (storage, memory_mb) is the launcher's to say. A
+// only, since where the servers keep rows (storage, memory_mb, placement) is the launcher's to
+// say. A
 // table's policy is the --table-* defaults, then its declaration, then its --table-policy items.
 //
 // Contract: plain values and pure functions; thread-compatible. Every error is kInvalidArgument
@@ -52,6 +57,10 @@ enum class TableStorage { kMemory, kRocksdb };
 inline constexpr EnumNames<TableStorage, 2> kTableStorages{
     "--table-storage", {{{TableStorage::kMemory, "memory"}, {TableStorage::kRocksdb, "rocksdb"}}}};
 
+enum class TablePlacement { kRows, kWhole };
+inline constexpr EnumNames<TablePlacement, 2> kTablePlacements{
+    "--table-placement", {{{TablePlacement::kRows, "rows"}, {TablePlacement::kWhole, "whole"}}}};
+
 inline constexpr int64_t kMaxTtlSteps = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxCapacityRows = int64_t{1} << 40;
 inline constexpr int64_t kMaxMemoryMb = int64_t{1} << 30;
@@ -66,6 +75,7 @@ struct TablePolicy {
   // rocksdb: each server's megabytes (2^20 bytes) for the table's rows in memory (> 0; a
   // fraction too, for small tables and tests)
   float memory_mb = 0.0f;
+  TablePlacement placement = TablePlacement::kRows;
 
   bool AdmitsEveryId() const { return admission_min_count <= 1 && admission_probability >= 1.0f; }
   bool Evicts() const { return ttl_steps > 0 || capacity_rows > 0; }

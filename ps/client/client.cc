@@ -113,8 +113,7 @@ uint64_t Client::server_restarts() const {
 std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variables,
                                               uint64_t model_signature) {
   const JobConfig& job = impl_->options_.job;
-  Result<ChunkPlacement> placement =
-      ChunkPlacement::Compute(variables, job.servers, job.partition_bytes, job.table_partitions);
+  Result<ChunkPlacement> placement = ChunkPlacement::ForJob(variables, job);
   if (!placement.ok()) return Ready<int64_t>(placement.status());
   std::vector<bool> owns(impl_->options_.servers.size(), false);
   for (const ChunkSpec& c : placement->chunks()) owns[c.server] = true;

@@ -53,15 +53,29 @@ Status AddTables(const Checkpoint& ck, const std::string& path, const ChunkPlace
   return Status::Ok();
 }
 
-// --table-partitions as the job that wrote `meta` had it (1 when it does not say).
-Result<int> TablePartitionsOf(const CheckpointMeta& meta, const std::string& path) {
+// The job options that place `meta`'s variables (job/placement.h), as the job that wrote it had
+// them: --table-partitions (1 when it does not say), --table-placement (rows when it does not)
+// and --table-policy.
+Result<JobConfig> PlacementJobOf(const CheckpointMeta& meta, const std::string& path) {
+  JobConfig job;
+  job.servers = meta.num_servers;
+  job.partition_bytes = meta.partition_bytes;
   for (const auto& [name, value] : meta.job_fields) {
-    if (name != "--table-partitions") continue;
-    Result<int64_t> k = ParseIntInRange(value, "--table-partitions", 1, 256);
-    if (!k.ok()) return CorruptionError(path + ": " + std::string(k.status().message()));
-    return static_cast<int>(*k);
+    if (name == "--table-partitions") {
+      Result<int64_t> k = ParseIntInRange(value, "--table-partitions", 1, 256);
+      if (!k.ok()) return CorruptionError(path + ": " + std::string(k.status().message()));
+      job.table_partitions = static_cast<int>(*k);
+    } else if (name == "--table-placement") {
+      Result<TablePlacement> placement = kTablePlacements.Parse(value);
+      if (!placement.ok()) {
+        return CorruptionError(path + ": " + std::string(placement.status().message()));
+      }
+      job.table_policies.defaults.placement = *placement;
+    } else if (name == "--table-policy") {
+      job.table_policies.overrides = value;
+    }
   }
-  return 1;
+  return job;
 }
 
 }  // namespace
@@ -75,10 +89,9 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
   TOWERPS_ASSIGN_OR_RETURN(Checkpoint ck0, LoadCheckpointChain(dir, 0));
   TOWERPS_RETURN_IF_ERROR(FillFromTier(dir, 0, &ck0));
   const CheckpointMeta meta = ck0.meta;
-  TOWERPS_ASSIGN_OR_RETURN(const int table_partitions, TablePartitionsOf(meta, first));
+  TOWERPS_ASSIGN_OR_RETURN(const JobConfig job, PlacementJobOf(meta, first));
   TOWERPS_ASSIGN_OR_RETURN(const ChunkPlacement placement,
-                           ChunkPlacement::Compute(meta.variables, meta.num_servers,
-                                                   meta.partition_bytes, table_partitions));
+                           ChunkPlacement::ForJob(meta.variables, job));
   CheckpointParameters out;
   out.variables = meta.variables;
   out.model_signature = meta.model_signature;
@@ -130,10 +143,10 @@ Result<CheckpointParameters> ReadCheckpointParameters(const std::string& dir) {
   for (size_t i = 0; i < filled.size(); ++i) {
     if (filled[i]) continue;
     const ChunkSpec& spec = placement.chunks()[i];
-    return FailedPreconditionError(dir + ": no checkpoint holds chunk " +
-                                   std::to_string(spec.chunk_id) + " of " +
-                                   meta.variables[spec.variable_id].name + " (server " +
-                                   std::to_string(spec.server) + "'s file lacks it)");
+    return FailedPreconditionError(
+        dir + ": no checkpoint holds " + (spec.is_table() ? "partition " : "chunk ") +
+        std::to_string(spec.chunk_id) + " of " + meta.variables[spec.variable_id].name +
+        " (server " + std::to_string(spec.server) + "'s file lacks it)");
   }
   return out;
 }

@@ -94,9 +94,10 @@ RowPolicy RowPolicy::ForTable(const JobConfig& job, const VariableSpec& table) {
   // capacity_rows is per server: each of the server's partitions of the table takes an equal
   // share, at least 1 row, so that the server never holds more than capacity_rows (when that is
   // at least its partitions).
-  const int64_t share = policy.capacity_rows == 0
-                            ? 0
-                            : std::max<int64_t>(1, policy.capacity_rows / job.table_partitions);
+  const int64_t share =
+      policy.capacity_rows == 0
+          ? 0
+          : std::max<int64_t>(1, policy.capacity_rows / job.TablePartitionsPerServer(policy));
   return RowPolicy(policy, AdmissionCoin(job.seed, name, policy.admission_probability),
                    job.UpdatesPerStep(), share);
 }

@@ -87,11 +87,9 @@ Status Server::Restore(const Checkpoint& ck) {
 }
 
 Status Server::EstablishModel(const std::vector<VariableSpec>& variables, uint64_t signature) {
-  TOWERPS_ASSIGN_OR_RETURN(
-      ChunkPlacement placement,
-      ChunkPlacement::Compute(variables, options_.job.servers, options_.job.partition_bytes,
-                              options_.job.table_partitions));
   TOWERPS_RETURN_IF_ERROR(CheckTablePolicies(options_.job.table_policies, variables));
+  TOWERPS_ASSIGN_OR_RETURN(ChunkPlacement placement,
+                           ChunkPlacement::ForJob(variables, options_.job));
   variables_ = variables;
   variables_hash_ = VariableListHash(variables_);
   model_signature_ = signature;

@@ -24,10 +24,11 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
       optimizer_(config),
       slots_(optimizer_.slots()),
       policy_(RowPolicy::ForTable(config, variable)),
-      // A server holds its partitions and, replicated, as many again for the group it backs up.
-      rows_(TableRows::ForTable(policy_.policy(), spec,
-                                int64_t{config.table_partitions} * config.ps_replicas,
-                                (1 + slots_) * dim_, disk)),
+      // The server's partitions of the table, those it backs up included (of a whole table, 1).
+      rows_(TableRows::ForTable(
+          policy_.policy(), spec,
+          spec.table_partitions == 1 ? 1 : int64_t{config.table_partitions} * config.ps_replicas,
+          (1 + slots_) * dim_, disk)),
       previous_(spec.table_dim) {}
 
 void TableChunk::InitialValues(uint64_t id, float* out) const { initial_.Fill(id, dim_, out); }
@@ -52,7 +53,7 @@ Status TableChunk::CheckIds(const Tensor& ids, bool sorted) const {
                                 DTypeName(ids.dtype()) + " " + ShapeToString(ids.shape()));
   }
   const uint64_t* id = ids.u64();
-  const int partitions = config_.TablePartitions();
+  const int partitions = spec_.table_partitions;
   const int64_t n = ids.num_elements();
   for (int64_t i = 0; i < n; ++i) {
     if (spec_.table_rows > 0 && id[i] >= static_cast<uint64_t>(spec_.table_rows)) {

@@ -264,8 +264,8 @@ class DistributedOptimizer:
     ``capacity_rows`` and ``eviction``: ``tables={"emb": {"min_count": 2, "ttl_steps": 1000}}``.
     It is part of the model (every worker must declare the same); the launcher's --table-*
     flags are the defaults under it and its ``--table-policy NAME:KEY=VALUE`` items override it.
-    Where the rows live (``storage``, ``memory_mb``) is the launcher's to say. A bad key or value
-    raises ValueError naming the table.
+    Where the rows live (``storage``, ``memory_mb``, ``placement``) is the launcher's to say. A
+    bad key or value raises ValueError naming the table.
     """
 
     def __init__(self, named_parameters, model=None, table_init_scale=0.05,

@@ -81,6 +81,24 @@ TEST_F(TableJobTest, KilledServerWithReplicasFailsOverAndTheFinalParametersAreBi
   }
 }
 
+// --table-placement whole: the table is one partition, on server 0. The job ends with the bits
+// of the job placing its rows on both servers (updates are per row, wherever the row lives),
+// and with --ps-replicas 2 a kill of that server fails over to the table's backup and still
+// ends with them.
+TEST_F(TableJobTest, AWholeTableHasTheBitsOfOnePlacedByRowsAndFailsOver) {
+  const std::vector<std::string> whole = {"--table-placement", "whole", "--log-device-placement"};
+  ASSERT_EQ(Run(whole), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("embedding whole (dim 8, ids below 8000) -> server 0"),
+            std::string::npos);
+  EXPECT_TRUE(dir_.Read("final.bin") == reference()) << "whole placement changed the bits";
+  std::vector<std::string> replicas = whole;
+  replicas.insert(replicas.end(), {"--ps-replicas", "2"});
+  ASSERT_EQ(Run(replicas, std::make_pair(60, 1), "ps", 0), 0);
+  EXPECT_NE(dir_.Read("out.txt").find("ps:0 was killed by SIGKILL"), std::string::npos);
+  EXPECT_TRUE(dir_.Read("final.bin") == reference())
+      << "final parameters differ from the undisturbed job's";
+}
+
 // Async: every worker's iterations applied once per partition, and it trains too.
 TEST_F(TableJobTest, AsyncJobTrainsAndAppliesEveryIterationOnce) {
   const std::vector<std::string> async = {"--mode", "async", "--lr", "0.02"};

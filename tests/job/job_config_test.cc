@@ -246,8 +246,9 @@ TEST(JobFlagsTest, AModelsDeclaredPolicySitsBetweenTheDefaultsAndTheOverrides) {
             "table 'emb': the model declares storage=rocksdb, but where the "
             "servers keep rows is the launcher's to say"},
            {"memory_mb=4",
-            "give it --table-storage and --table-memory-mb, or --table-policy "
-            "emb:memory_mb=4"},
+            "give it --table-storage, --table-memory-mb and --table-placement, or "
+            "--table-policy emb:memory_mb=4"},
+           {"placement=whole", "the model declares placement=whole, but where the servers"},
        }) {
     emb.policy = declared;
     Status bad = CheckTablePolicies(p, {emb});

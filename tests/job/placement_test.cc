@@ -55,6 +55,48 @@ TEST(PlacementTest, TablesHaveOnePartitionPerServerAndLeaveTheDenseBalanceAlone)
   EXPECT_FALSE(ChunkPlacement::Compute(vars, 3, 64 << 10).ok());
 }
 
+// --table-placement whole: each table one partition holding every row, the tables spread over
+// the servers in turn; a --table-policy item places one table by rows again. The dense balance
+// is untouched.
+TEST(PlacementTest, WholeTablesAreOnePartitionEachSpreadOverTheServersInTurn) {
+  std::vector<VariableSpec> vars = Mlp();
+  const auto dense = ChunkPlacement::Compute(vars, 3, 64 << 10);
+  for (int t = 0; t < 4; ++t) vars.push_back(TableVariable("t" + std::to_string(t), 0, 8, 0.05f));
+  TablePolicies whole;
+  whole.defaults.placement = TablePlacement::kWhole;
+  whole.overrides = "t2:placement=rows";
+  const auto p = ChunkPlacement::Compute(vars, 3, 64 << 10, 2, whole);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const size_t first = Mlp().size();
+  const int expect_server[] = {0, 1, -1, 2};  // t2 by rows; the next whole table takes server 2
+  for (int t : {0, 1, 3}) {
+    const auto parts = p->ChunksOf(static_cast<uint32_t>(first + t));
+    ASSERT_EQ(parts.size(), 1u) << t;
+    EXPECT_EQ(parts[0].server, expect_server[t]) << t;
+    EXPECT_EQ(parts[0].table_partitions, 1);
+    EXPECT_EQ(parts[0].chunk_id, 0u);
+  }
+  const auto rows = p->ChunksOf(static_cast<uint32_t>(first + 2));
+  ASSERT_EQ(rows.size(), 6u);  // 2 per server
+  for (const ChunkSpec& c : rows) EXPECT_EQ(c.table_partitions, 6);
+  EXPECT_EQ(rows[4].server, 1);
+  EXPECT_EQ(p->BytesPerServer(), dense->BytesPerServer());
+  const std::string d = p->Describe(vars);
+  EXPECT_NE(d.find("t3 whole (dim 8, unbounded) -> server 2"), std::string::npos) << d;
+  EXPECT_NE(d.find("t2 partition 4 of 6 (rows by id hash, dim 8, unbounded) -> server 1"),
+            std::string::npos)
+      << d;
+  // The job's flags say the same through ForJob.
+  JobConfig job;
+  job.servers = 3;
+  job.partition_bytes = 64 << 10;
+  job.table_partitions = 2;
+  job.table_policies = whole;
+  const auto from_job = ChunkPlacement::ForJob(vars, job);
+  ASSERT_TRUE(from_job.ok());
+  EXPECT_EQ(from_job->Describe(vars), d);
+}
+
 // Power-law ids are small and adjacent: a hash spreads them evenly, a range would not.
 TEST(PlacementTest, TableRowsSpreadEvenlyOverPartitions) {
   for (int partitions : {2, 3, 7}) {

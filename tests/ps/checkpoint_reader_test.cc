@@ -1,5 +1,6 @@
 // ReadCheckpointParameters: the chunks of two servers' checkpoint files put back together into
-// whole variables, by the placement the servers used; a missing file or chunk is named.
+// whole variables, by the placement the servers used (a table's too: by rows, or whole on one
+// server as --table-placement says); a missing file or chunk is named.
 #include "ps/server/checkpoint_reader.h"
 
 #include <gtest/gtest.h>
@@ -102,6 +103,59 @@ TEST_F(CheckpointReaderTest, AMissingChunkOrFileIsNamed) {
   read = ReadCheckpointParameters((dir_ / "nowhere").string());
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), StatusCode::kNotFound);
+}
+
+// A table placed whole (--table-placement whole, recorded in the files' job fields) is one
+// partition on server 0: read back from there alone. The same files read as a job placing it by
+// rows lack the partition of server 1, which is named.
+TEST_F(CheckpointReaderTest, ATablePlacedWholeIsReadFromItsOneServer) {
+  const VariableSpec emb = TableVariable("emb", 0, 2, 0.1f);
+  for (const char* placement : {"whole", "rows"}) {
+    SCOPED_TRACE(placement);
+    for (int rank = 0; rank < 2; ++rank) {
+      Checkpoint ck;
+      ck.meta.job_fields = {{"--table-placement", "whole"}};
+      if (std::string(placement) == "rows") ck.meta.job_fields.clear();  // the default: rows
+      ck.meta.server_rank = rank;
+      ck.meta.num_servers = 2;
+      ck.meta.partition_bytes = 400;
+      ck.meta.variables = {emb};
+      if (rank == 0) {
+        TableState t;
+        t.variable_id = 0;
+        t.chunk_id = 0;
+        t.version = 9;
+        t.dim = 2;
+        t.ids = Tensor::Empty({3}, DType::kUInt64);
+        t.rows = Tensor::Empty({3, 2});
+        t.row_updates = Tensor::Empty({3}, DType::kUInt32);
+        t.row_last_update = Tensor::Empty({3}, DType::kUInt64);
+        t.admission_ids = Tensor::Empty({0}, DType::kUInt64);
+        t.admission_counts = Tensor::Empty({0}, DType::kUInt32);
+        t.admission_last_seen = Tensor::Empty({0}, DType::kUInt64);
+        for (int r = 0; r < 3; ++r) {
+          t.ids.u64()[r] = 100 + r;
+          t.rows.f32()[2 * r] = static_cast<float>(r);
+          t.rows.f32()[2 * r + 1] = -static_cast<float>(r);
+          t.row_updates.u32()[r] = 1;
+          t.row_last_update.u64()[r] = 9;
+        }
+        ck.tables.push_back(std::move(t));
+      }
+      ASSERT_TRUE(SaveCheckpoint(CheckpointPath(dir_.string(), rank), ck).ok());
+    }
+    auto read = ReadCheckpointParameters(dir_.string());
+    if (std::string(placement) == "rows") {
+      ASSERT_FALSE(read.ok());
+      EXPECT_NE(read.status().message().find("partition 1 of emb"), std::string::npos)
+          << read.status();
+      continue;
+    }
+    ASSERT_TRUE(read.ok()) << read.status();
+    ASSERT_EQ(read->tables[0].ids.num_elements(), 3);
+    EXPECT_EQ(read->tables[0].ids.u64()[2], 102u);
+    EXPECT_EQ(read->tables[0].values.f32()[5], -2.0f);
+  }
 }
 
 }  // namespace
