@@ -139,11 +139,11 @@ def _standalone_job(timeout_s=60):
                                  "--ready-file", ready, "--log-level", "warning"] + job,
                                 stdout=log, stderr=subprocess.STDOUT,
                                 preexec_fn=die_with_parent)
-    atexit.register(_stop_server, proc)
+    atexit.register(_stop_server, proc, run_dir)
     deadline = time.time() + timeout_s
     while not os.path.exists(ready):
         if proc.poll() is not None or time.time() > deadline:
-            _stop_server(proc)
+            _stop_server(proc, None)
             with open(log_path) as f:
                 tail = f.read()[-2000:]
             raise ValueError("the one-worker job's towerps-server (%s %s) did not start: %s"
@@ -156,7 +156,9 @@ def _standalone_job(timeout_s=60):
     return ["--rank", "0", "--ps-endpoints", endpoint, "--insecure"] + job
 
 
-def _stop_server(proc):
+def _stop_server(proc, run_dir):
+    """Stops the one-worker job's server; its run directory goes too unless its log (warnings
+    and errors only) has something to say, for which it stays where the start-up line said."""
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -164,6 +166,8 @@ def _stop_server(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    if run_dir is not None and os.path.getsize(os.path.join(run_dir, "ps-0.log")) == 0:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 _optimizers_made = 0     # DistributedOptimizers constructed in this process

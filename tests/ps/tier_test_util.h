@@ -21,10 +21,20 @@
 
 namespace towerps::ps::testing {
 
+// An empty directory for `name` in this test process, removed when the process exits (after
+// the test's disks have closed).
 inline std::string FreshDir(const std::string& name) {
+  struct Made {
+    std::vector<std::string> dirs;
+    ~Made() {
+      for (const std::string& d : dirs) std::filesystem::remove_all(d);
+    }
+  };
+  static Made made;
   const std::string dir =
       ::testing::TempDir() + "towerps_tier_" + name + "_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
+  made.dirs.push_back(dir);
   return dir;
 }
 

@@ -7,6 +7,7 @@ PYTHONPATH; each test class is one CTest test:
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -1029,6 +1030,10 @@ class BadInputTest(unittest.TestCase):
             self.assertIn("this script is a one-worker job with its own server", p.stdout)
             self.assertEqual(worker_record(out, 0)["summary"]["steps"], 20)
             self.assertEqual(worker_record(out, 0)["summary"]["workers"], 1)
+            # Its server's run directory, whose log had nothing to say, is gone with it.
+            log = re.search(r"own server \(\S+, log (\S+)\)", p.stdout)
+            self.assertIsNotNone(log, p.stdout)
+            self.assertFalse(os.path.exists(os.path.dirname(log.group(1))), log.group(1))
 
     def test_outside_the_launcher_without_a_server_init_says_how_to_start(self):
         env = dict(os.environ, TOWERPS_SERVER_BIN="/nonexistent/towerps-server")
