@@ -189,9 +189,10 @@ class TableModuleTest(unittest.TestCase):
 
     TABLE = ["--table-optimizer", "sgd", "--table-lr", "2"]
 
-    def run_job(self, out, kind, worker_args=(), extra=()):
+    def run_job(self, out, kind, worker_args=(), extra=(), servers=1):
         code, text, _ = launch(out, steps=100, extra=self.TABLE + list(extra),
-                               worker_args=["--table-kind", kind] + list(worker_args))
+                               worker_args=["--table-kind", kind] + list(worker_args),
+                               servers=servers)
         self.assertEqual(code, 0, text)
         return [worker_record(out, r) for r in range(2)]
 
@@ -234,6 +235,18 @@ class TableModuleTest(unittest.TestCase):
     def test_a_collection_matches_a_plain_embedding_bag_per_field(self):
         with tempfile.TemporaryDirectory() as out:
             w = self.run_job(out, "tps-ebc")
+            reference_losses_, net = table_reference("ebc")
+            assert_workers_match(self, w, reference_losses_)
+            self.check_model_back(out, w, net)
+
+    def test_a_collection_placed_whole_over_two_servers_matches_one_process(self):
+        # --table-placement whole: the three fields' tables live on servers 0, 1 and 0, each
+        # whole; the lookups, the updates and the state_dict's rows are the same.
+        with tempfile.TemporaryDirectory() as out:
+            w = self.run_job(out, "tps-ebc", extra=["--table-placement", "whole",
+                                                    "--log-device-placement"], servers=2)
+            with open(os.path.join(out, "run", "ps-0.log")) as f:
+                self.assertRegex(f.read(), r"whole \(dim 8, ids below 50\) -> server 1")
             reference_losses_, net = table_reference("ebc")
             assert_workers_match(self, w, reference_losses_)
             self.check_model_back(out, w, net)
