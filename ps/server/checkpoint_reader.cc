@@ -33,7 +33,9 @@ void AppendRows(const TableState& t, TableRows* out) {
   out->values = values;
 }
 
-// The table partitions of one server's checkpoint, into `out`; each marked in `filled`.
+// The table partitions of one server's checkpoint, into `out`; each marked in `filled`. A
+// partition read already is skipped: under --ps-replicas a server's checkpoint holds the
+// partitions it backs up too, the same rows as their primary's.
 Status AddTables(const Checkpoint& ck, const std::string& path, const ChunkPlacement& placement,
                  std::vector<bool>* filled, CheckpointParameters* out) {
   for (const TableState& t : ck.tables) {
@@ -45,8 +47,10 @@ Status AddTables(const Checkpoint& ck, const std::string& path, const ChunkPlace
     }
     const ChunkSpec& spec = placement.ChunksOf(t.variable_id)[t.chunk_id];
     if (t.dim != spec.table_dim) return CorruptionError(path + ": a table's dim differs");
+    const auto index = static_cast<size_t>(&spec - placement.chunks().data());
+    if ((*filled)[index]) continue;
     AppendRows(t, &out->tables[t.variable_id]);
-    (*filled)[static_cast<size_t>(&spec - placement.chunks().data())] = true;
+    (*filled)[index] = true;
     out->min_version = std::min(out->min_version, t.version);
     out->max_version = std::max(out->max_version, t.version);
   }

@@ -106,8 +106,8 @@ TEST_F(CheckpointReaderTest, AMissingChunkOrFileIsNamed) {
 }
 
 // A table placed whole (--table-placement whole, recorded in the files' job fields) is one
-// partition on server 0: read back from there alone. The same files read as a job placing it by
-// rows lack the partition of server 1, which is named.
+// partition on server 0, which server 1 backs up (--ps-replicas 2): its rows are read once. The
+// same files read as a job placing it by rows lack partition 1, which is named.
 TEST_F(CheckpointReaderTest, ATablePlacedWholeIsReadFromItsOneServer) {
   const VariableSpec emb = TableVariable("emb", 0, 2, 0.1f);
   for (const char* placement : {"whole", "rows"}) {
@@ -120,7 +120,7 @@ TEST_F(CheckpointReaderTest, ATablePlacedWholeIsReadFromItsOneServer) {
       ck.meta.num_servers = 2;
       ck.meta.partition_bytes = 400;
       ck.meta.variables = {emb};
-      if (rank == 0) {
+      {  // the primary on server 0, its backup on server 1
         TableState t;
         t.variable_id = 0;
         t.chunk_id = 0;
