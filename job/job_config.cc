@@ -61,6 +61,12 @@ Status JobConfig::Validate() const {
         "by zero (McMahan et al. suggest --ftrl-beta 1)");
   }
   TOWERPS_RETURN_IF_ERROR(table_policies.Validate());
+  if (table_partitions > 1 && !table_policies.AnyPlacedByRows()) {
+    return bad("--table-partitions=" + std::to_string(table_partitions) +
+               " splits the tables placed by rows, but --table-placement whole puts every table "
+               "whole on one server: drop --table-partitions, or place a table by rows "
+               "(--table-policy NAME:placement=rows)");
+  }
   if (schedule.decay_steps < 1) return bad("--lr-decay-steps must be at least 1");
   if (!(schedule.decay_rate > 0)) return bad("--lr-decay-rate must be positive");
   if (schedule.warmup_steps < 0) return bad("--lr-warmup-steps must be >= 0");
@@ -250,12 +256,22 @@ Status CompareConfigFields(const std::vector<std::pair<std::string, std::string>
 Status CheckResumable(const JobConfig& job,
                       const std::vector<std::pair<std::string, std::string>>& saved) {
   const std::string advice = "; resume with the options it was written with, or move it away";
+  // Options added since checkpoints first recorded them, with the value a checkpoint that
+  // predates one was written under.
+  static const std::pair<const char*, const char*> kAddedLater[] = {{"--table-placement", "rows"}};
   const auto mine = job.ResumableFields();
+  size_t predated = 0;
   for (const auto& field : mine) {
     const std::string& name = field.first;
     const std::string& value = field.second;
     auto it = std::find_if(saved.begin(), saved.end(),
                            [&](const auto& f) { return f.first == field.first; });
+    const auto* added = std::find_if(std::begin(kAddedLater), std::end(kAddedLater),
+                                     [&](const auto& a) { return name == a.first; });
+    if (it == saved.end() && added != std::end(kAddedLater) && value == added->second) {
+      ++predated;
+      continue;
+    }
     if (it == saved.end()) {
       return FailedPreconditionError("it does not record " + name + " (this job has " + name + " " +
                                      value + "); it was written by another TowerPS version");
@@ -265,7 +281,7 @@ Status CheckResumable(const JobConfig& job,
                                      ", this job has " + name + " " + value + advice);
     }
   }
-  if (saved.size() != mine.size()) {
+  if (saved.size() + predated != mine.size()) {
     return FailedPreconditionError("it records " + std::to_string(saved.size()) +
                                    " job options, this TowerPS has " + std::to_string(mine.size()) +
                                    "; it was written by another TowerPS version");

@@ -57,7 +57,7 @@ void AddTableFlags(po::options_description& desc, JobConfig& c, std::string* tab
       "table-placement", po::value(&names->placement)->default_value(names->placement),
       "embedding tables: rows (each table's rows hashed over every server) or whole (each table "
       "whole on one server, the tables spread over the servers in turn: one message part per "
-      "table a step, for many small tables)")(
+      "table a step, for many small tables; --table-capacity-rows then bounds the whole table)")(
       "table-policy", po::value(&c.table_policies.overrides)->default_value(""),
       "per-table overrides of the --table-* policy flags, NAME:KEY=VALUE items separated by "
       "commas; KEY: min_count, probability, ttl_steps, capacity_rows, eviction, storage, "
@@ -95,9 +95,9 @@ JobFlags::JobFlags()
       "partition-bytes", po::value(&c.partition_bytes)->default_value(c.partition_bytes),
       "largest chunk a variable is cut into")(
       "table-partitions", po::value(&c.table_partitions)->default_value(c.table_partitions),
-      "partitions of each embedding table per server; a server's are spread over its "
-      "--threads")("optimizer", po::value(&optimizer_)->default_value(optimizer_),
-                   "sgd, momentum, adam or adagrad")(
+      "partitions of each embedding table placed by rows per server; a server's are spread "
+      "over its --threads")("optimizer", po::value(&optimizer_)->default_value(optimizer_),
+                            "sgd, momentum, adam or adagrad")(
       "lr", FloatFlag(&c.optimizer.learning_rate),
       "learning rate: with --lr-scaling share, a step's progress at the same rate in every mode")(
       "lr-scaling", po::value(&lr_scaling_)->default_value(lr_scaling_),

@@ -238,6 +238,14 @@ TablePolicy TablePolicies::For(std::string_view name, std::string_view declared)
   return policy;
 }
 
+bool TablePolicies::AnyPlacedByRows() const {
+  if (defaults.placement == TablePlacement::kRows) return true;
+  Result<std::vector<TablePolicyOverride>> items = ParseTablePolicyOverrides(overrides);
+  return items.ok() && std::any_of(items->begin(), items->end(), [](const TablePolicyOverride& o) {
+           return o.key == "placement" && o.value == kTablePlacements.Name(TablePlacement::kRows);
+         });
+}
+
 std::vector<std::string> TablePolicies::NamedTables() const {
   std::vector<std::string> names;
   Result<std::vector<TablePolicyOverride>> items = ParseTablePolicyOverrides(overrides);

@@ -18,7 +18,8 @@
 //   placement  rows (the table's rows hashed over every server, --table-partitions on each) or
 //              whole (the whole table on one server, one partition; job/placement.h). Whole tables
 //              cost a worker one message part per table a step instead of one per server: for
-//              many small tables. A whole table's rows, memory and updates are all one server's.
+//              many small tables. A whole table's rows, memory and updates are all one server's,
+//              and capacity_rows bounds the whole table (by rows, each server's share of it).
 //
 // The defaults (1, 1, 0, 0, memory, rows) admit every id at once and keep every row forever: the
 // table as it was before policies.
@@ -112,6 +113,8 @@ struct TablePolicies {
   // against the job's tables (an override of no table is an error, not a no-op).
   std::vector<std::string> NamedTables() const;
   bool Any() const { return defaults != TablePolicy{} || !overrides.empty(); }
+  // Whether some table may be placed by rows: the defaults, or an override saying so.
+  bool AnyPlacedByRows() const;
   // What puts a table on disk ("--table-storage=rocksdb", or "--table-policy: table 'emb_3':
   // storage=rocksdb"), empty when nothing does: the servers then need a --table-dir.
   std::string DiskUser() const;

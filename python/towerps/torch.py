@@ -166,7 +166,13 @@ def _stop_server(proc, run_dir):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    if run_dir is not None and os.path.getsize(os.path.join(run_dir, "ps-0.log")) == 0:
+    if run_dir is None:
+        return
+    try:
+        said_nothing = os.path.getsize(os.path.join(run_dir, "ps-0.log")) == 0
+    except OSError:  # the directory is gone already: nothing to keep
+        said_nothing = True
+    if said_nothing:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 

@@ -522,6 +522,17 @@ TEST(ResumableTest, OnlyTheTrainingLengthMayDiffer) {
   auto missing = written.ResumableFields();
   missing.pop_back();
   EXPECT_EQ(CheckResumable(written, missing).code(), StatusCode::kFailedPrecondition);
+
+  // A checkpoint from before --table-placement was recorded placed its tables by rows: it
+  // resumes a job placing them by rows, and a job placing them whole is told why not.
+  auto before = written.ResumableFields();
+  std::erase_if(before, [](const auto& f) { return f.first == "--table-placement"; });
+  ASSERT_EQ(before.size() + 1, written.ResumableFields().size());
+  EXPECT_TRUE(CheckResumable(written, before).ok()) << CheckResumable(written, before);
+  JobConfig whole = written;
+  whole.table_policies.defaults.placement = TablePlacement::kWhole;
+  EXPECT_NE(CheckResumable(whole, before).message().find("it does not record --table-placement"),
+            std::string::npos);
 }
 
 // Floats print as written, in --help, in job fields and in errors.

@@ -95,6 +95,15 @@ TEST(PlacementTest, WholeTablesAreOnePartitionEachSpreadOverTheServersInTurn) {
   const auto from_job = ChunkPlacement::ForJob(vars, job);
   ASSERT_TRUE(from_job.ok());
   EXPECT_EQ(from_job->Describe(vars), d);
+  EXPECT_TRUE(job.Validate().ok()) << job.Validate();
+  // Partitions per server with every table whole would split nothing: refused, not ignored.
+  job.table_policies.overrides = "";
+  const Status unused = job.Validate();
+  EXPECT_EQ(unused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unused.message().find("--table-partitions=2 splits the tables placed by rows, but "
+                                  "--table-placement whole puts every table whole"),
+            std::string::npos)
+      << unused;
 }
 
 // Power-law ids are small and adjacent: a hash spreads them evenly, a range would not.
