@@ -183,6 +183,11 @@ struct JobConfig {
   int TablePartitionsPerServer(const TablePolicy& policy) const {
     return policy.placement == TablePlacement::kWhole ? 1 : table_partitions;
   }
+  // Those and, replicated, the partitions it backs up: a whole table's one partition or its
+  // backup, never both on one server.
+  int64_t TablePartitionsHeld(const TablePolicy& policy) const {
+    return policy.placement == TablePlacement::kWhole ? 1 : int64_t{table_partitions} * ps_replicas;
+  }
 
   // Server processes the job runs: `servers`, plus a standby when replicas need one.
   int ServerProcesses() const { return ps_replicas > 1 && servers < 2 ? 2 : servers; }

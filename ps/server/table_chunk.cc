@@ -24,12 +24,9 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
       optimizer_(config),
       slots_(optimizer_.slots()),
       policy_(RowPolicy::ForTable(config, variable)),
-      // The server's partitions of the table, those it backs up included (of a whole table, 1).
       rows_(TableRows::ForTable(policy_.policy(), spec,
-                                policy_.policy().placement == TablePlacement::kWhole
-                                    ? 1
-                                    : int64_t{config.table_partitions} * config.ps_replicas,
-                                (1 + slots_) * dim_, disk)),
+                                config.TablePartitionsHeld(policy_.policy()), (1 + slots_) * dim_,
+                                disk)),
       previous_(spec.table_dim) {}
 
 void TableChunk::InitialValues(uint64_t id, float* out) const { initial_.Fill(id, dim_, out); }
