@@ -63,11 +63,10 @@ Status Set(const std::string& key, const std::string& text, std::string_view tab
 }  // namespace
 
 std::string TablePolicy::Describe() const {
-  const bool whole = placement == TablePlacement::kWhole;
-  if (AdmitsEveryId() && !Evicts() && storage == TableStorage::kMemory) {
-    return whole ? "every id, kept forever, whole on one server" : "every id, kept forever";
-  }
-  std::string s;
+  // Otherwise a field off its default says what the table does instead.
+  std::string s = AdmitsEveryId() && !Evicts() && storage == TableStorage::kMemory
+                      ? "every id, kept forever"
+                      : "";
   auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
   if (admission_min_count > 1) {
     add("admitted after " + std::to_string(admission_min_count) + " steps");
@@ -84,7 +83,7 @@ std::string TablePolicy::Describe() const {
     add("on disk (rocksdb) beyond " + ShortestText(memory_mb) + " MB per server in memory (" +
         kEvictionOrders.Name(eviction) + ")");
   }
-  if (whole) add("whole on one server");
+  if (placement == TablePlacement::kWhole) add("whole on one server");
   return s;
 }
 
