@@ -166,8 +166,10 @@ Result<PushOutcome> TableChunk::Push(Contribution c, ShardCounters* counters, bo
 
 void TableChunk::OrderById(const FormedUpdate& update) {
   entries_.clear();
+  gradients_.clear();
   for (uint32_t c = 0; c < update.gradients.size(); ++c) {
     const Contribution& contribution = *update.gradients[c];
+    gradients_.push_back(contribution.gradient.f32());
     const uint64_t* ids = contribution.ids.u64();
     for (uint32_t i = 0; i < contribution.ids.num_elements(); ++i)
       entries_.push_back({ids[i], c, i});
@@ -217,14 +219,12 @@ void TableChunk::FindOrAddRows() {
   }
 }
 
-const float* TableChunk::SumRow(const FormedUpdate& update, size_t begin, size_t end) {
-  const Entry& first = entries_[begin];
-  const float* g = update.gradients[first.contribution]->gradient.f32() + first.row * dim_;
+const float* TableChunk::SumRow(size_t begin, size_t end) {
+  const float* g = GradientRow(begin);
   if (end - begin == 1) return g;  // one worker touched the row: its gradient, as it came
   sum_.assign(g, g + dim_);
   for (size_t k = begin + 1; k < end; ++k) {
-    const float* more =
-        update.gradients[entries_[k].contribution]->gradient.f32() + entries_[k].row * dim_;
+    const float* more = GradientRow(k);
     for (int64_t j = 0; j < dim_; ++j) sum_[static_cast<size_t>(j)] += more[j];
   }
   return sum_.data();
@@ -249,14 +249,22 @@ void TableChunk::CountRowStaleness(const FormedUpdate& update, ShardCounters& co
   counters.AddRowStaleness(staleness);
 }
 
-void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, float scale,
-                            float lr) {
+void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, float scale, float lr,
+                            bool pushed) {
   const bool retain = rule_->RetainsPreviousVersion();
-  constexpr size_t kRowAhead = 8;  // rows' values prefetched this many rows ahead
+  constexpr size_t kRowAhead = 8;  // rows' values and gradients prefetched this many rows ahead
   const size_t rows = group_rows_.size();
   RowStore& memory = rows_.memory();
   auto prefetch = [&](size_t g) {
-    if (group_rows_[g] >= 0) memory.PrefetchRow(group_rows_[g]);
+    if (group_rows_[g] < 0) return;
+    memory.PrefetchRow(group_rows_[g]);
+    if (!pushed) return;
+    // The pushed gradients are read once each, in id order: without this their loads, not the
+    // rows', stall the update (the rows alone were prefetched before).
+    for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
+      const float* p = GradientRow(k);
+      for (int64_t off = 0; off < dim_; off += 16) __builtin_prefetch(p + off);  // 64-byte lines
+    }
   };
   for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) prefetch(g);
   for (size_t g = 0; g < rows; ++g) {
@@ -315,8 +323,8 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   CountRowStaleness(update, counters);  // before the rows' counts move
   const float scale = 1.0f / static_cast<float>(update.divisor);
   if (!step_hook_) {
-    UpdateRows([&](size_t g) { return SumRow(update, groups_[g], groups_[g + 1]); }, scale,
-               update.lr);
+    UpdateRows([&](size_t g) { return SumRow(groups_[g], groups_[g + 1]); }, scale, update.lr,
+               /*pushed=*/true);
     FinishUpdate(counters);
     return;
   }
@@ -329,7 +337,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   for (int64_t g = 0; g < rows; ++g) {
     const auto i = static_cast<size_t>(g);
     ids.u64()[g] = entries_[groups_[i]].id;
-    std::copy_n(SumRow(update, groups_[i], groups_[i + 1]), dim_, sums.f32() + g * dim_);
+    std::copy_n(SumRow(groups_[i], groups_[i + 1]), dim_, sums.f32() + g * dim_);
   }
   step_hook_(version_ - 1, {ids, sums}, update.divisor);
   UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; }, scale,

@@ -166,11 +166,17 @@ class TableChunk final : public Holder, private UpdateTarget {
   void OrderById(const FormedUpdate& update);
   // Row staleness of every entry, before the rows' counts move.
   void CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const;
-  // Each row of group_rows_ updated with grad(g) * scale at rate lr.
-  void UpdateRows(const std::function<const float*(size_t)>& grad, float scale, float lr);
+  // Each row of group_rows_ updated with grad(g) * scale at rate lr; `pushed`: grad(g) reads
+  // the pushed gradients (SumRow), which are prefetched ahead with the rows.
+  void UpdateRows(const std::function<const float*(size_t)>& grad, float scale, float lr,
+                  bool pushed = false);
   void FinishUpdate(ShardCounters& counters);
+  // Entry k's gradient row, as pushed.
+  const float* GradientRow(size_t k) const {
+    return gradients_[entries_[k].contribution] + entries_[k].row * dim_;
+  }
   // The gradient of entries_[begin, end) (one id): the one row, or their sum in rank order.
-  const float* SumRow(const FormedUpdate& update, size_t begin, size_t end);
+  const float* SumRow(size_t begin, size_t end);
   // The row of each id of entries_ (groups_[g] starts id g's entries; group_rows_[g] its row),
   // created with its initial values where new and admitted (-1: not admitted).
   void FindOrAddRows();
@@ -197,13 +203,15 @@ class TableChunk final : public Holder, private UpdateTarget {
   TableRows rows_;
   PreviousRows previous_;  // sync
   TableCounters counters_;
-  // Scratch of Apply: the update's rows ordered by id, and one row's sum.
+  // Scratch of Apply: the update's rows ordered by id, each contribution's gradient rows, and
+  // one row's sum.
   struct Entry {
     uint64_t id;
     uint32_t contribution;
     uint32_t row;
   };
   std::vector<Entry> entries_;
+  std::vector<const float*> gradients_;
   std::vector<size_t> groups_;
   std::vector<int64_t> group_rows_;
   std::vector<float> sum_;
