@@ -1,9 +1,7 @@
 #include "ps/server/table_chunk.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <functional>
 #include <string>
 
 #include "ps/server/optimizer.h"
@@ -249,8 +247,7 @@ void TableChunk::CountRowStaleness(const FormedUpdate& update, ShardCounters& co
   counters.AddRowStaleness(staleness);
 }
 
-void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, float scale, float lr,
-                            bool pushed) {
+void TableChunk::UpdateRows(const float* sums, float scale, float lr) {
   const bool retain = rule_->RetainsPreviousVersion();
   constexpr size_t kRowAhead = 8;  // rows' values and gradients prefetched this many rows ahead
   const size_t rows = group_rows_.size();
@@ -258,12 +255,10 @@ void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, flo
   auto prefetch = [&](size_t g) {
     if (group_rows_[g] < 0) return;
     memory.PrefetchRow(group_rows_[g]);
-    if (!pushed) return;
-    // The pushed gradients are read once each, in id order: without this their loads, not the
-    // rows', stall the update (the rows alone were prefetched before).
-    for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
-      const float* p = GradientRow(k);
-      for (int64_t off = 0; off < dim_; off += 16) __builtin_prefetch(p + off);  // 64-byte lines
+    // The pushed gradients are read once each, in id order: unfetched, their loads stalled the
+    // update more than the rows' did.
+    for (size_t k = groups_[g]; sums == nullptr && k < groups_[g + 1]; ++k) {
+      for (int64_t off = 0; off < dim_; off += 16) __builtin_prefetch(GradientRow(k) + off);
     }
   };
   for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) prefetch(g);
@@ -276,13 +271,14 @@ void TableChunk::UpdateRows(const std::function<const float*(size_t)>& grad, flo
     memory.CountUpdate(r);
     rows_.Changed(entries_[groups_[g]].id);
     policy_.Updated(memory, r, version_);
-    optimizer_.Apply({.grad = grad(g),
-                      .scale = scale,
-                      .lr = lr,
-                      .t = memory.updates(r),
-                      .w = row,
-                      .state = row + dim_,
-                      .dim = dim_});
+    optimizer_.Apply(
+        {.grad = sums ? sums + static_cast<int64_t>(g) * dim_ : SumRow(groups_[g], groups_[g + 1]),
+         .scale = scale,
+         .lr = lr,
+         .t = memory.updates(r),
+         .w = row,
+         .state = row + dim_,
+         .dim = dim_});
   }
 }
 
@@ -323,8 +319,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   CountRowStaleness(update, counters);  // before the rows' counts move
   const float scale = 1.0f / static_cast<float>(update.divisor);
   if (!step_hook_) {
-    UpdateRows([&](size_t g) { return SumRow(groups_[g], groups_[g + 1]); }, scale, update.lr,
-               /*pushed=*/true);
+    UpdateRows(/*sums=*/nullptr, scale, update.lr);
     FinishUpdate(counters);
     return;
   }
@@ -340,8 +335,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
     std::copy_n(SumRow(groups_[i], groups_[i + 1]), dim_, sums.f32() + g * dim_);
   }
   step_hook_(version_ - 1, {ids, sums}, update.divisor);
-  UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; }, scale,
-             update.lr);
+  UpdateRows(sums.f32(), scale, update.lr);
   FinishUpdate(counters);
 }
 
@@ -366,8 +360,7 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
     for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i)
       entries_.push_back({ids.u64()[i], 0, i});
     FindOrAddRows();
-    UpdateRows([&](size_t g) { return sums.f32() + static_cast<int64_t>(g) * dim_; },
-               1.0f / static_cast<float>(k), lr);
+    UpdateRows(sums.f32(), 1.0f / static_cast<float>(k), lr);
     FinishUpdate(*counters);
   } else {
     Evict();

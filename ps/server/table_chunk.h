@@ -166,10 +166,9 @@ class TableChunk final : public Holder, private UpdateTarget {
   void OrderById(const FormedUpdate& update);
   // Row staleness of every entry, before the rows' counts move.
   void CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const;
-  // Each row of group_rows_ updated with grad(g) * scale at rate lr; `pushed`: grad(g) reads
-  // the pushed gradients (SumRow), which are prefetched ahead with the rows.
-  void UpdateRows(const std::function<const float*(size_t)>& grad, float scale, float lr,
-                  bool pushed = false);
+  // Each row g of group_rows_ updated at rate lr with scale times its gradient: row g of `sums`
+  // (a step's sums, [rows, dim]), or when null the pushed gradients summed (SumRow).
+  void UpdateRows(const float* sums, float scale, float lr);
   void FinishUpdate(ShardCounters& counters);
   // Entry k's gradient row, as pushed.
   const float* GradientRow(size_t k) const {
