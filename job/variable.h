@@ -44,7 +44,7 @@ struct VariableSpec {
   float init_scale = 0.0f;  // kTable: initial values uniform in [-init_scale, init_scale)
   // kTable: the admission and eviction the model declares for it, "KEY=VALUE,..."
   // (job/table_policy.h); "" for none.
-  std::string policy;
+  std::string policy{};
 
   bool is_table() const { return kind == VariableKind::kTable; }
   // kTable: the bound on ids (0: unbounded) and the floats per row.

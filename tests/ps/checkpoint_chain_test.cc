@@ -120,7 +120,9 @@ TEST_P(CheckpointChainTest, AFullCheckpointAndItsDeltasRestoreWhatAFullOneWould)
     }
   }
   EXPECT_GT(removed, 0);  // TTL evictions travelled as removed ids
-  if (tiered) EXPECT_GT(a->rows_on_disk(), a->rows_held() / 2);
+  if (tiered) {
+    EXPECT_GT(a->rows_on_disk(), a->rows_held() / 2);
+  }
   Result<Checkpoint> chain = LoadCheckpointChain(dir, 0);
   ASSERT_TRUE(chain.ok()) << chain.status().ToString();
   EXPECT_EQ(chain->meta.delta, 4u);

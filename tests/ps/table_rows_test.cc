@@ -208,7 +208,9 @@ TEST(TableRowsTest, APartitionMostlyOnDiskHasTheBitsOfOneInMemory) {
   for (size_t s = 0; s < steps.size(); ++s) {
     // On odd steps a worker's pull comes first (as a step's does): the update then takes the
     // rows that pull read from disk, not the disk.
-    if (s % 2 == 1) ASSERT_FALSE(testing::Read(*a, steps[s]).empty());
+    if (s % 2 == 1) {
+      ASSERT_FALSE(testing::Read(*a, steps[s]).empty());
+    }
     Step(*a, steps[s], static_cast<uint32_t>(s));
     Step(*reference, steps[s], static_cast<uint32_t>(s));
     most_on_disk = std::max(most_on_disk, a->rows_on_disk());
