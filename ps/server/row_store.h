@@ -19,6 +19,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/prefetch.h"
+
 namespace towerps::ps {
 
 class RowStore {
@@ -38,10 +40,7 @@ class RowStore {
   void FindAll(const uint64_t* ids, int64_t n, int64_t* rows) const;
   // Brings the map's slot of `id` towards the cache, for an Insert or Find of it soon after.
   void Prefetch(uint64_t id) const { __builtin_prefetch(&slots_[Home(id)]); }
-  void PrefetchRow(int64_t r) const {
-    const float* p = row(r);
-    for (int64_t off = 0; off < stride_; off += 16) __builtin_prefetch(p + off);  // 64-byte lines
-  }
+  void PrefetchRow(int64_t r) const { PrefetchFloats(row(r), stride_); }
   // The index of `id`'s row, added (its floats uninitialised, its update count 0) when absent;
   // `*added` says which.
   int64_t Insert(uint64_t id, bool* added);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/prefetch.h"
 #include "ps/server/optimizer.h"
 #include "ps/server/row_optimizer.h"
 #include "ps/server/table_requests.h"
@@ -255,11 +256,10 @@ void TableChunk::UpdateRows(const float* sums, float scale, float lr) {
   auto prefetch = [&](size_t g) {
     if (group_rows_[g] < 0) return;
     memory.PrefetchRow(group_rows_[g]);
+    if (sums != nullptr) return;
     // The pushed gradients are read once each, in id order: unfetched, their loads stalled the
     // update more than the rows' did.
-    for (size_t k = groups_[g]; sums == nullptr && k < groups_[g + 1]; ++k) {
-      for (int64_t off = 0; off < dim_; off += 16) __builtin_prefetch(GradientRow(k) + off);
-    }
+    for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) PrefetchFloats(GradientRow(k), dim_);
   };
   for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) prefetch(g);
   for (size_t g = 0; g < rows; ++g) {
