@@ -32,7 +32,7 @@
 namespace towerps::kernels {
 
 // Bump whenever GpuPluginApi or CudaBackendOptions changes.
-inline constexpr int kGpuPluginAbi = 1;
+inline constexpr int kGpuPluginAbi = 2;
 inline constexpr char kGpuPluginFile[] = "libtowerps_cuda.so";
 // The plugin's one exported symbol: extern "C" const GpuPluginApi* towerps_gpu_plugin().
 inline constexpr char kGpuPluginEntry[] = "towerps_gpu_plugin";

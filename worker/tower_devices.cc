@@ -109,6 +109,7 @@ Result<std::unique_ptr<kernels::Backend<float>>> CreateTowerBackend(
   o.device = device.index;
   o.memory.memory_fraction = options.gpu_memory_fraction;
   o.memory.allow_growth = options.allow_growth;
+  o.filter_gradient_gemm = options.gpu_filter_gradient_gemm;
   return kernels::CreateGpuBackend(o);  // loads the CUDA plugin on first use
 }
 

@@ -50,6 +50,7 @@ struct TowerBackendOptions {
   kernels::cpu::ConvAlgorithm cpu_conv = kernels::cpu::ConvAlgorithm::kAuto;  // CPU towers
   double gpu_memory_fraction = 0.0;  // GPU towers: see WorkerOptions
   bool allow_growth = false;
+  bool gpu_filter_gradient_gemm = true;  // GPU towers: CudaBackendOptions::filter_gradient_gemm
 };
 
 // The backend of one tower. kResourceExhausted when a GPU's memory share cannot be reserved

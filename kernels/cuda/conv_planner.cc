@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cuda/conv_filter_gemm.cuh"
 #include "kernels/cuda/library_check.h"
 #include "towerps/check.h"
 
@@ -126,6 +127,9 @@ ConvPlan& ConvPlanner::Plan(const Conv2dShape& s) {
         return cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn_, w, y, conv, x, algo, bytes);
       },
       &p.bwd_data, &p.bwd_data_math, &p.bwd_data_bytes, conv);
+  if (options_.filter_gradient_gemm && PlanFilterGemm(s, &p)) {
+    return *plans_.emplace(key, std::move(plan)).first->second;
+  }
   Choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
       "backward-filter",
       [&](cudnnConvolutionBwdFilterAlgoPerf_t* perf, int count, int* returned) {
@@ -137,6 +141,36 @@ ConvPlan& ConvPlanner::Plan(const Conv2dShape& s) {
       },
       &p.bwd_filter, &p.bwd_filter_math, &p.bwd_filter_bytes, conv);
   return *plans_.emplace(key, std::move(plan)).first->second;
+}
+
+bool ConvPlanner::PlanFilterGemm(const Conv2dShape& s, ConvPlan* p) {
+  // As many images a pass as the limit allows (fewer, larger GEMMs), down to one.
+  const auto bytes = [&](int images) {
+    return static_cast<size_t>(FilterGemmWorkspaceFloats(s, images)) * sizeof(float);
+  };
+  const size_t partials = bytes(0), per_image = bytes(1) - partials;
+  if (bytes(1) > options_.workspace_limit_bytes) return false;
+  int images = static_cast<int>(
+      std::min<size_t>(s.n, (options_.workspace_limit_bytes - partials) / per_image));
+  while (images > 1 && !workspace_.Grow(bytes(images)).ok()) images /= 2;
+  if (!workspace_.Grow(bytes(images)).ok()) return false;
+  p->filter_gemm_images = images;
+  p->bwd_filter_bytes = bytes(images);
+  return true;
+}
+
+std::string ConvPlanner::Describe(const Conv2dShape& s) {
+  const ConvPlan& p = Plan(s);
+  std::string d = "cuDNN forward algo " + std::to_string(static_cast<int>(p.fwd)) +
+                  ", backward-data algo " + std::to_string(static_cast<int>(p.bwd_data)) +
+                  ", filter gradient ";
+  if (p.filter_gemm_images > 0) {
+    d += "im2col + batched GEMM (" + std::to_string(p.filter_gemm_images) + " images a pass)";
+  } else {
+    d += "cuDNN algo " + std::to_string(static_cast<int>(p.bwd_filter));
+  }
+  d += (options_.allow_tf32 ? ", TF32 allowed" : ", strict float32");
+  return d + ", workspace " + std::to_string(workspace_.size() >> 20) + " MiB";
 }
 
 }  // namespace towerps::kernels::cuda

@@ -1,8 +1,10 @@
-// ConvPlanner: the CUDA backend's cuDNN convolution plans. For each Conv2dShape it builds the
+// ConvPlanner: the CUDA backend's convolution plans. For each Conv2dShape it builds the cuDNN
 // descriptors and chooses the forward, backward-data and backward-filter algorithms once
 // (cudnnGet*Algorithm_v7, first acceptable in cuDNN's expected-speed order, deterministic ones
-// first) and caches them, and it owns the workspace they run in. Internal to kernels/cuda; the
-// backend runs the convolutions (cuda_backend.cc).
+// first) and caches them, and it owns the workspace they run in. The filter gradient is, by
+// default, not cuDNN's but im2col and a batched GEMM (conv_filter_gemm.cuh), with cuDNN's as the
+// fallback when the workspace for it cannot be had. Internal to kernels/cuda; the backend runs
+// the convolutions (cuda_backend.cc).
 //
 // Contract:
 //  - The cuDNN handle and the allocator are borrowed and must outlive the planner. The workspace
@@ -39,6 +41,9 @@ struct ConvPlannerOptions {
   // each element as the direct and GEMM algorithms: on the cifar10 model that moved a 50-step
   // loss trajectory 2.5e-3 away from the CPU's (an H100, 2026-11-23). Off unless asked for.
   bool allow_transform_algorithms = false;
+  // The filter gradient as im2col and a batched GEMM (conv_filter_gemm.cuh) instead of cuDNN's
+  // deterministic backward-filter algorithm, which runs at under 1 TFLOP/s on few channels.
+  bool filter_gradient_gemm = true;
   // Most workspace one algorithm may use; faster algorithms needing more are skipped.
   size_t workspace_limit_bytes = size_t{512} << 20;
   // For messages only: "gpu:0".
@@ -58,6 +63,9 @@ struct ConvPlan {
   cudnnMathType_t fwd_math = CUDNN_FMA_MATH, bwd_data_math = CUDNN_FMA_MATH,
                   bwd_filter_math = CUDNN_FMA_MATH;
   size_t fwd_bytes = 0, bwd_data_bytes = 0, bwd_filter_bytes = 0;
+  // > 0: the filter gradient is FilterGradientAsGemm's, this many images a pass, in
+  // bwd_filter_bytes of workspace (bwd_filter is then unused); 0: cuDNN's bwd_filter.
+  int filter_gemm_images = 0;
 };
 
 class ConvPlanner {
@@ -70,6 +78,8 @@ class ConvPlanner {
   // algorithms needs.
   ConvPlan& Plan(const Conv2dShape& s);
   void* workspace() const { return workspace_.data(); }
+  // One line on `s`'s plan for logs: each algorithm, and the workspace.
+  std::string Describe(const Conv2dShape& s);
 
  private:
   using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int>;
@@ -77,6 +87,9 @@ class ConvPlanner {
   template <typename Perf, typename Algo, typename Query, typename Size>
   void Choose(const char* what, Query query, Size size, Algo* algo, cudnnMathType_t* math,
               size_t* bytes, cudnnConvolutionDescriptor_t conv);
+  // Sets p.filter_gemm_images and p.bwd_filter_bytes when FilterGradientAsGemm fits the
+  // workspace limit and the workspace can grow to it; false otherwise.
+  bool PlanFilterGemm(const Conv2dShape& s, ConvPlan* p);
 
   const cudnnHandle_t cudnn_;
   const ConvPlannerOptions options_;

@@ -12,6 +12,7 @@
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/batch_norm.cuh"
 #include "kernels/cuda/bias.cuh"
+#include "kernels/cuda/conv_filter_gemm.cuh"
 #include "kernels/cuda/conv_planner.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_handles.h"
@@ -89,6 +90,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::Create(const CudaBackendOption
       s.cudnn.get(), &s.memory->allocator(),
       cuda::ConvPlannerOptions{.allow_tf32 = options.allow_tf32,
                                .allow_transform_algorithms = options.allow_transform_algorithms,
+                               .filter_gradient_gemm = options.filter_gradient_gemm,
                                .workspace_limit_bytes = options.conv_workspace_limit_bytes,
                                .device_name = s.name});
   return backend;
@@ -185,6 +187,11 @@ void CudaBackend::BiasBackward(int outer, int channels, int inner, const float* 
 
 // ---- Convolution ----
 
+std::string CudaBackend::Conv2dPlan(const Conv2dShape& s) {
+  impl_->Enter();
+  return impl_->conv->Describe(s);
+}
+
 void CudaBackend::Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) {
   impl_->Enter();
   const cuda::ConvPlan& p = impl_->conv->Plan(s);
@@ -208,6 +215,11 @@ void CudaBackend::Conv2dBackwardFilter(const Conv2dShape& s, const float* x, con
                                        float* dw) {
   impl_->Enter();
   const cuda::ConvPlan& p = impl_->conv->Plan(s);
+  if (p.filter_gemm_images > 0) {
+    cuda::FilterGradientAsGemm(s, x, dy, dw, static_cast<float*>(impl_->conv->workspace()),
+                               p.filter_gemm_images, impl_->cublas.get(), impl_->stream.get());
+    return;
+  }
   TOWERPS_CUDNN_CHECK(cudnnSetConvolutionMathType(p.conv.get(), p.bwd_filter_math));
   TOWERPS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       impl_->cudnn.get(), &kOne, p.x.get(), x, p.y.get(), dy, p.conv.get(), p.bwd_filter,

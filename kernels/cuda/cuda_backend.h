@@ -92,6 +92,7 @@ class CudaBackend final : public Backend<float> {
             const float* b, float beta, float* c) override;
   void BiasAdd(int outer, int channels, int inner, const float* bias, float* y) override;
   void BiasBackward(int outer, int channels, int inner, const float* dy, float* db) override;
+  std::string Conv2dPlan(const Conv2dShape& s) override;
   void Conv2dForward(const Conv2dShape& s, const float* x, const float* w, float* y) override;
   void Conv2dBackwardData(const Conv2dShape& s, const float* dy, const float* w,
                           float* dx) override;

@@ -23,6 +23,9 @@ struct CudaBackendOptions {
   // Let cuDNN convolve through FFT and Winograd transforms (kernels/cuda/conv_planner.h): faster
   // for some shapes, with float32 error about 1e-4 of the largest output instead of 1e-6.
   bool allow_transform_algorithms = false;
+  // The filter gradient as im2col and a batched GEMM (kernels/cuda/conv_filter_gemm.cuh) rather
+  // than cuDNN's deterministic backward-filter algorithm (ConvPlannerOptions).
+  bool filter_gradient_gemm = true;
   // Most workspace one convolution algorithm may use; faster algorithms needing more are skipped.
   size_t conv_workspace_limit_bytes = size_t{512} << 20;
 };

@@ -1,7 +1,8 @@
 // The conformance of the ops the zoo's models use, at the models' own shapes: the cifar10
 // model's convolutions, LRN and pooling held to float32 exactness (1e-5 of the largest value,
 // which cuDNN's FFT and Winograd algorithms miss), and ResNet-20's batch norm, global average
-// pooling and add. Same fixture and backends as backend_conformance_test.cc.
+// pooling and add, and their convolutions (on a GPU the filter gradient is im2col and a batched
+// GEMM, in one pass or several). Same fixture and backends as backend_conformance_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -117,12 +118,88 @@ TEST_P(ModelOpsConformanceTest, OpsAtTheCifar10ModelsShapesAreFloat32Exact) {
 #endif
 }
 
+// ResNet-20's convolutions (the stem, 3x3 at 16, 32 and 64 channels, the stride-2 3x3 and 1x1
+// of a stage's first block) at the batch of ModelBackendMemoryTest's one-step comparison:
+// forward, data gradient and filter gradient (which the CUDA backend computes as im2col and a
+// batched GEMM) held to float32 exactness like the cifar10 model's, and the same bits on a second
+// call. On a GPU, again with the workspace limited so that the images take several passes, and,
+// for the record, with cuDNN's deterministic filter-gradient algorithm instead.
+TEST_P(ModelOpsConformanceTest, ConvolutionsAtResNet20sShapesAreFloat32Exact) {
+  const std::vector<Conv2dShape> shapes = {
+      Conv(8, 3, 32, 32, 16, 3, 3, 1, 1, 1, 1),   // stem
+      Conv(8, 16, 32, 32, 16, 3, 3, 1, 1, 1, 1),  // stage 1
+      Conv(8, 16, 32, 32, 32, 3, 3, 2, 2, 1, 1),  // stage 2's first, stride 2
+      Conv(8, 16, 32, 32, 32, 1, 1, 2, 2, 0, 0),  // its projection
+      Conv(8, 32, 16, 16, 32, 3, 3, 1, 1, 1, 1),  // stage 2
+      Conv(8, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1)};   // stage 3
+  struct Case {
+    std::vector<float> x, w, dy;
+    std::vector<double> y, dx, dw;  // float64 references
+  };
+  std::vector<Case> cases;
+  for (const Conv2dShape& s : shapes) {
+    Case c{RandomFloats(s.x_size(), rng_),  RandomFloats(s.w_size(), rng_),
+           RandomFloats(s.y_size(), rng_),  std::vector<double>(s.y_size()),
+           std::vector<double>(s.x_size()), std::vector<double>(s.w_size())};
+    ref_.Conv2dForward(s, ToDouble(c.x).data(), ToDouble(c.w).data(), c.y.data());
+    ref_.Conv2dBackwardData(s, ToDouble(c.dy).data(), ToDouble(c.w).data(), c.dx.data());
+    ref_.Conv2dBackwardFilter(s, ToDouble(c.x).data(), ToDouble(c.dy).data(), c.dw.data());
+    cases.push_back(std::move(c));
+  }
+  const auto run = [&](const char* how, double filter_bound) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const Conv2dShape& s = shapes[i];
+      const Case& c = cases[i];
+      SCOPED_TRACE(::testing::Message() << how << ": c=" << s.c << " " << s.h << "x" << s.w
+                                        << " k=" << s.k << " " << s.r << "x" << s.s << " stride "
+                                        << s.stride_h << " (" << backend_->Conv2dPlan(s) << ")");
+      ASSERT_OK_AND_ASSIGN(auto xb, Put(c.x));
+      ASSERT_OK_AND_ASSIGN(auto wb, Put(c.w));
+      ASSERT_OK_AND_ASSIGN(auto dyb, Put(c.dy));
+      ASSERT_OK_AND_ASSIGN(auto y, Filled(s.y_size(), 9.0f));
+      ASSERT_OK_AND_ASSIGN(auto dx, Filled(s.x_size(), 9.0f));
+      ASSERT_OK_AND_ASSIGN(auto dw, Filled(s.w_size(), 9.0f));
+      ASSERT_OK_AND_ASSIGN(auto again, Filled(s.w_size(), 7.0f));
+      backend_->Conv2dForward(s, xb.data(), wb.data(), y.data());
+      backend_->Conv2dBackwardData(s, dyb.data(), wb.data(), dx.data());
+      backend_->Conv2dBackwardFilter(s, xb.data(), dyb.data(), dw.data());
+      backend_->Conv2dBackwardFilter(s, xb.data(), dyb.data(), again.data());
+      const double ey = LargestError(Get(y), c.y), edx = LargestError(Get(dx), c.dx),
+                   edw = LargestError(Get(dw), c.dw);
+      std::cout << GetParam() << " " << how << " c=" << s.c << " k=" << s.k << " " << s.r << "x"
+                << s.s << "/" << s.stride_h << ": largest error forward " << ey << ", data " << edx
+                << ", filter " << edw << " of the largest value\n";
+      EXPECT_LE(ey, 1e-5) << "forward";
+      EXPECT_LE(edx, 1e-5) << "data gradient";
+      EXPECT_LE(edw, filter_bound) << "filter gradient";
+      EXPECT_TRUE(Get(again) == Get(dw)) << "two identical calls differ";
+    }
+  };
+  run("default", 1e-5);
+#ifdef TOWERPS_WITH_CUDA
+  if (GetParam() == "gpu0") {
+    CudaBackendOptions o;
+    o.memory.memory_fraction = 0.2;
+    o.memory.allow_growth = true;
+    // Room for the partial gradients and a few images' patches: several passes.
+    o.conv_workspace_limit_bytes = size_t{2} << 20;
+    ASSERT_OK_AND_ASSIGN(backend_, CudaBackend::Create(o));
+    run("passes", 1e-5);
+    o.conv_workspace_limit_bytes = CudaBackendOptions{}.conv_workspace_limit_bytes;
+    o.filter_gradient_gemm = false;
+    ASSERT_OK_AND_ASSIGN(backend_, CudaBackend::Create(o));
+    run("cudnn", 1e-4);  // a sanity bound: this is the record of the other path
+  }
+#endif
+}
+
 TEST_P(ModelOpsConformanceTest, BatchNorm) {
   struct Case {
     int n, c, hw;
   };
   // ResNet-20's shapes at a small batch, a single image, and hw = 1 (after a dense layer).
-  for (const Case& k : {Case{4, 16, 32 * 32}, Case{8, 64, 8 * 8}, Case{1, 5, 7}, Case{6, 3, 1}}) {
+  for (const Case& k : {Case{4, 16, 32 * 32}, Case{8, 32, 16 * 16}, Case{8, 64, 8 * 8},
+                        Case{1, 5, 7}, Case{6, 3, 1}}) {
     SCOPED_TRACE(::testing::Message() << "n=" << k.n << " c=" << k.c << " hw=" << k.hw);
     const int64_t size = int64_t{k.n} * k.c * k.hw;
     const float eps = 1e-3f;
