@@ -108,6 +108,7 @@ void PrintTrainResult(const towerps::bench::TrainBenchResult& r, bool json) {
                {"peak_device_bytes", r.peak_device_bytes},
                {"threads", r.intra_op_threads},
                {"cpu_conv", r.cpu_conv},
+               {"gpu_filter_gradient", r.gpu_filter_gradient},
                {"steps", r.measured_steps},
                {"seconds", Rounded(r.measured_seconds, 3)},
                {"examples_per_sec", Rounded(r.examples_per_second, 1)},
@@ -137,6 +138,7 @@ int RunTrain(int argc, char** argv) {
   towerps::bench::TrainBenchOptions o;
   bool json = false;
   std::string cpu_conv;
+  std::string filter_gradient = "gemm";
   po::options_description desc("Usage: towerps-bench train [options]");
   desc.add_options()("help,h", "show this help")("version", "print the version and git revision")(
       "model", po::value<std::string>(&o.model)->default_value(o.model),
@@ -171,7 +173,10 @@ int RunTrain(int argc, char** argv) {
       "also time every layer, a residual block's one by one (GFLOP/s and each convolution's "
       "path)")("cpu-conv", po::value<std::string>(&cpu_conv)->default_value("auto"),
                "how the CPU convolves: auto (oneDNN or im2col per layer shape), im2col or onednn")(
-      "json", po::bool_switch(&json), "print one JSON object at the end");
+      "gpu-filter-gradient", po::value<std::string>(&filter_gradient)->default_value("gemm"),
+      "GPU: a convolution's filter gradient as im2col and a batched GEMM (gemm), or cuDNN's "
+      "deterministic algorithm (cudnn)")("json", po::bool_switch(&json),
+                                         "print one JSON object at the end");
   po::variables_map vm;
   if (auto code = towerps::ParseCommandLine("towerps-bench train", argc, argv, desc, &vm)) {
     return *code;
@@ -182,6 +187,12 @@ int RunTrain(int argc, char** argv) {
     std::fprintf(stderr, "towerps-bench train: %s\n", a.status().message().c_str());
     return 2;
   }
+  if (filter_gradient != "gemm" && filter_gradient != "cudnn") {
+    std::fprintf(stderr, "towerps-bench train: --gpu-filter-gradient %s is not gemm or cudnn\n",
+                 filter_gradient.c_str());
+    return 2;
+  }
+  o.gpu_filter_gradient_gemm = filter_gradient == "gemm";
   // Progress goes to stderr so that --json output stays one line on stdout.
   o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   if (!json) {

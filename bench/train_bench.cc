@@ -18,10 +18,9 @@ using worker::Batcher;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-}  // namespace
-
-Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
-  TOWERPS_ASSIGN_OR_RETURN(ModelBuilder builder, worker::ZooModel(o.model));
+// The one device of --device, and its backend; `name` receives the device's name.
+Result<std::unique_ptr<kernels::Backend<float>>> BenchBackend(const TrainBenchOptions& o,
+                                                              std::string* name) {
   std::vector<std::string> warnings;
   auto parsed = worker::ParseTowers(o.device, false, &warnings);
   if (!parsed.ok()) {  // its text names --towers; here the flag is --device
@@ -31,12 +30,122 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   }
   std::vector<worker::TowerDevice> devices = std::move(parsed).value();
   if (devices.size() != 1) return InvalidArgumentError("--device takes one device, e.g. gpu:0");
-  TOWERPS_ASSIGN_OR_RETURN(
-      auto backend,
-      worker::CreateTowerBackend(devices[0], {.intra_op_threads = o.intra_op_threads,
-                                              .cpu_conv = o.cpu_conv,
-                                              .gpu_memory_fraction = o.gpu_memory_fraction,
-                                              .allow_growth = o.allow_growth}));
+  *name = devices[0].name();
+  return worker::CreateTowerBackend(devices[0],
+                                    {.intra_op_threads = o.intra_op_threads,
+                                     .cpu_conv = o.cpu_conv,
+                                     .gpu_memory_fraction = o.gpu_memory_fraction,
+                                     .allow_growth = o.allow_growth,
+                                     .gpu_filter_gradient_gemm = o.gpu_filter_gradient_gemm});
+}
+
+// What a bench run trains with, once set up: the model, its optimizer, the data's batches and
+// the click models' local tables.
+struct BenchRun {
+  const TrainBenchOptions& o;
+  worker::Model<float>& model;
+  worker::MomentumSgd& sgd;
+  worker::BatchSource& train;
+  worker::BatchSource& test;
+  LocalTables& local;
+  bool tables;
+  bool device_update;  // SGD queued on the device behind each gradient (GPU, --update device)
+  void Say(const std::string& line) const {
+    if (o.progress) o.progress(line);
+  }
+};
+
+// Accuracy mode: o.epochs epochs, each evaluated on the test set.
+Status RunEpochs(const BenchRun& run, TrainBenchResult* r) {
+  const auto prepare = [&](const worker::Batch& b) {
+    if (run.tables) run.local.Prepare(b);
+    return Status::Ok();
+  };
+  for (int e = 0; e < run.o.epochs; ++e) {
+    const auto start = Clock::now();
+    TOWERPS_ASSIGN_OR_RETURN(worker::EpochStats s, worker::TrainEpoch(
+                                                       run.model, run.sgd, run.train, e,
+                                                       [&](int64_t) {
+                                                         if (run.tables) run.local.Update();
+                                                       },
+                                                       prepare));
+    const double secs = Seconds(Clock::now() - start);
+    TOWERPS_ASSIGN_OR_RETURN(worker::EpochStats t,
+                             worker::EvaluateAll(run.model, run.test, prepare));
+    if (!t.regression()) r->test_accuracy.push_back(t.accuracy);
+    if (t.binary()) r->test_auc.push_back(t.auc);
+    r->final_loss = s.mean_loss;
+    r->measured_steps += run.train.batches_per_epoch();
+    r->measured_seconds += secs;
+    char accuracy[48] = "";
+    if (!t.regression())
+      std::snprintf(accuracy, sizeof(accuracy), ", train accuracy %.4f", s.accuracy);
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "epoch %d: train loss %.4f%s, %s (%ld test examples), %.0f examples/s", e + 1,
+                  s.mean_loss, accuracy, worker::DescribeEvaluation(t).c_str(),
+                  static_cast<long>(t.examples), static_cast<double>(s.examples) / secs);
+    run.Say(line);
+  }
+  r->examples_per_second = static_cast<double>(r->measured_steps) * run.o.batch_size /
+                           std::max(r->measured_seconds, 1e-9);
+  return Status::Ok();
+}
+
+// Throughput mode: warm up, then run whole steps until o.seconds have passed.
+Status RunForThroughput(const BenchRun& run, TrainBenchResult* r) {
+  worker::Batch batch;
+  int64_t epoch = 0;
+  run.train.StartEpoch(epoch);
+  auto step = [&]() -> Status {
+    if (!run.train.Next(&batch)) {
+      run.train.StartEpoch(++epoch);
+      run.train.Next(&batch);
+    }
+    if (run.tables) run.local.Prepare(batch);
+    if (run.model.regression()) run.model.SetTargets(batch.targets.data());
+    // On the device the gradients stay there and each update is queued behind its backward.
+    TOWERPS_ASSIGN_OR_RETURN(
+        auto s,
+        run.model.TrainStep(batch.x.data(), batch.labels.data(), batch.size, nullptr,
+                            run.device_update ? worker::Model<float>::GradientDelivery::kBackend
+                                              : worker::Model<float>::GradientDelivery::kHost));
+    run.sgd.Step();
+    if (run.tables) run.local.Update();
+    r->final_loss = s.loss;
+    return Status::Ok();
+  };
+  for (int i = 0; i < run.o.warmup_steps; ++i) TOWERPS_RETURN_IF_ERROR(step());
+  const auto start = Clock::now();
+  auto last_report = start;
+  while (true) {
+    TOWERPS_RETURN_IF_ERROR(step());
+    ++r->measured_steps;
+    const auto now = Clock::now();
+    if (Seconds(now - start) >= run.o.seconds) break;
+    if (Seconds(now - last_report) >= 2.0) {
+      last_report = now;
+      char line[160];
+      std::snprintf(
+          line, sizeof(line), "  %.0f s: %ld steps, %.0f examples/s, loss %.4f",
+          Seconds(now - start), static_cast<long>(r->measured_steps),
+          static_cast<double>(r->measured_steps) * run.o.batch_size / Seconds(now - start),
+          r->final_loss);
+      run.Say(line);
+    }
+  }
+  r->measured_seconds = Seconds(Clock::now() - start);
+  r->examples_per_second =
+      static_cast<double>(r->measured_steps) * run.o.batch_size / r->measured_seconds;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
+  TOWERPS_ASSIGN_OR_RETURN(ModelBuilder builder, worker::ZooModel(o.model));
+  std::string device_name;
+  TOWERPS_ASSIGN_OR_RETURN(auto backend, BenchBackend(o, &device_name));
   if (o.update != "device" && o.update != "host") {
     return InvalidArgumentError("--update " + o.update + " is not device or host");
   }
@@ -73,10 +182,6 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   TOWERPS_ASSIGN_OR_RETURN(worker::JobData data,
                            worker::LoadJobData(StockRegistry(), dataset, request, o.batch_size));
   LocalTables local(*model, o.seed, o.table_lr);
-  const auto prepare = [&](const worker::Batch& b) {
-    if (tables) local.Prepare(b);
-    return Status::Ok();
-  };
   TOWERPS_ASSIGN_OR_RETURN(auto train, Batcher::Create(&data.train, data.train_options));
   TOWERPS_ASSIGN_OR_RETURN(auto test, Batcher::Create(&data.test, data.test_options));
   if (train->example_shape() != model->input_shape()) {
@@ -94,89 +199,15 @@ Result<TrainBenchResult> RunTrainBench(const TrainBenchOptions& o) {
   r.batch_size = o.batch_size;
   r.intra_op_threads = host->intra_op_threads();
   r.cpu_conv = kernels::cpu::kConvAlgorithms.Name(o.cpu_conv);
-  r.device = devices[0].name();
+  r.gpu_filter_gradient = o.gpu_filter_gradient_gemm ? "gemm" : "cudnn";
+  r.device = device_name;
   r.update = device_update ? "device" : "host";
-  auto say = [&](const std::string& line) {
-    if (o.progress) o.progress(line);
-  };
-
-  if (o.epochs > 0) {  // accuracy mode
-    for (int e = 0; e < o.epochs; ++e) {
-      const auto start = Clock::now();
-      TOWERPS_ASSIGN_OR_RETURN(worker::EpochStats s, worker::TrainEpoch(
-                                                         *model, sgd, *train, e,
-                                                         [&](int64_t) {
-                                                           if (tables) local.Update();
-                                                         },
-                                                         prepare));
-      const double secs = Seconds(Clock::now() - start);
-      TOWERPS_ASSIGN_OR_RETURN(worker::EpochStats t, worker::EvaluateAll(*model, *test, prepare));
-      if (!t.regression()) r.test_accuracy.push_back(t.accuracy);
-      if (t.binary()) r.test_auc.push_back(t.auc);
-      r.final_loss = s.mean_loss;
-      r.measured_steps += train->batches_per_epoch();
-      r.measured_seconds += secs;
-      char accuracy[48] = "";
-      if (!t.regression())
-        std::snprintf(accuracy, sizeof(accuracy), ", train accuracy %.4f", s.accuracy);
-      char line[200];
-      std::snprintf(line, sizeof(line),
-                    "epoch %d: train loss %.4f%s, %s (%ld test examples), %.0f examples/s", e + 1,
-                    s.mean_loss, accuracy, worker::DescribeEvaluation(t).c_str(),
-                    static_cast<long>(t.examples), static_cast<double>(s.examples) / secs);
-      say(line);
-    }
-    r.examples_per_second =
-        static_cast<double>(r.measured_steps) * o.batch_size / std::max(r.measured_seconds, 1e-9);
+  const BenchRun run{o, *model, sgd, *train, *test, local, tables, device_update};
+  if (o.epochs > 0) {
+    TOWERPS_RETURN_IF_ERROR(RunEpochs(run, &r));
     return r;
   }
-
-  // Throughput mode: warm up, then run whole steps until `seconds` have passed.
-  worker::Batch batch;
-  int64_t epoch = 0;
-  train->StartEpoch(epoch);
-  auto next = [&]() {
-    if (!train->Next(&batch)) {
-      train->StartEpoch(++epoch);
-      train->Next(&batch);
-    }
-  };
-  auto step = [&]() -> Status {
-    next();
-    if (tables) local.Prepare(batch);
-    if (model->regression()) model->SetTargets(batch.targets.data());
-    // On the device the gradients stay there and each update is queued behind its backward.
-    TOWERPS_ASSIGN_OR_RETURN(
-        auto s, model->TrainStep(batch.x.data(), batch.labels.data(), batch.size, nullptr,
-                                 device_update ? worker::Model<float>::GradientDelivery::kBackend
-                                               : worker::Model<float>::GradientDelivery::kHost));
-    sgd.Step();
-    if (tables) local.Update();
-    r.final_loss = s.loss;
-    return Status::Ok();
-  };
-  for (int i = 0; i < o.warmup_steps; ++i) {
-    if (Status st = step(); !st.ok()) return st;
-  }
-  const auto start = Clock::now();
-  auto last_report = start;
-  while (true) {
-    if (Status st = step(); !st.ok()) return st;
-    ++r.measured_steps;
-    const auto now = Clock::now();
-    if (Seconds(now - start) >= o.seconds) break;
-    if (Seconds(now - last_report) >= 2.0) {
-      last_report = now;
-      char line[160];
-      std::snprintf(line, sizeof(line), "  %.0f s: %ld steps, %.0f examples/s, loss %.4f",
-                    Seconds(now - start), static_cast<long>(r.measured_steps),
-                    static_cast<double>(r.measured_steps) * o.batch_size / Seconds(now - start),
-                    r.final_loss);
-      say(line);
-    }
-  }
-  r.measured_seconds = Seconds(Clock::now() - start);
-  r.examples_per_second = static_cast<double>(r.measured_steps) * o.batch_size / r.measured_seconds;
+  TOWERPS_RETURN_IF_ERROR(RunForThroughput(run, &r));
   if (o.profile) r.layers = ProfileLayers(*model, *backend, o.batch_size, 50);
   if (auto stats = backend->device_memory_stats()) r.peak_device_bytes = stats->peak_bytes_in_use;
   return r;

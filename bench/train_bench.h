@@ -40,6 +40,7 @@ struct TrainBenchOptions {
   uint64_t seed = 1;
   bool profile = false;  // also time every layer (TrainBenchResult::layers)
   kernels::cpu::ConvAlgorithm cpu_conv = kernels::cpu::ConvAlgorithm::kAuto;  // --cpu-conv
+  bool gpu_filter_gradient_gemm = true;  // --gpu-filter-gradient gemm (false: cudnn)
   // Called now and then with a line of progress (may be empty: no progress).
   std::function<void(const std::string&)> progress;
 };
@@ -49,7 +50,8 @@ struct TrainBenchResult {
   std::string data;
   int batch_size = 0;
   int intra_op_threads = 0;
-  std::string cpu_conv;  // --cpu-conv's name
+  std::string cpu_conv;             // --cpu-conv's name
+  std::string gpu_filter_gradient;  // --gpu-filter-gradient: gemm or cudnn
   std::string device;
   std::string update;              // "device" (SGD in GPU memory) or "host"
   uint64_t peak_device_bytes = 0;  // GPU: the caching allocator's peak

@@ -36,7 +36,6 @@ fi
 
 # Known breaches: "kind path[:function]" then " | " and the reason. kind: lines or function.
 exceptions=$(cat <<'EOF'
-function bench/train_bench.cc:RunTrainBench | the train benchmark's set-up, timed loop and result in one reading; split it when it next changes
 function bench/soak_bench.cc:RunSoak | the soak's job start, sampling loop and verdict in one reading; split it when it next changes
 function common/internal/raw_ceiling.cc:RawZmqEchoThroughput | a raw-ZeroMQ ceiling written as one plain socket program, to be read line by line beside TowerPS's path
 EOF
