@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -268,6 +271,70 @@ TEST(TowerGroupGpuTest, CudaTowersAverageOnTheDeviceAsTheCpuTowersDo) {
       for (float x : w) largest = std::max(largest, std::abs(x));
       ASSERT_GT(largest, 0.0f);
       ASSERT_EQ(got[v].size(), w.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        ASSERT_NEAR(got[v][i], w[i], 1e-3f * largest) << "variable " << v << " element " << i;
+      }
+    }
+  }
+}
+
+// On a real GPU, one CUDA tower: each gradient is copied from the device straight into the
+// buffer the group is lent (the client's arena in a worker; page-aligned heap buffers here,
+// poisoned with NaN when lent), and those bits are the device's: bit for bit what the same model
+// on its own CUDA backend, stepping with the plain host delivery (Model::TrainStep), leaves in
+// gradient(i). They match the CPU tower within float32 rounding.
+TEST(TowerGroupGpuTest, OneCudaTowerHandsOnTheDevicesBitsInTheBuffersItIsLent) {
+  std::string why;
+  if (!kernels::BuiltWithCuda()) GTEST_SKIP() << "no GPU backend: built without CUDA";
+  if (kernels::ListGpus(&why).empty()) GTEST_SKIP() << "no GPU is present: " << why;
+  const TowerBackendOptions gpu_options{.gpu_memory_fraction = 0.05, .allow_growth = true};
+  const TowerDevice gpu0{TowerDevice::Kind::kGpu, 0};
+  ASSERT_OK_AND_ASSIGN(auto host, CpuTowers(1));
+  std::vector<std::unique_ptr<kernels::Backend<float>>> backends;
+  ASSERT_OK_AND_ASSIGN(auto tower, CreateTowerBackend(gpu0, gpu_options));
+  backends.push_back(std::move(tower));
+  ASSERT_OK_AND_ASSIGN(auto group,
+                       TowerGroup::FromBackends({gpu0}, std::move(backends), SmallNet(), 3, {}));
+  ASSERT_TRUE(group->averages_on_device());
+  std::set<const void*> lent;
+  group->SetGradientAllocator([&](const Shape& shape, size_t alignment) {
+    Tensor t = Tensor::Empty(shape, DType::kFloat32, alignment);
+    std::fill(t.f32(), t.f32() + t.num_elements(), std::numeric_limits<float>::quiet_NaN());
+    lent.insert(t.f32());
+    return t;
+  });
+  ASSERT_OK_AND_ASSIGN(auto plain_backend, CreateTowerBackend(gpu0, gpu_options));
+  ASSERT_OK_AND_ASSIGN(auto plain, BuildModel<float>(SmallNet(), plain_backend.get(), 3));
+  for (int step = 0; step < 10; ++step) {
+    SCOPED_TRACE(step);
+    SetValues(*host, 900 + step);
+    SetValues(*group, 900 + step);
+    for (int v = 0; v < plain->num_variables(); ++v) {
+      std::copy(group->model(0).value(v).begin(), group->model(0).value(v).end(),
+                plain->value(v).begin());
+    }
+    const Batch b = RandomBatch(32, 70 + step);
+    std::mutex mu;
+    std::map<int, std::vector<float>> got;
+    auto r = group->Step(b.x.data(), b.labels.data(), 32, [&](int v, const Tensor& avg) {
+      std::lock_guard<std::mutex> lock(mu);
+      EXPECT_EQ(lent.count(avg.f32()), 1u) << "variable " << v << " was not handed on in a "
+                                           << "buffer the group was lent";
+      got[v].assign(avg.f32(), avg.f32() + avg.num_elements());
+    });
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto p = plain->TrainStep(b.x.data(), b.labels.data(), 32);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(r->loss, p->loss);
+    const auto want = StepAverages(*host, b, nullptr);
+    ASSERT_EQ(got.size(), want.size());
+    for (auto& [v, w] : want) {
+      const std::span<const float> device = plain->gradient(v);
+      ASSERT_EQ(got[v].size(), device.size());
+      EXPECT_EQ(0, std::memcmp(got[v].data(), device.data(), device.size() * sizeof(float)))
+          << "variable " << v << ": the handed-on gradient is not the device's bits";
+      float largest = 0;
+      for (float x : w) largest = std::max(largest, std::abs(x));
       for (size_t i = 0; i < w.size(); ++i) {
         ASSERT_NEAR(got[v][i], w[i], 1e-3f * largest) << "variable " << v << " element " << i;
       }

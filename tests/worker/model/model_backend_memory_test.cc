@@ -191,49 +191,68 @@ TEST(ModelBackendMemoryTest, OnlyChangedValuesAreCopiedToTheDevice) {
   EXPECT_EQ(dev.violations, 0) << dev.first_violation;
 }
 
+// One step of each model on CUDA against the CPU, with each filter-gradient path (im2col and a
+// batched GEMM, the default; cuDNN's deterministic algorithm): every gradient within 1e-3 of
+// its variable's largest, plus 1e-3 of itself.
 TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
   if (const std::string why = WhyNoCuda(); !why.empty()) GTEST_SKIP() << why;
 #ifdef TOWERPS_WITH_CUDA
   auto gpu = GrowingGpuBackend();
   ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
-  for (const std::string& name :
-       {std::string("every-layer"), std::string("cifar10"), std::string("resnet20")}) {
-    SCOPED_TRACE(name);
-    ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, name == "every-layer"
-                                                         ? Result<ModelBuilder>(EveryLayer())
-                                                         : ZooModel(name));
-    ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(builder, cpu.get(), 11));
-    ASSERT_OK_AND_ASSIGN(auto gpu_model, BuildModel<float>(builder, gpu->get(), 11));
-    const InputBatch b = RandomBatch(*host_model, 8, 21);
-    auto r_host = host_model->TrainStep(b.x.data(), b.labels.data(), 8);
-    auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), 8);
-    ASSERT_TRUE(r_host.ok() && r_gpu.ok()) << r_gpu.status().ToString();
-    EXPECT_NEAR(r_gpu->loss, r_host->loss, 1e-4 * std::max(1.0, std::abs(r_host->loss)));
-    // A convolution's bias right before a batch norm has a zero gradient in exact arithmetic,
-    // so each variable's scale is at least a 1e-4 of the model's largest gradient.
-    float global = 0;
-    for (int v = 0; v < host_model->num_variables(); ++v) {
-      for (float g : host_model->gradient(v)) global = std::max(global, std::abs(g));
-    }
-    double worst_variable = 0;
-    for (int v = 0; v < host_model->num_variables(); ++v) {
-      SCOPED_TRACE(host_model->variables()[v].name);
-      const auto want = host_model->gradient(v);
-      const auto got = gpu_model->gradient(v);
-      float largest = 0, err = 0;
-      for (float g : want) largest = std::max(largest, std::abs(g));
-      ASSERT_GT(largest, 0.0f);
-      largest = std::max(largest, 1e-4f * global);
-      for (size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
-      worst_variable = std::max(worst_variable, double{err / largest});
-      for (size_t i = 0; i < want.size(); ++i) {
-        ASSERT_NEAR(got[i], want[i], 1e-3f * largest + 1e-3f * std::abs(want[i]))
-            << "element " << i;
+  for (const bool gemm : {true, false}) {
+    kernels::CudaBackendOptions o;
+    o.memory.allow_growth = true;
+    o.memory.memory_fraction = 0.2;
+    o.filter_gradient_gemm = gemm;
+    ASSERT_OK_AND_ASSIGN(auto backend, kernels::CudaBackend::Create(o));
+    for (const std::string& name :
+         {std::string("every-layer"), std::string("cifar10"), std::string("resnet20")}) {
+      SCOPED_TRACE(name + (gemm ? ", filter gradient as GEMM" : ", cuDNN's filter gradient"));
+      ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, name == "every-layer"
+                                                           ? Result<ModelBuilder>(EveryLayer())
+                                                           : ZooModel(name));
+      ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(builder, cpu.get(), 11));
+      ASSERT_OK_AND_ASSIGN(auto gpu_model, BuildModel<float>(builder, backend.get(), 11));
+      const InputBatch b = RandomBatch(*host_model, 8, 21);
+      auto r_host = host_model->TrainStep(b.x.data(), b.labels.data(), 8);
+      auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), 8);
+      ASSERT_TRUE(r_host.ok() && r_gpu.ok()) << r_gpu.status().ToString();
+      EXPECT_NEAR(r_gpu->loss, r_host->loss, 1e-4 * std::max(1.0, std::abs(r_host->loss)));
+      // A convolution's bias right before a batch norm has a zero gradient in exact arithmetic,
+      // so each variable's scale is at least a 1e-4 of the model's largest gradient.
+      float global = 0;
+      for (int v = 0; v < host_model->num_variables(); ++v) {
+        for (float g : host_model->gradient(v)) global = std::max(global, std::abs(g));
       }
+      double worst_variable = 0;
+      for (int v = 0; v < host_model->num_variables(); ++v) {
+        const std::string& var = host_model->variables()[v].name;
+        const auto want = host_model->gradient(v);
+        const auto got = gpu_model->gradient(v);
+        float largest = 0, err = 0;
+        for (float g : want) largest = std::max(largest, std::abs(g));
+        ASSERT_GT(largest, 0.0f) << var;
+        largest = std::max(largest, 1e-4f * global);
+        size_t worst = 0;  // the element furthest outside its bound, relative to the bound
+        float worst_score = -1;
+        for (size_t i = 0; i < want.size(); ++i) {
+          const float e = std::abs(got[i] - want[i]);
+          if (const float score = e / (largest + std::abs(want[i])); score > worst_score) {
+            worst_score = score;
+            worst = i;
+          }
+          err = std::max(err, e);
+        }
+        worst_variable = std::max(worst_variable, double{err / largest});
+        EXPECT_NEAR(got[worst], want[worst], 1e-3f * largest + 1e-3f * std::abs(want[worst]))
+            << var << " element " << worst << " of " << want.size() << "; largest error "
+            << err / largest << " of the variable's largest gradient " << largest;
+      }
+      std::cout << name << (gemm ? " (GEMM)" : " (cuDNN)")
+                << ": one step's largest gradient error, CUDA against the CPU, " << worst_variable
+                << " of the variable's largest gradient\n";
     }
-    std::cout << name << ": one step's largest gradient error, CUDA against the CPU, "
-              << worst_variable << " of the variable's largest gradient\n";
   }
   // After warm-up, training takes no more device memory from CUDA: no cudaMalloc on the hot
   // path (the allocator reuses its blocks).
