@@ -3,14 +3,18 @@
 # dependencies (GPU nodes, for instance):
 #
 #   scripts/package.sh [--preset release] [--build-dir DIR] [--out FILE.tar.gz] [--no-build]
-#                      [--with-tests | --tests NAME,NAME...]
+#                      [--with-tests | --tests NAME,NAME...] [--with-python]
 #
 # The tarball holds bin/ (towerps-server, -worker, -launch, -bench), lib/ with every shared
 # library they need except the C library family and the CUDA stack (runtime, cuBLAS, cuDNN,
 # driver), which must come from the node, env.sh (source it: PATH and LD_LIBRARY_PATH, plus the
 # CUDA libraries of a pip-installed PyTorch or nvidia-* wheel if there is one), and the sbatch
 # example; --with-tests adds the test binaries in tests/ (for scripts/gpu_verify.sh), --tests only
-# the named ones (a smaller bundle, for a transfer with a size limit). After
+# the named ones (a smaller bundle, for a transfer with a size limit). --with-python adds the
+# towerps Python package for PyTorch workers (python/towerps; env.sh puts it on PYTHONPATH): its
+# extension is built for the node's own Python by `python/build_extension.sh` in the bundle (the
+# node needs g++, the Python headers and pybind11; the bundle carries the rest: the session as
+# lib/libtowerps_session.so and the headers module.cc includes). After
 # building it, the script unpacks it elsewhere and checks that every library the
 # binaries need resolves, from the bundle or, for the CUDA stack, from this machine.
 set -euo pipefail
@@ -22,6 +26,7 @@ out=""
 build=1
 with_tests=0
 test_names=""
+with_python=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset) preset="$2"; shift 2 ;;
@@ -30,7 +35,8 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --with-tests) with_tests=1; shift ;;
     --tests) with_tests=1; test_names="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --with-python) with_python=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package: unknown option '$1'; see scripts/package.sh --help" >&2; exit 2 ;;
   esac
 done
@@ -55,11 +61,15 @@ out="${out:-dist/$name.tar.gz}"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 root="$stage/$name"
-mkdir -p "$root/bin" "$root/lib" "$root/examples"
+mkdir -p "$root/bin" "$root/lib/compat" "$root/examples"
 
 # Libraries that must come from the node: the C library family (tied to the kernel and loader)
 # and the CUDA stack (tied to the driver).
 system_lib='^(linux-vdso|ld-linux.*|libc|libm|libdl|libpthread|librt|libresolv|libutil)\.so'
+# The C++ runtime goes to lib/compat, which env.sh uses only on a node whose own is older: ahead
+# of a newer one it would break the node's newer programs in the same environment (a PyTorch,
+# or the extension python/build_extension.sh compiles there).
+cxx_runtime='^(libstdc\+\+|libgcc_s)\.so'
 cuda_lib='^(libcuda|libcudart|libcublas|libcublasLt|libcudnn.*|libnvrtc.*|libnvJitLink|libcufft|libcurand|libcusparse|libnvidia-.*)\.so'
 
 for b in "${binaries[@]}"; do cp "$bin_dir/$b" "$root/bin/"; done
@@ -79,13 +89,15 @@ if [ "$with_tests" = 1 ]; then
   fi
 fi
 cp launch/examples/train.sbatch "$root/examples/"
+if [ "$with_python" = 1 ]; then scripts/python_kit.sh "$build_dir" "$root"; fi
 missing=()
 while read -r lib arrow path _; do
   [ "$arrow" = "=>" ] || continue
   if [[ "$lib" =~ $system_lib ]] || [[ "$lib" =~ $cuda_lib ]]; then continue; fi
   if [ "$path" = "not" ]; then missing+=("$lib"); continue; fi
-  cp -L "$path" "$root/lib/$lib"
-done < <(for b in "$root"/bin/* "$root"/tests/* "$root"/lib/libtowerps_cuda.so; do
+  if [[ "$lib" =~ $cxx_runtime ]]; then cp -L "$path" "$root/lib/compat/$lib"
+  else cp -L "$path" "$root/lib/$lib"; fi
+done < <(for b in "$root"/bin/* "$root"/tests/* "$root"/lib/libtowerps_*.so; do
            [ -f "$b" ] && ldd "$b"; done | sort -u)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "package: these libraries are not found here, so they cannot be bundled: ${missing[*]}" >&2
@@ -120,8 +132,20 @@ print(":".join(dirs))
 PY
 )"
 if [ -n "$_towerps_wheels" ]; then _towerps_libs="$_towerps_libs:$_towerps_wheels"; fi
+# The bundled C++ runtime, only where the node's lacks the newest version the binaries were
+# built against (then the node's newer programs must not share this environment).
+_towerps_cxx="$(/sbin/ldconfig -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')"
+if [ -f "$TOWERPS_HOME/lib/compat/libstdc++.so.6" ] &&
+   { [ -z "$_towerps_cxx" ] || ! grep -aq "$(cat "$TOWERPS_HOME/lib/compat/GLIBCXX")" "$_towerps_cxx"; }; then
+  _towerps_libs="$_towerps_libs:$TOWERPS_HOME/lib/compat"
+fi
 export LD_LIBRARY_PATH="$_towerps_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-unset _towerps_libs _towerps_wheels
+# The towerps Python package, when the bundle has it (package.sh --with-python; build its
+# extension for this node's Python with python/build_extension.sh).
+if [ -d "$TOWERPS_HOME/python/towerps" ]; then
+  export PYTHONPATH="$TOWERPS_HOME/python${PYTHONPATH:+:$PYTHONPATH}"
+fi
+unset _towerps_libs _towerps_wheels _towerps_cxx
 EOF
 
 cat > "$root/README.txt" <<EOF
@@ -137,14 +161,21 @@ backend the binaries load from there when a GPU tower is asked for. Check with:
 ldd bin/towerps-worker lib/libtowerps_cuda.so
 EOF
 
+# The newest C++ runtime version the bundled libstdc++ has (env.sh compares the node's with it).
+if [ -f "$root/lib/compat/libstdc++.so.6" ]; then
+  grep -ao 'GLIBCXX_3\.4\.[0-9]*' "$root/lib/compat/libstdc++.so.6" | sort -uV | tail -1 \
+    > "$root/lib/compat/GLIBCXX"
+fi
 mkdir -p "$(dirname "$out")"
-tar -C "$stage" -czf "$out" "$name"
+# Compressed by the name's suffix (.tar.gz, or .tar.xz: about 40% smaller, for a transfer with
+# a size limit).
+XZ_OPT="${XZ_OPT:--T0}" tar -C "$stage" -caf "$out" "$name"
 
 # Check the tarball where nothing of this tree is: every library must resolve, from the bundle
 # or (the CUDA stack) from this machine.
 check="$(mktemp -d)"
 trap 'rm -rf "$stage" "$check"' EXIT
-tar -C "$check" -xzf "$out"
+tar -C "$check" -xf "$out"
 unresolved="$(env -i PATH=/usr/bin:/bin HOME="$HOME" bash -c \
   ". '$check/$name/env.sh' && for b in '$check/$name'/bin/* '$check/$name'/lib/*.so*; do
      ldd \"\$b\"; done" |

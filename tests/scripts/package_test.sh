@@ -45,4 +45,31 @@ if err="$("$src/scripts/package.sh" --no-build --build-dir "$build" --out "$work
   fail "--tests nope_test succeeded"
 fi
 grep -q "no test binary .*nope_test" <<< "$err" || fail "unclear error for --tests nope_test: $err"
+# The C++ runtime goes to lib/compat, off the loader path on a node whose own is as new (this
+# one), so that newer programs sharing the environment (a PyTorch) keep theirs.
+grep -q "/lib/compat/libstdc++.so.6" <<< "$listing" || fail "libstdc++ is not in lib/compat"
+if grep -q "/lib/libstdc++" <<< "$listing"; then fail "libstdc++ is on the bundle's lib/"; fi
+grep -q "libstdc++.so.6 => /\(usr/\)\?lib" <<< "$resolved" ||
+  fail "libstdc++ does not resolve from the node: $(grep libstdc <<< "$resolved")"
+# --with-python (where the build has the extension): the session library, the pure-Python
+# modules and the kit; python/build_extension.sh builds the extension there, for this Python,
+# and it imports with env.sh's PYTHONPATH.
+if grep -q "^build python/towerps/_towerps" "$build/build.ninja"; then
+  "$src/scripts/package.sh" --no-build --build-dir "$build" --out "$work/p.tar.gz" \
+    --with-python > /dev/null
+  mkdir -p "$work/py"
+  tar -C "$work/py" -xzf "$work/p.tar.gz"
+  phome="$(ls -d "$work"/py/towerps-*)"
+  for f in lib/libtowerps_session.so python/towerps/torch.py python/kit/module.cc \
+           python/kit/include/python/session.h python/kit/include/capnp/message.h; do
+    [ -f "$phome/$f" ] || fail "--with-python lacks $f"
+  done
+  rm -f "$phome"/python/towerps/_towerps*.so
+  built="$(env -i PATH=/usr/bin:/bin PYTHON=/usr/bin/python3 bash "$phome/python/build_extension.sh" 2>&1)" ||
+    fail "build_extension.sh failed: $built"
+  imported="$(cd "$work" && env -i PATH=/usr/bin:/bin bash -c ". '$phome/env.sh' &&
+    /usr/bin/python3 -c 'from towerps import _towerps; print(_towerps.__file__)'" 2>&1)" ||
+    fail "the extension the kit built does not import: $imported"
+  grep -q "^$phome/python/towerps/_towerps" <<< "$imported" || fail "imported $imported"
+fi
 echo "package_test: OK"
