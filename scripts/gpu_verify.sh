@@ -4,19 +4,22 @@
 # PyTorch's nvidia-* wheels; env.sh finds either).
 #
 # Here (a machine with nvcc and our Debian packages):
-#   scripts/package.sh --out .device/towerps.tar.gz --tests "$(scripts/gpu_verify.sh --tests)"
+#   scripts/package.sh --out .device/towerps.tar.xz --with-python \
+#     --tests "$(scripts/gpu_verify.sh --tests)"
 #   mkdir -p .device/fashion-mnist && cp /usr/share/datasets/fashion-mnist/*.gz .device/fashion-mnist/
 # There (the repository root, .device carried along):
-#   bash scripts/gpu_verify.sh .device/towerps.tar.gz [OUTPUT_DIR] [STEPS]
+#   bash scripts/gpu_verify.sh .device/towerps.tar.xz [OUTPUT_DIR] [STEPS]
 #
-# STEPS (default 1,2,3,4,5) picks the steps to run, e.g. 2,4, so that a second call can redo the
-# ones that failed. Every command runs under a time limit (GPU_VERIFY_LIMIT seconds, default 240)
-# so that one hung step cannot eat the others' time; a step that runs out is a FAIL.
+# STEPS (default 1,2,3,4,5,6,7) picks the steps and their order, e.g. 1,5,6,4 (the most wanted
+# first, so that a call that runs out of time loses the least), or 2,4 to redo the ones that
+# failed. Every command runs under a time limit (GPU_VERIFY_LIMIT seconds, default 240) so that
+# one hung step cannot eat the others' time; a step that runs out is a FAIL.
 #
 # It writes OUTPUT_DIR (default $OUT, else /tmp/gpu_verify): summary.txt (one line per check,
 # PASS or FAIL, and the figures), bench.jsonl, and a log per step. Steps:
 #   1. the test suites with GPU instances (none may be skipped for want of a GPU: that would
-#      mean the bundle does not see it) and those of the code they use;
+#      mean the bundle does not see it) and those of the code they use, then compute-sanitizer
+#      memcheck on the conformance suites' GPU instances (0 errors to pass);
 #   2. a cnn job (Fashion-MNIST; cifar10 on synthetic data without it) through towerps-launch
 #      with 2 workers sharing gpu:0 at --gpu-memory-fraction 0.4, the same job on CPU towers
 #      (its accuracy must be within 0.01 of the GPU job's), then 3 workers at 0.4, which must
@@ -25,15 +28,21 @@
 #   3. --log-device-placement, and soft placement (--towers gpu:7 fails listing the devices;
 #      with --allow-soft-placement it warns and runs);
 #   4. towerps-bench train --device gpu:0 --model cifar10 (then resnet20) --batch 128 against
-#      PyTorch eager on
-#      the same GPU (bench/pytorch_baseline.py, with its TF32 defaults and in strict float32,
-#      as TowerPS computes), alternating, 2 rounds, best of each; then TowerPS's per-layer
-#      profile of the same step;
+#      PyTorch eager on the same GPU (bench/pytorch_baseline.py, with its TF32 defaults and in
+#      strict float32, as TowerPS computes), alternating, 2 rounds, best of each; TowerPS also
+#      with --gpu-filter-gradient cudnn (cuDNN's filter gradient instead of im2col + GEMM) and
+#      --update host; then TowerPS's per-layer profile of the same step;
 #   5. the step time of the cifar10 job with 1, 2 and 4 workers sharing gpu:0; then (the GPU
 #      issue's figure) cifar10 and resnet20 at batch 128 through 1 server and 1 GPU worker
 #      against the same worker alone (towerps-bench train), alternating, 2 rounds, best of
 #      each: PASS at 0.9x or more; with the job's --profile-steps report (the critical path)
-#      and the servers' update time per step with --server-threads 1 and auto.
+#      and the servers' update time per step with --server-threads 1 and auto;
+#   6. PyTorch workers on the GPU: the bundle's python/build_extension.sh builds the extension
+#      for this node's python3 and PyTorch; pytorch_workers_test.py CudaTest (CUDA parameters
+#      train as CPU ones do); bench/pytorch_worker_bench.py --device cuda, a CNN through one
+#      server against the same script in plain PyTorch on the GPU: PASS at 0.9x or more;
+#   7. step 5's 1, 2 and 4 workers sharing gpu:0 again under MPS (nvidia-cuda-mps-control),
+#      when the node has it; the table is step 5's lines beside these.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The suites with GPU instances, and the device-independent suites of the code they use. (The
@@ -50,11 +59,10 @@ if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ]; then
 fi
 bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR] [STEPS]}"
 out="${2:-${OUT:-/tmp/gpu_verify}}"
-steps=",${3:-1,2,3,4,5},"
+steps="${3:-1,2,3,4,5,6,7}"
 limit="${GPU_VERIFY_LIMIT:-240}"
 bench_seconds="${GPU_VERIFY_BENCH_SECONDS:-10}"
 mkdir -p "$out"
-step() { [[ "$steps" == *",$1,"* ]]; }
 # Runs a command under the step time limit, naming it if the limit is reached.
 limited() {
   timeout -k 10 "$limit" "$@"
@@ -64,7 +72,7 @@ limited() {
 }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-tar -C "$work" -xzf "$bundle" || { echo "gpu_verify: cannot unpack $bundle" >&2; exit 1; }
+tar -C "$work" -xf "$bundle" || { echo "gpu_verify: cannot unpack $bundle" >&2; exit 1; }
 home="$(ls -d "$work"/towerps-*)"
 # shellcheck disable=SC1091
 . "$home/env.sh"
@@ -83,7 +91,7 @@ missing="$(ldd "$home/bin/towerps-worker" "$home/lib/libtowerps_cuda.so" | grep 
 if [ -n "$missing" ]; then result FAIL "libraries not found: $missing"; exit 1; fi
 
 # 1. Tests.
-if step 1; then
+step1() {
 for name in "${gpu_tests[@]}"; do
   t="$home/tests/$name"
   if [ ! -x "$t" ]; then result FAIL "test $name is not in the bundle"; continue; fi
@@ -97,13 +105,31 @@ done
 # the 50-step loss trajectories.
 grep -h "^gpu0 .*largest error\|over 50 steps" "$out"/test-model_ops_conformance_test.log \
   "$out"/test-model_backend_memory_test.log 2>/dev/null | sed 's/^/INFO /' | tee -a "$summary"
+# compute-sanitizer memcheck on the conformance suites' GPU instances.
+if ! command -v compute-sanitizer > /dev/null; then
+  result FAIL "memcheck: compute-sanitizer is not on this node"
+  return
 fi
+# (model_ops_conformance_test: the ResNet-20 shapes' kernels, not the cifar10 convolutions'
+# rerun with every cuDNN algorithm, which take minutes under memcheck.)
+for check in "backend_conformance_test *gpu0*" \
+             "model_ops_conformance_test *ConvolutionsAtResNet20s*gpu0*:*BatchNorm*gpu0*:*GlobalAvg*gpu0*" \
+             "recommendation_ops_conformance_test *gpu0*"; do
+  read -r name filter <<< "$check"
+  limited compute-sanitizer --tool memcheck --error-exitcode 3 "$home/tests/$name" \
+    --gtest_filter="$filter" > "$out/memcheck-$name.log" 2>&1
+  rc=$?
+  errors="$(grep -o "ERROR SUMMARY: [0-9]* error" "$out/memcheck-$name.log" | tail -1)"
+  if [ $rc -eq 0 ] && [ -n "$errors" ]; then result PASS "memcheck $name: $errors(s)"
+  else result FAIL "memcheck $name (exit $rc, ${errors:-no summary}; memcheck-$name.log)"; fi
+done
+}
 
 # 2. Two workers share the GPU at 0.4 and train as on the CPU; a third does not fit.
 if [ -n "$data_dir" ]; then job=(--model cnn --data-dir "$data_dir"); length=(--epochs 1)
 else job=(--model cifar10 --dataset synthetic); length=(--max-steps 300); fi
 accuracy() { grep -o "test accuracy = [0-9.]*" "$1" | tail -1 | grep -o "[0-9.]*$"; }
-if step 2; then
+step2() {
 limited towerps-launch --servers 1 --workers 2 --towers gpu:0 --gpu-memory-fraction 0.4 \
   "${job[@]}" "${length[@]}" --run-dir "$work/share2" > "$out/share2.log" 2>&1
 rc=$?
@@ -154,10 +180,10 @@ for check in "bag-mlp categorical test_accuracy --epochs 100 --max-steps 300 --b
     result PASS "$model on gpu:0 towers: $key $g (CPU towers $c)"
   else result FAIL "$model on gpu:0 towers: $key ${g:-none} against CPU ${c:-none} ($model-gpu.log)"; fi
 done
-fi
+}
 
 # 3. Placement logging and soft placement.
-if step 3; then
+step3() {
 limited towerps-launch --servers 2 --workers 1 --towers gpu:0 --log-device-placement "${job[@]}" \
   --max-steps 5 --run-dir "$work/placement" > "$out/placement.log" 2>&1
 if grep -q "gpu:0" "$out/placement.log" && grep -qi "server" "$out/placement.log"; then
@@ -174,17 +200,20 @@ limited towerps-launch --servers 1 --workers 1 --towers gpu:7 --allow-soft-place
 rc=$?
 if [ $rc -eq 0 ] && grep -q "soft placement: gpu:7" "$out/soft.log"; then result PASS "soft placement"
 else result FAIL "soft placement (exit $rc; soft.log)"; fi
-fi
+}
 
 # 4. Throughput against PyTorch eager, same GPU, alternating.
-if step 4; then
+step4() {
 : > "$out/bench.jsonl"
 for round in 1 2; do
   for model in cifar10 resnet20; do
-    for update in device host; do
+    variants=("device gemm" "device cudnn")
+    if [ "$round" = 1 ]; then variants+=("host gemm"); fi
+    for variant in "${variants[@]}"; do
+      read -r update filter <<< "$variant"
       limited towerps-bench train --device gpu:0 --update "$update" --model "$model" \
-        --batch 128 --seconds "$bench_seconds" --json 2>> "$out/bench.log" |
-        tee -a "$out/bench.jsonl"
+        --gpu-filter-gradient "$filter" --batch 128 --seconds "$bench_seconds" --json \
+        2>> "$out/bench.log" | tee -a "$out/bench.jsonl"
     done
     for tf32 in default off; do
       limited python3 bench/pytorch_baseline.py --device cuda:0 --model "$model" --batch 128 \
@@ -204,6 +233,8 @@ for line in open(sys.argv[1]):
     impl = r.get("impl", "towerps") + ("-tf32-" + r["tf32"] if "tf32" in r else "")
     if r.get("update") == "host":
         impl += "-host-update"
+    elif r.get("gpu_filter_gradient") == "cudnn":
+        impl += "-cudnn-filter"
     key = (r.get("model"), impl)
     best[key] = max(best.get(key, 0), r.get("examples_per_sec", 0))
 for model in ("cifar10", "resnet20"):
@@ -216,25 +247,35 @@ for model in ("cifar10", "resnet20"):
               f"{p:.0f} img/s, ratio {t / p if p else 0:.2f}")
     print(f"INFO {model}: towerps with SGD on the host (the parameter-server split): "
           f"{best.get((model, 'towerps-host-update'), 0):.0f} img/s")
+    c = best.get((model, "towerps-cudnn-filter"), 0)
+    print(f"INFO {model}: towerps with cuDNN's filter gradient (--gpu-filter-gradient cudnn): "
+          f"{c:.0f} img/s; im2col + GEMM is {t / c if c else 0:.2f}x that")
 PY
 for model in cifar10 resnet20; do
   limited towerps-bench train --device gpu:0 --model "$model" --batch 128 --seconds 5 --profile \
     > "$out/profile-$model.log" 2>&1 || result FAIL "towerps-bench train --profile ($model)"
 done
-fi
+}
 
-# 5. Workers sharing one GPU.
-if step 5; then
-for n in 1 2 4; do
-  limited towerps-launch --servers 1 --workers "$n" --towers gpu:0 --gpu-memory-fraction 0.2 \
-    --model cifar10 --dataset synthetic --max-steps 300 --batch-size 128 \
-    --summary-out "$work/share-$n.json" --run-dir "$work/s$n" > "$out/share-n$n.log" 2>&1
-  python3 -c "
-import json; s = json.load(open('$work/share-$n.json'))
-print(f'INFO {$n} worker(s) on gpu:0: {1000 * s[\"train_seconds\"] / s[\"steps\"]:.1f} ms/step, '
+# 1, 2 and 4 cifar10 workers sharing gpu:0 through one server; $1 names how they share it
+# (time-slicing, MPS).
+share_gpu() {
+  for n in 1 2 4; do
+    limited towerps-launch --servers 1 --workers "$n" --towers gpu:0 --gpu-memory-fraction 0.2 \
+      --model cifar10 --dataset synthetic --max-steps 300 --batch-size 128 \
+      --summary-out "$work/share-$1-$n.json" --run-dir "$work/s-$1-$n" \
+      > "$out/share-$1-n$n.log" 2>&1
+    python3 -c "
+import json; s = json.load(open('$work/share-$1-$n.json'))
+print(f'INFO $1: {$n} worker(s) on gpu:0: {1000 * s[\"train_seconds\"] / s[\"steps\"]:.1f} ms/step, '
       f'{s[\"examples_per_sec\"]:.0f} img/s in all')" | tee -a "$summary" ||
-    result FAIL "$n workers sharing gpu:0 (share-n$n.log)"
-done
+      result FAIL "$1: $n workers sharing gpu:0 (share-$1-n$n.log)"
+  done
+}
+
+# 5. Workers sharing one GPU, then one worker through one server against the worker alone.
+step5() {
+share_gpu time-slicing
 : > "$out/ratio.jsonl"
 for round in 1 2; do
   for model in cifar10 resnet20; do
@@ -250,5 +291,62 @@ for round in 1 2; do
 done
 python3 scripts/through_server_ratio.py "$out/ratio.jsonl" "$work" 128 cifar10 resnet20 |
   tee -a "$summary"
+}
+
+# 6. PyTorch workers on the GPU.
+step6() {
+if ! limited bash "$home/python/build_extension.sh" > "$out/pytorch-extension.log" 2>&1; then
+  result FAIL "the towerps extension does not build for $(python3 -V 2>&1) (pytorch-extension.log)"
+  return
 fi
+result PASS "the towerps extension built for $(python3 -V 2>&1), PyTorch $(python3 -c 'import torch; print(torch.__version__)')"
+TOWERPS_LAUNCH="$(command -v towerps-launch)" limited python3 tests/python/pytorch_workers_test.py \
+  -v CudaTest > "$out/pytorch-cuda-test.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q "skipped" "$out/pytorch-cuda-test.log"; then
+  result PASS "pytorch_workers.CudaTest: CUDA parameters train as CPU ones"
+else result FAIL "pytorch_workers.CudaTest (exit $rc; pytorch-cuda-test.log)"; fi
+limited python3 bench/pytorch_worker_bench.py --launch towerps-launch --device cuda \
+  --steps "${GPU_VERIFY_TORCH_STEPS:-300}" --rounds 2 > "$out/pytorch-gpu-bench.log" 2>&1
+python3 - "$out/pytorch-gpu-bench.log" <<'PY' | tee -a "$summary"
+import re, sys
+text = open(sys.argv[1]).read()
+found = re.findall(r"median on (\S+): plain PyTorch ([0-9.]+) ms/step, 1 server \+ 1 PyTorch "
+                   r"worker \((\S+)\) ([0-9.]+) ms/step: ([0-9.]+)x", text)
+if not found:
+    print("FAIL PyTorch CNN on the GPU through one server: no figures (pytorch-gpu-bench.log)")
+for device, plain, mode, ms, ratio in found:
+    verdict = "PASS" if mode == "towerps" and float(ratio) >= 0.9 else \
+        ("FAIL" if mode == "towerps" else "INFO")
+    print(f"{verdict} PyTorch CNN on {device} through 1 server ({mode}) vs plain PyTorch: "
+          f"{ms} vs {plain} ms/step, ratio {ratio}")
+PY
+}
+
+# 7. The sharing of step 5 under MPS, where the node has it.
+step7() {
+if ! command -v nvidia-cuda-mps-control > /dev/null; then
+  result INFO "MPS: nvidia-cuda-mps-control is not on this node"
+  return
+fi
+export CUDA_MPS_PIPE_DIRECTORY="$work/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps-log"
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+if ! nvidia-cuda-mps-control -d > "$out/mps.log" 2>&1; then
+  result INFO "MPS: the control daemon did not start ($(head -c 200 "$out/mps.log"))"
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  return
+fi
+share_gpu MPS
+echo get_server_list | nvidia-cuda-mps-control >> "$out/mps.log" 2>&1
+cat "$CUDA_MPS_LOG_DIRECTORY"/*.log >> "$out/mps.log" 2>/dev/null
+echo quit | nvidia-cuda-mps-control >> "$out/mps.log" 2>&1
+unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+}
+
+for s in ${steps//,/ }; do
+  if ! declare -F "step$s" > /dev/null; then echo "gpu_verify: no step '$s' (1 to 7)" >&2; exit 2; fi
+  started=$SECONDS
+  "step$s"
+  echo "INFO step $s took $((SECONDS - started)) s" | tee -a "$summary"
+done
 echo "gpu_verify: $(grep -c '^PASS' "$summary") passed, $(grep -c '^FAIL' "$summary") failed"
