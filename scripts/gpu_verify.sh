@@ -7,6 +7,7 @@
 #   scripts/package.sh --out .device/towerps.tar.xz --with-python \
 #     --tests "$(scripts/gpu_verify.sh --tests)"
 #   mkdir -p .device/fashion-mnist && cp /usr/share/datasets/fashion-mnist/*.gz .device/fashion-mnist/
+#   (30 MB more: leave it out where the transfer is limited; step 2 then uses synthetic cifar10)
 # There (the repository root, .device carried along):
 #   bash scripts/gpu_verify.sh .device/towerps.tar.xz [OUTPUT_DIR] [STEPS]
 #
@@ -60,6 +61,9 @@ fi
 bundle="${1:?usage: scripts/gpu_verify.sh BUNDLE.tar.gz [OUTPUT_DIR] [STEPS]}"
 out="${2:-${OUT:-/tmp/gpu_verify}}"
 steps="${3:-1,2,3,4,5,6,7}"
+for s in ${steps//,/ }; do
+  [[ "$s" =~ ^[1-7]$ ]] || { echo "gpu_verify: no step '$s' (the steps are 1 to 7)" >&2; exit 2; }
+done
 limit="${GPU_VERIFY_LIMIT:-240}"
 bench_seconds="${GPU_VERIFY_BENCH_SECONDS:-10}"
 mkdir -p "$out"
@@ -344,7 +348,6 @@ unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 }
 
 for s in ${steps//,/ }; do
-  if ! declare -F "step$s" > /dev/null; then echo "gpu_verify: no step '$s' (1 to 7)" >&2; exit 2; fi
   started=$SECONDS
   "step$s"
   echo "INFO step $s took $((SECONDS - started)) s" | tee -a "$summary"
