@@ -13,16 +13,24 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$run_dir"
 pids=()
-for _ in 1 2 3; do
+for i in 1 2 3; do
   python3 -c '
 import sys, time
 grow, keep = int(sys.argv[1]), []
+open(sys.argv[2], "w").close()  # started: from here on its memory is steady
 while True:
     if grow:
         keep.append(b"x" * (grow * 1024))
     time.sleep(0.1)
-' "${FAKE_SOAK_GROW_KIB:-0}" &
+' "${FAKE_SOAK_GROW_KIB:-0}" "$run_dir/started.$i" &
   pids+=("$!")
+done
+# The processes are listed once their interpreters run, as a job's are once they start: an
+# interpreter that is slow to start (a version manager's shim in front of python3) must not
+# count as growth after the soak's warm-up. Bounded: 30 s.
+for _ in $(seq 300); do
+  [ -f "$run_dir/started.1" ] && [ -f "$run_dir/started.2" ] && [ -f "$run_dir/started.3" ] && break
+  sleep 0.1
 done
 printf 'ps 0 pid %s log -\nworker 0 pid %s log -\nworker 1 pid %s log -\n' "${pids[@]}" \
   > "$run_dir/processes.txt"
