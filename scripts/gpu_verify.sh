@@ -48,7 +48,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # The suites with GPU instances, and the device-independent suites of the code they use. (The
 # multi-process suites start binaries by their build-tree paths: they run in CI, not here.)
-gpu_tests=(backend_conformance_test model_ops_conformance_test
+gpu_tests=(cuda_layers_test backend_conformance_test model_ops_conformance_test
            recommendation_ops_conformance_test elementwise_test
            model_backend_memory_test model_tables_memory_test towers_test tower_group_test caching_allocator_test model_test
            layer_gradient_test)
@@ -107,7 +107,7 @@ for name in "${gpu_tests[@]}"; do
 done
 # What the CUDA-against-CPU tests measured: each op's error at the cifar10 model's shapes, and
 # the 50-step loss trajectories.
-grep -h "^gpu0 .*largest error\|over 50 steps" "$out"/test-model_ops_conformance_test.log \
+grep -h "^gpu0 .*largest error\|largest relative gap over" "$out"/test-model_ops_conformance_test.log \
   "$out"/test-model_backend_memory_test.log 2>/dev/null | sed 's/^/INFO /' | tee -a "$summary"
 # compute-sanitizer memcheck on the conformance suites' GPU instances.
 if ! command -v compute-sanitizer > /dev/null; then

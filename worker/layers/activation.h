@@ -13,6 +13,8 @@ class Activation final : public Layer<T> {
   Activation(std::string name, const Shape& input_shape, ActivationKind kind)
       : Layer<T>(std::move(name), input_shape, input_shape), kind_(kind) {}
 
+  ActivationKind kind() const { return kind_; }
+
   void Forward(kernels::Backend<T>& backend, int batch, const T* x, T* y, bool) override {
     const int64_t n = batch * this->input_size();
     switch (kind_) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/conv_planner.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/gpu_devices.h"
 #include "tests/testing/status_assert.h"
@@ -30,6 +31,8 @@ namespace {
 
 using testing::InputBatch;
 using testing::RandomBatch;
+using testing::RandomBatchAwayFromKinks;
+using testing::ReluMargin;
 using testing::WhyNoCuda;
 #ifdef TOWERPS_WITH_CUDA
 using testing::GrowingGpuBackend;
@@ -191,7 +194,34 @@ TEST(ModelBackendMemoryTest, OnlyChangedValuesAreCopiedToTheDevice) {
   EXPECT_EQ(dev.violations, 0) << dev.first_violation;
 }
 
-// One step of each model on CUDA against the CPU, with each filter-gradient path (im2col and a
+// The batch of the one-step comparisons: ResNet-20's is 2, where a batch with every ReLU input
+// 2e-6 of its largest away from 0 exists (at 8, the nearest is about 1e-7 for every seed, within
+// the backends' rounding differences; CudaLayersTest compares its layers at 8 instead).
+int KinkFreeBatchSize(const std::string& name) { return name == "resnet20" ? 2 : 8; }
+
+// The batches the one-step comparisons take are away from every kink: the helper finds one for
+// each model, and rejects the batch of ResNet-20 that an H200 run failed on (seed 21 at 8: a
+// batch-norm output exactly 0 before a ReLU on the CPU, one ulp above it on the GPU).
+TEST(ModelBackendMemoryTest, OneStepComparisonsTakeBatchesAwayFromKinks) {
+  ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
+  ASSERT_OK_AND_ASSIGN(const ModelBuilder resnet, ZooModel("resnet20"));
+  ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(resnet, cpu.get(), 11));
+  EXPECT_LT(ReluMargin(*model, *cpu, RandomBatch(*model, 8, 21).x, 8), 1e-7);
+  for (const std::string& name :
+       {std::string("every-layer"), std::string("cifar10"), std::string("resnet20")}) {
+    SCOPED_TRACE(name);
+    ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, name == "every-layer"
+                                                         ? Result<ModelBuilder>(EveryLayer())
+                                                         : ZooModel(name));
+    ASSERT_OK_AND_ASSIGN(auto m, BuildModel<float>(builder, cpu.get(), 11));
+    const int batch = KinkFreeBatchSize(name);
+    const InputBatch b = RandomBatchAwayFromKinks(*m, *cpu, batch, 21, 2e-6);
+    EXPECT_GE(ReluMargin(*m, *cpu, b.x, batch), 2e-6);
+  }
+}
+
+// One step of each model on CUDA against the CPU, on a batch away from every ReLU's kink (above),
+// with each filter-gradient path (im2col and a
 // batched GEMM, the default; cuDNN's deterministic algorithm): every gradient within 1e-3 of
 // its variable's largest, plus 1e-3 of itself.
 TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
@@ -214,9 +244,10 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
                                                            : ZooModel(name));
       ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(builder, cpu.get(), 11));
       ASSERT_OK_AND_ASSIGN(auto gpu_model, BuildModel<float>(builder, backend.get(), 11));
-      const InputBatch b = RandomBatch(*host_model, 8, 21);
-      auto r_host = host_model->TrainStep(b.x.data(), b.labels.data(), 8);
-      auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), 8);
+      const int batch = KinkFreeBatchSize(name);
+      const InputBatch b = RandomBatchAwayFromKinks(*host_model, *cpu, batch, 21, 2e-6);
+      auto r_host = host_model->TrainStep(b.x.data(), b.labels.data(), batch);
+      auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), batch);
       ASSERT_TRUE(r_host.ok() && r_gpu.ok()) << r_gpu.status().ToString();
       EXPECT_NEAR(r_gpu->loss, r_host->loss, 1e-4 * std::max(1.0, std::abs(r_host->loss)));
       // A convolution's bias right before a batch norm has a zero gradient in exact arithmetic,
@@ -275,13 +306,14 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
 #endif
 }
 
-// The zoo's convolutional models trained for 50 steps on a device backend (values, gradients
+// A zoo convolutional model trained for `steps` steps on a device backend (values, gradients
 // and momentum in device memory, as a GPU worker trains) against the same training on the CPU.
 // The data is the seeded synthetic dataset, whose classes have patterns to learn, 32 fresh
-// examples a step, so the loss falls smoothly. (Memorising a few batches of noise instead is
-// chaotic: there float32 rounding differences grew to 2e-3 of the loss within 35 steps on an
-// H100, whatever the algorithms.) Returns the largest gap between the losses, relative, and
-// checks the final values' gap, relative in norm, against `bound`.
+// examples a step, its 8-bit pixels dequantized by a seeded jitter of half a level: the raw
+// levels make flat patches, so equal activations, and a max pool or ReLU then decides a tie that
+// rounding breaks either way (cifar10's trajectory left the CPU's by 1.7e-3 at step 4 so, on an
+// H200 and equally between the CPU's own two convolution paths). Returns the largest gap between
+// the losses, relative, and checks the final values' gap, relative in norm, against `bound`.
 void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device, int steps,
                        double bound, double* worst, bool compare_values = true) {
   SCOPED_TRACE(name);
@@ -308,7 +340,11 @@ void TrainBesideTheCpu(const std::string& name, kernels::Backend<float>* device,
     SCOPED_TRACE(step);
     InputBatch b;
     const uint8_t* pixels = data.pixels.data() + step * kBatch * example;
-    for (int64_t i = 0; i < kBatch * example; ++i) b.x.push_back(pixels[i] / 127.5f - 1.0f);
+    std::mt19937 rng(1000 + step);
+    std::uniform_real_distribution<float> jitter(-0.5f, 0.5f);
+    for (int64_t i = 0; i < kBatch * example; ++i) {
+      b.x.push_back((pixels[i] + jitter(rng)) / 127.5f - 1.0f);
+    }
     for (int i = 0; i < kBatch; ++i) b.labels.push_back(data.labels[step * kBatch + i]);
     ASSERT_OK_AND_ASSIGN(const StepResult h,
                          host_model->TrainStep(b.x.data(), b.labels.data(), kBatch));
@@ -351,15 +387,40 @@ TEST(ModelBackendMemoryTest, DeviceTrainingIsTheCpuTrainingFor50Steps) {
   }
 }
 
+// How many steps a model's trajectory on another backend is held to 1e-3 of the CPU's. Only
+// summation orders differ, but a ReLU or max pool whose input rounding moves across a kink turns
+// that into a different gradient, and training amplifies it: the cnn stays within 1e-7 over 50
+// steps; cifar10 (max pools over ReLUs, LRN) within 3e-7 for its first 14 steps, then such an
+// event moved it to 4e-5 and 1e-3 by step 20 (the CPU's two convolution paths, 2026-11-30); and
+// ResNet-20 doubles its gap each step.
+int StepsHeldTo1e3(const std::string& name) {
+  return name == "cnn" ? 50 : name == "cifar10" ? 12 : 8;
+}
+
+// The CPU's two convolution paths (im2col and oneDNN round differently, as a GPU does) hold each
+// other to the bound that the CUDA test below asks, over the same steps: the setting is not too
+// chaotic for that bound, checked where CI runs. (ResNet-20: its values are not compared, below.)
+TEST(ModelBackendMemoryTest, TheCpusTwoConvolutionPathsFollowEachOther) {
+  if (!kernels::cpu::ConvPlanner::Available()) GTEST_SKIP() << "built without oneDNN";
+  for (const std::string name : {"cnn", "cifar10", "resnet20"}) {
+    kernels::CpuBackendOptions o;
+    o.conv_algorithm = kernels::cpu::ConvAlgorithm::kIm2col;
+    ASSERT_OK_AND_ASSIGN(auto im2col, kernels::CpuBackend::Create(o));
+    double worst = -1;
+    TrainBesideTheCpu(name, im2col.get(), StepsHeldTo1e3(name), 1e-3, &worst,
+                      /*compare_values=*/name != "resnet20");
+  }
+}
+
 // On CUDA: float32 on both sides, TF32 and cuDNN's transform algorithms off, so only summation
 // orders differ and the trajectories stay within 1e-3 of each other.
-TEST(ModelBackendMemoryTest, CudaTrainingFollowsTheCpuLossTrajectoryFor50Steps) {
+TEST(ModelBackendMemoryTest, CudaTrainingFollowsTheCpuLossTrajectory) {
   if (const std::string why = WhyNoCuda(); !why.empty()) GTEST_SKIP() << why;
 #ifdef TOWERPS_WITH_CUDA
   ASSERT_OK_AND_ASSIGN(auto gpu, GrowingGpuBackend());
   for (const std::string name : {"cnn", "cifar10"}) {
     double worst = -1;
-    TrainBesideTheCpu(name, gpu.get(), 50, 1e-3, &worst);
+    TrainBesideTheCpu(name, gpu.get(), StepsHeldTo1e3(name), 1e-3, &worst);
   }
   // ResNet-20 (batch norm, residual adds, global pooling): its loss over the first 8 steps.
   // Its training amplifies rounding differences about twofold a step (measured on an H100: a
@@ -369,7 +430,8 @@ TEST(ModelBackendMemoryTest, CudaTrainingFollowsTheCpuLossTrajectoryFor50Steps) 
   // arithmetic), wander apart entirely. The stand-in test above shows that the model's
   // plumbing on device memory is exact, and backend_conformance holds the kernels to 1e-5.
   double worst = -1;
-  TrainBesideTheCpu("resnet20", gpu.get(), 8, 1e-3, &worst, /*compare_values=*/false);
+  TrainBesideTheCpu("resnet20", gpu.get(), StepsHeldTo1e3("resnet20"), 1e-3, &worst,
+                    /*compare_values=*/false);
 #endif
 }
 
