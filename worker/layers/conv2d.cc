@@ -46,7 +46,11 @@ kernels::Conv2dShape Conv2d<T>::Geometry(int batch) const {
 
 template <typename T>
 Status Conv2d<T>::Reserve(kernels::Backend<T>& backend, int batch) {
+  // Once per batch size: a residual block reserves its layers on every Forward.
+  if (batch == planned_batch_ && &backend == planned_on_) return Status::Ok();
   plan_ = backend.Conv2dPlan(Geometry(batch));
+  planned_batch_ = batch;
+  planned_on_ = &backend;
   return Status::Ok();
 }
 

@@ -44,6 +44,8 @@ class Conv2d final : public Layer<T> {
   kernels::Conv2dShape geometry_;  // with n = 1
   Parameter<T> kernel_, bias_;
   std::string plan_;
+  int planned_batch_ = -1;                           // plan_'s batch size
+  const kernels::Backend<T>* planned_on_ = nullptr;  // and backend
 };
 
 }  // namespace towerps::worker
