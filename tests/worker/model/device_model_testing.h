@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/gpu_devices.h"
 #include "towerps/check.h"
 #include "worker/layers/activation.h"
 #include "worker/model/model.h"
+#include "worker/model/model_factory.h"
 #ifdef TOWERPS_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
@@ -42,15 +44,20 @@ inline InputBatch RandomBatch(const Model<float>& m, int batch, uint32_t seed) {
 }
 
 // How close a batch comes to a ReLU's kink: the smallest magnitude among the inputs of every
-// ReLU in the model's forward pass of `x` (on the host backend `cpu`; a residual block's
-// branches are walked layer by layer), relative to the largest magnitude in the same input.
-// Where an input is within rounding of 0, two backends' float32 rounding differences can give
-// opposite derivatives there. Under batch norm that is not small: a batch-norm layer's beta
-// gradient is a sum with heavy cancellation, so one such input moved a ResNet-20 beta gradient
-// by 5% of the largest, and every gradient behind it in turn (an H200 run of 2026-11-30, where
-// the CPU's batch-norm output was exactly 0 and the GPU's 1 ulp above it).
-inline double ReluMargin(Model<float>& model, kernels::Backend<float>& cpu,
+// ReLU in the forward pass of `x` through the model `builder` makes with `model_seed`, on the
+// CPU (a residual block's branches walked layer by layer), relative to the largest magnitude in
+// the same input. Where an input is within rounding of 0, two backends' float32 rounding
+// differences can give opposite derivatives there. Under batch norm that is not small: a batch
+// norm's beta gradient is a sum with heavy cancellation, so one such input moved a ResNet-20 beta
+// gradient by 5% of the largest, and every gradient behind it in turn (an H200 run of
+// 2026-11-30, where the CPU's batch-norm output was exactly 0 and the GPU's just above it). The
+// model is a fresh one of its own, so the caller's (its dropout's draws included) is untouched.
+inline double ReluMargin(const ModelBuilder& builder, uint64_t model_seed,
                          const std::vector<float>& x, int batch) {
+  auto cpu = kernels::CpuBackend::Create({});
+  TOWERPS_CHECK(cpu.ok()) << cpu.status().ToString();
+  auto model = BuildModel<float>(builder, cpu->get(), model_seed);
+  TOWERPS_CHECK(model.ok()) << model.status().ToString();
   double margin = 1.0;
   auto look = [&](Layer<float>* layer, const std::vector<float>& in) {
     const auto* act = dynamic_cast<const Activation<float>*>(layer);
@@ -64,12 +71,12 @@ inline double ReluMargin(Model<float>& model, kernels::Backend<float>& cpu,
   };
   auto forward = [&](Layer<float>* layer, const std::vector<float>& in) {
     std::vector<float> out(static_cast<size_t>(batch * layer->output_size()));
-    TOWERPS_CHECK(layer->Reserve(cpu, batch).ok());
-    layer->Forward(cpu, batch, in.data(), out.data(), /*training=*/true);
+    TOWERPS_CHECK(layer->Reserve(**cpu, batch).ok());
+    layer->Forward(**cpu, batch, in.data(), out.data(), /*training=*/true);
     return out;
   };
   std::vector<float> a = x;
-  for (const auto& layer : model.layers()) {
+  for (const auto& layer : (*model)->layers()) {
     const std::vector<Layer<float>*> sub = layer->sublayers();
     std::vector<float> branch = a;  // a layer that takes the block's input again starts a branch
     for (size_t j = 0; j < sub.size(); ++j) {
@@ -83,14 +90,16 @@ inline double ReluMargin(Model<float>& model, kernels::Backend<float>& cpu,
   return margin;
 }
 
-// RandomBatch's batch of the first seed from `seed` on whose forward pass no ReLU input is within
-// `margin` (relative, as ReluMargin) of the kink, so that two backends take the same derivative
-// everywhere; fails the test if none of 200 seeds is.
-inline InputBatch RandomBatchAwayFromKinks(Model<float>& model, kernels::Backend<float>& cpu,
-                                           int batch, uint32_t seed, double margin = 1e-6) {
+// RandomBatch's batch for `model` (built from `builder` with `model_seed`) of the first seed from
+// `seed` on whose forward pass no ReLU input is within `margin` (relative, as ReluMargin) of the
+// kink, so that two backends take the same derivative everywhere; fails the test if none of 200
+// seeds is.
+inline InputBatch RandomBatchAwayFromKinks(const Model<float>& model, const ModelBuilder& builder,
+                                           uint64_t model_seed, int batch, uint32_t seed,
+                                           double margin) {
   for (uint32_t s = seed; s < seed + 200; ++s) {
     InputBatch b = RandomBatch(model, batch, s);
-    if (ReluMargin(model, cpu, b.x, batch) >= margin) return b;
+    if (ReluMargin(builder, model_seed, b.x, batch) >= margin) return b;
   }
   ADD_FAILURE() << "no batch of " << batch << " from seed " << seed << " keeps every ReLU input "
                 << margin << " of its largest away from 0";

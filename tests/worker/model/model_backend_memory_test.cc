@@ -206,7 +206,7 @@ TEST(ModelBackendMemoryTest, OneStepComparisonsTakeBatchesAwayFromKinks) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder resnet, ZooModel("resnet20"));
   ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(resnet, cpu.get(), 11));
-  EXPECT_LT(ReluMargin(*model, *cpu, RandomBatch(*model, 8, 21).x, 8), 1e-7);
+  EXPECT_LT(ReluMargin(resnet, 11, RandomBatch(*model, 8, 21).x, 8), 1e-7);
   for (const std::string& name :
        {std::string("every-layer"), std::string("cifar10"), std::string("resnet20")}) {
     SCOPED_TRACE(name);
@@ -215,8 +215,8 @@ TEST(ModelBackendMemoryTest, OneStepComparisonsTakeBatchesAwayFromKinks) {
                                                          : ZooModel(name));
     ASSERT_OK_AND_ASSIGN(auto m, BuildModel<float>(builder, cpu.get(), 11));
     const int batch = KinkFreeBatchSize(name);
-    const InputBatch b = RandomBatchAwayFromKinks(*m, *cpu, batch, 21, 2e-6);
-    EXPECT_GE(ReluMargin(*m, *cpu, b.x, batch), 2e-6);
+    const InputBatch b = RandomBatchAwayFromKinks(*m, builder, 11, batch, 21, 2e-6);
+    EXPECT_GE(ReluMargin(builder, 11, b.x, batch), 2e-6);
   }
 }
 
@@ -245,7 +245,7 @@ TEST(ModelBackendMemoryTest, CudaModelMatchesTheCpuModel) {
       ASSERT_OK_AND_ASSIGN(auto host_model, BuildModel<float>(builder, cpu.get(), 11));
       ASSERT_OK_AND_ASSIGN(auto gpu_model, BuildModel<float>(builder, backend.get(), 11));
       const int batch = KinkFreeBatchSize(name);
-      const InputBatch b = RandomBatchAwayFromKinks(*host_model, *cpu, batch, 21, 2e-6);
+      const InputBatch b = RandomBatchAwayFromKinks(*host_model, builder, 11, batch, 21, 2e-6);
       auto r_host = host_model->TrainStep(b.x.data(), b.labels.data(), batch);
       auto r_gpu = gpu_model->TrainStep(b.x.data(), b.labels.data(), batch);
       ASSERT_TRUE(r_host.ok() && r_gpu.ok()) << r_gpu.status().ToString();
