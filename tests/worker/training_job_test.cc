@@ -242,7 +242,8 @@ TEST_F(TrainingJobTest, SyncMlpReachesTheAccuracyTarget) {
 // --profile-steps: the chief's summary says where its steps went. On the CPU backward hands each
 // gradient on as its layer finishes, so, each gradient going alone (--bucket-cap-mb 0), the last
 // layer's push leaves before the first layer's gradient exists, and every push before compute
-// ends.
+// ends; the last layer's values, answered during backward, are loaded while the first layer's
+// round trip is in flight (StepExchange::LoadArrived), not after it.
 TEST_F(TrainingJobTest, ProfileStepsShowPushesOverlappingBackward) {
   const std::string summary = Path("profile.json");
   ASSERT_EQ(Launch("profile", With(kSmallSgd, {"--model", "cnn", "--profile-steps", "5",
@@ -259,6 +260,8 @@ TEST_F(TrainingJobTest, ProfileStepsShowPushesOverlappingBackward) {
   ASSERT_EQ(v.size(), 8u);
   EXPECT_LT(v.at("logits/kernel").at("sent_ms").get<double>(),
             v.at("conv1/kernel").at("gradient_ms").get<double>());
+  EXPECT_LT(v.at("logits/kernel").at("loaded_ms").get<double>(),
+            v.at("conv1/kernel").at("loaded_ms").get<double>());
   for (const auto& [name, var] : v) {
     EXPECT_LE(var.at("gradient_ms").get<double>(), var.at("sent_ms").get<double>()) << name;
     EXPECT_LE(var.at("sent_ms").get<double>(), var.at("answered_ms").get<double>()) << name;

@@ -1,6 +1,7 @@
 #include "worker/train/step_exchange.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -32,6 +33,7 @@ StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num
   versions_.assign(static_cast<size_t>(num_variables), 0);
   pushes_.resize(static_cast<size_t>(num_variables));
   pulls_.resize(static_cast<size_t>(num_variables));
+  arrived_.resize(static_cast<size_t>(num_variables));
   pulled_with_push_.assign(static_cast<size_t>(num_variables), 0);
 }
 
@@ -65,6 +67,7 @@ void StepExchange::Begin(int64_t version, int64_t iter, int64_t last_step, bool 
     replace_pending_ = policy_.ReplacesPending(exact);
     std::fill(versions_.begin(), versions_.end(), version);
     std::fill(pulled_with_push_.begin(), pulled_with_push_.end(), 0);
+    arrived_.assign(arrived_.size(), std::nullopt);
     table_version_ = version;
     table_rows_came_ = false;
     for (int v = 0; v < num_variables_; ++v) PullAt(v, version, iter, exact);
@@ -84,10 +87,17 @@ StepExchange::ValueSink StepExchange::IntoTowers(TowerGroup& towers) {
   };
 }
 
-Status StepExchange::Load(std::vector<PullFuture> pulls, const ValueSink& sink,
+Status StepExchange::Load(std::vector<PullFuture> pulls,
+                          std::vector<std::optional<Arrived>> arrived, const ValueSink& sink,
                           int64_t* max_version) {
   std::vector<int64_t> versions(pulls.size());
   for (size_t v = 0; v < pulls.size(); ++v) {
+    if (v < arrived.size() && arrived[v]) {
+      TOWERPS_RETURN_IF_ERROR(arrived[v]->status);
+      versions[v] = arrived[v]->version;
+      if (max_version) *max_version = std::max(*max_version, arrived[v]->max_version);
+      continue;
+    }
     TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls[v]));
     versions[v] = p.version;
     if (max_version) *max_version = std::max(*max_version, p.max_version);
@@ -102,13 +112,46 @@ Status StepExchange::Load(std::vector<PullFuture> pulls, const ValueSink& sink,
   return Status::Ok();
 }
 
+void StepExchange::LoadArrived(TowerGroup& towers) {
+  std::vector<std::pair<size_t, PullFuture>> ready;
+  {
+    MutexLock lock(&mu_);
+    for (size_t v = pulls_.size(); v-- > 0;) {  // the last layers' first, as backward pushed
+      PullFuture& f = pulls_[v];
+      if (f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        ready.emplace_back(v, std::move(f));
+      }
+    }
+  }
+  const ValueSink sink = IntoTowers(towers);
+  std::vector<std::pair<size_t, Arrived>> taken;
+  for (auto& [v, f] : ready) {
+    Result<ps::PulledVariable> r = f.get();
+    if (!r.ok()) {
+      taken.emplace_back(v, Arrived{.status = r.status()});
+      continue;
+    }
+    sink(static_cast<int>(v), *r);
+    if (profile_ != nullptr) {
+      profile_->Mark(static_cast<int>(v), StepProfile::Event::kArrived, r->answered);
+      profile_->Mark(static_cast<int>(v), StepProfile::Event::kLoaded);
+    }
+    taken.emplace_back(v, Arrived{.version = r->version, .max_version = r->max_version});
+  }
+  MutexLock lock(&mu_);
+  for (auto& [v, a] : taken) arrived_[v] = std::move(a);
+}
+
 Status StepExchange::AwaitValues(const ValueSink& sink) {
   std::vector<PullFuture> pulls;
+  std::vector<std::optional<Arrived>> arrived;
   {
     MutexLock lock(&mu_);
     pulls = std::exchange(pulls_, std::vector<PullFuture>(static_cast<size_t>(num_variables_)));
+    arrived = std::exchange(
+        arrived_, std::vector<std::optional<Arrived>>(static_cast<size_t>(num_variables_)));
   }
-  return Load(std::move(pulls), sink, nullptr);
+  return Load(std::move(pulls), std::move(arrived), sink, nullptr);
 }
 
 Status StepExchange::AwaitValues(TowerGroup& towers) {
@@ -294,7 +337,7 @@ Status StepExchange::PullFinal(const ValueSink& sink, int64_t version, int64_t* 
     pulls[static_cast<size_t>(v)] =
         client_.Pull({.variable_id = static_cast<uint32_t>(v), .min_version = version, .clock = 0});
   }
-  TOWERPS_RETURN_IF_ERROR(Load(std::move(pulls), sink, max_version));
+  TOWERPS_RETURN_IF_ERROR(Load(std::move(pulls), {}, sink, max_version));
   int64_t lowest = INT64_MAX, highest = *max_version, clock = -1;
   if (!tables_.empty()) {
     TOWERPS_RETURN_IF_ERROR(tables_.Probe(version, /*exact=*/false, &lowest, &highest, &clock));

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <optional>
 #include <vector>
 
 #include "common/mutex.h"
@@ -73,6 +74,12 @@ class StepExchange {
   bool RanLastIteration(int64_t iter) const EXCLUDES(mu_);
   // Waits for the outstanding pulls and loads the values into every tower.
   Status AwaitValues(TowerGroup& towers) EXCLUDES(mu_);
+  // After PullNext (training thread, the towers idle): loads into every tower the values whose
+  // pulls are answered already, without waiting, while the rest of the step's exchange is in
+  // flight: a variable whose gradient went alone during backward is answered before the bucket
+  // and the first layers' are, and its copy then leaves the step's critical path. A reply that
+  // brought an error is kept for AwaitValues to report, as before.
+  void LoadArrived(TowerGroup& towers) EXCLUDES(mu_);
   // Where a pulled variable's values go: called once per variable, on the calling thread.
   using ValueSink = std::function<void(int v, const ps::PulledVariable& values)>;
   // The same for an exchange without tables: each variable handed to `sink`.
@@ -142,9 +149,15 @@ class StepExchange {
 
   void PullAt(int v, int64_t min_version, int64_t clock, bool exact) REQUIRES(mu_);
   void SendBucketLocked() REQUIRES(bucket_mu_) EXCLUDES(mu_);
-  // Waits for `pulls`, hands them to `sink` and records their versions.
-  Status Load(std::vector<PullFuture> pulls, const ValueSink& sink, int64_t* max_version)
-      EXCLUDES(mu_);
+  // A pull's reply that LoadArrived took: its values loaded already (status ok), or its error.
+  struct Arrived {
+    Status status;
+    int64_t version = 0, max_version = 0;
+  };
+  // Waits for `pulls` (but those `arrived` already: they are loaded), hands them to `sink` and
+  // records their versions.
+  Status Load(std::vector<PullFuture> pulls, std::vector<std::optional<Arrived>> arrived,
+              const ValueSink& sink, int64_t* max_version) EXCLUDES(mu_);
   // Rows of the step's tables came at `version`.
   void RowsCameAt(int64_t version) REQUIRES(mu_);
   // Loads a pulled variable into every tower.
@@ -166,6 +179,7 @@ class StepExchange {
   std::vector<int64_t> versions_ GUARDED_BY(mu_);  // per variable: the version last pulled
   std::vector<PushFuture> pushes_ GUARDED_BY(mu_);
   std::vector<PullFuture> pulls_ GUARDED_BY(mu_);
+  std::vector<std::optional<Arrived>> arrived_ GUARDED_BY(mu_);  // per variable, LoadArrived's
   // Per variable: this step's push carried the next pull.
   std::vector<char> pulled_with_push_ GUARDED_BY(mu_);
   // The version the step's tables push from: the lowest of their rows', once some came this

@@ -165,8 +165,10 @@ class Trainer::Impl {
       }
       std::swap(batch_, next_batch_);
       exchange_->PullNext(++iter);
-      // The batch after, while this step's exchange is under way: off its critical path.
+      // The batch after, while this step's exchange is under way: off its critical path; so are
+      // the next values answered already.
       TOWERPS_RETURN_IF_ERROR(PrepareNextBatch());
+      exchange_->LoadArrived(*p_->towers);
       const auto push_wait_start = Clock::now();
       TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
       push_wait = Seconds(Clock::now() - push_wait_start);
