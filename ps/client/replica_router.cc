@@ -5,11 +5,16 @@
 namespace towerps::ps {
 
 ReplicaRouter::ReplicaRouter(const JobConfig& job, int servers)
+    : ReplicaRouter(job, servers, SilenceLimits{}) {}
+
+ReplicaRouter::ReplicaRouter(const JobConfig& job, int servers, SilenceLimits limits)
     : job_(job),
       route_(static_cast<size_t>(job.servers)),
       incarnations_(static_cast<size_t>(servers), 0),
       silent_since_(static_cast<size_t>(servers)),
-      unresponsive_(static_cast<size_t>(servers), false) {
+      unresponsive_(static_cast<size_t>(servers), false),
+      heard_(static_cast<size_t>(servers), false),
+      limits_(limits) {
   for (size_t g = 0; g < route_.size(); ++g) route_[g] = static_cast<int>(g);
 }
 
@@ -23,6 +28,7 @@ bool ReplicaRouter::Heard(int server, uint64_t incarnation) {
   const auto s = static_cast<size_t>(server);
   silent_since_[s].reset();  // it is alive
   unresponsive_[s] = false;
+  heard_[s] = true;
   if (incarnation == 0) return false;
   const bool restarted = incarnations_[s] != 0 && incarnations_[s] != incarnation;
   incarnations_[s] = incarnation;
@@ -42,8 +48,8 @@ std::optional<ReplicaRouter::Probe> ReplicaRouter::ProbeDue(const std::vector<bo
     probe.ping.push_back(static_cast<int>(s));
   }
   for (size_t s = 0; s < silent_since_.size(); ++s) {
-    if (replicated() && silent_since_[s] &&
-        Deadline::Clock::now() - *silent_since_[s] >= kSilenceLimit) {
+    const auto limit = heard_[s] ? limits_.heard : limits_.never_heard;
+    if (replicated() && silent_since_[s] && Deadline::Clock::now() - *silent_since_[s] >= limit) {
       probe.silent.push_back(static_cast<int>(s));
     }
   }

@@ -6,6 +6,10 @@
 // its successor, whose pong carries a new incarnation). With replicas (--ps-replicas 2), a server
 // that has said nothing for kSilenceLimit since a ping went out is taken for dead (a hung or
 // frozen process, a lost host: 1.25-1.75 s after it stopped), and its replica groups fail over.
+// A server this client has never heard from gets longer (kStartupSilenceLimit): it may still be
+// starting on a busy host, and taking it for dead then sent its groups to their backup before
+// the job began, while the other workers, which heard it, kept using it (an ssh job on a loaded
+// machine stalled so for its 60 s deadline).
 //
 // Routing: each replica group's requests go to its primary. A failover, or a server saying it
 // holds only a group's backup, moves the group to its other replica, which is then told to take
@@ -31,8 +35,16 @@ class ReplicaRouter {
  public:
   static constexpr auto kProbeInterval = std::chrono::milliseconds(250);
   static constexpr auto kSilenceLimit = std::chrono::milliseconds(1250);
+  static constexpr auto kStartupSilenceLimit = std::chrono::milliseconds(15000);
 
-  ReplicaRouter(const JobConfig& job, int servers);
+  // How long a server may owe replies in silence before it is taken for dead: once it has
+  // answered this client, and before.
+  struct SilenceLimits {
+    std::chrono::milliseconds heard = kSilenceLimit;
+    std::chrono::milliseconds never_heard = kStartupSilenceLimit;
+  };
+  ReplicaRouter(const JobConfig& job, int servers);  // the limits above
+  ReplicaRouter(const JobConfig& job, int servers, SilenceLimits limits);
 
   bool replicated() const { return job_.ps_replicas > 1; }
   // The server a replica group's requests go to: its primary.
@@ -66,6 +78,8 @@ class ReplicaRouter {
   std::vector<uint64_t> incarnations_;
   std::vector<std::optional<Deadline::Clock::time_point>> silent_since_;
   std::vector<bool> unresponsive_;
+  std::vector<bool> heard_;  // per server: anything from it yet
+  const SilenceLimits limits_;
   Deadline next_probe_ = Deadline::After(kProbeInterval);
 };
 

@@ -410,7 +410,8 @@ TEST_F(SshHostsTest, KilledRemoteServerWithReplicasFailsOverAndTheJobCompletes) 
   const pid_t server = FindProcess(1, BinDir() + "/towerps-server", seconds(60));
   ASSERT_GT(server, 0) << Output("replica");
   AwaitOutput("replica", "[worker:0] step 150,", seconds(120));
-  ASSERT_EQ(kill(server, SIGKILL), 0);
+  ASSERT_EQ(kill(server, SIGKILL), 0) << "ps:0 (pid " << server << ") is gone already; the job:\n"
+                                      << Output("replica");
   ASSERT_EQ(job->Wait(Deadline::After(seconds(240))), 0) << Output("replica");
   EXPECT_TRUE(OutputHas("replica", "ps:0 on " + Address(1) +
                                        " was killed by SIGKILL; its chunks fail over to ps:1; "
