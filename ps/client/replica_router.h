@@ -58,7 +58,8 @@ class ReplicaRouter {
   bool unresponsive(int server) const { return unresponsive_[static_cast<size_t>(server)]; }
 
   // Once every kProbeInterval (nullopt in between): the servers to ping, those of `owes` that owe
-  // replies, and (with replicas) those silent past kSilenceLimit, now unresponsive: to fail over.
+  // replies, and (with replicas) those silent past their limit (SilenceLimits), now
+  // unresponsive: to fail over.
   struct Probe {
     std::vector<int> ping, silent;
   };

@@ -168,8 +168,8 @@ class Trainer::Impl {
       // The batch after, while this step's exchange is under way: off its critical path; so are
       // the next values answered already.
       TOWERPS_RETURN_IF_ERROR(PrepareNextBatch());
+      const auto push_wait_start = Clock::now();  // loading counts as waiting, as in AwaitValues
       exchange_->LoadArrived(*p_->towers);
-      const auto push_wait_start = Clock::now();
       TOWERPS_ASSIGN_OR_RETURN(const double staleness, exchange_->AwaitPushes());
       push_wait = Seconds(Clock::now() - push_wait_start);
       t.loss = r.loss;

@@ -206,7 +206,8 @@ TEST(ModelBackendMemoryTest, OneStepComparisonsTakeBatchesAwayFromKinks) {
   ASSERT_OK_AND_ASSIGN(auto cpu, kernels::CpuBackend::Create({}));
   ASSERT_OK_AND_ASSIGN(const ModelBuilder resnet, ZooModel("resnet20"));
   ASSERT_OK_AND_ASSIGN(auto model, BuildModel<float>(resnet, cpu.get(), 11));
-  EXPECT_LT(ReluMargin(resnet, 11, RandomBatch(*model, 8, 21).x, 8), 1e-7);
+  // (Its margin is the build's: 0 with oneDNN's convolutions, about 1e-7 with im2col's.)
+  EXPECT_LT(ReluMargin(resnet, 11, RandomBatch(*model, 8, 21).x, 8), 2e-6);
   for (const std::string& name :
        {std::string("every-layer"), std::string("cifar10"), std::string("resnet20")}) {
     SCOPED_TRACE(name);
@@ -389,12 +390,12 @@ TEST(ModelBackendMemoryTest, DeviceTrainingIsTheCpuTrainingFor50Steps) {
 
 // How many steps a model's trajectory on another backend is held to 1e-3 of the CPU's. Only
 // summation orders differ, but a ReLU or max pool whose input rounding moves across a kink turns
-// that into a different gradient, and training amplifies it: the cnn stays within 1e-7 over 50
-// steps; cifar10 (max pools over ReLUs, LRN) within 3e-7 for its first 14 steps, then such an
-// event moved it to 4e-5 and 1e-3 by step 20 (the CPU's two convolution paths, 2026-11-30); and
-// ResNet-20 doubles its gap each step.
+// that into a different gradient, and training amplifies it: the cnn stays within 3e-6 over 50
+// steps; cifar10 (max pools over ReLUs, LRN) within 7e-7 for its first 15 steps, then such an
+// event moved it to 4e-5 and 1e-3 by step 20 (the CPU's two convolution paths, 2026-11-30), so
+// it is held for 10; and ResNet-20 doubles its gap each step.
 int StepsHeldTo1e3(const std::string& name) {
-  return name == "cnn" ? 50 : name == "cifar10" ? 12 : 8;
+  return name == "cnn" ? 50 : name == "cifar10" ? 10 : 8;
 }
 
 // The CPU's two convolution paths (im2col and oneDNN round differently, as a GPU does) hold each
