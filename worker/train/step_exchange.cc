@@ -87,25 +87,28 @@ StepExchange::ValueSink StepExchange::IntoTowers(TowerGroup& towers) {
   };
 }
 
+StepExchange::Arrived StepExchange::Take(int v, Result<ps::PulledVariable> r,
+                                         const ValueSink& sink) {
+  if (!r.ok()) return {.status = r.status()};
+  sink(v, *r);
+  if (profile_ != nullptr) {
+    profile_->Mark(v, StepProfile::Event::kArrived, r->answered);
+    profile_->Mark(v, StepProfile::Event::kLoaded);
+  }
+  return {.version = r->version, .max_version = r->max_version};
+}
+
 Status StepExchange::Load(std::vector<PullFuture> pulls,
                           std::vector<std::optional<Arrived>> arrived, const ValueSink& sink,
                           int64_t* max_version) {
   std::vector<int64_t> versions(pulls.size());
   for (size_t v = 0; v < pulls.size(); ++v) {
-    if (v < arrived.size() && arrived[v]) {
-      TOWERPS_RETURN_IF_ERROR(arrived[v]->status);
-      versions[v] = arrived[v]->version;
-      if (max_version) *max_version = std::max(*max_version, arrived[v]->max_version);
-      continue;
-    }
-    TOWERPS_ASSIGN_OR_RETURN(ps::PulledVariable p, Await(pulls[v]));
-    versions[v] = p.version;
-    if (max_version) *max_version = std::max(*max_version, p.max_version);
-    sink(static_cast<int>(v), p);
-    if (profile_ != nullptr) {
-      profile_->Mark(static_cast<int>(v), StepProfile::Event::kArrived, p.answered);
-      profile_->Mark(static_cast<int>(v), StepProfile::Event::kLoaded);
-    }
+    const Arrived a = v < arrived.size() && arrived[v]
+                          ? std::move(*arrived[v])
+                          : Take(static_cast<int>(v), Await(pulls[v]), sink);
+    TOWERPS_RETURN_IF_ERROR(a.status);
+    versions[v] = a.version;
+    if (max_version) *max_version = std::max(*max_version, a.max_version);
   }
   MutexLock lock(&mu_);
   versions_ = std::move(versions);
@@ -125,19 +128,7 @@ void StepExchange::LoadArrived(TowerGroup& towers) {
   }
   const ValueSink sink = IntoTowers(towers);
   std::vector<std::pair<size_t, Arrived>> taken;
-  for (auto& [v, f] : ready) {
-    Result<ps::PulledVariable> r = f.get();
-    if (!r.ok()) {
-      taken.emplace_back(v, Arrived{.status = r.status()});
-      continue;
-    }
-    sink(static_cast<int>(v), *r);
-    if (profile_ != nullptr) {
-      profile_->Mark(static_cast<int>(v), StepProfile::Event::kArrived, r->answered);
-      profile_->Mark(static_cast<int>(v), StepProfile::Event::kLoaded);
-    }
-    taken.emplace_back(v, Arrived{.version = r->version, .max_version = r->max_version});
-  }
+  for (auto& [v, f] : ready) taken.emplace_back(v, Take(static_cast<int>(v), f.get(), sink));
   MutexLock lock(&mu_);
   for (auto& [v, a] : taken) arrived_[v] = std::move(a);
 }

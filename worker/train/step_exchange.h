@@ -154,6 +154,8 @@ class StepExchange {
     Status status;
     int64_t version = 0, max_version = 0;
   };
+  // Variable v's reply: handed to `sink` (and marked in the profile) when it brought values.
+  Arrived Take(int v, Result<ps::PulledVariable> reply, const ValueSink& sink);
   // Waits for `pulls` (but those `arrived` already: they are loaded), hands them to `sink` and
   // records their versions.
   Status Load(std::vector<PullFuture> pulls, std::vector<std::optional<Arrived>> arrived,
