@@ -1,5 +1,6 @@
 #include "bench/job_bench.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "bench/launched_job.h"
@@ -9,16 +10,42 @@ namespace towerps::bench {
 
 namespace fs = std::filesystem;
 
+Status JobBenchOptions::Validate() const {
+  TOWERPS_RETURN_IF_ERROR(jobs.Validate());
+  if (!(train_seconds > 0)) {
+    return InvalidArgumentError("--train-seconds " + std::to_string(train_seconds) +
+                                " must be > 0");
+  }
+  if (single_threads < 0) {
+    return InvalidArgumentError("--single-threads " + std::to_string(single_threads) +
+                                " must be at least 1 (or 0: as many as the job's workers)");
+  }
+  if (transports.empty()) return InvalidArgumentError("--transport names none: tcp, shm or both");
+  for (const std::string& t : transports) {
+    if (t != "tcp" && t != "shm") {
+      return InvalidArgumentError("--transport '" + t + "' is not tcp, shm or both");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<JobBenchResult> RunJobBench(const JobBenchOptions& options) {
   const JobSeries& o = options.jobs;
-  TOWERPS_RETURN_IF_ERROR(o.Validate());
-  if (!(options.train_seconds > 0)) return InvalidArgumentError("--train-seconds must be > 0");
+  TOWERPS_RETURN_IF_ERROR(options.Validate());
   TOWERPS_ASSIGN_OR_RETURN(const std::string binary, FindLauncher(o.launcher_binary));
   const SeriesDir dir(o, "towerps_job");
   JobBenchResult r;
+  TrainBenchOptions t;
+  t.model = o.model;
+  t.data_dir = o.data_dir;
+  t.intra_op_threads = options.single_threads > 0 ? options.single_threads : o.workers;
+  if (o.batch_size > 0) t.batch_size = o.batch_size * o.workers;  // the job's global batch
+  t.seconds = options.train_seconds;
+  r.single_batch = t.batch_size;
+  r.single_threads = t.intra_op_threads;
   for (int i = 0; i < o.repeat; ++i) {
     const std::string run = "run " + std::to_string(i + 1) + "/" + std::to_string(o.repeat);
-    for (const std::string transport : {"tcp", "shm"}) {
+    for (const std::string& transport : options.transports) {
       std::vector<std::string> args = o.SyncJobArgs();
       args.insert(args.end(), {"--transport", transport});
       TOWERPS_ASSIGN_OR_RETURN(
@@ -29,14 +56,19 @@ Result<JobBenchResult> RunJobBench(const JobBenchOptions& options) {
       o.Say(run + ", job over " + transport + ": " + std::to_string(static_cast<long>(eps)) +
             " examples/s");
     }
-    TrainBenchOptions t;
-    t.model = o.model;
-    t.intra_op_threads = o.workers;
-    t.seconds = options.train_seconds;
     TOWERPS_ASSIGN_OR_RETURN(TrainBenchResult single, RunTrainBench(t));
     r.single.push_back(single.examples_per_second);
-    o.Say(run + ", one process with " + std::to_string(o.workers) + " threads: " +
-          std::to_string(static_cast<long>(single.examples_per_second)) + " examples/s");
+    std::string line = run + ", one process with " + std::to_string(t.intra_op_threads) +
+                       " thread(s) at batch " + std::to_string(t.batch_size) + ": " +
+                       std::to_string(static_cast<long>(single.examples_per_second)) +
+                       " examples/s; job / one process:";
+    for (const std::string& transport : options.transports) {
+      const double job = (transport == "tcp" ? r.tcp : r.shm).back();
+      char ratio[32];
+      std::snprintf(ratio, sizeof(ratio), " %.3f", job / single.examples_per_second);
+      line += " " + transport + ratio;
+    }
+    o.Say(line);
   }
   r.tcp_median = Median(r.tcp);
   r.shm_median = Median(r.shm);

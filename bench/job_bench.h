@@ -1,15 +1,18 @@
 // towerps-bench job: the main job against single-process training on the same cores. Runs the
-// towerps-launch job (1 server, 2 workers, sync, Fashion-MNIST) over --transport tcp and shm,
-// and `towerps-bench train` in this process with as many intra-op threads as the job has
-// workers, alternating `repeat` times; reports each median in examples/s and their ratios.
-// The jobs stop before the first epoch's evaluation (steps < one epoch), which single-process
-// training does not do either.
+// towerps-launch job (1 server, 2 workers, sync, Fashion-MNIST by default) over --transport tcp
+// and shm (or one of them), and `towerps-bench train` in this process with as many intra-op
+// threads as the job has workers (or `single_threads`) at the job's global batch, alternating
+// `repeat` times; reports each round's figures and ratios, and the medians. The jobs should stop
+// before the first epoch's evaluation (steps < one epoch), which single-process training does
+// not do either. With a click model and its data (--dataset criteo --data-dir) this is the
+// recommendation issue's comparison: the job against one process holding its tables locally.
 //
 // Contract: blocks until every run ended; each job is bounded by `job_timeout`; a failed job is
 // an error naming its log. Not thread-safe.
 #ifndef TOWERPS_BENCH_JOB_BENCH_H_
 #define TOWERPS_BENCH_JOB_BENCH_H_
 
+#include <string>
 #include <vector>
 
 #include "bench/launched_job.h"
@@ -21,11 +24,19 @@ struct JobBenchOptions {
   JobBenchOptions() { jobs.steps = 400; }  // below the 468 steps of an epoch at batch 64
   JobSeries jobs;
   double train_seconds = 3;  // single-process measurement per repeat
+  // The one process's intra-op threads; 0: as many as the job has workers.
+  int single_threads = 0;
+  // The transports the job runs over, each once a round: "tcp", "shm" or both.
+  std::vector<std::string> transports = {"tcp", "shm"};
+
+  Status Validate() const;
 };
 
 struct JobBenchResult {
-  std::vector<double> tcp, shm, single;  // examples/s per run
+  std::vector<double> tcp, shm, single;  // examples/s per run; a transport not run: empty
   double tcp_median = 0, shm_median = 0, single_median = 0;
+  int single_batch = 0;    // the one process's batch: the job's global batch
+  int single_threads = 0;  // and its intra-op threads
 };
 
 Result<JobBenchResult> RunJobBench(const JobBenchOptions& options);

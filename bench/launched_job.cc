@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -25,15 +27,25 @@ Status JobSeries::Validate() const {
   if (repeat < 1 || steps < 1 || servers < 1 || workers < 1) {
     return InvalidArgumentError("--repeat, --steps, --servers and --workers must be at least 1");
   }
+  if (batch_size < 0) {
+    return InvalidArgumentError("--batch-size " + std::to_string(batch_size) +
+                                " must be at least 1 (or 0: the launcher's default)");
+  }
   return Status::Ok();
 }
 
 std::vector<std::string> JobSeries::SyncJobArgs() const {
-  return {"--servers",   std::to_string(servers),
-          "--workers",   std::to_string(workers),
-          "--mode",      "sync",
-          "--model",     model,
-          "--max-steps", std::to_string(steps)};
+  std::vector<std::string> args = {"--servers",   std::to_string(servers),
+                                   "--workers",   std::to_string(workers),
+                                   "--mode",      "sync",
+                                   "--model",     model,
+                                   "--max-steps", std::to_string(steps)};
+  if (!dataset.empty()) args.insert(args.end(), {"--dataset", dataset});
+  if (!data_dir.empty()) args.insert(args.end(), {"--data-dir", data_dir});
+  if (batch_size > 0) args.insert(args.end(), {"--batch-size", std::to_string(batch_size)});
+  std::istringstream words(job_flags);
+  for (std::string word; words >> word;) args.push_back(word);
+  return args;
 }
 
 SeriesDir::SeriesDir(const JobSeries& series, const std::string& prefix)
@@ -55,6 +67,23 @@ Result<std::string> FindLauncher(const std::string& given) {
   return binary;
 }
 
+namespace {
+
+// The last `lines` lines of the file at `path` (fewer if it is shorter; empty if unreadable).
+std::string LogTail(const fs::path& path, size_t lines) {
+  std::ifstream in(path);
+  std::deque<std::string> tail;
+  for (std::string line; std::getline(in, line);) {
+    tail.push_back(std::move(line));
+    if (tail.size() > lines) tail.pop_front();
+  }
+  std::string out;
+  for (const std::string& line : tail) out += "  " + line + "\n";
+  return out;
+}
+
+}  // namespace
+
 Result<double> RunLaunchedJob(const std::string& launcher, const std::vector<std::string>& args,
                               const fs::path& dir, std::chrono::seconds timeout,
                               const std::string& what) {
@@ -74,8 +103,9 @@ Result<double> RunLaunchedJob(const std::string& launcher, const std::vector<std
                         std::to_string(timeout.count()) + " s; see " + log.string());
   }
   if (*code != 0) {
+    // The log's end says why; the directory may be a temporary one, gone with the series.
     return FailedPreconditionError("the job " + what + " exited " + std::to_string(*code) +
-                                   "; see " + log.string());
+                                   "; the end of " + log.string() + ":\n" + LogTail(log, 8));
   }
   std::ifstream in(summary);
   const nlohmann::json s = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

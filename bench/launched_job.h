@@ -16,8 +16,8 @@
 
 namespace towerps::bench {
 
-// A benchmark's series of whole jobs: the same sync job on Fashion-MNIST, `repeat` times per
-// configuration it compares.
+// A benchmark's series of whole jobs: the same sync job (on Fashion-MNIST unless `dataset` says
+// otherwise), `repeat` times per configuration it compares.
 struct JobSeries {
   std::string launcher_binary;  // empty: towerps-launch beside this binary
   std::string model = "mlp";
@@ -25,12 +25,19 @@ struct JobSeries {
   int workers = 2;
   int64_t steps = 600;  // --max-steps of each job
   int repeat = 3;
+  std::string dataset;   // --dataset of the job; empty: the launcher's default
+  std::string data_dir;  // --data-dir of the job; empty: the dataset's package directory
+  int batch_size = 0;    // --batch-size of each worker; 0: the launcher's default
+  // More flags for every job, as one string of whitespace-separated words
+  // ("--table-placement whole"); checked by the launcher, as given.
+  std::string job_flags;
   std::string run_dir;  // empty: a fresh temporary directory, removed at the end
   std::chrono::seconds job_timeout{600};
   std::function<void(const std::string&)> progress;  // may be empty
 
   Status Validate() const;
-  // --servers, --workers, --mode sync, --model and --max-steps of the job.
+  // --servers, --workers, --mode sync, --model and --max-steps of the job, then --dataset,
+  // --data-dir and --batch-size where given, then job_flags' words.
   std::vector<std::string> SyncJobArgs() const;
   void Say(const std::string& line) const {
     if (progress) progress(line);

@@ -62,4 +62,21 @@ ck="$("$bench" checkpoint --rows 50000 --touched 200 --deltas 2 --table-storage 
 rows_in_file="$(field "$ck" full_rows_in_file)"
 [ "${rows_in_file:-50000}" -lt 20000 ] || fail "checkpoint: the tier's rows were copied: $ck"
 "$bench" checkpoint --table-storage disk >/dev/null 2>&1 && fail "--table-storage disk was accepted"
+# The job against one process: a click model on its data, over one transport, the one process
+# at the job's global batch (2 workers x 32) on the threads asked; the flags reach the job.
+ctr="$(mktemp -d)"
+trap 'rm -rf "$ctr"' EXIT
+python3 "$(dirname "$0")/../../scripts/make_ctr_data.py" --out "$ctr" --train 4000 --test 500 \
+  >/dev/null
+job="$("$bench" job --model dlrm_small --dataset criteo --data-dir "$ctr" --servers 2 --steps 20 \
+  --repeat 1 --transport shm --single-threads 1 --batch-size 32 --train-seconds 0.3 \
+  --job-flags="--table-placement whole" --json 2>/dev/null)" || fail "job on click data failed"
+positive "$job" shm_examples_per_sec single_examples_per_sec shm_over_single
+[ "$(field "$job" single_batch)" = 64 ] && [ "$(field "$job" single_threads)" = 1 ] ||
+  fail "job: the one process is not at the job's global batch on one thread: $job"
+grep -q tcp_examples_per_sec <<< "$job" && fail "job --transport shm also ran over TCP: $job"
+"$bench" job --model dlrm_small --dataset criteo --data-dir "$ctr" --steps 5 --repeat 1 \
+  --job-flags="--table-placement sideways" \
+  >/dev/null 2>&1 && fail "job: a bad --job-flags value was not refused by the launcher"
+"$bench" job --transport udp >/dev/null 2>&1 && fail "job --transport udp was accepted"
 echo "bench_smoke_test: OK"
