@@ -230,7 +230,7 @@ def timed(kind, args, global_batch):
                    str(per), "--optimizer", "sgd", "--lr", "0.1", "--lr-schedule", "constant",
                    "--table-optimizer", "sgd", "--table-lr", "0.1", "--run-dir",
                    os.path.join(out, "run"), "--log-level", "warning", "--worker-cmd",
-                   " ".join(me + ["--batch", str(per)])]
+                   " ".join(me + ["--batch", str(per)])] + args.launch_flags.split()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         peaks, server_cpu = {}, {}
         while proc.poll() is None:
@@ -286,6 +286,9 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--launch-flags", default="",
+                    help="more towerps-launch flags for the TowerPS runs, as one string: "
+                         "--launch-flags=--bind-cores")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--memory", action="store_true",

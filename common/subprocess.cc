@@ -1,6 +1,7 @@
 #include "common/subprocess.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -13,9 +14,36 @@
 #include <thread>
 
 namespace towerps {
+namespace {
+
+// This process's environment with `extra_env` ("NAME=value") over it.
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra_env) {
+  std::vector<std::string> env;
+  auto name_of = [](std::string_view kv) { return kv.substr(0, kv.find('=')); };
+  for (char** e = environ; *e != nullptr; ++e) {
+    bool overridden = false;
+    for (const std::string& x : extra_env) overridden |= name_of(x) == name_of(*e);
+    if (!overridden) env.emplace_back(*e);
+  }
+  for (const std::string& e : extra_env) env.push_back(e);
+  return env;
+}
+
+Result<cpu_set_t> CpuSet(const std::vector<int>& cores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cores) {
+    if (c < 0 || c >= CPU_SETSIZE) return InvalidArgumentError("no core " + std::to_string(c));
+    CPU_SET(c, &set);
+  }
+  return set;
+}
+
+}  // namespace
 
 Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   if (options.argv.empty()) return InvalidArgumentError("Subprocess::Start with an empty argv");
+  TOWERPS_ASSIGN_OR_RETURN(const cpu_set_t cpus, CpuSet(options.cpus));
   int out_fd = -1;
   int pipe_read = -1;
   if (options.capture_output) {
@@ -46,14 +74,7 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   std::vector<char*> argv;
   for (const std::string& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  std::vector<std::string> env_storage;
-  auto name_of = [](std::string_view kv) { return kv.substr(0, kv.find('=')); };
-  for (char** e = environ; *e != nullptr; ++e) {
-    bool overridden = false;
-    for (const std::string& x : options.extra_env) overridden |= name_of(x) == name_of(*e);
-    if (!overridden) env_storage.emplace_back(*e);
-  }
-  for (const std::string& e : options.extra_env) env_storage.push_back(e);
+  std::vector<std::string> env_storage = ChildEnvironment(options.extra_env);
   std::vector<char*> envp;
   for (std::string& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -77,6 +98,12 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
       dup2(out_fd, STDERR_FILENO);
     }
     if (stdin_read >= 0) dup2(stdin_read, STDIN_FILENO);
+    if (!options.cpus.empty() && sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
+      const char msg[] = "cannot bind to the cores asked (sched_setaffinity)\n";
+      ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+      (void)w;
+      _exit(126);
+    }
     execve(argv[0], argv.data(), envp.data());
     const char msg[] = "exec failed: ";
     ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -85,6 +112,9 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
     _exit(127);
   }
   if (options.new_process_group) setpgid(pid, pid);  // also in the parent: no race on Signal()
+  // Also here: the child is bound once this returns (it binds itself before exec, so that every
+  // thread it starts inherits the cores).
+  if (!options.cpus.empty()) sched_setaffinity(pid, sizeof(cpus), &cpus);
   if (out_fd >= 0) close(out_fd);
   if (stdin_read >= 0) close(stdin_read);
   return Subprocess(pid, options.new_process_group, pipe_read, stdin_write);

@@ -36,6 +36,9 @@ struct SubprocessOptions {
   // The signal the child gets when this process dies (SIGTERM: a server writes its final
   // checkpoint); 0 lets it outlive us, for a daemon.
   int parent_death_signal = SIGTERM;
+  // The cores the child may run on (set before exec, so every thread it starts inherits them);
+  // empty: this process's. A core this process may not use fails the child (exit 126).
+  std::vector<int> cpus;
 };
 
 class Subprocess {

@@ -70,6 +70,9 @@ struct LaunchOptions {
   // Every process runs on this machine (local mode): data the workers cannot read here is an
   // error before anything starts, not a note (see CheckJobWithWorkerBinary).
   bool all_local = false;
+  // --bind-cores (local mode): each worker on its own slice of this machine's cores, server j on
+  // worker j's slice (launch/core_binding.h).
+  bool bind_cores = false;
 };
 
 // Checks the launcher's own options (ports, binaries, counts) before anything starts.

@@ -37,10 +37,11 @@ std::string ProcessGroup::FilePath(size_t i, const std::string& extension) const
 
 Result<size_t> ProcessGroup::Start(const std::string& tag, std::vector<std::string> argv,
                                    std::vector<std::string> extra_env, StopBy stop_by,
-                                   const std::string& stdin_line) {
+                                   const std::string& stdin_line, std::vector<int> cpus) {
   SubprocessOptions o;
   o.argv = std::move(argv);
   o.extra_env = std::move(extra_env);
+  o.cpus = std::move(cpus);
   o.capture_output = true;
   o.stdin_pipe = stop_by == StopBy::kClosingStdin;
   TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(o));

@@ -37,10 +37,11 @@ class ProcessGroup {
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
   // Starts a child; returns its index. `stdin_line` (kClosingStdin only) is written to the
-  // child's stdin first: how a secret reaches a remote process without a command line.
+  // child's stdin first: how a secret reaches a remote process without a command line. `cpus`:
+  // the cores it runs on (SubprocessOptions::cpus; empty: this process's), restarts included.
   Result<size_t> Start(const std::string& tag, std::vector<std::string> argv,
                        std::vector<std::string> extra_env = {}, StopBy stop_by = StopBy::kSigterm,
-                       const std::string& stdin_line = "");
+                       const std::string& stdin_line = "", std::vector<int> cpus = {});
   // What Restart(i) runs from now on (e.g. a server's free port, fixed once it is known).
   void SetArgv(size_t i, std::vector<std::string> argv) {
     children_[i]->options.argv = std::move(argv);

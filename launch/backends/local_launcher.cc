@@ -22,6 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+const std::vector<int> none;  // no binding: the launcher's cores
+
 // Workers that share a GPU and were given no memory share split it (SharedGpuFraction), saying
 // so; without this the first to start would reserve what the others need.
 void ShareGpus(worker::WorkerOptions& w, int workers) {
@@ -72,6 +74,16 @@ Status LocalLauncher::Run() {
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
   TOWERPS_RETURN_IF_ERROR(WriteJobRecord(options_, run_dir_));
   TOWERPS_ASSIGN_OR_RETURN(const std::string secret, PrepareJobSecret(options_, run_dir_));
+  if (options_.bind_cores) {
+    binding_ = CoreBinding::For(UsableCoreIds(), options_.job.workers);
+    TOWERPS_LOG(kInfo) << "--bind-cores: "
+                       << binding_->Describe(options_.job.workers, options_.job.ServerProcesses());
+    if (options_.worker.intra_op_threads > binding_->CoresPerWorker()) {
+      TOWERPS_LOG(kWarning) << "--intra-op-threads " << options_.worker.intra_op_threads
+                            << " is more than the " << binding_->CoresPerWorker()
+                            << " core(s) a worker is bound to: its threads take turns";
+    }
+  }
   Job job(options_, run_dir_);
   // Every process proves it belongs to the job with this file (docs/SECURITY.md).
   if (!secret.empty()) job.secret_env.push_back("TOWERPS_SECRET_FILE=" + secret);
@@ -120,8 +132,9 @@ Result<std::vector<std::string>> LocalLauncher::StartServers(Job& job) {
     std::vector<std::string> argv =
         ServerArgv(o, r, o.base_port ? o.base_port + r : ports[r], peers_);
     argv.insert(argv.end(), {"--ready-file", ready});
-    TOWERPS_ASSIGN_OR_RETURN(size_t i,
-                             job.group.Start("ps:" + std::to_string(r), argv, job.secret_env));
+    TOWERPS_ASSIGN_OR_RETURN(
+        size_t i, job.group.Start("ps:" + std::to_string(r), argv, job.secret_env, StopBy::kSigterm,
+                                  "", binding_ ? binding_->Server(r) : none));
     job.table << "ps " << r << " pid " << job.group.pid(i) << " log " << job.group.LogPath(i)
               << "\n";
     ready_files.push_back(ready);
@@ -166,7 +179,8 @@ Status LocalLauncher::StartWorkers(Job& job, const std::vector<std::string>& end
     if (const std::string gpu = GpusForRank(w, GpusNeeded(o.worker.towers)); !gpu.empty())
       env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
     TOWERPS_ASSIGN_OR_RETURN(
-        size_t i, job.group.Start("worker:" + std::to_string(w), WorkerArgv(o, w, endpoints), env));
+        size_t i, job.group.Start("worker:" + std::to_string(w), WorkerArgv(o, w, endpoints), env,
+                                  StopBy::kSigterm, "", binding_ ? binding_->Worker(w) : none));
     job.table << "worker " << w << " pid " << job.group.pid(i) << " log " << job.group.LogPath(i)
               << "\n";
   }

@@ -17,10 +17,12 @@
 #ifndef TOWERPS_LAUNCH_BACKENDS_LOCAL_LAUNCHER_H_
 #define TOWERPS_LAUNCH_BACKENDS_LOCAL_LAUNCHER_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launch/backends/launcher.h"
+#include "launch/core_binding.h"
 #include "launch/launch_options.h"
 #include "towerps/result.h"
 
@@ -45,7 +47,8 @@ class LocalLauncher final : public Launcher {
 
   LaunchOptions options_;
   std::string run_dir_;
-  std::vector<std::string> peers_;  // --ps-replicas 2: every server's endpoint, by rank
+  std::vector<std::string> peers_;      // --ps-replicas 2: every server's endpoint, by rank
+  std::optional<CoreBinding> binding_;  // --bind-cores
 };
 
 }  // namespace towerps::launch

@@ -75,7 +75,9 @@ class TableJobFixture : public LaunchTest {
       std::this_thread::sleep_for(milliseconds(kill->second));
       const std::vector<pid_t> pids = ProcessPids(dir_ / "run", victim, victim_rank);
       EXPECT_FALSE(pids.empty());
-      if (!pids.empty()) EXPECT_EQ(::kill(pids.back(), SIGKILL), 0);
+      if (!pids.empty()) {
+        EXPECT_EQ(::kill(pids.back(), SIGKILL), 0);
+      }
     }
     const std::optional<int> code = job->Wait(Deadline::After(seconds(300)));
     EXPECT_TRUE(code.has_value()) << "the job did not end";

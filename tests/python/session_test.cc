@@ -52,7 +52,7 @@ SessionOptions Options(const Cluster& cluster, int rank) {
 }
 
 const std::vector<ParameterSpec> kParameters = {{"w", {2, 3}}, {"b", {3}}};
-const std::vector<TableSpec> kTables = {{.name = "emb", .rows = 100, .dim = kDim}};
+const std::vector<TableSpec> kTables = {{.name = "emb", .rows = 100, .dim = kDim, .policy = ""}};
 
 // Worker r's gradient of parameter v: distinct, non-zero values.
 std::vector<float> Gradient(int r, int v, int64_t n) {
