@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "bench/launched_job.h"
 #include "bench/train_bench.h"
@@ -43,18 +44,35 @@ Result<JobBenchResult> RunJobBench(const JobBenchOptions& options) {
   t.seconds = options.train_seconds;
   r.single_batch = t.batch_size;
   r.single_threads = t.intra_op_threads;
+  for (const std::string& flags : options.vs_flags) {
+    for (const std::string& transport : options.transports) {
+      r.vs.push_back({.flags = flags, .transport = transport, .runs = {}, .median = 0});
+    }
+  }
+  // One job: its examples/s, said as `what`.
+  auto job = [&](const std::string& transport, const std::string& flags,
+                 const std::string& name) -> Result<double> {
+    std::vector<std::string> args = o.SyncJobArgs();
+    args.insert(args.end(), {"--transport", transport});
+    std::istringstream words(flags);
+    for (std::string word; words >> word;) args.push_back(word);
+    const std::string what = "with --transport " + transport + (flags.empty() ? "" : " " + flags);
+    TOWERPS_ASSIGN_OR_RETURN(const double eps,
+                             RunLaunchedJob(binary, args, dir.path() / name, o.job_timeout, what));
+    o.Say("job " + what + ": " + std::to_string(static_cast<long>(eps)) + " examples/s");
+    return eps;
+  };
   for (int i = 0; i < o.repeat; ++i) {
     const std::string run = "run " + std::to_string(i + 1) + "/" + std::to_string(o.repeat);
     for (const std::string& transport : options.transports) {
-      std::vector<std::string> args = o.SyncJobArgs();
-      args.insert(args.end(), {"--transport", transport});
-      TOWERPS_ASSIGN_OR_RETURN(
-          const double eps,
-          RunLaunchedJob(binary, args, dir.path() / (transport + std::to_string(i)), o.job_timeout,
-                         "with --transport " + transport));
+      TOWERPS_ASSIGN_OR_RETURN(const double eps, job(transport, "", transport + std::to_string(i)));
       (transport == "tcp" ? r.tcp : r.shm).push_back(eps);
-      o.Say(run + ", job over " + transport + ": " + std::to_string(static_cast<long>(eps)) +
-            " examples/s");
+    }
+    for (size_t v = 0; v < r.vs.size(); ++v) {
+      TOWERPS_ASSIGN_OR_RETURN(const double eps,
+                               job(r.vs[v].transport, r.vs[v].flags,
+                                   "vs" + std::to_string(v) + "_" + std::to_string(i)));
+      r.vs[v].runs.push_back(eps);
     }
     TOWERPS_ASSIGN_OR_RETURN(TrainBenchResult single, RunTrainBench(t));
     r.single.push_back(single.examples_per_second);
@@ -62,17 +80,21 @@ Result<JobBenchResult> RunJobBench(const JobBenchOptions& options) {
                        " thread(s) at batch " + std::to_string(t.batch_size) + ": " +
                        std::to_string(static_cast<long>(single.examples_per_second)) +
                        " examples/s; job / one process:";
-    for (const std::string& transport : options.transports) {
-      const double job = (transport == "tcp" ? r.tcp : r.shm).back();
+    auto add = [&](const std::string& name, double eps) {
       char ratio[32];
-      std::snprintf(ratio, sizeof(ratio), " %.3f", job / single.examples_per_second);
-      line += " " + transport + ratio;
+      std::snprintf(ratio, sizeof(ratio), " %.3f", eps / single.examples_per_second);
+      line += " " + name + ratio;
+    };
+    for (const std::string& transport : options.transports) {
+      add(transport, (transport == "tcp" ? r.tcp : r.shm).back());
     }
+    for (const JobBenchResult::Vs& v : r.vs) add(v.transport + " " + v.flags, v.runs.back());
     o.Say(line);
   }
   r.tcp_median = Median(r.tcp);
   r.shm_median = Median(r.shm);
   r.single_median = Median(r.single);
+  for (JobBenchResult::Vs& v : r.vs) v.median = Median(v.runs);
   return r;
 }
 

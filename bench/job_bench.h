@@ -28,6 +28,9 @@ struct JobBenchOptions {
   int single_threads = 0;
   // The transports the job runs over, each once a round: "tcp", "shm" or both.
   std::vector<std::string> transports = {"tcp", "shm"};
+  // More configurations, each run once a round over each transport beside the job as given:
+  // the job with these flags too ("--bind-cores"), as one string of words each.
+  std::vector<std::string> vs_flags;
 
   Status Validate() const;
 };
@@ -35,6 +38,12 @@ struct JobBenchOptions {
 struct JobBenchResult {
   std::vector<double> tcp, shm, single;  // examples/s per run; a transport not run: empty
   double tcp_median = 0, shm_median = 0, single_median = 0;
+  struct Vs {  // a configuration of vs_flags over one transport
+    std::string flags, transport;
+    std::vector<double> runs;
+    double median = 0;
+  };
+  std::vector<Vs> vs;
   int single_batch = 0;    // the one process's batch: the job's global batch
   int single_threads = 0;  // and its intra-op threads
 };

@@ -72,6 +72,9 @@ int RunJobCommand(int argc, char** argv) {
       "each worker's batch; the one process trains at workers x this (0: the defaults)")(
       "job-flags", po::value(&o.jobs.job_flags),
       "more flags for every job, as one string: --job-flags=\"--table-placement whole\"")(
+      "vs-flags", po::value(&o.vs_flags),
+      "a configuration compared in every round: the job with these flags too, as one string "
+      "(--vs-flags=--bind-cores); may be given more than once")(
       "single-threads", po::value(&o.single_threads)->default_value(0),
       "the one process's intra-op threads (0: as many as the job's workers)")(
       "transport", po::value(&transport)->default_value(transport),
@@ -99,6 +102,16 @@ int RunJobCommand(int argc, char** argv) {
       j["shm_examples_per_sec"] = Rounded(r->shm_median, 1);
       j["shm_over_single"] = Rounded(r->shm_median / r->single_median, 3);
     }
+    if (!r->vs.empty()) {
+      Json vs = Json::array();
+      for (const JobBenchResult::Vs& v : r->vs) {
+        vs.push_back({{"flags", v.flags},
+                      {"transport", v.transport},
+                      {"examples_per_sec", Rounded(v.median, 1)},
+                      {"over_single", Rounded(v.median / r->single_median, 3)}});
+      }
+      j["vs"] = vs;
+    }
     PrintJson(j);
     return 0;
   }
@@ -114,6 +127,11 @@ int RunJobCommand(int argc, char** argv) {
               r->single_batch, r->single_median);
   if (tcp) std::printf("job / one process over TCP: %.3f\n", r->tcp_median / r->single_median);
   if (shm) std::printf("job / one process through shm: %.3f\n", r->shm_median / r->single_median);
+  for (const JobBenchResult::Vs& v : r->vs) {
+    std::printf("job %s over %s: %.1f examples/s, %.3f of one process (median of %d)\n",
+                v.flags.c_str(), v.transport.c_str(), v.median, v.median / r->single_median,
+                s.repeat);
+  }
   return 0;
 }
 

@@ -70,8 +70,12 @@ python3 "$(dirname "$0")/../../scripts/make_ctr_data.py" --out "$ctr" --train 40
   >/dev/null
 job="$("$bench" job --model dlrm_small --dataset criteo --data-dir "$ctr" --servers 2 --steps 20 \
   --repeat 1 --transport shm --single-threads 1 --batch-size 32 --train-seconds 0.3 \
-  --job-flags="--table-placement whole" --json 2>/dev/null)" || fail "job on click data failed"
+  --job-flags="--table-placement whole" --vs-flags=--bind-cores --json 2>/dev/null)" ||
+  fail "job on click data failed"
 positive "$job" shm_examples_per_sec single_examples_per_sec shm_over_single
+# The configuration compared beside it: the same job bound to cores, its own figures.
+grep -q '"vs":\[{"flags":"--bind-cores","transport":"shm","examples_per_sec":[1-9]' <<< "$job" ||
+  fail "job --vs-flags: no figures of the bound job in $job"
 [ "$(field "$job" single_batch)" = 64 ] && [ "$(field "$job" single_threads)" = 1 ] ||
   fail "job: the one process is not at the job's global batch on one thread: $job"
 grep -q tcp_examples_per_sec <<< "$job" && fail "job --transport shm also ran over TCP: $job"
