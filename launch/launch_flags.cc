@@ -63,9 +63,9 @@ void LaunchFlags::AddLauncherOptions() {
       "bind-cores", po::bool_switch(&options_.bind_cores),
       "local: run each worker on its own slice of this machine's cores, and server j on worker "
       "j's slice, so that sync workers compute at once (on 2 cores, 2 workers and 2 servers: "
-      "1.25x the examples/s); under mpirun or srun, use their binding")(
-      "checkpoint-dir", po::value(&options_.checkpoint_dir),
-      "servers checkpoint here and resume from it")(
+      "1.25x the examples/s); under mpirun or srun, use theirs (mpirun --bind-to core, srun "
+      "--cpu-bind=cores)")("checkpoint-dir", po::value(&options_.checkpoint_dir),
+                           "servers checkpoint here and resume from it")(
       "table-dir", po::value(&options_.table_dir),
       "tables with --table-storage rocksdb: an existing, writable directory on each server's "
       "host, where server r keeps its disk tier in ps-<r>")(
