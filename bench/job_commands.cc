@@ -45,6 +45,57 @@ Json SeriesJson(const std::string& bench, const JobSeries& s) {
           {"workers", s.workers}, {"steps", s.steps}, {"repeat", s.repeat}};
 }
 
+// towerps-bench job's figures as one JSON object.
+Json JobJson(const JobSeries& s, const JobBenchResult& r) {
+  Json j = SeriesJson("job", s);
+  j["single_examples_per_sec"] = Rounded(r.single_median, 1);
+  j["single_batch"] = r.single_batch;
+  j["single_threads"] = r.single_threads;
+  if (!r.tcp.empty()) {
+    j["tcp_examples_per_sec"] = Rounded(r.tcp_median, 1);
+    j["tcp_over_single"] = Rounded(r.tcp_median / r.single_median, 3);
+  }
+  if (!r.shm.empty()) {
+    j["shm_examples_per_sec"] = Rounded(r.shm_median, 1);
+    j["shm_over_single"] = Rounded(r.shm_median / r.single_median, 3);
+  }
+  if (!r.vs.empty()) {
+    Json vs = Json::array();
+    for (const JobBenchResult::Vs& v : r.vs) {
+      vs.push_back({{"flags", v.flags},
+                    {"transport", v.transport},
+                    {"examples_per_sec", Rounded(v.median, 1)},
+                    {"over_single", Rounded(v.median / r.single_median, 3)}});
+    }
+    j["vs"] = vs;
+  }
+  return j;
+}
+
+// The same as lines of text.
+void PrintJobResult(const JobSeries& s, const JobBenchResult& r) {
+  if (!r.tcp.empty()) {
+    std::printf("job over TCP            %10.1f examples/s (median of %d)\n", r.tcp_median,
+                s.repeat);
+  }
+  if (!r.shm.empty()) {
+    std::printf("job through shm         %10.1f examples/s (median of %d)\n", r.shm_median,
+                s.repeat);
+  }
+  std::printf("one process, %d thread(s), batch %d %10.1f examples/s\n", r.single_threads,
+              r.single_batch, r.single_median);
+  if (!r.tcp.empty())
+    std::printf("job / one process over TCP: %.3f\n", r.tcp_median / r.single_median);
+  if (!r.shm.empty()) {
+    std::printf("job / one process through shm: %.3f\n", r.shm_median / r.single_median);
+  }
+  for (const JobBenchResult::Vs& v : r.vs) {
+    std::printf("job %s over %s: %.1f examples/s, %.3f of one process (median of %d)\n",
+                v.flags.c_str(), v.transport.c_str(), v.median, v.median / r.single_median,
+                s.repeat);
+  }
+}
+
 }  // namespace
 
 int RunJobCommand(int argc, char** argv) {
@@ -88,49 +139,10 @@ int RunJobCommand(int argc, char** argv) {
     std::cerr << "towerps-bench job: " << r.status().ToString() << "\n";
     return 1;
   }
-  const bool tcp = !r->tcp.empty(), shm = !r->shm.empty();
   if (json) {
-    Json j = SeriesJson("job", s);
-    j["single_examples_per_sec"] = Rounded(r->single_median, 1);
-    j["single_batch"] = r->single_batch;
-    j["single_threads"] = r->single_threads;
-    if (tcp) {
-      j["tcp_examples_per_sec"] = Rounded(r->tcp_median, 1);
-      j["tcp_over_single"] = Rounded(r->tcp_median / r->single_median, 3);
-    }
-    if (shm) {
-      j["shm_examples_per_sec"] = Rounded(r->shm_median, 1);
-      j["shm_over_single"] = Rounded(r->shm_median / r->single_median, 3);
-    }
-    if (!r->vs.empty()) {
-      Json vs = Json::array();
-      for (const JobBenchResult::Vs& v : r->vs) {
-        vs.push_back({{"flags", v.flags},
-                      {"transport", v.transport},
-                      {"examples_per_sec", Rounded(v.median, 1)},
-                      {"over_single", Rounded(v.median / r->single_median, 3)}});
-      }
-      j["vs"] = vs;
-    }
-    PrintJson(j);
-    return 0;
-  }
-  if (tcp) {
-    std::printf("job over TCP            %10.1f examples/s (median of %d)\n", r->tcp_median,
-                s.repeat);
-  }
-  if (shm) {
-    std::printf("job through shm         %10.1f examples/s (median of %d)\n", r->shm_median,
-                s.repeat);
-  }
-  std::printf("one process, %d thread(s), batch %d %10.1f examples/s\n", r->single_threads,
-              r->single_batch, r->single_median);
-  if (tcp) std::printf("job / one process over TCP: %.3f\n", r->tcp_median / r->single_median);
-  if (shm) std::printf("job / one process through shm: %.3f\n", r->shm_median / r->single_median);
-  for (const JobBenchResult::Vs& v : r->vs) {
-    std::printf("job %s over %s: %.1f examples/s, %.3f of one process (median of %d)\n",
-                v.flags.c_str(), v.transport.c_str(), v.median, v.median / r->single_median,
-                s.repeat);
+    PrintJson(JobJson(s, *r));
+  } else {
+    PrintJobResult(s, *r);
   }
   return 0;
 }
