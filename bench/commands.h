@@ -32,6 +32,7 @@ int RunJobCommand(int argc, char** argv);         // job_commands.cc
 int RunReplicasCommand(int argc, char** argv);    // job_commands.cc
 int RunSparseCommand(int argc, char** argv);      // sparse_command.cc
 int RunCheckpointCommand(int argc, char** argv);  // checkpoint_command.cc
+int RunOptimizerCommand(int argc, char** argv);   // optimizer_command.cc
 
 }  // namespace towerps::bench
 

@@ -1,5 +1,6 @@
 // towerps-bench: benchmarks, one subcommand each (kUsage lists them). transport, train and soak
-// are parsed here; ps, sparse, checkpoint, job and replicas in bench/commands.h's files.
+// are parsed here; ps, sparse, checkpoint, optimizer, job and replicas in bench/commands.h's
+// files.
 //   towerps-bench transport [--bytes B] [--seconds S] [--endpoint E] [--json]
 //   towerps-bench train --model M --batch B --intra-op-threads T [--seconds S] [--epochs E]
 //   [--json]
@@ -41,6 +42,7 @@ constexpr char kUsage[] =
     "  ps          parameter-server push/pull goodput vs raw ZeroMQ (real server processes)\n"
     "  sparse      embedding-table rows per second, and bytes against the ideal (real servers)\n"
     "  checkpoint  a large table's checkpoint, full and incremental: bytes and seconds\n"
+    "  optimizer   the servers' optimizer pass, per chunk and per row: time and bits\n"
     "  train       single-process CPU training throughput (or accuracy with --epochs)\n"
     "  soak        memory growth of a long sync job (1 server, 2 workers)\n"
     "  replicas    main-job throughput with and without --ps-replicas 2\n"
@@ -355,6 +357,7 @@ int main(int argc, char** argv) {
   if (sub == "ps") return towerps::bench::RunPsCommand(argc - 1, argv + 1);
   if (sub == "sparse") return towerps::bench::RunSparseCommand(argc - 1, argv + 1);
   if (sub == "checkpoint") return towerps::bench::RunCheckpointCommand(argc - 1, argv + 1);
+  if (sub == "optimizer") return towerps::bench::RunOptimizerCommand(argc - 1, argv + 1);
   if (sub == "train") return RunTrain(argc - 1, argv + 1);
   if (sub == "soak") return RunSoakCommand(argc - 1, argv + 1);
   if (sub == "replicas") return towerps::bench::RunReplicasCommand(argc - 1, argv + 1);

@@ -60,14 +60,16 @@ void Apply(const OptimizerOptions& o, const UpdateArgs& a) {
       const float b1 = o.beta1, b2 = o.beta2, eps = o.epsilon;
       float* __restrict m = a.slot0;
       float* __restrict v = a.slot1;
+      // Two passes, each simple enough for the compiler to vectorise (one pass with six
+      // streams stayed scalar): the moments, then the weights from them. Each element's
+      // arithmetic is the one pass's, so are its bits; w_in[i] is read before w_out[i] is written.
       for (int64_t i = 0; i < a.n; ++i) {
-        const float w = w_in[i];
-        const float g = Gradient<K>(a, wd, w, i);
-        const float mi = b1 * m[i] + (1.0f - b1) * g;
-        const float vi = b2 * v[i] + (1.0f - b2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        w_out[i] = w - lr_t * mi / (std::sqrt(vi) + eps);
+        const float g = Gradient<K>(a, wd, w_in[i], i);
+        m[i] = b1 * m[i] + (1.0f - b1) * g;
+        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+      }
+      for (int64_t i = 0; i < a.n; ++i) {
+        w_out[i] = w_in[i] - lr_t * m[i] / (std::sqrt(v[i]) + eps);
       }
       return;
     }

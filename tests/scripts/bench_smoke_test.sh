@@ -83,4 +83,11 @@ grep -q tcp_examples_per_sec <<< "$job" && fail "job --transport shm also ran ov
   --job-flags="--table-placement sideways" \
   >/dev/null 2>&1 && fail "job: a bad --job-flags value was not refused by the launcher"
 "$bench" job --transport udp >/dev/null 2>&1 && fail "job --transport udp was accepted"
+# The servers' optimizer pass: every optimizer timed, whole and by rows, with its bits.
+opt="$("$bench" optimizer --elements 1000 --updates 5 --json 2>/dev/null)"
+[ "$(wc -l <<< "$opt")" -eq 4 ] || fail "optimizer printed: $opt"
+while read -r line; do
+  positive "$line" whole_us rows_us
+  grep -q '"bits":"[0-9a-f]\{16\}"' <<< "$line" || fail "optimizer: no bits in $line"
+done <<< "$opt"
 echo "bench_smoke_test: OK"
