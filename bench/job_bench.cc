@@ -54,8 +54,7 @@ Result<JobBenchResult> RunJobBench(const JobBenchOptions& options) {
                  const std::string& name) -> Result<double> {
     std::vector<std::string> args = o.SyncJobArgs();
     args.insert(args.end(), {"--transport", transport});
-    std::istringstream words(flags);
-    for (std::string word; words >> word;) args.push_back(word);
+    for (std::string& word : Words(flags)) args.push_back(std::move(word));
     const std::string what = "with --transport " + transport + (flags.empty() ? "" : " " + flags);
     TOWERPS_ASSIGN_OR_RETURN(const double eps,
                              RunLaunchedJob(binary, args, dir.path() / name, o.job_timeout, what));

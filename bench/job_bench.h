@@ -1,11 +1,15 @@
 // towerps-bench job: the main job against single-process training on the same cores. Runs the
 // towerps-launch job (1 server, 2 workers, sync, Fashion-MNIST by default) over --transport tcp
 // and shm (or one of them), and `towerps-bench train` in this process with as many intra-op
-// threads as the job has workers (or `single_threads`) at the job's global batch, alternating
+// threads as the job has workers (or `single_threads`), at the job's global batch when
+// jobs.batch_size is given (else train's 64), alternating
 // `repeat` times; reports each round's figures and ratios, and the medians. The jobs should stop
 // before the first epoch's evaluation (steps < one epoch), which single-process training does
 // not do either. With a click model and its data (--dataset criteo --data-dir) this is the
 // recommendation issue's comparison: the job against one process holding its tables locally.
+// The one process trains with train's optimizers (momentum on the dense layers, Adagrad on the
+// tables), the job with the model's recommended ones (a click model's: Adam and Adagrad), and
+// it reads the data its model's kind implies (a table model: criteo), whatever --dataset says.
 //
 // Contract: blocks until every run ended; each job is bounded by `job_timeout`; a failed job is
 // an error naming its log. Not thread-safe.
@@ -26,7 +30,8 @@ struct JobBenchOptions {
   double train_seconds = 3;  // single-process measurement per repeat
   // The one process's intra-op threads; 0: as many as the job has workers.
   int single_threads = 0;
-  // The transports the job runs over, each once a round: "tcp", "shm" or both.
+  // The transports the job runs over, each once a round: "tcp", "shm" or both of them (the
+  // command line's --transport both).
   std::vector<std::string> transports = {"tcp", "shm"};
   // More configurations, each run once a round over each transport beside the job as given:
   // the job with these flags too ("--bind-cores"), as one string of words each.

@@ -106,8 +106,9 @@ int RunJobCommand(int argc, char** argv) {
   std::string transport = "both";
   po::options_description desc(
       "Usage: towerps-bench job [options]\n\nThe main job over TCP and through shared memory, "
-      "and one process training with as many\nthreads as the job has workers at the job's "
-      "global batch; --steps stays below an epoch so that\nno evaluation is timed. The "
+      "and one process training with as many\nthreads as the job has workers (at the job's "
+      "global batch with --batch-size; with train's\noptimizers, and the data its model "
+      "implies); --steps stays below an epoch so that no\nevaluation is timed. The "
       "recommendation comparison (one process with local tables):\n  towerps-bench job "
       "--model dlrm_small --dataset criteo --data-dir DIR --servers 2 --workers 2\n    "
       "--batch-size 128 --steps 600 --single-threads 1 --transport shm "
@@ -122,7 +123,8 @@ int RunJobCommand(int argc, char** argv) {
       "batch-size", po::value(&o.jobs.batch_size)->default_value(0),
       "each worker's batch; the one process trains at workers x this (0: the defaults)")(
       "job-flags", po::value(&o.jobs.job_flags),
-      "more flags for every job, as one string: --job-flags=\"--table-placement whole\"")(
+      "more flags for every job, as one string of words (no value with a space): "
+      "--job-flags=\"--table-placement whole\"")(
       "vs-flags", po::value(&o.vs_flags),
       "a configuration compared in every round: the job with these flags too, as one string "
       "(--vs-flags=--bind-cores); may be given more than once")(

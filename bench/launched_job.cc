@@ -23,6 +23,13 @@ double Median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
 Status JobSeries::Validate() const {
   if (repeat < 1 || steps < 1 || servers < 1 || workers < 1) {
     return InvalidArgumentError("--repeat, --steps, --servers and --workers must be at least 1");
@@ -43,8 +50,7 @@ std::vector<std::string> JobSeries::SyncJobArgs() const {
   if (!dataset.empty()) args.insert(args.end(), {"--dataset", dataset});
   if (!data_dir.empty()) args.insert(args.end(), {"--data-dir", data_dir});
   if (batch_size > 0) args.insert(args.end(), {"--batch-size", std::to_string(batch_size)});
-  std::istringstream words(job_flags);
-  for (std::string word; words >> word;) args.push_back(word);
+  for (std::string& word : Words(job_flags)) args.push_back(std::move(word));
   return args;
 }
 
@@ -100,7 +106,8 @@ Result<double> RunLaunchedJob(const std::string& launcher, const std::vector<std
   const std::optional<int> code = job.Wait(Deadline::After(timeout));
   if (!code) {
     return TimeoutError("the job " + what + " did not end within " +
-                        std::to_string(timeout.count()) + " s; see " + log.string());
+                        std::to_string(timeout.count()) + " s; the end of " + log.string() + ":\n" +
+                        LogTail(log, 8));
   }
   if (*code != 0) {
     // The log's end says why; the directory may be a temporary one, gone with the series.
@@ -110,7 +117,8 @@ Result<double> RunLaunchedJob(const std::string& launcher, const std::vector<std
   std::ifstream in(summary);
   const nlohmann::json s = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!s.is_object() || !s.contains("examples_per_sec") || !s["examples_per_sec"].is_number()) {
-    return CorruptionError("no examples_per_sec in " + summary.string());
+    return CorruptionError("no examples_per_sec in " + summary.string() + "; the end of " +
+                           log.string() + ":\n" + LogTail(log, 8));
   }
   return s["examples_per_sec"].get<double>();
 }

@@ -60,7 +60,8 @@ class SeriesDir {
 };
 
 // Runs `launcher` with `args` plus --run-dir and --summary-out under `dir` (created; the log is
-// dir/launch.log); returns the chief's examples_per_sec. `what` names the job in errors.
+// dir/launch.log); returns the chief's examples_per_sec. `what` names the job in errors, which
+// carry the log's last lines (a series' temporary directory is gone by the time they are read).
 Result<double> RunLaunchedJob(const std::string& launcher, const std::vector<std::string>& args,
                               const std::filesystem::path& dir, std::chrono::seconds timeout,
                               const std::string& what);
@@ -69,6 +70,10 @@ Result<double> RunLaunchedJob(const std::string& launcher, const std::vector<std
 Result<std::string> FindLauncher(const std::string& given);
 
 double Median(std::vector<double> v);
+
+// The whitespace-separated words of `text` (flags given as one string: no quoting, so no value
+// may contain a space).
+std::vector<std::string> Words(const std::string& text);
 
 }  // namespace towerps::bench
 

@@ -156,7 +156,8 @@ Result<PsBenchResult> RunPsBench(const PsBenchOptions& o) {
                                                 .threads = o.server_threads,
                                                 .binary = o.server_binary,
                                                 .security = o.security,
-                                                .transport = o.transport},
+                                                .transport = o.transport,
+                                                .table_dir = ""},
                                                job, &servers));
 
   std::atomic<int> registered{0};

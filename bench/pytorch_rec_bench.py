@@ -33,6 +33,7 @@ The same file is the timed script (--run plain|nn|tps|ebc|pipe|hybrid, --run-mem
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -230,7 +231,7 @@ def timed(kind, args, global_batch):
                    str(per), "--optimizer", "sgd", "--lr", "0.1", "--lr-schedule", "constant",
                    "--table-optimizer", "sgd", "--table-lr", "0.1", "--run-dir",
                    os.path.join(out, "run"), "--log-level", "warning", "--worker-cmd",
-                   " ".join(me + ["--batch", str(per)])] + args.launch_flags.split()
+                   " ".join(me + ["--batch", str(per)])] + shlex.split(args.launch_flags)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         peaks, server_cpu = {}, {}
         while proc.poll() is None:

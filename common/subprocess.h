@@ -36,8 +36,10 @@ struct SubprocessOptions {
   // The signal the child gets when this process dies (SIGTERM: a server writes its final
   // checkpoint); 0 lets it outlive us, for a daemon.
   int parent_death_signal = SIGTERM;
-  // The cores the child may run on (set before exec, so every thread it starts inherits them);
-  // empty: this process's. A core this process may not use fails the child (exit 126).
+  // The CPUs the child may run on (set before exec, so every thread it starts inherits them;
+  // also by the parent, so that they show in /proc once Start returns); empty: this process's.
+  // The kernel keeps those of them the child's cpuset allows; with none left the child exits
+  // 126 before exec.
   std::vector<int> cpus;
 };
 

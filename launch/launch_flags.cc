@@ -61,11 +61,13 @@ void LaunchFlags::AddLauncherOptions() {
       "server-threads", po::value(&options_.server_threads)->default_value("auto"),
       "--threads per server: N, or auto (each server takes half its host's cores, 1 to 8)")(
       "bind-cores", po::bool_switch(&options_.bind_cores),
-      "local: run each worker on its own slice of this machine's cores, and server j on worker "
-      "j's slice, so that sync workers compute at once (on 2 cores, 2 workers and 2 servers: "
-      "1.25x the examples/s); under mpirun or srun, use theirs (mpirun --bind-to core, srun "
-      "--cpu-bind=cores)")("checkpoint-dir", po::value(&options_.checkpoint_dir),
-                           "servers checkpoint here and resume from it")(
+      "local: run each worker on its own slice of this machine's cores (whole cores; with more "
+      "workers than cores they share slices in turn), and server j on worker j's slice, so that "
+      "sync workers compute at once (dlrm_small, 2 workers and 2 servers on 2 cores: 1.03-1.4x "
+      "the examples/s; not always faster, docs/PERFORMANCE.md); under mpirun or srun, use "
+      "theirs (mpirun --bind-to core, srun --cpu-bind=cores)")(
+      "checkpoint-dir", po::value(&options_.checkpoint_dir),
+      "servers checkpoint here and resume from it")(
       "table-dir", po::value(&options_.table_dir),
       "tables with --table-storage rocksdb: an existing, writable directory on each server's "
       "host, where server r keeps its disk tier in ps-<r>")(

@@ -144,8 +144,8 @@ Status HostfileLauncher::Check() {
   TOWERPS_RETURN_IF_ERROR(ValidateLaunchOptions(options_));
   if (options_.bind_cores) {
     return InvalidArgumentError(
-        "--bind-cores binds the processes of a job on this machine; with --hostfile each host "
-        "starts its own: leave it out (or bind them with the hosts' cpusets)");
+        "--bind-cores binds the processes of a job on this machine; with --hostfile or -H each "
+        "host starts its own: leave it out (or bind them with the hosts' cpusets)");
   }
   TOWERPS_RETURN_IF_ERROR(CheckRunDir(run_dir_));
   TOWERPS_ASSIGN_OR_RETURN(ssh_.ssh, FindProgram(ssh_.ssh));

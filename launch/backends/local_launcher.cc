@@ -22,8 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<int> none;  // no binding: the launcher's cores
-
 // Workers that share a GPU and were given no memory share split it (SharedGpuFraction), saying
 // so; without this the first to start would reserve what the others need.
 void ShareGpus(worker::WorkerOptions& w, int workers) {
@@ -44,7 +42,8 @@ LocalLauncher::LocalLauncher(LaunchOptions options)
       run_dir_(options_.run_dir.empty() ? DefaultRunDir() : options_.run_dir) {
   options_.all_local = true;
   // Every server shares this machine: auto splits half its cores between them.
-  if (options_.server_threads == "auto") {
+  auto_server_threads_ = options_.server_threads == "auto";
+  if (auto_server_threads_) {
     options_.server_threads = std::to_string(ps::AutoServerThreads(options_.job.ServerProcesses()));
   }
 }
@@ -71,19 +70,10 @@ Status LocalLauncher::Check() {
 Status LocalLauncher::Run() {
   TOWERPS_RETURN_IF_ERROR(Check());
   ShareGpus(options_.worker, options_.job.workers);
+  if (options_.bind_cores) BindCores();
   TOWERPS_RETURN_IF_ERROR(CreateRunDir(run_dir_));
   TOWERPS_RETURN_IF_ERROR(WriteJobRecord(options_, run_dir_));
   TOWERPS_ASSIGN_OR_RETURN(const std::string secret, PrepareJobSecret(options_, run_dir_));
-  if (options_.bind_cores) {
-    binding_ = CoreBinding::For(UsableCoreIds(), options_.job.workers);
-    TOWERPS_LOG(kInfo) << "--bind-cores: "
-                       << binding_->Describe(options_.job.workers, options_.job.ServerProcesses());
-    if (options_.worker.intra_op_threads > binding_->CoresPerWorker()) {
-      TOWERPS_LOG(kWarning) << "--intra-op-threads " << options_.worker.intra_op_threads
-                            << " is more than the " << binding_->CoresPerWorker()
-                            << " core(s) a worker is bound to: its threads take turns";
-    }
-  }
   Job job(options_, run_dir_);
   // Every process proves it belongs to the job with this file (docs/SECURITY.md).
   if (!secret.empty()) job.secret_env.push_back("TOWERPS_SECRET_FILE=" + secret);
@@ -106,6 +96,32 @@ Status LocalLauncher::Run() {
   std::map<std::string, int> restarts;
   for (const auto& [i, n] : job.supervisor.restarts()) restarts[job.group.tag(i)] = n;
   return RecordRestartsInSummary(options_, restarts);
+}
+
+// --bind-cores: the slices of this machine's cores, said; a server's auto threads fit its slice.
+void LocalLauncher::BindCores() {
+  const int workers = options_.job.workers, servers = options_.job.ServerProcesses();
+  binding_ = CoreBinding::For(UsableCores(), workers);
+  if (!binding_.Bound()) {
+    TOWERPS_LOG(kWarning) << "--bind-cores: this process's CPUs cannot be read "
+                             "(sched_getaffinity); the job runs unbound";
+    return;
+  }
+  TOWERPS_LOG(kInfo) << "--bind-cores: " << binding_.Describe(workers, servers)
+                     << (binding_.Shared(workers) ? " (more workers than cores: they share)" : "");
+  const int cpus = binding_.CpusPerWorker();
+  if (options_.worker.intra_op_threads > cpus) {
+    TOWERPS_LOG(kWarning) << "--intra-op-threads " << options_.worker.intra_op_threads
+                          << " is more than the " << cpus
+                          << " CPU(s) a worker is bound to: its threads take turns";
+  }
+  const int threads = std::stoi(options_.server_threads);  // validated, or made from auto
+  if (auto_server_threads_ && threads > cpus) {
+    options_.server_threads = std::to_string(cpus);  // auto: the server's slice, not the machine
+  } else if (threads > cpus) {
+    TOWERPS_LOG(kWarning) << "--server-threads " << threads << " is more than the " << cpus
+                          << " CPU(s) a server is bound to: its threads take turns";
+  }
 }
 
 // Servers first; each reports its endpoint through a ready file. Replicas must know each other's
@@ -134,7 +150,7 @@ Result<std::vector<std::string>> LocalLauncher::StartServers(Job& job) {
     argv.insert(argv.end(), {"--ready-file", ready});
     TOWERPS_ASSIGN_OR_RETURN(
         size_t i, job.group.Start("ps:" + std::to_string(r), argv, job.secret_env, StopBy::kSigterm,
-                                  "", binding_ ? binding_->Server(r) : none));
+                                  "", binding_.Server(r)));
     job.table << "ps " << r << " pid " << job.group.pid(i) << " log " << job.group.LogPath(i)
               << "\n";
     ready_files.push_back(ready);
@@ -180,7 +196,7 @@ Status LocalLauncher::StartWorkers(Job& job, const std::vector<std::string>& end
       env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
     TOWERPS_ASSIGN_OR_RETURN(
         size_t i, job.group.Start("worker:" + std::to_string(w), WorkerArgv(o, w, endpoints), env,
-                                  StopBy::kSigterm, "", binding_ ? binding_->Worker(w) : none));
+                                  StopBy::kSigterm, "", binding_.Worker(w)));
     job.table << "worker " << w << " pid " << job.group.pid(i) << " log " << job.group.LogPath(i)
               << "\n";
   }

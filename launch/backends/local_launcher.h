@@ -17,7 +17,6 @@
 #ifndef TOWERPS_LAUNCH_BACKENDS_LOCAL_LAUNCHER_H_
 #define TOWERPS_LAUNCH_BACKENDS_LOCAL_LAUNCHER_H_
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,11 +43,13 @@ class LocalLauncher final : public Launcher {
   Result<std::vector<std::string>> AwaitServers(Job& job,
                                                 const std::vector<std::string>& ready_files);
   Status StartWorkers(Job& job, const std::vector<std::string>& endpoints);
+  void BindCores();
 
   LaunchOptions options_;
   std::string run_dir_;
-  std::vector<std::string> peers_;      // --ps-replicas 2: every server's endpoint, by rank
-  std::optional<CoreBinding> binding_;  // --bind-cores
+  std::vector<std::string> peers_;    // --ps-replicas 2: every server's endpoint, by rank
+  bool auto_server_threads_ = false;  // --server-threads auto (made a number from the machine)
+  CoreBinding binding_;               // --bind-cores; unbound without it
 };
 
 }  // namespace towerps::launch

@@ -13,9 +13,9 @@ RankLauncher::RankLauncher(const LaunchFlags& flags, const Environment& env, Lau
 Status RankLauncher::Check() {
   if (options_.bind_cores) {
     return InvalidArgumentError(
-        "--bind-cores binds the processes the launcher starts itself; under --mpi, --slurm and "
-        "--cluster the engine starts them: use its binding (mpirun --bind-to core, srun "
-        "--cpu-bind=cores)");
+        "--bind-cores binds the processes the launcher starts itself; under --mpi, --slurm, "
+        "--cluster or TF_CONFIG the engine starts them: use its binding (mpirun --bind-to core, "
+        "srun --cpu-bind=cores)");
   }
   if (options_.job.ps_replicas > 1) {
     // A replica is only useful if its dead peer comes back, and here the engine (or the user)

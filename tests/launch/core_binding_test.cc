@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <numeric>
 
 #include "tests/launch/launch_fixture.h"
@@ -12,8 +15,8 @@ namespace towerps::launch_test {
 namespace {
 
 using launch::CoreBinding;
-using launch::CoreList;
-using launch::UsableCoreIds;
+using launch::CpuList;
+using launch::UsableCores;
 
 std::vector<int> Range(int from, int to) {
   std::vector<int> v(static_cast<size_t>(to - from));
@@ -21,43 +24,76 @@ std::vector<int> Range(int from, int to) {
   return v;
 }
 
+// Cores of one CPU each: from, ..., to - 1.
+std::vector<std::vector<int>> Cores(int from, int to) {
+  std::vector<std::vector<int>> cores;
+  for (int c = from; c < to; ++c) cores.push_back({c});
+  return cores;
+}
+
 TEST(CoreBindingTest, OnTwoCoresEachOfTwoWorkersHasOneAndSharesItWithItsServer) {
-  const CoreBinding b = CoreBinding::For({0, 1}, 2);
+  const CoreBinding b = CoreBinding::For(Cores(0, 2), 2);
   EXPECT_EQ(b.Worker(0), std::vector<int>{0});
   EXPECT_EQ(b.Worker(1), std::vector<int>{1});
   EXPECT_EQ(b.Server(0), std::vector<int>{0});
   EXPECT_EQ(b.Server(1), std::vector<int>{1});
-  EXPECT_EQ(b.CoresPerWorker(), 1);
-  EXPECT_EQ(b.Describe(2, 2), "worker 0 and server 0 on core 0, worker 1 and server 1 on core 1");
+  EXPECT_EQ(b.CpusPerWorker(), 1);
+  EXPECT_FALSE(b.Shared(2));
+  EXPECT_EQ(b.Describe(2, 2), "worker 0 and server 0 on CPU 0, worker 1 and server 1 on CPU 1");
 }
 
 TEST(CoreBindingTest, SlicesAreContiguousAndDifferByAtMostOneCore) {
-  const CoreBinding b = CoreBinding::For(Range(0, 8), 3);
+  const CoreBinding b = CoreBinding::For(Cores(0, 8), 3);
   EXPECT_EQ(b.Worker(0), Range(0, 2));
   EXPECT_EQ(b.Worker(1), Range(2, 5));
   EXPECT_EQ(b.Worker(2), Range(5, 8));
-  EXPECT_EQ(b.CoresPerWorker(), 2);
+  EXPECT_EQ(b.CpusPerWorker(), 2);
   // Servers take the slices in turn, as workers beyond the slices would.
   EXPECT_EQ(b.Server(3), Range(0, 2));
   EXPECT_EQ(b.Describe(3, 1),
-            "worker 0 and server 0 on cores 0-1, worker 1 on cores 2-4, "
-            "worker 2 on cores 5-7");
+            "worker 0 and server 0 on CPUs 0-1, worker 1 on CPUs 2-4, worker 2 on CPUs 5-7");
 }
 
 TEST(CoreBindingTest, MoreWorkersThanCoresShareThemInTurnAndOneWorkerKeepsAll) {
-  const CoreBinding many = CoreBinding::For({4, 6}, 3);
+  const CoreBinding many = CoreBinding::For({{4}, {6}}, 3);
   EXPECT_EQ(many.Worker(0), std::vector<int>{4});
   EXPECT_EQ(many.Worker(1), std::vector<int>{6});
   EXPECT_EQ(many.Worker(2), std::vector<int>{4});
-  const CoreBinding one = CoreBinding::For(Range(0, 4), 1);
+  EXPECT_TRUE(many.Shared(3));
+  const CoreBinding one = CoreBinding::For(Cores(0, 4), 1);
   EXPECT_EQ(one.Worker(0), Range(0, 4));
   EXPECT_EQ(one.Server(5), Range(0, 4));
+  const CoreBinding none = CoreBinding::For({}, 2);  // the CPUs could not be read
+  EXPECT_FALSE(none.Bound());
+  EXPECT_TRUE(none.Worker(0).empty());
 }
 
-TEST(CoreBindingTest, CoreListsNameRuns) {
-  EXPECT_EQ(CoreList({0, 1, 2, 3, 6}), "0-3,6");
-  EXPECT_EQ(CoreList({5}), "5");
-  EXPECT_EQ(CoreList({1, 3, 4}), "1,3-4");
+// Hyperthreads numbered N/2 apart (cpu0's sibling is cpu4): each worker gets whole cores, never
+// its neighbour's sibling.
+TEST(CoreBindingTest, HyperthreadSiblingsStayInOneSlice) {
+  const CoreBinding b = CoreBinding::For({{0, 4}, {1, 5}, {2, 6}, {3, 7}}, 2);
+  EXPECT_EQ(b.Worker(0), (std::vector<int>{0, 1, 4, 5}));
+  EXPECT_EQ(b.Worker(1), (std::vector<int>{2, 3, 6, 7}));
+  EXPECT_EQ(b.CpusPerWorker(), 4);
+  EXPECT_EQ(b.Describe(2, 0), "worker 0 on CPUs 0-1,4-5, worker 1 on CPUs 2-3,6-7");
+}
+
+// This machine's cores, read from sysfs: every usable CPU once.
+TEST(CoreBindingTest, UsableCoresHoldEachUsableCpuOnce) {
+  std::vector<int> all;
+  for (const auto& core : UsableCores()) all.insert(all.end(), core.begin(), core.end());
+  std::sort(all.begin(), all.end());
+  EXPECT_FALSE(all.empty());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(static_cast<int>(all.size()), CPU_COUNT(&set));
+}
+
+TEST(CoreBindingTest, CpuListsNameRuns) {
+  EXPECT_EQ(CpuList({0, 1, 2, 3, 6}), "0-3,6");
+  EXPECT_EQ(CpuList({5}), "5");
+  EXPECT_EQ(CpuList({1, 3, 4}), "1,3-4");
 }
 
 // What /proc says a process may run on: "0-1".
@@ -73,7 +109,7 @@ std::string AllowedCores(pid_t pid) {
 class BindCoresTest : public LaunchTest {};
 
 TEST_F(BindCoresTest, AChildStartedOnACoreRunsOnItAloneAndABadCoreIsRefused) {
-  const int last = UsableCoreIds().back();
+  const int last = UsableCores().back().back();
   SubprocessOptions o;
   o.argv = {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
   o.output_path = (dir_ / "out").string();
@@ -96,7 +132,7 @@ TEST_F(BindCoresTest, TheLauncherBindsEachWorkerAndItsServerToTheirSlice) {
              "2", "--workers", "2", "--epochs", "1000", "--bind-cores"},
             "launch.out");
   ASSERT_TRUE(p.ok()) << p.status();
-  const CoreBinding expected = CoreBinding::For(UsableCoreIds(), 2);
+  const CoreBinding expected = CoreBinding::For(UsableCores(), 2);
   const Deadline started = Deadline::After(seconds(30));
   while (ProcessPids(run, "worker", 1).empty() && !started.expired()) {
     std::this_thread::sleep_for(milliseconds(20));
@@ -106,11 +142,11 @@ TEST_F(BindCoresTest, TheLauncherBindsEachWorkerAndItsServerToTheirSlice) {
       const std::vector<pid_t> pids = ProcessPids(run, role, r);
       ASSERT_EQ(pids.size(), 1u) << role << " " << r;
       EXPECT_EQ(AllowedCores(pids[0]),
-                CoreList(role == "ps" ? expected.Server(r) : expected.Worker(r)))
+                CpuList(role == "ps" ? expected.Server(r) : expected.Worker(r)))
           << role << " " << r;
     }
   }
-  EXPECT_NE(dir_.Read("launch.out").find("--bind-cores: worker 0 and server 0 on core"),
+  EXPECT_NE(dir_.Read("launch.out").find("--bind-cores: " + expected.Describe(2, 2)),
             std::string::npos);
   kill(p->pid(), SIGTERM);
   EXPECT_TRUE(p->Wait(Deadline::After(seconds(20))).has_value());

@@ -79,9 +79,11 @@ grep -q '"vs":\[{"flags":"--bind-cores","transport":"shm","examples_per_sec":[1-
 [ "$(field "$job" single_batch)" = 64 ] && [ "$(field "$job" single_threads)" = 1 ] ||
   fail "job: the one process is not at the job's global batch on one thread: $job"
 grep -q tcp_examples_per_sec <<< "$job" && fail "job --transport shm also ran over TCP: $job"
-"$bench" job --model dlrm_small --dataset criteo --data-dir "$ctr" --steps 5 --repeat 1 \
-  --job-flags="--table-placement sideways" \
-  >/dev/null 2>&1 && fail "job: a bad --job-flags value was not refused by the launcher"
+refused="$("$bench" job --model dlrm_small --dataset criteo --data-dir "$ctr" --steps 5 \
+  --repeat 1 --job-flags="--table-placement sideways" 2>&1 >/dev/null)" &&
+  fail "job: a bad --job-flags value was not refused by the launcher"
+grep -q "table-placement=sideways is not one of" <<< "$refused" ||
+  fail "job: the launcher's refusal of --job-flags is not in the error: $refused"
 "$bench" job --transport udp >/dev/null 2>&1 && fail "job --transport udp was accepted"
 # The servers' optimizer pass: every optimizer timed, whole and by rows, with its bits.
 opt="$("$bench" optimizer --elements 1000 --updates 5 --json 2>/dev/null)"

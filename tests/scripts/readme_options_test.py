@@ -15,6 +15,8 @@ FOREIGN = {
     "--prefix": "cmake --install",
     "--overcommit": "srun",
     "--allow-run-as-root": "mpirun (Open MPI)",
+    "--bind-to": "mpirun (Open MPI)",
+    "--cpu-bind": "srun",
     "--preset": "ctest --preset",
 }
 
