@@ -61,7 +61,7 @@ int Topology(int cpu, const char* name) {
 
 }  // namespace
 
-std::vector<std::vector<int>> UsableCores() {
+std::vector<std::vector<int>> UsablePhysicalCores() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};

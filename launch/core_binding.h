@@ -48,7 +48,7 @@ class CoreBinding {
 // The physical cores this process may run on (its affinity mask, grouped by the CPUs'
 // topology/core_id and physical_package_id in sysfs; a CPU whose topology is unreadable is a
 // core of its own), in order of their first CPU. Empty when the mask cannot be read.
-std::vector<std::vector<int>> UsableCores();
+std::vector<std::vector<int>> UsablePhysicalCores();
 
 // "0-3,6" for {0, 1, 2, 3, 6}.
 std::string CpuList(const std::vector<int>& cpus);

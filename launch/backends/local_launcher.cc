@@ -101,7 +101,7 @@ Status LocalLauncher::Run() {
 // --bind-cores: the slices of this machine's cores, said; a server's auto threads fit its slice.
 void LocalLauncher::BindCores() {
   const int workers = options_.job.workers, servers = options_.job.ServerProcesses();
-  binding_ = CoreBinding::For(UsableCores(), workers);
+  binding_ = CoreBinding::For(UsablePhysicalCores(), workers);
   if (!binding_.Bound()) {
     TOWERPS_LOG(kWarning) << "--bind-cores: this process's CPUs cannot be read "
                              "(sched_getaffinity); the job runs unbound";
@@ -115,7 +115,9 @@ void LocalLauncher::BindCores() {
                           << " is more than the " << cpus
                           << " CPU(s) a worker is bound to: its threads take turns";
   }
-  const int threads = std::stoi(options_.server_threads);  // validated, or made from auto
+  // Checked by Check() before this, or made from auto by the constructor.
+  const Result<int> parsed = ps::ParseServerThreads(options_.server_threads, "--server-threads");
+  const int threads = parsed.ok() ? *parsed : 1;
   if (auto_server_threads_ && threads > cpus) {
     options_.server_threads = std::to_string(cpus);  // auto: the server's slice, not the machine
   } else if (threads > cpus) {

@@ -16,7 +16,7 @@ namespace {
 
 using launch::CoreBinding;
 using launch::CpuList;
-using launch::UsableCores;
+using launch::UsablePhysicalCores;
 
 std::vector<int> Range(int from, int to) {
   std::vector<int> v(static_cast<size_t>(to - from));
@@ -81,7 +81,7 @@ TEST(CoreBindingTest, HyperthreadSiblingsStayInOneSlice) {
 // This machine's cores, read from sysfs: every usable CPU once.
 TEST(CoreBindingTest, UsableCoresHoldEachUsableCpuOnce) {
   std::vector<int> all;
-  for (const auto& core : UsableCores()) all.insert(all.end(), core.begin(), core.end());
+  for (const auto& core : UsablePhysicalCores()) all.insert(all.end(), core.begin(), core.end());
   std::sort(all.begin(), all.end());
   EXPECT_FALSE(all.empty());
   EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
@@ -109,7 +109,7 @@ std::string AllowedCores(pid_t pid) {
 class BindCoresTest : public LaunchTest {};
 
 TEST_F(BindCoresTest, AChildStartedOnACoreRunsOnItAloneAndABadCoreIsRefused) {
-  const int last = UsableCores().back().back();
+  const int last = UsablePhysicalCores().back().back();
   SubprocessOptions o;
   o.argv = {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"};
   o.output_path = (dir_ / "out").string();
@@ -132,7 +132,7 @@ TEST_F(BindCoresTest, TheLauncherBindsEachWorkerAndItsServerToTheirSlice) {
              "2", "--workers", "2", "--epochs", "1000", "--bind-cores"},
             "launch.out");
   ASSERT_TRUE(p.ok()) << p.status();
-  const CoreBinding expected = CoreBinding::For(UsableCores(), 2);
+  const CoreBinding expected = CoreBinding::For(UsablePhysicalCores(), 2);
   const Deadline started = Deadline::After(seconds(30));
   while (ProcessPids(run, "worker", 1).empty() && !started.expired()) {
     std::this_thread::sleep_for(milliseconds(20));
