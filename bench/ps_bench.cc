@@ -76,8 +76,8 @@ Status WorkerLoop(const PsBenchOptions& o, const ps::JobConfig& job,
   // version t + 1 returns, its gradient for step t + 1 goes out with the pull for t + 2. Sync
   // steps need every worker, so all workers stop at the same step: stop_at.
   std::vector<int64_t> step(o.chunks, 0);
-  std::vector<std::future<Result<ps::PushReport>>> pushes(o.chunks);
-  std::vector<std::future<Result<ps::PulledVariable>>> pulls(o.chunks);
+  std::vector<Future<Result<ps::PushReport>>> pushes(o.chunks);
+  std::vector<Future<Result<ps::PulledVariable>>> pulls(o.chunks);
   // A chunk's push for step t and its pull for t + 1: one request, or two with separate_pull.
   auto push_and_pull = [&](int k, int64_t t) {
     if (o.separate_pull) {

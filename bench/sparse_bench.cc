@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <future>
 #include <random>
 #include <thread>
 #include <unordered_set>
@@ -89,7 +88,7 @@ class SparseSteps {
   const std::vector<ps::UniqueIds>& batches_;
   const Tensor grads_;
   const bool separate_;
-  std::future<Result<ps::PulledVariable>> next_;
+  Future<Result<ps::PulledVariable>> next_;
 };
 
 // The same table pushed and pulled whole, as a dense variable.

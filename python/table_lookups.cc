@@ -131,7 +131,7 @@ Status TableLookups::LookupForStep(std::span<const Ids> lookups, std::vector<Row
 
 Status TableLookups::LookupAside(std::span<const Ids> lookups, std::vector<Rows>* out) {
   std::vector<ps::UniqueIds> unique(lookups.size());
-  std::vector<std::future<Result<ps::PulledVariable>>> pulls(lookups.size());
+  std::vector<Future<Result<ps::PulledVariable>>> pulls(lookups.size());
   const auto send = [&](size_t from) {
     client_->Together([&] {
       for (size_t k = from; k < lookups.size(); ++k) {

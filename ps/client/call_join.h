@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <utility>
 
 #include "common/mutex.h"
@@ -48,7 +47,7 @@ struct Join {
   Status error GUARDED_BY(mu);  // the first failure
   T value GUARDED_BY(mu);
   LowestVersion lowest GUARDED_BY(mu);  // becomes the result's version
-  std::promise<Result<T>> promise;
+  Promise<Result<T>> promise;
 
   // Runs `merge(value, lowest)` under the lock for a successful part; fulfils the promise after
   // the last part.
@@ -76,7 +75,7 @@ struct StatusJoin {
   Mutex mu;
   int remaining GUARDED_BY(mu);
   Status error GUARDED_BY(mu);
-  std::promise<Status> promise;
+  Promise<Status> promise;
 
   void Part(const Status& status) {
     MutexLock lock(&mu);
@@ -86,17 +85,11 @@ struct StatusJoin {
 };
 
 template <typename T>
-std::future<Result<T>> Ready(Result<T> r) {
-  std::promise<Result<T>> p;
-  p.set_value(std::move(r));
-  return p.get_future();
+Future<Result<T>> Ready(Result<T> r) {
+  return ReadyFuture(std::move(r));
 }
 
-inline std::future<Status> ReadyStatus(Status s) {
-  std::promise<Status> p;
-  p.set_value(std::move(s));
-  return p.get_future();
-}
+inline Future<Status> ReadyStatus(Status s) { return ReadyFuture(std::move(s)); }
 
 }  // namespace towerps::ps::internal
 

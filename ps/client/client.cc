@@ -110,8 +110,8 @@ uint64_t Client::server_restarts() const {
   return impl_->server_restarts_.load(std::memory_order_relaxed);
 }
 
-std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variables,
-                                              uint64_t model_signature) {
+Future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variables,
+                                         uint64_t model_signature) {
   const JobConfig& job = impl_->options_.job;
   Result<ChunkPlacement> placement = ChunkPlacement::ForJob(variables, job);
   if (!placement.ok()) return Ready<int64_t>(placement.status());
@@ -167,7 +167,7 @@ std::future<Result<int64_t>> Client::Register(std::vector<VariableSpec> variable
   return future;
 }
 
-std::future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
+Future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
   const auto chunks = placement().ChunksOf(variable_id);
   const int64_t total = ElementsOf(chunks);
   if (value.num_elements() != total) {
@@ -184,11 +184,11 @@ std::future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
   return future;
 }
 
-std::future<Result<PushReport>> Client::Push(const PushRequest& push) {
+Future<Result<PushReport>> Client::Push(const PushRequest& push) {
   return Send(&push, nullptr).push;
 }
 
-std::future<Result<PulledVariable>> Client::Pull(const PullRequest& pull) {
+Future<Result<PulledVariable>> Client::Pull(const PullRequest& pull) {
   return Send(nullptr, &pull).pull;
 }
 
@@ -269,8 +269,8 @@ Client::PushAndPull Client::Send(const PushRequest* push, const PullRequest* pul
   return result;
 }
 
-std::future<Result<ServerStatsReport>> Client::Stats(int server) {
-  auto promise = std::make_shared<std::promise<Result<ServerStatsReport>>>();
+Future<Result<ServerStatsReport>> Client::Stats(int server) {
+  auto promise = std::make_shared<Promise<Result<ServerStatsReport>>>();
   auto future = promise->get_future();
   impl_->Submit(server, impl_->NewMessage(proto::MessageType::STATS), "stats",
                 [promise](Result<IncomingMessage> r) {
@@ -283,26 +283,26 @@ std::future<Result<ServerStatsReport>> Client::Stats(int server) {
   return future;
 }
 
-std::future<Status> Client::Ping(int server) {
+Future<Status> Client::Ping(int server) {
   return StatusCall(server, proto::MessageType::PING, "ping");
 }
 
-std::future<Status> Client::Shutdown(int server) {
+Future<Status> Client::Shutdown(int server) {
   return StatusCall(server, proto::MessageType::SHUTDOWN, "shutdown");
 }
 
-std::future<Status> Client::Leave(int server, int64_t last_step) {
+Future<Status> Client::Leave(int server, int64_t last_step) {
   OutgoingMessage m = impl_->NewMessage(proto::MessageType::LEAVE);
   m.header().setVersion(last_step);
   return StatusCall(server, std::move(m), "leave");
 }
 
-std::future<Status> Client::StatusCall(int server, proto::MessageType type, const char* what) {
+Future<Status> Client::StatusCall(int server, proto::MessageType type, const char* what) {
   return StatusCall(server, impl_->NewMessage(type), what);
 }
 
-std::future<Status> Client::StatusCall(int server, OutgoingMessage message, const char* what) {
-  auto promise = std::make_shared<std::promise<Status>>();
+Future<Status> Client::StatusCall(int server, OutgoingMessage message, const char* what) {
+  auto promise = std::make_shared<Promise<Status>>();
   auto future = promise->get_future();
   impl_->Submit(server, std::move(message), what,
                 [promise](Result<IncomingMessage> r) { promise->set_value(r.status()); });

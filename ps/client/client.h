@@ -1,7 +1,7 @@
 // Client: what a worker uses to reach the parameter servers.
 //
-// Every call is asynchronous: it queues the request and returns a std::future at once. A
-// background I/O thread owns one DEALER socket per server, sends to all servers in parallel and
+// Every call is asynchronous: it queues the request and returns a Future (common/future.h) at once.
+// A background I/O thread owns one DEALER socket per server, sends to all servers in parallel and
 // completes the futures. A call that touches a variable is split into one request per chunk,
 // sent to the chunk's server (the placement is computed here exactly as on the servers).
 //
@@ -25,12 +25,12 @@
 #define TOWERPS_PS_CLIENT_CLIENT_H_
 
 #include <chrono>
-#include <future>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/future.h"
 #include "common/transport.h"
 #include "job/job_config.h"
 #include "job/placement.h"
@@ -128,19 +128,18 @@ class Client {
   // Declares the model to every server (configuration and model are checked there) and computes
   // the placement. The result's value is the lowest version the servers restored from their
   // checkpoints, or kNoVersion for a fresh job (whose chief must Init the variables).
-  std::future<Result<int64_t>> Register(std::vector<VariableSpec> variables,
-                                        uint64_t model_signature);
+  Future<Result<int64_t>> Register(std::vector<VariableSpec> variables, uint64_t model_signature);
   // Chief only: the initial value of one variable. Servers keep the first value they get.
-  std::future<Status> Init(uint32_t variable_id, const Tensor& value);
+  Future<Status> Init(uint32_t variable_id, const Tensor& value);
   // One variable's gradient, pushed, or its values, pulled (PushRequest, PullRequest), whatever
   // its kind: every variable request is built by one function, Send, from these structs.
   // Errors: kInvalidArgument for a gradient of the wrong size, or for a table, ids that are not
   // a uint64 vector or, in a push, repeat; a server's error naming the variable (an id out of a
   // bounded table's range, say).
-  std::future<Result<PushReport>> Push(const PushRequest& push);
+  Future<Result<PushReport>> Push(const PushRequest& push);
   // The variable once every part has reached `min_version` (and, in SSP, the slowest worker is
   // within the staleness bound of `clock`); see PullRequest::exact.
-  std::future<Result<PulledVariable>> Pull(const PullRequest& pull);
+  Future<Result<PulledVariable>> Pull(const PullRequest& pull);
   // The push, then the pull of the same variable, in one request per part (half the messages:
   // Header.thenPull); a table's pull is of `next`'s ids (the next step's batch). Each part's
   // reply completes both; the push's report comes with the values, so its version is theirs.
@@ -148,8 +147,8 @@ class Client {
   // as Push does, and the values still come; any other failure fails both. kInvalidArgument for
   // both when `next` names another variable or is exact or every_row (those travel alone).
   struct PushAndPull {
-    std::future<Result<PushReport>> push;
-    std::future<Result<PulledVariable>> pull;
+    Future<Result<PushReport>> push;
+    Future<Result<PulledVariable>> pull;
   };
   PushAndPull PushThenPull(const PushRequest& push, const PullRequest& next);
   // The pushes and pulls this thread makes inside `calls` go to the servers together: those for
@@ -158,15 +157,15 @@ class Client {
   // table. Calls from other threads meanwhile go as usual. A Together inside `calls` joins it:
   // the outermost sends everything.
   void Together(const std::function<void()>& calls);
-  std::future<Result<ServerStatsReport>> Stats(int server);
-  std::future<Status> Ping(int server);
+  Future<Result<ServerStatsReport>> Stats(int server);
+  Future<Status> Ping(int server);
   // Asks a server to checkpoint (if configured) and exit: a launcher's request at once, the
   // chief's once every worker has left (ps/server/shutdown_gate.h).
-  std::future<Status> Shutdown(int server);
+  Future<Status> Shutdown(int server);
   // Tells a server this worker is done, after `last_step` steps (sync: the last version it
   // pushed toward), after its last request: the chief's shutdown stops waiting for it, and a
   // sync step it will never push to fails at once, naming it (ps/server/shard.h).
-  std::future<Status> Leave(int server, int64_t last_step);
+  Future<Status> Leave(int server, int64_t last_step);
 
   const ChunkPlacement& placement() const;
   int num_servers() const;
@@ -192,9 +191,9 @@ class Client {
   // cut and merged by the variable's kind (ps/client/part_requests.h).
   PushAndPull Send(const PushRequest* push, const PullRequest* pull);
   // A request of `type` without a body, whose answer is only a status (ping, shutdown).
-  std::future<Status> StatusCall(int server, proto::MessageType type, const char* what);
+  Future<Status> StatusCall(int server, proto::MessageType type, const char* what);
   // The same for a message with fields of its own (a leave's last step).
-  std::future<Status> StatusCall(int server, OutgoingMessage message, const char* what);
+  Future<Status> StatusCall(int server, OutgoingMessage message, const char* what);
   std::unique_ptr<Impl> impl_;
 };
 

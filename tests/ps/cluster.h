@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -32,7 +31,7 @@ namespace towerps::ps::testing {
 
 // The value of a client call, or a test failure (as an exception) naming its error.
 template <typename T>
-T Get(std::future<Result<T>> f) {
+T Get(Future<Result<T>> f) {
   auto r = f.get();
   if (!r.ok()) throw std::runtime_error(r.status().ToString());
   return std::move(r).value();
@@ -47,7 +46,7 @@ inline Tensor Random(const Shape& shape, uint32_t seed) {
   return t;
 }
 
-inline void Check(std::future<Status> f) {
+inline void Check(Future<Status> f) {
   Status s = f.get();
   if (!s.ok()) throw std::runtime_error(s.ToString());
 }

@@ -68,8 +68,8 @@ TEST_F(PushThenPullTest, SameBitsAsAPushAndAPullInEveryMix) {
     auto clients = Connect(*cluster_, 2);
     std::vector<std::vector<float>> steps;
     for (int64_t step = 0; step < 3; ++step) {
-      std::vector<std::future<Result<PushReport>>> pushes;
-      std::vector<std::future<Result<PulledVariable>>> pulls;
+      std::vector<Future<Result<PushReport>>> pushes;
+      std::vector<Future<Result<PulledVariable>>> pulls;
       for (int r = 0; r < 2; ++r) {
         const Tensor g = Random(Model()[0].shape, static_cast<uint32_t>(10 * step + r));
         const bool combined = mix == 1 || (mix == 2 && r == 0);

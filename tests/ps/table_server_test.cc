@@ -79,7 +79,7 @@ Tensor Gradient(const UniqueIds& u, const std::vector<uint64_t>& batch, const fl
 void TrainSync(std::vector<std::unique_ptr<Client>>& clients, int servers, int64_t first,
                int64_t steps, bool combined = false) {
   const size_t workers = clients.size();
-  std::vector<std::future<Result<PulledVariable>>> pulls(workers);
+  std::vector<Future<Result<PulledVariable>>> pulls(workers);
   auto unique = [&](size_t w, int64_t step) {
     return Deduplicate(BatchIds(static_cast<int>(w), step), servers);
   };
@@ -89,7 +89,7 @@ void TrainSync(std::vector<std::unique_ptr<Client>>& clients, int servers, int64
   }
   for (int64_t step = first; step < first + steps; ++step) {
     const bool last = step + 1 == first + steps;
-    std::vector<std::future<Result<PushReport>>> pushes;
+    std::vector<Future<Result<PushReport>>> pushes;
     for (size_t w = 0; w < workers; ++w) {
       const UniqueIds u = unique(w, step);
       PulledVariable rows = Get(std::move(pulls[w]));
@@ -334,14 +334,14 @@ TEST_F(TableServerTest, CallsMadeTogetherAreOneMessageEachWayWithTheSameReplies)
   TrainSync(clients, 1, 0, 2);
   const auto ids = [](int w) { return Deduplicate(BatchIds(w, 9), 1).ids; };
   auto pulls = [&] {
-    std::vector<std::future<Result<PulledVariable>>> f;
+    std::vector<Future<Result<PulledVariable>>> f;
     f.push_back(c.Pull({.variable_id = 1, .ids = ids(0), .min_version = 2}));
     f.push_back(c.Pull({.variable_id = 1, .ids = ids(1), .min_version = 2}));
     f.push_back(c.Pull({.variable_id = 0, .min_version = 2}));
     return f;
   };
   const ServerStatsReport before = Get(c.Stats(0));
-  std::vector<std::future<Result<PulledVariable>>> together;
+  std::vector<Future<Result<PulledVariable>>> together;
   c.Together([&] { together = pulls(); });
   std::vector<PulledVariable> got;
   for (auto& f : together) got.push_back(Get(std::move(f)));
@@ -350,7 +350,7 @@ TEST_F(TableServerTest, CallsMadeTogetherAreOneMessageEachWayWithTheSameReplies)
   EXPECT_EQ(after.messages_in - before.messages_in, 2u);
   EXPECT_EQ(after.messages_out - before.messages_out, 2u);
   EXPECT_EQ(after.rejected_messages, 0u);
-  std::vector<std::future<Result<PulledVariable>>> alone = pulls();
+  std::vector<Future<Result<PulledVariable>>> alone = pulls();
   for (size_t i = 0; i < alone.size(); ++i) {
     const PulledVariable one = Get(std::move(alone[i]));
     const Tensor& a = i < 2 ? one.rows : one.chunks.at(0).second;
@@ -360,7 +360,7 @@ TEST_F(TableServerTest, CallsMadeTogetherAreOneMessageEachWayWithTheSameReplies)
     EXPECT_EQ(one.version, got[i].version);
   }
   // An error stays in its part: a pull of a table row beyond the table fails alone.
-  std::future<Result<PulledVariable>> bad, good;
+  Future<Result<PulledVariable>> bad, good;
   c.Together([&] {
     bad = c.Pull({.variable_id = 1, .ids = Ids({5000}), .min_version = 2});
     good = c.Pull({.variable_id = 1, .ids = Ids({3}), .min_version = 2});

@@ -24,11 +24,11 @@ Status GatherServerStats(ps::Client& client, const std::atomic<bool>* stop, Trai
 }
 
 void LeaveServers(ps::Client& client, const std::atomic<bool>* stop, int64_t last_step) {
-  std::vector<std::future<Status>> left;
+  std::vector<Future<Status>> left;
   for (int srv = 0; srv < client.num_servers(); ++srv) left.push_back(client.Leave(srv, last_step));
   const Deadline deadline = Deadline::After(kLeaveWait);
   for (int srv = 0; srv < client.num_servers(); ++srv) {
-    std::future<Status>& f = left[static_cast<size_t>(srv)];
+    Future<Status>& f = left[static_cast<size_t>(srv)];
     while (f.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready &&
            !deadline.expired() && !(stop && stop->load())) {
     }

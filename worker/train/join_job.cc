@@ -14,9 +14,9 @@ namespace towerps::worker {
 namespace {
 
 // One pull of every variable, at `version` (exactly, or at least).
-std::vector<std::future<Result<ps::PulledVariable>>> PullAll(ps::Client& client, int num_vars,
-                                                             int64_t version, bool exact) {
-  std::vector<std::future<Result<ps::PulledVariable>>> pulls;
+std::vector<Future<Result<ps::PulledVariable>>> PullAll(ps::Client& client, int num_vars,
+                                                        int64_t version, bool exact) {
+  std::vector<Future<Result<ps::PulledVariable>>> pulls;
   for (int v = 0; v < num_vars; ++v)
     pulls.push_back(client.Pull({.variable_id = static_cast<uint32_t>(v),
                                  .min_version = version,
@@ -34,7 +34,7 @@ struct Standing {
 Result<Standing> Probe(ps::Client& client, int num_vars, const std::vector<uint32_t>& tables,
                        int64_t version, bool exact, const std::atomic<bool>* stop) {
   auto pulls = PullAll(client, num_vars, version, exact);
-  std::vector<std::future<Result<ps::PulledVariable>>> probes;
+  std::vector<Future<Result<ps::PulledVariable>>> probes;
   for (uint32_t t : tables) {
     probes.push_back(client.Pull({.variable_id = t,
                                   .ids = Tensor::Empty({0}, DType::kUInt64),
@@ -111,7 +111,7 @@ Result<int64_t> RegisterModel(ps::Client& client, const std::vector<ps::Variable
   TOWERPS_ASSIGN_OR_RETURN(const int64_t restored, AwaitUnlessStopped(registered, stop));
   if (rank != 0 || restored != ps::kNoVersion) return restored;
   std::vector<Tensor> values;  // held until every init is answered
-  std::vector<std::future<Status>> inits;
+  std::vector<Future<Status>> inits;
   for (int v = 0; v < dense; ++v) {
     values.push_back(initial(v));
     inits.push_back(client.Init(static_cast<uint32_t>(v), values.back()));

@@ -30,7 +30,7 @@ namespace towerps::worker {
 // client's RPC deadline bounds it otherwise), so a signalled worker stops promptly even while a
 // server is silent.
 template <typename Reply>  // Status or Result<T>
-Reply AwaitUnlessStopped(std::future<Reply>& reply, const std::atomic<bool>* stop) {
+Reply AwaitUnlessStopped(Future<Reply>& reply, const std::atomic<bool>* stop) {
   while (reply.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
     if (stop && stop->load()) return CancelledError("stopped by a signal");
   }

@@ -38,7 +38,7 @@ StepExchange::StepExchange(ps::Client& client, const ps::JobConfig& job, int num
 }
 
 template <typename Reply>
-Reply StepExchange::Await(std::future<Reply>& reply) const {
+Reply StepExchange::Await(Future<Reply>& reply) const {
   return AwaitUnlessStopped(reply, stop_);
 }
 
@@ -187,14 +187,12 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
   // Sent outside the lock: tower threads push their variables concurrently. Marked before the
   // client has it, so that its reply cannot be stamped earlier.
   if (profile_ != nullptr) profile_->Mark(v, StepProfile::Event::kSent);
-  std::future<Result<ps::PushReport>> pushed;
-  std::optional<std::future<Result<ps::PulledVariable>>> pulled;
+  Future<Result<ps::PushReport>> pushed;
+  std::optional<Future<Result<ps::PulledVariable>>> pulled;
   if (policy_.PastLast(push.version, last_step)) {
     // This variable's chunks have done every step already: they ran ahead of the others after
     // a server came back from an older checkpoint. Nothing more is pushed to them.
-    std::promise<Result<ps::PushReport>> done;
-    done.set_value(ps::PushReport{.version = push.version});
-    pushed = done.get_future();
+    pushed = ReadyFuture(Result<ps::PushReport>(ps::PushReport{.version = push.version}));
   } else if (policy_.RanLast(iter + 1, last_step)) {
     pushed = client_.Push(push);  // no next iteration: nothing to pull
   } else {

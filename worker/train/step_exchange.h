@@ -32,7 +32,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <optional>
 #include <vector>
 
@@ -144,8 +143,8 @@ class StepExchange {
   StepExchange(ps::Client& client, const ps::JobConfig& job, int num_variables,
                TableExchange tables, Divergence& divergence, const std::atomic<bool>* stop);
 
-  using PushFuture = std::future<Result<ps::PushReport>>;
-  using PullFuture = std::future<Result<ps::PulledVariable>>;
+  using PushFuture = Future<Result<ps::PushReport>>;
+  using PullFuture = Future<Result<ps::PulledVariable>>;
 
   void PullAt(int v, int64_t min_version, int64_t clock, bool exact) REQUIRES(mu_);
   void SendBucketLocked() REQUIRES(bucket_mu_) EXCLUDES(mu_);
@@ -165,7 +164,7 @@ class StepExchange {
   // Loads a pulled variable into every tower.
   static ValueSink IntoTowers(TowerGroup& towers);
   template <typename Reply>
-  Reply Await(std::future<Reply>& reply) const;
+  Reply Await(Future<Reply>& reply) const;
 
   ps::Client& client_;
   const PullPolicy& policy_;

@@ -35,7 +35,7 @@ TableExchange::TableExchange(ps::Client& client, std::vector<uint32_t> variables
 }
 
 template <typename Reply>
-Reply TableExchange::Await(std::future<Reply>& reply) const {
+Reply TableExchange::Await(Future<Reply>& reply) const {
   return AwaitUnlessStopped(reply, stop_);
 }
 
@@ -130,9 +130,9 @@ void TableExchange::DropAhead() {
   }
 }
 
-std::future<Result<ps::PulledVariable>> TableExchange::PullAside(int index,
-                                                                 std::span<const uint64_t> ids,
-                                                                 ps::UniqueIds* unique) {
+Future<Result<ps::PulledVariable>> TableExchange::PullAside(int index,
+                                                            std::span<const uint64_t> ids,
+                                                            ps::UniqueIds* unique) {
   const Table& t = tables_.at(static_cast<size_t>(index));
   *unique = Unique(t, ids);
   return client_.Pull({.variable_id = t.variable,
@@ -143,7 +143,7 @@ std::future<Result<ps::PulledVariable>> TableExchange::PullAside(int index,
 }
 
 Result<ps::PulledVariable> TableExchange::AwaitAside(
-    std::future<Result<ps::PulledVariable>>& pull) const {
+    Future<Result<ps::PulledVariable>>& pull) const {
   return Await(pull);
 }
 
@@ -299,7 +299,7 @@ void TableExchange::DrainPushes() {
 
 Status TableExchange::Probe(int64_t version, bool exact, int64_t* lowest, int64_t* highest,
                             int64_t* clock) {
-  std::vector<std::future<Result<ps::PulledVariable>>> probes;
+  std::vector<Future<Result<ps::PulledVariable>>> probes;
   for (const Table& t : tables_) {
     probes.push_back(client_.Pull({.variable_id = t.variable,
                                    .ids = Tensor::Empty({0}, DType::kUInt64),
@@ -316,7 +316,7 @@ Status TableExchange::Probe(int64_t version, bool exact, int64_t* lowest, int64_
 }
 
 Status TableExchange::LoadForEvaluation(const Batch& batch, Model<float>& model) {
-  std::vector<std::future<Result<ps::PulledVariable>>> pulls;
+  std::vector<Future<Result<ps::PulledVariable>>> pulls;
   for (Table& t : tables_) {
     if (!t.input) return FailedPreconditionError("a fed table has no evaluation batches");
     t.eval_ids = Unique(t, TableIds(batch, *t.input));

@@ -23,7 +23,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <optional>
 #include <span>
 #include <vector>
@@ -98,10 +97,10 @@ class TableExchange {
   // A lookup that is not the step's (an evaluation's: no gradient will be pushed for it): `ids`'
   // rows at the version Pull() named, pulled without joining table t's ids of the step, so that
   // many such lookups cost each its own rows. `*unique` gets the ids, each once.
-  std::future<Result<ps::PulledVariable>> PullAside(int t, std::span<const uint64_t> ids,
-                                                    ps::UniqueIds* unique);
+  Future<Result<ps::PulledVariable>> PullAside(int t, std::span<const uint64_t> ids,
+                                               ps::UniqueIds* unique);
   // Waits for a PullAside (kCancelled when stopped).
-  Result<ps::PulledVariable> AwaitAside(std::future<Result<ps::PulledVariable>>& pull) const;
+  Result<ps::PulledVariable> AwaitAside(Future<Result<ps::PulledVariable>>& pull) const;
   // Waits for the rows pulled for the prepared (or fed) ids and hands them to `sink`: every
   // table's whose pull went, or table t's. Returns the lowest version they are at (the version
   // the step computes from); INT64_MAX when no pull went.
@@ -153,9 +152,9 @@ class TableExchange {
     bool prepared = false;
     std::vector<uint32_t> current_bags, next_bags, staged_bags, eval_bags;  // EmbeddingBags'
 
-    ps::PulledVariable rows;                       // current's rows
-    std::future<Result<ps::PulledVariable>> pull;  // next's
-    std::future<Result<ps::PushReport>> push;
+    ps::PulledVariable rows;                  // current's rows
+    Future<Result<ps::PulledVariable>> pull;  // next's
+    Future<Result<ps::PushReport>> push;
     ps::UniqueIds eval_ids;
     ps::PulledVariable eval_rows;
   };
@@ -176,7 +175,7 @@ class TableExchange {
   // Waits for t's pull and hands its rows to `sink`; their version.
   Result<int64_t> Receive(int index, const RowSink& sink);
   template <typename Reply>
-  Reply Await(std::future<Reply>& reply) const;
+  Reply Await(Future<Reply>& reply) const;
 
   ps::Client& client_;
   const std::atomic<bool>* const stop_;
