@@ -138,6 +138,11 @@ Status ExecEvalOnly(const LaunchOptions& o) {
   if (o.checkpoint_dir.empty()) {
     return InvalidArgumentError("--eval-only needs --checkpoint-dir, the directory a job wrote");
   }
+  if (o.bind_cores) {
+    return InvalidArgumentError(
+        "--bind-cores binds a job's servers and workers; --eval-only runs one worker in this "
+        "process's place, on the CPUs this process has: drop --bind-cores (taskset chooses them)");
+  }
   std::vector<std::string> argv = {WorkerBinary(o), "--eval-only", "--checkpoint-dir",
                                    o.checkpoint_dir};
   const std::vector<std::string> job = WorkerJobArgs(o);

@@ -73,6 +73,11 @@ TEST_F(CheckpointJobTest, AFinishedJobIsExtendedEvaluatedAndExported) {
             std::string::npos)
       << dir_.Read("eval_cnn.out");
 
+  // --bind-cores has no job to bind there: refused, not ignored.
+  EXPECT_EQ(Launch("eval_bound", {"--eval-only", "--bind-cores", "--checkpoint-dir", ckpt}), 2);
+  EXPECT_NE(dir_.Read("eval_bound.out").find("drop --bind-cores"), std::string::npos)
+      << dir_.Read("eval_bound.out");
+
   // numpy reads it: names, shapes and dtype, and the values are the final parameters.
   const std::string check =
       "import numpy as np, sys\n"
