@@ -35,20 +35,28 @@ std::string ProcessGroup::FilePath(size_t i, const std::string& extension) const
   return (std::filesystem::path(log_dir_) / (FileName(children_[i]->tag) + extension)).string();
 }
 
-Result<size_t> ProcessGroup::Start(const std::string& tag, std::vector<std::string> argv,
-                                   std::vector<std::string> extra_env, StopBy stop_by,
-                                   const std::string& stdin_line, std::vector<int> cpus) {
+Result<size_t> ProcessGroup::Start(ChildSpec spec) {
   SubprocessOptions o;
-  o.argv = std::move(argv);
-  o.extra_env = std::move(extra_env);
-  o.cpus = std::move(cpus);
+  o.argv = std::move(spec.argv);
+  o.extra_env = std::move(spec.extra_env);
+  o.cpus = std::move(spec.cpus);
   o.capture_output = true;
-  o.stdin_pipe = stop_by == StopBy::kClosingStdin;
+  o.stdin_pipe = spec.stop_by == StopBy::kClosingStdin;
   TOWERPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(o));
-  if (!stdin_line.empty()) TOWERPS_RETURN_IF_ERROR(p.WriteStdin(stdin_line).WithContext(tag));
-  auto child = std::make_unique<Child>(
-      Child{tag, std::move(o), stdin_line, std::move(p), stop_by, {}, {}, {}, false});
-  const std::string path = (std::filesystem::path(log_dir_) / (FileName(tag) + ".log")).string();
+  if (!spec.stdin_line.empty()) {
+    TOWERPS_RETURN_IF_ERROR(p.WriteStdin(spec.stdin_line).WithContext(spec.tag));
+  }
+  const std::string path =
+      (std::filesystem::path(log_dir_) / (FileName(spec.tag) + ".log")).string();
+  auto child = std::make_unique<Child>(Child{std::move(spec.tag),
+                                             std::move(o),
+                                             std::move(spec.stdin_line),
+                                             std::move(p),
+                                             spec.stop_by,
+                                             {},
+                                             {},
+                                             {},
+                                             false});
   child->log.open(path);
   if (!child->log) return IoError(path + ": cannot create the log file");
   children_.push_back(std::move(child));

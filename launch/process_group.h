@@ -29,6 +29,19 @@ namespace towerps::launch {
 
 enum class StopBy { kSigterm, kClosingStdin };
 
+// One child to start: its tag, command line and environment, how it is stopped, what its stdin
+// gets first (kClosingStdin only: how a secret reaches a remote process without a command
+// line), and the CPUs it runs on (SubprocessOptions::cpus; empty: this process's), restarts
+// included.
+struct ChildSpec {
+  std::string tag;
+  std::vector<std::string> argv;
+  std::vector<std::string> extra_env = {};
+  StopBy stop_by = StopBy::kSigterm;
+  std::string stdin_line = "";
+  std::vector<int> cpus = {};
+};
+
 class ProcessGroup {
  public:
   explicit ProcessGroup(std::string log_dir);
@@ -36,12 +49,8 @@ class ProcessGroup {
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
-  // Starts a child; returns its index. `stdin_line` (kClosingStdin only) is written to the
-  // child's stdin first: how a secret reaches a remote process without a command line. `cpus`:
-  // the cores it runs on (SubprocessOptions::cpus; empty: this process's), restarts included.
-  Result<size_t> Start(const std::string& tag, std::vector<std::string> argv,
-                       std::vector<std::string> extra_env = {}, StopBy stop_by = StopBy::kSigterm,
-                       const std::string& stdin_line = "", std::vector<int> cpus = {});
+  // Starts a child; returns its index.
+  Result<size_t> Start(ChildSpec spec);
   // What Restart(i) runs from now on (e.g. a server's free port, fixed once it is known).
   void SetArgv(size_t i, std::vector<std::string> argv) {
     children_[i]->options.argv = std::move(argv);

@@ -187,8 +187,10 @@ Status HostfileLauncher::Run() {
     }
     std::fflush(stdout);
     if (supervisor.interrupted()) return supervisor.Cancel();
-    TOWERPS_ASSIGN_OR_RETURN(size_t i, group.Start(tag, SshArgv(ssh_, p.host, argv), {},
-                                                   StopBy::kClosingStdin, secret_line));
+    TOWERPS_ASSIGN_OR_RETURN(size_t i, group.Start({.tag = tag,
+                                                    .argv = SshArgv(ssh_, p.host, argv),
+                                                    .stop_by = StopBy::kClosingStdin,
+                                                    .stdin_line = secret_line}));
     supervisor.SetHost(i, p.host);
     table << (p.server ? "ps " : "worker ") << p.rank << " host " << p.host << " pid "
           << group.pid(i) << " log " << group.LogPath(i) << "\n";

@@ -150,9 +150,10 @@ Result<std::vector<std::string>> LocalLauncher::StartServers(Job& job) {
     std::vector<std::string> argv =
         ServerArgv(o, r, o.base_port ? o.base_port + r : ports[r], peers_);
     argv.insert(argv.end(), {"--ready-file", ready});
-    TOWERPS_ASSIGN_OR_RETURN(
-        size_t i, job.group.Start("ps:" + std::to_string(r), argv, job.secret_env, StopBy::kSigterm,
-                                  "", binding_.Server(r)));
+    TOWERPS_ASSIGN_OR_RETURN(size_t i, job.group.Start({.tag = "ps:" + std::to_string(r),
+                                                        .argv = argv,
+                                                        .extra_env = job.secret_env,
+                                                        .cpus = binding_.Server(r)}));
     job.table << "ps " << r << " pid " << job.group.pid(i) << " log " << job.group.LogPath(i)
               << "\n";
     ready_files.push_back(ready);
@@ -196,9 +197,10 @@ Status LocalLauncher::StartWorkers(Job& job, const std::vector<std::string>& end
     std::vector<std::string> env = job.secret_env;
     if (const std::string gpu = GpusForRank(w, GpusNeeded(o.worker.towers)); !gpu.empty())
       env.push_back("CUDA_VISIBLE_DEVICES=" + gpu);
-    TOWERPS_ASSIGN_OR_RETURN(
-        size_t i, job.group.Start("worker:" + std::to_string(w), WorkerArgv(o, w, endpoints), env,
-                                  StopBy::kSigterm, "", binding_.Worker(w)));
+    TOWERPS_ASSIGN_OR_RETURN(size_t i, job.group.Start({.tag = "worker:" + std::to_string(w),
+                                                        .argv = WorkerArgv(o, w, endpoints),
+                                                        .extra_env = env,
+                                                        .cpus = binding_.Worker(w)}));
     job.table << "worker " << w << " pid " << job.group.pid(i) << " log " << job.group.LogPath(i)
               << "\n";
   }
