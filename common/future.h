@@ -8,11 +8,12 @@
 // microsecond and a few percent of the job's CPU (docs/PERFORMANCE.md).
 //
 // Contract: the std::future subset the code base uses: valid(), wait(), wait_for() and get(),
-// which moves the value out once and leaves the future invalid. A Promise is fulfilled at most
-// once, from any thread. T must be constructible from a Status (Status and Result<U> are): a
-// promise destroyed unfulfilled leaves its future an InternalError saying so, where
-// std::future's get() would throw std::future_error. Waits are bounded by the caller
-// (wait_for); wait() is for values known to be on their way.
+// which moves the value out once and leaves the future invalid; futures move and do not copy. A
+// Promise gives its future once and is fulfilled at most once, from any thread; misuse (a second
+// value or future, waiting on an invalid future) fails a TOWERPS_CHECK. T must be constructible
+// from a Status (Status and Result<U> are): a promise destroyed unfulfilled leaves its future an
+// InternalError saying so, where std::future's get() would throw std::future_error. Waits are
+// bounded by the caller (wait_for); wait() is for values known to be on their way.
 #ifndef TOWERPS_COMMON_FUTURE_H_
 #define TOWERPS_COMMON_FUTURE_H_
 
@@ -57,26 +58,33 @@ template <typename T>
 class Future {
  public:
   Future() = default;
+  Future(Future&&) noexcept = default;
+  Future& operator=(Future&&) noexcept = default;
+  Future(const Future&) = delete;  // one reader: get() moves the value out
+  Future& operator=(const Future&) = delete;
 
   bool valid() const { return state_ != nullptr; }
 
   void wait() const {
-    State& s = *state_;
+    State& s = state();
     MutexLock lock(&s.mu);
     ++s.waiting;
     while (!s.value.has_value()) s.ready_cv.Wait(&s.mu);
     --s.waiting;
   }
 
+  // A limit of zero or less only looks: no wait, no wake-up asked of the producer.
   template <typename Rep, typename Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& limit) const {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    State& s = *state_;
+    State& s = state();
     MutexLock lock(&s.mu);
-    ++s.waiting;
-    while (!s.value.has_value() && s.ready_cv.WaitUntil(&s.mu, deadline)) {
+    if (!s.value.has_value() && limit > limit.zero()) {
+      const auto deadline = std::chrono::steady_clock::now() + limit;
+      ++s.waiting;
+      while (!s.value.has_value() && s.ready_cv.WaitUntil(&s.mu, deadline)) {
+      }
+      --s.waiting;
     }
-    --s.waiting;
     return s.value.has_value() ? std::future_status::ready : std::future_status::timeout;
   }
 
@@ -94,6 +102,11 @@ class Future {
   friend class Promise;
   explicit Future(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
+  State& state() const {
+    TOWERPS_CHECK(state_ != nullptr) << "waiting on an invalid Future (default-made, or read)";
+    return *state_;
+  }
+
   std::shared_ptr<State> state_;
 };
 
@@ -101,7 +114,7 @@ template <typename T>
 class Promise {
  public:
   Promise() : state_(std::make_shared<State>()) {}
-  Promise(Promise&&) = default;
+  Promise(Promise&&) noexcept = default;  // the moved-from promise holds nothing
   Promise& operator=(Promise&&) = delete;
   Promise(const Promise&) = delete;
   Promise& operator=(const Promise&) = delete;
@@ -111,10 +124,15 @@ class Promise {
     state_->Set(T(InternalError("a TowerPS call was abandoned before it had a result")));
   }
 
-  // Once per promise: the first get_future() shares its state.
-  Future<T> get_future() { return Future<T>(state_); }
+  // Once per promise.
+  Future<T> get_future() {
+    TOWERPS_CHECK(state_ != nullptr && !retrieved_) << "a Promise's future taken twice, or moved";
+    retrieved_ = true;
+    return Future<T>(state_);
+  }
 
   void set_value(T value) {
+    TOWERPS_CHECK(state_ != nullptr) << "set_value on a moved-from Promise";
     fulfilled_ = true;
     state_->Set(std::move(value));
   }
@@ -122,6 +140,7 @@ class Promise {
  private:
   using State = internal::FutureState<T>;
   std::shared_ptr<State> state_;
+  bool retrieved_ = false;
   bool fulfilled_ = false;
 };
 

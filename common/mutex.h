@@ -5,7 +5,8 @@
 // Contract: Mutex is not recursive. MutexLock holds a Mutex for its scope. A CondVar's Wait*
 // calls take the Mutex the caller holds (as Abseil's do, so the analysis sees which); waits may
 // wake spuriously, so callers loop on their condition. Every wait on a peer has a deadline:
-// WaitUntil (Wait is for idle threads that a stop request wakes).
+// WaitUntil (Wait is for idle threads that a stop request wakes, and for a Future's value
+// already on its way, common/future.h).
 #ifndef TOWERPS_COMMON_MUTEX_H_
 #define TOWERPS_COMMON_MUTEX_H_
 

@@ -21,7 +21,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <span>
 #include <string>
 #include <vector>

@@ -78,9 +78,9 @@ class ZmqSocket final : public Socket {
     // Draining (no time left): the first frame's non-blocking receive is the readiness check.
     // Asking ZMQ_EVENTS first costs two system calls a message (its mailbox's fork check and
     // poll), which a worker's I/O thread paid dozens of times a step.
-    TOWERPS_ASSIGN_OR_RETURN(bool ready, deadline.expired()
-                                             ? Result<bool>(true)
-                                             : WaitFor(socket_, ZMQ_POLLIN, deadline));
+    const bool draining = waited_ms == 0;
+    TOWERPS_ASSIGN_OR_RETURN(
+        bool ready, draining ? Result<bool>(true) : WaitFor(socket_, ZMQ_POLLIN, deadline));
     if (!ready) {
       return TimeoutError("no message arrived on " + endpoint_ + " within " +
                           std::to_string(waited_ms) + " ms");
@@ -96,8 +96,8 @@ class ZmqSocket final : public Socket {
       for (;;) {
         zmq::message_t frame;
         if (!socket_.recv(frame, first ? zmq::recv_flags::dontwait : zmq::recv_flags::none)) {
-          return TimeoutError("no message arrived on " + endpoint_ + " within " +
-                              std::to_string(waited_ms) + " ms");
+          return TimeoutError(draining ? "no message waiting on " + endpoint_
+                                       : "message on " + endpoint_ + " vanished after poll");
         }
         const bool more = frame.more();
         bytes += frame.size();

@@ -56,6 +56,53 @@ TEST(FutureTest, AnAbandonedPromiseIsAnErrorNotAHang) {
   EXPECT_NE(r.status().message().find("abandoned"), std::string::npos) << r.status().message();
 }
 
+TEST(FutureTest, AMovedPromiseKeepsItsFutureAndTheMovedFromOneAbandonsNothing) {
+  Promise<Result<int>> first;
+  Future<Result<int>> future = first.get_future();
+  Promise<Result<int>> second(std::move(first));
+  { Promise<Result<int>> gone(std::move(first)); }  // holds no state: its end changes nothing
+  EXPECT_EQ(future.wait_for(milliseconds(0)), std::future_status::timeout);
+  second.set_value(7);
+  EXPECT_EQ(*future.get(), 7);
+}
+
+TEST(FutureTest, ATimedWaitRacingTheValueSeesItOrTimesOutNeverHangs) {
+  for (int i = 0; i < 200; ++i) {
+    Promise<Result<int>> promise;
+    Future<Result<int>> future = promise.get_future();
+    std::thread producer([&] { promise.set_value(i); });
+    const std::future_status first = future.wait_for(std::chrono::microseconds(50));
+    producer.join();
+    if (first == std::future_status::timeout) {
+      ASSERT_EQ(future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    }
+    ASSERT_EQ(*future.get(), i);
+  }
+}
+
+TEST(FutureTest, MisuseFailsACheckNamingIt) {
+  EXPECT_DEATH(
+      {
+        Future<Status> invalid;
+        invalid.wait();
+      },
+      "invalid Future");
+  EXPECT_DEATH(
+      {
+        Promise<Status> p;
+        Future<Status> a = p.get_future();
+        Future<Status> b = p.get_future();
+      },
+      "taken twice");
+  EXPECT_DEATH(
+      {
+        Promise<Status> p;
+        p.set_value(Status::Ok());
+        p.set_value(Status::Ok());
+      },
+      "fulfilled twice");
+}
+
 TEST(FutureTest, ReadyFutureIsReady) {
   Future<Result<int>> f = ReadyFuture(Result<int>(42));
   EXPECT_EQ(f.wait_for(milliseconds(0)), std::future_status::ready);
