@@ -89,8 +89,6 @@ Future<Result<T>> Ready(Result<T> r) {
   return ReadyFuture(std::move(r));
 }
 
-inline Future<Status> ReadyStatus(Status s) { return ReadyFuture(std::move(s)); }
-
 }  // namespace towerps::ps::internal
 
 #endif  // TOWERPS_PS_CLIENT_CALL_JOIN_H_

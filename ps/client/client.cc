@@ -15,7 +15,6 @@ namespace {
 using internal::Join;
 using internal::MergePush;
 using internal::Ready;
-using internal::ReadyStatus;
 using internal::StatusJoin;
 
 // The number of elements of a variable: the sum over its chunks.
@@ -171,9 +170,9 @@ Future<Status> Client::Init(uint32_t variable_id, const Tensor& value) {
   const auto chunks = placement().ChunksOf(variable_id);
   const int64_t total = ElementsOf(chunks);
   if (value.num_elements() != total) {
-    return ReadyStatus(InvalidArgumentError("Init of variable " + std::to_string(variable_id) +
-                                            " with " + std::to_string(value.num_elements()) +
-                                            " elements, expected " + std::to_string(total)));
+    return ReadyFuture<Status>(InvalidArgumentError(
+        "Init of variable " + std::to_string(variable_id) + " with " +
+        std::to_string(value.num_elements()) + " elements, expected " + std::to_string(total)));
   }
   auto join = std::make_shared<StatusJoin>(static_cast<int>(chunks.size()));
   auto future = join->promise.get_future();
