@@ -14,6 +14,7 @@ PACKAGES=(
   zlib1g-dev libzip-dev
   librocksdb-dev rocksdb-tools
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev
+  libgoogle-perftools-dev
   dataset-fashion-mnist
   openmpi-bin
   slurm-wlm munge
