@@ -44,6 +44,16 @@ void WriteVersionsAndClocks(int64_t version, int64_t updates, int64_t previous_v
 
 }  // namespace
 
+OutgoingMessage NewReplicateMessage(const ChunkSpec& spec, proto::ReplicaOp op) {
+  OutgoingMessage m(proto::MessageType::REPLICATE);
+  auto h = m.header();
+  h.setSenderRole(proto::Role::SERVER);
+  h.setVariableId(spec.variable_id);
+  h.setChunkId(spec.chunk_id);
+  h.setReplicaOp(op);
+  return m;
+}
+
 void AddReplicaState(const ChunkState& s, OutgoingMessage* msg) {
   auto r = msg->header().initReplicaState();
   WriteVersionsAndClocks(s.version, s.updates, s.previous_version, s.worker_clocks, r);

@@ -1,5 +1,6 @@
 // A holder's whole replicated state on the wire (--ps-replicas 2): what a primary sends a
-// joining backup (Header.replicaState and its tensors), and its checked reading there. Which
+// joining backup (Header.replicaState and its tensors), and its checked reading there; and the
+// replicate message every forward to a backup is. Which
 // servers hold which groups is job/replica_placement.h; the forwards are ps/server/shard.h's.
 //
 // Contract: free functions on values; thread-safe.
@@ -13,6 +14,9 @@
 #include "towerps/result.h"
 
 namespace towerps::ps {
+
+// A replicate message from a server for the chunk or table partition of `spec`, carrying `op`.
+OutgoingMessage NewReplicateMessage(const ChunkSpec& spec, proto::ReplicaOp op);
 
 // Adds `state` to a replicate message: Header.replicaState and its tensors (see the schema).
 void AddReplicaState(const ChunkState& state, OutgoingMessage* msg);

@@ -158,6 +158,7 @@ Status Server::Run() {
         HandleMessage(std::move(msg).value());
       }
     }
+    shards_.Idle();
     for (ServerOutput& out : outbox_.DrainAll()) {
       if (auto* m = std::get_if<OutgoingMessage>(&out)) {
         SendOrLog(std::move(*m));

@@ -2,7 +2,8 @@
 // the I/O thread that calls Run) and `threads` shards that own the chunks placed on this rank.
 //
 // Message handling on the I/O thread: ping, register (configuration and model checks, placement),
-// stats and shutdown are answered there; init, push and pull go to the owning shard. Checkpoints
+// stats and shutdown are answered there; init, push and pull go to the owning shard. With one
+// shard (`threads` 1) the I/O thread runs it itself, and a request costs no thread switch. Checkpoints
 // are taken from shard snapshots at least every `checkpoint_every` versions and at shutdown
 // (ps/server/checkpointer.h), and
 // restored at start when a checkpoint file exists.

@@ -13,14 +13,14 @@ namespace towerps::ps {
 
 Shard::Shard(int index, const JobConfig& config, Mailbox<ServerOutput>* outbox,
              BusyClock* update_clock)
-    : index_(index), config_(config), outbox_(outbox) {
+    : index_(index), config_(config), outbox_(outbox), finished_(config) {
   counters_.busy = update_clock;  // a backup's replays are not in the stats: nor here
 }
 
 Shard::~Shard() { Stop(); }
 
 size_t Shard::Add(std::unique_ptr<Holder> holder, ReplicaRole role) {
-  TOWERPS_CHECK(!thread_.joinable()) << "Add after Start";
+  TOWERPS_CHECK(!started_) << "Add after Start";
   const size_t index = holders_.size();
   if (role.kind != ReplicaRole::Kind::kOnly && config_.mode == UpdateMode::kSync) {
     holder->set_step_hook([this, index](int64_t step, const std::vector<Tensor>& sums, int k) {
@@ -39,7 +39,7 @@ std::string Shard::Where(size_t index) const {
          (spec.is_table() ? " partition " : " chunk ") + std::to_string(spec.chunk_id);
 }
 
-void Shard::Start() {
+void Shard::Start(bool own_thread) {
   versions_ = std::make_unique<std::atomic<int64_t>[]>(holders_.size());
   for (size_t i = 0; i < holders_.size(); ++i) versions_[i].store(holders_[i]->version());
   // Restored from a checkpoint: the backup restored its own, maybe of another version; it takes
@@ -48,15 +48,35 @@ void Shard::Start() {
   for (size_t i = 0; i < holders_.size(); ++i) {
     if (roles_[i].backup_live && holders_[i]->initialized()) Forward(i, proto::ReplicaOp::STATE);
   }
-  thread_ = std::thread([this] { Loop(); });
+  own_thread_ = own_thread;
+  started_ = true;
+  if (own_thread_) {
+    thread_ = std::thread([this] { Loop(); });
+    return;
+  }
+  while (std::optional<ShardTask> task = inbox_.TryPop()) Run(std::move(*task));
 }
 
 void Shard::Stop() {
-  if (!thread_.joinable()) return;
+  if (!started_) return;
+  started_ = false;
+  if (!own_thread_) return outbox_.Flush();  // what it holds goes first
   ShardTask stop;
   stop.kind = ShardTask::Kind::kStop;
-  Post(std::move(stop));
+  inbox_.Push(std::move(stop));
   thread_.join();
+}
+
+void Shard::Post(ShardTask task) {
+  // Before Start (or after Stop) a task waits in the inbox, as for a shard with a thread.
+  if (own_thread_ || !started_) return inbox_.Push(std::move(task));
+  Run(std::move(task));
+}
+
+void Shard::Idle() {
+  TOWERPS_CHECK(!own_thread_) << "Idle is for a shard without a thread of its own";
+  DropSilentBackups();
+  outbox_.Flush();
 }
 
 int64_t Shard::MinVersion() const {
@@ -80,33 +100,37 @@ void Shard::Loop() {
       task = inbox_.WaitPop(NextWake());
     }
     DropSilentBackups();
-    if (!task) continue;
-    switch (task->kind) {
-      case ShardTask::Kind::kStop:
-        return outbox_.Flush();  // what it holds goes first
-      case ShardTask::Kind::kSnapshot: {
-        SnapshotPart part;
-        part.shard = index_;
-        for (const auto& h : holders_) part.states.push_back(h->SaveCheckpoint(task->save));
-        if (task->meet) task->meet();  // e.g. no shard writes to the tier till it is kept
-        outbox_.Push(std::move(part));
-        break;
-      }
-      case ShardTask::Kind::kRequest:
-        Handle(task->chunk, std::move(*task->message));
-        break;
-      case ShardTask::Kind::kPromote:
-      case ShardTask::Kind::kPeerJoined:
-        Promote(task->chunk, task->kind == ShardTask::Kind::kPeerJoined);
-        break;
-      case ShardTask::Kind::kAck:
-        Acknowledged(task->chunk, task->version);
-        break;
-      case ShardTask::Kind::kWorkerFinished:
-        WorkerFinished(task->worker, task->version);
-        break;
-    }
+    if (task && !Run(std::move(*task))) return outbox_.Flush();  // what it holds goes first
   }
+}
+
+bool Shard::Run(ShardTask task) {
+  switch (task.kind) {
+    case ShardTask::Kind::kStop:
+      return false;
+    case ShardTask::Kind::kSnapshot: {
+      SnapshotPart part;
+      part.shard = index_;
+      for (const auto& h : holders_) part.states.push_back(h->SaveCheckpoint(task.save));
+      if (task.meet) task.meet();  // e.g. no shard writes to the tier till it is kept
+      outbox_.Push(std::move(part));
+      break;
+    }
+    case ShardTask::Kind::kRequest:
+      Handle(task.chunk, std::move(*task.message));
+      break;
+    case ShardTask::Kind::kPromote:
+    case ShardTask::Kind::kPeerJoined:
+      Promote(task.chunk, task.kind == ShardTask::Kind::kPeerJoined);
+      break;
+    case ShardTask::Kind::kAck:
+      Acknowledged(task.chunk, task.version);
+      break;
+    case ShardTask::Kind::kWorkerFinished:
+      WorkerFinished(task.worker, task.version);
+      break;
+  }
+  return true;
 }
 
 void Shard::Handle(size_t index, IncomingMessage msg) {
@@ -233,7 +257,7 @@ void Shard::AnswerOrWait(size_t index, Waiter waiter) {
     Reply(index, waiter);
     return;
   }
-  if (const std::string why = Unreachable(waiter.ask); !why.empty()) {
+  if (const std::string why = finished_.WhyUnreachable(waiter.ask.version); !why.empty()) {
     outbox_.Push(ErrorReply(waiter.request, FailedPreconditionError(why)));
     return;
   }
@@ -261,28 +285,16 @@ bool Shard::PullReady(size_t index, const PullAsk& ask) const {
   return !role.backup_live || role.acked >= ask.version;
 }
 
-std::string Shard::Unreachable(const PullAsk& ask) const {
-  if (config_.mode != UpdateMode::kSync || config_.EffectiveReplicas() < config_.workers) return {};
-  for (const auto& [worker, steps] : finished_) {
-    if (ask.version <= steps) continue;
-    return "worker " + std::to_string(worker) + " finished at step " + std::to_string(steps) +
-           "; step " + std::to_string(steps + 1) +
-           " cannot complete without it (a sync step takes a gradient from every worker: give "
-           "every worker the same number of steps, or let a step take fewer gradients with "
-           "--replicas-to-aggregate)";
-  }
-  return {};
-}
-
 void Shard::WorkerFinished(int worker, int64_t last_step) {
-  finished_[worker] = last_step;
+  finished_.Add(worker, last_step);
   for (size_t i = 0; i < waiters_.size(); ++i) {
     auto& waiting = waiters_[i];
     auto doomed = std::stable_partition(waiting.begin(), waiting.end(), [&](const Waiter& w) {
-      return PullReady(i, w.ask) || Unreachable(w.ask).empty();
+      return PullReady(i, w.ask) || finished_.WhyUnreachable(w.ask.version).empty();
     });
     for (auto it = doomed; it != waiting.end(); ++it) {
-      outbox_.Push(ErrorReply(it->request, FailedPreconditionError(Unreachable(it->ask))));
+      outbox_.Push(ErrorReply(it->request,
+                              FailedPreconditionError(finished_.WhyUnreachable(it->ask.version))));
     }
     waiting.erase(doomed, waiting.end());
   }

@@ -26,15 +26,15 @@
 // died) refuses the old primary's forwards, which tells a primary that was only thought dead
 // that it has been replaced (ps/server/server.h).
 //
-// Contract: Add() only before Start(). Post() is thread-safe. Stop() joins the thread; after it,
-// holders() may be read by the caller.
+// Contract: Add() only before Start(). With a thread of its own, Post() is thread-safe and Stop()
+// joins the thread; without (a server with one shard runs it on its I/O thread), Post(), Idle()
+// and Stop() come from one thread. After Stop(), holders() may be read by the caller.
 #ifndef TOWERPS_PS_SERVER_SHARD_H_
 #define TOWERPS_PS_SERVER_SHARD_H_
 
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -46,6 +46,7 @@
 #include "common/mailbox.h"
 #include "common/message.h"
 #include "job/version.h"
+#include "ps/server/finished_workers.h"
 #include "ps/server/holder.h"
 #include "ps/server/server_stats.h"
 
@@ -110,8 +111,16 @@ class Shard {
 
   // Returns the holder's index (slot) in this shard.
   size_t Add(std::unique_ptr<Holder> holder, ReplicaRole role = {});
-  void Start();
-  void Post(ShardTask task) { inbox_.Push(std::move(task)); }
+  // own_thread: the shard runs its tasks on a thread of its own, and Post() only queues them.
+  // Otherwise it runs each on the caller's thread at once: Post, Idle and Stop must then come
+  // from that one thread.
+  void Start(bool own_thread = true);
+  void Post(ShardTask task);
+  // Without a thread of its own: sends what the tasks so far produced (their replies are held
+  // until then, as the shard's own thread holds them until its inbox is empty) and drops
+  // backups that stopped acknowledging. Call it before the caller waits; at least every
+  // 100 ms or so.
+  void Idle();
   void Stop();
 
   const ShardCounters& counters() const { return counters_; }
@@ -131,6 +140,7 @@ class Shard {
     std::string push_refusal{};  // a push's: why its gradient was refused; empty: taken
   };
   void Loop();
+  bool Run(ShardTask task);
   void Handle(size_t index, IncomingMessage msg);
   // An init or a push; whether the holder may have changed (pulls to answer).
   bool HandleInit(size_t index, IncomingMessage msg, bool forward);
@@ -145,10 +155,7 @@ class Shard {
   // Answers the pulls waiting on slot `index` that it can serve now.
   void AnswerReadyPulls(size_t index);
   bool PullReady(size_t index, const PullAsk& ask) const;
-  // Why a pull that is not ready never will be (a finished worker's missing step); empty if it
-  // may be.
-  std::string Unreachable(const PullAsk& ask) const;
-  // A finished worker: fails every waiting pull that is now Unreachable.
+  // A finished worker: fails every waiting pull that now never can be served.
   void WorkerFinished(int worker, int64_t last_step);
   void Reply(size_t index, const Waiter& waiter);
   // Replication (see above).
@@ -180,7 +187,9 @@ class Shard {
   ShardCounters replica_counters_;
   std::set<uint32_t> nonfinite_logged_;   // workers whose non-finite gradient was logged
   std::set<int> dropped_backups_logged_;  // peers whose silence was logged
-  std::map<int, int64_t> finished_;       // worker -> the steps it did before it left
+  FinishedWorkers finished_;
+  bool started_ = false;
+  bool own_thread_ = false;
   std::thread thread_;
 };
 

@@ -10,25 +10,10 @@
 
 namespace towerps::ps {
 
-namespace {
-
-// A replicate message for the chunk or table partition of `spec`, carrying `op`.
-OutgoingMessage NewForward(const ChunkSpec& spec, proto::ReplicaOp op) {
-  OutgoingMessage m(proto::MessageType::REPLICATE);
-  auto h = m.header();
-  h.setSenderRole(proto::Role::SERVER);
-  h.setVariableId(spec.variable_id);
-  h.setChunkId(spec.chunk_id);
-  h.setReplicaOp(op);
-  return m;
-}
-
-}  // namespace
-
 void Shard::Forward(size_t index, proto::ReplicaOp op, const std::vector<Tensor>& tensors,
                     const IncomingMessage* request) {
   const ChunkSpec& spec = holders_[index]->spec();
-  OutgoingMessage m = NewForward(spec, op);
+  OutgoingMessage m = NewReplicateMessage(spec, op);
   auto h = m.header();
   if (op == proto::ReplicaOp::STATE) {
     AddHolderState(holders_[index]->Save(/*replica=*/true), &m);
@@ -47,7 +32,7 @@ void Shard::Forward(size_t index, proto::ReplicaOp op, const std::vector<Tensor>
 
 void Shard::ForwardStep(size_t index, int64_t step, const std::vector<Tensor>& sums, int k) {
   const ChunkSpec& spec = holders_[index]->spec();
-  OutgoingMessage m = NewForward(spec, proto::ReplicaOp::STEP);
+  OutgoingMessage m = NewReplicateMessage(spec, proto::ReplicaOp::STEP);
   auto h = m.header();
   h.setVersion(step);
   h.setStepGradients(k);

@@ -55,8 +55,13 @@ class ShardSet {
   Status Restore(const HolderState& state, uint32_t variable_id, uint32_t chunk_id,
                  bool track_changes);
 
+  // Starts every shard: each on a thread of its own, or a single one on the caller's thread (the
+  // I/O thread's; Shard::Start). Stop() stops them and may be called again.
   void Start();
   void Stop();
+  // Call whenever the thread that posts (the I/O thread) is about to wait: a shard that runs on
+  // it sends what its tasks produced (Shard::Idle).
+  void Idle();
   bool started() const { return started_; }
   bool Holds(uint32_t variable_id, uint32_t chunk_id) const {
     return homes_.count({variable_id, chunk_id}) != 0;

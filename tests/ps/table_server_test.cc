@@ -139,15 +139,23 @@ std::vector<float> AllRows(Client& client, int64_t version) {
 class TableServerTest : public testing::ClusterTest {};
 
 // Three sync steps of two workers against two servers, over TCP and through shared memory,
-// with each push carrying the next pull and without, and the same steps applied to one
-// in-process partition holding every row: the same bits.
+// with each push carrying the next pull and without, on servers whose one shard runs on the I/O
+// thread (--threads 1) and on servers with three shard threads, and the same steps applied to
+// one in-process partition holding every row: the same bits.
 TEST_F(TableServerTest, RowsOverTwoServersHoldTheBitsOfOnePartitionOverTcpAndSharedMemory) {
+  struct Setup {
+    TransportPath path;
+    bool combined;
+    const char* threads;
+  };
   std::vector<std::vector<float>> results;
-  for (auto [path, combined] : {std::pair{TransportPath::kTcp, false},
-                                {TransportPath::kShm, false},
-                                {TransportPath::kTcp, true}}) {
+  for (const Setup& setup :
+       {Setup{TransportPath::kTcp, false, "1"}, Setup{TransportPath::kShm, false, "1"},
+        Setup{TransportPath::kTcp, true, "1"}, Setup{TransportPath::kShm, true, "3"}}) {
+    const auto [path, combined, threads] = setup;
     cluster_.reset();  // a cluster's directory is named by the test: one at a time
-    cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 2), "tables");
+    cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 2), "tables",
+                                         std::vector<std::string>{"--threads", threads});
     ASSERT_TRUE(cluster_->ok());
     auto clients = Connect(*cluster_, 2, path);
     TrainSync(clients, 2, 0, 3, combined);
@@ -164,6 +172,7 @@ TEST_F(TableServerTest, RowsOverTwoServersHoldTheBitsOfOnePartitionOverTcpAndSha
   }
   EXPECT_EQ(results[0], results[1]);
   EXPECT_EQ(results[0], results[2]);
+  EXPECT_EQ(results[0], results[3]);
 
   // The reference: one partition of the same job and table, fed each step's pushes.
   JobConfig one = Job(UpdateMode::kSync, 2, 1);
