@@ -104,9 +104,10 @@ class Mailbox {
 };
 
 // HeldPushes<T>: one producer's pushes to a mailbox, held until Flush() hands them over together
-// (one wake of the consumer for many items). A shard holds its replies while it still has tasks
-// queued, so that a bundle's parts, handled one after another, wake the server's I/O thread
-// once. Contract: one thread's; Flush() before that thread waits, so nothing is held meanwhile.
+// (one wake of the consumer for many items). A shard holds its replies until it would wait, so
+// that a bundle's parts, handled one after another, wake the server's I/O thread once (or, on
+// the I/O thread itself, make one drain). Contract: one thread's; Flush() before that thread
+// waits, so nothing is held meanwhile.
 template <typename T>
 class HeldPushes {
  public:

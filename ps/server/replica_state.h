@@ -1,7 +1,7 @@
 // A holder's whole replicated state on the wire (--ps-replicas 2): what a primary sends a
 // joining backup (Header.replicaState and its tensors), and its checked reading there; and the
-// replicate message every forward to a backup is. Which
-// servers hold which groups is job/replica_placement.h; the forwards are ps/server/shard.h's.
+// replicate message every forward to a backup is. Which servers hold which groups is
+// job/replica_placement.h; the forwards are ps/server/shard.h's.
 //
 // Contract: free functions on values; thread-safe.
 #ifndef TOWERPS_PS_SERVER_REPLICA_STATE_H_

@@ -130,7 +130,8 @@ Status Server::Run() {
                      << " threads)";
   auto next_log = Deadline::After(options_.stats_log_interval);
   auto next_event = Deadline::After(options_.event_interval);
-  constexpr auto kPollInterval = std::chrono::milliseconds(100);  // stop and join checks
+  // Stop and join checks, and a shard on this thread drops its silent backups (Shard::Idle).
+  constexpr auto kPollInterval = std::chrono::milliseconds(100);
   std::vector<Socket*> sockets = {socket_.get()};
   std::vector<int> link_ranks;
   replicas_.AppendSockets(&sockets, &link_ranks);
@@ -158,6 +159,9 @@ Status Server::Run() {
         HandleMessage(std::move(msg).value());
       }
     }
+    // Snapshots for a checkpoint are asked for before the shards' outputs go: a shard that runs
+    // on this thread takes them at once, and they leave with the rest.
+    if (shards_.started()) checkpoints_.Tick(shards_.shards());
     shards_.Idle();
     for (ServerOutput& out : outbox_.DrainAll()) {
       if (auto* m = std::get_if<OutgoingMessage>(&out)) {
@@ -168,7 +172,6 @@ Status Server::Run() {
         checkpoints_.Add(std::move(std::get<SnapshotPart>(out)));
       }
     }
-    if (shards_.started()) checkpoints_.Tick(shards_.shards());
     if (next_log.expired()) {
       LogStats();
       next_log = Deadline::After(options_.stats_log_interval);

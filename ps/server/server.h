@@ -3,10 +3,9 @@
 //
 // Message handling on the I/O thread: ping, register (configuration and model checks, placement),
 // stats and shutdown are answered there; init, push and pull go to the owning shard. With one
-// shard (`threads` 1) the I/O thread runs it itself, and a request costs no thread switch. Checkpoints
-// are taken from shard snapshots at least every `checkpoint_every` versions and at shutdown
-// (ps/server/checkpointer.h), and
-// restored at start when a checkpoint file exists.
+// shard (`threads` 1) and no replicas the I/O thread runs it itself: no thread switch a request.
+// Checkpoints are taken from shard snapshots at least every `checkpoint_every` versions and at
+// shutdown (ps/server/checkpointer.h), and restored at start when a checkpoint file exists.
 //
 // Replication (--ps-replicas 2, job/replica_placement.h): the server holds the chunks of every
 // group it is a replica of and a link to each server it shares a group with

@@ -42,7 +42,8 @@ void AddServerOptions(ServerFlags& f, po::options_description& desc) {
       "port", po::value(&f.options.port)->default_value(0), "TCP port; 0 picks a free one")(
       "threads", po::value(&f.threads)->default_value(f.threads),
       "threads owning chunks (each chunk has one owner): a number, or auto for half this "
-      "host's cores, 1 to 8; with 1, the thread that receives the requests owns the chunks")(
+      "host's cores, 1 to 8; with 1 and no replicas, the thread that receives the requests owns "
+      "the chunks")(
       "logdir", po::value(&f.options.logdir),
       "TensorBoard event files in DIR/ps-<rank>: updates, drops, bytes and staleness")(
       "checkpoint-dir", po::value(&f.options.checkpoint_dir),

@@ -104,7 +104,7 @@ void Shard::Loop() {
   }
 }
 
-bool Shard::Run(ShardTask task) {
+bool Shard::Run(ShardTask task) noexcept {
   switch (task.kind) {
     case ShardTask::Kind::kStop:
       return false;

@@ -1,11 +1,14 @@
-// Shard: a server thread that owns a set of holders (ps/server/holder.h: dense variables' chunks
+// Shard: the owner of a set of holders (ps/server/holder.h: dense variables' chunks
 // and tables' partitions) and serves their init, push and pull requests, so that each is touched by
 // one thread only and needs no lock. Each holder has a slot: its waiting pulls, version and
 // replica role. One set of handlers serves every kind; what differs by kind (a request's payload,
 // a reply's values, a replicated state) is the holder's.
 //
-// The server's I/O thread posts requests with Post(); the shard answers through the server's
-// outbox (replies to send, snapshots for checkpoints). A pull that cannot be answered yet (the
+// The server's I/O thread posts requests with Post(). The shard runs them on a thread of its own,
+// or, when it is the server's only one and no chunk is replicated, on the I/O thread itself, at
+// once (no thread switch a request). It answers through the server's outbox (replies to send,
+// snapshots for checkpoints), holding its outputs until it would wait: its thread's inbox is
+// empty, or the I/O thread calls Idle(). A pull that cannot be answered yet (the
 // chunk is below the asked version, not initialised, or SSP holds it back) waits inside the shard
 // and is answered by the update that makes it ready: no polling.
 //
@@ -26,9 +29,9 @@
 // died) refuses the old primary's forwards, which tells a primary that was only thought dead
 // that it has been replaced (ps/server/server.h).
 //
-// Contract: Add() only before Start(). With a thread of its own, Post() is thread-safe and Stop()
-// joins the thread; without (a server with one shard runs it on its I/O thread), Post(), Idle()
-// and Stop() come from one thread. After Stop(), holders() may be read by the caller.
+// Contract: Add() only before Start(). Start(), Post(), Idle() and Stop() come from one thread,
+// the server's I/O thread; Stop() joins the shard's own thread, if it has one. After Stop(),
+// holders() may be read by the caller.
 #ifndef TOWERPS_PS_SERVER_SHARD_H_
 #define TOWERPS_PS_SERVER_SHARD_H_
 
@@ -140,7 +143,9 @@ class Shard {
     std::string push_refusal{};  // a push's: why its gradient was refused; empty: taken
   };
   void Loop();
-  bool Run(ShardTask task);
+  // Runs one task; false for kStop. An exception escaping it ends the process, whichever thread
+  // runs it: a task half done may have changed a holder or forwarded to a backup.
+  bool Run(ShardTask task) noexcept;
   void Handle(size_t index, IncomingMessage msg);
   // An init or a push; whether the holder may have changed (pulls to answer).
   bool HandleInit(size_t index, IncomingMessage msg, bool forward);
@@ -175,7 +180,7 @@ class Shard {
 
   const int index_;
   const JobConfig& config_;
-  HeldPushes<ServerOutput> outbox_;  // the server's, flushed whenever the inbox is empty
+  HeldPushes<ServerOutput> outbox_;  // the server's, flushed before the shard would wait
   Mailbox<ShardTask> inbox_{/*wake_fd=*/false};
   std::vector<std::unique_ptr<Holder>> holders_;      // per slot
   std::vector<std::vector<Waiter>> waiters_;          // per slot

@@ -12,7 +12,8 @@
 namespace towerps::ps {
 
 ShardSet::ShardSet(int threads, const JobConfig& job, Mailbox<ServerOutput>* outbox,
-                   BusyClock* clock) {
+                   BusyClock* clock)
+    : replicated_(job.ps_replicas > 1) {
   for (int i = 0; i < threads; ++i)
     shards_.push_back(std::make_unique<Shard>(i, job, outbox, clock));
 }
@@ -66,14 +67,16 @@ void ShardSet::Start() {
   if (started_) return;
   // One shard runs on the caller's thread (the server's I/O thread): with no other shard to
   // overlap, a thread of its own would only add two thread switches to every request (about 7%
-  // of a sync DLRM job's CPU on 2 cores, docs/PERFORMANCE.md).
-  const bool own_threads = shards_.size() > 1;
-  for (auto& s : shards_) s->Start(own_threads);
+  // of a sync DLRM job's CPU on 2 cores, docs/PERFORMANCE.md). Not with replicas: a long task
+  // (a state sent to a joining backup, a checkpoint) would then keep the server from answering
+  // the pings that tell its workers it is alive, and they would fail over to its backup.
+  on_caller_thread_ = shards_.size() == 1 && !replicated_;
+  for (auto& s : shards_) s->Start(/*own_thread=*/!on_caller_thread_);
   started_ = true;
 }
 
 void ShardSet::Idle() {
-  if (started_ && shards_.size() == 1) shards_[0]->Idle();
+  if (started_ && on_caller_thread_) shards_[0]->Idle();
 }
 
 void ShardSet::Stop() {

@@ -55,8 +55,8 @@ class ShardSet {
   Status Restore(const HolderState& state, uint32_t variable_id, uint32_t chunk_id,
                  bool track_changes);
 
-  // Starts every shard: each on a thread of its own, or a single one on the caller's thread (the
-  // I/O thread's; Shard::Start). Stop() stops them and may be called again.
+  // Starts every shard: each on a thread of its own, or a single one without replicas on the
+  // caller's thread (the I/O thread's; Shard::Start). Stop() stops them and may be called again.
   void Start();
   void Stop();
   // Call whenever the thread that posts (the I/O thread) is about to wait: a shard that runs on
@@ -91,10 +91,12 @@ class ShardSet {
     size_t index;  // the holder's slot in its shard
     int group;     // its replica group
   };
+  const bool replicated_;          // --ps-replicas 2: every shard on a thread of its own
   std::unique_ptr<RowDisk> disk_;  // outlives the holders that use it
   std::vector<std::unique_ptr<Shard>> shards_;
   std::map<std::pair<uint32_t, uint32_t>, Home> homes_;  // (variable, chunk) -> home
   bool started_ = false;
+  bool on_caller_thread_ = false;  // the one shard runs on the thread that posts
 };
 
 }  // namespace towerps::ps
