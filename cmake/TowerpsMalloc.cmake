@@ -1,16 +1,17 @@
 # Resolves TOWERPS_TCMALLOC (AUTO|ON|OFF) into TOWERPS_WITH_TCMALLOC and defines
 # towerps_link_allocator(target), which links gperftools' tcmalloc_minimal (Debian's
-# libgoogle-perftools-dev) into one of TowerPS's programs.
+# libgoogle-perftools-dev) into one of TowerPS's programs: towerps-server and towerps-worker.
 #
 # Why: a training step allocates and frees many small buffers in every process (messages, ids,
 # row blocks, tensors' shapes), and glibc's malloc merges its fast bins back (malloc_consolidate)
 # whenever a larger block follows them. tcmalloc's per-thread caches do neither. Measured on the
-# native DLRM job: about 6% fewer CPU-seconds a step over all processes and 7% more examples/s
-# (docs/PERFORMANCE.md, "The allocator").
+# native DLRM job: 6-9% fewer CPU-seconds a step over all processes (docs/PERFORMANCE.md, "CPU a
+# step").
 #
 # Only programs link it: a library cannot choose the allocator of the process that loads it (the
-# Python module keeps Python's, and a user's program built on libtowerps keeps its own). Never with
-# sanitizers, which bring their own allocator; AUTO then resolves OFF.
+# Python module keeps Python's, and a user's program built on libtowerps keeps its own).
+# towerps-bench keeps glibc's: its memory figures hand the heap back with malloc_trim first. Never
+# with sanitizers, which bring their own allocator; AUTO then resolves OFF.
 set(TOWERPS_WITH_TCMALLOC OFF)
 string(TOUPPER "${TOWERPS_TCMALLOC}" _towerps_tcmalloc_mode)
 if(NOT _towerps_tcmalloc_mode MATCHES "^(AUTO|ON|OFF)$")
