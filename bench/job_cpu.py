@@ -17,9 +17,10 @@ pairs does not read as a difference.
 The job's flags follow `--`; --max-steps, --log-every, --log-level and --run-dir are this
 script's. One process's CPU a step (servers and workers apart) and the total are printed per
 sample; the examples/s are the job's, from worker 0's steps over the window (a sync job's
-workers step together)."""
+workers step together), the window opening and closing as worker 0 logs a step."""
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -42,6 +43,29 @@ def last_step(log):
     except OSError:
         return -1
     return int(steps[-1]) if steps else -1
+
+
+def next_step(log, timeout):
+    """Waits for worker 0 to log a new step (lines every 10 steps) and returns it with the time
+    it was seen, so that a window's steps and its seconds begin and end together."""
+    first, deadline = last_step(log), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        step = last_step(log)
+        if step != first:
+            return step, time.monotonic()
+        time.sleep(0.002)
+    sys.exit("job_cpu: worker 0 logged no step for %d s" % timeout)
+
+
+def examples_per_step(run_dir):
+    """The job's examples a step (batch size times workers), from the launcher's job.json."""
+    try:
+        with open(os.path.join(run_dir, "job.json")) as f:
+            job = json.load(f)["job"]
+        return int(job["batch-size"]) * int(job["workers"])
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit("job_cpu: cannot read the job's batch size and workers from %s: %s"
+                 % (os.path.join(run_dir, "job.json"), e))
 
 
 def processes(run_dir):
@@ -71,7 +95,9 @@ def sample(launch, job_flags, args):
         cmd = [launch] + job_flags + ["--max-steps", "100000000", "--log-every", "10",
                                       "--log-level", "info", "--run-dir", run_dir]
         with open(os.path.join(out, "launch.log"), "wb") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+            # Its own process group, so that nothing of the job outlives the sample.
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         try:
             worker_log = os.path.join(run_dir, "worker-0.log")
             deadline = time.monotonic() + args.start_timeout
@@ -83,28 +109,33 @@ def sample(launch, job_flags, args):
                              % (args.warmup_steps, args.start_timeout, proc.poll(), tail))
                 time.sleep(0.1)
             procs = processes(run_dir)
-            step0, t0 = last_step(worker_log), time.monotonic()
+            if not procs:
+                sys.exit("job_cpu: %s names no server or worker" %
+                         os.path.join(run_dir, "processes.txt"))
+            examples = examples_per_step(run_dir)
+            step0, t0 = next_step(worker_log, args.start_timeout)
             cpu0 = {n: cpu_seconds(p) for n, p in procs}
             time.sleep(args.window)
-            step1, t1 = last_step(worker_log), time.monotonic()
+            step1, t1 = next_step(worker_log, args.start_timeout)
             cpu1 = {n: cpu_seconds(p) for n, p in procs}
         finally:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGINT)  # the launcher stops its job in order
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group
+            except ProcessLookupError:
+                pass
+            proc.wait()
     steps = step1 - step0
     if steps <= 0 or any(cpu0[n] is None or cpu1[n] is None for n in cpu0):
         sys.exit("job_cpu: no step or a process ended within the window (steps %d); a longer "
                  "--window?" % steps)
     ms = {n: 1000 * (cpu1[n] - cpu0[n]) / steps for n in sorted(cpu0)}
-    batch = int(job_flags[job_flags.index("--batch-size") + 1]) if "--batch-size" in job_flags \
-        else 128
-    workers = int(job_flags[job_flags.index("--workers") + 1]) if "--workers" in job_flags else 1
     return {"ms": ms, "total": sum(ms.values()),
-            "examples_per_sec": steps * batch * workers / (t1 - t0)}
+            "examples_per_sec": steps * examples / (t1 - t0)}
 
 
 def line(s):
@@ -132,7 +163,7 @@ def main():
     if not flags:
         ap.error("give the job's flags after --, e.g. -- --model dlrm_small --workers 2 ...")
     for own in ("--max-steps", "--log-every", "--log-level", "--run-dir"):
-        if own in flags:
+        if any(f == own or f.startswith(own + "=") for f in flags):
             ap.error("%s is this script's; drop it from the job's flags" % own)
     if args.pairs < 1 or args.window <= 0:
         ap.error("--pairs must be at least 1 and --window positive")
