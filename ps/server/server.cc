@@ -130,8 +130,7 @@ Status Server::Run() {
                      << " threads)";
   auto next_log = Deadline::After(options_.stats_log_interval);
   auto next_event = Deadline::After(options_.event_interval);
-  // Stop and join checks, and a shard on this thread drops its silent backups (Shard::Idle).
-  constexpr auto kPollInterval = std::chrono::milliseconds(100);
+  constexpr auto kPollInterval = std::chrono::milliseconds(100);  // stop and join checks
   std::vector<Socket*> sockets = {socket_.get()};
   std::vector<int> link_ranks;
   replicas_.AppendSockets(&sockets, &link_ranks);

@@ -120,9 +120,8 @@ class Shard {
   void Start(bool own_thread = true);
   void Post(ShardTask task);
   // Without a thread of its own: sends what the tasks so far produced (their replies are held
-  // until then, as the shard's own thread holds them until its inbox is empty) and drops
-  // backups that stopped acknowledging. Call it before the caller waits; at least every
-  // 100 ms or so.
+  // until then, as the shard's own thread holds them until its inbox is empty). Call it before
+  // the caller waits.
   void Idle();
   void Stop();
 

@@ -13,7 +13,7 @@ namespace towerps::ps {
 
 ShardSet::ShardSet(int threads, const JobConfig& job, Mailbox<ServerOutput>* outbox,
                    BusyClock* clock)
-    : replicated_(job.ps_replicas > 1) {
+    : on_caller_thread_(threads == 1 && job.ps_replicas == 1) {
   for (int i = 0; i < threads; ++i)
     shards_.push_back(std::make_unique<Shard>(i, job, outbox, clock));
 }
@@ -70,13 +70,12 @@ void ShardSet::Start() {
   // of a sync DLRM job's CPU on 2 cores, docs/PERFORMANCE.md). Not with replicas: a long task
   // (a state sent to a joining backup, a checkpoint) would then keep the server from answering
   // the pings that tell its workers it is alive, and they would fail over to its backup.
-  on_caller_thread_ = shards_.size() == 1 && !replicated_;
   for (auto& s : shards_) s->Start(/*own_thread=*/!on_caller_thread_);
   started_ = true;
 }
 
 void ShardSet::Idle() {
-  if (started_ && on_caller_thread_) shards_[0]->Idle();
+  if (on_caller_thread_) shards_[0]->Idle();
 }
 
 void ShardSet::Stop() {

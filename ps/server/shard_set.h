@@ -91,12 +91,12 @@ class ShardSet {
     size_t index;  // the holder's slot in its shard
     int group;     // its replica group
   };
-  const bool replicated_;          // --ps-replicas 2: every shard on a thread of its own
   std::unique_ptr<RowDisk> disk_;  // outlives the holders that use it
   std::vector<std::unique_ptr<Shard>> shards_;
   std::map<std::pair<uint32_t, uint32_t>, Home> homes_;  // (variable, chunk) -> home
   bool started_ = false;
-  bool on_caller_thread_ = false;  // the one shard runs on the thread that posts
+  // One shard and no replicas: it runs on the thread that posts (Start).
+  const bool on_caller_thread_;
 };
 
 }  // namespace towerps::ps
