@@ -2,8 +2,10 @@
 // each, the inverse index, sums of repeated ids in the batch's order, and the gather back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "job/placement.h"
 #include "job/row_batch.h"
@@ -26,6 +28,44 @@ TEST(RowBatchTest, DeduplicatesGroupedByPartitionAndIncreasingInEach) {
     EXPECT_TRUE(pa < pb || (pa == pb && a < b)) << k;
   }
   EXPECT_EQ(Deduplicate({}, 2).size(), 0);
+}
+
+// The same ids and inverse as sorting every (partition, id, position) of the batch, the
+// definition, at sizes around the hash table's growth and with ids that share their low bits,
+// their high bits or are all one id.
+TEST(RowBatchTest, DeduplicatesAsSortingTheWholeBatchDoes) {
+  std::mt19937_64 rng(11);
+  const auto reference = [](const std::vector<uint64_t>& ids, int partitions) {
+    std::vector<std::tuple<int, uint64_t>> sorted;
+    for (uint64_t id : ids) sorted.emplace_back(TablePartitionOf(id, partitions), id);
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    std::vector<uint64_t> unique;
+    for (const auto& [p, id] : sorted) unique.push_back(id);
+    return unique;
+  };
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{8}, size_t{9}, size_t{127},
+                   size_t{128}, size_t{129}, size_t{5000}}) {
+    for (int kind = 0; kind < 5; ++kind) {
+      std::vector<uint64_t> ids(n);
+      for (auto& id : ids) {
+        const uint64_t r = rng();
+        id = kind == 0   ? r                         // all distinct
+             : kind == 1 ? r % 13                    // a dozen values
+             : kind == 2 ? (r % 64) << 40            // the same low bits
+             : kind == 3 ? (r % 64) | (~0ull << 32)  // the same high bits
+                         : 42;                       // one id
+      }
+      for (int partitions : {1, 3}) {
+        const UniqueIds u = Deduplicate(ids, partitions);
+        const std::vector<uint64_t> want = reference(ids, partitions);
+        ASSERT_EQ(u.size(), static_cast<int64_t>(want.size())) << n << " " << kind;
+        for (size_t k = 0; k < want.size(); ++k) ASSERT_EQ(u.ids.u64()[k], want[k]) << k;
+        ASSERT_EQ(u.inverse.size(), n);
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(u.ids.u64()[u.inverse[i]], ids[i]) << i;
+      }
+    }
+  }
 }
 
 TEST(RowBatchTest, SumsRepeatedIdsInBatchOrderAndGathersThemBack) {
