@@ -93,7 +93,12 @@ Result<JobBenchResult> RunJobBench(const JobBenchOptions& options) {
   r.tcp_median = Median(r.tcp);
   r.shm_median = Median(r.shm);
   r.single_median = Median(r.single);
-  for (JobBenchResult::Vs& v : r.vs) v.median = Median(v.runs);
+  r.tcp_over_single = MedianRatio(r.tcp, r.single);
+  r.shm_over_single = MedianRatio(r.shm, r.single);
+  for (JobBenchResult::Vs& v : r.vs) {
+    v.median = Median(v.runs);
+    v.over_single = MedianRatio(v.runs, r.single);
+  }
   return r;
 }
 

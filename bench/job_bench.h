@@ -43,10 +43,13 @@ struct JobBenchOptions {
 struct JobBenchResult {
   std::vector<double> tcp, shm, single;  // examples/s per run; a transport not run: empty
   double tcp_median = 0, shm_median = 0, single_median = 0;
+  // Job over one process: the median of the rounds' ratios (MedianRatio).
+  double tcp_over_single = 0, shm_over_single = 0;
   struct Vs {  // a configuration of vs_flags over one transport
     std::string flags, transport;
     std::vector<double> runs;
     double median = 0;
+    double over_single = 0;  // as tcp_over_single
   };
   std::vector<Vs> vs;
   int single_batch = 0;    // the one process's batch: the job's global batch

@@ -24,7 +24,7 @@ void AddSeriesFlags(po::options_description& desc, JobSeries* s, long* steps, bo
       "workers", po::value(&s->workers)->default_value(s->workers), "--workers of the job")(
       "steps", po::value(steps)->default_value(*steps), "--max-steps of each job")(
       "repeat", po::value(&s->repeat)->default_value(s->repeat),
-      "rounds, alternating the configurations; medians are compared")(
+      "rounds, alternating the configurations; a ratio is the median of the rounds' ratios")(
       "launcher-bin", po::value(&s->launcher_binary), "towerps-launch (default: beside this)")(
       "run-dir", po::value(&s->run_dir), "keep the jobs' directories here")(
       "json", po::bool_switch(json), "one JSON line on stdout");
@@ -53,11 +53,11 @@ Json JobJson(const JobSeries& s, const JobBenchResult& r) {
   j["single_threads"] = r.single_threads;
   if (!r.tcp.empty()) {
     j["tcp_examples_per_sec"] = Rounded(r.tcp_median, 1);
-    j["tcp_over_single"] = Rounded(r.tcp_median / r.single_median, 3);
+    j["tcp_over_single"] = Rounded(r.tcp_over_single, 3);
   }
   if (!r.shm.empty()) {
     j["shm_examples_per_sec"] = Rounded(r.shm_median, 1);
-    j["shm_over_single"] = Rounded(r.shm_median / r.single_median, 3);
+    j["shm_over_single"] = Rounded(r.shm_over_single, 3);
   }
   if (!r.vs.empty()) {
     Json vs = Json::array();
@@ -65,7 +65,7 @@ Json JobJson(const JobSeries& s, const JobBenchResult& r) {
       vs.push_back({{"flags", v.flags},
                     {"transport", v.transport},
                     {"examples_per_sec", Rounded(v.median, 1)},
-                    {"over_single", Rounded(v.median / r.single_median, 3)}});
+                    {"over_single", Rounded(v.over_single, 3)}});
     }
     j["vs"] = vs;
   }
@@ -85,14 +85,17 @@ void PrintJobResult(const JobSeries& s, const JobBenchResult& r) {
   std::printf("one process, %d thread(s), batch %d %10.1f examples/s\n", r.single_threads,
               r.single_batch, r.single_median);
   if (!r.tcp.empty())
-    std::printf("job / one process over TCP: %.3f\n", r.tcp_median / r.single_median);
+    std::printf("job / one process over TCP: %.3f (median of the rounds' ratios)\n",
+                r.tcp_over_single);
   if (!r.shm.empty()) {
-    std::printf("job / one process through shm: %.3f\n", r.shm_median / r.single_median);
+    std::printf("job / one process through shm: %.3f (median of the rounds' ratios)\n",
+                r.shm_over_single);
   }
   for (const JobBenchResult::Vs& v : r.vs) {
-    std::printf("job %s over %s: %.1f examples/s, %.3f of one process (median of %d)\n",
-                v.flags.c_str(), v.transport.c_str(), v.median, v.median / r.single_median,
-                s.repeat);
+    std::printf(
+        "job %s over %s: %.1f examples/s (median of %d), %.3f of one process (median of the "
+        "rounds' ratios)\n",
+        v.flags.c_str(), v.transport.c_str(), v.median, s.repeat, v.over_single);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <deque>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,14 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double MedianRatio(const std::vector<double>& runs, const std::vector<double>& baseline) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < runs.size() && i < baseline.size(); ++i) {
+    ratios.push_back(runs[i] / baseline[i]);
+  }
+  return Median(std::move(ratios));
 }
 
 std::vector<std::string> Words(const std::string& text) {

@@ -71,6 +71,11 @@ Result<std::string> FindLauncher(const std::string& given);
 
 double Median(std::vector<double> v);
 
+// The median over rounds of runs[i] / baseline[i], each run over the baseline of its own round
+// (rounds alternate in one invocation): the medians apart would pair a run with a baseline of
+// another round, when the machine may have been faster or slower. 0 when there is no round.
+double MedianRatio(const std::vector<double>& runs, const std::vector<double>& baseline);
+
 // The whitespace-separated words of `text` (flags given as one string: no quoting, so no value
 // may contain a space).
 std::vector<std::string> Words(const std::string& text);

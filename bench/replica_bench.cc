@@ -31,7 +31,7 @@ Result<ReplicaBenchResult> RunReplicaBench(const ReplicaBenchOptions& options) {
   }
   r.single_median = Median(r.single);
   r.replicated_median = Median(r.replicated);
-  r.ratio = r.replicated_median / r.single_median;
+  r.ratio = MedianRatio(r.replicated, r.single);
   return r;
 }
 

@@ -1,6 +1,7 @@
 // towerps-bench replicas: what --ps-replicas 2 costs the main job. Runs the same towerps-launch
 // job (sync, Fashion-MNIST) with one and with two replicas of every chunk, alternating, `repeat`
-// times each, and reports each side's median examples/s (the chief's summary) and their ratio.
+// times each, and reports each side's median examples/s (the chief's summary) and the median of
+// the rounds' ratios.
 // Alternating in one invocation keeps a noisy machine's drift out of the ratio.
 //
 // Contract: RunReplicaBench blocks until every job ended; each job is bounded by `job_timeout`
@@ -28,7 +29,7 @@ struct ReplicaBenchResult {
   std::vector<double> single;      // examples/s per run, --ps-replicas 1
   std::vector<double> replicated;  // --ps-replicas 2
   double single_median = 0, replicated_median = 0;
-  double ratio = 0;  // replicated / single
+  double ratio = 0;  // replicated / single: the median of the rounds' ratios (MedianRatio)
 };
 
 Result<ReplicaBenchResult> RunReplicaBench(const ReplicaBenchOptions& options);
