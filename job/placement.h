@@ -80,8 +80,9 @@ class ChunkPlacement {
 
   // All chunks, ordered by (variable_id, chunk_id).
   const std::vector<ChunkSpec>& chunks() const { return chunks_; }
-  // The chunks of one variable, in order.
+  // The chunks of one variable, in order; variable_id < num_variables().
   std::span<const ChunkSpec> ChunksOf(uint32_t variable_id) const;
+  size_t num_variables() const { return first_chunk_.empty() ? 0 : first_chunk_.size() - 1; }
   int num_servers() const { return num_servers_; }
   std::vector<size_t> BytesPerServer() const;
   // One line per chunk: "conv1/kernel chunk 0 [0, 262144) 1.00 MiB -> server 1", and per table

@@ -208,15 +208,19 @@ Client::PushAndPull Client::PushThenPull(const PushRequest& push, const PullRequ
 // completes the push's part and the pull's part of the call.
 Client::PushAndPull Client::Send(const PushRequest* push, const PullRequest* pull) {
   const uint32_t variable_id = push != nullptr ? push->variable_id : pull->variable_id;
-  const auto parts = placement().ChunksOf(variable_id);
   const char* call = push == nullptr ? "Pull" : pull == nullptr ? "Push" : "PushThenPull";
-  Result<std::shared_ptr<const PartRequests>> made =
-      InvalidArgumentError(std::string(call) + " of variable " + std::to_string(variable_id) +
-                           ", which the registered model does not have");
-  if (!parts.empty()) {
-    made = parts[0].is_table() ? MakeTableParts(parts, push, pull, call)
-                               : MakeDenseParts(parts, push, pull, call);
+  const size_t variables = placement().num_variables();
+  if (variable_id >= variables) {
+    const Status unknown =
+        InvalidArgumentError(std::string(call) + " of variable " + std::to_string(variable_id) +
+                             ", which the registered model does not have (it has " +
+                             std::to_string(variables) + " variables)");
+    return {Ready<PushReport>(unknown), Ready<PulledVariable>(unknown)};
   }
+  const auto parts = placement().ChunksOf(variable_id);
+  Result<std::shared_ptr<const PartRequests>> made = parts[0].is_table()
+                                                         ? MakeTableParts(parts, push, pull, call)
+                                                         : MakeDenseParts(parts, push, pull, call);
   if (!made.ok()) return {Ready<PushReport>(made.status()), Ready<PulledVariable>(made.status())};
   std::shared_ptr<const PartRequests> requests = std::move(made).value();
   std::shared_ptr<Join<PushReport>> pushed;

@@ -256,8 +256,9 @@ TEST_F(PushThenPullTest, WrongSizeFailsBothWithoutSending) {
   EXPECT_EQ(Get(clients[0]->Stats(0)).gradients_received, 0u);
 }
 
-// A push carries the next pull of its own variable only, and never an exact one (the header has
-// no field for it): anything else fails both calls, naming what was asked, and sends nothing.
+// A push carries the next pull of its own variable only, never an exact one (the header has no
+// field for it), and only of a variable the registered model has: anything else fails both
+// calls, naming what was asked, and sends nothing.
 TEST_F(PushThenPullTest, APullOfAnotherVariableOrAnExactOneIsRefusedWithoutSending) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 1, 1), "mismatch");
   ASSERT_TRUE(cluster_->ok());
@@ -280,6 +281,18 @@ TEST_F(PushThenPullTest, APullOfAnotherVariableOrAnExactOneIsRefusedWithoutSendi
   EXPECT_NE(pulled.status().message().find("an exact pull"), std::string::npos)
       << pulled.status().message();
   EXPECT_FALSE(exact.push.get().ok());
+  // A variable the registered model does not have: both calls fail, naming it.
+  Client::PushAndPull unknown = clients[0]->PushThenPull(
+      {.variable_id = 7, .version = 0, .clock = 0, .gradient = Random({100}, 8)},
+      {.variable_id = 7, .min_version = 1, .clock = 1});
+  const Result<PushReport> unknown_push = unknown.push.get();
+  ASSERT_FALSE(unknown_push.ok());
+  EXPECT_EQ(unknown_push.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown_push.status().message().find(
+                "PushThenPull of variable 7, which the registered model does not have"),
+            std::string::npos)
+      << unknown_push.status().message();
+  EXPECT_FALSE(unknown.pull.get().ok());
   EXPECT_EQ(Get(clients[0]->Stats(0)).gradients_received, 0u);
 }
 
