@@ -209,7 +209,8 @@ Client::PushAndPull Client::PushThenPull(const PushRequest& push, const PullRequ
 Client::PushAndPull Client::Send(const PushRequest* push, const PullRequest* pull) {
   const uint32_t variable_id = push != nullptr ? push->variable_id : pull->variable_id;
   const char* call = push == nullptr ? "Pull" : pull == nullptr ? "Push" : "PushThenPull";
-  const size_t variables = placement().num_variables();
+  const ChunkPlacement& placement = this->placement();  // one lock, not one a use
+  const size_t variables = placement.num_variables();
   if (variable_id >= variables) {
     const Status unknown =
         InvalidArgumentError(std::string(call) + " of variable " + std::to_string(variable_id) +
@@ -217,7 +218,7 @@ Client::PushAndPull Client::Send(const PushRequest* push, const PullRequest* pul
                              std::to_string(variables) + " variables)");
     return {Ready<PushReport>(unknown), Ready<PulledVariable>(unknown)};
   }
-  const auto parts = placement().ChunksOf(variable_id);
+  const auto parts = placement.ChunksOf(variable_id);
   Result<std::shared_ptr<const PartRequests>> made = parts[0].is_table()
                                                          ? MakeTableParts(parts, push, pull, call)
                                                          : MakeDenseParts(parts, push, pull, call);
