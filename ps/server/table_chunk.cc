@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/merge_runs.h"
 #include "common/prefetch.h"
 #include "ps/server/optimizer.h"
 #include "ps/server/row_optimizer.h"
@@ -166,20 +167,18 @@ Result<PushOutcome> TableChunk::Push(Contribution c, ShardCounters* counters, bo
 void TableChunk::OrderById(const FormedUpdate& update) {
   entries_.clear();
   gradients_.clear();
+  runs_.assign(1, 0);
   for (uint32_t c = 0; c < update.gradients.size(); ++c) {
     const Contribution& contribution = *update.gradients[c];
     gradients_.push_back(contribution.gradient.f32());
     const uint64_t* ids = contribution.ids.u64();
     for (uint32_t i = 0; i < contribution.ids.num_elements(); ++i)
       entries_.push_back({ids[i], c, i});
+    runs_.push_back(entries_.size());
   }
-  // One contribution's ids are increasing already (Push checked them). Several are sorted
-  // stably: a row's gradients stay in rank order, so its sum is formed in that order whatever
-  // arrived first.
-  if (update.gradients.size() > 1) {
-    std::stable_sort(entries_.begin(), entries_.end(),
-                     [](const Entry& a, const Entry& b) { return a.id < b.id; });
-  }
+  // One contribution's ids are increasing already (Push checked them). Merged stably, a row's
+  // gradients stay in rank order, so its sum is formed in that order whatever arrived first.
+  MergeRuns(entries_, runs_, merged_, [](const Entry& a, const Entry& b) { return a.id < b.id; });
 }
 
 void TableChunk::FindOrAddRows() {
@@ -234,21 +233,9 @@ void TableChunk::BeginUpdate() {
   ++version_;
 }
 
-void TableChunk::CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const {
+void TableChunk::UpdateRows(const float* sums, float scale, float lr, const FormedUpdate* pushed,
+                            ShardCounters& counters) {
   ShardCounters::Histogram staleness{};
-  for (size_t g = 0; g + 1 < groups_.size(); ++g) {
-    if (group_rows_[g] < 0) continue;  // not admitted: its gradients were dropped
-    const uint32_t now = rows_.memory().updates(group_rows_[g]);
-    for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
-      const Entry& e = entries_[k];
-      const uint32_t pulled = update.gradients[e.contribution]->pulled_updates.u32()[e.row];
-      ++staleness[ShardCounters::Bucket(static_cast<int64_t>(now) - pulled)];
-    }
-  }
-  counters.AddRowStaleness(staleness);
-}
-
-void TableChunk::UpdateRows(const float* sums, float scale, float lr) {
   const bool retain = rule_->RetainsPreviousVersion();
   constexpr size_t kRowAhead = 8;  // rows' values and gradients prefetched this many rows ahead
   const size_t rows = group_rows_.size();
@@ -268,6 +255,14 @@ void TableChunk::UpdateRows(const float* sums, float scale, float lr) {
     if (r < 0) continue;  // not admitted
     float* row = memory.row(r);
     if (retain) previous_.Keep(entries_[groups_[g]].id, row);  // increasing: the entries' order
+    if (pushed != nullptr) {  // each gradient's row staleness, before the row's count moves
+      const uint32_t now = memory.updates(r);
+      for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
+        const Entry& e = entries_[k];
+        const uint32_t pulled = pushed->gradients[e.contribution]->pulled_updates.u32()[e.row];
+        ++staleness[ShardCounters::Bucket(static_cast<int64_t>(now) - pulled)];
+      }
+    }
     memory.CountUpdate(r);
     rows_.Changed(entries_[groups_[g]].id);
     policy_.Updated(memory, r, version_);
@@ -280,6 +275,7 @@ void TableChunk::UpdateRows(const float* sums, float scale, float lr) {
          .state = row + dim_,
          .dim = dim_});
   }
+  if (pushed != nullptr) counters.AddRowStaleness(staleness);
 }
 
 void TableChunk::FinishUpdate(ShardCounters& counters) {
@@ -316,10 +312,9 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   }
   OrderById(update);
   FindOrAddRows();
-  CountRowStaleness(update, counters);  // before the rows' counts move
   const float scale = 1.0f / static_cast<float>(update.divisor);
   if (!step_hook_) {
-    UpdateRows(/*sums=*/nullptr, scale, update.lr);
+    UpdateRows(/*sums=*/nullptr, scale, update.lr, &update, counters);
     FinishUpdate(counters);
     return;
   }
@@ -335,7 +330,7 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
     std::copy_n(SumRow(groups_[i], groups_[i + 1]), dim_, sums.f32() + g * dim_);
   }
   step_hook_(version_ - 1, {ids, sums}, update.divisor);
-  UpdateRows(sums.f32(), scale, update.lr);
+  UpdateRows(sums.f32(), scale, update.lr, &update, counters);
   FinishUpdate(counters);
 }
 
@@ -360,7 +355,7 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
     for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i)
       entries_.push_back({ids.u64()[i], 0, i});
     FindOrAddRows();
-    UpdateRows(sums.f32(), 1.0f / static_cast<float>(k), lr);
+    UpdateRows(sums.f32(), 1.0f / static_cast<float>(k), lr, /*pushed=*/nullptr, *counters);
     FinishUpdate(*counters);
   } else {
     Evict();

@@ -164,11 +164,11 @@ class TableChunk final : public Holder, private UpdateTarget {
   // moved; every (contribution, row) of `update` into entries_, ordered by id, then by rank.
   void BeginUpdate();
   void OrderById(const FormedUpdate& update);
-  // Row staleness of every entry, before the rows' counts move.
-  void CountRowStaleness(const FormedUpdate& update, ShardCounters& counters) const;
   // Each row g of group_rows_ updated at rate lr with scale times its gradient: row g of `sums`
-  // (a step's sums, [rows, dim]), or when null the pushed gradients summed (SumRow).
-  void UpdateRows(const float* sums, float scale, float lr);
+  // (a step's sums, [rows, dim]), or when null the pushed gradients summed (SumRow). With
+  // `pushed` (the update's contributions), each entry's row staleness goes to `counters` too.
+  void UpdateRows(const float* sums, float scale, float lr, const FormedUpdate* pushed,
+                  ShardCounters& counters);
   void FinishUpdate(ShardCounters& counters);
   // Entry k's gradient row, as pushed.
   const float* GradientRow(size_t k) const {
@@ -209,7 +209,8 @@ class TableChunk final : public Holder, private UpdateTarget {
     uint32_t contribution;
     uint32_t row;
   };
-  std::vector<Entry> entries_;
+  std::vector<Entry> entries_, merged_;  // merged_: OrderById's
+  std::vector<size_t> runs_;  // OrderById's: 0, then where each sorted run of entries_ ends
   std::vector<const float*> gradients_;
   std::vector<size_t> groups_;
   std::vector<int64_t> group_rows_;

@@ -139,6 +139,48 @@ TEST(TableChunkTest, SyncUpdateIsTheRankOrderedSumOverAllWorkers) {
   EXPECT_EQ(counters.row_staleness[0].load(), 4u);  // sync: every row at staleness 0
 }
 
+// Seven workers whose ids overlap, pushing in a shuffled order: each row's gradients are summed in
+// rank order, ((g0 + g1) + g2) + ..., as the partition merges the workers' sorted ids (pairs of
+// runs, an odd one left over). Id 1's gradients cancel only in that order: 1e8 + 1 rounds to 1e8,
+// so the rank-ordered sum is 2.25, and any other order gives another.
+TEST(TableChunkTest, ManyWorkersGradientsAreSummedInRankOrder) {
+  constexpr int kWorkers = 7;
+  const JobConfig job = TableJob(UpdateMode::kSync, kWorkers, TableOptimizerKind::kSgd);
+  auto t = MakeTable(job, 1);
+  const std::vector<float> before = Read(*t, {1, 5, 9});
+  const float id1[kWorkers] = {1e8f, 1.0f, -1e8f, 3.0f, 0.25f, -2.0f, 1.0f};
+  // Workers 0, 3, 6 push ids {1, 5, 9}; the others {1, 9}.
+  auto ids_of = [](int w) {
+    return w % 3 == 0 ? std::vector<uint64_t>{1, 5, 9} : std::vector<uint64_t>{1, 9};
+  };
+  std::vector<Tensor> grads;
+  for (int w = 0; w < kWorkers; ++w) {
+    const auto n = static_cast<int64_t>(ids_of(w).size());
+    grads.push_back(RandomRows(n, 1, static_cast<uint32_t>(40 + w)));
+    grads.back().f32()[0] = id1[w];
+  }
+  std::vector<int> order(kWorkers);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(3));
+  ShardCounters counters;
+  for (int w : order) {
+    ASSERT_TRUE(t->Push(RowsOf(w, 0, 0, ids_of(w), grads[static_cast<size_t>(w)]), &counters).ok());
+  }
+  ASSERT_EQ(t->version(), 1);
+  float sum[3] = {0, 0, 0};  // ids 1, 5, 9, each in rank order
+  for (int w = 0; w < kWorkers; ++w) {
+    const float* g = grads[static_cast<size_t>(w)].f32();
+    sum[0] += g[0];
+    if (w % 3 == 0) sum[1] += g[1];
+    sum[2] += g[ids_of(w).size() - 1];
+  }
+  ASSERT_EQ(sum[0], 2.25f);
+  const float lr = job.table_optimizer.learning_rate, scale = 1.0f / kWorkers;
+  const std::vector<float> after = Read(*t, {1, 5, 9});
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(after[i], before[i] - lr * (sum[i] * scale)) << i;
+  EXPECT_EQ(counters.row_staleness[0].load(), 17u);  // every gradient's row at staleness 0
+}
+
 // Five sync steps of three workers whose pushes arrive in a different order each run: the
 // partition holds the same bits.
 TEST(TableChunkTest, SyncRerunsAreBitIdenticalWhateverOrderPushesArrive) {
