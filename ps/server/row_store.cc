@@ -8,7 +8,22 @@
 
 namespace towerps::ps {
 
-RowStore::RowStore(int64_t stride) : stride_(stride), slots_(16) {
+namespace {
+
+// log2 of the rows a block holds: at least 4096, and at least a huge page of floats.
+int BlockShift(int64_t stride) {
+  int shift = 12;
+  while ((int64_t{1} << shift) * stride * static_cast<int64_t>(sizeof(float)) <
+         static_cast<int64_t>(kHugePageBytes)) {
+    ++shift;
+  }
+  return shift;
+}
+
+}  // namespace
+
+RowStore::RowStore(int64_t stride)
+    : stride_(stride), block_shift_(BlockShift(std::max<int64_t>(stride, 1))), slots_(16) {
   TOWERPS_CHECK(stride >= 1) << "row stride " << stride;
 }
 
@@ -49,8 +64,9 @@ int64_t RowStore::Insert(uint64_t id, bool* added) {
   const int64_t r = size();
   TOWERPS_CHECK(r < std::numeric_limits<uint32_t>::max()) << "a table partition of 2^32 rows";
   if (Block(r) == blocks_.size()) {
-    blocks_.push_back(
-        std::make_unique_for_overwrite<float[]>(static_cast<size_t>(kBlockRows * stride_)));
+    const Release release{static_cast<size_t>(block_rows() * stride_) * sizeof(float),
+                          /*huge=*/!blocks_.empty()};
+    blocks_.emplace_back(static_cast<float*>(AllocateArray(release.bytes, release.huge)), release);
   }
   slots_[i] = {id, static_cast<uint32_t>(r + 1)};
   ids_.push_back(id);
@@ -102,7 +118,7 @@ void RowStore::Remove(int64_t r) {
 }
 
 void RowStore::Grow() {
-  std::vector<Slot> old(slots_.size() * 2);
+  Array<Slot> old(slots_.size() * 2);
   old.swap(slots_);
   const size_t mask = slots_.size() - 1;
   for (const Slot& s : old) {
@@ -115,7 +131,7 @@ void RowStore::Grow() {
 
 size_t RowStore::bytes() const {
   return slots_.size() * sizeof(Slot) +
-         blocks_.size() * static_cast<size_t>(kBlockRows * stride_) * sizeof(float) +
+         blocks_.size() * static_cast<size_t>(block_rows() * stride_) * sizeof(float) +
          ids_.capacity() * sizeof(uint64_t) + updates_.capacity() * sizeof(uint32_t) +
          last_update_.capacity() * sizeof(int64_t);
 }

@@ -1,13 +1,16 @@
 // RowStore: the rows one table partition holds (ps/server/table_chunk.h), by 64-bit id.
 //
 // An open-addressing hash map (linear probing, at most half full) takes an id to a row index;
-// rows live in blocks of kBlockRows rows, each row `stride` floats (its values, then its
-// optimizer state), with the row's id, update count and last update's version in arrays beside
-// them. Rows are [0, size()): Remove moves the last row into the removed one's place (and
-// deletes from the map by shifting the probe chain back, so no tombstones are left), so
-// removals keep the rows dense and the same calls always give the same layout. Memory grows with
-// the rows held, a block at a time, never with a table's bound; blocks go back as rows go (one
-// spare kept), the map keeps its size.
+// rows live in blocks of block_rows() rows (a power of two, at least 4096, and 2 MiB of floats or
+// more), each row `stride` floats (its values, then its optimizer state), with the row's id,
+// update count and last update's version in arrays beside them. Every block but the first, and
+// the map and arrays once they reach 2 MiB, are on huge pages where the system grants them
+// (common/huge_pages.h): rows are read at random, and a page walk per row cost as much as the rest
+// of an update. The first block is not, so that a small table takes memory row by row. Rows are [0,
+// size()): Remove moves the last row into the removed one's place (and deletes from the map by
+// shifting the probe chain back, so no tombstones are left), so removals keep the rows dense and
+// the same calls always give the same layout. Memory grows with the rows held, a block at a time,
+// never with a table's bound; blocks go back as rows go (one spare kept), the map keeps its size.
 //
 // Contract: owned and used by one thread (the shard's); not thread-safe. A row index and its
 // pointers stay valid until a Remove or Clear.
@@ -19,20 +22,20 @@
 #include <memory>
 #include <vector>
 
+#include "common/huge_pages.h"
 #include "common/prefetch.h"
 
 namespace towerps::ps {
 
 class RowStore {
  public:
-  static constexpr int64_t kBlockRows = 4096;
-
   explicit RowStore(int64_t stride);
   RowStore(const RowStore&) = delete;
   RowStore& operator=(const RowStore&) = delete;
 
   int64_t size() const { return static_cast<int64_t>(ids_.size()); }
   int64_t stride() const { return stride_; }
+  int64_t block_rows() const { return int64_t{1} << block_shift_; }
   // The index of `id`'s row, or -1 when there is none.
   int64_t Find(uint64_t id) const;
   // Find for n ids at once, into rows[0, n): the map's slots are prefetched a few ids ahead, so
@@ -67,17 +70,26 @@ class RowStore {
     uint64_t id = 0;
     uint32_t row_plus_one = 0;  // 0: empty
   };
-  static size_t Block(int64_t r) { return static_cast<size_t>(r / kBlockRows); }
-  size_t Offset(int64_t r) const { return static_cast<size_t>((r % kBlockRows) * stride_); }
+  size_t Block(int64_t r) const { return static_cast<size_t>(r >> block_shift_); }
+  size_t Offset(int64_t r) const { return static_cast<size_t>((r & (block_rows() - 1)) * stride_); }
   size_t Home(uint64_t id) const;
   void Grow();
 
+  template <typename T>
+  using Array = std::vector<T, HugePageAllocator<T>>;
+  struct Release {  // a block's, as AllocateArray gave it
+    size_t bytes;
+    bool huge;
+    void operator()(float* p) const { ReleaseArray(p, bytes, huge); }
+  };
+
   const int64_t stride_;
-  std::vector<Slot> slots_;  // a power of two, at most half full
-  std::vector<std::unique_ptr<float[]>> blocks_;
-  std::vector<uint64_t> ids_;
-  std::vector<uint32_t> updates_;
-  std::vector<int64_t> last_update_;
+  const int block_shift_;
+  Array<Slot> slots_;  // a power of two, at most half full
+  std::vector<std::unique_ptr<float[], Release>> blocks_;
+  Array<uint64_t> ids_;
+  Array<uint32_t> updates_;
+  Array<int64_t> last_update_;
 };
 
 }  // namespace towerps::ps
