@@ -147,6 +147,16 @@ void ApplyUpdate(const OptimizerOptions& o, const UpdateArgs& a) {
   }
 }
 
+void ApplyUpdates(const OptimizerOptions& o, const UpdateArgs* a, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i].k == 1 && a[i].grads != nullptr) {
+      Apply<1>(o, a[i]);
+    } else {
+      ApplyUpdate(o, a[i]);
+    }
+  }
+}
+
 void ApplyMovingAverage(float decay, const UpdateArgs& a) {
   TOWERPS_CHECK(a.k >= 1 && a.grads != nullptr);
   const float keep = decay, take = 1.0f - decay;

@@ -17,6 +17,7 @@
 #ifndef TOWERPS_PS_SERVER_OPTIMIZER_H_
 #define TOWERPS_PS_SERVER_OPTIMIZER_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "job/job_config.h"
@@ -46,6 +47,9 @@ struct UpdateArgs {
 };
 
 void ApplyUpdate(const OptimizerOptions& options, const UpdateArgs& args);
+// ApplyUpdate of each of args[0, n), in order: a batch of a table's rows in one call, the
+// arithmetic inlined into the loop over them.
+void ApplyUpdates(const OptimizerOptions& options, const UpdateArgs* args, size_t n);
 
 // The update of a moving-average variable (job/variable.h), in the same single pass: the k
 // pushed statistics are summed in order and scaled as gradients are, then

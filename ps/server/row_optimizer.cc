@@ -1,5 +1,6 @@
 #include "ps/server/row_optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ps/server/optimizer.h"
@@ -76,24 +77,32 @@ void RowOptimizer::ApplyFtrl(const RowUpdate& r) const {
   }
 }
 
-void RowOptimizer::Apply(const RowUpdate& r) const {
+void RowOptimizer::Apply(const RowUpdate* rows, size_t n) const {
   if (table_.kind == TableOptimizerKind::kFtrl) {
-    ApplyFtrl(r);
+    for (size_t i = 0; i < n; ++i) ApplyFtrl(rows[i]);
     return;
   }
-  const float* grads[1] = {r.grad};
-  UpdateArgs args;
-  args.grads = grads;
-  args.k = 1;
-  args.scale = r.scale;
-  args.w_in = r.w;
-  args.w_out = r.w;
-  args.slot0 = slots_ > 0 ? r.state : nullptr;
-  args.slot1 = slots_ > 1 ? r.state + r.dim : nullptr;
-  args.n = r.dim;
-  args.lr = r.lr;
-  args.t = r.t;
-  ApplyUpdate(dense_, args);
+  constexpr size_t kBatch = 64;
+  const float* grads[kBatch];
+  UpdateArgs args[kBatch];
+  for (size_t begin = 0; begin < n; begin += kBatch) {
+    const size_t m = std::min(kBatch, n - begin);
+    for (size_t i = 0; i < m; ++i) {
+      const RowUpdate& r = rows[begin + i];
+      grads[i] = r.grad;
+      args[i] = {.grads = &grads[i],
+                 .k = 1,
+                 .scale = r.scale,
+                 .w_in = r.w,
+                 .w_out = r.w,
+                 .slot0 = slots_ > 0 ? r.state : nullptr,
+                 .slot1 = slots_ > 1 ? r.state + r.dim : nullptr,
+                 .n = r.dim,
+                 .lr = r.lr,
+                 .t = r.t};
+    }
+    ApplyUpdates(dense_, args, m);
+  }
 }
 
 }  // namespace towerps::ps

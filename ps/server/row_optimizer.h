@@ -22,6 +22,7 @@
 #ifndef TOWERPS_PS_SERVER_ROW_OPTIMIZER_H_
 #define TOWERPS_PS_SERVER_ROW_OPTIMIZER_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "job/job_config.h"
@@ -50,8 +51,9 @@ class RowOptimizer {
   // Sets the state of a row just created with values `w`: Adagrad's accumulator to
   // --adagrad-initial, FTRL's z as above, everything else to 0.
   void InitState(const float* w, int64_t dim, float* state) const;
-  // Applies one update to one row (weight decay included: g = scale * grad + weight_decay * w).
-  void Apply(const RowUpdate& row) const;
+  // Applies one update to each of rows[0, n), distinct rows (weight decay included:
+  // g = scale * grad + weight_decay * w).
+  void Apply(const RowUpdate* rows, size_t n) const;
 
  private:
   void ApplyFtrl(const RowUpdate& row) const;

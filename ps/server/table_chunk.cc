@@ -4,7 +4,6 @@
 #include <cstring>
 #include <string>
 
-#include "common/merge_runs.h"
 #include "common/prefetch.h"
 #include "ps/server/optimizer.h"
 #include "ps/server/row_optimizer.h"
@@ -164,43 +163,21 @@ Result<PushOutcome> TableChunk::Push(Contribution c, ShardCounters* counters, bo
   return rule_->Push(std::move(c), replace, *this, *counters);
 }
 
-void TableChunk::OrderById(const FormedUpdate& update) {
-  entries_.clear();
-  gradients_.clear();
-  runs_.assign(1, 0);
-  for (uint32_t c = 0; c < update.gradients.size(); ++c) {
-    const Contribution& contribution = *update.gradients[c];
-    gradients_.push_back(contribution.gradient.f32());
-    const uint64_t* ids = contribution.ids.u64();
-    for (uint32_t i = 0; i < contribution.ids.num_elements(); ++i)
-      entries_.push_back({ids[i], c, i});
-    runs_.push_back(entries_.size());
-  }
-  // One contribution's ids are increasing already (Push checked them). Merged stably, a row's
-  // gradients stay in rank order, so its sum is formed in that order whatever arrived first.
-  MergeRuns(entries_, runs_, merged_, [](const Entry& a, const Entry& b) { return a.id < b.id; });
-}
-
 void TableChunk::FindOrAddRows() {
-  groups_.clear();
-  for (size_t k = 0; k < entries_.size(); ++k) {
-    if (k == 0 || entries_[k].id != entries_[k - 1].id) groups_.push_back(k);
-  }
-  groups_.push_back(entries_.size());
-  const size_t rows = groups_.size() - 1;
+  const size_t rows = pushed_.rows();
   group_rows_.resize(rows);
   RowStore& memory = rows_.memory();
   constexpr size_t kSlotAhead = 16;  // map slots prefetched this many ids ahead
-  for (size_t g = 0; g < std::min(kSlotAhead, rows); ++g) memory.Prefetch(entries_[groups_[g]].id);
+  for (size_t g = 0; g < std::min(kSlotAhead, rows); ++g) memory.Prefetch(pushed_.id(g));
   std::vector<uint64_t> missing;  // one probe of the map per id: the rest ask for these only
   for (size_t g = 0; g < rows; ++g) {
-    if (g + kSlotAhead < rows) memory.Prefetch(entries_[groups_[g + kSlotAhead]].id);
-    group_rows_[g] = memory.Find(entries_[groups_[g]].id);
-    if (group_rows_[g] < 0) missing.push_back(entries_[groups_[g]].id);
+    if (g + kSlotAhead < rows) memory.Prefetch(pushed_.id(g + kSlotAhead));
+    group_rows_[g] = memory.Find(pushed_.id(g));
+    if (group_rows_[g] < 0) missing.push_back(pushed_.id(g));
   }
   if (rows_.tiered()) rows_.Load(missing, rows);  // the update's rows on disk come in first
   for (size_t g = 0; g < rows; ++g) {
-    const uint64_t id = entries_[groups_[g]].id;
+    const uint64_t id = pushed_.id(g);
     if (group_rows_[g] >= 0) continue;  // held: Load and Insert move no row
     if (policy_.active() && memory.Find(id) < 0 && !policy_.Admit(id, version_)) {
       group_rows_[g] = -1;  // not admitted: no row, its gradients dropped
@@ -217,23 +194,12 @@ void TableChunk::FindOrAddRows() {
   }
 }
 
-const float* TableChunk::SumRow(size_t begin, size_t end) {
-  const float* g = GradientRow(begin);
-  if (end - begin == 1) return g;  // one worker touched the row: its gradient, as it came
-  sum_.assign(g, g + dim_);
-  for (size_t k = begin + 1; k < end; ++k) {
-    const float* more = GradientRow(k);
-    for (int64_t j = 0; j < dim_; ++j) sum_[static_cast<size_t>(j)] += more[j];
-  }
-  return sum_.data();
-}
-
 void TableChunk::BeginUpdate() {
   if (rule_->RetainsPreviousVersion()) previous_.Begin(version_);
   ++version_;
 }
 
-void TableChunk::UpdateRows(const float* sums, float scale, float lr, const FormedUpdate* pushed,
+void TableChunk::UpdateRows(const float* sums, float scale, float lr, bool count_staleness,
                             ShardCounters& counters) {
   ShardCounters::Histogram staleness{};
   const bool retain = rule_->RetainsPreviousVersion();
@@ -246,36 +212,45 @@ void TableChunk::UpdateRows(const float* sums, float scale, float lr, const Form
     if (sums != nullptr) return;
     // The pushed gradients are read once each, in id order: unfetched, their loads stalled the
     // update more than the rows' did.
-    for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) PrefetchFloats(GradientRow(k), dim_);
+    pushed_.Prefetch(g);
   };
   for (size_t g = 0; g < std::min(kRowAhead, rows); ++g) prefetch(g);
+  // The rows go to the optimizer kBatch at a time, each multi-worker row's sum in its own part of
+  // sum_.
+  constexpr size_t kBatch = 64;
+  RowUpdate batch[kBatch];
+  size_t batched = 0;
+  sum_.resize(kBatch * static_cast<size_t>(dim_));
   for (size_t g = 0; g < rows; ++g) {
     if (g + kRowAhead < rows) prefetch(g + kRowAhead);
     const int64_t r = group_rows_[g];
     if (r < 0) continue;  // not admitted
     float* row = memory.row(r);
-    if (retain) previous_.Keep(entries_[groups_[g]].id, row);  // increasing: the entries' order
-    if (pushed != nullptr) {  // each gradient's row staleness, before the row's count moves
+    if (retain) previous_.Keep(pushed_.id(g), row);  // increasing: the ids' order
+    if (count_staleness) {  // each gradient's row staleness, before the row's count moves
       const uint32_t now = memory.updates(r);
-      for (size_t k = groups_[g]; k < groups_[g + 1]; ++k) {
-        const Entry& e = entries_[k];
-        const uint32_t pulled = pushed->gradients[e.contribution]->pulled_updates.u32()[e.row];
-        ++staleness[ShardCounters::Bucket(static_cast<int64_t>(now) - pulled)];
-      }
+      pushed_.ForEachEntry(g, [&](const Contribution& c, uint32_t i) {
+        ++staleness[ShardCounters::Bucket(static_cast<int64_t>(now) - c.pulled_updates.u32()[i])];
+      });
     }
     memory.CountUpdate(r);
-    rows_.Changed(entries_[groups_[g]].id);
+    rows_.Changed(pushed_.id(g));
     policy_.Updated(memory, r, version_);
-    optimizer_.Apply(
-        {.grad = sums ? sums + static_cast<int64_t>(g) * dim_ : SumRow(groups_[g], groups_[g + 1]),
-         .scale = scale,
-         .lr = lr,
-         .t = memory.updates(r),
-         .w = row,
-         .state = row + dim_,
-         .dim = dim_});
+    float* sum = sum_.data() + batched * static_cast<size_t>(dim_);
+    batch[batched++] = {.grad = sums ? sums + static_cast<int64_t>(g) * dim_ : pushed_.Sum(g, sum),
+                        .scale = scale,
+                        .lr = lr,
+                        .t = memory.updates(r),
+                        .w = row,
+                        .state = row + dim_,
+                        .dim = dim_};
+    if (batched == kBatch) {
+      optimizer_.Apply(batch, batched);
+      batched = 0;
+    }
   }
-  if (pushed != nullptr) counters.AddRowStaleness(staleness);
+  optimizer_.Apply(batch, batched);
+  if (count_staleness) counters.AddRowStaleness(staleness);
 }
 
 void TableChunk::FinishUpdate(ShardCounters& counters) {
@@ -310,11 +285,11 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
     Evict();
     return;
   }
-  OrderById(update);
+  pushed_.Form(update.gradients, dim_);
   FindOrAddRows();
   const float scale = 1.0f / static_cast<float>(update.divisor);
   if (!step_hook_) {
-    UpdateRows(/*sums=*/nullptr, scale, update.lr, &update, counters);
+    UpdateRows(/*sums=*/nullptr, scale, update.lr, /*count_staleness=*/true, counters);
     FinishUpdate(counters);
     return;
   }
@@ -326,11 +301,14 @@ void TableChunk::Apply(const FormedUpdate& update, ShardCounters& counters) {
   if (!sums.defined()) sums = Tensor::Empty({rows, dim_});
   for (int64_t g = 0; g < rows; ++g) {
     const auto i = static_cast<size_t>(g);
-    ids.u64()[g] = entries_[groups_[i]].id;
-    std::copy_n(SumRow(groups_[i], groups_[i + 1]), dim_, sums.f32() + g * dim_);
+    ids.u64()[g] = pushed_.id(i);
+    float* out = sums.f32() + g * dim_;
+    if (const float* sum = pushed_.Sum(i, out); sum != out) {
+      std::copy_n(sum, dim_, out);
+    }
   }
   step_hook_(version_ - 1, {ids, sums}, update.divisor);
-  UpdateRows(sums.f32(), scale, update.lr, &update, counters);
+  UpdateRows(sums.f32(), scale, update.lr, /*count_staleness=*/true, counters);
   FinishUpdate(counters);
 }
 
@@ -351,11 +329,9 @@ Status TableChunk::ApplyStep(int64_t step, const Tensor& ids, const Tensor& sums
   const float lr = ScheduledRate();
   BeginUpdate();
   if (k > 0) {
-    entries_.clear();
-    for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i)
-      entries_.push_back({ids.u64()[i], 0, i});
+    pushed_.FormIds(ids.u64(), n);
     FindOrAddRows();
-    UpdateRows(sums.f32(), 1.0f / static_cast<float>(k), lr, /*pushed=*/nullptr, *counters);
+    UpdateRows(sums.f32(), 1.0f / static_cast<float>(k), lr, /*count_staleness=*/false, *counters);
     FinishUpdate(*counters);
   } else {
     Evict();

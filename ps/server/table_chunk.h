@@ -57,6 +57,7 @@
 #include "ps/server/holder.h"
 #include "ps/server/previous_rows.h"
 #include "ps/server/row_disk.h"
+#include "ps/server/row_gradients.h"
 #include "ps/server/row_optimizer.h"
 #include "ps/server/row_policy.h"
 #include "ps/server/server_stats.h"
@@ -161,23 +162,17 @@ class TableChunk final : public Holder, private UpdateTarget {
   void Apply(const FormedUpdate& update, ShardCounters& counters) override;
 
   // An update's phases (Apply, ApplyStep): the previous version kept (sync) and the version
-  // moved; every (contribution, row) of `update` into entries_, ordered by id, then by rank.
+  // moved; the update's rows by id into pushed_ (RowGradients).
   void BeginUpdate();
-  void OrderById(const FormedUpdate& update);
   // Each row g of group_rows_ updated at rate lr with scale times its gradient: row g of `sums`
-  // (a step's sums, [rows, dim]), or when null the pushed gradients summed (SumRow). With
-  // `pushed` (the update's contributions), each entry's row staleness goes to `counters` too.
-  void UpdateRows(const float* sums, float scale, float lr, const FormedUpdate* pushed,
+  // (a step's sums, [rows, dim]), or when null pushed_'s sum of it. With `count_staleness`, each
+  // pushed row's staleness goes to `counters` too.
+  void UpdateRows(const float* sums, float scale, float lr, bool count_staleness,
                   ShardCounters& counters);
   void FinishUpdate(ShardCounters& counters);
-  // Entry k's gradient row, as pushed.
-  const float* GradientRow(size_t k) const {
-    return gradients_[entries_[k].contribution] + entries_[k].row * dim_;
-  }
-  // The gradient of entries_[begin, end) (one id): the one row, or their sum in rank order.
-  const float* SumRow(size_t begin, size_t end);
-  // The row of each id of entries_ (groups_[g] starts id g's entries; group_rows_[g] its row),
-  // created with its initial values where new and admitted (-1: not admitted).
+
+  // The row of each of pushed_'s ids (group_rows_[g] for pushed_.id(g)), created with its
+  // initial values where new and admitted (-1: not admitted).
   void FindOrAddRows();
   // The policy's evictions after an update, their rows' values kept for a restarted worker;
   // then the partition's counters stored (rows held, the policy's and the tier's counts).
@@ -202,17 +197,9 @@ class TableChunk final : public Holder, private UpdateTarget {
   TableRows rows_;
   PreviousRows previous_;  // sync
   TableCounters counters_;
-  // Scratch of Apply: the update's rows ordered by id, each contribution's gradient rows, and
-  // one row's sum.
-  struct Entry {
-    uint64_t id;
-    uint32_t contribution;
-    uint32_t row;
-  };
-  std::vector<Entry> entries_, merged_;  // merged_: OrderById's
-  std::vector<size_t> runs_;  // OrderById's: 0, then where each sorted run of entries_ ends
-  std::vector<const float*> gradients_;
-  std::vector<size_t> groups_;
+  // Scratch of Apply: the update's rows by id, their rows here, and the sums of a batch of rows
+  // (UpdateRows).
+  RowGradients pushed_;
   std::vector<int64_t> group_rows_;
   std::vector<float> sum_;
   StepHook step_hook_;
