@@ -1,8 +1,8 @@
 // Huge-page-backed arrays: memory for large arrays read at random, such as a table's rows and its
 // id map (ps/server/row_store.h). A lookup of a random row costs a TLB miss as well as a cache
 // miss once the arrays span more pages than the TLB holds; with 4 KiB pages a page walk per row
-// doubled the cost of an update on a virtual machine (docs/PERFORMANCE.md, "Huge pages"), and
-// 2 MiB pages cover 512 times as much.
+// doubled the cost of an update on a virtual machine (docs/PERFORMANCE.md, "Huge pages, merged
+// runs and rows in batches"), and 2 MiB pages cover 512 times as much.
 //
 // AllocateArray(bytes) of kHugePageBytes or more (unless `huge` is false) maps fresh memory at a 2
 // MiB boundary and asks the kernel for transparent huge pages there (madvise MADV_HUGEPAGE), which
