@@ -7,10 +7,10 @@
 // AllocateArray(bytes) of kHugePageBytes or more (unless `huge` is false) maps fresh memory at a 2
 // MiB boundary and asks the kernel for transparent huge pages there (madvise MADV_HUGEPAGE), which
 // it grants where /sys/kernel/mm/transparent_hugepage/enabled is "always" or "madvise" and
-// otherwise ignores; smaller arrays, and every array in a sanitizer build (so that its checks see
-// them), come from operator new. The memory is uninitialised (a mapping reads as zeros, but nothing
-// promises it), and its pages are taken only as they are written. ReleaseArray gives it back to the
-// system at once (munmap) or to operator delete, as it came.
+// otherwise ignores; smaller arrays, and every array in an ASan or MSan build (so that its checks
+// see them), come from operator new. The memory is uninitialised (a mapping reads as zeros, but
+// nothing promises it), and its pages are taken only as they are written. ReleaseArray gives it
+// back to the system at once (munmap) or to operator delete, as it came.
 //
 // HugePageAllocator<T> is the same for standard containers: std::vector<T, HugePageAllocator<T>>
 // keeps its elements on huge pages once it holds 2 MiB.
@@ -26,7 +26,7 @@ namespace towerps {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// False in a sanitizer build: every array comes from operator new there.
+// False in an AddressSanitizer or MemorySanitizer build: every array comes from operator new there.
 #if defined(__SANITIZE_ADDRESS__)
 inline constexpr bool kHugePageArrays = false;
 #elif defined(__has_feature)

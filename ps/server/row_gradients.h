@@ -7,7 +7,7 @@
 //
 // Contract: scratch owned by one table partition and reused by its updates (to save
 // allocations); not thread-safe. The contributions given to Form must outlive the calls that
-// read them (Sum, Prefetch, ForEachEntry).
+// read them (Sum, Prefetch, ForEachEntry); after FormIds only rows() and id() may be called.
 #ifndef TOWERPS_PS_SERVER_ROW_GRADIENTS_H_
 #define TOWERPS_PS_SERVER_ROW_GRADIENTS_H_
 

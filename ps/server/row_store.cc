@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "common/splitmix.h"
 #include "towerps/check.h"
@@ -66,7 +67,9 @@ int64_t RowStore::Insert(uint64_t id, bool* added) {
   if (Block(r) == blocks_.size()) {
     const Release release{static_cast<size_t>(block_rows() * stride_) * sizeof(float),
                           /*huge=*/!blocks_.empty()};
-    blocks_.emplace_back(static_cast<float*>(AllocateArray(release.bytes, release.huge)), release);
+    std::unique_ptr<float[], Release> block(
+        static_cast<float*>(AllocateArray(release.bytes, release.huge)), release);
+    blocks_.push_back(std::move(block));  // made first: a throwing push_back frees it
   }
   slots_[i] = {id, static_cast<uint32_t>(r + 1)};
   ids_.push_back(id);

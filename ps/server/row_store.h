@@ -6,7 +6,8 @@
 // update count and last update's version in arrays beside them. Every block but the first, and
 // the map and arrays once they reach 2 MiB, are on huge pages where the system grants them
 // (common/huge_pages.h): rows are read at random, and a page walk per row cost as much as the rest
-// of an update. The first block is not, so that a small table takes memory row by row. Rows are [0,
+// of an update. The first block comes from operator new, on small pages, so that a small table's
+// rows take memory as they are written (bytes() counts its whole block all the same). Rows are [0,
 // size()): Remove moves the last row into the removed one's place (and deletes from the map by
 // shifting the probe chain back, so no tombstones are left), so removals keep the rows dense and
 // the same calls always give the same layout. Memory grows with the rows held, a block at a time,

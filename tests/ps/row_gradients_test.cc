@@ -26,9 +26,10 @@ Contribution Rows(int worker, const std::vector<uint64_t>& ids, const std::vecto
 }
 
 TEST(RowGradientsTest, GroupsByIdInRankOrderAndSumsInThatOrder) {
-  // Id 4's rows cancel only in rank order: 1e8 + 1 rounds to 1e8.
-  const Contribution w0 = Rows(0, {2, 4}, {0.5f, 1e8f}), w1 = Rows(1, {4, 9}, {1.0f, 3.0f}),
-                     w2 = Rows(2, {}, {}), w3 = Rows(3, {1, 4}, {7.0f, -1e8f});
+  // Id 4's rows sum to 1 in rank order, (1e8 - 1e8) + 1; in the reverse order the 1 is lost,
+  // since 1 - 1e8 rounds to -1e8.
+  const Contribution w0 = Rows(0, {2, 4}, {0.5f, 1e8f}), w1 = Rows(1, {4, 9}, {-1e8f, 3.0f}),
+                     w2 = Rows(2, {}, {}), w3 = Rows(3, {1, 4}, {7.0f, 1.0f});
   RowGradients g;
   g.Form({&w0, &w1, &w2, &w3}, 1);
   ASSERT_EQ(g.rows(), 4u);
@@ -38,7 +39,7 @@ TEST(RowGradientsTest, GroupsByIdInRankOrderAndSumsInThatOrder) {
   g.ForEachEntry(2, [&](const Contribution& c, uint32_t row) { of4.emplace_back(c.worker, row); });
   EXPECT_EQ(of4, (std::vector<std::pair<int, uint32_t>>{{0, 1}, {1, 0}, {3, 1}}));
   float out = -1;
-  EXPECT_EQ(*g.Sum(2, &out), 0.0f);  // (1e8 + 1) - 1e8; in any other order, 1
+  EXPECT_EQ(*g.Sum(2, &out), 1.0f);
   EXPECT_EQ(*g.Sum(0, &out), 7.0f);  // one worker's row, as pushed
   EXPECT_EQ(g.Sum(3, &out), w1.gradient.f32() + 1);
   g.FormIds(std::vector<uint64_t>{5, 8}.data(), 2);

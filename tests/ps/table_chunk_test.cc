@@ -141,8 +141,8 @@ TEST(TableChunkTest, SyncUpdateIsTheRankOrderedSumOverAllWorkers) {
 
 // Seven workers whose ids overlap, pushing in a shuffled order: each row's gradients are summed in
 // rank order, ((g0 + g1) + g2) + ..., as the partition merges the workers' sorted ids (pairs of
-// runs, an odd one left over). Id 1's gradients cancel only in that order: 1e8 + 1 rounds to 1e8,
-// so the rank-ordered sum is 2.25, and any other order gives another.
+// runs, an odd one left over). Id 1's gradients cancel as they do only in some orders: 1e8 + 1
+// rounds to 1e8, so the rank-ordered sum is 2.25, and the reverse order gives 0.
 TEST(TableChunkTest, ManyWorkersGradientsAreSummedInRankOrder) {
   constexpr int kWorkers = 7;
   const JobConfig job = TableJob(UpdateMode::kSync, kWorkers, TableOptimizerKind::kSgd);
