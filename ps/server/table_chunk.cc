@@ -4,7 +4,6 @@
 #include <cstring>
 #include <string>
 
-#include "common/prefetch.h"
 #include "ps/server/optimizer.h"
 #include "ps/server/row_optimizer.h"
 #include "ps/server/table_requests.h"
