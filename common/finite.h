@@ -1,6 +1,7 @@
-// Finite checks for float data: a worker's check of its loss and of a gradient before it is
-// pushed, and a server's check of a gradient it receives, so that a NaN or an infinity never
-// reaches the model.
+// Finite checks for float data, so that a NaN or an infinity never reaches the model: a worker's
+// check of its loss and of a gradient before it is pushed, ps::Client's of a gradient its caller
+// did not check (both where the values were just written, in the sender's cache), and a server's
+// of a gradient whose sender did not say it was finite (Header.finite).
 //
 // Contract: pure functions over borrowed memory; thread-safe.
 #ifndef TOWERPS_COMMON_FINITE_H_

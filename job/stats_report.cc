@@ -71,6 +71,7 @@ void WriteStatsReport(const ServerStatsReport& r, proto::Header::Builder header)
   st.setUpdatesApplied(r.updates_applied);
   st.setStaleDropped(r.stale_dropped);
   st.setNonfiniteRejected(r.nonfinite_rejected);
+  st.setFiniteChecks(r.finite_checks);
   st.setFirstNonfiniteWorker(r.first_nonfinite.worker);
   st.setFirstNonfiniteStep(r.first_nonfinite.step);
   st.setStalenessSum(r.staleness_sum);
@@ -136,6 +137,7 @@ ServerStatsReport ReadStatsReport(proto::Header::Reader header) {
   r.updates_applied = st.getUpdatesApplied();
   r.stale_dropped = st.getStaleDropped();
   r.nonfinite_rejected = st.getNonfiniteRejected();
+  r.finite_checks = st.getFiniteChecks();
   r.first_nonfinite = {.worker = st.getFirstNonfiniteWorker(), .step = st.getFirstNonfiniteStep()};
   r.staleness_sum = st.getStalenessSum();
   r.staleness_max = st.getStalenessMax();

@@ -69,6 +69,7 @@ struct ServerStatsReport {
   uint64_t since_first_update_nanos = 0;  // wall-clock time since its first update (0: none)
   uint64_t nonfinite_rejected = 0;        // gradients refused for a NaN or an infinity
   FirstNonFinite first_nonfinite;         // the earliest of them
+  uint64_t finite_checks = 0;  // gradients the server read for one (their senders had not)
   uint64_t refused_handshakes = 0, refused_shutdowns = 0;
   int64_t min_version = kNoVersion, max_version = kNoVersion;
   std::vector<uint64_t> staleness_histogram;  // its last bucket counts kStalenessBuckets - 1 and up

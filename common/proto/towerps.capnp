@@ -207,6 +207,11 @@ struct Header {
   # describes them all. Parts are answered each by its own reply, and a bundle's replies travel as
   # one bundle once every part has one.
   parts @35 :List(Data);
+  # push: the sender read every value of the gradient and found it finite (ps::Client checks it
+  # as it sends, where the values were just written, unless its caller checked them already), so
+  # the server does not read it again. False: the server looks for a NaN or an infinity itself
+  # and refuses the gradient if it finds one (a sender that sends a non-finite gradient says so).
+  finite @36 :Bool;
 }
 
 enum ReplicaOp {
@@ -305,6 +310,9 @@ struct ServerStats {
   tableDiskHits @34 :UInt64;
   tableDiskWrites @35 :UInt64;
   tables @36 :List(TableStats);  # each table's part of the table* counters above
+  # Gradients whose every value the server read for a NaN or an infinity, because their sender
+  # had not checked them (Header.finite false: refused if it finds one).
+  finiteChecks @37 :UInt64;
 }
 
 struct ConfigField {

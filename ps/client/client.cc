@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/finite.h"
 #include "common/logging.h"
 #include "job/variable_wire.h"
 #include "ps/client/call_join.h"
@@ -26,9 +27,12 @@ int64_t ElementsOf(std::span<const ChunkSpec> chunks) {
 
 // The header of a variable request, from its push and its pull (either may be null; a pull that
 // rides on a push is a thenPull).
-void WriteRequest(const PushRequest* push, const PullRequest* pull, proto::Header::Builder h) {
+// `finite`: the push's gradient holds no NaN or infinity (Header.finite).
+void WriteRequest(const PushRequest* push, bool finite, const PullRequest* pull,
+                  proto::Header::Builder h) {
   if (push != nullptr) {
     h.setVersion(push->version);
+    h.setFinite(finite);
     h.setClock(push->clock);
     h.setReplacesPending(push->replace_pending);
     if (pull != nullptr) {
@@ -236,12 +240,16 @@ Client::PushAndPull Client::Send(const PushRequest* push, const PullRequest* pul
     result.pull = pulled->promise.get_future();
   }
   auto applied = std::make_shared<int>(0);  // touched only in the push's merge, under its lock
+  // Checked here, where the caller just wrote the values, so that no server reads them for it.
+  const bool finite = push != nullptr && push->gradient.defined() &&
+                      (push->known_finite ||
+                       FindNonFinite(push->gradient.f32(), push->gradient.num_elements()) < 0);
   for (size_t p = 0; p < parts.size(); ++p) {
     const bool pulls = requests->Pulls(p);
     if (push == nullptr && !pulls) continue;
     OutgoingMessage m =
         impl_->NewMessage(push != nullptr ? proto::MessageType::PUSH : proto::MessageType::PULL);
-    WriteRequest(push, pulls ? pull : nullptr, m.header());
+    WriteRequest(push, finite, pulls ? pull : nullptr, m.header());
     requests->AddPayload(p, push, pulls ? pull : nullptr, m);
     impl_->SendToChunk(
         parts[p], std::move(m),

@@ -86,6 +86,10 @@ struct PushRequest {
   Tensor gradient;
   // See Header.replacesPending: a worker that rejoined without exactness.
   bool replace_pending = false;
+  // The caller has checked every value of `gradient` finite (the worker's Divergence does before
+  // it pushes). Otherwise the client checks it as it sends (common/finite.h); either way the
+  // server is told (Header.finite) and does not read the gradient for it again.
+  bool known_finite = false;
   // A table's: uint64 [n], each id once (UniqueIds in job/row_batch.h sums repeats). Grouped by
   // partition and increasing within each, as UniqueIds orders them, they are sent without a
   // copy; otherwise they are sorted into copies. And each row's update count when it was pulled

@@ -10,6 +10,7 @@ void AddCounters(const ShardCounters& c, ServerStatsReport* report) {
   r.updates_applied += c.updates_applied.load();
   r.stale_dropped += c.stale_dropped.load();
   r.nonfinite_rejected += c.nonfinite_rejected.load();
+  r.finite_checks += c.finite_checks.load();
   r.staleness_sum += c.staleness_sum.load();
   r.staleness_max = std::max(r.staleness_max, c.staleness_max.load());
   r.first_nonfinite =

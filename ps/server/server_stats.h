@@ -22,6 +22,7 @@ struct ShardCounters {
   std::atomic<uint64_t> updates_applied{0};
   std::atomic<uint64_t> stale_dropped{0};       // sync: stale pushes and restarted workers' repeats
   std::atomic<uint64_t> nonfinite_rejected{0};  // gradients with a NaN or an infinity, refused
+  std::atomic<uint64_t> finite_checks{0};       // gradients read for one (unchecked by senders)
   // The earliest refused gradient: FirstNonFinite's key of its worker's iteration and rank.
   std::atomic<uint64_t> first_nonfinite{FirstNonFinite::kNone};
   std::atomic<uint64_t> pulls_served{0};

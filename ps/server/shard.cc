@@ -196,6 +196,7 @@ bool Shard::HandlePush(size_t index, IncomingMessage msg, bool forward) {
     outbox_.Push(ErrorReply(msg, c.status()));
     return false;
   }
+  c->sender_checked_finite = h.getFinite();
   if (h.getThenPull()) holder.Prefetch(next);  // read meanwhile what the pull will want
   // Async/SSP: forwarded first, so that the backup applies it while this holder does. The
   // backup runs the same code on the same state: it drops or refuses exactly what this one

@@ -23,6 +23,7 @@ void Shard::Forward(size_t index, proto::ReplicaOp op, const std::vector<Tensor>
     h.setVersion(r.getVersion());
     h.setClock(r.getClock());
     h.setReplacesPending(r.getReplacesPending());
+    h.setFinite(r.getFinite());
     // Zero copy: the received values or gradient (not the ids a thenPull asks for) go on to
     // the backup as they are.
     for (const Tensor& t : tensors) m.AddTensor(t, spec.variable_id, spec.chunk_id);
@@ -164,6 +165,7 @@ Status Shard::Replay(size_t index, const IncomingMessage& msg) {
       return holder.Init(msg).status();
     case proto::ReplicaOp::PUSH: {
       TOWERPS_ASSIGN_OR_RETURN(Contribution c, holder.ReadPush(msg, h.getForWorker(), nullptr));
+      c.sender_checked_finite = h.getFinite();
       // A push the primary refused (it forwards before applying) is refused here the same way
       // and changes nothing on either: acknowledged like the others.
       (void)holder.Push(std::move(c), &replica_counters_, h.getReplacesPending());

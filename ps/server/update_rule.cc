@@ -96,6 +96,8 @@ Result<int64_t> UpdateRule::StalenessOf(const Contribution& c, const UpdateTarge
 
 bool UpdateRule::RefuseIfNonFinite(Contribution& c, const UpdateTarget& target,
                                    ShardCounters& counters, PushOutcome* out) {
+  if (c.sender_checked_finite) return false;
+  counters.finite_checks.fetch_add(1, std::memory_order_relaxed);
   const int64_t bad = FindNonFinite(c.gradient.f32(), c.gradient.num_elements());
   if (bad < 0) return false;
   counters.nonfinite_rejected.fetch_add(1, std::memory_order_relaxed);

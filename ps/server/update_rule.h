@@ -58,6 +58,8 @@ struct Contribution {
   // Held only to count the push: it had a NaN or an infinity and is never applied. Its tensors
   // are released.
   bool refused = false;
+  // Its sender checked every value finite (Header.finite): RefuseIfNonFinite need not read it.
+  bool sender_checked_finite = false;
 
   // Its tensors in the order a push carries them (ps/server/holder.h): the gradient, or a
   // partition's ids, gradient rows and pulled update counts.

@@ -105,6 +105,7 @@ TEST_F(TableJobTest, AsyncJobTrainsAndAppliesEveryIterationOnce) {
   ASSERT_EQ(Run(async), 0);
   const double updates = Summary("updates_applied");
   EXPECT_GT(Summary("test_accuracy"), 0.4);
+  EXPECT_EQ(Summary("server_finite_checks"), 0);  // the workers checked the tables' gradients
   ASSERT_EQ(Run(async, std::make_pair(80, 2)), 0);
   EXPECT_NE(dir_.Read("out.txt").find("worker:1 was killed by SIGKILL; restarting it (1 of 3)"),
             std::string::npos);

@@ -464,6 +464,37 @@ TEST_F(ServerProcessTest, NonFiniteGradientIsRefusedCountedAndLeavesTheValuesUnc
   EXPECT_TRUE(cluster_->server(0).running());
 }
 
+// The client reads a gradient for a NaN or an infinity as it sends it, where the values were just
+// written, and tells the server (Header.finite), which then does not read it again: only the
+// gradient with an infinity is read on the server, and refused there, naming the worker.
+TEST_F(ServerProcessTest, OnlyGradientsTheSenderFoundNonFiniteAreReadForItOnTheServer) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 1, 1), "finite_checks");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 1);
+  for (int64_t step = 0; step < 3; ++step) {
+    Get(w.clients[0]->Push({.variable_id = 1,
+                            .version = step,
+                            .clock = step,
+                            .gradient = Random(Model()[1].shape, 20 + static_cast<int>(step))}));
+  }
+  ServerStatsReport st = Get(w.clients[0]->Stats(0));
+  EXPECT_EQ(st.updates_applied, 3u);
+  EXPECT_EQ(st.finite_checks, 0u);
+  Tensor bad = Random(Model()[1].shape, 30);
+  bad.f32()[3] = -std::numeric_limits<float>::infinity();
+  const Result<PushReport> refused =
+      w.clients[0]->Push({.variable_id = 1, .version = 3, .clock = 3, .gradient = bad}).get();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "worker 0's gradient for variable 1 chunk 0 has -inf at element 3: refused"),
+            std::string::npos)
+      << refused.status().message();
+  st = Get(w.clients[0]->Stats(0));
+  EXPECT_EQ(st.finite_checks, 1u);
+  EXPECT_EQ(st.nonfinite_rejected, 1u);
+  EXPECT_EQ(st.updates_applied, 3u);
+}
+
 TEST_F(ServerProcessTest, SyncStepCompletesWithoutTheRefusedGradient) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "nonfinite_sync");
   ASSERT_TRUE(cluster_->ok());

@@ -292,6 +292,8 @@ TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
     EXPECT_GT(SummaryField(summary, "test_accuracy"), 0.75) << mode;
     // Every worker's every gradient was applied: 4 workers x 468 steps x 6 chunks.
     EXPECT_EQ(SummaryField(summary, "updates_applied"), 4 * 468 * 6) << mode;
+    // Each worker checked its gradients as it pushed them: no server read one for that again.
+    EXPECT_EQ(SummaryField(summary, "server_finite_checks"), 0) << mode;
   }
 }
 
@@ -400,6 +402,8 @@ TEST_F(TrainingJobTest, ADivergingJobStopsAndSaysSo) {
   const std::string summary((std::istreambuf_iterator<char>(in)), {});
   EXPECT_NE(summary.find("\"diverged\":true"), std::string::npos) << summary;
   EXPECT_EQ(summary.find("\"nonfinite_rejected\":0"), std::string::npos) << summary;
+  // The refused gradients were the only ones the servers read for a NaN: their workers said so.
+  EXPECT_EQ(summary.find("\"server_finite_checks\":0"), std::string::npos) << summary;
   // Both workers' NaN comes at the same step: the first divergence is the lower rank's.
   EXPECT_NE(summary.find("\"diverged_worker\":\"worker:0\""), std::string::npos) << summary;
   EXPECT_EQ(summary.find("\"diverged_at_step\":null"), std::string::npos) << summary;

@@ -176,7 +176,10 @@ int64_t StepExchange::Progress(int64_t iter) const {
 void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
   if (!divergence_.CheckGradient(v, average)) return;  // this worker stops on it
   const auto i = static_cast<size_t>(v);
-  ps::PushRequest push{.variable_id = static_cast<uint32_t>(v), .clock = iter, .gradient = average};
+  ps::PushRequest push{.variable_id = static_cast<uint32_t>(v),
+                       .clock = iter,
+                       .gradient = average,
+                       .known_finite = !divergence_.GradientWasNonFinite(v)};
   int64_t last_step;
   {
     MutexLock lock(&mu_);

@@ -29,6 +29,7 @@ void AddServerStats(const ps::ServerStatsReport& stats, TrainingSummary* s) {
   s->servers_first_nonfinite =
       ps::FirstNonFinite::Earlier(s->servers_first_nonfinite, stats.first_nonfinite);
   s->updates_applied += stats.updates_applied;
+  s->server_finite_checks += stats.finite_checks;
   s->server_update_seconds += 1e-9 * static_cast<double>(stats.aggregation_nanos);
   s->server_update_wall_seconds += 1e-9 * static_cast<double>(stats.update_wall_nanos);
   s->server_training_seconds = std::max(s->server_training_seconds,
@@ -207,6 +208,7 @@ std::string SummaryJson(const TrainingSummary& s, const ps::JobConfig& job, int 
   j["batch_size"] = job.batch_size;
   j["dropped_stale"] = s.dropped_stale;
   j["updates_applied"] = s.updates_applied;
+  j["server_finite_checks"] = s.server_finite_checks;
   j["final_versions"] = {s.final_version_min, s.final_version_max};
   j["mean_staleness"] = JsonNumber(s.mean_staleness);
   j["p99_staleness"] = JsonNumber(s.p99_staleness);

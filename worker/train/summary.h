@@ -51,6 +51,9 @@ struct TrainingSummary {
   uint64_t staleness_sum = 0;  // summed over servers (chief)
   uint64_t max_staleness = 0;
   uint64_t updates_applied = 0;
+  // Gradients the servers read for a NaN or an infinity because their sender had not said they
+  // were finite (Header.finite), summed (chief): 0 when every worker checked its own.
+  uint64_t server_finite_checks = 0;
   double server_update_seconds = 0;  // the servers' time in optimizer updates, summed (chief)
   // The same in wall-clock time: per server, while any of its threads was updating; summed over
   // servers (chief). It falls as --server-threads share the updates; the sum above does not.
