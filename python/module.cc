@@ -170,6 +170,96 @@ class PySession {
     return out;
   }
 
+  // A collection's lookup (towerps.torch.nn.EmbeddingBagCollection): field k's ids are row k
+  // of `columns` (uint64 [fields, batch]) and its table tables[k], all of one width. Returns its
+  // fields' distinct ids one after another (uint64 [u]), their rows as one block (float32
+  // [u, dim]), where each field's start in them (int64 [fields + 1]), and for each example and
+  // field the index of its row in the block (int64 [batch, fields]): what the forward computes
+  // from, without a Python operation per field.
+  py::tuple LookupFields(const std::vector<int>& tables, const IdArray& columns, bool step) {
+    const auto fields = static_cast<int64_t>(tables.size());
+    if (fields == 0 || columns.ndim() != 2 || columns.shape(0) != fields) {
+      throw py::value_error("lookup_fields: " + std::to_string(fields) +
+                            " tables but ids of another shape; give uint64 [fields, batch]");
+    }
+    const int64_t batch = columns.shape(1),
+                  dim = dims_[static_cast<size_t>(CheckedTable(tables[0]))];
+    std::vector<TableLookups::Ids> ids;
+    for (int64_t k = 0; k < fields; ++k) {
+      const int t = tables[static_cast<size_t>(k)];
+      if (dims_[static_cast<size_t>(CheckedTable(t))] != dim) {
+        throw py::value_error("lookup_fields: table " + std::to_string(t) + " has rows of " +
+                              std::to_string(dims_[static_cast<size_t>(t)]) + ", not " +
+                              std::to_string(dim) + " as the first");
+      }
+      ids.push_back({.table = t, .ids = {columns.data(k, 0), static_cast<size_t>(batch)}});
+    }
+    std::vector<TableLookups::Rows> got;
+    {
+      py::gil_scoped_release unlocked;
+      Check(session_->tables().Lookup(ids, &got, step));
+    }
+    py::array_t<int64_t> starts(fields + 1);
+    int64_t* start = starts.mutable_data();
+    start[0] = 0;
+    for (int64_t k = 0; k < fields; ++k) {
+      start[k + 1] = start[k] + got[static_cast<size_t>(k)].ids.num_elements();
+    }
+    const int64_t u = start[fields];
+    py::array_t<uint64_t> all_ids(u);
+    py::array_t<float> rows({u, dim});
+    py::array_t<int64_t> inverse({batch, fields});
+    {
+      py::gil_scoped_release unlocked;
+      uint64_t* id = all_ids.mutable_data();
+      float* row = rows.mutable_data();
+      int64_t* at = inverse.mutable_data();
+      for (int64_t k = 0; k < fields; ++k) {
+        const TableLookups::Rows& r = got[static_cast<size_t>(k)];
+        const int64_t n = r.ids.num_elements();
+        std::copy_n(r.ids.u64(), n, id + start[k]);
+        std::copy_n(r.rows.f32(), n * dim, row + start[k] * dim);
+        for (int64_t b = 0; b < batch; ++b) at[b * fields + k] = start[k] + r.inverse[b];
+      }
+    }
+    return py::make_tuple(all_ids, rows, starts, inverse);
+  }
+
+  // A collection's gradient (LookupFields' block's): field k's rows [starts[k], starts[k + 1])
+  // of `ids` and `gradients` added to table tables[k]'s (AddRows), in one call.
+  void AddFieldsRows(const std::vector<int>& tables, const IdArray& ids,
+                     const py::array_t<int64_t, py::array::c_style>& starts,
+                     const FloatArray& gradients) {
+    const auto fields = static_cast<int64_t>(tables.size());
+    if (starts.size() != fields + 1 || fields == 0) {
+      throw py::value_error("add_fields_rows: " + std::to_string(fields) + " tables but " +
+                            std::to_string(starts.size()) + " starts; give one more than tables");
+    }
+    const int64_t dim = dims_[static_cast<size_t>(CheckedTable(tables[0]))];
+    const int64_t* start = starts.data();
+    if (start[0] != 0 || start[fields] != static_cast<int64_t>(ids.size()) ||
+        gradients.size() != static_cast<int64_t>(ids.size()) * dim) {
+      throw py::value_error("add_fields_rows: " + std::to_string(ids.size()) + " ids, " +
+                            std::to_string(gradients.size()) + " gradient values of rows of " +
+                            std::to_string(dim) + " and starts ending at " +
+                            std::to_string(start[fields]) + " do not match");
+    }
+    for (int64_t k = 0; k < fields; ++k) {
+      const int t = CheckedTable(tables[static_cast<size_t>(k)]);
+      if (start[k + 1] < start[k] || dims_[static_cast<size_t>(t)] != dim) {
+        throw py::value_error("add_fields_rows: field " + std::to_string(k) + " (table " +
+                              std::to_string(t) + ") does not fit the block");
+      }
+    }
+    const uint64_t* id = ids.data();
+    const float* g = gradients.data();
+    py::gil_scoped_release unlocked;
+    for (int64_t k = 0; k < fields; ++k) {
+      Check(session_->tables().AddRows(tables[static_cast<size_t>(k)], id + start[k],
+                                       g + start[k] * dim, start[k + 1] - start[k]));
+    }
+  }
+
   // Table t's gradient rows for distinct looked-up `ids`, added to the step's (AddRows).
   void AddRows(int t, const IdArray& ids, const FloatArray& gradients) {
     CheckRows(t, ids, gradients);
@@ -275,6 +365,10 @@ class PySession {
       throw py::value_error("no table " + std::to_string(t));
     }
   }
+  int CheckedTable(int t) const {
+    CheckTable(t);
+    return t;
+  }
 
   void CheckRows(int t, const IdArray& ids, const FloatArray& gradients) const {
     CheckTable(t);
@@ -363,6 +457,10 @@ PYBIND11_MODULE(_towerps, m) {
       .def("push_rows", &PySession::PushRows)
       .def("lookup", &PySession::Lookup, py::arg("lookups"), py::arg("step") = true)
       .def("add_rows", &PySession::AddRows, py::arg("t"), py::arg("ids"), py::arg("gradients"))
+      .def("lookup_fields", &PySession::LookupFields, py::arg("tables"), py::arg("columns"),
+           py::arg("step") = true)
+      .def("add_fields_rows", &PySession::AddFieldsRows, py::arg("tables"), py::arg("ids"),
+           py::arg("starts"), py::arg("gradients"))
       .def("export_tables", &PySession::ExportTables)
       .def("await_values", &PySession::AwaitValues)
       .def("push", &PySession::Push)

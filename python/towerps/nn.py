@@ -183,18 +183,17 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
         optimizer = fields[0]._optimizer
         if optimizer is None:
             fields[0]._rows(ids[:, 0])  # raises, saying how to register the model
-        columns = _field_ids(ids)
-        got = optimizer._session.lookup(
-            [(f._index, columns[k]) for k, f in enumerate(fields)], torch.is_grad_enabled())
-        rows = torch.from_numpy(np.concatenate([g[1] for g in got]))
-        starts = np.cumsum([0] + [len(g[0]) for g in got])
-        inverse = torch.stack([torch.from_numpy(g[2]) + int(starts[k])
-                               for k, g in enumerate(got)], dim=1)
+        tables = [f._index for f in fields]
+        unique, rows, starts, inverse = optimizer._session.lookup_fields(
+            tables, _field_ids(ids), torch.is_grad_enabled())
+        rows, inverse = torch.from_numpy(rows), torch.from_numpy(inverse)
         if ids.device.type != "cpu":
             rows, inverse = rows.to(ids.device), inverse.to(ids.device)
         if torch.is_grad_enabled():
             rows.requires_grad_()
-            for k, (f, g) in enumerate(zip(fields, got)):
-                optimizer._lookups.append(
-                    (f._index, g[0], rows, slice(int(starts[k]), int(starts[k + 1]))))
+            bounds = starts.tolist()
+            for k, t in enumerate(tables):
+                part = slice(bounds[k], bounds[k + 1])
+                optimizer._lookups.append((t, unique[part], rows, part))
+            optimizer._blocks.append((tables, unique, starts, rows))
         return F.embedding(inverse, rows)

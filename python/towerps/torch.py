@@ -346,6 +346,8 @@ class DistributedOptimizer:
         # This step's lookups of towerps.torch.nn tables: (table, ids, rows leaf, the table's part
         # of the leaf; a collection's tables share one).
         self._lookups = []
+        # A collection's lookups (tables, ids, starts, leaf), in _lookups too, push as one.
+        self._blocks = []
         self._ahead = []  # the next step's lookups (SparsePipeline), riding on step()'s pushes
         self._ahead_given = (0, 0)  # the last step's: how many, and looked_up_ahead then
         self._warned_ahead = False
@@ -598,16 +600,23 @@ class DistributedOptimizer:
         if self._clip is not None:
             self._clip_and_push()
         lookups, self._lookups = self._lookups, []
+        blocks, self._blocks = self._blocks, []
         ahead, self._ahead = self._ahead, []
         for _, module in self._server_tables:
             module._prefetched = None  # a prefetch no forward took is not the next step's
-        grads = {}  # per rows leaf (a collection's tables share one): its gradient, once
+        # In the order the forward looked them up (a table looked up twice sums its blocks in
+        # that order); a collection's fields all at once, where its first is.
+        blocks = {id(rows): (tables, unique, starts) for tables, unique, starts, rows in blocks}
+        pushed = set()
         for t, ids, rows, part in lookups:
-            if rows.grad is not None:
-                grad = grads.get(id(rows))
-                if grad is None:
-                    grad = grads[id(rows)] = rows.grad.detach().cpu().numpy()
-                self._session.add_rows(t, ids, grad[part])
+            if rows.grad is None or id(rows) in pushed:
+                continue
+            block = blocks.get(id(rows))
+            if block is None:
+                self._session.add_rows(t, ids, rows.grad.detach().cpu().numpy()[part])
+            else:
+                pushed.add(id(rows))
+                self._session.add_fields_rows(*block, rows.grad.detach().cpu().numpy())
         self._warn_if_pushed_gradients_changed()
         self._warn_if_ahead_not_taken()
         if self._dense is not None:
