@@ -192,7 +192,7 @@ class PySession {
                               std::to_string(dims_[static_cast<size_t>(t)]) + ", not " +
                               std::to_string(dim) + " as the first");
       }
-      ids.push_back({.table = t, .ids = {columns.data(k, 0), static_cast<size_t>(batch)}});
+      ids.push_back({.table = t, .ids = {columns.data() + k * batch, static_cast<size_t>(batch)}});
     }
     std::vector<TableLookups::Rows> got;
     {
@@ -209,11 +209,11 @@ class PySession {
     py::array_t<uint64_t> all_ids(u);
     py::array_t<float> rows({u, dim});
     py::array_t<int64_t> inverse({batch, fields});
+    uint64_t* id = all_ids.mutable_data();
+    float* row = rows.mutable_data();
+    int64_t* at = inverse.mutable_data();
     {
       py::gil_scoped_release unlocked;
-      uint64_t* id = all_ids.mutable_data();
-      float* row = rows.mutable_data();
-      int64_t* at = inverse.mutable_data();
       for (int64_t k = 0; k < fields; ++k) {
         const TableLookups::Rows& r = got[static_cast<size_t>(k)];
         const int64_t n = r.ids.num_elements();

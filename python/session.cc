@@ -125,6 +125,7 @@ Status Session::Connect(const std::vector<const float*>& initial) {
   const int n = num_parameters();
   exchange_.emplace(*client_, o_.job, n, tables_.Variables(), *divergence_, o_.stop);
   exchange_->set_bucket_bytes(o_.worker.bucket_bytes);
+  exchange_->set_shared_gradients(true);  // p.grad, lent: the script could still write it
   tables_.Attach(
       *client_, *exchange_,
       [this](Status failed, const std::function<Status()>& again, const std::string& how) {

@@ -241,9 +241,11 @@ Client::PushAndPull Client::Send(const PushRequest* push, const PullRequest* pul
   }
   auto applied = std::make_shared<int>(0);  // touched only in the push's merge, under its lock
   // Checked here, where the caller just wrote the values, so that no server reads them for it.
+  using Check = PushRequest::FiniteCheck;
   const bool finite = push != nullptr && push->gradient.defined() &&
-                      (push->known_finite ||
-                       FindNonFinite(push->gradient.f32(), push->gradient.num_elements()) < 0);
+                      (push->finite_check == Check::kCaller ||
+                       (push->finite_check == Check::kClient &&
+                        FindNonFinite(push->gradient.f32(), push->gradient.num_elements()) < 0));
   for (size_t p = 0; p < parts.size(); ++p) {
     const bool pulls = requests->Pulls(p);
     if (push == nullptr && !pulls) continue;

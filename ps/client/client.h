@@ -86,10 +86,14 @@ struct PushRequest {
   Tensor gradient;
   // See Header.replacesPending: a worker that rejoined without exactness.
   bool replace_pending = false;
-  // The caller has checked every value of `gradient` finite (the worker's Divergence does before
-  // it pushes). Otherwise the client checks it as it sends (common/finite.h); either way the
-  // server is told (Header.finite) and does not read the gradient for it again.
-  bool known_finite = false;
+  // Who reads `gradient` for a NaN or an infinity (common/finite.h), once; the server is told
+  // whether it was found finite (Header.finite) and reads it only if not:
+  //  kClient: the client, as it sends it (the values are in the sender's cache);
+  //  kCaller: the caller did, and found it finite (the worker's Divergence, before it pushes);
+  //  kServer: the server, as it takes it: memory the caller may still write after the send (a
+  //           PyTorch script's lent p.grad), which no check before the send would cover.
+  enum class FiniteCheck { kClient, kCaller, kServer };
+  FiniteCheck finite_check = FiniteCheck::kClient;
   // A table's: uint64 [n], each id once (UniqueIds in job/row_batch.h sums repeats). Grouped by
   // partition and increasing within each, as UniqueIds orders them, they are sent without a
   // copy; otherwise they are sorted into copies. And each row's update count when it was pulled

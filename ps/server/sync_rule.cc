@@ -40,8 +40,9 @@ Result<PushOutcome> SyncRule::Repeat(Contribution c, Contribution* held, bool re
   const Tensor& g = c.gradient;
   // The same bits are a duplicate (a refused one: non-finite again); anything else means the
   // recomputation differs.
-  const bool same =
-      held->refused ? FindNonFinite(g.f32(), g.num_elements()) >= 0 : SameGradient(*held, c);
+  const bool same = held->refused
+                        ? !c.sender_checked_finite && FindNonFinite(g.f32(), g.num_elements()) >= 0
+                        : SameGradient(*held, c);
   if (!same && replace) {
     RefuseIfNonFinite(c, target, counters, &out);
     *held = std::move(c);

@@ -13,8 +13,9 @@
 //  - the refusal of a non-finite gradient: it is never applied, named in PushOutcome::rejection,
 //    and still counts as its worker's push, so that nobody waits for it.
 //
-// A rule is agnostic to what a gradient holds: it reads it only to check that it is finite and,
-// for a restarted sync worker, that it equals the one held. So a table's partition, whose
+// A rule is agnostic to what a gradient holds: it reads it only to check that it is finite (when
+// its sender did not say it was: Contribution::sender_checked_finite) and, for a restarted sync
+// worker, that it equals the one held. So a table's partition, whose
 // contributions are (ids, rows), goes through the same rules as a chunk, with an UpdateTarget
 // that sums rows by id (ps/server/table_chunk.h).
 //
@@ -164,7 +165,7 @@ class UpdateRule {
   static Result<int64_t> StalenessOf(const Contribution& c, const UpdateTarget& target);
   // Refuses `c` when its gradient holds a NaN or an infinity: counted, `out` says why, and `c`
   // is marked refused, its tensors released, so that it is never applied. Returns whether it was
-  // refused.
+  // refused. A gradient its sender found finite (sender_checked_finite) is not read again.
   static bool RefuseIfNonFinite(Contribution& c, const UpdateTarget& target,
                                 ShardCounters& counters, PushOutcome* out);
 

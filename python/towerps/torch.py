@@ -27,8 +27,9 @@ server is on this host): backward accumulates into it and the push lends it to t
 without a copy, as long as the script zeroes gradients in place (``opt.zero_grad()`` or
 ``model.zero_grad(set_to_none=False)``). A lent p.grad is the servers' to read from the moment
 backward produces it until ``step()`` returns: do not modify it in between (a
-``clip_grad_norm_`` there would not reach the servers anyway, the gradient being pushed already;
-``step()`` warns once when a pushed gradient changed). To clip, give
+``clip_grad_norm_`` there may or may not reach the servers, which read the lent memory when they
+take the push, and read it for a NaN themselves for that reason; ``step()`` warns once when a
+pushed gradient changed). To clip, give
 ``DistributedOptimizer(clip_grad_norm=C)``: the pushes then wait for backward's end and leave
 scaled as ``torch.nn.utils.clip_grad_norm_(params, C)`` scales them (each worker clips its own
 gradient, before the servers combine them). ``DistributedOptimizer(..., copy_gradients=True)``
@@ -513,7 +514,7 @@ class DistributedOptimizer:
                 warnings.warn(
                     "parameter '%s': its gradient changed after backward pushed it (a "
                     "clip_grad_norm_ or another change between backward() and step()?); the "
-                    "servers got it as backward left it. To clip, use "
+                    "servers may have taken it before or after the change. To clip, use "
                     "DistributedOptimizer(clip_grad_norm=...). (Warned once.)" % self._names[i],
                     RuntimeWarning, stacklevel=3)
                 return

@@ -176,6 +176,7 @@ void ReadTableRequest(const IncomingMessage& m) {
     Result<towerps::ps::RowPush> push = towerps::ps::ReadRowPush(m, table);
     if (!push.ok()) return refused(push.status(), "a push");
     towerps::ps::ShardCounters counters;
+    push->contribution.sender_checked_finite = m.header().getFinite();  // as Shard::HandlePush
     Result<towerps::ps::PushOutcome> out =
         table.Push(push->contribution, &counters, m.header().getReplacesPending());
     if (!out.ok()) refused(out.status(), "a push's contribution");

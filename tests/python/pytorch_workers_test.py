@@ -108,6 +108,10 @@ class SyncEquivalenceTest(unittest.TestCase):
         self.assertIsNone(w[1]["summary"])
         # The gradients were accumulated in the session's buffers and lent, never copied.
         self.assertEqual([w[0]["copied_pushes"], w[1]["copied_pushes"]], [0, 0])
+        # Lent, the script could still write them after the push: the servers read each for a
+        # NaN themselves (Header.finite false), once per worker's push of a chunk.
+        self.assertEqual(w[0]["summary"]["server_finite_checks"],
+                         2 * w[0]["summary"]["updates_applied"])
         # Gradients PyTorch allocates itself (set_to_none) are copied, to the same bits.
         with tempfile.TemporaryDirectory() as out:
             code, text, _ = launch(out, workers=2, steps=100, worker_args=["--set-to-none"])

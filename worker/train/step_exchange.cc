@@ -179,7 +179,9 @@ void StepExchange::Push(int v, const Tensor& average, int64_t iter) {
   ps::PushRequest push{.variable_id = static_cast<uint32_t>(v),
                        .clock = iter,
                        .gradient = average,
-                       .known_finite = !divergence_.GradientWasNonFinite(v)};
+                       .finite_check = divergence_.GradientWasNonFinite(v) || shared_gradients_
+                                           ? ps::PushRequest::FiniteCheck::kServer
+                                           : ps::PushRequest::FiniteCheck::kCaller};
   int64_t last_step;
   {
     MutexLock lock(&mu_);

@@ -98,6 +98,10 @@ class StepExchange {
   // not one each; a larger gradient goes alone at once, overlapping the rest of backward. Set
   // before Begin().
   void set_bucket_bytes(int64_t bytes) { bucket_bytes_ = bytes; }
+  // The caller may still write a gradient after handing it over (a PyTorch script's p.grad,
+  // lent to the push): its finiteness is then not vouched for, and the servers read it for a
+  // NaN or an infinity themselves (ps::PushRequest::FiniteCheck). Set before Begin().
+  void set_shared_gradients(bool shared) { shared_gradients_ = shared; }
   // Tower threads: Push() through the bucket.
   void Offer(int v, const Tensor& average, int64_t iter) EXCLUDES(mu_, bucket_mu_);
   // The held gradients go now, together (inside a caller's Client::Together, with its requests).
@@ -197,6 +201,7 @@ class StepExchange {
   Mutex bucket_mu_;  // also keeps one bucket at a time in Client::Together
   std::vector<Held> bucket_ GUARDED_BY(bucket_mu_);
   int64_t bucket_held_bytes_ GUARDED_BY(bucket_mu_) = 0;
+  bool shared_gradients_ = false;  // set_shared_gradients
 };
 
 }  // namespace towerps::worker

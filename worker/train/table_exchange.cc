@@ -249,7 +249,9 @@ void TableExchange::PushEach(const GradientSource& gradients, Divergence& diverg
         .clock = clock,
         .gradient = gradient.rows,
         .replace_pending = replace,
-        .known_finite = !divergence.GradientWasNonFinite(static_cast<int>(t.variable)),
+        .finite_check = divergence.GradientWasNonFinite(static_cast<int>(t.variable))
+                            ? ps::PushRequest::FiniteCheck::kServer
+                            : ps::PushRequest::FiniteCheck::kCaller,
         .ids = gradient.ids.defined() ? gradient.ids : t.current.ids,
         .pulled_updates = gradient.ids.defined() ? gradient.updates : t.rows.updates};
     if (!next || !t.prepared) {  // no next ids: a fed table without FeedNext
