@@ -182,17 +182,11 @@ class PySession {
       throw py::value_error("lookup_fields: " + std::to_string(fields) +
                             " tables but ids of another shape; give uint64 [fields, batch]");
     }
-    const int64_t batch = columns.shape(1),
-                  dim = dims_[static_cast<size_t>(CheckedTable(tables[0]))];
+    const int64_t batch = columns.shape(1), dim = CommonDim("lookup_fields", tables);
     std::vector<TableLookups::Ids> ids;
     for (int64_t k = 0; k < fields; ++k) {
-      const int t = tables[static_cast<size_t>(k)];
-      if (dims_[static_cast<size_t>(CheckedTable(t))] != dim) {
-        throw py::value_error("lookup_fields: table " + std::to_string(t) + " has rows of " +
-                              std::to_string(dims_[static_cast<size_t>(t)]) + ", not " +
-                              std::to_string(dim) + " as the first");
-      }
-      ids.push_back({.table = t, .ids = {columns.data() + k * batch, static_cast<size_t>(batch)}});
+      ids.push_back({.table = tables[static_cast<size_t>(k)],
+                     .ids = {columns.data() + k * batch, static_cast<size_t>(batch)}});
     }
     std::vector<TableLookups::Rows> got;
     {
@@ -235,7 +229,7 @@ class PySession {
       throw py::value_error("add_fields_rows: " + std::to_string(fields) + " tables but " +
                             std::to_string(starts.size()) + " starts; give one more than tables");
     }
-    const int64_t dim = dims_[static_cast<size_t>(CheckedTable(tables[0]))];
+    const int64_t dim = CommonDim("add_fields_rows", tables);
     const int64_t* start = starts.data();
     if (start[0] != 0 || start[fields] != static_cast<int64_t>(ids.size()) ||
         gradients.size() != static_cast<int64_t>(ids.size()) * dim) {
@@ -245,10 +239,10 @@ class PySession {
                             std::to_string(start[fields]) + " do not match");
     }
     for (int64_t k = 0; k < fields; ++k) {
-      const int t = CheckedTable(tables[static_cast<size_t>(k)]);
-      if (start[k + 1] < start[k] || dims_[static_cast<size_t>(t)] != dim) {
+      if (start[k + 1] < start[k]) {
         throw py::value_error("add_fields_rows: field " + std::to_string(k) + " (table " +
-                              std::to_string(t) + ") does not fit the block");
+                              std::to_string(tables[static_cast<size_t>(k)]) +
+                              ") does not fit the block: its start is past its end");
       }
     }
     const uint64_t* id = ids.data();
@@ -365,9 +359,19 @@ class PySession {
       throw py::value_error("no table " + std::to_string(t));
     }
   }
-  int CheckedTable(int t) const {
-    CheckTable(t);
-    return t;
+  // The rows' width that every one of `tables` has (a collection's are all one), for `call`'s
+  // errors.
+  int64_t CommonDim(const char* call, const std::vector<int>& tables) const {
+    for (int t : tables) CheckTable(t);
+    const int64_t dim = dims_[static_cast<size_t>(tables.front())];
+    for (int t : tables) {
+      if (dims_[static_cast<size_t>(t)] != dim) {
+        throw py::value_error(std::string(call) + ": table " + std::to_string(t) + " has rows of " +
+                              std::to_string(dims_[static_cast<size_t>(t)]) + ", not " +
+                              std::to_string(dim) + " as the first");
+      }
+    }
+    return dim;
   }
 
   void CheckRows(int t, const IdArray& ids, const FloatArray& gradients) const {
