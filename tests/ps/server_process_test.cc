@@ -7,13 +7,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <random>
 #include <thread>
 
 #include "common/internal/raw_peer.h"
 #include "common/transport.h"
 #include "tests/ps/cluster.h"
+#include "tests/ps/two_variable_job.h"
 
 namespace towerps::ps {
 namespace {
@@ -22,51 +22,14 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::Check;
 using testing::Cluster;
+using testing::Connect;
 using testing::Get;
+using testing::Job;
+using testing::kSignature;
+using testing::Model;
+using testing::PullAll;
 using testing::Random;
-
-// Two variables, cut by a 16 KiB partition into 8 + 1 chunks spread over the servers.
-std::vector<VariableSpec> Model() { return {{"w", {300, 100}}, {"b", {100}}}; }
-constexpr uint64_t kSignature = 0xabcdef;
-
-JobConfig Job(UpdateMode mode, int workers = 4, int servers = 2) {
-  JobConfig j;
-  j.mode = mode;
-  j.workers = workers;
-  j.servers = servers;
-  j.partition_bytes = 16384;
-  j.optimizer.kind = OptimizerKind::kSgd;
-  j.optimizer.learning_rate = 0.5f;
-  j.schedule.kind = LrScheduleKind::kConstant;
-  return j;
-}
-
-std::vector<float> PullAll(Client& c, uint32_t var, int64_t min_version,
-                           int64_t* version = nullptr) {
-  PulledVariable p = Get(c.Pull({.variable_id = var, .min_version = min_version, .clock = 0}));
-  if (version) *version = p.version;
-  std::vector<float> out(NumElements(Model()[var].shape));
-  p.CopyTo(out.data());
-  return out;
-}
-
-struct Workers {
-  std::vector<std::unique_ptr<Client>> clients;
-  std::vector<Tensor> initial;
-};
-
-Workers Connect(const Cluster& cluster, int workers, TransportPath path = TransportPath::kTcp) {
-  Workers w;
-  for (int r = 0; r < workers; ++r) {
-    w.clients.push_back(cluster.MakeClient(r, seconds(20), nullptr, path));
-    Get(w.clients.back()->Register(Model(), kSignature));
-  }
-  for (uint32_t v = 0; v < Model().size(); ++v) {
-    w.initial.push_back(Random(Model()[v].shape, 100 + v));
-    Check(w.clients[0]->Init(v, w.initial.back()));
-  }
-  return w;
-}
+using testing::Workers;
 
 class ServerProcessTest : public testing::ClusterTest {};
 
@@ -428,89 +391,6 @@ TEST_F(ServerProcessTest, BadRequestsGetErrorsAndLeaveStateIntact) {
   EXPECT_EQ(st.rejected_messages, 1u);
   EXPECT_EQ(st.updates_applied, 1u);
   EXPECT_TRUE(cluster_->server(0).running());
-}
-
-// A diverged worker's gradient (NaN, infinity) is refused with an error naming the worker, the
-// variable and the chunk; the values stay as they were, the refusal is counted, and the push
-// still counts, so that the others are not left waiting.
-TEST_F(ServerProcessTest, NonFiniteGradientIsRefusedCountedAndLeavesTheValuesUnchanged) {
-  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 2, 1), "nonfinite");
-  ASSERT_TRUE(cluster_->ok());
-  Workers w = Connect(*cluster_, 2);
-  const std::vector<float> before = PullAll(*w.clients[0], 1, 0);
-  Tensor bad = Random(Model()[1].shape, 5);
-  bad.f32()[42] = std::numeric_limits<float>::infinity();
-  const Result<PushReport> refused =
-      w.clients[1]->Push({.variable_id = 1, .version = 0, .clock = 0, .gradient = bad}).get();
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find(
-                "worker 1's gradient for variable 1 chunk 0 has inf at element 42: refused"),
-            std::string::npos)
-      << refused.status().message();
-  int64_t version = -1;
-  EXPECT_EQ(PullAll(*w.clients[0], 1, 0, &version), before);  // bit for bit
-  EXPECT_EQ(version, 1);
-  ServerStatsReport st = Get(w.clients[0]->Stats(0));
-  EXPECT_EQ(st.nonfinite_rejected, 1u);
-  EXPECT_EQ(st.updates_applied, 0u);
-  // Logged once, naming the worker; the server goes on serving.
-  EXPECT_NE(cluster_->Log(0).find("worker 1's gradient for variable 1 chunk 0 has inf"),
-            std::string::npos)
-      << cluster_->Log(0);
-  Get(w.clients[0]->Push(
-      {.variable_id = 1, .version = 1, .clock = 1, .gradient = Random(Model()[1].shape, 6)}));
-  EXPECT_NE(PullAll(*w.clients[0], 1, 2), before);
-  EXPECT_TRUE(cluster_->server(0).running());
-}
-
-// The client reads a gradient for a NaN or an infinity as it sends it, where the values were just
-// written, and tells the server (Header.finite), which then does not read it again: only the
-// gradient with an infinity is read on the server, and refused there, naming the worker.
-TEST_F(ServerProcessTest, OnlyGradientsTheSenderFoundNonFiniteAreReadForItOnTheServer) {
-  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kAsync, 1, 1), "finite_checks");
-  ASSERT_TRUE(cluster_->ok());
-  Workers w = Connect(*cluster_, 1);
-  for (int64_t step = 0; step < 3; ++step) {
-    Get(w.clients[0]->Push({.variable_id = 1,
-                            .version = step,
-                            .clock = step,
-                            .gradient = Random(Model()[1].shape, 20 + static_cast<int>(step))}));
-  }
-  ServerStatsReport st = Get(w.clients[0]->Stats(0));
-  EXPECT_EQ(st.updates_applied, 3u);
-  EXPECT_EQ(st.finite_checks, 0u);
-  Tensor bad = Random(Model()[1].shape, 30);
-  bad.f32()[3] = -std::numeric_limits<float>::infinity();
-  const Result<PushReport> refused =
-      w.clients[0]->Push({.variable_id = 1, .version = 3, .clock = 3, .gradient = bad}).get();
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find(
-                "worker 0's gradient for variable 1 chunk 0 has -inf at element 3: refused"),
-            std::string::npos)
-      << refused.status().message();
-  st = Get(w.clients[0]->Stats(0));
-  EXPECT_EQ(st.finite_checks, 1u);
-  EXPECT_EQ(st.nonfinite_rejected, 1u);
-  EXPECT_EQ(st.updates_applied, 3u);
-}
-
-TEST_F(ServerProcessTest, SyncStepCompletesWithoutTheRefusedGradient) {
-  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "nonfinite_sync");
-  ASSERT_TRUE(cluster_->ok());
-  Workers w = Connect(*cluster_, 2);
-  Tensor bad = Random(Model()[1].shape, 7);
-  bad.f32()[0] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(
-      w.clients[1]->Push({.variable_id = 1, .version = 0, .clock = 0, .gradient = bad}).get().ok());
-  const Tensor good = Random(Model()[1].shape, 8);
-  Get(w.clients[0]->Push({.variable_id = 1, .version = 0, .clock = 0, .gradient = good}));
-  int64_t version = -1;
-  const std::vector<float> got = PullAll(*w.clients[1], 1, 1, &version);  // no hang
-  EXPECT_EQ(version, 1);
-  for (size_t i = 0; i < got.size(); ++i) {  // worker 0's gradient alone, SGD at lr 0.5
-    ASSERT_EQ(got[i], w.initial[1].f32()[i] - 0.5f * good.f32()[i]) << i;
-  }
 }
 
 }  // namespace
