@@ -27,6 +27,11 @@ bench=build/release/bin/towerps-bench
 /usr/bin/python3 -c 'import torch' 2>/dev/null ||
   { echo "compare_pytorch: needs python3-torch (apt-get install -y python3-torch)" >&2; exit 1; }
 
+# Both sides run the OpenBLAS kernels TowerPS picks for this CPU (kernels/cpu/blas_kernels.h).
+coretype=$("$bench" blas --json | sed -n 's/.*"coretype":"\([^"]*\)".*/\1/p')
+if [ -n "$coretype" ] && [ -z "${OPENBLAS_CORETYPE+set}" ]; then export OPENBLAS_CORETYPE="$coretype"; fi
+echo "both sides: $("$bench" blas)" >&2
+
 eps() { sed -n 's/.*"examples_per_sec": *\([0-9.]*\).*/\1/p'; }
 best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
 

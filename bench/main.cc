@@ -26,6 +26,7 @@
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "job/job_flags.h"
+#include "kernels/cpu/blas_kernels.h"
 
 namespace po = boost::program_options;
 using towerps::bench::Json;
@@ -47,6 +48,7 @@ constexpr char kUsage[] =
     "  soak        memory growth of a long sync job (1 server, 2 workers)\n"
     "  replicas    main-job throughput with and without --ps-replicas 2\n"
     "  job         main-job throughput over TCP and shared memory vs one process\n"
+    "  blas        which OpenBLAS kernels this machine's processes run, and who chose them\n"
     "\n"
     "Run 'towerps-bench <subcommand> --help' for its options; --version prints the version.\n";
 
@@ -339,9 +341,38 @@ int RunSoakCommand(int argc, char** argv) {
   return r->passed ? 0 : 1;
 }
 
+// What `towerps-bench blas` prints: the kernels this process runs, which the processes of a job
+// on this machine run too (kernels/cpu/blas_kernels.h). Scripts that time something against
+// TowerPS give it the same with {"coretype"}.
+int RunBlas(int argc, char** argv) {
+  bool json = false;
+  po::options_description desc(
+      "Usage: towerps-bench blas [--json]\n\nWhich of OpenBLAS's kernel sets TowerPS's processes "
+      "run on this machine, and who chose them (the library, OPENBLAS_CORETYPE as given, or "
+      "TowerPS for a CPU the library took for an older one)");
+  desc.add_options()("help,h", "show this help")("json", po::bool_switch(&json), "print JSON");
+  po::variables_map vm;
+  if (auto exit_code = towerps::ParseCommandLine("towerps-bench blas", argc, argv, desc, &vm)) {
+    return *exit_code;
+  }
+  const towerps::kernels::BlasKernels k = towerps::kernels::CurrentBlasKernels();
+  if (!json) {
+    std::printf("%s\n", towerps::kernels::DescribeBlasKernels(k).c_str());
+    return 0;
+  }
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  PrintJson(Json{{"running", k.running},
+                 {"cpu", k.cpu},
+                 {"chosen_by", k.chosen_by},
+                 {"library_choice", k.library_choice},
+                 {"coretype", coretype != nullptr ? coretype : ""}});
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  towerps::kernels::RestartWithFastestBlasKernels(argv);
   towerps::ConfigureAllocatorForLargeMessages();
   towerps::InitLogging({.role = "bench", .rank = -1, .min_level = towerps::LogLevel::kInfo});
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
@@ -362,6 +393,7 @@ int main(int argc, char** argv) {
   if (sub == "soak") return RunSoakCommand(argc - 1, argv + 1);
   if (sub == "replicas") return towerps::bench::RunReplicasCommand(argc - 1, argv + 1);
   if (sub == "job") return towerps::bench::RunJobCommand(argc - 1, argv + 1);
+  if (sub == "blas") return RunBlas(argc - 1, argv + 1);
   std::fprintf(stderr, "towerps-bench: unknown subcommand '%s'\n\n%s", sub.c_str(), kUsage);
   return 2;
 }

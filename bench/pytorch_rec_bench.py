@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 
+from same_blas import towerps_bench, use_towerps_kernels
+
 FIELDS, DENSE, ROWS, DIM = int(os.environ.get("BENCH_FIELDS", 26)), 13, 32768, 8
 VARIANTS = ["plain", "nn", "tps", "ebc", "pipe", "hybrid"]
 
@@ -308,6 +310,7 @@ def main():
         return run_memory(args.ids, args.batch, args.out)
     if args.memory:
         return memory(args)
+    kernels = use_towerps_kernels(towerps_bench(args.launch))
     variants = args.variants.split(",")
     for v in variants:
         if v not in VARIANTS:
@@ -330,10 +333,11 @@ def main():
             "ms_per_step": {k: statistics.median(x["ms"][k] for x in runs) for k in runs[0]["ms"]},
         }
     if args.json:
+        report["openblas"] = kernels
         print(json.dumps(report, indent=1))
         return
-    print("global batch %d, %d workers (TowerPS), %d steps, %d rounds"
-          % (args.global_batch, args.workers, args.steps, args.rounds))
+    print("global batch %d, %d workers (TowerPS), %d steps, %d rounds; both sides: OpenBLAS's %s"
+          % (args.global_batch, args.workers, args.steps, args.rounds, kernels))
     for v, r in report.items():
         ratio = ("  ratio %s" % " ".join("%.2f" % x for x in r["ratio_to_plain"])
                  if r["ratio_to_plain"] and v != "plain" else "")

@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from same_blas import towerps_bench, use_towerps_kernels
+
 
 def net():
     import torch.nn as nn
@@ -80,6 +82,8 @@ def main():
     a = ap.parse_args()
     if a.run:
         return run(a.run, a.steps, a.warmup, a.batch, a.out, a.device)
+    print("both sides: OpenBLAS's %s" % use_towerps_kernels(towerps_bench(a.launch)),
+          file=sys.stderr)
     me = [sys.executable, os.path.abspath(__file__), "--steps", str(a.steps), "--warmup",
           str(a.warmup), "--batch", str(a.batch), "--device", a.device]
     times = {mode: [] for mode in MODES}

@@ -13,6 +13,7 @@
 #include "common/command_line.h"
 #include "common/job_secret.h"
 #include "common/logging.h"
+#include "kernels/cpu/blas_kernels.h"
 #include "launch/backends/launcher.h"
 #include "launch/launch_flags.h"
 #include "launch/rank_exec.h"
@@ -72,6 +73,16 @@ int RunJob(const LaunchFlags& flags, const Environment& env, LaunchOptions optio
     Launcher& launcher = **made;
     if (Status s = launcher.Check(); !s.ok()) return Refuse(s);
     if (flags.validate_only) return Valid();
+    // Once a job, by the launcher that starts its processes here (ranks: at debug level).
+    if (const kernels::BlasKernels blas = kernels::CurrentBlasKernels();
+        blas.chosen_by != "library") {
+      const std::string line = kernels::DescribeBlasKernels(blas);
+      if (launcher.supervises()) {
+        TOWERPS_LOG(kInfo) << line;
+      } else {
+        TOWERPS_LOG(kDebug) << line;
+      }
+    }
     if (!launcher.supervises()) {
       const Status failed = launcher.Run();  // returns only when the exec failed
       std::cerr << "towerps-launch: " << failed.ToString() << "\n";
@@ -119,6 +130,9 @@ std::optional<int> ParseLaunchCommandLine(int argc, char** argv, LaunchFlags& fl
 }
 
 int Main(int argc, char** argv) {
+  // Before anything: every process this one starts (workers, PyTorch scripts, the watchdog's
+  // command) inherits the kernels chosen here.
+  kernels::RestartWithFastestBlasKernels(argv);
   if (argc > 1 && std::string(argv[1]) == kExecWorkerCmdFlag) return ExecWorkerCmd(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "--stdin-watchdog") {
     HandleSignals(/*hangup=*/true);

@@ -14,6 +14,7 @@
 #include "common/process_setup.h"
 #include "job/job_flags.h"
 #include "job/security_flags.h"
+#include "kernels/cpu/blas_kernels.h"
 #include "towerps/worker_main.h"
 #include "worker/choices.h"
 #include "worker/train/console.h"
@@ -253,6 +254,7 @@ Status AddUserOptions(const Registry& registry, const po::options_description& t
 }
 
 int WorkerMain(int argc, char** argv, const Registry& given) {
+  kernels::RestartWithFastestBlasKernels(argv);
   ConfigureAllocatorForLargeMessages();
   const std::string prog =
       argc > 0 ? std::filesystem::path(argv[0]).filename().string() : std::string("towerps-worker");
@@ -319,6 +321,7 @@ int WorkerMain(int argc, char** argv, const Registry& given) {
   options.stop = &g_stop;
   options.registry = &registry;
   InitLogging({.role = "worker", .rank = options.rank, .min_level = *level});
+  TOWERPS_LOG(kDebug) << kernels::DescribeBlasKernels(kernels::CurrentBlasKernels());
   return Train(options);
 }
 
