@@ -17,7 +17,10 @@
 // model and data that do not fit, 1 for any other failure, 128 + N when stopped by signal N
 // (SIGINT, SIGTERM: it stops at the next step and lets the chief finish cleanly). Installs
 // handlers for SIGINT and SIGTERM; call it once per process, from main. The registry is
-// borrowed for the call.
+// borrowed for the call. When OPENBLAS_CORETYPE is unset and Debian's OpenBLAS took the CPU for
+// an older one, it first starts the program again with the faster kernels
+// (kernels/cpu/blas_kernels.h): what main did before the call is done twice, so keep it to
+// building the registry (processes started by towerps-launch inherit the variable and start once).
 #ifndef TOWERPS_WORKER_MAIN_H_
 #define TOWERPS_WORKER_MAIN_H_
 
