@@ -17,6 +17,8 @@
 #ifndef TOWERPS_COMMON_TRANSPORT_H_
 #define TOWERPS_COMMON_TRANSPORT_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -58,6 +60,8 @@ Result<TransportPath> ParseTransportPath(std::string_view name);
 struct ConnectionPath {
   bool shared_memory = false;
   std::string detail;  // "shared memory", or "TCP (why)"
+  // The peer's process when it is on this host and its arena is mapped here; 0 otherwise.
+  pid_t local_pid = 0;
 };
 
 struct TransportOptions {

@@ -176,9 +176,9 @@ ConnectionPath ShmLinks::PathTo(const std::string& peer) const {
   const Peer& p = it->second;
   if (p.in.arena == nullptr) return {false, "TCP (" + p.unmapped_reason + ")"};
   if (!p.reads_mine) {
-    return {false, "TCP (the peer has not mapped this process's arena; see its log)"};
+    return {false, "TCP (the peer has not mapped this process's arena; see its log)", p.pid};
   }
-  return {true, "shared memory"};
+  return {true, "shared memory", p.pid};
 }
 
 Tensor LentPayload(const PeerArenaView& view, uint64_t ref, const std::byte* bytes, Shape shape,

@@ -21,6 +21,7 @@ Server::Server(ServerOptions options)
       replicas_(options_.job, options_.rank, options_.rejoin, incarnation_),
       shards_(options_.threads, options_.job, &outbox_, &update_clock_),
       shutdown_(options_.job.workers, options_.shutdown_grace),
+      replies_(incarnation_),
       checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every,
                    options_.checkpoint_full_every) {}
 
@@ -37,6 +38,7 @@ Result<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
   TOWERPS_ASSIGN_OR_RETURN(server->transport_, Transport::Create(o.transport));
   TOWERPS_ASSIGN_OR_RETURN(server->socket_,
                            server->transport_->Listen(TcpEndpoint(o.bind, o.port)));
+  server->replies_.set_socket(server->socket_.get());
   TOWERPS_RETURN_IF_ERROR(server->replicas_.Connect(*server->transport_, o.peers));
   if (!o.logdir.empty()) {
     TOWERPS_ASSIGN_OR_RETURN(server->events_, ServerEvents::Create(o.logdir, o.rank));
@@ -162,15 +164,7 @@ Status Server::Run() {
     // on this thread takes them at once, and they leave with the rest.
     if (shards_.started()) checkpoints_.Tick(shards_.shards());
     shards_.Idle();
-    for (ServerOutput& out : outbox_.DrainAll()) {
-      if (auto* m = std::get_if<OutgoingMessage>(&out)) {
-        SendOrLog(std::move(*m));
-      } else if (auto* f = std::get_if<Forward>(&out)) {
-        replicas_.Send(f->server, std::move(f->message));
-      } else {
-        checkpoints_.Add(std::move(std::get<SnapshotPart>(out)));
-      }
-    }
+    SendOutputs();
     if (next_log.expired()) {
       LogStats();
       next_log = Deadline::After(options_.stats_log_interval);
@@ -211,7 +205,7 @@ void Server::HandleMessage(IncomingMessage msg) {
 }
 
 void Server::Dispatch(IncomingMessage msg) {
-  if (!unreachable_peers_.empty()) unreachable_peers_.erase(msg.peer());
+  replies_.Heard(msg.peer());
   if (const int peer = replicas_.PeerRank(msg.peer()); peer >= 0) {
     replicas_.Heard(peer, msg.header().getServerIncarnation());
   }
@@ -219,7 +213,7 @@ void Server::Dispatch(IncomingMessage msg) {
     case proto::MessageType::PING:
       return SendOrLog(ReplyTo(msg, proto::MessageType::PONG));
     case proto::MessageType::BUNDLE:  // each part as if it came alone
-      for (IncomingMessage& part : bundles_.Open(std::move(msg))) Route(std::move(part));
+      for (IncomingMessage& part : replies_.bundles().Open(std::move(msg))) Route(std::move(part));
       return;
     case proto::MessageType::REGISTER:
       HandleRegister(msg);
@@ -296,7 +290,7 @@ void Server::HandleRegister(const IncomingMessage& msg) {
   unsigned c = 0;
   for (int g : primary) claims.set(c++, static_cast<uint32_t>(g));
   SendOrLog(std::move(reply));
-  for (OutgoingMessage& held : bundles_.Release(msg.peer())) SendOrLog(std::move(held));
+  for (OutgoingMessage& held : replies_.bundles().Release(msg.peer())) SendOrLog(std::move(held));
   registered_.insert(h.getSenderRank());
   TOWERPS_LOG(kInfo) << who << " registered (" << PeerName(msg.peer()) << ")";
 }
@@ -317,19 +311,18 @@ void Server::Route(IncomingMessage msg) {
   shards_.Post(variable, chunk, std::move(task));
 }
 
-void Server::SendOrLog(OutgoingMessage reply) {
-  reply.header().setServerIncarnation(incarnation_);
-  std::optional<OutgoingMessage> msg = bundles_.Add(std::move(reply));
-  if (!msg) return;  // a bundle's part, its bundle not yet answered in full
-  const std::string peer = msg->peer();
-  Status s = socket_->Send(std::move(*msg), Deadline::After(std::chrono::seconds(5)));
-  // A gone peer (a worker killed or restarting, or every worker at Ctrl-C) loses the replies of
-  // all its waiting requests at once: one line says so.
-  if (!s.ok() && unreachable_peers_.insert(peer).second) {
-    TOWERPS_LOG(kWarning) << "reply to " << PeerName(peer) << " lost: " << s.ToString()
-                          << " (further replies lost to it are not logged until it is heard "
-                             "from again)";
+void Server::SendOutputs() {
+  std::vector<OutgoingMessage> replies;
+  for (ServerOutput& out : outbox_.DrainAll()) {
+    if (auto* m = std::get_if<OutgoingMessage>(&out)) {
+      replies.push_back(std::move(*m));
+    } else if (auto* f = std::get_if<Forward>(&out)) {
+      replicas_.Send(f->server, std::move(f->message));
+    } else {
+      checkpoints_.Add(std::move(std::get<SnapshotPart>(out)));
+    }
   }
+  replies_.SendBatch(std::move(replies));
 }
 
 ServerStatsReport Server::CollectStats() const {
@@ -339,7 +332,7 @@ ServerStatsReport Server::CollectStats() const {
   shards_.AddStats(&r, variables_);
   r.registered_workers.assign(registered_.begin(), registered_.end());
   AddSocketStats(socket_->stats(), &r);
-  r.rejected_messages += rejected_by_handlers_ + bundles_.rejected();
+  r.rejected_messages += rejected_by_handlers_ + replies_.bundles().rejected();
   r.refused_handshakes = socket_->refused_handshakes();
   r.refused_shutdowns = shutdown_.refused();
   r.checkpoints_written = checkpoints_.written();

@@ -40,12 +40,12 @@
 #include "job/placement.h"
 #include "job/replica_placement.h"
 #include "job/version.h"
-#include "ps/server/bundle_replies.h"
 #include "ps/server/busy_clock.h"
 #include "ps/server/checkpoint.h"
 #include "ps/server/checkpointer.h"
 #include "ps/server/replica_links.h"
 #include "ps/server/server_options.h"
+#include "ps/server/server_replies.h"
 #include "ps/server/server_stats.h"
 #include "ps/server/shard.h"
 #include "ps/server/shard_set.h"
@@ -80,7 +80,10 @@ class Server {
   void HandleLeave(const IncomingMessage& msg);
   void HandleStats(const IncomingMessage& msg);
   void Route(IncomingMessage msg);
-  void SendOrLog(OutgoingMessage msg);
+  void SendOrLog(OutgoingMessage msg) { replies_.Send(std::move(msg)); }
+  // The shards' outputs so far: forwards to replicas and snapshot parts as they come, the
+  // replies as one batch (ServerReplies::SendBatch).
+  void SendOutputs();
   void LogStats();
   // The counters of every shard and the socket, summed.
   ServerStatsReport CollectStats() const;
@@ -110,12 +113,10 @@ class Server {
   uint64_t model_signature_ = 0;
   std::set<uint32_t> registered_;  // workers' ranks (the STATS reply lists them)
   std::optional<ChunkPlacement> placement_;
-  // Peers a reply could not reach, logged once until they are heard from again.
-  std::set<std::string> unreachable_peers_;
   std::vector<IncomingMessage> early_replicates_;  // joining: arrived before the model
   bool deposed_ = false;
   ShutdownGate shutdown_;
-  BundleReplies bundles_;  // the replies of bundles' parts, held until each bundle's are all in
+  ServerReplies replies_;
   Checkpointer checkpoints_;
   int64_t restored_version_ = kNoVersion;  // lowest chunk version restored; kNoVersion: fresh
   std::unique_ptr<ServerEvents> events_;   // with --logdir

@@ -3,6 +3,7 @@
 // receiver's releases and by a restarted peer, TCP with a --transport tcp peer, and forged
 // offsets, lengths and arenas refused with the socket still usable.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -120,6 +121,7 @@ TEST(ShmTransportTest, PayloadsGoByReferenceOnceBothSidesMappedTheArenas) {
   EXPECT_TRUE(SameBytes(first.tensors()[0], grad));
   // The reply acknowledged the client's arena: from now on, by reference, read in place.
   EXPECT_TRUE(p.client->PathTo("").shared_memory) << p.client->PathTo("").detail;
+  EXPECT_EQ(p.client->PathTo("").local_pid, getpid());  // both ends are this test's
   IncomingMessage second = RoundTrip(p, grad);
   ASSERT_EQ(second.shared_payloads(), 1u);
   EXPECT_TRUE(SameBytes(second.tensors()[0], grad));
