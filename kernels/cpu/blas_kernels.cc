@@ -3,10 +3,12 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 namespace towerps::kernels {
 namespace {
@@ -71,11 +73,9 @@ std::string_view IsaName(Isa isa) {
 }
 
 std::string BetterCoreType(std::string_view loaded, Isa cpu) {
-  const CoreName* known = nullptr;
-  for (const CoreName& c : kCores) {
-    if (c.name == loaded) known = &c;
-  }
-  if (known == nullptr || known->isa >= cpu) return "";
+  const CoreName* known = std::find_if(std::begin(kCores), std::end(kCores),
+                                       [&](const CoreName& c) { return c.name == loaded; });
+  if (known == std::end(kCores) || known->isa >= cpu) return "";
   switch (cpu) {
     case Isa::kAvx512:
       return "SKYLAKEX";

@@ -4,8 +4,8 @@
 // Debian 12's OpenBLAS (0.3.21, built with DYNAMIC_ARCH) picks its kernels once, as it loads,
 // from the CPU's model number, and falls back to old ones for models newer than itself: on a
 // Sapphire Rapids guest it runs its SSE3 "Prescott" kernels, and on an AVX-512 EPYC its AVX2
-// "Haswell" ones. Our dense layers are its GEMMs, so that fallback costs mlp 2.5x and dlrm_small
-// 1.4x of their speed (docs/PERFORMANCE.md). The library reads OPENBLAS_CORETYPE only as it loads,
+// "Haswell" ones. Our dense layers are its GEMMs, so that fallback costs mlp 3.3x and dlrm_small
+// 1.6x of their speed (docs/PERFORMANCE.md). The library reads OPENBLAS_CORETYPE only as it loads,
 // so a process cannot change its own kernels: it can only start again with the variable set.
 //
 // What is chosen goes by the instruction sets the CPU reports (never one it lacks, which would

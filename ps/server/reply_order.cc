@@ -37,20 +37,8 @@ bool ReplyOrder::SharesMyCores(const std::string& peer) {
 
 void ReplyOrder::Arrange(std::vector<OutgoingMessage>& replies) {
   if (replies.size() < 2) return;
-  std::vector<bool> last(replies.size());
-  for (size_t i = 0; i < replies.size(); ++i) last[i] = SharesMyCores(replies[i].peer());
-  if (std::all_of(last.begin(), last.end(), [](bool b) { return b; }) ||
-      std::none_of(last.begin(), last.end(), [](bool b) { return b; })) {
-    return;
-  }
-  std::vector<OutgoingMessage> arranged;
-  arranged.reserve(replies.size());
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < replies.size(); ++i) {
-      if (last[i] == (pass == 1)) arranged.push_back(std::move(replies[i]));
-    }
-  }
-  replies = std::move(arranged);
+  std::stable_partition(replies.begin(), replies.end(),
+                        [this](const OutgoingMessage& m) { return !SharesMyCores(m.peer()); });
 }
 
 }  // namespace towerps::ps
