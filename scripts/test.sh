@@ -20,17 +20,32 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# Each stage's wall time, printed as it ends and summed up at the end (CI allows 90 minutes; the
+# suite aims at 50 on 2 cores).
+timings=()
+stage_start=$SECONDS
+stage_done() {
+  local took=$((SECONDS - stage_start))
+  timings+=("$(printf '  %-28s %5d s' "$1" "$took")")
+  echo "=== test: $1 took $took s"
+  stage_start=$SECONDS
+}
+
 scripts/setup.sh
+stage_done "setup"
 echo "=== test: the tree's floors, file and function sizes (scripts/check_layers.sh)"
 scripts/check_layers.sh
+stage_done "floors"
 for preset in $presets; do
   if [ "$preset" = fuzz ]; then
     echo "=== test: fuzzing every harness for 20 s (scripts/fuzz.sh)"
     scripts/fuzz.sh 20
+    stage_done "fuzz (build and run)"
     continue
   fi
   echo "=== test: building preset '$preset'"
   scripts/build.sh "$preset"
+  stage_done "$preset build"
   if [ "$preset" = tsa ]; then
     echo "=== test: the clang -Werror=thread-safety build passed (a build check; asan runs it too)"
     continue
@@ -38,6 +53,7 @@ for preset in $presets; do
   echo "=== test: running preset '$preset'"
   junit="build/$preset/ctest-junit.xml"
   ctest --preset "$preset" --output-on-failure -j "$(nproc)" --timeout 900 --output-junit "$PWD/$junit"
+  stage_done "$preset tests"
   # Skipped tests, each with the reason it gave (GTEST_SKIP's message).
   python3 - "$junit" <<'PY'
 import sys
@@ -53,5 +69,10 @@ print(f"=== test: {len(skipped)} skipped" + (":" if skipped else ""))
 print("\n".join(skipped))
 PY
   # The library as a user gets it: installed, and an out-of-tree project built against it.
-  if [ "$preset" = release ]; then scripts/check_example.sh "build/$preset"; fi
+  if [ "$preset" = release ]; then
+    scripts/check_example.sh "build/$preset"
+    stage_done "installed-library check"
+  fi
 done
+echo "=== test: passed in $SECONDS s:"
+printf '%s\n' "${timings[@]}"
