@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench/commands.h"
+#include "bench/launched_job.h"
 #include "bench/proc_memory.h"
 #include "common/command_line.h"
 #include "job/placement.h"
@@ -126,11 +127,6 @@ Save SaveOne(ps::TableChunk& table, const std::string& dir, bool changes, uint32
       reset ? static_cast<double>(ProcStatusKib(::getpid(), "VmHWM").value_or(0)) / 1024.0 : -1;
   save.tier_bytes = keep_tier ? DirectoryBytes(tier_path) : 0;
   return save;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 // Rows [0, rows) created by updates of 200,000 rows each.
