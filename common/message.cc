@@ -56,6 +56,7 @@ OutgoingMessage OutgoingMessage::Bundle(std::vector<OutgoingMessage> parts) {
     bundle.header().setSenderRank(first.getSenderRank());
     bundle.header().setJobId(first.getJobId());
     bundle.header().setServerIncarnation(first.getServerIncarnation());  // replies: a restart
+    bundle.header().setToIncarnation(first.getToIncarnation());  // requests: whom they are for
   }
   auto list = bundle.header().initParts(static_cast<unsigned>(parts.size()));
   for (size_t p = 0; p < parts.size(); ++p) {

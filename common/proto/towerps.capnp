@@ -212,6 +212,12 @@ struct Header {
   # the server does not read it again. False: the server looks for a NaN or an infinity itself
   # and refuses the gradient if it finds one (a sender that sends a non-finite gradient says so).
   finite @36 :Bool;
+  # Every request from a worker: the serverIncarnation of the last reply it had from this server
+  # (0: none yet). A server refuses, unread, a request addressed to another incarnation: one
+  # queued across its restart, written for the process it replaced (an async push whose
+  # iteration is ahead of what the restored server holds would skip the iterations between). The
+  # refusal carries the new incarnation, so the worker learns of the restart and rejoins.
+  toIncarnation @37 :UInt64;
 }
 
 enum ReplicaOp {

@@ -249,6 +249,7 @@ void Client::Impl::SendBundle(int server, std::vector<Call> parts) {
   for (Call& call : parts) {
     ids.push_back(requests_.NextId());
     call.message->header().setRequestId(ids.back());
+    call.message->header().setToIncarnation(router_.incarnation(server));
     messages.push_back(std::move(*call.message));
   }
   const Status s = sockets_[server]->Send(OutgoingMessage::Bundle(std::move(messages)), deadline);
@@ -273,6 +274,7 @@ void Client::Impl::Send(Call call) {
   }
   const uint64_t id = requests_.NextId();
   call.message->header().setRequestId(id);
+  call.message->header().setToIncarnation(router_.incarnation(call.server));
   Deadline deadline =
       Deadline::After(call.timeout.count() > 0 ? call.timeout : options_.rpc_timeout);
   Status s = sockets_[call.server]->Send(std::move(*call.message), deadline);

@@ -54,6 +54,9 @@ class ReplicaRouter {
   // A reply from `server`, carrying `incarnation` (0: none): it is alive. Whether it restarted
   // (a new incarnation after a known one).
   bool Heard(int server, uint64_t incarnation);
+  // The incarnation `server`'s replies carry (0: none heard yet): what requests to it are
+  // addressed to (Header.toIncarnation).
+  uint64_t incarnation(int server) const { return incarnations_[static_cast<size_t>(server)]; }
   // Found silent and failed over, and not heard from since.
   bool unresponsive(int server) const { return unresponsive_[static_cast<size_t>(server)]; }
 

@@ -206,6 +206,7 @@ void Server::HandleMessage(IncomingMessage msg) {
 
 void Server::Dispatch(IncomingMessage msg) {
   replies_.Heard(msg.peer());
+  if (replies_.RefusedAsPredecessors(msg)) return;
   if (const int peer = replicas_.PeerRank(msg.peer()); peer >= 0) {
     replicas_.Heard(peer, msg.header().getServerIncarnation());
   }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/logging.h"
+#include "ps/server/reply.h"
 
 namespace towerps::ps {
 
@@ -11,6 +12,22 @@ ServerReplies::ServerReplies(uint64_t incarnation)
     : incarnation_(incarnation), order_([this](const std::string& peer) {
         return socket_ != nullptr ? socket_->PathTo(peer).local_pid : 0;
       }) {}
+
+bool ServerReplies::RefusedAsPredecessors(const IncomingMessage& request) {
+  const uint64_t to = request.header().getToIncarnation();
+  if (to == 0 || to == incarnation_) return false;
+  if (refused_.insert(request.peer()).second) {
+    TOWERPS_LOG(kWarning) << "refused a " << MessageTypeName(request.type()) << " from "
+                          << PeerName(request.peer())
+                          << " written for this server's previous process (queued across its "
+                             "restart); it rejoins from the restored state (further ones from "
+                             "it are not logged)";
+  }
+  Send(ErrorReply(request,
+                  FailedPreconditionError("this server restarted: the request was written for "
+                                          "its previous process; rejoin where it now stands")));
+  return true;
+}
 
 void ServerReplies::Send(OutgoingMessage reply) {
   if (std::optional<OutgoingMessage> whole = Complete(std::move(reply))) Deliver(std::move(*whole));
