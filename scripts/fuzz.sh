@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     --jobs)
       [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: --jobs wants a positive count, not '$2'" >&2; exit 2; }
       jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     [0-9]*) seconds="$1"; shift ;;
     *) echo "fuzz: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
