@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  clang-14 libfuzzer-14-dev
+  clang-14 libfuzzer-14-dev lld
   libzmq3-dev cppzmq-dev libsodium-dev
   capnproto libcapnp-dev
   libboost-program-options-dev
