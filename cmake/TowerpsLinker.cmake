@@ -6,8 +6,10 @@
 # Why: a build links about 130 executables and libraries; lld links the 115 test binaries in
 # 23 s of wall time where GNU ld takes 47 s (2 cores, docs/PERFORMANCE.md, "The test suite's own
 # time"), and scripts/test.sh builds twice. Only C and C++ links take the flag (nvcc links
-# device code itself). The flag is this build's: nothing installed passes it on to a user's
-# project.
+# device code itself), and not the Python extension, a module library: pybind11 compiles it with
+# GCC's link-time optimisation, whose objects hold GCC's intermediate code that only GNU ld's
+# plugin reads (lld linked it without PyInit__towerps). The flag is this build's: nothing
+# installed passes it on to a user's project.
 set(TOWERPS_LLD "AUTO" CACHE STRING "Link with lld: AUTO (when the compiler can use it), ON or OFF")
 set_property(CACHE TOWERPS_LLD PROPERTY STRINGS AUTO ON OFF)
 set(TOWERPS_WITH_LLD OFF)
@@ -20,7 +22,8 @@ if(NOT _towerps_lld_mode STREQUAL "OFF")
   check_linker_flag(CXX "-fuse-ld=lld" TOWERPS_CXX_LINKS_WITH_LLD)
   if(TOWERPS_CXX_LINKS_WITH_LLD)
     set(TOWERPS_WITH_LLD ON)
-    add_link_options($<$<LINK_LANGUAGE:C,CXX>:-fuse-ld=lld>)
+    add_link_options(
+        "$<$<AND:$<LINK_LANGUAGE:C,CXX>,$<NOT:$<STREQUAL:$<TARGET_PROPERTY:TYPE>,MODULE_LIBRARY>>>:-fuse-ld=lld>")
   elseif(_towerps_lld_mode STREQUAL "ON")
     message(FATAL_ERROR "TOWERPS_LLD=ON but ${CMAKE_CXX_COMPILER} cannot link with -fuse-ld=lld. "
                         "Install lld (scripts/setup.sh does) or use -DTOWERPS_LLD=AUTO or OFF.")
