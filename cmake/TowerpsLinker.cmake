@@ -6,12 +6,10 @@
 # Why: a build links about 130 executables and libraries; lld links the 115 test binaries in
 # 23 s of wall time where GNU ld takes 47 s (2 cores, docs/PERFORMANCE.md, "The test suite's own
 # time"), and scripts/test.sh builds twice. Only C and C++ links take the flag (nvcc links
-# device code itself), and not the Python extension, a module library: pybind11 compiles it with
-# GCC's link-time optimisation, whose objects hold GCC's intermediate code that only GNU ld's
-# plugin reads (lld linked it without PyInit__towerps). The flag is this build's: nothing
-# installed passes it on to a user's project.
-set(TOWERPS_LLD "AUTO" CACHE STRING "Link with lld: AUTO (when the compiler can use it), ON or OFF")
-set_property(CACHE TOWERPS_LLD PROPERTY STRINGS AUTO ON OFF)
+# device code itself), and no module library: pybind11 compiles the Python extension with GCC's
+# link-time optimisation, whose objects hold GCC's intermediate code that only GNU ld's plugin
+# reads (lld linked it without PyInit__towerps); the CUDA plugin, the other module, keeps GNU ld
+# with it. The flag is this build's: nothing installed passes it on to a user's project.
 set(TOWERPS_WITH_LLD OFF)
 string(TOUPPER "${TOWERPS_LLD}" _towerps_lld_mode)
 if(NOT _towerps_lld_mode MATCHES "^(AUTO|ON|OFF)$")
