@@ -45,6 +45,8 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
   if (o.shutdown_grace_ms != LaunchOptions{}.shutdown_grace_ms) {
     argv.insert(argv.end(), {"--shutdown-grace-ms", std::to_string(o.shutdown_grace_ms)});
   }
+  argv.insert(argv.end(), {"--orphan-timeout-ms",
+                           o.launcher_stops_servers ? "0" : std::to_string(o.orphan_timeout_ms)});
   argv.insert(argv.end(), {"--log-level", LogLevelName(o.log_level)});
   if (!o.worker.logdir.empty()) argv.insert(argv.end(), {"--logdir", o.worker.logdir});
   if (!peers.empty()) {

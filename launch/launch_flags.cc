@@ -75,6 +75,11 @@ void LaunchFlags::AddLauncherOptions() {
       po::value(&options_.shutdown_grace_ms)->default_value(options_.shutdown_grace_ms),
       "--mpi, --slurm, --cluster: once the chief asks the servers to stop, they wait at most "
       "this long for the other workers to finish")(
+      "orphan-timeout-ms",
+      po::value(&options_.orphan_timeout_ms)->default_value(options_.orphan_timeout_ms),
+      "a server that hears from no worker for this long stops, failing and naming them, so "
+      "that none outlives a job whose workers died (--mpi, --slurm, --cluster, where no "
+      "launcher stays behind to stop them); raise it for workers that start slowly (0: never)")(
       "checkpoint-every", po::value(&options_.checkpoint_every)->default_value(0),
       "versions between checkpoints (0: at shutdown only)")(
       "checkpoint-full-every", po::value(&options_.checkpoint_full_every)->default_value(1),

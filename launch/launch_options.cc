@@ -54,6 +54,7 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
                                 " both name the workers' program; give one");
   }
   TOWERPS_RETURN_IF_ERROR(ps::CheckShutdownGrace(o.shutdown_grace_ms));
+  TOWERPS_RETURN_IF_ERROR(ps::CheckOrphanTimeout(o.orphan_timeout_ms));
   if (o.all_local || o.table_dir.empty()) {  // elsewhere each server checks its own
     ps::ServerOptions tier;
     tier.job = o.job;

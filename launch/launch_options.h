@@ -41,6 +41,12 @@ struct LaunchOptions {
   // Where the chief stops the servers (--mpi, --slurm, --cluster): how long they wait for the
   // other workers to leave (the servers' --shutdown-grace-ms).
   int64_t shutdown_grace_ms = 60000;
+  // Where no launcher stays behind to stop them (--mpi, --slurm, --cluster: RankLauncher clears
+  // `launcher_stops_servers`), every server stops, failing, once it has heard from no worker
+  // for this long (the servers' --orphan-timeout-ms), so none outlives a job whose workers
+  // died; 0: never. A launcher that stays stops its servers itself, however slow its workers.
+  int64_t orphan_timeout_ms = 600000;
+  bool launcher_stops_servers = true;
   std::string server_binary;  // empty: towerps-server next to this executable
   std::string worker_binary;  // empty: towerps-worker next to this executable
   // --worker-cmd: every worker is this command (a PyTorch script using the towerps package)

@@ -8,6 +8,7 @@ namespace towerps::launch {
 RankLauncher::RankLauncher(const LaunchFlags& flags, const Environment& env, LaunchOptions options)
     : rank_flags_(flags.rank), env_(env), options_(std::move(options)) {
   if (!flags.bind_given) options_.bind = "0.0.0.0";  // other hosts must reach the servers
+  options_.launcher_stops_servers = false;           // each process is on its own after the exec
 }
 
 Status RankLauncher::Check() {

@@ -20,7 +20,7 @@ Server::Server(ServerOptions options)
       incarnation_((uint64_t{std::random_device{}()} << 32 | std::random_device{}()) | 1),
       replicas_(options_.job, options_.rank, options_.rejoin, incarnation_),
       shards_(options_.threads, options_.job, &outbox_, &update_clock_),
-      shutdown_(options_.job.workers, options_.shutdown_grace),
+      shutdown_(options_.job.workers, options_.shutdown_grace, options_.orphan_timeout),
       replies_(incarnation_),
       checkpoints_(options_.checkpoint_dir, options_.rank, options_.checkpoint_every,
                    options_.checkpoint_full_every) {}
@@ -137,8 +137,10 @@ Status Server::Run() {
   std::vector<int> link_ranks;
   replicas_.AppendSockets(&sockets, &link_ranks);
   replicas_.SendJoins(options_.join_timeout);
+  Status orphaned;  // the job is gone: stop as on a request, then fail
   while (!shutdown_.ShouldStop() && !deposed_ && !(options_.stop && options_.stop->load())) {
     TOWERPS_RETURN_IF_ERROR(replicas_.CheckJoins());
+    if (orphaned = shutdown_.CheckNotOrphaned(); !orphaned.ok()) break;
     TOWERPS_ASSIGN_OR_RETURN(
         std::vector<bool> ready,
         transport_->Poll(sockets, outbox_.wake_fd(), Deadline::After(kPollInterval)));
@@ -189,7 +191,10 @@ Status Server::Run() {
         "its peer replaced this server's copy of their chunks (it was found unresponsive); it "
         "must restart and rejoin as their backup");
   }
-  return final_checkpoint;
+  if (orphaned.ok()) return final_checkpoint;
+  // Both failed: the lost state is the worse news, so it is the one returned.
+  if (!final_checkpoint.ok()) TOWERPS_LOG(kError) << orphaned.ToString();
+  return final_checkpoint.ok() ? orphaned : final_checkpoint;
 }
 
 void Server::HandleMessage(IncomingMessage msg) {
@@ -206,6 +211,7 @@ void Server::HandleMessage(IncomingMessage msg) {
 
 void Server::Dispatch(IncomingMessage msg) {
   replies_.Heard(msg.peer());
+  shutdown_.Heard(msg.peer());
   if (replies_.RefusedAsPredecessors(msg)) return;
   if (const int peer = replicas_.PeerRank(msg.peer()); peer >= 0) {
     replicas_.Heard(peer, msg.header().getServerIncarnation());

@@ -30,6 +30,7 @@ struct ServerFlags {
   std::string log_level = "info", ready_file, peers;
   int64_t stats_ms = options.stats_log_interval.count();
   int64_t shutdown_grace_ms = options.shutdown_grace.count();
+  int64_t orphan_timeout_ms = options.orphan_timeout.count();
   std::string threads = "auto";
 };
 
@@ -68,6 +69,10 @@ void AddServerOptions(ServerFlags& f, po::options_description& desc) {
       "shutdown-grace-ms", po::value(&f.shutdown_grace_ms)->default_value(f.shutdown_grace_ms),
       "after the chief asks the server to stop (--mpi, --slurm, --cluster), wait at most this "
       "long for the other workers to leave")(
+      "orphan-timeout-ms", po::value(&f.orphan_timeout_ms)->default_value(f.orphan_timeout_ms),
+      "stop, failing and naming the silent workers, after hearing from no worker and no "
+      "launcher for this long, from the start or since the last message: a job whose workers "
+      "all died leaves no server behind (0: wait for ever)")(
       "ready-file", po::value(&f.ready_file),
       "write the listening endpoint to this file once serving (for launchers)")(
       "log-level", po::value(&f.log_level)->default_value(f.log_level),
@@ -100,6 +105,8 @@ Result<ps::ServerOptions> ToOptions(const ServerFlags& f, const ps::JobFlags& jo
   TOWERPS_ASSIGN_OR_RETURN(options.threads, ps::ParseServerThreads(f.threads, "--threads"));
   TOWERPS_RETURN_IF_ERROR(ps::CheckShutdownGrace(f.shutdown_grace_ms));
   options.shutdown_grace = std::chrono::milliseconds(f.shutdown_grace_ms);
+  TOWERPS_RETURN_IF_ERROR(ps::CheckOrphanTimeout(f.orphan_timeout_ms));
+  options.orphan_timeout = std::chrono::milliseconds(f.orphan_timeout_ms);
   options.stop = &g_stop;
   return options;
 }

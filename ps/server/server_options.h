@@ -43,6 +43,9 @@ struct ServerOptions {
   std::chrono::milliseconds join_timeout{30000};
   // How long a chief's shutdown waits for the other workers to leave (ps/server/shutdown_gate.h).
   std::chrono::milliseconds shutdown_grace{60000};
+  // How long a server waits to hear from any worker or launcher before it stops, failing
+  // (ps/server/shutdown_gate.h); 0: for ever.
+  std::chrono::milliseconds orphan_timeout{600000};
   TransportOptions transport;
   JobConfig job;
 

@@ -1,5 +1,6 @@
 #include "ps/server/shutdown_gate.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -8,11 +9,26 @@
 
 namespace towerps::ps {
 
+Status CheckOrphanTimeout(int64_t ms) {
+  if (ms >= 0) return Status::Ok();
+  return InvalidArgumentError("--orphan-timeout-ms " + std::to_string(ms) +
+                              " is negative: give the milliseconds a server waits to hear from "
+                              "any worker before it stops (0: for ever)");
+}
+
 Status CheckShutdownGrace(int64_t ms) {
   if (ms >= 0) return Status::Ok();
   return InvalidArgumentError("--shutdown-grace-ms " + std::to_string(ms) +
                               " is negative: give the milliseconds to wait (0: stop at once)");
 }
+
+ShutdownGate::ShutdownGate(int workers, std::chrono::milliseconds grace,
+                           std::chrono::milliseconds orphan_timeout)
+    : workers_(workers),
+      grace_(grace),
+      orphan_timeout_(orphan_timeout),
+      orphan_deadline_(Deadline::After(orphan_timeout)),  // reset by the first check
+      heard_(static_cast<size_t>(std::max(workers, 0)), false) {}
 
 void ShutdownGate::ChiefAsked() {
   if (!chief_asked_) chief_deadline_ = Deadline::After(grace_);
@@ -22,6 +38,41 @@ void ShutdownGate::ChiefAsked() {
 
 void ShutdownGate::WorkerLeft(int rank) {
   if (rank >= 0 && rank < workers_) left_.insert(rank);
+}
+
+void ShutdownGate::Heard(const std::string& peer) {
+  constexpr std::string_view kPrefix = "worker:";
+  if (peer.starts_with(kPrefix)) {
+    const Result<int> rank = ParseInt<int>(std::string_view(peer).substr(kPrefix.size()),
+                                           "worker rank", 0, workers_ - 1);
+    if (!rank.ok()) return;
+    heard_[static_cast<size_t>(*rank)] = true;
+  } else if (!peer.starts_with("launcher")) {
+    return;
+  }
+  heard_since_check_ = true;
+}
+
+Status ShutdownGate::CheckNotOrphaned() {
+  if (orphan_timeout_.count() <= 0 || orphaned_) return Status::Ok();
+  if (heard_since_check_) {
+    heard_since_check_ = false;
+    orphan_deadline_ = Deadline::After(orphan_timeout_);
+    return Status::Ok();
+  }
+  if (!orphan_deadline_.expired()) return Status::Ok();
+  orphaned_ = true;
+  const std::string never = Workers([&](int r) { return !heard_[static_cast<size_t>(r)]; });
+  const std::string stayed =
+      Workers([&](int r) { return heard_[static_cast<size_t>(r)] && left_.count(r) == 0; });
+  std::string who;
+  if (!never.empty()) who += never + " never contacted it";
+  if (!stayed.empty()) who += (who.empty() ? "" : "; ") + stayed + " went silent without leaving";
+  if (who.empty()) who = "every worker had left, and the chief did not ask it to stop";
+  return TimeoutError("no worker or launcher has contacted this server for " +
+                      std::to_string(orphan_timeout_.count() / 1000) + " s (" + who +
+                      "): the job is gone, so the server stops rather than outlive it; see the "
+                      "workers' logs for why (--orphan-timeout-ms sets the wait, 0 for ever)");
 }
 
 bool ShutdownGate::ShouldStop() const {
@@ -81,18 +132,24 @@ void ShutdownGate::LogWhyItStops(bool deposed) const {
   }
   TOWERPS_LOG(kInfo) << (ShouldStop() ? "shutdown requested"
                          : deposed    ? "replaced by a peer"
+                         : orphaned_  ? "orphaned"
                                       : "stop signal received")
                      << "; stopping";
 }
 
-std::string ShutdownGate::Missing() const {
+template <typename Pick>
+std::string ShutdownGate::Workers(Pick pick) const {
   std::string out;
   for (int r = 0; r < workers_; ++r) {
-    if (left_.count(r) != 0) continue;
+    if (!pick(r)) continue;
     if (!out.empty()) out += ", ";
     out += "worker:" + std::to_string(r);
   }
   return out;
+}
+
+std::string ShutdownGate::Missing() const {
+  return Workers([&](int r) { return left_.count(r) == 0; });
 }
 
 }  // namespace towerps::ps

@@ -8,6 +8,13 @@
 // request stops the server once every worker has left, or once `grace` has passed since the
 // chief asked (a worker that died or never calls finish() cannot keep the servers alive).
 //
+// Nor can a job that is gone: where no launcher stays behind, workers that all died before
+// registering, or a chief that died before asking, would leave the servers waiting for ever.
+// So a server that hears from no worker and no launcher for `orphan_timeout` (counted from the
+// first CheckNotOrphaned, Run's start, until the first message) is orphaned: Run() stops it, saving
+// a final checkpoint as ever, and fails naming the workers it never heard from and those that had
+// not left.
+//
 // Who may ask: the chief (worker 0, routing id "worker:0") or a launcher or admin tool (an id
 // starting "launcher"). With a job secret only the job's processes can connect at all; this
 // keeps its workers from stopping servers by mistake, and, --insecure, strangers who do not
@@ -22,6 +29,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/deadline.h"
 #include "towerps/result.h"
@@ -30,10 +38,14 @@ namespace towerps::ps {
 
 // A --shutdown-grace-ms value (the server's and towerps-launch's): kInvalidArgument when negative.
 Status CheckShutdownGrace(int64_t ms);
+// A --orphan-timeout-ms value (the server's and towerps-launch's): kInvalidArgument when negative.
+Status CheckOrphanTimeout(int64_t ms);
 
 class ShutdownGate {
  public:
-  ShutdownGate(int workers, std::chrono::milliseconds grace) : workers_(workers), grace_(grace) {}
+  // `orphan_timeout` 0: never orphaned (a launcher that stops its servers itself, or a test).
+  ShutdownGate(int workers, std::chrono::milliseconds grace,
+               std::chrono::milliseconds orphan_timeout = std::chrono::milliseconds(0));
 
   // A shutdown request from the peer of routing id `peer` (`name`: how logs name it):
   // kFailedPrecondition, counted, for one that may not ask; else the chief's or a launcher's.
@@ -50,6 +62,13 @@ class ShutdownGate {
   // The chief asked: it has left too, and the grace period starts (once).
   void ChiefAsked();
   void WorkerLeft(int rank);
+  // Any message from the peer of routing id `peer`: a worker's ("worker:<rank>") or a
+  // launcher's keeps the server from being orphaned. Cheap: called for every message.
+  void Heard(const std::string& peer);
+  // Called once a poll: kTimeout naming the silent workers once no worker or launcher has been
+  // heard from for the orphan timeout (then orphaned() stays true); else OK.
+  Status CheckNotOrphaned();
+  bool orphaned() const { return orphaned_; }
 
   // Whether the server should stop now: a launcher asked, or the chief did and every worker
   // has left or the grace period is over.
@@ -62,12 +81,21 @@ class ShutdownGate {
   std::chrono::milliseconds grace() const { return grace_; }
 
  private:
+  // "worker:1, worker:3": the workers for which `pick(rank)` holds.
+  template <typename Pick>
+  std::string Workers(Pick pick) const;
+
   int workers_;
   std::chrono::milliseconds grace_;
   bool launcher_asked_ = false, chief_asked_ = false;
   Deadline chief_deadline_ = Deadline::After(std::chrono::hours(24));
   std::set<int> left_;
-  uint64_t refused_ = 0;  // requests from neither the chief nor a launcher
+  std::chrono::milliseconds orphan_timeout_;
+  Deadline orphan_deadline_;
+  // True at first, so that the wait counts from the first check (Run's start, after a restore).
+  bool heard_since_check_ = true, orphaned_ = false;
+  std::vector<bool> heard_;  // by worker rank: ever heard from
+  uint64_t refused_ = 0;     // requests from neither the chief nor a launcher
 };
 
 }  // namespace towerps::ps

@@ -56,6 +56,27 @@ TEST_F(RankModesTest, ClusterSpecFileAndEnvironment) {
   EXPECT_NE(dir_.Read("w0.out").find("test accuracy ="), std::string::npos) << dir_.Read("w0.out");
 }
 
+// A server of a --cluster job whose workers never come (they died before they registered, as
+// under srun without --kill-on-bad-exit) does not outlive the job: once it has heard from no
+// worker for --orphan-timeout-ms it stops, failing, and names them.
+TEST_F(RankModesTest, AServerWhoseWorkersNeverComeStopsAndNamesThem) {
+  std::ofstream(dir_ / "cluster.json") << R"({"cluster": {"ps": ["127.0.0.1:)" +
+                                              std::to_string(FreePort()) +
+                                              R"("], "worker": ["127.0.0.1:1", "127.0.0.1:2"]}})";
+  Result<Subprocess> ps =
+      Start({kLaunchBin, "--cluster", (dir_ / "cluster.json").string(), "--role", "ps", "--index",
+             "0", "--insecure", "--bind", "127.0.0.1", "--orphan-timeout-ms", "1500"},
+            "ps.out");
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->Wait(Deadline::After(seconds(30))), std::optional<int>(1)) << dir_.Read("ps.out");
+  const std::string out = dir_.Read("ps.out");
+  EXPECT_NE(out.find("no worker or launcher has contacted this server for 1 s (worker:0, "
+                     "worker:1 never contacted it)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("--orphan-timeout-ms"), std::string::npos) << out;
+}
+
 // A process of a --cluster job without the job's secret is refused before it starts, with exit
 // status 2 and one line that says how to make one; the launcher's name is not repeated in it.
 TEST_F(RankModesTest, ClusterProcessWithoutASecretSaysHowToMakeOne) {

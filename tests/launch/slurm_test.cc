@@ -133,10 +133,10 @@ TEST_F(SlurmTest, SrunRunsAJob) {
   // Every task reads the same secret (on a shared file system in a real cluster).
   const std::string secret = (*dir_ / "secret").string();
   ASSERT_TRUE(JobSecret::Create(secret).ok());
-  const Result<int> code =
-      Run({"/usr/bin/srun", "--overcommit", "-n", "3", kLaunchBin, "--slurm", "--servers", "1",
-           "--max-steps", "20", "--base-port", "7931", "--secret-file", secret},
-          "srun.out");
+  const Result<int> code = Run(
+      {"/usr/bin/srun", "--overcommit", "--kill-on-bad-exit=1", "-n", "3", kLaunchBin, "--slurm",
+       "--servers", "1", "--max-steps", "20", "--base-port", "7931", "--secret-file", secret},
+      "srun.out");
   const std::string out = dir_->Read("srun.out");
   ASSERT_TRUE(code.ok()) << code.status() << "\n" << out;
   EXPECT_EQ(*code, 0) << out;
@@ -153,10 +153,11 @@ TEST_F(SlurmTest, SrunRunsPyTorchWorkers) {
   setenv("PYTHONPATH", TOWERPS_PYTHONPATH, 1);
   const std::string cmd = std::string("/usr/bin/python3 ") + TOWERPS_TINY_WORKER +
                           " --steps 20 --out " + dir_->path().string();
-  const Result<int> code = Run(
-      {"/usr/bin/srun", "--overcommit", "-n", "3", kLaunchBin, "--slurm", "--servers", "1",
-       "--batch-size", "32", "--base-port", "7951", "--secret-file", secret, "--worker-cmd", cmd},
-      "srun-pytorch.out");
+  const Result<int> code =
+      Run({"/usr/bin/srun", "--overcommit", "--kill-on-bad-exit=1", "-n", "3", kLaunchBin,
+           "--slurm", "--servers", "1", "--batch-size", "32", "--base-port", "7951",
+           "--secret-file", secret, "--worker-cmd", cmd},
+          "srun-pytorch.out");
   const std::string out = dir_->Read("srun-pytorch.out");
   ASSERT_TRUE(code.ok()) << code.status() << "\n" << out;
   EXPECT_EQ(*code, 0) << out;
