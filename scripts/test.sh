@@ -4,7 +4,7 @@
 #   scripts/test.sh                  release suite and the installed-library check
 #                                    (scripts/check_example.sh), the asan suite (clang-14: ASan,
 #                                    UBSan and -Werror=thread-safety in one build), then every
-#                                    libFuzzer harness for 20 s (fuzz: scripts/fuzz.sh 20)
+#                                    libFuzzer harness for 10 s (fuzz: scripts/fuzz.sh 10)
 #   scripts/test.sh --presets "cpu"  only the named presets (tsa: the thread-safety build alone,
 #                                    compiled, not run; fuzz: the fuzzing step)
 # GPU tests skip, saying why, on machines without an NVIDIA GPU.
@@ -38,8 +38,8 @@ scripts/check_layers.sh
 stage_done "floors"
 for preset in $presets; do
   if [ "$preset" = fuzz ]; then
-    echo "=== test: fuzzing every harness for 20 s (scripts/fuzz.sh)"
-    scripts/fuzz.sh 20
+    echo "=== test: fuzzing every harness for 10 s (scripts/fuzz.sh)"
+    scripts/fuzz.sh 10
     stage_done "fuzz (build and run)"
     continue
   fi
