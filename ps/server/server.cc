@@ -192,9 +192,9 @@ Status Server::Run() {
         "must restart and rejoin as their backup");
   }
   if (orphaned.ok()) return final_checkpoint;
-  // Both failed: the lost state is the worse news, so it is the one returned.
-  if (!final_checkpoint.ok()) TOWERPS_LOG(kError) << orphaned.ToString();
-  return final_checkpoint.ok() ? orphaned : final_checkpoint;
+  if (final_checkpoint.ok()) return orphaned;
+  TOWERPS_LOG(kError) << orphaned.ToString();  // both failed: the lost state is the worse news
+  return final_checkpoint;
 }
 
 void Server::HandleMessage(IncomingMessage msg) {

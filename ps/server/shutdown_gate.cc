@@ -1,6 +1,7 @@
 #include "ps/server/shutdown_gate.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -40,12 +41,17 @@ void ShutdownGate::WorkerLeft(int rank) {
   if (rank >= 0 && rank < workers_) left_.insert(rank);
 }
 
-void ShutdownGate::Heard(const std::string& peer) {
+std::optional<int> ShutdownGate::WorkerRank(const std::string& peer) const {
   constexpr std::string_view kPrefix = "worker:";
-  if (peer.starts_with(kPrefix)) {
-    const Result<int> rank = ParseInt<int>(std::string_view(peer).substr(kPrefix.size()),
-                                           "worker rank", 0, workers_ - 1);
-    if (!rank.ok()) return;
+  if (!peer.starts_with(kPrefix)) return std::nullopt;
+  const Result<int> rank =
+      ParseInt<int>(std::string_view(peer).substr(kPrefix.size()), "worker rank", 0, workers_ - 1);
+  if (!rank.ok()) return std::nullopt;
+  return *rank;
+}
+
+void ShutdownGate::Heard(const std::string& peer) {
+  if (const std::optional<int> rank = WorkerRank(peer)) {
     heard_[static_cast<size_t>(*rank)] = true;
   } else if (!peer.starts_with("launcher")) {
     return;
@@ -109,13 +115,8 @@ Status ShutdownGate::Asked(const std::string& peer, const std::string& name) {
 }
 
 Result<int> ShutdownGate::Left(const std::string& peer, const std::string& name) {
-  constexpr std::string_view kPrefix = "worker:";
-  Result<int> rank = InvalidArgumentError("not a worker");
-  if (peer.starts_with(kPrefix)) {
-    rank = ParseInt<int>(std::string_view(peer).substr(kPrefix.size()), "worker rank", 0,
-                         workers_ - 1);
-  }
-  if (!rank.ok()) {
+  const std::optional<int> rank = WorkerRank(peer);
+  if (!rank) {
     return InvalidArgumentError("leave from " + name + ", which is not one of the job's " +
                                 std::to_string(workers_) + " workers");
   }

@@ -10,10 +10,10 @@
 //
 // Nor can a job that is gone: where no launcher stays behind, workers that all died before
 // registering, or a chief that died before asking, would leave the servers waiting for ever.
-// So a server that hears from no worker and no launcher for `orphan_timeout` (counted from the
-// first CheckNotOrphaned, Run's start, until the first message) is orphaned: Run() stops it, saving
-// a final checkpoint as ever, and fails naming the workers it never heard from and those that had
-// not left.
+// So a server that hears from no worker and no launcher for `orphan_timeout` (counted from
+// the first CheckNotOrphaned, Run's start, until the first message) is orphaned: Run() stops
+// it, saving a final checkpoint as ever, and fails naming the workers it never heard from and
+// those that had not left.
 //
 // Who may ask: the chief (worker 0, routing id "worker:0") or a launcher or admin tool (an id
 // starting "launcher"). With a job secret only the job's processes can connect at all; this
@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -81,6 +82,8 @@ class ShutdownGate {
   std::chrono::milliseconds grace() const { return grace_; }
 
  private:
+  // The job's worker rank in routing id `peer` ("worker:<rank>"), if it names one.
+  std::optional<int> WorkerRank(const std::string& peer) const;
   // "worker:1, worker:3": the workers for which `pick(rank)` holds.
   template <typename Pick>
   std::string Workers(Pick pick) const;
