@@ -17,6 +17,7 @@ FOREIGN = {
     "--allow-run-as-root": "mpirun (Open MPI)",
     "--bind-to": "mpirun (Open MPI)",
     "--cpu-bind": "srun",
+    "--kill-on-bad-exit": "srun",
     "--preset": "ctest --preset",
 }
 
