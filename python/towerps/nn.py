@@ -25,6 +25,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import _towerps
+
 __all__ = ["Embedding", "EmbeddingBag", "EmbeddingBagCollection"]
 
 
@@ -106,6 +108,35 @@ class _Table(torch.nn.Module):
         return got if torch.equal(ids.cpu(), input.cpu()) else None
 
 
+class _GatherRows(torch.autograd.Function):
+    """``F.embedding(inverse, rows)`` for CPU tensors, whose backward sums each row's gradients
+    in C++ (``_towerps.sum_rows``): the same additions in the same order, so the same bits,
+    without F.embedding's dispatch of one addition per looked-up id (7% of a PyTorch worker's
+    step in bench/pytorch_rec_bench.py's collection)."""
+
+    @staticmethod
+    def forward(ctx, rows, inverse):
+        ctx.save_for_backward(inverse)
+        ctx.rows = rows.shape[0]
+        return rows.index_select(0, inverse.reshape(-1)).view(*inverse.shape, rows.shape[1])
+
+    @staticmethod
+    def backward(ctx, grad):
+        inverse, = ctx.saved_tensors
+        sums = _towerps.sum_rows(inverse.reshape(-1).numpy(),
+                                 grad.detach().reshape(-1, grad.shape[-1]).contiguous().numpy(),
+                                 ctx.rows)
+        return torch.from_numpy(sums), None
+
+
+def _gather(rows, inverse):
+    """Each looked-up id's row: ``rows[inverse]``, differentiable in ``rows``."""
+    if rows.device.type == "cpu" and rows.dtype == torch.float32 and \
+            inverse.dtype == torch.int64:
+        return _GatherRows.apply(rows, inverse)
+    return F.embedding(inverse, rows)
+
+
 def _ids(input):
     """`input` as the uint64 ids the session takes: int64's bits, without a copy when it can."""
     return input.detach().to("cpu", torch.int64).contiguous().numpy().reshape(-1).view(np.uint64)
@@ -129,6 +160,8 @@ class Embedding(_Table):
 
     def forward(self, input):
         rows, inverse, pad = self._rows(input)
+        if pad is None and not self.scale_grad_by_freq:
+            return _gather(rows, inverse)
         return F.embedding(inverse, rows, padding_idx=pad,
                            scale_grad_by_freq=self.scale_grad_by_freq)
 
@@ -196,4 +229,4 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
                 part = slice(bounds[k], bounds[k + 1])
                 optimizer._lookups.append((t, unique[part], rows, part))
             optimizer._blocks.append((tables, unique, starts, rows))
-        return F.embedding(inverse, rows)
+        return _gather(rows, inverse)

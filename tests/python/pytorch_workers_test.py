@@ -276,6 +276,29 @@ class TableModuleTest(unittest.TestCase):
         self.assertNotIn("emb.weight", state)
         self.assertGreater(w[0]["summary"]["test_accuracy"], 0.7)
 
+    def test_a_lookups_rows_and_their_gradient_are_f_embeddings_bits(self):
+        # The modules gather a lookup's rows themselves and sum their gradients in C++: the
+        # same additions in the same order as F.embedding, so the same bits, here under a
+        # non-contiguous gradient (a slice of a cat, as a DLRM's top layer gives it back).
+        from towerps import nn as tps_nn
+        g = torch.Generator().manual_seed(3)
+        for unique, lookups, dim in [(1, 1, 1), (7, 300, 8), (250, 4000, 33), (64, 64, 16)]:
+            rows = torch.randn(unique, dim, generator=g, requires_grad=True)
+            inverse = torch.randint(0, unique, (lookups, 2), generator=g)
+            weights = torch.randn(lookups, 2 * dim + 3, generator=g)
+            grads = []
+            for gather in (tps_nn._gather, lambda r, i: torch.nn.functional.embedding(i, r)):
+                out = torch.cat([gather(rows, inverse).reshape(lookups, -1),
+                                 torch.ones(lookups, 3)], dim=1)
+                (out * weights).sum().backward()
+                grads.append(rows.grad)
+                rows.grad = None
+            self.assertTrue(torch.equal(grads[0], grads[1]), (unique, lookups, dim))
+            self.assertTrue(torch.equal(tps_nn._gather(rows, inverse),
+                                        torch.nn.functional.embedding(inverse, rows)))
+        with self.assertRaisesRegex(ValueError, r"index 5 at 1 is outside the 5 rows"):
+            _towerps.sum_rows(np.array([0, 5]), np.zeros((2, 4), np.float32), 5)
+
 
 class PipelineTest(unittest.TestCase):
     """tps.SparsePipeline: each step's rows ride on the step before's pushes. The sync job's bits
