@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <string>
 #include <tuple>
 
 #include "job/placement.h"
@@ -72,13 +73,37 @@ void GatherRows(const UniqueIds& unique, const float* rows, int64_t dim, float* 
   }
 }
 
-void SumRowsById(const UniqueIds& unique, const float* grads, int64_t dim, float* out) {
-  std::fill_n(out, unique.size() * dim, 0.0f);
-  for (size_t i = 0; i < unique.inverse.size(); ++i) {
-    float* sum = out + unique.inverse[i] * dim;
+namespace {
+
+// out[r] = the sum from zero, in increasing i, of grads[i] over inverse[i] == r.
+template <typename Index>
+void SumRows(std::span<const Index> inverse, const float* grads, int64_t dim, int64_t rows,
+             float* out) {
+  std::fill_n(out, rows * dim, 0.0f);
+  for (size_t i = 0; i < inverse.size(); ++i) {
+    float* sum = out + static_cast<int64_t>(inverse[i]) * dim;
     const float* g = grads + i * static_cast<size_t>(dim);
     for (int64_t j = 0; j < dim; ++j) sum[j] += g[j];
   }
+}
+
+}  // namespace
+
+void SumRowsById(const UniqueIds& unique, const float* grads, int64_t dim, float* out) {
+  SumRows(std::span<const uint32_t>(unique.inverse), grads, dim, unique.size(), out);
+}
+
+Status SumRowsAt(std::span<const int64_t> inverse, const float* grads, int64_t dim, int64_t rows,
+                 float* out) {
+  for (size_t i = 0; i < inverse.size(); ++i) {
+    if (inverse[i] < 0 || inverse[i] >= rows) {
+      return InvalidArgumentError("index " + std::to_string(inverse[i]) + " at " +
+                                  std::to_string(i) + " is outside the " + std::to_string(rows) +
+                                  " rows");
+    }
+  }
+  SumRows(inverse, grads, dim, rows, out);
+  return Status::Ok();
 }
 
 }  // namespace towerps::ps

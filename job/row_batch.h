@@ -36,6 +36,13 @@ void GatherRows(const UniqueIds& unique, const float* rows, int64_t dim, float* 
 // `grads` holds one row per id of the batch; `out` one per unique id.
 void SumRowsById(const UniqueIds& unique, const float* grads, int64_t dim, float* out);
 
+// out[r], for each of `rows` rows of `dim` floats, = the sum from zero, in increasing i, of the
+// gradient rows grads[i] with inverse[i] == r: SumRowsById's sums under any numbering of the
+// rows, as a PyTorch lookup's (towerps.torch.nn). kInvalidArgument naming an index outside
+// [0, rows), before anything is written.
+Status SumRowsAt(std::span<const int64_t> inverse, const float* grads, int64_t dim, int64_t rows,
+                 float* out);
+
 }  // namespace towerps::ps
 
 #endif  // TOWERPS_JOB_ROW_BATCH_H_

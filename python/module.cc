@@ -6,7 +6,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -17,6 +16,7 @@
 #include "common/build_info.h"
 #include "common/logging.h"
 #include "job/initial_rows.h"
+#include "job/row_batch.h"
 #include "python/session.h"
 #include "python/session_options.h"
 
@@ -403,6 +403,19 @@ class PySession {
   std::unique_ptr<Session> session_;
 };
 
+// The gradient of a lookup's [rows, dim] block from its looked-up ids' [n, dim] (ps::SumRowsAt:
+// F.embedding's backward, bit for bit).
+py::array_t<float> SumRows(const py::array_t<int64_t, py::array::c_style>& inverse,
+                           const FloatArray& gradients, int64_t rows) {
+  if (gradients.ndim() != 2 || gradients.shape(0) != inverse.size() || rows < 0) {
+    throw py::value_error("sum_rows: give [n] int64 indices, [n, dim] gradients, rows >= 0");
+  }
+  py::array_t<float> out({rows, static_cast<int64_t>(gradients.shape(1))});
+  Check(ps::SumRowsAt({inverse.data(), static_cast<size_t>(inverse.size())}, gradients.data(),
+                      gradients.shape(1), rows, out.mutable_data()));
+  return out;
+}
+
 }  // namespace
 }  // namespace towerps::python
 
@@ -433,42 +446,8 @@ PYBIND11_MODULE(_towerps, m) {
         return rows;
       },
       py::arg("seed"), py::arg("table"), py::arg("init_scale"), py::arg("ids"), py::arg("dim"));
-  // The gradient of a lookup's block of rows (towerps.torch.nn): row r sums gradients[i] over
-  // every i with inverse[i] == r, in increasing i from zero, the order and so the bits of
-  // F.embedding's backward, which dispatches one addition per i.
-  m.def(
-      "sum_rows",
-      [](const py::array_t<int64_t, py::array::c_style>& inverse, const FloatArray& gradients,
-         int64_t rows) {
-        const int64_t n = inverse.size();
-        if (gradients.ndim() != 2 || gradients.shape(0) != n || rows < 0) {
-          throw py::value_error("sum_rows: " + std::to_string(n) + " indices, gradients of " +
-                                std::to_string(gradients.ndim()) + " dimensions and " +
-                                std::to_string(rows) + " rows; give [n] and [n, dim]");
-        }
-        const int64_t dim = gradients.shape(1);
-        py::array_t<float> out({rows, dim});
-        float* sum = out.mutable_data();
-        const int64_t* at = inverse.data();
-        const float* g = gradients.data();
-        for (int64_t i = 0; i < n; ++i) {
-          if (at[i] < 0 || at[i] >= rows) {
-            throw py::value_error("sum_rows: index " + std::to_string(at[i]) + " at " +
-                                  std::to_string(i) + " is outside the " + std::to_string(rows) +
-                                  " rows");
-          }
-        }
-        {
-          py::gil_scoped_release unlocked;
-          std::fill_n(sum, rows * dim, 0.0f);
-          for (int64_t i = 0; i < n; ++i, g += dim) {
-            float* row = sum + at[i] * dim;
-            for (int64_t j = 0; j < dim; ++j) row[j] += g[j];
-          }
-        }
-        return out;
-      },
-      py::arg("inverse"), py::arg("gradients"), py::arg("rows"));
+  // The gradient of a lookup's block of rows (towerps.torch.nn): ps::SumRowsAt.
+  m.def("sum_rows", &SumRows, py::arg("inverse"), py::arg("gradients"), py::arg("rows"));
   py::class_<SessionOptions>(m, "Options")
       .def(py::init(&ParseOptions), py::arg("args"), py::arg("secret_file"))
       .def_readonly("rank", &SessionOptions::rank)

@@ -88,5 +88,26 @@ TEST(RowBatchTest, SumsRepeatedIdsInBatchOrderAndGathersThemBack) {
   }
 }
 
+TEST(RowBatchTest, SumsRowsAtAnyNumberingAsByIdAndRefusesAnIndexOutside) {
+  const std::vector<uint64_t> ids = {8, 3, 8, 8, 5};
+  const UniqueIds u = Deduplicate(ids, 1);
+  const float grads[] = {1e8f, 1, 2, 20, 3, 30, -1e8f, 0.5f, 7, 70};  // dim 2
+  const std::vector<int64_t> inverse(u.inverse.begin(), u.inverse.end());
+  float by_id[6], at[6];
+  SumRowsById(u, grads, 2, by_id);
+  ASSERT_TRUE(SumRowsAt(inverse, grads, 2, 3, at).ok());
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(at[k], by_id[k]) << k;
+  // A row no index names sums nothing: zero.
+  float wider[8];
+  ASSERT_TRUE(SumRowsAt(inverse, grads, 2, 4, wider).ok());
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(wider[k], by_id[k]) << k;
+  EXPECT_EQ(wider[6], 0.0f);
+  EXPECT_EQ(wider[7], 0.0f);
+  const std::vector<int64_t> outside = {0, 2, 3};
+  const Status refused = SumRowsAt(outside, grads, 2, 3, at);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(), "index 3 at 2 is outside the 3 rows");
+}
+
 }  // namespace
 }  // namespace towerps::ps
