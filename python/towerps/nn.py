@@ -111,8 +111,8 @@ class _Table(torch.nn.Module):
 class _GatherRows(torch.autograd.Function):
     """``F.embedding(inverse, rows)`` for CPU tensors, whose backward sums each row's gradients
     in C++ (``_towerps.sum_rows``): the same additions in the same order, so the same bits,
-    without F.embedding's dispatch of one addition per looked-up id (7% of a PyTorch worker's
-    step in bench/pytorch_rec_bench.py's collection)."""
+    without F.embedding's dispatch of one addition per looked-up id (6.8% of a PyTorch worker's
+    training thread with bench/pytorch_rec_bench.py's collection; docs/PERFORMANCE.md)."""
 
     @staticmethod
     def forward(ctx, rows, inverse):

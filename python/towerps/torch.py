@@ -604,8 +604,10 @@ class DistributedOptimizer:
         blocks, self._blocks = self._blocks, []
         ahead, self._ahead = self._ahead, []
         for _, module in self._server_tables:
-            if module._prefetched is not None:  # (a Module's setattr is slow: 26 cost 4% a step)
-                module._prefetched = None  # a prefetch no forward took is not the next step's
+            # A prefetch no forward took is not the next step's. Only when there is one:
+            # torch.nn.Module's __setattr__ is slow, and a pipeline leaves them all None.
+            if module._prefetched is not None:
+                module._prefetched = None
         # In the order the forward looked them up (a table looked up twice sums its blocks in
         # that order); a collection's fields all at once, where its first is.
         blocks = {id(rows): (tables, unique, starts) for tables, unique, starts, rows in blocks}
