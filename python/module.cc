@@ -266,14 +266,14 @@ class PySession {
 
   // Every table's rows as the servers hold them: per table, (ids uint64 [n], rows [n, dim]).
   py::list ExportTables() {
-    std::vector<ps::TableRows> tables;
+    std::vector<ps::HeldRows> tables;
     {
       py::gil_scoped_release unlocked;
       tables = Take(session_->tables().Export(session_->FinalVersion()));
     }
     py::list out;
     for (size_t t = 0; t < tables.size(); ++t) {
-      const ps::TableRows& r = tables[t];
+      const ps::HeldRows& r = tables[t];
       const int64_t n = r.ids.num_elements();
       out.append(py::make_tuple(py::array_t<uint64_t>({n}, r.ids.u64()),
                                 py::array_t<float>({n, dims_[t]}, r.values.f32())));
@@ -329,7 +329,7 @@ class PySession {
   std::string Finish(double test_accuracy, double test_loss, double final_train_loss, double epochs,
                      std::vector<std::pair<std::string, double>> measures,
                      std::vector<std::pair<std::string, FloatArray>> own) {
-    std::vector<towerps::worker::NpyArray> arrays;
+    std::vector<towerps::worker::NpzMember> arrays;
     for (const auto& [name, a] : own) {
       std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
       Tensor t = Tensor::Empty(shape);

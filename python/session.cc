@@ -388,7 +388,7 @@ Status Session::PullFinal(const std::vector<float*>& dst) {
 }
 
 Result<std::string> Session::Finish(const FinalMetrics& metrics,
-                                    std::vector<worker::NpyArray> own) {
+                                    std::vector<worker::NpzMember> own) {
   worker::TrainingSummary s;
   s.train_seconds = Seconds(Clock::now() - began_);
   s.steps = iter_;  // sync: the job's steps; else this worker's iterations
@@ -437,7 +437,7 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics,
   return json;
 }
 
-Status Session::ExportNpz(const std::string& path, std::vector<worker::NpyArray> own) {
+Status Session::ExportNpz(const std::string& path, std::vector<worker::NpzMember> own) {
   const std::vector<ps::VariableSpec> variables = Variables();
   std::vector<Tensor> values;
   for (size_t v = 0; v < parameters_.size(); ++v) {
@@ -445,9 +445,9 @@ Status Session::ExportNpz(const std::string& path, std::vector<worker::NpyArray>
     std::memcpy(values.back().f32(), values_[v], values.back().byte_size());
   }
   values.resize(variables.size());
-  TOWERPS_ASSIGN_OR_RETURN(std::vector<ps::TableRows> rows, tables_.Export(FinalVersion()));
-  std::vector<ps::TableRows> tables(parameters_.size());  // by variable: none for a parameter
-  for (ps::TableRows& t : rows) tables.push_back(std::move(t));
+  TOWERPS_ASSIGN_OR_RETURN(std::vector<ps::HeldRows> rows, tables_.Export(FinalVersion()));
+  std::vector<ps::HeldRows> tables(parameters_.size());  // by variable: none for a parameter
+  for (ps::HeldRows& t : rows) tables.push_back(std::move(t));
   return worker::WriteNpz(worker::NpzArrays(variables, values, tables, std::move(own)), path)
       .WithContext("--export-npz");
 }

@@ -149,7 +149,7 @@ class Session {
   // Others: an empty string, and (--shutdown-servers) the servers told this worker is done, so
   // that the chief's request waits for it (ps/server/shutdown_gate.h). `own`: the variables
   // the script keeps itself (a hybrid job's dense parameters), exported with the servers'.
-  Result<std::string> Finish(const FinalMetrics& metrics, std::vector<worker::NpyArray> own = {});
+  Result<std::string> Finish(const FinalMetrics& metrics, std::vector<worker::NpzMember> own = {});
 
  private:
   Session(SessionOptions options, std::vector<ParameterSpec> parameters,
@@ -167,7 +167,7 @@ class Session {
   Result<int64_t> Register();
   // --export-npz: the parameters' values (the last loaded) and every table's rows, as a native
   // chief writes them (worker/train/npz_export.h).
-  Status ExportNpz(const std::string& path, std::vector<worker::NpyArray> own);
+  Status ExportNpz(const std::string& path, std::vector<worker::NpzMember> own);
   // `failed`, or after a server restart (each time one restarted since the last try)
   // `recover()`'s status: a Rejoin and the wait again, or (a table's pull, mid-step) a
   // registration and the pull again.

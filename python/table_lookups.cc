@@ -277,7 +277,7 @@ void TableLookups::Release() {
   }
 }
 
-Result<std::vector<ps::TableRows>> TableLookups::Export(int64_t min_version) {
+Result<std::vector<ps::HeldRows>> TableLookups::Export(int64_t min_version) {
   return exchange_->tables().ExportRows(min_version);
 }
 

@@ -100,7 +100,7 @@ class TableLookups {
   void Release();
   // Every row the servers hold once each partition reaches `min_version` (the job's final
   // version: every worker's last update in), per table, ids increasing.
-  Result<std::vector<ps::TableRows>> Export(int64_t min_version);
+  Result<std::vector<ps::HeldRows>> Export(int64_t min_version);
 
  private:
   struct Table {

@@ -14,7 +14,7 @@ namespace towerps::ps {
 namespace {
 
 // A partition's ids and row values (without the optimizer state) appended to `out`.
-void AppendRows(const TableState& t, TableRows* out) {
+void AppendRows(const TableState& t, HeldRows* out) {
   const int64_t held = out->ids.defined() ? out->ids.num_elements() : 0;
   const int64_t n = t.ids.num_elements();
   const int64_t stride = (1 + t.slots) * t.dim;

@@ -22,8 +22,8 @@
 namespace towerps::ps {
 
 // A table's rows as its servers held them: rows never updated are not listed (they are at
-// their initial values).
-struct TableRows {
+// their initial values). Not ps/server/table_rows.h's TableRows, the rows a partition holds.
+struct HeldRows {
   Tensor ids{};     // uint64 [n], partition by partition
   Tensor values{};  // float32 [n, dim]
 };
@@ -32,7 +32,7 @@ struct CheckpointParameters {
   std::vector<VariableSpec> variables;  // the job's variable list, in its order
   // One per variable, shaped as declared; a table's is empty ([0, dim]): see `tables`.
   std::vector<Tensor> values;
-  std::vector<TableRows> tables;  // one per variable; empty for a dense one
+  std::vector<HeldRows> tables;  // one per variable; empty for a dense one
   uint64_t model_signature = 0;
   // The lowest and highest chunk version saved: equal for a sync job that ended cleanly.
   int64_t min_version = 0, max_version = 0;

@@ -74,7 +74,7 @@ Status FinishAsChief(const ChiefParts& p, int64_t total, int64_t done_steps, Tra
     s->diverged = true;
     s->divergence_kind = "nonfinite";
   }
-  std::vector<ps::TableRows> tables;
+  std::vector<ps::HeldRows> tables;
   if (!p.options.final_params_out.empty() || !p.options.export_npz.empty()) {
     TOWERPS_ASSIGN_OR_RETURN(tables, p.exchange.tables().ExportRows());
   }

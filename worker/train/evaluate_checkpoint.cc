@@ -62,7 +62,7 @@ class CheckpointTables {
 
  private:
   struct Table {
-    ps::TableRows saved;
+    ps::HeldRows saved;
     ps::InitialRows initial;
     TableInput input;
     int64_t dim = 0;

@@ -7,7 +7,7 @@
 
 namespace towerps::worker {
 
-Status WriteFinalParams(const Model<float>& model, const std::vector<ps::TableRows>& tables,
+Status WriteFinalParams(const Model<float>& model, const std::vector<ps::HeldRows>& tables,
                         const std::string& path) {
   std::ofstream out(path, std::ios::binary);
   for (int v = 0; v < model.num_variables(); ++v) {
@@ -16,7 +16,7 @@ Status WriteFinalParams(const Model<float>& model, const std::vector<ps::TableRo
     out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.byte_size()));
   }
   for (int t = 0; t < model.num_tables() && t < static_cast<int>(tables.size()); ++t) {
-    const ps::TableRows& rows = tables[static_cast<size_t>(t)];
+    const ps::HeldRows& rows = tables[static_cast<size_t>(t)];
     const int64_t n = rows.ids.defined() ? rows.ids.num_elements() : 0;
     out << model.table(t).name << " " << n << " " << model.table(t).options.dim << "\n";
     if (n == 0) continue;
@@ -30,7 +30,7 @@ Status WriteFinalParams(const Model<float>& model, const std::vector<ps::TableRo
   return Status::Ok();
 }
 
-Status WriteFinalParameters(const Model<float>& model, const std::vector<ps::TableRows>& tables,
+Status WriteFinalParameters(const Model<float>& model, const std::vector<ps::HeldRows>& tables,
                             const BatcherOptions& inputs, const WorkerOptions& options, int rank) {
   if (!options.final_params_out.empty()) {
     TOWERPS_RETURN_IF_ERROR(

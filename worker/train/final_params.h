@@ -21,11 +21,11 @@
 namespace towerps::worker {
 
 // `tables`: each table's rows (TableExchange::ExportRows), one entry per table of the model.
-Status WriteFinalParams(const Model<float>& model, const std::vector<ps::TableRows>& tables,
+Status WriteFinalParams(const Model<float>& model, const std::vector<ps::HeldRows>& tables,
                         const std::string& path);
 // Both files, where `options` asks for them ("{rank}" in --final-params-out expands to `rank`);
 // the .npz holds the input normalization `inputs` used too.
-Status WriteFinalParameters(const Model<float>& model, const std::vector<ps::TableRows>& tables,
+Status WriteFinalParameters(const Model<float>& model, const std::vector<ps::HeldRows>& tables,
                             const BatcherOptions& inputs, const WorkerOptions& options, int rank);
 
 }  // namespace towerps::worker

@@ -20,7 +20,7 @@ std::string ZipErrorText(zip_t* z) { return zip_strerror(z); }
 
 }  // namespace
 
-std::string NpyHeader(const std::vector<int64_t>& shape, DType dtype) {
+std::string NpyHeaderText(const std::vector<int64_t>& shape, DType dtype) {
   std::string dims;
   for (int64_t d : shape) dims += std::to_string(d) + ", ";
   if (shape.size() > 1) dims.resize(dims.size() - 2);  // (3, 4); a 1-d shape keeps "(5,)"
@@ -40,7 +40,7 @@ std::string NpyHeader(const std::vector<int64_t>& shape, DType dtype) {
   return header + dict;
 }
 
-Status WriteNpz(const std::vector<NpyArray>& arrays, const std::string& path) {
+Status WriteNpz(const std::vector<NpzMember>& arrays, const std::string& path) {
   const std::string what = "--export-npz " + path;
   const std::string tmp = path + ".tmp";
   int err = 0;
@@ -55,12 +55,12 @@ Status WriteNpz(const std::vector<NpyArray>& arrays, const std::string& path) {
   // libzip reads the members' bytes at zip_close: they live here until then.
   std::vector<std::string> members(arrays.size());
   for (size_t i = 0; i < arrays.size(); ++i) {
-    const NpyArray& v = arrays[i];
+    const NpzMember& v = arrays[i];
     const Tensor& t = v.values;
     if (t.dtype() != DType::kFloat32 && t.dtype() != DType::kUInt64) {
       return InternalError(what + ": " + v.name + " is " + DTypeName(t.dtype()));
     }
-    members[i] = NpyHeader(t.shape(), t.dtype());
+    members[i] = NpyHeaderText(t.shape(), t.dtype());
     members[i].append(static_cast<const char*>(t.raw_data()), t.byte_size());
     zip_source_t* src = zip_source_buffer(zip.get(), members[i].data(), members[i].size(), 0);
     if (src == nullptr) return IoError(what + ": " + ZipErrorText(zip.get()));
@@ -90,44 +90,44 @@ Status WriteNpz(const std::vector<NpyArray>& arrays, const std::string& path) {
   return Status::Ok();
 }
 
-std::vector<NpyArray> NpzArrays(const std::vector<ps::VariableSpec>& variables,
-                                const std::vector<Tensor>& values,
-                                const std::vector<ps::TableRows>& tables,
-                                std::vector<NpyArray> extra) {
-  std::vector<NpyArray> arrays;
+std::vector<NpzMember> NpzArrays(const std::vector<ps::VariableSpec>& variables,
+                                 const std::vector<Tensor>& values,
+                                 const std::vector<ps::HeldRows>& tables,
+                                 std::vector<NpzMember> extra) {
+  std::vector<NpzMember> arrays;
   for (size_t i = 0; i < variables.size(); ++i) {
     const ps::VariableSpec& v = variables[i];
     if (!v.is_table()) {
       arrays.push_back({v.name, values.at(i).Reshape(v.shape)});
       continue;
     }
-    const ps::TableRows& t = tables.at(i);
+    const ps::HeldRows& t = tables.at(i);
     const int64_t n = t.ids.defined() ? t.ids.num_elements() : 0;
     arrays.push_back({v.name + "/ids", n > 0 ? t.ids : Tensor::Empty({0}, DType::kUInt64)});
     arrays.push_back({v.name + "/rows", n > 0 ? t.values.Reshape({n, v.table_dim()})
                                               : Tensor::Empty({0, v.table_dim()})});
   }
-  for (NpyArray& a : extra) arrays.push_back(std::move(a));
+  for (NpzMember& a : extra) arrays.push_back(std::move(a));
   return arrays;
 }
 
-std::vector<NpyArray> NormalizationArrays(const std::vector<float>& mean,
-                                          const std::vector<float>& stddev) {
+std::vector<NpzMember> NormalizationArrays(const std::vector<float>& mean,
+                                           const std::vector<float>& stddev) {
   auto array = [](const std::string& name, const std::vector<float>& v) {
     Tensor t = Tensor::Empty({static_cast<int64_t>(v.size())});
     std::copy(v.begin(), v.end(), t.f32());
-    return NpyArray{name, std::move(t)};
+    return NpzMember{name, std::move(t)};
   };
   return {array("normalization/mean", mean), array("normalization/stddev", stddev)};
 }
 
-Status WriteNpz(const Model<float>& model, const std::vector<ps::TableRows>* tables,
-                std::vector<NpyArray> extra, const std::string& path) {
+Status WriteNpz(const Model<float>& model, const std::vector<ps::HeldRows>* tables,
+                std::vector<NpzMember> extra, const std::string& path) {
   std::vector<ps::VariableSpec> variables(model.variables().begin(),
                                           model.variables().begin() + model.num_variables());
   std::vector<Tensor> values;
   for (int v = 0; v < model.num_variables(); ++v) values.push_back(model.GetVariable(v));
-  std::vector<ps::TableRows> rows(variables.size());
+  std::vector<ps::HeldRows> rows(variables.size());
   if (tables != nullptr) {
     for (int t = 0; t < model.num_tables(); ++t) {
       variables.push_back(model.variables()[static_cast<size_t>(model.table_variable(t))]);

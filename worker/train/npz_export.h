@@ -26,29 +26,31 @@
 
 namespace towerps::worker {
 
-// One member: a float32 or uint64 array, shaped as exported.
-struct NpyArray {
+// One member: a float32 or uint64 array, shaped as exported. (worker/data/npy_reader.h's
+// NpyArray is an .npy file as read; the two names must stay apart: one name for two types in one
+// namespace is an ODR violation, which a unity build turned into a free of a bad pointer.)
+struct NpzMember {
   std::string name;
   Tensor values;
 };
-Status WriteNpz(const std::vector<NpyArray>& arrays, const std::string& path);
+Status WriteNpz(const std::vector<NpzMember>& arrays, const std::string& path);
 // The model's dense variables' current values (read back from its device, if it has one), and,
 // when `tables` is given, each table's ids and rows (tables[t] for table t), then `extra`.
-Status WriteNpz(const Model<float>& model, const std::vector<ps::TableRows>* tables,
-                std::vector<NpyArray> extra, const std::string& path);
+Status WriteNpz(const Model<float>& model, const std::vector<ps::HeldRows>* tables,
+                std::vector<NpzMember> extra, const std::string& path);
 // "normalization/mean" and "normalization/stddev".
-std::vector<NpyArray> NormalizationArrays(const std::vector<float>& mean,
-                                          const std::vector<float>& stddev);
+std::vector<NpzMember> NormalizationArrays(const std::vector<float>& mean,
+                                           const std::vector<float>& stddev);
 // Dense variables (values[i] for variables[i]) and, for each table variable, tables[i]; then
 // `extra`.
-std::vector<NpyArray> NpzArrays(const std::vector<ps::VariableSpec>& variables,
-                                const std::vector<Tensor>& values,
-                                const std::vector<ps::TableRows>& tables,
-                                std::vector<NpyArray> extra = {});
+std::vector<NpzMember> NpzArrays(const std::vector<ps::VariableSpec>& variables,
+                                 const std::vector<Tensor>& values,
+                                 const std::vector<ps::HeldRows>& tables,
+                                 std::vector<NpzMember> extra = {});
 
 // The NPY 1.0 header of a little-endian C-order array of `shape` ('<f4' float32, '<u8'
 // uint64), padded so that the data starts at a multiple of 64 bytes: what numpy.save writes.
-std::string NpyHeader(const std::vector<int64_t>& shape, DType dtype = DType::kFloat32);
+std::string NpyHeaderText(const std::vector<int64_t>& shape, DType dtype = DType::kFloat32);
 
 }  // namespace towerps::worker
 

@@ -335,8 +335,8 @@ Status TableExchange::LoadForEvaluation(const Batch& batch, Model<float>& model)
   return Status::Ok();
 }
 
-Result<std::vector<ps::TableRows>> TableExchange::ExportRows(int64_t min_version) {
-  std::vector<ps::TableRows> out;
+Result<std::vector<ps::HeldRows>> TableExchange::ExportRows(int64_t min_version) {
+  std::vector<ps::HeldRows> out;
   for (const Table& t : tables_) {
     auto pull =
         client_.Pull({.variable_id = t.variable, .min_version = min_version, .every_row = true});
@@ -348,7 +348,7 @@ Result<std::vector<ps::TableRows>> TableExchange::ExportRows(int64_t min_version
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(),
               [&](int64_t a, int64_t b) { return all.ids.u64()[a] < all.ids.u64()[b]; });
-    ps::TableRows rows{.ids = Tensor::Empty({n}, DType::kUInt64),
+    ps::HeldRows rows{.ids = Tensor::Empty({n}, DType::kUInt64),
                        .values = Tensor::Empty({n, dim})};
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = order[static_cast<size_t>(i)];

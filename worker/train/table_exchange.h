@@ -134,7 +134,7 @@ class TableExchange {
   // Every table's rows as the servers hold them once each partition is at `min_version` or
   // later, for --final-params-out, --export-npz and a PyTorch model's state: one entry per
   // table, ids increasing.
-  Result<std::vector<ps::TableRows>> ExportRows(int64_t min_version = 0);
+  Result<std::vector<ps::HeldRows>> ExportRows(int64_t min_version = 0);
 
  private:
   struct Table {
