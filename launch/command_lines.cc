@@ -42,7 +42,7 @@ std::vector<std::string> ServerArgv(const LaunchOptions& o, int rank, int port,
   }
   if (!o.table_dir.empty()) argv.insert(argv.end(), {"--table-dir", o.table_dir});
   if (o.worker.log_device_placement) argv.push_back("--log-device-placement");
-  if (o.shutdown_grace_ms != LaunchOptions{}.shutdown_grace_ms) {
+  if (o.shutdown_grace_ms != LaunchOptions::kDefaultShutdownGraceMs) {
     argv.insert(argv.end(), {"--shutdown-grace-ms", std::to_string(o.shutdown_grace_ms)});
   }
   argv.insert(argv.end(), {"--orphan-timeout-ms",

@@ -40,7 +40,8 @@ struct LaunchOptions {
   std::string table_dir;
   // Where the chief stops the servers (--mpi, --slurm, --cluster): how long they wait for the
   // other workers to leave (the servers' --shutdown-grace-ms).
-  int64_t shutdown_grace_ms = 60000;
+  static constexpr int64_t kDefaultShutdownGraceMs = 60000;
+  int64_t shutdown_grace_ms = kDefaultShutdownGraceMs;
   // Where no launcher stays behind to stop them (--mpi, --slurm, --cluster: RankLauncher clears
   // `launcher_stops_servers`), every server stops, failing, once it has heard from no worker
   // for this long (the servers' --orphan-timeout-ms), so none outlives a job whose workers

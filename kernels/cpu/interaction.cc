@@ -8,7 +8,7 @@
 
 namespace towerps::kernels::cpu {
 
-void CopyColumns(CpuContext& ctx, int64_t rows, int64_t width, const float* x, int64_t x_stride,
+void CopyColumns(CpuContext& /*ctx*/, int64_t rows, int64_t width, const float* x, int64_t x_stride,
                  float* y, int64_t y_stride) {
   if (width == x_stride && width == y_stride) {
     std::memcpy(y, x, sizeof(float) * static_cast<size_t>(rows * width));
@@ -19,7 +19,7 @@ void CopyColumns(CpuContext& ctx, int64_t rows, int64_t width, const float* x, i
   }
 }
 
-void AddColumns(CpuContext& ctx, int64_t rows, int64_t width, const float* x, int64_t x_stride,
+void AddColumns(CpuContext& /*ctx*/, int64_t rows, int64_t width, const float* x, int64_t x_stride,
                 float* y, int64_t y_stride) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * x_stride;

@@ -25,7 +25,9 @@ TEST(HugePagesTest, LargeArraysStartOnAHugePageAndHoldEveryByte) {
   for (const size_t bytes : {kHugePageBytes, 3 * kHugePageBytes + 100, 5 * kHugePageBytes}) {
     auto* p = static_cast<unsigned char*>(AllocateArray(bytes));
     ASSERT_NE(p, nullptr);
-    if (kHugePageArrays) EXPECT_TRUE(OnHugePageBoundary(p)) << bytes;
+    if (kHugePageArrays) {
+      EXPECT_TRUE(OnHugePageBoundary(p)) << bytes;
+    }
     for (size_t i = 0; i < bytes; ++i) p[i] = static_cast<unsigned char>(i * 7);
     for (size_t i = 0; i < bytes; i += 4093) ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7));
     EXPECT_EQ(p[bytes - 1], static_cast<unsigned char>((bytes - 1) * 7));
@@ -43,7 +45,9 @@ TEST(HugePagesTest, AVectorKeepsItsElementsAsItGrowsOntoHugePages) {
   std::vector<uint64_t, HugePageAllocator<uint64_t>> v;
   const size_t n = 3 * kHugePageBytes / sizeof(uint64_t);
   for (size_t i = 0; i < n; ++i) v.push_back(i * 0x9e3779b97f4a7c15ULL);
-  if (kHugePageArrays) EXPECT_TRUE(OnHugePageBoundary(v.data()));
+  if (kHugePageArrays) {
+    EXPECT_TRUE(OnHugePageBoundary(v.data()));
+  }
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], i * 0x9e3779b97f4a7c15ULL) << i;
   v.resize(10);
   v.shrink_to_fit();

@@ -395,7 +395,9 @@ TEST(ChunkTest, OutOfRangeVersionsAndClocksAreRefusedInEveryMode) {
     EXPECT_EQ(chunk.worker_clock(0), 0);
     EXPECT_FALSE(chunk.PullReady(INT64_MAX, 0));
     EXPECT_TRUE(chunk.PullReady(0, INT64_MIN));
-    if (mode == UpdateMode::kSsp) EXPECT_FALSE(chunk.PullReady(0, INT64_MAX));
+    if (mode == UpdateMode::kSsp) {
+      EXPECT_FALSE(chunk.PullReady(0, INT64_MAX));
+    }
   }
 }
 
