@@ -1,5 +1,6 @@
 #include "bench/sparse_bench.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -195,9 +196,13 @@ Result<ServerTotals> Totals(const SparseBenchOptions& o, const ps::JobConfig& jo
   return t;
 }
 
-// This process's CPU seconds so far, then each server's (0 for one that is gone).
+// This process's CPU seconds so far (to the nanosecond: a short run's client may use less than
+// /proc's 10 ms tick), then each server's (0 for one that is gone).
 std::vector<double> CpuSeconds(const ServerProcesses& servers) {
-  std::vector<double> seconds = {ProcCpuSeconds(getpid()).value_or(0)};
+  timespec self{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &self);
+  std::vector<double> seconds = {static_cast<double>(self.tv_sec) +
+                                 1e-9 * static_cast<double>(self.tv_nsec)};
   for (const Subprocess& p : servers.processes) {
     seconds.push_back(ProcCpuSeconds(p.pid()).value_or(0));
   }
