@@ -8,7 +8,10 @@
 #     own parser each Python function's, in *.py files and scripts whose first line names python);
 #   - a class's methods are defined in more than two .cc files, or in two whose lines together
 #     pass 500 (a class is one concept: split a second concept out into a class of its own, not
-#     its methods over files; a class split across files counts as one file).
+#     its methods over files; a class split across files counts as one file);
+#   - two files define a type (class, struct, union or enum) of one name in one named namespace:
+#     an ODR violation, which compiles and links, and whose inline members the program keeps
+#     one of (a unity build made a .npy reader's destructor run an exporter's type's).
 # tests/ and examples/ are outside the floors. The exceptions below are the known breaches, each
 # with its reason; one that no longer happens is an error too, so the list only shrinks.
 #
@@ -145,6 +148,24 @@ for cls, files in sorted(class_files.items()):
             breaches.append(f"class {cls} | its files ({', '.join(sorted(files))}) have {total} "
                             f"lines together, over {MAX_FILE_LINES}: a class split across files "
                             "counts as one file; give a second concept a class of its own")
+
+# Types by their qualified names; those in anonymous namespaces are each file's own.
+types = subprocess.run(
+    [os.environ["CTAGS"], "--languages=C++", "--langmap=C++:+.cu.cuh", "--kinds-C++=csgu",
+     "--fields=+nsZ", "-o", "-", *sources],
+    cwd=root, capture_output=True, text=True, check=True).stdout
+type_files = {}  # qualified name -> the files that define it
+for line in types.splitlines():
+    fields = line.split("\t")
+    scope = next((f[6:] for f in fields if f.startswith("scope:")), "")
+    if "__anon" in scope:
+        continue
+    qualified = scope.partition(":")[2] + "::" + fields[0] if scope else fields[0]
+    type_files.setdefault(qualified, set()).add(fields[1])
+for name, files in sorted(type_files.items()):
+    if len(files) > 1:
+        breaches.append(f"type {name} | defined in {len(files)} files ({', '.join(sorted(files))}): "
+                        "one name for two types is an ODR violation; rename one")
 
 # Python functions, by Python's own parser: the same 80 lines.
 import ast

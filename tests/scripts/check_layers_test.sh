@@ -2,8 +2,8 @@
 # scripts/check_layers.sh on small trees of its own: a clean one passes, and each kind of breach
 # fails naming the file: an include up a floor, an include into another room of the same floor,
 # a file in no room, a file over 500 lines, a C++ or Python function over 80 lines, and the client
-# library including the server, and a class whose methods are spread over more than two files
-# or over two that pass 500 lines together.
+# library including the server, a class whose methods are spread over more than two files or
+# over two that pass 500 lines together, and one name for two types in one namespace.
 # Usage: check_layers_test.sh SOURCE_DIR
 set -euo pipefail
 src="$1"
@@ -79,5 +79,14 @@ for part in a b; do
     for i in $(seq 1 297); do echo "// line $i"; done; } > "$tmp/tree/ps/server/split_$part.cc"
 done
 expect FAIL "class x::Split: its files (ps/server/split_a.cc, ps/server/split_b.cc) have 600 lines"
+
+make_tree  # one name for two types in one namespace, in two rooms (an ODR violation)
+printf 'namespace x {\nstruct Twin {\n  int a;\n};\n}\n' > "$tmp/tree/job/twin.h"
+printf 'namespace x {\nstruct Twin {\n  float b;\n};\n}\n' > "$tmp/tree/ps/server/twin.h"
+expect FAIL "type x::Twin: defined in 2 files (job/twin.h, ps/server/twin.h)"
+make_tree  # the same name in anonymous namespaces is each file's own
+printf 'namespace {\nstruct Own {\n  int a;\n};\n}\n' > "$tmp/tree/job/own.cc"
+printf 'namespace {\nstruct Own {\n  float b;\n};\n}\n' > "$tmp/tree/ps/server/own.cc"
+expect PASS ""
 
 echo "check_layers_test: every breach was refused"
