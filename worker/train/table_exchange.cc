@@ -348,8 +348,7 @@ Result<std::vector<ps::HeldRows>> TableExchange::ExportRows(int64_t min_version)
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(),
               [&](int64_t a, int64_t b) { return all.ids.u64()[a] < all.ids.u64()[b]; });
-    ps::HeldRows rows{.ids = Tensor::Empty({n}, DType::kUInt64),
-                       .values = Tensor::Empty({n, dim})};
+    ps::HeldRows rows{.ids = Tensor::Empty({n}, DType::kUInt64), .values = Tensor::Empty({n, dim})};
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = order[static_cast<size_t>(i)];
       rows.ids.u64()[i] = all.ids.u64()[r];
