@@ -118,21 +118,29 @@ for s in sources:
             breaches.append(f"include {s}:{n} | {inc.group(1)} goes {where}: "
                             f"{r} is on floor {rooms[r]}, {t} on floor {rooms[t]}")
 
-# Functions, by Universal Ctags: name, first and last line.
+# Functions and types, by one run of Universal Ctags: each tag's name, file, kind, qualified
+# scope ("class:x::Big", "namespace:x"), first and last line.
 ctags = subprocess.run(
-    [os.environ["CTAGS"], "--languages=C++", "--langmap=C++:+.cu.cuh", "--kinds-C++=f",
-     "--fields=+nes", "-o", "-", *sources],
+    [os.environ["CTAGS"], "--languages=C++", "--langmap=C++:+.cu.cuh", "--kinds-C++=fcsgu",
+     "--fields=+nesKzZ", "-o", "-", *sources],
     cwd=root, capture_output=True, text=True, check=True).stdout
 class_files = {}  # class -> the .cc files that define its methods
+type_files = {}  # a type's qualified name -> the files that define it
 for line in ctags.splitlines():
-    fields = line.split("\t")
-    scope = next((f[6:] for f in fields if f.startswith("class:")), None)
-    if scope and fields[1].endswith((".cc", ".cu")):
-        class_files.setdefault(scope, set()).add(fields[1])
-    start = next((f[5:] for f in fields if f.startswith("line:")), None)
-    end = next((f[4:] for f in fields if f.startswith("end:")), None)
+    name, path, *rest = line.split("\t")
+    tag = dict(f.split(":", 1) for f in rest if ":" in f and not f.startswith("/^"))
+    scope = tag.get("scope", "")
+    if tag.get("kind") != "function":
+        # Types in anonymous namespaces are each file's own.
+        if "__anon" not in scope:
+            qualified = scope.partition(":")[2] + "::" + name if scope else name
+            type_files.setdefault(qualified, set()).add(path)
+        continue
+    if scope.startswith("class:") and path.endswith((".cc", ".cu")):
+        class_files.setdefault(scope[6:], set()).add(path)
+    start, end = tag.get("line"), tag.get("end")
     if start and end and int(end) - int(start) + 1 > MAX_FUNCTION_LINES:
-        breaches.append(f"function {fields[1]}:{fields[0]} | {int(end) - int(start) + 1} lines "
+        breaches.append(f"function {path}:{name} | {int(end) - int(start) + 1} lines "
                         f"(from line {start}), over {MAX_FUNCTION_LINES}")
 
 MAX_CLASS_FILES = 2
@@ -149,19 +157,6 @@ for cls, files in sorted(class_files.items()):
                             f"lines together, over {MAX_FILE_LINES}: a class split across files "
                             "counts as one file; give a second concept a class of its own")
 
-# Types by their qualified names; those in anonymous namespaces are each file's own.
-types = subprocess.run(
-    [os.environ["CTAGS"], "--languages=C++", "--langmap=C++:+.cu.cuh", "--kinds-C++=csgu",
-     "--fields=+nsZ", "-o", "-", *sources],
-    cwd=root, capture_output=True, text=True, check=True).stdout
-type_files = {}  # qualified name -> the files that define it
-for line in types.splitlines():
-    fields = line.split("\t")
-    scope = next((f[6:] for f in fields if f.startswith("scope:")), "")
-    if "__anon" in scope:
-        continue
-    qualified = scope.partition(":")[2] + "::" + fields[0] if scope else fields[0]
-    type_files.setdefault(qualified, set()).add(fields[1])
 for name, files in sorted(type_files.items()):
     if len(files) > 1:
         breaches.append(f"type {name} | defined in {len(files)} files ({', '.join(sorted(files))}): "

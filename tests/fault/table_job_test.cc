@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "tests/fault/table_job_fixture.h"
+#include "tests/testing/sanitized.h"
 
 namespace towerps::launch_test {
 namespace {
@@ -49,11 +50,8 @@ TEST_F(TableJobTest, KilledWorkerIsRestartedAndTheFinalParametersAreBitIdentical
   // tears one deterministically. Here the moments are random, so only some runs tear a step;
   // every run must end with the undisturbed job's bits.
   std::mt19937 rng(20261125);
-#ifdef TOWERPS_SANITIZED
-  const int runs = 1;  // the release suite kills at all three moments; each run is 15 s here
-#else
-  const int runs = 3;
-#endif
+  // Under the sanitizers one moment (each run takes 15 s there); the release suite kills at three.
+  const int runs = testing::kSanitized ? 1 : 3;
   for (int run = 0; run < runs; ++run) {
     const int step = 10 * std::uniform_int_distribution<int>(3, kSteps / 10 - 3)(rng);
     const int delay = std::uniform_int_distribution<int>(0, 6)(rng);
@@ -75,11 +73,9 @@ TEST_F(TableJobTest, KilledServerWithReplicasFailsOverAndTheFinalParametersAreBi
   const std::vector<std::string> replicas = {"--ps-replicas", "2"};
   ASSERT_EQ(Run(replicas), 0);
   EXPECT_TRUE(dir_.Read("final.bin") == reference()) << "replicas changed the bits";
-#ifdef TOWERPS_SANITIZED
-  const std::vector<int> victims = {1};  // the release suite kills each; each run is 15 s here
-#else
-  const std::vector<int> victims = {0, 1};
-#endif
+  // Under the sanitizers one server (each run takes 15 s there); the release suite kills each.
+  const std::vector<int> victims =
+      testing::kSanitized ? std::vector<int>{1} : std::vector<int>{0, 1};
   for (int server : victims) {
     SCOPED_TRACE("ps:" + std::to_string(server) + " killed");
     ASSERT_EQ(Run(replicas, std::make_pair(40 + 40 * server, 1), "ps", server), 0);

@@ -20,6 +20,7 @@
 
 #include "common/job_secret.h"
 #include "common/subprocess.h"
+#include "tests/testing/sanitized.h"
 
 namespace towerps {
 namespace {
@@ -281,11 +282,7 @@ TEST_F(TrainingJobTest, ProfileStepsShowPushesOverlappingBackward) {
 
 // At the default rate: --lr-scaling share makes it the sync job's rate per example.
 TEST_F(TrainingJobTest, AsyncAndSspCompleteAndReportStaleness) {
-#ifdef TOWERPS_SANITIZED
-  const int epochs = 1;  // the release suite trains two
-#else
-  const int epochs = 2;
-#endif
+  const int epochs = testing::kSanitized ? 1 : 2;  // the release suite trains two
   for (const std::string mode : {"async", "ssp"}) {
     const std::string summary = Path(mode + ".json");
     std::vector<std::string> args = {"--servers",     "2",    "--workers", "4",

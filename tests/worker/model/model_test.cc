@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/reference/reference_backend.h"
+#include "tests/testing/sanitized.h"
 #include "tests/testing/status_assert.h"
 #include "worker/model/model_factory.h"
 #include "worker/model/zoo.h"
@@ -254,12 +255,8 @@ TEST(ModelGradientTest, ZooModelsSampled) {
     ASSERT_OK_AND_ASSIGN(const ModelBuilder builder, ZooModel(name));
     // Models with embedding tables take their rows per batch: embedding_model_test checks them.
     if (!builder.embeddings().empty()) continue;
-#ifdef TOWERPS_SANITIZED
-    const int samples = 1;  // every variable once: the release suite samples four
-#else
-    const int samples = 4;
-#endif
-    CheckModelGradients(builder, 2, samples, 2);
+    // Under the sanitizers every variable once; the release suite samples four.
+    CheckModelGradients(builder, 2, testing::kSanitized ? 1 : 4, 2);
   }
 }
 
