@@ -31,8 +31,8 @@ TEST(RowBatchTest, DeduplicatesGroupedByPartitionAndIncreasingInEach) {
 }
 
 // The same ids and inverse as sorting every (partition, id, position) of the batch, the
-// definition, at sizes around the hash table's growth and with ids that share their low bits,
-// their high bits or are all one id.
+// definition, at small and large sizes, with ids that share their low bits, their high bits or
+// are all one id (the radix sort's skipped bytes), and partitions numbered past one byte.
 TEST(RowBatchTest, DeduplicatesAsSortingTheWholeBatchDoes) {
   std::mt19937_64 rng(11);
   const auto reference = [](const std::vector<uint64_t>& ids, int partitions) {
@@ -56,7 +56,7 @@ TEST(RowBatchTest, DeduplicatesAsSortingTheWholeBatchDoes) {
              : kind == 3 ? (r % 64) | (~0ull << 32)  // the same high bits
                          : 42;                       // one id
       }
-      for (int partitions : {1, 3}) {
+      for (int partitions : {1, 3, 300}) {
         const UniqueIds u = Deduplicate(ids, partitions);
         const std::vector<uint64_t> want = reference(ids, partitions);
         ASSERT_EQ(u.size(), static_cast<int64_t>(want.size())) << n << " " << kind;
