@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -88,9 +91,16 @@ Tensor Tensor::Empty(Shape shape, DType dtype, size_t alignment) {
   const size_t bytes = static_cast<size_t>(*n) * DTypeSize(dtype);
   // Round up so that vector loops may touch whole cache lines, and never allocate zero bytes.
   const size_t padded = (bytes + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, padded == 0 ? alignment : padded);
-  if (p == nullptr) throw std::bad_alloc();
-  std::shared_ptr<std::byte> base(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+  // A malloc'd block, its start rounded up to `alignment`: glibc's aligned_alloc carves every
+  // block out of a larger one and frees the two ends, past its thread cache and under the arena's
+  // lock, which cost 5x a malloc and free for a step's few-KiB tensors (docs/PERFORMANCE.md,
+  // "Tensors from malloc"). The price is at most `alignment` - 16 bytes a tensor.
+  const size_t slack = alignment - std::min(alignment, alignof(std::max_align_t));
+  void* raw = std::malloc((padded == 0 ? alignment : padded) + slack);
+  if (raw == nullptr) throw std::bad_alloc();
+  auto* p = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(raw) + alignment - 1) &
+                                         ~static_cast<uintptr_t>(alignment - 1));
+  std::shared_ptr<std::byte> base(p, [raw](std::byte*) { std::free(raw); });
   return Tensor(std::move(base), bytes, 0, std::move(shape), dtype);
 }
 

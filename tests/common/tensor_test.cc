@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 
@@ -14,6 +15,20 @@ TEST(TensorTest, EmptyIsAlignedAndSized) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kTensorAlignment, 0u);
     EXPECT_EQ(t.num_elements(), n * 3);
     EXPECT_EQ(t.byte_size(), static_cast<size_t>(n * 3 * 4));
+  }
+}
+
+// Every alignment Empty takes, for sizes around glibc's bins and its mmap threshold: the start is
+// aligned and the whole padded block is writable (ASan's pass checks the bounds).
+TEST(TensorTest, EmptyTakesEveryAlignment) {
+  for (size_t alignment : {kTensorAlignment, size_t{128}, size_t{4096}}) {
+    for (int64_t n : {0, 1, 15, 16, 257, 1031, 4096, 300000}) {
+      Tensor t = Tensor::Empty({n}, DType::kUInt8, alignment);
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % alignment, 0u) << alignment << " " << n;
+      const size_t padded = (static_cast<size_t>(n) + alignment - 1) / alignment * alignment;
+      std::fill_n(static_cast<uint8_t*>(t.raw_data()), padded, uint8_t{7});
+      EXPECT_EQ(t.byte_size(), static_cast<size_t>(n));
+    }
   }
 }
 
