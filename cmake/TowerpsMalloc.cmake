@@ -28,6 +28,15 @@ if(NOT _towerps_tcmalloc_mode STREQUAL "OFF" AND NOT TOWERPS_SANITIZE AND NOT TO
   if(tcmalloc_FOUND)
     set(TOWERPS_WITH_TCMALLOC ON)
     message(STATUS "tcmalloc_minimal ${tcmalloc_VERSION}: TowerPS's programs allocate with it")
+    # What a --worker-cmd worker preloads (launch/worker_cmd.h): the library by its run-time
+    # name (libtcmalloc_minimal.so.4, which libtcmalloc-minimal4 installs without the -dev link).
+    list(FILTER tcmalloc_LINK_LIBRARIES INCLUDE REGEX "tcmalloc_minimal")
+    list(GET tcmalloc_LINK_LIBRARIES 0 _towerps_tcmalloc_lib)
+    get_filename_component(_towerps_tcmalloc_dir "${_towerps_tcmalloc_lib}" DIRECTORY)
+    file(GLOB _towerps_tcmalloc_names "${_towerps_tcmalloc_dir}/libtcmalloc_minimal.so.[0-9]*")
+    list(SORT _towerps_tcmalloc_names)
+    list(APPEND _towerps_tcmalloc_names "${_towerps_tcmalloc_lib}")
+    list(GET _towerps_tcmalloc_names 0 TOWERPS_TCMALLOC_PRELOAD)
   elseif(_towerps_tcmalloc_mode STREQUAL "ON")
     message(FATAL_ERROR "TOWERPS_TCMALLOC=ON but tcmalloc_minimal (libgoogle-perftools-dev) was "
                         "not found. Install it (scripts/setup.sh does) or use "
@@ -41,5 +50,13 @@ endif()
 function(towerps_link_allocator target)
   if(TOWERPS_WITH_TCMALLOC)
     target_link_libraries(${target} PRIVATE PkgConfig::tcmalloc)
+  endif()
+endfunction()
+
+# The library towerps-launch preloads into --worker-cmd workers (--worker-allocator), or none.
+function(towerps_define_tcmalloc_preload target)
+  if(TOWERPS_WITH_TCMALLOC)
+    target_compile_definitions(${target} PRIVATE
+                               TOWERPS_TCMALLOC_PRELOAD="${TOWERPS_TCMALLOC_PRELOAD}")
   endif()
 endfunction()

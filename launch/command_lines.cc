@@ -86,7 +86,7 @@ std::vector<std::string> WorkerArgv(const LaunchOptions& o, int rank,
   const std::vector<std::string> job = WorkerJobArgs(o);
   argv.insert(argv.end(), job.begin(), job.end());
   if (rank == 0 && o.job_progress_bar) argv.push_back("--progress-lines");
-  return o.worker_cmd.empty() ? argv : WorkerCmdArgv(o.worker_cmd, argv);
+  return o.worker_cmd.empty() ? argv : WorkerCmdArgv(o.worker_cmd, o.worker_allocator, argv);
 }
 
 int64_t ExamplesPerChiefStep(const ps::JobConfig& job) {

@@ -93,8 +93,11 @@ void LaunchFlags::AddLauncherOptions() {
       "run this command as every worker instead of a worker binary: a PyTorch script using the "
       "towerps package, e.g. \"python3 train.py --epochs 2\" (README: Your PyTorch model). "
       "--model and --dataset then only name the run")(
-      "grace-ms", po::value(&grace_ms_)->default_value(grace_ms_),
-      "how long processes get to stop after SIGTERM before SIGKILL")(
+      "worker-allocator", po::value(&worker_allocator_)->default_value(worker_allocator_),
+      "the malloc of --worker-cmd workers' processes: tcmalloc (preloaded, as TowerPS's own "
+      "programs link it), system (the C library's), or auto: tcmalloc where this build and the "
+      "worker's host have it")("grace-ms", po::value(&grace_ms_)->default_value(grace_ms_),
+                               "how long processes get to stop after SIGTERM before SIGKILL")(
       "max-restarts", po::value(&options_.max_restarts)->default_value(options_.max_restarts),
       "local and --hostfile: restart a worker killed by a signal at most this many times (it "
       "carries on where its predecessor stopped; in sync the final parameters are "
@@ -172,6 +175,13 @@ Result<LaunchOptions> LaunchFlags::ToOptions(const po::variables_map& vm) {
   TOWERPS_ASSIGN_OR_RETURN(o.worker, worker_flags_.ToOptions());
   o.grace = std::chrono::milliseconds(grace_ms_);
   o.restart_timeout = std::chrono::seconds(restart_timeout_s_);
+  TOWERPS_ASSIGN_OR_RETURN(o.worker_allocator, ParseWorkerAllocator(worker_allocator_));
+  if (!vm["worker-allocator"].defaulted() && o.worker_cmd.empty()) {
+    return InvalidArgumentError(
+        "--worker-allocator " + worker_allocator_ +
+        " is for --worker-cmd workers; towerps-worker links its allocator when built "
+        "(-DTOWERPS_TCMALLOC): drop the flag or give --worker-cmd");
+  }
   bind_given = !vm["bind"].defaulted();
   if (!o.worker_cmd.empty()) {
     // The script's model and data are its own: the run is named so unless the job says.

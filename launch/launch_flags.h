@@ -55,6 +55,7 @@ class LaunchFlags {
   LaunchOptions options_;
   long grace_ms_, restart_timeout_s_;
   std::string log_level_ = "info";
+  std::string worker_allocator_ = "auto";
   ps::JobFlags job_flags_;
   worker::WorkerFlags worker_flags_;
   ps::SecurityFlags security_flags_;

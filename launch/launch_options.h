@@ -19,6 +19,7 @@
 #include "common/transport.h"
 #include "job/job_config.h"
 #include "launch/job_supervisor.h"
+#include "launch/worker_cmd.h"
 #include "towerps/registry.h"
 #include "towerps/status.h"
 #include "worker/worker_options.h"
@@ -53,6 +54,8 @@ struct LaunchOptions {
   // --worker-cmd: every worker is this command (a PyTorch script using the towerps package)
   // instead of a worker binary; launch/worker_cmd.h. Empty: the worker binary.
   std::string worker_cmd;
+  // --worker-allocator: the malloc of a --worker-cmd worker's process (launch/worker_cmd.h).
+  WorkerAllocator worker_allocator = WorkerAllocator::kAuto;
   // Its own flags as given (Registry::AddOption): "--name", "value", ..., for every worker.
   std::vector<std::string> worker_binary_args;
   // Security (docs/SECURITY.md). Unless `insecure`, every process gets the job's secret through

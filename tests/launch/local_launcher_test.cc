@@ -151,6 +151,9 @@ TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {
       {{"--server-bin", "/nonexistent/towerps-server"}, "/nonexistent/towerps-server"},
       {{"--straggler", "9:40ms"}, "--straggler rank 9"},
       {{"--straggler-dist", "gauss:1ms"}, "--straggler-dist=gauss:1ms"},
+      {{"--worker-allocator", "jemalloc", "--worker-cmd", "python3 t.py"},
+       "--worker-allocator 'jemalloc' is not auto, tcmalloc or system"},
+      {{"--worker-allocator", "system"}, "--worker-allocator system is for --worker-cmd workers"},
   };
   for (const auto& [args, expect] : cases) {
     Result<Subprocess> p = Launch(args);
