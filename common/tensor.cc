@@ -94,7 +94,8 @@ Tensor Tensor::Empty(Shape shape, DType dtype, size_t alignment) {
   // A malloc'd block, its start rounded up to `alignment`: glibc's aligned_alloc carves every
   // block out of a larger one and frees the two ends, past its thread cache and under the arena's
   // lock, which cost 5x a malloc and free for a step's few-KiB tensors (docs/PERFORMANCE.md,
-  // "Tensors from malloc"). The price is at most `alignment` - 16 bytes a tensor.
+  // "The script's allocator, and tensors from malloc"). The price is at most `alignment` - 16
+  // bytes a tensor.
   const size_t slack = alignment - std::min(alignment, alignof(std::max_align_t));
   void* raw = std::malloc((padded == 0 ? alignment : padded) + slack);
   if (raw == nullptr) throw std::bad_alloc();
