@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -96,7 +95,7 @@ Tensor Tensor::Empty(Shape shape, DType dtype, size_t alignment) {
   // lock, which cost 5x a malloc and free for a step's few-KiB tensors (docs/PERFORMANCE.md,
   // "The script's allocator, and tensors from malloc"). The price is at most `alignment` - 16
   // bytes a tensor.
-  const size_t slack = alignment - std::min(alignment, alignof(std::max_align_t));
+  const size_t slack = alignment - alignof(std::max_align_t);  // alignment >= 64, checked above
   void* raw = std::malloc((padded == 0 ? alignment : padded) + slack);
   if (raw == nullptr) throw std::bad_alloc();
   auto* p = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(raw) + alignment - 1) &

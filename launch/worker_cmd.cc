@@ -14,23 +14,12 @@
 namespace towerps::launch {
 
 Result<WorkerAllocator> ParseWorkerAllocator(const std::string& text) {
-  for (WorkerAllocator a :
-       {WorkerAllocator::kAuto, WorkerAllocator::kTcmalloc, WorkerAllocator::kSystem}) {
-    if (text == WorkerAllocatorName(a)) return a;
+  Result<WorkerAllocator> allocator = kWorkerAllocators.Parse(text);
+  if (!allocator.ok()) {
+    return InvalidArgumentError("--worker-allocator '" + text +
+                                "' is not auto, tcmalloc or system");
   }
-  return InvalidArgumentError("--worker-allocator '" + text + "' is not auto, tcmalloc or system");
-}
-
-const char* WorkerAllocatorName(WorkerAllocator allocator) {
-  switch (allocator) {
-    case WorkerAllocator::kAuto:
-      return "auto";
-    case WorkerAllocator::kTcmalloc:
-      return "tcmalloc";
-    case WorkerAllocator::kSystem:
-      return "system";
-  }
-  return "?";
+  return allocator;
 }
 
 std::string TcmallocLibrary() {
@@ -44,7 +33,7 @@ std::string TcmallocLibrary() {
 std::vector<std::string> WorkerCmdArgv(const std::string& worker_cmd, WorkerAllocator allocator,
                                        const std::vector<std::string>& worker_argv) {
   std::vector<std::string> argv = {SiblingExecutable("towerps-launch"), kExecWorkerCmdFlag,
-                                   worker_cmd, WorkerAllocatorName(allocator)};
+                                   worker_cmd, kWorkerAllocators.Name(allocator)};
   if (!worker_argv.empty()) argv.insert(argv.end(), worker_argv.begin() + 1, worker_argv.end());
   return argv;
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "towerps/result.h"
 
 namespace towerps::launch {
@@ -33,9 +34,13 @@ inline constexpr char kExecWorkerCmdFlag[] = "--exec-worker-cmd";
 // host has the library, else the C library's; kTcmalloc: tcmalloc, or the worker fails naming
 // the library; kSystem: the C library's malloc.
 enum class WorkerAllocator { kAuto, kTcmalloc, kSystem };
+inline constexpr EnumNames<WorkerAllocator, 3> kWorkerAllocators{
+    "--worker-allocator",
+    {{{WorkerAllocator::kAuto, "auto"},
+      {WorkerAllocator::kTcmalloc, "tcmalloc"},
+      {WorkerAllocator::kSystem, "system"}}}};
 // "auto", "tcmalloc" or "system"; kInvalidArgument naming `text` otherwise.
 Result<WorkerAllocator> ParseWorkerAllocator(const std::string& text);
-const char* WorkerAllocatorName(WorkerAllocator allocator);
 // The library kTcmalloc preloads; empty when this launcher was built without tcmalloc.
 std::string TcmallocLibrary();
 
