@@ -1,7 +1,8 @@
 // InitialRows: the values a table's row starts from, drawn from (seed, table name, id): uniform in
 // [-init_scale, init_scale), 24 random bits per value. Every process computes the same bits: a
 // server creating the row when it is first updated (ps/server/table_chunk.h), a worker evaluating a
-// checkpoint without servers, whatever the order ids come in.
+// checkpoint without servers, whatever the order ids come in. A joined table's row (its variable's
+// segments, job/variable.h) is drawn as its segment's table draws the id within the segment.
 //
 // Contract: an immutable value; Fill is a pure function, thread-safe.
 #ifndef TOWERPS_JOB_INITIAL_ROWS_H_
@@ -9,17 +10,24 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "job/variable.h"
 
 namespace towerps::ps {
 
 class InitialRows {
  public:
   InitialRows(uint64_t seed, const std::string& table, float init_scale);
+  // The table `variable` (its name, init_scale and segments).
+  InitialRows(uint64_t seed, const VariableSpec& variable);
   // Row `id`'s `dim` initial values into `out`.
   void Fill(uint64_t id, int64_t dim, float* out) const;
 
  private:
-  uint64_t key_;  // (seed, table name), mixed
+  // (seed, table name) mixed: the table's, or each segment's, starting at ids starts_[k].
+  std::vector<uint64_t> keys_;
+  std::vector<uint64_t> starts_;
   float scale_;
 };
 

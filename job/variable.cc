@@ -11,6 +11,17 @@ namespace {
 
 std::string Describe(const VariableSpec& v) { return "'" + v.name + "' " + ShapeToString(v.shape); }
 
+std::string DescribeSegments(const VariableSpec& v) {
+  constexpr size_t kNamed = 4;  // the first few, enough to see where two lists part
+  std::string out = std::to_string(v.segments.size()) + " segments";
+  for (size_t k = 0; k < std::min(kNamed, v.segments.size()); ++k) {
+    out +=
+        (k == 0 ? " ('" : ", '") + v.segments[k].name + "' " + std::to_string(v.segments[k].rows);
+  }
+  if (v.segments.size() > kNamed) out += ", ...";
+  return out + (v.segments.empty() ? "" : ")");
+}
+
 }  // namespace
 
 std::string FirstVariableDifference(const std::vector<VariableSpec>& a, const std::string& a_name,
@@ -33,6 +44,10 @@ std::string FirstVariableDifference(const std::vector<VariableSpec>& a, const st
     if (x.kind != y.kind || x.decay != y.decay || x.init_scale != y.init_scale) {
       return at + Describe(x) + " is of another kind (or decay, or initial scale) in " + a_name +
              "'s model than in " + b_name + "'s";
+    }
+    if (x.segments != y.segments) {
+      return at + Describe(x) + " joins " + DescribeSegments(x) + " in " + a_name +
+             "'s model but " + DescribeSegments(y) + " in " + b_name + "'s";
     }
     if (x.policy != y.policy) {
       return at + Describe(x) + " declares the policy '" + x.policy + "' in " + a_name +
@@ -58,6 +73,14 @@ uint64_t VariableListHash(const std::vector<VariableSpec>& variables) {
     }
     if (v.is_table()) h = Fnv1a(&v.init_scale, sizeof(v.init_scale), h);
     if (v.is_table() && !v.policy.empty()) h = Fnv1a(v.policy.data(), v.policy.size(), h);
+    if (v.is_table() && !v.segments.empty()) {
+      h = Fnv1aU64(v.segments.size(), h);
+      for (const TableSegment& s : v.segments) {
+        h = Fnv1aU64(s.name.size(), h);
+        h = Fnv1a(s.name.data(), s.name.size(), h);
+        h = Fnv1aU64(static_cast<uint64_t>(s.rows), h);
+      }
+    }
   }
   return h;
 }
@@ -90,9 +113,48 @@ Status ValidateDense(const VariableSpec& v) {
   return Status::Ok();
 }
 
+// A joined table's segments: named apart, each of at least one row, their rows the table's.
+Status ValidateSegments(const VariableSpec& v) {
+  if (v.segments.empty()) return Status::Ok();
+  const std::string what = "table " + v.name + ": ";
+  if (v.table_rows() == 0) {
+    return InvalidArgumentError(what +
+                                "an unbounded table cannot join segments (each segment's "
+                                "ids are the rows before it onwards)");
+  }
+  if (v.segments.size() > kMaxTableSegments) {
+    return InvalidArgumentError(what + std::to_string(v.segments.size()) + " segments, more than " +
+                                std::to_string(kMaxTableSegments));
+  }
+  std::vector<std::string> names;
+  int64_t rows = 0;
+  for (const TableSegment& s : v.segments) {
+    if (s.name.empty() || s.rows < 1 || s.rows > v.table_rows() - rows) {
+      return InvalidArgumentError(what + "segment '" + s.name + "' of " + std::to_string(s.rows) +
+                                  " rows: give each segment a name and at least 1 row, their "
+                                  "rows adding up to the table's " +
+                                  std::to_string(v.table_rows()));
+    }
+    rows += s.rows;
+    names.push_back(s.name);
+  }
+  if (rows != v.table_rows()) {
+    return InvalidArgumentError(what + "its segments hold " + std::to_string(rows) +
+                                " rows, not the table's " + std::to_string(v.table_rows()));
+  }
+  std::sort(names.begin(), names.end());
+  if (auto twin = std::adjacent_find(names.begin(), names.end()); twin != names.end()) {
+    return InvalidArgumentError(what + "two segments are named '" + *twin + "'");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateVariableKind(const VariableSpec& v) {
+  if (!v.is_table() && !v.segments.empty()) {
+    return InvalidArgumentError("variable " + v.name + ": only a table joins segments");
+  }
   switch (v.kind) {
     case VariableKind::kTrainable:
       return ValidateDense(v);
@@ -113,7 +175,7 @@ Status ValidateVariableKind(const VariableSpec& v) {
         return InvalidArgumentError("table " + v.name + ": init scale " +
                                     std::to_string(v.init_scale) + " is not a finite number >= 0");
       }
-      return Status::Ok();
+      return ValidateSegments(v);
   }
   return InvalidArgumentError("variable " + v.name + ": unknown kind " +
                               std::to_string(static_cast<int>(v.kind)));

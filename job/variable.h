@@ -35,6 +35,17 @@ inline constexpr int64_t kMaxTableDim = 65536;
 // holds): a bound on what a register message can make a server allocate.
 inline constexpr int64_t kMaxDenseElements = int64_t{1} << 36;
 
+// One of the tables a joined table is made of (VariableSpec::segments).
+struct TableSegment {
+  std::string name;  // the table it stands for, e.g. "tables.c3.weight"
+  int64_t rows = 0;  // its bound: at least 1
+
+  bool operator==(const TableSegment&) const = default;
+};
+
+// The most segments a joined table may have.
+inline constexpr size_t kMaxTableSegments = 65536;
+
 struct VariableSpec {
   std::string name;  // unique in the model, e.g. "conv1/kernel"
   Shape shape;
@@ -45,6 +56,14 @@ struct VariableSpec {
   // kTable: the admission and eviction the model declares for it, "KEY=VALUE,..."
   // (job/table_policy.h); "" for none.
   std::string policy{};
+  // kTable: the bounded tables it joins, in order (TorchRec's fused tables, FBGEMM's "table
+  // batched" embeddings), or none. Segment k holds the ids [offset_k, offset_k + rows_k),
+  // offset_k being the rows of the segments before it, and its row offset_k + i starts as row i
+  // of a table named name_k does (job/initial_rows.h). Rows train independently of each other, so
+  // a joined table has, bit for bit, the rows its segments would have apart, while a step moves
+  // and updates one table instead of one per segment; --export-npz and a PyTorch state_dict give
+  // the segments apart. The segments' rows add up to the table's.
+  std::vector<TableSegment> segments{};
 
   bool is_table() const { return kind == VariableKind::kTable; }
   // kTable: the bound on ids (0: unbounded) and the floats per row.
@@ -57,8 +76,8 @@ VariableSpec TableVariable(std::string name, int64_t rows, int64_t dim, float in
 
 // FNV-1a (common/hash.h) over the number of variables, then each one's name, rank, dimensions
 // and dtype, in order, and for a variable that is not kTrainable its kind and decay, and for a
-// table its init_scale and any declared policy (so the signatures of models without such
-// variables are what they were). Two lists hash alike exactly when they are equal (up to
+// table its init_scale and any declared policy and segments (so the signatures of models without
+// such variables are what they were). Two lists hash alike exactly when they are equal (up to
 // collisions).
 uint64_t VariableListHash(const std::vector<VariableSpec>& variables);
 
@@ -70,7 +89,9 @@ std::string FirstVariableDifference(const std::vector<VariableSpec>& a, const st
 
 // kInvalidArgument naming the variable for an unknown kind, a dense variable that is not
 // float32 or holds more than kMaxDenseElements, a moving average whose decay is not in [0, 1),
-// or a table that is not float32 [rows >= 0, dim >= 1] with a finite init_scale >= 0.
+// or a table that is not float32 [rows >= 0, dim >= 1] with a finite init_scale >= 0, or whose
+// segments are not named apart, of at least 1 row each, adding up to its rows (an unbounded
+// table has none).
 Status ValidateVariableKind(const VariableSpec& variable);
 
 }  // namespace towerps::ps

@@ -12,6 +12,13 @@ void WriteVariables(const std::vector<VariableSpec>& variables, proto::Header::B
     v.setDecay(variables[i].decay);
     v.setInitScale(variables[i].init_scale);
     if (!variables[i].policy.empty()) v.setPolicy(variables[i].policy);
+    if (!variables[i].segments.empty()) {
+      auto segments = v.initSegments(static_cast<unsigned>(variables[i].segments.size()));
+      for (size_t k = 0; k < variables[i].segments.size(); ++k) {
+        segments[static_cast<unsigned>(k)].setName(variables[i].segments[k].name);
+        segments[static_cast<unsigned>(k)].setRows(variables[i].segments[k].rows);
+      }
+    }
     auto shape = v.initShape(static_cast<unsigned>(variables[i].shape.size()));
     for (size_t d = 0; d < variables[i].shape.size(); ++d) {
       shape.set(static_cast<unsigned>(d), variables[i].shape[d]);
@@ -30,6 +37,7 @@ std::vector<VariableSpec> ReadVariables(proto::Header::Reader header) {
     spec.decay = v.getDecay();
     spec.init_scale = v.getInitScale();
     spec.policy = v.getPolicy().cStr();
+    for (auto s : v.getSegments()) spec.segments.push_back({s.getName().cStr(), s.getRows()});
     vars.push_back(std::move(spec));
   }
   return vars;

@@ -7,10 +7,13 @@ namespace {
 // primitives or text needs only its getter.
 void Read(proto::TensorMeta::Reader t) { (void)t.getShape(); }
 
+void Read(proto::TableSegment::Reader s) { (void)s.getName(); }
+
 void Read(proto::VariableSpec::Reader v) {
   (void)v.getName();
   (void)v.getShape();
   (void)v.getPolicy();
+  for (proto::TableSegment::Reader s : v.getSegments()) Read(s);
 }
 
 void Read(proto::ConfigField::Reader c) {

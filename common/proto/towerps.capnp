@@ -111,6 +111,12 @@ struct VariableSpec {
   decay @4 :Float32;   # moving average: value = decay * value + (1 - decay) * pushed statistic
   initScale @5 :Float32;  # table: rows start uniform in [-initScale, initScale)
   policy @6 :Text;        # table: its declared admission and eviction, "KEY=VALUE,..."
+  segments @7 :List(TableSegment);  # table: the bounded tables it joins (job/variable.h)
+}
+
+struct TableSegment {
+  name @0 :Text;
+  rows @1 :Int64;
 }
 
 struct Header {

@@ -20,8 +20,9 @@ namespace {
 // tables (each variable's init scale, and the table records); version 5 each row's last update
 // and the ids pending admission (PEND records), for the tables' policies; version 6 the chain and
 // delta numbers of incremental checkpoints, and a table's changes (its removed ids: REMV records);
-// version 7 a table's rows kept in its disk tier's checkpoint (a flag). Version 5 is still read.
-constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 7};
+// version 7 a table's rows kept in its disk tier's checkpoint (a flag); version 8 a joined
+// table's segments. Version 5 is still read.
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'P', 'S', 8};
 constexpr int kOldestFormat = 5;
 constexpr uint32_t kHeaderTag = 0x48445221;   // "!RDH"
 constexpr uint32_t kChunkTag = 0x4b4e4843;    // "CHNK"
@@ -52,6 +53,11 @@ std::string EncodeMeta(const CheckpointMeta& m) {
     w.Put(v.decay);
     w.Put(v.init_scale);
     w.PutString(v.policy);
+    w.Put<uint32_t>(static_cast<uint32_t>(v.segments.size()));
+    for (const TableSegment& s : v.segments) {
+      w.PutString(s.name);
+      w.Put(s.rows);
+    }
   }
   w.Put(m.chain);
   w.Put(m.delta);
@@ -60,7 +66,6 @@ std::string EncodeMeta(const CheckpointMeta& m) {
 
 Status DecodeMeta(const std::string& body, const std::string& path, int format, CheckpointMeta* m) {
   Reader r(body, path);
-  int32_t rank = 0, servers = 0;
   uint32_t nvars = 0, nfields = 0;
   TOWERPS_RETURN_IF_ERROR(r.Get(&nfields));
   if (nfields > 1024)
@@ -73,12 +78,11 @@ Status DecodeMeta(const std::string& body, const std::string& path, int format, 
     m->job_fields.emplace_back(std::move(name), std::move(value));
   }
   TOWERPS_RETURN_IF_ERROR(r.Get(&m->model_signature));
-  TOWERPS_RETURN_IF_ERROR(r.Get(&rank));
-  TOWERPS_RETURN_IF_ERROR(r.Get(&servers));
+  static_assert(sizeof(m->server_rank) == sizeof(int32_t));  // as EncodeMeta writes them
+  TOWERPS_RETURN_IF_ERROR(r.Get(&m->server_rank));
+  TOWERPS_RETURN_IF_ERROR(r.Get(&m->num_servers));
   TOWERPS_RETURN_IF_ERROR(r.Get(&m->partition_bytes));
   TOWERPS_RETURN_IF_ERROR(r.Get(&nvars));
-  m->server_rank = rank;
-  m->num_servers = servers;
   for (uint32_t i = 0; i < nvars; ++i) {
     VariableSpec v;
     uint8_t dtype = 0;
@@ -97,6 +101,15 @@ Status DecodeMeta(const std::string& body, const std::string& path, int format, 
     TOWERPS_RETURN_IF_ERROR(r.Get(&v.decay));
     TOWERPS_RETURN_IF_ERROR(r.Get(&v.init_scale));
     if (format >= 6) TOWERPS_RETURN_IF_ERROR(r.GetString(&v.policy));
+    uint32_t segments = 0;
+    if (format >= 8) TOWERPS_RETURN_IF_ERROR(r.Get(&segments));
+    if (segments > kMaxTableSegments)
+      return CorruptionError(path + ": " + v.name + " is malformed");
+    v.segments.resize(segments);
+    for (TableSegment& s : v.segments) {
+      TOWERPS_RETURN_IF_ERROR(r.GetString(&s.name));
+      TOWERPS_RETURN_IF_ERROR(r.Get(&s.rows));
+    }
     v.kind = static_cast<VariableKind>(kind);
     if (Status st = ValidateVariableKind(v); !st.ok()) {
       return CorruptionError(path + ": " + std::string(st.message()));

@@ -14,7 +14,7 @@ TableChunk::TableChunk(const ChunkSpec& spec, const VariableSpec& variable, cons
                        TensorAllocator allocate, RowDisk* disk)
     : spec_(spec),
       name_(variable.name),
-      initial_(config.seed, variable.name, variable.init_scale),
+      initial_(config.seed, variable),
       config_(config),
       allocate_(std::move(allocate)),
       rule_(UpdateRule::ForMode(config)),

@@ -110,6 +110,51 @@ TEST(VariableListHashTest, TablesCountTheirBoundDimAndScale) {
   EXPECT_NE(VariableListHash(a), VariableListHash(dense));
 }
 
+// A joined table (VariableSpec::segments): bounded, its segments named apart, of a row or more,
+// adding up to its rows; each refusal names the table.
+TEST(ValidateVariableKindTest, AJoinedTablesSegmentsAddUpToItsRows) {
+  VariableSpec joined = TableVariable("tables", 12, 8, 0.05f);
+  joined.segments = {{"tables.a.weight", 5}, {"tables.b.weight", 7}};
+  EXPECT_TRUE(ValidateVariableKind(joined).ok());
+  std::vector<std::pair<std::vector<TableSegment>, std::string>> bad = {
+      {{{"tables.a.weight", 5}, {"tables.b.weight", 6}}, "hold 11 rows, not the table's 12"},
+      {{{"tables.a.weight", 5}, {"tables.b.weight", 8}}, "'tables.b.weight' of 8 rows"},
+      {{{"tables.a.weight", 0}, {"tables.b.weight", 12}}, "'tables.a.weight' of 0 rows"},
+      {{{"", 5}, {"tables.b.weight", 7}}, "segment '' of 5 rows"},
+      {{{"tables.a.weight", 5}, {"tables.a.weight", 7}}, "two segments are named"}};
+  for (const auto& [segments, why] : bad) {
+    VariableSpec v = joined;
+    v.segments = segments;
+    Status s = ValidateVariableKind(v);
+    ASSERT_FALSE(s.ok()) << why;
+    EXPECT_NE(s.message().find("table tables: "), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+  }
+  VariableSpec unbounded = TableVariable("tables", 0, 8, 0.05f);
+  unbounded.segments = {{"tables.a.weight", 5}};
+  EXPECT_NE(ValidateVariableKind(unbounded).message().find("an unbounded table cannot join"),
+            std::string::npos);
+  VariableSpec dense{"w", {12}};
+  dense.segments = joined.segments;
+  EXPECT_FALSE(ValidateVariableKind(dense).ok());
+}
+
+TEST(VariableListHashTest, AJoinedTablesSegmentsCount) {
+  std::vector<VariableSpec> a = {TableVariable("tables", 12, 8, 0.05f)};
+  a[0].segments = {{"tables.a.weight", 5}, {"tables.b.weight", 7}};
+  std::vector<VariableSpec> renamed = a, moved = a, alone = a;
+  renamed[0].segments[1].name = "tables.c.weight";
+  moved[0].segments = {{"tables.a.weight", 6}, {"tables.b.weight", 6}};
+  alone[0].segments.clear();
+  for (const auto& other : {renamed, moved, alone}) {
+    EXPECT_NE(VariableListHash(other), VariableListHash(a));
+  }
+  EXPECT_EQ(FirstVariableDifference(a, "worker 1", moved, "server 0"),
+            "variable 0 'tables' [12, 8] joins 2 segments ('tables.a.weight' 5, "
+            "'tables.b.weight' 7) in worker 1's model but 2 segments ('tables.a.weight' 6, "
+            "'tables.b.weight' 6) in server 0's");
+}
+
 TEST(VariableListHashTest, ValueIsPinned) {
   EXPECT_EQ(VariableListHash({}), 0xa8c7f832281a39c5u);
   EXPECT_EQ(VariableListHash(Model()), 0x499c74d255f77895u);

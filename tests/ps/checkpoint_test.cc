@@ -90,8 +90,10 @@ Checkpoint Sample() {
   ck.meta.partition_bytes = 4096;
   ck.meta.variables = {{"w", {10, 30}},
                        {"b", {30}, DType::kFloat32, VariableKind::kMovingAverage, 0.75f},
-                       TableVariable("emb", 0, 3, 0.25f)};
+                       TableVariable("emb", 0, 3, 0.25f),
+                       TableVariable("fields", 12, 3, 0.5f)};
   ck.meta.variables[2].policy = "ttl_steps=9,min_count=2";
+  ck.meta.variables[3].segments = {{"fields.a.weight", 5}, {"fields.b.weight", 7}};
   ck.meta.chain = 1234567;
   ck.meta.delta = 0;
   for (uint32_t c = 0; c < 3; ++c) {
@@ -137,7 +139,7 @@ TEST_F(CheckpointTest, RoundTripsEverything) {
   EXPECT_EQ(back->meta.model_signature, 0x5678u);
   EXPECT_EQ(back->meta.server_rank, 1);
   EXPECT_EQ(back->meta.partition_bytes, 4096u);
-  ASSERT_EQ(back->meta.variables.size(), 3u);
+  ASSERT_EQ(back->meta.variables.size(), 4u);
   EXPECT_EQ(back->meta.variables[0].shape, (Shape{10, 30}));
   EXPECT_EQ(back->meta.variables[0].kind, VariableKind::kTrainable);
   EXPECT_EQ(back->meta.variables[1].kind, VariableKind::kMovingAverage);
@@ -157,6 +159,8 @@ TEST_F(CheckpointTest, RoundTripsEverything) {
   EXPECT_EQ(back->meta.variables[2].kind, VariableKind::kTable);
   EXPECT_EQ(back->meta.variables[2].init_scale, 0.25f);
   EXPECT_EQ(back->meta.variables[2].policy, "ttl_steps=9,min_count=2");
+  EXPECT_TRUE(back->meta.variables[2].segments.empty());
+  EXPECT_EQ(back->meta.variables[3].segments, ck.meta.variables[3].segments);
   EXPECT_EQ(back->meta.chain, 1234567u);
   ASSERT_EQ(back->tables.size(), 1u);
   ExpectSameTable(ck.tables[0], back->tables[0]);

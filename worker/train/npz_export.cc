@@ -90,6 +90,48 @@ Status WriteNpz(const std::vector<NpzMember>& arrays, const std::string& path) {
   return Status::Ok();
 }
 
+namespace {
+
+// A joined table's rows (ps::VariableSpec::segments) as each segment's: "<segment>/ids", less the
+// segment's offset, and "<segment>/rows", in the order held.
+void AddSegments(const ps::VariableSpec& v, const ps::HeldRows& t, std::vector<NpzMember>* out) {
+  const int64_t n = t.ids.defined() ? t.ids.num_elements() : 0;
+  const int64_t dim = v.table_dim();
+  std::vector<uint64_t> starts;
+  uint64_t start = 0;
+  for (const ps::TableSegment& s : v.segments) {
+    starts.push_back(start);
+    start += static_cast<uint64_t>(s.rows);
+  }
+  std::vector<size_t> segment(static_cast<size_t>(n));
+  std::vector<int64_t> count(starts.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t id = t.ids.u64()[i];
+    segment[i] =
+        static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), id) - starts.begin()) -
+        1;
+    ++count[segment[i]];
+  }
+  std::vector<Tensor> ids, rows;
+  for (int64_t c : count) {
+    ids.push_back(Tensor::Empty({c}, DType::kUInt64));
+    rows.push_back(Tensor::Empty({c, dim}));
+  }
+  std::vector<int64_t> at(starts.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = segment[i];
+    ids[k].u64()[at[k]] = t.ids.u64()[i] - starts[k];
+    std::copy_n(t.values.f32() + i * dim, dim, rows[k].f32() + at[k] * dim);
+    ++at[k];
+  }
+  for (size_t k = 0; k < starts.size(); ++k) {
+    out->push_back({v.segments[k].name + "/ids", std::move(ids[k])});
+    out->push_back({v.segments[k].name + "/rows", std::move(rows[k])});
+  }
+}
+
+}  // namespace
+
 std::vector<NpzMember> NpzArrays(const std::vector<ps::VariableSpec>& variables,
                                  const std::vector<Tensor>& values,
                                  const std::vector<ps::HeldRows>& tables,
@@ -102,6 +144,10 @@ std::vector<NpzMember> NpzArrays(const std::vector<ps::VariableSpec>& variables,
       continue;
     }
     const ps::HeldRows& t = tables.at(i);
+    if (!v.segments.empty()) {
+      AddSegments(v, t, &arrays);
+      continue;
+    }
     const int64_t n = t.ids.defined() ? t.ids.num_elements() : 0;
     arrays.push_back({v.name + "/ids", n > 0 ? t.ids : Tensor::Empty({0}, DType::kUInt64)});
     arrays.push_back({v.name + "/rows", n > 0 ? t.values.Reshape({n, v.table_dim()})

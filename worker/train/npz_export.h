@@ -3,12 +3,13 @@
 //   numpy.load("model.npz")["conv1/kernel"]      (or torch.from_numpy of it)
 // gives the trained values; an embedding table as two arrays, "<table>/ids" (uint64 [n]) and
 // "<table>/rows" (float32 [n, dim]), the rows the servers held (a row never trained is at its
-// initial value, drawn from (seed, table, id), and not listed); and the input normalization the
-// model was trained with, "normalization/mean" and "normalization/stddev" (float32, one per
-// channel or feature, or one for all: x = (v - mean) / stddev, v = pixel / 255 or the float
-// value), so that the exported parameters can be used on new data. The archive is a zip (written
-// with libzip) of "<name>.npy" members, stored uncompressed as numpy.savez does, each in the NPY
-// 1.0 format ('<f4' or '<u8', C order).
+// initial value, drawn from (seed, table, id), and not listed), a joined table (job/variable.h's
+// segments) as each segment's two arrays, its ids less the segment's offset; and the input
+// normalization the model was trained with, "normalization/mean" and "normalization/stddev"
+// (float32, one per channel or feature, or one for all: x = (v - mean) / stddev, v = pixel / 255
+// or the float value), so that the exported parameters can be used on new data. The archive is a
+// zip (written with libzip) of "<name>.npy" members, stored uncompressed as numpy.savez does, each
+// in the NPY 1.0 format ('<f4' or '<u8', C order).
 //
 // Contract: free functions. The file is written to "<path>.tmp" and renamed over `path`, so it
 // is whole or absent; errors are kIoError naming the path and libzip's reason. Thread-compatible.
