@@ -8,9 +8,11 @@ machine's mood. TowerPS runs it two ways:
            weight and pulling its rows into it per table in the forward;
   - "tps": towerps.torch.nn.EmbeddingBag (no local weight), every table looked up at once
            before the forward (DistributedOptimizer's sparse_inputs);
-  - "ebc": towerps.torch.nn.EmbeddingBagCollection, the 26 fields looked up and computed as one;
+  - "ebc": towerps.torch.nn.EmbeddingBagCollection, the 26 fields looked up and computed as one,
+           and one table on the server (fused);
   - "pipe":  "ebc" with its batches through towerps.torch.SparsePipeline (each step's rows pulled
            with the step before's pushes);
+  - "apart": "pipe" with the collection's fields a table each on the server (fused=False);
   - "hybrid": "ebc" with the dense layers by all-reduce among the workers (dense="allreduce",
            torch.optim.SGD), only the tables on the server.
 It reports examples per second (the job's, all workers), the ratio to plain PyTorch, each
@@ -28,7 +30,7 @@ them in a 2.4 GiB weight):
     PYTHONPATH=build/release/python python3 bench/pytorch_rec_bench.py \
         --launch build/release/bin/towerps-launch --memory [--ids 20000000]
 
-The same file is the timed script (--run plain|nn|tps|ebc|pipe|hybrid, --run-memory)."""
+The same file is the timed script (--run plain|nn|tps|ebc|pipe|apart|hybrid, --run-memory)."""
 
 import argparse
 import json
@@ -43,7 +45,7 @@ import time
 from same_blas import towerps_bench, use_towerps_kernels
 
 FIELDS, DENSE, ROWS, DIM = int(os.environ.get("BENCH_FIELDS", 26)), 13, 32768, 8
-VARIANTS = ["plain", "nn", "tps", "ebc", "pipe", "hybrid"]
+VARIANTS = ["plain", "nn", "tps", "ebc", "pipe", "apart", "hybrid"]
 
 
 def model(kind):
@@ -55,14 +57,14 @@ def model(kind):
             super().__init__()
             self.bottom = nn.Sequential(nn.Linear(DENSE, 64), nn.ReLU(), nn.Linear(64, DIM),
                                         nn.ReLU())
-            if kind in ("tps", "ebc", "pipe", "hybrid"):
+            if kind in ("tps", "ebc", "pipe", "apart", "hybrid"):
                 import towerps.torch as tps
                 bag = lambda: tps.nn.EmbeddingBag(ROWS, DIM, mode="sum")  # noqa: E731
             else:
                 bag = lambda: nn.EmbeddingBag(ROWS, DIM, mode="sum", sparse=True)  # noqa: E731
-            if kind in ("ebc", "pipe", "hybrid"):
+            if kind in ("ebc", "pipe", "apart", "hybrid"):
                 self.tables = tps.nn.EmbeddingBagCollection(
-                    {"c%d" % i: ROWS for i in range(FIELDS)}, DIM)
+                    {"c%d" % i: ROWS for i in range(FIELDS)}, DIM, fused=kind != "apart")
             else:
                 self.tables = nn.ModuleList([bag() for _ in range(FIELDS)])
             self.top = nn.Sequential(nn.Linear(DIM * (FIELDS + 1), 64), nn.ReLU(),
@@ -70,7 +72,7 @@ def model(kind):
 
         def forward(self, dense, sparse):
             parts = [self.bottom(dense)]
-            if kind in ("ebc", "pipe", "hybrid"):
+            if kind in ("ebc", "pipe", "apart", "hybrid"):
                 parts.append(self.tables(sparse).reshape(sparse.shape[0], -1))
             else:
                 parts += [t(sparse[:, i:i + 1]) for i, t in enumerate(self.tables)]
@@ -121,7 +123,7 @@ def run(kind, steps, warmup, batch, out):
     data = batches(batch, rank)
     parts = {"forward_backward": 0.0, "step": 0.0}
     loop = (data[step % len(data)] for step in range(warmup + steps))
-    if kind == "pipe":
+    if kind in ("pipe", "apart"):
         loop = tps.SparsePipeline(loop, opt, lambda b: {net.tables: b[1]})
     for step, (dense, sparse, label) in enumerate(loop):
         if step == warmup:

@@ -88,12 +88,15 @@ float* WritableBuffer(py::array& a, const std::string& name, int64_t elements) {
   return static_cast<float*>(a.mutable_data());
 }
 
+// A table as torch.py declares it: (name, rows, dim, init scale, policy, segments' (name, rows)).
+using TableTuple = std::tuple<std::string, int64_t, int64_t, float, std::string,
+                              std::vector<std::pair<std::string, int64_t>>>;
+
 class PySession {
  public:
   PySession(const SessionOptions& options, std::vector<std::string> names,
             std::vector<std::vector<int64_t>> shapes, std::vector<FloatArray> initial,
-            std::vector<std::tuple<std::string, int64_t, int64_t, float, std::string>> tables,
-            int64_t bucket_bytes) {
+            std::vector<TableTuple> tables, int64_t bucket_bytes) {
     if (bucket_bytes < 0) {
       throw py::value_error(
           "bucket_cap_mb is negative: give 0 (each gradient goes as backward "
@@ -106,17 +109,17 @@ class PySession {
     std::vector<const float*> values;
     for (size_t i = 0; i < names.size(); ++i) {
       specs.push_back({.name = names[i], .shape = shapes[i]});
-      int64_t n = 1;
-      for (int64_t d : shapes[i]) n *= d;
+      const int64_t n = NumElements(shapes[i]);
       CheckSize(initial[i], names[i], n);
       values.push_back(initial[i].data());
       elements_.push_back(n);
     }
     names_ = names;
     std::vector<TableSpec> table_specs;
-    for (const auto& [name, rows, dim, scale, policy] : tables) {
+    for (const auto& [name, rows, dim, scale, policy, segments] : tables) {
       table_specs.push_back(
           {.name = name, .rows = rows, .dim = dim, .init_scale = scale, .policy = policy});
+      for (const auto& [n, r] : segments) table_specs.back().segments.push_back({n, r});
       dims_.push_back(dim);
     }
     SessionOptions o = options;
@@ -360,8 +363,7 @@ class PySession {
       throw py::value_error("no table " + std::to_string(t));
     }
   }
-  // The rows' width that every one of `tables` has (a collection's are all one), for `call`'s
-  // errors.
+  // The rows' width every one of `tables` has (a collection's are all one); errors name `call`.
   int64_t CommonDim(const char* call, const std::vector<int>& tables) const {
     for (int t : tables) CheckTable(t);
     const int64_t dim = dims_[static_cast<size_t>(tables.front())];
@@ -464,11 +466,9 @@ PYBIND11_MODULE(_towerps, m) {
   py::class_<PySession>(m, "Session")
       .def(py::init<const SessionOptions&, std::vector<std::string>,
                     std::vector<std::vector<int64_t>>, std::vector<FloatArray>,
-                    std::vector<std::tuple<std::string, int64_t, int64_t, float, std::string>>,
-                    int64_t>(),
+                    std::vector<TableTuple>, int64_t>(),
            py::arg("options"), py::arg("names"), py::arg("shapes"), py::arg("initial"),
-           py::arg("tables") =
-               std::vector<std::tuple<std::string, int64_t, int64_t, float, std::string>>{},
+           py::arg("tables") = std::vector<TableTuple>{},
            py::arg("bucket_bytes") = towerps::worker::WorkerOptions{}.bucket_bytes)
       .def("log_eval", &PySession::LogEval, py::arg("test_accuracy"), py::arg("test_loss"))
       .def("log_scalar", &PySession::LogScalar, py::arg("tag"), py::arg("value"))

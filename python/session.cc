@@ -43,6 +43,8 @@ Status CheckParameters(const std::vector<ParameterSpec>& parameters,
     }
     ps::VariableSpec declared = ps::TableVariable(t.name, t.rows, t.dim, t.init_scale);
     declared.policy = t.policy;
+    declared.segments = t.segments;
+    TOWERPS_RETURN_IF_ERROR(ps::ValidateVariableKind(declared));
     TOWERPS_RETURN_IF_ERROR(ps::CheckTablePolicy(policies, declared));
   }
   for (size_t i = 0; i < names.size(); ++i) {

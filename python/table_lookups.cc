@@ -34,6 +34,7 @@ void TableLookups::AddVariables(std::vector<ps::VariableSpec>* variables) const 
     variables->push_back(
         ps::TableVariable(t.spec.name, t.spec.rows, t.spec.dim, t.spec.init_scale));
     variables->back().policy = t.spec.policy;
+    variables->back().segments = t.spec.segments;
   }
 }
 

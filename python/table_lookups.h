@@ -42,6 +42,8 @@ struct TableSpec {
   int64_t dim = 0;
   float init_scale = 0.05f;
   std::string policy;  // its declared admission and eviction (ps::VariableSpec::policy)
+  // The bounded tables it joins, in order (ps::VariableSpec::segments); none: its own.
+  std::vector<ps::TableSegment> segments{};
 };
 
 class TableLookups {

@@ -64,6 +64,7 @@ class _Table(torch.nn.Module):
         self._name = None       # the table's name, once registered
         self._optimizer = None  # the DistributedOptimizer that registered it
         self._index = None      # its table index in the session
+        self._offset = None     # a fused collection's field: its first row in the joined table
         self._prefetched = None  # (ids tensor, lookup result) from prefetch()
 
     def extra_repr(self):
@@ -80,13 +81,14 @@ class _Table(torch.nn.Module):
             raise ValueError("table '%s' got ids of %s: give int64 ids" % (self._name, input.dtype))
         got = self._take_prefetched(input)
         if got is None:  # without autograd (an evaluation) the rows are not the step's
-            got = self._optimizer._session.lookup([(self._index, _ids(input))],
+            got = self._optimizer._session.lookup([(self._index, self._session_ids(input))],
                                                   torch.is_grad_enabled())[0]
         ids, rows, inverse = got
         rows = torch.from_numpy(rows)
         pad = None
         if self.padding_idx is not None:
-            found = np.flatnonzero(ids == np.uint64(self.padding_idx & 0xFFFFFFFFFFFFFFFF))
+            padding = self.padding_idx + (self._offset or 0)
+            found = np.flatnonzero(ids == np.uint64(padding & 0xFFFFFFFFFFFFFFFF))
             if found.size:
                 pad = int(found[0])
                 rows[pad] = 0
@@ -96,6 +98,15 @@ class _Table(torch.nn.Module):
             rows.requires_grad_()
             self._optimizer._lookups.append((self._index, ids, rows, slice(None)))
         return rows, torch.from_numpy(inverse).to(input.device).view(input.shape), pad
+
+    def _session_ids(self, input):
+        """`input` as the session's uint64 ids of this module's table: a fused collection's
+        field checks its own bound and adds its offset into the joined table."""
+        ids = _ids(input)
+        if self._offset is None:
+            return ids
+        _check_bounds(ids.reshape(-1, 1), [self])
+        return ids + np.uint64(self._offset)
 
     def _take_prefetched(self, input):
         if self._prefetched is None:
@@ -140,6 +151,17 @@ def _gather(rows, inverse):
 def _ids(input):
     """`input` as the uint64 ids the session takes: int64's bits, without a copy when it can."""
     return input.detach().to("cpu", torch.int64).contiguous().numpy().reshape(-1).view(np.uint64)
+
+
+def _check_bounds(ids, fields):
+    """Raises, naming the field, for an id of uint64 ``ids[:, k]`` outside ``fields[k]``'s
+    rows (a negative int64 is a large uint64)."""
+    bounds = np.array([f.num_embeddings for f in fields], dtype=np.uint64)
+    bad = ids >= bounds
+    if bad.any():
+        b, k = np.argwhere(bad)[0]
+        raise ValueError("table '%s' has %d rows, and got id %d: give ids in [0, %d)"
+                         % (fields[k]._name, bounds[k], ids[b, k].view(np.int64), bounds[k]))
 
 
 def _field_ids(ids):
@@ -195,20 +217,56 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
     number of rows (None: unbounded). ``forward(ids)`` takes one id per field and example, an
     int64 ``[batch, fields]`` tensor in ``tables``' order, and returns ``[batch, fields, dim]``.
 
-    Each field is an ``EmbeddingBag`` of the collection (``coll["c0"]``), registered and saved as
+    Each field is an ``EmbeddingBag`` of the collection (``coll["c0"]``), saved as
     ``<collection>.<name>.weight``, the names a ``torch.nn.ModuleDict`` of plain EmbeddingBags
     has. A forward looks every field up in one exchange with the servers and computes them all
     from one tensor of rows, so a model's cost per step does not grow with its fields' count as
-    a module per field does."""
+    a module per field does.
 
-    def __init__(self, tables, embedding_dim):
+    ``fused`` (the default when every field is bounded): the fields are one table on the
+    servers, named as the collection (``"tables"`` for ``model.tables``), field k's ids offset
+    by the rows of the fields before it, as TorchRec fuses tables. A step then moves and
+    updates one table instead of one per field (docs/PERFORMANCE.md: 1.3x the examples/s of
+    26 fields apart), and every row still starts and trains, bit for bit, as its field's own
+    table's would (job/variable.h's segments). The state_dict, ``--export-npz`` and a field's
+    own forward see the fields apart; a policy (``tables=``) is the collection's, by its name.
+    ``fused=False``: a table per field, for unbounded fields, or to place fields on different
+    servers whole (``--table-placement whole``)."""
+
+    def __init__(self, tables, embedding_dim, fused=None):
         super().__init__({name: EmbeddingBag(rows, embedding_dim, mode="sum")
                           for name, rows in dict(tables).items()})
         if not len(self):
             raise ValueError("EmbeddingBagCollection: give at least one table")
+        bounds = [f.num_embeddings for f in self.values()]
+        if fused and not all(bounds):
+            raise ValueError("EmbeddingBagCollection: fused=True, but field '%s' is unbounded: "
+                             "a fused collection's fields need rows (or give fused=False)"
+                             % list(self.keys())[bounds.index(0)])
         self.embedding_dim = embedding_dim
+        self.fused = all(bounds) if fused is None else bool(fused)
+        self.num_embeddings = sum(bounds) if self.fused else None
+        self._offsets = np.cumsum([0] + bounds[:-1]).astype(np.uint64)
+        # Fused: the joined table's registration, as a _Table's.
+        self._name = self._optimizer = self._index = self._prefetched = None
+
+    def _joined_ids(self, ids):
+        """A fused collection's ``[batch, fields]`` int64 ids as the joined table's uint64 ids,
+        ``[batch * fields]``, each checked against its field's rows."""
+        fields = list(self.values())
+        if ids.dim() != 2 or ids.shape[1] != len(fields):
+            raise ValueError("EmbeddingBagCollection: ids of shape %s; give [batch, %d], one id "
+                             "per field" % (tuple(ids.shape), len(fields)))
+        if ids.dtype not in (torch.int64, torch.int32):
+            raise ValueError("EmbeddingBagCollection '%s' got ids of %s: give int64 ids"
+                             % (self._name, ids.dtype))
+        joined = ids.detach().to("cpu", torch.int64).contiguous().numpy().view(np.uint64)
+        _check_bounds(joined, fields)
+        return (joined + self._offsets).reshape(-1)
 
     def forward(self, ids):
+        if self.fused:
+            return self._forward_fused(ids)
         fields = list(self.values())
         if ids.dim() != 2 or ids.shape[1] != len(fields):
             raise ValueError("EmbeddingBagCollection: ids of shape %s; give [batch, %d], one id "
@@ -229,4 +287,20 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
                 part = slice(bounds[k], bounds[k + 1])
                 optimizer._lookups.append((t, unique[part], rows, part))
             optimizer._blocks.append((tables, unique, starts, rows))
+        return _gather(rows, inverse)
+
+    def _forward_fused(self, ids):
+        if self._optimizer is None:
+            raise RuntimeError("EmbeddingBagCollection: its rows are on the servers; register "
+                               "the model first with tps.DistributedOptimizer("
+                               "model.named_parameters(), model=model)")
+        joined = self._joined_ids(ids)
+        unique, rows, inverse = self._optimizer._session.lookup(
+            [(self._index, joined)], torch.is_grad_enabled())[0]
+        rows, inverse = torch.from_numpy(rows), torch.from_numpy(inverse).view(ids.shape)
+        if ids.device.type != "cpu":
+            rows, inverse = rows.to(ids.device), inverse.to(ids.device)
+        if torch.is_grad_enabled():
+            rows.requires_grad_()
+            self._optimizer._lookups.append((self._index, unique, rows, slice(None)))
         return _gather(rows, inverse)

@@ -313,9 +313,11 @@ class DistributedOptimizer:
                    for p, st in zip(self._params, self._staging)]
         policies = _declared_policies(declared, tables + server_tables)
         specs = [(name, m.weight.shape[0], m.weight.shape[1], float(table_init_scale),
-                  policies.get(name, "")) for name, m in tables]
+                  policies.get(name, ""), []) for name, m in tables]
         specs += [(name, m.num_embeddings, m.embedding_dim, float(table_init_scale),
-                   policies.get(name, "")) for name, m in server_tables]
+                   policies.get(name, ""),
+                   [(n, f.num_embeddings) for n, f in _fields_named(name, m)])
+                  for name, m in server_tables]
         self._init_scale = float(table_init_scale)
         if not specs and not self._params:
             raise ValueError("dense=\"allreduce\" and no table: nothing would be on the "
@@ -353,11 +355,25 @@ class DistributedOptimizer:
         self._ahead_given = (0, 0)  # the last step's: how many, and looked_up_ahead then
         self._warned_ahead = False
         self._server_tables = server_tables
-        for t, (name, module) in enumerate(server_tables, start=len(tables)):
-            module._name, module._index, module._optimizer = name, t, self
+        self._register_server_tables(first=len(tables))
         if sparse_inputs is not None:
             self._hooks.append(model.register_forward_pre_hook(
                 lambda _model, inputs: self.prefetch(sparse_inputs(*inputs))))
+
+    def _register_server_tables(self, first):
+        """Gives each towerps.torch.nn table its name, its index in the session (from `first`)
+        and this optimizer; a fused collection's fields theirs in it, as its segments."""
+        # The modules prefetch() may have given rows: a fused collection's fields among them.
+        self._prefetchable = []
+        for t, (name, module) in enumerate(self._server_tables, start=first):
+            module._name, module._index, module._optimizer = name, t, self
+            if isinstance(module, nn._Table):
+                self._prefetchable.append(module)
+            for (field_name, field), offset in zip(_fields_named(name, module),
+                                                   getattr(module, "_offsets", [])):
+                field._name, field._index, field._optimizer = field_name, t, self
+                field._offset = int(offset)
+                self._prefetchable.append(field)
 
     def _lend_gradients(self, copy_gradients):
         """CPU gradients accumulate in the servers' connection's own memory (the shared-memory
@@ -390,7 +406,7 @@ class DistributedOptimizer:
             if not isinstance(module, nn._Table) or module._optimizer is not self:
                 raise ValueError("prefetch: %r is not a towerps.torch.nn table of this "
                                  "optimizer's model" % (module,))
-        got = self._session.lookup([(m._index, nn._ids(ids)) for m, ids in items],
+        got = self._session.lookup([(m._index, m._session_ids(ids)) for m, ids in items],
                                    torch.is_grad_enabled())
         for (module, ids), rows in zip(items, got):
             module._prefetched = (ids, ids._version, rows)
@@ -405,12 +421,14 @@ class DistributedOptimizer:
         items = [(m, i) for m, ids in (lookups or {}).items()
                  for i in (ids if isinstance(ids, (list, tuple)) else [ids])]
         for module, ids in items:
-            if isinstance(module, nn.EmbeddingBagCollection) and \
+            if isinstance(module, nn.EmbeddingBagCollection) and module._optimizer is self:
+                ahead.append((module._index, module._joined_ids(ids)))  # fused
+            elif isinstance(module, nn.EmbeddingBagCollection) and \
                     next(iter(module.values()))._optimizer is self:
                 columns = nn._field_ids(ids)
                 ahead += [(f._index, columns[k]) for k, f in enumerate(module.values())]
             elif isinstance(module, nn._Table) and module._optimizer is self:
-                ahead.append((module._index, nn._ids(ids)))
+                ahead.append((module._index, module._session_ids(ids)))
             elif id(module) in old_tables:  # what its pre-hook pulls
                 ahead.append((old_tables[id(module)], _unique_ids(ids)[1]))
             else:
@@ -603,7 +621,7 @@ class DistributedOptimizer:
         lookups, self._lookups = self._lookups, []
         blocks, self._blocks = self._blocks, []
         ahead, self._ahead = self._ahead, []
-        for _, module in self._server_tables:
+        for module in self._prefetchable:
             # A prefetch no forward took is not the next step's. Only when there is one:
             # torch.nn.Module's __setattr__ is slow, and a pipeline leaves them all None.
             if module._prefetched is not None:
@@ -680,20 +698,33 @@ class DistributedOptimizer:
         tables += [(n, m, m.num_embeddings) for n, m in self._server_tables]
         seed = settings()["seed"]
         for (name, module, rows), (ids, values) in zip(tables, exported):
+            if isinstance(module, nn.EmbeddingBagCollection):  # fused: each field its segment
+                for field, start in zip(module.values(), module._offsets):
+                    held = (ids >= start) & (ids < start + np.uint64(field.num_embeddings))
+                    state[field._name] = torch.from_numpy(self._full_weight(
+                        seed, field._name, field, field.num_embeddings, ids[held] - start,
+                        values[held]))
+                continue
             if rows == 0:
                 state[name + ".ids"] = torch.from_numpy(ids.view("int64").copy())
                 state[name + ".values"] = torch.from_numpy(values)
                 continue
-            dim = values.shape[1] if values.ndim == 2 and values.shape[1] else module.embedding_dim
-            untrained = np.setdiff1d(np.arange(rows, dtype=np.uint64), ids)
-            weight = np.empty((rows, dim), dtype=np.float32)
-            weight[untrained.astype(np.int64)] = _towerps.initial_rows(
-                seed, name, self._init_scale, untrained, dim)
-            weight[ids.astype(np.int64)] = values
-            if isinstance(module, nn._Table) and module.padding_idx is not None:
-                weight[module.padding_idx] = 0  # what its forwards read (nn.Embedding's: the row)
-            state[name] = torch.from_numpy(weight)
+            state[name] = torch.from_numpy(
+                self._full_weight(seed, name, module, rows, ids, values))
         return state
+
+    def _full_weight(self, seed, name, module, rows, ids, values):
+        """A bounded table's whole weight: its rows `ids` held as `values`, the others at the
+        initial values the servers would draw."""
+        dim = values.shape[1] if values.ndim == 2 and values.shape[1] else module.embedding_dim
+        untrained = np.setdiff1d(np.arange(rows, dtype=np.uint64), ids)
+        weight = np.empty((rows, dim), dtype=np.float32)
+        weight[untrained.astype(np.int64)] = _towerps.initial_rows(
+            seed, name, self._init_scale, untrained, dim)
+        weight[ids.astype(np.int64)] = values
+        if isinstance(module, nn._Table) and module.padding_idx is not None:
+            weight[module.padding_idx] = 0  # what its forwards read (nn.Embedding's: the row)
+        return weight
 
     def finish(self, test_accuracy=None, test_loss=None, train_loss=None, epochs=None,
                **measures):
@@ -806,14 +837,21 @@ def _declared_policies(declared, tables):
     if not isinstance(declared, dict):
         raise ValueError("tables=%r: give a dict of table -> {key: value}, e.g. "
                          "tables={\"emb\": {\"ttl_steps\": 1000}}" % (declared,))
-    names = {}
+    names, fields = {}, {}
     for name, module in tables:
         names[name] = names[id(module)] = name
         if name.endswith(".weight"):
             names[name[:-len(".weight")]] = name
+        for field_name, field in _fields_named(name, module):
+            fields[field_name] = fields[field_name[:-len(".weight")]] = fields[id(field)] = name
     out = {}
     for key, policy in declared.items():
         name = names.get(id(key) if isinstance(key, torch.nn.Module) else key)
+        field_of = fields.get(id(key) if isinstance(key, torch.nn.Module) else key)
+        if name is None and field_of is not None:
+            raise ValueError("tables=: %r is a field of the fused collection '%s', one table on "
+                             "the servers: declare the policy for '%s', or make the collection "
+                             "EmbeddingBagCollection(..., fused=False)" % (key, field_of, field_of))
         if name is None:
             raise ValueError("tables=: %r is not one of this model's tables (%s)"
                              % (key, ", ".join(n for n, _ in tables) or "it has none: give "
@@ -827,11 +865,28 @@ def _declared_policies(declared, tables):
 
 def _server_tables(model):
     """The (table name, module) of each towerps.torch.nn table of `model`, named as plain
-    PyTorch names the weight it stands for."""
+    PyTorch names the weight it stands for; a fused EmbeddingBagCollection is one table, named
+    as the collection, and its fields are its segments (_fields_named)."""
     if model is None:
         return []
-    return [((qualname + ".weight") if qualname else "weight", module)
-            for qualname, module in model.named_modules() if isinstance(module, nn._Table)]
+    tables, fields = [], set()
+    for qualname, module in model.named_modules():  # a collection before its fields
+        if isinstance(module, nn.EmbeddingBagCollection) and module.fused:
+            tables.append((qualname or "collection", module))
+            fields.update(id(f) for f in module.values())
+        elif isinstance(module, nn._Table) and id(module) not in fields:
+            tables.append(((qualname + ".weight") if qualname else "weight", module))
+    return tables
+
+
+def _fields_named(name, table):
+    """A fused collection's (table name, field), the field named as plain PyTorch names an
+    EmbeddingBag's weight in a ModuleDict: "<collection>.<field>.weight"; [] for a table that
+    is not a collection."""
+    if not isinstance(table, nn.EmbeddingBagCollection):
+        return []
+    prefix = "" if name == "collection" else name + "."
+    return [(prefix + key + ".weight", field) for key, field in table.items()]
 
 
 def _sparse_tables(params, model):

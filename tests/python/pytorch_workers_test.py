@@ -243,11 +243,36 @@ class TableModuleTest(unittest.TestCase):
             assert_workers_match(self, w, reference_losses_)
             self.check_model_back(out, w, net)
 
-    def test_a_collection_placed_whole_over_two_servers_matches_one_process(self):
-        # --table-placement whole: the three fields' tables live on servers 0, 1 and 0, each
-        # whole; the lookups, the updates and the state_dict's rows are the same.
+    def test_a_fused_collection_has_the_bits_of_a_table_per_field(self):
+        # The fields as one table on the servers (the default) and as a table each
+        # (fused=False), pipelined: the same losses, dense parameters and rows, bit for bit;
+        # --export-npz and the state_dict give the fused table's fields apart, as the others.
+        runs = {}
         with tempfile.TemporaryDirectory() as out:
-            w = self.run_job(out, "tps-ebc", extra=["--table-placement", "whole",
+            for kind in ("tps-ebc-apart", "tps-ebc"):
+                npz = os.path.join(out, kind + ".npz")
+                run = os.path.join(out, kind)
+                os.mkdir(run)
+                w = self.run_job(run, kind, ["--pipeline"], extra=["--export-npz", npz])
+                runs[kind] = (w, torch.load(os.path.join(run, "model.pt")), dict(np.load(npz)))
+        (apart, apart_state, apart_npz), (fused, fused_state, fused_npz) = runs.values()
+        for r in range(2):
+            self.assertEqual(apart[r]["losses"], fused[r]["losses"], "rank %d" % r)
+            self.assertEqual(apart[r]["params"], fused[r]["params"], "rank %d" % r)
+            self.assertGreaterEqual(fused[r]["looked_up_ahead"], 95, "rank %d" % r)
+        self.assertEqual(apart_state.keys(), fused_state.keys())
+        for name, value in apart_state.items():
+            np.testing.assert_array_equal(value.numpy(), fused_state[name].numpy(), name)
+        self.assertEqual(apart_npz.keys(), fused_npz.keys())
+        self.assertIn("emb.c2.weight/ids", fused_npz)
+        for name, value in apart_npz.items():
+            np.testing.assert_array_equal(value, fused_npz[name], name)
+
+    def test_a_collection_placed_whole_over_two_servers_matches_one_process(self):
+        # --table-placement whole: the three fields' tables (fused=False) live on servers 0, 1
+        # and 0, each whole; the lookups, the updates and the state_dict's rows are the same.
+        with tempfile.TemporaryDirectory() as out:
+            w = self.run_job(out, "tps-ebc-apart", extra=["--table-placement", "whole",
                                                     "--log-device-placement"], servers=2)
             with open(os.path.join(out, "run", "ps-0.log")) as f:
                 self.assertRegex(f.read(), r"whole \(dim 8, ids below 50\) -> server 1")
@@ -1074,6 +1099,49 @@ class BadInputTest(unittest.TestCase):
             log = re.search(r"own server \(\S+, log (\S+)\)", p.stdout)
             self.assertIsNotNone(log, p.stdout)
             self.assertFalse(os.path.exists(os.path.dirname(log.group(1))), log.group(1))
+
+    def test_a_fused_collection_checks_ids_by_field_and_draws_each_fields_rows(self):
+        script = (
+            "import numpy as np, torch, towerps.torch as tps\n"
+            "from towerps import _towerps\n"
+            "try:\n"
+            "    tps.nn.EmbeddingBagCollection({'a': 5, 'b': None}, 4, fused=True)\n"
+            "except ValueError as e:\n"
+            "    print('REFUSED', e)\n"
+            "tps.init()\n"
+            "net = torch.nn.Module()\n"
+            "net.emb = tps.nn.EmbeddingBagCollection({'a': 5, 'b': 7}, 4)\n"
+            "try:\n"
+            "    tps.DistributedOptimizer(net.named_parameters(), model=net,\n"
+            "                             tables={'emb.a': {'ttl_steps': 3}})\n"
+            "except ValueError as e:\n"
+            "    print('REFUSED', e)\n"
+            "opt = tps.DistributedOptimizer(net.named_parameters(), model=net)\n"
+            "with torch.no_grad():\n"
+            "    for call, ids in ((net.emb, [[4, 7]]), (net.emb['b'], [[-1]])):\n"
+            "        try:\n"
+            "            call(torch.tensor(ids))\n"
+            "        except ValueError as e:\n"
+            "            print('REFUSED', e)\n"
+            "    both = net.emb(torch.tensor([[4, 6]]))[0]\n"
+            "    alone = net.emb['b'](torch.tensor([[6]]))[0]\n"
+            "    drawn = _towerps.initial_rows(tps.settings()['seed'], 'emb.b.weight', 0.05,\n"
+            "                                  np.array([6], np.uint64), 4)[0]\n"
+            "print('SAME', bool(torch.equal(both[1], alone)),\n"
+            "      bool(np.array_equal(alone.numpy(), drawn)))\n"
+            "opt.finish()\n")
+        env = dict(os.environ)
+        env.pop("TOWERPS_WORKER_ARGS", None)
+        p = subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("REFUSED EmbeddingBagCollection: fused=True, but field 'b' is unbounded",
+                      p.stdout)
+        self.assertIn("REFUSED table 'emb.b.weight' has 7 rows, and got id 7", p.stdout)
+        self.assertIn("REFUSED table 'emb.b.weight' has 7 rows, and got id -1", p.stdout)
+        self.assertIn("REFUSED tables=: 'emb.a' is a field of the fused collection 'emb'",
+                      p.stdout)
+        self.assertIn("SAME True True", p.stdout)
 
     def test_outside_the_launcher_without_a_server_init_says_how_to_start(self):
         env = dict(os.environ, TOWERPS_SERVER_BIN="/nonexistent/towerps-server")

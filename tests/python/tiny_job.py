@@ -45,19 +45,21 @@ class TableNet(torch.nn.Module):
     """`kind`: "torch" (nn.Embedding, a local weight), "bag" (nn.EmbeddingBag, mode sum, one bag
     per example), "tps" and "tps-bag" (their towerps.torch.nn namesakes, no local weight), and
     "tps-unbounded" (tps.nn.Embedding of any int64 id: the ids are hashed first); "ebc" (a
-    plain EmbeddingBag per field) and "tps-ebc" (tps.nn.EmbeddingBagCollection); "tps-twice" (one
-    tps.nn.Embedding looked up twice a forward, on overlapping fields) and "twice" (the same with
-    a dense-gradient nn.Embedding: the reference)."""
+    plain EmbeddingBag per field), "tps-ebc" (tps.nn.EmbeddingBagCollection, its fields one
+    table on the servers) and "tps-ebc-apart" (the same with fused=False: a table per field);
+    "tps-twice" (one tps.nn.Embedding looked up twice a forward, on overlapping fields) and
+    "twice" (the same with a dense-gradient nn.Embedding: the reference)."""
 
     def __init__(self, sparse=True, kind="torch"):
         super().__init__()
         self.kind = kind
-        if kind.endswith("ebc"):  # a table per field: tps's collection, or plain EmbeddingBags
+        if "ebc" in kind:  # a table per field: tps's collection, or plain EmbeddingBags
             self.head = torch.nn.Linear(FIELDS * DIM, 2)
             names = ["c%d" % k for k in range(FIELDS)]
-            if kind == "tps-ebc":
+            if kind.startswith("tps-ebc"):
                 import towerps.torch as tps
-                self.emb = tps.nn.EmbeddingBagCollection({n: IDS for n in names}, DIM)
+                self.emb = tps.nn.EmbeddingBagCollection({n: IDS for n in names}, DIM,
+                                                         fused=kind == "tps-ebc")
             else:
                 self.emb = torch.nn.ModuleDict(
                     {n: torch.nn.EmbeddingBag(IDS, DIM, mode="sum", sparse=True) for n in names})
@@ -86,7 +88,7 @@ class TableNet(torch.nn.Module):
         if self.kind.endswith("twice"):
             return self.head(torch.cat([self.emb(ids[:, :2]).reshape(ids.shape[0], -1),
                                         self.emb(ids[:, 1:]).reshape(ids.shape[0], -1)], dim=1))
-        if self.kind == "tps-ebc":
+        if self.kind.startswith("tps-ebc"):
             return self.head(self.emb(ids).reshape(ids.shape[0], -1))
         if self.kind == "ebc":
             return self.head(torch.cat([t(ids[:, k:k + 1]) for k, t in enumerate(self.emb.values())],
