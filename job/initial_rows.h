@@ -2,7 +2,8 @@
 // [-init_scale, init_scale), 24 random bits per value. Every process computes the same bits: a
 // server creating the row when it is first updated (ps/server/table_chunk.h), a worker evaluating a
 // checkpoint without servers, whatever the order ids come in. A joined table's row (its variable's
-// segments, job/variable.h) is drawn as its segment's table draws the id within the segment.
+// segments, job/variable.h) is drawn as its segment's table draws the id within the segment
+// (job/table_keys.h).
 //
 // Contract: an immutable value; Fill is a pure function, thread-safe.
 #ifndef TOWERPS_JOB_INITIAL_ROWS_H_
@@ -10,8 +11,8 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
+#include "job/table_keys.h"
 #include "job/variable.h"
 
 namespace towerps::ps {
@@ -25,9 +26,7 @@ class InitialRows {
   void Fill(uint64_t id, int64_t dim, float* out) const;
 
  private:
-  // (seed, table name) mixed: the table's, or each segment's, starting at ids starts_[k].
-  std::vector<uint64_t> keys_;
-  std::vector<uint64_t> starts_;
+  TableKeys keys_;  // (seed, table name), mixed: the table's, or each segment's
   float scale_;
 };
 

@@ -283,6 +283,15 @@ Status CheckTablePolicies(const TablePolicies& policies,
   }
   for (const std::string& name : policies.NamedTables()) {
     if (std::find(tables.begin(), tables.end(), name) != tables.end()) continue;
+    for (const VariableSpec& v : variables) {
+      for (const TableSegment& s : v.segments) {
+        if (s.name != name) continue;
+        return InvalidArgumentError(
+            "--table-policy names table '" + name + "', a segment of the joined table '" + v.name +
+            "' (a fused EmbeddingBagCollection's field): a policy is the joined " +
+            "table's; name '" + v.name + "', or make the collection fused=False");
+      }
+    }
     std::string list;
     for (const std::string& t : tables) list += (list.empty() ? "" : ", ") + t;
     return InvalidArgumentError(
@@ -302,16 +311,21 @@ std::string DescribeTablePolicies(const TablePolicies& policies,
   return lines;
 }
 
-AdmissionCoin::AdmissionCoin(uint64_t seed, std::string_view table, float p)
+AdmissionCoin::AdmissionCoin(uint64_t seed, const VariableSpec& table, float p)
     // A salt apart from InitialRows' key, so that the coin and a row's values are independent.
-    : key_(SplitMix64Finalize(
-          Fnv1a(table.data(), table.size(), Fnv1aU64(seed ^ 0xAD315510Bull, kFnv1aOffsetBasis)))),
+    : keys_(table,
+            [seed](std::string_view name) {
+              return SplitMix64Finalize(Fnv1a(name.data(), name.size(),
+                                              Fnv1aU64(seed ^ 0xAD315510Bull, kFnv1aOffsetBasis)));
+            }),
       threshold_(p >= 1.0f ? ~uint64_t{0}
                            : static_cast<uint64_t>(std::ldexp(static_cast<double>(p), 64))),
       all_(p >= 1.0f) {}
 
 bool AdmissionCoin::Admits(uint64_t id) const {
-  return all_ || SplitMix64Finalize(key_ ^ SplitMix64Finalize(id)) < threshold_;
+  if (all_) return true;
+  const TableKeys::Keyed coin = keys_.For(id);
+  return SplitMix64Finalize(coin.key ^ SplitMix64Finalize(coin.id)) < threshold_;
 }
 
 }  // namespace towerps::ps

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "common/enum_names.h"
+#include "job/table_keys.h"
 #include "job/variable.h"
 #include "towerps/result.h"
 
@@ -140,15 +141,16 @@ Result<std::vector<TablePolicyOverride>> DeclaredItems(std::string_view table,
                                                        std::string_view declared);
 
 // Probabilistic admission's coin: whether id `id` of a table may ever be admitted under
-// probability p, from a hash of (seed, table name, id) compared with p. The same on every
-// process and every run; independent of the table's initial values (job/initial_rows.h).
+// probability p, from a hash of (seed, table name, id) compared with p, a joined table's by its
+// segments' names (job/table_keys.h). The same on every process and every run; independent of
+// the table's initial values (job/initial_rows.h).
 class AdmissionCoin {
  public:
-  AdmissionCoin(uint64_t seed, std::string_view table, float p);
+  AdmissionCoin(uint64_t seed, const VariableSpec& table, float p);
   bool Admits(uint64_t id) const;
 
  private:
-  uint64_t key_;
+  TableKeys keys_;
   uint64_t threshold_;  // ids whose hash is below it pass; 2^64 - 1 and p = 1: every id
   bool all_;
 };

@@ -37,7 +37,10 @@ std::vector<VariableSpec> ReadVariables(proto::Header::Reader header) {
     spec.decay = v.getDecay();
     spec.init_scale = v.getInitScale();
     spec.policy = v.getPolicy().cStr();
-    for (auto s : v.getSegments()) spec.segments.push_back({s.getName().cStr(), s.getRows()});
+    for (auto s : v.getSegments()) {
+      spec.segments.push_back({s.getName().cStr(), s.getRows()});
+      if (spec.segments.size() > kMaxTableSegments) break;  // ValidateVariableKind refuses it
+    }
     vars.push_back(std::move(spec));
   }
   return vars;

@@ -89,7 +89,6 @@ void RowPolicy::Report(int64_t rows, TableCounters& c) const {
 }
 
 RowPolicy RowPolicy::ForTable(const JobConfig& job, const VariableSpec& table) {
-  const std::string& name = table.name;
   const TablePolicy policy = job.table_policies.For(table);
   // capacity_rows is per server: each of the server's partitions of the table takes an equal
   // share, at least 1 row, so that the server never holds more than capacity_rows (when that is
@@ -98,7 +97,7 @@ RowPolicy RowPolicy::ForTable(const JobConfig& job, const VariableSpec& table) {
       policy.capacity_rows == 0
           ? 0
           : std::max<int64_t>(1, policy.capacity_rows / job.TablePartitionsPerServer(policy));
-  return RowPolicy(policy, AdmissionCoin(job.seed, name, policy.admission_probability),
+  return RowPolicy(policy, AdmissionCoin(job.seed, table, policy.admission_probability),
                    job.UpdatesPerStep(), share);
 }
 

@@ -265,6 +265,18 @@ TEST(JobFlagsTest, AModelsDeclaredPolicySitsBetweenTheDefaultsAndTheOverrides) {
             std::string::npos);
 }
 
+// An override naming a fused collection's field is refused naming the joined table it is in.
+TEST(JobConfigTest, AnOverrideOfAJoinedTablesSegmentNamesTheTable) {
+  Result<JobConfig> r = ParseJob({"--table-policy", "emb.c0.weight:ttl_steps=7"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  VariableSpec joined = TableVariable("emb", 10, 4, 0.1f);
+  joined.segments = {{"emb.c0.weight", 4}, {"emb.c1.weight", 6}};
+  const Status s = CheckTablePolicies(r->table_policies, {joined});
+  EXPECT_NE(s.message().find("'emb.c0.weight', a segment of the joined table 'emb'"),
+            std::string::npos)
+      << s.ToString();
+}
+
 // ToArgs forwards only the options of the job's mode (the receiver refuses the others), and
 // what it forwards parses back into the same fields.
 TEST(JobConfigTest, ToArgsForwardsOnlyTheModesOwnOptions) {

@@ -1,10 +1,14 @@
 // VariableListHash: equal lists agree, every declared property counts, and the value is pinned
 // (checkpoints record it as the model signature: a change refuses every existing checkpoint).
+// ValidateVariableKind's refusals, and the variable list in a message header.
 #include "job/variable.h"
 
+#include <capnp/message.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "job/variable_wire.h"
 
 namespace towerps::ps {
 namespace {
@@ -153,6 +157,25 @@ TEST(VariableListHashTest, AJoinedTablesSegmentsCount) {
             "variable 0 'tables' [12, 8] joins 2 segments ('tables.a.weight' 5, "
             "'tables.b.weight' 7) in worker 1's model but 2 segments ('tables.a.weight' 6, "
             "'tables.b.weight' 6) in server 0's");
+}
+
+// The variable list in a message header carries each table's segments, and a list of more than
+// kMaxTableSegments is cut short where ValidateVariableKind refuses it.
+TEST(VariableWireTest, TablesCarryTheirSegments) {
+  std::vector<VariableSpec> sent = {{"w", {4}}, TableVariable("tables", 12, 8, 0.05f)};
+  sent[1].segments = {{"tables.a.weight", 5}, {"tables.b.weight", 7}};
+  capnp::MallocMessageBuilder message;
+  WriteVariables(sent, message.initRoot<proto::Header>());
+  const std::vector<VariableSpec> got = ReadVariables(message.getRoot<proto::Header>().asReader());
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].segments.empty());
+  EXPECT_EQ(got[1].segments, sent[1].segments);
+  EXPECT_EQ(VariableListHash(got), VariableListHash(sent));
+  sent[1].segments.assign(kMaxTableSegments + 5, {"s", 1});
+  WriteVariables(sent, message.initRoot<proto::Header>());
+  const std::vector<VariableSpec> cut = ReadVariables(message.getRoot<proto::Header>().asReader());
+  EXPECT_EQ(cut[1].segments.size(), kMaxTableSegments + 1);
+  EXPECT_FALSE(ValidateVariableKind(cut[1]).ok());
 }
 
 TEST(VariableListHashTest, ValueIsPinned) {
