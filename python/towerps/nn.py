@@ -8,8 +8,8 @@ with its batch, never with the table. ``num_embeddings=None`` makes a table unbo
 is an id (a hash, say), and the servers create a row when it is first looked up, from
 (--seed, the table's name, the id), uniform in [-table_init_scale, table_init_scale).
 
-A table is named as plain PyTorch names its weight (``"emb.weight"`` for ``model.emb``), and is
-registered by ``DistributedOptimizer(model.named_parameters(), model=model)``; a forward before
+A table is named as plain PyTorch names its weight (``"emb.weight"`` for ``model.emb``), a fused
+``EmbeddingBagCollection`` as the module (``"tables"``), and is registered by ``DistributedOptimizer(model.named_parameters(), model=model)``; a forward before
 that raises. Every table of a step can be looked up at once, one pull per table in flight
 together, with ``DistributedOptimizer.prefetch({module: ids, ...})`` before the forward, or
 ``DistributedOptimizer(..., sparse_inputs=fn)``, which does it from the model's inputs. An
@@ -229,26 +229,49 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
     updates one table instead of one per field (docs/PERFORMANCE.md: 1.3x the examples/s of
     26 fields apart), and every row still starts and trains, bit for bit, as its field's own
     table's would (job/variable.h's segments). The state_dict, ``--export-npz`` and a field's
-    own forward see the fields apart; a policy (``tables=``) is the collection's, by its name.
-    ``fused=False``: a table per field, for unbounded fields, or to place fields on different
-    servers whole (``--table-placement whole``)."""
+    own forward see the fields apart. It is one table to the servers' budgets: a policy
+    (``tables=``, ``--table-policy``) is the collection's, by its name, and so are
+    ``--table-capacity-rows`` and ``--table-memory-mb``; a non-finite gradient in one field
+    refuses the worker's push of them all; ``clip_grad_norm`` sums its rows' squares as one
+    table's (the same norm up to rounding). ``fused=False``: a table per field, for unbounded
+    fields, to place fields on different servers whole (``--table-placement whole``), or to
+    resume a job checkpointed before collections were fused."""
 
     def __init__(self, tables, embedding_dim, fused=None):
         super().__init__({name: EmbeddingBag(rows, embedding_dim, mode="sum")
                           for name, rows in dict(tables).items()})
         if not len(self):
             raise ValueError("EmbeddingBagCollection: give at least one table")
+        self.embedding_dim = embedding_dim
+        self._fused = None if fused is None else bool(fused)
+        # Fused: each field's first row in the joined table (_join), and the joined table's
+        # registration, as a _Table's.
+        self._offsets = None
+        self._name = self._optimizer = self._index = self._prefetched = None
+        if self.fused:
+            self._join()
+
+    @property
+    def fused(self):
+        """Whether the fields are one table on the servers: as given, or when all are bounded."""
+        if self._fused is None:
+            return all(f.num_embeddings for f in self.values())
+        return self._fused
+
+    @property
+    def num_embeddings(self):
+        """A fused collection's rows, its fields' together; None when it is not fused."""
+        return sum(f.num_embeddings for f in self.values()) if self.fused else None
+
+    def _join(self):
+        """Each field's first row in the joined table, from the fields as they are now (the
+        DistributedOptimizer calls it again when it registers the model)."""
         bounds = [f.num_embeddings for f in self.values()]
-        if fused and not all(bounds):
+        if not all(bounds):
             raise ValueError("EmbeddingBagCollection: fused=True, but field '%s' is unbounded: "
                              "a fused collection's fields need rows (or give fused=False)"
                              % list(self.keys())[bounds.index(0)])
-        self.embedding_dim = embedding_dim
-        self.fused = all(bounds) if fused is None else bool(fused)
-        self.num_embeddings = sum(bounds) if self.fused else None
         self._offsets = np.cumsum([0] + bounds[:-1]).astype(np.uint64)
-        # Fused: the joined table's registration, as a _Table's.
-        self._name = self._optimizer = self._index = self._prefetched = None
 
     def _joined_ids(self, ids):
         """A fused collection's ``[batch, fields]`` int64 ids as the joined table's uint64 ids,

@@ -271,7 +271,8 @@ class DistributedOptimizer:
 
     ``tables={table: {key: value}}`` declares tables' admission and eviction (README: Embedding
     tables), keyed by the module (``model.emb``), its name (``"emb"``) or its weight's
-    (``"emb.weight"``), with the keys ``min_count``, ``probability``, ``ttl_steps``,
+    (``"emb.weight"``), a fused EmbeddingBagCollection by the collection (``model.tables``,
+    ``"tables"``: not by a field), with the keys ``min_count``, ``probability``, ``ttl_steps``,
     ``capacity_rows`` and ``eviction``: ``tables={"emb": {"min_count": 2, "ttl_steps": 1000}}``.
     It is part of the model (every worker must declare the same); the launcher's --table-*
     flags are the defaults under it and its ``--table-policy NAME:KEY=VALUE`` items override it.
@@ -311,13 +312,13 @@ class DistributedOptimizer:
         self._staging = [_Staging(p) if p.is_cuda else None for p in self._params]
         initial = [st.host.numpy() if st else p.detach().numpy()
                    for p, st in zip(self._params, self._staging)]
-        policies = _declared_policies(declared, tables + server_tables)
+        policies = _declared_policies(declared, tables, server_tables)
         specs = [(name, m.weight.shape[0], m.weight.shape[1], float(table_init_scale),
                   policies.get(name, ""), []) for name, m in tables]
         specs += [(name, m.num_embeddings, m.embedding_dim, float(table_init_scale),
                    policies.get(name, ""),
-                   [(n, f.num_embeddings) for n, f in _fields_named(name, m)])
-                  for name, m in server_tables]
+                   [(n, f.num_embeddings) for n, f in fields])
+                  for name, m, fields in server_tables]
         self._init_scale = float(table_init_scale)
         if not specs and not self._params:
             raise ValueError("dense=\"allreduce\" and no table: nothing would be on the "
@@ -365,12 +366,11 @@ class DistributedOptimizer:
         and this optimizer; a fused collection's fields theirs in it, as its segments."""
         # The modules prefetch() may have given rows: a fused collection's fields among them.
         self._prefetchable = []
-        for t, (name, module) in enumerate(self._server_tables, start=first):
+        for t, (name, module, fields) in enumerate(self._server_tables, start=first):
             module._name, module._index, module._optimizer = name, t, self
             if isinstance(module, nn._Table):
                 self._prefetchable.append(module)
-            for (field_name, field), offset in zip(_fields_named(name, module),
-                                                   getattr(module, "_offsets", [])):
+            for (field_name, field), offset in zip(fields, getattr(module, "_offsets", [])):
                 field._name, field._index, field._optimizer = field_name, t, self
                 field._offset = int(offset)
                 self._prefetchable.append(field)
@@ -695,7 +695,7 @@ class DistributedOptimizer:
         state = model.state_dict()
         exported = self._session.export_tables()
         tables = [(n, m, m.weight.shape[0]) for n, m in self._table_modules_named]
-        tables += [(n, m, m.num_embeddings) for n, m in self._server_tables]
+        tables += [(n, m, m.num_embeddings) for n, m, _ in self._server_tables]
         seed = settings()["seed"]
         for (name, module, rows), (ids, values) in zip(tables, exported):
             if isinstance(module, nn.EmbeddingBagCollection):  # fused: each field its segment
@@ -829,20 +829,24 @@ def _unique_ids(ids):
     return unique, unique.cpu().numpy().astype("uint64")
 
 
-def _declared_policies(declared, tables):
+def _declared_policies(declared, tables, server_tables):
     """tables=: each declared table's policy text ("min_count=2,ttl_steps=100"), by its table
-    name; `tables` are the model's (name, module). The servers check the keys and values."""
+    name; `tables` are the model's sparse nn tables (name, module) and `server_tables` its
+    _server_tables (a fused collection's fields are refused). The servers check the keys and
+    values."""
     if declared is None:
         return {}
     if not isinstance(declared, dict):
         raise ValueError("tables=%r: give a dict of table -> {key: value}, e.g. "
                          "tables={\"emb\": {\"ttl_steps\": 1000}}" % (declared,))
     names, fields = {}, {}
+    tables = tables + [(name, module) for name, module, _ in server_tables]
     for name, module in tables:
         names[name] = names[id(module)] = name
         if name.endswith(".weight"):
             names[name[:-len(".weight")]] = name
-        for field_name, field in _fields_named(name, module):
+    for name, _, joined in server_tables:
+        for field_name, field in joined:
             fields[field_name] = fields[field_name[:-len(".weight")]] = fields[id(field)] = name
     out = {}
     for key, policy in declared.items():
@@ -864,29 +868,26 @@ def _declared_policies(declared, tables):
 
 
 def _server_tables(model):
-    """The (table name, module) of each towerps.torch.nn table of `model`, named as plain
-    PyTorch names the weight it stands for; a fused EmbeddingBagCollection is one table, named
-    as the collection, and its fields are its segments (_fields_named)."""
+    """The (table name, module, fields) of each towerps.torch.nn table of `model`, named as
+    plain PyTorch names the weight it stands for. A fused EmbeddingBagCollection is one table,
+    named as the collection ("collection" at the model's root), and its fields, (name, module)
+    each named as plain PyTorch names an EmbeddingBag's weight in a ModuleDict, are the joined
+    table's segments; a table's fields are []."""
     if model is None:
         return []
-    tables, fields = [], set()
-    for qualname, module in model.named_modules():  # a collection before its fields
+    modules = list(model.named_modules())
+    joined = {id(f) for _, m in modules if isinstance(m, nn.EmbeddingBagCollection) and m.fused
+              for f in m.values()}
+    tables = []
+    for qualname, module in modules:
         if isinstance(module, nn.EmbeddingBagCollection) and module.fused:
-            tables.append((qualname or "collection", module))
-            fields.update(id(f) for f in module.values())
-        elif isinstance(module, nn._Table) and id(module) not in fields:
-            tables.append(((qualname + ".weight") if qualname else "weight", module))
+            module._join()
+            prefix = qualname + "." if qualname else ""
+            tables.append((qualname or "collection", module,
+                           [(prefix + key + ".weight", f) for key, f in module.items()]))
+        elif isinstance(module, nn._Table) and id(module) not in joined:
+            tables.append(((qualname + ".weight") if qualname else "weight", module, []))
     return tables
-
-
-def _fields_named(name, table):
-    """A fused collection's (table name, field), the field named as plain PyTorch names an
-    EmbeddingBag's weight in a ModuleDict: "<collection>.<field>.weight"; [] for a table that
-    is not a collection."""
-    if not isinstance(table, nn.EmbeddingBagCollection):
-        return []
-    prefix = "" if name == "collection" else name + "."
-    return [(prefix + key + ".weight", field) for key, field in table.items()]
 
 
 def _sparse_tables(params, model):

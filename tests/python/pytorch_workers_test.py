@@ -1108,6 +1108,12 @@ class BadInputTest(unittest.TestCase):
             "    tps.nn.EmbeddingBagCollection({'a': 5, 'b': None}, 4, fused=True)\n"
             "except ValueError as e:\n"
             "    print('REFUSED', e)\n"
+            "from towerps.torch import _server_tables\n"
+            "held = torch.nn.Module()\n"
+            "held.collection = tps.nn.EmbeddingBagCollection({'a': 5}, 4)\n"
+            "root = tps.nn.EmbeddingBagCollection({'a': 5, 'b': 7}, 4)\n"
+            "print('NAMES', [(n, [f for f, _ in fields]) for n, _, fields in\n"
+            "                _server_tables(root) + _server_tables(held)])\n"
             "tps.init()\n"
             "net = torch.nn.Module()\n"
             "net.emb = tps.nn.EmbeddingBagCollection({'a': 5, 'b': 7}, 4)\n"
@@ -1118,7 +1124,8 @@ class BadInputTest(unittest.TestCase):
             "    print('REFUSED', e)\n"
             "opt = tps.DistributedOptimizer(net.named_parameters(), model=net)\n"
             "with torch.no_grad():\n"
-            "    for call, ids in ((net.emb, [[4, 7]]), (net.emb['b'], [[-1]])):\n"
+            "    for call, ids in ((net.emb, [[4, 7]]), (net.emb, [[5, 0]]),\n"
+            "                      (net.emb['b'], [[-1]])):\n"
             "        try:\n"
             "            call(torch.tensor(ids))\n"
             "        except ValueError as e:\n"
@@ -1138,6 +1145,10 @@ class BadInputTest(unittest.TestCase):
         self.assertIn("REFUSED EmbeddingBagCollection: fused=True, but field 'b' is unbounded",
                       p.stdout)
         self.assertIn("REFUSED table 'emb.b.weight' has 7 rows, and got id 7", p.stdout)
+        # Field a's id 5 is in the joined table, field b's first row: refused all the same.
+        self.assertIn("REFUSED table 'emb.a.weight' has 5 rows, and got id 5", p.stdout)
+        self.assertIn("NAMES [('collection', ['a.weight', 'b.weight']), "
+                      "('collection', ['collection.a.weight'])]", p.stdout)
         self.assertIn("REFUSED table 'emb.b.weight' has 7 rows, and got id -1", p.stdout)
         self.assertIn("REFUSED tables=: 'emb.a' is a field of the fused collection 'emb'",
                       p.stdout)
