@@ -226,8 +226,8 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
     ``fused`` (the default when every field is bounded): the fields are one table on the
     servers, named as the collection (``"tables"`` for ``model.tables``), field k's ids offset
     by the rows of the fields before it, as TorchRec fuses tables. A step then moves and
-    updates one table instead of one per field (docs/PERFORMANCE.md: 1.3x the examples/s of
-    26 fields apart), and every row still starts and trains, bit for bit, as its field's own
+    updates one table instead of one per field (docs/PERFORMANCE.md: 1.3-1.5x the examples/s
+    of 26 fields apart), and every row still starts and trains, bit for bit, as its field's own
     table's would (job/variable.h's segments). The state_dict, ``--export-npz`` and a field's
     own forward see the fields apart. It is one table to the servers' budgets: a policy
     (``tables=``, ``--table-policy``) is the collection's, by its name, and so are
@@ -273,13 +273,18 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
                              % list(self.keys())[bounds.index(0)])
         self._offsets = np.cumsum([0] + bounds[:-1]).astype(np.uint64)
 
-    def _joined_ids(self, ids):
-        """A fused collection's ``[batch, fields]`` int64 ids as the joined table's uint64 ids,
-        ``[batch * fields]``, each checked against its field's rows."""
+    def _fields_of(self, ids):
+        """The fields, once ``ids`` is checked to be ``[batch, fields]``."""
         fields = list(self.values())
         if ids.dim() != 2 or ids.shape[1] != len(fields):
             raise ValueError("EmbeddingBagCollection: ids of shape %s; give [batch, %d], one id "
                              "per field" % (tuple(ids.shape), len(fields)))
+        return fields
+
+    def _joined_ids(self, ids):
+        """A fused collection's ``[batch, fields]`` int64 ids as the joined table's uint64 ids,
+        ``[batch * fields]``, each checked against its field's rows."""
+        fields = self._fields_of(ids)
         if ids.dtype not in (torch.int64, torch.int32):
             raise ValueError("EmbeddingBagCollection '%s' got ids of %s: give int64 ids"
                              % (self._name, ids.dtype))
@@ -290,10 +295,7 @@ class EmbeddingBagCollection(torch.nn.ModuleDict):
     def forward(self, ids):
         if self.fused:
             return self._forward_fused(ids)
-        fields = list(self.values())
-        if ids.dim() != 2 or ids.shape[1] != len(fields):
-            raise ValueError("EmbeddingBagCollection: ids of shape %s; give [batch, %d], one id "
-                             "per field" % (tuple(ids.shape), len(fields)))
+        fields = self._fields_of(ids)
         optimizer = fields[0]._optimizer
         if optimizer is None:
             fields[0]._rows(ids[:, 0])  # raises, saying how to register the model
