@@ -130,8 +130,9 @@ Status JobSupervisor::RunToCompletion(size_t first_worker) {
     restarted += (restarted.empty() ? "" : ", ") + group_->tag(i) + " " + std::to_string(n) + "x";
   }
   group_->FinishProgress();
-  std::printf("[launch] job finished: %zu workers and %zu servers exited cleanly%s\n",
-              group_->size() - first_worker, first_worker,
+  const size_t workers = group_->size() - first_worker;
+  std::printf("[launch] job finished: %zu worker%s and %zu server%s exited cleanly%s\n", workers,
+              workers == 1 ? "" : "s", first_worker, first_worker == 1 ? "" : "s",
               restarted.empty() ? "" : ("; restarted " + restarted).c_str());
   return Status::Ok();
 }

@@ -13,7 +13,10 @@ python3 - "$summary" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 acc = "diverged" if s["test_accuracy"] is None else "%.4f" % s["test_accuracy"]
-print("test accuracy: %s (%s mode, %d workers, %d servers, %d epochs, %.1f s)"
-      % (acc, s["mode"], s["workers"], s["servers"], s["epochs"], s["train_seconds"]))
+def count(n, noun):
+    return "%d %s%s" % (n, noun, "" if n == 1 else "s")
+print("test accuracy: %s (%s mode, %s, %s, %g epochs, %.1f s)"
+      % (acc, s["mode"], count(s["workers"], "worker"), count(s["servers"], "server"),
+         s["epochs"], s["train_seconds"]))
 PY
 rm -f "$summary"
