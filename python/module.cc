@@ -353,7 +353,7 @@ class PySession {
   }
   void LogScalar(const std::string& tag, double value) { session_->LogScalar(tag, value); }
   void SetEpoch(int64_t epoch) { session_->set_epoch(epoch); }
-
+  void Leave() { session_->Leave(); }
   int64_t iteration() const { return session_->iteration(); }
   int64_t start_iteration() const { return session_->start_iteration(); }
 
@@ -442,9 +442,8 @@ PYBIND11_MODULE(_towerps, m) {
          int64_t dim) {
         const towerps::ps::InitialRows initial(seed, table, init_scale);
         py::array_t<float> rows({static_cast<int64_t>(ids.size()), dim});
-        for (py::ssize_t i = 0; i < ids.size(); ++i) {
+        for (py::ssize_t i = 0; i < ids.size(); ++i)
           initial.Fill(ids.data()[i], dim, rows.mutable_data() + i * dim);
-        }
         return rows;
       },
       py::arg("seed"), py::arg("table"), py::arg("init_scale"), py::arg("ids"), py::arg("dim"));
@@ -488,6 +487,7 @@ PYBIND11_MODULE(_towerps, m) {
       .def_property_readonly("copied_pushes", &PySession::copied_pushes)
       .def_property_readonly("looked_up_ahead", &PySession::looked_up_ahead)
       .def("pull_final", &PySession::PullFinal)
+      .def("leave", &PySession::Leave, py::call_guard<py::gil_scoped_release>())
       .def("end_step", &PySession::EndStep, py::arg("loss") = py::none(),
            py::arg("ahead") = std::vector<std::pair<int, IdArray>>{})
       .def("finish", &PySession::Finish, py::arg("test_accuracy") = -1.0,

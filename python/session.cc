@@ -401,7 +401,7 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics,
   s.compute_seconds = std::max(0.0, s.train_seconds - wait_seconds_ - delay_seconds_);
   s.final_train_loss = metrics.final_train_loss >= 0 ? metrics.final_train_loss : last_loss_;
   divergence_->Fill(&s);
-  worker::LeaveServers(*client_, o_.stop, iter_);
+  Leave();
   if (o_.rank != 0) return std::string();
   s.final_version_min = final_min_;
   s.final_version_max = final_max_;
@@ -437,6 +437,13 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics,
     TOWERPS_RETURN_IF_ERROR(worker::StopServers(*client_, o_.stop));
   }
   return json;
+}
+
+void Session::Leave() {
+  if (left_) return;
+  left_ = true;
+  if (exchange_) exchange_->DrainPushes();  // the steps it has ended are in before it leaves
+  worker::LeaveServers(*client_, o_.stop, iter_);
 }
 
 Status Session::ExportNpz(const std::string& path, std::vector<worker::NpzMember> own) {

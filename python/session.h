@@ -150,6 +150,11 @@ class Session {
   // that the chief's request waits for it (ps/server/shutdown_gate.h). `own`: the variables
   // the script keeps itself (a hybrid job's dense parameters), exported with the servers'.
   Result<std::string> Finish(const FinalMetrics& metrics, std::vector<worker::NpzMember> own = {});
+  // Tells the servers this worker is done after the steps it has ended (Finish does it first):
+  // a sync step past them then fails at once on the other workers, naming this one ("worker 1
+  // finished at step 10; step 11 cannot complete without it"), instead of at their RPC
+  // deadline. For a script that exits without finish(). Once only; later calls do nothing.
+  void Leave();
 
  private:
   Session(SessionOptions options, std::vector<ParameterSpec> parameters,
@@ -198,6 +203,7 @@ class Session {
   uint64_t restarts_seen_ = 0;        // the client's server_restarts() at the last (re)join
   std::vector<GradientBuffers> gradient_buffers_;  // per parameter, once connected
   std::atomic<int64_t> copied_pushes_{0};
+  bool left_ = false;         // Leave() has told the servers
   std::vector<char> pushed_;  // per parameter: pushed this step
   int64_t iter_ = 0, start_iter_ = 0;
   bool start_exact_ = false;

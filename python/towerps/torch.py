@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 import warnings
+import weakref
 
 import numpy as np
 import torch
@@ -80,7 +81,8 @@ def init(args=None):
     starts a towerps-server for it on this host (the one next to this package, or on PATH;
     TOWERPS_SERVER_BIN names another), which ends with the script. The job's options are the
     defaults, with a constant learning-rate schedule; TOWERPS_JOB_ARGS adds more
-    (``TOWERPS_JOB_ARGS="--optimizer adam --lr 0.002"``).
+    (``TOWERPS_JOB_ARGS="--optimizer adam --lr 0.002"``; a --lr-schedule there replaces the
+    constant one, and --workers or --servers is refused: more of them take the launcher).
     """
     global _job
     if _job is not None:
@@ -126,8 +128,18 @@ def _standalone_job(timeout_s=60):
             "TOWERPS_WORKER_ARGS is not set and no towerps-server was found to run this script "
             "as a one-worker job (looked next to the package and on PATH; TOWERPS_SERVER_BIN "
             "names one); or start it with towerps-launch --worker-cmd \"python3 script.py\"")
-    job = ["--workers", "1", "--servers", "1", "--lr-schedule", "constant"]
-    job += shlex.split(os.environ.get("TOWERPS_JOB_ARGS", ""))
+    user = shlex.split(os.environ.get("TOWERPS_JOB_ARGS", ""))
+    named = {a.split("=")[0] for a in user if a.startswith("--")}
+    for fixed in ("--workers", "--servers"):
+        if fixed in named:
+            raise ValueError(
+                "TOWERPS_JOB_ARGS sets %s, but a script run without the launcher is a job of one "
+                "worker and one server; for more, run it with towerps-launch --workers N "
+                "--servers M --worker-cmd \"python3 script.py\"" % fixed)
+    job = ["--workers", "1", "--servers", "1"]
+    if "--lr-schedule" not in named:  # the script's own schedule, if any, is not the servers'
+        job += ["--lr-schedule", "constant"]
+    job += user
     run_dir = tempfile.mkdtemp(prefix="towerps-")
     ready, log_path = os.path.join(run_dir, "ps-0.ready"), os.path.join(run_dir, "ps-0.log")
 
@@ -147,6 +159,7 @@ def _standalone_job(timeout_s=60):
             _stop_server(proc, None)
             with open(log_path) as f:
                 tail = f.read()[-2000:]
+            shutil.rmtree(run_dir, ignore_errors=True)  # its log is in the message
             raise ValueError("the one-worker job's towerps-server (%s %s) did not start: %s"
                              % (server, " ".join(job), tail.strip() or "no output"))
         time.sleep(0.02)
@@ -192,6 +205,22 @@ def _check_trained():
             ", model=model)\n")
         sys.stderr.flush()
         os._exit(3)
+
+
+def _leave_unfinished(ref):
+    """At exit: a worker whose DistributedOptimizer never got finish() tells the servers it has
+    left, after the steps it ended, so that the other workers' next sync step fails at once
+    naming it ("worker 1 finished at step 10; ...") rather than at their RPC deadline, blaming a
+    server. After an uncaught exception the script's own error stands: the launcher stops the
+    job for it."""
+    opt = ref()
+    if opt is None or opt._finished or _script_failed:
+        return
+    sys.stderr.write("towerps.torch: worker %d exits after step %d without finish(); telling the "
+                     "servers it has left (every rank calls optimizer.finish() at the end)\n"
+                     % (rank(), opt._session.iteration))
+    sys.stderr.flush()
+    opt._session.leave()
 
 
 def _options():
@@ -327,6 +356,8 @@ class DistributedOptimizer:
         shapes = [list(p.shape) if p.dim() > 0 else [1] for p in self._params]
         self._session = _towerps.Session(_options(), self._names, shapes, initial, specs,
                                          int(float(bucket_cap_mb) * 2 ** 20))
+        self._finished = False
+        atexit.register(_leave_unfinished, weakref.ref(self))
         if dense == "allreduce":  # before any collective, which the others left long ago
             if self._session.start_iteration > 0:
                 raise RuntimeError(
@@ -737,6 +768,7 @@ class DistributedOptimizer:
         batches of the job's --batch-size per epoch; without a sampler the summary says null.
         Any other measure, by name (``test_auc=0.79``, ``rmse=...``), goes into the summary's
         "measures" (a test_auc also as its test_auc) and under --logdir as eval/<name>."""
+        self._finished = True
         extra = []
         for name, value in measures.items():
             try:

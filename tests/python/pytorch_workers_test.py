@@ -839,6 +839,21 @@ class LateWorkerTest(unittest.TestCase):
             self.assertNotIn("did not answer", text)
             self.assertLess(time.time() - began, 100, text)
 
+    def test_a_worker_that_exits_without_finish_is_named_at_once(self):
+        with tempfile.TemporaryDirectory() as out:
+            # Rank 1 exits 0 before step 10, never calling finish(): it tells the servers it
+            # has left (at exit), and worker 0's step 10 fails naming it, long before its 120 s
+            # RPC deadline (which blamed server 0).
+            began = time.time()
+            code, text, _ = launch(out, steps=30, rpc_timeout_ms=120000,
+                                   worker_args=["--exit-rank1", "10"])
+            self.assertNotEqual(code, 0, text)
+            self.assertIn("worker 1 exits after step 10 without finish()", text)
+            self.assertIn("worker 1 finished at step 10; step 11 cannot complete without it",
+                          text)
+            self.assertNotIn("did not answer", text)
+            self.assertLess(time.time() - began, 100, text)
+
     def test_a_late_worker_is_waited_for_and_named(self):
         with tempfile.TemporaryDirectory() as out:
             # Worker 1 joins 5 s late, past the 2 s RPC deadline of worker 0's first step.
@@ -1088,17 +1103,29 @@ class BadInputTest(unittest.TestCase):
     def test_a_script_run_on_its_own_is_a_one_worker_job(self):
         env = dict(os.environ)
         env.pop("TOWERPS_WORKER_ARGS", None)
+        # TOWERPS_JOB_ARGS's own schedule replaces the constant one the job has by default.
+        env["TOWERPS_JOB_ARGS"] = "--lr-schedule step --lr-decay-steps 5"
         with tempfile.TemporaryDirectory() as out:
             p = subprocess.run(WORKER + ["--steps", "20", "--out", out], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
             self.assertEqual(p.returncode, 0, p.stdout)
             self.assertIn("this script is a one-worker job with its own server", p.stdout)
-            self.assertEqual(worker_record(out, 0)["summary"]["steps"], 20)
-            self.assertEqual(worker_record(out, 0)["summary"]["workers"], 1)
+            summary = worker_record(out, 0)["summary"]
+            self.assertEqual(summary["steps"], 20)
+            self.assertEqual(summary["workers"], 1)
+            self.assertEqual(summary["job"]["lr-schedule"], "step")
             # Its server's run directory, whose log had nothing to say, is gone with it.
             log = re.search(r"own server \(\S+, log (\S+)\)", p.stdout)
             self.assertIsNotNone(log, p.stdout)
             self.assertFalse(os.path.exists(os.path.dirname(log.group(1))), log.group(1))
+        # More workers than one take the launcher, which the error says.
+        env["TOWERPS_JOB_ARGS"] = "--workers 2"
+        with tempfile.TemporaryDirectory() as out:
+            p = subprocess.run(WORKER + ["--steps", "20", "--out", out], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=120, env=env)
+            self.assertNotEqual(p.returncode, 0, p.stdout)
+            self.assertIn("TOWERPS_JOB_ARGS sets --workers, but a script run without the "
+                          "launcher is a job of one worker", p.stdout)
 
     def test_a_fused_collection_checks_ids_by_field_and_draws_each_fields_rows(self):
         script = (

@@ -90,6 +90,8 @@ def main():
                     help="rank 1 sleeps this long before it joins (a slow data load)")
     ap.add_argument("--steps-rank1", type=int, default=-1,
                     help="rank 1 stops after this many steps (uneven steps)")
+    ap.add_argument("--exit-rank1", type=int, default=-1,
+                    help="rank 1 exits (code 0, no finish()) before this step")
     ap.add_argument("--late-rank1", type=float, default=0,
                     help="rank 1 sleeps this long before synchronize()")
     args = ap.parse_args()
@@ -144,6 +146,8 @@ def main():
             if step < opt.start_step:  # a restarted worker: its predecessor trained these
                 step += 1
                 continue
+            if step == args.exit_rank1 and tps.rank() == 1:
+                sys.exit(0)
             if step == args.fail_at:
                 raise RuntimeError("failing at step %d as asked" % step)
             opt.zero_grad(set_to_none=True if args.set_to_none else None)
