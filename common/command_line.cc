@@ -118,7 +118,17 @@ po::typed_value<float>* FloatFlag(float* value) {
 Status ParseFlags(int argc, char** argv, const po::options_description& desc,
                   po::variables_map* vm) {
   try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), *vm);
+    const po::parsed_options parsed = po::command_line_parser(argc, argv).options(desc).run();
+    for (const po::option& o : parsed.options) {
+      // Boost drops a word that is no option's value without a word ("--max-steps 5 extra").
+      if (o.position_key < 0 || o.original_tokens.empty()) continue;
+      return InvalidArgumentError(
+          "unexpected argument '" + o.original_tokens.front() +
+          "': every argument is an option (--name value); a value with spaces, such as "
+          "--worker-cmd's command, goes in quotes: --worker-cmd \"python3 train.py --epochs 3\" "
+          "(see --help)");
+    }
+    po::store(parsed, *vm);
     if (vm->count("config")) {
       const std::string path = (*vm)["config"].as<std::string>();
       std::ifstream file(path, std::ios::binary);

@@ -103,6 +103,19 @@ Result<JobConfig> ParseJob(std::vector<std::string> args) {
   return flags.ToConfig(vm);
 }
 
+// A word that is no option's value (an unquoted --worker-cmd's script) is refused, naming it;
+// Boost alone drops it.
+TEST(JobFlagsTest, AStrayArgumentIsRefusedNamingIt) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--workers", "2", "extra"},
+                                               {"extra", "--workers", "2"},
+                                               {"--workers", "2", "--", "extra"}}) {
+    const Result<JobConfig> stray = ParseJob(args);
+    ASSERT_FALSE(stray.ok()) << args.back();
+    EXPECT_NE(stray.status().message().find("unexpected argument 'extra'"), std::string::npos)
+        << stray.status().message();
+  }
+}
+
 // An option of another mode is refused, naming it and its mode, whether or not its value is the
 // default; in its own mode it is taken.
 TEST(JobFlagsTest, AnOptionOfAnotherModeIsRefused) {
