@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <tuple>
 
 #include "launch/command_lines.h"
@@ -12,6 +13,28 @@
 #include "worker/straggler.h"
 
 namespace towerps::launch {
+namespace {
+
+// A file the chief writes at the end (`flag` `path`): its directory must be there and writable
+// now, not found missing after the whole training run.
+Status CheckOutputFile(const std::string& flag, const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::string shown = dir.empty() ? "." : dir.string();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir.empty() ? "." : dir, ec)) {
+    return InvalidArgumentError(flag + " " + path + ": the directory " + shown +
+                                " does not exist; create it first, or give another path");
+  }
+  if (access(shown.c_str(), W_OK | X_OK) != 0) {
+    return InvalidArgumentError(flag + " " + path + ": the directory " + shown +
+                                " is not writable; give another path");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateLaunchOptions(const LaunchOptions& o) {
   TOWERPS_RETURN_IF_ERROR(o.job.Validate());
   TOWERPS_RETURN_IF_ERROR(o.worker.Validate());
@@ -60,6 +83,10 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
     tier.job = o.job;
     tier.table_dir = o.table_dir;
     TOWERPS_RETURN_IF_ERROR(tier.ValidateTableDir());
+  }
+  if (o.all_local) {  // elsewhere the chief's host may have other directories
+    TOWERPS_RETURN_IF_ERROR(CheckOutputFile("--summary-out", o.worker.summary_out));
+    TOWERPS_RETURN_IF_ERROR(CheckOutputFile("--export-npz", o.worker.export_npz));
   }
   const bool worker_cmd = !o.worker_cmd.empty();
   if (worker_cmd && o.worker.profile_steps > 0) {

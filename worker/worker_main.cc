@@ -1,7 +1,9 @@
 // towerps::WorkerMain (<towerps/worker_main.h>): the whole of a worker process, for a registry.
 // The stock towerps-worker (towerps_worker.cc) and every user's worker binary are this function.
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -206,7 +208,8 @@ int Report(const worker::TrainingSummary& summary, const worker::TrainerOptions&
       std::ofstream out(options.worker.summary_out);
       out << json << "\n";
       if (!out) {
-        TOWERPS_LOG(kError) << "cannot write --summary-out " << options.worker.summary_out;
+        TOWERPS_LOG(kError) << "cannot write --summary-out " << options.worker.summary_out << ": "
+                            << std::strerror(errno);
         return 1;
       }
     }

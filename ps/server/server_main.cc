@@ -92,6 +92,10 @@ Result<ps::ServerOptions> ToOptions(const ServerFlags& f, const ps::JobFlags& jo
                                     const po::variables_map& vm, LogLevel* level) {
   TOWERPS_ASSIGN_OR_RETURN(*level, ParseLogLevel(f.log_level));
   ps::ServerOptions options = f.options;
+  if (options.port < 0 || options.port > 65535) {
+    return InvalidArgumentError("--port=" + std::to_string(options.port) +
+                                " is not a TCP port: give 1 to 65535, or 0 for a free one");
+  }
   TOWERPS_ASSIGN_OR_RETURN(options.job, job_flags.ToConfig(vm));
   TOWERPS_ASSIGN_OR_RETURN(options.transport.security,
                            security_flags.ToSecurity(std::getenv("TOWERPS_SECRET_FILE")));

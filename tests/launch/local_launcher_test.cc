@@ -154,6 +154,12 @@ TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {
       {{"--worker-allocator", "jemalloc", "--worker-cmd", "python3 t.py"},
        "--worker-allocator 'jemalloc' is not auto, tcmalloc or system"},
       {{"--worker-allocator", "system"}, "--worker-allocator system is for --worker-cmd workers"},
+      // Where the chief writes at the end is checked before the training, not after it.
+      {{"--export-npz", "/nonexistent/dir/m.npz"}, "the directory /nonexistent/dir does not exist"},
+      {{"--summary-out", "/nonexistent/s.json"},
+       "--summary-out /nonexistent/s.json: the directory"},
+      // An unquoted --worker-cmd: its script was dropped, and python3 read an empty stdin.
+      {{"--worker-cmd", "/usr/bin/python3", "train.py"}, "unexpected argument 'train.py'"},
   };
   for (const auto& [args, expect] : cases) {
     Result<Subprocess> p = Launch(args);
@@ -161,6 +167,19 @@ TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {
     EXPECT_EQ(p->Wait(Deadline::After(seconds(20))), std::optional<int>(2)) << args[0];
     EXPECT_NE(Output().find(expect), std::string::npos) << Output();
     EXPECT_FALSE(fs::exists(dir_ / "run")) << "a process directory was created for " << args[0];
+  }
+}
+
+// A server's --port out of range is refused naming it (ZeroMQ took 99999 as 34463).
+TEST_F(LauncherTest, AServerRefusesAPortOutOfRange) {
+  for (const char* port : {"99999", "-1"}) {
+    Result<int> code = RunProcess({BinDir() + "/towerps-server", "--port", port, "--insecure"},
+                                  dir_ / "server.txt", {}, seconds(20));
+    ASSERT_TRUE(code.ok()) << code.status();
+    EXPECT_EQ(*code, 2) << dir_.Read("server.txt");
+    EXPECT_NE(dir_.Read("server.txt").find("--port=" + std::string(port) + " is not a TCP port"),
+              std::string::npos)
+        << dir_.Read("server.txt");
   }
 }
 
