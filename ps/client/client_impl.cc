@@ -106,6 +106,34 @@ std::string Client::Impl::ServerName(int server) const {
   return "server " + std::to_string(server) + " (" + options_.servers[server] + ")";
 }
 
+std::string Client::Impl::WhyUnanswered(const PendingRequest& p) const {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const std::optional<Deadline::Clock::time_point> heard = router_.last_heard(p.server);
+  const auto sent = p.deadline.when() - options_.rpc_timeout;
+  const auto now = Deadline::Clock::now();
+  // Pings go every kProbeInterval to a server that owes replies; a live one answers at once.
+  if (!heard || *heard < sent || now - *heard > 4 * ReplicaRouter::kProbeInterval) {
+    return "; is it running and reachable?";
+  }
+  const std::string alive = ", though it answered a ping " +
+                            std::to_string(duration_cast<milliseconds>(now - *heard).count()) +
+                            " ms ago: it is up and holding the request";
+  switch (options_.job.mode) {
+    case UpdateMode::kSync:
+    case UpdateMode::kSoftsync:
+      return alive +
+             " until enough workers' gradients of the step are in; another worker is slow or has "
+             "stopped (see the workers' logs), or raise --rpc-timeout-ms";
+    case UpdateMode::kSsp:
+      return alive +
+             " until the slowest worker is within --staleness; another worker is slow or has "
+             "stopped (see the workers' logs), or raise --rpc-timeout-ms";
+    default:
+      return alive + ", too busy to finish it: raise --rpc-timeout-ms, or add servers";
+  }
+}
+
 void Client::Impl::NotePath(int server) {
   ConnectionPath path = sockets_[static_cast<size_t>(server)]->PathTo("");
   MutexLock lock(&paths_mu_);
@@ -142,8 +170,7 @@ void Client::Impl::Loop() {
     }
     for (PendingRequest& p : requests_.Expire()) {
       p.done(TimeoutError(ServerName(p.server) + " did not answer " + p.what + " within " +
-                          std::to_string(options_.rpc_timeout.count()) +
-                          " ms; is it running and reachable?"));
+                          std::to_string(options_.rpc_timeout.count()) + " ms" + WhyUnanswered(p)));
     }
     ProbeServers();
   }

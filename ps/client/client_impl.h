@@ -60,6 +60,10 @@ class Client::Impl {
   // `together` (Client::Together).
   void Together(const std::function<void()>& calls);
   std::string ServerName(int server) const;
+  // Why request `p` may have gone unanswered, for its timeout: a server that has answered this
+  // client's pings since `p` went out is alive and holding it (in sync, for the other workers'
+  // gradients), which names the right culprit; else whether the server is running at all.
+  std::string WhyUnanswered(const PendingRequest& p) const;
   // From a registerReply (I/O thread): the groups `server` is the primary of now.
   void Claim(int server, const std::vector<int>& groups) { router_.Claim(server, groups); }
   // Notes the path `server`'s connection takes (I/O thread, which owns the sockets).

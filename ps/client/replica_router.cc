@@ -13,7 +13,7 @@ ReplicaRouter::ReplicaRouter(const JobConfig& job, int servers, SilenceLimits li
       incarnations_(static_cast<size_t>(servers), 0),
       silent_since_(static_cast<size_t>(servers)),
       unresponsive_(static_cast<size_t>(servers), false),
-      heard_(static_cast<size_t>(servers), false),
+      last_heard_(static_cast<size_t>(servers)),
       limits_(limits) {
   for (size_t g = 0; g < route_.size(); ++g) route_[g] = static_cast<int>(g);
 }
@@ -28,7 +28,7 @@ bool ReplicaRouter::Heard(int server, uint64_t incarnation) {
   const auto s = static_cast<size_t>(server);
   silent_since_[s].reset();  // it is alive
   unresponsive_[s] = false;
-  heard_[s] = true;
+  last_heard_[s] = Deadline::Clock::now();
   if (incarnation == 0) return false;
   const bool restarted = incarnations_[s] != 0 && incarnations_[s] != incarnation;
   incarnations_[s] = incarnation;
@@ -48,7 +48,7 @@ std::optional<ReplicaRouter::Probe> ReplicaRouter::ProbeDue(const std::vector<bo
     probe.ping.push_back(static_cast<int>(s));
   }
   for (size_t s = 0; s < silent_since_.size(); ++s) {
-    const auto limit = heard_[s] ? limits_.heard : limits_.never_heard;
+    const auto limit = last_heard_[s] ? limits_.heard : limits_.never_heard;
     if (replicated() && silent_since_[s] && Deadline::Clock::now() - *silent_since_[s] >= limit) {
       probe.silent.push_back(static_cast<int>(s));
     }

@@ -59,6 +59,10 @@ class ReplicaRouter {
   uint64_t incarnation(int server) const { return incarnations_[static_cast<size_t>(server)]; }
   // Found silent and failed over, and not heard from since.
   bool unresponsive(int server) const { return unresponsive_[static_cast<size_t>(server)]; }
+  // When `server` last said anything to this client (a reply, a pong); nullopt: never.
+  std::optional<Deadline::Clock::time_point> last_heard(int server) const {
+    return last_heard_[static_cast<size_t>(server)];
+  }
 
   // Once every kProbeInterval (nullopt in between): the servers to ping, those of `owes` that owe
   // replies, and (with replicas) those silent past their limit (SilenceLimits), now
@@ -82,7 +86,7 @@ class ReplicaRouter {
   std::vector<uint64_t> incarnations_;
   std::vector<std::optional<Deadline::Clock::time_point>> silent_since_;
   std::vector<bool> unresponsive_;
-  std::vector<bool> heard_;  // per server: anything from it yet
+  std::vector<std::optional<Deadline::Clock::time_point>> last_heard_;  // per server
   const SilenceLimits limits_;
   Deadline next_probe_ = Deadline::After(kProbeInterval);
 };

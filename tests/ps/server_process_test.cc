@@ -285,6 +285,25 @@ TEST_F(ServerProcessTest, AbsentServerTimesOutWithinTheDeadlineNamingIt) {
   EXPECT_LT(elapsed, seconds(3));
 }
 
+// A sync step that waits past the RPC deadline for a worker that never pushes: the error says
+// the server is up and holding the request (it answered the pings), not that it may be down.
+TEST_F(ServerProcessTest, ATimeoutOnALiveServerSaysItWaitsForTheOtherWorkers) {
+  cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync, 2, 1), "waits");
+  ASSERT_TRUE(cluster_->ok());
+  Workers w = Connect(*cluster_, 2);
+  auto client = cluster_->MakeClient(0, milliseconds(1500));
+  Get(client->Register(Model(), kSignature));
+  Get(client->Push(
+      {.variable_id = 1, .version = 0, .clock = 0, .gradient = Random(Model()[1].shape, 0)}));
+  Result<PulledVariable> r = client->Pull({.variable_id = 1, .min_version = 1, .clock = 0}).get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kTimeout);
+  EXPECT_NE(r.status().message().find("though it answered a ping"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("another worker is slow or has stopped"), std::string::npos)
+      << r.status().message();
+}
+
 TEST_F(ServerProcessTest, ServerDyingMidRunTurnsIntoATimeoutNamingIt) {
   cluster_ = std::make_unique<Cluster>(Job(UpdateMode::kSync), "dies");
   ASSERT_TRUE(cluster_->ok());
@@ -300,6 +319,8 @@ TEST_F(ServerProcessTest, ServerDyingMidRunTurnsIntoATimeoutNamingIt) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kTimeout);
   EXPECT_NE(r.status().message().find("server 1 (" + endpoint + ")"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("is it running and reachable?"), std::string::npos)
       << r.status().message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(3));
 }
