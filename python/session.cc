@@ -1,6 +1,7 @@
 #include "python/session.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -406,8 +407,10 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics,
   s.final_version_min = final_min_;
   s.final_version_max = final_max_;
   TOWERPS_RETURN_IF_ERROR(worker::GatherServerStats(*client_, o_.stop, &s));
-  s.test_accuracy = metrics.test_accuracy;
-  s.test_loss = metrics.test_loss;
+  // Not measured (-1, finish()'s default): null in the summary, not a number that reads as one.
+  constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+  s.test_accuracy = metrics.test_accuracy == -1 ? kNotMeasured : metrics.test_accuracy;
+  s.test_loss = metrics.test_loss == -1 ? kNotMeasured : metrics.test_loss;
   if (metrics.test_accuracy >= 0) LogEval(metrics);
   s.measures = metrics.measures;
   for (const auto& [name, value] : metrics.measures) {
@@ -428,7 +431,10 @@ Result<std::string> Session::Finish(const FinalMetrics& metrics,
   if (!o_.worker.summary_out.empty()) {
     std::ofstream out(o_.worker.summary_out);
     out << json << "\n";
-    if (!out) return IoError("cannot write --summary-out " + o_.worker.summary_out);
+    if (!out) {
+      return IoError("cannot write --summary-out " + o_.worker.summary_out + ": " +
+                     std::strerror(errno));
+    }
   }
   if (!o_.worker.export_npz.empty()) {
     TOWERPS_RETURN_IF_ERROR(ExportNpz(o_.worker.export_npz, std::move(own)));

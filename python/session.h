@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -210,8 +211,8 @@ class Session {
   double wait_seconds_ = 0, delay_seconds_ = 0;
   double last_compute_ = 0;  // the last step's, from its values to its EndStep
   std::chrono::steady_clock::time_point computing_since_;
-  double last_loss_ = 0;
-  int64_t final_min_ = 0, final_max_ = 0;  // PullFinal's versions
+  double last_loss_ = std::numeric_limits<double>::quiet_NaN();  // NaN: no step() had a loss
+  int64_t final_min_ = 0, final_max_ = 0;                        // PullFinal's versions
   worker::MetricsLog metrics_;
   int64_t epoch_ = 0;
   // Since the last "train" line: steps, their losses, staleness and wait, and when it began.

@@ -925,6 +925,9 @@ class ExampleRecoveryTest(unittest.TestCase):
         self.assertEqual(tested(before), tested(text))
         for key in ("final_train_loss", "test_accuracy", "steps"):
             self.assertEqual(undisturbed[key], disturbed[key], key)
+        # The example's finish() gives no test loss and its step() no loss: null, not a number.
+        self.assertIsNone(undisturbed["test_loss"])
+        self.assertIsNone(undisturbed["final_train_loss"])
 
 
 class CudaTest(unittest.TestCase):
