@@ -184,6 +184,15 @@ int Main(int argc, char** argv) {
     TOWERPS_LOG(kInfo) << "model " << options->job.model
                        << "'s recommended settings, for the flags not given:" << recommended;
   }
+  if (!options->worker_cmd.empty()) {
+    for (const char* flag : {"epochs", "max-steps"}) {
+      if (!vm[flag].defaulted()) {
+        TOWERPS_LOG(kInfo) << "--" << flag
+                           << " reaches the --worker-cmd script as tps.settings()[\"" << flag
+                           << "\"]; the script's own loop decides how long it trains";
+      }
+    }
+  }
   options->interrupt = &g_signal;
   if (flags.eval_only) return EvalOnly(*options);
   return RunJob(flags, ReadEnvironment(environ), *std::move(options));

@@ -138,6 +138,12 @@ Status ExecEvalOnly(const LaunchOptions& o) {
   if (o.checkpoint_dir.empty()) {
     return InvalidArgumentError("--eval-only needs --checkpoint-dir, the directory a job wrote");
   }
+  if (!o.worker_cmd.empty()) {
+    return InvalidArgumentError(
+        "--eval-only evaluates a native model on its checkpoint; a --worker-cmd script's model is "
+        "its own: run the script again with the same --checkpoint-dir (it resumes where the job "
+        "ended: optimizer.start_step) and --export-npz, which its finish() writes");
+  }
   if (o.bind_cores) {
     return InvalidArgumentError(
         "--bind-cores binds a job's servers and workers; --eval-only runs one worker in this "

@@ -1037,6 +1037,19 @@ class BadInputTest(unittest.TestCase):
         self.assertIn("--mode", p.stdout)
         self.assertIn("bogus", p.stdout)
 
+    def test_eval_only_of_a_scripts_checkpoint_says_how_to_export_it(self):
+        # --eval-only builds a native model; a script's checkpoint is the script's to resume.
+        with tempfile.TemporaryDirectory() as out:
+            ck = os.path.join(out, "ck")
+            code, text, _ = launch(out, workers=1, steps=5, extra=["--checkpoint-dir", ck])
+            self.assertEqual(code, 0, text)
+            for extra in ([], ["--worker-cmd", "python3 train.py"]):
+                p = subprocess.run([LAUNCH, "--eval-only", "--checkpoint-dir", ck] + extra,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   timeout=60)
+                self.assertNotEqual(p.returncode, 0, p.stdout)
+                self.assertIn("run the script again with the same --checkpoint-dir", p.stdout)
+
     def test_a_script_that_makes_no_optimizer_fails_saying_so(self):
         with tempfile.TemporaryDirectory() as out:
             code, text, _ = launch(out, steps=5, worker_args=["--no-optimizer"],
