@@ -112,7 +112,7 @@ def run_job(args, workers, work):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--launch", default="build/release/bin/towerps-launch")
     ap.add_argument("--workers", default="8,16,32")
     ap.add_argument("--servers", type=int, default=4)

@@ -152,7 +152,7 @@ def _time_steps(a, step, sync):
 
 
 def _parse_args():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="mlp")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--threads", type=int, default=1)

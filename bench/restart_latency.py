@@ -105,7 +105,7 @@ def step_time(args, scratch):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--launch", default="build/release/bin/towerps-launch")
     p.add_argument("--model", default="mlp")
     p.add_argument("--workers", type=int, default=3)

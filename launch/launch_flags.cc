@@ -21,7 +21,7 @@ LaunchFlags::LaunchFlags()
           "or across hosts over ssh (--hostfile), under mpirun (--mpi) or srun (--slurm), or one\n"
           "process per command from a cluster spec (--cluster, TF_CONFIG, TOWERPS_CONFIG).\n"
           "With no options it trains mlp on Fashion-MNIST with 1 server and 2 workers in sync "
-          "mode") {
+          "mode.\n\nIts options, by group") {
   AddLauncherOptions();
   AddHostOptions();
   AddRankOptions();

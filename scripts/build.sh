@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-release}"
 case "$preset" in
+  -h|--help) sed -n '2,3p' "$0" | sed 's/^# //'; exit 0 ;;
   release|debug|asan|cpu|tsa|fuzz) ;;
   *) echo "build: unknown preset '$preset'; use release, debug, asan, cpu, tsa or fuzz" >&2; exit 2 ;;
 esac

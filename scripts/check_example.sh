@@ -9,6 +9,7 @@
 # installed Python package, asserting its six-line diff and 0.88 test accuracy.
 #   scripts/check_example.sh [BUILD_DIR]    (default build/release; scripts/test.sh runs it)
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 cd "$(dirname "$0")/.."
 build="${1:-build/release}"
 [ -x "$build/bin/towerps-launch" ] || { echo "check_example: build first: scripts/build.sh release" >&2; exit 1; }

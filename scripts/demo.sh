@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# The main job: installs dependencies, builds the release preset, and runs it.
+# scripts/demo.sh [towerps-launch options]: installs the packages, builds release, runs the job.
 # The main job: towerps-launch with its defaults, i.e. 1 parameter server and 2 workers training
 # the mlp on Fashion-MNIST in sync mode for 5 epochs. Extra arguments go to towerps-launch
 # (e.g. scripts/demo.sh --model cnn --epochs 10). Ends by printing the test accuracy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  -h|--help)
+    sed -n '2,5p' "$0" | sed 's/^# //'
+    if [ -x build/release/bin/towerps-launch ]; then
+      echo; build/release/bin/towerps-launch --help
+    else
+      echo "(towerps-launch's own options: build/release/bin/towerps-launch --help, once built)"
+    fi
+    exit 0 ;;
+esac
 scripts/setup.sh
 scripts/build.sh release
 summary="$(mktemp -t towerps-summary.XXXXXX.json)"

@@ -29,6 +29,10 @@ def blocks(text, lang):
 
 
 def main():
+    asked = sys.argv[1:2] in (["-h"], ["--help"])
+    if len(sys.argv) != 3 or asked:
+        print(__doc__.strip(), file=sys.stdout if asked else sys.stderr)
+        sys.exit(0 if asked else 2)
     guide, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     text = guide.read_text()
     cmake, cpp = blocks(text, "cmake"), blocks(text, "cpp")

@@ -2,6 +2,11 @@
 # Installs TowerPS's build and test dependencies from Debian packages. Idempotent: when every
 # package is present it changes nothing and needs no network. Runs apt-get as root (or via sudo).
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,3p' "$0" | sed 's/^# //'; exit 0 ;;
+  "") ;;
+  *) echo "setup: unknown argument '$1'; it takes none (see --help)" >&2; exit 2 ;;
+esac
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
