@@ -33,6 +33,12 @@ Status CheckOutputFile(const std::string& flag, const std::string& path) {
   return Status::Ok();
 }
 
+// The chief's: --summary-out and --export-npz.
+Status CheckOutputFiles(const worker::WorkerOptions& w) {
+  TOWERPS_RETURN_IF_ERROR(CheckOutputFile("--summary-out", w.summary_out));
+  return CheckOutputFile("--export-npz", w.export_npz);
+}
+
 }  // namespace
 
 Status ValidateLaunchOptions(const LaunchOptions& o) {
@@ -84,10 +90,7 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
     tier.table_dir = o.table_dir;
     TOWERPS_RETURN_IF_ERROR(tier.ValidateTableDir());
   }
-  if (o.all_local) {  // elsewhere the chief's host may have other directories
-    TOWERPS_RETURN_IF_ERROR(CheckOutputFile("--summary-out", o.worker.summary_out));
-    TOWERPS_RETURN_IF_ERROR(CheckOutputFile("--export-npz", o.worker.export_npz));
-  }
+  if (o.all_local) TOWERPS_RETURN_IF_ERROR(CheckOutputFiles(o.worker));  // elsewhere: other dirs
   const bool worker_cmd = !o.worker_cmd.empty();
   if (worker_cmd && o.worker.profile_steps > 0) {
     return InvalidArgumentError(

@@ -207,6 +207,14 @@ def _check_trained():
         os._exit(3)
 
 
+def _note_made(opt):
+    """A DistributedOptimizer made: counted (for _check_trained), and told to leave the servers
+    at exit if its script never calls finish()."""
+    global _optimizers_made
+    _optimizers_made += 1
+    atexit.register(_leave_unfinished, weakref.ref(opt))
+
+
 def _leave_unfinished(ref):
     """At exit: a worker whose DistributedOptimizer never got finish() tells the servers it has
     left, after the steps it ended, so that the other workers' next sync step fails at once
@@ -214,7 +222,7 @@ def _leave_unfinished(ref):
     server. After an uncaught exception the script's own error stands: the launcher stops the
     job for it."""
     opt = ref()
-    if opt is None or opt._finished or _script_failed:
+    if opt is None or opt._finished or _script_failed or not hasattr(opt, "_session"):
         return
     sys.stderr.write("towerps.torch: worker %d exits after step %d without finish(); telling the "
                      "servers it has left (every rank calls optimizer.finish() at the end)\n"
@@ -309,6 +317,8 @@ class DistributedOptimizer:
     bad key or value raises ValueError naming the table.
     """
 
+    _finished = False  # finish() was called
+
     def __init__(self, named_parameters, model=None, table_init_scale=0.05,
                  copy_gradients=False, clip_grad_norm=None, sparse_inputs=None, dense="server",
                  optimizer=None, bucket_cap_mb=0.25, tables=None):
@@ -318,8 +328,7 @@ class DistributedOptimizer:
         _check_arguments(params, server_tables, model, sparse_inputs, clip_grad_norm, dense,
                          optimizer)
         self._clip = None if clip_grad_norm is None else float(clip_grad_norm)
-        global _optimizers_made
-        _optimizers_made += 1
+        _note_made(self)
         self._held = []     # with clip_grad_norm: this step's pushes, in backward's order
         self._pushed = {}   # parameter index -> (p.grad, its version) when it was pushed
         self._warned_changed = False
@@ -356,8 +365,6 @@ class DistributedOptimizer:
         shapes = [list(p.shape) if p.dim() > 0 else [1] for p in self._params]
         self._session = _towerps.Session(_options(), self._names, shapes, initial, specs,
                                          int(float(bucket_cap_mb) * 2 ** 20))
-        self._finished = False
-        atexit.register(_leave_unfinished, weakref.ref(self))
         if dense == "allreduce":  # before any collective, which the others left long ago
             if self._session.start_iteration > 0:
                 raise RuntimeError(
