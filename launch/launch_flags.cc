@@ -183,6 +183,11 @@ Result<LaunchOptions> LaunchFlags::ToOptions(const po::variables_map& vm) {
         "(-DTOWERPS_TCMALLOC): drop the flag or give --worker-cmd");
   }
   bind_given = !vm["bind"].defaulted();
+  if (vm.count("worker-cmd") && o.worker_cmd.find_first_not_of(" \t") == std::string::npos) {
+    return InvalidArgumentError(
+        "--worker-cmd is empty: give the command every worker runs, in quotes (--worker-cmd "
+        "\"python3 train.py\"), or leave the flag out for towerps-worker");
+  }
   if (!o.worker_cmd.empty()) {
     // The script's model and data are its own: the run is named so unless the job says.
     if (vm["model"].defaulted()) o.job.model = "pytorch";

@@ -50,7 +50,7 @@ Status ValidateLaunchOptions(const LaunchOptions& o) {
   if (o.base_port < 0 || o.base_port + o.job.servers > 65536) {
     return InvalidArgumentError("--base-port=" + std::to_string(o.base_port) +
                                 " leaves no room for " + std::to_string(o.job.servers) +
-                                " servers below 65536");
+                                (o.job.servers == 1 ? " server" : " servers") + " below 65536");
   }
   if (o.base_port > 0 && o.base_port < 1024 && geteuid() != 0) {
     return InvalidArgumentError("--base-port=" + std::to_string(o.base_port) +

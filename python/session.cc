@@ -340,8 +340,10 @@ Status Session::EndStep(std::optional<double> loss, std::span<const TableLookups
   if (divergence_->StopsAfterStep(loss.value_or(0.0), iter_)) {
     worker::TrainingSummary s;
     divergence_->Fill(&s);
-    return FailedPreconditionError("diverged at step " + std::to_string(s.diverged_at_step) + " (" +
-                                   s.divergence + ")");
+    return FailedPreconditionError(
+        "diverged at step " + std::to_string(s.diverged_at_step) + " (" + s.divergence +
+        "); lower the learning rate (--lr, or the script's optimizer's), or pass --on-nonfinite "
+        "continue to train on and record the run as diverged");
   }
   return Status::Ok();
 }

@@ -652,6 +652,8 @@ class DistributedOptimizer:
                     p.grad = None
 
     def step(self, loss=None):
+        if self._finished:
+            raise RuntimeError("step() after finish(): this worker has left the job")
         if isinstance(loss, torch.Tensor):
             loss = float(loss.detach())
         if self._clip is not None:
@@ -775,6 +777,8 @@ class DistributedOptimizer:
         batches of the job's --batch-size per epoch; without a sampler the summary says null.
         Any other measure, by name (``test_auc=0.79``, ``rmse=...``), goes into the summary's
         "measures" (a test_auc also as its test_auc) and under --logdir as eval/<name>."""
+        if self._finished:
+            raise RuntimeError("finish() was called already; every rank calls it once")
         self._finished = True
         extra = []
         for name, value in measures.items():

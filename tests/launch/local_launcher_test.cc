@@ -158,6 +158,7 @@ TEST_F(LauncherTest, BadOptionsAreRejectedBeforeAnythingStarts) {
       {{"--export-npz", "/nonexistent/dir/m.npz"}, "the directory /nonexistent/dir does not exist"},
       {{"--summary-out", "/nonexistent/s.json"},
        "--summary-out /nonexistent/s.json: the directory"},
+      {{"--worker-cmd", " "}, "--worker-cmd is empty"},
       // An unquoted --worker-cmd: its script was dropped, and python3 read an empty stdin.
       {{"--worker-cmd", "/usr/bin/python3", "train.py"}, "unexpected argument 'train.py'"},
   };
@@ -305,7 +306,8 @@ TEST_F(LauncherTest, DataDevicesAndPortsAreCheckedBeforeAnyProcessStarts) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--model", "nope"}, "--model nope: unknown model 'nope'"},
       {{"--dataset", "nope"}, "--dataset nope: unknown dataset 'nope'"},
-      {{"--data-dir", "/nonexistent"}, "--data-dir /nonexistent: "},
+      {{"--data-dir", "/nonexistent"},
+       "cannot read their data here: data directory '/nonexistent' does not exist"},
       {{"--dataset", "cifar10", "--model", "cifar10", "--data-dir", dir_.path().string()},
        "--data-dir " + dir_.path().string() +
            ": the workers run on this machine and cannot read "

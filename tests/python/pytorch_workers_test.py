@@ -1179,7 +1179,12 @@ class BadInputTest(unittest.TestCase):
             "                                  np.array([6], np.uint64), 4)[0]\n"
             "print('SAME', bool(torch.equal(both[1], alone)),\n"
             "      bool(np.array_equal(alone.numpy(), drawn)))\n"
-            "opt.finish()\n")
+            "opt.finish()\n"
+            "for call in (opt.step, opt.finish):\n"
+            "    try:\n"
+            "        call()\n"
+            "    except RuntimeError as e:\n"
+            "        print('REFUSED', e)\n")
         env = dict(os.environ)
         env.pop("TOWERPS_WORKER_ARGS", None)
         p = subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE,
@@ -1196,6 +1201,8 @@ class BadInputTest(unittest.TestCase):
         self.assertIn("REFUSED tables=: 'emb.a' is a field of the fused collection 'emb'",
                       p.stdout)
         self.assertIn("SAME True True", p.stdout)
+        self.assertIn("REFUSED step() after finish(): this worker has left the job", p.stdout)
+        self.assertIn("REFUSED finish() was called already", p.stdout)
 
     def test_outside_the_launcher_without_a_server_init_says_how_to_start(self):
         env = dict(os.environ, TOWERPS_SERVER_BIN="/nonexistent/towerps-server")

@@ -19,6 +19,10 @@ Result<std::string> FindIdxFile(const std::string& dir, const std::string& base,
   const std::string gz = dir + "/" + base + ".gz", plain = dir + "/" + base;
   if (Exists(gz)) return gz;
   if (Exists(plain)) return plain;
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return NotFoundError("data directory '" + dir + "' does not exist (" + hint + ")");
+  }
   return NotFoundError("data directory '" + dir + "' has neither " + base + ".gz nor " + base +
                        " (" + hint + ")");
 }
