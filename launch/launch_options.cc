@@ -19,15 +19,15 @@ namespace {
 // now, not found missing after the whole training run.
 Status CheckOutputFile(const std::string& flag, const std::string& path) {
   if (path.empty()) return Status::Ok();
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  const std::string shown = dir.empty() ? "." : dir.string();
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir.empty() ? "." : dir, ec)) {
-    return InvalidArgumentError(flag + " " + path + ": the directory " + shown +
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return InvalidArgumentError(flag + " " + path + ": the directory " + dir +
                                 " does not exist; create it first, or give another path");
   }
-  if (access(shown.c_str(), W_OK | X_OK) != 0) {
-    return InvalidArgumentError(flag + " " + path + ": the directory " + shown +
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return InvalidArgumentError(flag + " " + path + ": the directory " + dir +
                                 " is not writable; give another path");
   }
   return Status::Ok();

@@ -19,8 +19,7 @@ Result<std::string> FindIdxFile(const std::string& dir, const std::string& base,
   const std::string gz = dir + "/" + base + ".gz", plain = dir + "/" + base;
   if (Exists(gz)) return gz;
   if (Exists(plain)) return plain;
-  struct stat st {};
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (!Exists(dir)) {
     return NotFoundError("data directory '" + dir + "' does not exist (" + hint + ")");
   }
   return NotFoundError("data directory '" + dir + "' has neither " + base + ".gz nor " + base +

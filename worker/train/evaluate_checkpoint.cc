@@ -93,19 +93,17 @@ Result<CheckpointEvaluation> EvaluateCheckpoint(const Registry& registry, const 
   TOWERPS_ASSIGN_OR_RETURN(const ModelBuilder builder, registry.DescribeModel(job.model));
   TOWERPS_ASSIGN_OR_RETURN(auto model, BuildModel<float>(builder, backend.get(), job.seed));
   if (model->signature() != saved.model_signature) {
-    for (const auto& [flag, value] : saved.job_fields) {
-      if (flag == "--model" && value == "pytorch") {
-        return FailedPreconditionError(
-            "checkpoint " + dir +
-            " is a PyTorch script's (--worker-cmd), whose model --eval-only cannot build: run "
-            "the script again with the same --checkpoint-dir (it resumes where the job ended: "
-            "optimizer.start_step) and --export-npz, which its finish() writes");
-      }
-    }
     // Name the model it holds, as the server does: the --model the checkpoint's job had.
     std::string saved_model;
     for (const auto& [flag, value] : saved.job_fields) {
       if (flag == "--model") saved_model = value;
+    }
+    if (saved_model == "pytorch") {  // a --worker-cmd job's: its model is the script's
+      return FailedPreconditionError(
+          "checkpoint " + dir +
+          " is a PyTorch script's (--worker-cmd), whose model --eval-only cannot build: run the "
+          "script again with the same --checkpoint-dir (it resumes where the job ended: "
+          "optimizer.start_step) and --export-npz, which its finish() writes");
     }
     return FailedPreconditionError(
         "checkpoint " + dir + " holds " +
